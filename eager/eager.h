@@ -1,0 +1,191 @@
+/*
+ * eager.h - the eager tensor API.
+ *
+ * Every op runs at once on the CPU and returns a new tensor.  Ops are
+ * declared in graph/ops.def; their functions eager_<op>() are generated
+ * into eager_ops.h.  Each is a macro that passes the caller's file, line
+ * and function, so errors (and traces) name the user's own code.
+ *
+ * Ownership.  A tensor returned by an op or a creation function carries
+ * one reference.  Outside a pool the caller owns it and calls
+ * eager_release().  Inside eager_pool_push()/eager_pool_pop() the pool owns
+ * it and drops it at pop, unless the caller took a reference of its own
+ * with eager_retain().  Tensors are not thread-safe: one thread at a time.
+ *
+ * Errors.  An op that fails returns NULL and records an error; an op given
+ * NULL returns NULL without a new error, so a chain of calls can be checked
+ * once at the end.  The first error is kept until eager_clear_error():
+ *   "matmul: [64,784] x [512,512]: inner dims differ (784 vs 512)
+ *    (model.c:42 mlp_forward)"
+ * Errors, pools and hooks are per thread.
+ */
+#ifndef TG_EAGER_H
+#define TG_EAGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../graph/op.h"
+
+typedef struct eager_tensor eager_tensor;
+
+/* Where user code called into the API. */
+typedef struct eager_site {
+    const char *file;
+    int line;
+    const char *func;
+} eager_site;
+
+#define EAGER_SITE_PARAMS const char *site_file_, int site_line_, const char *site_func_
+#define EAGER_SITE __FILE__, __LINE__, __func__
+
+/* Pass for an optional trailing input that is absent (a conv bias). */
+extern eager_tensor eager_none_;
+#define EAGER_NONE (&eager_none_)
+
+/* ---- errors ---- */
+
+/* The first error since the last clear; TG_OK if none. */
+tg_status eager_status(void);
+/* Its message; "" if none. Valid until the next clear on this thread. */
+const char *eager_error(void);
+void eager_clear_error(void);
+/*
+ * Records an error (kept only if none is pending). The site, if not NULL,
+ * is appended as " (file:line func)". For layers built on eager.
+ */
+void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
+                     ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- creation (dtype, shape as TG_SHAPE(2, 3)) ---- */
+
+eager_tensor *eager_empty_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape);
+eager_tensor *eager_full_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, double value);
+/* Copies numel elements of dt from data. */
+eager_tensor *eager_from_data_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, const void *data);
+/* start, start+step, ... while < stop (> stop for a negative step). */
+eager_tensor *eager_arange_at(EAGER_SITE_PARAMS, graph_dtype dt, double start, double stop, double step);
+/*
+ * Seeded random f32 tensors.  Element i takes its bits from SplitMix64
+ * applied to (seed + (i+1) * 0x9E3779B97F4A7C15): uniform = top 24 bits /
+ * 2^24 in [0,1) scaled to [lo,hi); normal uses Box-Muller on the pair
+ * (2k, 2k+1).  The same seed gives the same tensor on every machine.
+ */
+eager_tensor *eager_rand_uniform_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t seed, float lo, float hi);
+eager_tensor *eager_rand_normal_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t seed, float mean, float std);
+
+#define eager_empty(...) eager_empty_at(EAGER_SITE, __VA_ARGS__)
+#define eager_zeros(dt, shape) eager_full_at(EAGER_SITE, dt, shape, 0.0)
+#define eager_ones(dt, shape) eager_full_at(EAGER_SITE, dt, shape, 1.0)
+#define eager_full(...) eager_full_at(EAGER_SITE, __VA_ARGS__)
+#define eager_scalar(value) eager_full_at(EAGER_SITE, GRAPH_F32, TG_NOINTS, value)
+#define eager_from_data(...) eager_from_data_at(EAGER_SITE, __VA_ARGS__)
+#define eager_arange(...) eager_arange_at(EAGER_SITE, __VA_ARGS__)
+#define eager_rand_uniform(...) eager_rand_uniform_at(EAGER_SITE, __VA_ARGS__)
+#define eager_rand_normal(...) eager_rand_normal_at(EAGER_SITE, __VA_ARGS__)
+
+/* ---- references and pools ---- */
+
+/* Takes one more reference; returns t. NULL-safe. */
+eager_tensor *eager_retain(eager_tensor *t);
+/* Drops one reference; frees at zero. NULL-safe. */
+void eager_release(eager_tensor *t);
+/* Opens a pool on this thread; pools nest. */
+void eager_pool_push(void);
+/* Closes the innermost pool, dropping its reference to each tensor made in it. */
+void eager_pool_pop(void);
+/* Number of live tensors on all threads (for leak checks in tests). */
+long eager_live_tensors(void);
+
+/* ---- inspection and element access ---- */
+
+graph_dtype eager_dtype(const eager_tensor *t);
+int eager_ndim(const eager_tensor *t);
+/* Size of dim i (negative counts from the end); -1 if out of range. */
+int64_t eager_dim(const eager_tensor *t, int i);
+int64_t eager_numel(const eager_tensor *t);
+size_t eager_nbytes(const eager_tensor *t);
+const graph_type *eager_type(const eager_tensor *t);
+
+/*
+ * Reads of tensor data.  While a trace is active these are recorded as
+ * guards (see tracer/), so each takes the call site.
+ *   eager_item: the value of a 1-element tensor as double (NaN + error
+ *     otherwise).  eager_get: element at a full index.
+ *   eager_bool: a 1-element tensor read as a decision (nonzero -> 1).
+ *   eager_data: pointer to the contiguous row-major elements.
+ */
+double eager_item_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+double eager_get_at(EAGER_SITE_PARAMS, const eager_tensor *t, graph_ints index);
+int eager_bool_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+#define eager_item(t) eager_item_at(EAGER_SITE, t)
+#define eager_get(t, index) eager_get_at(EAGER_SITE, t, index)
+#define eager_bool(t) eager_bool_at(EAGER_SITE, t)
+#define eager_data(t) eager_data_at(EAGER_SITE, t)
+/* Reads without recording anything, for debugging and tests. */
+const void *eager_peek(const eager_tensor *t);
+/*
+ * Writable data.  Writing into a tensor that other tensors view (reshape
+ * shares storage) changes them too.
+ */
+void *eager_data_mut(eager_tensor *t);
+
+/* ---- settings ---- */
+
+/* Threads each kernel may use (default 1); n < 1 means 1. */
+void eager_set_threads(int n);
+int eager_threads(void);
+
+/* ---- the dispatcher ---- */
+
+/*
+ * Runs op on inputs in[0..nin): checks, infers the output types, allocates,
+ * runs the CPU kernel, calls the hooks.  Trailing EAGER_NONE inputs are
+ * dropped.  attrs is the op's graph_<op>_attrs (NULL for defaults or ops
+ * without).  Writes up to max_out tensors to out and returns their number,
+ * or -1 on error.  The generated eager_<op>() functions call this.
+ */
+int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
+                   const void *attrs, eager_tensor **out, int max_out,
+                   const eager_site *site);
+
+/* ---- hooks (how the tracer listens without eager knowing it) ---- */
+
+typedef enum eager_read_kind {
+    EAGER_READ_VALUE,    /* eager_item, eager_get */
+    EAGER_READ_DECISION, /* eager_bool */
+    EAGER_READ_BUFFER,   /* eager_data */
+} eager_read_kind;
+
+typedef struct eager_hooks {
+    /* After an op ran; a non-OK return fails the op (hook sets the error). */
+    tg_status (*on_op)(void *ud, graph_op op, eager_tensor *const *in,
+                       int nin, const void *attrs, eager_tensor *const *out,
+                       int nout, const eager_site *site);
+    /* After a creation function made t. */
+    tg_status (*on_create)(void *ud, eager_tensor *t, const eager_site *site);
+    /* When user code reads data of t; index is the element read (-1: all). */
+    tg_status (*on_read)(void *ud, const eager_tensor *t,
+                         eager_read_kind kind, int64_t index,
+                         const eager_site *site);
+    void *ud;
+} eager_hooks;
+
+/* Installs hooks for this thread (NULL removes); returns the previous. */
+const eager_hooks *eager_set_hooks(const eager_hooks *h);
+
+/*
+ * A small word in each tensor that a hook owner may use (the tracer keeps
+ * the traced value's id there).  0 on new tensors.
+ */
+uint64_t eager_tag(const eager_tensor *t);
+void eager_set_tag(eager_tensor *t, uint64_t tag);
+
+#include "eager_ops.h"
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * kernel.h - the CPU kernel interface.  Kernels see types and raw
+ * pointers, not tensors, so the replay runtime calls the same kernels on
+ * its arena.  One kernel per op, named eager_kernel_<op>, found through
+ * eager_kernels[op].
+ */
+#ifndef TG_EAGER_KERNEL_H
+#define TG_EAGER_KERNEL_H
+
+#include <stddef.h>
+
+#include "../graph/op.h"
+
+typedef struct eager_kargs {
+    const graph_type *in_type; /* nin present inputs */
+    const void *const *in;
+    int nin;
+    const void *attrs; /* graph_<op>_attrs; never NULL for ops with attrs */
+    const graph_type *out_type;
+    void *const *out;
+    int nout;
+    int nthreads; /* >= 1 */
+    char *err;    /* on failure: a reason (e.g. from oneDNN) */
+    size_t errlen;
+} eager_kargs;
+
+/* Computes out from in. Inputs and outputs never overlap unless the
+ * caller (the replay planner) knows the op is elementwise. */
+typedef tg_status (*eager_kernel_fn)(const eager_kargs *a);
+
+extern const eager_kernel_fn eager_kernels[GRAPH_OP_COUNT];
+
+#define OP(name, ...) tg_status eager_kernel_##name(const eager_kargs *a);
+#define OPA(name, ...) tg_status eager_kernel_##name(const eager_kargs *a);
+#include "../graph/ops.def"
+#undef OP
+#undef OPA
+
+/* Elements below this run on one thread whatever nthreads says. */
+#define EAGER_PAR_MIN 32768
+
+/* Records a kernel failure reason; returns st. */
+tg_status eager_kernel_fail(const eager_kargs *a, tg_status st,
+                            const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Row-major strides (in elements) of a type. */
+void eager_strides(const graph_type *t, int64_t *strides);
+
+#endif

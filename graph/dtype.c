@@ -1,0 +1,68 @@
+#include "dtype.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_info[] = {
+#define DTYPE_INFO_(up, low, ctype, size) {#low, size},
+    GRAPH_DTYPE_LIST(DTYPE_INFO_)
+#undef DTYPE_INFO_
+};
+
+const char *graph_dtype_name(graph_dtype dt)
+{
+    return (unsigned)dt < GRAPH_DTYPE_COUNT ? dtype_info[dt].name : "?";
+}
+
+size_t graph_dtype_size(graph_dtype dt)
+{
+    return (unsigned)dt < GRAPH_DTYPE_COUNT ? dtype_info[dt].size : 0;
+}
+
+int graph_dtype_parse(const char *name, size_t len, graph_dtype *out)
+{
+    for (int i = 0; i < GRAPH_DTYPE_COUNT; i++) {
+        if (strlen(dtype_info[i].name) == len &&
+            memcmp(dtype_info[i].name, name, len) == 0) {
+            *out = (graph_dtype)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int64_t graph_type_numel(const graph_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+static char *ints_str(const int64_t *v, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, i ? ",%lld" : "%lld",
+                                 (long long)v[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+char *graph_shape_str(const graph_type *t, char *buf, size_t len)
+{
+    return ints_str(t->dim, t->ndim, buf, len);
+}
+
+char *graph_ints_str(const graph_ints *v, char *buf, size_t len)
+{
+    return ints_str(v->v, v->n, buf, len);
+}

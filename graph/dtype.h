@@ -1,0 +1,76 @@
+/*
+ * dtype.h - element types, shapes and the small integer lists used for
+ * shapes and op attributes.
+ */
+#ifndef TG_GRAPH_DTYPE_H
+#define TG_GRAPH_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+/* Most dims a tensor may have. */
+#define GRAPH_MAX_DIMS 8
+/* Most entries of a graph_ints list (pads need 2 per dim). */
+#define GRAPH_MAX_INTS 16
+
+/* X(name, C type, size in bytes) */
+#define GRAPH_DTYPE_LIST(X)                                                \
+    X(F32, f32, float, 4)                                                  \
+    X(I64, i64, int64_t, 8)                                                \
+    X(I32, i32, int32_t, 4)                                                \
+    X(BOOL, bool, uint8_t, 1)
+
+typedef enum graph_dtype {
+#define GRAPH_DTYPE_ENUM_(up, low, ctype, size) GRAPH_##up,
+    GRAPH_DTYPE_LIST(GRAPH_DTYPE_ENUM_)
+#undef GRAPH_DTYPE_ENUM_
+    GRAPH_DTYPE_COUNT
+} graph_dtype;
+
+/* Bit masks of dtypes, as the op registry states what an op accepts. */
+#define GRAPH_DT_BIT(dt) (1u << (dt))
+#define GRAPH_DT_F32 GRAPH_DT_BIT(GRAPH_F32)
+#define GRAPH_DT_INT (GRAPH_DT_BIT(GRAPH_I64) | GRAPH_DT_BIT(GRAPH_I32))
+#define GRAPH_DT_NUM (GRAPH_DT_F32 | GRAPH_DT_INT)
+#define GRAPH_DT_ALL (GRAPH_DT_NUM | GRAPH_DT_BIT(GRAPH_BOOL))
+
+/* "f32", "i64", ...; "?" for an invalid value. */
+const char *graph_dtype_name(graph_dtype dt);
+/* Bytes per element; 0 for an invalid value. */
+size_t graph_dtype_size(graph_dtype dt);
+/* Parses "f32" etc.; returns 0 and sets *out, or -1 for an unknown name. */
+int graph_dtype_parse(const char *name, size_t len, graph_dtype *out);
+
+/*
+ * A short list of integers, passed by value: shapes, axes, strides, pads.
+ * Build one with TG_INTS(1, 2, 3) or TG_NOINTS for an empty list.
+ */
+typedef struct graph_ints {
+    int32_t n;
+    int64_t v[GRAPH_MAX_INTS];
+} graph_ints;
+
+#define TG_INTS(...)                                                       \
+    ((graph_ints){(int32_t)(sizeof((int64_t[]){__VA_ARGS__}) /             \
+                            sizeof(int64_t)),                              \
+                  {__VA_ARGS__}})
+#define TG_NOINTS ((graph_ints){0, {0}})
+#define TG_SHAPE TG_INTS
+
+/* The static type of a tensor: dtype and shape. */
+typedef struct graph_type {
+    graph_dtype dtype;
+    int32_t ndim;
+    int64_t dim[GRAPH_MAX_DIMS];
+} graph_type;
+
+/* Number of elements of a type (1 for a 0-d scalar). */
+int64_t graph_type_numel(const graph_type *t);
+/* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf. */
+char *graph_shape_str(const graph_type *t, char *buf, size_t len);
+/* Writes "[1,2]" for an int list; returns buf. */
+char *graph_ints_str(const graph_ints *v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,182 @@
+/* op.c - the registry table built from ops.def, and the generic checks. */
+#include "op.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * Attribute descriptors.  offsetof needs the struct type inside the
+ * A_* macros, which do not know the op, so each op gets a function with a
+ * block-scope typedef ATTR_T_ and a static descriptor array.
+ */
+#define A_I64(n, d) {#n, GRAPH_ATTR_I64, offsetof(ATTR_T_, n), (double)(d)},
+#define A_F32(n, d) {#n, GRAPH_ATTR_F32, offsetof(ATTR_T_, n), (double)(d)},
+#define A_INTS(n) {#n, GRAPH_ATTR_INTS, offsetof(ATTR_T_, n), 0.0},
+#define A_DTYPE(n, d) {#n, GRAPH_ATTR_DTYPE, offsetof(ATTR_T_, n), (double)(d)},
+#define OP(...)
+#define OPA(name, v, mi, ma, no, p, dt, inf, attrs)                         \
+    static const graph_attr_desc *name##_attr_descs(void)                   \
+    {                                                                       \
+        typedef graph_##name##_attrs ATTR_T_;                               \
+        static const graph_attr_desc d[] = {attrs};                         \
+        return d;                                                           \
+    }
+#include "ops.def"
+#undef OP
+#undef OPA
+#undef A_I64
+#undef A_F32
+#undef A_INTS
+#undef A_DTYPE
+
+#define A_I64(n, d) +1
+#define A_F32(n, d) +1
+#define A_INTS(n) +1
+#define A_DTYPE(n, d) +1
+const graph_op_info graph_ops[GRAPH_OP_COUNT] = {
+#define OP(name, ver, mi, ma, no, pr, dt, inf)                              \
+    [GRAPH_OP_##name] = {#name, ver, mi, ma, no, pr, dt, inf, 0, 0, NULL},
+#define OPA(name, ver, mi, ma, no, pr, dt, inf, attrs)                      \
+    [GRAPH_OP_##name] = {#name, ver, mi, ma, no, pr, dt, inf,              \
+                         sizeof(graph_##name##_attrs), 0 attrs,             \
+                         name##_attr_descs},
+#include "ops.def"
+#undef OP
+#undef OPA
+};
+#undef A_I64
+#undef A_F32
+#undef A_INTS
+#undef A_DTYPE
+
+const graph_op_info *graph_op_get(graph_op op)
+{
+    return (unsigned)op < GRAPH_OP_COUNT ? &graph_ops[op] : NULL;
+}
+
+graph_op graph_op_find(const char *name, size_t len)
+{
+    for (int i = 0; i < GRAPH_OP_COUNT; i++) {
+        const char *n = graph_ops[i].name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0)
+            return (graph_op)i;
+    }
+    return GRAPH_OP_COUNT;
+}
+
+void graph_attrs_default(graph_op op, void *attrs)
+{
+    const graph_op_info *info = graph_op_get(op);
+    if (!info || !info->attr_size)
+        return;
+    memset(attrs, 0, info->attr_size);
+    const graph_attr_desc *d = info->attr_descs();
+    for (int i = 0; i < info->nattrs; i++) {
+        char *field = (char *)attrs + d[i].offset;
+        switch (d[i].kind) {
+        case GRAPH_ATTR_I64:
+            *(int64_t *)field = (int64_t)d[i].def_value;
+            break;
+        case GRAPH_ATTR_F32:
+            *(float *)field = (float)d[i].def_value;
+            break;
+        case GRAPH_ATTR_DTYPE:
+            *(graph_dtype *)field = (graph_dtype)(int)d[i].def_value;
+            break;
+        case GRAPH_ATTR_INTS:
+            break; /* zeroed above: empty list */
+        }
+    }
+}
+
+tg_status graph_infer_fail(graph_infer_ctx *c, tg_status status,
+                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (c->err && c->errlen)
+        vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int graph_axis(int64_t axis, int ndim)
+{
+    if (axis < 0)
+        axis += ndim;
+    return (axis < 0 || axis >= ndim) ? -1 : (int)axis;
+}
+
+tg_status graph_broadcast(const graph_type *a, const graph_type *b,
+                          graph_type *out)
+{
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    out->ndim = nd;
+    for (int i = 0; i < nd; i++) {
+        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+        int64_t da = ia >= 0 ? a->dim[ia] : 1;
+        int64_t db = ib >= 0 ? b->dim[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return TG_ERR_SHAPE;
+        out->dim[i] = da == 1 ? db : da;
+    }
+    return TG_OK;
+}
+
+/* "[2,3] x [3,4]" for the inputs, for error messages. */
+static void inputs_str(const graph_type *in, int nin, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < nin && used + 1 < len; i++) {
+        char s[160];
+        graph_shape_str(&in[i], s, sizeof s);
+        used += (size_t)snprintf(buf + used, len - used, "%s%s%s",
+                                 i ? " x " : "",
+                                 in[i].dtype == GRAPH_F32
+                                     ? ""
+                                     : graph_dtype_name(in[i].dtype),
+                                 s);
+    }
+}
+
+tg_status graph_infer(graph_op op, const graph_type *in, int nin,
+                      const void *attrs, graph_type *out, int max_out,
+                      int *nout, char *err, size_t errlen)
+{
+    const graph_op_info *info = graph_op_get(op);
+    char reason[256] = "";
+    char shapes[512];
+    graph_infer_ctx c = {info, in, nin, attrs, out, max_out, 0, reason,
+                         sizeof reason};
+    tg_status st;
+
+    if (!info)
+        return TG_ERR_ARG;
+    if (nin < info->min_in || (info->max_in >= 0 && nin > info->max_in))
+        st = graph_infer_fail(&c, TG_ERR_ARG, "takes %d%s inputs, got %d",
+                              info->min_in,
+                              info->max_in < 0 ? " or more"
+                              : info->max_in > info->min_in ? "+" : "",
+                              nin);
+    else if (nin > 0 && !(info->dtypes & GRAPH_DT_BIT(in[0].dtype)))
+        st = graph_infer_fail(&c, TG_ERR_DTYPE, "dtype %s not supported",
+                              graph_dtype_name(in[0].dtype));
+    else if (info->nout > max_out)
+        st = graph_infer_fail(&c, TG_ERR_ARG, "needs room for %d outputs",
+                              info->nout);
+    else {
+        c.nout = info->nout;
+        st = info->infer(&c);
+    }
+    if (st != TG_OK) {
+        if (err && errlen) {
+            inputs_str(in, nin, shapes, sizeof shapes);
+            snprintf(err, errlen, "%s: %s: %s", info->name, shapes, reason);
+        }
+        return st;
+    }
+    *nout = c.nout;
+    return TG_OK;
+}

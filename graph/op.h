@@ -1,0 +1,151 @@
+/*
+ * op.h - the op registry, generated from ops.def: the op enum, one
+ * attribute struct per op that has attributes, attribute descriptors
+ * (so printers, parsers and serializers walk attributes by name), and the
+ * graph_op_info table.
+ */
+#ifndef TG_GRAPH_OP_H
+#define TG_GRAPH_OP_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include "dtype.h"
+
+/* Op properties the optimizer relies on. */
+enum {
+    GRAPH_PROP_ELEMENTWISE = 1u << 0, /* out[i] depends on in[i] only */
+    GRAPH_PROP_COMMUTATIVE = 1u << 1, /* op(a, b) == op(b, a) */
+    GRAPH_PROP_INVOLUTION = 1u << 2,  /* op(op(x)) == x */
+    GRAPH_PROP_IDEMPOTENT = 1u << 3,  /* op(op(x)) == op(x) */
+    GRAPH_PROP_PURE = 1u << 4,        /* no side effects */
+    GRAPH_PROP_BROADCAST = 1u << 5,   /* inputs broadcast (NumPy rules) */
+    GRAPH_PROP_VIEW = 1u << 6,        /* output may alias input 0 */
+};
+
+typedef enum graph_op {
+#define OP(name, ...) GRAPH_OP_##name,
+#define OPA(name, ...) GRAPH_OP_##name,
+#include "ops.def"
+#undef OP
+#undef OPA
+    GRAPH_OP_COUNT
+} graph_op;
+
+/* One struct per op with attributes: graph_<op>_attrs. */
+#define A_I64(n, d) int64_t n;
+#define A_F32(n, d) float n;
+#define A_INTS(n) graph_ints n;
+#define A_DTYPE(n, d) graph_dtype n;
+#define OP(...)
+#define OPA(name, v, mi, ma, no, p, dt, inf, attrs)                         \
+    typedef struct graph_##name##_attrs { attrs } graph_##name##_attrs;
+#include "ops.def"
+#undef OP
+#undef OPA
+#undef A_I64
+#undef A_F32
+#undef A_INTS
+#undef A_DTYPE
+
+/* Largest attribute struct, so callers can hold any op's attributes. */
+typedef union graph_attrs {
+#define OP(...)
+#define OPA(name, ...) graph_##name##_attrs name;
+#include "ops.def"
+#undef OP
+#undef OPA
+    char none;
+} graph_attrs;
+
+typedef enum graph_attr_kind {
+    GRAPH_ATTR_I64,
+    GRAPH_ATTR_F32,
+    GRAPH_ATTR_INTS,
+    GRAPH_ATTR_DTYPE,
+} graph_attr_kind;
+
+/* Describes one attribute field of an op's attribute struct. */
+typedef struct graph_attr_desc {
+    const char *name;
+    graph_attr_kind kind;
+    size_t offset;     /* within graph_<op>_attrs */
+    double def_value;  /* default for I64, F32 and DTYPE fields */
+} graph_attr_desc;
+
+struct graph_op_info;
+
+/* What an infer function gets and fills in. */
+typedef struct graph_infer_ctx {
+    const struct graph_op_info *op;
+    const graph_type *in; /* nin present inputs */
+    int nin;
+    const void *attrs; /* graph_<op>_attrs, or NULL for ops without */
+    graph_type *out;   /* room for max_out outputs */
+    int max_out;
+    int nout; /* set by infer */
+    char *err; /* on error: a message without the op name or shapes */
+    size_t errlen;
+} graph_infer_ctx;
+
+/*
+ * Shape-and-dtype inference.  Returns TG_OK and sets out[0..nout), or an
+ * error status with a reason in err ("inner dims differ (784 vs 512)").
+ */
+typedef tg_status (*graph_infer_fn)(graph_infer_ctx *c);
+
+typedef struct graph_op_info {
+    const char *name;
+    int version;
+    int min_in, max_in; /* max_in -1: variadic */
+    int nout;           /* -1: decided by infer */
+    unsigned props;
+    unsigned dtypes; /* accepted dtypes of input 0 */
+    graph_infer_fn infer;
+    size_t attr_size; /* 0 for ops without attributes */
+    int nattrs;
+    /* Returns the nattrs attribute descriptors (NULL when none). */
+    const graph_attr_desc *(*attr_descs)(void);
+} graph_op_info;
+
+extern const graph_op_info graph_ops[GRAPH_OP_COUNT];
+
+/* The info of an op; NULL when op is out of range. */
+const graph_op_info *graph_op_get(graph_op op);
+/* Finds an op by name (len bytes); returns GRAPH_OP_COUNT if unknown. */
+graph_op graph_op_find(const char *name, size_t len);
+/* Fills attrs (attr_size bytes) with the op's defaults; zeroes padding. */
+void graph_attrs_default(graph_op op, void *attrs);
+
+/*
+ * Runs the op's checks and infer function: input count, input-0 dtype,
+ * then infer.  On error, err holds "<op>: <shapes>: <reason>".
+ */
+tg_status graph_infer(graph_op op, const graph_type *in, int nin,
+                      const void *attrs, graph_type *out, int max_out,
+                      int *nout, char *err, size_t errlen);
+
+/* Infer functions named in ops.def. */
+#define OP(name, v, mi, ma, no, p, dt, inf) tg_status inf(graph_infer_ctx *c);
+#define OPA(name, v, mi, ma, no, p, dt, inf, attrs)                         \
+    tg_status inf(graph_infer_ctx *c);
+#include "ops.def"
+#undef OP
+#undef OPA
+
+/* Helpers for infer functions. */
+
+/* Formats a reason into c->err; returns status. */
+tg_status graph_infer_fail(graph_infer_ctx *c, tg_status status,
+                           const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Normalizes axis against ndim (negative counts from the end); -1 if bad. */
+int graph_axis(int64_t axis, int ndim);
+/* NumPy broadcast of a and b into out; TG_ERR_SHAPE if incompatible. */
+tg_status graph_broadcast(const graph_type *a, const graph_type *b,
+                          graph_type *out);
+
+#endif

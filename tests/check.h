@@ -1,0 +1,40 @@
+/*
+ * check.h - a small test helper: CHECK reports a failure with its line and
+ * carries on; check_done() prints "N passed, N failed" and gives the exit
+ * code.  Also leak accounting for eager tensors.
+ */
+#ifndef TG_TESTS_CHECK_H
+#define TG_TESTS_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void check_report(int ok, const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+#define CHECK(cond) check_report(!!(cond), __FILE__, __LINE__, "%s", #cond)
+#define CHECK_MSG(cond, ...) check_report(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+/* |a - b| <= tol * (1 + |b|), NaN equal only to NaN. */
+#define CHECK_NEAR(a, b, tol) check_near((a), (b), (tol), __FILE__, __LINE__, #a)
+/* Compares n floats; reports the first mismatch and its index. */
+#define CHECK_FLOATS(got, want, n, tol) \
+    check_floats((got), (want), (n), (tol), __FILE__, __LINE__, #got)
+/* The current eager error contains substr (and there is an error). */
+#define CHECK_ERROR(substr) check_error((substr), __FILE__, __LINE__)
+
+void check_near(double a, double b, double tol, const char *file, int line,
+                const char *what);
+void check_floats(const float *got, const float *want, int64_t n, double tol,
+                  const char *file, int line, const char *what);
+void check_error(const char *substr, const char *file, int line);
+
+/* Prints the summary line; returns the process exit code. */
+int check_done(void);
+
+/* Naive references shared by tests: deterministic data. */
+void check_fill(float *p, int64_t n, uint64_t seed, float lo, float hi);
+
+#endif
