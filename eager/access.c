@@ -107,3 +107,16 @@ const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t)
         return NULL;
     return t->data;
 }
+
+void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (!t || t == EAGER_NONE) {
+        if (eager_status() == TG_OK)
+            eager_set_error(TG_ERR_NULL, &site, "data_mut: no tensor");
+        return NULL;
+    }
+    if (report(t, EAGER_WRITE_BUFFER, -1, &site))
+        return NULL;
+    return t->data;
+}

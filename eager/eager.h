@@ -131,9 +131,11 @@ const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 const void *eager_peek(const eager_tensor *t);
 /*
  * Writable data.  Writing into a tensor that other tensors view (reshape
- * shares storage) changes them too.
+ * shares storage) changes them too.  Reported to the hooks (a tracer must
+ * know that a captured constant may change).
  */
-void *eager_data_mut(eager_tensor *t);
+void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
+#define eager_data_mut(t) eager_data_mut_at(EAGER_SITE, t)
 
 /* ---- settings ---- */
 
@@ -160,6 +162,7 @@ typedef enum eager_read_kind {
     EAGER_READ_VALUE,    /* eager_item, eager_get */
     EAGER_READ_DECISION, /* eager_bool */
     EAGER_READ_BUFFER,   /* eager_data */
+    EAGER_WRITE_BUFFER,  /* eager_data_mut: the data may change */
 } eager_read_kind;
 
 typedef struct eager_hooks {
@@ -169,7 +172,8 @@ typedef struct eager_hooks {
                        int nout, const eager_site *site);
     /* After a creation function made t. */
     tg_status (*on_create)(void *ud, eager_tensor *t, const eager_site *site);
-    /* When user code reads data of t; index is the element read (-1: all). */
+    /* When user code reads (or is handed writable) data of t; index is the
+     * element read (-1: all). A non-OK return makes the access fail. */
     tg_status (*on_read)(void *ud, const eager_tensor *t,
                          eager_read_kind kind, int64_t index,
                          const eager_site *site);

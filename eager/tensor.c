@@ -196,7 +196,6 @@ size_t eager_nbytes(const eager_tensor *t)
 }
 
 const void *eager_peek(const eager_tensor *t) { return t ? t->data : NULL; }
-void *eager_data_mut(eager_tensor *t) { return t ? t->data : NULL; }
 uint64_t eager_tag(const eager_tensor *t) { return t ? t->tag : 0; }
 void eager_set_tag(eager_tensor *t, uint64_t tag)
 {

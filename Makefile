@@ -1,0 +1,62 @@
+# tracegraph - the two commands: `make demo` and `make test`.
+# Both install missing Debian packages (scripts/deps.sh), configure and build.
+#
+#   make           build the library, tests, examples and benchmarks (build/)
+#   make demo      run the eager example end to end
+#   make test      plain build + ASan/UBSan build, each running the whole suite,
+#                  then an install check (find_package and pkg-config consumers)
+#   make bench     run the benchmarks
+#   make install   cmake --install build (PREFIX=/usr/local)
+
+BUILD    ?= build
+ASAN     ?= build-asan
+PREFIX   ?= /usr/local
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install bench install clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+$(ASAN)/CMakeCache.txt: | deps
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+asan: deps $(ASAN)/CMakeCache.txt
+	cmake --build $(ASAN) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/example_eager_demo
+
+test: test-plain test-asan test-install
+	@echo "make test: all suites passed"
+
+test-plain: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# ASAN_OPTIONS: oneDNN's JIT and OpenMP runtime are fine under ASan; leaks
+# are checked (detect_leaks=1) so every test must free what it makes.
+test-asan: asan
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+test-install: build
+	scripts/test_install.sh $(BUILD)
+
+bench: build
+	./$(BUILD)/eager_overhead
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

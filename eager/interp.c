@@ -1,0 +1,211 @@
+/* interp.c - the reference interpreter (see interp.h). */
+#include "interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *guard_what(graph_guard_kind k)
+{
+    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER
+                                                        ? "buffer read"
+                                                        : "value read";
+}
+
+static double load(const eager_tensor *t, int64_t i)
+{
+    switch (t->type.dtype) {
+    case GRAPH_F32: return ((const float *)t->data)[i];
+    case GRAPH_I64: return (double)((const int64_t *)t->data)[i];
+    case GRAPH_I32: return ((const int32_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
+/* Checks one guard against the value's tensor now. */
+static tg_status check_guard(const graph *g, const graph_guard *gd,
+                             const eager_tensor *t, eager_interp_report *rep)
+{
+    char site[300], now[64], then[64];
+    int changed;
+    graph_prov_str(g, gd->prov, site, sizeof site);
+    if (gd->kind == GRAPH_GUARD_BUFFER) {
+        changed = graph_hash_bytes(t->data, eager_nbytes(t)) != gd->hash;
+        snprintf(then, sizeof then, "hash %016llx", (unsigned long long)gd->hash);
+        snprintf(now, sizeof now, "different data");
+    } else if (gd->index >= t->numel) {
+        changed = 1;
+        snprintf(then, sizeof then, "%.9g", gd->expect);
+        snprintf(now, sizeof now, "out of range (%lld elements)", (long long)t->numel);
+    } else {
+        double v = load(t, gd->index);
+        changed = gd->kind == GRAPH_GUARD_DECISION
+                      ? (v != 0.0) != (gd->expect != 0.0)
+                      : !(v == gd->expect || (isnan(v) && isnan(gd->expect)));
+        snprintf(then, sizeof then, "%.9g", gd->expect);
+        snprintf(now, sizeof now, "%.9g", v);
+    }
+    if (!changed || gd->policy == GRAPH_GUARD_OFF)
+        return TG_OK;
+    if (gd->policy == GRAPH_GUARD_WARN) {
+        if (rep && rep->guard_warnings++ == 0)
+            snprintf(rep->first_warning, sizeof rep->first_warning,
+                     "%s at %s was %s when traced, now %s", guard_what(gd->kind),
+                     site, then, now);
+        return TG_OK;
+    }
+    eager_set_error(TG_ERR_GUARD, NULL, "guard failed: the %s at %s was %s when "
+                    "traced and is %s now; the trace followed a branch that "
+                    "depends on it", guard_what(gd->kind), site, then, now);
+    return TG_ERR_GUARD;
+}
+
+/* Checks the guards on value v (just computed or bound). */
+static tg_status check_guards_of(const graph *g, int32_t v, eager_tensor *t,
+                                 eager_interp_report *rep)
+{
+    for (int32_t i = 0; i < g->nguards; i++)
+        if (g->guards[i].value == v) {
+            tg_status st = check_guard(g, &g->guards[i], t, rep);
+            if (st != TG_OK)
+                return st;
+        }
+    return TG_OK;
+}
+
+/* Binds the signature inputs; checks dtype, rank, static dims, symbols. */
+static tg_status bind_inputs(const graph *g, eager_tensor *const *inputs,
+                             eager_tensor **vals)
+{
+    int64_t symsize[128];
+    for (int s = 0; s < 128; s++)
+        symsize[s] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const graph_value *v = &g->values[g->inputs[i]];
+        const eager_tensor *t = inputs[i];
+        char got[160], want[160];
+        if (!t || t == EAGER_NONE) {
+            eager_set_error(TG_ERR_NULL, NULL, "interpret: input %d (\"%s\") is NULL",
+                            i, v->name ? v->name : "?");
+            return TG_ERR_NULL;
+        }
+        int ok = t->type.dtype == v->type.dtype && t->type.ndim == v->type.ndim;
+        for (int d = 0; ok && d < v->type.ndim; d++) {
+            if (v->dyn >> d & 1) {
+                int s = v->sym[d];
+                if (symsize[s] < 0)
+                    symsize[s] = t->type.dim[d];
+                ok = symsize[s] == t->type.dim[d];
+            } else {
+                ok = t->type.dim[d] == v->type.dim[d];
+            }
+        }
+        if (!ok) {
+            eager_set_error(TG_ERR_SHAPE, NULL, "interpret: input \"%s\" is %s%s, the "
+                            "graph was traced with %s%s (dynamic dims may differ, "
+                            "consistently)", v->name ? v->name : "?",
+                            graph_dtype_name(t->type.dtype),
+                            graph_shape_str(&t->type, got, sizeof got),
+                            graph_dtype_name(v->type.dtype),
+                            graph_shape_str(&v->type, want, sizeof want));
+            return TG_ERR_SHAPE;
+        }
+        vals[g->inputs[i]] = (eager_tensor *)t;
+    }
+    return TG_OK;
+}
+
+/* Makes tensors for params and constants. */
+static tg_status bind_sources(const graph *g, eager_tensor **vals)
+{
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        const graph_value *v = &g->values[i];
+        if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
+            continue;
+        if (!v->data) {
+            eager_set_error(TG_ERR_STATE, NULL, "interpret: %s %%%d has no data "
+                            "(elided)", graph_value_kind_name(v->kind), i);
+            return TG_ERR_STATE;
+        }
+        eager_tensor *t = eager_alloc(&v->type, NULL);
+        if (!t)
+            return eager_status();
+        memcpy(t->data, v->data, graph_value_nbytes(v));
+        eager_pool_adopt(t);
+        vals[i] = t;
+    }
+    return TG_OK;
+}
+
+static tg_status run_node(const graph *g, int32_t i, eager_tensor **vals)
+{
+    const graph_node *n = &g->nodes[i];
+    eager_tensor *in[GRAPH_MAX_NODE_IO], *out[GRAPH_MAX_NODE_IO];
+    for (int k = 0; k < n->nin; k++)
+        in[k] = vals[n->in[k]];
+    const graph_prov *p = n->nprov ? &g->provs[n->prov[0]] : NULL;
+    eager_site site = {p ? p->file : "?", p ? p->line : 0, p ? p->func : "?"};
+    const void *attrs = graph_ops[n->op].attr_size ? &n->attrs : NULL;
+    int got = eager_dispatch(n->op, in, n->nin, attrs, out, GRAPH_MAX_NODE_IO, &site);
+    if (got != n->nout) {
+        if (got >= 0 || eager_status() == TG_OK)
+            eager_set_error(TG_ERR_STATE, &site, "interpret: node %d (%s) made %d "
+                            "outputs, the graph says %d", i, graph_ops[n->op].name,
+                            got, n->nout);
+        if (n->flags & GRAPH_NODE_SPECIALIZED) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s; node %d was specialized on the traced "
+                     "sizes", eager_error(), i);
+            tg_status st = eager_status();
+            eager_clear_error();
+            eager_set_error(st, NULL, "%s", msg);
+        }
+        return eager_status();
+    }
+    for (int k = 0; k < n->nout; k++)
+        vals[n->out[k]] = out[k];
+    return TG_OK;
+}
+
+tg_status eager_interpret(const graph *g, eager_tensor *const *inputs, int nin,
+                          eager_tensor **outputs, int nout,
+                          eager_interp_report *report)
+{
+    if (!g || nin != g->ninputs || nout < g->noutputs || (nin && !inputs) ||
+        (g->noutputs && !outputs)) {
+        eager_set_error(TG_ERR_ARG, NULL, "interpret: the graph takes %d inputs and "
+                        "makes %d outputs; called with %d and room for %d",
+                        g ? g->ninputs : 0, g ? g->noutputs : 0, nin, nout);
+        return TG_ERR_ARG;
+    }
+    if (report)
+        memset(report, 0, sizeof *report);
+    eager_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
+    if (!vals) {
+        eager_set_error(TG_ERR_NOMEM, NULL, "interpret: out of memory");
+        return TG_ERR_NOMEM;
+    }
+    const eager_hooks *hooks = eager_set_hooks(NULL);
+    eager_pool_push();
+    tg_status st = bind_inputs(g, inputs, vals);
+    if (st == TG_OK)
+        st = bind_sources(g, vals);
+    for (int32_t i = 0; st == TG_OK && i < g->ninputs; i++)
+        st = check_guards_of(g, g->inputs[i], vals[g->inputs[i]], report);
+    for (int32_t i = 0; st == TG_OK && i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        st = run_node(g, i, vals);
+        for (int k = 0; st == TG_OK && k < n->nout; k++)
+            st = check_guards_of(g, n->out[k], vals[n->out[k]], report);
+    }
+    for (int32_t i = 0; i < g->noutputs; i++)
+        outputs[i] = st == TG_OK ? eager_retain(vals[g->outputs[i].value]) : NULL;
+    eager_pool_pop();
+    eager_set_hooks(hooks);
+    free(vals);
+    return st;
+}

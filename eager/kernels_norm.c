@@ -1,0 +1,279 @@
+/*
+ * kernels_norm.c - CPU kernels for batch_norm, layer_norm, softmax and
+ * log_softmax (f32).  Shapes and attributes were checked by
+ * graph/infer_norm.c.
+ *
+ * Numerics.
+ * - layer_norm: two passes per row (mean, then the mean squared deviation)
+ *   accumulated in double, so a row such as 1e4 + small noise keeps its
+ *   variance; population variance.  See ln_row for the subtraction.
+ * - softmax: the row max is subtracted before exp, so large inputs do not
+ *   overflow.  -inf entries give 0 (log_softmax: -inf).  A row that is all
+ *   -inf, or holds +inf or NaN, gives NaN throughout (as PyTorch): there
+ *   is no meaningful distribution.
+ * - batch_norm: per-channel factor scale / sqrt(var + eps) computed in
+ *   double; y = (x - mean) * factor + bias.
+ *
+ * Loops run over contiguous rows and are written to vectorize; large
+ * tensors are split over a->nthreads threads by independent rows.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "../graph/infer_norm.h"
+#include "kernel.h"
+#include "vmath.h"
+
+/* Independent accumulators for row sums (fills AVX-512 lanes). */
+#define LANES 16
+/* Columns per block when softmax runs over a non-innermost axis. */
+#define BLOCK 256
+
+/* Sum of x[0..n) in double. */
+static double sum_f64(const float *restrict x, int64_t n)
+{
+    double lane[LANES] = {0}, s = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            lane[j] += x[i + j];
+    for (; i < n; i++)
+        s += x[i];
+    for (int j = 0; j < LANES; j++)
+        s += lane[j];
+    return s;
+}
+
+/* Sum of (x[i] - mean)^2 in double. */
+static double sqdev_f64(const float *restrict x, int64_t n, double mean)
+{
+    double lane[LANES] = {0}, s = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            double d = x[i + j] - mean;
+            lane[j] += d * d;
+        }
+    for (; i < n; i++)
+        s += (x[i] - mean) * (x[i] - mean);
+    for (int j = 0; j < LANES; j++)
+        s += lane[j];
+    return s;
+}
+
+/* Max of x[0..n), ignoring NaN (-inf if none); NaN still reaches the
+ * output through exp.  The OpenMP simd reduction is what lets the
+ * compiler vectorize a float max without -ffast-math. */
+static float max_f32(const float *restrict x, int64_t n)
+{
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* ---- batch_norm ---- */
+
+tg_status eager_kernel_batch_norm(const eager_kargs *a)
+{
+    const graph_batch_norm_attrs *at = a->attrs;
+    const graph_type *t = &a->in_type[0];
+    const float *x = a->in[0], *scale = a->in[1], *bias = a->in[2];
+    const float *mean = a->in[3], *var = a->in[4];
+    float *y = a->out[0];
+    int64_t n = t->dim[0], c = t->dim[1], s = 1;
+    for (int d = 2; d < t->ndim; d++)
+        s *= t->dim[d];
+    int64_t rows = n * c, numel = rows * s;
+    if (numel == 0)
+        return TG_OK;
+    /* Split rows into chunks when there are too few rows for the threads. */
+    int par = numel >= EAGER_PAR_MIN && a->nthreads > 1;
+    int64_t chunk = s;
+    if (par && rows < 4 * a->nthreads) {
+        chunk = (s * rows + 4 * a->nthreads - 1) / (4 * a->nthreads);
+        chunk = chunk < 4096 ? 4096 : chunk;
+    }
+    int64_t nsplit = (s + chunk - 1) / chunk, ntask = rows * nsplit;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t k = 0; k < ntask; k++) {
+        int64_t r = k / nsplit, ch = r % c, i0 = k % nsplit * chunk;
+        int64_t len = s - i0 < chunk ? s - i0 : chunk;
+        float f = (float)(scale[ch] / sqrt((double)var[ch] + at->eps));
+        float m = mean[ch], b = bias[ch];
+        const float *restrict xr = x + r * s + i0;
+        float *restrict yr = y + r * s + i0;
+        for (int64_t i = 0; i < len; i++)
+            yr[i] = (xr[i] - m) * f + b;
+    }
+    return TG_OK;
+}
+
+/* ---- layer_norm ---- */
+
+/*
+ * One row.  x - mean is formed as (x - mhi) - mlo with mean = mhi + mlo
+ * split into two floats: x - mhi is exact when x is near the mean (the
+ * case that matters), so a large mean does not swamp the deviation, and
+ * the loop stays in f32 lanes.
+ */
+static void ln_row(const float *restrict x, float *restrict y,
+                   const float *restrict w, const float *restrict b,
+                   int64_t n, float eps)
+{
+    double mean = sum_f64(x, n) / (double)n;
+    double var = sqdev_f64(x, n, mean) / (double)n;
+    float rstd = (float)(1.0 / sqrt(var + eps));
+    float mhi = (float)mean, mlo = (float)(mean - mhi);
+    if (w && b) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = ((x[i] - mhi) - mlo) * rstd * w[i] + b[i];
+    } else if (w) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = ((x[i] - mhi) - mlo) * rstd * w[i];
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = ((x[i] - mhi) - mlo) * rstd;
+    }
+}
+
+tg_status eager_kernel_layer_norm(const eager_kargs *a)
+{
+    const graph_layer_norm_attrs *at = a->attrs;
+    const graph_type *t = &a->in_type[0];
+    const float *x = a->in[0];
+    const float *w = a->nin > 1 ? a->in[1] : NULL;
+    const float *b = a->nin > 2 ? a->in[2] : NULL;
+    float *y = a->out[0];
+    int axis = graph_norm_axis(at->axis, t->ndim);
+    int64_t rows = 1, d = 1;
+    for (int i = 0; i < t->ndim; i++)
+        *(i < axis ? &rows : &d) *= t->dim[i];
+    if (rows * d == 0)
+        return TG_OK;
+    int par = rows * d >= EAGER_PAR_MIN && a->nthreads > 1;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t r = 0; r < rows; r++)
+        ln_row(x + r * d, y + r * d, w, b, d, at->eps);
+    return TG_OK;
+}
+
+/* ---- softmax, log_softmax ---- */
+
+/* y[i] = exp(x[i] - m); returns the sum of y in double.  vm_expf gives
+ * exp(-inf) = 0 and NaN for NaN, and vectorizes (libm's expf does not). */
+static double exp_shift(const float *restrict x, float *restrict y,
+                        float m, int64_t n)
+{
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = vm_expf(x[i] - m);
+        s += y[i];
+    }
+    return s;
+}
+
+/* A contiguous row.  log_softmax uses (x - m) - log(sum) rather than
+ * x - (m + log(sum)), which would round at the scale of m. */
+static void softmax_row(const float *restrict x, float *restrict y,
+                        int64_t n, int log_sm)
+{
+    float m = max_f32(x, n);
+    double s = exp_shift(x, y, m, n);
+    if (!log_sm) {
+        float inv = (float)(1.0 / s);
+        for (int64_t i = 0; i < n; i++)
+            y[i] *= inv;
+    } else {
+        float ls = (float)log(s);
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (x[i] - m) - ls;
+    }
+}
+
+/*
+ * Columns j0..j0+nc of one [len, inner] slab: each column is a softmax
+ * row with stride inner.  Walking the slab row by row keeps the accesses
+ * contiguous and the column loops vectorizable.
+ */
+static void softmax_cols(const float *restrict x, float *restrict y,
+                         int64_t len, int64_t inner, int64_t nc, int log_sm)
+{
+    float m[BLOCK], f[BLOCK];
+    double s[BLOCK];
+    for (int64_t j = 0; j < nc; j++)
+        m[j] = -INFINITY, s[j] = 0;
+    for (int64_t l = 0; l < len; l++) {
+        const float *restrict xr = x + l * inner;
+        for (int64_t j = 0; j < nc; j++)
+            m[j] = xr[j] > m[j] ? xr[j] : m[j];
+    }
+    for (int64_t l = 0; l < len; l++) {
+        const float *restrict xr = x + l * inner;
+        float *restrict yr = y + l * inner;
+#pragma omp simd
+        for (int64_t j = 0; j < nc; j++)
+            yr[j] = vm_expf(xr[j] - m[j]);
+        for (int64_t j = 0; j < nc; j++)
+            s[j] += yr[j];
+    }
+    for (int64_t j = 0; j < nc; j++)
+        f[j] = log_sm ? (float)log(s[j]) : (float)(1.0 / s[j]);
+    for (int64_t l = 0; l < len; l++) {
+        const float *restrict xr = x + l * inner;
+        float *restrict yr = y + l * inner;
+        if (log_sm)
+            for (int64_t j = 0; j < nc; j++)
+                yr[j] = (xr[j] - m[j]) - f[j];
+        else
+            for (int64_t j = 0; j < nc; j++)
+                yr[j] *= f[j];
+    }
+}
+
+static tg_status run_softmax(const eager_kargs *a, int64_t axis_attr,
+                             int log_sm)
+{
+    const graph_type *t = &a->in_type[0];
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    int axis = graph_norm_axis(axis_attr, t->ndim);
+    int64_t outer = 1, len = t->ndim ? t->dim[axis] : 1, inner = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (i < axis)
+            outer *= t->dim[i];
+        else if (i > axis)
+            inner *= t->dim[i];
+    }
+    int64_t numel = outer * len * inner;
+    if (numel == 0)
+        return TG_OK;
+    int par = numel >= EAGER_PAR_MIN && a->nthreads > 1;
+    if (inner == 1) {
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+        for (int64_t r = 0; r < outer; r++)
+            softmax_row(x + r * len, y + r * len, len, log_sm);
+        return TG_OK;
+    }
+    int64_t nblk = (inner + BLOCK - 1) / BLOCK, ntask = outer * nblk;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t k = 0; k < ntask; k++) {
+        int64_t o = k / nblk, j0 = k % nblk * BLOCK;
+        int64_t nc = inner - j0 < BLOCK ? inner - j0 : BLOCK;
+        int64_t off = o * len * inner + j0;
+        softmax_cols(x + off, y + off, len, inner, nc, log_sm);
+    }
+    return TG_OK;
+}
+
+tg_status eager_kernel_softmax(const eager_kargs *a)
+{
+    return run_softmax(a, ((const graph_softmax_attrs *)a->attrs)->axis, 0);
+}
+
+tg_status eager_kernel_log_softmax(const eager_kargs *a)
+{
+    return run_softmax(a, ((const graph_log_softmax_attrs *)a->attrs)->axis, 1);
+}

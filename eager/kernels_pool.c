@@ -1,0 +1,184 @@
+/*
+ * kernels_pool.c - CPU kernels of max_pool2d, avg_pool2d and
+ * global_avg_pool (f32, NCHW), in plain C.  Shapes and attributes were
+ * checked by graph/infer_linalg.c (padding < kernel, output >= 1).
+ *
+ * The 2-D pools are separable, so each output row takes two passes over
+ * one padded row buffer: first the window's in-bounds input rows are
+ * combined element by element (contiguous, vectorized), then each output
+ * takes the kernel-width window of that row (unit or small stride).  The
+ * buffer's padding columns hold the identity (-inf for max, 0 for avg),
+ * so neither pass tests bounds.  OpenMP splits the N*C planes.
+ *
+ * Values: max propagates NaN (as PyTorch).  avg divides by kh*kw with
+ * count_include_pad, else by the number of in-bounds elements; a window
+ * with none (only possible when H or W is 0) gives -inf for max and NaN
+ * (0/0) for avg.  global_avg_pool sums in double; an empty plane gives
+ * NaN, as NumPy's mean.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dnnl_util.h"
+
+typedef struct pool_geom {
+    int64_t h, w, oh, ow;
+    int64_t kh, kw, sh, sw;
+    int64_t pt, pl, pb, pr;
+    int avg, include_pad;
+} pool_geom;
+
+/* NaN-propagating max: a NaN v wins, and a NaN acc stays. */
+static inline float max_nan(float acc, float v)
+{
+    return (v > acc || v != v) ? v : acc;
+}
+
+/* row[pl .. pl+w) = combination of input rows [h0, h1) of the plane. */
+static void combine_rows(const pool_geom *g, const float *restrict in,
+                         int64_t h0, int64_t h1, float *restrict rc)
+{
+    int64_t w = g->w;
+    if (h0 >= h1) {
+        float ident = g->avg ? 0.0f : -INFINITY;
+        for (int64_t i = 0; i < w; i++)
+            rc[i] = ident;
+        return;
+    }
+    memcpy(rc, in + h0 * w, (size_t)w * sizeof *rc);
+    for (int64_t r = h0 + 1; r < h1; r++) {
+        const float *restrict ip = in + r * w;
+        if (g->avg)
+            for (int64_t i = 0; i < w; i++)
+                rc[i] += ip[i];
+        else
+            for (int64_t i = 0; i < w; i++)
+                rc[i] = max_nan(rc[i], ip[i]);
+    }
+}
+
+/* One output row from the combined padded row (width w + pl + pr). */
+static void window_row(const pool_geom *g, const float *restrict row,
+                       int64_t nrows, float *restrict op)
+{
+    int64_t ow = g->ow, sw = g->sw;
+    for (int64_t o = 0; o < ow; o++)
+        op[o] = row[o * sw];
+    for (int64_t k = 1; k < g->kw; k++) {
+        if (g->avg)
+            for (int64_t o = 0; o < ow; o++)
+                op[o] += row[o * sw + k];
+        else
+            for (int64_t o = 0; o < ow; o++)
+                op[o] = max_nan(op[o], row[o * sw + k]);
+    }
+    if (!g->avg)
+        return;
+    if (g->include_pad) {
+        float div = (float)(g->kh * g->kw);
+        for (int64_t o = 0; o < ow; o++)
+            op[o] /= div;
+        return;
+    }
+    for (int64_t o = 0; o < ow; o++) {
+        int64_t c0 = o * sw - g->pl, c1 = c0 + g->kw;
+        c0 = c0 < 0 ? 0 : c0;
+        c1 = c1 > g->w ? g->w : c1;
+        op[o] /= (float)(nrows * (c1 - c0)); /* 0/0 = NaN for empty */
+    }
+}
+
+static void pool_plane(const pool_geom *g, const float *in, float *out,
+                       float *row)
+{
+    for (int64_t oh = 0; oh < g->oh; oh++) {
+        int64_t h0 = oh * g->sh - g->pt, h1 = h0 + g->kh;
+        h0 = h0 < 0 ? 0 : h0;
+        h1 = h1 > g->h ? g->h : h1;
+        combine_rows(g, in, h0, h1, row + g->pl);
+        window_row(g, row, h1 > h0 ? h1 - h0 : 0, out + oh * g->ow);
+    }
+}
+
+static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
+                        const graph_ints *sl, const graph_ints *pl, int avg,
+                        int include_pad)
+{
+    const graph_type *x = &a->in_type[0], *y = a->out_type;
+    int64_t k[2], s[2], p[4];
+    eager_ints_pair(kl, 1, k);
+    eager_ints_pair(sl, 0, s);
+    if (sl->n == 0)
+        s[0] = k[0], s[1] = k[1];
+    eager_ints_pad4(pl, p);
+    pool_geom g = {x->dim[2], x->dim[3], y->dim[2], y->dim[3],
+                   k[0], k[1], s[0], s[1],
+                   p[0], p[1], p[2], p[3], avg, include_pad};
+    int64_t planes = y->dim[0] * y->dim[1];
+    if (graph_type_numel(y) == 0)
+        return TG_OK;
+    int64_t pw = g.w + g.pl + g.pr;
+    int64_t work = graph_type_numel(x) > graph_type_numel(y)
+                       ? graph_type_numel(x) : graph_type_numel(y);
+    int nt = work >= EAGER_PAR_MIN ? a->nthreads : 1;
+    if (nt > planes)
+        nt = (int)planes;
+    float *buf = malloc((size_t)nt * (size_t)pw * sizeof *buf);
+    if (!buf)
+        return eager_kernel_fail(a, TG_ERR_NOMEM,
+                                 "no memory for %d rows of %lld floats", nt,
+                                 (long long)pw);
+    /* Padding columns keep the identity; only [pl, pl+w) is rewritten. */
+    float ident = avg ? 0.0f : -INFINITY;
+    for (int64_t i = 0; i < (int64_t)nt * pw; i++)
+        buf[i] = ident;
+    const float *in = a->in[0];
+    float *out = a->out[0];
+    int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        float *row = buf + (int64_t)omp_get_thread_num() * pw;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < planes; i++)
+            pool_plane(&g, in + i * in_plane, out + i * out_plane, row);
+    }
+    free(buf);
+    return TG_OK;
+}
+
+tg_status eager_kernel_max_pool2d(const eager_kargs *a)
+{
+    const graph_max_pool2d_attrs *at = a->attrs;
+    return pool2d(a, &at->kernel, &at->stride, &at->padding, 0, 0);
+}
+
+tg_status eager_kernel_avg_pool2d(const eager_kargs *a)
+{
+    const graph_avg_pool2d_attrs *at = a->attrs;
+    return pool2d(a, &at->kernel, &at->stride, &at->padding, 1,
+                  (int)at->count_include_pad);
+}
+
+tg_status eager_kernel_global_avg_pool(const eager_kargs *a)
+{
+    const graph_type *x = &a->in_type[0];
+    int64_t planes = x->dim[0] * x->dim[1];
+    int64_t plane = 1;
+    for (int i = 2; i < x->ndim; i++)
+        plane *= x->dim[i];
+    const float *in = a->in[0];
+    float *out = a->out[0];
+    int nt = planes * plane >= EAGER_PAR_MIN ? a->nthreads : 1;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t i = 0; i < planes; i++) {
+        const float *restrict p = in + i * plane;
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < plane; j++)
+            sum += p[j];
+        out[i] = (float)(sum / (double)plane); /* 0/0 = NaN when empty */
+    }
+    return TG_OK;
+}

@@ -1,0 +1,469 @@
+/*
+ * kernels_reduce.c - CPU kernels for reduce_sum, reduce_mean, reduce_max.
+ *
+ * Layout.  Size-1 dims are dropped and neighbouring dims of the same kind
+ * (reduced or kept) merged, so any reduction becomes one of two shapes:
+ *  - rows: the last group is reduced: each output reduces contiguous rows
+ *    (reduce over the hidden dim, reduce over everything);
+ *  - cols: the last group is kept: each block of outputs accumulates
+ *    contiguous slices of the input (reduce over the batch dim).
+ * Other reduced groups are walked with an odometer.  Inner loops are
+ * contiguous and written so the compiler vectorizes them.
+ *
+ * Numerics.  f32 sums and means accumulate in double.  Integer sums wrap
+ * modulo 2^64 (i64) or 2^32 (i32), done in unsigned arithmetic so there
+ * is no signed overflow; the width of the unsigned accumulator does not
+ * change a wrapped result, so i32 uses 32-bit lanes.  reduce_max of f32
+ * propagates NaN.  Empty reductions: sum 0, mean NaN (max is rejected by
+ * infer).  With several threads, long reductions are split into chunks
+ * combined in chunk order; f32 results may then differ in the last bit
+ * from a one-thread run.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../graph/infer_norm.h"
+#include "kernel.h"
+
+/* Independent accumulators in row loops: enough to fill AVX-512 lanes. */
+#define LANES 16
+/* Outputs per column block; accumulators for a block live on the stack. */
+#define BLOCK 256
+
+/* Accumulators for up to BLOCK outputs; each op uses the member of its
+ * accumulator type, so every access is through the declared type. */
+typedef union acc_block {
+    double d[BLOCK];
+    float f[BLOCK];
+    uint64_t u64[BLOCK];
+    uint32_t u32[BLOCK];
+    int64_t i64[BLOCK];
+    int32_t i32[BLOCK];
+} acc_block;
+
+/* The per-(op, dtype) inner loops. */
+typedef struct red_fns {
+    size_t esize; /* input and output element size */
+    void (*init)(acc_block *acc, int64_t n);
+    /* acc[0] op= reduce(x[0..n)) */
+    void (*row)(acc_block *acc, const void *x, int64_t n);
+    /* acc[j] op= x[j] for j < n <= BLOCK */
+    void (*col)(acc_block *acc, const void *x, int64_t n);
+    /* acc[j] op= other[j] for j < n */
+    void (*merge)(acc_block *acc, const acc_block *other, int64_t n);
+    /* out[j] = final(acc[j]); count is the number of reduced elements */
+    void (*fin)(void *out, const acc_block *acc, int64_t n, int64_t count);
+} red_fns;
+
+/* Signed value of a wrapped unsigned sum, without implementation-defined
+ * conversions. */
+static int64_t wrap_i64(uint64_t u)
+{
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u
+                                    : (int64_t)(u - (uint64_t)INT64_MAX - 1) + INT64_MIN;
+}
+
+static int32_t wrap_i32(uint32_t u)
+{
+    return u <= (uint32_t)INT32_MAX ? (int32_t)u
+                                    : (int32_t)(u - (uint32_t)INT32_MAX - 1) + INT32_MIN;
+}
+
+/* Sums: element T, accumulator A (acc_block member F). */
+#define SUM_FNS(name, T, A, F)                                              \
+    static void name##_init(acc_block *a, int64_t n)                        \
+    {                                                                       \
+        for (int64_t i = 0; i < n; i++)                                     \
+            a->F[i] = 0;                                                    \
+    }                                                                       \
+    static void name##_row(acc_block *a, const void *xv, int64_t n)         \
+    {                                                                       \
+        const T *restrict x = xv;                                           \
+        A lane[LANES] = {0}, s = 0;                                         \
+        int64_t i = 0;                                                      \
+        for (; i + LANES <= n; i += LANES)                                  \
+            for (int j = 0; j < LANES; j++)                                 \
+                lane[j] += (A)x[i + j];                                     \
+        for (; i < n; i++)                                                  \
+            s += (A)x[i];                                                   \
+        for (int j = 0; j < LANES; j++)                                     \
+            s += lane[j];                                                   \
+        a->F[0] += s;                                                       \
+    }                                                                       \
+    static void name##_col(acc_block *restrict a, const void *xv, int64_t n) \
+    {                                                                       \
+        const T *restrict x = xv;                                           \
+        for (int64_t j = 0; j < n; j++)                                     \
+            a->F[j] += (A)x[j];                                             \
+    }                                                                       \
+    static void name##_merge(acc_block *restrict a,                         \
+                             const acc_block *restrict o, int64_t n)        \
+    {                                                                       \
+        for (int64_t j = 0; j < n; j++)                                     \
+            a->F[j] += o->F[j];                                             \
+    }
+
+SUM_FNS(sum_f32, float, double, d)
+SUM_FNS(sum_i64, int64_t, uint64_t, u64)
+SUM_FNS(sum_i32, int32_t, uint32_t, u32)
+
+static void sum_f32_fin(void *out, const acc_block *a, int64_t n, int64_t count)
+{
+    for (int64_t j = 0; j < n; j++)
+        ((float *)out)[j] = (float)a->d[j];
+}
+
+static void mean_f32_fin(void *out, const acc_block *a, int64_t n, int64_t count)
+{
+    double inv = count > 0 ? 1.0 / (double)count : NAN;
+    for (int64_t j = 0; j < n; j++)
+        ((float *)out)[j] = (float)(a->d[j] * inv);
+}
+
+static void sum_i64_fin(void *out, const acc_block *a, int64_t n, int64_t count)
+{
+    for (int64_t j = 0; j < n; j++)
+        ((int64_t *)out)[j] = wrap_i64(a->u64[j]);
+}
+
+static void sum_i32_fin(void *out, const acc_block *a, int64_t n, int64_t count)
+{
+    for (int64_t j = 0; j < n; j++)
+        ((int32_t *)out)[j] = wrap_i32(a->u32[j]);
+}
+
+/*
+ * f32 max keeps a NaN once seen: v != v picks a NaN v, and a NaN
+ * accumulator never loses a comparison it cannot win (v > NaN is false).
+ * Row loops instead track NaN in a flag beside an OpenMP simd max
+ * reduction, which the compiler vectorizes (a conditional select in lanes
+ * it does not).
+ */
+#define FMAX_(m, v) (((v) > (m) || (v) != (v)) ? (v) : (m))
+#define IMAX_(m, v) ((v) > (m) ? (v) : (m))
+#define FNAN_(v) ((v) != (v))
+#define INAN_(v) 0
+
+/* Maxima: element T (acc_block member F), identity LO, step MAX, NaN test
+ * NANCHK giving NANVAL. */
+#define MAX_FNS(name, T, F, LO, MAX, NANCHK, NANVAL)                        \
+    static void name##_init(acc_block *a, int64_t n)                        \
+    {                                                                       \
+        for (int64_t i = 0; i < n; i++)                                     \
+            a->F[i] = LO;                                                   \
+    }                                                                       \
+    static void name##_row(acc_block *a, const void *xv, int64_t n)         \
+    {                                                                       \
+        const T *restrict x = xv;                                           \
+        T m = a->F[0];                                                      \
+        int nan = NANCHK(m);                                                \
+        _Pragma("omp simd reduction(max : m) reduction(| : nan)")           \
+        for (int64_t i = 0; i < n; i++) {                                   \
+            m = x[i] > m ? x[i] : m;                                        \
+            nan |= NANCHK(x[i]);                                            \
+        }                                                                   \
+        a->F[0] = nan ? NANVAL : m;                                         \
+    }                                                                       \
+    static void name##_col(acc_block *restrict a, const void *xv, int64_t n) \
+    {                                                                       \
+        const T *restrict x = xv;                                           \
+        for (int64_t j = 0; j < n; j++)                                     \
+            a->F[j] = MAX(a->F[j], x[j]);                                   \
+    }                                                                       \
+    static void name##_merge(acc_block *restrict a,                         \
+                             const acc_block *restrict o, int64_t n)        \
+    {                                                                       \
+        for (int64_t j = 0; j < n; j++)                                     \
+            a->F[j] = MAX(a->F[j], o->F[j]);                                \
+    }                                                                       \
+    static void name##_fin(void *out, const acc_block *a, int64_t n,        \
+                           int64_t count)                                   \
+    {                                                                       \
+        for (int64_t j = 0; j < n; j++)                                     \
+            ((T *)out)[j] = a->F[j];                                        \
+    }
+
+MAX_FNS(max_f32, float, f, -INFINITY, FMAX_, FNAN_, NAN)
+MAX_FNS(max_i64, int64_t, i64, INT64_MIN, IMAX_, INAN_, 0)
+MAX_FNS(max_i32, int32_t, i32, INT32_MIN, IMAX_, INAN_, 0)
+
+#define FNS(name, fin, size)                                                \
+    {size, name##_init, name##_row, name##_col, name##_merge, fin}
+
+static const red_fns k_sum_f32 = FNS(sum_f32, sum_f32_fin, 4);
+static const red_fns k_mean_f32 = FNS(sum_f32, mean_f32_fin, 4);
+static const red_fns k_sum_i64 = FNS(sum_i64, sum_i64_fin, 8);
+static const red_fns k_sum_i32 = FNS(sum_i32, sum_i32_fin, 4);
+static const red_fns k_max_f32 = FNS(max_f32, max_f32_fin, 4);
+static const red_fns k_max_i64 = FNS(max_i64, max_i64_fin, 8);
+static const red_fns k_max_i32 = FNS(max_i32, max_i32_fin, 4);
+
+/*
+ * The merged layout.  Output o (of nkeep, excluding the inner group for
+ * cols) starts at kept_offset(o); the odometer walks rcount positions of
+ * the other reduced groups; inner is the contiguous last group.
+ */
+typedef struct red_plan {
+    int nk, nr;
+    int64_t ksize[GRAPH_MAX_DIMS], kstride[GRAPH_MAX_DIMS];
+    int64_t rsize[GRAPH_MAX_DIMS], rstride[GRAPH_MAX_DIMS];
+    int64_t nkeep, rcount, inner;
+    int inner_reduced;
+} red_plan;
+
+static void make_plan(const graph_type *t, const unsigned char *mask,
+                      red_plan *p)
+{
+    int64_t size[GRAPH_MAX_DIMS], stride[GRAPH_MAX_DIMS], s = 1;
+    int red[GRAPH_MAX_DIMS], ng = 0;
+    /* Walk from the last dim so strides come out as we go. */
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t n = t->dim[d];
+        if (n == 1)
+            continue;
+        if (ng > 0 && red[ng - 1] == mask[d]) {
+            size[ng - 1] *= n;
+        } else {
+            size[ng] = n, stride[ng] = s, red[ng] = mask[d];
+            ng++;
+        }
+        s *= n;
+    }
+    /* Groups are innermost-first here; group 0 is the contiguous one. */
+    memset(p, 0, sizeof *p);
+    p->inner = ng > 0 ? size[0] : 1;
+    p->inner_reduced = ng > 0 ? red[0] : 1;
+    p->nkeep = p->rcount = 1;
+    for (int g = ng - 1; g >= 1; g--) {
+        if (red[g]) {
+            p->rsize[p->nr] = size[g], p->rstride[p->nr++] = stride[g];
+            p->rcount *= size[g];
+        } else {
+            p->ksize[p->nk] = size[g], p->kstride[p->nk++] = stride[g];
+            p->nkeep *= size[g];
+        }
+    }
+}
+
+static int64_t kept_offset(const red_plan *p, int64_t o)
+{
+    int64_t off = 0;
+    for (int d = p->nk - 1; d >= 0; d--) {
+        off += (o % p->ksize[d]) * p->kstride[d];
+        o /= p->ksize[d];
+    }
+    return off;
+}
+
+/* Odometer over the reduced groups, starting at position r. */
+typedef struct odometer {
+    int64_t idx[GRAPH_MAX_DIMS];
+    int64_t off;
+} odometer;
+
+static void odo_start(const red_plan *p, odometer *od, int64_t r)
+{
+    od->off = 0;
+    for (int d = p->nr - 1; d >= 0; d--) {
+        od->idx[d] = r % p->rsize[d];
+        od->off += od->idx[d] * p->rstride[d];
+        r /= p->rsize[d];
+    }
+}
+
+static void odo_next(const red_plan *p, odometer *od)
+{
+    for (int d = p->nr - 1; d >= 0; d--) {
+        od->off += p->rstride[d];
+        if (++od->idx[d] < p->rsize[d])
+            return;
+        od->off -= p->rsize[d] * p->rstride[d];
+        od->idx[d] = 0;
+    }
+}
+
+/* Accumulates positions [t0, t1) of one output's reduction, where
+ * position t is element t % inner of odometer step t / inner. */
+static void rows_range(const red_fns *f, const red_plan *p, const char *x,
+                       int64_t base, int64_t t0, int64_t t1, acc_block *acc)
+{
+    odometer od;
+    int64_t r = t0 / p->inner, j = t0 % p->inner;
+    odo_start(p, &od, r);
+    while (t0 < t1) {
+        int64_t n = p->inner - j < t1 - t0 ? p->inner - j : t1 - t0;
+        f->row(acc, x + (base + od.off + j) * (int64_t)f->esize, n);
+        t0 += n;
+        j = 0;
+        odo_next(p, &od);
+    }
+}
+
+/* The last group is reduced: one accumulator per output. */
+static tg_status reduce_rows(const red_fns *f, const red_plan *p,
+                             const char *x, char *out, int64_t numel,
+                             int nthreads)
+{
+    int64_t per = p->rcount * p->inner;
+    int par = numel >= EAGER_PAR_MIN && nthreads > 1;
+    if (!par || p->nkeep >= 2 * nthreads) {
+#pragma omp parallel for num_threads(nthreads) if (par) schedule(static)
+        for (int64_t o = 0; o < p->nkeep; o++) {
+            acc_block acc;
+            f->init(&acc, 1);
+            rows_range(f, p, x, kept_offset(p, o), 0, per, &acc);
+            f->fin(out + o * (int64_t)f->esize, &acc, 1, per);
+        }
+        return TG_OK;
+    }
+    /* Few outputs, long reductions: split each across the threads. */
+    acc_block *part = malloc((size_t)nthreads * sizeof *part);
+    if (!part)
+        return TG_ERR_NOMEM;
+    for (int64_t o = 0; o < p->nkeep; o++) {
+        int64_t base = kept_offset(p, o);
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+        for (int k = 0; k < nthreads; k++) {
+            f->init(&part[k], 1);
+            rows_range(f, p, x, base, per * k / nthreads,
+                       per * (k + 1) / nthreads, &part[k]);
+        }
+        for (int k = 1; k < nthreads; k++)
+            f->merge(&part[0], &part[k], 1);
+        f->fin(out + o * (int64_t)f->esize, &part[0], 1, per);
+    }
+    free(part);
+    return TG_OK;
+}
+
+/* Accumulates odometer steps [r0, r1) of a column block into acc. */
+static void cols_range(const red_fns *f, const red_plan *p, const char *x,
+                       int64_t base, int64_t n, int64_t r0, int64_t r1,
+                       acc_block *acc)
+{
+    odometer od;
+    odo_start(p, &od, r0);
+    for (int64_t r = r0; r < r1; r++) {
+        f->col(acc, x + (base + od.off) * (int64_t)f->esize, n);
+        odo_next(p, &od);
+    }
+}
+
+/* The last group is kept: blocks of up to BLOCK outputs. */
+static tg_status reduce_cols(const red_fns *f, const red_plan *p,
+                             const char *x, char *out, int64_t numel,
+                             int nthreads)
+{
+    int par = numel >= EAGER_PAR_MIN && nthreads > 1;
+    int64_t blk = BLOCK;
+    /* Smaller blocks give every thread work when there are few outputs. */
+    while (par && blk > 16 && p->nkeep * ((p->inner + blk - 1) / blk) < nthreads)
+        blk /= 2;
+    int64_t nblk = (p->inner + blk - 1) / blk, ntask = p->nkeep * nblk;
+    if (!par || ntask >= nthreads) {
+#pragma omp parallel for num_threads(nthreads) if (par) schedule(static)
+        for (int64_t t = 0; t < ntask; t++) {
+            acc_block acc;
+            int64_t o = t / nblk, j0 = t % nblk * blk;
+            int64_t n = p->inner - j0 < blk ? p->inner - j0 : blk;
+            f->init(&acc, n);
+            cols_range(f, p, x, kept_offset(p, o) + j0, n, 0, p->rcount, &acc);
+            f->fin(out + (o * p->inner + j0) * (int64_t)f->esize, &acc, n,
+                   p->rcount);
+        }
+        return TG_OK;
+    }
+    /* Few outputs, many steps: split the steps across the threads. */
+    acc_block *part = malloc((size_t)nthreads * sizeof *part);
+    if (!part)
+        return TG_ERR_NOMEM;
+    for (int64_t t = 0; t < ntask; t++) {
+        int64_t o = t / nblk, j0 = t % nblk * blk;
+        int64_t n = p->inner - j0 < blk ? p->inner - j0 : blk;
+        int64_t base = kept_offset(p, o) + j0;
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+        for (int k = 0; k < nthreads; k++) {
+            f->init(&part[k], n);
+            cols_range(f, p, x, base, n, p->rcount * k / nthreads,
+                       p->rcount * (k + 1) / nthreads, &part[k]);
+        }
+        for (int k = 1; k < nthreads; k++)
+            f->merge(&part[0], &part[k], n);
+        f->fin(out + (o * p->inner + j0) * (int64_t)f->esize, part, n,
+               p->rcount);
+    }
+    free(part);
+    return TG_OK;
+}
+
+/* Output count and reduced count from the input type and mask. */
+static void counts(const graph_type *t, const unsigned char *mask,
+                   int64_t *nout, int64_t *count)
+{
+    *nout = *count = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (mask[d])
+            *count *= t->dim[d];
+        else
+            *nout *= t->dim[d];
+    }
+}
+
+static tg_status run_reduce(const eager_kargs *a, const red_fns *f,
+                            const graph_ints *axes)
+{
+    const graph_type *t = &a->in_type[0];
+    unsigned char mask[GRAPH_MAX_DIMS];
+    int64_t nout, count;
+    tg_status st = graph_reduce_mask(t, axes, mask, a->err, a->errlen);
+    if (st != TG_OK)
+        return st;
+    counts(t, mask, &nout, &count);
+    if (nout == 0)
+        return TG_OK;
+    if (count == 0) { /* empty reductions: the identity, finalized */
+        acc_block acc;
+        for (int64_t o = 0; o < nout; o += BLOCK) {
+            int64_t n = nout - o < BLOCK ? nout - o : BLOCK;
+            f->init(&acc, n);
+            f->fin((char *)a->out[0] + o * (int64_t)f->esize, &acc, n, 0);
+        }
+        return TG_OK;
+    }
+    red_plan p;
+    make_plan(t, mask, &p);
+    int64_t numel = nout * count;
+    if (p.inner_reduced)
+        st = reduce_rows(f, &p, a->in[0], a->out[0], numel, a->nthreads);
+    else
+        st = reduce_cols(f, &p, a->in[0], a->out[0], numel, a->nthreads);
+    return st == TG_OK ? st : eager_kernel_fail(a, st, "no memory");
+}
+
+tg_status eager_kernel_reduce_sum(const eager_kargs *a)
+{
+    const graph_reduce_sum_attrs *at = a->attrs;
+    graph_dtype dt = a->in_type[0].dtype;
+    const red_fns *f = dt == GRAPH_F32 ? &k_sum_f32
+                       : dt == GRAPH_I64 ? &k_sum_i64
+                                         : &k_sum_i32;
+    return run_reduce(a, f, &at->axes);
+}
+
+tg_status eager_kernel_reduce_mean(const eager_kargs *a)
+{
+    const graph_reduce_mean_attrs *at = a->attrs;
+    return run_reduce(a, &k_mean_f32, &at->axes);
+}
+
+tg_status eager_kernel_reduce_max(const eager_kargs *a)
+{
+    const graph_reduce_max_attrs *at = a->attrs;
+    graph_dtype dt = a->in_type[0].dtype;
+    const red_fns *f = dt == GRAPH_F32 ? &k_max_f32
+                       : dt == GRAPH_I64 ? &k_max_i64
+                                         : &k_max_i32;
+    return run_reduce(a, f, &at->axes);
+}

@@ -1,0 +1,203 @@
+/*
+ * kernels_unary.c - CPU kernels of the unary elementwise ops.
+ *
+ * Each op is one contiguous loop the compiler vectorizes (`omp simd`:
+ * the replay planner may run these in place, out == in, which is safe
+ * for a loop without loop-carried dependences but rules out `restrict`).
+ * Transcendentals come from vmath.h, never libm.  Large tensors are split
+ * over threads by eager_ew_parallel.
+ *
+ * Semantics worth knowing:
+ *   neg, abs on integers wrap: neg(INT_MIN) = abs(INT_MIN) = INT_MIN
+ *     (computed in unsigned arithmetic, so no undefined behaviour).
+ *   abs(-0) = +0, abs(NaN) = NaN; neg flips the sign of zeros and NaNs.
+ *   relu(x) = x > 0 ? x : +0, except relu(NaN) = NaN.
+ *   leaky_relu(x) = x < 0 ? alpha x : x (NaN passes, -0 stays -0).
+ *   clip(x) = min(max(x, min), max); NaN passes; min > max gives max.
+ *   sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf, reciprocal(+-0) = +-inf.
+ *   gelu is the exact erf form; gelu(-inf) = silu(-inf) = -0.
+ */
+#include <math.h>
+#include <string.h>
+
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+#include "ew_bcast.h"
+#include "vmath.h"
+
+/* One contiguous stretch: y[0..n) = op(x[0..n)). */
+typedef void (*unary_fn)(const void *x, void *y, int64_t n,
+                         const void *attrs);
+
+typedef struct unary_job {
+    unary_fn fn;
+    const char *x;
+    char *y;
+    size_t esize;
+    const void *attrs;
+} unary_job;
+
+static void unary_range(int64_t start, int64_t end, void *ctx)
+{
+    const unary_job *j = ctx;
+    size_t off = (size_t)start * j->esize;
+    j->fn(j->x + off, j->y + off, end - start, j->attrs);
+}
+
+/* Runs fn over the kernel's one input; fn == NULL means the dtype has no
+ * kernel (infer lets through only dtypes that do). */
+static tg_status run_unary(const eager_kargs *a, unary_fn fn)
+{
+    if (!fn)
+        return eager_kernel_fail(a, TG_ERR_DTYPE, "dtype %s not supported",
+                                 graph_dtype_name(a->in_type[0].dtype));
+    unary_job j = {fn, a->in[0], a->out[0],
+                   graph_dtype_size(a->in_type[0].dtype), a->attrs};
+    eager_ew_parallel(graph_type_numel(a->out_type), a->nthreads,
+                      unary_range, &j);
+    return TG_OK;
+}
+
+/* Defines static void <name>(x, y, n, attrs) computing y[i] = EXPR of v. */
+#define UNARY_FN(name, T, EXPR)                                            \
+    static void name(const void *xv, void *yv, int64_t n, const void *attrs) \
+    {                                                                      \
+        const T *x = xv;                                                   \
+        T *y = yv;                                                         \
+        (void)attrs;                                                       \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
+        {                                                                  \
+            T v = x[i];                                                    \
+            y[i] = (EXPR);                                                 \
+        }                                                                  \
+    }
+
+/* Picks the loop for the input dtype. */
+static unary_fn by_dtype(const eager_kargs *a, unary_fn f32, unary_fn i64,
+                         unary_fn i32)
+{
+    switch (a->in_type[0].dtype) {
+    case GRAPH_F32: return f32;
+    case GRAPH_I64: return i64;
+    case GRAPH_I32: return i32;
+    default: return NULL;
+    }
+}
+
+/* ---- sign ops, all numeric dtypes ---- */
+
+UNARY_FN(neg_f32, float, -v)
+UNARY_FN(neg_i64, int64_t, (int64_t)(0u - (uint64_t)v))
+UNARY_FN(neg_i32, int32_t, (int32_t)(0u - (uint32_t)v))
+UNARY_FN(abs_f32, float, fabsf(v))
+UNARY_FN(abs_i64, int64_t, v < 0 ? (int64_t)(0u - (uint64_t)v) : v)
+UNARY_FN(abs_i32, int32_t, v < 0 ? (int32_t)(0u - (uint32_t)v) : v)
+
+tg_status eager_kernel_neg(const eager_kargs *a)
+{
+    return run_unary(a, by_dtype(a, neg_f32, neg_i64, neg_i32));
+}
+
+tg_status eager_kernel_abs(const eager_kargs *a)
+{
+    return run_unary(a, by_dtype(a, abs_f32, abs_i64, abs_i32));
+}
+
+/* ---- f32 only ---- */
+
+UNARY_FN(exp_f32, float, vm_expf(v))
+UNARY_FN(log_f32, float, vm_logf(v))
+UNARY_FN(reciprocal_f32, float, 1.0f / v)
+UNARY_FN(relu_f32, float, v <= 0.0f ? 0.0f : v)
+UNARY_FN(sigmoid_f32, float, vm_sigmoidf(v))
+UNARY_FN(tanh_f32, float, vm_tanhf(v))
+UNARY_FN(gelu_f32, float, vm_geluf(v))
+UNARY_FN(silu_f32, float, vm_siluf(v))
+UNARY_FN(erf_f32, float, vm_erff(v))
+
+/*
+ * sqrtf may set errno, so GCC guards each call with a branch to libm and
+ * will not vectorize it (the no-math-errno function attribute does not
+ * help in GCC 12); the instruction itself is used where available.  Both
+ * give the correctly rounded IEEE result.
+ */
+static void sqrt_loop(const float *x, float *y, int64_t n, int recip)
+{
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (; i + 16 <= n; i += 16) {
+        __m512 s = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
+        _mm512_storeu_ps(y + i, recip ? _mm512_div_ps(one, s) : s);
+    }
+#elif defined(__AVX__)
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 s = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+        _mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one, s) : s);
+    }
+#endif
+    for (; i < n; i++) {
+        float s = sqrtf(x[i]);
+        y[i] = recip ? 1.0f / s : s;
+    }
+}
+
+static void sqrt_f32(const void *x, void *y, int64_t n, const void *attrs)
+{
+    (void)attrs;
+    sqrt_loop(x, y, n, 0);
+}
+
+static void rsqrt_f32(const void *x, void *y, int64_t n, const void *attrs)
+{
+    (void)attrs;
+    sqrt_loop(x, y, n, 1);
+}
+
+static void leaky_relu_f32(const void *xv, void *yv, int64_t n,
+                           const void *attrs)
+{
+    const float *x = xv;
+    float *y = yv;
+    const float alpha = ((const graph_leaky_relu_attrs *)attrs)->alpha;
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] < 0.0f ? alpha * x[i] : x[i];
+}
+
+static void clip_f32(const void *xv, void *yv, int64_t n, const void *attrs)
+{
+    const float *x = xv;
+    float *y = yv;
+    const graph_clip_attrs *at = attrs;
+    const float lo = at->min, hi = at->max;
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i] < lo ? lo : x[i]; /* comparisons let NaN through */
+        y[i] = v > hi ? hi : v;
+    }
+}
+
+/* Kernels of the ops that take f32 only. */
+#define F32_KERNEL(op)                                                     \
+    tg_status eager_kernel_##op(const eager_kargs *a)                      \
+    {                                                                      \
+        return run_unary(a, by_dtype(a, op##_f32, NULL, NULL));            \
+    }
+
+F32_KERNEL(exp)
+F32_KERNEL(log)
+F32_KERNEL(sqrt)
+F32_KERNEL(rsqrt)
+F32_KERNEL(reciprocal)
+F32_KERNEL(relu)
+F32_KERNEL(leaky_relu)
+F32_KERNEL(sigmoid)
+F32_KERNEL(tanh)
+F32_KERNEL(gelu)
+F32_KERNEL(silu)
+F32_KERNEL(erf)
+F32_KERNEL(clip)

@@ -1,0 +1,444 @@
+/* graph.c - building, copying and freeing graphs. */
+#include "graph.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_hash.h"
+
+_Thread_local int tg_hash_oom;
+
+typedef struct string_entry {
+    UT_hash_handle hh;
+    size_t len;
+    char s[];
+} string_entry;
+
+struct graph_strings {
+    string_entry *head;
+};
+
+const char *graph_value_kind_name(graph_value_kind k)
+{
+    static const char *const names[] = {"input", "param", "const", "inter"};
+    return (unsigned)k < 4 ? names[k] : "?";
+}
+
+/* Grows *arr (element size elem) to hold need elements. */
+static int grow(void *arr, int32_t *cap, int32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int32_t n = *cap ? *cap : 8;
+    while (n < need) {
+        if (n > INT32_MAX / 2)
+            return -1;
+        n *= 2;
+    }
+    void *p = realloc(*(void **)arr, (size_t)n * elem);
+    if (!p)
+        return -1;
+    *(void **)arr = p;
+    *cap = n;
+    return 0;
+}
+#define GROW(g, field, count, need)                                           \
+    grow(&(g)->field, &(g)->cap_##count, (need), sizeof *(g)->field)
+
+graph *graph_new(const char *name)
+{
+    graph *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->strings = calloc(1, sizeof *g->strings);
+    if (!g->strings) {
+        free(g);
+        return NULL;
+    }
+    g->name = graph_intern(g, name ? name : "main", -1);
+    if (!g->name) {
+        graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void graph_free(graph *g)
+{
+    if (!g)
+        return;
+    for (int32_t i = 0; i < g->nvalues; i++)
+        free(g->values[i].data);
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        free(g->nodes[i].in);
+        free(g->nodes[i].out);
+        free(g->nodes[i].prov);
+    }
+    if (g->strings) {
+        string_entry *e, *tmp;
+        HASH_ITER(hh, g->strings->head, e, tmp) {
+            HASH_DEL(g->strings->head, e);
+            free(e);
+        }
+        free(g->strings);
+    }
+    free(g->values);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g->provs);
+    free(g->frames);
+    free(g->guards);
+    free(g->syms);
+    free(g);
+}
+
+const char *graph_error(const graph *g) { return g ? g->err : "no graph"; }
+
+tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->err, sizeof g->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *graph_intern(graph *g, const char *s, long len)
+{
+    if (!s)
+        return NULL;
+    size_t n = len < 0 ? strlen(s) : (size_t)len;
+    string_entry *e;
+    HASH_FIND(hh, g->strings->head, s, n, e);
+    if (e)
+        return e->s;
+    e = malloc(sizeof *e + n + 1);
+    if (!e)
+        return NULL;
+    e->len = n;
+    memcpy(e->s, s, n);
+    e->s[n] = '\0';
+    tg_hash_oom = 0;
+    HASH_ADD_KEYPTR(hh, g->strings->head, e->s, n, e);
+    if (tg_hash_oom) {
+        free(e);
+        return NULL;
+    }
+    return e->s;
+}
+
+static int32_t new_value(graph *g, graph_value_kind kind, const graph_type *t,
+                         const char *name)
+{
+    if (GROW(g, values, values, g->nvalues + 1) < 0) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
+        return -1;
+    }
+    graph_value *v = &g->values[g->nvalues];
+    memset(v, 0, sizeof *v);
+    v->type = *t;
+    v->kind = kind;
+    v->node = -1;
+    v->name = name ? graph_intern(g, name, -1) : NULL;
+    if (name && !v->name) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
+        return -1;
+    }
+    return g->nvalues++;
+}
+
+int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
+                        const char *name)
+{
+    if (kind == GRAPH_VALUE_INTER || (unsigned)kind > GRAPH_VALUE_INTER) {
+        graph_fail(g, TG_ERR_ARG, "graph_add_value: kind %d is not a source",
+                   (int)kind);
+        return -1;
+    }
+    return new_value(g, kind, t, name);
+}
+
+size_t graph_value_nbytes(const graph_value *v)
+{
+    return (size_t)graph_type_numel(&v->type) * graph_dtype_size(v->type.dtype);
+}
+
+uint64_t graph_hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+tg_status graph_set_data(graph *g, int32_t vid, const void *data,
+                         size_t nbytes)
+{
+    if (vid < 0 || vid >= g->nvalues)
+        return graph_fail(g, TG_ERR_ARG, "graph_set_data: no value %d", vid);
+    graph_value *v = &g->values[vid];
+    if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
+        return graph_fail(g, TG_ERR_ARG, "value %d is %s, not param/const",
+                          vid, graph_value_kind_name(v->kind));
+    if (nbytes != graph_value_nbytes(v))
+        return graph_fail(g, TG_ERR_SHAPE, "value %d: %zu bytes, want %zu",
+                          vid, nbytes, graph_value_nbytes(v));
+    void *p = aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
+    if (!p)
+        return graph_fail(g, TG_ERR_NOMEM, "cannot allocate %zu bytes", nbytes);
+    if (nbytes)
+        memcpy(p, data, nbytes);
+    free(v->data);
+    v->data = p;
+    v->hash = graph_hash_bytes(p, nbytes);
+    return TG_OK;
+}
+
+tg_status graph_add_input(graph *g, int32_t v)
+{
+    if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_INPUT)
+        return graph_fail(g, TG_ERR_ARG, "graph_add_input: value %d is not an input", v);
+    if (GROW(g, inputs, inputs, g->ninputs + 1) < 0)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding an input");
+    g->inputs[g->ninputs++] = v;
+    return TG_OK;
+}
+
+tg_status graph_add_output(graph *g, int32_t v, const char *name)
+{
+    if (v < 0 || v >= g->nvalues)
+        return graph_fail(g, TG_ERR_ARG, "graph_add_output: no value %d", v);
+    if (GROW(g, outputs, outputs, g->noutputs + 1) < 0)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding an output");
+    const char *n = graph_intern(g, name ? name : "out", -1);
+    if (!n)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding an output");
+    for (int32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].name == n)
+            return graph_fail(g, TG_ERR_ARG, "output name \"%s\" is used twice", n);
+    g->outputs[g->noutputs].value = v;
+    g->outputs[g->noutputs].name = n;
+    g->noutputs++;
+    return TG_OK;
+}
+
+int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
+{
+    const char *n = graph_intern(g, name, -1);
+    if (!n) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a symbol");
+        return -1;
+    }
+    for (int32_t i = 0; i < g->nsyms; i++) {
+        if (g->syms[i].name == n) {
+            if (g->syms[i].traced != traced) {
+                graph_fail(g, TG_ERR_SHAPE,
+                           "dynamic dim %s is %lld here but %lld elsewhere", n,
+                           (long long)traced, (long long)g->syms[i].traced);
+                return -1;
+            }
+            return i;
+        }
+    }
+    if (g->nsyms >= 127 || GROW(g, syms, syms, g->nsyms + 1) < 0) {
+        graph_fail(g, TG_ERR_NOMEM, "too many dynamic dim symbols");
+        return -1;
+    }
+    g->syms[g->nsyms].name = n;
+    g->syms[g->nsyms].traced = traced;
+    return g->nsyms++;
+}
+
+/* Appends a node whose output types are known; the shared tail of both adders. */
+static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
+                           const graph_attrs *a, const graph_type *otype,
+                           int nout, int32_t *out_ids, int max_out)
+{
+    const graph_op_info *info = &graph_ops[op];
+    if (GROW(g, nodes, nodes, g->nnodes + 1) < 0)
+        goto oom;
+    graph_node *n = &g->nodes[g->nnodes];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    if (info->attr_size)
+        memcpy(&n->attrs, a, info->attr_size);
+    n->nin = nin;
+    n->nout = nout;
+    n->in = malloc(sizeof(int32_t) * (size_t)(nin ? nin : 1));
+    n->out = malloc(sizeof(int32_t) * (size_t)(nout ? nout : 1));
+    if (!n->in || !n->out) {
+        free(n->in);
+        free(n->out);
+        goto oom;
+    }
+    if (nin)
+        memcpy(n->in, in, sizeof(int32_t) * (size_t)nin);
+    int32_t id = g->nnodes++;
+    for (int i = 0; i < nout; i++) {
+        int32_t v = new_value(g, GRAPH_VALUE_INTER, &otype[i], NULL);
+        if (v < 0) {
+            /* Unwind: the node must not stay with unset outputs. */
+            g->nvalues -= i;
+            g->nnodes--;
+            free(g->nodes[id].in);
+            free(g->nodes[id].out);
+            return -1;
+        }
+        g->values[v].node = id;
+        g->values[v].out_index = i;
+        g->nodes[id].out[i] = v;
+        if (out_ids && i < max_out)
+            out_ids[i] = v;
+    }
+    return id;
+oom:
+    graph_fail(g, TG_ERR_NOMEM, "out of memory adding a %s node", info->name);
+    return -1;
+}
+
+/* Checks op and input ids; copies the input types. 0 or -1. */
+static int check_inputs(graph *g, graph_op op, const int32_t *in, int nin,
+                        graph_type *itype)
+{
+    const graph_op_info *info = graph_op_get(op);
+    if (!info || nin < 0 || (nin > 0 && !in)) {
+        graph_fail(g, TG_ERR_ARG, "graph_add_node: bad op or inputs");
+        return -1;
+    }
+    if (nin > GRAPH_MAX_NODE_IO) {
+        graph_fail(g, TG_ERR_ARG, "%s: %d inputs (at most %d)", info->name, nin,
+                   GRAPH_MAX_NODE_IO);
+        return -1;
+    }
+    for (int i = 0; i < nin; i++) {
+        if (in[i] < 0 || in[i] >= g->nvalues) {
+            graph_fail(g, TG_ERR_ARG, "%s: input %d is value %d, which does not exist",
+                       info->name, i, in[i]);
+            return -1;
+        }
+        if (itype)
+            itype[i] = g->values[in[i]].type;
+    }
+    return 0;
+}
+
+int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
+                       const void *attrs, int32_t *out_ids, int max_out)
+{
+    graph_type itype[GRAPH_MAX_NODE_IO], otype[GRAPH_MAX_NODE_IO];
+    if (check_inputs(g, op, in, nin, itype) < 0)
+        return -1;
+    const graph_op_info *info = &graph_ops[op];
+    graph_attrs a;
+    if (info->attr_size) {
+        graph_attrs_default(op, &a);
+        if (attrs)
+            memcpy(&a, attrs, info->attr_size);
+    }
+    int nout = 0;
+    char msg[400];
+    tg_status st = graph_infer(op, itype, nin, info->attr_size ? &a : NULL,
+                               otype, GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
+    if (st != TG_OK) {
+        graph_fail(g, st, "%s", msg);
+        return -1;
+    }
+    return append_node(g, op, in, nin, &a, otype, nout, out_ids, max_out);
+}
+
+int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
+                             const void *attrs, const graph_type *out_types,
+                             int nout, int32_t *out_ids, int max_out)
+{
+    if (check_inputs(g, op, in, nin, NULL) < 0)
+        return -1;
+    if (nout < 0 || nout > GRAPH_MAX_NODE_IO) {
+        graph_fail(g, TG_ERR_ARG, "%s: %d outputs", graph_ops[op].name, nout);
+        return -1;
+    }
+    graph_attrs a;
+    if (graph_ops[op].attr_size) {
+        graph_attrs_default(op, &a);
+        if (attrs)
+            memcpy(&a, attrs, graph_ops[op].attr_size);
+    }
+    return append_node(g, op, in, nin, &a, out_types, nout, out_ids, max_out);
+}
+
+int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
+                       const graph_frame *frames, int nframes)
+{
+    if (GROW(g, provs, provs, g->nprovs + 1) < 0 ||
+        GROW(g, frames, frames, g->nframes + nframes) < 0) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
+        return -1;
+    }
+    graph_prov *p = &g->provs[g->nprovs];
+    p->file = graph_intern(g, file ? file : "?", -1);
+    p->func = graph_intern(g, func ? func : "?", -1);
+    p->line = line;
+    p->frame0 = g->nframes;
+    p->nframes = nframes;
+    for (int i = 0; i < nframes; i++) {
+        graph_frame f = frames[i];
+        f.func = f.func ? graph_intern(g, f.func, -1) : NULL;
+        f.file = f.file ? graph_intern(g, f.file, -1) : NULL;
+        g->frames[g->nframes++] = f;
+    }
+    if (!p->file || !p->func) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
+        return -1;
+    }
+    return g->nprovs++;
+}
+
+tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov)
+{
+    if (node < 0 || node >= g->nnodes || prov < 0 || prov >= g->nprovs)
+        return graph_fail(g, TG_ERR_ARG, "graph_node_add_prov: bad ids %d, %d",
+                          node, prov);
+    graph_node *n = &g->nodes[node];
+    int32_t *p = realloc(n->prov, sizeof(int32_t) * (size_t)(n->nprov + 1));
+    if (!p)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
+    p[n->nprov++] = prov;
+    n->prov = p;
+    return TG_OK;
+}
+
+int32_t graph_add_guard(graph *g, const graph_guard *guard)
+{
+    if (GROW(g, guards, guards, g->nguards + 1) < 0) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a guard");
+        return -1;
+    }
+    g->guards[g->nguards] = *guard;
+    return g->nguards++;
+}
+
+const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
+                           size_t len)
+{
+    if (prov < 0 || prov >= g->nprovs) {
+        snprintf(buf, len, "unknown site");
+        return buf;
+    }
+    const graph_prov *p = &g->provs[prov];
+    const char *slash = strrchr(p->file, '/');
+    snprintf(buf, len, "%s:%d %s", slash ? slash + 1 : p->file, p->line,
+             p->func);
+    return buf;
+}
+
+int32_t graph_live_nodes(const graph *g)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        n += !(g->nodes[i].flags & GRAPH_NODE_DEAD);
+    return n;
+}

@@ -1,0 +1,226 @@
+/*
+ * graph.h - the graph IR: SSA values and nodes, with provenance and guards.
+ *
+ * A graph is a list of values and a list of nodes in execution order.
+ *   - A value has a type (dtype + shape), a kind (input, param, constant,
+ *     or intermediate), an optional name, and per-dim "dynamic" marks that
+ *     tie a dim to a named symbol (batch "B").  Params and constants own
+ *     their data (64-byte aligned).  An intermediate is produced by exactly
+ *     one node (its producer) at one output index.
+ *   - A node has an op from ops.def, its attribute struct, input and output
+ *     value ids, and provenance: the call sites (file:line func + a
+ *     symbolized call stack) of the user code it came from.  A node made by
+ *     fusing others keeps all their provenance ids.
+ *   - Guards record data reads made while tracing: which value, which
+ *     element, the value seen, and where (a provenance id).
+ * Value and node ids are indices; nodes flagged GRAPH_NODE_DEAD are skipped
+ * by everything and dropped by graph_compact().
+ *
+ * Ownership: the graph owns everything it points to; strings are interned
+ * (graph_intern) and live as long as the graph.  Functions that can fail
+ * return a tg_status or -1 and write a message into the graph's error
+ * buffer (graph_error()).
+ */
+#ifndef TG_GRAPH_GRAPH_H
+#define TG_GRAPH_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "op.h"
+
+/* Most inputs or outputs one node may have. */
+#define GRAPH_MAX_NODE_IO 64
+
+typedef enum graph_value_kind {
+    GRAPH_VALUE_INPUT,
+    GRAPH_VALUE_PARAM,
+    GRAPH_VALUE_CONST,
+    GRAPH_VALUE_INTER,
+} graph_value_kind;
+
+/* "input", "param", "const", "inter". */
+const char *graph_value_kind_name(graph_value_kind k);
+
+typedef struct graph_value {
+    graph_type type;   /* dims as traced (concrete) */
+    graph_value_kind kind;
+    uint32_t dyn;      /* bit i: dim i is dynamic, named by sym[i] */
+    int8_t sym[GRAPH_MAX_DIMS]; /* symbol index for dynamic dims */
+    const char *name;  /* interned, or NULL */
+    int32_t node;      /* producer of an intermediate; -1 otherwise */
+    int32_t out_index; /* output slot of the producer */
+    void *data;        /* params/consts: numel elements; NULL if elided */
+    uint64_t hash;     /* params/consts: graph_hash_bytes of the data */
+} graph_value;
+
+enum {
+    GRAPH_NODE_DEAD = 1u << 0,
+    GRAPH_NODE_SPECIALIZED = 1u << 1, /* relied on a concrete dynamic dim */
+};
+
+typedef struct graph_node {
+    graph_op op;
+    uint32_t flags;
+    int32_t nin, nout;
+    int32_t *in;  /* value ids */
+    int32_t *out; /* value ids */
+    graph_attrs attrs;
+    int32_t nprov;
+    int32_t *prov; /* provenance ids, the first is the primary */
+} graph_node;
+
+/* One frame of a captured call stack, symbolized at freeze. */
+typedef struct graph_frame {
+    uint64_t ip;
+    const char *func; /* "mlp_forward", or NULL if unknown */
+    uint64_t offset;  /* ip - function start */
+    const char *file; /* source file, or NULL if no debug info */
+    int32_t line;
+} graph_frame;
+
+/* Where a node or guard came from: the user's call site and its stack. */
+typedef struct graph_prov {
+    const char *file;
+    int32_t line;
+    const char *func;
+    int32_t frame0, nframes; /* into graph->frames */
+} graph_prov;
+
+typedef enum graph_guard_kind {
+    GRAPH_GUARD_VALUE,    /* eager_item / eager_get */
+    GRAPH_GUARD_DECISION, /* eager_bool */
+    GRAPH_GUARD_BUFFER,   /* eager_data: the whole buffer */
+} graph_guard_kind;
+
+typedef enum graph_guard_policy {
+    GRAPH_GUARD_STRICT, /* replay fails when the value differs */
+    GRAPH_GUARD_WARN,   /* replay succeeds and reports the change */
+    GRAPH_GUARD_OFF,    /* not checked */
+} graph_guard_policy;
+
+typedef struct graph_guard {
+    int32_t value; /* the value read */
+    graph_guard_kind kind;
+    graph_guard_policy policy;
+    int64_t index;  /* element read; -1 for a whole buffer */
+    double expect;  /* the element's value when traced (VALUE, DECISION) */
+    uint64_t hash;  /* BUFFER: graph_hash_bytes of the data when traced */
+    int32_t prov;
+} graph_guard;
+
+typedef struct graph_output {
+    int32_t value;
+    const char *name;
+} graph_output;
+
+/* A named dynamic dimension ("B") and the size it had when traced. */
+typedef struct graph_symbol {
+    const char *name;
+    int64_t traced;
+} graph_symbol;
+
+typedef struct graph_strings graph_strings;
+
+typedef struct graph {
+    const char *name;
+    graph_value *values;
+    int32_t nvalues, cap_values;
+    graph_node *nodes;
+    int32_t nnodes, cap_nodes;
+    int32_t *inputs; /* value ids, in signature order */
+    int32_t ninputs, cap_inputs;
+    graph_output *outputs;
+    int32_t noutputs, cap_outputs;
+    graph_prov *provs;
+    int32_t nprovs, cap_provs;
+    graph_frame *frames;
+    int32_t nframes, cap_frames;
+    graph_guard *guards;
+    int32_t nguards, cap_guards;
+    graph_symbol *syms;
+    int32_t nsyms, cap_syms;
+    graph_strings *strings;
+    char err[512];
+} graph;
+
+/* A new empty graph; NULL on out of memory. */
+graph *graph_new(const char *name);
+/* Frees g and everything it owns. NULL is a no-op. */
+void graph_free(graph *g);
+/* A deep copy; NULL on out of memory. */
+graph *graph_clone(const graph *g);
+/* The last error message of g. */
+const char *graph_error(const graph *g);
+/* Formats an error into g->err; returns st. */
+tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Interns a string (len bytes, or NUL-terminated when len < 0). NULL on OOM. */
+const char *graph_intern(graph *g, const char *s, long len);
+
+/* Adds a value of kind (not INTER); returns its id or -1. */
+int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
+                        const char *name);
+/* Copies nbytes of data into a param/const value (must match its type). */
+tg_status graph_set_data(graph *g, int32_t v, const void *data, size_t nbytes);
+/* Adds v to the signature's inputs. */
+tg_status graph_add_input(graph *g, int32_t v);
+/* Adds an output (v under name). */
+tg_status graph_add_output(graph *g, int32_t v, const char *name);
+/* Adds (or finds) a dynamic dim symbol; returns its index or -1. */
+int32_t graph_add_symbol(graph *g, const char *name, int64_t traced);
+
+/*
+ * Appends a node: runs shape inference on the inputs' types and creates
+ * its output values (ids written to out_ids if not NULL).  attrs may be
+ * NULL for defaults.  Returns the node id or -1 (message in graph_error,
+ * naming the op, the input shapes and the reason).
+ */
+int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
+                       const void *attrs, int32_t *out_ids, int max_out);
+/*
+ * Appends a node whose output types the caller already knows (the tracer,
+ * which has just run the op); skips inference.  graph_verify checks them.
+ */
+int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
+                             const void *attrs, const graph_type *out_types,
+                             int nout, int32_t *out_ids, int max_out);
+/* Adds provenance; returns its id or -1. frames may be NULL (n = 0). */
+int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
+                       const graph_frame *frames, int nframes);
+/* Appends a provenance id to a node. */
+tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov);
+/* Adds a guard; returns its index or -1. */
+int32_t graph_add_guard(graph *g, const graph_guard *guard);
+
+/* Bytes of a value's data (numel * dtype size). */
+size_t graph_value_nbytes(const graph_value *v);
+/* FNV-1a 64 of bytes (stable across machines). */
+uint64_t graph_hash_bytes(const void *p, size_t n);
+/* "model.c:42 mlp_forward" for a provenance id (buf always terminated). */
+const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
+                           size_t len);
+/* Number of live (not dead) nodes. */
+int32_t graph_live_nodes(const graph *g);
+
+/*
+ * Drops dead nodes and values no live node, input or output uses, and
+ * renumbers ids.  Provenance, frames and guards stay.
+ */
+tg_status graph_compact(graph *g);
+
+/*
+ * Checks the graph: ids in range, SSA (each input defined before use, one
+ * producer per intermediate), every node's output types equal a fresh
+ * inference, input/output lists valid, data present and sized where
+ * required (elided constants allowed when allow_elided), guards valid.
+ * Returns TG_OK or an error whose message names the node, its op and its
+ * call site.
+ */
+tg_status graph_verify(graph *g, int allow_elided);
+
+#endif

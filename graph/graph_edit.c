@@ -1,0 +1,158 @@
+/* graph_edit.c - deep copy and compaction of graphs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+/* Re-interns a string of src into dst (NULL stays NULL). */
+static int reintern(graph *dst, const char **s)
+{
+    if (!*s)
+        return 0;
+    *s = graph_intern(dst, *s, -1);
+    return *s ? 0 : -1;
+}
+
+static void *dup_array(const void *p, size_t n, size_t elem)
+{
+    if (n == 0)
+        return NULL;
+    void *q = malloc(n * elem);
+    if (q)
+        memcpy(q, p, n * elem);
+    return q;
+}
+
+#define DUP(field, count)                                                     \
+    do {                                                                      \
+        c->field = dup_array(g->field, (size_t)g->count, sizeof *g->field);   \
+        if (g->count && !c->field)                                            \
+            goto oom;                                                         \
+        c->count = c->cap_##field = g->count;                                 \
+    } while (0)
+
+graph *graph_clone(const graph *g)
+{
+    graph *c = graph_new(g->name);
+    if (!c)
+        return NULL;
+    DUP(values, nvalues);
+    for (int32_t i = 0; i < c->nvalues; i++)
+        c->values[i].data = NULL; /* in case we bail out below */
+    DUP(nodes, nnodes);
+    for (int32_t i = 0; i < c->nnodes; i++)
+        c->nodes[i].in = c->nodes[i].out = c->nodes[i].prov = NULL;
+    DUP(inputs, ninputs);
+    DUP(outputs, noutputs);
+    DUP(provs, nprovs);
+    DUP(frames, nframes);
+    DUP(guards, nguards);
+    DUP(syms, nsyms);
+    for (int32_t i = 0; i < c->nvalues; i++) {
+        graph_value *v = &c->values[i];
+        const graph_value *s = &g->values[i];
+        if (reintern(c, &v->name) < 0)
+            goto oom;
+        if (s->data) {
+            size_t nb = graph_value_nbytes(s);
+            v->data = aligned_alloc(64, (nb + 63) & ~(size_t)63);
+            if (!v->data)
+                goto oom;
+            memcpy(v->data, s->data, nb);
+        }
+    }
+    for (int32_t i = 0; i < c->nnodes; i++) {
+        graph_node *n = &c->nodes[i];
+        const graph_node *s = &g->nodes[i];
+        n->in = dup_array(s->in, (size_t)(s->nin ? s->nin : 1), sizeof(int32_t));
+        n->out = dup_array(s->out, (size_t)(s->nout ? s->nout : 1), sizeof(int32_t));
+        n->prov = dup_array(s->prov, (size_t)s->nprov, sizeof(int32_t));
+        if (!n->in || !n->out || (s->nprov && !n->prov))
+            goto oom;
+    }
+    for (int32_t i = 0; i < c->noutputs; i++)
+        if (reintern(c, &c->outputs[i].name) < 0)
+            goto oom;
+    for (int32_t i = 0; i < c->nprovs; i++)
+        if (reintern(c, &c->provs[i].file) < 0 || reintern(c, &c->provs[i].func) < 0)
+            goto oom;
+    for (int32_t i = 0; i < c->nframes; i++)
+        if (reintern(c, &c->frames[i].func) < 0 || reintern(c, &c->frames[i].file) < 0)
+            goto oom;
+    for (int32_t i = 0; i < c->nsyms; i++)
+        if (reintern(c, &c->syms[i].name) < 0)
+            goto oom;
+    return c;
+oom:
+    graph_free(c);
+    return NULL;
+}
+
+tg_status graph_compact(graph *g)
+{
+    int32_t *vmap = malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
+    int32_t *nmap = malloc(sizeof(int32_t) * (size_t)(g->nnodes + 1));
+    if (!vmap || !nmap) {
+        free(vmap);
+        free(nmap);
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory compacting");
+    }
+    /* Mark used values: signature, outputs, guards, live nodes' operands. */
+    for (int32_t i = 0; i < g->nvalues; i++)
+        vmap[i] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++)
+        vmap[g->inputs[i]] = 0;
+    for (int32_t i = 0; i < g->noutputs; i++)
+        vmap[g->outputs[i].value] = 0;
+    for (int32_t i = 0; i < g->nguards; i++)
+        vmap[g->guards[i].value] = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        for (int k = 0; k < n->nin; k++)
+            vmap[n->in[k]] = 0;
+        for (int k = 0; k < n->nout; k++)
+            vmap[n->out[k]] = 0;
+    }
+    int32_t nv = 0;
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        if (vmap[i] < 0) {
+            free(g->values[i].data);
+            continue;
+        }
+        vmap[i] = nv;
+        g->values[nv++] = g->values[i];
+    }
+    g->nvalues = nv;
+    int32_t nn = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD) {
+            free(n->in);
+            free(n->out);
+            free(n->prov);
+            nmap[i] = -1;
+            continue;
+        }
+        for (int k = 0; k < n->nin; k++)
+            n->in[k] = vmap[n->in[k]];
+        for (int k = 0; k < n->nout; k++)
+            n->out[k] = vmap[n->out[k]];
+        nmap[i] = nn;
+        g->nodes[nn++] = *n;
+    }
+    g->nnodes = nn;
+    for (int32_t i = 0; i < g->nvalues; i++)
+        if (g->values[i].node >= 0)
+            g->values[i].node = nmap[g->values[i].node];
+    for (int32_t i = 0; i < g->ninputs; i++)
+        g->inputs[i] = vmap[g->inputs[i]];
+    for (int32_t i = 0; i < g->noutputs; i++)
+        g->outputs[i].value = vmap[g->outputs[i].value];
+    for (int32_t i = 0; i < g->nguards; i++)
+        g->guards[i].value = vmap[g->guards[i].value];
+    free(vmap);
+    free(nmap);
+    return TG_OK;
+}

@@ -1,0 +1,167 @@
+/*
+ * verify.c - the graph verifier.  Callable after any stage; every message
+ * about a node names its index, op and the user's call site.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+/* "node 3 (matmul at model.c:42 mlp_forward)" */
+static const char *node_str(const graph *g, int32_t i, char *buf, size_t len)
+{
+    char site[256];
+    const graph_node *n = &g->nodes[i];
+    snprintf(buf, len, "node %d (%s at %s)", i, graph_ops[n->op].name,
+             graph_prov_str(g, n->nprov ? n->prov[0] : -1, site, sizeof site));
+    return buf;
+}
+
+static int same_type(const graph_type *a, const graph_type *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dim[i] != b->dim[i])
+            return 0;
+    return 1;
+}
+
+static tg_status check_values(graph *g, int allow_elided)
+{
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        const graph_value *v = &g->values[i];
+        if ((unsigned)v->type.dtype >= GRAPH_DTYPE_COUNT || v->type.ndim < 0 ||
+            v->type.ndim > GRAPH_MAX_DIMS)
+            return graph_fail(g, TG_ERR_FORMAT, "value %%%d has an invalid type", i);
+        for (int d = 0; d < v->type.ndim; d++) {
+            if (v->type.dim[d] < 0)
+                return graph_fail(g, TG_ERR_FORMAT, "value %%%d has a negative dim", i);
+            if ((v->dyn >> d & 1) && (v->sym[d] < 0 || v->sym[d] >= g->nsyms))
+                return graph_fail(g, TG_ERR_FORMAT,
+                                  "value %%%d: dim %d names no symbol", i, d);
+        }
+        if (v->kind == GRAPH_VALUE_INTER) {
+            if (v->node < 0 || v->node >= g->nnodes)
+                return graph_fail(g, TG_ERR_FORMAT,
+                                  "value %%%d has no producer node", i);
+        } else if (v->kind == GRAPH_VALUE_PARAM || v->kind == GRAPH_VALUE_CONST) {
+            if (!v->data && !allow_elided)
+                return graph_fail(g, TG_ERR_FORMAT, "%s value %%%d has no data",
+                                  graph_value_kind_name(v->kind), i);
+        } else if (v->kind != GRAPH_VALUE_INPUT) {
+            return graph_fail(g, TG_ERR_FORMAT, "value %%%d has kind %d", i, (int)v->kind);
+        }
+    }
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        int32_t v = g->inputs[i];
+        if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_INPUT)
+            return graph_fail(g, TG_ERR_FORMAT, "input %d is not an input value", i);
+        for (int32_t k = 0; k < i; k++)
+            if (g->inputs[k] == v)
+                return graph_fail(g, TG_ERR_FORMAT, "input %%%d is listed twice", v);
+    }
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        if (g->values[i].kind != GRAPH_VALUE_INPUT)
+            continue;
+        int32_t k = 0;
+        while (k < g->ninputs && g->inputs[k] != i)
+            k++;
+        if (k == g->ninputs)
+            return graph_fail(g, TG_ERR_FORMAT,
+                              "input value %%%d is not in the signature", i);
+    }
+    return TG_OK;
+}
+
+/* SSA order, single producers and fresh type inference, node by node. */
+static tg_status check_nodes(graph *g, char *defined)
+{
+    char what[400], msg[400];
+    graph_type itype[GRAPH_MAX_NODE_IO], otype[GRAPH_MAX_NODE_IO];
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        if ((unsigned)n->op >= GRAPH_OP_COUNT)
+            return graph_fail(g, TG_ERR_FORMAT, "node %d has invalid op %d", i, (int)n->op);
+        for (int k = 0; k < n->nprov; k++)
+            if (n->prov[k] < 0 || n->prov[k] >= g->nprovs)
+                return graph_fail(g, TG_ERR_FORMAT, "node %d names provenance %d, "
+                                  "which does not exist", i, n->prov[k]);
+        node_str(g, i, what, sizeof what);
+        if (n->nin > GRAPH_MAX_NODE_IO || n->nout > GRAPH_MAX_NODE_IO || n->nin < 0 || n->nout < 0)
+            return graph_fail(g, TG_ERR_FORMAT, "%s: %d inputs, %d outputs", what,
+                              n->nin, n->nout);
+        for (int k = 0; k < n->nin; k++) {
+            int32_t v = n->in[k];
+            if (v < 0 || v >= g->nvalues)
+                return graph_fail(g, TG_ERR_FORMAT, "%s: input %d is value %d, "
+                                  "which does not exist", what, k, v);
+            if (!defined[v])
+                return graph_fail(g, TG_ERR_FORMAT, "%s: input %d uses %%%d before "
+                                  "it is defined", what, k, v);
+            itype[k] = g->values[v].type;
+        }
+        int nout = 0;
+        tg_status st = graph_infer(n->op, itype, n->nin,
+                                   graph_ops[n->op].attr_size ? &n->attrs : NULL,
+                                   otype, GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
+        if (st != TG_OK)
+            return graph_fail(g, st, "%s: %s", what, msg);
+        if (nout != n->nout)
+            return graph_fail(g, TG_ERR_FORMAT, "%s: has %d outputs, its op makes %d",
+                              what, n->nout, nout);
+        for (int k = 0; k < n->nout; k++) {
+            int32_t v = n->out[k];
+            if (v < 0 || v >= g->nvalues)
+                return graph_fail(g, TG_ERR_FORMAT, "%s: output %d is value %d, "
+                                  "which does not exist", what, k, v);
+            const graph_value *val = &g->values[v];
+            if (val->kind != GRAPH_VALUE_INTER || val->node != i || val->out_index != k)
+                return graph_fail(g, TG_ERR_FORMAT, "%s: output %d (%%%d) names "
+                                  "another producer", what, k, v);
+            if (defined[v])
+                return graph_fail(g, TG_ERR_FORMAT, "%s: output %%%d is defined twice",
+                                  what, v);
+            if (!same_type(&val->type, &otype[k])) {
+                char a[160], b[160];
+                return graph_fail(g, TG_ERR_SHAPE, "%s: output %%%d is %s%s but the op "
+                                  "makes %s%s", what, v, graph_dtype_name(val->type.dtype),
+                                  graph_shape_str(&val->type, a, sizeof a),
+                                  graph_dtype_name(otype[k].dtype),
+                                  graph_shape_str(&otype[k], b, sizeof b));
+            }
+            defined[v] = 1;
+        }
+    }
+    return TG_OK;
+}
+
+tg_status graph_verify(graph *g, int allow_elided)
+{
+    tg_status st = check_values(g, allow_elided);
+    if (st != TG_OK)
+        return st;
+    char *defined = calloc((size_t)g->nvalues + 1, 1);
+    if (!defined)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
+    for (int32_t i = 0; i < g->nvalues; i++)
+        defined[i] = g->values[i].kind != GRAPH_VALUE_INTER;
+    st = check_nodes(g, defined);
+    for (int32_t i = 0; st == TG_OK && i < g->noutputs; i++) {
+        int32_t v = g->outputs[i].value;
+        if (v < 0 || v >= g->nvalues || !defined[v])
+            st = graph_fail(g, TG_ERR_FORMAT, "output \"%s\" is value %d, which no "
+                            "live node defines", g->outputs[i].name, v);
+    }
+    for (int32_t i = 0; st == TG_OK && i < g->nguards; i++) {
+        const graph_guard *gd = &g->guards[i];
+        if (gd->value < 0 || gd->value >= g->nvalues || !defined[gd->value] ||
+            gd->prov < -1 || gd->prov >= g->nprovs ||
+            gd->index < -1 || gd->index >= graph_type_numel(&g->values[gd->value].type))
+            st = graph_fail(g, TG_ERR_FORMAT, "guard %d is malformed", i);
+    }
+    free(defined);
+    return st;
+}

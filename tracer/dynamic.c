@@ -1,0 +1,89 @@
+/*
+ * dynamic.c - which dims follow a dynamic input dim, found by re-running
+ * shape inference with every symbol set to a different size.
+ *
+ * A dim that changes exactly like symbol S (traced size T_S -> probe P_S)
+ * is S.  A dim that changes some other way (2*B after a concat, B*T after
+ * a reshape) cannot be named by one symbol, and a node whose inference
+ * fails at the probe sizes (a reshape to a hard-coded batch) only works at
+ * the traced size: both flag the node GRAPH_NODE_SPECIALIZED, which the
+ * trace summary lists and the interpreter names when a run's sizes differ.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_internal.h"
+
+/* A probe size per symbol: distinct from each other and from small sizes. */
+static int64_t probe(const graph *g, int s)
+{
+    return g->syms[s].traced + 1009 + 101 * (int64_t)s;
+}
+
+/* Sets out[k]'s dims from the probe types; flags the node when needed. */
+static void classify_output(graph *g, graph_node *n, int k,
+                            const graph_type *probed, graph_type *ptype)
+{
+    graph_value *v = &g->values[n->out[k]];
+    v->dyn = 0;
+    ptype[n->out[k]] = v->type;
+    for (int d = 0; d < v->type.ndim; d++) {
+        if (probed->dim[d] == v->type.dim[d])
+            continue;
+        int s = 0;
+        while (s < g->nsyms && !(g->syms[s].traced == v->type.dim[d] &&
+                                 probe(g, s) == probed->dim[d]))
+            s++;
+        if (s == g->nsyms) {
+            n->flags |= GRAPH_NODE_SPECIALIZED;
+            continue;
+        }
+        v->dyn |= 1u << d;
+        v->sym[d] = (int8_t)s;
+        ptype[n->out[k]].dim[d] = probed->dim[d];
+    }
+}
+
+tg_status trace_propagate_dynamic(graph *g)
+{
+    if (g->nsyms == 0)
+        return TG_OK;
+    graph_type *ptype = malloc(sizeof *ptype * (size_t)(g->nvalues + 1));
+    if (!ptype)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory propagating dynamic dims");
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        const graph_value *v = &g->values[i];
+        ptype[i] = v->type;
+        for (int d = 0; d < v->type.ndim; d++)
+            if (v->kind == GRAPH_VALUE_INPUT && (v->dyn >> d & 1))
+                ptype[i].dim[d] = probe(g, v->sym[d]);
+    }
+    graph_type in[GRAPH_MAX_NODE_IO], out[GRAPH_MAX_NODE_IO];
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        for (int k = 0; k < n->nin; k++)
+            in[k] = ptype[n->in[k]];
+        int nout = 0;
+        tg_status st = graph_infer(n->op, in, n->nin,
+                                   graph_ops[n->op].attr_size ? &n->attrs : NULL,
+                                   out, GRAPH_MAX_NODE_IO, &nout, NULL, 0);
+        int same_rank = st == TG_OK && nout == n->nout;
+        for (int k = 0; same_rank && k < nout; k++)
+            same_rank = out[k].ndim == g->values[n->out[k]].type.ndim &&
+                        out[k].dtype == g->values[n->out[k]].type.dtype;
+        if (!same_rank) {
+            n->flags |= GRAPH_NODE_SPECIALIZED;
+            for (int k = 0; k < n->nout; k++) {
+                g->values[n->out[k]].dyn = 0;
+                ptype[n->out[k]] = g->values[n->out[k]].type;
+            }
+            continue;
+        }
+        for (int k = 0; k < nout; k++)
+            classify_output(g, n, k, &out[k], ptype);
+    }
+    free(ptype);
+    return TG_OK;
+}

@@ -1,0 +1,494 @@
+/*
+ * trace.c - the tracer: a per-thread state behind the eager dispatcher's
+ * hooks.  Each traced tensor carries (trace id << 32 | value id + 1) in its
+ * tag word, so mapping a tensor to its graph value is one load, not a hash
+ * lookup.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../graph/tg_hash.h"
+#include "stack.h"
+#include "trace_internal.h"
+
+/* Frames captured beyond max_depth, trimmed at freeze (our own frames). */
+#define INTERNAL_FRAMES 6
+
+typedef struct prov_key {
+    const char *file, *func;
+    int64_t line;
+    uint64_t stack_hash;
+} prov_key;
+
+typedef struct prov_entry {
+    prov_key key;
+    int32_t prov;
+    UT_hash_handle hh;
+} prov_entry;
+
+typedef struct trace_state {
+    graph *g;
+    trace_opts opts;
+    uint32_t id;
+    eager_hooks hooks;
+    const eager_hooks *prev_hooks;
+    prov_entry *provs;
+    int broken; /* a recording error happened; freeze fails */
+} trace_state;
+
+static _Thread_local trace_state *tl_trace;
+
+/* ---- the ids of active traces, to spot tensors of other threads ---- */
+
+#define MAX_ACTIVE 256
+static pthread_mutex_t active_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t active_ids[MAX_ACTIVE];
+static atomic_uint next_id = 1;
+
+static int set_active(uint32_t id, int on)
+{
+    int ok = 0;
+    pthread_mutex_lock(&active_mu);
+    for (int i = 0; i < MAX_ACTIVE && !ok; i++) {
+        if (on && active_ids[i] == 0) {
+            active_ids[i] = id;
+            ok = 1;
+        } else if (!on && active_ids[i] == id) {
+            active_ids[i] = 0;
+            ok = 1;
+        }
+    }
+    pthread_mutex_unlock(&active_mu);
+    return ok;
+}
+
+static int is_active(uint32_t id)
+{
+    int found = 0;
+    pthread_mutex_lock(&active_mu);
+    for (int i = 0; i < MAX_ACTIVE && !found; i++)
+        found = active_ids[i] == id;
+    pthread_mutex_unlock(&active_mu);
+    return found;
+}
+
+/* ---- helpers ---- */
+
+static uint64_t make_tag(const trace_state *st, int32_t vid)
+{
+    return (uint64_t)st->id << 32 | (uint32_t)(vid + 1);
+}
+
+/* The value id of t in this trace, or -1 if t is not part of it. */
+static int32_t traced_value(const trace_state *st, const eager_tensor *t)
+{
+    uint64_t tag = eager_tag(t);
+    if ((uint32_t)(tag >> 32) != st->id || (uint32_t)tag == 0)
+        return -1;
+    return (int32_t)(uint32_t)tag - 1;
+}
+
+static tg_status fail(trace_state *st, tg_status code, const eager_site *site,
+                      const char *fmt, const char *arg)
+{
+    if (st)
+        st->broken = 1;
+    eager_set_error(code, site, fmt, arg);
+    return code;
+}
+
+/* Graph-level failure (out of memory...): the graph's message. */
+static tg_status fail_graph(trace_state *st, const eager_site *site)
+{
+    return fail(st, TG_ERR_NOMEM, site, "trace: %s", graph_error(st->g));
+}
+
+static trace_state *need_trace(const char *what, const eager_site *site)
+{
+    if (!tl_trace)
+        eager_set_error(TG_ERR_STATE, site, "%s: no trace is active on this thread", what);
+    return tl_trace;
+}
+
+__attribute__((noinline)) static int32_t record_prov(trace_state *st,
+                                                     const eager_site *site)
+{
+    uint64_t ips[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
+    int n = 0;
+    if (st->opts.capture_stack)
+        n = trace_stack_capture(ips, st->opts.max_depth + INTERNAL_FRAMES, 0);
+    prov_key key;
+    memset(&key, 0, sizeof key);
+    key.file = site->file;
+    key.func = site->func;
+    key.line = site->line;
+    key.stack_hash = graph_hash_bytes(ips, sizeof(uint64_t) * (size_t)n);
+    prov_entry *e;
+    HASH_FIND(hh, st->provs, &key, sizeof key, e);
+    if (e)
+        return e->prov;
+    graph_frame frames[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
+    memset(frames, 0, sizeof(graph_frame) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        frames[i].ip = ips[i];
+    int32_t prov = graph_add_prov(st->g, site->file, site->line, site->func,
+                                  frames, n);
+    e = prov >= 0 ? calloc(1, sizeof *e) : NULL;
+    if (!e)
+        return -1;
+    e->key = key;
+    e->prov = prov;
+    tg_hash_oom = 0;
+    HASH_ADD(hh, st->provs, key, sizeof key, e);
+    if (tg_hash_oom)
+        free(e); /* still correct, just not cached */
+    return prov;
+}
+
+/* Maps an op input to its value, capturing a constant if it is new. */
+static int32_t input_value(trace_state *st, eager_tensor *t,
+                           const eager_site *site)
+{
+    int32_t v = traced_value(st, t);
+    if (v >= 0)
+        return v;
+    uint32_t other = (uint32_t)(eager_tag(t) >> 32);
+    if (other && is_active(other)) {
+        fail(st, TG_ERR_STATE, site, "trace: a tensor of another thread's active "
+             "trace was used here%s", "");
+        return -1;
+    }
+    v = graph_add_value(st->g, GRAPH_VALUE_CONST, eager_type(t), NULL);
+    if (v < 0 || graph_set_data(st->g, v, eager_peek(t), eager_nbytes(t)) != TG_OK) {
+        fail_graph(st, site);
+        return -1;
+    }
+    eager_set_tag(t, make_tag(st, v));
+    return v;
+}
+
+/* ---- hooks ---- */
+
+static tg_status on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
+                       const void *attrs, eager_tensor *const *out, int nout,
+                       const eager_site *site)
+{
+    trace_state *st = ud;
+    int32_t vin[GRAPH_MAX_NODE_IO], vout[GRAPH_MAX_NODE_IO];
+    graph_type otype[GRAPH_MAX_NODE_IO];
+    if (nin > GRAPH_MAX_NODE_IO || nout > GRAPH_MAX_NODE_IO)
+        return fail(st, TG_ERR_UNSUPPORTED, site, "trace: %s has too many "
+                    "inputs or outputs to record", graph_ops[op].name);
+    for (int i = 0; i < nin; i++)
+        if ((vin[i] = input_value(st, in[i], site)) < 0)
+            return eager_status();
+    for (int i = 0; i < nout; i++)
+        otype[i] = *eager_type(out[i]);
+    int32_t node = graph_add_node_typed(st->g, op, vin, nin, attrs, otype, nout,
+                                        vout, GRAPH_MAX_NODE_IO);
+    if (node < 0)
+        return fail_graph(st, site);
+    int32_t prov = record_prov(st, site);
+    if (prov < 0 || graph_node_add_prov(st->g, node, prov) != TG_OK)
+        return fail_graph(st, site);
+    for (int i = 0; i < nout; i++)
+        eager_set_tag(out[i], make_tag(st, vout[i]));
+    return TG_OK;
+}
+
+/* The element as a double (for guards). */
+static double element(const eager_tensor *t, int64_t i)
+{
+    const void *p = eager_peek(t);
+    switch (eager_dtype(t)) {
+    case GRAPH_F32: return ((const float *)p)[i];
+    case GRAPH_I64: return (double)((const int64_t *)p)[i];
+    case GRAPH_I32: return ((const int32_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+static tg_status on_read(void *ud, const eager_tensor *t, eager_read_kind kind,
+                         int64_t index, const eager_site *site)
+{
+    trace_state *st = ud;
+    int32_t v = traced_value(st, t);
+    if (v < 0)
+        return TG_OK; /* not traced: does not depend on the inputs */
+    graph_value_kind vk = st->g->values[v].kind;
+    if (kind == EAGER_WRITE_BUFFER) {
+        if (vk == GRAPH_VALUE_CONST) {
+            eager_set_tag((eager_tensor *)t, 0); /* next use captures anew */
+            return TG_OK;
+        }
+        return fail(st, TG_ERR_UNSUPPORTED, site, "trace: writing into a traced "
+                    "%s tensor is not supported while tracing",
+                    graph_value_kind_name(vk));
+    }
+    if (vk == GRAPH_VALUE_CONST)
+        return TG_OK; /* constants cannot change at replay */
+    graph_guard gd = {v, GRAPH_GUARD_VALUE, st->opts.value_reads, index, 0, 0, -1};
+    if (kind == EAGER_READ_DECISION) {
+        gd.kind = GRAPH_GUARD_DECISION;
+        gd.policy = GRAPH_GUARD_STRICT;
+    }
+    if (kind == EAGER_READ_BUFFER) {
+        gd.kind = GRAPH_GUARD_BUFFER;
+        gd.index = -1;
+        gd.hash = graph_hash_bytes(eager_peek(t), eager_nbytes(t));
+    } else {
+        gd.expect = element(t, index);
+    }
+    gd.prov = record_prov(st, site);
+    if (gd.prov < 0 || graph_add_guard(st->g, &gd) < 0)
+        return fail_graph(st, site);
+    return TG_OK;
+}
+
+/* ---- the API ---- */
+
+trace_opts trace_default_opts(void)
+{
+    trace_opts o = {"main", 1, 16, GRAPH_GUARD_STRICT};
+    return o;
+}
+
+/* Detaches the hooks and frees the state; returns the graph (or NULL). */
+static graph *end_trace(trace_state *st, int keep_graph)
+{
+    graph *g = keep_graph ? st->g : NULL;
+    if (!keep_graph)
+        graph_free(st->g);
+    eager_set_hooks(st->prev_hooks);
+    set_active(st->id, 0);
+    prov_entry *e, *tmp;
+    HASH_ITER(hh, st->provs, e, tmp) {
+        HASH_DEL(st->provs, e);
+        free(e);
+    }
+    free(st);
+    tl_trace = NULL;
+    return g;
+}
+
+tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (tl_trace) {
+        eager_set_error(TG_ERR_STATE, &site, "trace_begin: a trace is already "
+                        "active on this thread (nested traces are not supported)");
+        return TG_ERR_STATE;
+    }
+    trace_opts o = opts ? *opts : trace_default_opts();
+    if (o.max_depth <= 0 || o.max_depth > TRACE_MAX_DEPTH)
+        o.max_depth = o.max_depth <= 0 ? 16 : TRACE_MAX_DEPTH;
+    trace_state *st = calloc(1, sizeof *st);
+    if (st) {
+        st->opts = o;
+        st->g = graph_new(o.name);
+    }
+    if (!st || !st->g) {
+        if (st)
+            graph_free(st->g);
+        free(st);
+        eager_set_error(TG_ERR_NOMEM, &site, "trace_begin: out of memory");
+        return TG_ERR_NOMEM;
+    }
+    st->id = atomic_fetch_add(&next_id, 1);
+    if (st->id == 0)
+        st->id = atomic_fetch_add(&next_id, 1);
+    if (!set_active(st->id, 1)) {
+        graph_free(st->g);
+        free(st);
+        eager_set_error(TG_ERR_STATE, &site, "trace_begin: more than %d traces "
+                        "are active at once", MAX_ACTIVE);
+        return TG_ERR_STATE;
+    }
+    st->hooks = (eager_hooks){on_op, NULL, on_read, st};
+    st->prev_hooks = eager_set_hooks(&st->hooks);
+    tl_trace = st;
+    return TG_OK;
+}
+
+/* Common checks of trace_input/param: an untraced tensor. */
+static trace_state *fresh_tensor(const char *what, eager_tensor *t,
+                                 const eager_site *site)
+{
+    trace_state *st = need_trace(what, site);
+    if (!st)
+        return NULL;
+    if (!t || t == EAGER_NONE) {
+        if (eager_status() == TG_OK)
+            eager_set_error(TG_ERR_NULL, site, "%s: no tensor", what);
+        return NULL;
+    }
+    int32_t v = traced_value(st, t);
+    if (v >= 0) {
+        eager_set_error(TG_ERR_STATE, site, "%s: the tensor is already part of the "
+                        "trace (as %s %%%d); declare inputs and params before using them",
+                        what, graph_value_kind_name(st->g->values[v].kind), v);
+        return NULL;
+    }
+    return st;
+}
+
+tg_status trace_input_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    trace_state *st = fresh_tensor("trace_input", t, &site);
+    if (!st)
+        return eager_status();
+    int32_t v = graph_add_value(st->g, GRAPH_VALUE_INPUT, eager_type(t), name);
+    if (v < 0 || graph_add_input(st->g, v) != TG_OK)
+        return fail_graph(st, &site);
+    eager_set_tag(t, make_tag(st, v));
+    return TG_OK;
+}
+
+tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    trace_state *st = fresh_tensor("trace_param", t, &site);
+    if (!st)
+        return eager_status();
+    int32_t v = graph_add_value(st->g, GRAPH_VALUE_PARAM, eager_type(t), name);
+    if (v < 0 || graph_set_data(st->g, v, eager_peek(t), eager_nbytes(t)) != TG_OK)
+        return fail_graph(st, &site);
+    eager_set_tag(t, make_tag(st, v));
+    return TG_OK;
+}
+
+tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim,
+                           const char *sym)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    trace_state *st = need_trace("trace_dynamic", &site);
+    if (!st)
+        return eager_status();
+    int32_t v = t ? traced_value(st, t) : -1;
+    if (v < 0 || st->g->values[v].kind != GRAPH_VALUE_INPUT)
+        return fail(NULL, TG_ERR_ARG, &site, "trace_dynamic: the tensor is not an "
+                    "input of this trace (call trace_input first)%s", "");
+    graph_value *val = &st->g->values[v];
+    int d = graph_axis(dim, val->type.ndim);
+    if (d < 0 || !sym || !*sym) {
+        eager_set_error(TG_ERR_AXIS, &site, "trace_dynamic: dim %d of a %d-d input "
+                        "(or an empty symbol name)", dim, (int)val->type.ndim);
+        return TG_ERR_AXIS;
+    }
+    int32_t s = graph_add_symbol(st->g, sym, val->type.dim[d]);
+    if (s < 0)
+        return fail(NULL, TG_ERR_SHAPE, &site, "trace_dynamic: %s", graph_error(st->g));
+    val = &st->g->values[v];
+    val->dyn |= 1u << d;
+    val->sym[d] = (int8_t)s;
+    return TG_OK;
+}
+
+tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    trace_state *st = need_trace("trace_output", &site);
+    if (!st)
+        return eager_status();
+    if (!t || t == EAGER_NONE) {
+        if (eager_status() == TG_OK)
+            eager_set_error(TG_ERR_NULL, &site, "trace_output: no tensor");
+        return fail(st, eager_status(), NULL, "%s", eager_error());
+    }
+    int32_t v = traced_value(st, t);
+    if (v < 0 || st->g->values[v].kind != GRAPH_VALUE_INTER)
+        return fail(st, TG_ERR_ARG, &site, "trace_output: \"%s\" does not depend on "
+                    "any recorded op (it is not computed inside the trace)",
+                    name ? name : "?");
+    if (graph_add_output(st->g, v, name) != TG_OK)
+        return fail(st, TG_ERR_ARG, &site, "trace_output: %s", graph_error(st->g));
+    return TG_OK;
+}
+
+/* Frames of the dispatcher and tracer themselves, above the user's code. */
+static int internal_frame(const char *f)
+{
+    static const char *const names[] = {"record_prov", "on_op", "on_read",
+                                        "report", "eager_dispatch"};
+    if (!f)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(f, names[i]) == 0)
+            return 1;
+    size_t n = strlen(f);
+    return strncmp(f, "eager_", 6) == 0 && n > 3 && strcmp(f + n - 3, "_at") == 0;
+}
+
+/*
+ * Drops the tracer's and dispatcher's frames before the user's code: up to
+ * the frame of the site's own function if it is near, else past every
+ * known internal frame (the user's function may be inlined into its
+ * caller).  Then keeps at most max_depth frames.
+ */
+static void trim_frames(graph *g, int max_depth)
+{
+    for (int32_t i = 0; i < g->nprovs; i++) {
+        graph_prov *p = &g->provs[i];
+        int skip = -1;
+        for (int k = 0; k < p->nframes && k <= INTERNAL_FRAMES; k++) {
+            const char *f = g->frames[p->frame0 + k].func;
+            if (f && p->func && strcmp(f, p->func) == 0) {
+                skip = k;
+                break;
+            }
+        }
+        if (skip < 0)
+            for (skip = 0; skip < p->nframes && skip < INTERNAL_FRAMES &&
+                           internal_frame(g->frames[p->frame0 + skip].func);)
+                skip++;
+        p->frame0 += skip;
+        p->nframes -= skip;
+        if (p->nframes > max_depth)
+            p->nframes = max_depth;
+    }
+}
+
+graph *trace_freeze_at(EAGER_SITE_PARAMS)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    trace_state *st = need_trace("trace_freeze", &site);
+    if (!st)
+        return NULL;
+    graph *g = st->g;
+    if (st->broken) {
+        end_trace(st, 0);
+        eager_set_error(TG_ERR_STATE, &site, "trace_freeze: an error happened "
+                        "while recording; the trace is dropped");
+        return NULL;
+    }
+    if (g->noutputs == 0) {
+        end_trace(st, 0);
+        eager_set_error(TG_ERR_STATE, &site, "trace_freeze: no outputs (call "
+                        "trace_output before freezing)");
+        return NULL;
+    }
+    tg_status s = TG_OK;
+    if (st->opts.capture_stack && (s = trace_stack_symbolize(g)) == TG_OK)
+        trim_frames(g, st->opts.max_depth);
+    if (s == TG_OK)
+        s = trace_propagate_dynamic(g);
+    if (s == TG_OK)
+        s = graph_verify(g, 0);
+    if (s != TG_OK) {
+        eager_set_error(s, &site, "trace_freeze: %s", graph_error(g));
+        end_trace(st, 0);
+        return NULL;
+    }
+    return end_trace(st, 1);
+}
+
+void trace_abort(void)
+{
+    if (tl_trace)
+        end_trace(tl_trace, 0);
+}
+
+int trace_active(void) { return tl_trace != NULL; }

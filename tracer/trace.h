@@ -1,0 +1,81 @@
+/*
+ * trace.h - record what the eager API dispatches into a graph.
+ *
+ *   trace_begin(NULL);
+ *   trace_input(x, "x");  trace_dynamic(x, 0, "B");   (batch is dynamic)
+ *   trace_param(w, "fc1.weight");
+ *   eager_tensor *y = model(x, w);                     (runs eagerly, and is recorded)
+ *   trace_output(y, "y");
+ *   graph *g = trace_freeze();                         (NULL + eager_error() on failure)
+ *
+ * While a trace is on, every op still runs and returns its result, and is
+ * also appended to the graph with the call site that dispatched it: file,
+ * line and function from the eager_<op>() macro, plus (unless turned off)
+ * the call stack captured with libunwind, symbolized once per distinct
+ * address at freeze.
+ *
+ * What becomes what:
+ *   - trace_input: a graph input; trace_param: a param (data copied now);
+ *   - any other tensor used by a recorded op (made before the trace, or by a
+ *     creation function during it) becomes a constant, its data copied at
+ *     first use; writing to it through eager_data_mut afterwards makes the
+ *     next use capture a fresh constant;
+ *   - reading data (eager_item, eager_get, eager_bool, eager_data) of a
+ *     traced value records a guard: the value seen and the call site.  A
+ *     replay whose guard fails reports that site.  eager_bool reads are
+ *     decisions (always strict: they steer control flow); the policy for
+ *     plain value reads is trace_opts.value_reads.
+ * Tracing is per thread: each thread may run its own trace.  Using a tensor
+ * of another thread's active trace is an error.
+ *
+ * All functions report errors through the eager error (eager_error()) and
+ * return a status; the calls take the caller's site for their messages.
+ */
+#ifndef TG_TRACER_TRACE_H
+#define TG_TRACER_TRACE_H
+
+#include "../eager/eager.h"
+#include "../graph/graph.h"
+
+typedef struct trace_opts {
+    const char *name;     /* graph name (default "main") */
+    int capture_stack;    /* capture call stacks with libunwind (default 1) */
+    int max_depth;        /* frames per stack (default 16, at most 64) */
+    graph_guard_policy value_reads; /* policy of eager_item/get/data guards
+                                       (default GRAPH_GUARD_STRICT) */
+} trace_opts;
+
+/* The defaults: {"main", 1, 16, GRAPH_GUARD_STRICT}. */
+trace_opts trace_default_opts(void);
+
+tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts);
+tg_status trace_input_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+/* Marks dim of input t as dynamic, named sym ("B"); call after trace_input. */
+tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim, const char *sym);
+tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+/*
+ * Ends the trace and returns its graph (caller frees with graph_free), or
+ * NULL with an error (no outputs, ...); the trace is over either way.
+ */
+graph *trace_freeze_at(EAGER_SITE_PARAMS);
+/* Ends the trace, dropping what was recorded. No-op when none is active. */
+void trace_abort(void);
+/* Nonzero while this thread traces. */
+int trace_active(void);
+
+#define trace_begin(opts) trace_begin_at(EAGER_SITE, opts)
+#define trace_input(t, name) trace_input_at(EAGER_SITE, t, name)
+#define trace_dynamic(t, dim, sym) trace_dynamic_at(EAGER_SITE, t, dim, sym)
+#define trace_param(t, name) trace_param_at(EAGER_SITE, t, name)
+#define trace_output(t, name) trace_output_at(EAGER_SITE, t, name)
+#define trace_freeze() trace_freeze_at(EAGER_SITE)
+
+/*
+ * A readable summary of a frozen graph: node count by op, inputs, params,
+ * outputs, dynamic dims, and every guard (kind, value, call site): the
+ * data-dependent control flow the trace baked in.  Writes to f.
+ */
+void trace_summary(const graph *g, FILE *f);
+
+#endif
