@@ -98,6 +98,11 @@ void eager_release(eager_tensor *t);
 void eager_pool_push(void);
 /* Closes the innermost pool, dropping its reference to each tensor made in it. */
 void eager_pool_pop(void);
+/*
+ * Frees this thread's cache of small tensor blocks (kept to make small ops
+ * cheap; released automatically when the thread exits).
+ */
+void eager_trim_cache(void);
 /* Number of live tensors on all threads (for leak checks in tests). */
 long eager_live_tensors(void);
 

@@ -13,7 +13,8 @@ struct eager_tensor {
     int64_t numel;
     void *data;   /* 64-byte aligned, numel elements, row-major */
     int32_t refs; /* references; freed at 0 */
-    uint32_t flags;
+    uint16_t flags;
+    int16_t block; /* size class in the block cache, -1: plain free */
     eager_tensor *base; /* for views: the tensor owning the storage */
     uint64_t tag;       /* see eager_tag() */
 };

@@ -82,12 +82,16 @@ tg_status eager_kernel_gt(const eager_kargs *a)
 
 /* ---- where ---- */
 
-/* Bit 0 of the mode is cond, bit 1 is a, bit 2 is b. */
-#define WHERE_CASE(m)                                                      \
+/* Bit 0 of the mode is cond, bit 1 is a, bit 2 is b.  Both values are
+ * loaded unconditionally: a load inside ?: would need a masked load,
+ * which GCC does not vectorize for every element size. */
+#define WHERE_CASE(m, T)                                                   \
     case m:                                                                \
         _Pragma("omp simd") for (int64_t k = 0; k < n; k++)                \
-            o[k] = c[(m & 1) ? k : 0] ? x[(m & 2) ? k : 0]                 \
-                                      : y[(m & 4) ? k : 0];                \
+        {                                                                  \
+            T va = x[(m & 2) ? k : 0], vb = y[(m & 4) ? k : 0];            \
+            o[k] = c[(m & 1) ? k : 0] ? va : vb;                           \
+        }                                                                  \
         break;
 
 #define WHERE_FN(name, T)                                                  \
@@ -98,14 +102,14 @@ tg_status eager_kernel_gt(const eager_kargs *a)
         const T *x = in[1], *y = in[2];                                    \
         T *o = out;                                                        \
         switch (mode & 7u) {                                               \
-            WHERE_CASE(7)                                                  \
-            WHERE_CASE(6)                                                  \
-            WHERE_CASE(5)                                                  \
-            WHERE_CASE(4)                                                  \
-            WHERE_CASE(3)                                                  \
-            WHERE_CASE(2)                                                  \
-            WHERE_CASE(1)                                                  \
-            WHERE_CASE(0)                                                  \
+            WHERE_CASE(7, T)                                                \
+            WHERE_CASE(6, T)                                                \
+            WHERE_CASE(5, T)                                                \
+            WHERE_CASE(4, T)                                                \
+            WHERE_CASE(3, T)                                                \
+            WHERE_CASE(2, T)                                                \
+            WHERE_CASE(1, T)                                                \
+            WHERE_CASE(0, T)                                                \
         }                                                                  \
     }
 

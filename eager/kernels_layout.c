@@ -101,25 +101,51 @@ static void run(size_t es, char *d, const char *s, int64_t n, int64_t ss,
 /*
  * A block of the transposition: rows a0..a1 of the source's unit-stride
  * dim (destination stride dA), all B columns (source stride sB,
- * destination unit stride), TILE columns at a time.
+ * destination unit stride), in TILE-column strips.  Inside a strip the
+ * work is done in fixed BLK x BLK blocks through a local array: with
+ * constant trip counts the compiler turns them into vector loads,
+ * shuffles and stores (measured 3-5x faster than a strided inner loop,
+ * which also suffers from cache-set aliasing at power-of-two strides).
+ * Ragged edges take the plain loop.
  */
-#define TILE_FN(T)                                                         \
+#define TILE_FN(T, BLK)                                                    \
+    static void edge_##T(T *restrict d, const T *restrict s, int64_t a0,   \
+                         int64_t a1, int64_t b0, int64_t b1, int64_t sB,   \
+                         int64_t dA)                                       \
+    {                                                                      \
+        for (int64_t a = a0; a < a1; a++)                                  \
+            for (int64_t b = b0; b < b1; b++)                              \
+                d[a * dA + b] = s[a + b * sB];                             \
+    }                                                                      \
+    static inline void block_##T(T *restrict d, const T *restrict s,       \
+                                 int64_t sB, int64_t dA)                   \
+    {                                                                      \
+        T t[BLK][BLK];                                                     \
+        for (int b = 0; b < BLK; b++)                                      \
+            for (int a = 0; a < BLK; a++)                                  \
+                t[b][a] = s[a + b * sB];                                   \
+        for (int a = 0; a < BLK; a++)                                      \
+            for (int b = 0; b < BLK; b++)                                  \
+                d[a * dA + b] = t[b][a];                                   \
+    }                                                                      \
     static void tile_##T(T *restrict d, const T *restrict s, int64_t a0,   \
                          int64_t a1, int64_t B, int64_t sB, int64_t dA)    \
     {                                                                      \
+        int64_t af = a0 + (a1 - a0) / BLK * BLK; /* full blocks end */     \
         for (int64_t b0 = 0; b0 < B; b0 += TILE) {                         \
-            int64_t nb = B - b0 < TILE ? B - b0 : TILE;                    \
-            for (int64_t a = a0; a < a1; a++) {                            \
-                T *restrict dr = d + a * dA + b0;                          \
-                const T *restrict sr = s + a + b0 * sB;                    \
-                for (int64_t b = 0; b < nb; b++)                           \
-                    dr[b] = sr[b * sB];                                    \
+            int64_t b1 = B - b0 < TILE ? B : b0 + TILE;                    \
+            int64_t bf = b0 + (b1 - b0) / BLK * BLK;                       \
+            for (int64_t a = a0; a < af; a += BLK) {                       \
+                for (int64_t b = b0; b < bf; b += BLK)                     \
+                    block_##T(d + a * dA + b, s + a + b * sB, sB, dA);     \
+                edge_##T(d, s, a, a + BLK, bf, b1, sB, dA);                \
             }                                                              \
+            edge_##T(d, s, af, a1, b0, b1, sB, dA);                        \
         }                                                                  \
     }
-TILE_FN(u8)
-TILE_FN(u32)
-TILE_FN(u64)
+TILE_FN(u8, 16)
+TILE_FN(u32, 8)
+TILE_FN(u64, 8)
 
 static void tile(size_t es, char *d, const char *s, int64_t a0, int64_t a1,
                  int64_t B, int64_t sB, int64_t dA)

@@ -8,7 +8,7 @@
  *   accumulated in double, so a row such as 1e4 + small noise keeps its
  *   variance; population variance.  See ln_row for the subtraction.
  * - softmax: the row max is subtracted before exp, so large inputs do not
- *   overflow.  -inf entries give 0 (log_softmax: -inf).  A row that is all
+ *   overflow; exp is vm_expf (eager/vmath.h), which vectorizes.  -inf entries give 0 (log_softmax: -inf).  A row that is all
  *   -inf, or holds +inf or NaN, gives NaN throughout (as PyTorch): there
  *   is no meaningful distribution.
  * - batch_norm: per-channel factor scale / sqrt(var + eps) computed in
@@ -26,8 +26,9 @@
 
 /* Independent accumulators for row sums (fills AVX-512 lanes). */
 #define LANES 16
-/* Columns per block when softmax runs over a non-innermost axis. */
-#define BLOCK 256
+/* Most columns per task when softmax runs over a non-innermost axis: wide
+ * enough that each row of the slab is read as one long contiguous run. */
+#define BLOCK 1024
 
 /* Sum of x[0..n) in double. */
 static double sum_f64(const float *restrict x, int64_t n)
@@ -257,13 +258,21 @@ static tg_status run_softmax(const eager_kargs *a, int64_t axis_attr,
             softmax_row(x + r * len, y + r * len, len, log_sm);
         return TG_OK;
     }
-    int64_t nblk = (inner + BLOCK - 1) / BLOCK, ntask = outer * nblk;
+    /* Column blocks: as wide as possible (contiguous runs), narrower only
+     * when there are too few slabs to keep the threads busy. */
+    int64_t nc = inner < BLOCK ? inner : BLOCK;
+    if (par && outer * ((inner + nc - 1) / nc) < a->nthreads) {
+        int64_t want = (a->nthreads + outer - 1) / outer;
+        nc = ((inner + want - 1) / want + 15) / 16 * 16;
+        nc = nc < 64 ? 64 : nc > inner ? inner : nc;
+    }
+    int64_t nblk = (inner + nc - 1) / nc, ntask = outer * nblk;
 #pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
     for (int64_t k = 0; k < ntask; k++) {
-        int64_t o = k / nblk, j0 = k % nblk * BLOCK;
-        int64_t nc = inner - j0 < BLOCK ? inner - j0 : BLOCK;
+        int64_t o = k / nblk, j0 = k % nblk * nc;
+        int64_t n = inner - j0 < nc ? inner - j0 : nc;
         int64_t off = o * len * inner + j0;
-        softmax_cols(x + off, y + off, len, inner, nc, log_sm);
+        softmax_cols(x + off, y + off, len, inner, n, log_sm);
     }
     return TG_OK;
 }

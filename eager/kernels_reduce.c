@@ -29,8 +29,9 @@
 
 /* Independent accumulators in row loops: enough to fill AVX-512 lanes. */
 #define LANES 16
-/* Outputs per column block; accumulators for a block live on the stack. */
-#define BLOCK 256
+/* Outputs per block; a block's accumulators live on the stack (16 KiB),
+ * and a column block this wide reads each input row in one long run. */
+#define BLOCK 2048
 
 /* Accumulators for up to BLOCK outputs; each op uses the member of its
  * accumulator type, so every access is through the declared type. */
@@ -47,10 +48,11 @@ typedef union acc_block {
 typedef struct red_fns {
     size_t esize; /* input and output element size */
     void (*init)(acc_block *acc, int64_t n);
-    /* acc[0] op= reduce(x[0..n)) */
-    void (*row)(acc_block *acc, const void *x, int64_t n);
-    /* acc[j] op= x[j] for j < n <= BLOCK */
-    void (*col)(acc_block *acc, const void *x, int64_t n);
+    /* acc[i] op= reduce(x[0..n)) */
+    void (*row)(acc_block *acc, int64_t i, const void *x, int64_t n);
+    /* acc[j] op= x[k * stride + j] for k < rows, j < n <= BLOCK */
+    void (*col)(acc_block *acc, const void *x, int64_t n, int64_t rows,
+                int64_t stride);
     /* acc[j] op= other[j] for j < n */
     void (*merge)(acc_block *acc, const acc_block *other, int64_t n);
     /* out[j] = final(acc[j]); count is the number of reduced elements */
@@ -71,6 +73,43 @@ static int32_t wrap_i32(uint32_t u)
                                     : (int32_t)(u - (uint32_t)INT32_MAX - 1) + INT32_MIN;
 }
 
+/*
+ * acc[j] op= x[k * stride + j] (element T, accumulator A, identity ID,
+ * STEP(acc, value) the op).  Short contiguous rows (a reduction over a
+ * middle axis in front of a few channels) would leave the j loop too
+ * short to vectorize, so they are folded as one flat run into
+ * lcm(n, LANES) lanes, lane l belonging to column l % n.
+ */
+#define COL_FN(name, T, A, F, ID, STEP)                                     \
+    static void name##_col(acc_block *restrict a, const void *xv,           \
+                           int64_t n, int64_t rows, int64_t stride)         \
+    {                                                                       \
+        if (stride == n && n < LANES && rows * n >= 4 * LANES * LANES) {    \
+            const T *restrict x = xv;                                       \
+            A lane[LANES * LANES];                                          \
+            int64_t w = n, tot = rows * n, i = 0;                           \
+            while (w % LANES)                                               \
+                w += n;                                                     \
+            for (int64_t l = 0; l < w; l++)                                 \
+                lane[l] = ID;                                               \
+            for (; i + w <= tot; i += w)                                    \
+                for (int64_t l = 0; l < w; l++)                             \
+                    lane[l] = STEP(lane[l], (A)x[i + l]);                   \
+            for (int64_t l = 0; l < w; l++)                                 \
+                a->F[l % n] = STEP(a->F[l % n], lane[l]);                   \
+            for (; i < tot; i++) /* i is a multiple of n here */            \
+                a->F[i % n] = STEP(a->F[i % n], (A)x[i]);                   \
+            return;                                                         \
+        }                                                                   \
+        for (int64_t k = 0; k < rows; k++) {                                \
+            const T *restrict x = (const T *)xv + k * stride;               \
+            for (int64_t j = 0; j < n; j++)                                 \
+                a->F[j] = STEP(a->F[j], (A)x[j]);                           \
+        }                                                                   \
+    }
+
+#define SUM_STEP_(acc, v) ((acc) + (v))
+
 /* Sums: element T, accumulator A (acc_block member F). */
 #define SUM_FNS(name, T, A, F)                                              \
     static void name##_init(acc_block *a, int64_t n)                        \
@@ -78,7 +117,8 @@ static int32_t wrap_i32(uint32_t u)
         for (int64_t i = 0; i < n; i++)                                     \
             a->F[i] = 0;                                                    \
     }                                                                       \
-    static void name##_row(acc_block *a, const void *xv, int64_t n)         \
+    static void name##_row(acc_block *a, int64_t at, const void *xv,        \
+                           int64_t n)                                       \
     {                                                                       \
         const T *restrict x = xv;                                           \
         A lane[LANES] = {0}, s = 0;                                         \
@@ -90,14 +130,9 @@ static int32_t wrap_i32(uint32_t u)
             s += (A)x[i];                                                   \
         for (int j = 0; j < LANES; j++)                                     \
             s += lane[j];                                                   \
-        a->F[0] += s;                                                       \
+        a->F[at] += s;                                                      \
     }                                                                       \
-    static void name##_col(acc_block *restrict a, const void *xv, int64_t n) \
-    {                                                                       \
-        const T *restrict x = xv;                                           \
-        for (int64_t j = 0; j < n; j++)                                     \
-            a->F[j] += (A)x[j];                                             \
-    }                                                                       \
+    COL_FN(name, T, A, F, 0, SUM_STEP_)                                     \
     static void name##_merge(acc_block *restrict a,                         \
                              const acc_block *restrict o, int64_t n)        \
     {                                                                       \
@@ -154,24 +189,20 @@ static void sum_i32_fin(void *out, const acc_block *a, int64_t n, int64_t count)
         for (int64_t i = 0; i < n; i++)                                     \
             a->F[i] = LO;                                                   \
     }                                                                       \
-    static void name##_row(acc_block *a, const void *xv, int64_t n)         \
+    static void name##_row(acc_block *a, int64_t at, const void *xv,        \
+                           int64_t n)                                       \
     {                                                                       \
         const T *restrict x = xv;                                           \
-        T m = a->F[0];                                                      \
+        T m = a->F[at];                                                      \
         int nan = NANCHK(m);                                                \
         _Pragma("omp simd reduction(max : m) reduction(| : nan)")           \
         for (int64_t i = 0; i < n; i++) {                                   \
             m = x[i] > m ? x[i] : m;                                        \
             nan |= NANCHK(x[i]);                                            \
         }                                                                   \
-        a->F[0] = nan ? NANVAL : m;                                         \
+        a->F[at] = nan ? NANVAL : m;                                        \
     }                                                                       \
-    static void name##_col(acc_block *restrict a, const void *xv, int64_t n) \
-    {                                                                       \
-        const T *restrict x = xv;                                           \
-        for (int64_t j = 0; j < n; j++)                                     \
-            a->F[j] = MAX(a->F[j], x[j]);                                   \
-    }                                                                       \
+    COL_FN(name, T, T, F, LO, MAX)                                          \
     static void name##_merge(acc_block *restrict a,                         \
                              const acc_block *restrict o, int64_t n)        \
     {                                                                       \
@@ -273,48 +304,62 @@ static void odo_start(const red_plan *p, odometer *od, int64_t r)
     }
 }
 
-static void odo_next(const red_plan *p, odometer *od)
+/* Advances by k steps; k never carries past the innermost group twice
+ * (callers step at most to the end of the innermost group). */
+static void odo_step(const red_plan *p, odometer *od, int64_t k)
 {
-    for (int d = p->nr - 1; d >= 0; d--) {
-        od->off += p->rstride[d];
-        if (++od->idx[d] < p->rsize[d])
-            return;
+    int d = p->nr - 1;
+    if (d < 0)
+        return;
+    od->idx[d] += k;
+    od->off += k * p->rstride[d];
+    while (d >= 0 && od->idx[d] >= p->rsize[d]) {
         od->off -= p->rsize[d] * p->rstride[d];
         od->idx[d] = 0;
+        if (--d >= 0) {
+            od->idx[d]++;
+            od->off += p->rstride[d];
+        }
     }
 }
 
-/* Accumulates positions [t0, t1) of one output's reduction, where
- * position t is element t % inner of odometer step t / inner. */
+/* Accumulates positions [t0, t1) of one output's reduction into acc[at],
+ * where position t is element t % inner of odometer step t / inner. */
 static void rows_range(const red_fns *f, const red_plan *p, const char *x,
-                       int64_t base, int64_t t0, int64_t t1, acc_block *acc)
+                       int64_t base, int64_t t0, int64_t t1, acc_block *acc,
+                       int64_t at)
 {
     odometer od;
-    int64_t r = t0 / p->inner, j = t0 % p->inner;
-    odo_start(p, &od, r);
+    int64_t j = t0 % p->inner;
+    odo_start(p, &od, t0 / p->inner);
     while (t0 < t1) {
         int64_t n = p->inner - j < t1 - t0 ? p->inner - j : t1 - t0;
-        f->row(acc, x + (base + od.off + j) * (int64_t)f->esize, n);
+        f->row(acc, at, x + (base + od.off + j) * (int64_t)f->esize, n);
         t0 += n;
         j = 0;
-        odo_next(p, &od);
+        odo_step(p, &od, 1);
     }
 }
 
-/* The last group is reduced: one accumulator per output. */
+/* The last group is reduced: one accumulator per output, in blocks. */
 static tg_status reduce_rows(const red_fns *f, const red_plan *p,
                              const char *x, char *out, int64_t numel,
                              int nthreads)
 {
-    int64_t per = p->rcount * p->inner;
+    int64_t per = p->rcount * p->inner, es = (int64_t)f->esize;
     int par = numel >= EAGER_PAR_MIN && nthreads > 1;
     if (!par || p->nkeep >= 2 * nthreads) {
+        int64_t bs = par ? p->nkeep / (4 * nthreads) : BLOCK;
+        bs = bs < 1 ? 1 : bs > BLOCK ? BLOCK : bs;
+        int64_t nblk = (p->nkeep + bs - 1) / bs;
 #pragma omp parallel for num_threads(nthreads) if (par) schedule(static)
-        for (int64_t o = 0; o < p->nkeep; o++) {
+        for (int64_t b = 0; b < nblk; b++) {
             acc_block acc;
-            f->init(&acc, 1);
-            rows_range(f, p, x, kept_offset(p, o), 0, per, &acc);
-            f->fin(out + o * (int64_t)f->esize, &acc, 1, per);
+            int64_t o0 = b * bs, n = p->nkeep - o0 < bs ? p->nkeep - o0 : bs;
+            f->init(&acc, n);
+            for (int64_t i = 0; i < n; i++)
+                rows_range(f, p, x, kept_offset(p, o0 + i), 0, per, &acc, i);
+            f->fin(out + o0 * es, &acc, n, per);
         }
         return TG_OK;
     }
@@ -328,26 +373,33 @@ static tg_status reduce_rows(const red_fns *f, const red_plan *p,
         for (int k = 0; k < nthreads; k++) {
             f->init(&part[k], 1);
             rows_range(f, p, x, base, per * k / nthreads,
-                       per * (k + 1) / nthreads, &part[k]);
+                       per * (k + 1) / nthreads, &part[k], 0);
         }
         for (int k = 1; k < nthreads; k++)
             f->merge(&part[0], &part[k], 1);
-        f->fin(out + o * (int64_t)f->esize, &part[0], 1, per);
+        f->fin(out + o * es, &part[0], 1, per);
     }
     free(part);
     return TG_OK;
 }
 
-/* Accumulates odometer steps [r0, r1) of a column block into acc. */
+/* Accumulates odometer steps [r0, r1) of a column block into acc.  The
+ * innermost reduced group is handed to col as one run of rows. */
 static void cols_range(const red_fns *f, const red_plan *p, const char *x,
                        int64_t base, int64_t n, int64_t r0, int64_t r1,
                        acc_block *acc)
 {
+    int last = p->nr - 1;
+    int64_t lsize = last >= 0 ? p->rsize[last] : 1;
+    int64_t lstride = last >= 0 ? p->rstride[last] : 0;
     odometer od;
     odo_start(p, &od, r0);
-    for (int64_t r = r0; r < r1; r++) {
-        f->col(acc, x + (base + od.off) * (int64_t)f->esize, n);
-        odo_next(p, &od);
+    for (int64_t r = r0; r < r1;) {
+        int64_t k = last >= 0 ? od.idx[last] : 0;
+        int64_t rows = lsize - k < r1 - r ? lsize - k : r1 - r;
+        f->col(acc, x + (base + od.off) * (int64_t)f->esize, n, rows, lstride);
+        r += rows;
+        odo_step(p, &od, rows);
     }
 }
 
@@ -357,31 +409,28 @@ static tg_status reduce_cols(const red_fns *f, const red_plan *p,
                              int nthreads)
 {
     int par = numel >= EAGER_PAR_MIN && nthreads > 1;
-    int64_t blk = BLOCK;
-    /* Smaller blocks give every thread work when there are few outputs. */
-    while (par && blk > 16 && p->nkeep * ((p->inner + blk - 1) / blk) < nthreads)
-        blk /= 2;
-    int64_t nblk = (p->inner + blk - 1) / blk, ntask = p->nkeep * nblk;
+    int64_t es = (int64_t)f->esize;
+    int64_t nblk = (p->inner + BLOCK - 1) / BLOCK, ntask = p->nkeep * nblk;
     if (!par || ntask >= nthreads) {
 #pragma omp parallel for num_threads(nthreads) if (par) schedule(static)
         for (int64_t t = 0; t < ntask; t++) {
             acc_block acc;
-            int64_t o = t / nblk, j0 = t % nblk * blk;
-            int64_t n = p->inner - j0 < blk ? p->inner - j0 : blk;
+            int64_t o = t / nblk, j0 = t % nblk * BLOCK;
+            int64_t n = p->inner - j0 < BLOCK ? p->inner - j0 : BLOCK;
             f->init(&acc, n);
             cols_range(f, p, x, kept_offset(p, o) + j0, n, 0, p->rcount, &acc);
-            f->fin(out + (o * p->inner + j0) * (int64_t)f->esize, &acc, n,
-                   p->rcount);
+            f->fin(out + (o * p->inner + j0) * es, &acc, n, p->rcount);
         }
         return TG_OK;
     }
-    /* Few outputs, many steps: split the steps across the threads. */
+    /* Few outputs, many steps: split the steps across the threads, so
+     * each still reads whole rows in order. */
     acc_block *part = malloc((size_t)nthreads * sizeof *part);
     if (!part)
         return TG_ERR_NOMEM;
     for (int64_t t = 0; t < ntask; t++) {
-        int64_t o = t / nblk, j0 = t % nblk * blk;
-        int64_t n = p->inner - j0 < blk ? p->inner - j0 : blk;
+        int64_t o = t / nblk, j0 = t % nblk * BLOCK;
+        int64_t n = p->inner - j0 < BLOCK ? p->inner - j0 : BLOCK;
         int64_t base = kept_offset(p, o) + j0;
 #pragma omp parallel for num_threads(nthreads) schedule(static)
         for (int k = 0; k < nthreads; k++) {
@@ -391,8 +440,7 @@ static tg_status reduce_cols(const red_fns *f, const red_plan *p,
         }
         for (int k = 1; k < nthreads; k++)
             f->merge(&part[0], &part[k], n);
-        f->fin(out + (o * p->inner + j0) * (int64_t)f->esize, part, n,
-               p->rcount);
+        f->fin(out + (o * p->inner + j0) * es, &part[0], n, p->rcount);
     }
     free(part);
     return TG_OK;

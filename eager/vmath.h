@@ -64,6 +64,18 @@ static inline float vm_asfloat(uint32_t u)
     return x;
 }
 
+/*
+ * c ? a : b as bit arithmetic.  Where a plain ?: picks a constant over a
+ * computed value, GCC may sink the computation into a branch and then,
+ * as it may trap (-ftrapping-math), refuse to vectorize the loop; masks
+ * leave it no branch to make.
+ */
+static inline float vm_sel_(int c, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)(c != 0);
+    return vm_asfloat((vm_asuint(a) & m) | (vm_asuint(b) & ~m));
+}
+
 /* 2^k for k in [-126, 127], built from the exponent field. */
 static inline float vm_pow2i_(int32_t k)
 {
@@ -109,7 +121,7 @@ static inline float vm_logf(float x)
     /* Subtracting bits(sqrt(1/2)) puts m's range on an exponent boundary;
      * the shift of a negative int32 is arithmetic in GCC and Clang. */
     uint32_t ix = vm_asuint(xs) - 0x3f3504f3u;
-    float k = (float)((int32_t)ix >> 23) - (sub ? 23.0f : 0.0f);
+    float k = (float)(((int32_t)ix >> 23) - (-sub & 23));
     float m = vm_asfloat((ix & 0x007fffffu) + 0x3f3504f3u);
     float f = m - 1.0f;
     float s = f / (2.0f + f);
@@ -118,10 +130,10 @@ static inline float vm_logf(float x)
     rz = VM_FMA(rz, z, 3.333334252e-01f);
     float l1p = VM_FMA(2.0f * s * z, rz, 2.0f * s);
     float r = VM_FMA(k, 6.93359375e-01f, VM_FMA(k, -2.12194440e-04f, l1p));
-    r = x == 0.0f ? -INFINITY : r;
-    r = x < 0.0f ? NAN : r;
-    r = x == INFINITY ? x : r;
-    return x != x ? x : r;
+    r = vm_sel_(x == 0.0f, -INFINITY, r);
+    r = vm_sel_(x < 0.0f, NAN, r);
+    r = vm_sel_(x == INFINITY, x, r);
+    return vm_sel_(x != x, x, r);
 }
 
 /*
@@ -232,7 +244,7 @@ static inline float vm_geluf(float x)
     float small = 0.5f * x * VM_FMA(z, vm_erf_small_(z * z), 1.0f);
     float hx = xc * xc;
     float e = vm_exp_negsq_(0.5f * hx, 0.5f * VM_FMA(xc, xc, -hx));
-    float hxr = 0.5f * x * vm_erfcx_tail_(a);
+    float hxr = 0.5f * xc * vm_erfcx_tail_(a); /* finite even at +-inf */
     float big = xc > 0.0f ? VM_FMA(-hxr, e, x) : hxr * e;
     float r = a < 0.875f ? small : big;
     return x < -20.0f ? -0.0f : r;

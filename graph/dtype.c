@@ -17,10 +17,6 @@ const char *graph_dtype_name(graph_dtype dt)
     return (unsigned)dt < GRAPH_DTYPE_COUNT ? dtype_info[dt].name : "?";
 }
 
-size_t graph_dtype_size(graph_dtype dt)
-{
-    return (unsigned)dt < GRAPH_DTYPE_COUNT ? dtype_info[dt].size : 0;
-}
 
 int graph_dtype_parse(const char *name, size_t len, graph_dtype *out)
 {
@@ -34,13 +30,6 @@ int graph_dtype_parse(const char *name, size_t len, graph_dtype *out)
     return -1;
 }
 
-int64_t graph_type_numel(const graph_type *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->dim[i];
-    return n;
-}
 
 static char *ints_str(const int64_t *v, int n, char *buf, size_t len)
 {

@@ -39,7 +39,13 @@ typedef enum graph_dtype {
 /* "f32", "i64", ...; "?" for an invalid value. */
 const char *graph_dtype_name(graph_dtype dt);
 /* Bytes per element; 0 for an invalid value. */
-size_t graph_dtype_size(graph_dtype dt);
+static inline size_t graph_dtype_size(graph_dtype dt)
+{
+    return dt == GRAPH_F32 || dt == GRAPH_I32 ? 4
+           : dt == GRAPH_I64                  ? 8
+           : dt == GRAPH_BOOL                 ? 1
+                                              : 0;
+}
 /* Parses "f32" etc.; returns 0 and sets *out, or -1 for an unknown name. */
 int graph_dtype_parse(const char *name, size_t len, graph_dtype *out);
 
@@ -67,7 +73,13 @@ typedef struct graph_type {
 } graph_type;
 
 /* Number of elements of a type (1 for a 0-d scalar). */
-int64_t graph_type_numel(const graph_type *t);
+static inline int64_t graph_type_numel(const graph_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->dim[i];
+    return n;
+}
 /* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf. */
 char *graph_shape_str(const graph_type *t, char *buf, size_t len);
 /* Writes "[1,2]" for an int list; returns buf. */

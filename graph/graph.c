@@ -19,6 +19,31 @@ struct graph_strings {
     string_entry *head;
 };
 
+struct graph_chunk {
+    graph_chunk *next;
+    size_t used, cap;
+    int32_t ids[];
+};
+
+int32_t *graph_alloc_ids(graph *g, int n)
+{
+    size_t need = n > 0 ? (size_t)n : 1;
+    graph_chunk *c = g->chunks;
+    if (!c || c->cap - c->used < need) {
+        size_t cap = need > 16384 ? need : 16384;
+        c = malloc(sizeof *c + cap * sizeof(int32_t));
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = g->chunks;
+        g->chunks = c;
+    }
+    int32_t *p = c->ids + c->used;
+    c->used += need;
+    return p;
+}
+
 const char *graph_value_kind_name(graph_value_kind k)
 {
     static const char *const names[] = {"input", "param", "const", "inter"};
@@ -70,10 +95,9 @@ void graph_free(graph *g)
         return;
     for (int32_t i = 0; i < g->nvalues; i++)
         free(g->values[i].data);
-    for (int32_t i = 0; i < g->nnodes; i++) {
-        free(g->nodes[i].in);
-        free(g->nodes[i].out);
-        free(g->nodes[i].prov);
+    for (graph_chunk *c = g->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
     }
     if (g->strings) {
         string_entry *e, *tmp;
@@ -269,13 +293,11 @@ static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
         memcpy(&n->attrs, a, info->attr_size);
     n->nin = nin;
     n->nout = nout;
-    n->in = malloc(sizeof(int32_t) * (size_t)(nin ? nin : 1));
-    n->out = malloc(sizeof(int32_t) * (size_t)(nout ? nout : 1));
-    if (!n->in || !n->out) {
-        free(n->in);
-        free(n->out);
+    n->in = graph_alloc_ids(g, nin);
+    n->out = graph_alloc_ids(g, nout);
+    n->prov = graph_alloc_ids(g, 1); /* room for the usual one origin */
+    if (!n->in || !n->out || !n->prov)
         goto oom;
-    }
     if (nin)
         memcpy(n->in, in, sizeof(int32_t) * (size_t)nin);
     int32_t id = g->nnodes++;
@@ -285,8 +307,6 @@ static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
             /* Unwind: the node must not stay with unset outputs. */
             g->nvalues -= i;
             g->nnodes--;
-            free(g->nodes[id].in);
-            free(g->nodes[id].out);
             return -1;
         }
         g->values[v].node = id;
@@ -403,9 +423,15 @@ tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov)
         return graph_fail(g, TG_ERR_ARG, "graph_node_add_prov: bad ids %d, %d",
                           node, prov);
     graph_node *n = &g->nodes[node];
-    int32_t *p = realloc(n->prov, sizeof(int32_t) * (size_t)(n->nprov + 1));
+    if (n->nprov == 0 && n->prov) { /* the slot append_node reserved */
+        n->prov[n->nprov++] = prov;
+        return TG_OK;
+    }
+    int32_t *p = graph_alloc_ids(g, n->nprov + 1);
     if (!p)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
+    if (n->nprov)
+        memcpy(p, n->prov, sizeof(int32_t) * (size_t)n->nprov);
     p[n->nprov++] = prov;
     n->prov = p;
     return TG_OK;

@@ -63,8 +63,8 @@ typedef struct graph_node {
     graph_op op;
     uint32_t flags;
     int32_t nin, nout;
-    int32_t *in;  /* value ids */
-    int32_t *out; /* value ids */
+    int32_t *in;  /* value ids (graph_alloc_ids) */
+    int32_t *out; /* value ids (graph_alloc_ids) */
     graph_attrs attrs;
     int32_t nprov;
     int32_t *prov; /* provenance ids, the first is the primary */
@@ -121,6 +121,7 @@ typedef struct graph_symbol {
 } graph_symbol;
 
 typedef struct graph_strings graph_strings;
+typedef struct graph_chunk graph_chunk;
 
 typedef struct graph {
     const char *name;
@@ -141,6 +142,7 @@ typedef struct graph {
     graph_symbol *syms;
     int32_t nsyms, cap_syms;
     graph_strings *strings;
+    graph_chunk *chunks; /* arena for node id arrays */
     char err[512];
 } graph;
 
@@ -196,6 +198,13 @@ int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
 tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov);
 /* Adds a guard; returns its index or -1. */
 int32_t graph_add_guard(graph *g, const graph_guard *guard);
+
+/*
+ * n value/provenance ids from the graph's arena (freed with the graph).
+ * Node in/out/prov arrays live there: to change a node's arity, point it
+ * at a new array from here.  NULL on out of memory.
+ */
+int32_t *graph_alloc_ids(graph *g, int n);
 
 /* Bytes of a value's data (numel * dtype size). */
 size_t graph_value_nbytes(const graph_value *v);

@@ -64,11 +64,15 @@ graph *graph_clone(const graph *g)
     for (int32_t i = 0; i < c->nnodes; i++) {
         graph_node *n = &c->nodes[i];
         const graph_node *s = &g->nodes[i];
-        n->in = dup_array(s->in, (size_t)(s->nin ? s->nin : 1), sizeof(int32_t));
-        n->out = dup_array(s->out, (size_t)(s->nout ? s->nout : 1), sizeof(int32_t));
-        n->prov = dup_array(s->prov, (size_t)s->nprov, sizeof(int32_t));
-        if (!n->in || !n->out || (s->nprov && !n->prov))
+        n->in = graph_alloc_ids(c, s->nin);
+        n->out = graph_alloc_ids(c, s->nout);
+        n->prov = graph_alloc_ids(c, s->nprov);
+        if (!n->in || !n->out || !n->prov)
             goto oom;
+        memcpy(n->in, s->in, sizeof(int32_t) * (size_t)s->nin);
+        memcpy(n->out, s->out, sizeof(int32_t) * (size_t)s->nout);
+        if (s->nprov)
+            memcpy(n->prov, s->prov, sizeof(int32_t) * (size_t)s->nprov);
     }
     for (int32_t i = 0; i < c->noutputs; i++)
         if (reintern(c, &c->outputs[i].name) < 0)
@@ -129,10 +133,7 @@ tg_status graph_compact(graph *g)
     for (int32_t i = 0; i < g->nnodes; i++) {
         graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD) {
-            free(n->in);
-            free(n->out);
-            free(n->prov);
-            nmap[i] = -1;
+            nmap[i] = -1; /* its id arrays stay in the arena until graph_free */
             continue;
         }
         for (int k = 0; k < n->nin; k++)

@@ -68,6 +68,7 @@ typedef struct text_names {
     int32_t *pos;
     unsigned char *by_name;
     int32_t count; /* printed values */
+    int32_t nsig;  /* of which signature inputs (positions 0..nsig) */
 } text_names;
 
 /* Fills names for g; returns TG_OK or TG_ERR_NOMEM. */

@@ -162,6 +162,7 @@ tg_status text_names_init(text_names *n, const graph *g)
         n->pos[v] = -1;
     for (int32_t i = 0; i < g->ninputs; i++)
         number(n, g, g->inputs[i]);
+    n->nsig = n->count;
     for (int32_t v = 0; v < g->nvalues; v++)
         if (g->values[v].kind != GRAPH_VALUE_INTER)
             number(n, g, v);
@@ -424,7 +425,7 @@ static tg_status put_body(printer *p)
     for (int32_t v = 0; v < g->nvalues; v++) {
         int src = g->values[v].kind != GRAPH_VALUE_INTER && p->names.pos[v] >= 0;
         defpt[v] = src ? 0 : INT32_MAX;
-        if (src && p->names.pos[v] >= g->ninputs)
+        if (src && p->names.pos[v] >= p->names.nsig)
             put_source(p, v);
     }
     int32_t next = 0, t = 0;

@@ -89,18 +89,19 @@ static tg_status check_nodes(graph *g, char *defined)
             if (n->prov[k] < 0 || n->prov[k] >= g->nprovs)
                 return graph_fail(g, TG_ERR_FORMAT, "node %d names provenance %d, "
                                   "which does not exist", i, n->prov[k]);
-        node_str(g, i, what, sizeof what);
+        /* Messages name the node; formatted only when one is needed. */
+#define WHAT node_str(g, i, what, sizeof what)
         if (n->nin > GRAPH_MAX_NODE_IO || n->nout > GRAPH_MAX_NODE_IO || n->nin < 0 || n->nout < 0)
-            return graph_fail(g, TG_ERR_FORMAT, "%s: %d inputs, %d outputs", what,
+            return graph_fail(g, TG_ERR_FORMAT, "%s: %d inputs, %d outputs", WHAT,
                               n->nin, n->nout);
         for (int k = 0; k < n->nin; k++) {
             int32_t v = n->in[k];
             if (v < 0 || v >= g->nvalues)
                 return graph_fail(g, TG_ERR_FORMAT, "%s: input %d is value %d, "
-                                  "which does not exist", what, k, v);
+                                  "which does not exist", WHAT, k, v);
             if (!defined[v])
                 return graph_fail(g, TG_ERR_FORMAT, "%s: input %d uses %%%d before "
-                                  "it is defined", what, k, v);
+                                  "it is defined", WHAT, k, v);
             itype[k] = g->values[v].type;
         }
         int nout = 0;
@@ -108,32 +109,33 @@ static tg_status check_nodes(graph *g, char *defined)
                                    graph_ops[n->op].attr_size ? &n->attrs : NULL,
                                    otype, GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
         if (st != TG_OK)
-            return graph_fail(g, st, "%s: %s", what, msg);
+            return graph_fail(g, st, "%s: %s", WHAT, msg);
         if (nout != n->nout)
             return graph_fail(g, TG_ERR_FORMAT, "%s: has %d outputs, its op makes %d",
-                              what, n->nout, nout);
+                              WHAT, n->nout, nout);
         for (int k = 0; k < n->nout; k++) {
             int32_t v = n->out[k];
             if (v < 0 || v >= g->nvalues)
                 return graph_fail(g, TG_ERR_FORMAT, "%s: output %d is value %d, "
-                                  "which does not exist", what, k, v);
+                                  "which does not exist", WHAT, k, v);
             const graph_value *val = &g->values[v];
             if (val->kind != GRAPH_VALUE_INTER || val->node != i || val->out_index != k)
                 return graph_fail(g, TG_ERR_FORMAT, "%s: output %d (%%%d) names "
-                                  "another producer", what, k, v);
+                                  "another producer", WHAT, k, v);
             if (defined[v])
                 return graph_fail(g, TG_ERR_FORMAT, "%s: output %%%d is defined twice",
-                                  what, v);
+                                  WHAT, v);
             if (!same_type(&val->type, &otype[k])) {
                 char a[160], b[160];
                 return graph_fail(g, TG_ERR_SHAPE, "%s: output %%%d is %s%s but the op "
-                                  "makes %s%s", what, v, graph_dtype_name(val->type.dtype),
+                                  "makes %s%s", WHAT, v, graph_dtype_name(val->type.dtype),
                                   graph_shape_str(&val->type, a, sizeof a),
                                   graph_dtype_name(otype[k].dtype),
                                   graph_shape_str(&otype[k], b, sizeof b));
             }
             defined[v] = 1;
         }
+#undef WHAT
     }
     return TG_OK;
 }

@@ -26,7 +26,7 @@ static inline void fill_seq(graph_dtype dt, void *p, int64_t n, int seed)
 {
     for (int64_t i = 0; i < n; i++) {
         switch (dt) {
-        case GRAPH_F32: ((float *)p)[i] = (float)(i * 0.25 + seed); break;
+        case GRAPH_F32: ((float *)p)[i] = (float)((double)i * 0.25 + seed); break;
         case GRAPH_I64:
             ((int64_t *)p)[i] = i * 1000003LL + seed - (1LL << 40);
             break;

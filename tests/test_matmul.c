@@ -1,9 +1,11 @@
 /*
  * test_matmul.c - matmul and linear against naive double-precision loops:
  * 2-D, batched, broadcast batches, transposes, 1-D operands, K = 1,
- * empty operands, many batch dims, two threads, every error path, leaks.
+ * empty operands, many batch dims, two threads per op, two calling
+ * threads at once, every error path, leaks.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +215,44 @@ static void test_threads(void)
     eager_pool_pop();
 }
 
+/*
+ * Two threads at once, each with its own tensors (errors and pools are
+ * per thread): exercises the lazy engine init and per-thread streams, and
+ * their cleanup at thread exit (LSan).  check.c is not thread-safe, so a
+ * thread only records its largest error.
+ */
+static void *mm_thread(void *arg)
+{
+    double *maxerr = arg;
+    eager_pool_push();
+    graph_ints sa = TG_SHAPE(3, 40, 50), sb = TG_SHAPE(50, 30), so;
+    for (int it = 0; it < 20; it++) {
+        eager_tensor *a = eager_rand_uniform(sa, (uint64_t)it, -1.0f, 1.0f);
+        eager_tensor *b = eager_rand_uniform(sb, (uint64_t)it + 7, -1.0f, 1.0f);
+        eager_tensor *c = eager_matmul(a, b, 0, 0);
+        float *want = ref_matmul(eager_peek(a), &sa, 0, eager_peek(b), &sb, 0, &so);
+        const float *got = c ? eager_peek(c) : NULL;
+        for (int64_t i = 0; i < numel_of(&so); i++) {
+            double e = got ? fabs((double)got[i] - want[i]) : INFINITY;
+            *maxerr = e > *maxerr ? e : *maxerr;
+        }
+        free(want);
+    }
+    eager_pool_pop();
+    return NULL;
+}
+
+static void test_two_threads(void)
+{
+    pthread_t th[2];
+    double err[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&th[i], NULL, mm_thread, &err[i]) == 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    CHECK_MSG(err[0] < 1e-4 && err[1] < 1e-4, "thread errors %g %g", err[0], err[1]);
+}
+
 /* r must be NULL with an error containing msg that names this file:line. */
 static void expect_error(const eager_tensor *r, int line, const char *func,
                          const char *msg)
@@ -274,6 +314,7 @@ int main(void)
     test_matmul_values();
     test_linear_values();
     test_threads();
+    test_two_threads();
     test_errors();
     CHECK(eager_status() == TG_OK);
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);

@@ -260,19 +260,21 @@ static void test_softmax(void)
         eager_tensor *e = rand_f32(TG_SHAPE(2, 3, 600), 45, -9.0f, 9.0f);
         eager_tensor *f = rand_f32(TG_SHAPE(256, 1000), 46, -20.0f, 20.0f);
         eager_tensor *g = rand_f32(TG_SHAPE(1000, 256), 47, -20.0f, 20.0f);
+        eager_tensor *h = rand_f32(TG_SHAPE(2, 7, 2500), 48, -5.0f, 5.0f);
         sm_case(a, 0, __LINE__);
         sm_case(b, -1, __LINE__);
         sm_case(b, 0, __LINE__);
         for (int ax = -3; ax < 3; ax++)
             sm_case(c, ax, __LINE__);
         sm_case(d, 1, __LINE__);
-        sm_case(e, 1, __LINE__); /* inner 600: two full blocks and a partial one */
+        sm_case(e, 1, __LINE__); /* inner 600 */
+        sm_case(h, 1, __LINE__); /* inner 2500: blocks of 1024 and a partial one */
         sm_case(e, 0, __LINE__);
         sm_case(f, -1, __LINE__);
         sm_case(f, 0, __LINE__);
         sm_case(g, 0, __LINE__);
         eager_release(a), eager_release(b), eager_release(c), eager_release(d);
-        eager_release(e), eager_release(f), eager_release(g);
+        eager_release(e), eager_release(f), eager_release(g), eager_release(h);
     }
     eager_set_threads(1);
 }
@@ -353,6 +355,7 @@ static void test_errors(void)
     expect_error(eager_batch_norm(x, c3, c3, c31, c3, 1e-5f), __LINE__, "mean has shape [3,1], want [3]");
     expect_error(eager_batch_norm(x, c3, c3, c3, i3, 1e-5f), __LINE__, "var has dtype i64, want f32");
     expect_error(eager_batch_norm(x1, c3, c3, c3, c3, 1e-5f), __LINE__, "x needs at least 2 dims [N,C,...], has 1");
+    expect_error(eager_batch_norm(s, c3, c3, c3, c3, 1e-5f), __LINE__, "batch_norm: [] x [3] x [3] x [3] x [3]: x needs at least 2 dims [N,C,...], has 0");
     expect_error(eager_batch_norm(x, c3, c3, c3, c3, -1.0f), __LINE__, "eps must be finite and >= 0, got -1");
     expect_error(eager_batch_norm(xi, c3, c3, c3, c3, 1e-5f), __LINE__, "batch_norm: i64[2,3] x [3] x [3] x [3] x [3]: dtype i64 not supported");
     expect_error(eager_batch_norm(x, c3, c3, EAGER_NONE, EAGER_NONE, 1e-5f), __LINE__, "takes 5 inputs, got 3");

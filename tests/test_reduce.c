@@ -225,6 +225,11 @@ static void test_large(void)
         {TG_SHAPE(40, 30, 50), {1}, 1},     /* cols + outer */
         {TG_SHAPE(20, 3, 30, 40), {0, 2}, 2}, /* cols + odometer */
         {TG_SHAPE(3, 20000, 2, 3), {1, 3}, 2}, /* rows, odometer, split */
+        {TG_SHAPE(50, 2, 400, 3), {0, 2}, 2}, /* cols, odometer, split */
+        {TG_SHAPE(3, 5000, 7), {0, 1}, 2},  /* cols, few outputs, split */
+        {TG_SHAPE(5, 3000), {0}, 1},        /* cols wider than a block */
+        {TG_SHAPE(3, 1001, 2), {1}, 1},     /* short rows folded flat */
+        {TG_SHAPE(4096, 256, 4), {1}, 1},   /* the same, many outputs */
     };
     for (int th = 1; th <= 4; th += 3) {
         eager_set_threads(th);

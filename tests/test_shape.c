@@ -300,6 +300,9 @@ static void test_concat(void)
     eager_tensor *big[2] = {make_seq(GRAPH_F32, TG_SHAPE(100, 300), 1),
                             make_seq(GRAPH_F32, TG_SHAPE(100, 200), 2)};
     check_concat(big, 2, 1, TG_SHAPE(100, 500), __LINE__);
+    eager_tensor *longs[2] = {make_seq(GRAPH_I64, TG_SHAPE(1, 40000), 3),
+                              make_seq(GRAPH_I64, TG_SHAPE(1, 50000), 4)};
+    check_concat(longs, 2, 1, TG_SHAPE(1, 90000), __LINE__);
     eager_set_threads(1);
     eager_pool_pop();
 }

@@ -127,11 +127,25 @@ static void test_slice(void)
                 TG_INTS(SMALL, 0), TG_INTS(-1, -2), __LINE__);
     check_slice(GRAPH_BOOL, TG_SHAPE(2, 3, 4, 5), TG_INTS(3, 1), TG_INTS(-1, 0),
                 TG_INTS(SMALL, 3), TG_INTS(-2, 2), __LINE__);
+    check_slice(GRAPH_I64, TG_SHAPE(4, 6, 5), TG_INTS(1), TG_INTS(-2),
+                TG_INTS(0), TG_INTS(-1), __LINE__);
     eager_set_threads(2);
     check_slice(GRAPH_F32, TG_SHAPE(60, 60, 60), TG_INTS(2), TG_INTS(59),
                 TG_INTS(SMALL), TG_INTS(-1), __LINE__);
     check_slice(GRAPH_I64, TG_SHAPE(60, 60, 60), TG_INTS(0), TG_INTS(1),
                 TG_INTS(60), TG_INTS(2), __LINE__);
+    /* One long strided run: split between threads inside the run. */
+    eager_tensor *lx = eager_arange(GRAPH_I32, 0, 200000, 1);
+    eager_tensor *ly = eager_slice(lx, TG_NOINTS, TG_INTS(-2), TG_INTS(SMALL),
+                                   TG_INTS(-3));
+    CHECK(ly && eager_numel(ly) == 66667);
+    int bad = -1;
+    for (int64_t i = 0; ly && i < 66667 && bad < 0; i++)
+        if (((const int32_t *)eager_peek(ly))[i] != 199998 - 3 * i)
+            bad = (int)i;
+    CHECK_MSG(bad < 0, "long reversed slice differs at %d", bad);
+    eager_release(lx);
+    eager_release(ly);
     eager_set_threads(1);
     /* A 0-d input: the only valid slice is the empty one. */
     eager_tensor *s = eager_scalar(3.0);
@@ -256,6 +270,7 @@ static void test_expand(void)
     eager_set_threads(2);
     check_expand(GRAPH_F32, TG_SHAPE(1, 1000), TG_SHAPE(64, 1000), TG_SHAPE(64, 1000), __LINE__);
     check_expand(GRAPH_I64, TG_SHAPE(500, 1), TG_SHAPE(500, 130), TG_SHAPE(500, 130), __LINE__);
+    check_expand(GRAPH_BOOL, TG_SHAPE(1), TG_SHAPE(70001), TG_SHAPE(70001), __LINE__);
     eager_set_threads(1);
     /* 0-d input. */
     eager_tensor *s = eager_scalar(2.5);

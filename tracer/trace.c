@@ -35,6 +35,11 @@ typedef struct trace_state {
     eager_hooks hooks;
     const eager_hooks *prev_hooks;
     prov_entry *provs;
+    /* A direct-mapped front for provs: most ops repeat a recent site. */
+    struct {
+        prov_key key;
+        int32_t prov;
+    } recent[256];
     int broken; /* a recording error happened; freeze fails */
 } trace_state;
 
@@ -112,6 +117,18 @@ static trace_state *need_trace(const char *what, const eager_site *site)
     return tl_trace;
 }
 
+/* A word-wise hash of a stack (FNV over bytes cost ~180 cycles here). */
+static uint64_t hash_ips(const uint64_t *ips, int n)
+{
+    uint64_t h = UINT64_C(0x9E3779B97F4A7C15);
+    for (int i = 0; i < n; i++) {
+        h ^= ips[i];
+        h *= UINT64_C(0xBF58476D1CE4E5B9);
+        h ^= h >> 31;
+    }
+    return h;
+}
+
 __attribute__((noinline)) static int32_t record_prov(trace_state *st,
                                                      const eager_site *site)
 {
@@ -124,11 +141,18 @@ __attribute__((noinline)) static int32_t record_prov(trace_state *st,
     key.file = site->file;
     key.func = site->func;
     key.line = site->line;
-    key.stack_hash = graph_hash_bytes(ips, sizeof(uint64_t) * (size_t)n);
+    key.stack_hash = n ? hash_ips(ips, n) : 0;
+    unsigned slot = (unsigned)(((uintptr_t)key.file >> 4) ^ (uint64_t)key.line * 0x9E37u ^
+                               key.stack_hash) & 255u;
+    if (memcmp(&st->recent[slot].key, &key, sizeof key) == 0)
+        return st->recent[slot].prov;
     prov_entry *e;
     HASH_FIND(hh, st->provs, &key, sizeof key, e);
-    if (e)
+    if (e) {
+        st->recent[slot].key = key;
+        st->recent[slot].prov = e->prov;
         return e->prov;
+    }
     graph_frame frames[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
     memset(frames, 0, sizeof(graph_frame) * (size_t)n);
     for (int i = 0; i < n; i++)
@@ -144,6 +168,8 @@ __attribute__((noinline)) static int32_t record_prov(trace_state *st,
     HASH_ADD(hh, st->provs, key, sizeof key, e);
     if (tg_hash_oom)
         free(e); /* still correct, just not cached */
+    st->recent[slot].key = key;
+    st->recent[slot].prov = prov;
     return prov;
 }
 
