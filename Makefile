@@ -54,6 +54,7 @@ test-install: build
 
 bench: build
 	./$(BUILD)/eager_overhead
+	./$(BUILD)/trace_overhead
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

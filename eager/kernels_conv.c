@@ -5,24 +5,22 @@
  *
  * Layout.  Source and destination are the tensors' own plain NCHW buffers
  * and the weights their plain OIHW (GOIHW when grouped: the same bytes),
- * so nothing is copied.  Choosing blocked layouts is left to the
- * optimizer, which can keep them across layers.  Measured on this machine
- * (one Zen 5 core, 3x3 64->64 56x56): oneDNN picks its im2col+GEMM
- * implementation (x64:gemm:jit) for plain NCHW; asking for format "any"
- * weights picks the same implementation and the same OIHW weights, so it
- * would only add a reorder.  The blocked brgconv path is ~30% faster on
- * 3x3 convs (2.1 ms vs 3.0-3.3 ms, plus ~0.25 ms of reorders when the
- * tensors stay NCHW) and ~4x on depthwise, but slower on 1x1 convs: a
- * layout decision for the optimizer, not for one eager call.
+ * so nothing is copied; choosing blocked layouts is left to the
+ * optimizer, which can keep them across layers.  For plain NCHW src/dst
+ * oneDNN 2.6 has two implementations: im2col + JIT GEMM ("x64:gemm:jit",
+ * which takes OIHW weights, so asking for format "any" weights picks the
+ * same OIHW and would only add a reorder) and the reference loops (~1000x
+ * slower).  Measured on one Zen 5 core, 3x3 64->64 56x56: gemm:jit
+ * 2.9-3.4 ms; the blocked brgconv path would be ~2.1 ms (+0.25 ms of
+ * reorders if the tensors stayed NCHW), ~4x faster on depthwise, slower
+ * on 1x1: a layout decision for the optimizer, not for one eager call.
  *
- * Algorithm: direct (oneDNN's "auto" gives the same implementation here;
- * Winograd is unimplemented for plain layouts in oneDNN 2.6).
+ * Algorithm: direct ("auto" picks the same implementation; Winograd is
+ * unimplemented for plain layouts in oneDNN 2.6).
  *
  * Special cases: an empty output returns at once; an empty input (C, H or
  * W is 0) makes every output the bias (or 0) without calling oneDNN.
  */
-#include <string.h>
-
 #include "dnnl_util.h"
 
 /* Every output element is its channel's bias, or 0 without one. */

@@ -8,7 +8,7 @@
  *      becomes [outer, run] and a plain copy one run;
  *   2. if the destination's innermost dim is contiguous but the source's
  *      unit stride sits on an outer dim (a transposition), copy in
- *      TILE x TILE blocks so both sides stay in cache;
+ *      cache-blocked tiles of small fixed-size register blocks;
  *   3. otherwise walk the rows (all dims but the innermost) with an
  *      odometer and copy each row as a memcpy, a fill (broadcast source) or
  *      a strided loop.
@@ -24,8 +24,12 @@
 
 #include "kernel.h"
 
-/* 32 x 32 elements: a 4 KiB block for f32 on each side, well inside L1. */
+/* Transposition blocking: TILE-column strips (a 32 x 32 f32 block is
+ * 4 KiB per side, inside L1) within L2BLK x L2BLK blocks, whose 128 source
+ * rows and 128 destination rows also keep the TLB from thrashing on large
+ * power-of-two strides (measured ~20% on 4096 x 4096). */
 #define TILE 32
+#define L2BLK 128
 
 typedef uint8_t u8;
 typedef uint32_t u32;
@@ -100,7 +104,7 @@ static void run(size_t es, char *d, const char *s, int64_t n, int64_t ss,
 
 /*
  * A block of the transposition: rows a0..a1 of the source's unit-stride
- * dim (destination stride dA), all B columns (source stride sB,
+ * dim (destination stride dA), columns bs..be (source stride sB,
  * destination unit stride), in TILE-column strips.  Inside a strip the
  * work is done in fixed BLK x BLK blocks through a local array: with
  * constant trip counts the compiler turns them into vector loads,
@@ -129,11 +133,12 @@ static void run(size_t es, char *d, const char *s, int64_t n, int64_t ss,
                 d[a * dA + b] = t[b][a];                                   \
     }                                                                      \
     static void tile_##T(T *restrict d, const T *restrict s, int64_t a0,   \
-                         int64_t a1, int64_t B, int64_t sB, int64_t dA)    \
+                         int64_t a1, int64_t bs, int64_t be, int64_t sB,   \
+                         int64_t dA)                                       \
     {                                                                      \
         int64_t af = a0 + (a1 - a0) / BLK * BLK; /* full blocks end */     \
-        for (int64_t b0 = 0; b0 < B; b0 += TILE) {                         \
-            int64_t b1 = B - b0 < TILE ? B : b0 + TILE;                    \
+        for (int64_t b0 = bs; b0 < be; b0 += TILE) {                       \
+            int64_t b1 = be - b0 < TILE ? be : b0 + TILE;                  \
             int64_t bf = b0 + (b1 - b0) / BLK * BLK;                       \
             for (int64_t a = a0; a < af; a += BLK) {                       \
                 for (int64_t b = b0; b < bf; b += BLK)                     \
@@ -148,16 +153,16 @@ TILE_FN(u32, 8)
 TILE_FN(u64, 8)
 
 static void tile(size_t es, char *d, const char *s, int64_t a0, int64_t a1,
-                 int64_t B, int64_t sB, int64_t dA)
+                 int64_t bs, int64_t be, int64_t sB, int64_t dA)
 {
     if (es == 4)
-        tile_u32((u32 *)(void *)d, (const u32 *)(const void *)s, a0, a1, B,
-                 sB, dA);
+        tile_u32((u32 *)(void *)d, (const u32 *)(const void *)s, a0, a1, bs,
+                 be, sB, dA);
     else if (es == 8)
-        tile_u64((u64 *)(void *)d, (const u64 *)(const void *)s, a0, a1, B,
-                 sB, dA);
+        tile_u64((u64 *)(void *)d, (const u64 *)(const void *)s, a0, a1, bs,
+                 be, sB, dA);
     else
-        tile_u8((u8 *)d, (const u8 *)s, a0, a1, B, sB, dA);
+        tile_u8((u8 *)d, (const u8 *)s, a0, a1, bs, be, sB, dA);
 }
 
 /* Source and destination offsets of index r over dims[0..n) (row-major). */
@@ -231,7 +236,7 @@ static void copy_rows(const copy_plan *p, size_t es, const char *src,
 }
 
 /* Transposition: dim j has source stride 1, the innermost dim destination
- * stride 1.  Work items are (index over the other dims, TILE rows of j). */
+ * stride 1.  Work items are (index over the other dims, L2BLK rows of j). */
 static void copy_tiles(const copy_plan *p, int j, size_t es, const char *src,
                        char *dst, int nthreads)
 {
@@ -243,17 +248,19 @@ static void copy_tiles(const copy_plan *p, int j, size_t es, const char *src,
             outer *= p->dim[k];
         }
     }
-    int64_t A = p->dim[j], B = p->dim[last], ntile = (A + TILE - 1) / TILE;
-    int64_t items = outer * ntile;
+    int64_t A = p->dim[j], B = p->dim[last], nblk = (A + L2BLK - 1) / L2BLK;
+    int64_t items = outer * nblk;
     int nt = outer * A * B >= EAGER_PAR_MIN ? nthreads : 1;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t it = 0; it < items; it++) {
         int64_t idx[GRAPH_MAX_DIMS], so, dof;
-        int64_t a0 = (it % ntile) * TILE, a1 = a0 + TILE < A ? a0 + TILE : A;
-        unravel(p, axes, no, it / ntile, idx, &so, &dof);
+        int64_t a0 = (it % nblk) * L2BLK;
+        int64_t a1 = a0 + L2BLK < A ? a0 + L2BLK : A;
+        unravel(p, axes, no, it / nblk, idx, &so, &dof);
         /* Element (a, b) sits at so + a + b*sB and dof + a*dA + b. */
-        tile(es, dst + dof * (int64_t)es, src + so * (int64_t)es, a0, a1, B,
-             p->ss[last], p->ds[j]);
+        for (int64_t bs = 0; bs < B; bs += L2BLK)
+            tile(es, dst + dof * (int64_t)es, src + so * (int64_t)es, a0, a1,
+                 bs, bs + L2BLK < B ? bs + L2BLK : B, p->ss[last], p->ds[j]);
     }
 }
 

@@ -18,6 +18,7 @@
  */
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,11 +60,16 @@ static void combine_rows(const pool_geom *g, const float *restrict in,
     }
 }
 
-/* One output row from the combined padded row (width w + pl + pr). */
-static void window_row(const pool_geom *g, const float *restrict row,
-                       int64_t nrows, float *restrict op)
+/*
+ * Combines the kernel-width window of the padded row for each output.
+ * Inlined with a constant sw for the common strides 1 and 2, so the
+ * compiler vectorizes the strided loads.
+ */
+static inline __attribute__((always_inline)) void
+window_combine(const pool_geom *g, const float *restrict row,
+               float *restrict op, int64_t sw)
 {
-    int64_t ow = g->ow, sw = g->sw;
+    int64_t ow = g->ow;
     for (int64_t o = 0; o < ow; o++)
         op[o] = row[o * sw];
     for (int64_t k = 1; k < g->kw; k++) {
@@ -74,31 +80,52 @@ static void window_row(const pool_geom *g, const float *restrict row,
             for (int64_t o = 0; o < ow; o++)
                 op[o] = max_nan(op[o], row[o * sw + k]);
     }
-    if (!g->avg)
-        return;
-    if (g->include_pad) {
-        float div = (float)(g->kh * g->kw);
-        for (int64_t o = 0; o < ow; o++)
-            op[o] /= div;
-        return;
-    }
-    for (int64_t o = 0; o < ow; o++) {
-        int64_t c0 = o * sw - g->pl, c1 = c0 + g->kw;
-        c0 = c0 < 0 ? 0 : c0;
-        c1 = c1 > g->w ? g->w : c1;
-        op[o] /= (float)(nrows * (c1 - c0)); /* 0/0 = NaN for empty */
-    }
+}
+
+/*
+ * One output row from the combined padded row (width w + pl + pr).  For
+ * avg, cols[o] is the divisor's column factor (kw with
+ * count_include_pad, else the in-bounds columns of window o) and nrows
+ * the row factor.
+ */
+static void window_row(const pool_geom *g, const float *restrict row,
+                       const float *restrict cols, float nrows,
+                       float *restrict op)
+{
+    if (g->sw == 1)
+        window_combine(g, row, op, 1);
+    else if (g->sw == 2)
+        window_combine(g, row, op, 2);
+    else
+        window_combine(g, row, op, g->sw);
+    if (g->avg)
+        for (int64_t o = 0; o < g->ow; o++)
+            op[o] /= nrows * cols[o]; /* 0/0 = NaN for an empty window */
 }
 
 static void pool_plane(const pool_geom *g, const float *in, float *out,
-                       float *row)
+                       float *row, const float *cols)
 {
     for (int64_t oh = 0; oh < g->oh; oh++) {
         int64_t h0 = oh * g->sh - g->pt, h1 = h0 + g->kh;
         h0 = h0 < 0 ? 0 : h0;
         h1 = h1 > g->h ? g->h : h1;
         combine_rows(g, in, h0, h1, row + g->pl);
-        window_row(g, row, h1 > h0 ? h1 - h0 : 0, out + oh * g->ow);
+        float nrows = g->include_pad ? (float)g->kh
+                                     : (float)(h1 > h0 ? h1 - h0 : 0);
+        window_row(g, row, cols, nrows, out + oh * g->ow);
+    }
+}
+
+/* The column factor of each output's divisor (see window_row). */
+static void column_counts(const pool_geom *g, float *cols)
+{
+    for (int64_t o = 0; o < g->ow; o++) {
+        int64_t c0 = o * g->sw - g->pl, c1 = c0 + g->kw;
+        c0 = c0 < 0 ? 0 : c0;
+        c1 = c1 > g->w ? g->w : c1;
+        cols[o] = g->include_pad ? (float)g->kw
+                                 : (float)(c1 > c0 ? c1 - c0 : 0);
     }
 }
 
@@ -125,7 +152,10 @@ static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
     int nt = work >= EAGER_PAR_MIN ? a->nthreads : 1;
     if (nt > planes)
         nt = (int)planes;
-    float *buf = malloc((size_t)nt * (size_t)pw * sizeof *buf);
+    /* nt padded rows, then the column factors (sizes fit int64: infer) */
+    float *buf = NULL;
+    if ((uint64_t)pw <= (SIZE_MAX / sizeof *buf - (uint64_t)g.ow) / (uint64_t)nt)
+        buf = malloc(((size_t)nt * (size_t)pw + (size_t)g.ow) * sizeof *buf);
     if (!buf)
         return eager_kernel_fail(a, TG_ERR_NOMEM,
                                  "no memory for %d rows of %lld floats", nt,
@@ -134,6 +164,8 @@ static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
     float ident = avg ? 0.0f : -INFINITY;
     for (int64_t i = 0; i < (int64_t)nt * pw; i++)
         buf[i] = ident;
+    float *cols = buf + (int64_t)nt * pw;
+    column_counts(&g, cols);
     const float *in = a->in[0];
     float *out = a->out[0];
     int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
@@ -142,7 +174,7 @@ static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
         float *row = buf + (int64_t)omp_get_thread_num() * pw;
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < planes; i++)
-            pool_plane(&g, in + i * in_plane, out + i * out_plane, row);
+            pool_plane(&g, in + i * in_plane, out + i * out_plane, row, cols);
     }
     free(buf);
     return TG_OK;

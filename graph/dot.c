@@ -66,8 +66,13 @@ static void label_end(dot *d)
 static void put_site(dot *d, FILE *l, int32_t prov)
 {
     char site[256];
-    if (prov >= 0)
-        fprintf(l, "\n%s", graph_prov_str(d->g, prov, site, sizeof site));
+    if (prov < 0)
+        return;
+    graph_prov_str(d->g, prov, site, sizeof site);
+    for (char *c = site; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    fprintf(l, "\n%s", site);
 }
 
 /* The DOT node a value comes from: its source node, or its producer. */
@@ -94,11 +99,11 @@ static void put_sources(dot *d)
                 shapes[(unsigned)val->kind < 4 ? val->kind : 3]);
         FILE *l = label_begin(d);
         if (l) {
-            text_put_value(l, g, &d->names, v);
+            graph_text_put_value(l, g, &d->names, v);
             if (val->name && !d->names.by_name[v])
                 fprintf(l, "\n%s", val->name);
             fprintf(l, "\n%s ", graph_value_kind_name(val->kind));
-            text_put_type(l, g, val);
+            graph_text_put_type(l, g, val);
         }
         label_end(d);
         fputs("];\n", d->f);
@@ -118,9 +123,9 @@ static void put_node(dot *d, int32_t i)
             int32_t v = n->out[k];
             fputc('\n', l);
             if (v >= 0 && v < g->nvalues) {
-                text_put_value(l, g, &d->names, v);
+                graph_text_put_value(l, g, &d->names, v);
                 fputs(": ", l);
-                text_put_type(l, g, &g->values[v]);
+                graph_text_put_type(l, g, &g->values[v]);
             }
         }
         for (int k = 0; k < n->nprov; k++)
@@ -144,7 +149,7 @@ static void put_guard(dot *d, int32_t i)
     FILE *l = label_begin(d);
     if (l) {
         fprintf(l, "guard %s ", (unsigned)gd->kind < 3 ? kinds[gd->kind] : "?");
-        text_put_value(l, d->g, &d->names, gd->value);
+        graph_text_put_value(l, d->g, &d->names, gd->value);
         if (gd->index >= 0)
             fprintf(l, "[%lld]", (long long)gd->index);
         if (gd->kind == GRAPH_GUARD_BUFFER)
@@ -178,7 +183,7 @@ tg_status graph_write_dot(const graph *g, FILE *f)
     if (!g || !f)
         return TG_ERR_NULL;
     dot d = {g, f, {0}, NULL, 0, NULL, 0};
-    tg_status st = text_names_init(&d.names, g);
+    tg_status st = graph_text_names_init(&d.names, g);
     if (st != TG_OK)
         return st;
     fputs("digraph ", f);
@@ -193,7 +198,7 @@ tg_status graph_write_dot(const graph *g, FILE *f)
     for (int32_t i = 0; i < g->noutputs; i++)
         put_output(&d, i);
     fputs("}\n", f);
-    text_names_free(&d.names);
+    graph_text_names_free(&d.names);
     if (d.oom)
         return TG_ERR_NOMEM;
     return fflush(f) != 0 || ferror(f) ? TG_ERR_IO : TG_OK;

@@ -9,20 +9,24 @@
  *     sym B = 4
  *     %fc1.weight: f32[512,784] = param elided 0x3f2a0c11d2e3b7a9
  *     %2 "fc1 bias": f32[512] = param elided 0x0d5e2f1a77c3b001
+ *     %fc2.weight: f32[20,512] = param elided 0x9c1b44d0a5e6f102
  *     %c: f32[3] = const [1, 2.5, -inf]
- *     %4: f32[B,512] = matmul(%x, %fc1.weight) {transpose_b=1} !p0  # model.c:31 mlp_forward
- *     %5: f32[B,512] = clip(%4) {min=0} !p1  # model.c:32 mlp_forward
- *     %6: f32[B,256], %7: f32[B,256] = split(%5) {axis=1, sizes=[256,256]} !p2
- *     guard decision %6[0] == 1 strict !p3  # model.c:40 mlp_forward
- *     %8: f32[B,10] = fused_thing(%7) !p4 !p5
- *     ...
- *     return y = %8
- *     return "aux out" = %9
+ *     %5: f32[B,512] = matmul(%x, %fc1.weight) {transpose_b=1} !p0  # model.c:31 mlp_forward
+ *     %6: f32[B,512] = add(%5, %2) !p0  # model.c:31 mlp_forward
+ *     %7: f32[B,512] = clip(%6) {min=0, max=6} !p1  # model.c:32 mlp_forward
+ *     %8: f32[B,20] = matmul(%7, %fc2.weight) {transpose_b=1} !p2  # model.c:33 mlp_forward
+ *     %9: f32[B,10], %10: f32[B,10] = split(%8) {axis=1, sizes=[10,10]} !p2  # model.c:33 mlp_forward
+ *     guard decision %9[0] == 1 strict !p3  # model.c:40 mlp_forward
+ *     %11: f32[B,10] = leaky_relu(%10) {alpha=0.2} !p1 !p2  # model.c:32 mlp_forward
+ *     %12: f32[B,5], %13: f32[B,5] = split(%11) {axis=1, sizes=[5,5]} !p2  # model.c:33 mlp_forward
+ *     return y = %9
+ *     return "aux out" = %12
  *   }
  *   provenance {
- *     p0 = "/home/me/model.c":31 "mlp_forward" [0x4011a2 "mlp_forward"+0x22 "/home/me/model.c":31, 0x401300 "main"+0x10]
+ *     p0 = "/home/me/model.c":31 "mlp_forward" [0x4011a2 "mlp_forward"+0x22 "/home/me/model.c":31, 0x401300 "main"+0x10 "/home/me/main.c":9]
  *     p1 = "/home/me/model.c":32 "mlp_forward"
- *     ...
+ *     p2 = "/home/me/model.c":33 "mlp_forward"
+ *     p3 = "/home/me/model.c":40 "mlp_forward" [0x401288 "mlp_forward"+0xa8 "/home/me/model.c":40, 0x7f3a0012c0 ?+0x0]
  *   }
  *
  * Grammar (whitespace and newlines are not significant; '#' starts a
@@ -65,7 +69,8 @@
  *     IDENT is written %name; any other named value is written %N "name".
  *   - Types written on node outputs must equal what shape inference makes
  *     (the parser checks, reporting line and column).  Dynamic dims are
- *     written by symbol name; their concrete size is the sym's.
+ *     written by symbol name; their concrete size is the sym's.  The sym
+ *     lines come first in the body (the signature's types use them).
  *   - Attributes go by the names in ops.def; the printer leaves out those
  *     equal to their defaults, the parser fills missing ones with defaults.
  *   - Guards: value/decision guards compare element [i] with a double
@@ -76,8 +81,9 @@
  *     every entry in id order with full paths and the symbolized stack.
  *     A node made by fusion has several refs, the first is the primary.
  *     The '# file:line func' comment is only for people.
- *   - Floats print with %.9g (f32) or %.17g (double) and parse back
- *     exactly; NaN with a non-default payload prints as nan:0xBITS.
+ *   - Floats print exactly: the shortest of %.6g..%.9g (f32) or
+ *     %.15g..%.17g (double) that reads back to the same bits; NaN with a
+ *     non-default payload prints as nan:0xBITS.
  *     Number text follows the C locale (the program must not change
  *     LC_NUMERIC).
  *

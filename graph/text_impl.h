@@ -40,22 +40,22 @@ typedef struct text_lexer {
 } text_lexer;
 
 /* Reads the next token, skipping blanks and comments. */
-void text_lex_next(text_lexer *lx, text_tok *t);
+void graph_text_lex_next(text_lexer *lx, text_tok *t);
 /* 1-based line and column (in bytes) of pos. */
-void text_line_col(const char *s, size_t len, size_t pos, int *line, int *col);
+void graph_text_line_col(const char *s, size_t len, size_t pos, int *line, int *col);
 /* Decodes a TK_STR token into out (room for t->len bytes); returns length. */
-size_t text_unescape(const char *s, const text_tok *t, char *out);
+size_t graph_text_unescape(const char *s, const text_tok *t, char *out);
 /* Non-zero if s[0..n) is an IDENT. */
-int text_is_ident(const char *s, size_t n);
+int graph_text_is_ident(const char *s, size_t n);
 
 /* ---- quoting (text_print.c) ---- */
 
 /* Writes s as a "..." string with escapes. */
-void text_put_str(FILE *f, const char *s);
+void graph_text_put_str(FILE *f, const char *s);
 /* Writes s bare when it is an IDENT, else quoted. */
-void text_put_name(FILE *f, const char *s);
+void graph_text_put_name(FILE *f, const char *s);
 /* Writes a type: f32[B,784], dyn dims by symbol name. */
-void text_put_type(FILE *f, const graph *g, const graph_value *v);
+void graph_text_put_type(FILE *f, const graph *g, const graph_value *v);
 
 /* ---- canonical naming (text_print.c) ---- */
 
@@ -72,9 +72,9 @@ typedef struct text_names {
 } text_names;
 
 /* Fills names for g; returns TG_OK or TG_ERR_NOMEM. */
-tg_status text_names_init(text_names *n, const graph *g);
-void text_names_free(text_names *n);
+tg_status graph_text_names_init(text_names *n, const graph *g);
+void graph_text_names_free(text_names *n);
 /* Writes the label of value v: %name, %5, or %bad.N for a bad id. */
-void text_put_value(FILE *f, const graph *g, const text_names *n, int32_t v);
+void graph_text_put_value(FILE *f, const graph *g, const text_names *n, int32_t v);
 
 #endif

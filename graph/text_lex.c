@@ -17,7 +17,7 @@ static int is_hex(int c)
     return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-int text_is_ident(const char *s, size_t n)
+int graph_text_is_ident(const char *s, size_t n)
 {
     if (n == 0 || !is_alpha((unsigned char)s[0]))
         return 0;
@@ -27,7 +27,7 @@ int text_is_ident(const char *s, size_t n)
     return 1;
 }
 
-void text_line_col(const char *s, size_t len, size_t pos, int *line, int *col)
+void graph_text_line_col(const char *s, size_t len, size_t pos, int *line, int *col)
 {
     int l = 1;
     size_t start = 0;
@@ -70,7 +70,7 @@ static void lex_error(text_lexer *lx, text_tok *t, const char *msg)
     t->len = lx->pos > t->pos ? lx->pos - t->pos : 0;
 }
 
-/* A string: checks escapes now so that text_unescape can trust them. */
+/* A string: checks escapes now so that graph_text_unescape can trust them. */
 static void lex_string(text_lexer *lx, text_tok *t)
 {
     lx->pos++; /* opening quote */
@@ -142,7 +142,7 @@ static void lex_sigil(text_lexer *lx, text_tok *t, text_tok_kind kind)
     t->len = lx->pos - t->pos;
 }
 
-void text_lex_next(text_lexer *lx, text_tok *t)
+void graph_text_lex_next(text_lexer *lx, text_tok *t)
 {
     skip_blanks(lx);
     memset(t, 0, sizeof *t);
@@ -191,7 +191,7 @@ static int hexval(int c)
     return is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10;
 }
 
-size_t text_unescape(const char *s, const text_tok *t, char *out)
+size_t graph_text_unescape(const char *s, const text_tok *t, char *out)
 {
     size_t n = 0, end = t->pos + t->len - 1; /* closing quote */
     for (size_t i = t->pos + 1; i < end; i++) {

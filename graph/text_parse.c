@@ -19,7 +19,7 @@
 
 /* ---- errors, arrays, tokens ---- */
 
-int text_fail(text_parser *p, size_t pos, const char *fmt, ...)
+int graph_text_fail(text_parser *p, size_t pos, const char *fmt, ...)
 {
     if (p->failed)
         return -1;
@@ -27,7 +27,7 @@ int text_fail(text_parser *p, size_t pos, const char *fmt, ...)
     if (!p->err || !p->errlen)
         return -1;
     int line, col;
-    text_line_col(p->s, p->len, pos, &line, &col);
+    graph_text_line_col(p->s, p->len, pos, &line, &col);
     int n = snprintf(p->err, p->errlen, "line %d, col %d: ", line, col);
     if (n >= 0 && (size_t)n < p->errlen) {
         va_list ap;
@@ -38,12 +38,12 @@ int text_fail(text_parser *p, size_t pos, const char *fmt, ...)
     return -1;
 }
 
-int text_fail_tok(text_parser *p, const char *fmt, ...)
+int graph_text_fail_tok(text_parser *p, const char *fmt, ...)
 {
     char msg[256], got[64];
     const text_tok *t = &p->tok;
     if (t->kind == TK_ERR)
-        return text_fail(p, t->pos, "%s", t->msg);
+        return graph_text_fail(p, t->pos, "%s", t->msg);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -60,10 +60,10 @@ int text_fail_tok(text_parser *p, const char *fmt, ...)
         }
         memcpy(o, t->len > n ? "...'" : "'", t->len > n ? 5 : 2);
     }
-    return text_fail(p, t->pos, "%s, got %s", msg, got);
+    return graph_text_fail(p, t->pos, "%s, got %s", msg, got);
 }
 
-int text_grow(text_parser *p, void *arr, size_t *cap, size_t need, size_t elem)
+int graph_text_grow(text_parser *p, void *arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -72,36 +72,36 @@ int text_grow(text_parser *p, void *arr, size_t *cap, size_t need, size_t elem)
         n *= 2;
     void *q = realloc(*(void **)arr, n * elem);
     if (!q)
-        return text_fail(p, p->tok.pos, "out of memory");
+        return graph_text_fail(p, p->tok.pos, "out of memory");
     *(void **)arr = q;
     *cap = n;
     return 0;
 }
 
-void text_next(text_parser *p) { text_lex_next(&p->lx, &p->tok); }
+void graph_text_next(text_parser *p) { graph_text_lex_next(&p->lx, &p->tok); }
 
-int text_is_punct(const text_parser *p, int c)
+int graph_text_is_punct(const text_parser *p, int c)
 {
     return p->tok.kind == TK_PUNCT && p->tok.punct == c;
 }
 
-int text_is_kw(const text_parser *p, const char *kw)
+int graph_text_is_kw(const text_parser *p, const char *kw)
 {
     size_t n = strlen(kw);
     return p->tok.kind == TK_IDENT && p->tok.len == n &&
            !memcmp(p->s + p->tok.pos, kw, n);
 }
 
-int text_expect(text_parser *p, int c, const char *after)
+int graph_text_expect(text_parser *p, int c, const char *after)
 {
-    if (text_is_punct(p, c)) {
-        text_next(p);
+    if (graph_text_is_punct(p, c)) {
+        graph_text_next(p);
         return 0;
     }
     const char *name = c == TP_ARROW ? "->" : c == TP_EQEQ ? "==" : NULL;
     if (name)
-        return text_fail_tok(p, "expected '%s' %s", name, after);
-    return text_fail_tok(p, "expected '%c' %s", c, after);
+        return graph_text_fail_tok(p, "expected '%s' %s", name, after);
+    return graph_text_fail_tok(p, "expected '%c' %s", c, after);
 }
 
 /* ---- numbers ---- */
@@ -141,16 +141,16 @@ static int scan_u64(const char *s, size_t n, uint64_t *out)
     return 0;
 }
 
-int text_get_u64(text_parser *p, const char *what, uint64_t *out)
+int graph_text_get_u64(text_parser *p, const char *what, uint64_t *out)
 {
     if (p->tok.kind != TK_NUM ||
         scan_u64(p->s + p->tok.pos, p->tok.len, out) < 0)
-        return text_fail_tok(p, "expected %s", what);
-    text_next(p);
+        return graph_text_fail_tok(p, "expected %s", what);
+    graph_text_next(p);
     return 0;
 }
 
-int text_get_i64(text_parser *p, const char *what, int64_t *out)
+int graph_text_get_i64(text_parser *p, const char *what, int64_t *out)
 {
     const char *s = p->s + p->tok.pos;
     size_t n = p->tok.len;
@@ -158,11 +158,11 @@ int text_get_i64(text_parser *p, const char *what, int64_t *out)
     uint64_t m;
     if (p->tok.kind != TK_NUM || (n > (size_t)neg + 1 && s[neg + 1] == 'x') ||
         scan_u64(s + neg, n - (size_t)neg, &m) < 0)
-        return text_fail_tok(p, "expected %s", what);
+        return graph_text_fail_tok(p, "expected %s", what);
     if (m > (uint64_t)INT64_MAX + (uint64_t)neg)
-        return text_fail_tok(p, "integer out of range for %s", what);
+        return graph_text_fail_tok(p, "integer out of range for %s", what);
     *out = neg ? (int64_t)(0 - m) : (int64_t)m;
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }
 
@@ -179,7 +179,7 @@ static int get_float(text_parser *p, const char *what, int is32, double *d,
     size_t n = t.len;
     const char *s = p->s + t.pos;
     if ((t.kind != TK_NUM && t.kind != TK_IDENT) || n >= sizeof buf)
-        return text_fail_tok(p, "expected %s", what);
+        return graph_text_fail_tok(p, "expected %s", what);
     memcpy(buf, s, n);
     buf[n] = '\0';
     int neg = buf[0] == '-';
@@ -188,13 +188,13 @@ static int get_float(text_parser *p, const char *what, int is32, double *d,
         *f = neg ? -HUGE_VALF : HUGE_VALF;
     } else if (!strcmp(buf + neg, "nan")) {
         uint64_t bits = is32 ? 0x7fc00000u : UINT64_C(0x7ff8000000000000);
-        text_next(p);
-        if (text_is_punct(p, ':')) {
-            text_next(p);
-            if (text_get_u64(p, "NaN bits after 'nan:'", &bits) < 0)
+        graph_text_next(p);
+        if (graph_text_is_punct(p, ':')) {
+            graph_text_next(p);
+            if (graph_text_get_u64(p, "NaN bits after 'nan:'", &bits) < 0)
                 return -1;
             if (neg || (is32 && bits > UINT32_MAX))
-                return text_fail(p, t.pos, "bad NaN bits");
+                return graph_text_fail(p, t.pos, "bad NaN bits");
         } else if (neg) {
             bits |= is32 ? UINT64_C(0x80000000) : UINT64_C(1) << 63;
         }
@@ -206,25 +206,25 @@ static int get_float(text_parser *p, const char *what, int is32, double *d,
         char *end;
         errno = 0;
         if (t.kind != TK_NUM)
-            return text_fail_tok(p, "expected %s", what);
+            return graph_text_fail_tok(p, "expected %s", what);
         if (is32)
             *f = strtof(buf, &end);
         else
             *d = strtod(buf, &end);
         if (end != buf + n)
-            return text_fail_tok(p, "expected %s", what);
+            return graph_text_fail_tok(p, "expected %s", what);
     }
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }
 
-int text_get_f32(text_parser *p, const char *what, float *out)
+int graph_text_get_f32(text_parser *p, const char *what, float *out)
 {
     double d;
     return get_float(p, what, 1, &d, out);
 }
 
-int text_get_f64(text_parser *p, const char *what, double *out)
+int graph_text_get_f64(text_parser *p, const char *what, double *out)
 {
     float f;
     return get_float(p, what, 0, out, &f);
@@ -232,30 +232,30 @@ int text_get_f64(text_parser *p, const char *what, double *out)
 
 /* ---- strings and names ---- */
 
-int text_get_string(text_parser *p, const char *what, const char **out)
+int graph_text_get_string(text_parser *p, const char *what, const char **out)
 {
     if (p->tok.kind != TK_STR)
-        return text_fail_tok(p, "expected %s", what);
-    if (text_grow(p, &p->scratch, &p->capscratch, p->tok.len + 1, 1) < 0)
+        return graph_text_fail_tok(p, "expected %s", what);
+    if (graph_text_grow(p, &p->scratch, &p->capscratch, p->tok.len + 1, 1) < 0)
         return -1;
-    size_t n = text_unescape(p->s, &p->tok, p->scratch);
+    size_t n = graph_text_unescape(p->s, &p->tok, p->scratch);
     *out = graph_intern(p->g, p->scratch, (long)n);
     if (!*out)
-        return text_fail(p, p->tok.pos, "out of memory");
-    text_next(p);
+        return graph_text_fail(p, p->tok.pos, "out of memory");
+    graph_text_next(p);
     return 0;
 }
 
-int text_get_name(text_parser *p, const char *what, const char **out)
+int graph_text_get_name(text_parser *p, const char *what, const char **out)
 {
     if (p->tok.kind == TK_STR)
-        return text_get_string(p, what, out);
+        return graph_text_get_string(p, what, out);
     if (p->tok.kind != TK_IDENT)
-        return text_fail_tok(p, "expected %s", what);
+        return graph_text_fail_tok(p, "expected %s", what);
     *out = graph_intern(p->g, p->s + p->tok.pos, (long)p->tok.len);
     if (!*out)
-        return text_fail(p, p->tok.pos, "out of memory");
-    text_next(p);
+        return graph_text_fail(p, p->tok.pos, "out of memory");
+    graph_text_next(p);
     return 0;
 }
 
@@ -268,46 +268,46 @@ static int parse_dim(text_parser *p, text_dim *d)
         d->symkind = (int8_t)p->tok.kind;
         d->sympos = p->tok.pos;
         d->symlen = p->tok.len;
-        text_next(p);
-        if (!text_is_punct(p, ':'))
+        graph_text_next(p);
+        if (!graph_text_is_punct(p, ':'))
             return 0;
-        text_next(p);
+        graph_text_next(p);
         d->has_size = 1;
     }
     size_t pos = p->tok.pos;
-    if (text_get_i64(p, "a dim (a size or a symbol)", &d->size) < 0)
+    if (graph_text_get_i64(p, "a dim (a size or a symbol)", &d->size) < 0)
         return -1;
     if (d->size < 0 || d->size > TEXT_MAX_DIM)
-        return text_fail(p, pos, "dim %lld is out of range (0 to 2^48)",
+        return graph_text_fail(p, pos, "dim %lld is out of range (0 to 2^48)",
                          (long long)d->size);
     return 0;
 }
 
-int text_parse_type(text_parser *p, text_type *t)
+int graph_text_parse_type(text_parser *p, text_type *t)
 {
     memset(t, 0, sizeof *t);
     t->pos = p->tok.pos;
     if (p->tok.kind != TK_IDENT)
-        return text_fail_tok(p, "expected a type such as f32[2,3]");
+        return graph_text_fail_tok(p, "expected a type such as f32[2,3]");
     if (graph_dtype_parse(p->s + p->tok.pos, p->tok.len, &t->dtype) < 0)
-        return text_fail_tok(p, "unknown dtype (f32, i64, i32 or bool)");
-    text_next(p);
-    if (text_expect(p, '[', "after the dtype") < 0)
+        return graph_text_fail_tok(p, "unknown dtype (f32, i64, i32 or bool)");
+    graph_text_next(p);
+    if (graph_text_expect(p, '[', "after the dtype") < 0)
         return -1;
-    if (text_is_punct(p, ']')) {
-        text_next(p);
+    if (graph_text_is_punct(p, ']')) {
+        graph_text_next(p);
         return 0;
     }
     for (;;) {
         if (t->ndim == GRAPH_MAX_DIMS)
-            return text_fail(p, p->tok.pos, "more than %d dims", GRAPH_MAX_DIMS);
+            return graph_text_fail(p, p->tok.pos, "more than %d dims", GRAPH_MAX_DIMS);
         if (parse_dim(p, &t->dim[t->ndim++]) < 0)
             return -1;
-        if (!text_is_punct(p, ','))
+        if (!graph_text_is_punct(p, ','))
             break;
-        text_next(p);
+        graph_text_next(p);
     }
-    return text_expect(p, ']', "after the dims");
+    return graph_text_expect(p, ']', "after the dims");
 }
 
 /* The symbol index of a dim's name, or -1 (reported). */
@@ -317,9 +317,9 @@ static int find_symbol(text_parser *p, const text_dim *d)
     size_t n = d->symlen;
     if (d->symkind == TK_STR) {
         text_tok t = {TK_STR, 0, d->sympos, d->symlen, NULL};
-        if (text_grow(p, &p->scratch, &p->capscratch, d->symlen + 1, 1) < 0)
+        if (graph_text_grow(p, &p->scratch, &p->capscratch, d->symlen + 1, 1) < 0)
             return -1;
-        n = text_unescape(p->s, &t, p->scratch);
+        n = graph_text_unescape(p->s, &t, p->scratch);
         name = p->scratch;
     }
     for (int32_t i = 0; i < p->g->nsyms; i++) {
@@ -327,11 +327,11 @@ static int find_symbol(text_parser *p, const text_dim *d)
         if (strlen(s) == n && !memcmp(s, name, n))
             return i;
     }
-    return text_fail(p, d->sympos, "unknown symbol '%.*s' (declare it with "
+    return graph_text_fail(p, d->sympos, "unknown symbol '%.*s' (declare it with "
                      "'sym NAME = SIZE')", (int)(n > 40 ? 40 : n), name);
 }
 
-int text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft)
+int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft)
 {
     memset(ft, 0, sizeof *ft);
     ft->t.dtype = t->dtype;
@@ -351,13 +351,13 @@ int text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft)
         }
         ft->t.dim[d] = size;
         if (size && numel > TEXT_MAX_NUMEL / size)
-            return text_fail(p, t->pos, "type has more than 2^56 elements");
+            return graph_text_fail(p, t->pos, "type has more than 2^56 elements");
         numel *= size;
     }
     return 0;
 }
 
-void text_type_str(const graph *g, const text_full_type *ft, char *buf,
+void graph_text_type_str(const graph *g, const text_full_type *ft, char *buf,
                    size_t len)
 {
     size_t u = (size_t)snprintf(buf, len, "%s[", graph_dtype_name(ft->t.dtype));
@@ -377,19 +377,19 @@ void text_type_str(const graph *g, const text_full_type *ft, char *buf,
 
 /* ---- labels and definitions ---- */
 
-text_label *text_find_label(text_label *head, const char *key, size_t n)
+text_label *graph_text_find_label(text_label *head, const char *key, size_t n)
 {
     text_label *l;
     HASH_FIND(hh, head, key, n, l);
     return l;
 }
 
-int text_add_label(text_parser *p, text_label **head, const char *key,
+int graph_text_add_label(text_parser *p, text_label **head, const char *key,
                    size_t n, int32_t id, size_t pos)
 {
     text_label *l = malloc(sizeof *l + n + 1);
     if (!l)
-        return text_fail(p, pos, "out of memory");
+        return graph_text_fail(p, pos, "out of memory");
     l->id = id;
     l->pos = pos;
     memcpy(l->key, key, n);
@@ -398,7 +398,7 @@ int text_add_label(text_parser *p, text_label **head, const char *key,
     HASH_ADD_KEYPTR(hh, *head, l->key, n, l);
     if (tg_hash_oom) {
         free(l);
-        return text_fail(p, pos, "out of memory");
+        return graph_text_fail(p, pos, "out of memory");
     }
     return 0;
 }
@@ -410,46 +410,46 @@ static int check_new_label(text_parser *p, const text_tok *t)
     size_t n = t->len - 1, digits = 0;
     while (digits < n && key[digits] >= '0' && key[digits] <= '9')
         digits++;
-    if (digits != n && !text_is_ident(key, n))
-        return text_fail(p, t->pos, "bad value name '%.*s' (use %%name or "
+    if (digits != n && !graph_text_is_ident(key, n))
+        return graph_text_fail(p, t->pos, "bad value name '%.*s' (use %%name or "
                          "%%number)", (int)(t->len > 40 ? 40 : t->len),
                          p->s + t->pos);
-    text_label *l = text_find_label(p->vals, key, n);
+    text_label *l = graph_text_find_label(p->vals, key, n);
     if (l) {
         int line, col;
-        text_line_col(p->s, p->len, l->pos, &line, &col);
-        return text_fail(p, t->pos, "redefinition of %%%.*s (first defined "
+        graph_text_line_col(p->s, p->len, l->pos, &line, &col);
+        return graph_text_fail(p, t->pos, "redefinition of %%%.*s (first defined "
                          "at line %d, col %d)", (int)(n > 40 ? 40 : n), key,
                          line, col);
     }
     return 0;
 }
 
-int text_parse_def(text_parser *p, text_def *d)
+int graph_text_parse_def(text_parser *p, text_def *d)
 {
     memset(d, 0, sizeof *d);
     if (p->tok.kind != TK_VALUE)
-        return text_fail_tok(p, "expected a value such as %%x");
+        return graph_text_fail_tok(p, "expected a value such as %%x");
     d->label = p->tok;
     if (check_new_label(p, &d->label) < 0)
         return -1;
-    text_next(p);
+    graph_text_next(p);
     const char *key = p->s + d->label.pos + 1;
     size_t n = d->label.len - 1;
     if (p->tok.kind == TK_STR) {
-        if (text_get_string(p, "a name", &d->name) < 0)
+        if (graph_text_get_string(p, "a name", &d->name) < 0)
             return -1;
-    } else if (text_is_ident(key, n)) {
+    } else if (graph_text_is_ident(key, n)) {
         d->name = graph_intern(p->g, key, (long)n);
         if (!d->name)
-            return text_fail(p, d->label.pos, "out of memory");
+            return graph_text_fail(p, d->label.pos, "out of memory");
     }
-    if (text_expect(p, ':', "after the value name") < 0)
+    if (graph_text_expect(p, ':', "after the value name") < 0)
         return -1;
-    return text_parse_type(p, &d->type);
+    return graph_text_parse_type(p, &d->type);
 }
 
-int text_bind(text_parser *p, int32_t id, const text_def *d,
+int graph_text_bind(text_parser *p, int32_t id, const text_def *d,
               const text_full_type *ft)
 {
     if (check_new_label(p, &d->label) < 0)
@@ -458,33 +458,33 @@ int text_bind(text_parser *p, int32_t id, const text_def *d,
     v->name = d->name;
     v->dyn = ft->dyn;
     memcpy(v->sym, ft->sym, sizeof v->sym);
-    return text_add_label(p, &p->vals, p->s + d->label.pos + 1,
+    return graph_text_add_label(p, &p->vals, p->s + d->label.pos + 1,
                           d->label.len - 1, id, d->label.pos);
 }
 
-int32_t text_define(text_parser *p, const text_def *d, graph_value_kind kind)
+int32_t graph_text_define(text_parser *p, const text_def *d, graph_value_kind kind)
 {
     text_full_type ft;
     if (check_new_label(p, &d->label) < 0 ||
-        text_resolve_type(p, &d->type, &ft) < 0)
+        graph_text_resolve_type(p, &d->type, &ft) < 0)
         return -1;
     int32_t id = graph_add_value(p->g, kind, &ft.t, NULL);
     if (id < 0)
-        return text_fail(p, d->label.pos, "%s", graph_error(p->g));
-    return text_bind(p, id, d, &ft) < 0 ? -1 : id;
+        return graph_text_fail(p, d->label.pos, "%s", graph_error(p->g));
+    return graph_text_bind(p, id, d, &ft) < 0 ? -1 : id;
 }
 
-int32_t text_get_value(text_parser *p)
+int32_t graph_text_get_value(text_parser *p)
 {
     if (p->tok.kind != TK_VALUE)
-        return text_fail_tok(p, "expected a value such as %%x");
-    text_label *l = text_find_label(p->vals, p->s + p->tok.pos + 1,
+        return graph_text_fail_tok(p, "expected a value such as %%x");
+    text_label *l = graph_text_find_label(p->vals, p->s + p->tok.pos + 1,
                                     p->tok.len - 1);
     if (!l)
-        return text_fail(p, p->tok.pos, "unknown value %.*s",
+        return graph_text_fail(p, p->tok.pos, "unknown value %.*s",
                          (int)(p->tok.len > 40 ? 40 : p->tok.len),
                          p->s + p->tok.pos);
-    text_next(p);
+    graph_text_next(p);
     return l->id;
 }
 
@@ -492,49 +492,50 @@ int32_t text_get_value(text_parser *p)
 
 static int parse_outputs(text_parser *p)
 {
-    if (text_expect(p, TP_ARROW, "after inputs") < 0 ||
-        text_expect(p, '(', "before outputs") < 0)
+    if (graph_text_expect(p, TP_ARROW, "after inputs") < 0 ||
+        graph_text_expect(p, '(', "before outputs") < 0)
         return -1;
-    while (!text_is_punct(p, ')')) {
-        if (p->nouts && text_expect(p, ',', "between outputs") < 0)
+    while (!graph_text_is_punct(p, ')')) {
+        if (p->nouts && graph_text_expect(p, ',', "between outputs") < 0)
             return -1;
-        if (text_grow(p, &p->outs, &p->capouts, p->nouts + 1, sizeof *p->outs) < 0)
+        if (graph_text_grow(p, &p->outs, &p->capouts, p->nouts + 1, sizeof *p->outs) < 0)
             return -1;
         text_out *o = &p->outs[p->nouts];
         o->pos = p->tok.pos;
-        if (text_get_name(p, "an output name", &o->name) < 0)
+        if (graph_text_get_name(p, "an output name", &o->name) < 0)
             return -1;
         for (size_t i = 0; i < p->nouts; i++)
             if (p->outs[i].name == o->name)
-                return text_fail(p, o->pos, "output '%s' is listed twice", o->name);
-        if (text_expect(p, ':', "after the output name") < 0 ||
-            text_parse_type(p, &o->type) < 0)
+                return graph_text_fail(p, o->pos, "output '%s' is listed twice", o->name);
+        if (graph_text_expect(p, ':', "after the output name") < 0 ||
+            graph_text_parse_type(p, &o->type) < 0)
             return -1;
         p->nouts++;
     }
-    text_next(p);
-    return text_expect(p, '{', "to open the graph body");
+    graph_text_next(p);
+    return graph_text_expect(p, '{', "to open the graph body");
 }
 
 static int parse_header(text_parser *p)
 {
-    if (!text_is_kw(p, "graph"))
-        return text_fail_tok(p, "expected 'graph'");
-    text_next(p);
-    if (text_get_name(p, "the graph's name", &p->g->name) < 0 ||
-        text_expect(p, '(', "after the graph name") < 0)
+    if (!graph_text_is_kw(p, "graph"))
+        return graph_text_fail_tok(p, "expected 'graph'");
+    graph_text_next(p);
+    if (graph_text_get_name(p, "the graph's name", &p->g->name) < 0 ||
+        graph_text_expect(p, '(', "after the graph name") < 0)
         return -1;
-    if (!text_is_punct(p, ')')) {
+    if (!graph_text_is_punct(p, ')')) {
         for (;;) {
-            if (text_grow(p, &p->sig, &p->capsig, p->nsig + 1, sizeof *p->sig) < 0 ||
-                text_parse_def(p, &p->sig[p->nsig++]) < 0)
+            if (graph_text_grow(p, &p->sig, &p->capsig, p->nsig + 1,
+                                sizeof *p->sig) < 0 ||
+                graph_text_parse_def(p, &p->sig[p->nsig++]) < 0)
                 return -1;
-            if (!text_is_punct(p, ','))
+            if (!graph_text_is_punct(p, ','))
                 break;
-            text_next(p);
+            graph_text_next(p);
         }
     }
-    if (text_expect(p, ')', "after inputs") < 0)
+    if (graph_text_expect(p, ')', "after inputs") < 0)
         return -1;
     return parse_outputs(p);
 }
@@ -544,11 +545,11 @@ static int define_signature(text_parser *p)
 {
     p->sig_done = 1;
     for (size_t i = 0; i < p->nsig; i++) {
-        int32_t id = text_define(p, &p->sig[i], GRAPH_VALUE_INPUT);
+        int32_t id = graph_text_define(p, &p->sig[i], GRAPH_VALUE_INPUT);
         if (id < 0)
             return -1;
         if (graph_add_input(p->g, id) != TG_OK)
-            return text_fail(p, p->sig[i].label.pos, "%s", graph_error(p->g));
+            return graph_text_fail(p, p->sig[i].label.pos, "%s", graph_error(p->g));
     }
     return 0;
 }
@@ -557,23 +558,23 @@ static int parse_sym(text_parser *p)
 {
     const char *name;
     int64_t traced;
-    text_next(p);
+    graph_text_next(p);
     size_t pos = p->tok.pos;
-    if (text_get_name(p, "a symbol name", &name) < 0)
+    if (graph_text_get_name(p, "a symbol name", &name) < 0)
         return -1;
     for (int32_t i = 0; i < p->g->nsyms; i++)
         if (p->g->syms[i].name == name)
-            return text_fail(p, pos, "symbol '%s' is declared twice", name);
-    if (text_expect(p, '=', "after the symbol name") < 0)
+            return graph_text_fail(p, pos, "symbol '%s' is declared twice", name);
+    if (graph_text_expect(p, '=', "after the symbol name") < 0)
         return -1;
     size_t vpos = p->tok.pos;
-    if (text_get_i64(p, "the symbol's traced size", &traced) < 0)
+    if (graph_text_get_i64(p, "the symbol's traced size", &traced) < 0)
         return -1;
     if (traced < 0 || traced > TEXT_MAX_DIM)
-        return text_fail(p, vpos, "size %lld is out of range (0 to 2^48)",
+        return graph_text_fail(p, vpos, "size %lld is out of range (0 to 2^48)",
                          (long long)traced);
     if (graph_add_symbol(p->g, name, traced) < 0)
-        return text_fail(p, pos, "%s", graph_error(p->g));
+        return graph_text_fail(p, pos, "%s", graph_error(p->g));
     return 0;
 }
 
@@ -596,33 +597,33 @@ static int parse_return(text_parser *p)
     text_full_type ft;
     char want[200], got[200];
     size_t pos = p->tok.pos;
-    text_next(p);
-    if (text_get_name(p, "an output name", &name) < 0)
+    graph_text_next(p);
+    if (graph_text_get_name(p, "an output name", &name) < 0)
         return -1;
     if (p->nret >= p->nouts)
-        return text_fail(p, pos, "return of '%s', which the signature does "
+        return graph_text_fail(p, pos, "return of '%s', which the signature does "
                          "not list", name);
     const text_out *o = &p->outs[p->nret];
     if (o->name != name)
-        return text_fail(p, pos, "return of '%s' where the signature lists "
+        return graph_text_fail(p, pos, "return of '%s' where the signature lists "
                          "'%s' next", name, o->name);
-    if (text_expect(p, '=', "after the output name") < 0)
+    if (graph_text_expect(p, '=', "after the output name") < 0)
         return -1;
     size_t vpos = p->tok.pos;
-    int32_t v = text_get_value(p);
-    if (v < 0 || text_resolve_type(p, &o->type, &ft) < 0)
+    int32_t v = graph_text_get_value(p);
+    if (v < 0 || graph_text_resolve_type(p, &o->type, &ft) < 0)
         return -1;
     const graph_value *val = &p->g->values[v];
     if (!same_full_type(&ft, val)) {
         text_full_type vt = {val->type, val->dyn, {0}};
         memcpy(vt.sym, val->sym, sizeof vt.sym);
-        text_type_str(p->g, &ft, want, sizeof want);
-        text_type_str(p->g, &vt, got, sizeof got);
-        return text_fail(p, vpos, "output '%s' is declared %s but the value "
+        graph_text_type_str(p->g, &ft, want, sizeof want);
+        graph_text_type_str(p->g, &vt, got, sizeof got);
+        return graph_text_fail(p, vpos, "output '%s' is declared %s but the value "
                          "is %s", name, want, got);
     }
     if (graph_add_output(p->g, v, name) != TG_OK)
-        return text_fail(p, pos, "%s", graph_error(p->g));
+        return graph_text_fail(p, pos, "%s", graph_error(p->g));
     p->nret++;
     return 0;
 }
@@ -631,28 +632,28 @@ static int parse_body(text_parser *p)
 {
     for (;;) {
         int st;
-        if (text_is_kw(p, "sym")) {
+        if (graph_text_is_kw(p, "sym")) {
             if (parse_sym(p) < 0)
                 return -1;
             continue;
         }
         if (!p->sig_done && define_signature(p) < 0)
             return -1;
-        if (text_is_punct(p, '}')) {
+        if (graph_text_is_punct(p, '}')) {
             if (p->nret < p->nouts)
-                return text_fail(p, p->tok.pos, "missing return for output "
+                return graph_text_fail(p, p->tok.pos, "missing return for output "
                                  "'%s'", p->outs[p->nret].name);
-            text_next(p);
+            graph_text_next(p);
             return 0;
         }
-        if (p->tok.kind == TK_VALUE || text_is_punct(p, '('))
-            st = text_parse_defs_stmt(p);
-        else if (text_is_kw(p, "guard"))
-            st = text_parse_guard(p);
-        else if (text_is_kw(p, "return"))
+        if (p->tok.kind == TK_VALUE || graph_text_is_punct(p, '('))
+            st = graph_text_parse_defs_stmt(p);
+        else if (graph_text_is_kw(p, "guard"))
+            st = graph_text_parse_guard(p);
+        else if (graph_text_is_kw(p, "return"))
             st = parse_return(p);
         else
-            st = text_fail_tok(p, "expected a statement (%%value, sym, guard, "
+            st = graph_text_fail_tok(p, "expected a statement (%%value, sym, guard, "
                                "return or '}')");
         if (st < 0)
             return -1;
@@ -665,14 +666,14 @@ static int resolve_prov_refs(text_parser *p)
 {
     for (size_t i = 0; i < p->nrefs; i++) {
         const text_prov_ref *r = &p->refs[i];
-        text_label *l = text_find_label(p->provs, p->s + r->pos, r->len);
+        text_label *l = graph_text_find_label(p->provs, p->s + r->pos, r->len);
         if (!l)
-            return text_fail(p, r->pos - 1, "unknown provenance !%.*s",
+            return graph_text_fail(p, r->pos - 1, "unknown provenance !%.*s",
                              (int)(r->len > 40 ? 40 : r->len), p->s + r->pos);
         if (r->is_guard)
             p->g->guards[r->target].prov = l->id;
         else if (graph_node_add_prov(p->g, r->target, l->id) != TG_OK)
-            return text_fail(p, r->pos, "%s", graph_error(p->g));
+            return graph_text_fail(p, r->pos, "%s", graph_error(p->g));
     }
     return 0;
 }
@@ -688,18 +689,18 @@ static void free_labels(text_label **head)
 
 static int parse_all(text_parser *p)
 {
-    text_next(p);
+    graph_text_next(p);
     if (parse_header(p) < 0 || parse_body(p) < 0)
         return -1;
     size_t end = p->tok.pos;
-    if (text_is_kw(p, "provenance") && text_parse_provenance(p) < 0)
+    if (graph_text_is_kw(p, "provenance") && graph_text_parse_provenance(p) < 0)
         return -1;
     if (p->tok.kind != TK_EOF)
-        return text_fail_tok(p, "expected end of input after the graph");
+        return graph_text_fail_tok(p, "expected end of input after the graph");
     if (resolve_prov_refs(p) < 0)
         return -1;
     if (graph_verify(p->g, 1) != TG_OK)
-        return text_fail(p, end, "invalid graph: %s", graph_error(p->g));
+        return graph_text_fail(p, end, "invalid graph: %s", graph_error(p->g));
     return 0;
 }
 
@@ -716,7 +717,7 @@ graph *graph_parse(const char *text, size_t len, char *err, size_t errlen)
     if (err && errlen)
         err[0] = '\0';
     p.g = graph_new("main");
-    int st = p.g ? parse_all(&p) : text_fail(&p, 0, "out of memory");
+    int st = p.g ? parse_all(&p) : graph_text_fail(&p, 0, "out of memory");
     free_labels(&p.vals);
     free_labels(&p.provs);
     free(p.refs);

@@ -90,59 +90,59 @@ typedef struct text_parser {
 } text_parser;
 
 /* Records the first error as "line L, col C: ..."; returns -1. */
-int text_fail(text_parser *p, size_t pos, const char *fmt, ...)
+int graph_text_fail(text_parser *p, size_t pos, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 /* An error at the current token, adding ", got '...'"; returns -1. */
-int text_fail_tok(text_parser *p, const char *fmt, ...)
+int graph_text_fail_tok(text_parser *p, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 /* Grows a parser array; -1 (reported) on out of memory. */
-int text_grow(text_parser *p, void *arr, size_t *cap, size_t need, size_t elem);
+int graph_text_grow(text_parser *p, void *arr, size_t *cap, size_t need, size_t elem);
 
-void text_next(text_parser *p);
-int text_is_punct(const text_parser *p, int c);
-int text_is_kw(const text_parser *p, const char *kw);
+void graph_text_next(text_parser *p);
+int graph_text_is_punct(const text_parser *p, int c);
+int graph_text_is_kw(const text_parser *p, const char *kw);
 /* Consumes punctuation c or fails with "expected 'c' <after>". */
-int text_expect(text_parser *p, int c, const char *after);
+int graph_text_expect(text_parser *p, int c, const char *after);
 
 /* Token readers: consume the current token or fail with "expected <what>". */
-int text_get_i64(text_parser *p, const char *what, int64_t *out);
-int text_get_u64(text_parser *p, const char *what, uint64_t *out);
-int text_get_f32(text_parser *p, const char *what, float *out);
-int text_get_f64(text_parser *p, const char *what, double *out);
+int graph_text_get_i64(text_parser *p, const char *what, int64_t *out);
+int graph_text_get_u64(text_parser *p, const char *what, uint64_t *out);
+int graph_text_get_f32(text_parser *p, const char *what, float *out);
+int graph_text_get_f64(text_parser *p, const char *what, double *out);
 /* An IDENT or STRING, interned. */
-int text_get_name(text_parser *p, const char *what, const char **out);
+int graph_text_get_name(text_parser *p, const char *what, const char **out);
 /* A STRING, interned. */
-int text_get_string(text_parser *p, const char *what, const char **out);
+int graph_text_get_string(text_parser *p, const char *what, const char **out);
 
-int text_parse_type(text_parser *p, text_type *t);
-int text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft);
+int graph_text_parse_type(text_parser *p, text_type *t);
+int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft);
 /* "f32[B,784]" of a resolved type, for messages. */
-void text_type_str(const graph *g, const text_full_type *ft, char *buf,
+void graph_text_type_str(const graph *g, const text_full_type *ft, char *buf,
                    size_t len);
 
 /* Value labels. */
-text_label *text_find_label(text_label *head, const char *key, size_t n);
-int text_add_label(text_parser *p, text_label **head, const char *key,
+text_label *graph_text_find_label(text_label *head, const char *key, size_t n);
+int graph_text_add_label(text_parser *p, text_label **head, const char *key,
                    size_t n, int32_t id, size_t pos);
 /* Reads "%label ["name"]: type" (checking the label is new). */
-int text_parse_def(text_parser *p, text_def *d);
+int graph_text_parse_def(text_parser *p, text_def *d);
 /* Creates a source value for d, registers its label; returns id or -1. */
-int32_t text_define(text_parser *p, const text_def *d, graph_value_kind kind);
+int32_t graph_text_define(text_parser *p, const text_def *d, graph_value_kind kind);
 /* Sets name, dyn and sym of value id from d, registers its label. */
-int text_bind(text_parser *p, int32_t id, const text_def *d,
+int graph_text_bind(text_parser *p, int32_t id, const text_def *d,
               const text_full_type *ft);
 /* Reads a %value use; returns its id or -1. */
-int32_t text_get_value(text_parser *p);
+int32_t graph_text_get_value(text_parser *p);
 
 /* text_parse_stmt.c */
-int text_parse_defs_stmt(text_parser *p);
-int text_parse_guard(text_parser *p);
-int text_parse_provenance(text_parser *p);
+int graph_text_parse_defs_stmt(text_parser *p);
+int graph_text_parse_guard(text_parser *p);
+int graph_text_parse_provenance(text_parser *p);
 
 #endif

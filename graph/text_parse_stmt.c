@@ -16,19 +16,19 @@ static int parse_element(text_parser *p, graph_dtype dt, void *dst)
     int64_t x;
     size_t pos = p->tok.pos;
     if (dt == GRAPH_F32)
-        return text_get_f32(p, "a number", dst);
-    if (text_get_i64(p, "an integer", &x) < 0)
+        return graph_text_get_f32(p, "a number", dst);
+    if (graph_text_get_i64(p, "an integer", &x) < 0)
         return -1;
     if (dt == GRAPH_I64) {
         memcpy(dst, &x, sizeof x);
     } else if (dt == GRAPH_I32) {
         if (x < INT32_MIN || x > INT32_MAX)
-            return text_fail(p, pos, "%lld does not fit in i32", (long long)x);
+            return graph_text_fail(p, pos, "%lld does not fit in i32", (long long)x);
         int32_t y = (int32_t)x;
         memcpy(dst, &y, sizeof y);
     } else {
         if (x != 0 && x != 1)
-            return text_fail(p, pos, "bool data must be 0 or 1");
+            return graph_text_fail(p, pos, "bool data must be 0 or 1");
         *(uint8_t *)dst = (uint8_t)x;
     }
     return 0;
@@ -44,32 +44,32 @@ static int parse_data(text_parser *p, int32_t id)
     int64_t numel = graph_type_numel(&v->type);
     size_t esize = graph_dtype_size(v->type.dtype), open = p->tok.pos;
     if ((uint64_t)numel > p->len - p->tok.pos)
-        return text_fail(p, open, "%lld elements cannot fit in the rest of "
+        return graph_text_fail(p, open, "%lld elements cannot fit in the rest of "
                          "the text", (long long)numel);
     char *buf = malloc((size_t)numel * esize + 1);
     if (!buf)
-        return text_fail(p, open, "out of memory");
-    text_next(p);
+        return graph_text_fail(p, open, "out of memory");
+    graph_text_next(p);
     int64_t n = 0;
     int st = 0;
-    while (st == 0 && !text_is_punct(p, ']')) {
+    while (st == 0 && !graph_text_is_punct(p, ']')) {
         if (n == numel) {
-            st = text_fail(p, p->tok.pos, "too many elements (want %lld)",
+            st = graph_text_fail(p, p->tok.pos, "too many elements (want %lld)",
                            (long long)numel);
             break;
         }
-        if (n && text_expect(p, ',', "between elements") < 0)
+        if (n && graph_text_expect(p, ',', "between elements") < 0)
             st = -1;
         else
             st = parse_element(p, v->type.dtype, buf + (size_t)n++ * esize);
     }
     if (st == 0 && n < numel)
-        st = text_fail(p, p->tok.pos, "too few elements: %lld of %lld",
+        st = graph_text_fail(p, p->tok.pos, "too few elements: %lld of %lld",
                        (long long)n, (long long)numel);
     if (st == 0) {
-        text_next(p);
+        graph_text_next(p);
         if (graph_set_data(p->g, id, buf, (size_t)numel * esize) != TG_OK)
-            st = text_fail(p, open, "%s", graph_error(p->g));
+            st = graph_text_fail(p, open, "%s", graph_error(p->g));
     }
     free(buf);
     return st;
@@ -79,17 +79,17 @@ static int parse_source(text_parser *p, const text_def *defs, int ndefs,
                         graph_value_kind kind)
 {
     if (ndefs != 1)
-        return text_fail_tok(p, "a %s defines exactly one value",
+        return graph_text_fail_tok(p, "a %s defines exactly one value",
                              graph_value_kind_name(kind));
-    text_next(p);
-    int32_t id = text_define(p, &defs[0], kind);
+    graph_text_next(p);
+    int32_t id = graph_text_define(p, &defs[0], kind);
     if (id < 0)
         return -1;
-    if (text_is_kw(p, "elided")) {
-        text_next(p);
-        return text_get_u64(p, "the data's hash (0x...)", &p->g->values[id].hash);
+    if (graph_text_is_kw(p, "elided")) {
+        graph_text_next(p);
+        return graph_text_get_u64(p, "the data's hash (0x...)", &p->g->values[id].hash);
     }
-    if (text_is_punct(p, '['))
+    if (graph_text_is_punct(p, '['))
         return parse_data(p, id);
     return 0;
 }
@@ -99,20 +99,20 @@ static int parse_source(text_parser *p, const text_def *defs, int ndefs,
 static int parse_ints(text_parser *p, const char *what, graph_ints *v)
 {
     memset(v, 0, sizeof *v);
-    if (!text_is_punct(p, '['))
-        return text_fail_tok(p, "expected a list such as [1,2] for %s", what);
-    text_next(p);
-    while (!text_is_punct(p, ']')) {
-        if (v->n && text_expect(p, ',', "between list entries") < 0)
+    if (!graph_text_is_punct(p, '['))
+        return graph_text_fail_tok(p, "expected a list such as [1,2] for %s", what);
+    graph_text_next(p);
+    while (!graph_text_is_punct(p, ']')) {
+        if (v->n && graph_text_expect(p, ',', "between list entries") < 0)
             return -1;
         if (v->n == GRAPH_MAX_INTS)
-            return text_fail(p, p->tok.pos, "%s has more than %d entries",
+            return graph_text_fail(p, p->tok.pos, "%s has more than %d entries",
                              what, GRAPH_MAX_INTS);
-        if (text_get_i64(p, "an integer", &v->v[v->n]) < 0)
+        if (graph_text_get_i64(p, "an integer", &v->v[v->n]) < 0)
             return -1;
         v->n++;
     }
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }
 
@@ -124,14 +124,14 @@ static int parse_attr_value(text_parser *p, const graph_attr_desc *d,
     switch (d->kind) {
     case GRAPH_ATTR_I64: {
         int64_t x;
-        if (text_get_i64(p, "an integer", &x) < 0)
+        if (graph_text_get_i64(p, "an integer", &x) < 0)
             return -1;
         memcpy(field, &x, sizeof x);
         return 0;
     }
     case GRAPH_ATTR_F32: {
         float x;
-        if (text_get_f32(p, "a number", &x) < 0)
+        if (graph_text_get_f32(p, "a number", &x) < 0)
             return -1;
         memcpy(field, &x, sizeof x);
         return 0;
@@ -147,14 +147,14 @@ static int parse_attr_value(text_parser *p, const graph_attr_desc *d,
         graph_dtype x;
         if (p->tok.kind != TK_IDENT ||
             graph_dtype_parse(p->s + p->tok.pos, p->tok.len, &x) < 0)
-            return text_fail_tok(p, "expected a dtype (f32, i64, i32 or bool) "
+            return graph_text_fail_tok(p, "expected a dtype (f32, i64, i32 or bool) "
                                  "for %s", what);
         memcpy(field, &x, sizeof x);
-        text_next(p);
+        graph_text_next(p);
         return 0;
     }
     }
-    return text_fail(p, p->tok.pos, "bad attribute kind");
+    return graph_text_fail(p, p->tok.pos, "bad attribute kind");
 }
 
 /* '{' name=value, ... '}': any order, each at most once. */
@@ -163,30 +163,30 @@ static int parse_attrs(text_parser *p, graph_op op, graph_attrs *a)
     const graph_op_info *info = &graph_ops[op];
     const graph_attr_desc *d = info->nattrs ? info->attr_descs() : NULL;
     uint64_t seen = 0;
-    text_next(p);
-    while (!text_is_punct(p, '}')) {
-        if (seen && text_expect(p, ',', "between attributes") < 0)
+    graph_text_next(p);
+    while (!graph_text_is_punct(p, '}')) {
+        if (seen && graph_text_expect(p, ',', "between attributes") < 0)
             return -1;
         if (p->tok.kind != TK_IDENT)
-            return text_fail_tok(p, "expected an attribute name");
+            return graph_text_fail_tok(p, "expected an attribute name");
         int k = 0;
         while (k < info->nattrs && (strlen(d[k].name) != p->tok.len ||
                                     memcmp(d[k].name, p->s + p->tok.pos, p->tok.len)))
             k++;
         if (k == info->nattrs)
-            return text_fail(p, p->tok.pos, "%s has no attribute '%.*s'",
+            return graph_text_fail(p, p->tok.pos, "%s has no attribute '%.*s'",
                              info->name, (int)(p->tok.len > 40 ? 40 : p->tok.len),
                              p->s + p->tok.pos);
         if (seen >> k & 1)
-            return text_fail(p, p->tok.pos, "attribute '%s' is given twice",
+            return graph_text_fail(p, p->tok.pos, "attribute '%s' is given twice",
                              d[k].name);
         seen |= UINT64_C(1) << k;
-        text_next(p);
-        if (text_expect(p, '=', "after the attribute name") < 0 ||
+        graph_text_next(p);
+        if (graph_text_expect(p, '=', "after the attribute name") < 0 ||
             parse_attr_value(p, &d[k], (char *)a + d[k].offset) < 0)
             return -1;
     }
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }
 
@@ -194,28 +194,29 @@ static int parse_attrs(text_parser *p, graph_op op, graph_attrs *a)
 
 static int add_prov_ref(text_parser *p, int32_t target, int is_guard)
 {
-    if (text_grow(p, &p->refs, &p->caprefs, p->nrefs + 1, sizeof *p->refs) < 0)
+    if (graph_text_grow(p, &p->refs, &p->caprefs, p->nrefs + 1, sizeof *p->refs) < 0)
         return -1;
     p->refs[p->nrefs++] = (text_prov_ref){target, is_guard, p->tok.pos + 1,
                                           p->tok.len - 1};
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }
 
 static int parse_inputs(text_parser *p, int32_t *in, int *nin)
 {
     *nin = 0;
-    if (text_expect(p, '(', "after the op name") < 0)
+    if (graph_text_expect(p, '(', "after the op name") < 0)
         return -1;
-    while (!text_is_punct(p, ')')) {
-        if (*nin && text_expect(p, ',', "between inputs") < 0)
+    while (!graph_text_is_punct(p, ')')) {
+        if (*nin && graph_text_expect(p, ',', "between inputs") < 0)
             return -1;
         if (*nin == TEXT_MAX_NODE_IO)
-            return text_fail(p, p->tok.pos, "more than %d inputs", TEXT_MAX_NODE_IO);
-        if ((in[(*nin)++] = text_get_value(p)) < 0)
+            return graph_text_fail(p, p->tok.pos, "more than %d inputs",
+                                   TEXT_MAX_NODE_IO);
+        if ((in[(*nin)++] = graph_text_get_value(p)) < 0)
             return -1;
     }
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }
 
@@ -226,13 +227,13 @@ static int bind_outputs(text_parser *p, int32_t node, const text_def *defs,
     const graph_node *n = &p->g->nodes[node];
     const char *op = graph_ops[n->op].name;
     if (n->nout != ndefs)
-        return text_fail(p, oppos, "%s makes %d output%s but %d %s written",
+        return graph_text_fail(p, oppos, "%s makes %d output%s but %d %s written",
                          op, (int)n->nout, n->nout == 1 ? "" : "s", ndefs,
                          ndefs == 1 ? "is" : "are");
     for (int k = 0; k < ndefs; k++) {
         text_full_type ft;
         int32_t v = n->out[k];
-        if (text_resolve_type(p, &defs[k].type, &ft) < 0)
+        if (graph_text_resolve_type(p, &defs[k].type, &ft) < 0)
             return -1;
         const graph_type *t = &p->g->values[v].type;
         int same = t->dtype == ft.t.dtype && t->ndim == ft.t.ndim;
@@ -241,14 +242,14 @@ static int bind_outputs(text_parser *p, int32_t node, const text_def *defs,
         if (!same) {
             char a[200], b[200];
             text_full_type it = {*t, 0, {0}};
-            text_type_str(p->g, &ft, a, sizeof a);
-            text_type_str(p->g, &it, b, sizeof b);
-            return text_fail(p, defs[k].type.pos, "type mismatch: %.*s is "
+            graph_text_type_str(p->g, &ft, a, sizeof a);
+            graph_text_type_str(p->g, &it, b, sizeof b);
+            return graph_text_fail(p, defs[k].type.pos, "type mismatch: %.*s is "
                              "written %s but %s makes %s",
                              (int)(defs[k].label.len > 40 ? 40 : defs[k].label.len),
                              p->s + defs[k].label.pos, a, op, b);
         }
-        if (text_bind(p, v, &defs[k], &ft) < 0)
+        if (graph_text_bind(p, v, &defs[k], &ft) < 0)
             return -1;
     }
     return 0;
@@ -259,20 +260,20 @@ static int parse_node(text_parser *p, const text_def *defs, int ndefs)
     size_t oppos = p->tok.pos;
     graph_op op = graph_op_find(p->s + p->tok.pos, p->tok.len);
     if (op == GRAPH_OP_COUNT)
-        return text_fail(p, oppos, "unknown op '%.*s'",
+        return graph_text_fail(p, oppos, "unknown op '%.*s'",
                          (int)(p->tok.len > 40 ? 40 : p->tok.len), p->s + oppos);
     int32_t in[TEXT_MAX_NODE_IO];
     int nin, specialized = 0;
     graph_attrs a;
-    text_next(p);
+    graph_text_next(p);
     if (parse_inputs(p, in, &nin) < 0)
         return -1;
     graph_attrs_default(op, &a);
-    if (text_is_punct(p, '{') && parse_attrs(p, op, &a) < 0)
+    if (graph_text_is_punct(p, '{') && parse_attrs(p, op, &a) < 0)
         return -1;
-    if (text_is_kw(p, "specialized")) {
+    if (graph_text_is_kw(p, "specialized")) {
         specialized = 1;
-        text_next(p);
+        graph_text_next(p);
     }
     int32_t node = p->g->nnodes;
     while (p->tok.kind == TK_PROV)
@@ -280,42 +281,42 @@ static int parse_node(text_parser *p, const text_def *defs, int ndefs)
             return -1;
     if (graph_add_node(p->g, op, in, nin, graph_ops[op].attr_size ? &a : NULL,
                        NULL, 0) != node)
-        return text_fail(p, oppos, "%s", graph_error(p->g));
+        return graph_text_fail(p, oppos, "%s", graph_error(p->g));
     if (specialized)
         p->g->nodes[node].flags |= GRAPH_NODE_SPECIALIZED;
     return bind_outputs(p, node, defs, ndefs, oppos);
 }
 
-int text_parse_defs_stmt(text_parser *p)
+int graph_text_parse_defs_stmt(text_parser *p)
 {
     text_def defs[TEXT_MAX_NODE_IO];
     int ndefs = 0;
-    if (text_is_punct(p, '(')) {
-        text_next(p);
-        if (text_expect(p, ')', "for a node without outputs") < 0)
+    if (graph_text_is_punct(p, '(')) {
+        graph_text_next(p);
+        if (graph_text_expect(p, ')', "for a node without outputs") < 0)
             return -1;
     } else {
         for (;;) {
             if (ndefs == TEXT_MAX_NODE_IO)
-                return text_fail(p, p->tok.pos, "more than %d outputs",
+                return graph_text_fail(p, p->tok.pos, "more than %d outputs",
                                  TEXT_MAX_NODE_IO);
-            if (text_parse_def(p, &defs[ndefs++]) < 0)
+            if (graph_text_parse_def(p, &defs[ndefs++]) < 0)
                 return -1;
-            if (!text_is_punct(p, ','))
+            if (!graph_text_is_punct(p, ','))
                 break;
-            text_next(p);
+            graph_text_next(p);
         }
     }
-    if (text_expect(p, '=', "after the defined values") < 0)
+    if (graph_text_expect(p, '=', "after the defined values") < 0)
         return -1;
-    if (text_is_kw(p, "param"))
+    if (graph_text_is_kw(p, "param"))
         return parse_source(p, defs, ndefs, GRAPH_VALUE_PARAM);
-    if (text_is_kw(p, "const"))
+    if (graph_text_is_kw(p, "const"))
         return parse_source(p, defs, ndefs, GRAPH_VALUE_CONST);
-    if (text_is_kw(p, "input"))
-        return text_fail(p, p->tok.pos, "inputs belong in the graph's signature");
+    if (graph_text_is_kw(p, "input"))
+        return graph_text_fail(p, p->tok.pos, "inputs belong in the graph's signature");
     if (p->tok.kind != TK_IDENT)
-        return text_fail_tok(p, "expected an op name, param or const");
+        return graph_text_fail_tok(p, "expected an op name, param or const");
     return parse_node(p, defs, ndefs);
 }
 
@@ -325,59 +326,60 @@ int text_parse_defs_stmt(text_parser *p)
 static int pick_kw(const text_parser *p, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++)
-        if (text_is_kw(p, names[i]))
+        if (graph_text_is_kw(p, names[i]))
             return i;
     return -1;
 }
 
-int text_parse_guard(text_parser *p)
+int graph_text_parse_guard(text_parser *p)
 {
     static const char *const kinds[] = {"value", "decision", "buffer"};
     static const char *const pols[] = {"strict", "warn", "off"};
     graph_guard gd = {.index = -1, .prov = -1};
-    text_next(p);
+    graph_text_next(p);
     int k = pick_kw(p, kinds, 3);
     if (k < 0)
-        return text_fail_tok(p, "expected a guard kind (value, decision or buffer)");
+        return graph_text_fail_tok(p, "expected a guard kind (value, decision "
+                                   "or buffer)");
     gd.kind = (graph_guard_kind)k;
-    text_next(p);
+    graph_text_next(p);
     const text_tok vt = p->tok;
-    if ((gd.value = text_get_value(p)) < 0)
+    if ((gd.value = graph_text_get_value(p)) < 0)
         return -1;
-    if (text_is_punct(p, '[')) {
-        text_next(p);
+    if (graph_text_is_punct(p, '[')) {
+        graph_text_next(p);
         size_t ipos = p->tok.pos;
-        if (text_get_i64(p, "an element index", &gd.index) < 0)
+        if (graph_text_get_i64(p, "an element index", &gd.index) < 0)
             return -1;
         int64_t numel = graph_type_numel(&p->g->values[gd.value].type);
         if (gd.index < 0 || gd.index >= numel)
-            return text_fail(p, ipos, "index %lld is out of range for %.*s "
+            return graph_text_fail(p, ipos, "index %lld is out of range for %.*s "
                              "(%lld elements)", (long long)gd.index,
                              (int)(vt.len > 40 ? 40 : vt.len), p->s + vt.pos,
                              (long long)numel);
-        if (text_expect(p, ']', "after the index") < 0)
+        if (graph_text_expect(p, ']', "after the index") < 0)
             return -1;
     }
-    if (text_expect(p, TP_EQEQ, "after the guarded value") < 0)
+    if (graph_text_expect(p, TP_EQEQ, "after the guarded value") < 0)
         return -1;
     if (gd.kind == GRAPH_GUARD_BUFFER) {
-        if (text_get_u64(p, "the buffer's hash (0x...)", &gd.hash) < 0)
+        if (graph_text_get_u64(p, "the buffer's hash (0x...)", &gd.hash) < 0)
             return -1;
-    } else if (text_get_f64(p, "the value seen when tracing", &gd.expect) < 0) {
+    } else if (graph_text_get_f64(p, "the value seen when tracing", &gd.expect) < 0) {
         return -1;
     }
     int pol = pick_kw(p, pols, 3);
     if (pol < 0)
-        return text_fail_tok(p, "expected a guard policy (strict, warn or off)");
+        return graph_text_fail_tok(p, "expected a guard policy (strict, warn or off)");
     gd.policy = (graph_guard_policy)pol;
-    text_next(p);
+    graph_text_next(p);
     int32_t idx = p->g->nguards;
     if (p->tok.kind == TK_PROV && add_prov_ref(p, idx, 1) < 0)
         return -1;
     if (p->tok.kind == TK_PROV)
-        return text_fail(p, p->tok.pos, "a guard has one provenance");
+        return graph_text_fail(p, p->tok.pos, "a guard has one provenance");
     if (graph_add_guard(p->g, &gd) != idx)
-        return text_fail(p, vt.pos, "%s", graph_error(p->g));
+        return graph_text_fail(p, vt.pos, "%s", graph_error(p->g));
     return 0;
 }
 
@@ -386,22 +388,22 @@ int text_parse_guard(text_parser *p)
 /* A STRING or '?' (NULL). */
 static int get_opt_string(text_parser *p, const char *what, const char **out)
 {
-    if (text_is_punct(p, '?')) {
+    if (graph_text_is_punct(p, '?')) {
         *out = NULL;
-        text_next(p);
+        graph_text_next(p);
         return 0;
     }
-    return text_get_string(p, what, out);
+    return graph_text_get_string(p, what, out);
 }
 
 static int get_line(text_parser *p, int32_t *line)
 {
     int64_t x;
     size_t pos = p->tok.pos;
-    if (text_get_i64(p, "a line number", &x) < 0)
+    if (graph_text_get_i64(p, "a line number", &x) < 0)
         return -1;
     if (x < INT32_MIN || x > INT32_MAX)
-        return text_fail(p, pos, "line number out of range");
+        return graph_text_fail(p, pos, "line number out of range");
     *line = (int32_t)x;
     return 0;
 }
@@ -410,15 +412,15 @@ static int get_line(text_parser *p, int32_t *line)
 static int parse_frame(text_parser *p, graph_frame *f)
 {
     memset(f, 0, sizeof *f);
-    if (text_get_u64(p, "a frame address (0x...)", &f->ip) < 0 ||
+    if (graph_text_get_u64(p, "a frame address (0x...)", &f->ip) < 0 ||
         get_opt_string(p, "a function name or '?'", &f->func) < 0 ||
-        text_expect(p, '+', "after the function name") < 0 ||
-        text_get_u64(p, "a function offset (0x...)", &f->offset) < 0)
+        graph_text_expect(p, '+', "after the function name") < 0 ||
+        graph_text_get_u64(p, "a function offset (0x...)", &f->offset) < 0)
         return -1;
-    if (p->tok.kind != TK_STR && !text_is_punct(p, '?'))
+    if (p->tok.kind != TK_STR && !graph_text_is_punct(p, '?'))
         return 0;
     if (get_opt_string(p, "a file name or '?'", &f->file) < 0 ||
-        text_expect(p, ':', "after the file name") < 0)
+        graph_text_expect(p, ':', "after the file name") < 0)
         return -1;
     return get_line(p, &f->line);
 }
@@ -429,47 +431,47 @@ static int parse_prov_entry(text_parser *p)
     int32_t line = 0;
     size_t pos = p->tok.pos;
     if (p->tok.kind != TK_IDENT)
-        return text_fail_tok(p, "expected a provenance label such as p0");
-    if (text_find_label(p->provs, p->s + pos, p->tok.len))
-        return text_fail(p, pos, "provenance %.*s is defined twice",
+        return graph_text_fail_tok(p, "expected a provenance label such as p0");
+    if (graph_text_find_label(p->provs, p->s + pos, p->tok.len))
+        return graph_text_fail(p, pos, "provenance %.*s is defined twice",
                          (int)(p->tok.len > 40 ? 40 : p->tok.len), p->s + pos);
-    if (text_add_label(p, &p->provs, p->s + pos, p->tok.len, p->g->nprovs, pos) < 0)
+    if (graph_text_add_label(p, &p->provs, p->s + pos, p->tok.len, p->g->nprovs, pos) < 0)
         return -1;
-    text_next(p);
-    if (text_expect(p, '=', "after the provenance label") < 0 ||
-        text_get_string(p, "a file name", &file) < 0 ||
-        text_expect(p, ':', "after the file name") < 0 || get_line(p, &line) < 0 ||
-        text_get_string(p, "a function name", &func) < 0)
+    graph_text_next(p);
+    if (graph_text_expect(p, '=', "after the provenance label") < 0 ||
+        graph_text_get_string(p, "a file name", &file) < 0 ||
+        graph_text_expect(p, ':', "after the file name") < 0 || get_line(p, &line) < 0 ||
+        graph_text_get_string(p, "a function name", &func) < 0)
         return -1;
     p->nframes = 0;
-    if (text_is_punct(p, '[')) {
-        text_next(p);
-        while (!text_is_punct(p, ']')) {
-            if (p->nframes && text_expect(p, ',', "between frames") < 0)
+    if (graph_text_is_punct(p, '[')) {
+        graph_text_next(p);
+        while (!graph_text_is_punct(p, ']')) {
+            if (p->nframes && graph_text_expect(p, ',', "between frames") < 0)
                 return -1;
             if (p->nframes >= INT32_MAX / 2)
-                return text_fail(p, p->tok.pos, "too many frames");
-            if (text_grow(p, &p->frames, &p->capframes, p->nframes + 1,
+                return graph_text_fail(p, p->tok.pos, "too many frames");
+            if (graph_text_grow(p, &p->frames, &p->capframes, p->nframes + 1,
                           sizeof *p->frames) < 0 ||
                 parse_frame(p, &p->frames[p->nframes]) < 0)
                 return -1;
             p->nframes++;
         }
-        text_next(p);
+        graph_text_next(p);
     }
     if (graph_add_prov(p->g, file, line, func, p->frames, (int)p->nframes) < 0)
-        return text_fail(p, pos, "%s", graph_error(p->g));
+        return graph_text_fail(p, pos, "%s", graph_error(p->g));
     return 0;
 }
 
-int text_parse_provenance(text_parser *p)
+int graph_text_parse_provenance(text_parser *p)
 {
-    text_next(p);
-    if (text_expect(p, '{', "after 'provenance'") < 0)
+    graph_text_next(p);
+    if (graph_text_expect(p, '{', "after 'provenance'") < 0)
         return -1;
-    while (!text_is_punct(p, '}'))
+    while (!graph_text_is_punct(p, '}'))
         if (parse_prov_entry(p) < 0)
             return -1;
-    text_next(p);
+    graph_text_next(p);
     return 0;
 }

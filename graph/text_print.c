@@ -14,7 +14,7 @@
 
 /* ---- quoting and small values ---- */
 
-void text_put_str(FILE *f, const char *s)
+void graph_text_put_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -32,17 +32,17 @@ void text_put_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void text_put_name(FILE *f, const char *s)
+void graph_text_put_name(FILE *f, const char *s)
 {
     if (!s)
         s = "";
-    if (text_is_ident(s, strlen(s)))
+    if (graph_text_is_ident(s, strlen(s)))
         fputs(s, f);
     else
-        text_put_str(f, s);
+        graph_text_put_str(f, s);
 }
 
-/* Exact f32: %.9g round-trips; inf/nan get names the parser knows. */
+/* Exact f32 (%.9g always round-trips); inf/nan get names the parser knows. */
 static void put_f32(FILE *f, float x)
 {
     uint32_t b;
@@ -55,7 +55,15 @@ static void put_f32(FILE *f, float x)
     } else if (isinf(x)) {
         fputs(x < 0 ? "-inf" : "inf", f);
     } else {
-        fprintf(f, "%.9g", (double)x);
+        /* The shortest of %.6g..%.9g that reads back to the same float:
+         * 0.2f prints as 0.2, not 0.200000003. */
+        char buf[32];
+        for (int prec = 6; prec <= 9; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, (double)x);
+            if (strtof(buf, NULL) == x)
+                break;
+        }
+        fputs(buf, f);
     }
 }
 
@@ -71,7 +79,13 @@ static void put_f64(FILE *f, double x)
     } else if (isinf(x)) {
         fputs(x < 0 ? "-inf" : "inf", f);
     } else {
-        fprintf(f, "%.17g", x);
+        char buf[40];
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, x);
+            if (strtod(buf, NULL) == x)
+                break;
+        }
+        fputs(buf, f);
     }
 }
 
@@ -86,7 +100,7 @@ static int type_ok(const graph_type *t)
     return 1;
 }
 
-void text_put_type(FILE *f, const graph *g, const graph_value *v)
+void graph_text_put_type(FILE *f, const graph *g, const graph_value *v)
 {
     int nd = v->type.ndim < 0 ? 0 : v->type.ndim > GRAPH_MAX_DIMS ? GRAPH_MAX_DIMS
                                                                    : v->type.ndim;
@@ -96,7 +110,7 @@ void text_put_type(FILE *f, const graph *g, const graph_value *v)
         if (d)
             fputc(',', f);
         if ((v->dyn >> d & 1) && s >= 0 && s < g->nsyms) {
-            text_put_name(f, g->syms[s].name);
+            graph_text_put_name(f, g->syms[s].name);
             if (v->type.dim[d] != g->syms[s].traced)
                 fprintf(f, ":%lld", (long long)v->type.dim[d]);
         } else {
@@ -129,7 +143,7 @@ static tg_status mark_unique_names(text_names *n, const graph *g)
     size_t cnt = 0;
     for (int32_t v = 0; v < g->nvalues; v++) {
         const char *s = g->values[v].name;
-        if (n->pos[v] >= 0 && s && text_is_ident(s, strlen(s)))
+        if (n->pos[v] >= 0 && s && graph_text_is_ident(s, strlen(s)))
             list[cnt++] = (named){s, v};
     }
     qsort(list, cnt, sizeof *list, cmp_named);
@@ -148,14 +162,14 @@ static void number(text_names *n, const graph *g, int32_t v)
         n->pos[v] = n->count++;
 }
 
-tg_status text_names_init(text_names *n, const graph *g)
+tg_status graph_text_names_init(text_names *n, const graph *g)
 {
     size_t nv = (size_t)(g->nvalues > 0 ? g->nvalues : 0) + 1;
     n->count = 0;
     n->pos = malloc(sizeof *n->pos * nv);
     n->by_name = calloc(nv, 1);
     if (!n->pos || !n->by_name) {
-        text_names_free(n);
+        graph_text_names_free(n);
         return TG_ERR_NOMEM;
     }
     for (int32_t v = 0; v < g->nvalues; v++)
@@ -175,11 +189,11 @@ tg_status text_names_init(text_names *n, const graph *g)
     }
     tg_status st = mark_unique_names(n, g);
     if (st != TG_OK)
-        text_names_free(n);
+        graph_text_names_free(n);
     return st;
 }
 
-void text_names_free(text_names *n)
+void graph_text_names_free(text_names *n)
 {
     free(n->pos);
     free(n->by_name);
@@ -187,7 +201,7 @@ void text_names_free(text_names *n)
     n->by_name = NULL;
 }
 
-void text_put_value(FILE *f, const graph *g, const text_names *n, int32_t v)
+void graph_text_put_value(FILE *f, const graph *g, const text_names *n, int32_t v)
 {
     if (v < 0 || v >= g->nvalues)
         fprintf(f, "%%bad.%d", (int)v);
@@ -211,16 +225,16 @@ typedef struct printer {
 /* "%v: type" or "%5 "odd name": type", as at every definition. */
 static void put_def(printer *p, int32_t v)
 {
-    text_put_value(p->f, p->g, &p->names, v);
+    graph_text_put_value(p->f, p->g, &p->names, v);
     if (v < 0 || v >= p->g->nvalues)
         return;
     const graph_value *val = &p->g->values[v];
     if (val->name && !p->names.by_name[v]) {
         fputc(' ', p->f);
-        text_put_str(p->f, val->name);
+        graph_text_put_str(p->f, val->name);
     }
     fputs(": ", p->f);
-    text_put_type(p->f, p->g, val);
+    graph_text_put_type(p->f, p->g, val);
 }
 
 /* "  # model.c:31 mlp_forward", control characters made harmless. */
@@ -300,7 +314,7 @@ static void put_node(printer *p, int32_t i)
     for (int k = 0; k < n->nin; k++) {
         if (k)
             fputs(", ", p->f);
-        text_put_value(p->f, p->g, &p->names, n->in[k]);
+        graph_text_put_value(p->f, p->g, &p->names, n->in[k]);
     }
     fputc(')', p->f);
     if ((unsigned)n->op < GRAPH_OP_COUNT)
@@ -325,16 +339,20 @@ static void put_data(printer *p, const graph_value *v)
         fprintf(p->f, " elided 0x%016llx", (unsigned long long)v->hash);
         return;
     }
+    size_t esize = graph_dtype_size(v->type.dtype);
     fputs(" [", p->f);
     for (int64_t i = 0; i < n; i++) {
         if (i)
             fputs(", ", p->f);
-        switch (v->type.dtype) {
-        case GRAPH_F32: put_f32(p->f, ((const float *)v->data)[i]); break;
-        case GRAPH_I64: fprintf(p->f, "%lld", (long long)((const int64_t *)v->data)[i]); break;
-        case GRAPH_I32: fprintf(p->f, "%d", (int)((const int32_t *)v->data)[i]); break;
-        default: fprintf(p->f, "%u", (unsigned)((const uint8_t *)v->data)[i]); break;
-        }
+        const void *e = (const char *)v->data + (size_t)i * esize;
+        if (v->type.dtype == GRAPH_F32)
+            put_f32(p->f, *(const float *)e);
+        else if (v->type.dtype == GRAPH_I64)
+            fprintf(p->f, "%lld", (long long)*(const int64_t *)e);
+        else if (v->type.dtype == GRAPH_I32)
+            fprintf(p->f, "%d", (int)*(const int32_t *)e);
+        else
+            fprintf(p->f, "%u", (unsigned)*(const uint8_t *)e);
     }
     fputc(']', p->f);
 }
@@ -355,7 +373,7 @@ static void put_guard(printer *p, const graph_guard *gd)
     static const char *const kinds[] = {"value", "decision", "buffer"};
     static const char *const pols[] = {"strict", "warn", "off"};
     fprintf(p->f, "  guard %s ", (unsigned)gd->kind < 3 ? kinds[gd->kind] : "bad");
-    text_put_value(p->f, p->g, &p->names, gd->value);
+    graph_text_put_value(p->f, p->g, &p->names, gd->value);
     if (gd->index != -1)
         fprintf(p->f, "[%lld]", (long long)gd->index);
     fputs(" == ", p->f);
@@ -388,7 +406,7 @@ static void put_header(printer *p)
 {
     const graph *g = p->g;
     fputs("graph ", p->f);
-    text_put_name(p->f, g->name);
+    graph_text_put_name(p->f, g->name);
     fputc('(', p->f);
     for (int32_t i = 0; i < g->ninputs; i++) {
         if (i)
@@ -400,17 +418,17 @@ static void put_header(printer *p)
         int32_t v = g->outputs[i].value;
         if (i)
             fputs(", ", p->f);
-        text_put_name(p->f, g->outputs[i].name);
+        graph_text_put_name(p->f, g->outputs[i].name);
         fputs(": ", p->f);
         if (v >= 0 && v < g->nvalues)
-            text_put_type(p->f, g, &g->values[v]);
+            graph_text_put_type(p->f, g, &g->values[v]);
         else
             fputs("bad[]", p->f);
     }
     fputs(") {\n", p->f);
     for (int32_t i = 0; i < g->nsyms; i++) {
         fputs("  sym ", p->f);
-        text_put_name(p->f, g->syms[i].name);
+        graph_text_put_name(p->f, g->syms[i].name);
         fprintf(p->f, " = %lld\n", (long long)g->syms[i].traced);
     }
 }
@@ -446,9 +464,9 @@ static tg_status put_body(printer *p)
     free(defpt);
     for (int32_t i = 0; i < g->noutputs; i++) {
         fputs("  return ", p->f);
-        text_put_name(p->f, g->outputs[i].name);
+        graph_text_put_name(p->f, g->outputs[i].name);
         fputs(" = ", p->f);
-        text_put_value(p->f, g, &p->names, g->outputs[i].value);
+        graph_text_put_value(p->f, g, &p->names, g->outputs[i].value);
         fputc('\n', p->f);
     }
     fputs("}\n", p->f);
@@ -459,14 +477,14 @@ static void put_frame(FILE *f, const graph_frame *fr)
 {
     fprintf(f, "0x%llx ", (unsigned long long)fr->ip);
     if (fr->func)
-        text_put_str(f, fr->func);
+        graph_text_put_str(f, fr->func);
     else
         fputc('?', f);
     fprintf(f, "+0x%llx", (unsigned long long)fr->offset);
     if (fr->file || fr->line) {
         fputc(' ', f);
         if (fr->file)
-            text_put_str(f, fr->file);
+            graph_text_put_str(f, fr->file);
         else
             fputc('?', f);
         fprintf(f, ":%d", (int)fr->line);
@@ -482,9 +500,9 @@ static void put_provenance(printer *p)
     for (int32_t i = 0; i < g->nprovs; i++) {
         const graph_prov *pr = &g->provs[i];
         fprintf(p->f, "  p%d = ", (int)i);
-        text_put_str(p->f, pr->file ? pr->file : "?");
+        graph_text_put_str(p->f, pr->file ? pr->file : "?");
         fprintf(p->f, ":%d ", (int)pr->line);
-        text_put_str(p->f, pr->func ? pr->func : "?");
+        graph_text_put_str(p->f, pr->func ? pr->func : "?");
         int ok = pr->frame0 >= 0 && pr->nframes > 0 &&
                  pr->frame0 <= g->nframes - pr->nframes;
         for (int32_t k = 0; ok && k < pr->nframes; k++) {
@@ -502,14 +520,14 @@ tg_status graph_print(const graph *g, FILE *f, const graph_print_opts *opts)
     printer p = {g, f, opts ? opts : &def, {0}};
     if (!g || !f)
         return TG_ERR_NULL;
-    tg_status st = text_names_init(&p.names, g);
+    tg_status st = graph_text_names_init(&p.names, g);
     if (st != TG_OK)
         return st;
     put_header(&p);
     st = put_body(&p);
     if (st == TG_OK)
         put_provenance(&p);
-    text_names_free(&p.names);
+    graph_text_names_free(&p.names);
     if (st == TG_OK && (fflush(f) != 0 || ferror(f)))
         st = TG_ERR_IO;
     return st;

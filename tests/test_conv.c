@@ -1,7 +1,8 @@
 /*
  * test_conv.c - conv2d against naive double-precision loops: strides,
  * symmetric and asymmetric padding, dilation, groups, depthwise, 1x1,
- * bias or not, empty inputs, two threads, every error path, leaks.
+ * bias or not, empty inputs, two threads, every error path (and a
+ * oneDNN failure reported as TG_ERR_BACKEND), leaks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "check.h"
 #include "eager/eager.h"
+#include "eager/kernel.h"
 
 typedef struct conv_case {
     int64_t n, c, h, w, o, kh, kw; /* x [n,c,h,w], w [o,c/g,kh,kw] */
@@ -185,12 +187,34 @@ static void test_errors(void)
     eager_pool_pop();
 }
 
+/*
+ * A kernel called directly with types that infer would reject (the output
+ * size is wrong): oneDNN refuses the descriptor, and the kernel reports
+ * TG_ERR_BACKEND with oneDNN's reason instead of crashing.
+ */
+static void test_backend_error(void)
+{
+    graph_type in[2] = {{GRAPH_F32, 4, {1, 4, 5, 5}}, {GRAPH_F32, 4, {6, 4, 3, 3}}};
+    graph_type out = {GRAPH_F32, 4, {1, 6, 9, 9}};
+    static float x[100], w[216], y[486];
+    const void *ins[2] = {x, w};
+    void *outs[1] = {y};
+    graph_conv2d_attrs at;
+    graph_attrs_default(GRAPH_OP_conv2d, &at);
+    char err[256] = "";
+    eager_kargs ka = {in, ins, 2, &at, &out, outs, 1, 1, err, sizeof err};
+    CHECK(eager_kernels[GRAPH_OP_conv2d](&ka) == TG_ERR_BACKEND);
+    CHECK_MSG(strstr(err, "oneDNN convolution descriptor failed: invalid arguments") != NULL,
+              "err \"%s\"", err);
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
     test_values();
     test_threads();
     test_errors();
+    test_backend_error();
     CHECK(eager_status() == TG_OK);
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();

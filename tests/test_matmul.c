@@ -2,7 +2,8 @@
  * test_matmul.c - matmul and linear against naive double-precision loops:
  * 2-D, batched, broadcast batches, transposes, 1-D operands, K = 1,
  * empty operands, many batch dims, two threads per op, two calling
- * threads at once, every error path, leaks.
+ * threads at once, every error path (and a oneDNN failure reported as
+ * TG_ERR_BACKEND), leaks.
  */
 #include <math.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 
 #include "check.h"
 #include "eager/eager.h"
+#include "eager/kernel.h"
 
 static int64_t numel_of(const graph_ints *s)
 {
@@ -135,6 +137,8 @@ static void test_matmul_values(void)
     check_mm(__LINE__, TG_SHAPE(7), 1, TG_SHAPE(3, 7), 1); /* 1-D ignores its flag */
     /* K = 1, one element, empty M / N / batch, K = 0 (zeros) */
     check_mm(__LINE__, TG_SHAPE(5, 1), 0, TG_SHAPE(1, 4), 0);
+    check_mm(__LINE__, TG_SHAPE(1, 5), 1, TG_SHAPE(4, 1), 1);
+    check_mm(__LINE__, TG_SHAPE(3, 7, 1), 1, TG_SHAPE(1, 7), 1); /* M = N = 1 */
     check_mm(__LINE__, TG_SHAPE(1, 1), 0, TG_SHAPE(1, 1), 0);
     check_mm(__LINE__, TG_SHAPE(0, 7), 0, TG_SHAPE(7, 3), 0);
     check_mm(__LINE__, TG_SHAPE(5, 7), 0, TG_SHAPE(7, 0), 0);
@@ -308,6 +312,25 @@ static void test_errors(void)
     eager_pool_pop();
 }
 
+/*
+ * A direct kernel call with an output batch that infer would reject:
+ * oneDNN refuses the descriptor and the kernel reports TG_ERR_BACKEND.
+ */
+static void test_backend_error(void)
+{
+    graph_type in[2] = {{GRAPH_F32, 3, {2, 2, 3}}, {GRAPH_F32, 3, {2, 3, 4}}};
+    graph_type out = {GRAPH_F32, 3, {3, 2, 4}};
+    static float a[12], b[24], c[24];
+    const void *ins[2] = {a, b};
+    void *outs[1] = {c};
+    graph_matmul_attrs at = {0, 0};
+    char err[256] = "";
+    eager_kargs ka = {in, ins, 2, &at, &out, outs, 1, 1, err, sizeof err};
+    CHECK(eager_kernels[GRAPH_OP_matmul](&ka) == TG_ERR_BACKEND);
+    CHECK_MSG(strstr(err, "oneDNN matmul descriptor failed: invalid arguments") != NULL,
+              "err \"%s\"", err);
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -316,6 +339,7 @@ int main(void)
     test_threads();
     test_two_threads();
     test_errors();
+    test_backend_error();
     CHECK(eager_status() == TG_OK);
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();

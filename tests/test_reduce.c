@@ -300,6 +300,14 @@ static void test_extremes(void)
     CHECK(all && isnan(eager_item(all)));
     eager_release(c), eager_release(all), eager_release(big);
     eager_set_threads(1);
+    /* NaN inside the vector body of one long row, one thread */
+    eager_tensor *row = eager_zeros(GRAPH_F32, TG_SHAPE(2, 1000));
+    ((float *)eager_data_mut(row))[1000 + 37] = NAN;
+    ((float *)eager_data_mut(row))[500] = INFINITY;
+    eager_tensor *rm = eager_reduce_max(row, TG_INTS(-1), 1);
+    p = rm ? eager_peek(rm) : NULL;
+    CHECK(p && p[0] == INFINITY && isnan(p[1]));
+    eager_release(rm), eager_release(row);
     /* Integer sums wrap (two's complement), integer max is exact. */
     int64_t i64[] = {INT64_MAX, 1, INT64_MIN, -1, INT64_MIN, INT64_MIN + 1};
     eager_tensor *xl = eager_from_data(GRAPH_I64, TG_SHAPE(3, 2), i64);

@@ -140,7 +140,7 @@ static void test_null_and_none(void)
     eager_tensor *y = eager_linear(x, w, EAGER_NONE);
     CHECK(y && eager_dim(y, 1) == 5);
     CHECK(eager_add(x, EAGER_NONE) == NULL);
-    CHECK_ERROR("add: takes 2 inputs, got 1");
+    CHECK_ERROR("add: [2,3]: takes 2 inputs, got 1");
     CHECK(eager_where(EAGER_NONE, x, x) == NULL);
     CHECK_ERROR("only trailing inputs are optional");
     eager_pool_pop();

@@ -70,6 +70,32 @@ static int32_t param(graph *g, graph_value_kind k, graph_type t,
     return v;
 }
 
+/* Params and consts of every dtype: named, unnamed, duplicate and odd
+ * names, inlined and elided, a NaN payload; ids of w0, b0, c0 in out. */
+static void add_sources(graph *g, int32_t *out)
+{
+    int32_t w0 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 16, 8), "fc1.weight", 1);
+    int32_t b0 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 16), "fc1 bias", 2);
+    int32_t d1 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 2), "dup", 3);
+    int32_t d2 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 2), "dup", 4);
+    int32_t c0 = addv(g, GRAPH_VALUE_CONST, TY(GRAPH_F32, 7), NULL);
+    uint32_t qnan = 0x7fc00001u; /* a NaN with a payload */
+    float c0d[7] = {NAN, -0.0f, INFINITY, 1e-45f, 3.40282347e38f, -1.5f, 0};
+    memcpy(&c0d[6], &qnan, 4);
+    graph_set_data(g, c0, c0d, sizeof c0d);
+    int32_t c1 = addv(g, GRAPH_VALUE_CONST, TY(GRAPH_I64, 2), "c1");
+    graph_set_data(g, c1, (int64_t[]){INT64_MIN, INT64_MAX}, 16);
+    param(g, GRAPH_VALUE_CONST, TY(GRAPH_I32, 3), "ints", 5);
+    param(g, GRAPH_VALUE_CONST, TY(GRAPH_BOOL, 2, 2), NULL, 6);
+    param(g, GRAPH_VALUE_CONST, TY(GRAPH_F32), "scalar", 7);
+    int32_t el = addv(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 1000), "lazy");
+    g->values[el].hash = 0x0123456789abcdefu; /* elided: no data */
+    (void)d1, (void)d2;
+    out[0] = w0;
+    out[1] = b0;
+    out[2] = c0;
+}
+
 /*
  * A graph with every feature: dynamic dims, params/consts of every dtype
  * (inlined and elided, unnamed, duplicate and odd names), matmul/add/relu,
@@ -96,23 +122,9 @@ static graph *build_big(void)
     graph_add_input(g, t);
     dyn(g, x, 0, sB);
     dyn(g, t, 0, sT);
-    int32_t w0 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 16, 8), "fc1.weight", 1);
-    int32_t b0 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 16), "fc1 bias", 2);
-    int32_t d1 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 2), "dup", 3);
-    int32_t d2 = param(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 2), "dup", 4);
-    int32_t c0 = addv(g, GRAPH_VALUE_CONST, TY(GRAPH_F32, 7), NULL);
-    uint32_t qnan = 0x7fc00001u; /* a NaN with a payload */
-    float c0d[7] = {NAN, -0.0f, INFINITY, 1e-45f, 3.40282347e38f, -1.5f, 0};
-    memcpy(&c0d[6], &qnan, 4);
-    graph_set_data(g, c0, c0d, sizeof c0d);
-    int32_t c1 = addv(g, GRAPH_VALUE_CONST, TY(GRAPH_I64, 2), "c1");
-    graph_set_data(g, c1, (int64_t[]){INT64_MIN, INT64_MAX}, 16);
-    param(g, GRAPH_VALUE_CONST, TY(GRAPH_I32, 3), "ints", 5);
-    param(g, GRAPH_VALUE_CONST, TY(GRAPH_BOOL, 2, 2), NULL, 6);
-    param(g, GRAPH_VALUE_CONST, TY(GRAPH_F32), "scalar", 7);
-    int32_t el = addv(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 1000), "lazy");
-    g->values[el].hash = 0x0123456789abcdefu; /* elided: no data */
-    (void)d1, (void)d2;
+    int32_t src[3];
+    add_sources(g, src);
+    int32_t w0 = src[0], b0 = src[1], c0 = src[2];
 
     graph_matmul_attrs mm = {0, 1};
     int32_t h = node1(g, GRAPH_OP_matmul, (int32_t[]){x, w0}, 2, &mm);
@@ -414,7 +426,7 @@ static void test_known_text(void)
     graph_add_guard(g, &(graph_guard){r, GRAPH_GUARD_DECISION, GRAPH_GUARD_STRICT, 1, 0, 0, p1});
     graph_add_output(g, r, "y");
     char *t = graph_print_str(g, NULL, NULL);
-    CHECK_MSG(t && !strcmp(t, small_text), "small graph prints as written by hand:\n%s", t);
+    CHECK_MSG(t && !strcmp(t, small_text), "small graph prints as written by hand:\n%s", t ? t : "(null)");
     free(t);
     graph_free(g);
 
@@ -433,6 +445,47 @@ static void test_known_text(void)
         CHECK(h->nguards == 1 && h->guards[0].value == 3 && h->guards[0].index == 1 &&
               h->guards[0].prov == 1);
     }
+    graph_free(h);
+}
+
+/* The example at the top of graph/text.h, as the printer writes it. */
+static const char doc_text[] =
+    "graph mlp(%x: f32[B,784]) -> (y: f32[B,10], \"aux out\": f32[B,5]) {\n"
+    "  sym B = 4\n"
+    "  %fc1.weight: f32[512,784] = param elided 0x3f2a0c11d2e3b7a9\n"
+    "  %2 \"fc1 bias\": f32[512] = param elided 0x0d5e2f1a77c3b001\n"
+    "  %fc2.weight: f32[20,512] = param elided 0x9c1b44d0a5e6f102\n"
+    "  %c: f32[3] = const [1, 2.5, -inf]\n"
+    "  %5: f32[B,512] = matmul(%x, %fc1.weight) {transpose_b=1} !p0  # model.c:31 mlp_forward\n"
+    "  %6: f32[B,512] = add(%5, %2) !p0  # model.c:31 mlp_forward\n"
+    "  %7: f32[B,512] = clip(%6) {min=0, max=6} !p1  # model.c:32 mlp_forward\n"
+    "  %8: f32[B,20] = matmul(%7, %fc2.weight) {transpose_b=1} !p2  # model.c:33 mlp_forward\n"
+    "  %9: f32[B,10], %10: f32[B,10] = split(%8) {axis=1, sizes=[10,10]} !p2  # model.c:33 mlp_forward\n"
+    "  guard decision %9[0] == 1 strict !p3  # model.c:40 mlp_forward\n"
+    "  %11: f32[B,10] = leaky_relu(%10) {alpha=0.2} !p1 !p2  # model.c:32 mlp_forward\n"
+    "  %12: f32[B,5], %13: f32[B,5] = split(%11) {axis=1, sizes=[5,5]} !p2  # model.c:33 mlp_forward\n"
+    "  return y = %9\n"
+    "  return \"aux out\" = %12\n"
+    "}\n"
+    "provenance {\n"
+    "  p0 = \"/home/me/model.c\":31 \"mlp_forward\" [0x4011a2 \"mlp_forward\"+0x22 \"/home/me/model.c\":31, 0x401300 \"main\"+0x10 \"/home/me/main.c\":9]\n"
+    "  p1 = \"/home/me/model.c\":32 \"mlp_forward\"\n"
+    "  p2 = \"/home/me/model.c\":33 \"mlp_forward\"\n"
+    "  p3 = \"/home/me/model.c\":40 \"mlp_forward\" [0x401288 \"mlp_forward\"+0xa8 \"/home/me/model.c\":40, 0x7f3a0012c0 ?+0x0]\n"
+    "}\n";
+
+static void test_doc_example(void)
+{
+    char err[256];
+    graph *h = parse(doc_text, strlen(doc_text), err, sizeof err);
+    CHECK_MSG(h != NULL, "the text.h example parses: %s", err);
+    char *t = h ? graph_print_str(h, NULL, NULL) : NULL;
+    CHECK_MSG(t && !strcmp(t, doc_text), "the text.h example prints back:\n%s", t ? t : "(null)");
+    if (h)
+        CHECK(h->nnodes == 7 && h->nodes[5].nprov == 2 && h->nsyms == 1 &&
+              !strcmp(h->values[2].name, "fc1 bias") && !h->values[2].data &&
+              h->values[2].hash == 0x0d5e2f1a77c3b001u);
+    free(t);
     graph_free(h);
 }
 
@@ -515,7 +568,7 @@ static const struct {
     {H "  %1: f32[2] = relu(%z)\n" R, "line 2, col 21: unknown value %z"},
     {H "  %x: f32[2] = relu(%x)\n" R,
      "line 2, col 3: redefinition of %x (first defined at line 1, col 9)"},
-    {H "  %1: f32[2], %1: f32[2] = split(%x) {sizes=[1,1]}\n" R,
+    {H "  %1: f32[1], %1: f32[1] = split(%x) {sizes=[1,1]}\n" R,
      "line 2, col 15: redefinition of %1 (first defined at line 2, col 3)"},
     {H "  %1: f32[3] = relu(%x)\n" R,
      "line 2, col 7: type mismatch: %1 is written f32[3] but relu makes f32[2]"},
@@ -559,33 +612,33 @@ static const struct {
     {"graph g(%x: f32[2], %x: f32[2]) -> () {}",
      "line 1, col 21: redefinition of %x (first defined at line 1, col 9)"},
     {"graph g(%1x: f32[2]) -> () {}", "line 1, col 9: bad value name '%1x'"},
-    {H "  %c: f32[3] = const [1, 2]\n" R, "line 2, col 28: too few elements: 2 of 3"},
-    {H "  %c: f32[3] = const [1, 2, 3, 4]\n" R, "line 2, col 32: too many elements (want 3)"},
-    {H "  %c: f32[3] = const [1, 2 3]\n" R, "line 2, col 27: expected ',' between elements, got '3'"},
-    {H "  %c: bool[2] = const [1, 2]\n" R, "line 2, col 28: bool data must be 0 or 1"},
+    {H "  %c: f32[3] = const [1, 2]\n" R, "line 2, col 27: too few elements: 2 of 3"},
+    {H "  %c: f32[3] = const [1, 2, 3, 4]\n" R, "line 2, col 30: too many elements (want 3)"},
+    {H "  %c: f32[3] = const [1, 2 3]\n" R, "line 2, col 28: expected ',' between elements, got '3'"},
+    {H "  %c: bool[2] = const [1, 2]\n" R, "line 2, col 27: bool data must be 0 or 1"},
     {H "  %c: i32[1] = const [2147483648]\n" R, "line 2, col 23: 2147483648 does not fit in i32"},
     {H "  %c: f32[1] = const [x]\n" R, "line 2, col 23: expected a number, got 'x'"},
     {H "  %c: f32[1000000000] = const [1]\n" R,
-     "line 2, col 32: 1000000000 elements cannot fit in the rest of the text"},
+     "line 2, col 31: 1000000000 elements cannot fit in the rest of the text"},
     {H "  %c: f32[1] = param elided abc\n" R,
-     "line 2, col 30: expected the data's hash (0x...), got 'abc'"},
+     "line 2, col 29: expected the data's hash (0x...), got 'abc'"},
     {H "  %c: f32[1], %d: f32[1] = param\n" R,
-     "line 2, col 29: a param defines exactly one value, got 'param'"},
+     "line 2, col 28: a param defines exactly one value, got 'param'"},
     {H "  %c: f32[1] = input\n" R, "line 2, col 16: inputs belong in the graph's signature"},
     {H "  guard maybe %x[0] == 1 strict\n" R,
      "line 2, col 9: expected a guard kind (value, decision or buffer), got 'maybe'"},
     {H "  guard value %x[2] == 1 strict\n" R,
-     "line 2, col 19: index 2 is out of range for %x (2 elements)"},
+     "line 2, col 18: index 2 is out of range for %x (2 elements)"},
     {H "  guard value %x[0] == 1 always\n" R,
-     "line 2, col 27: expected a guard policy (strict, warn or off), got 'always'"},
+     "line 2, col 26: expected a guard policy (strict, warn or off), got 'always'"},
     {H "  guard value %x[0] = 1 strict\n" R,
-     "line 2, col 22: expected '==' after the guarded value, got '='"},
+     "line 2, col 21: expected '==' after the guarded value, got '='"},
     {H "  guard buffer %x == 1.5 off\n" R,
      "line 2, col 22: expected the buffer's hash (0x...), got '1.5'"},
     {H "  guard value %x[0] == 1 off !p0 !p1\n" R, "line 2, col 34: a guard has one provenance"},
     {H "}\n", "line 2, col 1: missing return for output 'y'"},
     {H "  return z = %x\n}\n", "line 2, col 3: return of 'z' where the signature lists 'y' next"},
-    {H R "  return y = %x\n}\n", "line 3, col 1: expected end of input after the graph, got 'return'"},
+    {H R "  return y = %x\n}\n", "line 4, col 3: expected end of input after the graph, got 'return'"},
     {"graph g(%x: f32[2]) -> () {\n  return y = %x\n}",
      "line 2, col 3: return of 'y', which the signature does not list"},
     {"graph g(%x: f32[2]) -> (y: f32[3]) {\n  return y = %x\n}",
@@ -595,11 +648,11 @@ static const struct {
     {H R "provenance {\n  p0 = \"a.c\":1 \"f\"\n  p0 = \"a.c\":2 \"f\"\n}",
      "line 6, col 3: provenance p0 is defined twice"},
     {H R "provenance {\n  p0 = \"a.c\":1 \"f\" [0x1 \"f\"+0x2 \"g\"]\n}",
-     "line 5, col 35: expected ':' after the file name, got ']'"},
+     "line 5, col 36: expected ':' after the file name, got ']'"},
     {H R "provenance {\n  p0 = \"a.c\":1 \"f\" [0x1 f+0x2]\n}",
-     "line 5, col 24: expected a function name or '?', got 'f'"},
+     "line 5, col 25: expected a function name or '?', got 'f'"},
     {H R "provenance {\n  p0 = \"a.c\":99999999999 \"f\"\n}", "line 5, col 14: line number out of range"},
-    {H R "provenance {\n  p0 = \"a.c:1 \"f\"\n}", "line 5, col 17: expected ':' after the file name, got 'f'"},
+    {H R "provenance {\n  p0 = \"a.c:1 \"f\"\n}", "line 5, col 16: expected ':' after the file name, got 'f'"},
     {H R "provenance {\n  p0 = \"a.c\n}", "line 5, col 8: unterminated string"},
     {"graph \"a\\qb\"() -> () {}", "line 1, col 7: bad escape in string"},
     {"graph \"a\\x00b\"() -> () {}", "line 1, col 7: NUL (\\x00) in string"},
@@ -671,23 +724,27 @@ static void test_dot(void)
     fclose(f);
     static const char *const want[] = {
         "digraph \"mlp\" {",
-        "label=\"matmul\\n%5: f32[B,16]\\nmodel.c:31 mlp_forward\"",
-        "label=\"split\\n%21: f32[B,10]\\n%22: f32[B,6]\\nmodel.c:31 mlp_forward\"",
-        "label=\"add\\n%27: f32[B,10]\\nmodel.c:32 mlp_forward\\nm\\\\x.c:40 f g\"",
+        "label=\"matmul\\n%12: f32[B,16]\\nmodel.c:31 mlp_forward\"",
+        "label=\"split\\n%17: f32[B,10]\\n%18: f32[B,6]\\nmodel.c:31 mlp_forward\"",
+        "label=\"add\\n%23: f32[B,10]\\nmodel.c:32 mlp_forward\\nm\\\\x.c:40 f?g\"",
         "style=\"rounded,dashed\"",
         "[shape=ellipse, label=\"%x\\ninput f32[B,8]\"]",
         "[shape=cylinder, label=\"%fc1.weight\\nparam f32[16,8]\"]",
         "[shape=cylinder, label=\"%3\\nfc1 bias\\nparam f32[16]\"]",
-        "[shape=note, label=\"%7\\nconst f32[7]\"]",
-        "label=\"guard decision %21[0] == 1\\nstrict\\nmodel.c:31 mlp_forward\"",
+        "[shape=note, label=\"%6\\nconst f32[7]\"]",
+        "label=\"guard decision %17[0] == 1\\nstrict\\nmodel.c:31 mlp_forward\"",
         "label=\"return aux out\"",
         "v0 -> n0;",
         "n0 -> n1;",
         "n5 -> g0 [style=dashed];",
-        "n9 -> o0;",
+        "n10 -> o0;",
     };
     for (size_t i = 0; buf && i < sizeof want / sizeof *want; i++)
         CHECK_MSG(strstr(buf, want[i]) != NULL, "DOT has %s", want[i]);
+    if (getenv("TG_TEXT_IR_DUMP")) { /* for people: the text and DOT of build_big */
+        graph_print(g, stdout, NULL);
+        fputs(buf, stdout);
+    }
     free(buf);
     graph_free(g);
 }
@@ -696,6 +753,7 @@ int main(void)
 {
     test_roundtrip();
     test_known_text();
+    test_doc_example();
     test_free_text();
     test_errors();
     test_prefixes();

@@ -24,7 +24,7 @@ static void expect_error(eager_tensor *r, int line, const char *msg)
     CHECK_MSG(r == NULL, "line %d: op should have failed", line);
     CHECK_MSG(strstr(eager_error(), where) != NULL, "error \"%s\" should name %s",
               eager_error(), where);
-    CHECK_ERROR(msg);
+    check_error(msg, __FILE__, line); /* failures name the caller's line */
     eager_release(r);
 }
 
