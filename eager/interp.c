@@ -1,65 +1,24 @@
 /* interp.c - the reference interpreter (see interp.h). */
 #include "interp.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static const char *guard_what(graph_guard_kind k)
-{
-    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER
-                                                        ? "buffer read"
-                                                        : "value read";
-}
-
-static double load(const eager_tensor *t, int64_t i)
-{
-    switch (t->type.dtype) {
-    case GRAPH_F32: return ((const float *)t->data)[i];
-    case GRAPH_I64: return (double)((const int64_t *)t->data)[i];
-    case GRAPH_I32: return ((const int32_t *)t->data)[i];
-    default: return ((const uint8_t *)t->data)[i];
-    }
-}
-
 /* Checks one guard against the value's tensor now. */
 static tg_status check_guard(const graph *g, const graph_guard *gd,
                              const eager_tensor *t, eager_interp_report *rep)
 {
-    char site[300], now[64], then[64];
-    int changed;
-    graph_prov_str(g, gd->prov, site, sizeof site);
-    if (gd->kind == GRAPH_GUARD_BUFFER) {
-        changed = graph_hash_bytes(t->data, eager_nbytes(t)) != gd->hash;
-        snprintf(then, sizeof then, "hash %016llx", (unsigned long long)gd->hash);
-        snprintf(now, sizeof now, "different data");
-    } else if (gd->index >= t->numel) {
-        changed = 1;
-        snprintf(then, sizeof then, "%.9g", gd->expect);
-        snprintf(now, sizeof now, "out of range (%lld elements)", (long long)t->numel);
-    } else {
-        double v = load(t, gd->index);
-        changed = gd->kind == GRAPH_GUARD_DECISION
-                      ? (v != 0.0) != (gd->expect != 0.0)
-                      : !(v == gd->expect || (isnan(v) && isnan(gd->expect)));
-        snprintf(then, sizeof then, "%.9g", gd->expect);
-        snprintf(now, sizeof now, "%.9g", v);
+    char msg[768];
+    int r = graph_guard_check(g, gd, &t->type, t->data, msg, sizeof msg);
+    if (r == 1 && rep && rep->guard_warnings++ == 0)
+        snprintf(rep->first_warning, sizeof rep->first_warning, "%s", msg);
+    if (r == 2) {
+        eager_set_error(TG_ERR_GUARD, NULL, "%s", msg);
+        return TG_ERR_GUARD;
     }
-    if (!changed || gd->policy == GRAPH_GUARD_OFF)
-        return TG_OK;
-    if (gd->policy == GRAPH_GUARD_WARN) {
-        if (rep && rep->guard_warnings++ == 0)
-            snprintf(rep->first_warning, sizeof rep->first_warning,
-                     "%s at %s was %s when traced, now %s", guard_what(gd->kind),
-                     site, then, now);
-        return TG_OK;
-    }
-    eager_set_error(TG_ERR_GUARD, NULL, "guard failed: the %s at %s was %s when "
-                    "traced and is %s now; the trace followed a branch that "
-                    "depends on it", guard_what(gd->kind), site, then, now);
-    return TG_ERR_GUARD;
+    return TG_OK;
 }
 
 /* Checks the guards on value v (just computed or bound). */
@@ -147,7 +106,7 @@ static tg_status run_node(const graph *g, int32_t i, eager_tensor **vals)
         in[k] = vals[n->in[k]];
     const graph_prov *p = n->nprov ? &g->provs[n->prov[0]] : NULL;
     eager_site site = {p ? p->file : "?", p ? p->line : 0, p ? p->func : "?"};
-    const void *attrs = graph_ops[n->op].attr_size ? &n->attrs : NULL;
+    const void *attrs = graph_node_attrs(n);
     int got = eager_dispatch(n->op, in, n->nin, attrs, out, GRAPH_MAX_NODE_IO, &site);
     if (got != n->nout) {
         if (got >= 0 || eager_status() == TG_OK)

@@ -11,7 +11,7 @@
 
 typedef struct eager_interp_report {
     int guard_warnings;       /* warn-policy guards whose value changed */
-    char first_warning[512];
+    char first_warning[768];
 } eager_interp_report;
 
 /*

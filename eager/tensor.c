@@ -56,13 +56,19 @@ int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
  * exited_live) or, for the cache, on eager_trim_cache().
  */
 #define CACHE_CLASSES 32
-#define CACHE_DEPTH 64
+/* Each class keeps at most this many bytes of blocks: 4096 blocks of 64
+ * bytes, 1365 of 192 (a 16-element f32 tensor), 128 of 2 KiB; 8 MiB at
+ * most per thread, only as much as a program actually frees. */
+#define CACHE_CLASS_BYTES (256 * 1024)
+#define CACHE_CAP(k) (CACHE_CLASS_BYTES / (((k) + 1) * 64))
+#define CACHE_SLOTS 16613 /* sum of CACHE_CAP(k) for k < CACHE_CLASSES */
 
 typedef struct thread_state {
     long live; /* tensors allocated minus freed on this thread */
     struct thread_state *prev, *next;
     int n[CACHE_CLASSES];
-    void *blocks[CACHE_CLASSES][CACHE_DEPTH];
+    int first[CACHE_CLASSES]; /* class k's slots: slots[first[k] ..] */
+    void *slots[CACHE_SLOTS];
 } thread_state;
 
 static _Thread_local thread_state *tl_state;
@@ -76,7 +82,7 @@ static void trim(thread_state *t)
 {
     for (int k = 0; k < CACHE_CLASSES; k++) {
         for (int i = 0; i < t->n[k]; i++)
-            free(t->blocks[k][i]);
+            free(t->slots[t->first[k] + i]);
         t->n[k] = 0;
     }
 }
@@ -110,6 +116,9 @@ static thread_state *get_state(void)
     thread_state *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
+    for (int k = 1; k < CACHE_CLASSES; k++)
+        t->first[k] = t->first[k - 1] + CACHE_CAP(k - 1);
+    _Static_assert(CACHE_SLOTS >= 16613, "CACHE_SLOTS must cover every class");
     if (pthread_setspecific(state_key, t) != 0) {
         free(t);
         return NULL;
@@ -147,7 +156,7 @@ static void *block_alloc(size_t total, int16_t *cls)
     void *p;
     *cls = k < CACHE_CLASSES ? (int16_t)k : -1;
     if (t && k < CACHE_CLASSES && t->n[k] > 0)
-        p = t->blocks[k][--t->n[k]];
+        p = t->slots[t->first[k] + --t->n[k]];
     else
         p = aligned_alloc(64, total);
     if (p && t)
@@ -160,8 +169,8 @@ static void block_free(void *p, int16_t cls)
     thread_state *t = tl_state ? tl_state : get_state();
     if (t)
         t->live--;
-    if (t && cls >= 0 && t->n[cls] < CACHE_DEPTH) {
-        t->blocks[cls][t->n[cls]++] = p;
+    if (t && cls >= 0 && t->n[cls] < CACHE_CAP(cls)) {
+        t->slots[t->first[cls] + t->n[cls]++] = p;
         return;
     }
     free(p);

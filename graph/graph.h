@@ -70,6 +70,20 @@ typedef struct graph_node {
     int32_t *prov; /* provenance ids, the first is the primary */
 } graph_node;
 
+/*
+ * A node's attribute struct (graph_<op>_attrs, graph_ops[op].attr_size
+ * bytes), or NULL for ops without attributes.  Use these accessors rather
+ * than the field: the storage of attributes may move out of the node.
+ */
+static inline const void *graph_node_attrs(const graph_node *n)
+{
+    return graph_ops[n->op].attr_size ? (const void *)&n->attrs : NULL;
+}
+static inline void *graph_node_attrs_mut(graph_node *n)
+{
+    return graph_ops[n->op].attr_size ? (void *)&n->attrs : NULL;
+}
+
 /* One frame of a captured call stack, symbolized at freeze. */
 typedef struct graph_frame {
     uint64_t ip;
@@ -205,6 +219,16 @@ int32_t graph_add_guard(graph *g, const graph_guard *guard);
  * at a new array from here.  NULL on out of memory.
  */
 int32_t *graph_alloc_ids(graph *g, int n);
+
+/*
+ * Checks guard gd against the guarded value's data now (type: its type
+ * now).  Returns 0 if it holds (or its policy is off), 1 if a warn-policy
+ * guard changed, 2 if a strict guard failed; for 1 and 2 msg names the
+ * read's call site and both values.
+ */
+int graph_guard_check(const graph *g, const graph_guard *gd,
+                      const graph_type *type, const void *data, char *msg,
+                      size_t len);
 
 /* Bytes of a value's data (numel * dtype size). */
 size_t graph_value_nbytes(const graph_value *v);

@@ -106,7 +106,7 @@ static tg_status check_nodes(graph *g, char *defined)
         }
         int nout = 0;
         tg_status st = graph_infer(n->op, itype, n->nin,
-                                   graph_ops[n->op].attr_size ? &n->attrs : NULL,
+                                   graph_node_attrs(n),
                                    otype, GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
         if (st != TG_OK)
             return graph_fail(g, st, "%s: %s", WHAT, msg);

@@ -88,6 +88,7 @@ static void add_sources(graph *g, int32_t *out)
     param(g, GRAPH_VALUE_CONST, TY(GRAPH_I32, 3), "ints", 5);
     param(g, GRAPH_VALUE_CONST, TY(GRAPH_BOOL, 2, 2), NULL, 6);
     param(g, GRAPH_VALUE_CONST, TY(GRAPH_F32), "scalar", 7);
+    param(g, GRAPH_VALUE_CONST, TY(GRAPH_I32, 0, 5), "q\"uote\\\n\xc3\xa9", 8);
     int32_t el = addv(g, GRAPH_VALUE_PARAM, TY(GRAPH_F32, 1000), "lazy");
     g->values[el].hash = 0x0123456789abcdefu; /* elided: no data */
     (void)d1, (void)d2;
@@ -724,15 +725,15 @@ static void test_dot(void)
     fclose(f);
     static const char *const want[] = {
         "digraph \"mlp\" {",
-        "label=\"matmul\\n%12: f32[B,16]\\nmodel.c:31 mlp_forward\"",
-        "label=\"split\\n%17: f32[B,10]\\n%18: f32[B,6]\\nmodel.c:31 mlp_forward\"",
-        "label=\"add\\n%23: f32[B,10]\\nmodel.c:32 mlp_forward\\nm\\\\x.c:40 f?g\"",
+        "label=\"matmul\\n%13: f32[B,16]\\nmodel.c:31 mlp_forward\"",
+        "label=\"split\\n%18: f32[B,10]\\n%19: f32[B,6]\\nmodel.c:31 mlp_forward\"",
+        "label=\"add\\n%24: f32[B,10]\\nmodel.c:32 mlp_forward\\nm\\\\x.c:40 f?g\"",
         "style=\"rounded,dashed\"",
         "[shape=ellipse, label=\"%x\\ninput f32[B,8]\"]",
         "[shape=cylinder, label=\"%fc1.weight\\nparam f32[16,8]\"]",
         "[shape=cylinder, label=\"%3\\nfc1 bias\\nparam f32[16]\"]",
         "[shape=note, label=\"%6\\nconst f32[7]\"]",
-        "label=\"guard decision %17[0] == 1\\nstrict\\nmodel.c:31 mlp_forward\"",
+        "label=\"guard decision %18[0] == 1\\nstrict\\nmodel.c:31 mlp_forward\"",
         "label=\"return aux out\"",
         "v0 -> n0;",
         "n0 -> n1;",

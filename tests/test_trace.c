@@ -9,67 +9,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "models.h"
 #include "eager/eager.h"
 #include "eager/interp.h"
 #include "tracer/trace.h"
-
-/* ---- models, written with the eager API ---- */
-
-typedef struct mlp_w {
-    eager_tensor *w1, *b1, *w2, *b2;
-} mlp_w;
-
-static mlp_w mlp_make(void)
-{
-    mlp_w m = {eager_rand_normal(TG_SHAPE(16, 32), 1, 0, 0.2f),
-               eager_rand_normal(TG_SHAPE(16), 2, 0, 0.1f),
-               eager_rand_normal(TG_SHAPE(10, 16), 3, 0, 0.2f),
-               eager_rand_normal(TG_SHAPE(10), 4, 0, 0.1f)};
-    return m;
-}
-
-static void mlp_free(mlp_w *m)
-{
-    eager_release(m->w1);
-    eager_release(m->b1);
-    eager_release(m->w2);
-    eager_release(m->b2);
-}
-
-static eager_tensor *mlp(eager_tensor *x, const mlp_w *m)
-{
-    eager_tensor *h = eager_relu(eager_linear(x, m->w1, m->b1));
-    return eager_log_softmax(eager_linear(h, m->w2, m->b2), -1);
-}
-
-static eager_tensor *conv_block(eager_tensor *x, eager_tensor *const *p)
-{
-    eager_tensor *y = eager_conv2d(x, p[0], EAGER_NONE, TG_INTS(1), TG_INTS(1), TG_NOINTS, 1);
-    y = eager_batch_norm(y, p[1], p[2], p[3], p[4], 1e-5f);
-    y = eager_relu(y);
-    y = eager_max_pool2d(y, TG_INTS(2), TG_NOINTS, TG_NOINTS);
-    y = eager_conv2d(y, p[5], p[6], TG_NOINTS, TG_NOINTS, TG_NOINTS, 1);
-    return eager_flatten(eager_global_avg_pool(y), 1, -1);
-}
-
-static eager_tensor *attention(eager_tensor *x, eager_tensor *const *p)
-{
-    /* x [2,5,16], 2 heads of 8 */
-    eager_tensor *h = eager_layer_norm(x, p[0], p[1], -1, 1e-5f);
-    eager_tensor *qkv = eager_linear(h, p[2], p[3]);
-    eager_tensor *part[3];
-    if (eager_split(qkv, -1, TG_INTS(16, 16, 16), part, 3) != 3)
-        return NULL;
-    eager_tensor *heads[3];
-    for (int i = 0; i < 3; i++)
-        heads[i] = eager_transpose(eager_reshape(part[i], TG_INTS(2, 5, 2, 8)),
-                                   TG_INTS(0, 2, 1, 3));
-    eager_tensor *s = eager_mul(eager_matmul(heads[0], heads[1], 0, 1),
-                                eager_scalar(1.0 / sqrt(8.0)));
-    eager_tensor *a = eager_matmul(eager_softmax(s, -1), heads[2], 0, 0);
-    a = eager_reshape(eager_transpose(a, TG_INTS(0, 2, 1, 3)), TG_INTS(2, 5, 16));
-    return eager_add(eager_linear(a, p[4], p[5]), x);
-}
 
 /* Bitwise equality of two f32 tensors. */
 static int same_bits(eager_tensor *a, eager_tensor *b)
@@ -79,7 +22,7 @@ static int same_bits(eager_tensor *a, eager_tensor *b)
            memcmp(eager_peek(a), eager_peek(b), eager_nbytes(a)) == 0;
 }
 
-/* Every node names a line of this file. */
+/* Every node names a line of the test's model source (tests/models.c). */
 static void check_provenance(const graph *g)
 {
     int ok = 1;
@@ -90,10 +33,11 @@ static void check_provenance(const graph *g)
             break;
         }
         const graph_prov *p = &g->provs[n->prov[0]];
-        if (!strstr(p->file, "test_trace.c") || p->line <= 0)
+        if (!strstr(p->file, "tests/models.c") || p->line <= 0 ||
+            strncmp(p->func, "model_", 6) != 0)
             ok = 0;
     }
-    CHECK_MSG(ok && g->nnodes > 0, "every node names test_trace.c:LINE");
+    CHECK_MSG(ok && g->nnodes > 0, "every node names tests/models.c:LINE model_*");
 }
 
 /* Traces f(x, params) with x an input, runs the interpreter, compares. */
@@ -127,63 +71,29 @@ static graph *trace_and_check(const char *name, eager_tensor *x,
     return g;
 }
 
-static eager_tensor *mlp_fn(eager_tensor *x, eager_tensor *const *p)
-{
-    mlp_w m = {p[0], p[1], p[2], p[3]};
-    return mlp(x, &m);
-}
-
 static void test_models(void)
 {
-    mlp_w m = mlp_make();
-    eager_tensor *mp[4] = {m.w1, m.b1, m.w2, m.b2};
-    eager_tensor *x = eager_rand_uniform(TG_SHAPE(4, 32), 9, -1, 1);
-    graph *g = trace_and_check("mlp", x, mlp_fn, mp, 4);
-    if (g) {
-        CHECK(g->ninputs == 1 && g->noutputs == 1 && g->nnodes == 4);
-        int params = 0;
-        for (int32_t i = 0; i < g->nvalues; i++)
-            params += g->values[i].kind == GRAPH_VALUE_PARAM;
-        CHECK(params == 4);
+    for (int k = 0; k < MODEL_COUNT; k++) {
+        model m = model_make(k);
+        eager_tensor *x = model_input(&m, m.input_shape.v[0], 9 + (uint64_t)k);
+        graph *g = trace_and_check(m.name, x, m.forward, m.params, m.nparams);
+        if (g && k == MODEL_MLP) {
+            CHECK(g->ninputs == 1 && g->noutputs == 1 && g->nnodes == 4);
+            int params = 0;
+            for (int32_t i = 0; i < g->nvalues; i++)
+                params += g->values[i].kind == GRAPH_VALUE_PARAM;
+            CHECK(params == 4);
+        }
+        if (g && k == MODEL_ATTENTION) {
+            int consts = 0;
+            for (int32_t i = 0; i < g->nvalues; i++)
+                consts += g->values[i].kind == GRAPH_VALUE_CONST;
+            CHECK(consts == 1); /* the 1/sqrt(8) scalar made inside the trace */
+        }
+        graph_free(g);
+        eager_release(x);
+        model_free(&m);
     }
-    graph_free(g);
-    eager_release(x);
-
-    eager_tensor *cp[7] = {
-        eager_rand_normal(TG_SHAPE(8, 3, 3, 3), 11, 0, 0.3f),
-        eager_rand_uniform(TG_SHAPE(8), 12, 0.5f, 1.5f),
-        eager_rand_normal(TG_SHAPE(8), 13, 0, 0.1f),
-        eager_rand_normal(TG_SHAPE(8), 14, 0, 0.1f),
-        eager_rand_uniform(TG_SHAPE(8), 15, 0.5f, 1.5f),
-        eager_rand_normal(TG_SHAPE(4, 8, 1, 1), 16, 0, 0.3f),
-        eager_rand_normal(TG_SHAPE(4), 17, 0, 0.1f)};
-    x = eager_rand_uniform(TG_SHAPE(2, 3, 8, 8), 18, -1, 1);
-    g = trace_and_check("conv_block", x, conv_block, cp, 7);
-    graph_free(g);
-    eager_release(x);
-    for (int i = 0; i < 7; i++)
-        eager_release(cp[i]);
-
-    eager_tensor *ap[6] = {
-        eager_rand_uniform(TG_SHAPE(16), 21, 0.5f, 1.5f),
-        eager_rand_normal(TG_SHAPE(16), 22, 0, 0.1f),
-        eager_rand_normal(TG_SHAPE(48, 16), 23, 0, 0.25f),
-        eager_rand_normal(TG_SHAPE(48), 24, 0, 0.1f),
-        eager_rand_normal(TG_SHAPE(16, 16), 25, 0, 0.25f),
-        eager_rand_normal(TG_SHAPE(16), 26, 0, 0.1f)};
-    x = eager_rand_uniform(TG_SHAPE(2, 5, 16), 27, -1, 1);
-    g = trace_and_check("attention", x, attention, ap, 6);
-    if (g) {
-        int consts = 0;
-        for (int32_t i = 0; i < g->nvalues; i++)
-            consts += g->values[i].kind == GRAPH_VALUE_CONST;
-        CHECK(consts == 1); /* the 1/sqrt(8) scalar made inside the trace */
-    }
-    graph_free(g);
-    eager_release(x);
-    for (int i = 0; i < 6; i++)
-        eager_release(ap[i]);
-    mlp_free(&m);
 }
 
 /* ---- guards ---- */
@@ -266,13 +176,13 @@ static void test_guards(void)
 
 static void test_dynamic(void)
 {
-    mlp_w m = mlp_make();
+    model m = model_make(MODEL_MLP);
     eager_pool_push();
     eager_tensor *x = eager_rand_uniform(TG_SHAPE(4, 32), 31, -1, 1);
     CHECK(trace_begin(NULL) == TG_OK);
     trace_input(x, "x");
     CHECK(trace_dynamic(x, 0, "B") == TG_OK);
-    trace_output(mlp(x, &m), "y");
+    trace_output(model_mlp(x, m.params), "y");
     graph *g = trace_freeze();
     CHECK(g != NULL);
     if (g) {
@@ -281,7 +191,7 @@ static void test_dynamic(void)
         for (int b = 0; b < 3; b++) {
             int64_t batch = b == 0 ? 1 : b == 1 ? 32 : 4;
             eager_tensor *xb = eager_rand_uniform(TG_SHAPE(batch, 32), 40 + b, -1, 1);
-            eager_tensor *want = mlp(xb, &m), *out[1] = {NULL};
+            eager_tensor *want = model_mlp(xb, m.params), *out[1] = {NULL};
             CHECK(eager_interpret(g, &xb, 1, out, 1, NULL) == TG_OK);
             CHECK_MSG(same_bits(out[0], want), "batch %lld matches eager", (long long)batch);
             eager_release(out[0]);
@@ -312,7 +222,7 @@ static void test_dynamic(void)
     }
     graph_free(g);
     eager_pool_pop();
-    mlp_free(&m);
+    model_free(&m);
 }
 
 /* ---- errors ---- */

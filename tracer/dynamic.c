@@ -67,7 +67,7 @@ tg_status trace_propagate_dynamic(graph *g)
             in[k] = ptype[n->in[k]];
         int nout = 0;
         tg_status st = graph_infer(n->op, in, n->nin,
-                                   graph_ops[n->op].attr_size ? &n->attrs : NULL,
+                                   graph_node_attrs(n),
                                    out, GRAPH_MAX_NODE_IO, &nout, NULL, 0);
         int same_rank = st == TG_OK && nout == n->nout;
         for (int k = 0; same_rank && k < nout; k++)

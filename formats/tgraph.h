@@ -1,0 +1,173 @@
+/*
+ * tgraph.h - the .tgraph file: a graph (graph/graph.h) saved to bytes and
+ * loaded back, zstd-compressed, checksummed, and safe to load from an
+ * untrusted source.
+ *
+ *   char err[512];
+ *   if (format_save(g, "model.tgraph", NULL, err, sizeof err) != TG_OK) ...
+ *   graph *h = format_load("model.tgraph", err, sizeof err);   (NULL: see err)
+ *
+ * Loading checks every count, index, offset, size, shape and string length
+ * against the bytes present before using it, never allocates more than a
+ * small multiple of the bytes actually decompressed, and runs
+ * graph_verify(g, 0) on the result.  A damaged or hostile file gives NULL
+ * and a message naming the file, the section and the byte offset:
+ *   "model.tgraph: section 'nodes' at byte 1234: node 17 names unknown op 'frobnicate'"
+ * Offsets inside a section ("section 'X' at byte N") count from the start
+ * of the section's decompressed bytes; offsets of the container ("at file
+ * byte N") count from the start of the file.
+ *
+ * ======================== format version 1 ========================
+ *
+ * Every integer is little-endian, written byte by byte; i8/i32/i64 are
+ * two's complement; f32/f64 are IEEE-754 bit patterns.  A string
+ * reference (str) is a u32 index into the strings section, 0xFFFFFFFF for
+ * "none".
+ *
+ * Container:
+ *   offset  size
+ *     0       8   magic 89 54 47 52 0D 0A 1A 0A  ("\x89TGR\r\n\x1a\n")
+ *     8       4   u32 format version (1).  A reader refuses a newer one.
+ *    12       4   u32 section count n (1..FORMAT_MAX_SECTIONS)
+ *    16       8   u64 file size in bytes
+ *    24       8   u64 flags, 0
+ *    32    40*n   section table, one entry per section:
+ *                   u32 id, u32 codec (1 = one zstd frame), u64 offset,
+ *                   u64 stored size, u64 raw (decompressed) size,
+ *                   u64 XXH64 (seed 0) of the stored bytes
+ *  32+40n     8   u64 XXH64 (seed 0) of bytes [0, 32+40n)
+ *  40+40n         the sections' stored bytes, in table order, back to back,
+ *                 ending exactly at the file size.
+ * Each section is one zstd frame with the content checksum on and the
+ * content size set; the frame's window is at most 8 MiB.  With the header
+ * checksum, the per-section checksums and the tiling rule, every bit of a
+ * file is covered: any single-bit flip is detected.  Readers skip sections
+ * of unknown id (room for optional additions); each known id appears
+ * once, and all eight below are required.
+ *
+ * Codes (fixed by the format, independent of the C enums):
+ *   value kind  0 input, 1 param, 2 const, 3 inter
+ *   dtype       0 f32, 1 i64, 2 i32, 3 bool
+ *   attr kind   0 i64, 1 f32, 2 ints, 3 dtype
+ *   guard kind  0 value, 1 decision, 2 buffer;  policy 0 strict, 1 warn, 2 off
+ *   node flags  bit 0 dead, bit 1 specialized (others must be 0)
+ *   value flags bit 0 has data (param/const only; others must be 0)
+ *
+ * Sections (id name: raw content):
+ *   1 strings:    u32 count; count x { u32 len; len bytes (no NUL byte) }
+ *   2 symbols:    u32 count (<= 127); count x { str name; i64 traced (>= 0) }
+ *                 (names unique)
+ *   3 values:     u32 count; count x {
+ *                   u8 kind; u8 dtype; u8 ndim (<= 8); u8 flags;
+ *                   u32 dyn (bit d: dim d dynamic, d < ndim); str name;
+ *                   i32 node; i32 out_index (inter: producer and slot;
+ *                   others: -1, 0); u64 hash (graph_value.hash);
+ *                   u64 data offset into constants (0 without data);
+ *                   ndim x i64 dim (>= 0); ndim x i8 sym }
+ *   4 nodes:      u32 count; count x {
+ *                   str op name; u32 op version (1..this build's);
+ *                   u32 flags; u32 nin; u32 nout; u32 nprov; u32 nattrs;
+ *                   nin x i32 value; nout x i32 value; nprov x i32 prov;
+ *                   nattrs x { str name; u8 kind; payload } }
+ *                 payload by kind: i64 -> i64; f32 -> f32; dtype -> u8
+ *                 code; ints -> u32 n (<= 16), n x i64.
+ *                 Ops and attributes are matched by name.  A missing
+ *                 attribute takes its ops.def default; an unknown op, an
+ *                 unknown attribute, a kind that differs from ops.def, or
+ *                 an op version newer than this build's is an error.
+ *   5 provenance: u32 nframes; nframes x { u64 ip; str func; u64 offset;
+ *                   str file; i32 line };
+ *                 u32 nprovs; nprovs x { str file; i32 line; str func;
+ *                   u32 frame0; u32 nframes }  (file, func not none)
+ *   6 guards:     u32 count; count x { i32 value; u8 kind; u8 policy;
+ *                   u16 0; i64 index; f64 expect; u64 hash; i32 prov }
+ *   7 signature:  str graph name; u32 ninputs; ninputs x i32 value;
+ *                 u32 noutputs; noutputs x { i32 value; str name }
+ *                 (output names present and unique)
+ *   8 constants:  the data of every param/const with data, each at its
+ *                 value's offset: 64-byte aligned, in value order, not
+ *                 overlapping, numel * dtype size bytes; gaps are zero.
+ *
+ * Data is loaded into 64-byte aligned buffers.  The stored value hash is
+ * kept as written (the section checksums already vouch for the bytes).
+ * ===================================================================
+ */
+#ifndef TG_FORMATS_TGRAPH_H
+#define TG_FORMATS_TGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../graph/graph.h"
+
+/* The newest format version this build reads and the one it writes. */
+#define FORMAT_VERSION 1
+/* Most sections a file may list. */
+#define FORMAT_MAX_SECTIONS 32
+
+typedef struct format_save_opts {
+    int level; /* zstd level, ZSTD_minCLevel()..ZSTD_maxCLevel() (default 3) */
+} format_save_opts;
+
+/* The defaults: level 3. */
+format_save_opts format_save_default_opts(void);
+
+/*
+ * Writes g to path (through a temporary file renamed into place, so a
+ * failed save leaves no half-written file).  opts may be NULL for the
+ * defaults.  Returns TG_OK, or TG_ERR_IO / TG_ERR_ARG / TG_ERR_NOMEM /
+ * TG_ERR_FORMAT (a malformed graph) with a message in err (errlen bytes,
+ * always terminated; err may be NULL).
+ */
+tg_status format_save(const graph *g, const char *path,
+                      const format_save_opts *opts, char *err, size_t errlen);
+
+/*
+ * Like format_save, into memory: *buf (the caller frees it with free())
+ * holds *len bytes.  On error *buf is NULL and *len 0.
+ */
+tg_status format_save_mem(const graph *g, const format_save_opts *opts,
+                          void **buf, size_t *len, char *err, size_t errlen);
+
+/*
+ * Loads a graph from path; the caller frees it with graph_free.  NULL on
+ * error with a message in err naming the file, the section and the byte.
+ */
+graph *format_load(const char *path, char *err, size_t errlen);
+
+/*
+ * Loads a graph from len bytes at buf (not kept).  name is used in
+ * messages (NULL: "<memory>").
+ */
+graph *format_load_mem(const void *buf, size_t len, const char *name,
+                       char *err, size_t errlen);
+
+/* One entry of the section table. */
+typedef struct format_section_info {
+    const char *name; /* "nodes", or "?" for an id this build does not know */
+    uint32_t id;
+    uint64_t offset;  /* in the file */
+    uint64_t stored;  /* compressed bytes */
+    uint64_t raw;     /* decompressed bytes */
+} format_section_info;
+
+/* What the header says, without decompressing anything. */
+typedef struct format_info {
+    uint32_t version;
+    uint64_t file_size;
+    int nsections;
+    format_section_info sections[FORMAT_MAX_SECTIONS];
+} format_info;
+
+/*
+ * Reads and checks the header and section table only (magic, version,
+ * header checksum, section bounds).  Cheap: format_info_file reads just
+ * the header.  Returns TG_OK, or an error with a message as for loading
+ * (a newer version is TG_ERR_UNSUPPORTED).
+ */
+tg_status format_info_mem(const void *buf, size_t len, const char *name,
+                          format_info *info, char *err, size_t errlen);
+tg_status format_info_file(const char *path, format_info *info, char *err,
+                           size_t errlen);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * tgraph_impl.h - what the .tgraph writer, reader, tests and fuzz target
+ * share: the container constants and the code tables of the spec in
+ * tgraph.h, the checksum, and two entry points below the public API
+ * (raw sections out of a graph, raw sections into a file) so a fuzzer can
+ * reach the section decoders past the checksums.
+ */
+#ifndef TG_FORMATS_TGRAPH_IMPL_H
+#define TG_FORMATS_TGRAPH_IMPL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tgraph.h"
+
+#define FORMAT_MAGIC "\x89TGR\r\n\x1a\n"
+#define FORMAT_HEADER_SIZE 32
+#define FORMAT_ENTRY_SIZE 40
+#define FORMAT_CODEC_ZSTD 1
+/* Largest zstd window a reader accepts (log2): bounds zstd's own buffers. */
+#define FORMAT_WINDOW_LOG_MAX 23
+/* Global caps on a section's raw size: metadata and constants. */
+#define FORMAT_MAX_META_RAW ((uint64_t)1 << 30)
+#define FORMAT_MAX_CONST_RAW ((uint64_t)1 << 40)
+#define FORMAT_NO_STR 0xFFFFFFFFu
+#define FORMAT_DATA_ALIGN 64
+
+/* Section ids, also the order sections are written in. */
+enum {
+    FORMAT_SEC_STRINGS = 1,
+    FORMAT_SEC_SYMBOLS,
+    FORMAT_SEC_VALUES,
+    FORMAT_SEC_NODES,
+    FORMAT_SEC_PROVENANCE,
+    FORMAT_SEC_GUARDS,
+    FORMAT_SEC_SIGNATURE,
+    FORMAT_SEC_CONSTANTS,
+    FORMAT_NSEC = FORMAT_SEC_CONSTANTS /* known ids are 1..FORMAT_NSEC */
+};
+
+/* "strings", ..., or "?" for an unknown id. */
+const char *format_section_name(uint32_t id);
+
+/* XXH64 of n bytes (the published algorithm, written here). */
+uint64_t format_xxh64(const void *p, size_t n, uint64_t seed);
+
+/* Code tables: enum -> file code, and file code -> enum (-1 if unknown). */
+int format_dtype_code(graph_dtype dt);
+int format_dtype_from_code(unsigned code, graph_dtype *dt);
+
+/* Writes "fmt..." into err (errlen bytes; err may be NULL). */
+void format_errf(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Raw (uncompressed) sections, indexed by id - 1. */
+typedef struct format_raw_sections {
+    uint8_t *p[FORMAT_NSEC];
+    size_t len[FORMAT_NSEC];
+} format_raw_sections;
+
+/*
+ * Encodes g into raw sections (constants included, materialized).  The
+ * caller frees them with format_raw_free.  TG_OK or an error in err.
+ */
+tg_status format_encode_raw(const graph *g, format_raw_sections *out,
+                            char *err, size_t errlen);
+void format_raw_free(format_raw_sections *s);
+
+/*
+ * Wraps raw sections (any bytes) into a complete file: each is compressed
+ * at level, checksummed and listed.  *buf is malloc'd.
+ */
+tg_status format_pack(const format_raw_sections *s, int level, void **buf,
+                      size_t *len, char *err, size_t errlen);
+
+#endif

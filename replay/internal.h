@@ -1,0 +1,60 @@
+/* internal.h - the plan, variants and backend interface inside replay/. */
+#ifndef TG_REPLAY_INTERNAL_H
+#define TG_REPLAY_INTERNAL_H
+
+#include <pthread.h>
+
+#include "../eager/kernel.h"
+#include "../optimize/memplan.h"
+#include "replay.h"
+
+/*
+ * A backend: a struct of function pointers, asked up front at compile
+ * (ggml-backend style).  The CPU backend binds eager's kernels; the OpenCL
+ * backend (its own issue) will add memory and queue entries here.
+ */
+typedef struct replay_backend {
+    const char *name;
+    /* Nonzero if the backend runs node n; else a reason in why. */
+    int (*supports_op)(const graph *g, const graph_node *n, char *why, size_t len);
+    /* The kernel for op (CPU-style backends). */
+    eager_kernel_fn (*kernel)(graph_op op);
+} replay_backend;
+
+extern const replay_backend replay_backend_cpu;
+
+/* One set of input shapes, planned: value types and arena layout. */
+typedef struct replay_variant {
+    int64_t *key; /* dims of every input, concatenated */
+    int32_t nkey;
+    graph_type *types; /* per value */
+    opt_memplan mp;
+    struct replay_variant *next;
+} replay_variant;
+
+/* A step of the schedule: a node, or a guard check after its value. */
+typedef struct replay_item {
+    int32_t node;  /* node id, or -1 for a guard */
+    int32_t guard; /* guard index when node == -1 */
+} replay_item;
+
+struct replay_plan {
+    graph *g; /* the plan's own copy: params, constants, names, sites */
+    replay_opts opts;
+    const replay_backend *backend;
+    replay_item *items;
+    int32_t nitems;
+    replay_variant *traced; /* variant of the traced shapes, never freed early */
+    pthread_mutex_t mu;     /* guards the variant list */
+    int32_t nkey;
+};
+
+/* The variant for these input types (made and cached if new), or NULL
+ * with a message in err. */
+replay_variant *replay_variant_get(replay_plan *p, const graph_type *const *in,
+                                   char *err, size_t errlen);
+
+/* "node 12 (matmul at model.c:42 fn)" */
+const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len);
+
+#endif

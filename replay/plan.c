@@ -1,0 +1,315 @@
+/*
+ * plan.c - replay_compile: copy and verify the graph, ask the backend about
+ * every node, build the schedule (nodes, each followed by the guard checks
+ * of the values it makes) and plan memory for the traced shapes.  Other
+ * dynamic sizes get their own variant on first use.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len)
+{
+    char site[300];
+    const graph_node *n = &p->g->nodes[node];
+    snprintf(buf, len, "node %d (%s at %s)", node, graph_ops[n->op].name,
+             graph_prov_str(p->g, n->nprov ? n->prov[0] : -1, site, sizeof site));
+    return buf;
+}
+
+static void variant_free(replay_variant *v)
+{
+    if (!v)
+        return;
+    free(v->key);
+    free(v->types);
+    opt_memplan_free(&v->mp);
+    free(v);
+}
+
+/* Types of every value for these input types, by inference in order. */
+static tg_status infer_types(const replay_plan *p, const graph_type *const *in,
+                             graph_type *types, char *err, size_t errlen)
+{
+    const graph *g = p->g;
+    for (int32_t v = 0; v < g->nvalues; v++)
+        types[v] = g->values[v].type;
+    for (int32_t i = 0; i < g->ninputs; i++)
+        types[g->inputs[i]] = *in[i];
+    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
+    char msg[400], what[400];
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        for (int k = 0; k < n->nin; k++)
+            it[k] = types[n->in[k]];
+        int nout = 0;
+        tg_status st = graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot,
+                                   GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
+        if (st != TG_OK || nout != n->nout) {
+            snprintf(err, errlen, "replay: %s: %s%s", replay_node_str(p, i, what, sizeof what),
+                     st != TG_OK ? msg : "output count changed",
+                     (n->flags & GRAPH_NODE_SPECIALIZED)
+                         ? " (this node was specialized on the traced sizes)" : "");
+            return st != TG_OK ? st : TG_ERR_SHAPE;
+        }
+        for (int k = 0; k < nout; k++)
+            types[n->out[k]] = ot[k];
+    }
+    return TG_OK;
+}
+
+static replay_variant *variant_new(replay_plan *p, const graph_type *const *in,
+                                   char *err, size_t errlen)
+{
+    const graph *g = p->g;
+    replay_variant *v = calloc(1, sizeof *v);
+    if (!v)
+        goto oom;
+    v->nkey = p->nkey;
+    v->key = malloc(sizeof(int64_t) * (size_t)(p->nkey + 1));
+    v->types = malloc(sizeof(graph_type) * (size_t)(g->nvalues + 1));
+    if (!v->key || !v->types)
+        goto oom;
+    for (int32_t i = 0, k = 0; i < g->ninputs; i++)
+        for (int d = 0; d < in[i]->ndim; d++)
+            v->key[k++] = in[i]->dim[d];
+    if (infer_types(p, in, v->types, err, errlen) != TG_OK) {
+        variant_free(v);
+        return NULL;
+    }
+    if (opt_memplan_build(g, v->types, !p->opts.no_inplace, &v->mp) != TG_OK)
+        goto oom;
+    return v;
+oom:
+    variant_free(v);
+    snprintf(err, errlen, "replay: out of memory planning");
+    return NULL;
+}
+
+/* Checks input types against the signature: dtype, rank, static dims and
+ * one size per dynamic symbol. */
+static int check_inputs(const replay_plan *p, const graph_type *const *in,
+                        char *err, size_t errlen)
+{
+    const graph *g = p->g;
+    int64_t sym[128];
+    for (int s = 0; s < 128; s++)
+        sym[s] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const graph_value *v = &g->values[g->inputs[i]];
+        int ok = in[i]->dtype == v->type.dtype && in[i]->ndim == v->type.ndim;
+        for (int d = 0; ok && d < v->type.ndim; d++) {
+            if (v->dyn >> d & 1) {
+                int64_t *s = &sym[v->sym[d]];
+                ok = *s < 0 || *s == in[i]->dim[d];
+                *s = in[i]->dim[d];
+            } else {
+                ok = in[i]->dim[d] == v->type.dim[d];
+            }
+        }
+        if (!ok) {
+            char got[160], want[160];
+            snprintf(err, errlen, "replay: input \"%s\" is %s%s, the plan takes %s%s "
+                     "(only dims marked dynamic may change, consistently)",
+                     v->name ? v->name : "?", graph_dtype_name(in[i]->dtype),
+                     graph_shape_str(in[i], got, sizeof got),
+                     graph_dtype_name(v->type.dtype),
+                     graph_shape_str(&v->type, want, sizeof want));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+replay_variant *replay_variant_get(replay_plan *p, const graph_type *const *in,
+                                   char *err, size_t errlen)
+{
+    if (check_inputs(p, in, err, errlen) < 0)
+        return NULL;
+    int64_t key[GRAPH_MAX_NODE_IO * GRAPH_MAX_DIMS];
+    int32_t k = 0;
+    for (int32_t i = 0; i < p->g->ninputs && k < (int32_t)(sizeof key / sizeof key[0]) - GRAPH_MAX_DIMS; i++)
+        for (int d = 0; d < in[i]->ndim; d++)
+            key[k++] = in[i]->dim[d];
+    pthread_mutex_lock(&p->mu);
+    replay_variant *v = p->traced;
+    while (v && memcmp(v->key, key, sizeof(int64_t) * (size_t)k) != 0)
+        v = v->next;
+    if (!v) {
+        v = variant_new(p, in, err, errlen);
+        if (v) {
+            v->next = p->traced->next;
+            p->traced->next = v;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return v;
+}
+
+/* The schedule: live nodes, each followed by checks of its guarded outputs;
+ * guards on inputs first. */
+static tg_status schedule(replay_plan *p)
+{
+    const graph *g = p->g;
+    p->items = malloc(sizeof(replay_item) * (size_t)(g->nnodes + g->nguards + 1));
+    if (!p->items)
+        return TG_ERR_NOMEM;
+    int32_t n = 0;
+    for (int32_t k = 0; k < g->nguards; k++)
+        if (g->values[g->guards[k].value].kind != GRAPH_VALUE_INTER)
+            p->items[n++] = (replay_item){-1, k};
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *nd = &g->nodes[i];
+        if (nd->flags & GRAPH_NODE_DEAD)
+            continue;
+        p->items[n++] = (replay_item){i, -1};
+        for (int32_t k = 0; k < g->nguards; k++)
+            if (g->values[g->guards[k].value].node == i)
+                p->items[n++] = (replay_item){-1, k};
+    }
+    p->nitems = n;
+    return TG_OK;
+}
+
+replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
+                            size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    replay_opts o = opts ? *opts : (replay_opts){REPLAY_CPU, 1, 0, NULL};
+    if (o.threads < 1)
+        o.threads = 1;
+    if (o.backend != REPLAY_CPU) {
+        snprintf(err, errlen, "replay: backend %d is not available in this build "
+                 "(the OpenCL backend is not implemented yet)", (int)o.backend);
+        return NULL;
+    }
+    if (!g) {
+        snprintf(err, errlen, "replay: no graph");
+        return NULL;
+    }
+    replay_plan *p = calloc(1, sizeof *p);
+    if (!p || !(p->g = graph_clone(g))) {
+        free(p);
+        snprintf(err, errlen, "replay: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    p->opts = o;
+    p->backend = &replay_backend_cpu;
+    if (graph_verify(p->g, 0) != TG_OK) {
+        snprintf(err, errlen, "replay: invalid graph: %s", graph_error(p->g));
+        goto fail;
+    }
+    for (int32_t i = 0; i < p->g->nnodes; i++) {
+        const graph_node *n = &p->g->nodes[i];
+        char why[200], what[400];
+        if (!(n->flags & GRAPH_NODE_DEAD) && !p->backend->supports_op(p->g, n, why, sizeof why)) {
+            snprintf(err, errlen, "replay: op %s is not supported on backend %s: %s (%s)",
+                     graph_ops[n->op].name, p->backend->name, why,
+                     replay_node_str(p, i, what, sizeof what));
+            goto fail;
+        }
+    }
+    for (int32_t i = 0; i < p->g->ninputs; i++)
+        p->nkey += p->g->values[p->g->inputs[i]].type.ndim;
+    if (p->g->ninputs > GRAPH_MAX_NODE_IO) {
+        snprintf(err, errlen, "replay: %d inputs (at most %d)", p->g->ninputs, GRAPH_MAX_NODE_IO);
+        goto fail;
+    }
+    if (schedule(p) != TG_OK) {
+        snprintf(err, errlen, "replay: out of memory");
+        goto fail;
+    }
+    const graph_type *in[GRAPH_MAX_NODE_IO];
+    for (int32_t i = 0; i < p->g->ninputs; i++)
+        in[i] = &p->g->values[p->g->inputs[i]].type;
+    p->traced = variant_new(p, in, err, errlen);
+    if (!p->traced)
+        goto fail;
+    return p;
+fail:
+    replay_plan_free(p);
+    return NULL;
+}
+
+void replay_plan_free(replay_plan *p)
+{
+    if (!p)
+        return;
+    for (replay_variant *v = p->traced, *next; v; v = next) {
+        next = v->next;
+        variant_free(v);
+    }
+    pthread_mutex_destroy(&p->mu);
+    free(p->items);
+    graph_free(p->g);
+    free(p);
+}
+
+size_t replay_workspace_size(const replay_plan *p)
+{
+    return p ? p->traced->mp.arena_bytes : 0;
+}
+
+tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
+                           size_t nbytes, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    if (!p || !name || !data) {
+        snprintf(err, errlen, "replay_set_param: NULL argument");
+        return TG_ERR_NULL;
+    }
+    for (int32_t i = 0; i < p->g->nvalues; i++) {
+        graph_value *v = &p->g->values[i];
+        if (v->kind != GRAPH_VALUE_PARAM || !v->name || strcmp(v->name, name) != 0)
+            continue;
+        if (nbytes != graph_value_nbytes(v)) {
+            char s[160];
+            snprintf(err, errlen, "replay_set_param: \"%s\" is %s%s (%zu bytes), got %zu bytes",
+                     name, graph_dtype_name(v->type.dtype), graph_shape_str(&v->type, s, sizeof s),
+                     graph_value_nbytes(v), nbytes);
+            return TG_ERR_SHAPE;
+        }
+        memcpy(v->data, data, nbytes); /* sessions point at this buffer */
+        v->hash = graph_hash_bytes(v->data, nbytes);
+        return TG_OK;
+    }
+    snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "
+             "into constants by the optimizer cannot be swapped)", name);
+    return TG_ERR_ARG;
+}
+
+int replay_num_inputs(const replay_plan *p) { return p->g->ninputs; }
+int replay_num_outputs(const replay_plan *p) { return p->g->noutputs; }
+int replay_num_steps(const replay_plan *p) { return p->nitems; }
+
+const char *replay_input_name(const replay_plan *p, int i)
+{
+    return i >= 0 && i < p->g->ninputs ? p->g->values[p->g->inputs[i]].name : NULL;
+}
+
+const char *replay_output_name(const replay_plan *p, int i)
+{
+    return i >= 0 && i < p->g->noutputs ? p->g->outputs[i].name : NULL;
+}
+
+const graph_type *replay_input_type(const replay_plan *p, int i)
+{
+    return i >= 0 && i < p->g->ninputs ? &p->g->values[p->g->inputs[i]].type : NULL;
+}
+
+const graph_type *replay_output_type(const replay_plan *p, int i)
+{
+    return i >= 0 && i < p->g->noutputs ? &p->g->values[p->g->outputs[i].value].type : NULL;
+}

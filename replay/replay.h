@@ -1,0 +1,106 @@
+/*
+ * replay.h - compile a graph into an immutable plan and run it fast.
+ *
+ *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
+ *   replay_session *s = replay_session_new(plan, NULL, 0);
+ *   replay_tensor in = {"x", xtype, xdata}, out = {"y", ytype, ybuf};
+ *   replay_run(s, &in, 1, &out, 1);
+ *
+ * A plan holds the schedule, the kernels and their arguments bound ahead of
+ * time, the arena layout (optimize/memplan.h) and its own copies of params
+ * and constants; it does not refer to the graph after compile.  A session
+ * owns an arena (or uses one the caller brings: replay_workspace_size), so
+ * several sessions run one plan on several threads at once.  A run is a
+ * flat loop of kernel calls.
+ *
+ * Inputs are matched by name (replay_tensor.name) or, when name is NULL, by
+ * position; their dtype and shape are checked.  Dynamic dims (marked at
+ * trace time) may differ from the traced sizes, consistently per symbol;
+ * each distinct set of input shapes is planned once and cached.  Guards are
+ * checked as their values are computed; a strict guard that fails stops the
+ * run with TG_ERR_GUARD and names the call site of the read.
+ *
+ * Errors: functions return a status; the message is replay_session_error()
+ * (or the err buffer of replay_compile), naming the node and its call site.
+ */
+#ifndef TG_REPLAY_H
+#define TG_REPLAY_H
+
+#include <stddef.h>
+
+#include "../graph/graph.h"
+
+typedef enum replay_backend_kind {
+    REPLAY_CPU,
+    REPLAY_OPENCL, /* not built yet: replay_compile refuses it */
+} replay_backend_kind;
+
+typedef struct replay_opts {
+    replay_backend_kind backend;
+    int threads;        /* threads each kernel may use (default 1) */
+    int no_inplace;     /* disable in-place buffer reuse (debugging) */
+    const char *device; /* backend device (OpenCL: index or name substring) */
+} replay_opts;
+
+typedef struct replay_tensor {
+    const char *name; /* match by name; NULL: by position */
+    graph_type type;
+    void *data; /* inputs: read; outputs: written (NULL: see replay_run) */
+} replay_tensor;
+
+typedef struct replay_plan replay_plan;
+typedef struct replay_session replay_session;
+
+/*
+ * Compiles g (verified first).  Returns NULL and a message in err when the
+ * graph is invalid or the backend lacks an op ("op X is not supported on
+ * backend Y", naming the node's call site).  opts NULL: defaults.
+ */
+replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
+                            size_t errlen);
+/* Frees a plan; its sessions must be freed first. NULL is a no-op. */
+void replay_plan_free(replay_plan *p);
+
+/* Arena bytes a session needs for the traced shapes. */
+size_t replay_workspace_size(const replay_plan *p);
+/*
+ * A session on p.  workspace NULL: the session allocates its own arena;
+ * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at
+ * least replay_workspace_size(p) (runs at other dynamic sizes that need
+ * more fail with TG_ERR_NOMEM).  NULL on out of memory or bad workspace.
+ */
+replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size);
+void replay_session_free(replay_session *s);
+
+/*
+ * Runs the plan.  outputs[i].data non-NULL: the result is copied there
+ * (its type must match); NULL: data is set to the session's own buffer,
+ * valid until the next run on this session, and type is filled in.
+ */
+tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
+                     replay_tensor *outputs, int nout);
+/* The last error of s ("" if none). */
+const char *replay_session_error(const replay_session *s);
+/* Warn-policy guards that changed during the last run. */
+int replay_session_guard_warnings(const replay_session *s);
+
+/*
+ * Replaces the data of param name (kept as a param in the graph) on a live
+ * plan, the cudaGraphExecUpdate of tracegraph: no recompile, every session
+ * sees it on its next run.  Must not run concurrently with replay_run on
+ * any session of p.  nbytes must equal the param's size.
+ */
+tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
+                           size_t nbytes, char *err, size_t errlen);
+
+/* Signature queries: counts, names, traced types (for callers and the CLI). */
+int replay_num_inputs(const replay_plan *p);
+int replay_num_outputs(const replay_plan *p);
+const char *replay_input_name(const replay_plan *p, int i);
+const char *replay_output_name(const replay_plan *p, int i);
+const graph_type *replay_input_type(const replay_plan *p, int i);
+const graph_type *replay_output_type(const replay_plan *p, int i);
+/* Steps a run executes at the traced shapes (nodes + guard checks). */
+int replay_num_steps(const replay_plan *p);
+
+#endif

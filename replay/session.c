@@ -1,0 +1,397 @@
+/*
+ * session.c - sessions and runs.  A session binds the plan's schedule to
+ * its arena once per variant: every step is a kernel pointer plus a
+ * complete eager_kargs (types and data pointers), so a run patches the
+ * input pointers and calls the steps in a flat loop.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct guard_ctx {
+    const graph *g;
+    const graph_guard *gd;
+    int *warnings;
+} guard_ctx;
+
+typedef struct bound_step {
+    eager_kernel_fn fn;
+    eager_kargs a;
+    int32_t node; /* for messages; -1 for guards */
+} bound_step;
+
+typedef struct bound {
+    replay_variant *v;
+    bound_step *steps;
+    int32_t nsteps;
+    /* storage the steps' kargs point into */
+    graph_type *types;
+    const void **ptrs;
+    guard_ctx *gctx;
+    /* input pointers to patch per run: slot and signature input index */
+    const void ***patch;
+    int32_t *patch_input;
+    int32_t npatch;
+    struct bound *next;
+} bound;
+
+struct replay_session {
+    replay_plan *p;
+    char *arena;
+    size_t arena_size;
+    int own_arena;
+    bound *bounds;
+    bound *last;
+    int guard_warnings;
+    tg_status status; /* of the last fail() */
+    char kerr[512];
+    char err[1024];
+};
+
+/* Runs one guard check: in[0] is the value, attrs the guard_ctx. */
+static tg_status guard_step(const eager_kargs *a)
+{
+    const guard_ctx *c = a->attrs;
+    int r = graph_guard_check(c->g, c->gd, &a->in_type[0], a->in[0], a->err, a->errlen);
+    if (r == 1)
+        (*c->warnings)++;
+    return r == 2 ? TG_ERR_GUARD : TG_OK;
+}
+
+static void bound_free(bound *b)
+{
+    if (!b)
+        return;
+    free(b->steps);
+    free(b->types);
+    free(b->ptrs);
+    free(b->gctx);
+    free(b->patch);
+    free(b->patch_input);
+    free(b);
+}
+
+/* Where value v lives for this session and variant (NULL for inputs). */
+static const void *value_ptr(const replay_session *s, const replay_variant *v, int32_t id)
+{
+    const graph_value *val = &s->p->g->values[id];
+    if (val->kind == GRAPH_VALUE_INTER)
+        return s->arena + v->mp.offset[id];
+    if (val->kind == GRAPH_VALUE_INPUT)
+        return NULL;
+    return val->data;
+}
+
+static int input_index(const graph *g, int32_t id)
+{
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (g->inputs[i] == id)
+            return i;
+    return -1;
+}
+
+/* Points slot at value id, recording a patch if id is an input. */
+static void bind_slot(replay_session *s, bound *b, replay_variant *v, const void **slot,
+                      int32_t id)
+{
+    *slot = value_ptr(s, v, id);
+    if (s->p->g->values[id].kind == GRAPH_VALUE_INPUT) {
+        b->patch[b->npatch] = slot;
+        b->patch_input[b->npatch++] = input_index(s->p->g, id);
+    }
+}
+
+static bound *bind(replay_session *s, replay_variant *v)
+{
+    const replay_plan *p = s->p;
+    const graph *g = p->g;
+    size_t nslots = 0;
+    for (int32_t k = 0; k < p->nitems; k++) {
+        const replay_item *it = &p->items[k];
+        nslots += it->node < 0 ? 1 : (size_t)(g->nodes[it->node].nin + g->nodes[it->node].nout);
+    }
+    bound *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->v = v;
+    b->steps = calloc((size_t)p->nitems + 1, sizeof *b->steps);
+    b->types = malloc(sizeof(graph_type) * (nslots + 1));
+    b->ptrs = malloc(sizeof(void *) * (nslots + 1));
+    b->gctx = malloc(sizeof(guard_ctx) * ((size_t)g->nguards + 1));
+    b->patch = malloc(sizeof(void *) * (nslots + 1));
+    b->patch_input = malloc(sizeof(int32_t) * (nslots + 1));
+    if (!b->steps || !b->types || !b->ptrs || !b->gctx || !b->patch || !b->patch_input) {
+        bound_free(b);
+        return NULL;
+    }
+    size_t used = 0;
+    for (int32_t k = 0; k < p->nitems; k++) {
+        const replay_item *it = &p->items[k];
+        bound_step *st = &b->steps[k];
+        eager_kargs *a = &st->a;
+        a->nthreads = p->opts.threads;
+        a->err = s->kerr;
+        a->errlen = sizeof s->kerr;
+        st->node = it->node;
+        if (it->node < 0) {
+            const graph_guard *gd = &g->guards[it->guard];
+            guard_ctx *c = &b->gctx[it->guard];
+            *c = (guard_ctx){g, gd, &s->guard_warnings};
+            b->types[used] = v->types[gd->value];
+            bind_slot(s, b, v, &b->ptrs[used], gd->value);
+            a->in_type = &b->types[used];
+            a->in = &b->ptrs[used];
+            a->nin = 1;
+            a->attrs = c;
+            st->fn = guard_step;
+            used++;
+            continue;
+        }
+        const graph_node *n = &g->nodes[it->node];
+        st->fn = p->backend->kernel(n->op);
+        a->in_type = &b->types[used];
+        a->in = &b->ptrs[used];
+        a->nin = n->nin;
+        for (int j = 0; j < n->nin; j++, used++) {
+            b->types[used] = v->types[n->in[j]];
+            bind_slot(s, b, v, &b->ptrs[used], n->in[j]);
+        }
+        a->out_type = &b->types[used];
+        a->out = (void *const *)&b->ptrs[used];
+        a->nout = n->nout;
+        for (int j = 0; j < n->nout; j++, used++) {
+            b->types[used] = v->types[n->out[j]];
+            b->ptrs[used] = value_ptr(s, v, n->out[j]);
+        }
+        a->attrs = graph_node_attrs(n);
+    }
+    b->nsteps = p->nitems;
+    return b;
+}
+
+replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
+{
+    if (!p || (workspace && (((uintptr_t)workspace & 63) || size < replay_workspace_size(p))))
+        return NULL;
+    replay_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->p = p;
+    if (workspace) {
+        s->arena = workspace;
+        s->arena_size = size;
+    } else {
+        s->arena_size = replay_workspace_size(p);
+        s->arena = aligned_alloc(64, s->arena_size ? (s->arena_size + 63) & ~(size_t)63 : 64);
+        s->own_arena = 1;
+        if (!s->arena) {
+            free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+static void drop_bounds(replay_session *s)
+{
+    for (bound *b = s->bounds, *next; b; b = next) {
+        next = b->next;
+        bound_free(b);
+    }
+    s->bounds = s->last = NULL;
+}
+
+void replay_session_free(replay_session *s)
+{
+    if (!s)
+        return;
+    drop_bounds(s);
+    if (s->own_arena)
+        free(s->arena);
+    free(s);
+}
+
+const char *replay_session_error(const replay_session *s) { return s ? s->err : "no session"; }
+int replay_session_guard_warnings(const replay_session *s) { return s ? s->guard_warnings : 0; }
+
+static tg_status fail(replay_session *s, tg_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tg_status fail(replay_session *s, tg_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return s->status = st;
+}
+
+/* Orders the caller's inputs (by name, or by position) into sig order. */
+static tg_status order_inputs(replay_session *s, const replay_tensor *inputs, int nin,
+                              const replay_tensor **ordered)
+{
+    const graph *g = s->p->g;
+    if (nin != g->ninputs || (nin && !inputs))
+        return fail(s, TG_ERR_ARG, "replay: the plan takes %d inputs, got %d", g->ninputs, nin);
+    for (int i = 0; i < nin; i++)
+        ordered[i] = NULL;
+    for (int k = 0; k < nin; k++) {
+        int i = k;
+        if (inputs[k].name) {
+            for (i = 0; i < nin; i++) {
+                const char *n = g->values[g->inputs[i]].name;
+                if (n && strcmp(n, inputs[k].name) == 0)
+                    break;
+            }
+            if (i == nin)
+                return fail(s, TG_ERR_ARG, "replay: the plan has no input named \"%s\"",
+                            inputs[k].name);
+        }
+        if (ordered[i])
+            return fail(s, TG_ERR_ARG, "replay: input %d (\"%s\") is given twice", i,
+                        g->values[g->inputs[i]].name ? g->values[g->inputs[i]].name : "?");
+        if (!inputs[k].data && graph_type_numel(&inputs[k].type) > 0)
+            return fail(s, TG_ERR_NULL, "replay: input %d has no data", k);
+        ordered[i] = &inputs[k];
+    }
+    return TG_OK;
+}
+
+static int same_shapes(const replay_variant *v, const replay_tensor *const *in, int nin)
+{
+    int32_t k = 0;
+    for (int i = 0; i < nin; i++) {
+        for (int d = 0; d < in[i]->type.ndim; d++)
+            if (k >= v->nkey || v->key[k++] != in[i]->type.dim[d])
+                return 0;
+    }
+    return k == v->nkey;
+}
+
+/* The bound steps for these inputs: the last ones, or found, or made. */
+static bound *bound_for(replay_session *s, const replay_tensor *const *in, int nin)
+{
+    if (s->last && same_shapes(s->last->v, in, nin) &&
+        s->last->v == s->p->traced) /* traced shapes: dtype/rank checked below */
+        return s->last;
+    const graph_type *types[GRAPH_MAX_NODE_IO];
+    for (int i = 0; i < nin; i++)
+        types[i] = &in[i]->type;
+    char err[1024];
+    replay_variant *v = replay_variant_get(s->p, types, err, sizeof err);
+    if (!v) {
+        fail(s, TG_ERR_SHAPE, "%s", err);
+        return NULL;
+    }
+    for (bound *b = s->bounds; b; b = b->next)
+        if (b->v == v)
+            return s->last = b;
+    if (v->mp.arena_bytes > s->arena_size) {
+        if (!s->own_arena) {
+            fail(s, TG_ERR_NOMEM, "replay: these input shapes need a %zu-byte workspace, "
+                 "the session was given %zu", v->mp.arena_bytes, s->arena_size);
+            return NULL;
+        }
+        char *a = aligned_alloc(64, (v->mp.arena_bytes + 63) & ~(size_t)63);
+        if (!a) {
+            fail(s, TG_ERR_NOMEM, "replay: cannot grow the arena to %zu bytes", v->mp.arena_bytes);
+            return NULL;
+        }
+        drop_bounds(s); /* they point into the old arena */
+        free(s->arena);
+        s->arena = a;
+        s->arena_size = v->mp.arena_bytes;
+    }
+    bound *b = bind(s, v);
+    if (!b) {
+        fail(s, TG_ERR_NOMEM, "replay: out of memory binding the plan");
+        return NULL;
+    }
+    b->next = s->bounds;
+    s->bounds = b;
+    return s->last = b;
+}
+
+/* Copies or hands out the outputs. */
+static tg_status deliver(replay_session *s, const bound *b, const replay_tensor *const *in,
+                         replay_tensor *outputs, int nout)
+{
+    const graph *g = s->p->g;
+    for (int k = 0; k < nout; k++) {
+        int i = k;
+        if (outputs[k].name) {
+            for (i = 0; i < g->noutputs && strcmp(g->outputs[i].name, outputs[k].name); i++)
+                ;
+            if (i == g->noutputs)
+                return fail(s, TG_ERR_ARG, "replay: the plan has no output named \"%s\"",
+                            outputs[k].name);
+        }
+        int32_t id = g->outputs[i].value;
+        const graph_type *t = &b->v->types[id];
+        const void *src = g->values[id].kind == GRAPH_VALUE_INPUT
+                              ? in[input_index(g, id)]->data
+                              : value_ptr(s, b->v, id);
+        if (!outputs[k].data) {
+            outputs[k].type = *t;
+            outputs[k].data = (void *)src;
+            continue;
+        }
+        const graph_type *want = &outputs[k].type;
+        int ok = want->dtype == t->dtype && want->ndim == t->ndim;
+        for (int d = 0; ok && d < t->ndim; d++)
+            ok = want->dim[d] == t->dim[d];
+        if (!ok) {
+            char a[160], c[160];
+            return fail(s, TG_ERR_SHAPE, "replay: output \"%s\" is %s%s, the buffer given "
+                        "is %s%s", g->outputs[i].name, graph_dtype_name(t->dtype),
+                        graph_shape_str(t, a, sizeof a), graph_dtype_name(want->dtype),
+                        graph_shape_str(want, c, sizeof c));
+        }
+        memcpy(outputs[k].data, src, (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype));
+    }
+    return TG_OK;
+}
+
+tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
+                     replay_tensor *outputs, int nout)
+{
+    if (!s)
+        return TG_ERR_NULL;
+    s->err[0] = '\0';
+    s->guard_warnings = 0;
+    const replay_tensor *in[GRAPH_MAX_NODE_IO];
+    if (nin > GRAPH_MAX_NODE_IO)
+        return fail(s, TG_ERR_ARG, "replay: %d inputs (at most %d)", nin, GRAPH_MAX_NODE_IO);
+    if (nout > s->p->g->noutputs || (nout && !outputs))
+        return fail(s, TG_ERR_ARG, "replay: the plan makes %d outputs, asked for %d",
+                    s->p->g->noutputs, nout);
+    tg_status st = order_inputs(s, inputs, nin, in);
+    if (st != TG_OK)
+        return st;
+    /* dtype and rank are part of the check even on the fast path */
+    for (int i = 0; i < nin; i++) {
+        const graph_type *want = &s->p->g->values[s->p->g->inputs[i]].type;
+        if (in[i]->type.dtype != want->dtype || in[i]->type.ndim != want->ndim) {
+            s->last = NULL; /* take the slow path: it writes the message */
+            break;
+        }
+    }
+    bound *b = bound_for(s, in, nin);
+    if (!b)
+        return s->status;
+    for (int32_t j = 0; j < b->npatch; j++)
+        *b->patch[j] = in[b->patch_input[j]]->data;
+    const bound_step *steps = b->steps;
+    for (int32_t k = 0, n = b->nsteps; k < n; k++) {
+        if (__builtin_expect(steps[k].fn(&steps[k].a) != TG_OK, 0)) {
+            if (steps[k].node < 0)
+                return fail(s, TG_ERR_GUARD, "replay: %s", s->kerr);
+            char what[400];
+            return fail(s, TG_ERR_BACKEND, "replay: %s: %s",
+                        replay_node_str(s->p, steps[k].node, what, sizeof what), s->kerr);
+        }
+    }
+    return deliver(s, b, in, outputs, nout);
+}

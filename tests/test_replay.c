@@ -1,0 +1,315 @@
+/*
+ * test_replay.c - the replay runtime against the reference interpreter and
+ * eager: bit-identical outputs for the traced models, dynamic batch,
+ * guards, param swap, many threads on one plan, workspaces, errors.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/interp.h"
+#include "models.h"
+#include "replay/replay.h"
+#include "tracer/trace.h"
+
+/* Traces m at batch with a dynamic batch dim; params kept as params. */
+static graph *trace_model(const model *m, eager_tensor *x)
+{
+    eager_pool_push();
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_dynamic(x, 0, "B");
+    for (int i = 0; i < m->nparams; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        trace_param(m->params[i], name);
+    }
+    trace_output(m->forward(x, m->params), "y");
+    graph *g = trace_freeze();
+    eager_pool_pop();
+    CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
+    return g;
+}
+
+static replay_tensor as_input(eager_tensor *t, const char *name)
+{
+    replay_tensor r = {name, *eager_type(t), (void *)eager_peek(t)};
+    return r;
+}
+
+static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+
+/* Replay == interpreter == eager, bit for bit, at several batches. */
+static void test_models(void)
+{
+    for (int k = 0; k < MODEL_COUNT; k++) {
+        model m = model_make(k);
+        eager_tensor *x = model_input(&m, m.input_shape.v[0], 100 + (uint64_t)k);
+        graph *g = trace_model(&m, x);
+        char err[512] = "";
+        replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
+        CHECK_MSG(p != NULL, "%s compiles: %s", m.name, err);
+        replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+        for (int b = 0; s && b < 3; b++) {
+            int64_t batch = b == 0 ? m.input_shape.v[0] : b == 1 ? 1 : 7;
+            eager_pool_push();
+            eager_tensor *xb = model_input(&m, batch, 200 + (uint64_t)b);
+            eager_tensor *want = m.forward(xb, m.params), *interp[1] = {NULL};
+            CHECK(eager_interpret(g, &xb, 1, interp, 1, NULL) == TG_OK);
+            replay_tensor in = as_input(xb, NULL), out = {NULL};
+            tg_status st = replay_run(s, &in, 1, &out, 1);
+            CHECK_MSG(st == TG_OK, "%s batch %lld runs: %s", m.name, (long long)batch,
+                      replay_session_error(s));
+            if (st == TG_OK && want && interp[0]) {
+                CHECK(graph_type_numel(&out.type) == eager_numel(want));
+                CHECK_MSG(same_bits(out.data, eager_peek(interp[0]), eager_nbytes(want)),
+                          "%s batch %lld: replay == interpreter", m.name, (long long)batch);
+                CHECK_MSG(same_bits(out.data, eager_peek(want), eager_nbytes(want)),
+                          "%s batch %lld: replay == eager", m.name, (long long)batch);
+            }
+            eager_release(interp[0]);
+            eager_pool_pop();
+        }
+        replay_session_free(s);
+        replay_plan_free(p);
+        graph_free(g);
+        eager_release(x);
+        model_free(&m);
+    }
+}
+
+/* ---- many threads, one plan ---- */
+
+typedef struct worker {
+    replay_plan *p;
+    const float *x;
+    graph_type xt;
+    float *first;
+    size_t n;
+    int mismatches, errors;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    replay_session *s = replay_session_new(w->p, NULL, 0);
+    float *buf = malloc(w->n * sizeof(float));
+    for (int i = 0; s && buf && i < 1000; i++) {
+        replay_tensor in = {"x", w->xt, (void *)w->x};
+        replay_tensor out = {"y", *replay_output_type(w->p, 0), buf};
+        if (replay_run(s, &in, 1, &out, 1) != TG_OK)
+            w->errors++;
+        else if (memcmp(buf, w->first, w->n * sizeof(float)) != 0)
+            w->mismatches++;
+    }
+    free(buf);
+    replay_session_free(s);
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    model m = model_make(MODEL_ATTENTION);
+    eager_tensor *x = model_input(&m, 2, 300);
+    graph *g = trace_model(&m, x);
+    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    CHECK(p != NULL);
+    if (p) {
+        eager_pool_push();
+        eager_tensor *want = m.forward(x, m.params);
+        worker w[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = (worker){p, eager_peek(x), *eager_type(x), (float *)eager_peek(want),
+                            (size_t)eager_numel(want), 0, 0};
+            pthread_create(&th[i], NULL, work, &w[i]);
+        }
+        int bad = 0;
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            bad += w[i].mismatches + w[i].errors;
+        }
+        CHECK_MSG(bad == 0, "4 threads x 1000 runs identical to eager (%d bad)", bad);
+        eager_pool_pop();
+    }
+    replay_plan_free(p);
+    graph_free(g);
+    eager_release(x);
+    model_free(&m);
+}
+
+/* ---- param swap, guards, workspace, errors ---- */
+
+static void test_param_swap(void)
+{
+    model m = model_make(MODEL_MLP);
+    eager_tensor *x = model_input(&m, 4, 400);
+    graph *g = trace_model(&m, x);
+    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK(s != NULL);
+    if (s) {
+        eager_pool_push();
+        eager_tensor *w2 = eager_rand_normal(TG_SHAPE(10, 16), 77, 0, 0.3f);
+        char err[256];
+        CHECK(replay_set_param(p, "p2", eager_peek(w2), eager_nbytes(w2), err, sizeof err) == TG_OK);
+        eager_tensor *params[4] = {m.params[0], m.params[1], w2, m.params[3]};
+        eager_tensor *want = model_mlp(x, params);
+        replay_tensor in = as_input(x, "x"), out = {NULL};
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK);
+        CHECK_MSG(same_bits(out.data, eager_peek(want), eager_nbytes(want)),
+                  "swapped param: replay == eager with the new weight");
+        CHECK(replay_set_param(p, "p2", eager_peek(w2), 12, err, sizeof err) == TG_ERR_SHAPE);
+        CHECK_MSG(strstr(err, "\"p2\" is f32[10,16] (640 bytes), got 12 bytes"), "%s", err);
+        CHECK(replay_set_param(p, "nope", eager_peek(w2), 640, err, sizeof err) == TG_ERR_ARG);
+        CHECK_MSG(strstr(err, "no param named \"nope\""), "%s", err);
+        eager_pool_pop();
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_release(x);
+    model_free(&m);
+}
+
+static int read_line;
+
+static eager_tensor *branchy(eager_tensor *x)
+{
+    eager_tensor *pos = eager_gt(eager_reduce_sum(x, TG_NOINTS, 0), eager_scalar(0));
+    read_line = __LINE__ + 1;
+    return eager_bool(pos) ? eager_relu(x) : eager_neg(x);
+}
+
+static void test_guards(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(3), ((float[]){1, 2, -0.5f}));
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_output(branchy(x), "y");
+    graph *g = trace_freeze();
+    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK(s && replay_num_steps(p) == 4); /* reduce_sum, gt, its guard, relu */
+    if (s) {
+        float y[3];
+        replay_tensor in = as_input(x, "x"), out = {"y", *eager_type(x), y};
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && y[2] == 0.0f && y[0] == 1.0f);
+        float other[3] = {-1, -2, 0.5f};
+        in.data = other;
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_GUARD);
+        char site[64];
+        snprintf(site, sizeof site, "test_replay.c:%d branchy", read_line);
+        CHECK_MSG(strstr(replay_session_error(s), site) &&
+                  strstr(replay_session_error(s), "guard failed: the decision at"),
+                  "\"%s\" names %s", replay_session_error(s), site);
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_pool_pop();
+}
+
+static void test_workspace_and_errors(void)
+{
+    model m = model_make(MODEL_CONV);
+    eager_tensor *x = model_input(&m, 2, 500);
+    graph *g = trace_model(&m, x);
+    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    CHECK(p != NULL);
+    if (!p) {
+        graph_free(g);
+        eager_release(x);
+        model_free(&m);
+        return;
+    }
+    size_t ws = replay_workspace_size(p);
+    CHECK(ws > 0 && ws % 64 == 0);
+    void *mem = aligned_alloc(64, ws);
+    CHECK(replay_session_new(p, mem, ws - 64) == NULL); /* too small */
+    replay_session *s = replay_session_new(p, mem, ws);
+    CHECK(s != NULL);
+    eager_pool_push();
+    eager_tensor *want = m.forward(x, m.params);
+    replay_tensor in = as_input(x, NULL), out = {NULL};
+    CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK &&
+          same_bits(out.data, eager_peek(want), eager_nbytes(want)));
+    /* a bigger batch needs more than the caller's workspace */
+    eager_tensor *big = model_input(&m, 8, 501);
+    in = as_input(big, "x");
+    CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_ERR_NOMEM, "%s", replay_session_error(s));
+    CHECK_MSG(strstr(replay_session_error(s), "workspace"), "%s", replay_session_error(s));
+    /* wrong shapes, names, counts */
+    eager_tensor *bad = eager_zeros(GRAPH_F32, TG_SHAPE(2, 4, 8, 8));
+    in = as_input(bad, "x");
+    CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_SHAPE);
+    CHECK_MSG(strstr(replay_session_error(s), "input \"x\" is f32[2,4,8,8], the plan takes f32[2,3,8,8]"),
+              "%s", replay_session_error(s));
+    in = as_input(x, "z");
+    CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_ARG);
+    CHECK(strstr(replay_session_error(s), "no input named \"z\"") != NULL);
+    CHECK(replay_run(s, &in, 0, &out, 1) == TG_ERR_ARG);
+    in = as_input(x, "x");
+    float small[3];
+    replay_tensor o2 = {"y", {GRAPH_F32, 1, {3}}, small};
+    CHECK(replay_run(s, &in, 1, &o2, 1) == TG_ERR_SHAPE);
+    CHECK(strstr(replay_session_error(s), "output \"y\" is f32[2,4], the buffer given is f32[3]") != NULL);
+    eager_pool_pop();
+    replay_session_free(s);
+    free(mem);
+    replay_plan_free(p);
+
+    /* compile errors: another backend; an invalid graph */
+    char err[512];
+    replay_opts o = {REPLAY_OPENCL, 1, 0, NULL};
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "not implemented"));
+    g->nodes[1].in[0] = g->nodes[3].out[0]; /* use before definition */
+    CHECK(replay_compile(g, NULL, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "invalid graph") && strstr(err, "before it is defined") &&
+              strstr(err, "models.c:"), "%s", err);
+    graph_free(g);
+    eager_release(x);
+    model_free(&m);
+}
+
+/* In-place reuse keeps results identical, and the arena is smaller. */
+static void test_memory(void)
+{
+    model m = model_make(MODEL_ATTENTION);
+    eager_tensor *x = model_input(&m, 2, 600);
+    graph *g = trace_model(&m, x);
+    replay_opts o = {REPLAY_CPU, 1, 1, NULL};
+    replay_plan *p1 = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    replay_plan *p2 = g ? replay_compile(g, &o, NULL, 0) : NULL;
+    CHECK(p1 && p2);
+    if (p1 && p2) {
+        CHECK(replay_workspace_size(p1) <= replay_workspace_size(p2));
+        replay_session *s1 = replay_session_new(p1, NULL, 0), *s2 = replay_session_new(p2, NULL, 0);
+        replay_tensor in = as_input(x, "x"), o1 = {NULL}, oo = {NULL};
+        CHECK(replay_run(s1, &in, 1, &o1, 1) == TG_OK && replay_run(s2, &in, 1, &oo, 1) == TG_OK);
+        CHECK(same_bits(o1.data, oo.data, (size_t)graph_type_numel(&o1.type) * 4));
+        replay_session_free(s1);
+        replay_session_free(s2);
+    }
+    replay_plan_free(p1);
+    replay_plan_free(p2);
+    graph_free(g);
+    eager_release(x);
+    model_free(&m);
+}
+
+int main(void)
+{
+    long live = eager_live_tensors();
+    test_models();
+    test_threads();
+    test_param_swap();
+    test_guards();
+    test_workspace_and_errors();
+    test_memory();
+    CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
+    return check_done();
+}
