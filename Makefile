@@ -33,8 +33,14 @@ build: deps $(BUILD)/CMakeCache.txt
 asan: deps $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j $(JOBS)
 
+# The main job: eager example, then trace + save, then load + replay in a
+# fresh process, printing eager vs replay time.
 demo: build
 	./$(BUILD)/example_eager_demo
+	@echo
+	cd $(BUILD) && ./example_trace_save model.tgraph
+	@echo
+	cd $(BUILD) && ./example_load_replay model.tgraph
 
 test: test-plain test-asan test-install
 	@echo "make test: all suites passed"

@@ -138,6 +138,14 @@ static inline int format_rd_u8(format_rd *r, uint8_t *v)
     *v = (uint8_t)t;
     return 0;
 }
+static inline int format_rd_u16(format_rd *r, uint16_t *v)
+{
+    uint64_t t;
+    if (format_rd_le(r, 2, &t) < 0)
+        return -1;
+    *v = (uint16_t)t;
+    return 0;
+}
 static inline int format_rd_u32(format_rd *r, uint32_t *v)
 {
     uint64_t t;

@@ -11,7 +11,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <zstd.h>
 
+#include "bytes.h"
 #include "tgraph.h"
 
 #define FORMAT_MAGIC "\x89TGR\r\n\x1a\n"
@@ -25,6 +27,8 @@
 #define FORMAT_MAX_CONST_RAW ((uint64_t)1 << 40)
 #define FORMAT_NO_STR 0xFFFFFFFFu
 #define FORMAT_DATA_ALIGN 64
+/* Raw bytes per zstd frame of the constants section. */
+#define FORMAT_CONST_CHUNK ((uint64_t)1 << 22)
 
 /* Section ids, also the order sections are written in. */
 enum {
@@ -49,12 +53,60 @@ uint64_t format_xxh64(const void *p, size_t n, uint64_t seed);
 int format_dtype_code(graph_dtype dt);
 int format_dtype_from_code(unsigned code, graph_dtype *dt);
 
+/*
+ * The other code tables of the spec: entry i is the enum value of file
+ * code i, so reordering an enum can never change what a file means.
+ */
+static const int format_value_kinds[] = {GRAPH_VALUE_INPUT, GRAPH_VALUE_PARAM,
+                                         GRAPH_VALUE_CONST, GRAPH_VALUE_INTER};
+static const int format_attr_kinds[] = {GRAPH_ATTR_I64, GRAPH_ATTR_F32,
+                                        GRAPH_ATTR_INTS, GRAPH_ATTR_DTYPE};
+static const int format_guard_kinds[] = {GRAPH_GUARD_VALUE, GRAPH_GUARD_DECISION,
+                                         GRAPH_GUARD_BUFFER};
+static const int format_guard_policies[] = {GRAPH_GUARD_STRICT, GRAPH_GUARD_WARN,
+                                            GRAPH_GUARD_OFF};
+#define FORMAT_NCODES(table) ((unsigned)(sizeof table / sizeof table[0]))
+
+/* The file code of enum value v in table, or -1. */
+static inline int format_code_of(const int *table, unsigned n, int v)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (table[i] == v)
+            return (int)i;
+    return -1;
+}
+#define FORMAT_CODE(table, v) format_code_of(table, FORMAT_NCODES(table), (int)(v))
+
 /* Writes "fmt..." into err (errlen bytes; err may be NULL). */
 void format_errf(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/*
+ * Appends one zstd frame of n bytes at level to out: content size and
+ * checksum on, window capped at FORMAT_WINDOW_LOG_MAX.  0, or -1.
+ */
+int format_compress_frame(ZSTD_CCtx *cc, int level, const void *src, size_t n,
+                          format_wbuf *out);
+
+/* One value's data as placed in the constants section. */
+typedef struct format_blob {
+    const void *data;
+    uint64_t offset; /* 64-byte aligned, increasing */
+    size_t nbytes;
+} format_blob;
+
+/* The raw constants bytes [a, b) (data and zero padding) into dst. */
+void format_gather_constants(const format_blob *blobs, size_t nblobs, uint64_t a,
+                             uint64_t b, uint8_t *dst);
+/*
+ * Compresses raw constants bytes (blobs, raw in total) as frames of
+ * FORMAT_CONST_CHUNK raw bytes each, in parallel; appends to out.  0 or -1.
+ */
+int format_compress_constants(const format_blob *blobs, size_t nblobs, uint64_t raw,
+                              int level, format_wbuf *out);
 
 /* Raw (uncompressed) sections, indexed by id - 1. */
 typedef struct format_raw_sections {

@@ -25,6 +25,16 @@ struct graph_chunk {
     int32_t ids[];
 };
 
+void *graph_alloc_bytes(graph *g, size_t n)
+{
+    graph_chunk *c = g->chunks;
+    if (c && (c->used & 1)) /* keep 8-byte alignment: ids are 4 bytes */
+        c->used++;
+    if (c && c->used > c->cap)
+        c->used = c->cap;
+    return graph_alloc_ids(g, (int)((n + 3) / 4 + 1) & ~1);
+}
+
 int32_t *graph_alloc_ids(graph *g, int n)
 {
     size_t need = n > 0 ? (size_t)n : 1;
@@ -223,6 +233,14 @@ tg_status graph_set_data(graph *g, int32_t vid, const void *data,
     return TG_OK;
 }
 
+tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes)
+{
+    if (GROW(g, values, values, nvalues) < 0 || GROW(g, nodes, nodes, nnodes) < 0)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory reserving %d values, %d nodes",
+                          nvalues, nnodes);
+    return TG_OK;
+}
+
 tg_status graph_add_input(graph *g, int32_t v)
 {
     if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_INPUT)
@@ -281,7 +299,7 @@ int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
 /* Appends a node whose output types are known; the shared tail of both adders. */
 static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
                            const graph_attrs *a, const graph_type *otype,
-                           int nout, int32_t *out_ids, int max_out)
+                           int nout, int32_t *out_ids, int max_out, int32_t prov)
 {
     const graph_op_info *info = &graph_ops[op];
     if (GROW(g, nodes, nodes, g->nnodes + 1) < 0)
@@ -289,15 +307,25 @@ static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
     graph_node *n = &g->nodes[g->nnodes];
     memset(n, 0, sizeof *n);
     n->op = op;
-    if (info->attr_size)
-        memcpy(&n->attrs, a, info->attr_size);
+    if (info->attr_size) {
+        n->attrs = graph_alloc_bytes(g, info->attr_size);
+        if (!n->attrs)
+            goto oom;
+        memcpy(n->attrs, a, info->attr_size);
+    }
     n->nin = nin;
     n->nout = nout;
-    n->in = graph_alloc_ids(g, nin);
-    n->out = graph_alloc_ids(g, nout);
-    n->prov = graph_alloc_ids(g, 1); /* room for the usual one origin */
-    if (!n->in || !n->out || !n->prov)
+    /* One block: inputs, outputs, and room for the usual one origin. */
+    int32_t *ids = graph_alloc_ids(g, nin + nout + 1);
+    if (!ids)
         goto oom;
+    n->in = ids;
+    n->out = ids + nin;
+    n->prov = ids + nin + nout;
+    if (prov >= 0) {
+        n->prov[0] = prov;
+        n->nprov = 1;
+    }
     if (nin)
         memcpy(n->in, in, sizeof(int32_t) * (size_t)nin);
     int32_t id = g->nnodes++;
@@ -368,12 +396,12 @@ int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
         graph_fail(g, st, "%s", msg);
         return -1;
     }
-    return append_node(g, op, in, nin, &a, otype, nout, out_ids, max_out);
+    return append_node(g, op, in, nin, &a, otype, nout, out_ids, max_out, -1);
 }
 
 int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
                              const void *attrs, const graph_type *out_types,
-                             int nout, int32_t *out_ids, int max_out)
+                             int nout, int32_t *out_ids, int max_out, int32_t prov)
 {
     if (check_inputs(g, op, in, nin, NULL) < 0)
         return -1;
@@ -387,7 +415,11 @@ int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
         if (attrs)
             memcpy(&a, attrs, graph_ops[op].attr_size);
     }
-    return append_node(g, op, in, nin, &a, out_types, nout, out_ids, max_out);
+    if (prov >= g->nprovs) {
+        graph_fail(g, TG_ERR_ARG, "%s: provenance %d does not exist", graph_ops[op].name, prov);
+        return -1;
+    }
+    return append_node(g, op, in, nin, &a, out_types, nout, out_ids, max_out, prov);
 }
 
 int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,

@@ -65,7 +65,7 @@ typedef struct graph_node {
     int32_t nin, nout;
     int32_t *in;  /* value ids (graph_alloc_ids) */
     int32_t *out; /* value ids (graph_alloc_ids) */
-    graph_attrs attrs;
+    graph_attrs *attrs; /* attr_size bytes in the graph's arena; NULL if none */
     int32_t nprov;
     int32_t *prov; /* provenance ids, the first is the primary */
 } graph_node;
@@ -77,11 +77,11 @@ typedef struct graph_node {
  */
 static inline const void *graph_node_attrs(const graph_node *n)
 {
-    return graph_ops[n->op].attr_size ? (const void *)&n->attrs : NULL;
+    return graph_ops[n->op].attr_size ? (const void *)n->attrs : NULL;
 }
 static inline void *graph_node_attrs_mut(graph_node *n)
 {
-    return graph_ops[n->op].attr_size ? (void *)&n->attrs : NULL;
+    return graph_ops[n->op].attr_size ? (void *)n->attrs : NULL;
 }
 
 /* One frame of a captured call stack, symbolized at freeze. */
@@ -200,11 +200,14 @@ int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
                        const void *attrs, int32_t *out_ids, int max_out);
 /*
  * Appends a node whose output types the caller already knows (the tracer,
- * which has just run the op); skips inference.  graph_verify checks them.
+ * which has just run the op); skips inference (graph_verify checks them).
+ * prov: its first provenance id, or -1.
  */
 int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
                              const void *attrs, const graph_type *out_types,
-                             int nout, int32_t *out_ids, int max_out);
+                             int nout, int32_t *out_ids, int max_out, int32_t prov);
+/* Makes room for at least nvalues values and nnodes nodes. */
+tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes);
 /* Adds provenance; returns its id or -1. frames may be NULL (n = 0). */
 int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
                        const graph_frame *frames, int nframes);
@@ -219,6 +222,8 @@ int32_t graph_add_guard(graph *g, const graph_guard *guard);
  * at a new array from here.  NULL on out of memory.
  */
 int32_t *graph_alloc_ids(graph *g, int n);
+/* n bytes, 8-byte aligned, from the same arena (attribute structs). */
+void *graph_alloc_bytes(graph *g, size_t n);
 
 /*
  * Checks guard gd against the guarded value's data now (type: its type

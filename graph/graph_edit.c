@@ -41,7 +41,7 @@ graph *graph_clone(const graph *g)
         c->values[i].data = NULL; /* in case we bail out below */
     DUP(nodes, nnodes);
     for (int32_t i = 0; i < c->nnodes; i++)
-        c->nodes[i].in = c->nodes[i].out = c->nodes[i].prov = NULL;
+        c->nodes[i].in = c->nodes[i].out = c->nodes[i].prov = NULL, c->nodes[i].attrs = NULL;
     DUP(inputs, ninputs);
     DUP(outputs, noutputs);
     DUP(provs, nprovs);
@@ -64,6 +64,12 @@ graph *graph_clone(const graph *g)
     for (int32_t i = 0; i < c->nnodes; i++) {
         graph_node *n = &c->nodes[i];
         const graph_node *s = &g->nodes[i];
+        if (s->attrs) {
+            n->attrs = graph_alloc_bytes(c, graph_ops[s->op].attr_size);
+            if (!n->attrs)
+                goto oom;
+            memcpy(n->attrs, s->attrs, graph_ops[s->op].attr_size);
+        }
         n->in = graph_alloc_ids(c, s->nin);
         n->out = graph_alloc_ids(c, s->nout);
         n->prov = graph_alloc_ids(c, s->nprov);

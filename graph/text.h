@@ -59,7 +59,7 @@
  *   VALUE    := '%' IDENT | '%' DIGITS         PROVREF := '!' IDENT
  *   NAME     := IDENT | STRING                 IDENT := [A-Za-z_][A-Za-z0-9_.]*
  *   STRING   := '"' ... '"' with \" \\ \n \t \xHH escapes (no NUL)
- *   FLOAT    := decimal (%.9g) | inf | -inf | nan | -nan | nan:0xBITS
+ *   FLOAT    := decimal | inf | -inf | nan | -nan | nan:0xBITS
  *
  * Meaning:
  *   - Values are created in text order.  The printer writes them in
@@ -71,10 +71,14 @@
  *     (the parser checks, reporting line and column).  Dynamic dims are
  *     written by symbol name; their concrete size is the sym's.  The sym
  *     lines come first in the body (the signature's types use them).
+ *   - 'elided HASH' is a param/const without data here: either it has
+ *     none (graph_value.data NULL, hash kept) or it has more than
+ *     inline_max elements.  'specialized' is GRAPH_NODE_SPECIALIZED; dead
+ *     nodes are not printed.
  *   - Attributes go by the names in ops.def; the printer leaves out those
  *     equal to their defaults, the parser fills missing ones with defaults.
- *   - Guards: value/decision guards compare element [i] with a double
- *     (%.17g); buffer guards compare the whole buffer's hash (HEX).  The
+ *   - Guards: value/decision guards compare element [i] with a double;
+ *     buffer guards compare the whole buffer's hash (HEX).  The
  *     printer puts each guard right after its value is defined, keeping
  *     the guards' order.
  *   - '!pN' refers to provenance entry pN; the provenance section lists

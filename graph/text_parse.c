@@ -8,7 +8,6 @@
  * the text's length, and nothing recurses.  The first error is kept and
  * everything else unwinds with -1.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -160,16 +159,15 @@ int graph_text_get_i64(text_parser *p, const char *what, int64_t *out)
         scan_u64(s + neg, n - (size_t)neg, &m) < 0)
         return graph_text_fail_tok(p, "expected %s", what);
     if (m > (uint64_t)INT64_MAX + (uint64_t)neg)
-        return graph_text_fail_tok(p, "integer out of range for %s", what);
+        return graph_text_fail_tok(p, "integer out of range");
     *out = neg ? (int64_t)(0 - m) : (int64_t)m;
     graph_text_next(p);
     return 0;
 }
 
 /*
- * A float token: inf, -inf, nan, -nan, nan:0xBITS (bits of the given
- * width), or a decimal strtod/strtof accepts in full.  *bits gets the raw
- * bits for NaNs (0 = not a NaN spelled by name).
+ * A float: inf, -inf, nan, -nan, nan:0xBITS (the raw bits of a NaN of
+ * the given width), or a decimal that strtof/strtod reads in full.
  */
 static int get_float(text_parser *p, const char *what, int is32, double *d,
                      float *f)
@@ -193,8 +191,12 @@ static int get_float(text_parser *p, const char *what, int is32, double *d,
             graph_text_next(p);
             if (graph_text_get_u64(p, "NaN bits after 'nan:'", &bits) < 0)
                 return -1;
-            if (neg || (is32 && bits > UINT32_MAX))
-                return graph_text_fail(p, t.pos, "bad NaN bits");
+            uint64_t exp = is32 ? 0x7f800000u : UINT64_C(0x7ff0000000000000);
+            uint64_t man = is32 ? 0x007fffffu : UINT64_C(0x000fffffffffffff);
+            if (neg || (is32 && bits > UINT32_MAX) || (bits & exp) != exp ||
+                !(bits & man))
+                return graph_text_fail(p, t.pos, "nan:0x%llx is not a NaN",
+                                       (unsigned long long)bits);
         } else if (neg) {
             bits |= is32 ? UINT64_C(0x80000000) : UINT64_C(1) << 63;
         }
@@ -204,7 +206,6 @@ static int get_float(text_parser *p, const char *what, int is32, double *d,
         return 0;
     } else {
         char *end;
-        errno = 0;
         if (t.kind != TK_NUM)
             return graph_text_fail_tok(p, "expected %s", what);
         if (is32)
@@ -279,7 +280,7 @@ static int parse_dim(text_parser *p, text_dim *d)
         return -1;
     if (d->size < 0 || d->size > TEXT_MAX_DIM)
         return graph_text_fail(p, pos, "dim %lld is out of range (0 to 2^48)",
-                         (long long)d->size);
+                               (long long)d->size);
     return 0;
 }
 
@@ -328,7 +329,7 @@ static int find_symbol(text_parser *p, const text_dim *d)
             return i;
     }
     return graph_text_fail(p, d->sympos, "unknown symbol '%.*s' (declare it with "
-                     "'sym NAME = SIZE')", (int)(n > 40 ? 40 : n), name);
+                           "'sym NAME = SIZE')", (int)(n > 40 ? 40 : n), name);
 }
 
 int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft)
@@ -358,7 +359,7 @@ int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *
 }
 
 void graph_text_type_str(const graph *g, const text_full_type *ft, char *buf,
-                   size_t len)
+                         size_t len)
 {
     size_t u = (size_t)snprintf(buf, len, "%s[", graph_dtype_name(ft->t.dtype));
     for (int d = 0; d < ft->t.ndim && u < len; d++) {
@@ -385,7 +386,7 @@ text_label *graph_text_find_label(text_label *head, const char *key, size_t n)
 }
 
 int graph_text_add_label(text_parser *p, text_label **head, const char *key,
-                   size_t n, int32_t id, size_t pos)
+                         size_t n, int32_t id, size_t pos)
 {
     text_label *l = malloc(sizeof *l + n + 1);
     if (!l)
@@ -412,14 +413,14 @@ static int check_new_label(text_parser *p, const text_tok *t)
         digits++;
     if (digits != n && !graph_text_is_ident(key, n))
         return graph_text_fail(p, t->pos, "bad value name '%.*s' (use %%name or "
-                         "%%number)", (int)(t->len > 40 ? 40 : t->len),
+                               "%%number)", (int)(t->len > 40 ? 40 : t->len),
                          p->s + t->pos);
     text_label *l = graph_text_find_label(p->vals, key, n);
     if (l) {
         int line, col;
         graph_text_line_col(p->s, p->len, l->pos, &line, &col);
         return graph_text_fail(p, t->pos, "redefinition of %%%.*s (first defined "
-                         "at line %d, col %d)", (int)(n > 40 ? 40 : n), key,
+                               "at line %d, col %d)", (int)(n > 40 ? 40 : n), key,
                          line, col);
     }
     return 0;
@@ -450,7 +451,7 @@ int graph_text_parse_def(text_parser *p, text_def *d)
 }
 
 int graph_text_bind(text_parser *p, int32_t id, const text_def *d,
-              const text_full_type *ft)
+                    const text_full_type *ft)
 {
     if (check_new_label(p, &d->label) < 0)
         return -1;
@@ -459,7 +460,7 @@ int graph_text_bind(text_parser *p, int32_t id, const text_def *d,
     v->dyn = ft->dyn;
     memcpy(v->sym, ft->sym, sizeof v->sym);
     return graph_text_add_label(p, &p->vals, p->s + d->label.pos + 1,
-                          d->label.len - 1, id, d->label.pos);
+                                d->label.len - 1, id, d->label.pos);
 }
 
 int32_t graph_text_define(text_parser *p, const text_def *d, graph_value_kind kind)
@@ -479,11 +480,11 @@ int32_t graph_text_get_value(text_parser *p)
     if (p->tok.kind != TK_VALUE)
         return graph_text_fail_tok(p, "expected a value such as %%x");
     text_label *l = graph_text_find_label(p->vals, p->s + p->tok.pos + 1,
-                                    p->tok.len - 1);
+                                          p->tok.len - 1);
     if (!l)
         return graph_text_fail(p, p->tok.pos, "unknown value %.*s",
-                         (int)(p->tok.len > 40 ? 40 : p->tok.len),
-                         p->s + p->tok.pos);
+                               (int)(p->tok.len > 40 ? 40 : p->tok.len),
+                               p->s + p->tok.pos);
     graph_text_next(p);
     return l->id;
 }
@@ -504,9 +505,12 @@ static int parse_outputs(text_parser *p)
         o->pos = p->tok.pos;
         if (graph_text_get_name(p, "an output name", &o->name) < 0)
             return -1;
-        for (size_t i = 0; i < p->nouts; i++)
-            if (p->outs[i].name == o->name)
-                return graph_text_fail(p, o->pos, "output '%s' is listed twice", o->name);
+        /* Names are interned: the pointer is the key (no quadratic scan). */
+        const char *key = (const char *)&o->name;
+        if (graph_text_find_label(p->outnames, key, sizeof o->name))
+            return graph_text_fail(p, o->pos, "output '%s' is listed twice", o->name);
+        if (graph_text_add_label(p, &p->outnames, key, sizeof o->name, 0, o->pos) < 0)
+            return -1;
         if (graph_text_expect(p, ':', "after the output name") < 0 ||
             graph_text_parse_type(p, &o->type) < 0)
             return -1;
@@ -572,7 +576,7 @@ static int parse_sym(text_parser *p)
         return -1;
     if (traced < 0 || traced > TEXT_MAX_DIM)
         return graph_text_fail(p, vpos, "size %lld is out of range (0 to 2^48)",
-                         (long long)traced);
+                               (long long)traced);
     if (graph_add_symbol(p->g, name, traced) < 0)
         return graph_text_fail(p, pos, "%s", graph_error(p->g));
     return 0;
@@ -602,11 +606,11 @@ static int parse_return(text_parser *p)
         return -1;
     if (p->nret >= p->nouts)
         return graph_text_fail(p, pos, "return of '%s', which the signature does "
-                         "not list", name);
+                               "not list", name);
     const text_out *o = &p->outs[p->nret];
     if (o->name != name)
         return graph_text_fail(p, pos, "return of '%s' where the signature lists "
-                         "'%s' next", name, o->name);
+                               "'%s' next", name, o->name);
     if (graph_text_expect(p, '=', "after the output name") < 0)
         return -1;
     size_t vpos = p->tok.pos;
@@ -620,7 +624,7 @@ static int parse_return(text_parser *p)
         graph_text_type_str(p->g, &ft, want, sizeof want);
         graph_text_type_str(p->g, &vt, got, sizeof got);
         return graph_text_fail(p, vpos, "output '%s' is declared %s but the value "
-                         "is %s", name, want, got);
+                               "is %s", name, want, got);
     }
     if (graph_add_output(p->g, v, name) != TG_OK)
         return graph_text_fail(p, pos, "%s", graph_error(p->g));
@@ -642,7 +646,7 @@ static int parse_body(text_parser *p)
         if (graph_text_is_punct(p, '}')) {
             if (p->nret < p->nouts)
                 return graph_text_fail(p, p->tok.pos, "missing return for output "
-                                 "'%s'", p->outs[p->nret].name);
+                                       "'%s'", p->outs[p->nret].name);
             graph_text_next(p);
             return 0;
         }
@@ -654,7 +658,7 @@ static int parse_body(text_parser *p)
             st = parse_return(p);
         else
             st = graph_text_fail_tok(p, "expected a statement (%%value, sym, guard, "
-                               "return or '}')");
+                                     "return or '}')");
         if (st < 0)
             return -1;
     }
@@ -669,7 +673,7 @@ static int resolve_prov_refs(text_parser *p)
         text_label *l = graph_text_find_label(p->provs, p->s + r->pos, r->len);
         if (!l)
             return graph_text_fail(p, r->pos - 1, "unknown provenance !%.*s",
-                             (int)(r->len > 40 ? 40 : r->len), p->s + r->pos);
+                                   (int)(r->len > 40 ? 40 : r->len), p->s + r->pos);
         if (r->is_guard)
             p->g->guards[r->target].prov = l->id;
         else if (graph_node_add_prov(p->g, r->target, l->id) != TG_OK)
@@ -720,6 +724,7 @@ graph *graph_parse(const char *text, size_t len, char *err, size_t errlen)
     int st = p.g ? parse_all(&p) : graph_text_fail(&p, 0, "out of memory");
     free_labels(&p.vals);
     free_labels(&p.provs);
+    free_labels(&p.outnames);
     free(p.refs);
     free(p.sig);
     free(p.outs);

@@ -75,7 +75,7 @@ typedef struct text_parser {
     char *err;
     size_t errlen;
     int failed;
-    text_label *vals, *provs;
+    text_label *vals, *provs, *outnames;
     text_prov_ref *refs;
     size_t nrefs, caprefs;
     text_def *sig;
@@ -124,19 +124,19 @@ int graph_text_parse_type(text_parser *p, text_type *t);
 int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *ft);
 /* "f32[B,784]" of a resolved type, for messages. */
 void graph_text_type_str(const graph *g, const text_full_type *ft, char *buf,
-                   size_t len);
+                         size_t len);
 
 /* Value labels. */
 text_label *graph_text_find_label(text_label *head, const char *key, size_t n);
 int graph_text_add_label(text_parser *p, text_label **head, const char *key,
-                   size_t n, int32_t id, size_t pos);
+                         size_t n, int32_t id, size_t pos);
 /* Reads "%label ["name"]: type" (checking the label is new). */
 int graph_text_parse_def(text_parser *p, text_def *d);
 /* Creates a source value for d, registers its label; returns id or -1. */
 int32_t graph_text_define(text_parser *p, const text_def *d, graph_value_kind kind);
 /* Sets name, dyn and sym of value id from d, registers its label. */
 int graph_text_bind(text_parser *p, int32_t id, const text_def *d,
-              const text_full_type *ft);
+                    const text_full_type *ft);
 /* Reads a %value use; returns its id or -1. */
 int32_t graph_text_get_value(text_parser *p);
 

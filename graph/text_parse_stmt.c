@@ -45,7 +45,7 @@ static int parse_data(text_parser *p, int32_t id)
     size_t esize = graph_dtype_size(v->type.dtype), open = p->tok.pos;
     if ((uint64_t)numel > p->len - p->tok.pos)
         return graph_text_fail(p, open, "%lld elements cannot fit in the rest of "
-                         "the text", (long long)numel);
+                               "the text", (long long)numel);
     char *buf = malloc((size_t)numel * esize + 1);
     if (!buf)
         return graph_text_fail(p, open, "out of memory");
@@ -55,7 +55,7 @@ static int parse_data(text_parser *p, int32_t id)
     while (st == 0 && !graph_text_is_punct(p, ']')) {
         if (n == numel) {
             st = graph_text_fail(p, p->tok.pos, "too many elements (want %lld)",
-                           (long long)numel);
+                                 (long long)numel);
             break;
         }
         if (n && graph_text_expect(p, ',', "between elements") < 0)
@@ -65,7 +65,7 @@ static int parse_data(text_parser *p, int32_t id)
     }
     if (st == 0 && n < numel)
         st = graph_text_fail(p, p->tok.pos, "too few elements: %lld of %lld",
-                       (long long)n, (long long)numel);
+                             (long long)n, (long long)numel);
     if (st == 0) {
         graph_text_next(p);
         if (graph_set_data(p->g, id, buf, (size_t)numel * esize) != TG_OK)
@@ -79,8 +79,8 @@ static int parse_source(text_parser *p, const text_def *defs, int ndefs,
                         graph_value_kind kind)
 {
     if (ndefs != 1)
-        return graph_text_fail_tok(p, "a %s defines exactly one value",
-                             graph_value_kind_name(kind));
+        return graph_text_fail(p, p->tok.pos, "a %s defines exactly one value",
+                               graph_value_kind_name(kind));
     graph_text_next(p);
     int32_t id = graph_text_define(p, &defs[0], kind);
     if (id < 0)
@@ -107,7 +107,7 @@ static int parse_ints(text_parser *p, const char *what, graph_ints *v)
             return -1;
         if (v->n == GRAPH_MAX_INTS)
             return graph_text_fail(p, p->tok.pos, "%s has more than %d entries",
-                             what, GRAPH_MAX_INTS);
+                                   what, GRAPH_MAX_INTS);
         if (graph_text_get_i64(p, "an integer", &v->v[v->n]) < 0)
             return -1;
         v->n++;
@@ -148,7 +148,7 @@ static int parse_attr_value(text_parser *p, const graph_attr_desc *d,
         if (p->tok.kind != TK_IDENT ||
             graph_dtype_parse(p->s + p->tok.pos, p->tok.len, &x) < 0)
             return graph_text_fail_tok(p, "expected a dtype (f32, i64, i32 or bool) "
-                                 "for %s", what);
+                                       "for %s", what);
         memcpy(field, &x, sizeof x);
         graph_text_next(p);
         return 0;
@@ -175,11 +175,11 @@ static int parse_attrs(text_parser *p, graph_op op, graph_attrs *a)
             k++;
         if (k == info->nattrs)
             return graph_text_fail(p, p->tok.pos, "%s has no attribute '%.*s'",
-                             info->name, (int)(p->tok.len > 40 ? 40 : p->tok.len),
-                             p->s + p->tok.pos);
+                                   info->name, (int)(p->tok.len > 40 ? 40 : p->tok.len),
+                                   p->s + p->tok.pos);
         if (seen >> k & 1)
             return graph_text_fail(p, p->tok.pos, "attribute '%s' is given twice",
-                             d[k].name);
+                                   d[k].name);
         seen |= UINT64_C(1) << k;
         graph_text_next(p);
         if (graph_text_expect(p, '=', "after the attribute name") < 0 ||
@@ -228,8 +228,8 @@ static int bind_outputs(text_parser *p, int32_t node, const text_def *defs,
     const char *op = graph_ops[n->op].name;
     if (n->nout != ndefs)
         return graph_text_fail(p, oppos, "%s makes %d output%s but %d %s written",
-                         op, (int)n->nout, n->nout == 1 ? "" : "s", ndefs,
-                         ndefs == 1 ? "is" : "are");
+                               op, (int)n->nout, n->nout == 1 ? "" : "s", ndefs,
+                               ndefs == 1 ? "is" : "are");
     for (int k = 0; k < ndefs; k++) {
         text_full_type ft;
         int32_t v = n->out[k];
@@ -245,9 +245,9 @@ static int bind_outputs(text_parser *p, int32_t node, const text_def *defs,
             graph_text_type_str(p->g, &ft, a, sizeof a);
             graph_text_type_str(p->g, &it, b, sizeof b);
             return graph_text_fail(p, defs[k].type.pos, "type mismatch: %.*s is "
-                             "written %s but %s makes %s",
-                             (int)(defs[k].label.len > 40 ? 40 : defs[k].label.len),
-                             p->s + defs[k].label.pos, a, op, b);
+                                   "written %s but %s makes %s",
+                                   (int)(defs[k].label.len > 40 ? 40 : defs[k].label.len),
+                                   p->s + defs[k].label.pos, a, op, b);
         }
         if (graph_text_bind(p, v, &defs[k], &ft) < 0)
             return -1;
@@ -261,7 +261,7 @@ static int parse_node(text_parser *p, const text_def *defs, int ndefs)
     graph_op op = graph_op_find(p->s + p->tok.pos, p->tok.len);
     if (op == GRAPH_OP_COUNT)
         return graph_text_fail(p, oppos, "unknown op '%.*s'",
-                         (int)(p->tok.len > 40 ? 40 : p->tok.len), p->s + oppos);
+                               (int)(p->tok.len > 40 ? 40 : p->tok.len), p->s + oppos);
     int32_t in[TEXT_MAX_NODE_IO];
     int nin, specialized = 0;
     graph_attrs a;
@@ -299,7 +299,7 @@ int graph_text_parse_defs_stmt(text_parser *p)
         for (;;) {
             if (ndefs == TEXT_MAX_NODE_IO)
                 return graph_text_fail(p, p->tok.pos, "more than %d outputs",
-                                 TEXT_MAX_NODE_IO);
+                                       TEXT_MAX_NODE_IO);
             if (graph_text_parse_def(p, &defs[ndefs++]) < 0)
                 return -1;
             if (!graph_text_is_punct(p, ','))
@@ -354,9 +354,9 @@ int graph_text_parse_guard(text_parser *p)
         int64_t numel = graph_type_numel(&p->g->values[gd.value].type);
         if (gd.index < 0 || gd.index >= numel)
             return graph_text_fail(p, ipos, "index %lld is out of range for %.*s "
-                             "(%lld elements)", (long long)gd.index,
-                             (int)(vt.len > 40 ? 40 : vt.len), p->s + vt.pos,
-                             (long long)numel);
+                                   "(%lld elements)", (long long)gd.index,
+                                   (int)(vt.len > 40 ? 40 : vt.len), p->s + vt.pos,
+                                   (long long)numel);
         if (graph_text_expect(p, ']', "after the index") < 0)
             return -1;
     }
@@ -434,7 +434,7 @@ static int parse_prov_entry(text_parser *p)
         return graph_text_fail_tok(p, "expected a provenance label such as p0");
     if (graph_text_find_label(p->provs, p->s + pos, p->tok.len))
         return graph_text_fail(p, pos, "provenance %.*s is defined twice",
-                         (int)(p->tok.len > 40 ? 40 : p->tok.len), p->s + pos);
+                               (int)(p->tok.len > 40 ? 40 : p->tok.len), p->s + pos);
     if (graph_text_add_label(p, &p->provs, p->s + pos, p->tok.len, p->g->nprovs, pos) < 0)
         return -1;
     graph_text_next(p);
@@ -452,7 +452,7 @@ static int parse_prov_entry(text_parser *p)
             if (p->nframes >= INT32_MAX / 2)
                 return graph_text_fail(p, p->tok.pos, "too many frames");
             if (graph_text_grow(p, &p->frames, &p->capframes, p->nframes + 1,
-                          sizeof *p->frames) < 0 ||
+                                sizeof *p->frames) < 0 ||
                 parse_frame(p, &p->frames[p->nframes]) < 0)
                 return -1;
             p->nframes++;

@@ -260,7 +260,7 @@ static void put_attrs(printer *p, const graph_node *n)
     graph_attrs_default(n->op, &def);
     int first = 1;
     for (int k = 0; k < info->nattrs; k++) {
-        const char *a = (const char *)&n->attrs + d[k].offset;
+        const char *a = (const char *)graph_node_attrs(n) + d[k].offset;
         const char *b = (const char *)&def + d[k].offset;
         graph_ints ints;
         if (d[k].kind == GRAPH_ATTR_INTS) {

@@ -238,8 +238,8 @@ static void cmp_attrs(const graph_node *x, const graph_node *y, int32_t i)
     const graph_op_info *info = &graph_ops[x->op];
     const graph_attr_desc *d = info->nattrs ? info->attr_descs() : NULL;
     for (int k = 0; k < info->nattrs; k++) {
-        const char *p = (const char *)&x->attrs + d[k].offset;
-        const char *q = (const char *)&y->attrs + d[k].offset;
+        const char *p = (const char *)graph_node_attrs(x) + d[k].offset;
+        const char *q = (const char *)graph_node_attrs(y) + d[k].offset;
         size_t n = d[k].kind == GRAPH_ATTR_I64 ? 8 : d[k].kind == GRAPH_ATTR_F32 ? 4
                    : d[k].kind == GRAPH_ATTR_DTYPE ? sizeof(graph_dtype) : 0;
         if (d[k].kind == GRAPH_ATTR_INTS) {
@@ -531,13 +531,13 @@ static void test_free_text(void)
     CHECK(!h->values[3].data && h->values[3].hash == 0xabc);
     CHECK(!h->values[4].data && h->values[4].hash == 0);
     const graph_node *clip = &h->nodes[1];
-    CHECK(clip->op == GRAPH_OP_clip && clip->attrs.clip.max == 6 &&
-          isinf(clip->attrs.clip.min) && clip->attrs.clip.min < 0 &&
+    CHECK(clip->op == GRAPH_OP_clip && clip->attrs->clip.max == 6 &&
+          isinf(clip->attrs->clip.min) && clip->attrs->clip.min < 0 &&
           clip->flags == GRAPH_NODE_SPECIALIZED && clip->nprov == 2 &&
           clip->prov[0] == 0 && clip->prov[1] == 1);
     const graph_node *sp = &h->nodes[2];
-    CHECK(sp->op == GRAPH_OP_split && sp->nout == 2 && sp->attrs.split.axis == 1 &&
-          sp->attrs.split.sizes.n == 2 && sp->attrs.split.sizes.v[1] == 2);
+    CHECK(sp->op == GRAPH_OP_split && sp->nout == 2 && sp->attrs->split.axis == 1 &&
+          sp->attrs->split.sizes.n == 2 && sp->attrs->split.sizes.v[1] == 2);
     CHECK(h->nodes[3].op == GRAPH_OP_concat && h->nodes[3].nin == 2 &&
           h->values[h->nodes[3].out[0]].type.dim[0] == 6 &&
           h->values[h->nodes[3].out[0]].dyn == 1);
@@ -597,6 +597,12 @@ static const struct {
      "line 2, col 37: expected an integer, got '0.5'"},
     {H "  %1: f32[4] = concat(%x, %x) {axis=99999999999999999999}\n" R,
      "line 2, col 37: expected an integer, got '99999999999999999999'"},
+    {H "  %1: f32[4] = concat(%x, %x) {axis=-9223372036854775809}\n" R,
+     "line 2, col 37: integer out of range, got '-9223372036854775809'"},
+    {H "  %1: f32[2] = leaky_relu(%x) {alpha=nan:0x1}\n" R,
+     "line 2, col 38: nan:0x1 is not a NaN"},
+    {H "  %1: f32[2] = leaky_relu(%x) {alpha=nan}\n" R,
+     "line 2, col 16: leaky_relu: [2]: alpha must be finite, got nan"},
     {H "  %1: f32[2] = concat(%x) {axis=[0]}\n" R, "line 2, col 33: expected an integer, got '['"},
     {H "  %1: f32[2] = split(%x) {sizes=2}\n" R,
      "line 2, col 33: expected a list such as [1,2] for attribute 'sizes', got '2'"},
@@ -624,7 +630,7 @@ static const struct {
     {H "  %c: f32[1] = param elided abc\n" R,
      "line 2, col 29: expected the data's hash (0x...), got 'abc'"},
     {H "  %c: f32[1], %d: f32[1] = param\n" R,
-     "line 2, col 28: a param defines exactly one value, got 'param'"},
+     "line 2, col 28: a param defines exactly one value"},
     {H "  %c: f32[1] = input\n" R, "line 2, col 16: inputs belong in the graph's signature"},
     {H "  guard maybe %x[0] == 1 strict\n" R,
      "line 2, col 9: expected a guard kind (value, decision or buffer), got 'maybe'"},

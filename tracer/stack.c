@@ -2,7 +2,11 @@
  * stack.c - call stacks for provenance.
  *
  * Capture is unw_backtrace(): raw return addresses, no symbol lookup, a few
- * dozen ns per frame.  Symbolization runs once per distinct address at
+ * dozen ns per frame.  The tracer avoids even that for repeated calls: it
+ * keeps, per (call site, frame address), the stack and the stack slots
+ * that hold its return addresses (trace_stack_capture_slots), and reuses
+ * it when every slot still holds the same address (trace_stack_unchanged:
+ * a few loads instead of a walk).  Symbolization runs once per distinct address at
  * freeze: libunwind resolves a name from the ELF symbol table when a local
  * cursor's IP is set to the address (libunwind 1.6 has no lookup by bare
  * address); dladdr() is the fallback for objects libunwind cannot read.
@@ -32,6 +36,46 @@ int trace_stack_capture(uint64_t *ips, int max, int skip)
     for (int i = skip + 1; i < n && out < max; i++)
         ips[out++] = (uint64_t)(uintptr_t)buf[i];
     return out;
+}
+
+/*
+ * The slots come from libunwind's stepping API: after a step, the caller's
+ * SP is the callee's CFA, and the call pushed the return address just below
+ * it.  Exact, and slow (~1 us a frame), which is why the tracer only does
+ * this on a miss of its (site, frame address) cache.  Scanning the stack
+ * for the addresses would be faster but finds stale copies (seen here:
+ * libc's start-up frames), so it could reuse a wrong stack silently.
+ */
+int trace_stack_capture_slots(uint64_t *ips, uint64_t *slots, int max)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    if (max > TRACE_MAX_DEPTH + 8)
+        max = TRACE_MAX_DEPTH + 8;
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+        return 0;
+    int n = 0;
+    while (n < max && unw_step(&c) > 0) {
+        unw_word_t ip, sp;
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || unw_get_reg(&c, UNW_REG_SP, &sp) != 0)
+            break;
+        ips[n] = ip;
+        slots[n] = sp - sizeof(uint64_t); /* where the call pushed ip */
+        n++;
+    }
+    return n;
+}
+
+/* Reads other frames' stack slots on purpose: not an ASan finding. */
+__attribute__((no_sanitize_address)) int
+trace_stack_unchanged(const uint64_t *ips, const uint64_t *slots, int n)
+{
+    /* Frame 0 is the capturing function's own call, whose slot this very
+     * call has overwritten; it is the same code on every path. */
+    for (int i = 1; i < n; i++)
+        if (*(const volatile uint64_t *)(uintptr_t)slots[i] != ips[i])
+            return 0;
+    return 1;
 }
 
 typedef struct sym_entry {

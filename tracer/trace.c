@@ -28,6 +28,17 @@ typedef struct prov_entry {
     UT_hash_handle hh;
 } prov_entry;
 
+#define STACK_WAYS 8
+
+typedef struct stack_entry {
+    uintptr_t frame;
+    const char *file, *func;
+    int line, n;
+    int32_t prov;
+    uint64_t ips[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
+    uint64_t slots[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
+} stack_entry;
+
 typedef struct trace_state {
     graph *g;
     trace_opts opts;
@@ -40,6 +51,10 @@ typedef struct trace_state {
         prov_key key;
         int32_t prov;
     } recent[256];
+    /* Stacks seen per (site, frame address), revalidated by their slots;
+     * 8 ways per bucket, as one source line often holds several calls. */
+    struct stack_entry *stacks[256][STACK_WAYS];
+    uint8_t next_way[256];
     int broken; /* a recording error happened; freeze fails */
 } trace_state;
 
@@ -129,13 +144,10 @@ static uint64_t hash_ips(const uint64_t *ips, int n)
     return h;
 }
 
-__attribute__((noinline)) static int32_t record_prov(trace_state *st,
-                                                     const eager_site *site)
+/* The provenance id for a site and stack, made if new. */
+static int32_t prov_for(trace_state *st, const eager_site *site,
+                        const uint64_t *ips, int n)
 {
-    uint64_t ips[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
-    int n = 0;
-    if (st->opts.capture_stack)
-        n = trace_stack_capture(ips, st->opts.max_depth + INTERNAL_FRAMES, 0);
     prov_key key;
     memset(&key, 0, sizeof key);
     key.file = site->file;
@@ -170,6 +182,46 @@ __attribute__((noinline)) static int32_t record_prov(trace_state *st,
         free(e); /* still correct, just not cached */
     st->recent[slot].key = key;
     st->recent[slot].prov = prov;
+    return prov;
+}
+
+/*
+ * The provenance of the current call.  With stacks on, a call from the same
+ * site at the same frame address whose stack slots still hold the captured
+ * return addresses is the same call path: its provenance is reused without
+ * walking the stack (see stack.c).
+ */
+__attribute__((noinline)) static int32_t record_prov(trace_state *st,
+                                                     const eager_site *site)
+{
+    if (!st->opts.capture_stack)
+        return prov_for(st, site, NULL, 0);
+    uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+    unsigned h = (unsigned)((frame >> 4) ^ ((uintptr_t)site->file >> 3) ^
+                            (unsigned)site->line * 0x9E37u) & 255u;
+    for (int w = 0; w < STACK_WAYS; w++) {
+        const stack_entry *e = st->stacks[h][w];
+        if (e && e->frame == frame && e->file == site->file && e->line == site->line &&
+            e->func == site->func && trace_stack_unchanged(e->ips, e->slots, e->n))
+            return e->prov;
+    }
+    uint64_t ips[TRACE_MAX_DEPTH + INTERNAL_FRAMES], slots[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
+    int n = trace_stack_capture_slots(ips, slots, st->opts.max_depth + INTERNAL_FRAMES);
+    int32_t prov = prov_for(st, site, ips, n);
+    if (prov < 0)
+        return -1;
+    int w = st->next_way[h]++ % STACK_WAYS;
+    stack_entry *e = st->stacks[h][w];
+    if (!e && !(e = st->stacks[h][w] = malloc(sizeof *e)))
+        return prov; /* correct, just not cached */
+    e->frame = frame;
+    e->file = site->file;
+    e->func = site->func;
+    e->line = site->line;
+    e->n = n;
+    e->prov = prov;
+    memcpy(e->ips, ips, sizeof(uint64_t) * (size_t)n);
+    memcpy(e->slots, slots, sizeof(uint64_t) * (size_t)n);
     return prov;
 }
 
@@ -212,12 +264,9 @@ static tg_status on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
             return eager_status();
     for (int i = 0; i < nout; i++)
         otype[i] = *eager_type(out[i]);
-    int32_t node = graph_add_node_typed(st->g, op, vin, nin, attrs, otype, nout,
-                                        vout, GRAPH_MAX_NODE_IO);
-    if (node < 0)
-        return fail_graph(st, site);
     int32_t prov = record_prov(st, site);
-    if (prov < 0 || graph_node_add_prov(st->g, node, prov) != TG_OK)
+    if (prov < 0 || graph_add_node_typed(st->g, op, vin, nin, attrs, otype, nout, vout,
+                                         GRAPH_MAX_NODE_IO, prov) < 0)
         return fail_graph(st, site);
     for (int i = 0; i < nout; i++)
         eager_set_tag(out[i], make_tag(st, vout[i]));
@@ -294,6 +343,9 @@ static graph *end_trace(trace_state *st, int keep_graph)
         HASH_DEL(st->provs, e);
         free(e);
     }
+    for (int i = 0; i < 256; i++)
+        for (int w = 0; w < STACK_WAYS; w++)
+            free(st->stacks[i][w]);
     free(st);
     tl_trace = NULL;
     return g;
@@ -314,6 +366,11 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     if (st) {
         st->opts = o;
         st->g = graph_new(o.name);
+        /* Room for a few thousand ops without regrowing (and copying). */
+        if (st->g && graph_reserve(st->g, 4096, 2048) != TG_OK) {
+            graph_free(st->g);
+            st->g = NULL;
+        }
     }
     if (!st || !st->g) {
         if (st)
