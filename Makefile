@@ -6,15 +6,17 @@
 #   make test      plain build + ASan/UBSan build, each running the whole suite,
 #                  then an install check (find_package and pkg-config consumers)
 #   make bench     run the benchmarks
+#   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
 #   make install   cmake --install build (PREFIX=/usr/local)
 
 BUILD    ?= build
 ASAN     ?= build-asan
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 35
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install bench install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install bench fuzz install clean
 
 all: build
 
@@ -61,6 +63,9 @@ test-install: build
 bench: build
 	./$(BUILD)/eager_overhead
 	./$(BUILD)/trace_overhead
+
+fuzz: build
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

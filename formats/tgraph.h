@@ -38,12 +38,13 @@
  *  32+40n     8   u64 XXH64 (seed 0) of bytes [0, 32+40n)
  *  40+40n         the sections' stored bytes, in table order, back to back,
  *                 ending exactly at the file size.
- * Each section is one zstd frame with the content checksum on and the
- * content size set; the frame's window is at most 8 MiB.  With the header
- * checksum, the per-section checksums and the tiling rule, every bit of a
- * file is covered: any single-bit flip is detected.  Readers skip sections
- * of unknown id (room for optional additions); each known id appears
- * once, and all eight below are required.
+ * Each section's stored bytes are one zstd frame (constants: several, see
+ * below) with the content checksum on and the content size set; a frame's
+ * window is at most 8 MiB.  With the header checksum, the per-section
+ * checksums and the tiling rule, every bit of a file is covered: any
+ * single-bit flip is detected.  Readers skip sections of unknown id (room
+ * for optional additions); each known id appears once, and all eight
+ * below are required.
  *
  * Codes (fixed by the format, independent of the C enums):
  *   value kind  0 input, 1 param, 2 const, 3 inter
@@ -86,10 +87,16 @@
  *                 (output names present and unique)
  *   8 constants:  the data of every param/const with data, each at its
  *                 value's offset: 64-byte aligned, in value order, not
- *                 overlapping, numel * dtype size bytes; gaps are zero.
+ *                 overlapping, numel * dtype size bytes; every other byte
+ *                 (padding, gaps) is zero.  Stored as ceil(raw / 4 MiB)
+ *                 zstd frames back to back (one when raw is 0): frame k
+ *                 holds raw bytes [4 MiB * k, min(4 MiB * (k + 1), raw)),
+ *                 so frames decode independently, in parallel.
  *
- * Data is loaded into 64-byte aligned buffers.  The stored value hash is
- * kept as written (the section checksums already vouch for the bytes).
+ * Data is loaded into 64-byte aligned buffers (2 MiB aligned, as huge
+ * pages, from 4 MiB up).  The stored value hash is kept as written (the
+ * checksums already vouch for the bytes).  Loading decodes the constants
+ * on OpenMP's default number of threads (OMP_NUM_THREADS).
  * ===================================================================
  */
 #ifndef TG_FORMATS_TGRAPH_H

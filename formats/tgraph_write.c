@@ -274,8 +274,14 @@ static tg_status layout_constants(encoder *e)
     for (int32_t i = 0; i < g->nvalues; i++) {
         const graph_value *v = &g->values[i];
         e->data_off[i] = UINT64_MAX;
-        if (!v->data || (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST))
+        if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
             continue;
+        if (!v->data) { /* the loader verifies with data required */
+            format_errf(e->err, e->errlen, "cannot save graph '%s': %s value %%%d has no "
+                        "data (elided)", g->name ? g->name : "?",
+                        graph_value_kind_name(v->kind), i);
+            return TG_ERR_ARG;
+        }
         if (v->type.ndim < 0 || v->type.ndim > GRAPH_MAX_DIMS)
             return fail(e, TG_ERR_FORMAT, "value", i);
         size_t nb = graph_value_nbytes(v);

@@ -6,7 +6,7 @@ set -euo pipefail
 
 # Why each is here is in README.md ("Dependencies").
 PKGS=(build-essential cmake pkg-config libzstd-dev libunwind-dev uthash-dev
-      libdnnl-dev)
+      libdnnl-dev clang libclang-rt-14-dev)
 PKGS+=("$@")
 
 missing=()

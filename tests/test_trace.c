@@ -6,12 +6,14 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "models.h"
 #include "eager/eager.h"
 #include "eager/interp.h"
+#include "graph/text.h"
 #include "tracer/trace.h"
 
 /* Bitwise equality of two f32 tensors. */
@@ -40,6 +42,42 @@ static void check_provenance(const graph *g)
     CHECK_MSG(ok && g->nnodes > 0, "every node names tests/models.c:LINE model_*");
 }
 
+/*
+ * The text IR of a traced graph round-trips: print -> parse -> print gives
+ * the same text, and the parsed graph (constants inlined) computes the
+ * same bits.
+ */
+static void check_text_round_trip(const graph *g, eager_tensor *x, eager_tensor *want)
+{
+    graph_print_opts o = GRAPH_PRINT_DEFAULTS;
+    o.inline_all = 1;
+    size_t len = 0, len2 = 0;
+    char *text = graph_print_str(g, &o, &len);
+    char err[512] = "";
+    graph *h = text ? graph_parse(text, len, err, sizeof err) : NULL;
+    CHECK_MSG(h != NULL, "traced graph's text parses: %s", err);
+    char *again = h ? graph_print_str(h, &o, &len2) : NULL;
+    CHECK_MSG(again && len == len2 && memcmp(text, again, len) == 0,
+              "print(parse(print(g))) == print(g)");
+    eager_tensor *out[1] = {NULL};
+    CHECK(h && eager_interpret(h, &x, 1, out, 1, NULL) == TG_OK);
+    CHECK_MSG(same_bits(out[0], want), "the parsed graph computes the same bits");
+    eager_release(out[0]);
+    free(text);
+    free(again);
+    graph_free(h);
+    /* DOT names each node's op and call site */
+    char *dot = NULL;
+    size_t dlen = 0;
+    FILE *f = open_memstream(&dot, &dlen);
+    CHECK(f && graph_write_dot(g, f) == TG_OK);
+    if (f)
+        fclose(f);
+    CHECK_MSG(dot && strstr(dot, "digraph") && strstr(dot, "models.c:") &&
+              strstr(dot, graph_ops[g->nodes[0].op].name), "DOT has ops and call sites");
+    free(dot);
+}
+
 /* Traces f(x, params) with x an input, runs the interpreter, compares. */
 static graph *trace_and_check(const char *name, eager_tensor *x,
                               eager_tensor *(*f)(eager_tensor *, eager_tensor *const *),
@@ -66,6 +104,7 @@ static graph *trace_and_check(const char *name, eager_tensor *x,
         eager_release(out[0]);
         check_provenance(g);
         CHECK(graph_verify(g, 0) == TG_OK);
+        check_text_round_trip(g, x, eager_y);
     }
     eager_pool_pop();
     return g;
@@ -319,6 +358,59 @@ static void test_constant_capture(void)
     eager_pool_pop();
 }
 
+/* One site, reached through two call paths of the same depth and frame
+ * size: the stack cache must tell them apart (tracer/stack.c). */
+__attribute__((noinline)) static eager_tensor *leaf(eager_tensor *x)
+{
+    eager_tensor *y = eager_relu(x);
+    __asm__ volatile(""); /* no tail call */
+    return y;
+}
+__attribute__((noinline, no_icf)) static eager_tensor *path_a(eager_tensor *x)
+{
+    eager_tensor *y = leaf(x);
+    __asm__ volatile("");
+    return y;
+}
+__attribute__((noinline, no_icf)) static eager_tensor *path_b(eager_tensor *x)
+{
+    eager_tensor *y = leaf(x);
+    __asm__ volatile("");
+    return y;
+}
+
+static void test_stack_paths(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_ones(GRAPH_F32, TG_SHAPE(2));
+    trace_begin(NULL);
+    trace_input(x, "x");
+    eager_tensor *a[2], *b[2];
+    volatile int twice = 2; /* a loop the compiler cannot unroll */
+    for (int i = 0; i < twice; i++) { /* the same call sites twice */
+        a[i] = path_a(x);
+        b[i] = path_b(x);
+    }
+    trace_output(eager_add(eager_add(a[0], b[0]), eager_add(a[1], b[1])), "y");
+    graph *g = trace_freeze();
+    CHECK(g && g->nnodes == 7);
+    if (g) {
+        int32_t pa = g->nodes[0].prov[0], pb = g->nodes[1].prov[0];
+        CHECK_MSG(pa != pb, "two call paths, two provenances");
+        CHECK_MSG(g->nodes[2].prov[0] == pa && g->nodes[3].prov[0] == pb,
+                  "the same path again reuses its provenance");
+        const graph_prov *A = &g->provs[pa], *B = &g->provs[pb];
+        CHECK(A->nframes >= 2 && B->nframes >= 2);
+        if (A->nframes >= 2 && B->nframes >= 2) {
+            const char *fa = g->frames[A->frame0 + 1].func, *fb = g->frames[B->frame0 + 1].func;
+            CHECK_MSG(fa && fb && strcmp(fa, "path_a") == 0 && strcmp(fb, "path_b") == 0,
+                      "callers named path_a and path_b (got %s, %s)", fa ? fa : "?", fb ? fb : "?");
+        }
+    }
+    graph_free(g);
+    eager_pool_pop();
+}
+
 __attribute__((noinline)) static void test_stacks(void)
 {
     eager_pool_push();
@@ -360,6 +452,7 @@ int main(void)
     test_errors();
     test_constant_capture();
     test_stacks();
+    test_stack_paths();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();
 }

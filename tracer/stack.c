@@ -16,6 +16,8 @@
 #include "stack.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
 #include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,23 +40,110 @@ int trace_stack_capture(uint64_t *ips, int max, int skip)
     return out;
 }
 
+/* The top (highest address) of this thread's stack, looked up once. */
+static uintptr_t stack_top(void)
+{
+    static _Thread_local uintptr_t top;
+    if (!top) {
+        pthread_attr_t attr;
+        void *addr;
+        size_t size;
+        if (pthread_getattr_np(pthread_self(), &attr) != 0)
+            return 0;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+            top = (uintptr_t)addr + size;
+        pthread_attr_destroy(&attr);
+    }
+    return top;
+}
+
+/* The C library's loaded segments, found once: thread start-up frames
+ * live there (dladdr per address was ~2 us). */
+#define LIBC_MAX_SEGS 8
+static uintptr_t libc_lo[LIBC_MAX_SEGS], libc_hi[LIBC_MAX_SEGS];
+static int libc_nsegs;
+static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so"))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && libc_nsegs < LIBC_MAX_SEGS; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            libc_lo[libc_nsegs] = info->dlpi_addr + ph->p_vaddr;
+            libc_hi[libc_nsegs++] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+static void libc_init(void) { dl_iterate_phdr(find_libc, NULL); }
+
+static int in_libc(uint64_t ip)
+{
+    pthread_once(&libc_once, libc_init);
+    for (int i = 0; i < libc_nsegs; i++)
+        if (ip - 1 >= libc_lo[i] && ip - 1 < libc_hi[i])
+            return 1;
+    return 0;
+}
+
 /*
- * The slots come from libunwind's stepping API: after a step, the caller's
- * SP is the callee's CFA, and the call pushed the return address just below
- * it.  Exact, and slow (~1 us a frame), which is why the tracer only does
- * this on a miss of its (site, frame address) cache.  Scanning the stack
- * for the addresses would be faster but finds stale copies (seen here:
- * libc's start-up frames), so it could reuse a wrong stack silently.
+ * Fast path: when frames keep a frame pointer (this project builds with
+ * -fno-omit-frame-pointer; many distributions now do too), the chain of
+ * saved frame pointers leads to each return-address slot directly.  The
+ * chain is trusted only while it yields exactly the addresses libunwind's
+ * walk found, frame by frame, inside this thread's stack.  It may stop
+ * early only in the thread's start-up frames (the C library's, plus the
+ * outermost one, _start): they stay the same for the thread's whole life,
+ * so their slots (0 here) need no checking.  Else 0: take the slow path.
  */
-int trace_stack_capture_slots(uint64_t *ips, uint64_t *slots, int max)
+__attribute__((no_sanitize_address)) static int
+slots_by_frame_pointers(const uint64_t *raw, int n, uint64_t *ips, uint64_t *slots,
+                        const uint64_t *fp)
+{
+    uintptr_t top = stack_top();
+    int i = 1;
+    for (; i < n; i++) {
+        if (!top || ((uintptr_t)fp & 7) || (uintptr_t)fp + 16 > top || fp[1] != raw[i])
+            break;
+        ips[i - 1] = raw[i];
+        slots[i - 1] = (uint64_t)(uintptr_t)&fp[1];
+        const uint64_t *next = (const uint64_t *)(uintptr_t)fp[0];
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+    for (int k = i; k < n; k++) {
+        if (k + 1 < n && !in_libc(raw[k]) && !(k == i && k > 1 && in_libc(raw[k - 1])))
+            return 0;
+        ips[k - 1] = raw[k];
+        slots[k - 1] = 0;
+    }
+    return n - 1;
+}
+
+/*
+ * Slow path: libunwind's stepping API.  After a step, the caller's SP is
+ * the callee's CFA, and the call pushed the return address just below it.
+ * Exact whatever the compiler did, and slow (~1 us a frame), which is why
+ * the tracer only comes here on a miss of its (site, frame address) cache.
+ * (Scanning the stack for the addresses would be faster but finds stale
+ * copies, seen here in libc's start-up frames, and could reuse a wrong
+ * stack silently.)
+ */
+__attribute__((noinline)) static int slots_by_stepping(uint64_t *ips, uint64_t *slots,
+                                                      int max)
 {
     unw_context_t uc;
     unw_cursor_t c;
-    if (max > TRACE_MAX_DEPTH + 8)
-        max = TRACE_MAX_DEPTH + 8;
     if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
         return 0;
     int n = 0;
+    unw_step(&c); /* out of this helper, into trace_stack_capture_slots */
     while (n < max && unw_step(&c) > 0) {
         unw_word_t ip, sp;
         if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || unw_get_reg(&c, UNW_REG_SP, &sp) != 0)
@@ -66,6 +155,20 @@ int trace_stack_capture_slots(uint64_t *ips, uint64_t *slots, int max)
     return n;
 }
 
+__attribute__((noinline)) int trace_stack_capture_slots(uint64_t *ips, uint64_t *slots,
+                                                        int max)
+{
+    uint64_t raw[TRACE_MAX_DEPTH + 9];
+    if (max > TRACE_MAX_DEPTH + 8)
+        max = TRACE_MAX_DEPTH + 8;
+    /* raw[0] is our own frame; the list starts at our caller, raw[1]. */
+    int n = trace_stack_capture(raw, max + 1, 0);
+    int got = n > 1 ? slots_by_frame_pointers(raw, n, ips, slots,
+                                              (const uint64_t *)__builtin_frame_address(0))
+                    : 0;
+    return got > 0 ? got : slots_by_stepping(ips, slots, max);
+}
+
 /* Reads other frames' stack slots on purpose: not an ASan finding. */
 __attribute__((no_sanitize_address)) int
 trace_stack_unchanged(const uint64_t *ips, const uint64_t *slots, int n)
@@ -73,7 +176,7 @@ trace_stack_unchanged(const uint64_t *ips, const uint64_t *slots, int n)
     /* Frame 0 is the capturing function's own call, whose slot this very
      * call has overwritten; it is the same code on every path. */
     for (int i = 1; i < n; i++)
-        if (*(const volatile uint64_t *)(uintptr_t)slots[i] != ips[i])
+        if (slots[i] && *(const volatile uint64_t *)(uintptr_t)slots[i] != ips[i])
             return 0;
     return 1;
 }

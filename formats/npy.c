@@ -1,0 +1,652 @@
+/*
+ * npy.c - NumPy .npy reading and writing (see npy.h for the format and
+ * the rules).
+ *
+ * The header is a Python dict literal.  Rather than a general literal
+ * evaluator, a small parser accepts exactly the shape of dict NumPy
+ * writes: the keys 'descr' (a string), 'fortran_order' (True/False) and
+ * 'shape' (a tuple of non-negative ints, Python 2's 'L' suffix allowed),
+ * each once, in any order, with Python's optional trailing commas, and
+ * nothing but whitespace after the closing brace.  Every read is bounded
+ * by the header length, itself checked against the file size.
+ */
+#include "npy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+#define NPY_ALIGN 64
+/* NumPy's GROWTH_AXIS_MAX_DIGITS: spare header room for appending rows. */
+#define NPY_GROWTH_DIGITS 21
+/* Longest descr or key we keep for comparison and messages. */
+#define NPY_TOKEN_MAX 40
+
+/* Writes the message into err (if any) and returns st. */
+static tg_status fail(tg_status st, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static tg_status fail(tg_status st, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+const char *format_npy_descr(graph_dtype dt)
+{
+    switch (dt) {
+    case GRAPH_F32: return "<f4";
+    case GRAPH_I64: return "<i8";
+    case GRAPH_I32: return "<i4";
+    case GRAPH_BOOL: return "|b1";
+    default: return "?";
+    }
+}
+
+/* ---- the header parser ---- */
+
+typedef struct parser {
+    const uint8_t *p; /* the header's bytes */
+    size_t n;
+    size_t base; /* file offset of p[0] */
+    size_t pos;
+    int fortran;       /* fortran_order was True ... */
+    size_t fortran_at; /* ... at this offset */
+    const char *name;
+    char *err;
+    size_t errlen;
+} parser;
+
+static tg_status perr(parser *ps, tg_status st, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static tg_status perr(parser *ps, tg_status st, size_t at, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(st, ps->err, ps->errlen, "%s: at byte %zu: %s", ps->name, ps->base + at, msg);
+}
+
+/* Copies s into out with anything unprintable as '?' (file text in messages). */
+static const char *clean(const char *s, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++)
+        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    out[i] = '\0';
+    return out;
+}
+
+static void skip_ws(parser *ps)
+{
+    while (ps->pos < ps->n && (ps->p[ps->pos] == ' ' || ps->p[ps->pos] == '\t' ||
+                               ps->p[ps->pos] == '\n' || ps->p[ps->pos] == '\r'))
+        ps->pos++;
+}
+
+/* The next non-blank byte, or -1 at the end of the header. */
+static int peek(parser *ps)
+{
+    skip_ws(ps);
+    return ps->pos < ps->n ? ps->p[ps->pos] : -1;
+}
+
+static tg_status expect(parser *ps, char c, const char *what)
+{
+    int got = peek(ps);
+    if (got == c) {
+        ps->pos++;
+        return TG_OK;
+    }
+    if (got < 0)
+        return perr(ps, TG_ERR_FORMAT, ps->pos, "the header ends where %s was expected", what);
+    return perr(ps, TG_ERR_FORMAT, ps->pos, "expected %s, found '%c'", what,
+                got >= 0x20 && got < 0x7f ? got : '?');
+}
+
+/*
+ * A quoted string ('...' or "...", no escapes) into out; longer strings
+ * are cut at NPY_TOKEN_MAX with "..." (they never match a known word).
+ */
+static tg_status parse_string(parser *ps, char out[NPY_TOKEN_MAX + 4], const char *what)
+{
+    int q = peek(ps);
+    if (q != '\'' && q != '"') {
+        if (q == '[' && strcmp(what, "the dtype") == 0)
+            return perr(ps, TG_ERR_UNSUPPORTED, ps->pos,
+                        "structured dtypes (a list of fields) are not supported");
+        return q < 0 ? perr(ps, TG_ERR_FORMAT, ps->pos, "the header ends where %s was "
+                            "expected", what)
+                     : perr(ps, TG_ERR_FORMAT, ps->pos, "%s must be a quoted string", what);
+    }
+    size_t start = ++ps->pos, k = 0;
+    while (ps->pos < ps->n && ps->p[ps->pos] != q) {
+        if (ps->p[ps->pos] == '\\')
+            return perr(ps, TG_ERR_FORMAT, ps->pos, "escape sequences are not supported in "
+                        "%s", what);
+        if (k < NPY_TOKEN_MAX)
+            out[k++] = (char)ps->p[ps->pos];
+        ps->pos++;
+    }
+    if (ps->pos >= ps->n)
+        return perr(ps, TG_ERR_FORMAT, start - 1, "unterminated string");
+    if (ps->pos - start > NPY_TOKEN_MAX)
+        memcpy(out + k, "...", 3), k += 3;
+    out[k] = '\0';
+    ps->pos++;
+    return TG_OK;
+}
+
+static tg_status parse_bool(parser *ps, int *v)
+{
+    peek(ps);
+    size_t left = ps->n - ps->pos;
+    if (left >= 4 && memcmp(ps->p + ps->pos, "True", 4) == 0) {
+        *v = 1;
+        ps->pos += 4;
+    } else if (left >= 5 && memcmp(ps->p + ps->pos, "False", 5) == 0) {
+        *v = 0;
+        ps->pos += 5;
+    } else {
+        return perr(ps, TG_ERR_FORMAT, ps->pos, "'fortran_order' must be True or False");
+    }
+    return TG_OK;
+}
+
+/* One dim: decimal digits, an optional Python 2 'L'; fits in int64. */
+static tg_status parse_dim(parser *ps, int64_t *v)
+{
+    size_t at = ps->pos;
+    if (ps->pos >= ps->n || ps->p[ps->pos] < '0' || ps->p[ps->pos] > '9')
+        return perr(ps, TG_ERR_FORMAT, at, "a shape entry must be a non-negative integer");
+    int64_t x = 0;
+    while (ps->pos < ps->n && ps->p[ps->pos] >= '0' && ps->p[ps->pos] <= '9') {
+        int d = ps->p[ps->pos++] - '0';
+        if (x > (INT64_MAX - d) / 10)
+            return perr(ps, TG_ERR_FORMAT, at, "a shape entry is too large");
+        x = x * 10 + d;
+    }
+    if (ps->pos < ps->n && ps->p[ps->pos] == 'L')
+        ps->pos++;
+    *v = x;
+    return TG_OK;
+}
+
+/* A tuple: () or (a,) or (a, b[, ...][,]); a 1-tuple needs its comma. */
+static tg_status parse_shape(parser *ps, graph_type *t)
+{
+    tg_status st = expect(ps, '(', "'(' opening the shape");
+    t->ndim = 0;
+    for (int commas = 0; st == TG_OK;) {
+        if (peek(ps) == ')') {
+            if (t->ndim == 1 && !commas)
+                return perr(ps, TG_ERR_FORMAT, ps->pos, "a 1-element shape needs a "
+                            "trailing comma: (%lld,)", (long long)t->dim[0]);
+            ps->pos++;
+            return TG_OK;
+        }
+        if (t->ndim > 0 && commas < t->ndim)
+            return expect(ps, ',', "',' or ')' in the shape");
+        if (t->ndim == GRAPH_MAX_DIMS)
+            return perr(ps, TG_ERR_UNSUPPORTED, ps->pos, "the shape has more than %d dims",
+                        GRAPH_MAX_DIMS);
+        st = parse_dim(ps, &t->dim[t->ndim]);
+        if (st != TG_OK)
+            return st;
+        t->ndim++;
+        if (peek(ps) == ',') {
+            ps->pos++;
+            commas++;
+        }
+    }
+    return st;
+}
+
+/* '<f4' -> f32 etc.; anything else is refused with a hint. */
+static tg_status map_descr(parser *ps, const char *d, size_t at, graph_dtype *dt)
+{
+    for (int k = 0; k < GRAPH_DTYPE_COUNT; k++)
+        if (strcmp(d, format_npy_descr((graph_dtype)k)) == 0) {
+            *dt = (graph_dtype)k;
+            return TG_OK;
+        }
+    static const struct { const char *d, *say; } known[] = {
+        {"<f8", "float64"}, {"<f2", "float16"}, {"|u1", "uint8"}, {"|i1", "int8"},
+        {"<i2", "int16"}, {"<u2", "uint16"}, {"<u4", "uint32"}, {"<u8", "uint64"},
+        {"<c8", "complex64"}, {"<c16", "complex128"}, {"|O", "object"}};
+    char c[NPY_TOKEN_MAX + 8];
+    clean(d, c, sizeof c);
+    const char *say = NULL;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        if (strcmp(d, known[k].d) == 0)
+            say = known[k].say;
+    if (!say && d[0] == '>')
+        say = "big-endian";
+    if (say)
+        return perr(ps, TG_ERR_UNSUPPORTED, at, "dtype '%s' (%s) is not supported: tracegraph "
+                    "reads '<f4' (f32), '<i8' (i64), '<i4' (i32) and '|b1' (bool); convert "
+                    "with a.astype(...), e.g. np.float32", c, say);
+    return perr(ps, TG_ERR_UNSUPPORTED, at, "unknown dtype '%s': tracegraph reads '<f4' "
+                "(f32), '<i8' (i64), '<i4' (i32) and '|b1' (bool)", c);
+}
+
+enum { KEY_DESCR = 1, KEY_FORTRAN = 2, KEY_SHAPE = 4 };
+
+/* One "'key': value" entry of the dict. */
+static tg_status parse_entry(parser *ps, unsigned *seen, graph_type *t)
+{
+    char key[NPY_TOKEN_MAX + 4], c[NPY_TOKEN_MAX + 8];
+    peek(ps);
+    size_t at = ps->pos;
+    tg_status st = parse_string(ps, key, "a key");
+    if (st == TG_OK)
+        st = expect(ps, ':', "':' after a key");
+    if (st != TG_OK)
+        return st;
+    unsigned k = strcmp(key, "descr") == 0           ? KEY_DESCR
+                 : strcmp(key, "fortran_order") == 0 ? KEY_FORTRAN
+                 : strcmp(key, "shape") == 0         ? KEY_SHAPE
+                                                     : 0;
+    if (!k)
+        return perr(ps, TG_ERR_FORMAT, at, "unknown key '%s' (a .npy header has 'descr', "
+                    "'fortran_order' and 'shape')", clean(key, c, sizeof c));
+    if (*seen & k)
+        return perr(ps, TG_ERR_FORMAT, at, "key '%s' appears twice", key);
+    *seen |= k;
+    if (k == KEY_SHAPE)
+        return parse_shape(ps, t);
+    if (k == KEY_FORTRAN) {
+        peek(ps);
+        ps->fortran_at = ps->pos;
+        return parse_bool(ps, &ps->fortran);
+    }
+    char d[NPY_TOKEN_MAX + 4];
+    peek(ps);
+    size_t vat = ps->pos;
+    st = parse_string(ps, d, "the dtype");
+    return st == TG_OK ? map_descr(ps, d, vat, &t->dtype) : st;
+}
+
+/* The whole header: the dict, then only blanks. */
+static tg_status parse_dict(parser *ps, graph_type *t)
+{
+    unsigned seen = 0;
+    tg_status st = expect(ps, '{', "'{' opening the header dict");
+    while (st == TG_OK && peek(ps) != '}') {
+        st = parse_entry(ps, &seen, t);
+        if (st == TG_OK && peek(ps) != '}')
+            st = expect(ps, ',', "',' or '}' after a header entry");
+    }
+    if (st != TG_OK)
+        return st;
+    ps->pos++;
+    if (peek(ps) >= 0)
+        return perr(ps, TG_ERR_FORMAT, ps->pos, "unexpected bytes after the header dict");
+    static const char *names[] = {"descr", "fortran_order", "shape"};
+    for (int i = 0; i < 3; i++)
+        if (!(seen >> i & 1))
+            return perr(ps, TG_ERR_FORMAT, 0, "the header has no '%s'", names[i]);
+    /* With at most one dim above 1, Fortran and C order are the same bytes. */
+    int big = 0;
+    for (int d = 0; d < t->ndim; d++)
+        big += t->dim[d] > 1;
+    if (ps->fortran && big > 1)
+        return perr(ps, TG_ERR_UNSUPPORTED, ps->fortran_at, "fortran_order is True: only "
+                    "C-order arrays are supported (save np.ascontiguousarray(a))");
+    return TG_OK;
+}
+
+/* "(2, 3)" as NumPy writes a shape. */
+static char *shape_repr(const graph_type *t, char *buf, size_t len)
+{
+    size_t k = (size_t)snprintf(buf, len, "(");
+    for (int d = 0; d < t->ndim && k < len; d++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", d ? ", " : "", (long long)t->dim[d]);
+    if (k < len)
+        snprintf(buf + k, len - k, t->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* ---- the container ---- */
+
+/* In functions that have err and errlen: fail with a message. */
+#define FAIL(st, ...) return fail(st, err, errlen, __VA_ARGS__)
+
+typedef struct layout {
+    size_t hstart, hlen; /* the header's bytes */
+    size_t data_off, nbytes;
+} layout;
+
+/* Magic, version and header length from the first avail bytes of a flen-byte file. */
+static tg_status parse_prefix(const uint8_t *b, size_t avail, uint64_t flen,
+                              const char *name, layout *lay, char *err, size_t errlen)
+{
+    size_t m = avail < NPY_MAGIC_LEN ? avail : NPY_MAGIC_LEN;
+    if (m && memcmp(b, NPY_MAGIC, m) != 0)
+        FAIL(TG_ERR_FORMAT, "%s: not a .npy file (bad magic)", name);
+    if (avail < NPY_MAGIC_LEN)
+        FAIL(TG_ERR_FORMAT, "%s: %zu bytes, too short for a .npy file", name, avail);
+    if (avail < 8)
+        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the file ends inside the version", name,
+             avail);
+    unsigned major = b[6], minor = b[7];
+    if (major < 1 || major > 3 || minor != 0)
+        FAIL(TG_ERR_UNSUPPORTED, "%s: at byte 6: .npy format version %u.%u is not "
+             "supported (this build reads 1.0, 2.0 and 3.0)", name, major, minor);
+    size_t lensz = major == 1 ? 2 : 4;
+    if (avail < 8 + lensz)
+        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the file ends inside the header length",
+             name, avail);
+    uint64_t hlen = b[8] | (uint64_t)b[9] << 8;
+    if (lensz == 4)
+        hlen |= (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24;
+    lay->hstart = 8 + lensz;
+    if (hlen > flen - lay->hstart)
+        FAIL(TG_ERR_FORMAT, "%s: at byte 8: a header of %llu bytes runs past the end of "
+             "the file (%llu bytes)", name, (unsigned long long)hlen,
+             (unsigned long long)flen);
+    lay->hlen = (size_t)hlen;
+    lay->data_off = lay->hstart + lay->hlen;
+    return TG_OK;
+}
+
+/* The header dict, then the data size against the flen-byte file. */
+static tg_status parse_body(const uint8_t *b, uint64_t flen, const char *name,
+                            layout *lay, graph_type *t, char *err, size_t errlen)
+{
+    parser ps = {b + lay->hstart, lay->hlen, lay->hstart, 0, 0, 0, name, err, errlen};
+    memset(t, 0, sizeof *t);
+    tg_status st = parse_dict(&ps, t);
+    if (st != TG_OK)
+        return st;
+    uint64_t nbytes = graph_dtype_size(t->dtype), have = flen - lay->data_off;
+    int over = 0, empty = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        over |= __builtin_mul_overflow(nbytes, (uint64_t)t->dim[d], &nbytes);
+        empty |= t->dim[d] == 0;
+    }
+    if (empty) /* a huge dim next to a 0 is fine: no elements */
+        over = 0, nbytes = 0;
+    char shp[GRAPH_MAX_DIMS * 22 + 8];
+    const char *descr = format_npy_descr(t->dtype);
+    shape_repr(t, shp, sizeof shp);
+    if (over)
+        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: shape %s of '%s' is too large (more than "
+             "2^64 bytes)", name, lay->data_off, shp, descr);
+    if (nbytes > have)
+        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the data is truncated: shape %s of '%s' "
+             "needs %llu bytes, the file has %llu", name, lay->data_off, shp, descr,
+             (unsigned long long)nbytes, (unsigned long long)have);
+    if (nbytes < have)
+        FAIL(TG_ERR_FORMAT, "%s: at byte %llu: %llu unexpected bytes after the data "
+             "(shape %s of '%s' is %llu bytes)", name,
+             (unsigned long long)(lay->data_off + nbytes),
+             (unsigned long long)(have - nbytes), shp, descr, (unsigned long long)nbytes);
+    lay->nbytes = (size_t)nbytes;
+    return TG_OK;
+}
+
+/* A 64-byte aligned buffer of n bytes (at least 64, so never NULL for 0). */
+static void *alloc_data(size_t n)
+{
+    size_t r = n < NPY_ALIGN ? NPY_ALIGN : n;
+    if (r > SIZE_MAX - NPY_ALIGN)
+        return NULL;
+    return aligned_alloc(NPY_ALIGN, (r + NPY_ALIGN - 1) & ~(size_t)(NPY_ALIGN - 1));
+}
+
+/* Bool elements must be 0 or 1, as NumPy writes them (kernels rely on it). */
+static tg_status check_bools(const uint8_t *p, size_t n, size_t off, const char *name,
+                             char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] > 1)
+            FAIL(TG_ERR_FORMAT, "%s: at byte %zu: bool element %zu is %u (must be 0 or 1)",
+                 name, off + i, i, p[i]);
+    return TG_OK;
+}
+
+tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
+                              graph_type *type, void **data, char *err, size_t errlen)
+{
+    const uint8_t *b = buf;
+    name = name ? name : "<memory>";
+    *data = NULL;
+    if (!buf && len)
+        FAIL(TG_ERR_NULL, "%s: no buffer", name);
+    layout lay;
+    graph_type t;
+    tg_status st = parse_prefix(b, len, len, name, &lay, err, errlen);
+    if (st == TG_OK)
+        st = parse_body(b, len, name, &lay, &t, err, errlen);
+    if (st == TG_OK && t.dtype == GRAPH_BOOL)
+        st = check_bools(b + lay.data_off, lay.nbytes, lay.data_off, name, err, errlen);
+    if (st != TG_OK)
+        return st;
+    void *d = alloc_data(lay.nbytes);
+    if (!d)
+        FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", name, lay.nbytes);
+    if (lay.nbytes)
+        memcpy(d, b + lay.data_off, lay.nbytes);
+    *type = t;
+    *data = d;
+    return TG_OK;
+}
+
+/*
+ * From a regular file: the prefix and header are read first and checked
+ * against the file size, so the data buffer is allocated only once its
+ * size is known to match the bytes on disk.
+ */
+static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type *type,
+                           void **data, char *err, size_t errlen)
+{
+    uint8_t pre[12];
+    size_t got = fread(pre, 1, flen < 12 ? (size_t)flen : 12, f);
+    layout lay;
+    tg_status st = parse_prefix(pre, got, flen, path, &lay, err, errlen);
+    if (st != TG_OK)
+        return st;
+    uint8_t *head = malloc(lay.data_off);
+    if (!head)
+        FAIL(TG_ERR_NOMEM, "%s: out of memory for a %zu-byte header", path, lay.hlen);
+    size_t have = got < lay.data_off ? got : lay.data_off;
+    memcpy(head, pre, have);
+    graph_type t;
+    if (fread(head + have, 1, lay.data_off - have, f) != lay.data_off - have)
+        st = fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: read error in the header",
+                  path, have);
+    else
+        st = parse_body(head, flen, path, &lay, &t, err, errlen);
+    free(head);
+    if (st != TG_OK)
+        return st;
+    if (fseek(f, (long)lay.data_off, SEEK_SET) != 0)
+        FAIL(TG_ERR_IO, "%s: cannot seek to byte %zu: %s", path, lay.data_off,
+             strerror(errno));
+    uint8_t *d = alloc_data(lay.nbytes);
+    if (!d)
+        FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", path, lay.nbytes);
+    size_t n = lay.nbytes ? fread(d, 1, lay.nbytes, f) : 0;
+    if (n != lay.nbytes)
+        st = fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: the file ends inside the data "
+                  "(did it change while being read?)", path, lay.data_off + n);
+    else if (t.dtype == GRAPH_BOOL)
+        st = check_bools(d, n, lay.data_off, path, err, errlen);
+    if (st != TG_OK) {
+        free(d);
+        return st;
+    }
+    *type = t;
+    *data = d;
+    return TG_OK;
+}
+
+/* From a pipe or other stream of unknown size: all of it, then as memory. */
+static tg_status load_pipe(FILE *f, const char *path, graph_type *type, void **data,
+                           char *err, size_t errlen)
+{
+    size_t len = 0, cap = 1 << 16;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap)
+            break;
+        uint8_t *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap *= 2) : NULL;
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    if (!buf)
+        FAIL(TG_ERR_NOMEM, "%s: out of memory reading the stream", path);
+    tg_status st;
+    if (ferror(f))
+        st = fail(TG_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
+    else
+        st = format_npy_load_mem(buf, len, path, type, data, err, errlen);
+    free(buf);
+    return st;
+}
+
+tg_status format_npy_load(const char *path, graph_type *type, void **data, char *err,
+                          size_t errlen)
+{
+    *data = NULL;
+    if (!path)
+        FAIL(TG_ERR_NULL, "no path given");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        FAIL(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    tg_status st;
+    if (fstat(fileno(f), &sb) != 0)
+        st = fail(TG_ERR_IO, err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+    else if (S_ISDIR(sb.st_mode))
+        st = fail(TG_ERR_IO, err, errlen, "%s: is a directory", path);
+    else if (S_ISREG(sb.st_mode))
+        st = load_file(f, (uint64_t)sb.st_size, path, type, data, err, errlen);
+    else
+        st = load_pipe(f, path, type, data, err, errlen);
+    fclose(f);
+    return st;
+}
+
+/* ---- writing ---- */
+
+tg_status format_npy_save_mem(const graph_type *type, const void *data, void **buf,
+                              size_t *len, char *err, size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    if (!type || (int)type->dtype < 0 || (int)type->dtype >= GRAPH_DTYPE_COUNT ||
+        type->ndim < 0 || type->ndim > GRAPH_MAX_DIMS)
+        FAIL(TG_ERR_ARG, "npy: invalid type");
+    for (int d = 0; d < type->ndim; d++)
+        if (type->dim[d] < 0)
+            FAIL(TG_ERR_ARG, "npy: negative dim %lld", (long long)type->dim[d]);
+    size_t nbytes = graph_dtype_size(type->dtype);
+    for (int d = 0; d < type->ndim; d++)
+        if (__builtin_mul_overflow(nbytes, (size_t)type->dim[d], &nbytes))
+            FAIL(TG_ERR_ARG, "npy: the array is too large");
+    if (nbytes && !data)
+        FAIL(TG_ERR_NULL, "npy: no data");
+    char shp[GRAPH_MAX_DIMS * 22 + 8], dict[512];
+    int k = snprintf(dict, sizeof dict,
+                     "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                     format_npy_descr(type->dtype), shape_repr(type, shp, sizeof shp));
+    if (type->ndim > 0) {
+        char d0[24];
+        int w = snprintf(d0, sizeof d0, "%lld", (long long)type->dim[0]);
+        k += snprintf(dict + k, sizeof dict - (size_t)k, "%*s", NPY_GROWTH_DIGITS - w, "");
+    }
+    /* As NumPy: the padding is never empty, an aligned header gets 64 more. */
+    size_t hlen = (size_t)k + 1;
+    size_t pad = NPY_ALIGN - (10 + hlen) % NPY_ALIGN;
+    if (nbytes > SIZE_MAX - (10 + hlen + pad))
+        FAIL(TG_ERR_ARG, "npy: the array is too large");
+    size_t total = 10 + hlen + pad + nbytes;
+    uint8_t *p = malloc(total ? total : 1);
+    if (!p)
+        FAIL(TG_ERR_NOMEM, "npy: out of memory for %zu bytes", total);
+    memcpy(p, NPY_MAGIC "\x01\x00", 8);
+    p[8] = (uint8_t)((hlen + pad) & 0xff);
+    p[9] = (uint8_t)((hlen + pad) >> 8);
+    memcpy(p + 10, dict, (size_t)k);
+    memset(p + 10 + k, ' ', pad);
+    p[10 + (size_t)k + pad] = '\n';
+    if (nbytes)
+        memcpy(p + 10 + hlen + pad, data, nbytes);
+    *buf = p;
+    *len = total;
+    return TG_OK;
+}
+
+/* Writes n bytes to path; a regular target gets a temp file + rename. */
+static tg_status write_file(const char *path, const void *p, size_t n, char *err,
+                            size_t errlen)
+{
+    struct stat sb;
+    int special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode); /* /dev/stdout */
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp)
+        FAIL(TG_ERR_NOMEM, "%s: out of memory", path);
+    snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
+    FILE *f = NULL;
+    if (special) {
+        f = fopen(path, "wb");
+    } else {
+        int fd = mkstemp(tmp);
+        if (fd >= 0)
+            fchmod(fd, 0644); /* mkstemp makes 0600; an array file is for sharing */
+        f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (fd >= 0 && !f) {
+            close(fd);
+            unlink(tmp);
+        }
+    }
+    if (!f) {
+        fail(TG_ERR_IO, err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        free(tmp);
+        return TG_ERR_IO;
+    }
+    int bad = fwrite(p, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    if (!bad && !special && rename(tmp, path) != 0)
+        bad = 1;
+    if (bad) {
+        fail(TG_ERR_IO, err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        if (!special)
+            unlink(tmp);
+    }
+    free(tmp);
+    return bad ? TG_ERR_IO : TG_OK;
+}
+
+tg_status format_npy_save(const char *path, const graph_type *type, const void *data,
+                          char *err, size_t errlen)
+{
+    if (!path)
+        FAIL(TG_ERR_NULL, "no path given");
+    void *buf;
+    size_t len;
+    tg_status st = format_npy_save_mem(type, data, &buf, &len, err, errlen);
+    if (st != TG_OK)
+        return st;
+    st = write_file(path, buf, len, err, errlen);
+    free(buf);
+    return st;
+}

@@ -1,0 +1,169 @@
+/*
+ * cli.h - what the files of the `tracegraph` command-line tool share:
+ * exit codes, messages, a small option parser, and loading graphs and
+ * tensors (.npy) for the commands.
+ *
+ * One file per command group: main.c (dispatch, usage, version),
+ * cmd_info.c (info, dump, dot), cmd_run.c (run, check), cmd_bench.c
+ * (bench), util.c (options, messages), io.c (graphs, inputs, outputs).
+ *
+ * Every message goes to stderr as "tracegraph <cmd>: <message>".
+ */
+#ifndef TG_REPLAY_CLI_H
+#define TG_REPLAY_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../../graph/graph.h"
+#include "../replay.h"
+
+/* Exit codes, the same for every command (listed in `tracegraph --help`). */
+enum {
+    CLI_OK = 0,
+    CLI_ERROR = 1,    /* a file, model or runtime error */
+    CLI_USAGE = 2,    /* bad command line */
+    CLI_GUARD = 3,    /* a guard failed: the inputs take another path */
+    CLI_MISMATCH = 4, /* check: outputs differ beyond the tolerance */
+};
+
+/* ---- messages ---- */
+
+/* "tracegraph <cmd>: <message>\n" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same, plus a pointer to `tracegraph <cmd> --help`; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The exit code of a failed replay or interpreter status. */
+int cli_exit_code(tg_status st);
+
+/* ---- options ---- */
+
+/* One option: short and/or long spelling, whether it takes a value. */
+typedef struct cli_opt {
+    const char *shrt; /* "-i", or NULL */
+    const char *lng;  /* "--input", or NULL */
+    int has_arg;
+    int id;
+} cli_opt;
+
+typedef struct cli_args {
+    int argc;
+    char **argv;
+    int i;        /* next argv index */
+    int only_pos; /* after "--" */
+    const char *cmd;
+} cli_args;
+
+enum { CLI_END = -1, CLI_POS = -2, CLI_BAD = -3, CLI_HELP = -4 };
+
+/*
+ * The next option's id (its value in *arg), CLI_POS for an operand (in
+ * *arg), CLI_HELP for -h/--help, CLI_END, or CLI_BAD after printing the
+ * reason.  Values: "-i V", "--input V" or "--input=V".
+ */
+int cli_next(cli_args *a, const cli_opt *opts, const char **arg);
+/* Parses an integer in [lo, hi] for option opt; 0, or -1 after a message. */
+int cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+/* Parses a finite double >= 0; 0, or -1 after a message. */
+int cli_double(const char *cmd, const char *opt, const char *s, double *out);
+
+/* ---- graphs ---- */
+
+/* Loads a .tgraph file; NULL after a message. */
+graph *cli_load_graph(const char *cmd, const char *path);
+/* "f32[B,32]": dynamic dims by symbol (buf always terminated). */
+const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len);
+/* "f32[4,32]" (buf always terminated). */
+const char *cli_type_str(const graph_type *t, char *buf, size_t len);
+
+/* ---- tensors ---- */
+
+/* The graph's inputs in signature order, data owned (64-byte aligned). */
+typedef struct cli_inputs {
+    int n;
+    replay_tensor t[GRAPH_MAX_NODE_IO];
+} cli_inputs;
+
+/*
+ * Loads -i specs ("name=file.npy" or "file.npy": the k-th spec without a
+ * name fills input k) into signature order.  0, or -1 after a message.
+ */
+int cli_load_inputs(const char *cmd, const graph *g, char **specs, int nspecs,
+                    cli_inputs *in);
+/*
+ * Seeded random inputs at the traced shapes: f32 uniform in [-1, 1),
+ * i32/i64 uniform in [0, 4) (small, so index inputs stay in range), bool
+ * 0 or 1.  0, or -1 after a message (out of memory).
+ */
+int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs *in);
+void cli_inputs_free(cli_inputs *in);
+
+/*
+ * Maps -o specs ("name=out.npy" or "out.npy", filling the outputs no spec
+ * names, in order) to output indices slot[k] and paths path[k].  0, or -1
+ * after a message.
+ */
+int cli_output_specs(const char *cmd, const graph *g, char **specs, int nspecs, int *slot,
+                     const char **path);
+/* "  y: f32[4,10] = [v0, v1, ... ] (min, max, mean)" on f. */
+void cli_print_tensor(FILE *f, const char *name, const graph_type *t, const void *data);
+
+/* ---- the options of run, bench and check (runopts.c) ---- */
+
+enum {
+    RUN_OPT_INPUT = 1,
+    RUN_OPT_OUTPUT,
+    RUN_OPT_BACKEND,
+    RUN_OPT_THREADS,
+    RUN_OPT_SEED,
+    RUN_OPT_WARMUP,
+    RUN_OPT_RUNS,
+    RUN_OPT_RTOL,
+    RUN_OPT_ATOL,
+};
+
+typedef struct cli_run_opts {
+    const char *cmd;
+    const char *file;
+    char *inputs[GRAPH_MAX_NODE_IO];
+    int ninputs;
+    char *outputs[GRAPH_MAX_NODE_IO];
+    int noutputs;
+    replay_opts replay;
+    long seed, warmup, runs;
+    double rtol, atol;
+} cli_run_opts;
+
+/* The option table entry of each RUN_OPT_* (a command lists the ids it takes). */
+const cli_opt *cli_run_opt(int id);
+/*
+ * Parses "CMD FILE.tgraph [options]" accepting the RUN_OPT ids in ids[]
+ * (0-terminated); defaults first.  CLI_OK, CLI_USAGE (after a message),
+ * or -1 after printing help.
+ */
+int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void),
+                  cli_run_opts *o);
+
+/* What run, bench and check set up: the graph, its plan, a session, inputs. */
+typedef struct cli_setup {
+    graph *g;
+    replay_plan *plan;
+    replay_session *session;
+    cli_inputs in;
+    int random_inputs; /* no -i given: seeded random inputs */
+} cli_setup;
+
+/*
+ * Loads the graph, its inputs (from -i, or seeded random at the traced
+ * shapes when random_ok and none are given) and compiles a plan.  CLI_OK
+ * or an exit code after a message; cli_teardown in either case.
+ */
+int cli_setup_run(const cli_run_opts *o, int random_ok, cli_setup *s);
+void cli_teardown(cli_setup *s);
+
+/* Seconds on a monotonic clock. */
+double cli_now(void);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * cmd_info.c - the commands that look at a saved graph without running
+ * it: `info` (file layout and what the trace holds), `dump` (text IR) and
+ * `dot` (Graphviz, optionally rendered by the `dot` program).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../formats/tgraph.h"
+#include "../../graph/text.h"
+#include "../../tracer/trace.h"
+#include "cli.h"
+
+/* Parses "CMD [opts] FILE": the one operand in *file.  CLI_OK to go on,
+ * -1 after --help was printed, or CLI_USAGE. */
+typedef int (*opt_fn)(void *ctx, int id, const char *arg);
+
+static int parse_file_cmd(int argc, char **argv, const cli_opt *opts, opt_fn on_opt,
+                          void *ctx, void (*help)(void), const char **file)
+{
+    cli_args a = {argc, argv, 1, 0, argv[0]};
+    const char *arg;
+    *file = NULL;
+    for (int id; (id = cli_next(&a, opts, &arg)) != CLI_END;) {
+        if (id == CLI_HELP) {
+            help();
+            return -1;
+        }
+        if (id == CLI_BAD)
+            return CLI_USAGE;
+        if (id == CLI_POS) {
+            if (*file)
+                return cli_usage_error(argv[0], "one FILE.tgraph only ('%s' is extra)", arg);
+            *file = arg;
+        } else if (on_opt(ctx, id, arg) != CLI_OK) {
+            return CLI_USAGE;
+        }
+    }
+    if (!*file)
+        return cli_usage_error(argv[0], "no FILE.tgraph given");
+    return CLI_OK;
+}
+
+static int no_opts(void *ctx, int id, const char *arg) { return CLI_OK; }
+
+/* ---- info ---- */
+
+static void info_help(void)
+{
+    printf("usage: tracegraph info FILE.tgraph\n\n"
+           "Describes a saved graph: the file's format version and sections (compressed\n"
+           "and raw bytes), node count and ops, inputs and outputs with their types\n"
+           "(dynamic dims by symbol), params (names, shapes, bytes), constants, guards\n"
+           "(kind, policy, call site) and specialized nodes.\n\n"
+           "example:\n  tracegraph info model.tgraph\n");
+}
+
+/* Params and constants with their sizes (trace_summary lists names only). */
+static void print_storage(const graph *g)
+{
+    size_t pbytes = 0, cbytes = 0;
+    int np = 0, nc = 0;
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        const graph_value *v = &g->values[i];
+        if (v->kind == GRAPH_VALUE_PARAM)
+            np++, pbytes += graph_value_nbytes(v);
+        else if (v->kind == GRAPH_VALUE_CONST)
+            nc++, cbytes += graph_value_nbytes(v);
+    }
+    printf("storage:\n  params: %d, %zu bytes\n", np, pbytes);
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        const graph_value *v = &g->values[i];
+        char ty[200];
+        if (v->kind == GRAPH_VALUE_PARAM)
+            printf("    %-20s %-20s %zu bytes\n", v->name ? v->name : "(unnamed)",
+                   cli_value_type(g, i, ty, sizeof ty), graph_value_nbytes(v));
+    }
+    printf("  constants: %d, %zu bytes\n", nc, cbytes);
+}
+
+int cli_info(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{0}};
+    const char *file;
+    int rc = parse_file_cmd(argc, argv, opts, no_opts, NULL, info_help, &file);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    char err[1024];
+    format_info fi;
+    if (format_info_file(file, &fi, err, sizeof err) != TG_OK) {
+        cli_error("info", "%s", err);
+        return CLI_ERROR;
+    }
+    graph *g = cli_load_graph("info", file);
+    if (!g)
+        return CLI_ERROR;
+    printf("file %s: .tgraph format version %u, %llu bytes, %d sections\n", file, fi.version,
+           (unsigned long long)fi.file_size, fi.nsections);
+    printf("  %-12s %12s %12s\n", "section", "compressed", "raw");
+    for (int i = 0; i < fi.nsections; i++)
+        printf("  %-12s %12llu %12llu\n", fi.sections[i].name,
+               (unsigned long long)fi.sections[i].stored, (unsigned long long)fi.sections[i].raw);
+    fflush(stdout);
+    trace_summary(g, stdout);
+    print_storage(g);
+    graph_free(g);
+    return CLI_OK;
+}
+
+/* ---- dump ---- */
+
+enum { OPT_INLINE_ALL = 1, OPT_NO_PROV, OPT_OUT, OPT_FORMAT };
+
+static void dump_help(void)
+{
+    printf("usage: tracegraph dump FILE.tgraph [--inline-all] [--no-provenance]\n\n"
+           "Prints the graph as text IR (the form graph_parse reads back).\n\n"
+           "options:\n"
+           "  --inline-all     print the data of every param and constant (by default\n"
+           "                   those of more than 16 elements are elided, shown by hash)\n"
+           "  --no-provenance  leave out call sites: no '!pN' references, no\n"
+           "                   '# file:line' comments, no provenance section\n\n"
+           "example:\n  tracegraph dump model.tgraph --no-provenance | less\n");
+}
+
+static int dump_opt(void *ctx, int id, const char *arg)
+{
+    graph_print_opts *o = ctx;
+    if (id == OPT_INLINE_ALL)
+        o->inline_all = 1;
+    else if (id == OPT_NO_PROV)
+        o->provenance = o->comments = 0;
+    return CLI_OK;
+}
+
+int cli_dump(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{NULL, "--inline-all", 0, OPT_INLINE_ALL},
+                                   {NULL, "--no-provenance", 0, OPT_NO_PROV},
+                                   {0}};
+    graph_print_opts po = GRAPH_PRINT_DEFAULTS;
+    const char *file;
+    int rc = parse_file_cmd(argc, argv, opts, dump_opt, &po, dump_help, &file);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    graph *g = cli_load_graph("dump", file);
+    if (!g)
+        return CLI_ERROR;
+    tg_status st = graph_print(g, stdout, &po);
+    graph_free(g);
+    if (st != TG_OK || fflush(stdout) != 0) {
+        cli_error("dump", "cannot write the text IR: %s", tg_status_str(st ? st : TG_ERR_IO));
+        return CLI_ERROR;
+    }
+    return CLI_OK;
+}
+
+/* ---- dot ---- */
+
+typedef struct dot_opts {
+    const char *out;    /* -o, or NULL for stdout */
+    const char *format; /* -T: "png", "svg", or NULL for DOT text */
+} dot_opts;
+
+static void dot_help(void)
+{
+    printf("usage: tracegraph dot FILE.tgraph [-o OUT] [-T png|svg]\n\n"
+           "Writes the graph in Graphviz DOT: a box per node (op, types, call site),\n"
+           "inputs, params, constants, guards and outputs.\n\n"
+           "options:\n"
+           "  -o OUT        write to OUT instead of standard output\n"
+           "  -T png|svg    render through Graphviz's `dot` program (it must be on\n"
+           "                PATH: apt-get install graphviz); without -T, an OUT ending\n"
+           "                in .png or .svg picks the format, anything else gets DOT text\n\n"
+           "example:\n  tracegraph dot model.tgraph -T svg -o model.svg\n"
+           "  tracegraph dot model.tgraph | dot -Tpdf -o model.pdf\n");
+}
+
+static int dot_opt(void *ctx, int id, const char *arg)
+{
+    dot_opts *o = ctx;
+    if (id == OPT_OUT) {
+        o->out = arg;
+    } else if (id == OPT_FORMAT) {
+        if (strcmp(arg, "png") != 0 && strcmp(arg, "svg") != 0)
+            return cli_usage_error("dot", "-T takes png or svg, not '%s'", arg);
+        o->format = arg;
+    }
+    return CLI_OK;
+}
+
+/* The full path of prog on $PATH in out; 0 if it is not there. */
+static int find_program(const char *prog, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/bin:/bin"; p;) {
+        const char *colon = strchr(p, ':');
+        int n = colon ? (int)(colon - p) : (int)strlen(p);
+        snprintf(out, len, "%.*s/%s", n ? n : 1, n ? p : ".", prog);
+        if (access(out, X_OK) == 0)
+            return 1;
+        p = colon ? colon + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Pipes the DOT text into `dot -T<format> [-o out]`. */
+static int render(const graph *g, const dot_opts *o, const char *dot)
+{
+    int fd[2];
+    if (pipe(fd) != 0) {
+        cli_error("dot", "cannot start Graphviz: %s", strerror(errno));
+        return CLI_ERROR;
+    }
+    char tflag[16];
+    snprintf(tflag, sizeof tflag, "-T%s", o->format);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[0], 0);
+        close(fd[0]);
+        close(fd[1]);
+        char *args[] = {"dot", tflag, o->out ? "-o" : NULL, (char *)o->out, NULL};
+        execv(dot, args);
+        _exit(127);
+    }
+    close(fd[0]);
+    FILE *f = pid > 0 ? fdopen(fd[1], "w") : NULL;
+    if (!f) {
+        close(fd[1]);
+        cli_error("dot", "cannot start Graphviz (%s): %s", dot, strerror(errno));
+        if (pid > 0)
+            waitpid(pid, NULL, 0);
+        return CLI_ERROR;
+    }
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN); /* dot may exit early */
+    tg_status st = graph_write_dot(g, f);
+    int bad = fclose(f) != 0;
+    signal(SIGPIPE, old);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        cli_error("dot", "Graphviz (%s) failed (exit status %d)", dot,
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return CLI_ERROR;
+    }
+    if (st != TG_OK || bad) {
+        cli_error("dot", "cannot write to Graphviz: %s", tg_status_str(st ? st : TG_ERR_IO));
+        return CLI_ERROR;
+    }
+    return CLI_OK;
+}
+
+/* Plain DOT text to -o or stdout. */
+static int write_text(const graph *g, const char *out)
+{
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        cli_error("dot", "cannot write %s: %s", out, strerror(errno));
+        return CLI_ERROR;
+    }
+    tg_status st = graph_write_dot(g, f);
+    int bad = out ? fclose(f) != 0 : fflush(f) != 0;
+    if (st != TG_OK || bad) {
+        cli_error("dot", "cannot write %s: %s", out ? out : "the output",
+                  tg_status_str(st ? st : TG_ERR_IO));
+        return CLI_ERROR;
+    }
+    return CLI_OK;
+}
+
+static const char *format_from_name(const char *out)
+{
+    size_t n = out ? strlen(out) : 0;
+    if (n > 4 && strcmp(out + n - 4, ".png") == 0)
+        return "png";
+    if (n > 4 && strcmp(out + n - 4, ".svg") == 0)
+        return "svg";
+    return NULL;
+}
+
+int cli_dot(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{"-o", "--output", 1, OPT_OUT},
+                                   {"-T", "--format", 1, OPT_FORMAT},
+                                   {0}};
+    dot_opts o = {0};
+    const char *file;
+    int rc = parse_file_cmd(argc, argv, opts, dot_opt, &o, dot_help, &file);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    if (!o.format)
+        o.format = format_from_name(o.out);
+    char dot[4096];
+    if (o.format && !find_program("dot", dot, sizeof dot)) {
+        cli_error("dot", "-T %s needs Graphviz, which is not installed (no `dot` on PATH); "
+                  "install it with: apt-get install graphviz (or write DOT text without -T "
+                  "and render it elsewhere)", o.format);
+        return CLI_ERROR;
+    }
+    if (o.format && strcmp(o.format, "png") == 0 && !o.out && isatty(1)) {
+        cli_error("dot", "not writing PNG to a terminal; use -o FILE.png");
+        return CLI_USAGE;
+    }
+    graph *g = cli_load_graph("dot", file);
+    if (!g)
+        return CLI_ERROR;
+    rc = o.format ? render(g, &o, dot) : write_text(g, o.out);
+    graph_free(g);
+    return rc;
+}

@@ -1,0 +1,248 @@
+/*
+ * io.c - graphs and tensors for the `tracegraph` commands: loading a
+ * .tgraph, mapping -i/-o specs to the graph's inputs and outputs, loading
+ * .npy inputs or making seeded random ones, and printing a tensor briefly.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../formats/npy.h"
+#include "../../formats/tgraph.h"
+#include "cli.h"
+
+graph *cli_load_graph(const char *cmd, const char *path)
+{
+    char err[1024];
+    graph *g = format_load(path, err, sizeof err);
+    if (!g)
+        cli_error(cmd, "%s", err);
+    return g;
+}
+
+const char *cli_type_str(const graph_type *t, char *buf, size_t len)
+{
+    char shape[GRAPH_MAX_DIMS * 22 + 4];
+    snprintf(buf, len, "%s%s", graph_dtype_name(t->dtype), graph_shape_str(t, shape, sizeof shape));
+    return buf;
+}
+
+const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len)
+{
+    const graph_value *val = &g->values[v];
+    size_t k = (size_t)snprintf(buf, len, "%s[", graph_dtype_name(val->type.dtype));
+    for (int d = 0; d < val->type.ndim && k < len; d++) {
+        if (val->dyn >> d & 1)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s", d ? "," : "",
+                                  g->syms[val->sym[d]].name);
+        else
+            k += (size_t)snprintf(buf + k, len - k, "%s%lld", d ? "," : "",
+                                  (long long)val->type.dim[d]);
+    }
+    if (k < len)
+        snprintf(buf + k, len - k, "]");
+    return buf;
+}
+
+/* "x, y" (names of a signature), for messages. */
+static const char *list_names(const char *const *names, int n, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "",
+                              names[i] ? names[i] : "(unnamed)");
+    if (n == 0)
+        snprintf(buf, len, "none");
+    return buf;
+}
+
+/*
+ * Maps specs to slots (inputs or outputs): "NAME=PATH" goes to the slot
+ * called NAME; a plain "PATH" to the first slot no spec names, in order.
+ * A spec whose part before '=' has no '/' must name a slot, unless the
+ * whole spec is an existing file (check_exists: inputs).  0, or -1 after
+ * a message.
+ */
+static int resolve_specs(const char *cmd, const char *what, const char *const *names, int n,
+                         char **specs, int nspecs, int check_exists, int *slot,
+                         const char **path)
+{
+    char list[512];
+    int used[GRAPH_MAX_NODE_IO] = {0};
+    for (int k = 0; k < nspecs; k++) {
+        const char *s = specs[k], *eq = strchr(s, '=');
+        slot[k] = -1;
+        path[k] = s;
+        if (!eq || eq == s || memchr(s, '/', (size_t)(eq - s)))
+            continue;
+        for (int i = 0; i < n && slot[k] < 0; i++)
+            if (names[i] && strlen(names[i]) == (size_t)(eq - s) &&
+                memcmp(names[i], s, (size_t)(eq - s)) == 0)
+                slot[k] = i;
+        if (slot[k] < 0 && check_exists && access(s, F_OK) == 0)
+            continue;
+        if (slot[k] < 0) {
+            cli_error(cmd, "the graph has no %s named '%.*s' (its %ss: %s)", what,
+                      (int)(eq - s), s, what, list_names(names, n, list, sizeof list));
+            return -1;
+        }
+        if (used[slot[k]]++) {
+            cli_error(cmd, "%s '%s' is given twice", what, names[slot[k]]);
+            return -1;
+        }
+        path[k] = eq + 1;
+    }
+    for (int k = 0, next = 0; k < nspecs; k++) {
+        if (slot[k] >= 0)
+            continue;
+        while (next < n && used[next])
+            next++;
+        if (next == n) {
+            cli_error(cmd, "too many %ss: the graph has %d (%s)", what, n,
+                      list_names(names, n, list, sizeof list));
+            return -1;
+        }
+        used[next] = 1;
+        slot[k] = next;
+    }
+    return 0;
+}
+
+int cli_load_inputs(const char *cmd, const graph *g, char **specs, int nspecs,
+                    cli_inputs *in)
+{
+    const char *names[GRAPH_MAX_NODE_IO], *path[GRAPH_MAX_NODE_IO];
+    int slot[GRAPH_MAX_NODE_IO];
+    memset(in, 0, sizeof *in);
+    if (g->ninputs > GRAPH_MAX_NODE_IO || nspecs > GRAPH_MAX_NODE_IO) {
+        cli_error(cmd, "too many inputs (at most %d)", GRAPH_MAX_NODE_IO);
+        return -1;
+    }
+    in->n = g->ninputs;
+    for (int i = 0; i < g->ninputs; i++)
+        names[i] = in->t[i].name = g->values[g->inputs[i]].name;
+    if (resolve_specs(cmd, "input", names, g->ninputs, specs, nspecs, 1, slot, path) < 0)
+        return -1;
+    for (int k = 0; k < nspecs; k++) {
+        char err[1024];
+        replay_tensor *t = &in->t[slot[k]];
+        if (format_npy_load(path[k], &t->type, &t->data, err, sizeof err) != TG_OK) {
+            cli_error(cmd, "%s", err);
+            cli_inputs_free(in);
+            return -1;
+        }
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        if (in->t[i].data)
+            continue;
+        char ty[200];
+        cli_error(cmd, "missing input '%s' (%s): give it with -i %s=FILE.npy",
+                  names[i] ? names[i] : "?", cli_value_type(g, g->inputs[i], ty, sizeof ty),
+                  names[i] ? names[i] : "?");
+        cli_inputs_free(in);
+        return -1;
+    }
+    return 0;
+}
+
+/* SplitMix64: a counter-based stream, element i from seed + i. */
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->n = g->ninputs;
+    for (int i = 0; i < g->ninputs; i++) {
+        const graph_value *v = &g->values[g->inputs[i]];
+        replay_tensor *t = &in->t[i];
+        int64_t n = graph_type_numel(&v->type);
+        size_t bytes = (size_t)n * graph_dtype_size(v->type.dtype);
+        t->name = v->name;
+        t->type = v->type;
+        t->data = aligned_alloc(64, (bytes + 64) & ~(size_t)63);
+        if (!t->data) {
+            cli_error(cmd, "out of memory for a %zu-byte input", bytes);
+            cli_inputs_free(in);
+            return -1;
+        }
+        uint64_t s = seed * 0x100000001B3ull + (uint64_t)i;
+        for (int64_t k = 0; k < n; k++) {
+            uint64_t r = mix(s + (uint64_t)k * 0x9E3779B97F4A7C15ull);
+            switch (v->type.dtype) {
+            case GRAPH_F32: ((float *)t->data)[k] = (float)(r >> 40) / 16777216.0f * 2 - 1; break;
+            case GRAPH_I64: ((int64_t *)t->data)[k] = (int64_t)(r >> 62); break;
+            case GRAPH_I32: ((int32_t *)t->data)[k] = (int32_t)(r >> 62); break;
+            default: ((uint8_t *)t->data)[k] = (uint8_t)(r >> 63); break;
+            }
+        }
+    }
+    return 0;
+}
+
+void cli_inputs_free(cli_inputs *in)
+{
+    for (int i = 0; i < in->n; i++) {
+        free(in->t[i].data);
+        in->t[i].data = NULL;
+    }
+}
+
+int cli_output_specs(const char *cmd, const graph *g, char **specs, int nspecs, int *slot,
+                     const char **path)
+{
+    const char *names[GRAPH_MAX_NODE_IO];
+    if (g->noutputs > GRAPH_MAX_NODE_IO || nspecs > GRAPH_MAX_NODE_IO) {
+        cli_error(cmd, "too many outputs (at most %d)", GRAPH_MAX_NODE_IO);
+        return -1;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        names[i] = g->outputs[i].name;
+    return resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
+}
+
+static double element(const graph_type *t, const void *data, int64_t i)
+{
+    switch (t->dtype) {
+    case GRAPH_F32: return ((const float *)data)[i];
+    case GRAPH_I64: return (double)((const int64_t *)data)[i];
+    case GRAPH_I32: return ((const int32_t *)data)[i];
+    default: return ((const uint8_t *)data)[i];
+    }
+}
+
+void cli_print_tensor(FILE *f, const char *name, const graph_type *t, const void *data)
+{
+    char ty[200];
+    int64_t n = graph_type_numel(t);
+    fprintf(f, "%s: %s = [", name ? name : "?", cli_type_str(t, ty, sizeof ty));
+    for (int64_t i = 0; i < n && i < 6; i++)
+        fprintf(f, "%s%.6g", i ? ", " : "", element(t, data, i));
+    fprintf(f, "%s]", n > 6 ? ", ..." : "");
+    if (n > 1) {
+        double lo = INFINITY, hi = -INFINITY, sum = 0;
+        int64_t nan = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double x = element(t, data, i);
+            if (isnan(x)) {
+                nan++;
+                continue;
+            }
+            lo = fmin(lo, x);
+            hi = fmax(hi, x);
+            sum += x;
+        }
+        if (nan < n)
+            fprintf(f, "  min %.6g  max %.6g  mean %.6g", lo, hi, sum / (double)(n - nan));
+        if (nan)
+            fprintf(f, "  (%lld NaN)", (long long)nan);
+    }
+    fputc('\n', f);
+}

@@ -1,0 +1,129 @@
+/*
+ * main.c - the `tracegraph` command-line tool: look inside a saved
+ * .tgraph, run it on .npy inputs, time it, check it against the
+ * reference interpreter.  This file holds the command table, the overall
+ * usage and `version`; each command lives in cmd_*.c.
+ */
+#include <string.h>
+
+#include "../../formats/tgraph.h"
+#include "cli.h"
+
+#ifndef TG_VERSION
+#define TG_VERSION "unknown"
+#endif
+
+int cli_info(int argc, char **argv);
+int cli_dump(int argc, char **argv);
+int cli_dot(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_check(int argc, char **argv);
+static int cli_version(int argc, char **argv);
+static int cli_help(int argc, char **argv);
+
+typedef struct command {
+    const char *name;
+    int (*main)(int argc, char **argv); /* argv[0] is the command name */
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", cli_info, "what a .tgraph holds: sections, ops, signature, params, guards"},
+    {"dump", cli_dump, "print the graph as text IR"},
+    {"dot", cli_dot, "draw the graph (Graphviz DOT, or PNG/SVG through `dot`)"},
+    {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs"},
+    {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s"},
+    {"check", cli_check, "compare replay with the reference interpreter"},
+    {"version", cli_version, "print the version"},
+    {"help", cli_help, "help on a command: tracegraph help run"},
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tracegraph <command> [options] FILE.tgraph ...\n\n"
+               "Inspect, run, time and check graphs saved by tracegraph (.tgraph files).\n\n"
+               "commands:\n");
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'tracegraph <command> --help' explains a command's options.\n\n"
+               "exit codes:\n"
+               "  0  success\n"
+               "  1  error: unreadable or damaged file, bad input data, runtime failure\n"
+               "  2  bad command line (unknown command or option, missing argument)\n"
+               "  3  a guard failed: the inputs take a path the trace did not record\n"
+               "  4  check: outputs differ beyond the tolerance\n\n"
+               "example:\n"
+               "  tracegraph info model.tgraph\n"
+               "  tracegraph run model.tgraph -i x=input.npy -o y=out.npy\n");
+}
+
+static const command *find(const char *name)
+{
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static int cli_version(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{0}};
+    cli_args a = {argc, argv, 1, 0, "version"};
+    const char *arg;
+    for (int id; (id = cli_next(&a, opts, &arg)) != CLI_END;) {
+        if (id == CLI_HELP) {
+            printf("usage: tracegraph version\n\n"
+                   "Prints the tool's version and the file formats it reads.\n\n"
+                   "example:\n  tracegraph version\n");
+            return CLI_OK;
+        }
+        if (id == CLI_POS)
+            return cli_usage_error("version", "unexpected argument '%s'", arg);
+        return CLI_USAGE;
+    }
+    printf("tracegraph %s (.tgraph format %d; .npy 1.0, 2.0, 3.0)\n", TG_VERSION,
+           FORMAT_VERSION);
+    return CLI_OK;
+}
+
+static int cli_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    const command *c = find(argv[1]);
+    if (!c || c->main == cli_help) {
+        if (!c)
+            return cli_usage_error("help", "unknown command '%s'", argv[1]);
+        usage(stdout);
+        return CLI_OK;
+    }
+    char *args[] = {argv[1], "--help", NULL};
+    return c->main(2, args);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0)
+        name = "version";
+    const command *c = find(name);
+    if (!c) {
+        fprintf(stderr, "tracegraph: unknown %s '%s'\n\n", name[0] == '-' ? "option" : "command",
+                name);
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    return c->main(argc - 1, argv + 1);
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# fuzz.sh - builds the libFuzzer targets (tests/fuzz_*.c) with clang,
+# -fsanitize=fuzzer,address,undefined, against the library sources and the
+# generated eager_ops.c of a build directory, then runs each one for a
+# bounded time.  Fails if any target crashes, leaks, times out or runs out
+# of memory; the input that did it is kept under $FUZZ_DIR/artifacts.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [BUILD_DIR]     (defaults: 35, build)
+#
+# Targets and their seeds:
+#   fuzz_tgraph   .tgraph loader      tests/corpus/tgraph
+#   fuzz_text_ir  text IR parser      tests/corpus/text_ir (+ text_ir.dict)
+# New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
+# into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
+set -euo pipefail
+
+secs=${1:-35}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${2:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+out=${FUZZ_DIR:-$root/build-fuzz}
+CC=${FUZZ_CC:-clang}
+
+command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (scripts/deps.sh)" >&2; exit 1; }
+if [ ! -f "$build/gen/eager_ops.c" ]; then
+    echo "fuzz.sh: generating the op API in $build"
+    [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
+    cmake --build "$build" --target tg_gen >/dev/null
+fi
+
+# OpenMP with clang needs libomp's omp.h (libomp-dev); without it the
+# sources that use OpenMP are left out, which the loaders do not need.
+omp=(-fopenmp)
+printf '#include <omp.h>\nint main(void) { return omp_get_max_threads() < 0; }\n' |
+    "$CC" -fopenmp -x c - -o /dev/null 2>/dev/null || omp=()
+flags=(-g -O1 -std=c11 -D_GNU_SOURCE -DTG_IN_TREE "${omp[@]}" -fno-omit-frame-pointer
+       -fsanitize=address,undefined -fno-sanitize-recover=undefined
+       -I"$root" -I"$build/gen")
+mkdir -p "$out/obj" "$out/artifacts"
+
+# Objects are rebuilt when their source changes, and all of them when a
+# header or the flags change (a stale struct layout would be a false bug).
+stamp=$out/obj/.stamp
+dirs=("$root"/{graph,eager,tracer,optimize,formats,replay} "$build/gen")
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
+   [ -n "$(find "${dirs[@]}" \( -name '*.h' -o -name '*.def' \) -newer "$stamp" \
+           -print -quit 2>/dev/null)" ]; then
+    rm -f "$out"/obj/*.o
+    echo "${flags[*]}" >"$stamp"
+fi
+
+# The library as an archive: each target pulls in only what it uses.
+objs=()
+for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/eager_ops.c"; do
+    [ -f "$src" ] || continue
+    obj=$out/obj/$(echo "${src#"$root"/}" | tr '/' '_').o
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
+        if ! "$CC" "${flags[@]}" -w -fsanitize=fuzzer-no-link -c "$src" -o "$obj"; then
+            echo "fuzz.sh: left out ${src#"$root"/} (does not build with $CC here)" >&2
+            rm -f "$obj"
+            continue
+        fi
+    fi
+    objs+=("$obj")
+done
+rm -f "$out/libtg_fuzz.a"
+ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
+libs=($(pkg-config --libs libzstd libunwind) -ldnnl -lm -lpthread)
+
+run() { # name seed-dir max-len [extra libFuzzer flags...]
+    local name=$1 seeds=$2 maxlen=$3
+    shift 3
+    local src=$root/tests/$name.c
+    if [ ! -f "$src" ]; then
+        echo "fuzz.sh: $name: no tests/$name.c, skipped"
+        return 0
+    fi
+    "$CC" "${flags[@]}" -fsanitize=fuzzer "$src" "$out/libtg_fuzz.a" "${libs[@]}" \
+        -o "$out/$name"
+    mkdir -p "$out/corpus/$name"
+    [ -d "$seeds" ] && cp -n "$seeds"/* "$out/corpus/$name/" 2>/dev/null || true
+    echo "fuzz.sh: running $name for ${secs}s"
+    if ! OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 "$out/$name" \
+            -max_total_time="$secs" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" "$@" \
+            "$out/corpus/$name" >"$out/$name.log" 2>&1; then
+        tail -n 60 "$out/$name.log" >&2
+        echo "fuzz.sh: $name FAILED (log: $out/$name.log)" >&2
+        return 1
+    fi
+    grep -E "stat::number_of_executed_units|cov:" "$out/$name.log" | tail -n 2
+}
+
+status=0
+run fuzz_tgraph "$root/tests/corpus/tgraph" 16384 || status=1
+dict=()
+[ -f "$root/tests/corpus/text_ir.dict" ] && dict=(-dict="$root/tests/corpus/text_ir.dict")
+run fuzz_text_ir "$root/tests/corpus/text_ir" 4096 "${dict[@]}" || status=1
+[ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
+exit $status
