@@ -427,7 +427,7 @@ tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
     *data = NULL;
     if (!buf && len)
         FAIL(TG_ERR_NULL, "%s: no buffer", name);
-    layout lay;
+    layout lay = {0};
     graph_type t;
     tg_status st = parse_prefix(b, len, len, name, &lay, err, errlen);
     if (st == TG_OK)
@@ -456,7 +456,7 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
 {
     uint8_t pre[12];
     size_t got = fread(pre, 1, flen < 12 ? (size_t)flen : 12, f);
-    layout lay;
+    layout lay = {0};
     tg_status st = parse_prefix(pre, got, flen, path, &lay, err, errlen);
     if (st != TG_OK)
         return st;

@@ -34,7 +34,7 @@
  *   "x.npy: at byte 64: the data is truncated: shape (2, 3) of '<f4' needs
  *    24 bytes, the file has 20"
  *
- * Writing produces the bytes np.save writes (NumPy >= 1.24): keys sorted,
+ * Writing produces the bytes current NumPy's np.save writes: keys sorted,
  * repr() of the shape, 21 - len(repr(shape[0])) spare spaces for in-place
  * growth, then spaces and '\n' so the data starts at a multiple of 64.
  */

@@ -8,9 +8,9 @@
  *   graph *h = format_load("model.tgraph", err, sizeof err);   (NULL: see err)
  *
  * Loading checks every count, index, offset, size, shape and string length
- * against the bytes present before using it, never allocates more than a
- * small multiple of the bytes actually decompressed, and runs
- * graph_verify(g, 0) on the result.  A damaged or hostile file gives NULL
+ * against the bytes present before using it, allocates only in proportion
+ * to the bytes actually present (never by a declared size alone), and
+ * runs graph_verify(g, 0) on the result.  A damaged or hostile file gives NULL
  * and a message naming the file, the section and the byte offset:
  *   "model.tgraph: section 'nodes' at byte 1234: node 17 names unknown op 'frobnicate'"
  * Offsets inside a section ("section 'X' at byte N") count from the start
@@ -32,7 +32,7 @@
  *    16       8   u64 file size in bytes
  *    24       8   u64 flags, 0
  *    32    40*n   section table, one entry per section:
- *                   u32 id, u32 codec (1 = one zstd frame), u64 offset,
+ *                   u32 id, u32 codec (1 = zstd), u64 offset,
  *                   u64 stored size, u64 raw (decompressed) size,
  *                   u64 XXH64 (seed 0) of the stored bytes
  *  32+40n     8   u64 XXH64 (seed 0) of bytes [0, 32+40n)
@@ -61,8 +61,8 @@
  *   3 values:     u32 count; count x {
  *                   u8 kind; u8 dtype; u8 ndim (<= 8); u8 flags;
  *                   u32 dyn (bit d: dim d dynamic, d < ndim); str name;
- *                   i32 node; i32 out_index (inter: producer and slot;
- *                   others: -1, 0); u64 hash (graph_value.hash);
+ *                   i32 node; i32 out_index (inter: producer and its
+ *                   output slot; others: node -1); u64 hash;
  *                   u64 data offset into constants (0 without data);
  *                   ndim x i64 dim (>= 0); ndim x i8 sym }
  *   4 nodes:      u32 count; count x {

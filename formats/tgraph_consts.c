@@ -342,8 +342,8 @@ static int run(format_loader *L, cjob *j, size_t stored)
         return format_load_fail(L, 0, "out of memory");
     decode_frames(j);
     for (size_t k = 0; k < j->nfr; k++) {
-        static const char *const what[] = {"", "zstd", "bytes outside any value are not "
-                                           "zero", "out of memory"};
+        static const char *const what[] = {"", "zstd", "bytes outside any value are nonzero",
+                                           "out of memory"};
         if (j->status[k] != FR_OK)
             return format_load_fail(L, j->fr[k].a, "frame %zu: %s%s%s", k,
                                     what[j->status[k]], j->status[k] == FR_ZSTD ? ": " : "",

@@ -10,6 +10,7 @@
 # Targets and their seeds:
 #   fuzz_tgraph   .tgraph loader      tests/corpus/tgraph
 #   fuzz_text_ir  text IR parser      tests/corpus/text_ir (+ text_ir.dict)
+#   fuzz_npy      .npy reader         tests/corpus/npy (+ npy.dict)
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
@@ -96,5 +97,6 @@ run fuzz_tgraph "$root/tests/corpus/tgraph" 16384 || status=1
 dict=()
 [ -f "$root/tests/corpus/text_ir.dict" ] && dict=(-dict="$root/tests/corpus/text_ir.dict")
 run fuzz_text_ir "$root/tests/corpus/text_ir" 4096 "${dict[@]}" || status=1
+run fuzz_npy "$root/tests/corpus/npy" 4096 -dict="$root/tests/corpus/npy.dict" || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status

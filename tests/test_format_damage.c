@@ -7,7 +7,8 @@
  * refused with a message naming the file, without a crash or a leak.
  * The checksum is checked against zstd's own XXH64.
  *
- * With TG_FORMAT_CORPUS=dir set it also writes fuzzing seeds there.
+ * With TG_FORMAT_CORPUS=dir set it also writes fuzzing seeds there: files
+ * as *.tg (*.tgraph is git-ignored) and raw sections as *.sec.
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -184,7 +185,7 @@ static void hstr(hbuf *h, const char *s)
 
 /* A value record of a 1-d f32 value. */
 static void hvalue(hbuf *h, int kind, int flags, uint32_t name, int32_t node,
-                   uint64_t hash, int64_t dim)
+                   uint64_t hash, uint64_t off, int64_t dim)
 {
     le(h, (uint64_t)kind, 1);
     le(h, 0, 1); /* f32 */
@@ -195,12 +196,15 @@ static void hvalue(hbuf *h, int kind, int flags, uint32_t name, int32_t node,
     le(h, (uint32_t)node, 4);
     le(h, 0, 4); /* out_index */
     le(h, hash, 8);
-    le(h, 0, 8); /* data offset */
+    le(h, off, 8);
     le(h, (uint64_t)dim, 8);
     le(h, 0, 1); /* sym */
 }
 
-enum { HAND_OK, HAND_EXTRA_SECTION, HAND_OVERLAP, HAND_HUGE_COUNT, HAND_BAD_TYPE, HAND_HUGE_FRAME };
+enum {
+    HAND_OK, HAND_EXTRA_SECTION, HAND_OVERLAP, HAND_HUGE_COUNT, HAND_BAD_TYPE,
+    HAND_HUGE_FRAME, HAND_GAP, HAND_PADDING
+};
 
 static const float hand_w[2] = {1.5f, -2.0f};
 
@@ -215,12 +219,13 @@ static void hand_sections(int variant, hbuf *sec)
     le(&sec[1], 0, 4); /* no symbols */
     hbuf *v = &sec[2];
     le(v, variant == HAND_HUGE_COUNT ? 0x7FFFFFFFu : variant == HAND_OVERLAP ? 5 : 4, 4);
-    hvalue(v, 0, 0, 1, -1, 0, 2);
-    hvalue(v, 1, 1, 2, -1, graph_hash_bytes(hand_w, 8), 2);
-    hvalue(v, 3, 0, FORMAT_NO_STR, 0, 0, 2);
-    hvalue(v, 3, 0, FORMAT_NO_STR, 1, 0, variant == HAND_BAD_TYPE ? 3 : 2);
+    uint64_t woff = variant == HAND_GAP ? 64 : 0;
+    hvalue(v, 0, 0, 1, -1, 0, 0, 2);
+    hvalue(v, 1, 1, 2, -1, graph_hash_bytes(hand_w, 8), woff, 2);
+    hvalue(v, 3, 0, FORMAT_NO_STR, 0, 0, 0, 2);
+    hvalue(v, 3, 0, FORMAT_NO_STR, 1, 0, 0, variant == HAND_BAD_TYPE ? 3 : 2);
     if (variant == HAND_OVERLAP)
-        hvalue(v, 2, 1, FORMAT_NO_STR, -1, 0, 1); /* a const also at offset 0 */
+        hvalue(v, 2, 1, FORMAT_NO_STR, -1, 0, 0, 1); /* a const also at offset 0 */
     static const uint32_t nodes[] = {2,
         3, 1, 0, 2, 1, 1, 0, /* add: op, version, flags, nin, nout, nprov, nattrs */
         0, 1, 2, 0,          /* in %0 %1, out %2, prov 0 */
@@ -235,12 +240,17 @@ static void hand_sections(int variant, hbuf *sec)
     static const uint32_t sig[] = {0, 1, 0, 1, 3, 5}; /* "hand" (%0) -> (y = %3) */
     for (size_t i = 0; i < 6; i++)
         le(&sec[6], sig[i], 4);
+    sec[7].n = (size_t)woff;
     for (int i = 0; i < 2; i++) {
         uint32_t bits;
         memcpy(&bits, &hand_w[i], 4);
         le(&sec[7], bits, 4);
     }
-    sec[7].n = 64; /* zero padding to the alignment */
+    sec[7].n = (size_t)woff + 64; /* zero padding to the alignment */
+    if (variant == HAND_GAP)
+        sec[7].b[5] = 1; /* in the gap before w */
+    if (variant == HAND_PADDING)
+        sec[7].b[9] = 1; /* in w's padding */
     hstr(&sec[8], "a section from the future");
 }
 
@@ -342,6 +352,10 @@ static void test_hand(void)
                         "unknown site): output %3 is f32[3] but the op makes f32[2]"},
         {HAND_HUGE_FRAME, "hand.tgraph: section 'constants' at byte 0: 131072 frames cannot "
                           "fit in 22 stored bytes"},
+        {HAND_GAP, "hand.tgraph: section 'constants' at byte 0: frame 0: bytes outside any "
+                   "value are nonzero"},
+        {HAND_PADDING, "hand.tgraph: section 'constants' at byte 8: padding after value 1 is "
+                       "not zero"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         n = hand_file(bad[i].variant, f);
@@ -468,7 +482,7 @@ static void write_seeds(const char *dir, const char *name, const graph *g)
     size_t len = 0;
     char fn[128];
     format_save_mem(g, NULL, &buf, &len, err, sizeof err);
-    snprintf(fn, sizeof fn, "%s.tgraph", name);
+    snprintf(fn, sizeof fn, "%s.tg", name);
     write_seed(dir, fn, buf, len);
     free(buf);
     format_raw_sections s;
@@ -500,7 +514,7 @@ static void write_corpus(void)
     write_seeds(dir, "rich", g);
     graph_free(g);
     static uint8_t f[40000];
-    write_seed(dir, "hand.tgraph", f, hand_file(HAND_OK, f));
+    write_seed(dir, "hand.tg", f, hand_file(HAND_OK, f));
 }
 
 int main(void)

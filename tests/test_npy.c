@@ -22,16 +22,15 @@
 static char tmpdir[64];
 
 /* A file as a writer following the NPY spec builds it: magic, version,
- * header length (u16 for 1.x, u32 after), the dict, spaces up to a multiple
- * of align ending in '\n', the data. Returns its length. */
+ * header length (u16 for 1.x, u32 after), the dict, at least one space and
+ * then spaces up to a multiple of align ending in '\n', the data.  Returns
+ * its length. */
 static size_t npy_file(uint8_t *out, int major, const char *dict, int align,
                        const void *data, size_t n)
 {
     size_t lensz = major == 1 ? 2 : 4, d = strlen(dict);
     size_t total = 8 + lensz + d + 1;
-    size_t pad = (size_t)align - total % (size_t)align;
-    if (pad == (size_t)align)
-        pad = 0;
+    size_t pad = (size_t)align - total % (size_t)align; /* never 0, as NumPy */
     size_t hlen = d + pad + 1;
     memcpy(out, "\x93NUMPY", 6);
     out[6] = (uint8_t)major;
@@ -102,14 +101,17 @@ static void test_exact_bytes(void)
         size_t header;    /* bytes before the data, from NumPy */
     } cases[] = {
         {GRAPH_F32, 2, {2, 3},
-         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }                    ", 128},
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+         "                    ", 128},
         {GRAPH_I64, 1, {3},
          "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }                    ", 128},
         {GRAPH_I32, 0, {0}, "{'descr': '<i4', 'fortran_order': False, 'shape': (), }", 128},
         {GRAPH_BOOL, 2, {2, 2},
-         "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }                    ", 128},
+         "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }"
+         "                    ", 128},
         {GRAPH_F32, 2, {0, 4},
-         "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }                    ", 128},
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }"
+         "                    ", 128},
         {GRAPH_F32, 1, {12345},
          "{'descr': '<f4', 'fortran_order': False, 'shape': (12345,), }                "
          "    ", 128},
@@ -144,8 +146,9 @@ static void test_exact_bytes(void)
     void *buf = NULL;
     size_t len = 0;
     CHECK(format_npy_save_mem(&t, six, &buf, &len, NULL, 0) == TG_OK);
-    CHECK(len == 128 + 24 && memcmp(buf, "\x93NUMPY\x01\x00v\x00{'descr': '<f4', "
-                                         "'fortran_order': False, 'shape': (2, 3), }", 69) == 0);
+    CHECK(len == 128 + 24 &&
+          memcmp(buf, "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, "
+                      "'shape': (2, 3), }", 69) == 0);
     CHECK(buf && ((char *)buf)[127] == '\n' && ((char *)buf)[126] == ' ' &&
           memcmp((char *)buf + 128, six, 24) == 0);
     free(buf);
@@ -347,11 +350,11 @@ static void test_bad_headers(void)
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", 24, F,
                "at byte 64: a shape entry must be a non-negative integer");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", 4,
-               U, "at byte 76: the shape has more than 8 dims");
+               U, "at byte 77: the shape has more than 8 dims");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (3), }", 12, F,
-               "at byte 63: a 1-element shape needs a trailing comma: (3,)");
+               "at byte 62: a 1-element shape needs a trailing comma: (3,)");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': 3, }", 12, F,
-               "at byte 61: expected '(' opening the shape, found '3'");
+               "at byte 60: expected '(' opening the shape, found '3'");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, }", 4, F,
                "at byte 10: the header has no 'shape'");
     BAD_HEADER("{'descr': '<f4', 'shape': (1,), }", 4, F,
@@ -362,19 +365,19 @@ static void test_bad_headers(void)
                "at byte 66: unknown key 'x' (a .npy header has 'descr', 'fortran_order' and "
                "'shape')");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }", 4, F,
-               "at byte 45: 'fortran_order' must be True or False");
+               "at byte 44: 'fortran_order' must be True or False");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4, F,
-               "at byte 69: unexpected bytes after the header dict");
+               "at byte 68: unexpected bytes after the header dict");
     BAD_HEADER("{'descr': '<f4' 'fortran_order': False, 'shape': (1,), }", 4, F,
                "at byte 26: expected ',' or '}' after a header entry, found '''");
     BAD_HEADER("{'descr': '<f\\x34', 'fortran_order': False, 'shape': (1,), }", 4, F,
                "at byte 23: escape sequences are not supported in the dtype");
     BAD_HEADER("{'descr': '<f4", 0, F, "at byte 20: unterminated string");
     BAD_HEADER("{'descr': '<f4', ", 0, F,
-               "at byte 27: the header ends where a key was expected");
+               "at byte 64: the header ends where a key was expected");
     BAD_HEADER("['descr', '<f4']", 0, F,
                "at byte 10: expected '{' opening the header dict, found '['");
-    BAD_HEADER("", 0, F, "at byte 11: the header ends where '{' opening the header dict was");
+    BAD_HEADER("", 0, F, "at byte 64: the header ends where '{' opening the header dict was");
     /* version, magic, header length */
     uint8_t buf[256], z[4] = {0};
     size_t n = npy_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
@@ -391,10 +394,10 @@ static void test_bad_headers(void)
     buf[0] = 0x93;
     buf[9] = 0xff;
     EXPECT_FAIL(buf, n, F, "at byte 8: a header of 65398 bytes runs past the end of the file "
-                           "(68 bytes)");
+                           "(132 bytes)");
     n = npy_file(buf, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 64, z, 4);
     buf[11] = 0xff;
-    EXPECT_FAIL(buf, n, F, "a header of 4278190134 bytes runs past the end of the file");
+    EXPECT_FAIL(buf, n, F, "a header of 4278190196 bytes runs past the end of the file");
     EXPECT_FAIL((const uint8_t *)"PK\x03\x04", 4, F, "not a .npy file (bad magic)");
 }
 

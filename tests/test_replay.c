@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "eager/interp.h"
+#include "formats/tgraph.h"
 #include "models.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
@@ -41,13 +42,32 @@ static replay_tensor as_input(eager_tensor *t, const char *name)
 
 static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
 
-/* Replay == interpreter == eager, bit for bit, at several batches. */
+/* A copy of g that went through a .tgraph file in memory. */
+static graph *through_file(const graph *g)
+{
+    void *buf = NULL;
+    size_t len = 0;
+    char err[512] = "";
+    graph *h = NULL;
+    if (format_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_OK)
+        h = format_load_mem(buf, len, "model.tgraph", err, sizeof err);
+    CHECK_MSG(h != NULL, "save -> load: %s", err);
+    free(buf);
+    return h;
+}
+
+/*
+ * Replay == interpreter == eager, bit for bit, at several batches; the
+ * plan is compiled from a graph saved to and loaded from a .tgraph.
+ */
 static void test_models(void)
 {
     for (int k = 0; k < MODEL_COUNT; k++) {
         model m = model_make(k);
         eager_tensor *x = model_input(&m, m.input_shape.v[0], 100 + (uint64_t)k);
-        graph *g = trace_model(&m, x);
+        graph *traced = trace_model(&m, x);
+        graph *g = traced ? through_file(traced) : NULL;
+        graph_free(traced);
         char err[512] = "";
         replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
         CHECK_MSG(p != NULL, "%s compiles: %s", m.name, err);

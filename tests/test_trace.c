@@ -135,6 +135,26 @@ static void test_models(void)
     }
 }
 
+/* No recorded stack starts inside the dispatcher or the tracer, even for
+ * ops called in a return statement (a tail call leaves the user's frame). */
+static void check_no_internal_frames(const graph *g)
+{
+    static const char *const internal[] = {"on_op", "on_read", "record_prov",
+                                           "eager_dispatch", "report"};
+    int bad = 0;
+    for (int32_t i = 0; i < g->nprovs; i++) {
+        const graph_prov *p = &g->provs[i];
+        const char *f = p->nframes ? g->frames[p->frame0].func : NULL;
+        if (!f)
+            continue;
+        size_t n = strcspn(f, ".");
+        for (size_t k = 0; k < sizeof internal / sizeof internal[0]; k++)
+            bad += strlen(internal[k]) == n && strncmp(f, internal[k], n) == 0;
+        bad += strncmp(f, "eager_", 6) == 0 && n > 3 && strncmp(f + n - 3, "_at", 3) == 0;
+    }
+    CHECK_MSG(bad == 0, "%d stacks start inside the library", bad);
+}
+
 /* ---- guards ---- */
 
 static int branch_line;
@@ -163,6 +183,7 @@ static void test_guards(void)
     }
     CHECK(g->guards[0].kind == GRAPH_GUARD_VALUE && g->guards[0].policy == GRAPH_GUARD_STRICT);
     CHECK(g->guards[0].expect == 2.5);
+    check_no_internal_frames(g); /* branchy ends in "return eager_neg(x)" */
     char site[64];
     snprintf(site, sizeof site, "test_trace.c:%d branchy", branch_line);
     char prov[300];

@@ -491,18 +491,22 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
     return TG_OK;
 }
 
-/* Frames of the dispatcher and tracer themselves, above the user's code. */
+/*
+ * Frames of the dispatcher and tracer themselves, above the user's code.
+ * GCC may name clones "on_op.part.0" or "report.isra.0": the name is
+ * compared up to its first '.'.
+ */
 static int internal_frame(const char *f)
 {
-    static const char *const names[] = {"record_prov", "on_op", "on_read",
-                                        "report", "eager_dispatch"};
+    static const char *const names[] = {"record_prov", "on_op", "on_read", "report",
+                                        "eager_dispatch", "trace_stack_capture_slots"};
     if (!f)
         return 0;
+    size_t n = strcspn(f, ".");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(f, names[i]) == 0)
+        if (strlen(names[i]) == n && strncmp(f, names[i], n) == 0)
             return 1;
-    size_t n = strlen(f);
-    return strncmp(f, "eager_", 6) == 0 && n > 3 && strcmp(f + n - 3, "_at") == 0;
+    return strncmp(f, "eager_", 6) == 0 && n > 3 && strncmp(f + n - 3, "_at", 3) == 0;
 }
 
 /*
@@ -518,7 +522,9 @@ static void trim_frames(graph *g, int max_depth)
         int skip = -1;
         for (int k = 0; k < p->nframes && k <= INTERNAL_FRAMES; k++) {
             const char *f = g->frames[p->frame0 + k].func;
-            if (f && p->func && strcmp(f, p->func) == 0) {
+            size_t n = p->func ? strlen(p->func) : 0;
+            /* "mlp" or a GCC clone of it, "mlp.constprop.0" */
+            if (f && n && strncmp(f, p->func, n) == 0 && (f[n] == '\0' || f[n] == '.')) {
                 skip = k;
                 break;
             }

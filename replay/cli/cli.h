@@ -32,7 +32,10 @@ enum {
 /* "tracegraph <cmd>: <message>\n" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The same, plus a pointer to `tracegraph <cmd> --help`; returns CLI_USAGE. */
+/* The usage line(s) of a command ("tracegraph run FILE.tgraph ..."). */
+const char *cli_synopsis(const char *cmd);
+/* The same as cli_error, then the command's usage and a pointer to
+ * `tracegraph <cmd> --help`; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The exit code of a failed replay or interpreter status. */
@@ -90,7 +93,7 @@ typedef struct cli_inputs {
  * Loads -i specs ("name=file.npy" or "file.npy": the k-th spec without a
  * name fills input k) into signature order.  0, or -1 after a message.
  */
-int cli_load_inputs(const char *cmd, const graph *g, char **specs, int nspecs,
+int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nspecs,
                     cli_inputs *in);
 /*
  * Seeded random inputs at the traced shapes: f32 uniform in [-1, 1),
@@ -105,8 +108,10 @@ void cli_inputs_free(cli_inputs *in);
  * names, in order) to output indices slot[k] and paths path[k].  0, or -1
  * after a message.
  */
-int cli_output_specs(const char *cmd, const graph *g, char **specs, int nspecs, int *slot,
+int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path);
+/* Element i of a tensor as a double. */
+double cli_element(const graph_type *t, const void *data, int64_t i);
 /* "  y: f32[4,10] = [v0, v1, ... ] (min, max, mean)" on f. */
 void cli_print_tensor(FILE *f, const char *name, const graph_type *t, const void *data);
 

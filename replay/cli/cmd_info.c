@@ -51,8 +51,8 @@ static int no_opts(void *ctx, int id, const char *arg) { return CLI_OK; }
 
 static void info_help(void)
 {
-    printf("usage: tracegraph info FILE.tgraph\n\n"
-           "Describes a saved graph: the file's format version and sections (compressed\n"
+    printf("usage: %s\n\n", cli_synopsis("info"));
+    printf("Describes a saved graph: the file's format version and sections (compressed\n"
            "and raw bytes), node count and ops, inputs and outputs with their types\n"
            "(dynamic dims by symbol), params (names, shapes, bytes), constants, guards\n"
            "(kind, policy, call site) and specialized nodes.\n\n"
@@ -101,11 +101,19 @@ int cli_info(int argc, char **argv)
     printf("file %s: .tgraph format version %u, %llu bytes, %d sections\n", file, fi.version,
            (unsigned long long)fi.file_size, fi.nsections);
     printf("  %-12s %12s %12s\n", "section", "compressed", "raw");
-    for (int i = 0; i < fi.nsections; i++)
-        printf("  %-12s %12llu %12llu\n", fi.sections[i].name,
-               (unsigned long long)fi.sections[i].stored, (unsigned long long)fi.sections[i].raw);
+    for (int i = 0; i < fi.nsections; i++) {
+        const format_section_info *sec = &fi.sections[i];
+        printf("  %-12s %12llu %12llu\n", sec->name, (unsigned long long)sec->stored,
+               (unsigned long long)sec->raw);
+    }
     fflush(stdout);
     trace_summary(g, stdout);
+    int spec = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        spec += (g->nodes[i].flags & (GRAPH_NODE_SPECIALIZED | GRAPH_NODE_DEAD)) ==
+                GRAPH_NODE_SPECIALIZED;
+    if (!spec && g->nsyms)
+        printf("  specialized: none (every node follows the dynamic dims)\n");
     print_storage(g);
     graph_free(g);
     return CLI_OK;
@@ -117,8 +125,8 @@ enum { OPT_INLINE_ALL = 1, OPT_NO_PROV, OPT_OUT, OPT_FORMAT };
 
 static void dump_help(void)
 {
-    printf("usage: tracegraph dump FILE.tgraph [--inline-all] [--no-provenance]\n\n"
-           "Prints the graph as text IR (the form graph_parse reads back).\n\n"
+    printf("usage: %s\n\n", cli_synopsis("dump"));
+    printf("Prints the graph as text IR (the form graph_parse reads back).\n\n"
            "options:\n"
            "  --inline-all     print the data of every param and constant (by default\n"
            "                   those of more than 16 elements are elided, shown by hash)\n"
@@ -168,8 +176,8 @@ typedef struct dot_opts {
 
 static void dot_help(void)
 {
-    printf("usage: tracegraph dot FILE.tgraph [-o OUT] [-T png|svg]\n\n"
-           "Writes the graph in Graphviz DOT: a box per node (op, types, call site),\n"
+    printf("usage: %s\n\n", cli_synopsis("dot"));
+    printf("Writes the graph in Graphviz DOT: a box per node (op, types, call site),\n"
            "inputs, params, constants, guards and outputs.\n\n"
            "options:\n"
            "  -o OUT        write to OUT instead of standard output\n"

@@ -24,7 +24,8 @@ graph *cli_load_graph(const char *cmd, const char *path)
 const char *cli_type_str(const graph_type *t, char *buf, size_t len)
 {
     char shape[GRAPH_MAX_DIMS * 22 + 4];
-    snprintf(buf, len, "%s%s", graph_dtype_name(t->dtype), graph_shape_str(t, shape, sizeof shape));
+    snprintf(buf, len, "%s%s", graph_dtype_name(t->dtype),
+             graph_shape_str(t, shape, sizeof shape));
     return buf;
 }
 
@@ -66,7 +67,7 @@ static const char *list_names(const char *const *names, int n, char *buf, size_t
  * a message.
  */
 static int resolve_specs(const char *cmd, const char *what, const char *const *names, int n,
-                         char **specs, int nspecs, int check_exists, int *slot,
+                         char *const *specs, int nspecs, int check_exists, int *slot,
                          const char **path)
 {
     char list[512];
@@ -110,7 +111,7 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
     return 0;
 }
 
-int cli_load_inputs(const char *cmd, const graph *g, char **specs, int nspecs,
+int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nspecs,
                     cli_inputs *in)
 {
     const char *names[GRAPH_MAX_NODE_IO], *path[GRAPH_MAX_NODE_IO];
@@ -177,7 +178,7 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
         for (int64_t k = 0; k < n; k++) {
             uint64_t r = mix(s + (uint64_t)k * 0x9E3779B97F4A7C15ull);
             switch (v->type.dtype) {
-            case GRAPH_F32: ((float *)t->data)[k] = (float)(r >> 40) / 16777216.0f * 2 - 1; break;
+            case GRAPH_F32: ((float *)t->data)[k] = (float)(r >> 40) / 8388608.0f - 1; break;
             case GRAPH_I64: ((int64_t *)t->data)[k] = (int64_t)(r >> 62); break;
             case GRAPH_I32: ((int32_t *)t->data)[k] = (int32_t)(r >> 62); break;
             default: ((uint8_t *)t->data)[k] = (uint8_t)(r >> 63); break;
@@ -195,7 +196,7 @@ void cli_inputs_free(cli_inputs *in)
     }
 }
 
-int cli_output_specs(const char *cmd, const graph *g, char **specs, int nspecs, int *slot,
+int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path)
 {
     const char *names[GRAPH_MAX_NODE_IO];
@@ -208,7 +209,7 @@ int cli_output_specs(const char *cmd, const graph *g, char **specs, int nspecs, 
     return resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
 }
 
-static double element(const graph_type *t, const void *data, int64_t i)
+double cli_element(const graph_type *t, const void *data, int64_t i)
 {
     switch (t->dtype) {
     case GRAPH_F32: return ((const float *)data)[i];
@@ -224,13 +225,13 @@ void cli_print_tensor(FILE *f, const char *name, const graph_type *t, const void
     int64_t n = graph_type_numel(t);
     fprintf(f, "%s: %s = [", name ? name : "?", cli_type_str(t, ty, sizeof ty));
     for (int64_t i = 0; i < n && i < 6; i++)
-        fprintf(f, "%s%.6g", i ? ", " : "", element(t, data, i));
+        fprintf(f, "%s%.6g", i ? ", " : "", cli_element(t, data, i));
     fprintf(f, "%s]", n > 6 ? ", ..." : "");
     if (n > 1) {
         double lo = INFINITY, hi = -INFINITY, sum = 0;
         int64_t nan = 0;
         for (int64_t i = 0; i < n; i++) {
-            double x = element(t, data, i);
+            double x = cli_element(t, data, i);
             if (isnan(x)) {
                 nan++;
                 continue;

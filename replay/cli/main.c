@@ -26,17 +26,30 @@ typedef struct command {
     const char *name;
     int (*main)(int argc, char **argv); /* argv[0] is the command name */
     const char *summary;
+    const char *synopsis; /* the usage line(s) */
 } command;
 
 static const command commands[] = {
-    {"info", cli_info, "what a .tgraph holds: sections, ops, signature, params, guards"},
-    {"dump", cli_dump, "print the graph as text IR"},
-    {"dot", cli_dot, "draw the graph (Graphviz DOT, or PNG/SVG through `dot`)"},
-    {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs"},
-    {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s"},
-    {"check", cli_check, "compare replay with the reference interpreter"},
-    {"version", cli_version, "print the version"},
-    {"help", cli_help, "help on a command: tracegraph help run"},
+    {"info", cli_info, "what a .tgraph holds: sections, ops, signature, params, guards",
+     "tracegraph info FILE.tgraph"},
+    {"dump", cli_dump, "print the graph as text IR",
+     "tracegraph dump FILE.tgraph [--inline-all] [--no-provenance]"},
+    {"dot", cli_dot, "draw the graph (Graphviz DOT, or PNG/SVG through `dot`)",
+     "tracegraph dot FILE.tgraph [-o OUT] [-T png|svg]"},
+    {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs",
+     "tracegraph run FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
+     "                      [-o NAME=OUT.npy | -o OUT.npy]... [--backend cpu|opencl]\n"
+     "                      [--threads N]"},
+    {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s",
+     "tracegraph bench FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
+     "                        [--warmup N] [--runs N] [--threads N] [--seed N]\n"
+     "                        [--backend cpu|opencl]"},
+    {"check", cli_check, "compare replay with the reference interpreter",
+     "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
+     "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"
+     "                        [--backend cpu|opencl]"},
+    {"version", cli_version, "print the version", "tracegraph version"},
+    {"help", cli_help, "help on a command: tracegraph help run", "tracegraph help [COMMAND]"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -67,6 +80,12 @@ static const command *find(const char *name)
     return NULL;
 }
 
+const char *cli_synopsis(const char *cmd)
+{
+    const command *c = find(cmd);
+    return c ? c->synopsis : "tracegraph <command> [options] FILE.tgraph ...";
+}
+
 static int cli_version(int argc, char **argv)
 {
     static const cli_opt opts[] = {{0}};
@@ -74,8 +93,8 @@ static int cli_version(int argc, char **argv)
     const char *arg;
     for (int id; (id = cli_next(&a, opts, &arg)) != CLI_END;) {
         if (id == CLI_HELP) {
-            printf("usage: tracegraph version\n\n"
-                   "Prints the tool's version and the file formats it reads.\n\n"
+            printf("usage: %s\n\n", cli_synopsis("version"));
+            printf("Prints the tool's version and the file formats it reads.\n\n"
                    "example:\n  tracegraph version\n");
             return CLI_OK;
         }
@@ -94,13 +113,19 @@ static int cli_help(int argc, char **argv)
         usage(stdout);
         return CLI_OK;
     }
+    if (argc > 2)
+        return cli_usage_error("help", "one COMMAND only ('%s' is extra)", argv[2]);
     const command *c = find(argv[1]);
-    if (!c || c->main == cli_help) {
-        if (!c)
-            return cli_usage_error("help", "unknown command '%s'", argv[1]);
-        usage(stdout);
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        (c && c->main == cli_help)) {
+        printf("usage: %s\n\n", cli_synopsis("help"));
+        printf("Without COMMAND, lists the commands and the exit codes; with one, prints\n"
+               "its help (the same as tracegraph COMMAND --help).\n\n"
+               "example:\n  tracegraph help bench\n");
         return CLI_OK;
     }
+    if (!c)
+        return cli_usage_error("help", "unknown command '%s'", argv[1]);
     char *args[] = {argv[1], "--help", NULL};
     return c->main(2, args);
 }
@@ -120,8 +145,8 @@ int main(int argc, char **argv)
         name = "version";
     const command *c = find(name);
     if (!c) {
-        fprintf(stderr, "tracegraph: unknown %s '%s'\n\n", name[0] == '-' ? "option" : "command",
-                name);
+        fprintf(stderr, "tracegraph: unknown %s '%s'\n\n",
+                name[0] == '-' ? "option" : "command", name);
         usage(stderr);
         return CLI_USAGE;
     }

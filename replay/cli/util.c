@@ -29,7 +29,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     fprintf(stderr, "tracegraph %s: ", cmd);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'tracegraph %s --help'.\n", cmd);
+    fprintf(stderr, "\nusage: %s\nTry 'tracegraph %s --help' for more.\n", cli_synopsis(cmd),
+            cmd);
     va_end(ap);
     return CLI_USAGE;
 }

@@ -1,0 +1,241 @@
+/*
+ * cmd_run.c - the commands that run a graph: `run` (replay on .npy inputs,
+ * outputs to .npy or summarized) and `check` (replay against the reference
+ * interpreter on the same inputs, error per output).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../../eager/interp.h"
+#include "../../formats/npy.h"
+#include "cli.h"
+
+/* ---- run ---- */
+
+static void run_help(void)
+{
+    printf("usage: %s\n\n", cli_synopsis("run"));
+    printf("Runs the graph with the replay runtime and writes or summarizes its outputs.\n\n"
+           "options:\n"
+           "  -i, --input NAME=IN.npy   the input called NAME, from a .npy file\n"
+           "  -i, --input IN.npy        inputs not named by any -i, in signature order\n"
+           "  -o, --output NAME=OUT.npy write the output called NAME to a .npy file\n"
+           "  -o, --output OUT.npy      outputs not named by any -o, in order; outputs\n"
+           "                            without -o are summarized (shape, first values)\n"
+           "  --backend cpu|opencl      where to run (default cpu)\n"
+           "  --threads N               threads per kernel (default 1)\n\n"
+           "Inputs are .npy arrays of dtype <f4, <i8, <i4 or |b1 (f32, i64, i32, bool),\n"
+           "C order.  Dims the trace marked dynamic may differ from the traced sizes.\n"
+           "A wrong dtype or shape is reported as replay states it.\n\n"
+           "exit codes: 0 ok, 1 error, 2 bad command line, 3 a guard failed (the\n"
+           "inputs take a path the trace did not record; the message names the call\n"
+           "site of the data read that decided it).\n\n"
+           "example:\n  tracegraph run mlp.tgraph -i x=batch.npy -o y=logits.npy\n");
+}
+
+/* Writes the -o outputs, summarizes the rest. */
+static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *outs)
+{
+    int slot[GRAPH_MAX_NODE_IO], written[GRAPH_MAX_NODE_IO] = {0};
+    const char *path[GRAPH_MAX_NODE_IO];
+    if (cli_output_specs(o->cmd, g, o->outputs, o->noutputs, slot, path))
+        return CLI_ERROR;
+    for (int k = 0; k < o->noutputs; k++) {
+        const replay_tensor *t = &outs[slot[k]];
+        char err[1024], ty[200];
+        if (format_npy_save(path[k], &t->type, t->data, err, sizeof err) != TG_OK) {
+            cli_error(o->cmd, "%s", err);
+            return CLI_ERROR;
+        }
+        written[slot[k]] = 1;
+        printf("%s: %s -> %s\n", t->name, cli_type_str(&t->type, ty, sizeof ty), path[k]);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (!written[i])
+            cli_print_tensor(stdout, outs[i].name, &outs[i].type, outs[i].data);
+    return CLI_OK;
+}
+
+int cli_run(int argc, char **argv)
+{
+    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_OUTPUT, RUN_OPT_BACKEND, RUN_OPT_THREADS,
+                              0};
+    cli_run_opts o;
+    int rc = cli_parse_run(argc, argv, ids, run_help, &o);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    cli_setup s;
+    rc = cli_setup_run(&o, 0, &s);
+    replay_tensor outs[GRAPH_MAX_NODE_IO];
+    if (rc == CLI_OK) {
+        for (int i = 0; i < s.g->noutputs; i++)
+            outs[i] = (replay_tensor){s.g->outputs[i].name, {0}, NULL};
+        tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, s.g->noutputs);
+        if (st != TG_OK) {
+            cli_error(o.cmd, "%s", replay_session_error(s.session));
+            rc = cli_exit_code(st);
+        } else {
+            rc = deliver(&o, s.g, outs);
+            int warn = replay_session_guard_warnings(s.session);
+            if (warn)
+                cli_error(o.cmd, "warning: %d warn-policy guard%s saw a different value than "
+                          "when traced", warn, warn > 1 ? "s" : "");
+        }
+    }
+    cli_teardown(&s);
+    return rc;
+}
+
+/* ---- check ---- */
+
+static void check_help(void)
+{
+    printf("usage: %s\n\n", cli_synopsis("check"));
+    printf("Runs the graph twice on the same inputs, with the replay runtime and with\n"
+           "the reference interpreter (node by node through the eager kernels), and\n"
+           "prints the largest absolute and relative error of each output.  An output\n"
+           "passes when every element has |replay - ref| <= atol + rtol * |ref| (NaN\n"
+           "matches only NaN).\n\n"
+           "options:\n"
+           "  -i, --input ...   inputs as for `run`; without any, seeded random inputs\n"
+           "                    at the traced shapes (f32 in [-1,1), ints in [0,4),\n"
+           "                    bools 0/1)\n"
+           "  --seed N          seed of the random inputs (default 1)\n"
+           "  --rtol X          relative tolerance (default 1e-05)\n"
+           "  --atol X          absolute tolerance (default 1e-08)\n"
+           "  --threads N       threads per kernel, both runs (default 1)\n"
+           "  --backend B       replay backend (default cpu)\n\n"
+           "exit codes: 0 all outputs within tolerance, 1 error, 2 bad command line,\n"
+           "3 a guard failed, 4 some output differs beyond the tolerance.\n\n"
+           "example:\n  tracegraph check model.tgraph --rtol 1e-4\n");
+}
+
+typedef struct errors {
+    double abs, rel;
+    int64_t bad; /* elements beyond the tolerance */
+} errors;
+
+/* Largest errors of a against the reference b, and the count beyond tolerance. */
+static errors compare(const graph_type *t, const void *a, const void *b, double rtol,
+                      double atol)
+{
+    errors e = {0, 0, 0};
+    for (int64_t i = 0, n = graph_type_numel(t); i < n; i++) {
+        double x = cli_element(t, a, i), y = cli_element(t, b, i), d;
+        if (isnan(x) || isnan(y))
+            d = isnan(x) && isnan(y) ? 0 : INFINITY;
+        else if (x == y) /* also equal infinities */
+            d = 0;
+        else
+            d = fabs(x - y);
+        double r = d == 0 ? 0 : y == 0 ? INFINITY : d / fabs(y);
+        e.abs = fmax(e.abs, d);
+        e.rel = fmax(e.rel, r);
+        e.bad += !(d <= atol + rtol * fabs(y));
+    }
+    return e;
+}
+
+static int same_type(const graph_type *a, const graph_type *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dim[d] != b->dim[d])
+            return 0;
+    return 1;
+}
+
+/* Prints one line per output; returns how many differ beyond tolerance. */
+static int report(const cli_run_opts *o, const graph *g, const replay_tensor *outs,
+                  eager_tensor *const *ref)
+{
+    int bad = 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        char ty[200], ty2[200];
+        const graph_type *rt = eager_type(ref[i]);
+        printf("  %s: %s", outs[i].name, cli_type_str(&outs[i].type, ty, sizeof ty));
+        if (!same_type(&outs[i].type, rt)) {
+            printf("  type differs: reference %s  FAIL\n", cli_type_str(rt, ty2, sizeof ty2));
+            bad++;
+            continue;
+        }
+        errors e = compare(rt, outs[i].data, eager_peek(ref[i]), o->rtol, o->atol);
+        printf("  max abs err %.3g  max rel err %.3g  %s", e.abs, e.rel, e.bad ? "FAIL" : "ok");
+        if (e.bad)
+            printf(" (%lld of %lld elements beyond tolerance)", (long long)e.bad,
+                   (long long)graph_type_numel(rt));
+        printf("\n");
+        bad += e.bad > 0;
+    }
+    return bad;
+}
+
+/* The reference run: eager tensors of the inputs through eager_interpret. */
+static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_tensor *outs)
+{
+    int rc = CLI_OK, n = s->g->noutputs;
+    eager_set_threads(o->replay.threads);
+    eager_pool_push();
+    eager_tensor *ins[GRAPH_MAX_NODE_IO], *ref[GRAPH_MAX_NODE_IO] = {0};
+    for (int i = 0; i < s->in.n; i++) {
+        graph_ints shape = {s->in.t[i].type.ndim, {0}};
+        memcpy(shape.v, s->in.t[i].type.dim, sizeof(int64_t) * (size_t)shape.n);
+        ins[i] = eager_from_data(s->in.t[i].type.dtype, shape, s->in.t[i].data);
+    }
+    eager_interp_report rep;
+    tg_status st = eager_interpret(s->g, ins, s->in.n, ref, n, &rep);
+    if (st != TG_OK) {
+        cli_error(o->cmd, "reference interpreter: %s", eager_error());
+        rc = cli_exit_code(st);
+    } else {
+        int bad = report(o, s->g, outs, ref);
+        if (bad)
+            printf("check: %d of %d outputs differ beyond rtol %g, atol %g\n", bad, n, o->rtol,
+                   o->atol);
+        else
+            printf("check: all %d outputs within rtol %g, atol %g\n", n, o->rtol, o->atol);
+        rc = bad ? CLI_MISMATCH : CLI_OK;
+    }
+    for (int i = 0; i < n; i++)
+        eager_release(ref[i]);
+    eager_pool_pop();
+    eager_clear_error();
+    return rc;
+}
+
+int cli_check(int argc, char **argv)
+{
+    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_THREADS, RUN_OPT_SEED,
+                              RUN_OPT_RTOL, RUN_OPT_ATOL, 0};
+    cli_run_opts o;
+    int rc = cli_parse_run(argc, argv, ids, check_help, &o);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    cli_setup s;
+    rc = cli_setup_run(&o, 1, &s);
+    if (rc == CLI_OK) {
+        replay_tensor outs[GRAPH_MAX_NODE_IO];
+        for (int i = 0; i < s.g->noutputs; i++)
+            outs[i] = (replay_tensor){s.g->outputs[i].name, {0}, NULL};
+        printf("check %s: replay (%s, %d thread%s) against the reference interpreter, ",
+               o.file, o.replay.backend == REPLAY_CPU ? "cpu" : "opencl", o.replay.threads,
+               o.replay.threads > 1 ? "s" : "");
+        if (s.random_inputs)
+            printf("random inputs (seed %ld)\n", o.seed);
+        else
+            printf("inputs from .npy\n");
+        tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, s.g->noutputs);
+        if (st != TG_OK) {
+            cli_error(o.cmd, "%s", replay_session_error(s.session));
+            if (st == TG_ERR_GUARD && s.random_inputs)
+                cli_error(o.cmd, "the inputs were random: give inputs that take the traced "
+                          "path with -i");
+            rc = cli_exit_code(st);
+        } else {
+            rc = check_against_ref(&o, &s, outs);
+        }
+    }
+    cli_teardown(&s);
+    return rc;
+}

@@ -1,0 +1,140 @@
+/*
+ * runopts.c - the options run, bench and check share (-i, -o, --backend,
+ * --threads, --seed, ...) and the setup they all do: load the graph, get
+ * the inputs, compile a replay plan, open a session.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const cli_opt run_opts[] = {
+    {"-i", "--input", 1, RUN_OPT_INPUT},
+    {"-o", "--output", 1, RUN_OPT_OUTPUT},
+    {NULL, "--backend", 1, RUN_OPT_BACKEND},
+    {NULL, "--threads", 1, RUN_OPT_THREADS},
+    {NULL, "--seed", 1, RUN_OPT_SEED},
+    {NULL, "--warmup", 1, RUN_OPT_WARMUP},
+    {NULL, "--runs", 1, RUN_OPT_RUNS},
+    {NULL, "--rtol", 1, RUN_OPT_RTOL},
+    {NULL, "--atol", 1, RUN_OPT_ATOL},
+};
+
+const cli_opt *cli_run_opt(int id) { return &run_opts[id - 1]; }
+
+/* One option's value into o; CLI_OK or CLI_USAGE after a message. */
+static int set_opt(cli_run_opts *o, int id, const char *arg)
+{
+    const char *name = run_opts[id - 1].lng;
+    switch (id) {
+    case RUN_OPT_INPUT:
+    case RUN_OPT_OUTPUT: {
+        int *n = id == RUN_OPT_INPUT ? &o->ninputs : &o->noutputs;
+        if (*n == GRAPH_MAX_NODE_IO)
+            return cli_usage_error(o->cmd, "at most %d %s options", GRAPH_MAX_NODE_IO, name);
+        (id == RUN_OPT_INPUT ? o->inputs : o->outputs)[(*n)++] = (char *)arg;
+        return CLI_OK;
+    }
+    case RUN_OPT_BACKEND:
+        if (strcmp(arg, "cpu") == 0)
+            o->replay.backend = REPLAY_CPU;
+        else if (strcmp(arg, "opencl") == 0)
+            o->replay.backend = REPLAY_OPENCL;
+        else
+            return cli_usage_error(o->cmd, "--backend takes cpu or opencl, not '%s'", arg);
+        return CLI_OK;
+    case RUN_OPT_RTOL:
+    case RUN_OPT_ATOL:
+        return cli_double(o->cmd, name, arg, id == RUN_OPT_RTOL ? &o->rtol : &o->atol)
+                   ? CLI_USAGE : CLI_OK;
+    case RUN_OPT_THREADS: {
+        long v;
+        if (cli_int(o->cmd, name, arg, 1, 1024, &v))
+            return CLI_USAGE;
+        o->replay.threads = (int)v;
+        return CLI_OK;
+    }
+    case RUN_OPT_SEED:
+        return cli_int(o->cmd, name, arg, 0, LONG_MAX, &o->seed) ? CLI_USAGE : CLI_OK;
+    case RUN_OPT_WARMUP:
+        return cli_int(o->cmd, name, arg, 0, 100000000, &o->warmup) ? CLI_USAGE : CLI_OK;
+    default:
+        return cli_int(o->cmd, name, arg, 1, 100000000, &o->runs) ? CLI_USAGE : CLI_OK;
+    }
+}
+
+int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli_run_opts *o)
+{
+    cli_opt opts[sizeof run_opts / sizeof run_opts[0] + 1];
+    int n = 0;
+    for (; ids[n]; n++)
+        opts[n] = run_opts[ids[n] - 1];
+    opts[n] = (cli_opt){0};
+    memset(o, 0, sizeof *o);
+    o->cmd = argv[0];
+    o->replay = (replay_opts){REPLAY_CPU, 1, 0, NULL};
+    o->seed = 1;
+    o->warmup = 10;
+    o->runs = 100;
+    o->rtol = 1e-5;
+    o->atol = 1e-8;
+    cli_args a = {argc, argv, 1, 0, argv[0]};
+    const char *arg;
+    for (int id; (id = cli_next(&a, opts, &arg)) != CLI_END;) {
+        if (id == CLI_HELP) {
+            help();
+            return -1;
+        }
+        if (id == CLI_BAD)
+            return CLI_USAGE;
+        if (id == CLI_POS) {
+            if (o->file)
+                return cli_usage_error(o->cmd, "one FILE.tgraph only ('%s' is extra; inputs "
+                                       "go with -i)", arg);
+            o->file = arg;
+        } else if (set_opt(o, id, arg) != CLI_OK) {
+            return CLI_USAGE;
+        }
+    }
+    if (!o->file)
+        return cli_usage_error(o->cmd, "no FILE.tgraph given");
+    return CLI_OK;
+}
+
+int cli_setup_run(const cli_run_opts *o, int random_ok, cli_setup *s)
+{
+    memset(s, 0, sizeof *s);
+    s->g = cli_load_graph(o->cmd, o->file);
+    if (!s->g)
+        return CLI_ERROR;
+    int rc;
+    if (random_ok && o->ninputs == 0) {
+        s->random_inputs = 1;
+        rc = cli_random_inputs(o->cmd, s->g, (uint64_t)o->seed, &s->in);
+    } else {
+        rc = cli_load_inputs(o->cmd, s->g, o->inputs, o->ninputs, &s->in);
+    }
+    if (rc)
+        return CLI_ERROR;
+    char err[1024];
+    s->plan = replay_compile(s->g, &o->replay, err, sizeof err);
+    if (!s->plan) {
+        cli_error(o->cmd, "%s", err);
+        return CLI_ERROR;
+    }
+    s->session = replay_session_new(s->plan, NULL, 0);
+    if (!s->session) {
+        cli_error(o->cmd, "out of memory for a replay session");
+        return CLI_ERROR;
+    }
+    return CLI_OK;
+}
+
+void cli_teardown(cli_setup *s)
+{
+    replay_session_free(s->session);
+    replay_plan_free(s->plan);
+    cli_inputs_free(&s->in);
+    graph_free(s->g);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# test_cli.sh TRACEGRAPH BUILD_DIR - the `tracegraph` tool end to end.
+#
+# BUILD_DIR/make_model traces and saves the test models (MLP with a dynamic
+# batch, a guarded branch, a two-input/two-output graph) with their inputs
+# and eager outputs as .npy; every command then runs on them.  Outputs that
+# replay writes must equal the eager outputs byte for byte (cmp).  Each
+# command's stderr is also scanned for sanitizer reports, so the ASan build
+# fails here even where the expected exit code is non-zero.
+# Prints "N passed, M failed"; exits non-zero on any failure.
+set -u
+TG=${1:?usage: test_cli.sh TRACEGRAPH BUILD_DIR}
+BUILD=${2:?usage: test_cli.sh TRACEGRAPH BUILD_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+pass=0
+fail=0
+
+good() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL (line ${BASH_LINENO[1]}): $*"
+}
+
+# expect RC CMD...: runs CMD (stdout to out, stderr to err), checks its exit code.
+expect() {
+    local want=$1 rc
+    shift
+    "$@" >out 2>err
+    rc=$?
+    if grep -qE "Sanitizer|runtime error:" err; then
+        bad "sanitizer report from: $*"
+        sed 's/^/  | /' err | head -40
+    elif [ "$rc" -eq "$want" ]; then
+        good
+    else
+        bad "exit $rc (want $want): $*"
+        sed 's/^/  | /' err out | head -20
+    fi
+}
+# has FILE TEXT: FILE contains TEXT (fixed string).
+has() {
+    if grep -qF -- "$2" "$1"; then good; else
+        bad "$1 lacks \"$2\""
+        sed 's/^/  | /' "$1" | head -20
+    fi
+}
+lacks() {
+    if grep -qF -- "$2" "$1"; then bad "$1 has \"$2\""; else good; fi
+}
+same() {
+    if cmp -s "$1" "$2"; then good; else bad "$1 differs from $2"; fi
+}
+
+# ---- the models ----
+expect 0 "$BUILD/make_model" .
+for f in mlp.tgraph branchy.tgraph pair.tgraph mlp_x.npy mlp_y.npy branchy_site.txt; do
+    [ -s "$f" ] && good || bad "make_model did not write $f"
+done
+site=$(cat branchy_site.txt) # "make_model.c:LINE branchy"
+
+# ---- version, help, usage errors ----
+expect 0 "$TG" version
+has out "tracegraph 0.1.0 (.tgraph format 1"
+expect 0 "$TG" --version
+has out "tracegraph 0.1.0"
+expect 0 "$TG" --help
+has out "usage: tracegraph <command>"
+has out "exit codes:"
+for cmd in info dump dot run bench check version help; do
+    expect 0 "$TG" "$cmd" --help
+    has out "usage: tracegraph $cmd"
+    has out "example:"
+done
+expect 0 "$TG" help run
+has out "usage: tracegraph run"
+expect 2 "$TG"
+has err "usage: tracegraph <command>"
+expect 2 "$TG" frobnicate
+has err "tracegraph: unknown command 'frobnicate'"
+has err "usage: tracegraph <command>"
+expect 2 "$TG" run mlp.tgraph --frob
+has err "tracegraph run: unknown option '--frob'"
+has err "usage: tracegraph run FILE.tgraph"
+expect 2 "$TG" info --frob mlp.tgraph
+has err "tracegraph info: unknown option '--frob'"
+expect 2 "$TG" run mlp.tgraph -i
+has err "tracegraph run: option '-i' needs a value"
+expect 2 "$TG" bench mlp.tgraph --runs 0
+has err "--runs wants an integer from 1 to"
+expect 2 "$TG" check mlp.tgraph --rtol x
+has err "--rtol wants a number >= 0, not 'x'"
+expect 2 "$TG" run
+has err "tracegraph run: no FILE.tgraph given"
+expect 2 "$TG" info mlp.tgraph pair.tgraph
+has err "one FILE.tgraph only"
+expect 2 "$TG" run mlp.tgraph --backend tpu
+has err "--backend takes cpu or opencl, not 'tpu'"
+expect 2 "$TG" dot mlp.tgraph -T jpg
+has err "-T takes png or svg, not 'jpg'"
+expect 2 "$TG" dump mlp.tgraph --inline-all=1
+has err "option '--inline-all' takes no value"
+
+# ---- info ----
+expect 0 "$TG" info mlp.tgraph
+has out "file mlp.tgraph: .tgraph format version 1"
+has out "compressed"
+for s in strings symbols values nodes provenance guards signature constants; do
+    has out "  $s "
+done
+has out "trace main: 4 nodes"
+has out "linear=2"
+has out "relu=1"
+has out "log_softmax=1"
+has out "input  x: f32[B,32]"
+has out "output y: f32[B,10]"
+has out "dynamic dim B (traced as 4)"
+has out "params: 4, 2792 bytes"
+grep -qE "fc1.weight +f32\[16,32\] +2048 bytes" out && good || bad "info lists fc1.weight's bytes"
+has out "constants: 0, 0 bytes"
+has out "guards: 0"
+has out "specialized: none"
+expect 0 "$TG" info branchy.tgraph
+has out "guards: 1"
+has out "strict decision of %3[0] == 1 at $site"
+has out "constants: 1, 4 bytes"
+
+# ---- dump ----
+expect 0 "$TG" dump mlp.tgraph
+has out "graph main(%x: f32[B,32]) -> (y: f32[B,10]) {"
+has out "sym B = 4"
+has out "%fc1.weight: f32[16,32] = param elided"
+has out "= linear(%x, %fc1.weight, %fc1.bias)"
+has out "provenance {"
+has out "# models.c:9 model_mlp"
+expect 0 "$TG" dump mlp.tgraph --no-provenance
+lacks out "provenance {"
+lacks out "!p"
+lacks out "# models.c"
+has out "= linear(%x, %fc1.weight, %fc1.bias)"
+expect 0 "$TG" dump mlp.tgraph --inline-all
+lacks out "elided"
+has out "%fc1.weight: f32[16,32] = param ["
+expect 0 "$TG" dump branchy.tgraph
+has out "guard decision %3[0] == 1 strict"
+
+# ---- dot ----
+expect 0 "$TG" dot pair.tgraph
+has out 'digraph "main" {'
+has out "input f32[2,3]"
+expect 0 "$TG" dot pair.tgraph -o pair.dot
+has pair.dot 'digraph "main" {'
+expect 1 env PATH=/nonexistent "$TG" dot pair.tgraph -T svg -o pair.svg
+has err "tracegraph dot: -T svg needs Graphviz, which is not installed"
+has err "apt-get install graphviz"
+expect 1 env PATH=/nonexistent "$TG" dot pair.tgraph -o pair.png
+has err "-T png needs Graphviz"
+# a stand-in for Graphviz's dot: checks -Tsvg, echoes the DOT it reads
+mkdir fakebin
+cat >fakebin/dot <<'SH'
+#!/bin/sh
+[ "$1" = "-Tsvg" ] || exit 9
+if [ "$#" -eq 3 ] && [ "$2" = "-o" ]; then { echo "<svg>"; cat; } >"$3"; else echo "<svg>"; cat; fi
+SH
+chmod +x fakebin/dot
+expect 0 env PATH="$tmp/fakebin:$PATH" "$TG" dot pair.tgraph -T svg -o fake.svg
+has fake.svg "<svg>"
+has fake.svg 'digraph "main" {'
+expect 0 env PATH="$tmp/fakebin:$PATH" "$TG" dot pair.tgraph -o fake2.svg # -T from the name
+has fake2.svg "<svg>"
+expect 0 env PATH="$tmp/fakebin:$PATH" "$TG" dot pair.tgraph -T svg
+has out "<svg>"
+expect 1 env PATH="$tmp/fakebin:$PATH" "$TG" dot pair.tgraph -T png -o fake.png
+has err "tracegraph dot: Graphviz ($tmp/fakebin/dot) failed (exit status 9)"
+if command -v dot >/dev/null; then
+    expect 0 "$TG" dot pair.tgraph -T svg -o pair.svg
+    has pair.svg "<svg"
+fi
+
+# ---- run ----
+expect 0 "$TG" run mlp.tgraph -i mlp_x.npy -o y.npy # by position
+same y.npy mlp_y.npy
+has out "y: f32[4,10] -> y.npy"
+expect 0 "$TG" run mlp.tgraph -i x=mlp_x3.npy -o y=y3.npy # by name, another batch
+same y3.npy mlp_y3.npy
+expect 0 "$TG" run mlp.tgraph -i x=<(cat mlp_x.npy) -o ypipe.npy # from a pipe
+same ypipe.npy mlp_y.npy
+expect 0 "$TG" run mlp.tgraph --input=x=mlp_x.npy
+has out "y: f32[4,10] = ["
+has out "min "
+expect 0 "$TG" run pair.tgraph -i b=pair_b.npy -i pair_a.npy -o prod=prod.npy -o sum.npy
+same prod.npy pair_prod.npy
+same sum.npy pair_sum.npy
+expect 0 "$TG" run pair.tgraph -i pair_a.npy -i pair_b.npy -o sum2.npy
+same sum2.npy pair_sum.npy
+has out "prod: f32[2,3] = [" # not written: summarized
+expect 0 "$TG" run mlp.tgraph -i mlp_x.npy -o y2.npy --threads 2
+expect 0 "$TG" run branchy.tgraph -i branchy_x.npy -o by.npy
+same by.npy branchy_y.npy
+# errors from replay, verbatim
+expect 1 "$TG" run mlp.tgraph -i mlp_bad.npy
+has err 'tracegraph run: replay: input "x" is f32[4,31], the plan takes f32[4,32]'
+expect 1 "$TG" run mlp.tgraph -i x=mlp_int.npy
+has err 'tracegraph run: replay: input "x" is i32[4,32], the plan takes f32[4,32]'
+expect 3 "$TG" run branchy.tgraph -i branchy_other.npy
+has err "tracegraph run: replay: guard failed: the decision at $site"
+expect 1 "$TG" run mlp.tgraph
+has err "tracegraph run: missing input 'x' (f32[B,32]): give it with -i x=FILE.npy"
+expect 1 "$TG" run pair.tgraph -i c=pair_a.npy
+has err "tracegraph run: the graph has no input named 'c' (its inputs: a, b)"
+expect 1 "$TG" run pair.tgraph -i a=pair_a.npy -i a=pair_b.npy
+has err "input 'a' is given twice"
+expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -i mlp_x.npy
+has err "too many inputs: the graph has 1 (x)"
+expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -o z=out.npy
+has err "the graph has no output named 'z' (its outputs: y)"
+expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl
+has err "tracegraph run: replay: backend"
+
+# ---- bench ----
+expect 0 "$TG" bench mlp.tgraph --runs 5 --warmup 1
+for w in "min " "median " "mean " "max " "runs/s" "5 runs after 1 warm-up" "random inputs (seed 1)"; do
+    has out "$w"
+done
+expect 0 "$TG" bench pair.tgraph -i pair_a.npy -i pair_b.npy --runs 3 --threads 2
+has out "inputs from .npy"
+has out "2 threads"
+expect 3 "$TG" bench branchy.tgraph -i branchy_other.npy --runs 2
+has err "guard failed: the decision at $site"
+
+# ---- check ----
+expect 0 "$TG" check mlp.tgraph
+has out "y: f32[4,10]  max abs err 0  max rel err 0  ok"
+has out "check: all 1 outputs within"
+expect 0 "$TG" check mlp.tgraph -i mlp_x3.npy --rtol 0 --atol 0 --seed 5
+has out "y: f32[3,10]  max abs err 0  max rel err 0  ok"
+expect 0 "$TG" check pair.tgraph --seed 7
+has out "sum: f32[2,3]  max abs err 0"
+has out "prod: f32[2,3]  max abs err 0"
+expect 0 "$TG" check branchy.tgraph -i branchy_x.npy
+expect 3 "$TG" check branchy.tgraph -i branchy_other.npy
+has err "guard failed: the decision at $site"
+
+# ---- missing and corrupt files ----
+expect 1 "$TG" info nosuch.tgraph
+has err "tracegraph info: nosuch.tgraph: cannot open: No such file or directory"
+head -c 300 mlp.tgraph >cut.tgraph
+expect 1 "$TG" info cut.tgraph
+has err "tracegraph info: cut.tgraph:"
+expect 1 "$TG" run cut.tgraph -i mlp_x.npy
+has err "tracegraph run: cut.tgraph:"
+cp mlp.tgraph flip.tgraph
+byte=$(od -An -tu1 -j2000 -N1 flip.tgraph) # flip one bit of byte 2000
+printf "\\$(printf %o $((byte ^ 4)))" | dd of=flip.tgraph bs=1 seek=2000 conv=notrunc 2>/dev/null
+cmp -s flip.tgraph mlp.tgraph && bad "the bit flip changed nothing" || good
+expect 1 "$TG" dump flip.tgraph
+has err "tracegraph dump: flip.tgraph: "
+expect 1 "$TG" check mlp_x.npy
+has err "not a .tgraph file (bad magic)"
+expect 1 "$TG" run mlp.tgraph -i nosuch.npy
+has err "tracegraph run: nosuch.npy: cannot open: No such file or directory"
+head -c 140 mlp_x.npy >cut.npy
+expect 1 "$TG" run mlp.tgraph -i cut.npy
+has err "tracegraph run: cut.npy: at byte 128: the data is truncated: shape (4, 32) of '<f4'"
+expect 1 "$TG" run mlp.tgraph -i mlp.tgraph
+has err "mlp.tgraph: not a .npy file (bad magic)"
+expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -o nodir/y.npy
+has err "tracegraph run: nodir/y.npy: cannot write"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
