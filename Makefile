@@ -2,9 +2,11 @@
 # Both install missing Debian packages (scripts/deps.sh), configure and build.
 #
 #   make           build the library, tests, examples and benchmarks (build/)
-#   make demo      run the eager example end to end
+#   make demo      the main job: eager example, trace + save model.tgraph,
+#                  load + replay it in a fresh process, eager vs replay time
 #   make test      plain build + ASan/UBSan build, each running the whole suite,
-#                  then an install check (find_package and pkg-config consumers)
+#                  an install check (find_package and pkg-config consumers),
+#                  then every loader fuzzed for a bounded time
 #   make bench     run the benchmarks
 #   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
 #   make install   cmake --install build (PREFIX=/usr/local)
@@ -16,7 +18,7 @@ JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 35
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install bench fuzz install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench fuzz install clean
 
 all: build
 
@@ -44,8 +46,14 @@ demo: build
 	@echo
 	cd $(BUILD) && ./example_load_replay model.tgraph
 
-test: test-plain test-asan test-install
+test: test-plain test-asan test-install test-fuzz
 	@echo "make test: all suites passed"
+
+# Every loader fuzzed under ASan+UBSan for a bounded time (3 targets x
+# TEST_FUZZ_SECONDS, >= 60 s in all); any crash, leak or hang fails.
+TEST_FUZZ_SECONDS ?= 25
+test-fuzz: build
+	scripts/fuzz.sh $(TEST_FUZZ_SECONDS) $(BUILD)
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -63,6 +71,8 @@ test-install: build
 bench: build
 	./$(BUILD)/eager_overhead
 	./$(BUILD)/trace_overhead
+	./$(BUILD)/replay_overhead
+	./$(BUILD)/load
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
@@ -71,4 +81,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN)
+	rm -rf $(BUILD) $(ASAN) build-fuzz

@@ -185,7 +185,7 @@ int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
 tg_status graph_set_data(graph *g, int32_t v, const void *data, size_t nbytes);
 /* Adds v to the signature's inputs. */
 tg_status graph_add_input(graph *g, int32_t v);
-/* Adds an output (v under name). */
+/* Adds an output (v under name; graph_verify rejects duplicate names). */
 tg_status graph_add_output(graph *g, int32_t v, const char *name);
 /* Adds (or finds) a dynamic dim symbol; returns its index or -1. */
 int32_t graph_add_symbol(graph *g, const char *name, int64_t traced);

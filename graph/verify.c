@@ -53,24 +53,25 @@ static tg_status check_values(graph *g, int allow_elided)
             return graph_fail(g, TG_ERR_FORMAT, "value %%%d has kind %d", i, (int)v->kind);
         }
     }
-    for (int32_t i = 0; i < g->ninputs; i++) {
+    /* Every input value is in the signature exactly once (linear: a mark
+     * per value; a hostile file may hold many inputs). */
+    char *listed = calloc((size_t)g->nvalues + 1, 1);
+    if (!listed)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
+    tg_status st = TG_OK;
+    for (int32_t i = 0; i < g->ninputs && st == TG_OK; i++) {
         int32_t v = g->inputs[i];
         if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_INPUT)
-            return graph_fail(g, TG_ERR_FORMAT, "input %d is not an input value", i);
-        for (int32_t k = 0; k < i; k++)
-            if (g->inputs[k] == v)
-                return graph_fail(g, TG_ERR_FORMAT, "input %%%d is listed twice", v);
+            st = graph_fail(g, TG_ERR_FORMAT, "input %d is not an input value", i);
+        else if (listed[v]++)
+            st = graph_fail(g, TG_ERR_FORMAT, "input %%%d is listed twice", v);
     }
-    for (int32_t i = 0; i < g->nvalues; i++) {
-        if (g->values[i].kind != GRAPH_VALUE_INPUT)
-            continue;
-        int32_t k = 0;
-        while (k < g->ninputs && g->inputs[k] != i)
-            k++;
-        if (k == g->ninputs)
-            return graph_fail(g, TG_ERR_FORMAT,
-                              "input value %%%d is not in the signature", i);
-    }
+    for (int32_t i = 0; i < g->nvalues && st == TG_OK; i++)
+        if (g->values[i].kind == GRAPH_VALUE_INPUT && !listed[i])
+            st = graph_fail(g, TG_ERR_FORMAT, "input value %%%d is not in the signature", i);
+    free(listed);
+    if (st != TG_OK)
+        return st;
     return TG_OK;
 }
 
@@ -140,6 +141,33 @@ static tg_status check_nodes(graph *g, char *defined)
     return TG_OK;
 }
 
+static int by_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(const char *const *)a, y = (uintptr_t)*(const char *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Output names are present and unique (interned: equal names, equal
+ * pointers; sorted, so a hostile file with many outputs stays cheap). */
+static tg_status check_output_names(graph *g)
+{
+    const char **names = malloc(sizeof(char *) * (size_t)(g->noutputs + 1));
+    if (!names)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
+    tg_status st = TG_OK;
+    for (int32_t i = 0; i < g->noutputs; i++)
+        if (!(names[i] = g->outputs[i].name))
+            st = graph_fail(g, TG_ERR_FORMAT, "output %d has no name", i);
+    if (st == TG_OK) {
+        qsort(names, (size_t)g->noutputs, sizeof *names, by_ptr);
+        for (int32_t i = 1; i < g->noutputs && st == TG_OK; i++)
+            if (names[i] == names[i - 1])
+                st = graph_fail(g, TG_ERR_FORMAT, "output name \"%s\" is used twice", names[i]);
+    }
+    free(names);
+    return st;
+}
+
 tg_status graph_verify(graph *g, int allow_elided)
 {
     tg_status st = check_values(g, allow_elided);
@@ -157,6 +185,8 @@ tg_status graph_verify(graph *g, int allow_elided)
             st = graph_fail(g, TG_ERR_FORMAT, "output \"%s\" is value %d, which no "
                             "live node defines", g->outputs[i].name, v);
     }
+    if (st == TG_OK)
+        st = check_output_names(g);
     for (int32_t i = 0; st == TG_OK && i < g->nguards; i++) {
         const graph_guard *gd = &g->guards[i];
         if (gd->value < 0 || gd->value >= g->nvalues || !defined[gd->value] ||

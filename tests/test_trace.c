@@ -320,6 +320,13 @@ static void test_errors(void)
     CHECK_ERROR("does not depend on any recorded op");
     trace_abort();
 
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    CHECK(trace_output(eager_relu(x), "y") == TG_OK);
+    CHECK(trace_output(eager_neg(x), "y") != TG_OK);
+    CHECK_ERROR("the name \"y\" is already an output");
+    trace_abort();
+
     eager_tensor *c = eager_ones(GRAPH_F32, TG_SHAPE(2));
     CHECK(trace_begin(NULL) == TG_OK);
     trace_input(x, "x");

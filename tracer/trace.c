@@ -486,6 +486,10 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
         return fail(st, TG_ERR_ARG, &site, "trace_output: \"%s\" does not depend on "
                     "any recorded op (it is not computed inside the trace)",
                     name ? name : "?");
+    for (int32_t i = 0; name && i < st->g->noutputs; i++)
+        if (strcmp(st->g->outputs[i].name, name) == 0)
+            return fail(st, TG_ERR_ARG, &site, "trace_output: the name \"%s\" is already "
+                        "an output", name);
     if (graph_add_output(st->g, v, name) != TG_OK)
         return fail(st, TG_ERR_ARG, &site, "trace_output: %s", graph_error(st->g));
     return TG_OK;
