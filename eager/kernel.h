@@ -11,6 +11,25 @@
 
 #include "../graph/op.h"
 
+/*
+ * Prepared state of a kernel.  A kernel that builds something expensive
+ * (a oneDNN primitive with reordered weights, a compiled micro-program)
+ * may keep it in *state when the caller gives a slot: the replay runtime
+ * gives one per step, whose types and attributes never change; eager
+ * passes NULL and the kernel works without.  The state's first member is
+ * an eager_kstate, so its owner can free it.
+ */
+typedef struct eager_kstate {
+    void (*free)(struct eager_kstate *s);
+} eager_kstate;
+
+/* Frees a state (NULL is a no-op). */
+static inline void eager_kstate_free(eager_kstate *s)
+{
+    if (s)
+        s->free(s);
+}
+
 typedef struct eager_kargs {
     const graph_type *in_type; /* nin present inputs */
     const void *const *in;
@@ -22,6 +41,7 @@ typedef struct eager_kargs {
     int nthreads; /* >= 1 */
     char *err;    /* on failure: a reason (e.g. from oneDNN) */
     size_t errlen;
+    eager_kstate **state; /* NULL, or a slot for prepared state (see above) */
 } eager_kargs;
 
 /* Computes out from in. Inputs and outputs never overlap unless the

@@ -49,7 +49,7 @@
  * Codes (fixed by the format, independent of the C enums):
  *   value kind  0 input, 1 param, 2 const, 3 inter
  *   dtype       0 f32, 1 i64, 2 i32, 3 bool
- *   attr kind   0 i64, 1 f32, 2 ints, 3 dtype
+ *   attr kind   0 i64, 1 f32, 2 ints, 3 dtype, 4 str
  *   guard kind  0 value, 1 decision, 2 buffer;  policy 0 strict, 1 warn, 2 off
  *   node flags  bit 0 dead, bit 1 specialized (others must be 0)
  *   value flags bit 0 has data (param/const only; others must be 0)
@@ -71,7 +71,8 @@
  *                   nin x i32 value; nout x i32 value; nprov x i32 prov;
  *                   nattrs x { str name; u8 kind; payload } }
  *                 payload by kind: i64 -> i64; f32 -> f32; dtype -> u8
- *                 code; ints -> u32 n (<= 16), n x i64.
+ *                 code; ints -> u32 n (<= 16), n x i64; str -> u32 len
+ *                 (< 512), len bytes (no NUL byte).
  *                 Ops and attributes are matched by name.  A missing
  *                 attribute takes its ops.def default; an unknown op, an
  *                 unknown attribute, a kind that differs from ops.def, or

@@ -289,7 +289,7 @@ int format_dec_values(format_loader *L, format_rd *r)
 static const char *attr_kind_name(graph_attr_kind k)
 {
     return k == GRAPH_ATTR_I64 ? "i64" : k == GRAPH_ATTR_F32 ? "f32"
-           : k == GRAPH_ATTR_INTS ? "ints" : "dtype";
+           : k == GRAPH_ATTR_INTS ? "ints" : k == GRAPH_ATTR_STR ? "str" : "dtype";
 }
 
 /* The payload of one attribute, into its field of the node's struct. */
@@ -330,6 +330,19 @@ static int get_attr_value(format_loader *L, format_rd *r, graph_attr_kind kind,
         for (uint32_t j = 0; j < cnt; j++)
             GET(format_rd_i64, &x.v[j]);
         memcpy(field, &x, sizeof x);
+        return 0;
+    }
+    case GRAPH_ATTR_STR: {
+        uint32_t len;
+        GET(format_rd_u32, &len);
+        if (len >= GRAPH_MAX_STR || len > format_rd_left(r))
+            return format_load_fail(L, at, "a string of %u bytes (at most %d, %zu left)",
+                                    len, GRAPH_MAX_STR - 1, format_rd_left(r));
+        if (memchr(r->p + r->pos, 0, len))
+            return format_load_fail(L, at, "a string attribute holds a NUL byte");
+        memset(field, 0, GRAPH_MAX_STR);
+        memcpy(field, r->p + r->pos, len);
+        r->pos += len;
         return 0;
     }
     }

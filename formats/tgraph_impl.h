@@ -60,7 +60,8 @@ int format_dtype_from_code(unsigned code, graph_dtype *dt);
 static const int format_value_kinds[] = {GRAPH_VALUE_INPUT, GRAPH_VALUE_PARAM,
                                          GRAPH_VALUE_CONST, GRAPH_VALUE_INTER};
 static const int format_attr_kinds[] = {GRAPH_ATTR_I64, GRAPH_ATTR_F32,
-                                        GRAPH_ATTR_INTS, GRAPH_ATTR_DTYPE};
+                                        GRAPH_ATTR_INTS, GRAPH_ATTR_DTYPE,
+                                        GRAPH_ATTR_STR};
 static const int format_guard_kinds[] = {GRAPH_GUARD_VALUE, GRAPH_GUARD_DECISION,
                                          GRAPH_GUARD_BUFFER};
 static const int format_guard_policies[] = {GRAPH_GUARD_STRICT, GRAPH_GUARD_WARN,

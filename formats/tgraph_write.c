@@ -148,6 +148,14 @@ static tg_status put_attrs(encoder *e, format_wbuf *b, const graph_node *n, int3
             format_put_u8(b, (uint8_t)c);
             break;
         }
+        case GRAPH_ATTR_STR: {
+            size_t n = strnlen(f, GRAPH_MAX_STR);
+            if (n == GRAPH_MAX_STR)
+                return fail(e, TG_ERR_FORMAT, "node", i);
+            format_put_u32(b, (uint32_t)n);
+            format_put_bytes(b, f, n);
+            break;
+        }
         case GRAPH_ATTR_INTS: {
             graph_ints x;
             memcpy(&x, f, sizeof x);

@@ -65,6 +65,21 @@ typedef struct graph_ints {
 #define TG_NOINTS ((graph_ints){0, {0}})
 #define TG_SHAPE TG_INTS
 
+/* Longest string attribute, with its terminating NUL (a fused node's
+ * micro-program). */
+#define GRAPH_MAX_STR 512
+
+/*
+ * A string attribute, held inline so attribute structs stay plain bytes
+ * (copied with memcpy, compared with memcmp).  Always NUL-terminated; the
+ * bytes after the NUL are zero.  Build one with TG_STR("...").
+ */
+typedef struct graph_str {
+    char s[GRAPH_MAX_STR];
+} graph_str;
+
+#define TG_STR(literal) ((graph_str){literal})
+
 /* The static type of a tensor: dtype and shape. */
 typedef struct graph_type {
     graph_dtype dtype;

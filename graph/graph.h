@@ -252,6 +252,21 @@ int32_t graph_live_nodes(const graph *g);
 tg_status graph_compact(graph *g);
 
 /*
+ * Marks which dims of intermediates follow the dynamic-dim symbols of the
+ * inputs (by re-running inference with each symbol at a probe size) and
+ * flags nodes that only work at the traced sizes GRAPH_NODE_SPECIALIZED.
+ * Resets the marks of every intermediate first.
+ */
+tg_status graph_propagate_dynamic(graph *g);
+
+/*
+ * Reorders live nodes so that each comes after the producers of its
+ * inputs, keeping the existing order where it already holds (passes append
+ * new nodes at the end and call this).  Fails if there is a cycle.
+ */
+tg_status graph_toposort(graph *g);
+
+/*
  * Checks the graph: ids in range, SSA (each input defined before use, one
  * producer per intermediate), every node's output types equal a fresh
  * inference, input/output lists valid, data present and sized where

@@ -163,3 +163,75 @@ tg_status graph_compact(graph *g)
     free(nmap);
     return TG_OK;
 }
+
+/*
+ * Depth-first: each node is placed after its inputs' producers, visiting
+ * nodes in their current order so an already valid order is kept.  An
+ * explicit stack (not recursion): graphs may be 100k nodes deep.
+ */
+tg_status graph_toposort(graph *g)
+{
+    int32_t n = g->nnodes;
+    int8_t *mark = calloc((size_t)n + 1, 1); /* 0 new, 1 on stack, 2 placed */
+    int32_t *cursor = calloc((size_t)n + 1, sizeof *cursor);
+    int32_t *stack = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int32_t *order = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    graph_node *nodes = malloc(sizeof(graph_node) * ((size_t)n + 1));
+    tg_status st = TG_OK;
+    if (!mark || !cursor || !stack || !order || !nodes) {
+        st = graph_fail(g, TG_ERR_NOMEM, "out of memory sorting nodes");
+        goto done;
+    }
+    int32_t placed = 0;
+    for (int32_t root = 0; root < n && st == TG_OK; root++) {
+        if (mark[root])
+            continue;
+        int32_t sp = 0;
+        stack[sp++] = root;
+        mark[root] = 1;
+        while (sp > 0 && st == TG_OK) {
+            int32_t t = stack[sp - 1];
+            const graph_node *nd = &g->nodes[t];
+            int32_t next = -1;
+            while (cursor[t] < nd->nin && next < 0) {
+                int32_t p = g->values[nd->in[cursor[t]++]].node;
+                if (p < 0 || g->values[nd->in[cursor[t] - 1]].kind != GRAPH_VALUE_INTER ||
+                    mark[p] == 2)
+                    continue;
+                if (mark[p] == 1)
+                    st = graph_fail(g, TG_ERR_FORMAT, "the graph has a cycle through node %d", p);
+                next = p;
+            }
+            if (st != TG_OK)
+                break;
+            if (next >= 0) {
+                mark[next] = 1;
+                stack[sp++] = next;
+            } else {
+                mark[t] = 2;
+                order[placed++] = t;
+                sp--;
+            }
+        }
+    }
+    if (st == TG_OK) {
+        /* order[k] is the old id of the node that goes to slot k */
+        int32_t *newid = cursor; /* reuse: cursors are no longer needed */
+        for (int32_t k = 0; k < n; k++) {
+            nodes[k] = g->nodes[order[k]];
+            newid[order[k]] = k;
+        }
+        memcpy(g->nodes, nodes, sizeof(graph_node) * (size_t)n);
+        for (int32_t v = 0; v < g->nvalues; v++)
+            if (g->values[v].kind == GRAPH_VALUE_INTER && g->values[v].node >= 0 &&
+                g->values[v].node < n)
+                g->values[v].node = newid[g->values[v].node];
+    }
+done:
+    free(mark);
+    free(cursor);
+    free(stack);
+    free(order);
+    free(nodes);
+    return st;
+}

@@ -14,6 +14,7 @@
 #define A_F32(n, d) {#n, GRAPH_ATTR_F32, offsetof(ATTR_T_, n), (double)(d)},
 #define A_INTS(n) {#n, GRAPH_ATTR_INTS, offsetof(ATTR_T_, n), 0.0},
 #define A_DTYPE(n, d) {#n, GRAPH_ATTR_DTYPE, offsetof(ATTR_T_, n), (double)(d)},
+#define A_STR(n) {#n, GRAPH_ATTR_STR, offsetof(ATTR_T_, n), 0.0},
 #define OP(...)
 #define OPA(name, v, mi, ma, no, p, dt, inf, attrs)                         \
     static const graph_attr_desc *name##_attr_descs(void)                   \
@@ -29,11 +30,13 @@
 #undef A_F32
 #undef A_INTS
 #undef A_DTYPE
+#undef A_STR
 
 #define A_I64(n, d) +1
 #define A_F32(n, d) +1
 #define A_INTS(n) +1
 #define A_DTYPE(n, d) +1
+#define A_STR(n) +1
 const graph_op_info graph_ops[GRAPH_OP_COUNT] = {
 #define OP(name, ver, mi, ma, no, pr, dt, inf)                              \
     [GRAPH_OP_##name] = {#name, ver, mi, ma, no, pr, dt, inf, 0, 0, NULL},
@@ -49,6 +52,7 @@ const graph_op_info graph_ops[GRAPH_OP_COUNT] = {
 #undef A_F32
 #undef A_INTS
 #undef A_DTYPE
+#undef A_STR
 
 const graph_op_info *graph_op_get(graph_op op)
 {
@@ -85,7 +89,8 @@ void graph_attrs_default(graph_op op, void *attrs)
             *(graph_dtype *)field = (graph_dtype)(int)d[i].def_value;
             break;
         case GRAPH_ATTR_INTS:
-            break; /* zeroed above: empty list */
+        case GRAPH_ATTR_STR:
+            break; /* zeroed above: empty list, empty string */
         }
     }
 }

@@ -23,6 +23,20 @@ enum {
     GRAPH_PROP_VIEW = 1u << 6,        /* output may alias input 0 */
 };
 
+/*
+ * Epilogue steps of linear_ep / conv2d_ep (the post attribute).  The
+ * numbers are stored in files: never renumber, only add.
+ */
+enum {
+    GRAPH_POST_ADD = 1,        /* + the next extra input (a residual) */
+    GRAPH_POST_RELU = 2,
+    GRAPH_POST_GELU = 3,       /* erf form */
+    GRAPH_POST_SIGMOID = 4,
+    GRAPH_POST_TANH = 5,
+    GRAPH_POST_SILU = 6,
+    GRAPH_POST_LEAKY_RELU = 7, /* slope: the alpha attribute */
+};
+
 typedef enum graph_op {
 #define OP(name, ...) GRAPH_OP_##name,
 #define OPA(name, ...) GRAPH_OP_##name,
@@ -37,6 +51,7 @@ typedef enum graph_op {
 #define A_F32(n, d) float n;
 #define A_INTS(n) graph_ints n;
 #define A_DTYPE(n, d) graph_dtype n;
+#define A_STR(n) graph_str n;
 #define OP(...)
 #define OPA(name, v, mi, ma, no, p, dt, inf, attrs)                         \
     typedef struct graph_##name##_attrs { attrs } graph_##name##_attrs;
@@ -47,6 +62,7 @@ typedef enum graph_op {
 #undef A_F32
 #undef A_INTS
 #undef A_DTYPE
+#undef A_STR
 
 /* Largest attribute struct, so callers can hold any op's attributes. */
 typedef union graph_attrs {
@@ -63,6 +79,7 @@ typedef enum graph_attr_kind {
     GRAPH_ATTR_F32,
     GRAPH_ATTR_INTS,
     GRAPH_ATTR_DTYPE,
+    GRAPH_ATTR_STR,
 } graph_attr_kind;
 
 /* Describes one attribute field of an op's attribute struct. */

@@ -143,6 +143,19 @@ static int parse_attr_value(text_parser *p, const graph_attr_desc *d,
         memcpy(field, &x, sizeof x);
         return 0;
     }
+    case GRAPH_ATTR_STR: {
+        const char *s;
+        size_t at = p->tok.pos;
+        if (graph_text_get_string(p, "a quoted string", &s) < 0)
+            return -1;
+        size_t n = strlen(s);
+        if (n >= GRAPH_MAX_STR)
+            return graph_text_fail(p, at, "%s is %zu bytes long (at most %d)", what, n,
+                                   GRAPH_MAX_STR - 1);
+        memset(field, 0, GRAPH_MAX_STR);
+        memcpy(field, s, n);
+        return 0;
+    }
     case GRAPH_ATTR_DTYPE: {
         graph_dtype x;
         if (p->tok.kind != TK_IDENT ||

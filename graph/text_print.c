@@ -267,6 +267,9 @@ static void put_attrs(printer *p, const graph_node *n)
             memcpy(&ints, a, sizeof ints);
             if (ints.n <= 0)
                 continue;
+        } else if (d[k].kind == GRAPH_ATTR_STR) {
+            if (!a[0])
+                continue; /* the default: empty */
         } else if (!memcmp(a, b, d[k].kind == GRAPH_ATTR_I64 ? 8
                                  : d[k].kind == GRAPH_ATTR_F32 ? 4
                                  : sizeof(graph_dtype))) {
@@ -286,6 +289,11 @@ static void put_attrs(printer *p, const graph_node *n)
             graph_dtype x;
             memcpy(&x, a, sizeof x);
             fputs(graph_dtype_name(x), p->f);
+        } else if (d[k].kind == GRAPH_ATTR_STR) {
+            char s[GRAPH_MAX_STR];
+            memcpy(s, a, sizeof s);
+            s[GRAPH_MAX_STR - 1] = '\0';
+            graph_text_put_str(p->f, s);
         } else {
             int cnt = ints.n > GRAPH_MAX_INTS ? GRAPH_MAX_INTS : ints.n;
             fputc('[', p->f);

@@ -28,6 +28,7 @@ typedef struct bound {
     bound_step *steps;
     int32_t nsteps;
     /* storage the steps' kargs point into */
+    eager_kstate **states; /* per step, prepared by kernels that want it */
     graph_type *types;
     const void **ptrs;
     guard_ctx *gctx;
@@ -65,6 +66,9 @@ static void bound_free(bound *b)
 {
     if (!b)
         return;
+    for (int32_t k = 0; b->states && k < b->nsteps; k++)
+        eager_kstate_free(b->states[k]);
+    free(b->states);
     free(b->steps);
     free(b->types);
     free(b->ptrs);
@@ -118,12 +122,13 @@ static bound *bind(replay_session *s, replay_variant *v)
         return NULL;
     b->v = v;
     b->steps = calloc((size_t)p->nitems + 1, sizeof *b->steps);
+    b->states = calloc((size_t)p->nitems + 1, sizeof *b->states);
     b->types = malloc(sizeof(graph_type) * (nslots + 1));
     b->ptrs = malloc(sizeof(void *) * (nslots + 1));
     b->gctx = malloc(sizeof(guard_ctx) * ((size_t)g->nguards + 1));
     b->patch = malloc(sizeof(void *) * (nslots + 1));
     b->patch_input = malloc(sizeof(int32_t) * (nslots + 1));
-    if (!b->steps || !b->types || !b->ptrs || !b->gctx || !b->patch || !b->patch_input) {
+    if (!b->steps || !b->states || !b->types || !b->ptrs || !b->gctx || !b->patch || !b->patch_input) {
         bound_free(b);
         return NULL;
     }
@@ -135,6 +140,7 @@ static bound *bind(replay_session *s, replay_variant *v)
         a->nthreads = p->opts.threads;
         a->err = s->kerr;
         a->errlen = sizeof s->kerr;
+        a->state = &b->states[k];
         st->node = it->node;
         if (it->node < 0) {
             const graph_guard *gd = &g->guards[it->guard];

@@ -73,7 +73,8 @@ static int same_attrs(const graph_node *a, const graph_node *b)
     for (int k = 0; k < info->nattrs; k++) {
         const char *fx = x + d[k].offset, *fy = y + d[k].offset;
         size_t size = d[k].kind == GRAPH_ATTR_I64 ? 8 : d[k].kind == GRAPH_ATTR_F32 ? 4
-                      : d[k].kind == GRAPH_ATTR_DTYPE ? sizeof(graph_dtype) : 0;
+                      : d[k].kind == GRAPH_ATTR_DTYPE ? sizeof(graph_dtype)
+                      : d[k].kind == GRAPH_ATTR_STR ? sizeof(graph_str) : 0;
         if (size && memcmp(fx, fy, size) != 0)
             return 0;
         if (d[k].kind == GRAPH_ATTR_INTS) {

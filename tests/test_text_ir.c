@@ -241,7 +241,8 @@ static void cmp_attrs(const graph_node *x, const graph_node *y, int32_t i)
         const char *p = (const char *)graph_node_attrs(x) + d[k].offset;
         const char *q = (const char *)graph_node_attrs(y) + d[k].offset;
         size_t n = d[k].kind == GRAPH_ATTR_I64 ? 8 : d[k].kind == GRAPH_ATTR_F32 ? 4
-                   : d[k].kind == GRAPH_ATTR_DTYPE ? sizeof(graph_dtype) : 0;
+                   : d[k].kind == GRAPH_ATTR_DTYPE ? sizeof(graph_dtype)
+                      : d[k].kind == GRAPH_ATTR_STR ? sizeof(graph_str) : 0;
         if (d[k].kind == GRAPH_ATTR_INTS) {
             const graph_ints *u = (const void *)p, *w = (const void *)q;
             CHECK_MSG(u->n == w->n && !memcmp(u->v, w->v, sizeof(int64_t) * (size_t)u->n),

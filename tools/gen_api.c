@@ -23,6 +23,7 @@ typedef struct opdesc {
 #define A_F32(n, d) {#n, "float"},
 #define A_INTS(n) {#n, "graph_ints"},
 #define A_DTYPE(n, d) {#n, "graph_dtype"},
+#define A_STR(n) {#n, "graph_str"},
 static const opdesc ops[] = {
 #define OP(name, v, mi, ma, no, p, dt, inf) {#name, mi, ma, no, 0, {{0}}},
 #define OPA(name, v, mi, ma, no, p, dt, inf, attrs) {#name, mi, ma, no, 1, {attrs}},

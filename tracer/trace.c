@@ -11,7 +11,7 @@
 
 #include "../graph/tg_hash.h"
 #include "stack.h"
-#include "trace_internal.h"
+#include "trace.h"
 
 /* Frames captured beyond max_depth, trimmed at freeze (our own frames). */
 #define INTERNAL_FRAMES 6
@@ -567,7 +567,7 @@ graph *trace_freeze_at(EAGER_SITE_PARAMS)
     if (st->opts.capture_stack && (s = trace_stack_symbolize(g)) == TG_OK)
         trim_frames(g, st->opts.max_depth);
     if (s == TG_OK)
-        s = trace_propagate_dynamic(g);
+        s = graph_propagate_dynamic(g);
     if (s == TG_OK)
         s = graph_verify(g, 0);
     if (s != TG_OK) {

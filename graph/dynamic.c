@@ -8,11 +8,13 @@
  * fails at the probe sizes (a reshape to a hard-coded batch) only works at
  * the traced size: both flag the node GRAPH_NODE_SPECIALIZED, which the
  * trace summary lists and the interpreter names when a run's sizes differ.
+ * The tracer runs it at freeze; the optimizer after passes that make new
+ * nodes (whose outputs start with no dynamic marks).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_internal.h"
+#include "graph.h"
 
 /* A probe size per symbol: distinct from each other and from small sizes. */
 static int64_t probe(const graph *g, int s)
@@ -44,7 +46,7 @@ static void classify_output(graph *g, graph_node *n, int k,
     }
 }
 
-tg_status trace_propagate_dynamic(graph *g)
+tg_status graph_propagate_dynamic(graph *g)
 {
     if (g->nsyms == 0)
         return TG_OK;

@@ -1,0 +1,172 @@
+/* edit.c - graph editing helpers shared by the passes (see opt.h). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt.h"
+
+tg_status opt_uses_build(const graph *g, opt_uses *u)
+{
+    memset(u, 0, sizeof *u);
+    u->nvalues = g->nvalues;
+    u->first = calloc((size_t)g->nvalues + 2, sizeof *u->first);
+    size_t total = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
+            total += (size_t)g->nodes[i].nin;
+    u->list = malloc(sizeof *u->list * (total + 1));
+    int32_t *fill = calloc((size_t)g->nvalues + 1, sizeof *fill);
+    if (!u->first || !u->list || !fill) {
+        free(fill);
+        opt_uses_free(u);
+        return TG_ERR_NOMEM;
+    }
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (!(n->flags & GRAPH_NODE_DEAD))
+            for (int k = 0; k < n->nin; k++)
+                u->first[n->in[k] + 1]++;
+    }
+    for (int32_t v = 0; v < g->nvalues; v++)
+        u->first[v + 1] += u->first[v];
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (!(n->flags & GRAPH_NODE_DEAD))
+            for (int k = 0; k < n->nin; k++) {
+                int32_t v = n->in[k];
+                u->list[u->first[v] + fill[v]++] = i;
+            }
+    }
+    free(fill);
+    return TG_OK;
+}
+
+void opt_uses_free(opt_uses *u)
+{
+    free(u->first);
+    free(u->list);
+    u->first = u->list = NULL;
+}
+
+int opt_pinned(const graph *g, int32_t v)
+{
+    for (int32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].value == v)
+            return 1;
+    for (int32_t i = 0; i < g->nguards; i++)
+        if (g->guards[i].value == v)
+            return 1;
+    return 0;
+}
+
+int32_t opt_replace_uses(graph *g, int32_t from, int32_t to)
+{
+    int32_t changed = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        for (int k = 0; k < n->nin; k++)
+            if (n->in[k] == from) {
+                n->in[k] = to;
+                changed++;
+            }
+    }
+    for (int32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].value == from) {
+            g->outputs[i].value = to;
+            changed++;
+        }
+    return changed;
+}
+
+int32_t opt_add_const(graph *g, const graph_type *t, const void *data)
+{
+    int32_t v = graph_add_value(g, GRAPH_VALUE_CONST, t, NULL);
+    if (v < 0)
+        return -1;
+    if (graph_set_data(g, v, data, graph_value_nbytes(&g->values[v])) != TG_OK)
+        return -1;
+    return v;
+}
+
+static double element(const void *data, graph_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case GRAPH_F32: return ((const float *)data)[i];
+    case GRAPH_I64: return (double)((const int64_t *)data)[i];
+    case GRAPH_I32: return ((const int32_t *)data)[i];
+    default: return ((const uint8_t *)data)[i];
+    }
+}
+
+int opt_const_scalar(const graph *g, int32_t v, double *x)
+{
+    if (v < 0 || v >= g->nvalues)
+        return 0;
+    const graph_value *val = &g->values[v];
+    int64_t n = graph_type_numel(&val->type);
+    if (val->kind != GRAPH_VALUE_CONST || !val->data || n < 1)
+        return 0;
+    double first = element(val->data, val->type.dtype, 0);
+    for (int64_t i = 1; i < n; i++) {
+        double e = element(val->data, val->type.dtype, i);
+        if (e != first && !(e != e && first != first)) /* NaN equals NaN here */
+            return 0;
+    }
+    *x = first;
+    return 1;
+}
+
+tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src)
+{
+    const graph_node *s = &g->nodes[src];
+    for (int32_t k = 0; k < s->nprov; k++) {
+        int32_t p = g->nodes[src].prov[k];
+        const graph_node *d = &g->nodes[dst];
+        int have = 0;
+        for (int32_t j = 0; j < d->nprov && !have; j++)
+            have = d->prov[j] == p;
+        if (!have && graph_node_add_prov(g, dst, p) != TG_OK)
+            return TG_ERR_NOMEM;
+    }
+    return TG_OK;
+}
+
+static void node_site(const graph *g, int32_t node, char *buf, size_t len)
+{
+    char site[300];
+    const graph_node *n = &g->nodes[node];
+    snprintf(buf, len, "node %d (%s at %s)", node, graph_ops[n->op].name,
+             graph_prov_str(g, n->nprov ? n->prov[0] : -1, site, sizeof site));
+}
+
+tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,
+                   const char *fmt, ...)
+{
+    char what[400] = "", msg[600];
+    if (node >= 0 && node < g->nnodes)
+        node_site(g, node, what, sizeof what);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (ctx->err && ctx->errlen)
+        snprintf(ctx->err, ctx->errlen, "%s%s%s", what, what[0] ? ": " : "", msg);
+    return st;
+}
+
+void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ...)
+{
+    FILE *f = ctx->opts->explain;
+    if (!f)
+        return;
+    char what[400];
+    node_site(g, node, what, sizeof what);
+    fprintf(f, "%s: %s: ", ctx->stats ? ctx->stats->name : "?", what);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+}

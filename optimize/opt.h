@@ -1,0 +1,147 @@
+/*
+ * opt.h - the graph optimizer: a pass manager and its passes.
+ *
+ *   opt_options o = opt_default_options();     (-O2)
+ *   o.level = 3;
+ *   opt_report rep;
+ *   if (opt_optimize(g, &o, &rep, err, sizeof err) != TG_OK) ...
+ *
+ * Levels, as ONNX Runtime's: -O0 nothing; -O1 constant folding, algebraic
+ * simplification, CSE and DCE, repeated to a fixed point; -O2 adds params
+ * folded as constants (unless keep_params), conv/linear + batch-norm
+ * folding, transpose absorption, pattern fusion (layer_norm, softmax,
+ * GELU written as primitive ops), horizontal matmul fusion, epilogue
+ * fusion into matmul/conv and elementwise-chain fusion; -O3 adds layout
+ * transformation for conv chains.
+ *
+ * Rules every pass keeps: graph outputs and guarded values are never
+ * removed or folded away (a guard's value is computed exactly as traced);
+ * dynamic dims stay dynamic; fused nodes keep the provenance of every node
+ * they absorbed.  The manager checks the last two after each pass.
+ *
+ * A pass is {name, run} in its own file; run() edits the graph in place
+ * (appending new nodes, marking old ones GRAPH_NODE_DEAD) and counts what
+ * it did in ctx->stats.  The manager then sorts, compacts and checks.
+ */
+#ifndef TG_OPTIMIZE_OPT_H
+#define TG_OPTIMIZE_OPT_H
+
+#include <stdio.h>
+
+#include "../graph/graph.h"
+
+typedef struct opt_options {
+    int level;            /* 0..3 (default 2) */
+    int keep_params;      /* params stay swappable params at -O2+ (default 0) */
+    int finite_math;      /* allow rewrites only valid without inf/NaN: x*0 -> 0 */
+    int verify;           /* graph_verify after every pass (default: 1) */
+    int verify_each;      /* run the graph after every pass against the
+                             unoptimized one; name the first pass that
+                             changes an output beyond verify_rtol */
+    double verify_rtol;   /* default 1e-4 */
+    uint64_t verify_seed; /* seeded random inputs at the traced shapes */
+    FILE *print_after_each; /* text IR after every pass that changed it */
+    FILE *explain;          /* fusion candidates that were not fused, and why */
+} opt_options;
+
+/* -O2, verify on, verify_each off, rtol 1e-4. */
+opt_options opt_default_options(void);
+
+/* What one pass did (summed over its runs in a pipeline). */
+typedef struct opt_pass_stats {
+    const char *name;
+    int runs;
+    int32_t removed;   /* nodes removed (folded, simplified, dead, merged) */
+    int32_t fused;     /* nodes absorbed into a fused node */
+    int32_t rewritten; /* nodes replaced by a cheaper form */
+    int64_t bytes;     /* constant bytes saved (negative: added) */
+    double ms;
+} opt_pass_stats;
+
+#define OPT_MAX_PASSES 32
+
+typedef struct opt_report {
+    int npasses;
+    opt_pass_stats pass[OPT_MAX_PASSES];
+    int32_t nodes_before, nodes_after;
+    int iterations;        /* of the -O1 fixed point, summed */
+    char bad_pass[64];     /* verify_each: first pass beyond tolerance, or "" */
+    double bad_error;      /* its largest relative error */
+} opt_report;
+
+/*
+ * Optimizes g in place at o->level (o NULL: defaults).  rep may be NULL.
+ * Returns TG_OK, or an error with a message in err naming the pass (and
+ * the node and its call site when one is at fault); on error g is left
+ * valid but possibly partly optimized.
+ */
+tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
+                       size_t errlen);
+
+/* Prints the report as a table (passes, counts, times, node totals). */
+void opt_report_print(const opt_report *rep, FILE *f);
+
+/* ---- for passes ---- */
+
+typedef struct opt_ctx {
+    const opt_options *opts;
+    opt_pass_stats *stats; /* of the running pass */
+    int changed;           /* set by a pass that edited the graph */
+    char *err;
+    size_t errlen;
+} opt_ctx;
+
+typedef struct opt_pass {
+    const char *name;
+    tg_status (*run)(graph *g, opt_ctx *ctx);
+} opt_pass;
+
+/* The passes (one per file). */
+extern const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt_pass_dce,
+    opt_pass_fold_params, opt_pass_conv_bn, opt_pass_transpose_absorb,
+    opt_pass_patterns, opt_pass_horizontal, opt_pass_epilogue, opt_pass_ewchain,
+    opt_pass_layout;
+
+/* Uses of every value: the nodes reading it, as one CSR array. */
+typedef struct opt_uses {
+    int32_t *first; /* uses of v: node ids list[first[v] .. first[v+1]) */
+    int32_t *list;
+    int32_t nvalues;
+} opt_uses;
+
+/* Builds uses of live nodes (a node reading v twice is listed twice). */
+tg_status opt_uses_build(const graph *g, opt_uses *u);
+void opt_uses_free(opt_uses *u);
+static inline int32_t opt_nuses(const opt_uses *u, int32_t v)
+{
+    return u->first[v + 1] - u->first[v];
+}
+
+/* Nonzero if v must stay as it is: a graph output or a guarded value. */
+int opt_pinned(const graph *g, int32_t v);
+/*
+ * Makes every live node (and graph output) that reads from read to instead;
+ * returns the number of uses changed.  from must not be guarded.
+ */
+int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
+/* Adds a constant of type t with data (copied); its id or -1. */
+int32_t opt_add_const(graph *g, const graph_type *t, const void *data);
+/* If v is a constant whose elements are all equal, 1 and *x = that value. */
+int opt_const_scalar(const graph *g, int32_t v, double *x);
+/* Appends every provenance id of node src to node dst (skipping repeats). */
+tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src);
+/* Formats a failure into ctx->err naming the node and its call site. */
+tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,
+                   const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+/* Writes one --explain line: "<pass>: node N (op at site): <why>". */
+void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+#endif

@@ -1,0 +1,279 @@
+/*
+ * pass.c - the pass manager: pipelines by level, the -O1 fixed point,
+ * per-pass statistics, and the checks after every pass (verifier, dynamic
+ * dims, optional print-after-each and verify-each).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../eager/interp.h"
+#include "../graph/text.h"
+#include "opt.h"
+
+opt_options opt_default_options(void)
+{
+    opt_options o;
+    memset(&o, 0, sizeof o);
+    o.level = 2;
+    o.verify = 1;
+    o.verify_rtol = 1e-4;
+    o.verify_seed = 1;
+    return o;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The state of one optimization run. */
+typedef struct run_state {
+    graph *g;
+    const opt_options *o;
+    opt_report *rep;
+    char *err;
+    size_t errlen;
+    uint32_t *out_dyn;  /* dynamic marks of each output, before */
+    eager_tensor **ref; /* verify_each: reference outputs, or NULL */
+    eager_tensor **in;  /* verify_each: the inputs */
+} run_state;
+
+static opt_pass_stats *stats_for(opt_report *rep, const char *name)
+{
+    for (int i = 0; i < rep->npasses; i++)
+        if (strcmp(rep->pass[i].name, name) == 0)
+            return &rep->pass[i];
+    if (rep->npasses == OPT_MAX_PASSES)
+        return &rep->pass[OPT_MAX_PASSES - 1];
+    opt_pass_stats *s = &rep->pass[rep->npasses++];
+    memset(s, 0, sizeof *s);
+    s->name = name;
+    return s;
+}
+
+/* Largest normalized error of the current graph's outputs vs the reference:
+ * max |a - b| / max(max |b|, 1e-6) per output; -1 if it cannot run. */
+static double compare_to_ref(run_state *rs)
+{
+    graph *g = rs->g;
+    eager_tensor **out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    double worst = -1;
+    if (out && eager_interpret(g, rs->in, g->ninputs, out, g->noutputs, NULL) == TG_OK) {
+        worst = 0;
+        for (int32_t k = 0; k < g->noutputs; k++) {
+            const graph_type *t = eager_type(out[k]);
+            if (t->dtype != GRAPH_F32 || eager_numel(out[k]) != eager_numel(rs->ref[k])) {
+                worst = eager_numel(out[k]) != eager_numel(rs->ref[k]) ? INFINITY : worst;
+                continue;
+            }
+            const float *a = eager_peek(out[k]), *b = eager_peek(rs->ref[k]);
+            double scale = 1e-6, diff = 0;
+            for (int64_t i = 0; i < eager_numel(out[k]); i++) {
+                scale = fmax(scale, fabs(b[i]));
+                double d = fabs((double)a[i] - b[i]);
+                diff = d > diff || d != d ? d : diff;
+            }
+            worst = fmax(worst, diff != diff ? INFINITY : diff / scale);
+        }
+    }
+    eager_clear_error();
+    for (int32_t k = 0; out && k < g->noutputs; k++)
+        eager_release(out[k]);
+    free(out);
+    return worst;
+}
+
+/* After a pass changed the graph: sort, compact, re-mark dims, check. */
+static tg_status settle(run_state *rs, const opt_pass *p)
+{
+    graph *g = rs->g;
+    tg_status st = graph_toposort(g);
+    if (st == TG_OK)
+        st = graph_compact(g);
+    if (st == TG_OK)
+        st = graph_propagate_dynamic(g);
+    if (st != TG_OK) {
+        snprintf(rs->err, rs->errlen, "after pass %s: %s", p->name, graph_error(g));
+        return st;
+    }
+    for (int32_t k = 0; k < g->noutputs; k++) {
+        if (g->values[g->outputs[k].value].dyn != rs->out_dyn[k]) {
+            snprintf(rs->err, rs->errlen, "pass %s changed the dynamic dims of output "
+                     "\"%s\"", p->name, g->outputs[k].name);
+            return TG_ERR_STATE;
+        }
+    }
+    if (rs->o->verify && (st = graph_verify(g, 1)) != TG_OK) {
+        snprintf(rs->err, rs->errlen, "pass %s left an invalid graph: %s", p->name,
+                 graph_error(g));
+        return st;
+    }
+    return TG_OK;
+}
+
+/* Runs one pass; *changed tells whether it edited the graph. */
+static tg_status run_pass(run_state *rs, const opt_pass *p, int *changed)
+{
+    opt_pass_stats *s = stats_for(rs->rep, p->name);
+    opt_ctx ctx = {rs->o, s, 0, rs->err, rs->errlen};
+    double t0 = now_ms();
+    tg_status st = p->run(rs->g, &ctx);
+    if (st == TG_OK && ctx.changed)
+        st = settle(rs, p);
+    s->runs++;
+    s->ms += now_ms() - t0;
+    if (st != TG_OK) {
+        if (!rs->err[0])
+            snprintf(rs->err, rs->errlen, "pass %s: %s", p->name, tg_status_str(st));
+        return st;
+    }
+    *changed = ctx.changed;
+    if (ctx.changed && rs->o->print_after_each) {
+        fprintf(rs->o->print_after_each, "; after %s\n", p->name);
+        graph_print(rs->g, rs->o->print_after_each, NULL);
+    }
+    if (ctx.changed && rs->ref && !rs->rep->bad_pass[0]) {
+        double e = compare_to_ref(rs);
+        if (e < 0 || e > rs->o->verify_rtol) {
+            snprintf(rs->rep->bad_pass, sizeof rs->rep->bad_pass, "%s", p->name);
+            rs->rep->bad_error = e < 0 ? INFINITY : e;
+        }
+    }
+    return TG_OK;
+}
+
+static const opt_pass *const o1_passes[] = {&opt_pass_fold, &opt_pass_simplify,
+                                             &opt_pass_cse, &opt_pass_dce};
+
+/* fold, simplify, CSE, DCE until none changes anything (at most 16 rounds). */
+static tg_status fixed_point(run_state *rs)
+{
+    for (int round = 0; round < 16; round++) {
+        int any = 0;
+        rs->rep->iterations++;
+        for (size_t i = 0; i < sizeof o1_passes / sizeof o1_passes[0]; i++) {
+            int changed = 0;
+            tg_status st = run_pass(rs, o1_passes[i], &changed);
+            if (st != TG_OK)
+                return st;
+            any |= changed;
+        }
+        if (!any)
+            return TG_OK;
+    }
+    return TG_OK;
+}
+
+static const opt_pass *const o2_passes[] = {
+    &opt_pass_conv_bn, &opt_pass_transpose_absorb, &opt_pass_patterns,
+    &opt_pass_horizontal, &opt_pass_epilogue, &opt_pass_ewchain};
+
+static tg_status pipeline(run_state *rs)
+{
+    int changed;
+    tg_status st = fixed_point(rs);
+    if (st != TG_OK || rs->o->level < 2)
+        return st;
+    if (!rs->o->keep_params && (st = run_pass(rs, &opt_pass_fold_params, &changed)) != TG_OK)
+        return st;
+    if ((st = fixed_point(rs)) != TG_OK)
+        return st;
+    for (size_t i = 0; i < sizeof o2_passes / sizeof o2_passes[0]; i++)
+        if ((st = run_pass(rs, o2_passes[i], &changed)) != TG_OK ||
+            (changed && (st = fixed_point(rs)) != TG_OK))
+            return st;
+    if (rs->o->level >= 3 && (st = run_pass(rs, &opt_pass_layout, &changed)) == TG_OK && changed)
+        st = fixed_point(rs);
+    return st;
+}
+
+/* Seeded inputs at the traced shapes and the unoptimized outputs. */
+static void make_reference(run_state *rs)
+{
+    graph *g = rs->g;
+    rs->in = calloc((size_t)g->ninputs + 1, sizeof *rs->in);
+    rs->ref = calloc((size_t)g->noutputs + 1, sizeof *rs->ref);
+    if (!rs->in || !rs->ref)
+        goto fail;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const graph_type *t = &g->values[g->inputs[i]].type;
+        graph_ints shape = {t->ndim, {0}};
+        memcpy(shape.v, t->dim, sizeof(int64_t) * (size_t)t->ndim);
+        rs->in[i] = t->dtype == GRAPH_F32
+                        ? eager_rand_uniform(shape, rs->o->verify_seed + (uint64_t)i, -1, 1)
+                        : eager_zeros(t->dtype, shape);
+        if (!rs->in[i])
+            goto fail;
+    }
+    if (eager_interpret(g, rs->in, g->ninputs, rs->ref, g->noutputs, NULL) == TG_OK)
+        return;
+fail:
+    /* Guards may refuse random inputs: verify-each is then unavailable. */
+    snprintf(rs->rep->bad_pass, sizeof rs->rep->bad_pass, "%s", "");
+    for (int32_t k = 0; rs->ref && k < g->noutputs; k++)
+        eager_release(rs->ref[k]);
+    free(rs->ref);
+    rs->ref = NULL;
+    eager_clear_error();
+}
+
+tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
+                       size_t errlen)
+{
+    opt_options defaults = opt_default_options();
+    opt_report local;
+    char tmp[512];
+    if (!o)
+        o = &defaults;
+    if (!rep)
+        rep = &local;
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    memset(rep, 0, sizeof *rep);
+    err[0] = '\0';
+    rep->nodes_before = rep->nodes_after = graph_live_nodes(g);
+    if (o->level <= 0)
+        return TG_OK;
+    run_state rs = {g, o, rep, err, errlen, NULL, NULL, NULL};
+    rs.out_dyn = malloc(sizeof(uint32_t) * ((size_t)g->noutputs + 1));
+    if (!rs.out_dyn) {
+        snprintf(err, errlen, "optimize: out of memory");
+        return TG_ERR_NOMEM;
+    }
+    for (int32_t k = 0; k < g->noutputs; k++)
+        rs.out_dyn[k] = g->values[g->outputs[k].value].dyn;
+    if (o->verify_each)
+        make_reference(&rs);
+    tg_status st = pipeline(&rs);
+    rep->nodes_after = graph_live_nodes(g);
+    for (int32_t k = 0; rs.ref && k < g->noutputs; k++)
+        eager_release(rs.ref[k]);
+    for (int32_t i = 0; rs.in && i < g->ninputs; i++)
+        eager_release(rs.in[i]);
+    free(rs.ref);
+    free(rs.in);
+    free(rs.out_dyn);
+    return st;
+}
+
+void opt_report_print(const opt_report *rep, FILE *f)
+{
+    fprintf(f, "%-20s %5s %8s %7s %9s %12s %9s\n", "pass", "runs", "removed", "fused",
+            "rewritten", "bytes saved", "ms");
+    for (int i = 0; i < rep->npasses; i++) {
+        const opt_pass_stats *s = &rep->pass[i];
+        fprintf(f, "%-20s %5d %8d %7d %9d %12lld %9.3f\n", s->name, s->runs, s->removed,
+                s->fused, s->rewritten, (long long)s->bytes, s->ms);
+    }
+    fprintf(f, "nodes: %d -> %d (%d fixed-point rounds)\n", rep->nodes_before,
+            rep->nodes_after, rep->iterations);
+    if (rep->bad_pass[0])
+        fprintf(f, "verify-each: pass %s changed an output (normalized error %g)\n",
+                rep->bad_pass, rep->bad_error);
+}
