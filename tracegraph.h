@@ -1,14 +1,38 @@
 /*
  * tracegraph.h - the umbrella header: everything a user of tracegraph
  * needs.  Installed headers live under tracegraph/<module>/.
+ *
+ *   eager/eager.h      tensors, ops (eager_<op>), pools, errors
+ *   tracer/trace.h     trace_begin ... trace_freeze, guards, dynamic dims
+ *   graph/graph.h      the graph IR; graph/text.h text IR and DOT
+ *   formats/tgraph.h   .tgraph save/load; formats/npy.h .npy files
+ *   optimize/opt.h     the optimizer
+ *   replay/replay.h    compiled plans and sessions
+ *   eager/interp.h     the reference interpreter
  */
 #ifndef TRACEGRAPH_H
 #define TRACEGRAPH_H
 
 #if defined(TG_IN_TREE)
 #include "eager/eager.h"
+#include "eager/interp.h"
+#include "graph/graph.h"
+#include "graph/text.h"
+#include "tracer/trace.h"
+#include "formats/tgraph.h"
+#include "formats/npy.h"
+#include "optimize/opt.h"
+#include "replay/replay.h"
 #else
 #include "tracegraph/eager/eager.h"
+#include "tracegraph/eager/interp.h"
+#include "tracegraph/graph/graph.h"
+#include "tracegraph/graph/text.h"
+#include "tracegraph/tracer/trace.h"
+#include "tracegraph/formats/tgraph.h"
+#include "tracegraph/formats/npy.h"
+#include "tracegraph/optimize/opt.h"
+#include "tracegraph/replay/replay.h"
 #endif
 
 #endif
