@@ -15,22 +15,10 @@
 #include <time.h>
 
 #include "eager/kernel.h"
+#include "bench_util.h"
 #include "tracegraph.h"
 
 #define CHAIN 10
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* One iteration: CHAIN eager ops. */
 static eager_tensor *chain(eager_tensor *x, eager_tensor *c)
@@ -95,7 +83,7 @@ int main(int argc, char **argv)
     memcpy(cs, eager_peek(c), sizeof cs);
 
     for (int r = 0; r < reps; r++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (long i = 0; i < iters; i++) {
             eager_pool_push();
             if (!chain(x, c)) {
@@ -104,14 +92,14 @@ int main(int argc, char **argv)
             }
             eager_pool_pop();
         }
-        eager_ns[r] = (now_ns() - t0) / ((double)iters * CHAIN);
-        t0 = now_ns();
+        eager_ns[r] = (bench_now_ns() - t0) / ((double)iters * CHAIN);
+        t0 = bench_now_ns();
         for (long i = 0; i < iters; i++)
             chain_kernels(xs, cs, buf);
-        kern_ns[r] = (now_ns() - t0) / ((double)iters * CHAIN);
+        kern_ns[r] = (bench_now_ns() - t0) / ((double)iters * CHAIN);
     }
-    qsort(eager_ns, (size_t)reps, sizeof(double), cmp_double);
-    qsort(kern_ns, (size_t)reps, sizeof(double), cmp_double);
+    qsort(eager_ns, (size_t)reps, sizeof(double), bench_cmp_double);
+    qsort(kern_ns, (size_t)reps, sizeof(double), bench_cmp_double);
     double em = eager_ns[reps / 2], km = kern_ns[reps / 2];
     printf("eager_overhead: chain of %d elementwise ops on f32[16], %ld iterations x %d reps\n",
            CHAIN, iters, reps);

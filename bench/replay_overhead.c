@@ -17,21 +17,9 @@
 
 #include "eager/kernel.h"
 #include "replay/replay.h"
+#include "bench_util.h"
 #include "tracegraph.h"
 #include "tracer/trace.h"
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static const graph_op chain_ops[10] = {
     GRAPH_OP_add, GRAPH_OP_mul, GRAPH_OP_relu, GRAPH_OP_sub, GRAPH_OP_neg,
@@ -113,28 +101,28 @@ int main(int argc, char **argv)
     double *te = malloc(sizeof(double) * (size_t)reps);
     int iters = 200000 / nodes + 1;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (int i = 0; i < iters; i++)
             if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
                 fprintf(stderr, "replay_overhead: %s\n", replay_session_error(s));
                 return 1;
             }
-        tr[r] = (now_ns() - t0) / ((double)iters * nodes);
-        t0 = now_ns();
+        tr[r] = (bench_now_ns() - t0) / ((double)iters * nodes);
+        t0 = bench_now_ns();
         for (int i = 0; i < iters; i++)
             kernels_only(eager_peek(x), eager_peek(c), buf, nodes);
-        tk[r] = (now_ns() - t0) / ((double)iters * nodes);
-        t0 = now_ns();
+        tk[r] = (bench_now_ns() - t0) / ((double)iters * nodes);
+        t0 = bench_now_ns();
         for (int i = 0; i < iters; i++) {
             eager_pool_push();
             chain(x, c, nodes);
             eager_pool_pop();
         }
-        te[r] = (now_ns() - t0) / ((double)iters * nodes);
+        te[r] = (bench_now_ns() - t0) / ((double)iters * nodes);
     }
-    qsort(tr, (size_t)reps, sizeof(double), cmp_double);
-    qsort(tk, (size_t)reps, sizeof(double), cmp_double);
-    qsort(te, (size_t)reps, sizeof(double), cmp_double);
+    qsort(tr, (size_t)reps, sizeof(double), bench_cmp_double);
+    qsort(tk, (size_t)reps, sizeof(double), bench_cmp_double);
+    qsort(te, (size_t)reps, sizeof(double), bench_cmp_double);
     printf("replay_overhead: chain of %d elementwise ops on f32[16], %d reps (medians)\n",
            nodes, reps);
     printf("  replay           %7.1f ns/node\n", tr[reps / 2]);

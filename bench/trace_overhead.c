@@ -22,21 +22,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "tracegraph.h"
 #include "tracer/trace.h"
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static double now_us(void) { return bench_now_ns() / 1e3; }
 
 static eager_tensor *c101, *c001, *c05;
 
@@ -109,12 +99,12 @@ int main(int argc, char **argv)
     const char *names[3] = {"eager", "traced, stacks", "traced, no stacks"};
     printf("trace_overhead: 100 x (relu(x*1.01+0.01) - x*0.5 + sigmoid(x)) on f32[16], "
            "700 ops, %d reps (medians)\n", reps);
-    qsort(t[0], (size_t)reps, sizeof(double), cmp_double);
+    qsort(t[0], (size_t)reps, sizeof(double), bench_cmp_double);
     double eager = t[0][reps / 2];
     for (int m = 0; m < 3; m++) {
         if (m)
-            qsort(t[m], (size_t)reps, sizeof(double), cmp_double);
-        qsort(f[m], (size_t)reps, sizeof(double), cmp_double);
+            qsort(t[m], (size_t)reps, sizeof(double), bench_cmp_double);
+        qsort(f[m], (size_t)reps, sizeof(double), bench_cmp_double);
         printf("  %-18s %8.1f us  (%5.1f ns/op, %.2fx eager)", names[m], t[m][reps / 2],
                t[m][reps / 2] * 1e3 / 700, t[m][reps / 2] / eager);
         if (m)
@@ -130,8 +120,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "trace_overhead: %s\n", eager_error());
                 return 1;
             }
-    qsort(t[0], (size_t)lreps, sizeof(double), cmp_double);
-    qsort(t[1], (size_t)lreps, sizeof(double), cmp_double);
+    qsort(t[0], (size_t)lreps, sizeof(double), bench_cmp_double);
+    qsort(t[1], (size_t)lreps, sizeof(double), bench_cmp_double);
     printf("  7000 ops in one trace: eager %.1f ns/op, traced with stacks %.1f ns/op (%.2fx eager)\n",
            t[0][lreps / 2] * 1e3 / 7000, t[1][lreps / 2] * 1e3 / 7000, t[1][lreps / 2] / t[0][lreps / 2]);
     printf("  target: traced with stacks <= 2x eager\n");
