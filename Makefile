@@ -7,7 +7,8 @@
 #   make test      plain build + ASan/UBSan build, each running the whole suite,
 #                  an install check (find_package and pkg-config consumers),
 #                  then every loader fuzzed for a bounded time
-#   make bench     run the benchmarks
+#   make bench     run the benchmarks: micro-benchmarks and the workload
+#                  suite (bench/results/latest.{json,md,png}, README table)
 #   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
 #   make install   cmake --install build (PREFIX=/usr/local)
 
@@ -68,11 +69,24 @@ test-asan: asan
 test-install: build
 	scripts/test_install.sh $(BUILD)
 
+# The micro-benchmarks (dispatch, tracing, replay overhead, .tgraph
+# loading), then the workload suite (bench/suite.c, issue 6):
+# bench/results/latest.json, its Markdown table (latest.md, embedded in
+# README.md between the bench markers) and chart (latest.png, gnuplot).
+# The table and chart are written even when the suite fails (replay
+# differing from eager is a bug); make then fails.  SUITE_FLAGS: e.g.
+# --quick, --workloads mlp,tiny, --threads 1.
+SUITE_FLAGS ?=
 bench: build
+	@scripts/deps.sh gnuplot-nox
 	./$(BUILD)/eager_overhead
 	./$(BUILD)/trace_overhead
 	./$(BUILD)/replay_overhead
 	./$(BUILD)/load
+	@mkdir -p bench/results
+	@st=0; ./$(BUILD)/suite --out bench/results/latest.json $(SUITE_FLAGS) || st=$$?; \
+	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \
+	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)

@@ -1,7 +1,7 @@
 /*
  * dnnl_util.c - oneDNN engine, per-thread streams, thread count, error
- * text and the run-one-primitive helper used by the matmul, linear and
- * conv2d kernels.  See dnnl_util.h.
+ * text, prepared primitives and epilogue post-ops for the matmul, linear,
+ * conv2d and _ep kernels.  See dnnl_util.h.
  *
  * Lifetimes.  The engine lives until exit (it is shared by every thread
  * and by oneDNN's primitive cache).  Each thread's stream is destroyed by
@@ -13,6 +13,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine;
@@ -102,80 +103,261 @@ tg_status eager_dnnl_fail(const eager_kargs *a, const char *what,
                              eager_dnnl_status_str(s));
 }
 
-/* The primitive, its memories and the step that failed, for cleanup. */
-typedef struct run_state {
-    dnnl_primitive_desc_t pd;
-    dnnl_primitive_t prim;
-    dnnl_memory_t mem[EAGER_DNNL_MAX_ARGS];
-    const char *step;
-} run_state;
+/* ---- prepared primitives ---- */
 
-static dnnl_status_t run_steps(run_state *r, const_dnnl_op_desc_t op_desc,
-                               const eager_dnnl_arg *args, int nargs)
+struct eager_dnnl_prim {
+    eager_kstate base; /* first: the state's owner frees it through this */
+    const char *what;
+    int nthreads; /* the primitive was made for this many */
+    dnnl_primitive_t prim;
+    int nargs;
+    int arg[EAGER_DNNL_MAX_ARGS];
+    dnnl_memory_t mem[EAGER_DNNL_MAX_ARGS];
+    const void *ptr[EAGER_DNNL_MAX_ARGS]; /* buffer attached to mem[i] */
+    int packed;               /* argument kept reordered, or -1 */
+    dnnl_memory_t user;       /* the caller's layout of that argument */
+    dnnl_primitive_t reorder; /* user -> mem[packed] */
+    const void *packed_from;  /* caller buffer mem[packed] holds, or NULL */
+};
+
+void eager_dnnl_prim_free(eager_dnnl_prim *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nargs; i++)
+        if (p->mem[i])
+            dnnl_memory_destroy(p->mem[i]);
+    if (p->user)
+        dnnl_memory_destroy(p->user);
+    if (p->reorder)
+        dnnl_primitive_destroy(p->reorder);
+    if (p->prim)
+        dnnl_primitive_destroy(p->prim);
+    free(p);
+}
+
+static void prim_state_free(eager_kstate *s)
+{
+    eager_dnnl_prim_free((eager_dnnl_prim *)s);
+}
+
+/*
+ * Argument i in the layout the primitive chose (want), which differs from
+ * the caller's (md): an owned buffer plus the reorder that fills it.
+ */
+static dnnl_status_t make_packed(eager_dnnl_prim *p, int i, const dnnl_memory_desc_t *md,
+                                 const dnnl_memory_desc_t *want, dnnl_engine_t eng)
+{
+    dnnl_primitive_desc_t rpd;
+    dnnl_status_t s = dnnl_memory_create(&p->mem[i], want, eng, DNNL_MEMORY_ALLOCATE);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&p->user, md, eng, DNNL_MEMORY_NONE);
+    if (s == dnnl_success)
+        s = dnnl_reorder_primitive_desc_create(&rpd, md, eng, want, eng, NULL);
+    if (s == dnnl_success) {
+        s = dnnl_primitive_create(&p->reorder, rpd);
+        dnnl_primitive_desc_destroy(rpd);
+    }
+    if (s == dnnl_success)
+        p->packed = i;
+    return s;
+}
+
+static dnnl_status_t make_memories(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
+                                   const_dnnl_primitive_desc_t pd, dnnl_engine_t eng)
+{
+    dnnl_status_t s = dnnl_success;
+    for (int i = 0; i < sp->nargs && s == dnnl_success; i++) {
+        p->arg[i] = sp->arg[i];
+        if (i == sp->packed) {
+            const dnnl_memory_desc_t *want =
+                dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, sp->arg[i]);
+            if (!want)
+                return dnnl_runtime_error;
+            if (!dnnl_memory_desc_equal(want, &sp->md[i])) {
+                s = make_packed(p, i, &sp->md[i], want, eng);
+                continue;
+            }
+        }
+        s = dnnl_memory_create(&p->mem[i], &sp->md[i], eng, DNNL_MEMORY_NONE);
+    }
+    return s;
+}
+
+static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
+                                const char **step)
 {
     dnnl_engine_t eng;
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t s;
+    *step = "engine";
+    if ((s = eager_dnnl_engine(&eng)) != dnnl_success)
+        return s;
+    *step = "primitive descriptor";
+    if ((s = dnnl_primitive_desc_create(&pd, sp->desc, sp->attr, eng, NULL)) != dnnl_success)
+        return s;
+    *step = "primitive";
+    s = dnnl_primitive_create(&p->prim, pd);
+    if (s != dnnl_success)
+        p->prim = NULL;
+    *step = "memory";
+    if (s == dnnl_success)
+        s = make_memories(p, sp, pd, eng);
+    dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
+tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
+                              eager_dnnl_prim **out)
+{
+    *out = NULL;
+    if (sp->nargs > EAGER_DNNL_MAX_ARGS)
+        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s: %d arguments, room for %d",
+                                 sp->what, sp->nargs, EAGER_DNNL_MAX_ARGS);
+    eager_dnnl_prim *p = calloc(1, sizeof *p);
+    if (!p)
+        return eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory preparing oneDNN %s",
+                                 sp->what);
+    p->base.free = prim_state_free;
+    p->what = sp->what;
+    p->nthreads = a->nthreads;
+    p->nargs = sp->nargs;
+    p->packed = -1;
+    /* Before the descriptor: oneDNN sizes its work split at creation. */
+    int old = eager_dnnl_set_threads(a->nthreads);
+    const char *step;
+    dnnl_status_t s = prim_build(p, sp, &step);
+    eager_dnnl_set_threads(old);
+    if (s != dnnl_success) {
+        eager_dnnl_prim_free(p);
+        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s", sp->what,
+                                 step, eager_dnnl_status_str(s));
+    }
+    *out = p;
+    return TG_OK;
+}
+
+eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a)
+{
+    /* A slot only ever holds the state of its own step's kernel. */
+    return a->state ? (eager_dnnl_prim *)*a->state : NULL;
+}
+
+/* Fills the packed argument from the caller's buffer src. */
+static dnnl_status_t repack(eager_dnnl_prim *p, dnnl_stream_t stream, const void *src)
+{
+    dnnl_status_t s = dnnl_memory_set_data_handle(p->user, (void *)src);
+    dnnl_exec_arg_t ex[2] = {{DNNL_ARG_FROM, p->user}, {DNNL_ARG_TO, p->mem[p->packed]}};
+    if (s == dnnl_success)
+        s = dnnl_primitive_execute(p->reorder, stream, 2, ex);
+    if (s == dnnl_success)
+        s = dnnl_stream_wait(stream);
+    p->packed_from = s == dnnl_success ? src : NULL;
+    return s;
+}
+
+static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, const char **step)
+{
     dnnl_stream_t stream;
     dnnl_exec_arg_t ex[EAGER_DNNL_MAX_ARGS];
     dnnl_status_t s;
-
-    r->step = "engine";
-    if ((s = eager_dnnl_engine(&eng)) != dnnl_success)
-        return s;
-    r->step = "stream";
+    *step = "stream";
     if ((s = eager_dnnl_stream(&stream)) != dnnl_success)
         return s;
-    r->step = "primitive descriptor";
-    if ((s = dnnl_primitive_desc_create(&r->pd, op_desc, NULL, eng, NULL)) !=
-        dnnl_success) {
-        r->pd = NULL;
+    *step = "weights reorder";
+    if (p->packed >= 0 && p->packed_from != data[p->packed] &&
+        (s = repack(p, stream, data[p->packed])) != dnnl_success)
         return s;
-    }
-    r->step = "primitive";
-    if ((s = dnnl_primitive_create(&r->prim, r->pd)) != dnnl_success) {
-        r->prim = NULL;
-        return s;
-    }
-    r->step = "memory";
-    for (int i = 0; i < nargs; i++) {
+    *step = "memory";
+    for (int i = 0; i < p->nargs; i++) {
         /* oneDNN takes void *; inputs are never written. */
-        s = dnnl_memory_create(&r->mem[i], args[i].md, eng,
-                               (void *)args[i].data);
-        if (s != dnnl_success) {
-            r->mem[i] = NULL;
-            return s;
+        if (i != p->packed && p->ptr[i] != data[i]) {
+            if ((s = dnnl_memory_set_data_handle(p->mem[i], (void *)data[i])) != dnnl_success)
+                return s;
+            p->ptr[i] = data[i];
         }
-        ex[i].arg = args[i].arg;
-        ex[i].memory = r->mem[i];
+        ex[i].arg = p->arg[i];
+        ex[i].memory = p->mem[i];
     }
-    r->step = "execute";
-    if ((s = dnnl_primitive_execute(r->prim, stream, nargs, ex)) !=
-        dnnl_success)
+    *step = "execute";
+    if ((s = dnnl_primitive_execute(p->prim, stream, p->nargs, ex)) != dnnl_success)
         return s;
     return dnnl_stream_wait(stream);
 }
 
-tg_status eager_dnnl_run(const eager_kargs *a, const char *what,
-                         const_dnnl_op_desc_t op_desc,
-                         const eager_dnnl_arg *args, int nargs)
+tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
+                                 const void *const *data)
 {
-    run_state r = {0};
-    if (nargs > EAGER_DNNL_MAX_ARGS)
-        return eager_kernel_fail(a, TG_ERR_BACKEND,
-                                 "oneDNN %s: %d arguments, room for %d", what,
-                                 nargs, EAGER_DNNL_MAX_ARGS);
-    /* Before the descriptor: oneDNN sizes its work split at creation. */
-    int old = eager_dnnl_set_threads(a->nthreads);
-    dnnl_status_t s = run_steps(&r, op_desc, args, nargs);
+    int old = eager_dnnl_set_threads(p->nthreads);
+    const char *step;
+    dnnl_status_t s = prim_exec(p, data, &step);
     eager_dnnl_set_threads(old);
-    for (int i = 0; i < nargs; i++)
-        if (r.mem[i])
-            dnnl_memory_destroy(r.mem[i]);
-    if (r.prim)
-        dnnl_primitive_destroy(r.prim);
-    if (r.pd)
-        dnnl_primitive_desc_destroy(r.pd);
+    const char *what = p->what;
+    if (a->state && !*a->state)
+        *a->state = &p->base;
+    else if (!a->state)
+        eager_dnnl_prim_free(p);
     if (s != dnnl_success)
-        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s",
-                                 what, r.step, eager_dnnl_status_str(s));
+        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s", what, step,
+                                 eager_dnnl_status_str(s));
     return TG_OK;
+}
+
+/* ---- epilogues ---- */
+
+/* The oneDNN eltwise algorithm of an activation code, alpha/beta. */
+static int post_eltwise(int64_t code, float slope, dnnl_alg_kind_t *alg, float *alpha)
+{
+    *alpha = 0.0f;
+    switch (code) {
+    case GRAPH_POST_RELU: *alg = dnnl_eltwise_relu; return 1;
+    case GRAPH_POST_GELU: *alg = dnnl_eltwise_gelu_erf; return 1;
+    case GRAPH_POST_SIGMOID: *alg = dnnl_eltwise_logistic; return 1;
+    case GRAPH_POST_TANH: *alg = dnnl_eltwise_tanh; return 1;
+    case GRAPH_POST_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return 1;
+    case GRAPH_POST_LEAKY_RELU: *alg = dnnl_eltwise_relu, *alpha = slope; return 1;
+    }
+    return 0;
+}
+
+static dnnl_status_t append_posts(dnnl_post_ops_t ops, const graph_ints *post, float slope,
+                                  const dnnl_memory_desc_t *res, int *res_index)
+{
+    dnnl_status_t s = dnnl_success;
+    for (int i = 0; i < post->n && s == dnnl_success; i++) {
+        dnnl_alg_kind_t alg;
+        float alpha;
+        if (post->v[i] == GRAPH_POST_ADD) {
+            s = dnnl_post_ops_append_binary(ops, dnnl_binary_add, res);
+            *res_index = i;
+        } else if (post_eltwise(post->v[i], slope, &alg, &alpha)) {
+            s = dnnl_post_ops_append_eltwise(ops, 1.0f, alg, alpha, 0.0f);
+        } else {
+            s = dnnl_invalid_arguments; /* infer rejects unknown codes */
+        }
+    }
+    return s;
+}
+
+dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, float alpha,
+                                   const dnnl_memory_desc_t *res,
+                                   dnnl_primitive_attr_t *attr, int *res_index)
+{
+    *attr = NULL;
+    *res_index = -1;
+    if (!post || post->n == 0)
+        return dnnl_success;
+    dnnl_post_ops_t ops;
+    dnnl_status_t s = dnnl_post_ops_create(&ops);
+    if (s != dnnl_success)
+        return s;
+    s = append_posts(ops, post, alpha, res, res_index);
+    if (s == dnnl_success)
+        s = dnnl_primitive_attr_create(attr);
+    if (s == dnnl_success && (s = dnnl_primitive_attr_set_post_ops(*attr, ops)) != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+    }
+    dnnl_post_ops_destroy(ops);
+    return s;
 }

@@ -1,17 +1,20 @@
 /*
  * dnnl_util.h - the oneDNN glue of the CPU kernels (kernels_matmul.c,
- * kernels_conv.c): one CPU engine per process, one stream per thread, the
- * thread count oneDNN sees, readable error text, and a helper that runs
- * one primitive on caller-owned buffers.  Also the small attribute-list
- * helpers the conv and pool kernels share.  Internal to eager/ and the
+ * kernels_conv.c, kernels_ep.c): one CPU engine per process, one stream
+ * per thread, the thread count oneDNN sees, readable error text, prepared
+ * primitives (built once, run on caller-owned buffers), epilogue post-ops,
+ * and the small attribute-list helpers the conv and pool kernels share.  Internal to eager/ and the
  * replay runtime's kernels; not part of the public API.
  *
- * Caching.  Kernels build the operation descriptor and ask oneDNN for the
- * primitive on every call.  oneDNN's primitive cache (capacity 1024 by
- * default; ONEDNN_PRIMITIVE_CACHE_CAPACITY) returns the already-compiled
- * primitive for a descriptor it has seen with the same thread count, so a
- * repeated call costs about 2 us of lookup, not a JIT compile (measured:
- * first 64x784x512 matmul ~1.6 ms of setup, later calls ~2.7 us).
+ * Caching.  Without a state slot (eager), kernels build the operation
+ * descriptor and ask oneDNN for the primitive on every call.  oneDNN's
+ * primitive cache (capacity 1024 by default;
+ * ONEDNN_PRIMITIVE_CACHE_CAPACITY) returns the already-compiled primitive
+ * for a descriptor it has seen with the same thread count, so a repeated
+ * call costs about 2 us of lookup, not a JIT compile (measured: first
+ * 64x784x512 matmul ~1.6 ms of setup, later calls ~2.7 us).  With a slot
+ * (replay), the primitive is built once per step and a call only attaches
+ * buffers and executes (see eager_dnnl_prim).
  */
 #ifndef TG_EAGER_DNNL_UTIL_H
 #define TG_EAGER_DNNL_UTIL_H
@@ -48,25 +51,86 @@ int eager_dnnl_set_threads(int n);
 tg_status eager_dnnl_fail(const eager_kargs *a, const char *what,
                           dnnl_status_t s);
 
-/* One argument of a primitive: its DNNL_ARG_* index, layout and buffer. */
-typedef struct eager_dnnl_arg {
-    int arg;
-    const dnnl_memory_desc_t *md;
-    const void *data; /* inputs are only read (oneDNN takes void *) */
-} eager_dnnl_arg;
-
 #define EAGER_DNNL_MAX_ARGS 8
 
 /*
- * Creates the primitive for op_desc (through oneDNN's cache) with
- * a->nthreads threads, wraps the buffers in memory objects, runs it on
- * this thread's stream and frees every oneDNN object it made.  what names
- * the primitive in errors ("matmul").  Returns TG_OK, or TG_ERR_BACKEND
- * with "oneDNN <what> <step> failed: <status text>" in a->err.
+ * Prepared primitives.  A oneDNN primitive with its memory objects, made
+ * once and run many times: the prepared state of the matmul, linear,
+ * conv2d, linear_ep and conv2d_ep kernels when the caller gives a state
+ * slot (replay), or made and freed around one call (eager).  Buffers are
+ * attached per run, only when a pointer changed.
+ *
+ * One argument may be "packed": the operation descriptor gave it as
+ * format any, and when the primitive prefers a layout other than the
+ * caller's, the prim keeps a copy of the caller's buffer reordered into
+ * it, redone only when the caller's pointer changes.  So pack only a
+ * buffer whose contents are fixed while the prim lives
+ * (eager_kargs.fixed_in).
  */
-tg_status eager_dnnl_run(const eager_kargs *a, const char *what,
-                         const_dnnl_op_desc_t op_desc,
-                         const eager_dnnl_arg *args, int nargs);
+typedef struct eager_dnnl_prim eager_dnnl_prim;
+
+/* What to build: the descriptor and each argument's caller layout. */
+typedef struct eager_dnnl_spec {
+    const char *what;                 /* "matmul", "convolution" (errors) */
+    const_dnnl_op_desc_t desc;
+    const_dnnl_primitive_attr_t attr; /* NULL: default attributes */
+    int nargs;
+    int arg[EAGER_DNNL_MAX_ARGS];               /* DNNL_ARG_* */
+    dnnl_memory_desc_t md[EAGER_DNNL_MAX_ARGS]; /* the caller's layouts */
+    int packed; /* index of the argument desc gives as format any, or -1 */
+} eager_dnnl_spec;
+
+/*
+ * Creates the primitive of sp (through oneDNN's cache) for a->nthreads
+ * threads and its memory objects.  Returns TG_OK and *out, or
+ * TG_ERR_BACKEND / TG_ERR_NOMEM with "oneDNN <what> <step> failed: ..."
+ * in a->err.
+ */
+tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
+                              eager_dnnl_prim **out);
+/* Frees p (NULL is a no-op). */
+void eager_dnnl_prim_free(eager_dnnl_prim *p);
+/* The prim already prepared in a's state slot, or NULL. */
+eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a);
+/*
+ * Runs p on data[i] for argument i (in spec order) on this thread's
+ * stream, then keeps p in a's empty state slot, or frees it when a has no
+ * slot.  Returns TG_OK or TG_ERR_BACKEND with a reason in a->err.
+ */
+tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
+                                 const void *const *data);
+
+/*
+ * The oneDNN attributes of an epilogue (linear_ep / conv2d_ep): post holds
+ * GRAPH_POST_* codes (checked by infer), alpha the LEAKY_RELU slope, res
+ * the residual's layout for GRAPH_POST_ADD (a binary add post-op).  Sets
+ * *attr (NULL when post is empty; the caller destroys it) and *res_index
+ * to the post-op index of the add, or -1.
+ */
+dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, float alpha,
+                                   const dnnl_memory_desc_t *res,
+                                   dnnl_primitive_attr_t *attr, int *res_index);
+
+/*
+ * The same epilogue in plain C over n contiguous floats (res: the
+ * residual, or NULL), for the cases that never reach oneDNN (K = 0, an
+ * empty conv input).  Defined in kernels_ep.c.
+ */
+void eager_post_apply(float *y, int64_t n, const graph_ints *post, float alpha,
+                      const float *res);
+
+/*
+ * The kernels behind linear / linear_ep and conv2d / conv2d_ep
+ * (kernels_matmul.c, kernels_conv.c): post NULL means no epilogue; conv
+ * takes the conv attributes apart from the op's struct.
+ */
+tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post, float alpha);
+typedef struct eager_conv_geom {
+    const graph_ints *stride, *padding, *dilation;
+    int64_t groups;
+} eager_conv_geom;
+tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
+                         const graph_ints *post, float alpha);
 
 /*
  * Attribute lists of the conv and pool ops, already validated by

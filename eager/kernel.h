@@ -42,6 +42,15 @@ typedef struct eager_kargs {
     char *err;    /* on failure: a reason (e.g. from oneDNN) */
     size_t errlen;
     eager_kstate **state; /* NULL, or a slot for prepared state (see above) */
+    /*
+     * Bit j set: input j (j < 32) is the same buffer with the same contents
+     * for as long as *state lives: a constant or param of a replay plan
+     * (the plan's owner frees the states when a param is replaced).  A
+     * kernel may then keep data derived from that input in *state, e.g.
+     * weights reordered once into the layout oneDNN prefers.  0 without
+     * a state slot.
+     */
+    uint32_t fixed_in;
 } eager_kargs;
 
 /* Computes out from in. Inputs and outputs never overlap unless the

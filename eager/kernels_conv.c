@@ -20,6 +20,13 @@
  *
  * Special cases: an empty output returns at once; an empty input (C, H or
  * W is 0) makes every output the bias (or 0) without calling oneDNN.
+ *
+ * Prepared state: given a slot (replay), the primitive is made once; when
+ * the weights are also fixed (eager_kargs.fixed_in: a constant or param)
+ * they are described as format "any" and reordered once, at the first
+ * call, into the layout oneDNN prefers (for plain NCHW src/dst that is
+ * usually OIHW itself, and then nothing is copied).  conv2d_ep
+ * (kernels_ep.c) runs here too, its epilogue as oneDNN post-ops.
  */
 #include "dnnl_util.h"
 
@@ -65,37 +72,95 @@ static dnnl_status_t conv_mds(const eager_kargs *a, int64_t groups,
     return s;
 }
 
-tg_status eager_kernel_conv2d(const eager_kargs *a)
+/* The convolution descriptor; wany: weights as format any. */
+static dnnl_status_t conv_desc(const eager_kargs *a, const eager_conv_geom *geom,
+                               const dnnl_memory_desc_t md[4], int wany,
+                               dnnl_convolution_desc_t *desc)
 {
-    const graph_conv2d_attrs *at = a->attrs;
+    int64_t stride[2], dil[2], pad[4];
+    eager_ints_pair(geom->stride, 1, stride);
+    eager_ints_pair(geom->dilation, 1, dil);
+    eager_ints_pad4(geom->padding, pad);
+    /* oneDNN counts dilation from 0 (0 = dense kernel). */
+    dnnl_dims_t ds = {stride[0], stride[1]}, dd = {dil[0] - 1, dil[1] - 1};
+    dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
+    dnnl_memory_desc_t wmd = md[1];
+    dnnl_status_t s = dnnl_success;
+    if (wany)
+        s = dnnl_memory_desc_init_by_tag(&wmd, md[1].ndims, md[1].dims, dnnl_f32,
+                                         dnnl_format_tag_any);
+    if (s == dnnl_success)
+        s = dnnl_dilated_convolution_forward_desc_init(
+            desc, dnnl_forward_inference, dnnl_convolution_direct, &md[0], &wmd,
+            a->nin > 2 ? &md[2] : NULL, &md[3], ds, dd, pl, pr);
+    return s;
+}
+
+/*
+ * Describes the convolution (with its epilogue) and prepares it.  With a
+ * state slot and fixed weights, oneDNN picks the weights' layout and the
+ * prim keeps them reordered (once) into it.
+ */
+static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
+                              const graph_ints *post, float alpha, eager_dnnl_prim **out)
+{
+    eager_dnnl_spec sp = {"convolution", NULL, NULL, 3,
+                          {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {{0}}, -1};
+    dnnl_memory_desc_t md[4];
+    dnnl_convolution_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    int res_index = -1, wany = a->state && (a->fixed_in & 2u);
+    dnnl_status_t s = conv_mds(a, geom->groups, md);
+    if (s == dnnl_success)
+        s = conv_desc(a, geom, md, wany, &desc);
+    if (s == dnnl_success)
+        s = eager_dnnl_post_attr(post, alpha, &md[3], &attr, &res_index);
+    if (s != dnnl_success)
+        return eager_dnnl_fail(a, "convolution descriptor", s);
+    sp.md[0] = md[0], sp.md[1] = md[1], sp.md[2] = md[3];
+    sp.packed = wany ? 1 : -1;
+    if (a->nin > 2) {
+        sp.arg[sp.nargs] = DNNL_ARG_BIAS;
+        sp.md[sp.nargs++] = md[2];
+    }
+    if (res_index >= 0) {
+        sp.arg[sp.nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(res_index) | DNNL_ARG_SRC_1;
+        sp.md[sp.nargs++] = md[3];
+    }
+    sp.desc = &desc;
+    sp.attr = attr;
+    tg_status st = eager_dnnl_prim_new(a, &sp, out);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
+                         const graph_ints *post, float alpha)
+{
+    int has_bias = a->nin > 2;
+    const void *res = a->nin > 3 ? a->in[3] : NULL;
     if (graph_type_numel(a->out_type) == 0)
         return TG_OK;
     if (graph_type_numel(&a->in_type[0]) == 0) {
         fill_bias(a);
+        if (post)
+            eager_post_apply(a->out[0], graph_type_numel(a->out_type), post, alpha, res);
         return TG_OK;
     }
-    int64_t stride[2], dil[2], pad[4];
-    eager_ints_pair(&at->stride, 1, stride);
-    eager_ints_pair(&at->dilation, 1, dil);
-    eager_ints_pad4(&at->padding, pad);
-    /* oneDNN counts dilation from 0 (0 = dense kernel). */
-    dnnl_dims_t ds = {stride[0], stride[1]}, dd = {dil[0] - 1, dil[1] - 1};
-    dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
-    dnnl_memory_desc_t md[4];
-    dnnl_convolution_desc_t desc;
-    int has_bias = a->nin > 2;
-    dnnl_status_t s = conv_mds(a, at->groups, md);
-    if (s == dnnl_success)
-        s = dnnl_dilated_convolution_forward_desc_init(
-            &desc, dnnl_forward_inference, dnnl_convolution_direct, &md[0],
-            &md[1], has_bias ? &md[2] : NULL, &md[3], ds, dd, pl, pr);
-    if (s != dnnl_success)
-        return eager_dnnl_fail(a, "convolution descriptor", s);
-    eager_dnnl_arg args[4] = {
-        {DNNL_ARG_SRC, &md[0], a->in[0]},
-        {DNNL_ARG_WEIGHTS, &md[1], a->in[1]},
-        {DNNL_ARG_DST, &md[3], a->out[0]},
-        {DNNL_ARG_BIAS, &md[2], has_bias ? a->in[2] : NULL},
-    };
-    return eager_dnnl_run(a, "convolution", &desc, args, has_bias ? 4 : 3);
+    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
+    if (!p) {
+        tg_status st = conv_prepare(a, geom, post, alpha, &p);
+        if (st != TG_OK)
+            return st;
+    }
+    const void *data[5] = {a->in[0], a->in[1], a->out[0], has_bias ? a->in[2] : res, res};
+    return eager_dnnl_prim_finish(a, p, data);
+}
+
+tg_status eager_kernel_conv2d(const eager_kargs *a)
+{
+    const graph_conv2d_attrs *at = a->attrs;
+    eager_conv_geom geom = {&at->stride, &at->padding, &at->dilation, at->groups};
+    return eager_conv_run(a, &geom, NULL, 0.0f);
 }

@@ -1,7 +1,535 @@
-/* kernels_fused.c - TEMPORARY: being written. */
+/*
+ * kernels_fused.c - the CPU kernel of `fused`: an elementwise
+ * micro-program (graph/fused_prog.h) run tile by tile.
+ *
+ * Compilation (once per replay step, kept in eager_kargs.state; per call
+ * in eager) turns the program into two instruction lists:
+ *   - uniform instructions, whose operands are all immediates, 1-element
+ *     inputs or other uniform results: run once per call on scalars;
+ *   - tile instructions, run over each tile of T output elements, each a
+ *     plain vectorizable loop from operand buffers to a register slot.
+ * Statements the output does not depend on are dropped.  Register slots
+ * are reused as soon as a value dies (a statement may write over its own
+ * operand: every loop reads element i before writing element i), so a
+ * 7-statement chain needs 2 or 3 slots.
+ *
+ * Inputs are classified by numel: full (the output's numel) are read in
+ * place at the tile's offset; 1 element is a scalar; anything else is a
+ * general NumPy broadcast and is gathered into a tile buffer per tile
+ * through its collapsed strides (runs copied or filled, an odometer over
+ * the outer dims), so every broadcast shape infer accepts is correct.
+ *
+ * Tile size: the tile's buffers (slots + gathered inputs) are kept within
+ * TILE_L1_FLOATS (32 KB of Zen 5's 48 KB L1D), up to TILE_MAX elements:
+ * long enough that the per-instruction loop overhead and the switch are
+ * amortized, short enough that intermediates never leave L1.  Measured on
+ * the 7-op chain over 4M floats (bench numbers in the helper's report):
+ * 256 to 2048 are within a few percent, 1024 was best.
+ *
+ * In place: the output may be the buffer of a full-size input (the replay
+ * planner does that for elementwise ops).  Only the last instruction
+ * writes the output, at the tile's own offset, after every read of that
+ * tile's inputs, and element by element; tiles are disjoint.
+ *
+ * Numerics are those of the single-op kernels (eager/kernels_unary.c,
+ * kernels_binary.c): the same vmath.h functions and expressions, so a
+ * fused chain gives the same bits as the unfused one, except pow with a
+ * general exponent, which uses libm's powf here (both are within 1 ulp).
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+#include "../graph/fused_prog.h"
 #include "kernel.h"
+#include "vmath.h"
+
+enum {
+    TILE_MAX = 1024,
+    TILE_MIN = 64,
+    TILE_L1_FLOATS = 8192, /* also each thread's scratch: tile * buffers fits */
+    MAX_UV = FUSED_MAX_STMTS * 3 + FUSED_MAX_INPUTS,
+};
+
+/* Where an operand lives during a tile. */
+enum { K_SLOT, K_IN, K_BC, K_UV };
+
+typedef struct fopnd {
+    uint8_t kind, idx;
+} fopnd;
+
+typedef struct finst {
+    graph_op op;
+    uint8_t mode; /* bit 0: a advances along the tile, bit 1: b advances */
+    int8_t dst;   /* slot (tile list) or uv index (uniform list); -1: output */
+    fopnd a, b;
+    float p0, p1; /* attributes */
+} finst;
+
+/* A broadcast input's collapsed dims and strides (0: repeated). */
+typedef struct fbcast {
+    int nd;
+    int64_t dim[GRAPH_MAX_DIMS], stride[GRAPH_MAX_DIMS];
+} fbcast;
+
+typedef struct fplan {
+    eager_kstate base;
+    int nuni, ninst, nslots, nbc, nscalar, nuv;
+    int out_uv; /* >= 0: the output is this uniform value */
+    int64_t tile;
+    finst uni[FUSED_MAX_STMTS], inst[FUSED_MAX_STMTS];
+    float uv[MAX_UV]; /* immediates; scalar inputs and uniform results per call */
+    uint8_t scalar_in[FUSED_MAX_INPUTS], scalar_uv[FUSED_MAX_INPUTS];
+    uint8_t bc_in[FUSED_MAX_INPUTS];
+    fbcast bc[FUSED_MAX_INPUTS];
+} fplan;
+
+/* ---- the loops ---- */
+
+/* sqrt through the instruction: sqrtf may set errno, so GCC branches to
+ * libm and does not vectorize it (as in kernels_unary.c). */
+static void sqrt_loop(const float *x, float *y, int64_t n, int recip)
+{
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (; i + 16 <= n; i += 16) {
+        __m512 s = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
+        _mm512_storeu_ps(y + i, recip ? _mm512_div_ps(one, s) : s);
+    }
+#elif defined(__AVX__)
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 s = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+        _mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one, s) : s);
+    }
+#endif
+    for (; i < n; i++) {
+        float s = sqrtf(x[i]);
+        y[i] = recip ? 1.0f / s : s;
+    }
+}
+
+/* pow: the exponents kernels_binary.c computes exactly, else powf. */
+static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsigned mode)
+{
+    if (!(mode & 2u) && (b[0] == 1.0f || b[0] == 2.0f || b[0] == -1.0f)) {
+        const float y = b[0];
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            d[i] = y == 1.0f ? a[i] : y == 2.0f ? a[i] * a[i] : 1.0f / a[i];
+        return;
+    }
+    int64_t sa = mode & 1u, sb = (mode >> 1) & 1u;
+    for (int64_t i = 0; i < n; i++)
+        d[i] = powf(a[i * sa], b[i * sb]);
+}
+
+#define UN(OP, EXPR)                                                       \
+    case GRAPH_OP_##OP:                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
+        {                                                                  \
+            float v = a[i];                                                \
+            d[i] = (EXPR);                                                 \
+        }                                                                  \
+        break;
+
+/* Three loops: both operands advance, b repeats, a repeats. */
+#define BI(OP, EXPR)                                                       \
+    case GRAPH_OP_##OP:                                                    \
+        if (mode == 3u) {                                                  \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)            \
+            {                                                              \
+                float x = a[i], y = b[i];                                  \
+                d[i] = (EXPR);                                             \
+            }                                                              \
+        } else if (mode == 1u) {                                           \
+            const float y = b[0];                                          \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)            \
+            {                                                              \
+                float x = a[i];                                            \
+                d[i] = (EXPR);                                             \
+            }                                                              \
+        } else {                                                           \
+            const float x = a[0];                                          \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)            \
+            {                                                              \
+                float y = b[i];                                            \
+                d[i] = (EXPR);                                             \
+            }                                                              \
+        }                                                                  \
+        break;
+
+/*
+ * d[0..n) = op(a, b).  d may be a or b (not restrict: `omp simd` states
+ * there is no loop-carried dependence, which holds for d == a).  Unary
+ * operands always advance here; uniform instructions run with n = 1.
+ */
+static void exec(const finst *I, const float *a, const float *b, float *d, int64_t n)
+{
+    const unsigned mode = I->mode;
+    const float p0 = I->p0, p1 = I->p1;
+    switch (I->op) {
+        UN(neg, -v)
+        UN(abs, fabsf(v))
+        UN(exp, vm_expf(v))
+        UN(log, vm_logf(v))
+        UN(reciprocal, 1.0f / v)
+        UN(relu, v <= 0.0f ? 0.0f : v)
+        UN(leaky_relu, v < 0.0f ? p0 * v : v)
+        UN(sigmoid, vm_sigmoidf(v))
+        UN(tanh, vm_tanhf(v))
+        UN(gelu, vm_geluf(v))
+        UN(silu, vm_siluf(v))
+        UN(erf, vm_erff(v))
+        /* comparisons let NaN through, as kernels_unary.c's clip */
+        UN(clip, (v < p0 ? p0 : v) > p1 ? p1 : (v < p0 ? p0 : v))
+        BI(add, x + y)
+        BI(sub, x - y)
+        BI(mul, x * y)
+        BI(div, x / y)
+        BI(maximum, (x > y || x != x) ? x : y)
+        BI(minimum, (x < y || x != x) ? x : y)
+    case GRAPH_OP_sqrt:
+        sqrt_loop(a, d, n, 0);
+        break;
+    case GRAPH_OP_rsqrt:
+        sqrt_loop(a, d, n, 1);
+        break;
+    case GRAPH_OP_pow:
+        pow_loop(a, b, d, n, mode);
+        break;
+    default:
+        break; /* fused_op_ok admits only the ops above */
+    }
+}
+
+/* ---- compiling ---- */
+
+/* Strides of input t over the output dims (0 where it broadcasts),
+ * with size-1 output dims dropped and mergeable neighbours merged. */
+static void make_bcast(const graph_type *t, const graph_type *out, fbcast *b)
+{
+    int64_t st[GRAPH_MAX_DIMS], s = 1;
+    int off = out->ndim - t->ndim;
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        int di = d - off;
+        st[d] = di >= 0 && t->dim[di] != 1 ? s : 0;
+        if (di >= 0)
+            s *= t->dim[di];
+    }
+    b->nd = 0;
+    for (int d = 0; d < out->ndim; d++) {
+        if (out->dim[d] == 1)
+            continue;
+        if (b->nd && b->stride[b->nd - 1] == st[d] * out->dim[d]) {
+            b->dim[b->nd - 1] *= out->dim[d];
+            b->stride[b->nd - 1] = st[d];
+        } else {
+            b->dim[b->nd] = out->dim[d];
+            b->stride[b->nd++] = st[d];
+        }
+    }
+    if (!b->nd) {
+        b->dim[0] = 1;
+        b->stride[0] = 0;
+        b->nd = 1;
+    }
+}
+
+/* How each statement's value is reached while compiling. */
+typedef struct cval {
+    uint8_t needed, uniform;
+    fopnd where;   /* K_UV for uniform values, K_SLOT otherwise */
+    int last_use;  /* index into the tile list, -1 if none */
+} cval;
+
+/* Where an operand is read from; *u = 1 if it is uniform. */
+static fopnd resolve(fplan *P, const cval *cv, const uint8_t *in_kind,
+                     const uint8_t *in_idx, const fused_arg *arg, int *u)
+{
+    switch (arg->kind) {
+    case FUSED_ARG_REG:
+        *u = cv[arg->index].uniform;
+        return cv[arg->index].where;
+    case FUSED_ARG_INPUT: {
+        fopnd o = {in_kind[arg->index], in_idx[arg->index]};
+        *u = o.kind == K_UV;
+        return o;
+    }
+    default:
+        P->uv[P->nuv] = arg->imm;
+        *u = 1;
+        return (fopnd){K_UV, (uint8_t)P->nuv++};
+    }
+}
+
+/* Classifies the inputs: full, scalar (a uv slot) or broadcast. */
+static void classify_inputs(fplan *P, const eager_kargs *a, int64_t n, uint8_t *in_kind,
+                            uint8_t *in_idx)
+{
+    for (int k = 0; k < a->nin; k++) {
+        int64_t m = graph_type_numel(&a->in_type[k]);
+        if (m == 1) {
+            in_kind[k] = K_UV;
+            in_idx[k] = (uint8_t)P->nuv;
+            P->scalar_in[P->nscalar] = (uint8_t)k;
+            P->scalar_uv[P->nscalar++] = (uint8_t)P->nuv++;
+        } else if (m == n) {
+            in_kind[k] = K_IN;
+            in_idx[k] = (uint8_t)k;
+        } else {
+            in_kind[k] = K_BC;
+            in_idx[k] = (uint8_t)P->nbc;
+            P->bc_in[P->nbc] = (uint8_t)k;
+            make_bcast(&a->in_type[k], a->out_type, &P->bc[P->nbc++]);
+        }
+    }
+}
+
+/* Marks what the output depends on. */
+static void mark_needed(const fused_prog *p, cval *cv)
+{
+    cv[p->nstmts - 1].needed = 1;
+    for (int k = p->nstmts - 1; k >= 0; k--)
+        for (int j = 0; cv[k].needed && j < p->stmt[k].nargs; j++)
+            if (p->stmt[k].arg[j].kind == FUSED_ARG_REG)
+                cv[p->stmt[k].arg[j].index].needed = 1;
+}
+
+/* Gives each tile instruction's result a slot, reusing dead ones. */
+static void assign_slots(fplan *P, const fused_prog *p, cval *cv, const int *stmt_of)
+{
+    int free_at[FUSED_MAX_STMTS]; /* slot -> 1 if free */
+    for (int s = 0; s < FUSED_MAX_STMTS; s++)
+        free_at[s] = 1;
+    for (int t = 0; t < P->ninst; t++) {
+        finst *I = &P->inst[t];
+        const fused_stmt *st = &p->stmt[stmt_of[t]];
+        for (int j = 0; j < st->nargs; j++) {
+            const fused_arg *arg = &st->arg[j];
+            if (arg->kind == FUSED_ARG_REG && !cv[arg->index].uniform &&
+                cv[arg->index].last_use == t)
+                free_at[cv[arg->index].where.idx] = 1;
+        }
+        if (t == P->ninst - 1) {
+            I->dst = -1;
+            break;
+        }
+        int s = 0;
+        while (!free_at[s])
+            s++;
+        free_at[s] = 0;
+        I->dst = (int8_t)s;
+        cv[stmt_of[t]].where = (fopnd){K_SLOT, (uint8_t)s};
+        if (s + 1 > P->nslots)
+            P->nslots = s + 1;
+    }
+}
+
+/* Builds P for the kernel's types; TG_OK or an error in a->err. */
+static tg_status compile(const eager_kargs *a, fplan *P)
+{
+    fused_prog p;
+    char msg[256];
+    memset(P, 0, sizeof *P);
+    P->out_uv = -1;
+    if (fused_prog_parse(((const graph_fused_attrs *)a->attrs)->prog.s, a->nin, &p, msg,
+                         sizeof msg) != TG_OK)
+        return eager_kernel_fail(a, TG_ERR_ARG, "%s", msg);
+    int64_t n = graph_type_numel(a->out_type);
+    uint8_t in_kind[FUSED_MAX_INPUTS], in_idx[FUSED_MAX_INPUTS];
+    classify_inputs(P, a, n, in_kind, in_idx);
+    cval cv[FUSED_MAX_STMTS];
+    memset(cv, 0, sizeof cv);
+    mark_needed(&p, cv);
+    int stmt_of[FUSED_MAX_STMTS];
+    for (int k = 0; k < p.nstmts; k++) {
+        const fused_stmt *st = &p.stmt[k];
+        cv[k].last_use = -1;
+        if (!cv[k].needed)
+            continue;
+        finst I = {st->op, 0, 0, {K_UV, 0}, {K_UV, 0}, st->attr[0], st->attr[1]};
+        int ua = 1, ub = 1;
+        I.a = resolve(P, cv, in_kind, in_idx, &st->arg[0], &ua);
+        if (st->nargs > 1)
+            I.b = resolve(P, cv, in_kind, in_idx, &st->arg[1], &ub);
+        cv[k].uniform = (uint8_t)(ua && ub);
+        if (cv[k].uniform) {
+            I.mode = 3; /* n = 1 over uv slots */
+            I.dst = (int8_t)P->nuv;
+            cv[k].where = (fopnd){K_UV, (uint8_t)P->nuv++};
+            P->uni[P->nuni++] = I;
+            continue;
+        }
+        I.mode = (uint8_t)((ua ? 0u : 1u) | (st->nargs > 1 && !ub ? 2u : 0u));
+        for (int j = 0; j < st->nargs; j++)
+            if (st->arg[j].kind == FUSED_ARG_REG && !cv[st->arg[j].index].uniform)
+                cv[st->arg[j].index].last_use = P->ninst;
+        stmt_of[P->ninst] = k;
+        P->inst[P->ninst++] = I;
+    }
+    if (cv[p.nstmts - 1].uniform)
+        P->out_uv = cv[p.nstmts - 1].where.idx;
+    /* Slots are decided after last uses are known; the operands naming
+     * earlier results are patched from cv as slots are assigned. */
+    assign_slots(P, &p, cv, stmt_of);
+    for (int t = 0; t < P->ninst; t++) {
+        const fused_stmt *st = &p.stmt[stmt_of[t]];
+        for (int j = 0; j < st->nargs; j++)
+            if (st->arg[j].kind == FUSED_ARG_REG && !cv[st->arg[j].index].uniform)
+                *(j ? &P->inst[t].b : &P->inst[t].a) = cv[st->arg[j].index].where;
+    }
+    int nbuf = P->nslots + P->nbc;
+    int64_t tile = nbuf ? TILE_L1_FLOATS / nbuf : TILE_MAX;
+    tile = tile > TILE_MAX ? TILE_MAX : tile < TILE_MIN ? TILE_MIN : tile & ~(int64_t)15;
+    if (tile > n)
+        tile = (n + 15) & ~(int64_t)15;
+    P->tile = tile;
+    return TG_OK;
+}
+
+/* ---- running ---- */
+
+/* Copies or repeats a broadcast input's elements for output [t0, t0+len). */
+static void gather(const float *src, const fbcast *b, int64_t t0, int64_t len, float *dst)
+{
+    const int nd = b->nd;
+    int64_t idx[GRAPH_MAX_DIMS], rem = t0, off = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = rem % b->dim[d];
+        rem /= b->dim[d];
+        off += idx[d] * b->stride[d];
+    }
+    /* After collapsing, the inner stride is 1 (the input's own inner dim)
+     * or 0 (the inner dims broadcast). */
+    const int64_t inner = b->dim[nd - 1], s = b->stride[nd - 1];
+    while (len > 0) {
+        int64_t run = inner - idx[nd - 1];
+        run = run < len ? run : len;
+        if (s) {
+            memcpy(dst, src + off, (size_t)run * sizeof *dst);
+        } else {
+            const float v = src[off];
+            for (int64_t k = 0; k < run; k++)
+                dst[k] = v;
+        }
+        dst += run;
+        len -= run;
+        idx[nd - 1] += run;
+        off += run * s;
+        for (int d = nd - 1; d > 0 && idx[d] == b->dim[d]; d--) {
+            off += b->stride[d - 1] - b->dim[d] * b->stride[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+static const float *operand_ptr(fopnd o, const float *const *in, const float *uv,
+                                float *scratch, int64_t tile, int nslots, int64_t t0)
+{
+    switch (o.kind) {
+    case K_SLOT: return scratch + o.idx * tile;
+    case K_IN: return in[o.idx] + t0;
+    case K_BC: return scratch + (nslots + o.idx) * tile;
+    default: return uv + o.idx;
+    }
+}
+
+/* Tiles [first, last) of the output, with this thread's own scratch. */
+static void run_tiles(const fplan *P, const float *const *in, float *out, const float *uv,
+                      int64_t n, int64_t first, int64_t last)
+{
+    _Alignas(64) float scratch[TILE_L1_FLOATS];
+    const int64_t T = P->tile;
+    for (int64_t t = first; t < last; t++) {
+        int64_t t0 = t * T, len = n - t0 < T ? n - t0 : T;
+        for (int j = 0; j < P->nbc; j++)
+            gather(in[P->bc_in[j]], &P->bc[j], t0, len, scratch + (P->nslots + j) * T);
+        for (int k = 0; k < P->ninst; k++) {
+            const finst *I = &P->inst[k];
+            const float *a = operand_ptr(I->a, in, uv, scratch, T, P->nslots, t0);
+            const float *b = operand_ptr(I->b, in, uv, scratch, T, P->nslots, t0);
+            float *d = I->dst < 0 ? out + t0 : scratch + I->dst * T;
+            exec(I, a, b, d, len);
+        }
+    }
+}
+
+/* Runs a compiled plan: uniform part once, then the tiles (threaded
+ * when large). */
+static void run_plan(const fplan *P, const eager_kargs *a)
+{
+    const int64_t n = graph_type_numel(a->out_type);
+    const float *const *in = (const float *const *)a->in;
+    float *out = a->out[0];
+    float uv[MAX_UV];
+    memcpy(uv, P->uv, sizeof(float) * (size_t)P->nuv);
+    for (int j = 0; j < P->nscalar; j++)
+        uv[P->scalar_uv[j]] = in[P->scalar_in[j]][0];
+    for (int k = 0; k < P->nuni; k++) {
+        const finst *I = &P->uni[k];
+        exec(I, uv + I->a.idx, uv + I->b.idx, uv + I->dst, 1);
+    }
+    int nt = n >= EAGER_PAR_MIN ? a->nthreads : 1;
+    if (P->out_uv >= 0) {
+        const float v = uv[P->out_uv];
+#pragma omp parallel for simd num_threads(nt) if (nt > 1) schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = v;
+        return;
+    }
+    const int64_t ntiles = (n + P->tile - 1) / P->tile;
+    if (nt <= 1 || ntiles < 2) {
+        run_tiles(P, in, out, uv, n, 0, ntiles);
+        return;
+    }
+    nt = ntiles < nt ? (int)ntiles : nt;
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+        int64_t per = (ntiles + tn - 1) / tn, first = t * per;
+        int64_t last = first + per < ntiles ? first + per : ntiles;
+        if (first < last)
+            run_tiles(P, in, out, uv, n, first, last);
+    }
+}
+
+static void plan_free(eager_kstate *s)
+{
+    free(s);
+}
 
 tg_status eager_kernel_fused(const eager_kargs *a)
 {
-    return eager_kernel_fail(a, TG_ERR_UNSUPPORTED, "fused is being written");
+    if (graph_type_numel(a->out_type) == 0)
+        return TG_OK;
+    if (a->state && *a->state) {
+        run_plan((const fplan *)*a->state, a);
+        return TG_OK;
+    }
+    fplan local, *P = &local;
+    if (a->state) { /* a slot to keep it in: compile once */
+        P = malloc(sizeof *P);
+        if (!P)
+            return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for the compiled program");
+    }
+    tg_status st = compile(a, P);
+    if (st != TG_OK) {
+        if (P != &local)
+            free(P);
+        return st;
+    }
+    if (P != &local) {
+        P->base.free = plan_free;
+        *a->state = &P->base;
+    }
+    run_plan(P, a);
+    return TG_OK;
 }

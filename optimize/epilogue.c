@@ -1,11 +1,321 @@
-/* epilogue.c - TEMPORARY: being written; does nothing yet. */
-#include "opt.h"
+/*
+ * epilogue.c - fuses what follows a linear or conv2d into its kernel
+ * (-O2): linear_ep / conv2d_ep run the steps as oneDNN post-ops on the
+ * output while it is in cache, instead of one more pass over memory each.
+ *
+ * From a linear / conv2d (or a linear_ep / conv2d_ep, whose list grows)
+ * the pass follows the chain of sole users, absorbing in order:
+ *   - a bias-like add, first and only while nothing else was absorbed: an
+ *     add of a [N] (linear; also [1,..,1,N] when constant) or [C,1,1] /
+ *     [1,C,1,1] constant (conv) that does not grow the output.  It becomes
+ *     the bias: a linear without bias takes a [N] value of any kind as
+ *     its bias input; otherwise both must be constants and are summed
+ *     into a new one.
+ *   - a residual add: an add whose other operand has exactly the output's
+ *     type (dynamic dims tied to the same symbols): GRAPH_POST_ADD.  One
+ *     residual slot, so at most one.
+ *   - activations: relu, gelu, sigmoid, tanh, silu, leaky_relu (one slope
+ *     per node: a second leaky_relu must have the same alpha).
+ * Each value the chain passes through must have that one user and not be
+ * pinned; the value the fused node replaces may be a graph output, not a
+ * guarded value (see fuse_util.h).  At most 16 steps (the post list).
+ * A chain of only a bias add gives linear / conv2d with that bias;
+ * anything else gives the _ep op (bias zeros when there was none).
+ * Provenance: the linear/conv's first, then every absorbed node's.
+ *
+ * Declined candidates are explained: "conv output has 2 users",
+ * "residual shape differs ([2,8] vs [8,1])", "activation clip not
+ * supported", "second residual add: one residual slot", ...
+ */
+#include <stdlib.h>
+
+#include "fuse_util.h"
+
+#define CHAIN_MAX GRAPH_MAX_INTS
+
+typedef struct chain {
+    int32_t p;  /* the linear / conv node */
+    int conv;   /* conv2d family */
+    graph_ints post;
+    float alpha;
+    int leaky;        /* post has a LEAKY_RELU step: alpha is taken */
+    int32_t bias_add; /* value added as bias, or -1 */
+    int32_t res;      /* residual, or -1 */
+    int32_t node[CHAIN_MAX + 1]; /* absorbed nodes, in order */
+    int n;
+    int32_t last; /* the value the fused node replaces */
+} chain;
+
+static int64_t post_code(graph_op op)
+{
+    switch (op) {
+    case GRAPH_OP_relu: return GRAPH_POST_RELU;
+    case GRAPH_OP_gelu: return GRAPH_POST_GELU;
+    case GRAPH_OP_sigmoid: return GRAPH_POST_SIGMOID;
+    case GRAPH_OP_tanh: return GRAPH_POST_TANH;
+    case GRAPH_OP_silu: return GRAPH_POST_SILU;
+    case GRAPH_OP_leaky_relu: return GRAPH_POST_LEAKY_RELU;
+    default: return 0;
+    }
+}
+
+static int has_post(const chain *c, int64_t code)
+{
+    for (int i = 0; i < c->post.n; i++)
+        if (c->post.v[i] == code)
+            return 1;
+    return 0;
+}
+
+/* The chain's start: p's kind, and the steps an _ep node already has. */
+static int chain_start(const graph *g, int32_t p, chain *c)
+{
+    const graph_node *n = &g->nodes[p];
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->bias_add = c->res = -1;
+    c->last = n->out[0];
+    switch (n->op) {
+    case GRAPH_OP_linear: return 1;
+    case GRAPH_OP_conv2d: c->conv = 1; return 1;
+    case GRAPH_OP_linear_ep: {
+        const graph_linear_ep_attrs *at = graph_node_attrs(n);
+        c->post = at->post, c->alpha = at->alpha;
+        break;
+    }
+    case GRAPH_OP_conv2d_ep: {
+        const graph_conv2d_ep_attrs *at = graph_node_attrs(n);
+        c->post = at->post, c->alpha = at->alpha, c->conv = 1;
+        break;
+    }
+    default: return 0;
+    }
+    c->leaky = has_post(c, GRAPH_POST_LEAKY_RELU);
+    c->res = n->nin > 3 ? n->in[3] : -1;
+    return 1;
+}
+
+/* Nonzero if a node of op could join a chain (worth explaining). */
+static int fusable_op(graph_op op)
+{
+    return op == GRAPH_OP_add || post_code(op) != 0;
+}
+
+/* Nonzero if value b, added to the chain's output, is a bias. */
+static int bias_like(const graph *g, const chain *c, int32_t b)
+{
+    const graph_node *p = &g->nodes[c->p];
+    const graph_type *t = &g->values[b].type, *y = &g->values[c->last].type;
+    int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
+    int direct = !c->conv && p->nin < 3 && t->ndim == 1; /* becomes the bias input */
+    if (g->values[b].dyn || t->ndim > y->ndim || graph_type_numel(t) != ch)
+        return 0;
+    if (!direct && (!fu_const_f32(g, b) || (p->nin > 2 && !fu_const_f32(g, p->in[2]))))
+        return 0;
+    if (!c->conv) /* [N] or [1,..,1,N] */
+        return t->ndim >= 1 && t->dim[t->ndim - 1] == ch;
+    /* [C,1,1] or [1,C,1,1] */
+    return (t->ndim == 3 || t->ndim == 4) && t->dim[t->ndim - 3] == ch;
+}
+
+static void absorb(chain *c, const graph *g, int32_t node)
+{
+    c->node[c->n++] = node;
+    c->last = g->nodes[node].out[0];
+}
+
+/* An add after the chain: bias, residual, or a reason to stop. */
+static int take_add(const graph *g, opt_ctx *ctx, chain *c, int32_t node)
+{
+    const graph_node *n = &g->nodes[node];
+    const char *kind = c->conv ? "conv" : "linear";
+    int32_t other = n->in[0] == c->last ? n->in[1] : n->in[0];
+    char a[160], b[160];
+    if (other == c->last)
+        return 0; /* add(y, y): y has two uses, cannot happen here */
+    if (!fu_same_type(g, n->out[0], c->last)) {
+        opt_explain(ctx, g, node, "add broadcasts the %s output to %s", kind,
+                    graph_shape_str(&g->values[n->out[0]].type, a, sizeof a));
+        return 0;
+    }
+    if (c->post.n == 0 && c->res < 0 && c->bias_add < 0 && bias_like(g, c, other)) {
+        c->bias_add = other;
+        absorb(c, g, node);
+        return 1;
+    }
+    if (fu_same_type(g, other, c->last)) {
+        if (c->res >= 0) {
+            opt_explain(ctx, g, node, "second residual add: one residual slot");
+            return 0;
+        }
+        c->post.v[c->post.n++] = GRAPH_POST_ADD;
+        c->res = other;
+        absorb(c, g, node);
+        return 1;
+    }
+    if (g->values[other].type.ndim == g->values[c->last].type.ndim &&
+        !memcmp(g->values[other].type.dim, g->values[c->last].type.dim,
+                sizeof(int64_t) * (size_t)g->values[other].type.ndim)) {
+        opt_explain(ctx, g, node, "residual dims are not dynamic like the %s output's", kind);
+        return 0;
+    }
+    opt_explain(ctx, g, node, "residual shape differs (%s vs %s)",
+                graph_shape_str(&g->values[other].type, a, sizeof a),
+                graph_shape_str(&g->values[c->last].type, b, sizeof b));
+    return 0;
+}
+
+/* Explains why the chain stops at c->last with several users. */
+static void explain_users(const graph *g, opt_ctx *ctx, const opt_uses *u, const chain *c)
+{
+    int32_t v = c->last, nu = opt_nuses(u, v);
+    for (int32_t k = u->first[v]; k < u->first[v + 1]; k++)
+        if (fusable_op(g->nodes[u->list[k]].op)) {
+            opt_explain(ctx, g, c->n ? c->node[c->n - 1] : c->p, "%s output has %d users",
+                        c->n ? graph_ops[g->nodes[c->node[c->n - 1]].op].name
+                             : (c->conv ? "conv" : "linear"),
+                        (int)nu);
+            return;
+        }
+}
+
+/* Absorbs the user of c->last if it can; 0 when the chain ends. */
+static int step(const graph *g, opt_ctx *ctx, const opt_uses *u, chain *c)
+{
+    int32_t user = fu_sole_user(u, c->last);
+    if (user >= 0 && (g->nodes[user].flags & GRAPH_NODE_DEAD))
+        return 0; /* absorbed by an earlier chain of this run */
+    if (user < 0) {
+        explain_users(g, ctx, u, c);
+        return 0;
+    }
+    const graph_node *n = &g->nodes[user];
+    int fusable = fusable_op(n->op);
+    if (c->post.n == CHAIN_MAX || opt_pinned(g, c->last) || fu_guarded(g, n->out[0])) {
+        if (fusable)
+            opt_explain(ctx, g, user, "%s", c->post.n == CHAIN_MAX ? "epilogue is full"
+                                            : opt_pinned(g, c->last)
+                                                ? "its input is a graph output or guarded"
+                                                : "output is guarded: computed as traced");
+        return 0;
+    }
+    if (n->op == GRAPH_OP_add)
+        return take_add(g, ctx, c, user);
+    int64_t code = post_code(n->op);
+    if (code == GRAPH_POST_LEAKY_RELU) {
+        float a = ((const graph_leaky_relu_attrs *)graph_node_attrs(n))->alpha;
+        if (c->leaky && a != c->alpha) {
+            opt_explain(ctx, g, user, "leaky_relu slope %g differs from the earlier %g", a,
+                        c->alpha);
+            return 0;
+        }
+        c->leaky = 1, c->alpha = a;
+    }
+    if (code) {
+        c->post.v[c->post.n++] = code;
+        absorb(c, g, user);
+        return 1;
+    }
+    if ((graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE) && n->nin == 1)
+        opt_explain(ctx, g, user, "activation %s not supported", graph_ops[n->op].name);
+    return 0;
+}
+
+/*
+ * The fused node's bias: p's own, the absorbed add's operand, their sum,
+ * or zeros when the op needs one (-1: none).  -2 on out of memory.
+ */
+static int32_t make_bias(graph *g, const chain *c, int need)
+{
+    const graph_node *p = &g->nodes[c->p];
+    int32_t own = p->nin > 2 ? p->in[2] : -1, add = c->bias_add;
+    if (add >= 0 && own < 0 && g->values[add].type.ndim == 1 && !c->conv)
+        return add;
+    if (add < 0 && (own >= 0 || !need))
+        return own;
+    const graph_type *y = &g->values[c->last].type;
+    int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
+    float *sum = calloc((size_t)ch + 1, sizeof *sum);
+    if (!sum)
+        return -2;
+    const float *a = add >= 0 ? fu_const_f32(g, add) : NULL;
+    const float *b = own >= 0 ? fu_const_f32(g, own) : NULL;
+    for (int64_t i = 0; i < ch; i++)
+        sum[i] = (a ? a[i] : 0.0f) + (b ? b[i] : 0.0f);
+    graph_type t = {GRAPH_F32, 1, {ch}};
+    int32_t id = opt_add_const(g, &t, sum);
+    free(sum);
+    return id < 0 ? -2 : id;
+}
+
+/* The fused op and its attributes (in *attrs). */
+static graph_op fused_op(const graph *g, const chain *c, graph_attrs *attrs)
+{
+    const graph_node *p = &g->nodes[c->p];
+    memset(attrs, 0, sizeof *attrs);
+    if (!c->conv) {
+        attrs->linear_ep = (graph_linear_ep_attrs){c->post, c->alpha};
+        return c->post.n ? GRAPH_OP_linear_ep : p->op;
+    }
+    if (p->op == GRAPH_OP_conv2d_ep) {
+        attrs->conv2d_ep = *(const graph_conv2d_ep_attrs *)graph_node_attrs(p);
+    } else {
+        const graph_conv2d_attrs *a = graph_node_attrs(p);
+        attrs->conv2d_ep = (graph_conv2d_ep_attrs){a->stride, a->padding, a->dilation,
+                                                   a->groups, {0, {0}}, 0.0f};
+    }
+    attrs->conv2d_ep.post = c->post;
+    attrs->conv2d_ep.alpha = c->alpha;
+    if (c->post.n || p->op == GRAPH_OP_conv2d_ep)
+        return GRAPH_OP_conv2d_ep;
+    attrs->conv2d = *(const graph_conv2d_attrs *)graph_node_attrs(p);
+    return GRAPH_OP_conv2d;
+}
+
+static tg_status fuse(graph *g, opt_ctx *ctx, const chain *c)
+{
+    graph_attrs attrs;
+    graph_op op = fused_op(g, c, &attrs);
+    int ep = op == GRAPH_OP_linear_ep || op == GRAPH_OP_conv2d_ep;
+    int32_t bias = make_bias(g, c, ep);
+    if (bias == -2)
+        return opt_fail(ctx, g, c->p, TG_ERR_NOMEM, "cannot add the fused bias");
+    const graph_node *p = &g->nodes[c->p];
+    int32_t in[4] = {p->in[0], p->in[1], bias, c->res}, out = -1, src[CHAIN_MAX + 2];
+    int nin = bias < 0 ? 2 : c->res < 0 ? 3 : 4;
+    src[0] = c->p;
+    memcpy(src + 1, c->node, sizeof *src * (size_t)c->n);
+    if (fu_add_node(g, ctx, op, in, nin, graph_ops[op].attr_size ? &attrs : NULL, &out, 1, src,
+                    c->n + 1) < 0)
+        return TG_ERR_STATE;
+    opt_replace_uses(g, c->last, out);
+    g->nodes[c->p].flags |= GRAPH_NODE_DEAD;
+    for (int i = 0; i < c->n; i++)
+        g->nodes[c->node[i]].flags |= GRAPH_NODE_DEAD;
+    ctx->stats->fused += c->n;
+    ctx->changed = 1;
+    return TG_OK;
+}
 
 static tg_status run(graph *g, opt_ctx *ctx)
 {
-    (void)g;
-    (void)ctx;
-    return TG_OK;
+    opt_uses u;
+    if (opt_uses_build(g, &u) != TG_OK)
+        return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "epilogue: out of memory");
+    tg_status st = TG_OK;
+    for (int32_t i = 0, end = g->nnodes; i < end && st == TG_OK; i++) {
+        chain c;
+        if ((g->nodes[i].flags & GRAPH_NODE_DEAD) || !chain_start(g, i, &c))
+            continue;
+        if (fu_guarded(g, c.last))
+            continue; /* computed as traced */
+        while (step(g, ctx, &u, &c))
+            ;
+        if (c.n)
+            st = fuse(g, ctx, &c);
+    }
+    opt_uses_free(&u);
+    return st;
 }
 
 const opt_pass opt_pass_epilogue = {"epilogue", run};

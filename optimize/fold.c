@@ -1,11 +1,201 @@
-/* fold.c - TEMPORARY: being written; does nothing yet. */
-#include "opt.h"
+/*
+ * fold.c - constant folding (-O1).
+ *
+ * A live node whose inputs are all constants with data is run once, now,
+ * with the CPU kernels (called directly through eager_kernels[op]: no
+ * dispatcher, so no tracer hooks and no eager tensors), and its outputs
+ * become new constants.  Params are not constants here: they stay
+ * swappable until fold-params (-O2) turns them into constants.
+ *
+ * Not folded:
+ *   - a node producing a graph output or a guarded value (pinned: it stays
+ *     computed exactly as traced);
+ *   - a node whose result would be more than FOLD_BLOWUP times the bytes of
+ *     its inputs and more than FOLD_BIG bytes: expand, pad, concat of a
+ *     constant with itself, a broadcast add of a row and a column...  Such
+ *     a constant would be stored in the graph and its saved file and read
+ *     from memory on every run, while recomputing it is one streaming
+ *     write from a small input; below FOLD_BIG the difference is noise, and
+ *     folding small blow-ups lets the constants feed later folds;
+ *   - a node whose kernel fails on the data (an integer division by zero,
+ *     a gather index out of range): it is left to fail at run time, with
+ *     the user's call site, as it would have without optimization.
+ *
+ * Shape-only folding: a node whose outputs have no elements is replaced by
+ * empty constants whatever its inputs (the result depends only on the
+ * shapes), provided no output dim is dynamic (a constant has fixed dims).
+ * The op set has no other op whose result depends only on its inputs'
+ * shapes (there is no Shape, Size or ConstantOfShape op): expand, reshape
+ * and the other shape ops of constants fold through the rule above.
+ *
+ * Stats: removed = nodes folded; bytes = constant bytes no longer used
+ * minus the bytes of the new constants (negative when folding grew them).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../eager/eager.h"
+#include "../eager/kernel.h"
+#include "simplify.h"
+
+#define FOLD_BLOWUP 16
+#define FOLD_BIG ((size_t)1 << 20)
+
+tg_status opt_fold_eval(graph *g, graph_op op, const int32_t *in, int nin, const void *attrs,
+                        int32_t *out, int max_out, int *nout, char *err, size_t errlen)
+{
+    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
+    const void *ip[GRAPH_MAX_NODE_IO];
+    void *buf[GRAPH_MAX_NODE_IO] = {NULL};
+    graph_attrs defaults;
+    if (graph_ops[op].attr_size && !attrs) {
+        graph_attrs_default(op, &defaults);
+        attrs = &defaults;
+    }
+    for (int j = 0; j < nin; j++) {
+        it[j] = g->values[in[j]].type;
+        ip[j] = g->values[in[j]].data;
+    }
+    tg_status st = graph_infer(op, it, nin, attrs, ot, GRAPH_MAX_NODE_IO, nout, err, errlen);
+    if (st != TG_OK)
+        return st;
+    if (*nout > max_out) {
+        snprintf(err, errlen, "%s makes %d outputs, room for %d", graph_ops[op].name, *nout,
+                 max_out);
+        return TG_ERR_ARG;
+    }
+    for (int k = 0; k < *nout && st == TG_OK; k++) {
+        size_t nb = (size_t)graph_type_numel(&ot[k]) * graph_dtype_size(ot[k].dtype);
+        buf[k] = aligned_alloc(64, (nb + 63) / 64 * 64 + 64);
+        if (!buf[k])
+            st = TG_ERR_NOMEM;
+    }
+    if (st == TG_OK) {
+        eager_kargs ka = {it,  ip,     nin, attrs, ot, buf, *nout, eager_threads(),
+                          err, errlen, NULL};
+        if (errlen)
+            err[0] = '\0';
+        st = eager_kernels[op](&ka);
+    }
+    for (int k = 0; k < *nout && st == TG_OK; k++)
+        if ((out[k] = opt_add_const(g, &ot[k], buf[k])) < 0)
+            st = TG_ERR_NOMEM;
+    if (st == TG_ERR_NOMEM && errlen)
+        snprintf(err, errlen, "out of memory folding %s", graph_ops[op].name);
+    for (int k = 0; k < *nout; k++)
+        free(buf[k]);
+    return st;
+}
+
+/* Replaces node's outputs by the constants out[] and deletes it. */
+static void replace_outputs(opt_o1_state *s, int32_t node, const int32_t *out)
+{
+    const graph_node *n = &s->g->nodes[node];
+    for (int k = 0; k < n->nout; k++)
+        opt_o1_forward(s, n->out[k], out[k]);
+    opt_o1_kill(s, node);
+    s->ctx->stats->removed++;
+    s->ctx->changed = 1;
+}
+
+/* Outputs with no elements and no dynamic dims become empty constants. */
+static int fold_empty(opt_o1_state *s, int32_t node)
+{
+    graph *g = s->g;
+    int32_t nout = g->nodes[node].nout, out[GRAPH_MAX_NODE_IO];
+    if (nout == 0 || !(graph_ops[g->nodes[node].op].props & GRAPH_PROP_PURE))
+        return 0;
+    for (int k = 0; k < nout; k++) {
+        const graph_value *v = &g->values[g->nodes[node].out[k]];
+        if (v->dyn || graph_type_numel(&v->type) != 0)
+            return 0;
+    }
+    for (int k = 0; k < nout; k++) {
+        graph_type t = g->values[g->nodes[node].out[k]].type;
+        if ((out[k] = opt_o1_add_const(s, &t, "")) < 0)
+            return -1;
+    }
+    replace_outputs(s, node, out);
+    return 1;
+}
+
+/* Bytes of node's inputs and outputs. */
+static void io_bytes(const graph *g, const graph_node *n, size_t *in, size_t *out)
+{
+    *in = *out = 0;
+    for (int j = 0; j < n->nin; j++)
+        *in += graph_value_nbytes(&g->values[n->in[j]]);
+    for (int k = 0; k < n->nout; k++)
+        *out += graph_value_nbytes(&g->values[n->out[k]]);
+}
+
+static int fold_node(opt_o1_state *s, int32_t node)
+{
+    graph *g = s->g;
+    const graph_node *n = &g->nodes[node];
+    if (!(graph_ops[n->op].props & GRAPH_PROP_PURE) || n->nout == 0)
+        return 0;
+    for (int j = 0; j < n->nin; j++)
+        if (!opt_o1_is_const(s, n->in[j]))
+            return 0;
+    if (opt_o1_node_pinned(s, node)) {
+        opt_explain(s->ctx, g, node,
+                    "not folded: its result is a graph output or "
+                    "guarded (kept computed as traced)");
+        return 0;
+    }
+    size_t ib, ob;
+    io_bytes(g, n, &ib, &ob);
+    if (ob > FOLD_BLOWUP * ib && ob > FOLD_BIG) {
+        opt_explain(s->ctx, g, node,
+                    "not folded: the result (%zu bytes) would be "
+                    "over %dx its inputs (%zu bytes) and over %zu bytes",
+                    ob, FOLD_BLOWUP, ib, FOLD_BIG);
+        return 0;
+    }
+    int32_t out[GRAPH_MAX_NODE_IO], in[GRAPH_MAX_NODE_IO];
+    int nout = 0;
+    char err[512];
+    graph_op op = n->op;
+    graph_attrs attrs;
+    const void *a = graph_node_attrs(n);
+    if (a)
+        memcpy(&attrs, a, graph_ops[op].attr_size);
+    memcpy(in, n->in, sizeof *in * (size_t)n->nin);
+    tg_status st = opt_fold_eval(g, op, in, n->nin, a ? &attrs : NULL, out, GRAPH_MAX_NODE_IO,
+                                 &nout, err, sizeof err);
+    n = &g->nodes[node];
+    if (st == TG_ERR_NOMEM) {
+        s->st = opt_fail(s->ctx, g, node, st, "%s", err);
+        return -1;
+    }
+    if (st != TG_OK || nout != n->nout) {
+        opt_explain(s->ctx, g, node,
+                    "not folded: the kernel failed on the constants "
+                    "(%s); left to fail at run time",
+                    err);
+        return 0;
+    }
+    if (opt_o1_grow(s) != 0)
+        return -1;
+    replace_outputs(s, node, out);
+    return 1;
+}
 
 static tg_status run(graph *g, opt_ctx *ctx)
 {
-    (void)g;
-    (void)ctx;
-    return TG_OK;
+    opt_o1_state s;
+    if (opt_o1_init(&s, g, ctx) != TG_OK)
+        return opt_o1_finish(&s);
+    for (int32_t i = 0; i < g->nnodes && s.st == TG_OK; i++) {
+        if (g->nodes[i].flags & GRAPH_NODE_DEAD)
+            continue;
+        opt_o1_resolve_inputs(&s, i);
+        if (!opt_o1_node_pinned(&s, i) && fold_empty(&s, i) != 0)
+            continue;
+        fold_node(&s, i);
+    }
+    return opt_o1_finish(&s);
 }
 
 const opt_pass opt_pass_fold = {"fold", run};

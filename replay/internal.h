@@ -47,6 +47,10 @@ struct replay_plan {
     replay_variant *traced; /* variant of the traced shapes, never freed early */
     pthread_mutex_t mu;     /* guards the variant list */
     int32_t nkey;
+    /* Bumped by replay_set_param: a session whose kernels prepared state
+     * from the old param data (reordered weights) drops it before its
+     * next run (replay_run compares it with its own copy). */
+    uint64_t param_gen;
 };
 
 /* The variant for these input types (made and cached if new), or NULL

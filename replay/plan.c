@@ -283,6 +283,7 @@ tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
         }
         memcpy(v->data, data, nbytes); /* sessions point at this buffer */
         v->hash = graph_hash_bytes(v->data, nbytes);
+        p->param_gen++; /* kernel states built from the old data are stale */
         return TG_OK;
     }
     snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "

@@ -47,6 +47,7 @@ struct replay_session {
     bound *bounds;
     bound *last;
     int guard_warnings;
+    uint64_t param_gen; /* of the plan when the kernel states were made */
     tg_status status; /* of the last fail() */
     char kerr[512];
     char err[1024];
@@ -164,6 +165,9 @@ static bound *bind(replay_session *s, replay_variant *v)
         for (int j = 0; j < n->nin; j++, used++) {
             b->types[used] = v->types[n->in[j]];
             bind_slot(s, b, v, &b->ptrs[used], n->in[j]);
+            graph_value_kind kind = g->values[n->in[j]].kind;
+            if (j < 32 && (kind == GRAPH_VALUE_CONST || kind == GRAPH_VALUE_PARAM))
+                a->fixed_in |= 1u << j; /* params: see drop_states */
         }
         a->out_type = &b->types[used];
         a->out = (void *const *)&b->ptrs[used];
@@ -186,6 +190,7 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
     if (!s)
         return NULL;
     s->p = p;
+    s->param_gen = p->param_gen;
     if (workspace) {
         s->arena = workspace;
         s->arena_size = size;
@@ -208,6 +213,20 @@ static void drop_bounds(replay_session *s)
         bound_free(b);
     }
     s->bounds = s->last = NULL;
+}
+
+/*
+ * Frees every kernel state (they are rebuilt on the next run): called when
+ * a param changed, since a state may hold data derived from its old
+ * contents (kernels cache such data only for fixed_in inputs).
+ */
+static void drop_states(replay_session *s)
+{
+    for (bound *b = s->bounds; b; b = b->next)
+        for (int32_t k = 0; k < b->nsteps; k++) {
+            eager_kstate_free(b->states[k]);
+            b->states[k] = NULL;
+        }
 }
 
 void replay_session_free(replay_session *s)
@@ -387,6 +406,10 @@ tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
     bound *b = bound_for(s, in, nin);
     if (!b)
         return s->status;
+    if (__builtin_expect(s->param_gen != s->p->param_gen, 0)) {
+        drop_states(s);
+        s->param_gen = s->p->param_gen;
+    }
     for (int32_t j = 0; j < b->npatch; j++)
         *b->patch[j] = in[b->patch_input[j]]->data;
     const bound_step *steps = b->steps;

@@ -1,0 +1,781 @@
+/*
+ * suite.c - the workload benchmark of issue 6: eager vs optimized replay.
+ *
+ *   suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]
+ *         [--workloads mlp,tiny,...] [--quick] [--no-fork]
+ *
+ * Each workload x threads record runs in a child process (--no-fork: in
+ * this one, for a debugger), so a crash in the library fails that record
+ * with the stage it reached and the suite goes on; so does one that takes
+ * more than 5 minutes (a hang).
+ *
+ * For each workload (bench/workloads.h) at each thread count it measures:
+ * eager time (a forward inside a pool, popped: what a user's loop pays),
+ * trace time (trace_begin .. trace_freeze with call stacks, one eager run
+ * included), then for each level -O0..-O3, on a fresh copy of the traced
+ * graph: opt_optimize time and node counts, the .tgraph size of the result
+ * (format_save_mem) and its load time (format_load_mem), replay_compile
+ * time of the loaded graph, replay time (a session on that plan, threads
+ * through replay_opts.threads and eager_set_threads, output left in the
+ * session's buffer: no copy), the arena bytes of the plan's memory plan
+ * (opt_memplan_build on the compiled graph, as replay_compile plans it) and
+ * the error of the replay output against eager at the same thread count.
+ *
+ * Timed runs: eager and the four levels are timed in rounds, one run of
+ * each per round, so that load from elsewhere on a shared machine hits
+ * them alike (the cost: each run starts with the others' data in the
+ * caches, as a model does inside a real program).  After warm-up (>= 3
+ * runs and >= 20 ms each), at least --runs rounds (default 21) and more
+ * until --budget-ms (default 1000) per timed thing is spent, at most 5000.
+ * A progress line per workload goes to stderr.  Benchmarks never fail on a
+ * time; the suite exits 1 if any level fails (optimize, save, load,
+ * compile or run) or if replay differs from eager by more than 1e-3
+ * relative (max_rel_err below): that is a bug.
+ *
+ * Output (--out, default bench/results/latest.json), schema
+ * "tracegraph-bench-1"; times in ms, sizes in bytes, null for a value that
+ * could not be measured:
+ *
+ * { "schema": "tracegraph-bench-1",
+ *   "machine": {"cpu", "cores", "compiler", "os", "date" (UTC), "loadavg"
+ *               (1-minute load average when the suite started)},
+ *   "config": {"min_runs", "budget_ms", "rel_tolerance"},
+ *   "ok": true|false, "total_s": seconds for the whole suite,
+ *   "records": [ one per workload x threads:
+ *     { "workload": "mlp", "threads": 1, "ok": true|false, "error": "" (why not),
+ *       "desc": "x[64,784] -> ...", "loadavg": 1-minute load average when
+ *       the record started (other work on the machine skews its times),
+ *       "eager_ms": {"median", "min", "max", "runs"},
+ *       "trace_ms": median of 3 traces, "traced_nodes": live nodes traced,
+ *       "levels": [ one per level 0..3:
+ *         { "level": 0, "ok": true, "error": "" (why not ok),
+ *           "optimize_ms": median of 3, "nodes_before", "nodes_after",
+ *           "tgraph_bytes", "load_ms": median of 5, "compile_ms",
+ *           "replay_ms": {"median", "min", "max", "runs"},
+ *           "speedup": eager median / replay median,
+ *           "arena_bytes": {"naive", "lower_bound", "planned"},
+ *           "max_abs_err": max |replay - eager|,
+ *           "max_rel_err": max |replay - eager| / max |eager| } ] } ] }
+ *
+ * max_rel_err is relative to the output's largest magnitude, so outputs
+ * near zero do not inflate it; a NaN where eager has none makes it null
+ * (and fails the suite).  bench/table.sh, bench/plot.sh and
+ * bench/compare.sh read this file.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "formats/tgraph.h"
+#include "optimize/memplan.h"
+#include "optimize/opt.h"
+#include "replay/replay.h"
+#include "tracegraph.h"
+#include "workloads.h"
+
+#define NLEVELS 4
+#define MAX_RUNS 5000
+#define REL_TOL 1e-3
+#define RECORD_TIMEOUT_S 300
+
+typedef struct config {
+    const char *out;
+    int min_runs;
+    double budget_ms;
+    int threads[4], nthreads;
+    int use[WL_COUNT];
+    int no_fork;    /* run records in this process (for a debugger) */
+    double loadavg; /* at the start */
+} config;
+
+typedef struct stats {
+    double median, min, max;
+    int runs;
+} stats;
+
+typedef struct level_result {
+    int level, ok;
+    char error[512];
+    double optimize_ms, load_ms, compile_ms;
+    int32_t nodes_before, nodes_after;
+    size_t tgraph_bytes;
+    stats replay;
+    size_t naive, lower, planned;
+    double max_abs, max_rel;
+} level_result;
+
+typedef struct record {
+    const char *workload;
+    char desc[256];
+    int threads, ok;
+    char error[512];
+    char stage[64]; /* what run_record is doing (reported if it crashes) */
+    double loadavg;
+    stats eager;
+    double trace_ms;
+    int32_t traced_nodes;
+    level_result lv[NLEVELS];
+} record;
+
+static double now_ms(void)
+{
+    return bench_now_ns() / 1e6;
+}
+
+/* The 1-minute load average (NaN if unknown). */
+static double load_average(void)
+{
+    double load = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1)
+            load = NAN;
+        fclose(f);
+    }
+    return load;
+}
+
+/* ---- timing ---- */
+
+/* Something to time: a function and its context, and where its times go. */
+typedef struct runner {
+    int (*run)(void *ctx); /* 0 on success */
+    void *ctx;
+    stats *st;
+    double *t; /* times of the timed runs */
+    int failed;
+} runner;
+
+/*
+ * Times every runner in rounds, one run of each per round, so that a burst
+ * of load from elsewhere on the machine hits eager and every level alike
+ * and their ratios stay fair.  Warm-up: >= 3 runs and >= 20 ms of each.
+ * Then rounds until each has >= c->min_runs runs and the rounds took
+ * c->budget_ms per runner.  A runner that fails stops being timed.
+ */
+static void measure(const config *c, runner *r, int n)
+{
+    for (int k = 0; k < n; k++) {
+        double t0 = now_ms();
+        for (int i = 0; !r[k].failed && (i < 3 || now_ms() - t0 < 20); i++)
+            r[k].failed = r[k].run(r[k].ctx) != 0;
+    }
+    int runs = 0;
+    double t0 = now_ms();
+    while (runs < MAX_RUNS && (runs < c->min_runs || now_ms() - t0 < c->budget_ms * n)) {
+        for (int k = 0; k < n; k++) {
+            if (r[k].failed)
+                continue;
+            double s = now_ms();
+            r[k].failed = r[k].run(r[k].ctx) != 0;
+            r[k].t[runs] = now_ms() - s;
+        }
+        runs++;
+    }
+    for (int k = 0; k < n; k++) {
+        if (r[k].failed)
+            continue;
+        r[k].st->median = bench_median(r[k].t, runs); /* sorts t */
+        r[k].st->min = r[k].t[0];
+        r[k].st->max = r[k].t[runs - 1];
+        r[k].st->runs = runs;
+    }
+}
+
+static int eager_once(void *p)
+{
+    const workload *w = p;
+    eager_pool_push();
+    int bad = workload_forward(w, w->x) == NULL;
+    eager_pool_pop();
+    return bad;
+}
+
+/* A compiled level ready to run. */
+typedef struct replay_ctx {
+    replay_plan *p;
+    replay_session *s;
+    replay_tensor in, out;
+} replay_ctx;
+
+static int replay_once(void *p)
+{
+    replay_ctx *r = p;
+    r->out = (replay_tensor){NULL, {0}, NULL}; /* NULL data: the session's buffer */
+    return replay_run(r->s, &r->in, 1, &r->out, 1) != TG_OK;
+}
+
+/* ---- one level ---- */
+
+/* max |a - b| and that over max |b|; NaN/inf where b is finite gives inf. */
+static void compare(const float *a, const float *b, int64_t n, double *max_abs, double *max_rel)
+{
+    double diff = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (isnan(a[i]) != isnan(b[i]) || (isnan(d) && !isnan(b[i])))
+            d = INFINITY;
+        else if (isnan(d))
+            d = 0; /* both NaN: agree */
+        diff = d > diff ? d : diff;
+        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+    }
+    *max_abs = diff;
+    *max_rel = diff == 0 ? 0 : diff / (scale > 0 ? scale : 1e-30);
+}
+
+/* Optimizes a fresh copy of traced at r->level three times; returns the last copy. */
+static graph *optimize(const graph *traced, level_result *r)
+{
+    double t[3];
+    graph *g = NULL;
+    for (int i = 0; i < 3; i++) {
+        graph_free(g);
+        g = graph_clone(traced);
+        if (!g) {
+            snprintf(r->error, sizeof r->error, "graph_clone: out of memory");
+            return NULL;
+        }
+        opt_options o = opt_default_options();
+        o.level = r->level;
+        opt_report rep;
+        double t0 = now_ms();
+        tg_status st = opt_optimize(g, &o, &rep, r->error, sizeof r->error);
+        t[i] = now_ms() - t0;
+        if (st != TG_OK) {
+            graph_free(g);
+            return NULL;
+        }
+        r->nodes_before = rep.nodes_before;
+        r->nodes_after = rep.nodes_after;
+    }
+    r->optimize_ms = bench_median(t, 3);
+    return g;
+}
+
+/* Saves g to memory and loads it back five times; returns the last load. */
+static graph *save_load(const graph *g, level_result *r)
+{
+    void *buf = NULL;
+    size_t len = 0;
+    if (format_save_mem(g, NULL, &buf, &len, r->error, sizeof r->error) != TG_OK)
+        return NULL;
+    r->tgraph_bytes = len;
+    double t[5];
+    graph *h = NULL;
+    for (int i = 0; i < 5; i++) {
+        graph_free(h);
+        double t0 = now_ms();
+        h = format_load_mem(buf, len, "optimized.tgraph", r->error, sizeof r->error);
+        t[i] = now_ms() - t0;
+        if (!h)
+            break;
+    }
+    free(buf);
+    r->load_ms = bench_median(t, 5);
+    return h;
+}
+
+/* What every level is checked against: eager's output at the same thread
+ * count, and the input to replay with. */
+typedef struct reference {
+    const float *y;
+    int64_t n;
+    replay_tensor in;
+} reference;
+
+/* Compiles h into rc (plan and session), plans its memory and checks one
+ * run against ref; returns 1 when rc is ready to be timed. */
+static int compile_level(const graph *h, int threads, const reference *ref, level_result *r,
+                         replay_ctx *rc)
+{
+    replay_opts ro = {REPLAY_CPU, threads, 0, NULL};
+    double t0 = now_ms();
+    rc->p = replay_compile(h, &ro, r->error, sizeof r->error);
+    r->compile_ms = now_ms() - t0;
+    if (!rc->p)
+        return 0;
+    /* The plan's own arena layout: replay_compile plans the same graph
+     * (its verified copy) at the traced types with in-place reuse on. */
+    opt_memplan mp;
+    if (opt_memplan_build(h, NULL, 1, &mp) == TG_OK) {
+        r->naive = mp.naive_bytes;
+        r->lower = mp.lower_bound;
+        r->planned = mp.arena_bytes;
+        opt_memplan_free(&mp);
+    }
+    rc->s = replay_session_new(rc->p, NULL, 0);
+    rc->in = ref->in;
+    if (!rc->s) {
+        snprintf(r->error, sizeof r->error, "replay_session_new: out of memory");
+    } else if (replay_once(rc)) {
+        snprintf(r->error, sizeof r->error, "replay_run: %s", replay_session_error(rc->s));
+    } else if (rc->out.type.dtype != GRAPH_F32 || graph_type_numel(&rc->out.type) != ref->n) {
+        snprintf(r->error, sizeof r->error, "replay output has another type than eager's");
+    } else {
+        compare(rc->out.data, ref->y, ref->n, &r->max_abs, &r->max_rel);
+        if (r->max_rel <= REL_TOL)
+            return 1;
+        snprintf(r->error, sizeof r->error, "replay differs from eager: max rel err %.3g > %g",
+                 r->max_rel, REL_TOL);
+    }
+    return 0;
+}
+
+/* Optimizes, saves, loads and compiles level l of rec; 1 when rc is ready.
+ * rec->stage says what it is doing, for the report of a crash. */
+static int prepare_level(const graph *traced, const reference *ref, record *rec, int l,
+                         replay_ctx *rc)
+{
+    level_result *r = &rec->lv[l];
+    r->level = l;
+    snprintf(rec->stage, sizeof rec->stage, "-O%d: optimize", l);
+    graph *g = optimize(traced, r);
+    snprintf(rec->stage, sizeof rec->stage, "-O%d: save and load", l);
+    graph *h = g ? save_load(g, r) : NULL;
+    snprintf(rec->stage, sizeof rec->stage, "-O%d: compile and first run", l);
+    int ok = h && compile_level(h, rec->threads, ref, r, rc);
+    graph_free(g);
+    graph_free(h);
+    return ok;
+}
+
+/* ---- one workload at one thread count ---- */
+
+/* Eager's output (copied to ref->y, malloc'd) and the input to replay with. */
+static int make_reference(const workload *w, reference *ref)
+{
+    eager_pool_push();
+    eager_tensor *y = workload_forward(w, w->x);
+    int ok = y && eager_dtype(y) == GRAPH_F32;
+    if (ok) {
+        ref->n = eager_numel(y);
+        float *copy = malloc(eager_nbytes(y) + 1);
+        ok = copy != NULL;
+        if (ok)
+            memcpy(copy, eager_peek(y), eager_nbytes(y));
+        ref->y = copy;
+    }
+    eager_pool_pop();
+    ref->in = (replay_tensor){"x", *eager_type(w->x), (void *)eager_peek(w->x)};
+    return ok;
+}
+
+static void progress(const record *rec, int index, int total, double secs)
+{
+    fprintf(stderr, "suite: [%d/%d] %-13s t=%d: eager ", index, total, rec->workload,
+            rec->threads);
+    if (rec->eager.runs)
+        fprintf(stderr, "%8.3f ms |", rec->eager.median);
+    else
+        fprintf(stderr, "  FAILED    |");
+    for (int l = 0; l < NLEVELS; l++) {
+        const level_result *r = &rec->lv[l];
+        if (r->ok)
+            fprintf(stderr, " -O%d %8.3f (%5.2fx)", l, r->replay.median,
+                    rec->eager.median / r->replay.median);
+        else
+            fprintf(stderr, " -O%d   FAILED        ", l);
+    }
+    fprintf(stderr, " | %.1f s\n", secs);
+    if (rec->error[0])
+        fprintf(stderr, "suite: FAIL %s t=%d: %s\n", rec->workload, rec->threads, rec->error);
+    for (int l = 0; l < NLEVELS; l++)
+        if (rec->error[0] == 0 && !rec->lv[l].ok)
+            fprintf(stderr, "suite: FAIL %s t=%d -O%d: %s\n", rec->workload, rec->threads, l,
+                    rec->lv[l].error);
+}
+
+/* Traces w three times (timed); the last graph, or NULL. */
+static graph *trace(const workload *w, record *rec)
+{
+    double t[3];
+    graph *g = NULL;
+    snprintf(rec->stage, sizeof rec->stage, "trace");
+    for (int i = 0; i < 3; i++) {
+        graph_free(g);
+        double t0 = now_ms();
+        g = workload_trace(w, 1);
+        t[i] = now_ms() - t0;
+        if (!g) {
+            snprintf(rec->error, sizeof rec->error, "trace: %s", eager_error());
+            return NULL;
+        }
+    }
+    rec->trace_ms = bench_median(t, 3);
+    rec->traced_nodes = graph_live_nodes(g);
+    return g;
+}
+
+/* Prepares every level of the traced graph g, then times eager and the
+ * levels that work together (measure). */
+static void run_levels(const config *c, const workload *w, const graph *g, const reference *ref,
+                       record *rec)
+{
+    static double times[NLEVELS + 1][MAX_RUNS];
+    replay_ctx rc[NLEVELS];
+    runner r[NLEVELS + 1];
+    int n = 0;
+    memset(rc, 0, sizeof rc);
+    r[n++] = (runner){eager_once, (void *)w, &rec->eager, times[0], 0};
+    for (int l = 0; l < NLEVELS; l++)
+        if (prepare_level(g, ref, rec, l, &rc[l]))
+            r[n++] = (runner){replay_once, &rc[l], &rec->lv[l].replay, times[l + 1], 0};
+    snprintf(rec->stage, sizeof rec->stage, "timing");
+    measure(c, r, n);
+    if (r[0].failed)
+        snprintf(rec->error, sizeof rec->error, "eager: %s", eager_error());
+    rec->ok = !r[0].failed;
+    for (int l = 0, k = 1; l < NLEVELS; l++) {
+        level_result *lv = &rec->lv[l];
+        if (k < n && r[k].ctx == &rc[l]) {
+            lv->ok = !r[k++].failed;
+            if (!lv->ok)
+                snprintf(lv->error, sizeof lv->error, "replay_run: %s",
+                         replay_session_error(rc[l].s));
+        }
+        rec->ok = rec->ok && lv->ok;
+        replay_session_free(rc[l].s);
+        replay_plan_free(rc[l].p);
+    }
+}
+
+/* Measures everything for workload k at threads; returns rec->ok. */
+static int run_record(const config *c, workload_kind k, int threads, record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->workload = workload_name(k);
+    rec->threads = threads;
+    rec->loadavg = load_average();
+    workload w;
+    if (workload_make(&w, k, NULL) != TG_OK) {
+        snprintf(rec->error, sizeof rec->error, "workload_make: %s", eager_error());
+        eager_clear_error();
+        return 0;
+    }
+    workload_describe(k, &w.size, rec->desc, sizeof rec->desc);
+    eager_set_threads(threads);
+    reference ref = {NULL, 0, {0}};
+    graph *g = NULL;
+    snprintf(rec->stage, sizeof rec->stage, "eager");
+    if (!make_reference(&w, &ref))
+        snprintf(rec->error, sizeof rec->error, "eager: %s", eager_error());
+    else if ((g = trace(&w, rec)) != NULL)
+        run_levels(c, &w, g, &ref, rec);
+    snprintf(rec->stage, sizeof rec->stage, "done");
+    eager_clear_error();
+    graph_free(g);
+    free((void *)ref.y);
+    workload_free(&w);
+    eager_set_threads(1);
+    return rec->ok;
+}
+
+/*
+ * run_record in a child process writing into shared memory, so that a
+ * crash in the library (a pass being written, say) costs one record, not
+ * the suite: the record then says which stage crashed.  The parent runs
+ * no tensor code (and so no OpenMP) itself, which keeps fork safe.
+ */
+static int run_isolated(const config *c, workload_kind k, int threads, record *rec)
+{
+    record *sh = c->no_fork ? MAP_FAILED
+                            : mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return run_record(c, k, threads, rec);
+    memset(sh, 0, sizeof *sh);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(RECORD_TIMEOUT_S); /* a hang is a bug too: SIGALRM reports it */
+        _exit(run_record(c, k, threads, sh) ? 0 : 1);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        status = -1;
+    *rec = *sh;
+    munmap(sh, sizeof *sh);
+    rec->workload = workload_name(k);
+    rec->threads = threads;
+    if (status == -1 || !WIFEXITED(status)) {
+        rec->ok = 0;
+        snprintf(rec->error, sizeof rec->error,
+                 "crashed (%s %d) during %s; debug with: suite --no-fork --workloads %s "
+                 "--threads %d", status == -1 ? "fork/wait failed" : "signal",
+                 status == -1 ? errno : WTERMSIG(status), rec->stage[0] ? rec->stage : "setup",
+                 rec->workload, threads);
+    }
+    return rec->ok;
+}
+
+/* ---- JSON ---- */
+
+static void json_num(FILE *f, double x)
+{
+    if (isfinite(x))
+        fprintf(f, "%.6g", x);
+    else
+        fputs("null", f);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_stats(FILE *f, const char *key, const stats *s)
+{
+    fprintf(f, "\"%s\": {\"median\": ", key);
+    json_num(f, s->runs ? s->median : NAN);
+    fputs(", \"min\": ", f);
+    json_num(f, s->runs ? s->min : NAN);
+    fputs(", \"max\": ", f);
+    json_num(f, s->runs ? s->max : NAN);
+    fprintf(f, ", \"runs\": %d}", s->runs);
+}
+
+static void json_level(FILE *f, const record *rec, const level_result *r)
+{
+    fprintf(f, "        {\"level\": %d, \"ok\": %s, \"error\": ", r->level, r->ok ? "true" : "false");
+    json_str(f, r->error);
+    fputs(",\n         \"optimize_ms\": ", f);
+    json_num(f, r->optimize_ms);
+    fprintf(f, ", \"nodes_before\": %d, \"nodes_after\": %d, \"tgraph_bytes\": %zu,\n",
+            r->nodes_before, r->nodes_after, r->tgraph_bytes);
+    fputs("         \"load_ms\": ", f);
+    json_num(f, r->load_ms);
+    fputs(", \"compile_ms\": ", f);
+    json_num(f, r->compile_ms);
+    fputs(",\n         ", f);
+    json_stats(f, "replay_ms", &r->replay);
+    fputs(", \"speedup\": ", f);
+    json_num(f, r->replay.runs ? rec->eager.median / r->replay.median : NAN);
+    fprintf(f, ",\n         \"arena_bytes\": {\"naive\": %zu, \"lower_bound\": %zu, "
+            "\"planned\": %zu},\n         \"max_abs_err\": ", r->naive, r->lower, r->planned);
+    json_num(f, r->replay.runs ? r->max_abs : NAN);
+    fputs(", \"max_rel_err\": ", f);
+    json_num(f, r->replay.runs ? r->max_rel : NAN);
+    fputc('}', f);
+}
+
+static void json_record(FILE *f, const record *rec)
+{
+    fputs("    {\"workload\": ", f);
+    json_str(f, rec->workload);
+    fprintf(f, ", \"threads\": %d, \"ok\": %s, \"error\": ", rec->threads,
+            rec->ok ? "true" : "false");
+    json_str(f, rec->error);
+    fputs(",\n      \"desc\": ", f);
+    json_str(f, rec->desc);
+    fputs(", \"loadavg\": ", f);
+    json_num(f, rec->loadavg);
+    fputs(",\n      ", f);
+    json_stats(f, "eager_ms", &rec->eager);
+    fputs(",\n      \"trace_ms\": ", f);
+    json_num(f, rec->trace_ms);
+    fprintf(f, ", \"traced_nodes\": %d,\n      \"levels\": [\n", rec->traced_nodes);
+    for (int l = 0; l < NLEVELS; l++) {
+        json_level(f, rec, &rec->lv[l]);
+        fputs(l + 1 < NLEVELS ? ",\n" : "\n", f);
+    }
+    fputs("      ]}", f);
+}
+
+/* "model name (family F model M, AVX-512)" from /proc/cpuinfo ("?" if unknown). */
+static void cpu_model(char *buf, size_t len)
+{
+    char name[256] = "?", line[4096];
+    int family = -1, model = -1, avx512 = 0, avx2 = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        if (strncmp(line, "model name", 10) == 0 && name[0] == '?') {
+            snprintf(name, sizeof name, "%s", colon + 2);
+            name[strcspn(name, "\n")] = 0;
+        } else if (strncmp(line, "cpu family", 10) == 0 && family < 0) {
+            family = atoi(colon + 1);
+        } else if (strncmp(line, "model\t", 6) == 0 && model < 0) {
+            model = atoi(colon + 1);
+        } else if (strncmp(line, "flags", 5) == 0) {
+            avx512 |= strstr(line, " avx512f") != NULL;
+            avx2 |= strstr(line, " avx2") != NULL;
+        }
+    }
+    if (f)
+        fclose(f);
+    snprintf(buf, len, "%s (family %d model %d, %s)", name, family, model,
+             avx512 ? "AVX-512" : avx2 ? "AVX2" : "no AVX2");
+}
+
+static void json_machine(FILE *f, double load)
+{
+    char cpu[256], date[64];
+    cpu_model(cpu, sizeof cpu);
+    struct utsname u;
+    char os[400] = "?";
+    if (uname(&u) == 0)
+        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fputs("  \"machine\": {\"cpu\": ", f);
+    json_str(f, cpu);
+    fprintf(f, ", \"cores\": %ld, \"compiler\": ", sysconf(_SC_NPROCESSORS_ONLN));
+#if defined(__clang__)
+    json_str(f, "clang " __clang_version__);
+#elif defined(__GNUC__)
+    json_str(f, "GCC " __VERSION__);
+#else
+    json_str(f, "?");
+#endif
+    fputs(", \"os\": ", f);
+    json_str(f, os);
+    fputs(", \"date\": ", f);
+    json_str(f, date);
+    fputs(", \"loadavg\": ", f);
+    json_num(f, load);
+    fputs("},\n", f);
+}
+
+static int write_json(const config *c, const record *recs, int n, int ok, double secs)
+{
+    FILE *f = fopen(c->out, "w");
+    if (!f) {
+        fprintf(stderr, "suite: cannot write %s\n", c->out);
+        return 0;
+    }
+    fputs("{\"schema\": \"tracegraph-bench-1\",\n", f);
+    json_machine(f, c->loadavg);
+    fprintf(f, "  \"config\": {\"min_runs\": %d, \"budget_ms\": %g, \"rel_tolerance\": %g},\n",
+            c->min_runs, c->budget_ms, REL_TOL);
+    fprintf(f, "  \"ok\": %s, \"total_s\": %.1f,\n  \"records\": [\n", ok ? "true" : "false",
+            secs);
+    for (int i = 0; i < n; i++) {
+        json_record(f, &recs[i]);
+        fputs(i + 1 < n ? ",\n" : "\n", f);
+    }
+    fputs("  ]}\n", f);
+    return fclose(f) == 0;
+}
+
+/* ---- command line ---- */
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]\n"
+                    "             [--workloads mlp,resblock,encoder,encoder_fused,chain,tiny]"
+                    " [--quick]\n             [--no-fork]\n");
+    return 2;
+}
+
+/* Parses a comma-separated list of thread counts or workload names. */
+static int parse_list(config *c, const char *arg, int threads)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    if (threads)
+        c->nthreads = 0;
+    else
+        memset(c->use, 0, sizeof c->use);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (threads) {
+            int t = atoi(tok);
+            if (t < 1 || t > 256 || c->nthreads == 4)
+                return 0;
+            c->threads[c->nthreads++] = t;
+        } else {
+            int k = workload_find(tok);
+            if (k < 0) {
+                fprintf(stderr, "suite: unknown workload '%s'\n", tok);
+                return 0;
+            }
+            c->use[k] = 1;
+        }
+    }
+    return 1;
+}
+
+static int parse_args(config *c, int argc, char **argv)
+{
+    *c = (config){"bench/results/latest.json", 21, 1000, {1, 2}, 2, {0}, 0, NAN};
+    for (int k = 0; k < WL_COUNT; k++)
+        c->use[k] = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--quick")) {
+            c->min_runs = 20;
+            c->budget_ms = 50;
+            continue;
+        }
+        if (!strcmp(a, "--no-fork")) {
+            c->no_fork = 1;
+            continue;
+        }
+        if (!v)
+            return 0;
+        i++;
+        if (!strcmp(a, "--out"))
+            c->out = v;
+        else if (!strcmp(a, "--runs"))
+            c->min_runs = atoi(v);
+        else if (!strcmp(a, "--budget-ms"))
+            c->budget_ms = atof(v);
+        else if (!strcmp(a, "--threads") || !strcmp(a, "--workloads")) {
+            if (!parse_list(c, v, a[2] == 't'))
+                return 0;
+        } else
+            return 0;
+    }
+    if (c->min_runs < 1 || c->min_runs > MAX_RUNS || !(c->budget_ms >= 0))
+        return 0;
+    if (c->min_runs < 20)
+        fprintf(stderr, "suite: note: --runs %d is below the 20 runs issue 6 asks for\n",
+                c->min_runs);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    config c;
+    if (!parse_args(&c, argc, argv))
+        return usage();
+    record recs[4 * WL_COUNT];
+    int n = 0, total = 0, ok = 1;
+    for (int k = 0; k < WL_COUNT; k++)
+        total += c.use[k] * c.nthreads;
+    double t0 = now_ms();
+    c.loadavg = load_average();
+    for (int k = 0; k < WL_COUNT; k++)
+        for (int t = 0; t < c.nthreads && c.use[k]; t++) {
+            double s = now_ms();
+            ok &= run_isolated(&c, (workload_kind)k, c.threads[t], &recs[n]);
+            progress(&recs[n], n + 1, total, (now_ms() - s) / 1e3);
+            n++;
+        }
+    double secs = (now_ms() - t0) / 1e3;
+    if (!write_json(&c, recs, n, ok, secs))
+        return 1;
+    fprintf(stderr, "suite: %d records in %.1f s -> %s%s\n", n, secs, c.out,
+            ok ? "" : " (FAILED: see the lines above; replay must run and match eager within 1e-3)");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,81 @@
+#!/bin/sh
+# table.sh - the Markdown table of a bench/suite.c result file, embedded in
+# the README between <!-- bench:begin --> and <!-- bench:end -->.
+#
+#   bench/table.sh [RESULT.json [OUT.md [README.md]]]
+#
+# Defaults: bench/results/latest.json, bench/results/latest.md, README.md
+# (paths from the repository root).  The README is only rewritten when it
+# holds both markers; everything between them is replaced.  POSIX sh + awk.
+set -eu
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+json=${1:-$root/bench/results/latest.json}
+out=${2:-$root/bench/results/latest.md}
+readme=${3:-$root/README.md}
+[ -r "$json" ] || { echo "table.sh: cannot read $json" >&2; exit 1; }
+
+awk -f "$root/bench/json_flat.awk" "$json" | awk -F '\t' '
+function ms(x) {
+    if (x == "" || x == "null") return "FAIL"
+    x += 0
+    return sprintf(x >= 100 ? "%.0f" : x >= 10 ? "%.1f" : x >= 1 ? "%.2f" : x >= 0.01 ? "%.3f" : "%.4f", x)
+}
+function kb(x) { return x == "" || x == "null" ? "-" : sprintf("%.0f", x / 1024) }
+function mb(x) {
+    if (x == "" || x == "null") return "-"
+    return x >= 1048576 ? sprintf("%.1f MB", x / 1048576) : x >= 1024 ? sprintf("%.0f KB", x / 1024) : sprintf("%d B", x)
+}
+{ v[$1] = $2 }
+$1 ~ /\/eager_ms\.median$/ { r = $1; sub(/\/eager_ms\.median$/, "", r); rec[n++] = r }
+END {
+    printf "Measured by `make bench` on %s (%s cores), %s, %s, %s; load average %s at the start",
+        v["machine.cpu"], v["machine.cores"], v["machine.compiler"], v["machine.os"],
+        v["machine.date"], v["machine.loadavg"]
+    printf " (the machine is shared: compare ratios within one run; eager and the levels of a row are timed in interleaved rounds). Medians in ms of at least %s timed runs after warm-up; min and max are in `bench/results/latest.json`. Speedup: eager / the faster of -O2 and -O3. `encoder` writes layer_norm and GELU as primitive ops (what -O2 pattern fusion must find); `encoder_fused` is the same block with the fused ops.\n\n", v["config.min_runs"]
+    print "| workload | threads | eager | -O0 | -O1 | -O2 | -O3 | speedup | nodes traced → -O3 | arena planned / lower bound (-O3) | max rel err |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (i = 0; i < n; i++) {
+        r = rec[i]; split(r, p, "/")
+        e = v[r "/eager_ms.median"]
+        line = sprintf("| %s | %s | %s", p[1], substr(p[2], 2), ms(e))
+        best = ""; err = 0
+        for (l = 0; l < 4; l++) {
+            t = v[r "/O" l "/replay_ms.median"]
+            line = line " | " ms(t)
+            if (l >= 2 && t != "null" && t != "" && (best == "" || t + 0 < best + 0)) best = t
+            x = v[r "/O" l "/max_rel_err"]
+            if (x == "null") err = "FAIL"
+            else if (err != "FAIL" && x + 0 > err + 0) err = x
+        }
+        lb = v[r "/O3/arena_bytes.lower_bound"]; pl = v[r "/O3/arena_bytes.planned"]
+        line = line sprintf(" | %s | %s → %s | %s / %s (%.2f×) | %s |",
+            best == "" ? "-" : sprintf("%.2f×", e / best), v[r "/traced_nodes"],
+            v[r "/O3/nodes_after"], mb(pl), mb(lb), lb > 0 ? pl / lb : 1,
+            err == "FAIL" ? "FAIL" : err + 0 == 0 ? "0" : sprintf("%.1e", err))
+        print line
+    }
+    print ""
+    print "| workload | threads | trace | optimize -O1 / -O2 / -O3 | .tgraph -O0 → -O3 (KB) | load -O3 | compile -O3 |"
+    print "|---|---:|---:|---:|---:|---:|---:|"
+    for (i = 0; i < n; i++) {
+        r = rec[i]; split(r, p, "/")
+        printf "| %s | %s | %s | %s / %s / %s | %s → %s | %s | %s |\n", p[1], substr(p[2], 2),
+            ms(v[r "/trace_ms"]), ms(v[r "/O1/optimize_ms"]), ms(v[r "/O2/optimize_ms"]),
+            ms(v[r "/O3/optimize_ms"]), kb(v[r "/O0/tgraph_bytes"]), kb(v[r "/O3/tgraph_bytes"]),
+            ms(v[r "/O3/load_ms"]), ms(v[r "/O3/compile_ms"])
+    }
+    print ""
+    print "![eager vs replay per level](bench/results/latest.png)"
+}' >"$out"
+echo "table.sh: wrote $out"
+
+if [ -w "$readme" ] && grep -q '<!-- bench:begin -->' "$readme" &&
+    grep -q '<!-- bench:end -->' "$readme"; then
+    tmp=$readme.tmp.$$
+    awk -v table="$out" '
+        /<!-- bench:begin -->/ { print; while ((getline l < table) > 0) print l; skip = 1; next }
+        /<!-- bench:end -->/ { skip = 0 }
+        !skip' "$readme" >"$tmp" && mv "$tmp" "$readme"
+    echo "table.sh: embedded it in $readme"
+fi

@@ -1,0 +1,450 @@
+/*
+ * test_ep.c - linear_ep and conv2d_ep against naive double-precision
+ * loops (linear / conv computed here, then the epilogue steps in order):
+ * every post code alone and in chains, with and without a residual, 1-D,
+ * 2-D and batched linear inputs, conv strides / padding / groups, the
+ * paths that never reach oneDNN (K = 0, an empty conv input), every error
+ * path.  Then prepared state: the matmul, linear, conv2d and _ep kernels
+ * called with a state slot (as replay does) give the eager result on
+ * every call, also when the inputs change between calls and when the
+ * fixed weights move; and a replayed conv model whose conv weights were
+ * packed at prepare time sees a param swap.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "eager/kernel.h"
+#include "models.h"
+#include "replay/replay.h"
+#include "tracer/trace.h"
+
+#define NO TG_NOINTS
+enum { ADD = GRAPH_POST_ADD, RELU, GELU, SIGMOID, TANH, SILU, LEAKY };
+
+/* The epilogue in double: the reference every kernel result meets. */
+static double post_ref(const graph_ints *post, float alpha, double v, double res)
+{
+    for (int k = 0; k < post->n; k++) {
+        switch (post->v[k]) {
+        case ADD: v += res; break;
+        case RELU: v = v > 0 ? v : 0; break;
+        case GELU: v = 0.5 * v * (1 + erf(v / sqrt(2.0))); break;
+        case SIGMOID: v = 1 / (1 + exp(-v)); break;
+        case TANH: v = tanh(v); break;
+        case SILU: v = v / (1 + exp(-v)); break;
+        case LEAKY: v = v > 0 ? v : alpha * v; break;
+        }
+    }
+    return v;
+}
+
+static int has_add(const graph_ints *post)
+{
+    for (int k = 0; k < post->n; k++)
+        if (post->v[k] == ADD)
+            return 1;
+    return 0;
+}
+
+/* ---- linear_ep ---- */
+
+/* x: nd dims xs (last is K); w [n, K]; b [n]; residual when post adds. */
+static void check_linear(int line, int nd, const int64_t *xs, int64_t n, graph_ints post,
+                         float alpha)
+{
+    eager_pool_push();
+    graph_ints xshape = {nd, {0}}, yshape = {nd, {0}};
+    int64_t rows = 1, k = xs[nd - 1];
+    for (int i = 0; i < nd; i++) {
+        xshape.v[i] = yshape.v[i] = xs[i];
+        rows *= i < nd - 1 ? xs[i] : 1;
+    }
+    yshape.v[nd - 1] = n;
+    eager_tensor *x = eager_rand_uniform(xshape, (uint64_t)line, -2, 2);
+    eager_tensor *w = eager_rand_uniform(TG_SHAPE(n, k), (uint64_t)line + 1, -1, 1);
+    eager_tensor *b = eager_rand_uniform(TG_SHAPE(n), (uint64_t)line + 2, -1, 1);
+    eager_tensor *r = has_add(&post) ? eager_rand_uniform(yshape, (uint64_t)line + 3, -2, 2)
+                                     : EAGER_NONE;
+    eager_tensor *y = eager_linear_ep(x, w, b, r, post, alpha);
+    check_report(y && eager_numel(y) == rows * n, __FILE__, line, "linear_ep runs: %s",
+                 eager_error());
+    float *want = malloc(sizeof(float) * (size_t)(rows * n + 1));
+    const float *px = eager_peek(x), *pw = eager_peek(w), *pb = eager_peek(b);
+    const float *pr = r ? eager_peek(r) : NULL;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = pb[j];
+            for (int64_t q = 0; q < k; q++)
+                acc += (double)px[i * k + q] * pw[j * k + q];
+            want[i * n + j] = (float)post_ref(&post, alpha, acc, pr ? pr[i * n + j] : 0);
+        }
+    if (y)
+        check_floats(eager_peek(y), want, rows * n, 1e-4, __FILE__, line, "linear_ep");
+    free(want);
+    eager_pool_pop();
+}
+
+static void test_linear_ep(void)
+{
+    const int64_t m2[] = {5, 24}, m1[] = {24}, m3[] = {2, 3, 17}, k0[] = {3, 0}, r0[] = {0, 8};
+    for (int code = ADD; code <= LEAKY; code++)
+        check_linear(__LINE__ + code * 1000, 2, m2, 7, (graph_ints){1, {code}}, 0.1f);
+    check_linear(__LINE__, 2, m2, 7, NO, 0);
+    check_linear(__LINE__, 2, m2, 7, TG_INTS(ADD, RELU), 0);
+    check_linear(__LINE__, 2, m2, 7, TG_INTS(GELU, ADD, TANH), 0);
+    check_linear(__LINE__, 2, m2, 7, TG_INTS(LEAKY, SIGMOID, SILU), 0.25f);
+    check_linear(__LINE__, 2, m2, 7, TG_INTS(RELU, RELU, GELU, SILU, TANH, SIGMOID), 0);
+    check_linear(__LINE__, 1, m1, 9, TG_INTS(ADD, GELU), 0);
+    check_linear(__LINE__, 3, m3, 11, TG_INTS(SILU, ADD), 0);
+    check_linear(__LINE__, 2, (int64_t[]){64, 784}, 512, TG_INTS(ADD, RELU), 0);
+    check_linear(__LINE__, 2, k0, 4, TG_INTS(ADD, LEAKY, TANH), -0.5f); /* K = 0: C path */
+    check_linear(__LINE__, 2, k0, 4, TG_INTS(GELU, SIGMOID), 0);
+    check_linear(__LINE__, 2, r0, 4, TG_INTS(ADD, RELU), 0); /* no rows */
+    check_linear(__LINE__, 2, m2, 0, TG_INTS(RELU), 0);       /* no features */
+}
+
+/* ---- conv2d_ep ---- */
+
+typedef struct conv_case {
+    int64_t n, c, h, w, o, kh, kw;
+    graph_ints stride, padding;
+    int64_t groups;
+} conv_case;
+
+/* Out size with the attribute lists expanded as the op documents them. */
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p)
+{
+    return (in + 2 * p - k) / s + 1;
+}
+
+static double conv_at(const conv_case *k, const float *x, const float *w, int64_t s,
+                      int64_t p, int64_t n, int64_t o, int64_t oy, int64_t ox)
+{
+    int64_t cg = k->c / k->groups, og = k->o / k->groups, g = o / og;
+    double acc = 0;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t ky = 0; ky < k->kh; ky++)
+            for (int64_t kx = 0; kx < k->kw; kx++) {
+                int64_t iy = oy * s - p + ky, ix = ox * s - p + kx;
+                if (iy >= 0 && iy < k->h && ix >= 0 && ix < k->w)
+                    acc += (double)x[((n * k->c + g * cg + ci) * k->h + iy) * k->w + ix] *
+                           w[((o * cg + ci) * k->kh + ky) * k->kw + kx];
+            }
+    return acc;
+}
+
+/* Stride and padding here are 0- or 1-entry lists (same for h and w). */
+static void check_conv(int line, conv_case k, graph_ints post, float alpha)
+{
+    int64_t s = k.stride.n ? k.stride.v[0] : 1, p = k.padding.n ? k.padding.v[0] : 0;
+    int64_t oh = out_size(k.h, k.kh, s, p), ow = out_size(k.w, k.kw, s, p);
+    int64_t total = k.n * k.o * oh * ow;
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(k.n, k.c, k.h, k.w), (uint64_t)line, -1, 1);
+    eager_tensor *w = eager_rand_uniform(TG_SHAPE(k.o, k.c / k.groups, k.kh, k.kw),
+                                         (uint64_t)line + 1, -1, 1);
+    eager_tensor *b = eager_rand_uniform(TG_SHAPE(k.o), (uint64_t)line + 2, -1, 1);
+    eager_tensor *r = has_add(&post)
+                          ? eager_rand_uniform(TG_SHAPE(k.n, k.o, oh, ow), (uint64_t)line + 3, -2, 2)
+                          : EAGER_NONE;
+    eager_tensor *y = eager_conv2d_ep(x, w, b, r, k.stride, k.padding, NO, k.groups, post, alpha);
+    check_report(y && eager_numel(y) == total, __FILE__, line, "conv2d_ep runs: %s",
+                 eager_error());
+    float *want = malloc(sizeof(float) * (size_t)(total + 1));
+    const float *px = eager_peek(x), *pw = eager_peek(w), *pb = eager_peek(b);
+    const float *pr = r ? eager_peek(r) : NULL;
+    for (int64_t n = 0, i = 0; n < k.n; n++)
+        for (int64_t o = 0; o < k.o; o++)
+            for (int64_t yy = 0; yy < oh; yy++)
+                for (int64_t xx = 0; xx < ow; xx++, i++) {
+                    double v = pb[o] + conv_at(&k, px, pw, s, p, n, o, yy, xx);
+                    want[i] = (float)post_ref(&post, alpha, v, pr ? pr[i] : 0);
+                }
+    if (y)
+        check_floats(eager_peek(y), want, total, 1e-4, __FILE__, line, "conv2d_ep");
+    free(want);
+    eager_pool_pop();
+}
+
+static void test_conv2d_ep(void)
+{
+    conv_case c3 = {2, 3, 8, 8, 4, 3, 3, NO, TG_INTS(1), 1};
+    for (int code = ADD; code <= LEAKY; code++)
+        check_conv(__LINE__ + code * 1000, c3, (graph_ints){1, {code}}, 0.2f);
+    check_conv(__LINE__, c3, NO, 0);
+    check_conv(__LINE__, c3, TG_INTS(ADD, RELU), 0);
+    check_conv(__LINE__, c3, TG_INTS(RELU, ADD), 0);
+    check_conv(__LINE__, c3, TG_INTS(GELU, ADD, LEAKY, SIGMOID), 0.3f);
+    check_conv(__LINE__, (conv_case){1, 4, 9, 9, 6, 3, 3, TG_INTS(2), TG_INTS(1), 2},
+               TG_INTS(SILU, ADD), 0);
+    check_conv(__LINE__, (conv_case){2, 8, 7, 7, 8, 3, 3, NO, TG_INTS(1), 8}, TG_INTS(TANH), 0);
+    check_conv(__LINE__, (conv_case){2, 16, 5, 5, 8, 1, 1, NO, NO, 1}, TG_INTS(ADD, GELU), 0);
+    check_conv(__LINE__, (conv_case){1, 64, 14, 14, 64, 3, 3, NO, TG_INTS(1), 1},
+               TG_INTS(ADD, RELU), 0);
+    /* empty input channels: the output is the bias, then the epilogue (C path) */
+    check_conv(__LINE__, (conv_case){2, 0, 4, 4, 3, 3, 3, NO, TG_INTS(1), 1},
+               TG_INTS(ADD, LEAKY, SILU), 0.5f);
+    check_conv(__LINE__, (conv_case){0, 3, 4, 4, 3, 3, 3, NO, TG_INTS(1), 1}, TG_INTS(ADD), 0);
+}
+
+/* ---- errors ---- */
+
+static void expect_error(const eager_tensor *r, int line, const char *func, tg_status st,
+                         const char *msg)
+{
+    char want[128];
+    snprintf(want, sizeof want, "test_ep.c:%d %s", line, func);
+    check_report(r == NULL, __FILE__, line, "call should fail");
+    check_report(eager_status() == st, __FILE__, line, "status %s, want %s",
+                 tg_status_str(eager_status()), tg_status_str(st));
+    check_report(strstr(eager_error(), want) != NULL, __FILE__, line,
+                 "error \"%s\" should name %s", eager_error(), want);
+    check_error(msg, __FILE__, line);
+}
+#define EXPECT_ERROR(call, st, msg) expect_error((call), __LINE__, __func__, (st), (msg))
+
+static void test_errors(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_zeros(GRAPH_F32, TG_SHAPE(2, 4));
+    eager_tensor *w = eager_zeros(GRAPH_F32, TG_SHAPE(3, 4));
+    eager_tensor *w5 = eager_zeros(GRAPH_F32, TG_SHAPE(3, 5));
+    eager_tensor *b = eager_zeros(GRAPH_F32, TG_SHAPE(3));
+    eager_tensor *r = eager_zeros(GRAPH_F32, TG_SHAPE(2, 3));
+    eager_tensor *r3 = eager_zeros(GRAPH_F32, TG_SHAPE(3));
+    eager_tensor *ri = eager_zeros(GRAPH_I32, TG_SHAPE(2, 3));
+    eager_tensor *cx = eager_zeros(GRAPH_F32, TG_SHAPE(1, 4, 5, 5));
+    eager_tensor *cw = eager_zeros(GRAPH_F32, TG_SHAPE(6, 4, 3, 3));
+    eager_tensor *cb = eager_zeros(GRAPH_F32, TG_SHAPE(6));
+    eager_tensor *cr = eager_zeros(GRAPH_F32, TG_SHAPE(1, 6, 3, 3));
+    eager_tensor *cr2 = eager_zeros(GRAPH_F32, TG_SHAPE(1, 6, 1, 1));
+    long live = eager_live_tensors();
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(RELU, 8), 0),
+                 TG_ERR_ARG, "linear_ep: [2,4] x [3,4] x [3]: post[1] = 8 is not an epilogue step (1..7)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(0), 0),
+                 TG_ERR_ARG, "post[0] = 0 is not an epilogue step (1..7)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(ADD, ADD), 0),
+                 TG_ERR_ARG, "post has 2 ADD steps, at most 1 (one residual input)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(ADD), 0),
+                 TG_ERR_ARG, "post has an ADD step but no residual input is given");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(RELU), 0),
+                 TG_ERR_ARG, "a residual input is given but post has no ADD step");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, r3, TG_INTS(ADD), 0),
+                 TG_ERR_SHAPE, "residual is f32[3], want f32[2,3] (the output's)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, ri, TG_INTS(ADD), 0),
+                 TG_ERR_DTYPE, "residual is i32[2,3], want f32[2,3] (the output's)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(LEAKY), NAN), TG_ERR_ARG, "alpha must be finite");
+    EXPECT_ERROR(eager_linear_ep(x, w5, b, EAGER_NONE, TG_INTS(RELU), 0),
+                 TG_ERR_SHAPE, "inner dims differ (4 vs 5)");
+    EXPECT_ERROR(eager_linear_ep(x, w, EAGER_NONE, EAGER_NONE, TG_INTS(RELU), 0),
+                 TG_ERR_ARG, "takes 3+ inputs, got 2");
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr2, NO, NO, NO, 1, TG_INTS(ADD), 0),
+                 TG_ERR_SHAPE, "conv2d_ep: [1,4,5,5] x [6,4,3,3] x [6] x [1,6,1,1]: residual is "
+                 "f32[1,6,1,1], want f32[1,6,3,3] (the output's)");
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, NO, NO, NO, 3, TG_INTS(ADD), 0),
+                 TG_ERR_SHAPE, "groups 3 must divide the input channels 4 and the output channels 6");
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, TG_INTS(0), NO, NO, 1, TG_INTS(ADD), 0),
+                 TG_ERR_ARG, "stride must be >= 1, got [0]");
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, EAGER_NONE, NO, NO, NO, 1, TG_INTS(9), 0),
+                 TG_ERR_ARG, "post[0] = 9 is not an epilogue step (1..7)");
+    CHECK_MSG(eager_live_tensors() == live, "errors leaked %ld tensors",
+              eager_live_tensors() - live);
+    eager_pool_pop();
+}
+
+/* ---- prepared state ---- */
+
+/*
+ * Runs kernel op on ins (eager tensors) into a new output, like one replay
+ * step: with state slot st and the fixed_in mask.  NULL on failure.
+ */
+static eager_tensor *run_step(graph_op op, eager_tensor *const *ins, int nin, const void *attrs,
+                              const graph_type *out_t, eager_kstate **st, uint32_t fixed)
+{
+    graph_type in_t[4];
+    const void *in_p[4];
+    for (int i = 0; i < nin; i++) {
+        in_t[i] = *eager_type(ins[i]);
+        in_p[i] = eager_peek(ins[i]);
+    }
+    graph_ints shape = {out_t->ndim, {0}};
+    memcpy(shape.v, out_t->dim, sizeof(int64_t) * (size_t)out_t->ndim);
+    eager_tensor *y = eager_zeros(GRAPH_F32, shape);
+    void *out_p[1] = {eager_data_mut(y)};
+    char err[256] = "";
+    eager_kargs ka = {in_t, in_p, nin, attrs, out_t, out_p, 1, 1, err, sizeof err, st, fixed};
+    tg_status s = eager_kernels[op](&ka);
+    CHECK_MSG(s == TG_OK, "%s step: %s", graph_ops[op].name, err);
+    return s == TG_OK ? y : NULL;
+}
+
+static void same_floats(int line, const eager_tensor *got, const eager_tensor *want, double tol)
+{
+    check_report(got && want && eager_numel(got) == eager_numel(want), __FILE__, line,
+                 "prepared result has the eager shape");
+    if (got && want && eager_numel(got) == eager_numel(want))
+        check_floats(eager_peek(got), eager_peek(want), eager_numel(want), tol, __FILE__, line,
+                     "prepared == eager");
+}
+
+/*
+ * matmul, linear, linear_ep with fixed weights (packed at the first call):
+ * the same bits as eager on every call of a slot, while the input changes
+ * and after the weights move to another buffer (repacked from it).
+ */
+static void test_prepared_matmul(void)
+{
+    eager_pool_push();
+    eager_tensor *a = eager_rand_uniform(TG_SHAPE(2, 6, 9), 1, -1, 1);
+    eager_tensor *a2 = eager_rand_uniform(TG_SHAPE(2, 6, 9), 2, -1, 1);
+    eager_tensor *bm1 = eager_rand_uniform(TG_SHAPE(7, 9), 3, -1, 1);
+    eager_tensor *bias = eager_rand_uniform(TG_SHAPE(7), 4, -1, 1);
+    eager_tensor *res = eager_rand_uniform(TG_SHAPE(2, 6, 7), 5, -1, 1);
+    graph_matmul_attrs mt = {0, 1};
+    graph_linear_ep_attrs ep = {TG_INTS(ADD, GELU), 0};
+    eager_tensor *bm2 = eager_rand_uniform(TG_SHAPE(7, 9), 6, -1, 1);
+    eager_kstate *s_mm = NULL, *s_lin = NULL, *s_ep = NULL;
+    for (int call = 0; call < 4; call++) {
+        eager_tensor *x = call & 1 ? a2 : a; /* the input moves and changes */
+        eager_tensor *bm = call < 2 ? bm1 : bm2; /* then the fixed weights move: repacked */
+        eager_tensor *want = eager_matmul(x, bm, 0, 1);
+        eager_tensor *got = run_step(GRAPH_OP_matmul, (eager_tensor *[]){x, bm}, 2, &mt,
+                                     eager_type(want), &s_mm, 2);
+        same_floats(__LINE__, got, want, 0);
+        want = eager_linear(x, bm, bias);
+        got = run_step(GRAPH_OP_linear, (eager_tensor *[]){x, bm, bias}, 3, NULL,
+                       eager_type(want), &s_lin, 6);
+        same_floats(__LINE__, got, want, 0);
+        want = eager_linear_ep(x, bm, bias, res, ep.post, 0);
+        got = run_step(GRAPH_OP_linear_ep, (eager_tensor *[]){x, bm, bias, res}, 4, &ep,
+                       eager_type(want), &s_ep, 6);
+        same_floats(__LINE__, got, want, 0);
+    }
+    CHECK_MSG(s_mm && s_lin && s_ep, "the kernels kept prepared state");
+    eager_kstate_free(s_mm);
+    eager_kstate_free(s_lin);
+    eager_kstate_free(s_ep);
+    eager_pool_pop();
+}
+
+/*
+ * conv2d and conv2d_ep with fixed weights (packed once at the first call):
+ * the input changes each call; then the weights move to another buffer
+ * (the prim repacks from the new pointer).
+ */
+static void test_prepared_conv(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(2, 16, 12, 12), 11, -1, 1);
+    eager_tensor *x2 = eager_rand_uniform(TG_SHAPE(2, 16, 12, 12), 12, -1, 1);
+    eager_tensor *w = eager_rand_uniform(TG_SHAPE(32, 16, 3, 3), 13, -1, 1);
+    eager_tensor *w2 = eager_rand_uniform(TG_SHAPE(32, 16, 3, 3), 14, -1, 1);
+    eager_tensor *b = eager_rand_uniform(TG_SHAPE(32), 15, -1, 1);
+    eager_tensor *res = eager_rand_uniform(TG_SHAPE(2, 32, 12, 12), 16, -1, 1);
+    graph_conv2d_attrs ca = {NO, TG_INTS(1), NO, 1};
+    graph_conv2d_ep_attrs ea = {NO, TG_INTS(1), NO, 1, TG_INTS(ADD, RELU), 0};
+    eager_kstate *s_conv = NULL, *s_ep = NULL;
+    for (int call = 0; call < 4; call++) {
+        eager_tensor *xi = call & 1 ? x2 : x, *wi = call < 2 ? w : w2;
+        eager_tensor *want = eager_conv2d(xi, wi, b, NO, TG_INTS(1), NO, 1);
+        eager_tensor *got = run_step(GRAPH_OP_conv2d, (eager_tensor *[]){xi, wi, b}, 3, &ca,
+                                     eager_type(want), &s_conv, 6);
+        same_floats(__LINE__, got, want, 1e-5);
+        want = eager_conv2d_ep(xi, wi, b, res, NO, TG_INTS(1), NO, 1, ea.post, 0);
+        got = run_step(GRAPH_OP_conv2d_ep, (eager_tensor *[]){xi, wi, b, res}, 4, &ea,
+                       eager_type(want), &s_ep, 6);
+        same_floats(__LINE__, got, want, 1e-5);
+    }
+    CHECK_MSG(s_conv && s_ep, "the kernels kept prepared state");
+    eager_kstate_free(s_conv);
+    eager_kstate_free(s_ep);
+    eager_pool_pop();
+}
+
+/* m traced with its params kept as params (p0, p1, ...). */
+static graph *trace_with_params(const model *m, eager_tensor *x)
+{
+    eager_pool_push();
+    trace_begin(NULL);
+    trace_input(x, "x");
+    for (int i = 0; i < m->nparams; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        trace_param(m->params[i], name);
+    }
+    trace_output(m->forward(x, m->params), "y");
+    graph *g = trace_freeze();
+    eager_pool_pop();
+    CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
+    return g;
+}
+
+/*
+ * A param swap after prepared runs: the MLP's linears and the conv
+ * block's convs prepared state (linear weights packed once) on the first
+ * runs; replay_set_param then replaces two weights, and the next runs
+ * must match eager with the new weights (the session drops its states).
+ */
+static void test_replay_param_swap(void)
+{
+    const int kinds[2] = {MODEL_MLP, MODEL_CONV};
+    for (int k = 0; k < 2; k++) {
+        model m = model_make(kinds[k]);
+        int swap[2] = {0, kinds[k] == MODEL_MLP ? 2 : 5};
+        eager_tensor *x = model_input(&m, m.input_shape.v[0], 500);
+        graph *g = trace_with_params(&m, x);
+        char err[256] = "";
+        replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
+        replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+        CHECK_MSG(s != NULL, "%s compiles: %s", m.name, err);
+        for (int round = 0; s && round < 3; round++) {
+            eager_pool_push();
+            eager_tensor *params[8];
+            memcpy(params, m.params, sizeof params);
+            for (int j = 0; round > 0 && j < 2; j++) {
+                eager_tensor *old = m.params[swap[j]];
+                graph_ints shape = {eager_ndim(old), {0}};
+                for (int d = 0; d < eager_ndim(old); d++)
+                    shape.v[d] = eager_dim(old, d);
+                params[swap[j]] = eager_rand_normal(shape, 600 + (uint64_t)(round * 2 + j), 0,
+                                                    0.3f);
+                char name[16];
+                snprintf(name, sizeof name, "p%d", swap[j]);
+                CHECK(replay_set_param(p, name, eager_peek(params[swap[j]]),
+                                       eager_nbytes(params[swap[j]]), err, sizeof err) == TG_OK);
+            }
+            eager_tensor *want = m.forward(x, params);
+            for (int run = 0; run < 2; run++) {
+                replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
+                CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
+                if (out.data)
+                    check_floats(out.data, eager_peek(want), eager_numel(want), 1e-5, __FILE__,
+                                 __LINE__, m.name);
+            }
+            eager_pool_pop();
+        }
+        replay_session_free(s);
+        replay_plan_free(p);
+        graph_free(g);
+        eager_release(x);
+        model_free(&m);
+    }
+}
+
+int main(void)
+{
+    long live = eager_live_tensors();
+    test_linear_ep();
+    test_conv2d_ep();
+    test_errors();
+    test_prepared_matmul();
+    test_prepared_conv();
+    test_replay_param_swap();
+    CHECK(eager_status() == TG_OK);
+    CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
+    return check_done();
+}

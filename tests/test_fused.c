@@ -1,0 +1,483 @@
+/*
+ * test_fused.c - the `fused` op: its micro-program (parser, validator,
+ * printer) and its CPU kernel, against naive double-precision evaluation
+ * of the same expressions written by hand here (not through the parser).
+ *
+ * Covers every op a program may use, immediates on either side,
+ * attributes with and without defaults, full / scalar / row / column /
+ * general broadcast inputs (over many tiles and threads), 0-d and
+ * zero-sized tensors, uniform outputs, dead statements, the 32-statement
+ * and 16-input limits, the kernel run in place (output == input buffer)
+ * and with a state slot, and every error with its message and call site.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "eager/kernel.h"
+#include "graph/fused_prog.h"
+
+static graph_str str_of(const char *s)
+{
+    graph_str g;
+    memset(&g, 0, sizeof g);
+    size_t n = strlen(s);
+    memcpy(g.s, s, n < sizeof g.s - 1 ? n : sizeof g.s - 1); /* truncated if longer */
+    return g;
+}
+
+static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* ---- a naive evaluator: out[i] = ref(values of each input at i) ---- */
+
+typedef double (*ref_fn)(const double *v);
+
+/* Flat index into input t of output element i (NumPy broadcasting). */
+static int64_t bcast_index(const graph_type *t, const graph_type *out, int64_t i)
+{
+    int64_t idx = 0, stride = 1;
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        int64_t coord = i % out->dim[d];
+        i /= out->dim[d];
+        int di = d - (out->ndim - t->ndim);
+        if (di < 0)
+            continue;
+        if (t->dim[di] != 1)
+            idx += coord * stride;
+        stride *= t->dim[di];
+    }
+    return idx;
+}
+
+/*
+ * Runs prog on seeded inputs of the given shapes (values in [lo, hi)) and
+ * compares with ref element by element: |got - want| <= tol (1 + |want|).
+ */
+static void check_prog(int line, const char *prog, int nin, const graph_ints *shapes,
+                       float lo, float hi, ref_fn ref, double tol)
+{
+    eager_pool_push();
+    eager_tensor *in[FUSED_MAX_INPUTS + 1];
+    for (int k = 0; k < nin; k++)
+        in[k] = eager_rand_uniform(shapes[k], 100 + (uint64_t)k, lo, hi);
+    eager_tensor *y = eager_fused(nin, in, str_of(prog));
+    CHECK_MSG(y != NULL, "line %d: %s: %s", line, prog, eager_error());
+    if (y) {
+        const float *got = eager_peek(y);
+        int64_t n = eager_numel(y), bad = -1;
+        double want = 0;
+        for (int64_t i = 0; i < n && bad < 0; i++) {
+            double v[FUSED_MAX_INPUTS];
+            for (int k = 0; k < nin; k++)
+                v[k] = ((const float *)eager_peek(in[k]))[bcast_index(
+                    eager_type(in[k]), eager_type(y), i)];
+            want = ref(v);
+            double g = got[i];
+            int ok = isnan(want) ? isnan(g) : fabs(g - want) <= tol * (1 + fabs(want));
+            if (!ok)
+                bad = i;
+        }
+        CHECK_MSG(bad < 0, "line %d: %s: element %lld = %.9g, want %.9g", line, prog,
+                  (long long)bad, bad >= 0 ? got[bad] : 0.0, want);
+    }
+    eager_clear_error();
+    eager_pool_pop();
+}
+
+#define CHECK_PROG(prog, nin, shapes, lo, hi, ref, tol)                    \
+    check_prog(__LINE__, prog, nin, shapes, lo, hi, ref, tol)
+
+/* ---- every op ---- */
+
+static double r_neg(const double *v) { return -v[0]; }
+static double r_abs(const double *v) { return fabs(v[0]); }
+static double r_exp(const double *v) { return exp(v[0]); }
+static double r_log(const double *v) { return log(v[0]); }
+static double r_sqrt(const double *v) { return sqrt(v[0]); }
+static double r_rsqrt(const double *v) { return 1 / sqrt(v[0]); }
+static double r_recip(const double *v) { return 1 / v[0]; }
+static double r_relu(const double *v) { return v[0] > 0 ? v[0] : 0; }
+static double r_leaky(const double *v) { return v[0] < 0 ? 0.2 * v[0] : v[0]; }
+static double r_leaky_def(const double *v) { return v[0] < 0 ? 0.01 * v[0] : v[0]; }
+static double r_sigmoid(const double *v) { return sig(v[0]); }
+static double r_tanh(const double *v) { return tanh(v[0]); }
+static double r_gelu(const double *v) { return 0.5 * v[0] * (1 + erf(v[0] / sqrt(2.0))); }
+static double r_silu(const double *v) { return v[0] * sig(v[0]); }
+static double r_erf(const double *v) { return erf(v[0]); }
+static double r_clip(const double *v) { return fmin(fmax(v[0], -0.5), 0.75); }
+static double r_clip_lo(const double *v) { return fmax(v[0], 0.25); }
+static double r_add(const double *v) { return v[0] + v[1]; }
+static double r_sub(const double *v) { return v[0] - v[1]; }
+static double r_mul(const double *v) { return v[0] * v[1]; }
+static double r_div(const double *v) { return v[0] / v[1]; }
+static double r_pow(const double *v) { return pow(v[0], v[1]); }
+static double r_max(const double *v) { return fmax(v[0], v[1]); }
+static double r_min(const double *v) { return fmin(v[0], v[1]); }
+static double r_rsub_imm(const double *v) { return 1.5 - v[0]; }
+static double r_div_imm(const double *v) { return v[0] / -3.0; }
+static double r_sq(const double *v) { return v[0] * v[0]; }
+static double r_pow_half(const double *v) { return pow(v[0], 0.5); }
+static double r_pow2x(const double *v) { return pow(2.0, v[0]); }
+static double r_inv(const double *v) { return 1.0 / v[0]; }
+
+static void test_ops(void)
+{
+    graph_ints one[2] = {TG_SHAPE(1000), TG_SHAPE(1000)};
+    static const struct {
+        const char *prog;
+        int nin;
+        float lo, hi;
+        ref_fn ref;
+    } cases[] = {
+        {"r0=neg(i0)", 1, -2, 2, r_neg},
+        {"r0=abs(i0)", 1, -2, 2, r_abs},
+        {"r0=exp(i0)", 1, -5, 5, r_exp},
+        {"r0=log(i0)", 1, 0.01f, 10, r_log},
+        {"r0=sqrt(i0)", 1, 0, 10, r_sqrt},
+        {"r0=rsqrt(i0)", 1, 0.01f, 10, r_rsqrt},
+        {"r0=reciprocal(i0)", 1, 0.1f, 3, r_recip},
+        {"r0=relu(i0)", 1, -2, 2, r_relu},
+        {"r0=leaky_relu(i0,0.2)", 1, -2, 2, r_leaky},
+        {"r0=leaky_relu(i0)", 1, -2, 2, r_leaky_def},
+        {"r0=sigmoid(i0)", 1, -8, 8, r_sigmoid},
+        {"r0=tanh(i0)", 1, -4, 4, r_tanh},
+        {"r0=gelu(i0)", 1, -4, 4, r_gelu},
+        {"r0=silu(i0)", 1, -6, 6, r_silu},
+        {"r0=erf(i0)", 1, -3, 3, r_erf},
+        {"r0=clip(i0,-0.5,0.75)", 1, -2, 2, r_clip},
+        {"r0=clip(i0,0.25)", 1, -2, 2, r_clip_lo},
+        {"r0=add(i0,i1)", 2, -2, 2, r_add},
+        {"r0=sub(i0,i1)", 2, -2, 2, r_sub},
+        {"r0=mul(i0,i1)", 2, -2, 2, r_mul},
+        {"r0=div(i0,i1)", 2, 0.5f, 2, r_div},
+        {"r0=pow(i0,i1)", 2, 0.5f, 2, r_pow},
+        {"r0=maximum(i0,i1)", 2, -2, 2, r_max},
+        {"r0=minimum(i0,i1)", 2, -2, 2, r_min},
+        {"r0=sub(1.5,i0)", 1, -2, 2, r_rsub_imm},
+        {"r0=div(i0,-3)", 1, -2, 2, r_div_imm},
+        {"r0=pow(i0,2)", 1, -2, 2, r_sq},
+        {"r0=pow(i0,-1)", 1, 0.5f, 2, r_inv},
+        {"r0=pow(i0,0.5)", 1, 0, 4, r_pow_half},
+        {"r0=pow(2,i0)", 1, -3, 3, r_pow2x},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        check_prog(__LINE__, cases[k].prog, cases[k].nin, one, cases[k].lo, cases[k].hi,
+                   cases[k].ref, 1e-5);
+}
+
+/* NaN and signed zeros go through as in the single-op kernels. */
+static void test_special_values(void)
+{
+    float x[6] = {NAN, -0.0f, 0.0f, -1.0f, 2.0f, INFINITY};
+    float yv[6] = {1.0f, NAN, -1.0f, NAN, 3.0f, -INFINITY};
+    eager_pool_push();
+    eager_tensor *in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(6), x),
+                           eager_from_data(GRAPH_F32, TG_SHAPE(6), yv)};
+    const float *r = eager_peek(eager_fused(2, in, TG_STR("r0=maximum(i0,i1)")));
+    CHECK(r && isnan(r[0]) && isnan(r[1]) && r[2] == 0.0f && isnan(r[3]) && r[4] == 3.0f &&
+          r[5] == INFINITY);
+    r = eager_peek(eager_fused(1, in, TG_STR("r0=relu(i0);r1=clip(r0,-1,1)")));
+    CHECK(r && isnan(r[0]) && r[1] == 0.0f && !signbit(r[1]) && r[4] == 1.0f && r[5] == 1.0f);
+    r = eager_peek(eager_fused(1, in, TG_STR("r0=neg(i0)")));
+    CHECK(r && r[1] == 0.0f && !signbit(r[1]) && signbit(r[2]));
+    r = eager_peek(eager_fused(1, in, TG_STR("r0=mul(i0,inf);r1=add(r0,-inf)")));
+    CHECK(r && isnan(r[0]) && isnan(r[1]) && r[3] == -INFINITY && isnan(r[4]));
+    r = eager_peek(eager_fused(1, in, TG_STR("r0=rsqrt(i0)")));
+    CHECK(r && r[1] == -INFINITY && r[2] == INFINITY && isnan(r[3]) && r[5] == 0.0f);
+    eager_pool_pop();
+}
+
+/* ---- chains, broadcasting, shapes ---- */
+
+/* tanh(x sigmoid(x) + 0.5 x) * 2 - 1: the benchmark chain. */
+static double r_chain(const double *v)
+{
+    double x = v[0];
+    return tanh(x * sig(x) + 0.5 * x) * 2 - 1;
+}
+#define CHAIN "r0=sigmoid(i0);r1=mul(i0,r0);r2=mul(0.5,i0);r3=add(r1,r2);r4=tanh(r3);" \
+              "r5=mul(r4,2);r6=sub(r5,1)"
+
+/* ((a * b) + c - d) * e with everything broadcast. */
+static double r_bcast(const double *v) { return (v[0] * v[1] + v[2] - v[3]) * v[4]; }
+#define BCAST "r0=mul(i0,i1);r1=add(r0,i2);r2=sub(r1,i3);r3=mul(r2,i4)"
+
+/* exp(2 s) + x: a uniform subexpression of a 0-d input. */
+static double r_uniform_sub(const double *v) { return exp(v[1] * 2) + v[0]; }
+static double r_uniform_out(const double *v) { return v[1] + 1; }
+static double r_sum16(const double *v)
+{
+    double s = 0;
+    for (int k = 0; k < 16; k++)
+        s += v[k] * (k + 1);
+    return s;
+}
+
+/* 32 statements, 6 rounds of (a, b) -> (a b + 0.25, tanh(a b + 0.25 - b/2))
+ * then a b + 0: slots are reused all along. */
+static void long_prog(char *buf, size_t len)
+{
+    char an[8] = "i0", bn[8] = "i1";
+    int n = 0;
+    for (int k = 0; k < 6; k++) {
+        n += snprintf(buf + n, len - (size_t)n, "%sr%d=mul(%s,%s);r%d=add(r%d,0.25);"
+                      "r%d=mul(%s,0.5);r%d=sub(r%d,r%d);r%d=tanh(r%d)",
+                      k ? ";" : "", 5 * k, an, bn, 5 * k + 1, 5 * k, 5 * k + 2, bn,
+                      5 * k + 3, 5 * k + 1, 5 * k + 2, 5 * k + 4, 5 * k + 3);
+        snprintf(an, sizeof an, "r%d", 5 * k + 1);
+        snprintf(bn, sizeof bn, "r%d", 5 * k + 4);
+    }
+    snprintf(buf + n, len - (size_t)n, ";r30=mul(%s,%s);r31=add(r30,0)", an, bn);
+}
+
+static double r_long32(const double *v)
+{
+    double a = v[0], b = v[1];
+    for (int k = 0; k < 6; k++) {
+        double c = a * b;
+        double a2 = c + 0.25;
+        b = tanh(a2 - b * 0.5);
+        a = a2;
+    }
+    return a * b;
+}
+
+static void test_shapes(void)
+{
+    graph_ints s1[1] = {TG_SHAPE(5000)};
+    CHECK_PROG(CHAIN, 1, s1, -4, 4, r_chain, 1e-5);
+    eager_set_threads(2); /* several threads, many tiles, a partial last tile */
+    graph_ints big[1] = {TG_SHAPE(100003)};
+    CHECK_PROG(CHAIN, 1, big, -4, 4, r_chain, 1e-5);
+    graph_ints b5[5] = {TG_SHAPE(3, 1, 5), TG_SHAPE(4, 1), TG_SHAPE(5), TG_NOINTS,
+                        TG_SHAPE(1, 1, 1)};
+    CHECK_PROG(BCAST, 5, b5, -2, 2, r_bcast, 1e-5);
+    /* general broadcast over many tiles and threads: [300,1] x [1,257] */
+    graph_ints g5[5] = {TG_SHAPE(300, 1), TG_SHAPE(1, 257), TG_SHAPE(257), TG_SHAPE(300, 257),
+                        TG_SHAPE(2, 1, 1)};
+    CHECK_PROG(BCAST, 5, g5, -2, 2, r_bcast, 1e-5);
+    /* row [N,C] + [C] and column [N,1], C not a multiple of anything */
+    graph_ints rc[5] = {TG_SHAPE(1000, 7), TG_SHAPE(7), TG_SHAPE(1000, 1), TG_SHAPE(1),
+                        TG_SHAPE(1000, 7)};
+    CHECK_PROG(BCAST, 5, rc, -2, 2, r_bcast, 1e-5);
+    eager_set_threads(1);
+    /* 0-d everything; 1 element; zero-sized */
+    graph_ints z5[5] = {TG_NOINTS, TG_NOINTS, TG_NOINTS, TG_NOINTS, TG_NOINTS};
+    CHECK_PROG(BCAST, 5, z5, -2, 2, r_bcast, 1e-5);
+    graph_ints o5[5] = {TG_SHAPE(1), TG_NOINTS, TG_SHAPE(1, 1), TG_NOINTS, TG_NOINTS};
+    CHECK_PROG(BCAST, 5, o5, -2, 2, r_bcast, 1e-5);
+    graph_ints e5[5] = {TG_SHAPE(0, 3), TG_SHAPE(3), TG_NOINTS, TG_SHAPE(1, 3), TG_NOINTS};
+    CHECK_PROG(BCAST, 5, e5, -2, 2, r_bcast, 1e-5);
+    eager_pool_push();
+    eager_tensor *ez[2] = {eager_zeros(GRAPH_F32, TG_SHAPE(0, 3)), eager_scalar(1)};
+    eager_tensor *ey = eager_fused(2, ez, TG_STR("r0=add(i0,i1)"));
+    CHECK(ey && eager_ndim(ey) == 2 && eager_dim(ey, 0) == 0 && eager_dim(ey, 1) == 3);
+    eager_pool_pop();
+    /* uniform parts: a scalar subexpression, an output that is all uniform
+     * (the full-size input only feeds a dead statement) */
+    graph_ints us[2] = {TG_SHAPE(300), TG_NOINTS};
+    CHECK_PROG("r0=mul(i1,2);r1=exp(r0);r2=add(r1,i0)", 2, us, -1, 1, r_uniform_sub, 1e-5);
+    CHECK_PROG("r0=exp(i0);r1=add(i1,1)", 2, us, -1, 1, r_uniform_out, 1e-6);
+    /* 16 inputs; 32 statements */
+    graph_ints s16[16];
+    char prog[600];
+    int n = snprintf(prog, sizeof prog, "r0=mul(i0,1)");
+    for (int k = 0; k < 16; k++) {
+        s16[k] = k % 3 ? TG_SHAPE(40) : TG_SHAPE(1);
+        if (k)
+            n += snprintf(prog + n, sizeof prog - (size_t)n, ";r%d=mul(i%d,%d);r%d=add(r%d,r%d)",
+                          2 * k - 1, k, k + 1, 2 * k, 2 * k - 2, 2 * k - 1);
+    }
+    CHECK_PROG(prog, 16, s16, -1, 1, r_sum16, 1e-5);
+    long_prog(prog, sizeof prog);
+    fused_prog p;
+    char err[256];
+    CHECK(fused_prog_parse(prog, 2, &p, err, sizeof err) == TG_OK && p.nstmts == 32);
+    graph_ints s2[2] = {TG_SHAPE(2000), TG_SHAPE(2000)};
+    CHECK_PROG(prog, 2, s2, -1, 1, r_long32, 1e-5);
+}
+
+/* ---- the program text ---- */
+
+static void test_parse_print(void)
+{
+    fused_prog p, q;
+    char err[256], buf[GRAPH_MAX_STR], buf2[GRAPH_MAX_STR];
+    CHECK(fused_prog_parse(" r5 = add( i0 , 1e0 ) ; r2=neg(r5);r0=clip(r2,-inf,2.5);"
+                           "r1=leaky_relu(r0,0.01);r3=mul(r1,+.5);", 1, &p, err,
+                           sizeof err) == TG_OK);
+    CHECK(p.nstmts == 5 && p.ninputs == 1);
+    CHECK(p.stmt[1].op == GRAPH_OP_neg && p.stmt[1].arg[0].kind == FUSED_ARG_REG &&
+          p.stmt[1].arg[0].index == 0);
+    CHECK(p.stmt[2].attr[0] == -INFINITY && p.stmt[2].attr[1] == 2.5f);
+    CHECK(p.stmt[4].arg[1].kind == FUSED_ARG_IMM && p.stmt[4].arg[1].imm == 0.5f);
+    CHECK(fused_prog_print(&p, buf, sizeof buf) > 0);
+    CHECK_MSG(strcmp(buf, "r0=add(i0,1);r1=neg(r0);r2=clip(r1,-inf,2.5);r3=leaky_relu(r2);"
+                          "r4=mul(r3,0.5)") == 0, "printed %s", buf);
+    CHECK(fused_prog_parse(buf, 1, &q, err, sizeof err) == TG_OK);
+    CHECK(fused_prog_print(&q, buf2, sizeof buf2) > 0 && strcmp(buf, buf2) == 0);
+    /* floats print exactly, in the shortest form */
+    CHECK(fused_prog_parse("r0=mul(i0,1.00999999);r1=add(r0,0.1);r2=mul(r1,-0);"
+                           "r3=sub(r2,1.17549435e-38);r4=add(r3,nan)", 1, &p, err,
+                           sizeof err) == TG_OK);
+    CHECK(fused_prog_print(&p, buf, sizeof buf) > 0);
+    CHECK_MSG(strcmp(buf, "r0=mul(i0,1.01);r1=add(r0,0.1);r2=mul(r1,-0);"
+                          "r3=sub(r2,1.1754944e-38);r4=add(r3,nan)") == 0, "printed %s", buf);
+    CHECK(fused_prog_parse(buf, 1, &q, err, sizeof err) == TG_OK &&
+          q.stmt[0].arg[1].imm == 1.01f && signbit(q.stmt[2].arg[1].imm));
+    /* too long to print into a small buffer */
+    CHECK(fused_prog_print(&p, buf, 20) == -1);
+    /* nin < 0: inputs need not all be read */
+    CHECK(fused_prog_parse("r0=exp(i3)", -1, &p, err, sizeof err) == TG_OK && p.ninputs == 4);
+    CHECK(fused_op_ok(GRAPH_OP_gelu, NULL) && !fused_op_ok(GRAPH_OP_eq, NULL) &&
+          !fused_op_ok(GRAPH_OP_fused, NULL) && !fused_op_ok(GRAPH_OP_cast, NULL) &&
+          !fused_op_ok(GRAPH_OP_softmax, NULL) && !fused_op_ok(GRAPH_OP_COUNT, NULL));
+}
+
+/* The op fails with a message naming this file and line; keep the call
+ * on the line of the macro. */
+#define EXPECT_FAIL(call, msg) expect_fail((call), __LINE__, (msg))
+
+static void expect_fail(eager_tensor *r, int line, const char *msg)
+{
+    char where[64];
+    snprintf(where, sizeof where, "test_fused.c:%d ", line);
+    CHECK_MSG(r == NULL, "line %d: should have failed", line);
+    CHECK_MSG(strstr(eager_error(), where) != NULL, "line %d: error \"%s\" should name %s",
+              line, eager_error(), where);
+    check_error(msg, __FILE__, line);
+    eager_release(r);
+}
+
+static void test_errors(void)
+{
+    eager_pool_push();
+    eager_tensor *x[17];
+    for (int k = 0; k < 17; k++)
+        x[k] = eager_zeros(GRAPH_F32, TG_SHAPE(4));
+    eager_tensor *xi[2] = {x[0], eager_zeros(GRAPH_I32, TG_SHAPE(4))};
+    eager_tensor *xb[2] = {x[0], eager_zeros(GRAPH_F32, TG_SHAPE(3))};
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("")), "prog byte 0: empty program");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("   ")), "prog byte 3: empty program");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=foo(i0)")), "prog byte 3: unknown op 'foo'");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=eq(i0,i0)")),
+                "prog byte 3: op 'eq' cannot be fused (not an f32 elementwise op");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=matmul(i0,i0)")), "op 'matmul' cannot be fused");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=fused(i0)")), "op 'fused' cannot be fused");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0);r1=add(r0)")),
+                "prog byte 14: add takes 2 operands, got 1");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0,1)")),
+                "prog byte 10: exp takes 1 operand and 0 attributes");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=clip(i0,1,2,3)")),
+                "prog byte 15: clip takes 1 operand and 2 attributes");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=clip(i0,nan)")),
+                "prog byte 3: clip: clip bounds must not be NaN");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=leaky_relu(i0,inf)")),
+                "prog byte 3: leaky_relu: alpha must be finite");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=clip(i0,r0)")), "prog byte 11: expected an operand");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(r0)")),
+                "prog byte 7: register r0 is read before it is written");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0);r1=add(r0,r2)")),
+                "prog byte 21: register r2 is read before it is written");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0);r0=neg(r0)")),
+                "prog byte 11: register r0 written twice (first at byte 0)");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r32=exp(i0)")),
+                "prog byte 0: register r32 out of range (r0..r31)");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i1)")),
+                "prog byte 7: input i1 out of range (the node has 1 inputs)");
+    EXPECT_FAIL(eager_fused(2, x, TG_STR("r0=exp(i1)")), "prog byte 0: input i0 is never used");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0) r1")),
+                "prog byte 11: expected ';' or the end, found 'r'");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0")), "prog byte 9: expected ')', found the end");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("x0=exp(i0)")),
+                "prog byte 0: expected a register rN to write");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0 exp(i0)")), "prog byte 3: expected '=', found 'e'");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=(i0)")), "prog byte 3: expected an op name");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,1e)")), "prog byte 12: expected an exponent");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,-)")), "prog byte 10: expected an operand");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,r)")), "prog byte 10: expected an operand");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,i1234)")), "prog byte 11: index too large");
+    char many[600];
+    int n = snprintf(many, sizeof many, "r0=exp(i0)");
+    for (int k = 1; k <= 32; k++)
+        n += snprintf(many + n, sizeof many - (size_t)n, ";r%d=neg(r%d)", k % 32, k - 1);
+    EXPECT_FAIL(eager_fused(1, x, str_of(many)), "more than 32 statements");
+    EXPECT_FAIL(eager_fused(17, x, TG_STR("r0=exp(i0)")), "17 inputs, at most 16");
+    EXPECT_FAIL(eager_fused(2, xi, TG_STR("r0=add(i0,i1)")), "input 1 has dtype i32, want f32");
+    EXPECT_FAIL(eager_fused(2, xb, TG_STR("r0=add(i0,i1)")),
+                "input 1 [3] does not broadcast with [4] (inputs 0..0)");
+    EXPECT_FAIL(eager_fused(1, xi + 1, TG_STR("r0=neg(i0)")), "fused: i32[4]: dtype i32 not supported");
+    eager_pool_pop();
+}
+
+/* ---- the kernel called directly: in place, with a state slot ---- */
+
+static void run_direct(const char *prog, const float *const *in, const graph_type *types,
+                       int nin, float *out, const graph_type *ot, int nthreads,
+                       eager_kstate **state)
+{
+    graph_fused_attrs at = {str_of(prog)};
+    char err[256] = "";
+    void *outs[1] = {out};
+    eager_kargs a = {types, (const void *const *)in, nin, &at, ot, outs, 1, nthreads, err,
+                     sizeof err, state};
+    CHECK_MSG(eager_kernel_fused(&a) == TG_OK, "%s: %s", prog, err);
+}
+
+static void test_in_place(void)
+{
+    enum { N = 70001 };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    float *want = malloc(sizeof(float) * N), *col = malloc(sizeof(float) * 3);
+    check_fill(y, N, 7, -2, 2);
+    check_fill(col, 3, 8, -1, 1);
+    graph_type t = {GRAPH_F32, 1, {N}}, tc = {GRAPH_F32, 0, {0}};
+    /* x = tanh(x*sigmoid(x) + 0.5x)*2 - 1 over x itself, threads 1 and 2 */
+    for (int threads = 1; threads <= 2; threads++) {
+        check_fill(x, N, 6, -4, 4);
+        for (int i = 0; i < N; i++) {
+            double v = x[i];
+            want[i] = (float)(tanh(v * sig(v) + 0.5 * v) * 2 - 1);
+        }
+        const float *in[1] = {x};
+        run_direct(CHAIN, in, &t, 1, x, &t, threads, NULL);
+        CHECK_FLOATS(x, want, N, 1e-5);
+    }
+    /* out == input 1 of 3 (a full one), beside a full and a scalar input,
+     * compiled once into a state slot and run twice */
+    eager_kstate *st = NULL;
+    for (int rep = 0; rep < 2; rep++) {
+        check_fill(x, N, 10 + (uint64_t)rep, -2, 2);
+        check_fill(y, N, 20 + (uint64_t)rep, -2, 2);
+        col[0] = 0.5f + (float)rep;
+        for (int i = 0; i < N; i++)
+            want[i] = (float)(((double)x[i] - y[i]) * col[0] + y[i] * y[i]);
+        const float *in[3] = {x, y, col};
+        graph_type ts[3] = {t, t, tc};
+        run_direct("r0=sub(i0,i1);r1=mul(r0,i2);r2=mul(i1,i1);r3=add(r1,r2)", in, ts, 3, y,
+                   &t, 2, &st);
+        CHECK(st != NULL);
+        CHECK_FLOATS(y, want, N, 1e-5);
+    }
+    eager_kstate_free(st);
+    free(x);
+    free(y);
+    free(want);
+    free(col);
+}
+
+int main(void)
+{
+    long live = eager_live_tensors();
+    test_ops();
+    test_special_values();
+    test_shapes();
+    test_parse_print();
+    test_errors();
+    test_in_place();
+    CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
+    return check_done();
+}
