@@ -62,6 +62,9 @@ int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
 #define CACHE_CLASS_BYTES (256 * 1024)
 #define CACHE_CAP(k) (CACHE_CLASS_BYTES / (((k) + 1) * 64))
 #define CACHE_SLOTS 16613 /* sum of CACHE_CAP(k) for k < CACHE_CLASSES */
+#define LARGE_SLOTS 8
+#define LARGE_CACHE_BYTES ((size_t)256 << 20)
+#define BLOCK_LARGE ((int16_t)-2) /* block class of a large, cacheable block */
 
 typedef struct thread_state {
     long live; /* tensors allocated minus freed on this thread */
@@ -69,6 +72,15 @@ typedef struct thread_state {
     int n[CACHE_CLASSES];
     int first[CACHE_CLASSES]; /* class k's slots: slots[first[k] ..] */
     void *slots[CACHE_SLOTS];
+    /* Large blocks, reused at exactly the same size: a chain of big
+     * elementwise ops otherwise maps fresh pages for every result (the
+     * page faults cost 3x the arithmetic of a 16 MB add here). */
+    int nlarge;
+    size_t large_bytes;
+    struct {
+        void *p;
+        size_t size;
+    } large[LARGE_SLOTS];
 } thread_state;
 
 static _Thread_local thread_state *tl_state;
@@ -85,6 +97,42 @@ static void trim(thread_state *t)
             free(t->slots[t->first[k] + i]);
         t->n[k] = 0;
     }
+    for (int i = 0; i < t->nlarge; i++)
+        free(t->large[i].p);
+    t->nlarge = 0;
+    t->large_bytes = 0;
+}
+
+/* A cached large block of exactly size bytes, or NULL. */
+static void *large_take(thread_state *t, size_t size)
+{
+    for (int i = t->nlarge - 1; i >= 0; i--) {
+        if (t->large[i].size != size)
+            continue;
+        void *p = t->large[i].p;
+        t->large_bytes -= size;
+        t->large[i] = t->large[--t->nlarge];
+        return p;
+    }
+    return NULL;
+}
+
+/* Keeps a large block for reuse, evicting the oldest if needed. */
+static void large_keep(thread_state *t, void *p, size_t size)
+{
+    if (size > LARGE_CACHE_BYTES / 2) {
+        free(p);
+        return;
+    }
+    while (t->nlarge > 0 && (t->nlarge == LARGE_SLOTS ||
+                             t->large_bytes + size > LARGE_CACHE_BYTES)) {
+        free(t->large[0].p);
+        t->large_bytes -= t->large[0].size;
+        memmove(&t->large[0], &t->large[1], sizeof t->large[0] * (size_t)--t->nlarge);
+    }
+    t->large[t->nlarge].p = p;
+    t->large[t->nlarge++].size = size;
+    t->large_bytes += size;
 }
 
 static void state_free(void *p)
@@ -153,22 +201,28 @@ static void *block_alloc(size_t total, int16_t *cls)
 {
     thread_state *t = tl_state ? tl_state : get_state();
     size_t k = total / 64 - 1;
-    void *p;
-    *cls = k < CACHE_CLASSES ? (int16_t)k : -1;
+    void *p = NULL;
+    *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
     if (t && k < CACHE_CLASSES && t->n[k] > 0)
         p = t->slots[t->first[k] + --t->n[k]];
-    else
+    else if (t && k >= CACHE_CLASSES)
+        p = large_take(t, total);
+    if (!p)
         p = aligned_alloc(64, total);
     if (p && t)
         t->live++;
     return p;
 }
 
-static void block_free(void *p, int16_t cls)
+static void block_free(void *p, int16_t cls, size_t total)
 {
     thread_state *t = tl_state ? tl_state : get_state();
     if (t)
         t->live--;
+    if (t && cls == BLOCK_LARGE) {
+        large_keep(t, p, total);
+        return;
+    }
     if (t && cls >= 0 && t->n[cls] < CACHE_CAP(cls)) {
         t->slots[t->first[cls] + t->n[cls]++] = p;
         return;
@@ -233,7 +287,7 @@ void eager_release(eager_tensor *t)
     if (!t || (t->flags & EAGER_T_STATIC) || --t->refs > 0)
         return;
     eager_tensor *base = t->base;
-    block_free(t, t->block);
+    block_free(t, t->block, t->base ? HEADER_BYTES : HEADER_BYTES + ((eager_nbytes(t) + 63) & ~(size_t)63));
     eager_release(base);
 }
 
