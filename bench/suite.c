@@ -2,12 +2,14 @@
  * suite.c - the workload benchmark of issue 6: eager vs optimized replay.
  *
  *   suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]
- *         [--workloads mlp,tiny,...] [--quick] [--no-fork]
+ *         [--workloads mlp,tiny,...] [--quick] [--no-fork] [--save-dir DIR]
  *
  * Each workload x threads record runs in a child process (--no-fork: in
  * this one, for a debugger), so a crash in the library fails that record
  * with the stage it reached and the suite goes on; so does one that takes
- * more than 5 minutes (a hang).
+ * more than 5 minutes (a hang).  --save-dir DIR keeps each level's
+ * optimized graph as DIR/<workload>-O<level>.tgraph, for `tracegraph dump`
+ * or `tracegraph bench` when a number needs explaining.
  *
  * For each workload (bench/workloads.h) at each thread count it measures:
  * eager time (a forward inside a pool, popped: what a user's loop pays),
@@ -261,6 +263,21 @@ static graph *optimize(const graph *traced, level_result *r)
     return g;
 }
 
+/* --save-dir, or NULL. */
+static const char *save_dir;
+
+/* Writes len bytes of a .tgraph to save_dir/<name>-O<level>.tgraph. */
+static void keep_file(const char *name, int level, const void *buf, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-O%d.tgraph", save_dir, name, level);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len)
+        fprintf(stderr, "suite: cannot write %s\n", path);
+    if (f)
+        fclose(f);
+}
+
 /* Saves g to memory and loads it back five times; returns the last load. */
 static graph *save_load(const graph *g, level_result *r)
 {
@@ -269,6 +286,8 @@ static graph *save_load(const graph *g, level_result *r)
     if (format_save_mem(g, NULL, &buf, &len, r->error, sizeof r->error) != TG_OK)
         return NULL;
     r->tgraph_bytes = len;
+    if (save_dir)
+        keep_file(g->name ? g->name : "graph", r->level, buf, len);
     double t[5];
     graph *h = NULL;
     for (int i = 0; i < 5; i++) {
@@ -684,7 +703,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]\n"
                     "             [--workloads mlp,resblock,encoder,encoder_fused,chain,tiny]"
-                    " [--quick]\n             [--no-fork]\n");
+                    " [--quick]\n             [--no-fork] [--save-dir DIR]\n");
     return 2;
 }
 
@@ -736,6 +755,8 @@ static int parse_args(config *c, int argc, char **argv)
         i++;
         if (!strcmp(a, "--out"))
             c->out = v;
+        else if (!strcmp(a, "--save-dir"))
+            save_dir = v;
         else if (!strcmp(a, "--runs"))
             c->min_runs = atoi(v);
         else if (!strcmp(a, "--budget-ms"))

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine;
@@ -118,6 +119,11 @@ struct eager_dnnl_prim {
     dnnl_memory_t user;       /* the caller's layout of that argument */
     dnnl_primitive_t reorder; /* user -> mem[packed] */
     const void *packed_from;  /* caller buffer mem[packed] holds, or NULL */
+    int post_in_c;            /* run post in C after the primitive */
+    graph_ints post;
+    float alpha;
+    int dst, res;             /* argument indices of dst and residual (-1) */
+    int64_t dst_numel;
 };
 
 void eager_dnnl_prim_free(eager_dnnl_prim *p)
@@ -163,12 +169,27 @@ static dnnl_status_t make_packed(eager_dnnl_prim *p, int i, const dnnl_memory_de
     return s;
 }
 
+/* Nonzero for the argument of a post-op (the residual). */
+static int post_arg(int arg)
+{
+    return arg >= DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE;
+}
+
 static dnnl_status_t make_memories(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
                                    const_dnnl_primitive_desc_t pd, dnnl_engine_t eng)
 {
     dnnl_status_t s = dnnl_success;
     for (int i = 0; i < sp->nargs && s == dnnl_success; i++) {
         p->arg[i] = sp->arg[i];
+        if (sp->arg[i] == DNNL_ARG_DST) {
+            p->dst = i;
+            p->dst_numel = (int64_t)(dnnl_memory_desc_get_size(&sp->md[i]) / sizeof(float));
+        }
+        if (post_arg(sp->arg[i])) {
+            p->res = i;
+            if (p->post_in_c)
+                continue; /* read by the C epilogue, not by oneDNN */
+        }
         if (i == sp->packed) {
             const dnnl_memory_desc_t *want =
                 dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, sp->arg[i]);
@@ -196,6 +217,18 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
     *step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, sp->desc, sp->attr, eng, NULL)) != dnnl_success)
         return s;
+    const char *impl = NULL;
+    if (sp->attr && sp->post && sp->post->n &&
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl && (strstr(impl, "gemm") || strstr(impl, "ref"))) {
+        /* post-ops there are a scalar loop: same primitive without them */
+        dnnl_primitive_desc_destroy(pd);
+        if ((s = dnnl_primitive_desc_create(&pd, sp->desc, NULL, eng, NULL)) != dnnl_success)
+            return s;
+        p->post_in_c = 1;
+        p->post = *sp->post;
+        p->alpha = sp->alpha;
+    }
     *step = "primitive";
     s = dnnl_primitive_create(&p->prim, pd);
     if (s != dnnl_success)
@@ -223,6 +256,7 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     p->nthreads = a->nthreads;
     p->nargs = sp->nargs;
     p->packed = -1;
+    p->dst = p->res = -1;
     /* Before the descriptor: oneDNN sizes its work split at creation. */
     int old = eager_dnnl_set_threads(a->nthreads);
     const char *step;
@@ -269,20 +303,26 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
         (s = repack(p, stream, data[p->packed])) != dnnl_success)
         return s;
     *step = "memory";
+    int nex = 0;
     for (int i = 0; i < p->nargs; i++) {
+        if (!p->mem[i])
+            continue; /* the residual of a C epilogue */
         /* oneDNN takes void *; inputs are never written. */
         if (i != p->packed && p->ptr[i] != data[i]) {
             if ((s = dnnl_memory_set_data_handle(p->mem[i], (void *)data[i])) != dnnl_success)
                 return s;
             p->ptr[i] = data[i];
         }
-        ex[i].arg = p->arg[i];
-        ex[i].memory = p->mem[i];
+        ex[nex].arg = p->arg[i];
+        ex[nex++].memory = p->mem[i];
     }
     *step = "execute";
-    if ((s = dnnl_primitive_execute(p->prim, stream, p->nargs, ex)) != dnnl_success)
+    if ((s = dnnl_primitive_execute(p->prim, stream, nex, ex)) != dnnl_success)
         return s;
-    return dnnl_stream_wait(stream);
+    if ((s = dnnl_stream_wait(stream)) == dnnl_success && p->post_in_c && p->dst >= 0)
+        eager_post_apply((float *)data[p->dst], p->dst_numel, &p->post, p->alpha,
+                         p->res >= 0 ? data[p->res] : NULL, p->nthreads);
+    return s;
 }
 
 tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,

@@ -26,7 +26,10 @@
  * they are described as format "any" and reordered once, at the first
  * call, into the layout oneDNN prefers (for plain NCHW src/dst that is
  * usually OIHW itself, and then nothing is copied).  conv2d_ep
- * (kernels_ep.c) runs here too, its epilogue as oneDNN post-ops.
+ * (kernels_ep.c) runs here too, its epilogue as oneDNN post-ops, except
+ * on the gemm implementation (the one for plain NCHW), whose post-ops are
+ * a scalar reference loop in oneDNN 2.6: there the epilogue runs in
+ * vectorized C right after the convolution (eager_dnnl_spec.post).
  */
 #include "dnnl_util.h"
 
@@ -129,6 +132,8 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     }
     sp.desc = &desc;
     sp.attr = attr;
+    sp.post = post;
+    sp.alpha = alpha;
     tg_status st = eager_dnnl_prim_new(a, &sp, out);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
@@ -145,7 +150,8 @@ tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
     if (graph_type_numel(&a->in_type[0]) == 0) {
         fill_bias(a);
         if (post)
-            eager_post_apply(a->out[0], graph_type_numel(a->out_type), post, alpha, res);
+            eager_post_apply(a->out[0], graph_type_numel(a->out_type), post, alpha, res,
+                             a->nthreads);
         return TG_OK;
     }
     eager_dnnl_prim *p = eager_dnnl_prim_get(a);

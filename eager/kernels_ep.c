@@ -7,38 +7,72 @@
  * relu with the leaky slope).  Types and post codes were checked by
  * graph/infer_ep.c.
  *
- * The cases that never reach oneDNN (K = 0, an empty conv input: the
- * output is the bias) run the same epilogue in plain C here.
+ * The same epilogue in vectorized C (eager_post_apply) serves the cases
+ * that never reach oneDNN (K = 0, an empty conv input: the output is the
+ * bias) and the implementations whose post-ops are slow (oneDNN's gemm
+ * convolution, i.e. every conv on plain NCHW: dnnl_util.c decides).
  */
-#include <math.h>
-
 #include "dnnl_util.h"
+#include "vmath.h"
 
-static float post_one(int64_t code, float v, float alpha)
+/* Elements per block: a block stays in L1 through every step. */
+#define POST_BLOCK 4096
+
+/* One step over a block.  relu/leaky as selects so NaN passes through
+ * relu as 0 like oneDNN's (x > 0 is false for NaN). */
+static void post_step(float *restrict y, const float *restrict r, int64_t n, int64_t code,
+                      float alpha)
 {
     switch (code) {
-    case GRAPH_POST_RELU: return v > 0.0f ? v : 0.0f;
-    case GRAPH_POST_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case GRAPH_POST_SIGMOID: return 1.0f / (1.0f + expf(-v));
-    case GRAPH_POST_TANH: return tanhf(v);
-    case GRAPH_POST_SILU: return v / (1.0f + expf(-v));
-    case GRAPH_POST_LEAKY_RELU: return v > 0.0f ? v : alpha * v;
+    case GRAPH_POST_ADD:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] += r[i];
+        break;
+    case GRAPH_POST_RELU:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+        break;
+    case GRAPH_POST_LEAKY_RELU:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] > 0.0f ? y[i] : alpha * y[i];
+        break;
+    case GRAPH_POST_GELU:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = vm_geluf(y[i]);
+        break;
+    case GRAPH_POST_SIGMOID:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = vm_sigmoidf(y[i]);
+        break;
+    case GRAPH_POST_TANH:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = vm_tanhf(y[i]);
+        break;
+    case GRAPH_POST_SILU:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = vm_siluf(y[i]);
+        break;
     }
-    return v;
 }
 
 void eager_post_apply(float *y, int64_t n, const graph_ints *post, float alpha,
-                      const float *res)
+                      const float *res, int nthreads)
 {
-    for (int k = 0; k < post->n; k++) {
-        int64_t code = post->v[k];
-        if (code == GRAPH_POST_ADD) {
-            for (int64_t i = 0; res && i < n; i++)
-                y[i] += res[i];
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++)
-            y[i] = post_one(code, y[i], alpha);
+    int64_t nblocks = (n + POST_BLOCK - 1) / POST_BLOCK;
+#pragma omp parallel for num_threads(nthreads) if (n >= EAGER_PAR_MIN && nthreads > 1) \
+    schedule(static)
+    for (int64_t b = 0; b < nblocks; b++) {
+        int64_t at = b * POST_BLOCK, len = n - at < POST_BLOCK ? n - at : POST_BLOCK;
+        for (int k = 0; k < post->n; k++)
+            if (post->v[k] != GRAPH_POST_ADD || res)
+                post_step(y + at, res ? res + at : NULL, len, post->v[k], alpha);
     }
 }
 

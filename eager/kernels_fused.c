@@ -20,11 +20,13 @@
  * the outer dims), so every broadcast shape infer accepts is correct.
  *
  * Tile size: the tile's buffers (slots + gathered inputs) are kept within
- * TILE_L1_FLOATS (32 KB of Zen 5's 48 KB L1D), up to TILE_MAX elements:
- * long enough that the per-instruction loop overhead and the switch are
- * amortized, short enough that intermediates never leave L1.  Measured on
- * the 7-op chain over 4M floats (bench numbers in the helper's report):
- * 256 to 2048 are within a few percent, 1024 was best.
+ * TILE_L1_FLOATS (16 KB: half an L1D, the rest is left to the input and
+ * output streams), up to TILE_MAX elements: long enough that the
+ * per-instruction loop overhead and the switch are amortized (at 64 the
+ * loop overhead shows), short enough that intermediates never leave L1.
+ * Measured on tanh(x sigmoid(x) + 0.5 x) 2 - 1 over 4M floats, one
+ * thread (2 slots): 256 and 512 were best and equal within noise, 1024
+ * about 10% slower, 2048 and up 20-40% slower.
  *
  * In place: the output may be the buffer of a full-size input (the replay
  * planner does that for elementwise ops).  Only the last instruction
@@ -50,9 +52,9 @@
 #include "vmath.h"
 
 enum {
-    TILE_MAX = 1024,
+    TILE_MAX = 512,
     TILE_MIN = 64,
-    TILE_L1_FLOATS = 8192, /* also each thread's scratch: tile * buffers fits */
+    TILE_L1_FLOATS = 4096, /* also each thread's scratch: tile * buffers fits */
     MAX_UV = FUSED_MAX_STMTS * 3 + FUSED_MAX_INPUTS,
 };
 

@@ -133,6 +133,8 @@ static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_p
     }
     sp.desc = &desc;
     sp.attr = attr;
+    sp.post = m->post;
+    sp.alpha = m->alpha;
     tg_status st = eager_dnnl_prim_new(a, &sp, out);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
@@ -200,7 +202,7 @@ tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post, float a
     if (k == 0) {
         fill_rows(a->out[0], rows, n, bias);
         if (post)
-            eager_post_apply(a->out[0], rows * n, post, alpha, res);
+            eager_post_apply(a->out[0], rows * n, post, alpha, res, a->nthreads);
         return TG_OK;
     }
     /* x as [rows, K]; w [N,K] read as its transpose [K,N]; b as [1,N]. */

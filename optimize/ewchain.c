@@ -337,16 +337,21 @@ static void grow(const graph *g, const opt_uses *u, opt_ctx *ctx, group *gr,
     }
     if (nref)
         choose_cut(g, gr, assigned);
-    /* The chain's boundary: candidates that stayed out, and why. */
+    /* The chain's boundary: candidates that stayed out, and why (once
+     * each; refused ones were explained above). */
     for (int k = 0; k < gr->n; k++) {
         const graph_node *m = &g->nodes[gr->node[k]];
         for (int j = 0; j < m->nin; j++) {
             int32_t q = g->values[m->in[j]].node;
             const char *why;
-            if (q >= 0 && !assigned[q] && !in_group(gr, q) && candidate(g, q) &&
-                (why = blocker(g, u, gr, m->in[j])))
-                opt_explain(ctx, g, q, "ends the chain ending at node %d: %s", gr->node[0],
-                            why);
+            int r = 0;
+            while (r < nref && refused[r] != q)
+                r++;
+            if (q < 0 || r < nref || assigned[q] || in_group(gr, q) || !candidate(g, q) ||
+                !(why = blocker(g, u, gr, m->in[j])))
+                continue;
+            opt_explain(ctx, g, q, "ends the chain ending at node %d: %s", gr->node[0], why);
+            refused[nref++] = q;
         }
     }
 }
@@ -362,8 +367,13 @@ static tg_status commit(graph *g, opt_ctx *ctx, const group *gr, const built *b)
     char err[600];
     tg_status st = graph_infer(GRAPH_OP_fused, it, b->next, &b->attrs, &out, 1, &nout, err,
                                sizeof err);
-    if (st != TG_OK)
-        return opt_fail(ctx, g, root, st, "ewchain built an invalid node: %s", err);
+    const graph_type *rt = &g->values[g->nodes[root].out[0]].type;
+    int same = st == TG_OK && out.dtype == rt->dtype && out.ndim == rt->ndim;
+    for (int d = 0; same && d < out.ndim; d++)
+        same = out.dim[d] == rt->dim[d];
+    if (!same) /* build() checked the shape: this is a bug */
+        return opt_fail(ctx, g, root, st != TG_OK ? st : TG_ERR_STATE,
+                        "ewchain built an invalid node: %s", st != TG_OK ? err : "type changed");
     int32_t *in = graph_alloc_ids(g, b->next);
     graph_fused_attrs *attrs = graph_alloc_bytes(g, sizeof *attrs);
     if (!in || !attrs)

@@ -154,9 +154,14 @@ static int kept_reduce(const pctx *c, int32_t v, graph_op op, int32_t *src,
 
 /* ---- committing a match ---- */
 
-/* Every member but the root has its value used only inside s, unpinned. */
+/* Every member but the root has its value used only inside s, unpinned,
+ * and none relied on a concrete dynamic dim (a reshape to the traced
+ * shape): the fused op would hold at sizes where they did not. */
 static int self_contained(const pctx *c, const mset *s)
 {
+    for (int k = 0; k < s->n; k++)
+        if (node(c, s->node[k])->flags & GRAPH_NODE_SPECIALIZED)
+            return 0;
     for (int k = 1; k < s->n; k++) {
         const graph_node *n = node(c, s->node[k]);
         for (int j = 0; j < n->nout; j++) {
@@ -193,7 +198,7 @@ static int fire(pctx *c, const mset *s, graph_op op, const int32_t *in, int nin,
     int32_t root = s->node[0];
     if (!self_contained(c, s)) {
         opt_explain(c->ctx, g, root, "%s pattern not fused: an intermediate is used outside "
-                    "it or is a graph output or guarded", what);
+                    "it, is a graph output or guarded, or relies on a traced size", what);
         return 0;
     }
     graph_type it[3], out;

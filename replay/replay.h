@@ -87,8 +87,10 @@ int replay_session_guard_warnings(const replay_session *s);
 /*
  * Replaces the data of param name (kept as a param in the graph) on a live
  * plan, the cudaGraphExecUpdate of tracegraph: no recompile, every session
- * sees it on its next run.  Must not run concurrently with replay_run on
- * any session of p.  nbytes must equal the param's size.
+ * sees it on its next run (which first drops the kernels' prepared state,
+ * such as weights packed from the old data).  Must not run concurrently
+ * with replay_run on any session of p.  nbytes must equal the param's
+ * size.
  */
 tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
                            size_t nbytes, char *err, size_t errlen);

@@ -262,8 +262,9 @@ static void test_errors(void)
  * Runs kernel op on ins (eager tensors) into a new output, like one replay
  * step: with state slot st and the fixed_in mask.  NULL on failure.
  */
-static eager_tensor *run_step(graph_op op, eager_tensor *const *ins, int nin, const void *attrs,
-                              const graph_type *out_t, eager_kstate **st, uint32_t fixed)
+static eager_tensor *run_step_t(graph_op op, eager_tensor *const *ins, int nin,
+                                const void *attrs, const graph_type *out_t, eager_kstate **st,
+                                uint32_t fixed, int nthreads)
 {
     graph_type in_t[4];
     const void *in_p[4];
@@ -276,11 +277,13 @@ static eager_tensor *run_step(graph_op op, eager_tensor *const *ins, int nin, co
     eager_tensor *y = eager_zeros(GRAPH_F32, shape);
     void *out_p[1] = {eager_data_mut(y)};
     char err[256] = "";
-    eager_kargs ka = {in_t, in_p, nin, attrs, out_t, out_p, 1, 1, err, sizeof err, st, fixed};
+    eager_kargs ka = {in_t, in_p, nin, attrs, out_t, out_p, 1, nthreads, err, sizeof err, st,
+                      fixed};
     tg_status s = eager_kernels[op](&ka);
     CHECK_MSG(s == TG_OK, "%s step: %s", graph_ops[op].name, err);
     return s == TG_OK ? y : NULL;
 }
+#define run_step(...) run_step_t(__VA_ARGS__, 1)
 
 static void same_floats(int line, const eager_tensor *got, const eager_tensor *want, double tol)
 {
@@ -332,37 +335,43 @@ static void test_prepared_matmul(void)
 }
 
 /*
- * conv2d and conv2d_ep with fixed weights (packed once at the first call):
- * the input changes each call; then the weights move to another buffer
- * (the prim repacks from the new pointer).
+ * conv2d and conv2d_ep with fixed weights (a prim per slot, its weights
+ * packed at the first call when oneDNN wants another layout), on one and
+ * two threads (the C epilogue runs in parallel above EAGER_PAR_MIN): the
+ * input changes each call; then the weights move to another buffer.
  */
 static void test_prepared_conv(void)
 {
-    eager_pool_push();
-    eager_tensor *x = eager_rand_uniform(TG_SHAPE(2, 16, 12, 12), 11, -1, 1);
-    eager_tensor *x2 = eager_rand_uniform(TG_SHAPE(2, 16, 12, 12), 12, -1, 1);
-    eager_tensor *w = eager_rand_uniform(TG_SHAPE(32, 16, 3, 3), 13, -1, 1);
-    eager_tensor *w2 = eager_rand_uniform(TG_SHAPE(32, 16, 3, 3), 14, -1, 1);
-    eager_tensor *b = eager_rand_uniform(TG_SHAPE(32), 15, -1, 1);
-    eager_tensor *res = eager_rand_uniform(TG_SHAPE(2, 32, 12, 12), 16, -1, 1);
-    graph_conv2d_attrs ca = {NO, TG_INTS(1), NO, 1};
-    graph_conv2d_ep_attrs ea = {NO, TG_INTS(1), NO, 1, TG_INTS(ADD, RELU), 0};
-    eager_kstate *s_conv = NULL, *s_ep = NULL;
-    for (int call = 0; call < 4; call++) {
-        eager_tensor *xi = call & 1 ? x2 : x, *wi = call < 2 ? w : w2;
-        eager_tensor *want = eager_conv2d(xi, wi, b, NO, TG_INTS(1), NO, 1);
-        eager_tensor *got = run_step(GRAPH_OP_conv2d, (eager_tensor *[]){xi, wi, b}, 3, &ca,
-                                     eager_type(want), &s_conv, 6);
-        same_floats(__LINE__, got, want, 1e-5);
-        want = eager_conv2d_ep(xi, wi, b, res, NO, TG_INTS(1), NO, 1, ea.post, 0);
-        got = run_step(GRAPH_OP_conv2d_ep, (eager_tensor *[]){xi, wi, b, res}, 4, &ea,
-                       eager_type(want), &s_ep, 6);
-        same_floats(__LINE__, got, want, 1e-5);
+    for (int threads = 1; threads <= 2; threads++) {
+        eager_pool_push();
+        int64_t n = threads, c = 16, hw = threads == 1 ? 12 : 32;
+        eager_tensor *x = eager_rand_uniform(TG_SHAPE(n, c, hw, hw), 11, -1, 1);
+        eager_tensor *x2 = eager_rand_uniform(TG_SHAPE(n, c, hw, hw), 12, -1, 1);
+        eager_tensor *w = eager_rand_uniform(TG_SHAPE(32, c, 3, 3), 13, -1, 1);
+        eager_tensor *w2 = eager_rand_uniform(TG_SHAPE(32, c, 3, 3), 14, -1, 1);
+        eager_tensor *b = eager_rand_uniform(TG_SHAPE(32), 15, -1, 1);
+        eager_tensor *res = eager_rand_uniform(TG_SHAPE(n, 32, hw, hw), 16, -1, 1);
+        graph_conv2d_attrs ca = {NO, TG_INTS(1), NO, 1};
+        graph_conv2d_ep_attrs ea = {NO, TG_INTS(1), NO, 1, TG_INTS(ADD, RELU, GELU), 0};
+        eager_kstate *s_conv = NULL, *s_ep = NULL;
+        eager_set_threads(threads);
+        for (int call = 0; call < 4; call++) {
+            eager_tensor *xi = call & 1 ? x2 : x, *wi = call < 2 ? w : w2;
+            eager_tensor *want = eager_conv2d(xi, wi, b, NO, TG_INTS(1), NO, 1);
+            eager_tensor *got = run_step_t(GRAPH_OP_conv2d, (eager_tensor *[]){xi, wi, b}, 3,
+                                           &ca, eager_type(want), &s_conv, 6, threads);
+            same_floats(__LINE__, got, want, 1e-5);
+            want = eager_conv2d_ep(xi, wi, b, res, NO, TG_INTS(1), NO, 1, ea.post, 0);
+            got = run_step_t(GRAPH_OP_conv2d_ep, (eager_tensor *[]){xi, wi, b, res}, 4, &ea,
+                             eager_type(want), &s_ep, 6, threads);
+            same_floats(__LINE__, got, want, 1e-5);
+        }
+        eager_set_threads(1);
+        CHECK_MSG(s_conv && s_ep, "the kernels kept prepared state");
+        eager_kstate_free(s_conv);
+        eager_kstate_free(s_ep);
+        eager_pool_pop();
     }
-    CHECK_MSG(s_conv && s_ep, "the kernels kept prepared state");
-    eager_kstate_free(s_conv);
-    eager_kstate_free(s_ep);
-    eager_pool_pop();
 }
 
 /* m traced with its params kept as params (p0, p1, ...). */
