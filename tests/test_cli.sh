@@ -268,5 +268,25 @@ has err "mlp.tgraph: not a .npy file (bad magic)"
 expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -o nodir/y.npy
 has err "tracegraph run: nodir/y.npy: cannot write"
 
+# ---- opt ----
+expect 0 "$TG" opt --help
+has out "--explain"
+expect 0 "$TG" opt -O2 mlp.tgraph mlp.O2.tgraph --stats --explain --verify-each
+has out "fold"
+has out "memory: naive"
+has out "verify-each: every pass kept the outputs"
+has out "saved mlp.O2.tgraph"
+expect 0 "$TG" check mlp.O2.tgraph -i mlp_x.npy --rtol 1e-4 --atol 1e-5
+expect 0 "$TG" run mlp.O2.tgraph -i mlp_x.npy -o y_O2.npy
+expect 0 "$TG" opt -O0 mlp.tgraph mlp.O0.tgraph
+expect 0 "$TG" run mlp.O0.tgraph -i mlp_x.npy -o y_O0.npy
+same y_O0.npy mlp_y.npy
+expect 0 "$TG" opt -O1 --keep-params mlp.tgraph mlp.O1.tgraph
+expect 0 "$TG" info mlp.O1.tgraph
+has out "fc1.weight"
+expect 2 "$TG" opt -O2 mlp.tgraph
+expect 2 "$TG" opt -O7 mlp.tgraph out.tgraph
+expect 1 "$TG" opt -O2 nosuch.tgraph out.tgraph
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -5,7 +5,8 @@
  *
  * One file per command group: main.c (dispatch, usage, version),
  * cmd_info.c (info, dump, dot), cmd_run.c (run, check), cmd_bench.c
- * (bench), util.c (options, messages), io.c (graphs, inputs, outputs).
+ * (bench), cmd_opt.c (opt), util.c (options, messages), io.c (graphs,
+ * inputs, outputs).
  *
  * Every message goes to stderr as "tracegraph <cmd>: <message>".
  */

@@ -19,6 +19,7 @@ int cli_dot(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_check(int argc, char **argv);
+int cli_optimize(int argc, char **argv);
 static int cli_version(int argc, char **argv);
 static int cli_help(int argc, char **argv);
 
@@ -48,6 +49,10 @@ static const command commands[] = {
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"
      "                        [--backend cpu|opencl]"},
+    {"opt", cli_optimize, "optimize a graph (-O0..-O3) and save it, with --stats and --explain",
+     "tracegraph opt [-O0|-O1|-O2|-O3] IN.tgraph OUT.tgraph [--stats] [--explain]\n"
+     "                      [--keep-params] [--finite-math] [--print-after-each]\n"
+     "                      [--verify-each]"},
     {"version", cli_version, "print the version", "tracegraph version"},
     {"help", cli_help, "help on a command: tracegraph help run", "tracegraph help [COMMAND]"},
 };

@@ -1,0 +1,189 @@
+/*
+ * kernels_blocked.c - CPU kernels of the blocked-layout ops (see
+ * graph/infer_blocked.c): to_blocked / from_blocked (plain loops, one
+ * channel block at a time so the 16 source planes stream and the
+ * destination is written contiguously) and conv2d_blk (oneDNN
+ * convolution on nChw16c source / destination / residual).
+ *
+ * conv2d_blk goes through the prepared-primitive glue of dnnl_util.h like
+ * conv2d_ep (kernels_conv.c): the weights are always described as format
+ * "any" and packed into the layout oneDNN prefers.  With a state slot and
+ * fixed weights (eager_kargs.fixed_in bit 1) the packing happens once;
+ * otherwise (eager, or weights that may change) a fresh prim is made and
+ * the weights reordered on every call.
+ *
+ * Algorithm: algo 2 (winograd) and algo 0 (auto) on a 3x3, stride 1,
+ * dilation 1 conv try dnnl_convolution_winograd first; when oneDNN has no
+ * Winograd for the case (or not with these post-ops) the direct algorithm
+ * is used, so algo is a preference, never a failure.  Winograd is less
+ * exact than direct (tests/test_opt_layout.c measures it).
+ *
+ * Epilogue: as oneDNN post-ops (fast on the blocked JIT implementations;
+ * dnnl_util.c moves them to C when oneDNN would run them in a reference
+ * loop).  The residual has the output's blocked layout.
+ */
+#include <string.h>
+
+#include "dnnl_util.h"
+
+#define BLK 16
+
+tg_status eager_kernel_to_blocked(const eager_kargs *a)
+{
+    const graph_type *x = &a->in_type[0];
+    int64_t n = x->dim[0], cb = x->dim[1] / BLK, hw = x->dim[2] * x->dim[3];
+    const float *in = a->in[0];
+    float *out = a->out[0];
+#pragma omp parallel for num_threads(a->nthreads) if (n * cb * hw * BLK >= EAGER_PAR_MIN)
+    for (int64_t i = 0; i < n * cb; i++) {
+        const float *restrict s = in + i * BLK * hw;
+        float *restrict d = out + i * BLK * hw;
+        for (int64_t p = 0; p < hw; p++)
+            for (int k = 0; k < BLK; k++)
+                d[p * BLK + k] = s[k * hw + p];
+    }
+    return TG_OK;
+}
+
+tg_status eager_kernel_from_blocked(const eager_kargs *a)
+{
+    const graph_type *y = a->out_type;
+    int64_t n = y->dim[0], cb = y->dim[1] / BLK, hw = y->dim[2] * y->dim[3];
+    const float *in = a->in[0];
+    float *out = a->out[0];
+#pragma omp parallel for num_threads(a->nthreads) if (n * cb * hw * BLK >= EAGER_PAR_MIN)
+    for (int64_t i = 0; i < n * cb; i++) {
+        const float *restrict s = in + i * BLK * hw;
+        float *restrict d = out + i * BLK * hw;
+        for (int k = 0; k < BLK; k++)
+            for (int64_t p = 0; p < hw; p++)
+                d[k * hw + p] = s[p * BLK + k];
+    }
+    return TG_OK;
+}
+
+/* Every output element its channel's bias (empty input: no taps). */
+static void fill_bias_blocked(const eager_kargs *a)
+{
+    const graph_type *y = a->out_type;
+    int64_t nb = y->dim[0] * y->dim[1], hw = y->dim[2] * y->dim[3];
+    const float *b = a->nin > 2 ? a->in[2] : NULL;
+    float *out = a->out[0];
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t p = 0; p < hw; p++)
+            for (int k = 0; k < BLK; k++)
+                out[(i * hw + p) * BLK + k] = b ? b[(i % y->dim[1]) * BLK + k] : 0.0f;
+}
+
+/* x, w, b, y memory descriptors: x / y nChw16c over the plain dims. */
+static dnnl_status_t blk_mds(const eager_kargs *a, dnnl_memory_desc_t md[4])
+{
+    const graph_type *x = &a->in_type[0], *w = &a->in_type[1], *y = a->out_type;
+    dnnl_dims_t dx = {x->dim[0], x->dim[1] * BLK, x->dim[2], x->dim[3]};
+    dnnl_dims_t dy = {y->dim[0], y->dim[1] * BLK, y->dim[2], y->dim[3]};
+    dnnl_dims_t dw = {w->dim[0], w->dim[1], w->dim[2], w->dim[3]}, db = {dy[1]};
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32, dnnl_nChw16c);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_oihw);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&md[2], 1, db, dnnl_f32, dnnl_a);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&md[3], 4, dy, dnnl_f32, dnnl_nChw16c);
+    return s;
+}
+
+/* Builds the prim for one algorithm (weights packed from plain OIHW). */
+static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg,
+                             eager_dnnl_prim **out)
+{
+    const graph_conv2d_blk_attrs *at = a->attrs;
+    eager_dnnl_spec sp = {"convolution", NULL, NULL, 3,
+                          {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {{0}}, 1};
+    dnnl_memory_desc_t md[4], wany;
+    dnnl_convolution_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    int64_t stride[2], dil[2], pad[4];
+    int res_index = -1;
+    eager_ints_pair(&at->stride, 1, stride);
+    eager_ints_pair(&at->dilation, 1, dil);
+    eager_ints_pad4(&at->padding, pad);
+    /* oneDNN counts dilation from 0 (0 = dense kernel). */
+    dnnl_dims_t ds = {stride[0], stride[1]}, dd = {dil[0] - 1, dil[1] - 1};
+    dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
+    dnnl_status_t s = blk_mds(a, md);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&wany, 4, md[1].dims, dnnl_f32, dnnl_format_tag_any);
+    if (s == dnnl_success)
+        s = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, alg,
+                                                       &md[0], &wany, &md[2], &md[3], ds, dd,
+                                                       pl, pr);
+    if (s == dnnl_success)
+        s = eager_dnnl_post_attr(&at->post, at->alpha, &md[3], &attr, &res_index);
+    if (s != dnnl_success)
+        return eager_dnnl_fail(a, "convolution descriptor", s);
+    sp.md[0] = md[0], sp.md[1] = md[1], sp.md[2] = md[3];
+    sp.arg[3] = DNNL_ARG_BIAS;
+    sp.md[3] = md[2];
+    sp.nargs = 4;
+    if (res_index >= 0) {
+        sp.arg[sp.nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(res_index) | DNNL_ARG_SRC_1;
+        sp.md[sp.nargs++] = md[3];
+    }
+    sp.desc = &desc;
+    sp.attr = attr;
+    sp.post = &at->post;
+    sp.alpha = at->alpha;
+    tg_status st = eager_dnnl_prim_new(a, &sp, out);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+/* Nonzero when Winograd is worth trying: 3x3, stride 1, dense. */
+static int wino_shape(const eager_kargs *a)
+{
+    const graph_conv2d_blk_attrs *at = a->attrs;
+    const graph_type *w = &a->in_type[1];
+    int64_t stride[2], dil[2];
+    eager_ints_pair(&at->stride, 1, stride);
+    eager_ints_pair(&at->dilation, 1, dil);
+    return at->algo != 1 && w->dim[2] == 3 && w->dim[3] == 3 && stride[0] == 1 &&
+           stride[1] == 1 && dil[0] == 1 && dil[1] == 1;
+}
+
+static tg_status blk_run(const eager_kargs *a)
+{
+    const graph_conv2d_blk_attrs *at = a->attrs;
+    if (graph_type_numel(a->out_type) == 0)
+        return TG_OK;
+    const void *res = a->nin > 3 ? a->in[3] : NULL;
+    if (graph_type_numel(&a->in_type[0]) == 0) {
+        fill_bias_blocked(a);
+        eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post, at->alpha, res,
+                         a->nthreads);
+        return TG_OK;
+    }
+    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
+    if (!p) {
+        tg_status st = TG_ERR_BACKEND;
+        if (wino_shape(a) && (st = blk_prepare(a, dnnl_convolution_winograd, &p)) != TG_OK &&
+            a->err && a->errlen)
+            a->err[0] = '\0'; /* no Winograd here: direct instead */
+        if (st != TG_OK && (st = blk_prepare(a, dnnl_convolution_direct, &p)) != TG_OK)
+            return st;
+    }
+    const void *data[5] = {a->in[0], a->in[1], a->out[0], a->in[2], res};
+    return eager_dnnl_prim_finish(a, p, data);
+}
+
+tg_status eager_kernel_conv2d_blk(const eager_kargs *a)
+{
+    if (a->state && !(a->fixed_in & 2u)) {
+        /* The packed weights may go stale: no prepared state. */
+        eager_kargs b = *a;
+        b.state = NULL;
+        b.fixed_in = 0;
+        return blk_run(&b);
+    }
+    return blk_run(a);
+}
