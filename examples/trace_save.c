@@ -14,6 +14,8 @@
 
 #include "example_util.h"
 #include "formats/tgraph.h"
+#include "graph/text.h"
+#include "optimize/opt.h"
 #include "tracegraph.h"
 #include "tracer/trace.h"
 
@@ -74,6 +76,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "trace_save: %s\n", err);
         return 1;
     }
+    /* The optimized graph, saved beside it. */
+    char opt_path[1024];
+    snprintf(opt_path, sizeof opt_path, "%.*s.opt.tgraph",
+             (int)(strlen(path) > 7 && !strcmp(path + strlen(path) - 7, ".tgraph")
+                       ? strlen(path) - 7 : strlen(path)), path);
+    graph *o = graph_clone(g);
+    opt_options oo = opt_default_options();
+    oo.level = 3;
+    opt_report rep;
+    if (!o || opt_optimize(o, &oo, &rep, err, sizeof err) != TG_OK ||
+        format_save(o, opt_path, NULL, err, sizeof err) != TG_OK) {
+        fprintf(stderr, "trace_save: optimize: %s\n", err);
+        return 1;
+    }
+    printf("optimized -O3: %d nodes -> %d; saved %s\n", rep.nodes_before, rep.nodes_after,
+           opt_path);
+    graph_print(o, stdout, &(graph_print_opts){16, 0, 0, 1});
+    graph_free(o);
+
     char side[1024];
     snprintf(side, sizeof side, "%s.eager_ms", path);
     FILE *f = fopen(side, "w");
