@@ -1,0 +1,450 @@
+/*
+ * test_opt_layout.c - the blocked-layout ops (to_blocked, from_blocked,
+ * conv2d_blk) against naive references, and the -O3 layout pass on text
+ * IR: structure (conversions only at chain boundaries, adjacent inverse
+ * pairs cancelled), numerics vs the interpreter on the unoptimized graph,
+ * idempotence, declined cases with their --explain reason, and the
+ * benchmark's residual block at -O3.
+ *
+ * Tolerances (normalized max error): direct 1e-4; Winograd 1e-3 (it
+ * transforms tiles, losing ~3 digits; measured max is printed).
+ */
+#include "opt_fuse_util.h"
+#include "replay/replay.h"
+#include "tracer/trace.h"
+
+#define BLK 16
+static double g_err_direct, g_err_wino;
+
+/* ---- to_blocked / from_blocked ---- */
+
+static void test_roundtrip(void)
+{
+    int64_t live = eager_live_tensors();
+    eager_pool_push();
+    int64_t N = 2, C = 32, H = 5, W = 7; /* 35 positions: 2 tiles + a tail */
+    eager_tensor *x = eager_rand_uniform(TG_INTS(N, C, H, W), 7, -1, 1);
+    eager_tensor *b = eager_to_blocked(x, 16);
+    CHECK(b && eager_numel(b) == N * C * H * W);
+    if (b) {
+        const float *px = eager_peek(x), *pb = eager_peek(b);
+        int ok = 1;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t p = 0; p < H * W; p++)
+                    ok &= pb[(((n * (C / BLK) + c / BLK) * H * W) + p) * BLK + c % BLK] ==
+                          px[(n * C + c) * H * W + p];
+        CHECK(ok);
+        eager_tensor *y = eager_from_blocked(b);
+        CHECK(y != NULL);
+        if (y)
+            check_floats(eager_peek(y), px, N * C * H * W, 0, __FILE__, __LINE__, "round trip");
+    }
+    eager_tensor *z = eager_to_blocked(eager_rand_uniform(TG_INTS(0, 16, 2, 2), 1, -1, 1), 16);
+    CHECK(z && eager_numel(eager_from_blocked(z)) == 0);
+    /* errors name this file */
+    CHECK(!eager_to_blocked(eager_rand_uniform(TG_INTS(1, 3, 2, 2), 1, -1, 1), 16));
+    CHECK_ERROR("channels 3 are not a multiple of the block 16");
+    CHECK(!eager_to_blocked(x, 8));
+    CHECK_ERROR("test_opt_layout.c");
+    CHECK(!eager_from_blocked(x));
+    CHECK_ERROR("x must be blocked [N,C/16,H,W,16], got rank 4");
+    CHECK(!eager_conv2d_blk(b, eager_rand_uniform(TG_INTS(16, 32, 3, 3), 1, -1, 1),
+                            eager_rand_uniform(TG_INTS(16), 1, -1, 1), EAGER_NONE, TG_INTS(),
+                            TG_INTS(), TG_INTS(), 1, TG_INTS(), 0.0f, 3));
+    CHECK_ERROR("algo must be 0 (auto), 1 (direct) or 2 (winograd), got 3");
+    eager_pool_pop();
+    CHECK(eager_live_tensors() == live);
+}
+
+/* ---- conv2d_blk vs a naive conv ---- */
+
+typedef struct conv_case {
+    int64_t n, c, h, w, o, k, stride, pad, algo;
+} conv_case;
+
+static double post_ref(double y, const graph_ints *post, double r, double alpha)
+{
+    for (int i = 0; i < post->n; i++)
+        switch (post->v[i]) {
+        case GRAPH_POST_ADD: y += r; break;
+        case GRAPH_POST_RELU: y = y > 0 ? y : 0; break;
+        case GRAPH_POST_LEAKY_RELU: y = y > 0 ? y : alpha * y; break;
+        case GRAPH_POST_GELU: y = 0.5 * y * (1 + erf(y / sqrt(2.0))); break;
+        case GRAPH_POST_SIGMOID: y = 1 / (1 + exp(-y)); break;
+        case GRAPH_POST_TANH: y = tanh(y); break;
+        case GRAPH_POST_SILU: y = y / (1 + exp(-y)); break;
+        }
+    return y;
+}
+
+/* Plain NCHW reference in double. */
+static void naive_conv(const conv_case *k, const float *x, const float *w, const float *b,
+                       const float *res, const graph_ints *post, float alpha, int64_t oh,
+                       int64_t ow, double *y)
+{
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t o = 0; o < k->o; o++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double s = b[o];
+                    for (int64_t c = 0; c < k->c; c++)
+                        for (int64_t u = 0; u < k->k; u++)
+                            for (int64_t v = 0; v < k->k; v++) {
+                                int64_t hi = i * k->stride - k->pad + u;
+                                int64_t wi = j * k->stride - k->pad + v;
+                                if (hi >= 0 && hi < k->h && wi >= 0 && wi < k->w)
+                                    s += (double)x[((n * k->c + c) * k->h + hi) * k->w + wi] *
+                                         w[((o * k->c + c) * k->k + u) * k->k + v];
+                            }
+                    int64_t at = ((n * k->o + o) * oh + i) * ow + j;
+                    y[at] = post_ref(s, post, res ? res[at] : 0, alpha);
+                }
+}
+
+static void check_conv_blk(int line, conv_case k, graph_ints post)
+{
+    eager_pool_push();
+    int has_res = 0;
+    for (int i = 0; i < post.n; i++)
+        has_res |= post.v[i] == GRAPH_POST_ADD;
+    int64_t oh = (k.h + 2 * k.pad - k.k) / k.stride + 1, ow = (k.w + 2 * k.pad - k.k) / k.stride + 1;
+    eager_tensor *x = eager_rand_uniform(TG_INTS(k.n, k.c, k.h, k.w), (uint64_t)line, -1, 1);
+    eager_tensor *w = eager_rand_uniform(TG_INTS(k.o, k.c, k.k, k.k), (uint64_t)line + 1, -0.3f, 0.3f);
+    eager_tensor *b = eager_rand_uniform(TG_INTS(k.o), (uint64_t)line + 2, -1, 1);
+    eager_tensor *r = eager_rand_uniform(TG_INTS(k.n, k.o, oh, ow), (uint64_t)line + 3, -1, 1);
+    eager_tensor *y = eager_from_blocked(eager_conv2d_blk(
+        eager_to_blocked(x, 16), w, b, has_res ? eager_to_blocked(r, 16) : EAGER_NONE,
+        TG_INTS(k.stride), TG_INTS(k.pad), TG_INTS(), 1, post, 0.1f, k.algo));
+    check_report(y != NULL, __FILE__, line, "conv2d_blk runs: %s", eager_error());
+    if (y) {
+        int64_t n = eager_numel(y);
+        double *want = malloc(sizeof *want * (size_t)(n + 1)), scale = 1e-6, diff = 0;
+        naive_conv(&k, eager_peek(x), eager_peek(w), eager_peek(b),
+                   has_res ? eager_peek(r) : NULL, &post, 0.1f, oh, ow, want);
+        const float *got = eager_peek(y);
+        for (int64_t i = 0; i < n; i++) {
+            scale = fmax(scale, fabs(want[i]));
+            diff = fmax(diff, fabs(want[i] - got[i]));
+        }
+        double e = diff / scale, tol = k.algo == 1 || k.stride != 1 || k.k != 3 ? 1e-4 : 1e-3;
+        if (tol > 1e-4)
+            g_err_wino = fmax(g_err_wino, e);
+        else
+            g_err_direct = fmax(g_err_direct, e);
+        check_report(e <= tol, __FILE__, line, "conv2d_blk error %g <= %g", e, tol);
+        free(want);
+    }
+    eager_clear_error();
+    eager_pool_pop();
+}
+
+static void test_conv_blk(void)
+{
+    int64_t live = eager_live_tensors();
+    graph_ints posts[] = {TG_INTS(), TG_INTS(GRAPH_POST_RELU),
+                          TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU),
+                          TG_INTS(GRAPH_POST_LEAKY_RELU), TG_INTS(GRAPH_POST_GELU),
+                          TG_INTS(GRAPH_POST_SIGMOID), TG_INTS(GRAPH_POST_TANH),
+                          TG_INTS(GRAPH_POST_SILU, GRAPH_POST_ADD)};
+    for (int p = 0; p < (int)(sizeof posts / sizeof *posts); p++) {
+        check_conv_blk(__LINE__, (conv_case){2, 32, 9, 10, 16, 3, 1, 1, 1}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){2, 32, 9, 10, 16, 3, 1, 1, 2}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 16, 12, 12, 32, 3, 1, 1, 0}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 16, 11, 9, 32, 3, 2, 1, 1}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 16, 7, 7, 16, 1, 1, 0, 0}, posts[p]);
+    }
+    /* the benchmark shape, both algorithms, with the resblock's epilogue */
+    check_conv_blk(__LINE__, (conv_case){1, 64, 56, 56, 64, 3, 1, 1, 1},
+                   TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU));
+    check_conv_blk(__LINE__, (conv_case){1, 64, 56, 56, 64, 3, 1, 1, 2},
+                   TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU));
+    /* empty spatial input: every output is the bias through the epilogue */
+    check_conv_blk(__LINE__, (conv_case){1, 16, 0, 0, 16, 1, 1, 1, 0}, TG_INTS(GRAPH_POST_RELU));
+    CHECK(eager_live_tensors() == live);
+}
+
+/* ---- the layout pass ---- */
+
+/* Normalized error of g vs ref at a tolerance, then idempotence. */
+static void check_pass_rest(int line, graph *g, const graph *ref, double tol)
+{
+    double e = compare(g, ref, (uint64_t)line);
+    check_report(e >= 0 && e <= tol, __FILE__, line, "layout: normalized error %g <= %g", e,
+                 tol);
+    if (tol > 1e-4)
+        g_err_wino = fmax(g_err_wino, e);
+    char *before = graph_print_str(g, NULL, NULL), why[1024];
+    int again = run_pass_at(__FILE__, line, g, &opt_pass_layout, why, sizeof why);
+    char *after = graph_print_str(g, NULL, NULL);
+    check_report(!again && before && after && !strcmp(before, after), __FILE__, line,
+                 "layout is idempotent");
+    free(before);
+    free(after);
+}
+
+static void test_pass_chain(void)
+{
+    /* 1x1 conv -> relu -> 3x3 stride-2 conv_ep with a residual from
+     * inside the chain; the relu is also a graph output (it leaves) */
+    graph *g = PARSE("graph t(%x: f32[B,16,6,6]) -> (y: f32[B,32,3,3], r: f32[B,32,6,6]) {\n"
+                     "  sym B = 2\n"
+                     "  %w1: f32[32,16,1,1] = const @R(512)\n"
+                     "  %w2: f32[32,32,3,3] = const @R(9216)\n  %b2: f32[32] = const @R(32)\n"
+                     "  %w3: f32[32,32,1,1] = const @R(1024)\n  %b3: f32[32] = const @R(32)\n"
+                     "  %c1: f32[B,32,6,6] = conv2d(%x, %w1) !p0\n"
+                     "  %r1: f32[B,32,6,6] = relu(%c1) !p1\n"
+                     "  %c2: f32[B,32,3,3] = conv2d(%r1, %w2, %b2) {stride=[2], padding=[1]} !p2\n"
+                     "  %c3: f32[B,32,3,3] = conv2d_ep(%c2, %w3, %b3, %c2) {post=[1, 2]} !p3\n"
+                     "  return y = %c3\n  return r = %r1\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    CHECK(count_op(g, GRAPH_OP_to_blocked) == 1 && count_op(g, GRAPH_OP_from_blocked) == 2 &&
+          count_op(g, GRAPH_OP_conv2d_blk) == 3 && count_op(g, GRAPH_OP_conv2d) == 0 &&
+          count_op(g, GRAPH_OP_conv2d_ep) == 0 && count_op(g, GRAPH_OP_relu) == 1);
+    int32_t r = find_op(g, GRAPH_OP_relu), c = find_op(g, GRAPH_OP_conv2d_blk);
+    CHECK(r >= 0 && g->values[g->nodes[r].out[0]].type.ndim == 5 &&
+          g->nodes[r].prov[0] == 1);
+    CHECK(c >= 0 && g->nodes[c].prov[0] == 0 && g->nodes[c].nin == 3);
+    /* the batch stays dynamic through the blocked values */
+    CHECK(g->values[g->outputs[0].value].dyn == 1u && g->values[g->nodes[r].out[0]].dyn == 1u);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
+static void test_pass_cancel(void)
+{
+    graph *g = PARSE("graph t(%x: f32[1,16,4,4]) -> (y: f32[1,16,4,4]) {\n"
+                     "  %a: f32[1,1,4,4,16] = to_blocked(%x) !p0\n"
+                     "  %b: f32[1,16,4,4] = from_blocked(%a) !p1\n"
+                     "  %c: f32[1,1,4,4,16] = to_blocked(%b) !p2\n"
+                     "  %d: f32[1,1,4,4,16] = relu(%c) !p3\n"
+                     "  %y: f32[1,16,4,4] = from_blocked(%d) !p3\n"
+                     "  return y = %y\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    /* the second to_blocked is gone; the first from_blocked is now dead code */
+    CHECK(count_op(g, GRAPH_OP_to_blocked) == 1);
+    int32_t r = find_op(g, GRAPH_OP_relu);
+    CHECK(r >= 0 && g->values[g->nodes[r].in[0]].node == find_op(g, GRAPH_OP_to_blocked));
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
+/* A guarded value inside a chain stays plain: the chain splits there. */
+static void test_pass_guarded(void)
+{
+    graph *g = PARSE("graph t(%x: f32[1,16,4,4]) -> (y: f32[1,16,4,4]) {\n"
+                     "  %w1: f32[16,16,1,1] = const @R(256)\n"
+                     "  %w2: f32[16,16,1,1] = const @R(256)\n"
+                     "  %c1: f32[1,16,4,4] = conv2d(%x, %w1) !p0\n"
+                     "  %r: f32[1,16,4,4] = relu(%c1) !p1\n"
+                     "  guard value %r[3] == 0.25 warn !p1\n"
+                     "  %y: f32[1,16,4,4] = conv2d(%r, %w2) !p2\n"
+                     "  return y = %y\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    int32_t r = find_op(g, GRAPH_OP_relu);
+    CHECK(count_op(g, GRAPH_OP_to_blocked) == 2 && count_op(g, GRAPH_OP_from_blocked) == 2 &&
+          count_op(g, GRAPH_OP_conv2d_blk) == 2 && r >= 0 &&
+          g->values[g->nodes[r].out[0]].type.ndim == 4 && g->guards[0].value == g->nodes[r].out[0]);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
+/* The benchmark's residual block through opt_optimize -O3. */
+static void test_pass_resblock(void)
+{
+    graph *g = PARSE(
+        "graph t(%x: f32[1,64,56,56]) -> (y: f32[1,64,56,56]) {\n"
+        "  %w1: f32[64,64,3,3] = const @R(36864)\n  %w2: f32[64,64,3,3] = const @R(36864)\n"
+        "  %s1: f32[64] = const @P(64)\n  %b1: f32[64] = const @R(64)\n"
+        "  %m1: f32[64] = const @R(64)\n  %v1: f32[64] = const @P(64)\n"
+        "  %s2: f32[64] = const @P(64)\n  %b2: f32[64] = const @R(64)\n"
+        "  %m2: f32[64] = const @R(64)\n  %v2: f32[64] = const @P(64)\n"
+        "  %c1: f32[1,64,56,56] = conv2d(%x, %w1) {padding=[1]} !p0\n"
+        "  %n1: f32[1,64,56,56] = batch_norm(%c1, %s1, %b1, %m1, %v1) !p1\n"
+        "  %r1: f32[1,64,56,56] = relu(%n1) !p1\n"
+        "  %c2: f32[1,64,56,56] = conv2d(%r1, %w2) {padding=[1]} !p2\n"
+        "  %n2: f32[1,64,56,56] = batch_norm(%c2, %s2, %b2, %m2, %v2) !p3\n"
+        "  %a: f32[1,64,56,56] = add(%n2, %x) !p3\n"
+        "  %y: f32[1,64,56,56] = relu(%a) !p3\n"
+        "  return y = %y\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    opt_options o = opt_default_options();
+    o.level = 3;
+    char err[512] = "";
+    CHECK(opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK);
+    CHECK(count_op(g, GRAPH_OP_to_blocked) == 1 && count_op(g, GRAPH_OP_from_blocked) == 1 &&
+          count_op(g, GRAPH_OP_conv2d_blk) == 2 && g->nnodes == 4);
+    /* Winograd (auto, 3x3 stride 1) */
+    check_pass_rest(__LINE__, g, ref, 1e-3);
+    graph_free(g);
+    graph_free(ref);
+}
+
+static void test_pass_declines(void)
+{
+    check_no_fire(__FILE__, __LINE__,
+                  "graph t(%x: f32[1,3,6,6]) -> (y: f32[1,16,6,6]) {\n"
+                  "  %w: f32[16,3,3,3] = const @R(432)\n"
+                  "  %y: f32[1,16,6,6] = conv2d(%x, %w) {padding=[1]} !p0\n"
+                  "  return y = %y\n}\n" PROV,
+                  &opt_pass_layout, "input channels 3 are not a multiple of 16");
+    check_no_fire(__FILE__, __LINE__,
+                  "graph t(%x: f32[1,16,6,6]) -> (y: f32[1,8,6,6]) {\n"
+                  "  %w: f32[8,16,1,1] = const @R(128)\n"
+                  "  %y: f32[1,8,6,6] = conv2d(%x, %w) !p0\n"
+                  "  return y = %y\n}\n" PROV,
+                  &opt_pass_layout, "output channels 8 are not a multiple of 16");
+    check_no_fire(__FILE__, __LINE__,
+                  "graph t(%x: f32[1,32,6,6]) -> (y: f32[1,32,6,6]) {\n"
+                  "  %w: f32[32,16,1,1] = const @R(512)\n"
+                  "  %y: f32[1,32,6,6] = conv2d(%x, %w) {groups=2} !p0\n"
+                  "  return y = %y\n}\n" PROV,
+                  &opt_pass_layout, "groups 2 (blocked conv needs groups 1)");
+    check_no_fire(__FILE__, __LINE__, /* depthwise */
+                  "graph t(%x: f32[1,16,6,6]) -> (y: f32[1,16,6,6]) {\n"
+                  "  %w: f32[16,1,3,3] = const @R(144)\n"
+                  "  %y: f32[1,16,6,6] = conv2d(%x, %w) {padding=[1], groups=16} !p0\n"
+                  "  return y = %y\n}\n" PROV,
+                  &opt_pass_layout, "groups 16 (blocked conv needs groups 1)");
+    check_no_fire(__FILE__, __LINE__, /* a dynamic spatial dim */
+                  "graph t(%x: f32[1,16,H,6]) -> (y: f32[1,16,H,6]) {\n  sym H = 6\n"
+                  "  %w: f32[16,16,1,1] = const @R(256)\n"
+                  "  %y: f32[1,16,H,6] = conv2d(%x, %w) !p0\n"
+                  "  return y = %y\n}\n" PROV,
+                  &opt_pass_layout, "a dynamic dim other than the batch");
+    check_no_fire(__FILE__, __LINE__, /* a guard reads the conv's output */
+                  "graph t(%x: f32[1,16,4,4]) -> (y: f32[1,16,4,4]) {\n"
+                  "  %w: f32[16,16,1,1] = const @R(256)\n"
+                  "  %y: f32[1,16,4,4] = conv2d(%x, %w) !p0\n"
+                  "  guard value %y[0] == 0.5 warn !p0\n"
+                  "  return y = %y\n}\n" PROV,
+                  &opt_pass_layout, "output is guarded (must stay plain)");
+}
+
+static void test_pass(void)
+{
+    int64_t live = eager_live_tensors();
+    test_pass_chain();
+    test_pass_cancel();
+    test_pass_guarded();
+    test_pass_resblock();
+    test_pass_declines();
+    CHECK(eager_live_tensors() == live);
+}
+
+/* ---- a traced residual block, dynamic batch, -O3, replayed ---- */
+
+static eager_tensor *bn(eager_tensor *x, eager_tensor *const *p)
+{
+    return eager_batch_norm(x, p[0], p[1], p[2], p[3], 1e-5f);
+}
+
+static eager_tensor *resblock(eager_tensor *x, eager_tensor *const *p)
+{
+    eager_tensor *h = eager_relu(
+        bn(eager_conv2d(x, p[0], EAGER_NONE, TG_INTS(), TG_INTS(1), TG_INTS(), 1), p + 2));
+    h = bn(eager_conv2d(h, p[1], EAGER_NONE, TG_INTS(), TG_INTS(1), TG_INTS(), 1), p + 6);
+    return eager_relu(eager_add(h, x));
+}
+
+/* Replays g twice (the second run on the prepared state) on x; max
+ * normalized error vs the interpreter on ref. */
+static double replay_error(const graph *g, const graph *ref, eager_tensor *x)
+{
+    char err[512] = "";
+    double worst = -1;
+    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "optimized graph compiles: %s", err);
+    eager_pool_push();
+    eager_tensor *want[1] = {NULL};
+    if (s && eager_interpret(ref, &x, 1, want, 1, NULL) == TG_OK) {
+        for (int run = 0; run < 2; run++) {
+            replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
+            if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
+                worst = INFINITY;
+                break;
+            }
+            const float *a = out.data, *b = eager_peek(want[0]);
+            double scale = 1e-6, diff = 0;
+            for (int64_t i = 0; i < eager_numel(want[0]); i++) {
+                scale = fmax(scale, fabs(b[i]));
+                diff = fmax(diff, fabs((double)a[i] - b[i]));
+            }
+            worst = fmax(worst, diff / scale);
+        }
+    }
+    eager_release(want[0]);
+    eager_pool_pop();
+    replay_session_free(s);
+    replay_plan_free(p);
+    return worst;
+}
+
+static void test_replay_block(void)
+{
+    int64_t live = eager_live_tensors();
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_INTS(2, 32, 10, 10), 31, -1, 1), *p[10];
+    p[0] = eager_rand_uniform(TG_INTS(32, 32, 3, 3), 32, -0.2f, 0.2f);
+    p[1] = eager_rand_uniform(TG_INTS(32, 32, 3, 3), 33, -0.2f, 0.2f);
+    for (int i = 2; i < 10; i++) /* scale, shift, mean, variance (> 0) */
+        p[i] = eager_rand_uniform(TG_INTS(32), (uint64_t)(34 + i), i % 4 == 1 ? 0.5f : -0.5f,
+                                  1.5f);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_dynamic(x, 0, "B");
+    for (int i = 0; i < 10; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "p%d", i);
+        trace_param(p[i], name);
+    }
+    trace_output(resblock(x, p), "y");
+    graph *g = trace_freeze(), *ref = g ? graph_clone(g) : NULL;
+    CHECK_MSG(g != NULL, "resblock traces: %s", eager_error());
+    opt_options o = opt_default_options();
+    o.level = 3;
+    char err[512] = "";
+    CHECK_MSG(g && opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK, "-O3: %s", err);
+    if (g) {
+        CHECK(count_op(g, GRAPH_OP_to_blocked) == 1 && count_op(g, GRAPH_OP_from_blocked) == 1 &&
+              count_op(g, GRAPH_OP_conv2d_blk) == 2);
+        CHECK(g->values[g->outputs[0].value].dyn == 1u);
+        eager_tensor *x3 = eager_rand_uniform(TG_INTS(3, 32, 10, 10), 40, -1, 1);
+        double e2 = replay_error(g, ref, x), e3 = replay_error(g, ref, x3);
+        g_err_wino = fmax(g_err_wino, fmax(e2, e3));
+        CHECK_MSG(e2 >= 0 && e2 <= 1e-3, "replayed -O3 resblock, batch 2: error %g", e2);
+        CHECK_MSG(e3 >= 0 && e3 <= 1e-3, "replayed -O3 resblock, batch 3: error %g", e3);
+    }
+    graph_free(g);
+    graph_free(ref);
+    eager_pool_pop();
+    for (int i = 0; i < 10; i++) /* params are referenced by the trace: released last */
+        (void)p[i];
+    CHECK(eager_live_tensors() == live);
+}
+
+int main(void)
+{
+    test_roundtrip();
+    test_conv_blk();
+    test_pass();
+    test_replay_block();
+    printf("layout: max normalized error direct %.3g, winograd %.3g\n", g_err_direct,
+           g_err_wino);
+    return check_done();
+}
