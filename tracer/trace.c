@@ -192,13 +192,15 @@ static int32_t prov_for(trace_state *st, const eager_site *site,
  * walking the stack (see stack.c).
  */
 __attribute__((noinline)) static int32_t record_prov(trace_state *st,
-                                                     const eager_site *site)
+                                                     const eager_site *site, unsigned salt)
 {
     if (!st->opts.capture_stack)
         return prov_for(st, site, NULL, 0);
+    /* salt (the op) spreads the calls of one source line over buckets: only
+     * calls that agree on it can share a stack, so fewer ways are tried. */
     uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
     unsigned h = (unsigned)((frame >> 4) ^ ((uintptr_t)site->file >> 3) ^
-                            (unsigned)site->line * 0x9E37u) & 255u;
+                            (unsigned)site->line * 0x9E37u ^ salt * 0x45D9F3Bu) & 255u;
     for (int w = 0; w < STACK_WAYS; w++) {
         const stack_entry *e = st->stacks[h][w];
         if (e && e->frame == frame && e->file == site->file && e->line == site->line &&
@@ -264,7 +266,7 @@ static tg_status on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
             return eager_status();
     for (int i = 0; i < nout; i++)
         otype[i] = *eager_type(out[i]);
-    int32_t prov = record_prov(st, site);
+    int32_t prov = record_prov(st, site, (unsigned)op);
     if (prov < 0 || graph_add_node_typed(st->g, op, vin, nin, attrs, otype, nout, vout,
                                          GRAPH_MAX_NODE_IO, prov) < 0)
         return fail_graph(st, site);
@@ -316,7 +318,7 @@ static tg_status on_read(void *ud, const eager_tensor *t, eager_read_kind kind,
     } else {
         gd.expect = element(t, index);
     }
-    gd.prov = record_prov(st, site);
+    gd.prov = record_prov(st, site, GRAPH_OP_COUNT + (unsigned)kind);
     if (gd.prov < 0 || graph_add_guard(st->g, &gd) < 0)
         return fail_graph(st, site);
     return TG_OK;
@@ -344,7 +346,7 @@ static graph *end_trace(trace_state *st, int keep_graph)
         free(e);
     }
     for (int i = 0; i < 256; i++)
-        for (int w = 0; w < STACK_WAYS; w++)
+        for (int w = 0; w < STACK_WAYS && st->stacks[i][w]; w++) /* ways fill in order */
             free(st->stacks[i][w]);
     free(st);
     tl_trace = NULL;
@@ -367,7 +369,7 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
         st->opts = o;
         st->g = graph_new(o.name);
         /* Room for a few thousand ops without regrowing (and copying). */
-        if (st->g && graph_reserve(st->g, 4096, 2048) != TG_OK) {
+        if (st->g && graph_reserve(st->g, 1024, 512) != TG_OK) {
             graph_free(st->g);
             st->g = NULL;
         }
