@@ -73,6 +73,16 @@ void check_error(const char *substr, const char *file, int line)
     eager_clear_error();
 }
 
+double check_normalized_error(const float *got, const float *want, int64_t n)
+{
+    double scale = 1e-6, diff = 0;
+    for (int64_t i = 0; i < n; i++) {
+        scale = fmax(scale, fabs(want[i]));
+        diff = fmax(diff, fabs((double)got[i] - want[i]));
+    }
+    return diff / scale;
+}
+
 int check_done(void)
 {
     printf("%d passed, %d failed\n", passed, failed);

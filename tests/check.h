@@ -31,6 +31,12 @@ void check_floats(const float *got, const float *want, int64_t n, double tol,
                   const char *file, int line, const char *what);
 void check_error(const char *substr, const char *file, int line);
 
+/*
+ * Normalized error of got vs want: max |got - want| / max(max |want|, 1e-6),
+ * the measure the optimizer tests use (fused kernels are not bit-exact).
+ */
+double check_normalized_error(const float *got, const float *want, int64_t n);
+
 /* Prints the summary line; returns the process exit code. */
 int check_done(void);
 

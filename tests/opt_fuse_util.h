@@ -3,7 +3,7 @@
  * test_opt_epilogue.c): graphs from text IR templates with seeded
  * constants, one pass run as the manager runs it, op counts, provenance
  * checks, the interpreter comparison, idempotence and must-not-fire
- * checks with the --explain reason.
+ * checks with the --explain reason, and replay vs the interpreter.
  *
  * Templates: @R(n) expands to n seeded numbers in [-1, 1], @P(n) to n in
  * [0.5, 1.5] (scales, variances).
@@ -21,6 +21,7 @@
 #include "eager/interp.h"
 #include "graph/text.h"
 #include "optimize/opt.h"
+#include "replay/replay.h"
 
 /* ---- building graphs from templates ---- */
 
@@ -141,17 +142,12 @@ static inline double compare(const graph *g, const graph *ref, uint64_t seed)
         eager_interpret(g, in, g->ninputs, b, g->noutputs, NULL) == TG_OK) {
         worst = 0;
         for (int32_t k = 0; k < ref->noutputs; k++) {
-            const float *x = eager_peek(a[k]), *y = eager_peek(b[k]);
-            double scale = 1e-6, diff = 0;
             if (eager_numel(a[k]) != eager_numel(b[k])) {
                 worst = INFINITY;
                 break;
             }
-            for (int64_t i = 0; i < eager_numel(a[k]); i++) {
-                scale = fmax(scale, fabs(x[i]));
-                diff = fmax(diff, fabs((double)x[i] - y[i]));
-            }
-            worst = fmax(worst, diff / scale);
+            worst = fmax(worst, check_normalized_error(eager_peek(b[k]), eager_peek(a[k]),
+                                                       eager_numel(a[k])));
         }
     }
     eager_clear_error();
@@ -160,6 +156,35 @@ static inline double compare(const graph *g, const graph *ref, uint64_t seed)
         eager_release(b[k]);
     }
     eager_pool_pop();
+    return worst;
+}
+
+/* Replays g twice (the second run on the prepared state) on x; max
+ * normalized error vs the interpreter on ref. */
+static inline double replay_error(const graph *g, const graph *ref, eager_tensor *x)
+{
+    char err[512] = "";
+    double worst = -1;
+    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "optimized graph compiles: %s", err);
+    eager_pool_push();
+    eager_tensor *want[1] = {NULL};
+    if (s && eager_interpret(ref, &x, 1, want, 1, NULL) == TG_OK) {
+        for (int run = 0; run < 2; run++) {
+            replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
+            if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
+                worst = INFINITY;
+                break;
+            }
+            worst = fmax(worst, check_normalized_error(out.data, eager_peek(want[0]),
+                                                       eager_numel(want[0])));
+        }
+    }
+    eager_release(want[0]);
+    eager_pool_pop();
+    replay_session_free(s);
+    replay_plan_free(p);
     return worst;
 }
 

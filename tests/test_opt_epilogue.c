@@ -272,39 +272,6 @@ static graph *trace_model(const model *m, eager_tensor *x)
     return g;
 }
 
-/* Replays g on input x; max normalized error vs the interpreter on ref. */
-static double replay_error(const graph *g, const graph *ref, eager_tensor *x)
-{
-    char err[512] = "";
-    double worst = -1;
-    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
-    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK_MSG(s != NULL, "optimized graph compiles: %s", err);
-    eager_pool_push();
-    eager_tensor *want[1] = {NULL};
-    if (s && eager_interpret(ref, &x, 1, want, 1, NULL) == TG_OK) {
-        for (int run = 0; run < 2; run++) { /* the second run uses the prepared state */
-            replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
-            if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
-                worst = INFINITY;
-                break;
-            }
-            const float *a = out.data, *b = eager_peek(want[0]);
-            double scale = 1e-6, diff = 0;
-            for (int64_t i = 0; i < eager_numel(want[0]); i++) {
-                scale = fmax(scale, fabs(b[i]));
-                diff = fmax(diff, fabs((double)a[i] - b[i]));
-            }
-            worst = fmax(worst, diff / scale);
-        }
-    }
-    eager_release(want[0]);
-    eager_pool_pop();
-    replay_session_free(s);
-    replay_plan_free(p);
-    return worst;
-}
-
 static void test_models(void)
 {
     for (int k = 0; k < MODEL_COUNT; k++) {

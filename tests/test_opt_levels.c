@@ -40,17 +40,6 @@ static graph *trace_model(eager_tensor *x, eager_tensor *(*f)(eager_tensor *, ea
     return g;
 }
 
-/* Normalized error: max |a-b| / max(max |b|, 1e-6). */
-static double nerr(const float *a, const float *b, int64_t n)
-{
-    double scale = 1e-6, diff = 0;
-    for (int64_t i = 0; i < n; i++) {
-        scale = fmax(scale, fabs(b[i]));
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-    }
-    return diff / scale;
-}
-
 static void check_level(const char *name, const graph *g0, int level, eager_tensor *const *xs,
                         int nx)
 {
@@ -86,8 +75,8 @@ static void check_level(const char *name, const graph *g0, int level, eager_tens
                   replay_session_error(s));
         if (ref[0] && got[0] && out.data) {
             int64_t n = eager_numel(ref[0]);
-            double e1 = nerr(eager_peek(got[0]), eager_peek(ref[0]), n);
-            double e2 = nerr(out.data, eager_peek(ref[0]), n);
+            double e1 = check_normalized_error(eager_peek(got[0]), eager_peek(ref[0]), n);
+            double e2 = check_normalized_error(out.data, eager_peek(ref[0]), n);
             CHECK_MSG(e1 <= 1e-4 && e2 <= 1e-4,
                       "%s -O%d batch %lld: interpreter error %g, replay error %g (<= 1e-4)",
                       name, level, (long long)eager_dim(xs[k], 0), e1, e2);
