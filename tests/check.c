@@ -83,6 +83,17 @@ double check_normalized_error(const float *got, const float *want, int64_t n)
     return diff / scale;
 }
 
+void check_fail_at(const char *want, const char *file, int line, const char *func)
+{
+    char site[256];
+    const char *base = strrchr(file, '/');
+    snprintf(site, sizeof site, "%s:%d %s", base ? base + 1 : file, line,
+             func);
+    check_report(strstr(eager_error(), site) != NULL, file, line,
+                 "error \"%s\" should name %s", eager_error(), site);
+    check_error(want, file, line);
+}
+
 int check_done(void)
 {
     printf("%d passed, %d failed\n", passed, failed);

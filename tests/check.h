@@ -37,6 +37,29 @@ void check_error(const char *substr, const char *file, int line);
  */
 double check_normalized_error(const float *got, const float *want, int64_t n);
 
+/*
+ * The pending error contains want and names this test's file, line and
+ * function (the user's call site); clears it.
+ */
+void check_fail_at(const char *want, const char *file, int line, const char *func);
+
+/* expr (one call, on one line) must fail with a message containing want. */
+#define CHECK_FAILS(expr, want)                                            \
+    do {                                                                   \
+        int line_ = __LINE__;                                              \
+        CHECK_MSG((expr) == NULL, "%s should fail", #expr);                \
+        check_fail_at((want), __FILE__, line_, __func__);                  \
+    } while (0)
+
+/* The same for calls that return a count (-1 on error), like split. */
+#define CHECK_FAILS_N(expr, want)                                          \
+    do {                                                                   \
+        int line_ = __LINE__;                                              \
+        CHECK_MSG((expr) == -1, "%s should fail", #expr);                  \
+        check_fail_at((want), __FILE__, line_, __func__);                  \
+    } while (0)
+
+
 /* Prints the summary line; returns the process exit code. */
 int check_done(void);
 

@@ -2,6 +2,10 @@
 #include "models.h"
 
 #include <math.h>
+#include <stdio.h>
+
+#include "check.h"
+#include "tracer/trace.h"
 
 /* x [B,32] -> linear 16 -> relu -> linear 10 -> log_softmax */
 eager_tensor *model_mlp(eager_tensor *x, eager_tensor *const *p)
@@ -86,4 +90,22 @@ eager_tensor *model_input(const model *m, int64_t batch, uint64_t seed)
     graph_ints shape = m->input_shape;
     shape.v[0] = batch;
     return eager_rand_uniform(shape, seed, -1, 1);
+}
+
+graph *model_trace(const model *m, eager_tensor *x)
+{
+    eager_pool_push();
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_dynamic(x, 0, "B");
+    for (int i = 0; i < m->nparams; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        trace_param(m->params[i], name);
+    }
+    trace_output(m->forward(x, m->params), "y");
+    graph *g = trace_freeze();
+    eager_pool_pop();
+    CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
+    return g;
 }

@@ -7,6 +7,7 @@
 #define TG_TESTS_MODELS_H
 
 #include "eager/eager.h"
+#include "graph/graph.h"
 
 enum { MODEL_MLP, MODEL_CONV, MODEL_ATTENTION, MODEL_COUNT };
 
@@ -23,6 +24,13 @@ model model_make(int kind);
 void model_free(model *m);
 /* A seeded input for m with the given batch. */
 eager_tensor *model_input(const model *m, int64_t batch, uint64_t seed);
+
+/*
+ * Traces m on x with dim 0 dynamic ("B"), its params kept as params named
+ * p0, p1, ..., its output named "y".  NULL (and a failed CHECK naming the
+ * model) if tracing fails.
+ */
+graph *model_trace(const model *m, eager_tensor *x);
 
 eager_tensor *model_mlp(eager_tensor *x, eager_tensor *const *p);
 eager_tensor *model_conv_block(eager_tensor *x, eager_tensor *const *p);

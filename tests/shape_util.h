@@ -124,36 +124,4 @@ static inline void check_data(const eager_tensor *t, const void *want,
 }
 #define CHECK_DATA(t, want, n) check_data((t), (want), (n), __FILE__, __LINE__, #t)
 
-/*
- * The pending error contains want and names this test's file, line and
- * function (the user's call site); clears it.
- */
-static inline void check_fail_at(const char *want, const char *file,
-                                 int line, const char *func)
-{
-    char site[256];
-    const char *base = strrchr(file, '/');
-    snprintf(site, sizeof site, "%s:%d %s", base ? base + 1 : file, line,
-             func);
-    check_report(strstr(eager_error(), site) != NULL, file, line,
-                 "error \"%s\" should name %s", eager_error(), site);
-    check_error(want, file, line);
-}
-
-/* expr (one call, on one line) must fail with a message containing want. */
-#define CHECK_FAILS(expr, want)                                            \
-    do {                                                                   \
-        int line_ = __LINE__;                                              \
-        CHECK_MSG((expr) == NULL, "%s should fail", #expr);                \
-        check_fail_at((want), __FILE__, line_, __func__);                  \
-    } while (0)
-
-/* The same for calls that return a count (-1 on error), like split. */
-#define CHECK_FAILS_N(expr, want)                                          \
-    do {                                                                   \
-        int line_ = __LINE__;                                              \
-        CHECK_MSG((expr) == -1, "%s should fail", #expr);                  \
-        check_fail_at((want), __FILE__, line_, __func__);                  \
-    } while (0)
-
 #endif

@@ -133,7 +133,7 @@ has out "sym B = 4"
 has out "%fc1.weight: f32[16,32] = param elided"
 has out "= linear(%x, %fc1.weight, %fc1.bias)"
 has out "provenance {"
-has out "# models.c:9 model_mlp"
+has out "# models.c:13 model_mlp"
 expect 0 "$TG" dump mlp.tgraph --no-provenance
 lacks out "provenance {"
 lacks out "!p"

@@ -127,18 +127,6 @@ static void test_threads(void)
     eager_set_threads(1);
 }
 
-static void expect_error(const eager_tensor *r, int line, const char *func,
-                         const char *msg)
-{
-    char want[128];
-    snprintf(want, sizeof want, "test_conv.c:%d %s", line, func);
-    check_report(r == NULL, __FILE__, line, "call should fail");
-    check_report(strstr(eager_error(), want) != NULL, __FILE__, line,
-                 "error \"%s\" should name %s", eager_error(), want);
-    check_error(msg, __FILE__, line);
-}
-#define EXPECT_ERROR(call, msg) expect_error((call), __LINE__, __func__, (msg))
-
 static void test_errors(void)
 {
     eager_pool_push();
@@ -153,36 +141,36 @@ static void test_errors(void)
     eager_tensor *b = eager_zeros(GRAPH_F32, TG_SHAPE(6));
     eager_tensor *b5 = eager_zeros(GRAPH_F32, TG_SHAPE(5));
     long live = eager_live_tensors();
-    EXPECT_ERROR(eager_conv2d(x3, w, b, NO, NO, NO, 1),
+    CHECK_FAILS(eager_conv2d(x3, w, b, NO, NO, NO, 1),
                  "conv2d: [4,5,5] x [6,4,3,3] x [6]: x must be 4-D [N,C,H,W], got 3-D");
-    EXPECT_ERROR(eager_conv2d(x, w3, b, NO, NO, NO, 1), "w must be 4-D [O,C/groups,kh,kw], got 3-D");
-    EXPECT_ERROR(eager_conv2d(x, wi, b, NO, NO, NO, 1), "w has dtype i32, want f32");
-    EXPECT_ERROR(eager_conv2d(x, w, b5, NO, NO, NO, 1), "b has 5 entries, want 6 (output channels)");
-    EXPECT_ERROR(eager_conv2d(x, w, w, NO, NO, NO, 1), "b must be 1-D [O], got 4-D");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, NO, 0), "groups must be >= 1, got 0");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, NO, -2), "groups must be >= 1, got -2");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, NO, 3),
+    CHECK_FAILS(eager_conv2d(x, w3, b, NO, NO, NO, 1), "w must be 4-D [O,C/groups,kh,kw], got 3-D");
+    CHECK_FAILS(eager_conv2d(x, wi, b, NO, NO, NO, 1), "w has dtype i32, want f32");
+    CHECK_FAILS(eager_conv2d(x, w, b5, NO, NO, NO, 1), "b has 5 entries, want 6 (output channels)");
+    CHECK_FAILS(eager_conv2d(x, w, w, NO, NO, NO, 1), "b must be 1-D [O], got 4-D");
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, NO, 0), "groups must be >= 1, got 0");
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, NO, -2), "groups must be >= 1, got -2");
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, NO, 3),
                  "groups 3 must divide the input channels 4 and the output channels 6");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, NO, 2),
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, NO, 2),
                  "w has 4 input channels per group, want 2 (C 4 / groups 2)");
-    EXPECT_ERROR(eager_conv2d(x, w2, b, NO, NO, NO, 1),
+    CHECK_FAILS(eager_conv2d(x, w2, b, NO, NO, NO, 1),
                  "w has 2 input channels per group, want 4 (C 4 / groups 1)");
-    EXPECT_ERROR(eager_conv2d(x, w0, b, NO, NO, NO, 1), "kernel size 0x3 must be >= 1");
-    EXPECT_ERROR(eager_conv2d(x, w, b, TG_INTS(1, 1, 1), NO, NO, 1), "stride takes 0, 1 or 2 entries, got 3");
-    EXPECT_ERROR(eager_conv2d(x, w, b, TG_INTS(1, 0), NO, NO, 1), "stride must be >= 1, got [1,0]");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, TG_INTS(0), 1), "dilation must be >= 1, got [0]");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, TG_INTS(1, 1, 1), NO, 1),
+    CHECK_FAILS(eager_conv2d(x, w0, b, NO, NO, NO, 1), "kernel size 0x3 must be >= 1");
+    CHECK_FAILS(eager_conv2d(x, w, b, TG_INTS(1, 1, 1), NO, NO, 1), "stride takes 0, 1 or 2 entries, got 3");
+    CHECK_FAILS(eager_conv2d(x, w, b, TG_INTS(1, 0), NO, NO, 1), "stride must be >= 1, got [1,0]");
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, TG_INTS(0), 1), "dilation must be >= 1, got [0]");
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, TG_INTS(1, 1, 1), NO, 1),
                  "padding takes 0, 1, 2 or 4 entries, got 3");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, TG_INTS(1, -1), NO, 1), "padding must be >= 0, got [1,-1]");
-    EXPECT_ERROR(eager_conv2d(x, w7, b, NO, NO, NO, 1),
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, TG_INTS(1, -1), NO, 1), "padding must be >= 0, got [1,-1]");
+    CHECK_FAILS(eager_conv2d(x, w7, b, NO, NO, NO, 1),
                  "output size -1x3 <= 0: padded input 5x5 is smaller than the effective kernel 7x3");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, TG_INTS(3), 1),
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, TG_INTS(3), 1),
                  "output size -1x-1 <= 0: padded input 5x5 is smaller than the effective kernel 7x7");
-    EXPECT_ERROR(eager_conv2d(x, w, b, TG_INTS(2), TG_INTS(0, 0, 1, 0), TG_INTS(3), 1),
+    CHECK_FAILS(eager_conv2d(x, w, b, TG_INTS(2), TG_INTS(0, 0, 1, 0), TG_INTS(3), 1),
                  "output size 0x0 <= 0: padded input 6x5 is smaller than the effective kernel 7x7");
-    EXPECT_ERROR(eager_conv2d(x, w, b, NO, NO, TG_INTS(INT64_MAX / 2 + 1), 1), "sizes overflow int64");
-    EXPECT_ERROR(eager_conv2d(x, EAGER_NONE, b, NO, NO, NO, 1), "input 1 is EAGER_NONE");
-    EXPECT_ERROR(eager_conv2d(x, w, NULL, NO, NO, NO, 1), "conv2d: input 2 is NULL");
+    CHECK_FAILS(eager_conv2d(x, w, b, NO, NO, TG_INTS(INT64_MAX / 2 + 1), 1), "sizes overflow int64");
+    CHECK_FAILS(eager_conv2d(x, EAGER_NONE, b, NO, NO, NO, 1), "input 1 is EAGER_NONE");
+    CHECK_FAILS(eager_conv2d(x, w, NULL, NO, NO, NO, 1), "conv2d: input 2 is NULL");
     CHECK_MSG(eager_live_tensors() == live, "errors leaked %ld tensors", eager_live_tensors() - live);
     eager_pool_pop();
 }

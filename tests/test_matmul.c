@@ -258,18 +258,6 @@ static void test_two_threads(void)
 }
 
 /* r must be NULL with an error containing msg that names this file:line. */
-static void expect_error(const eager_tensor *r, int line, const char *func,
-                         const char *msg)
-{
-    char want[128];
-    snprintf(want, sizeof want, "test_matmul.c:%d %s", line, func);
-    check_report(r == NULL, __FILE__, line, "call should fail");
-    check_report(strstr(eager_error(), want) != NULL, __FILE__, line,
-                 "error \"%s\" should name %s", eager_error(), want);
-    check_error(msg, __FILE__, line);
-}
-#define EXPECT_ERROR(call, msg) expect_error((call), __LINE__, __func__, (msg))
-
 static void test_errors(void)
 {
     eager_pool_push();
@@ -281,17 +269,17 @@ static void test_errors(void)
     eager_tensor *b3 = eager_zeros(GRAPH_F32, TG_SHAPE(3, 4, 5));
     eager_tensor *b2 = eager_zeros(GRAPH_F32, TG_SHAPE(2, 5, 6));
     long live = eager_live_tensors();
-    EXPECT_ERROR(eager_matmul(a, b, 0, 0),
+    CHECK_FAILS(eager_matmul(a, b, 0, 0),
                  "matmul: [64,784] x [512,512]: inner dims differ (784 vs 512)");
-    EXPECT_ERROR(eager_matmul(a, b, 1, 0), "inner dims differ (64 vs 512)");
-    EXPECT_ERROR(eager_matmul(a, v, 0, 0), "inner dims differ (784 vs 5)");
-    EXPECT_ERROR(eager_matmul(v, a, 0, 0), "inner dims differ (5 vs 64)");
-    EXPECT_ERROR(eager_matmul(b3, b2, 0, 0), "batch dims [3] and [2] do not broadcast");
-    EXPECT_ERROR(eager_matmul(s, v, 0, 0), "operands must have rank >= 1, got 0-D and 1-D");
-    EXPECT_ERROR(eager_matmul(a, b, 2, 0), "transpose_a and transpose_b must be 0 or 1, got 2 and 0");
-    EXPECT_ERROR(eager_matmul(a, bi, 0, 0), "b has dtype i32, want f32");
-    EXPECT_ERROR(eager_matmul(bi, a, 0, 0), "matmul: i32[784,3] x [64,784]: dtype i32 not supported");
-    EXPECT_ERROR(eager_matmul(a, NULL, 0, 0), "matmul: input 1 is NULL");
+    CHECK_FAILS(eager_matmul(a, b, 1, 0), "inner dims differ (64 vs 512)");
+    CHECK_FAILS(eager_matmul(a, v, 0, 0), "inner dims differ (784 vs 5)");
+    CHECK_FAILS(eager_matmul(v, a, 0, 0), "inner dims differ (5 vs 64)");
+    CHECK_FAILS(eager_matmul(b3, b2, 0, 0), "batch dims [3] and [2] do not broadcast");
+    CHECK_FAILS(eager_matmul(s, v, 0, 0), "operands must have rank >= 1, got 0-D and 1-D");
+    CHECK_FAILS(eager_matmul(a, b, 2, 0), "transpose_a and transpose_b must be 0 or 1, got 2 and 0");
+    CHECK_FAILS(eager_matmul(a, bi, 0, 0), "b has dtype i32, want f32");
+    CHECK_FAILS(eager_matmul(bi, a, 0, 0), "matmul: i32[784,3] x [64,784]: dtype i32 not supported");
+    CHECK_FAILS(eager_matmul(a, NULL, 0, 0), "matmul: input 1 is NULL");
     /* linear */
     eager_tensor *w = eager_zeros(GRAPH_F32, TG_SHAPE(3, 6));
     eager_tensor *w3 = eager_zeros(GRAPH_F32, TG_SHAPE(1, 3, 5));
@@ -300,13 +288,13 @@ static void test_errors(void)
     eager_tensor *b4 = eager_zeros(GRAPH_F32, TG_SHAPE(4));
     eager_tensor *bint = eager_zeros(GRAPH_I64, TG_SHAPE(3));
     live = eager_live_tensors();
-    EXPECT_ERROR(eager_linear(x, w, EAGER_NONE), "linear: [2,5] x [3,6]: inner dims differ (5 vs 6)");
-    EXPECT_ERROR(eager_linear(x, w3, EAGER_NONE), "w must be 2-D [N,K], got 3-D");
-    EXPECT_ERROR(eager_linear(x, wok, b4), "b has 4 entries, want 3 (rows of w)");
-    EXPECT_ERROR(eager_linear(x, wok, bint), "b has dtype i64, want f32");
-    EXPECT_ERROR(eager_linear(x, wok, wok), "b must be 1-D [N], got 2-D");
-    EXPECT_ERROR(eager_linear(s, wok, EAGER_NONE), "x must have rank >= 1, got 0-D");
-    EXPECT_ERROR(eager_linear(x, EAGER_NONE, b4), "input 1 is EAGER_NONE but a later input is given");
+    CHECK_FAILS(eager_linear(x, w, EAGER_NONE), "linear: [2,5] x [3,6]: inner dims differ (5 vs 6)");
+    CHECK_FAILS(eager_linear(x, w3, EAGER_NONE), "w must be 2-D [N,K], got 3-D");
+    CHECK_FAILS(eager_linear(x, wok, b4), "b has 4 entries, want 3 (rows of w)");
+    CHECK_FAILS(eager_linear(x, wok, bint), "b has dtype i64, want f32");
+    CHECK_FAILS(eager_linear(x, wok, wok), "b must be 1-D [N], got 2-D");
+    CHECK_FAILS(eager_linear(s, wok, EAGER_NONE), "x must have rank >= 1, got 0-D");
+    CHECK_FAILS(eager_linear(x, EAGER_NONE, b4), "input 1 is EAGER_NONE but a later input is given");
     CHECK_MSG(eager_live_tensors() == live, "errors leaked %ld tensors",
               eager_live_tensors() - live);
     eager_pool_pop();

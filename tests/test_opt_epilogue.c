@@ -253,32 +253,13 @@ static void test_epilogue_declined(void)
 
 /* ---- the test models through -O2 ---- */
 
-/* Traces m at its input shape, batch dynamic; params kept as params. */
-static graph *trace_model(const model *m, eager_tensor *x)
-{
-    eager_pool_push();
-    trace_begin(NULL);
-    trace_input(x, "x");
-    trace_dynamic(x, 0, "B");
-    for (int i = 0; i < m->nparams; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "p%d", i);
-        trace_param(m->params[i], name);
-    }
-    trace_output(m->forward(x, m->params), "y");
-    graph *g = trace_freeze();
-    eager_pool_pop();
-    CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
-    return g;
-}
-
 static void test_models(void)
 {
     for (int k = 0; k < MODEL_COUNT; k++) {
         model m = model_make(k);
         eager_tensor *x = model_input(&m, m.input_shape.v[0], 900 + (uint64_t)k);
         eager_tensor *x7 = model_input(&m, 7, 950 + (uint64_t)k);
-        graph *g = trace_model(&m, x), *ref = g ? graph_clone(g) : NULL;
+        graph *g = model_trace(&m, x), *ref = g ? graph_clone(g) : NULL;
         opt_report rep;
         char err[512] = "";
         CHECK_MSG(g && opt_optimize(g, NULL, &rep, err, sizeof err) == TG_OK, "%s -O2: %s",

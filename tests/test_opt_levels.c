@@ -21,25 +21,6 @@ static eager_tensor *chain(eager_tensor *x, eager_tensor *const *p)
     return eager_sub(eager_mul(eager_tanh(a), eager_scalar(2)), eager_scalar(1));
 }
 
-static graph *trace_model(eager_tensor *x, eager_tensor *(*f)(eager_tensor *, eager_tensor *const *),
-                          eager_tensor *const *params, int nparams)
-{
-    eager_pool_push();
-    trace_begin(NULL);
-    trace_input(x, "x");
-    trace_dynamic(x, 0, "B");
-    for (int i = 0; i < nparams; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "p%d", i);
-        trace_param(params[i], name);
-    }
-    trace_output(f(x, params), "y");
-    graph *g = trace_freeze();
-    eager_pool_pop();
-    CHECK_MSG(g != NULL, "traces: %s", eager_error());
-    return g;
-}
-
 static void check_level(const char *name, const graph *g0, int level, eager_tensor *const *xs,
                         int nx)
 {
@@ -96,7 +77,7 @@ int main(void)
         model m = k < MODEL_COUNT ? model_make(k) : (model){"chain", chain, 0, {0}, TG_SHAPE(4, 1000)};
         eager_tensor *xs[2] = {model_input(&m, m.input_shape.v[0], 10 + (uint64_t)k),
                                model_input(&m, 3, 20 + (uint64_t)k)};
-        graph *g = trace_model(xs[0], m.forward, m.params, m.nparams);
+        graph *g = model_trace(&m, xs[0]);
         for (int level = 0; g && level <= 3; level++)
             check_level(m.name, g, level, xs, 2);
         graph_free(g);

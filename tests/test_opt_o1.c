@@ -337,32 +337,13 @@ static void test_pipeline(void)
     }
 }
 
-/* Traces m at batch with a dynamic batch dim; params kept as params. */
-static graph *trace_model(const model *m, eager_tensor *x)
-{
-    eager_pool_push();
-    trace_begin(NULL);
-    trace_input(x, "x");
-    trace_dynamic(x, 0, "B");
-    for (int i = 0; i < m->nparams; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "p%d", i);
-        trace_param(m->params[i], name);
-    }
-    trace_output(m->forward(x, m->params), "y");
-    graph *g = trace_freeze();
-    eager_pool_pop();
-    CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
-    return g;
-}
-
 /* -O1 on the traced models matches the unoptimized interpreter. */
 static void test_models(void)
 {
     for (int k = 0; k < MODEL_COUNT; k++) {
         model m = model_make(k);
         eager_tensor *x = model_input(&m, m.input_shape.v[0], 300 + (uint64_t)k);
-        graph *ref = trace_model(&m, x);
+        graph *ref = model_trace(&m, x);
         eager_release(x);
         for (int variant = 0; ref && variant < 2; variant++) {
             graph *g = graph_clone(ref);

@@ -15,25 +15,6 @@
 #include "replay/replay.h"
 #include "tracer/trace.h"
 
-/* Traces m at batch with a dynamic batch dim; params kept as params. */
-static graph *trace_model(const model *m, eager_tensor *x)
-{
-    eager_pool_push();
-    trace_begin(NULL);
-    trace_input(x, "x");
-    trace_dynamic(x, 0, "B");
-    for (int i = 0; i < m->nparams; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "p%d", i);
-        trace_param(m->params[i], name);
-    }
-    trace_output(m->forward(x, m->params), "y");
-    graph *g = trace_freeze();
-    eager_pool_pop();
-    CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
-    return g;
-}
-
 static replay_tensor as_input(eager_tensor *t, const char *name)
 {
     replay_tensor r = {name, *eager_type(t), (void *)eager_peek(t)};
@@ -65,7 +46,7 @@ static void test_models(void)
     for (int k = 0; k < MODEL_COUNT; k++) {
         model m = model_make(k);
         eager_tensor *x = model_input(&m, m.input_shape.v[0], 100 + (uint64_t)k);
-        graph *traced = trace_model(&m, x);
+        graph *traced = model_trace(&m, x);
         graph *g = traced ? through_file(traced) : NULL;
         graph_free(traced);
         char err[512] = "";
@@ -133,7 +114,7 @@ static void test_threads(void)
 {
     model m = model_make(MODEL_ATTENTION);
     eager_tensor *x = model_input(&m, 2, 300);
-    graph *g = trace_model(&m, x);
+    graph *g = model_trace(&m, x);
     replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
     CHECK(p != NULL);
     if (p) {
@@ -166,7 +147,7 @@ static void test_param_swap(void)
 {
     model m = model_make(MODEL_MLP);
     eager_tensor *x = model_input(&m, 4, 400);
-    graph *g = trace_model(&m, x);
+    graph *g = model_trace(&m, x);
     replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     CHECK(s != NULL);
@@ -237,7 +218,7 @@ static void test_workspace_and_errors(void)
 {
     model m = model_make(MODEL_CONV);
     eager_tensor *x = model_input(&m, 2, 500);
-    graph *g = trace_model(&m, x);
+    graph *g = model_trace(&m, x);
     replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
     CHECK(p != NULL);
     if (!p) {
@@ -300,7 +281,7 @@ static void test_memory(void)
 {
     model m = model_make(MODEL_ATTENTION);
     eager_tensor *x = model_input(&m, 2, 600);
-    graph *g = trace_model(&m, x);
+    graph *g = model_trace(&m, x);
     replay_opts o = {REPLAY_CPU, 1, 1, NULL};
     replay_plan *p1 = g ? replay_compile(g, NULL, NULL, 0) : NULL;
     replay_plan *p2 = g ? replay_compile(g, &o, NULL, 0) : NULL;
