@@ -9,11 +9,12 @@
  * Medians over repetitions; the machine is shared, so read ratios from one
  * run.  Target: tracing with stack capture <= 2x eager.
  *
- * A stack is walked (with libunwind's stepping API, ~1 us a frame) only the
- * first time a (call site, stack depth) is seen in a trace; later calls
- * re-check the captured return-address slots in a few loads.  A fresh
- * 700-op trace of this loop sees 7 sites, so the last two lines trace the
- * loop 10 times over (7000 ops) in one trace to show the steady state.
+ * A stack is walked (unw_backtrace with frame pointers, or libunwind's
+ * stepping API, ~1 us a frame) only the first time a thread sees a (call
+ * site, frame address); later calls, in this trace or a later one,
+ * re-check the captured return-address slots in a few loads.  Symbol names
+ * are looked up at freeze, once per address for the process.  The last
+ * line traces the loop 10 times over (7000 ops) in one trace.
  *
  *   trace_overhead [--reps R]
  */

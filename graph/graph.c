@@ -170,16 +170,14 @@ static int32_t new_value(graph *g, graph_value_kind kind, const graph_type *t,
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
         return -1;
     }
-    graph_value *v = &g->values[g->nvalues];
-    memset(v, 0, sizeof *v);
-    v->type = *t;
-    v->kind = kind;
-    v->node = -1;
-    v->name = name ? graph_intern(g, name, -1) : NULL;
-    if (name && !v->name) {
+    const char *iname = name ? graph_intern(g, name, -1) : NULL;
+    if (name && !iname) {
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
         return -1;
     }
+    /* One initializing store of the record (the tracer's hot path). */
+    g->values[g->nvalues] = (graph_value){.type = *t, .kind = kind, .node = -1,
+                                          .name = iname};
     return g->nvalues++;
 }
 
@@ -295,50 +293,43 @@ int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
     return g->nsyms++;
 }
 
-/* Appends a node whose output types are known; the shared tail of both adders. */
+/*
+ * Appends a node whose output types are known; the shared tail of both
+ * adders.  a: attr_size bytes of attributes (unused for ops without).
+ * Every op a trace records passes through here, so records are written
+ * once each (no memset-then-fill) and both arrays grow before any write.
+ */
 static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
-                           const graph_attrs *a, const graph_type *otype,
+                           const void *a, const graph_type *otype,
                            int nout, int32_t *out_ids, int max_out, int32_t prov)
 {
     const graph_op_info *info = &graph_ops[op];
-    if (GROW(g, nodes, nodes, g->nnodes + 1) < 0)
+    if (GROW(g, nodes, nodes, g->nnodes + 1) < 0 ||
+        GROW(g, values, values, g->nvalues + nout) < 0)
         goto oom;
-    graph_node *n = &g->nodes[g->nnodes];
-    memset(n, 0, sizeof *n);
-    n->op = op;
+    graph_attrs *attrs = NULL;
     if (info->attr_size) {
-        n->attrs = graph_alloc_bytes(g, info->attr_size);
-        if (!n->attrs)
+        attrs = graph_alloc_bytes(g, info->attr_size);
+        if (!attrs)
             goto oom;
-        memcpy(n->attrs, a, info->attr_size);
+        memcpy(attrs, a, info->attr_size);
     }
-    n->nin = nin;
-    n->nout = nout;
     /* One block: inputs, outputs, and room for the usual one origin. */
     int32_t *ids = graph_alloc_ids(g, nin + nout + 1);
     if (!ids)
         goto oom;
-    n->in = ids;
-    n->out = ids + nin;
-    n->prov = ids + nin + nout;
-    if (prov >= 0) {
-        n->prov[0] = prov;
-        n->nprov = 1;
-    }
-    if (nin)
-        memcpy(n->in, in, sizeof(int32_t) * (size_t)nin);
     int32_t id = g->nnodes++;
+    g->nodes[id] = (graph_node){.op = op, .nin = nin, .nout = nout, .in = ids,
+                                .out = ids + nin, .attrs = attrs,
+                                .nprov = prov >= 0, .prov = ids + nin + nout};
+    ids[nin + nout] = prov;
+    if (nin)
+        memcpy(ids, in, sizeof(int32_t) * (size_t)nin);
     for (int i = 0; i < nout; i++) {
-        int32_t v = new_value(g, GRAPH_VALUE_INTER, &otype[i], NULL);
-        if (v < 0) {
-            /* Unwind: the node must not stay with unset outputs. */
-            g->nvalues -= i;
-            g->nnodes--;
-            return -1;
-        }
-        g->values[v].node = id;
-        g->values[v].out_index = i;
-        g->nodes[id].out[i] = v;
+        int32_t v = g->nvalues++;
+        g->values[v] = (graph_value){.type = otype[i], .kind = GRAPH_VALUE_INTER,
+                                     .node = id, .out_index = i};
+        ids[nin + i] = v;
         if (out_ids && i < max_out)
             out_ids[i] = v;
     }
@@ -408,17 +399,16 @@ int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
         graph_fail(g, TG_ERR_ARG, "%s: %d outputs", graph_ops[op].name, nout);
         return -1;
     }
-    graph_attrs a;
-    if (graph_ops[op].attr_size) {
-        graph_attrs_default(op, &a);
-        if (attrs)
-            memcpy(&a, attrs, graph_ops[op].attr_size);
-    }
     if (prov >= g->nprovs) {
         graph_fail(g, TG_ERR_ARG, "%s: provenance %d does not exist", graph_ops[op].name, prov);
         return -1;
     }
-    return append_node(g, op, in, nin, &a, out_types, nout, out_ids, max_out, prov);
+    graph_attrs a;
+    if (graph_ops[op].attr_size && !attrs) {
+        graph_attrs_default(op, &a);
+        attrs = &a;
+    }
+    return append_node(g, op, in, nin, attrs, out_types, nout, out_ids, max_out, prov);
 }
 
 int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,

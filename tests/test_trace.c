@@ -407,36 +407,50 @@ __attribute__((noinline, no_icf)) static eager_tensor *path_b(eager_tensor *x)
     return y;
 }
 
+/* Rounds 0 and 1 trace the same paths afresh: the second trace finds the
+ * stacks in the thread's cache, walked by the first, and must still give
+ * each path its own, complete provenance; round 2 asks for less depth
+ * than the cached walks have. */
 static void test_stack_paths(void)
 {
-    eager_pool_push();
-    eager_tensor *x = eager_ones(GRAPH_F32, TG_SHAPE(2));
-    trace_begin(NULL);
-    trace_input(x, "x");
-    eager_tensor *a[2], *b[2];
-    volatile int twice = 2; /* a loop the compiler cannot unroll */
-    for (int i = 0; i < twice; i++) { /* the same call sites twice */
-        a[i] = path_a(x);
-        b[i] = path_b(x);
-    }
-    trace_output(eager_add(eager_add(a[0], b[0]), eager_add(a[1], b[1])), "y");
-    graph *g = trace_freeze();
-    CHECK(g && g->nnodes == 7);
-    if (g) {
-        int32_t pa = g->nodes[0].prov[0], pb = g->nodes[1].prov[0];
-        CHECK_MSG(pa != pb, "two call paths, two provenances");
-        CHECK_MSG(g->nodes[2].prov[0] == pa && g->nodes[3].prov[0] == pb,
-                  "the same path again reuses its provenance");
-        const graph_prov *A = &g->provs[pa], *B = &g->provs[pb];
-        CHECK(A->nframes >= 2 && B->nframes >= 2);
-        if (A->nframes >= 2 && B->nframes >= 2) {
-            const char *fa = g->frames[A->frame0 + 1].func, *fb = g->frames[B->frame0 + 1].func;
-            CHECK_MSG(fa && fb && strcmp(fa, "path_a") == 0 && strcmp(fb, "path_b") == 0,
-                      "callers named path_a and path_b (got %s, %s)", fa ? fa : "?", fb ? fb : "?");
+    for (int round = 0; round < 3; round++) {
+        eager_pool_push();
+        eager_tensor *x = eager_ones(GRAPH_F32, TG_SHAPE(2));
+        trace_opts o = trace_default_opts();
+        if (round == 2)
+            o.max_depth = 2;
+        trace_begin(&o);
+        trace_input(x, "x");
+        eager_tensor *a[2], *b[2];
+        volatile int twice = 2; /* a loop the compiler cannot unroll */
+        for (int i = 0; i < twice; i++) { /* the same call sites twice */
+            a[i] = path_a(x);
+            b[i] = path_b(x);
         }
+        trace_output(eager_add(eager_add(a[0], b[0]), eager_add(a[1], b[1])), "y");
+        graph *g = trace_freeze();
+        CHECK(g && g->nnodes == 7);
+        if (g) {
+            int32_t pa = g->nodes[0].prov[0], pb = g->nodes[1].prov[0];
+            CHECK_MSG(pa != pb, "round %d: two call paths, two provenances", round);
+            CHECK_MSG(g->nodes[2].prov[0] == pa && g->nodes[3].prov[0] == pb,
+                      "round %d: the same path again reuses its provenance", round);
+            const graph_prov *A = &g->provs[pa], *B = &g->provs[pb];
+            CHECK(A->nframes >= 2 && B->nframes >= 2);
+            CHECK_MSG(round < 2 || (A->nframes == 2 && B->nframes == 2),
+                      "round 2: max_depth 2 gives 2 frames (got %d, %d)", A->nframes,
+                      B->nframes);
+            if (A->nframes >= 2 && B->nframes >= 2) {
+                const char *fa = g->frames[A->frame0 + 1].func;
+                const char *fb = g->frames[B->frame0 + 1].func;
+                CHECK_MSG(fa && fb && strcmp(fa, "path_a") == 0 && strcmp(fb, "path_b") == 0,
+                          "round %d: callers named path_a and path_b (got %s, %s)", round,
+                          fa ? fa : "?", fb ? fb : "?");
+            }
+        }
+        graph_free(g);
+        eager_pool_pop();
     }
-    graph_free(g);
-    eager_pool_pop();
 }
 
 __attribute__((noinline)) static void test_stacks(void)

@@ -6,10 +6,11 @@
  * keeps, per (call site, frame address), the stack and the stack slots
  * that hold its return addresses (trace_stack_capture_slots), and reuses
  * it when every slot still holds the same address (trace_stack_unchanged:
- * a few loads instead of a walk).  Symbolization runs once per distinct address at
- * freeze: libunwind resolves a name from the ELF symbol table when a local
- * cursor's IP is set to the address (libunwind 1.6 has no lookup by bare
- * address); dladdr() is the fallback for objects libunwind cannot read.
+ * a few loads instead of a walk).  Symbolization runs at freeze, once per
+ * distinct address for the whole process (sym_cache): libunwind resolves a
+ * name from the ELF symbol table when a local cursor's IP is set to the
+ * address (libunwind 1.6 has no lookup by bare address); dladdr() is the
+ * fallback for objects libunwind cannot read.
  * A return address points after the call, so the lookup uses ip - 1.
  */
 #define UNW_LOCAL_ONLY
@@ -19,6 +20,8 @@
 #include <link.h>
 #include <pthread.h>
 #include <libunwind.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,12 +184,40 @@ trace_stack_unchanged(const uint64_t *ips, const uint64_t *slots, int n)
     return 1;
 }
 
+/*
+ * Symbol names per address, kept for the process: a lookup costs ~85 us
+ * (libunwind re-reads /proc/self/maps), and a program that traces many
+ * times (or traces a model again) asks for the same addresses.  An address
+ * can change meaning only if a shared object is unloaded; the C library
+ * counts unloads (dlpi_subs), and the cache is emptied when it moves.
+ */
 typedef struct sym_entry {
     uint64_t ip;
-    const char *func; /* interned in the graph */
+    char *func; /* malloc'd; NULL when unknown */
     uint64_t offset;
     UT_hash_handle hh;
 } sym_entry;
+
+static pthread_mutex_t sym_mu = PTHREAD_MUTEX_INITIALIZER;
+static sym_entry *sym_cache;
+static unsigned long long sym_subs;
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(unsigned long long *)arg = info->dlpi_subs;
+    return 1; /* the counters are the same in every entry */
+}
+
+static void sym_flush(void)
+{
+    sym_entry *e, *tmp;
+    HASH_ITER(hh, sym_cache, e, tmp) {
+        HASH_DEL(sym_cache, e);
+        free(e->func);
+        free(e);
+    }
+}
 
 /* Looks ip up; writes name and offset; 0 on success. */
 static int lookup(uint64_t ip, char *name, size_t len, uint64_t *off)
@@ -209,40 +240,56 @@ static int lookup(uint64_t ip, char *name, size_t len, uint64_t *off)
     return -1;
 }
 
+/* The cached entry for ip, looked up if new; NULL on out of memory. */
+static const sym_entry *sym_get(uint64_t ip)
+{
+    sym_entry *e;
+    HASH_FIND(hh, sym_cache, &ip, sizeof ip, e);
+    if (e)
+        return e;
+    e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->ip = ip;
+    char name[512];
+    uint64_t off = 0;
+    if (lookup(ip, name, sizeof name, &off) == 0) {
+        if (!(e->func = strdup(name))) {
+            free(e);
+            return NULL;
+        }
+        e->offset = off;
+    }
+    tg_hash_oom = 0;
+    HASH_ADD(hh, sym_cache, ip, sizeof e->ip, e);
+    if (tg_hash_oom) {
+        free(e->func);
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
 tg_status trace_stack_symbolize(graph *g)
 {
-    sym_entry *cache = NULL, *e, *tmp;
     tg_status st = TG_OK;
-    for (int32_t i = 0; i < g->nframes && st == TG_OK; i++) {
+    unsigned long long subs = 0;
+    dl_iterate_phdr(read_subs, &subs);
+    pthread_mutex_lock(&sym_mu);
+    if (subs != sym_subs) {
+        sym_flush();
+        sym_subs = subs;
+    }
+    for (int32_t i = 0; i < g->nframes; i++) {
         graph_frame *f = &g->frames[i];
-        HASH_FIND(hh, cache, &f->ip, sizeof f->ip, e);
-        if (!e) {
-            e = calloc(1, sizeof *e);
-            if (!e) {
-                st = graph_fail(g, TG_ERR_NOMEM, "out of memory symbolizing");
-                break;
-            }
-            e->ip = f->ip;
-            char name[512];
-            uint64_t off = 0;
-            if (lookup(f->ip, name, sizeof name, &off) == 0) {
-                e->func = graph_intern(g, name, -1);
-                e->offset = off;
-            }
-            tg_hash_oom = 0;
-            HASH_ADD(hh, cache, ip, sizeof e->ip, e);
-            if (tg_hash_oom) {
-                free(e);
-                st = graph_fail(g, TG_ERR_NOMEM, "out of memory symbolizing");
-                break;
-            }
+        const sym_entry *e = sym_get(f->ip);
+        f->func = e && e->func ? graph_intern(g, e->func, -1) : NULL;
+        if (!e || (e->func && !f->func)) {
+            st = graph_fail(g, TG_ERR_NOMEM, "out of memory symbolizing");
+            break;
         }
-        f->func = e->func;
         f->offset = e->offset;
     }
-    HASH_ITER(hh, cache, e, tmp) {
-        HASH_DEL(cache, e);
-        free(e);
-    }
+    pthread_mutex_unlock(&sym_mu);
     return st;
 }

@@ -34,10 +34,59 @@ typedef struct stack_entry {
     uintptr_t frame;
     const char *file, *func;
     int line, n;
+    int depth;         /* the max_depth it was captured with */
+    uint32_t trace_id; /* the trace prov belongs to */
     int32_t prov;
     uint64_t ips[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
     uint64_t slots[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
 } stack_entry;
+
+/*
+ * Stacks seen per (site, frame address), revalidated by their slots; 8 ways
+ * per bucket, as one source line often holds several calls.  Kept per
+ * thread across traces: a stack walk costs microseconds (far more when the
+ * user's code has no frame pointers and libunwind steps through DWARF), so
+ * a model traced again, or a loop traced afresh each time, walks no stack
+ * it has walked before.  An entry's prov is valid only for trace_id; a hit
+ * from another trace re-derives it from the cached addresses.
+ */
+typedef struct stack_cache {
+    stack_entry *e[256][STACK_WAYS];
+    uint8_t next_way[256];
+} stack_cache;
+
+static _Thread_local stack_cache *tl_stacks;
+static pthread_key_t stacks_key;
+static pthread_once_t stacks_once = PTHREAD_ONCE_INIT;
+static int stacks_key_ok;
+
+/* Thread exit: the cache goes with the thread. */
+static void stacks_free(void *p)
+{
+    stack_cache *c = p;
+    for (int i = 0; i < 256; i++)
+        for (int w = 0; w < STACK_WAYS && c->e[i][w]; w++) /* ways fill in order */
+            free(c->e[i][w]);
+    free(c);
+}
+
+static void stacks_key_make(void) { stacks_key_ok = pthread_key_create(&stacks_key, stacks_free) == 0; }
+
+/* This thread's cache, made on first use; NULL if out of memory (then
+ * every stack is walked: correct, only slower). */
+static stack_cache *thread_stacks(void)
+{
+    if (!tl_stacks) {
+        pthread_once(&stacks_once, stacks_key_make);
+        if (!stacks_key_ok || !(tl_stacks = calloc(1, sizeof *tl_stacks)))
+            return NULL;
+        if (pthread_setspecific(stacks_key, tl_stacks) != 0) {
+            free(tl_stacks);
+            tl_stacks = NULL;
+        }
+    }
+    return tl_stacks;
+}
 
 typedef struct trace_state {
     graph *g;
@@ -51,14 +100,13 @@ typedef struct trace_state {
         prov_key key;
         int32_t prov;
     } recent[256];
-    /* Stacks seen per (site, frame address), revalidated by their slots;
-     * 8 ways per bucket, as one source line often holds several calls. */
-    struct stack_entry *stacks[256][STACK_WAYS];
-    uint8_t next_way[256];
+    stack_cache *stacks; /* this thread's (NULL: walk every stack) */
     int broken; /* a recording error happened; freeze fails */
 } trace_state;
 
 static _Thread_local trace_state *tl_trace;
+/* Sizes of this thread's last trace: the next one reserves as much. */
+static _Thread_local int32_t last_nvalues, last_nnodes;
 
 /* ---- the ids of active traces, to spot tensors of other threads ---- */
 
@@ -201,26 +249,39 @@ __attribute__((noinline)) static int32_t record_prov(trace_state *st,
     uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
     unsigned h = (unsigned)((frame >> 4) ^ ((uintptr_t)site->file >> 3) ^
                             (unsigned)site->line * 0x9E37u ^ salt * 0x45D9F3Bu) & 255u;
-    for (int w = 0; w < STACK_WAYS; w++) {
-        const stack_entry *e = st->stacks[h][w];
+    stack_cache *sc = st->stacks;
+    int depth = st->opts.max_depth;
+    for (int w = 0; sc && w < STACK_WAYS; w++) {
+        stack_entry *e = sc->e[h][w];
         if (e && e->frame == frame && e->file == site->file && e->line == site->line &&
-            e->func == site->func && trace_stack_unchanged(e->ips, e->slots, e->n))
+            e->func == site->func && e->depth == depth &&
+            trace_stack_unchanged(e->ips, e->slots, e->n)) {
+            if (e->trace_id != st->id) { /* walked in an earlier trace */
+                int32_t prov = prov_for(st, site, e->ips, e->n);
+                if (prov < 0)
+                    return -1;
+                e->prov = prov;
+                e->trace_id = st->id;
+            }
             return e->prov;
+        }
     }
     uint64_t ips[TRACE_MAX_DEPTH + INTERNAL_FRAMES], slots[TRACE_MAX_DEPTH + INTERNAL_FRAMES];
-    int n = trace_stack_capture_slots(ips, slots, st->opts.max_depth + INTERNAL_FRAMES);
+    int n = trace_stack_capture_slots(ips, slots, depth + INTERNAL_FRAMES);
     int32_t prov = prov_for(st, site, ips, n);
-    if (prov < 0)
-        return -1;
-    int w = st->next_way[h]++ % STACK_WAYS;
-    stack_entry *e = st->stacks[h][w];
-    if (!e && !(e = st->stacks[h][w] = malloc(sizeof *e)))
+    if (prov < 0 || !sc)
+        return prov;
+    int w = sc->next_way[h]++ % STACK_WAYS;
+    stack_entry *e = sc->e[h][w];
+    if (!e && !(e = sc->e[h][w] = malloc(sizeof *e)))
         return prov; /* correct, just not cached */
     e->frame = frame;
     e->file = site->file;
     e->func = site->func;
     e->line = site->line;
     e->n = n;
+    e->depth = depth;
+    e->trace_id = st->id;
     e->prov = prov;
     memcpy(e->ips, ips, sizeof(uint64_t) * (size_t)n);
     memcpy(e->slots, slots, sizeof(uint64_t) * (size_t)n);
@@ -264,10 +325,12 @@ static tg_status on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
     for (int i = 0; i < nin; i++)
         if ((vin[i] = input_value(st, in[i], site)) < 0)
             return eager_status();
-    for (int i = 0; i < nout; i++)
+    /* One output (nearly every op): its type is read in place. */
+    const graph_type *ot = nout == 1 ? eager_type(out[0]) : otype;
+    for (int i = 0; nout > 1 && i < nout; i++)
         otype[i] = *eager_type(out[i]);
     int32_t prov = record_prov(st, site, (unsigned)op);
-    if (prov < 0 || graph_add_node_typed(st->g, op, vin, nin, attrs, otype, nout, vout,
+    if (prov < 0 || graph_add_node_typed(st->g, op, vin, nin, attrs, ot, nout, vout,
                                          GRAPH_MAX_NODE_IO, prov) < 0)
         return fail_graph(st, site);
     for (int i = 0; i < nout; i++)
@@ -336,6 +399,10 @@ trace_opts trace_default_opts(void)
 static graph *end_trace(trace_state *st, int keep_graph)
 {
     graph *g = keep_graph ? st->g : NULL;
+    if (st->g) {
+        last_nvalues = st->g->nvalues;
+        last_nnodes = st->g->nnodes;
+    }
     if (!keep_graph)
         graph_free(st->g);
     eager_set_hooks(st->prev_hooks);
@@ -345,9 +412,6 @@ static graph *end_trace(trace_state *st, int keep_graph)
         HASH_DEL(st->provs, e);
         free(e);
     }
-    for (int i = 0; i < 256; i++)
-        for (int w = 0; w < STACK_WAYS && st->stacks[i][w]; w++) /* ways fill in order */
-            free(st->stacks[i][w]);
     free(st);
     tl_trace = NULL;
     return g;
@@ -367,9 +431,14 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     trace_state *st = calloc(1, sizeof *st);
     if (st) {
         st->opts = o;
+        st->stacks = o.capture_stack ? thread_stacks() : NULL;
         st->g = graph_new(o.name);
-        /* Room for a few thousand ops without regrowing (and copying). */
-        if (st->g && graph_reserve(st->g, 1024, 512) != TG_OK) {
+        /* Room for as many ops as this thread's last trace had, so a
+         * model traced again (warm-up, then the real trace) records
+         * without regrowing and copying its arrays. */
+        int32_t nv = last_nvalues > 1024 ? (last_nvalues < 65536 ? last_nvalues : 65536) : 1024;
+        int32_t nn = last_nnodes > 512 ? (last_nnodes < 65536 ? last_nnodes : 65536) : 512;
+        if (st->g && graph_reserve(st->g, nv, nn) != TG_OK) {
             graph_free(st->g);
             st->g = NULL;
         }
