@@ -14,18 +14,7 @@
 #include "eager/eager.h"
 #include "eager/kernel.h"
 
-#define EXPECT_ERROR(call, msg) expect_error((call), __LINE__, (msg))
-
-static void expect_error(eager_tensor *r, int line, const char *msg)
-{
-    char where[64];
-    snprintf(where, sizeof where, "test_binary.c:%d ", line);
-    CHECK_MSG(r == NULL, "line %d: op should have failed", line);
-    CHECK_MSG(strstr(eager_error(), where) != NULL, "error \"%s\" should name %s",
-              eager_error(), where);
-    check_error(msg, __FILE__, line); /* failures name the caller's line */
-    eager_release(r);
-}
+#define EXPECT_ERROR(call, msg) CHECK_FAILS((call), (msg))
 
 /* ---- data and the broadcasting reference ---- */
 

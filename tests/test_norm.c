@@ -324,18 +324,6 @@ static void test_softmax_extremes(void)
 
 /* ---- errors ---- */
 
-/* The error names the op, the shapes, the reason and this file's line. */
-static void expect_error(eager_tensor *r, int line, const char *want)
-{
-    char site[64];
-    snprintf(site, sizeof site, "test_norm.c:%d", line);
-    CHECK_MSG(r == NULL, "line %d: op should fail", line);
-    CHECK_MSG(strstr(eager_error(), site) != NULL, "error \"%s\" names %s",
-              eager_error(), site);
-    check_error(want, __FILE__, line);
-    eager_release(r);
-}
-
 static void test_errors(void)
 {
     eager_tensor *x = eager_zeros(GRAPH_F32, TG_SHAPE(2, 3, 4));
@@ -350,33 +338,33 @@ static void test_errors(void)
     eager_tensor *i4 = eager_ones(GRAPH_I32, TG_SHAPE(4));
     eager_tensor *s = eager_scalar(1.0);
 
-    expect_error(eager_batch_norm(x, c5, c3, c3, c3, 1e-5f), __LINE__, "batch_norm: [2,3,4] x [5] x [3] x [3] x [3]: scale has shape [5], want [3] (test_norm.c:");
-    expect_error(eager_batch_norm(x, c3, c5, c3, c3, 1e-5f), __LINE__, "bias has shape [5], want [3]");
-    expect_error(eager_batch_norm(x, c3, c3, c31, c3, 1e-5f), __LINE__, "mean has shape [3,1], want [3]");
-    expect_error(eager_batch_norm(x, c3, c3, c3, i3, 1e-5f), __LINE__, "var has dtype i64, want f32");
-    expect_error(eager_batch_norm(x1, c3, c3, c3, c3, 1e-5f), __LINE__, "x needs at least 2 dims [N,C,...], has 1");
-    expect_error(eager_batch_norm(s, c3, c3, c3, c3, 1e-5f), __LINE__, "batch_norm: [] x [3] x [3] x [3] x [3]: x needs at least 2 dims [N,C,...], has 0");
-    expect_error(eager_batch_norm(x, c3, c3, c3, c3, -1.0f), __LINE__, "eps must be finite and >= 0, got -1");
-    expect_error(eager_batch_norm(xi, c3, c3, c3, c3, 1e-5f), __LINE__, "batch_norm: i64[2,3] x [3] x [3] x [3] x [3]: dtype i64 not supported");
-    expect_error(eager_batch_norm(x, c3, c3, EAGER_NONE, EAGER_NONE, 1e-5f), __LINE__, "takes 5 inputs, got 3");
+    CHECK_FAILS(eager_batch_norm(x, c5, c3, c3, c3, 1e-5f), "batch_norm: [2,3,4] x [5] x [3] x [3] x [3]: scale has shape [5], want [3] (test_norm.c:");
+    CHECK_FAILS(eager_batch_norm(x, c3, c5, c3, c3, 1e-5f), "bias has shape [5], want [3]");
+    CHECK_FAILS(eager_batch_norm(x, c3, c3, c31, c3, 1e-5f), "mean has shape [3,1], want [3]");
+    CHECK_FAILS(eager_batch_norm(x, c3, c3, c3, i3, 1e-5f), "var has dtype i64, want f32");
+    CHECK_FAILS(eager_batch_norm(x1, c3, c3, c3, c3, 1e-5f), "x needs at least 2 dims [N,C,...], has 1");
+    CHECK_FAILS(eager_batch_norm(s, c3, c3, c3, c3, 1e-5f), "batch_norm: [] x [3] x [3] x [3] x [3]: x needs at least 2 dims [N,C,...], has 0");
+    CHECK_FAILS(eager_batch_norm(x, c3, c3, c3, c3, -1.0f), "eps must be finite and >= 0, got -1");
+    CHECK_FAILS(eager_batch_norm(xi, c3, c3, c3, c3, 1e-5f), "batch_norm: i64[2,3] x [3] x [3] x [3] x [3]: dtype i64 not supported");
+    CHECK_FAILS(eager_batch_norm(x, c3, c3, EAGER_NONE, EAGER_NONE, 1e-5f), "takes 5 inputs, got 3");
 
-    expect_error(eager_layer_norm(x, c5, EAGER_NONE, -2, 1e-5f), __LINE__, "layer_norm: [2,3,4] x [5]: weight has shape [5], want [3,4]");
-    expect_error(eager_layer_norm(x, w34, w4, -2, 1e-5f), __LINE__, "bias has shape [4], want [3,4]");
-    expect_error(eager_layer_norm(x, w4, i4, -1, 1e-5f), __LINE__, "bias has dtype i32, want f32");
-    expect_error(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, 3, 1e-5f), __LINE__, "axis 3 out of range for 3 dims");
-    expect_error(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, -4, 1e-5f), __LINE__, "axis -4 out of range for 3 dims");
-    expect_error(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, -1, NAN), __LINE__, "eps must be finite and >= 0, got nan");
-    expect_error(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, -1, INFINITY), __LINE__, "eps must be finite and >= 0, got inf");
-    expect_error(eager_layer_norm(s, EAGER_NONE, EAGER_NONE, 1, 1e-5f), __LINE__, "axis 1 out of range for 0 dims");
-    expect_error(eager_layer_norm(s, w4, EAGER_NONE, -1, 1e-5f), __LINE__, "weight has shape [4], want []");
-    expect_error(eager_layer_norm(xi, EAGER_NONE, EAGER_NONE, -1, 1e-5f), __LINE__, "dtype i64 not supported");
-    expect_error(eager_layer_norm(x, EAGER_NONE, w4, -1, 1e-5f), __LINE__, "input 1 is EAGER_NONE but a later input is given");
+    CHECK_FAILS(eager_layer_norm(x, c5, EAGER_NONE, -2, 1e-5f), "layer_norm: [2,3,4] x [5]: weight has shape [5], want [3,4]");
+    CHECK_FAILS(eager_layer_norm(x, w34, w4, -2, 1e-5f), "bias has shape [4], want [3,4]");
+    CHECK_FAILS(eager_layer_norm(x, w4, i4, -1, 1e-5f), "bias has dtype i32, want f32");
+    CHECK_FAILS(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, 3, 1e-5f), "axis 3 out of range for 3 dims");
+    CHECK_FAILS(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, -4, 1e-5f), "axis -4 out of range for 3 dims");
+    CHECK_FAILS(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, -1, NAN), "eps must be finite and >= 0, got nan");
+    CHECK_FAILS(eager_layer_norm(x, EAGER_NONE, EAGER_NONE, -1, INFINITY), "eps must be finite and >= 0, got inf");
+    CHECK_FAILS(eager_layer_norm(s, EAGER_NONE, EAGER_NONE, 1, 1e-5f), "axis 1 out of range for 0 dims");
+    CHECK_FAILS(eager_layer_norm(s, w4, EAGER_NONE, -1, 1e-5f), "weight has shape [4], want []");
+    CHECK_FAILS(eager_layer_norm(xi, EAGER_NONE, EAGER_NONE, -1, 1e-5f), "dtype i64 not supported");
+    CHECK_FAILS(eager_layer_norm(x, EAGER_NONE, w4, -1, 1e-5f), "input 1 is EAGER_NONE but a later input is given");
 
-    expect_error(eager_softmax(x, 3), __LINE__, "softmax: [2,3,4]: axis 3 out of range for 3 dims");
-    expect_error(eager_log_softmax(x, -4), __LINE__, "log_softmax: [2,3,4]: axis -4 out of range for 3 dims");
-    expect_error(eager_softmax(s, 1), __LINE__, "axis 1 out of range for 0 dims");
-    expect_error(eager_log_softmax(s, -2), __LINE__, "axis -2 out of range for 0 dims");
-    expect_error(eager_softmax(xi, -1), __LINE__, "softmax: i64[2,3]: dtype i64 not supported");
+    CHECK_FAILS(eager_softmax(x, 3), "softmax: [2,3,4]: axis 3 out of range for 3 dims");
+    CHECK_FAILS(eager_log_softmax(x, -4), "log_softmax: [2,3,4]: axis -4 out of range for 3 dims");
+    CHECK_FAILS(eager_softmax(s, 1), "axis 1 out of range for 0 dims");
+    CHECK_FAILS(eager_log_softmax(s, -2), "axis -2 out of range for 0 dims");
+    CHECK_FAILS(eager_softmax(xi, -1), "softmax: i64[2,3]: dtype i64 not supported");
 
     eager_release(x), eager_release(x1), eager_release(xi), eager_release(c3);
     eager_release(c5), eager_release(c31), eager_release(i3), eager_release(w34);
