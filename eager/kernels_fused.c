@@ -1,6 +1,9 @@
 /*
  * kernels_fused.c - the CPU kernel of `fused`: an elementwise
- * micro-program (graph/fused_prog.h) run tile by tile.
+ * micro-program (graph/fused_prog.h) run tile by tile.  Outputs of at
+ * most FUSED_SMALL_N (16) elements take the register path instead
+ * (kernels_fused_small.c: one AVX-512 vector per value, no tiles; the
+ * plan both paths share is in fused_plan.h).
  *
  * Compilation (once per replay step, kept in eager_kargs.state; per call
  * in eager) turns the program into two instruction lists:
@@ -37,6 +40,12 @@
  * kernels_binary.c): the same vmath.h functions and expressions, so a
  * fused chain gives the same bits as the unfused one, except pow with a
  * general exponent, which uses libm's powf here (both are within 1 ulp).
+ * exp, sigmoid and tanh, which dominate a chain's time (with its data
+ * in cache the loops are bound by the FMA pipes: the benchmark chain
+ * written by hand with every value in registers runs no faster than
+ * these loops), use vmath512.h's explicit AVX-512 forms, which give
+ * vmath.h's bits with fewer instructions (vscalefps).  When the data is
+ * not in cache, prefetch_tile asks for the next tiles' lines ahead.
  */
 #include <math.h>
 #include <omp.h>
@@ -48,48 +57,17 @@
 #endif
 
 #include "../graph/fused_prog.h"
+#include "fused_plan.h"
 #include "kernel.h"
 #include "vmath.h"
+#include "vmath512.h"
 
 enum {
     TILE_MAX = 512,
     TILE_MIN = 64,
     TILE_L1_FLOATS = 4096, /* also each thread's scratch: tile * buffers fits */
-    MAX_UV = FUSED_MAX_STMTS * 3 + FUSED_MAX_INPUTS,
+    TILE_PREFETCH = 2,     /* how many tiles ahead prefetch_tile asks for */
 };
-
-/* Where an operand lives during a tile. */
-enum { K_SLOT, K_IN, K_BC, K_UV };
-
-typedef struct fopnd {
-    uint8_t kind, idx;
-} fopnd;
-
-typedef struct finst {
-    graph_op op;
-    uint8_t mode; /* bit 0: a advances along the tile, bit 1: b advances */
-    int8_t dst;   /* slot (tile list) or uv index (uniform list); -1: output */
-    fopnd a, b;
-    float p0, p1; /* attributes */
-} finst;
-
-/* A broadcast input's collapsed dims and strides (0: repeated). */
-typedef struct fbcast {
-    int nd;
-    int64_t dim[GRAPH_MAX_DIMS], stride[GRAPH_MAX_DIMS];
-} fbcast;
-
-typedef struct fplan {
-    eager_kstate base;
-    int nuni, ninst, nslots, nbc, nscalar, nuv;
-    int out_uv; /* >= 0: the output is this uniform value */
-    int64_t tile;
-    finst uni[FUSED_MAX_STMTS], inst[FUSED_MAX_STMTS];
-    float uv[MAX_UV]; /* immediates; scalar inputs and uniform results per call */
-    uint8_t scalar_in[FUSED_MAX_INPUTS], scalar_uv[FUSED_MAX_INPUTS];
-    uint8_t bc_in[FUSED_MAX_INPUTS];
-    fbcast bc[FUSED_MAX_INPUTS];
-} fplan;
 
 /* ---- the loops ---- */
 
@@ -167,25 +145,53 @@ static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsign
         }                                                                  \
         break;
 
+#if defined(VM512)
+#define VM_EXP vm512_expf
+#define VM_SIGMOID vm512_sigmoidf
+#define VM_TANH vm512_tanhf
+#else
+#define VM_EXP vm_expf
+#define VM_SIGMOID vm_sigmoidf
+#define VM_TANH vm_tanhf
+#endif
+
+#if defined(VM512)
+/* The AVX-512 forms of vmath.h's functions (same bits), with a masked
+ * tail instead of a scalar epilogue. */
+#define UNV(OP, FN)                                                        \
+    case GRAPH_OP_##OP: {                                                  \
+        int64_t i = 0;                                                     \
+        for (; i + 16 <= n; i += 16)                                       \
+            _mm512_storeu_ps(d + i, FN(_mm512_loadu_ps(a + i)));           \
+        if (i < n) {                                                       \
+            __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);               \
+            _mm512_mask_storeu_ps(d + i, m, FN(_mm512_maskz_loadu_ps(m, a + i))); \
+        }                                                                  \
+        break;                                                             \
+    }
+#else
+#define UNV(OP, FN) UN(OP, FN(v))
+#endif
+
 /*
  * d[0..n) = op(a, b).  d may be a or b (not restrict: `omp simd` states
  * there is no loop-carried dependence, which holds for d == a).  Unary
  * operands always advance here; uniform instructions run with n = 1.
  */
-static void exec(const finst *I, const float *a, const float *b, float *d, int64_t n)
+void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_t n)
 {
     const unsigned mode = I->mode;
     const float p0 = I->p0, p1 = I->p1;
     switch (I->op) {
         UN(neg, -v)
         UN(abs, fabsf(v))
-        UN(exp, vm_expf(v))
+        UNV(exp, VM_EXP)
         UN(log, vm_logf(v))
         UN(reciprocal, 1.0f / v)
         UN(relu, v <= 0.0f ? 0.0f : v)
         UN(leaky_relu, v < 0.0f ? p0 * v : v)
-        UN(sigmoid, vm_sigmoidf(v))
-        UN(tanh, vm_tanhf(v))
+        UNV(sigmoid, VM_SIGMOID)
+        UNV(tanh, VM_TANH)
         UN(gelu, vm_geluf(v))
         UN(silu, vm_siluf(v))
         UN(erf, vm_erff(v))
@@ -215,7 +221,7 @@ static void exec(const finst *I, const float *a, const float *b, float *d, int64
 
 /* Strides of input t over the output dims (0 where it broadcasts),
  * with size-1 output dims dropped and mergeable neighbours merged. */
-static void make_bcast(const graph_type *t, const graph_type *out, fbcast *b)
+void fused_make_bcast(const graph_type *t, const graph_type *out, fbcast *b)
 {
     int64_t st[GRAPH_MAX_DIMS], s = 1;
     int off = out->ndim - t->ndim;
@@ -285,11 +291,12 @@ static void classify_inputs(fplan *P, const eager_kargs *a, int64_t n, uint8_t *
         } else if (m == n) {
             in_kind[k] = K_IN;
             in_idx[k] = (uint8_t)k;
+            P->full_in[P->nfull++] = (uint8_t)k;
         } else {
             in_kind[k] = K_BC;
             in_idx[k] = (uint8_t)P->nbc;
             P->bc_in[P->nbc] = (uint8_t)k;
-            make_bcast(&a->in_type[k], a->out_type, &P->bc[P->nbc++]);
+            fused_make_bcast(&a->in_type[k], a->out_type, &P->bc[P->nbc++]);
         }
     }
 }
@@ -345,6 +352,11 @@ static tg_status compile(const eager_kargs *a, fplan *P)
                          sizeof msg) != TG_OK)
         return eager_kernel_fail(a, TG_ERR_ARG, "%s", msg);
     int64_t n = graph_type_numel(a->out_type);
+    P->n = n;
+    if (n <= FUSED_SMALL_N) {
+        fused_small_compile(P, &p, a);
+        return TG_OK;
+    }
     uint8_t in_kind[FUSED_MAX_INPUTS], in_idx[FUSED_MAX_INPUTS];
     classify_inputs(P, a, n, in_kind, in_idx);
     cval cv[FUSED_MAX_STMTS];
@@ -399,7 +411,7 @@ static tg_status compile(const eager_kargs *a, fplan *P)
 /* ---- running ---- */
 
 /* Copies or repeats a broadcast input's elements for output [t0, t0+len). */
-static void gather(const float *src, const fbcast *b, int64_t t0, int64_t len, float *dst)
+void fused_gather(const float *src, const fbcast *b, int64_t t0, int64_t len, float *dst)
 {
     const int nd = b->nd;
     int64_t idx[GRAPH_MAX_DIMS], rem = t0, off = 0;
@@ -444,6 +456,29 @@ static const float *operand_ptr(fopnd o, const float *const *in, const float *uv
     }
 }
 
+/*
+ * Asks for the lines of output elements [p0, p0 + T) of every full input
+ * (to read) and of the output (to write), TILE_PREFETCH tiles ahead.  A
+ * tile reads its inputs in one burst and then computes for a while; the
+ * hardware prefetcher does not run far enough ahead to cover that, so a
+ * chain whose data is not in the caches otherwise waits on memory at the
+ * start of every tile.
+ */
+static void prefetch_tile(const fplan *P, const float *const *in, const float *out,
+                          int64_t n, int64_t p0, int64_t T)
+{
+#if defined(__GNUC__)
+    int64_t p1 = p0 + T < n ? p0 + T : n;
+    for (int j = 0; j < P->nfull; j++)
+        for (int64_t i = p0; i < p1; i += 16)
+            __builtin_prefetch(in[P->full_in[j]] + i, 0, 3);
+    for (int64_t i = p0; i < p1; i += 16)
+        __builtin_prefetch(out + i, 1, 3);
+#else
+    (void)P, (void)in, (void)out, (void)n, (void)p0, (void)T;
+#endif
+}
+
 /* Tiles [first, last) of the output, with this thread's own scratch. */
 static void run_tiles(const fplan *P, const float *const *in, float *out, const float *uv,
                       int64_t n, int64_t first, int64_t last)
@@ -452,14 +487,15 @@ static void run_tiles(const fplan *P, const float *const *in, float *out, const 
     const int64_t T = P->tile;
     for (int64_t t = first; t < last; t++) {
         int64_t t0 = t * T, len = n - t0 < T ? n - t0 : T;
+        prefetch_tile(P, in, out, n, t0 + TILE_PREFETCH * T, T);
         for (int j = 0; j < P->nbc; j++)
-            gather(in[P->bc_in[j]], &P->bc[j], t0, len, scratch + (P->nslots + j) * T);
+            fused_gather(in[P->bc_in[j]], &P->bc[j], t0, len, scratch + (P->nslots + j) * T);
         for (int k = 0; k < P->ninst; k++) {
             const finst *I = &P->inst[k];
             const float *a = operand_ptr(I->a, in, uv, scratch, T, P->nslots, t0);
             const float *b = operand_ptr(I->b, in, uv, scratch, T, P->nslots, t0);
             float *d = I->dst < 0 ? out + t0 : scratch + I->dst * T;
-            exec(I, a, b, d, len);
+            fused_exec(I, a, b, d, len);
         }
     }
 }
@@ -471,13 +507,13 @@ static void run_plan(const fplan *P, const eager_kargs *a)
     const int64_t n = graph_type_numel(a->out_type);
     const float *const *in = (const float *const *)a->in;
     float *out = a->out[0];
-    float uv[MAX_UV];
+    float uv[FUSED_MAX_UV];
     memcpy(uv, P->uv, sizeof(float) * (size_t)P->nuv);
     for (int j = 0; j < P->nscalar; j++)
         uv[P->scalar_uv[j]] = in[P->scalar_in[j]][0];
     for (int k = 0; k < P->nuni; k++) {
         const finst *I = &P->uni[k];
-        exec(I, uv + I->a.idx, uv + I->b.idx, uv + I->dst, 1);
+        fused_exec(I, uv + I->a.idx, uv + I->b.idx, uv + I->dst, 1);
     }
     int nt = n >= EAGER_PAR_MIN ? a->nthreads : 1;
     if (P->out_uv >= 0) {
@@ -513,7 +549,11 @@ tg_status eager_kernel_fused(const eager_kargs *a)
     if (graph_type_numel(a->out_type) == 0)
         return TG_OK;
     if (a->state && *a->state) {
-        run_plan((const fplan *)*a->state, a);
+        const fplan *P = (const fplan *)*a->state;
+        if (P->small)
+            fused_small_run(P, a);
+        else
+            run_plan(P, a);
         return TG_OK;
     }
     fplan local, *P = &local;
@@ -532,6 +572,9 @@ tg_status eager_kernel_fused(const eager_kargs *a)
         P->base.free = plan_free;
         *a->state = &P->base;
     }
-    run_plan(P, a);
+    if (P->small)
+        fused_small_run(P, a);
+    else
+        run_plan(P, a);
     return TG_OK;
 }

@@ -83,6 +83,34 @@ static inline float vm_pow2i_(int32_t k)
 }
 
 /*
+ * e^r - 1 = r + r^2 Q(r) for |r| <= ln2/2, Q evaluated in Estrin's
+ * scheme (two independent halves joined by r^2): the same operations as
+ * vmath512.h's, and a shorter dependence chain than Horner's, which is
+ * what a 16-element program (one vector, one long chain) waits on.
+ */
+static inline float vm_expm1_poly_(float r)
+{
+    float r2 = r * r;
+    float lo = VM_FMA(1.666657703e-01f, r, 5.000000000e-01f);
+    float hi = VM_FMA(8.363173075e-03f, r, 4.166655466e-02f);
+    hi = VM_FMA(1.392617612e-03f, r2, hi);
+    return VM_FMA(VM_FMA(hi, r2, lo), r2, r);
+}
+
+/* y = n ln2 + r: r returned, n as a float in *nf and in the low bits of
+ * the result of the fma (see vm_expf).  Cody-Waite: ln2_hi has 9
+ * significant bits, so nf*ln2_hi is exact. */
+static inline float vm_exp_reduce_(float y, float *nf, float *t)
+{
+    /* Adding 1.5*2^23 rounds y/ln2 to an integer held in the low
+     * mantissa bits: no float->int conversion (UB for NaN) needed. */
+    *t = VM_FMA(y, 1.44269502e+00f, 12582912.0f);
+    *nf = *t - 12582912.0f;
+    float r = VM_FMA(*nf, -6.93359375e-01f, y);
+    return VM_FMA(*nf, 2.12194440e-04f, r);
+}
+
+/*
  * e^x.  x = n ln2 + r with |r| <= ln2/2; e^r = 1 + r + r^2 Q(r); then
  * scale by 2^n in two halves so that n in [-150, 128] never leaves the
  * normal range (results in the subnormal range are rounded only once,
@@ -92,19 +120,10 @@ static inline float vm_expf(float x)
 {
     float xc = x > 89.0f ? 89.0f : x; /* NaN passes both clamps */
     xc = xc < -104.0f ? -104.0f : xc;
-    /* Adding 1.5*2^23 rounds x/ln2 to an integer held in the low
-     * mantissa bits: no float->int conversion (UB for NaN) needed. */
-    float t = VM_FMA(xc, 1.44269502e+00f, 12582912.0f);
-    float nf = t - 12582912.0f;
+    float nf, t;
+    float r = vm_exp_reduce_(xc, &nf, &t);
     int32_t n = (int32_t)(vm_asuint(t) - 0x4b400000u);
-    /* Cody-Waite: ln2_hi has 9 significant bits, so nf*ln2_hi is exact. */
-    float r = VM_FMA(nf, -6.93359375e-01f, xc);
-    r = VM_FMA(nf, 2.12194440e-04f, r);
-    float q = VM_FMA(1.392617612e-03f, r, 8.363173075e-03f);
-    q = VM_FMA(q, r, 4.166655466e-02f);
-    q = VM_FMA(q, r, 1.666657703e-01f);
-    q = VM_FMA(q, r, 5.000000000e-01f);
-    float p = VM_FMA(q, r * r, r) + 1.0f;
+    float p = vm_expm1_poly_(r) + 1.0f;
     int32_t n1 = n / 2;
     return p * vm_pow2i_(n1) * vm_pow2i_(n - n1);
 }
@@ -137,21 +156,28 @@ static inline float vm_logf(float x)
 }
 
 /*
- * tanh x.  |x| < 0.55: x + x^3 P(x^2); otherwise (1 - e)/(1 + e) with
- * e = e^(-2|x|) <= 1/3, so there is no cancellation.
+ * tanh x = -m / (2 + m) with m = e^(-2|x|) - 1, sign of x put back.
+ * m is computed as an expm1, so there is no cancellation near 0: with
+ * y = -2|x| = n ln2 + r and P = e^r - 1 = r + r^2 Q(r) (vm_expf's
+ * polynomial), m = 2^n P + (2^n - 1) in one fma; n = 0 gives m = P
+ * exactly, n <= -1 loses at most a bit to the sum (|m| >= 0.29 there),
+ * and 2^n - 1 is exact.  y is clamped at -20 (tanh = 1 in float from
+ * |x| = 9.1), so 2^n is a normal float built from its exponent field,
+ * and n >= -29 lets the reduction use ln2 rounded to float in one fma:
+ * its error (1.9e-9) moves m by at most |n| 2^n 1.9e-9 < 2e-9, far
+ * below m's own rounding.
  */
 static inline float vm_tanhf(float x)
 {
-    float a = fabsf(x);
-    float u = x * x;
-    float p = VM_FMA(-6.610227831e-03f, u, 2.130938866e-02f);
-    p = VM_FMA(p, u, -5.390942883e-02f);
-    p = VM_FMA(p, u, 1.333311373e-01f);
-    p = VM_FMA(p, u, -3.333333201e-01f);
-    float small = VM_FMA(x * u, p, x);
-    float e = vm_expf(-2.0f * a);
-    float big = (1.0f - e) / (1.0f + e);
-    return copysignf(a < 0.55f ? small : big, x); /* also keeps -0 */
+    float na = -fabsf(x);
+    float y = na + na; /* exact; an add rather than a multiply by -2 */
+    y = y < -20.0f ? -20.0f : y; /* NaN passes */
+    float t = VM_FMA(y, 1.44269502e+00f, 12582912.0f);
+    float nf = t - 12582912.0f;
+    float pm = vm_expm1_poly_(VM_FMA(nf, -6.93147182e-01f, y));
+    float s = vm_pow2i_((int32_t)(vm_asuint(t) - 0x4b400000u));
+    float m = VM_FMA(s, pm, s - 1.0f);
+    return copysignf(m / (-2.0f - m), x); /* also keeps -0 */
 }
 
 /* 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so neither tail loses

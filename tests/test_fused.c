@@ -3,13 +3,17 @@
  * printer) and its CPU kernel, against naive double-precision evaluation
  * of the same expressions written by hand here (not through the parser).
  *
- * Covers every op a program may use, immediates on either side,
+ * Covers every op a program may use (at sizes run by both kernel paths:
+ * the register path up to 16 elements, the tile path beyond, checked to
+ * give the same bits as each other and as the unfused ops on special
+ * values), immediates on either side,
  * attributes with and without defaults, full / scalar / row / column /
  * general broadcast inputs (over many tiles and threads), 0-d and
  * zero-sized tensors, uniform outputs, dead statements, the 32-statement
  * and 16-input limits, the kernel run in place (output == input buffer)
  * and with a state slot, and every error with its message and call site.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,9 +127,12 @@ static double r_pow_half(const double *v) { return pow(v[0], 0.5); }
 static double r_pow2x(const double *v) { return pow(2.0, v[0]); }
 static double r_inv(const double *v) { return 1.0 / v[0]; }
 
+/* Every op at sizes of both kernel paths: 1, 7 and 16 elements run in
+ * registers (one AVX-512 vector), 17, 513 and 1000 by tiles (masked and
+ * scalar tails, a partial last tile). */
 static void test_ops(void)
 {
-    graph_ints one[2] = {TG_SHAPE(1000), TG_SHAPE(1000)};
+    static const int64_t sizes[] = {1000, 16, 7, 1, 17, 513};
     static const struct {
         const char *prog;
         int nin;
@@ -163,9 +170,12 @@ static void test_ops(void)
         {"r0=pow(i0,0.5)", 1, 0, 4, r_pow_half},
         {"r0=pow(2,i0)", 1, -3, 3, r_pow2x},
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        check_prog(__LINE__, cases[k].prog, cases[k].nin, one, cases[k].lo, cases[k].hi,
-                   cases[k].ref, 1e-5);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        graph_ints one[2] = {TG_SHAPE(sizes[z]), TG_SHAPE(sizes[z])};
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+            check_prog(__LINE__, cases[k].prog, cases[k].nin, one, cases[k].lo, cases[k].hi,
+                       cases[k].ref, 1e-5);
+    }
 }
 
 /* NaN and signed zeros go through as in the single-op kernels. */
@@ -190,6 +200,159 @@ static void test_special_values(void)
     eager_pool_pop();
 }
 
+/* The benchmark chain: tanh(x sigmoid(x) + 0.5 x) * 2 - 1. */
+#define CHAIN "r0=sigmoid(i0);r1=mul(i0,r0);r2=mul(0.5,i0);r3=add(r1,r2);r4=tanh(r3);" \
+              "r5=mul(r4,2);r6=sub(r5,1)"
+
+/* ---- the register path (<= 16 elements) and the tile path agree ---- */
+
+/* 16 values that exercise every special case: NaN, signed zeros,
+ * infinities, subnormals, overflow and underflow of exp, the switch
+ * points of the approximations. */
+static const float special16[16] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 1e-40f, -1e-40f,
+                                    FLT_MAX, -FLT_MAX, 0.3f, -0.3f, 2.5f, -7.0f, 90.0f,
+                                    -105.0f, 0.55f};
+
+static int same_bits(float a, float b)
+{
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    return ua == ub || (isnan(a) && isnan(b));
+}
+
+/* prog over 16 lanes (x = special16 or its reverse for input 1) in one
+ * vector, and over 67 copies of them by tiles: every copy gives the
+ * same bits.  With single != NULL, also the bits of that unfused op. */
+static void check_paths(int line, const char *prog, int nin, eager_tensor *single)
+{
+    enum { COPIES = 67 };
+    float big[2][16 * COPIES], rev[16];
+    for (int i = 0; i < 16; i++)
+        rev[i] = special16[15 - i];
+    for (int c = 0; c < COPIES; c++)
+        for (int i = 0; i < 16; i++) {
+            big[0][16 * c + i] = special16[i];
+            big[1][16 * c + i] = rev[i];
+        }
+    eager_tensor *small_in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(16), special16),
+                                 eager_from_data(GRAPH_F32, TG_SHAPE(16), rev)};
+    eager_tensor *big_in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(16 * COPIES), big[0]),
+                               eager_from_data(GRAPH_F32, TG_SHAPE(16 * COPIES), big[1])};
+    const float *s = eager_peek(eager_fused(nin, small_in, str_of(prog)));
+    const float *b = eager_peek(eager_fused(nin, big_in, str_of(prog)));
+    const float *u = single ? eager_peek(single) : NULL;
+    CHECK_MSG(s && b, "line %d: %s ran: %s", line, prog, eager_error());
+    long diff = 0, diff1 = 0;
+    for (int i = 0; s && b && i < 16 * COPIES; i++)
+        diff += !same_bits(s[i % 16], b[i]);
+    for (int i = 0; s && u && i < 16; i++)
+        diff1 += !same_bits(s[i], u[i]);
+    CHECK_MSG(diff == 0, "line %d: %s: register and tile paths differ at %ld elements", line,
+              prog, diff);
+    CHECK_MSG(diff1 == 0, "line %d: %s: differs from the unfused op at %ld elements", line,
+              prog, diff1);
+    eager_clear_error();
+}
+
+static void test_paths(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(16), special16);
+    float rv[16];
+    for (int i = 0; i < 16; i++)
+        rv[i] = special16[15 - i];
+    eager_tensor *y = eager_from_data(GRAPH_F32, TG_SHAPE(16), rv);
+    static const char *const unary[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt",
+                                        "reciprocal", "relu", "sigmoid", "tanh", "gelu",
+                                        "silu", "erf"};
+    eager_tensor *const single_u[] = {eager_neg(x), eager_abs(x), eager_exp(x), eager_log(x),
+                                      eager_sqrt(x), eager_rsqrt(x), eager_reciprocal(x),
+                                      eager_relu(x), eager_sigmoid(x), eager_tanh(x),
+                                      eager_gelu(x), eager_silu(x), eager_erf(x)};
+    char prog[64];
+    for (size_t k = 0; k < sizeof unary / sizeof unary[0]; k++) {
+        snprintf(prog, sizeof prog, "r0=%s(i0)", unary[k]);
+        check_paths(__LINE__, prog, 1, single_u[k]);
+    }
+    static const char *const binary[] = {"add", "sub", "mul", "div", "maximum", "minimum",
+                                         "pow"};
+    eager_tensor *const single_b[] = {eager_add(x, y), eager_sub(x, y), eager_mul(x, y),
+                                      eager_div(x, y), eager_maximum(x, y),
+                                      eager_minimum(x, y), NULL};
+    for (size_t k = 0; k < sizeof binary / sizeof binary[0]; k++) {
+        snprintf(prog, sizeof prog, "r0=%s(i0,i1)", binary[k]);
+        check_paths(__LINE__, prog, 2, single_b[k]);
+        snprintf(prog, sizeof prog, "r0=%s(i1,i0)", binary[k]);
+        check_paths(__LINE__, prog, 2, NULL);
+    }
+    check_paths(__LINE__, "r0=leaky_relu(i0,0.2)", 1, eager_leaky_relu(x, 0.2f));
+    check_paths(__LINE__, "r0=clip(i0,-0.5,0.75)", 1, eager_clip(x, -0.5f, 0.75f));
+    check_paths(__LINE__, "r0=clip(i0,0)", 1, NULL);
+    /* pow with a uniform exponent takes the exact x*x / 1/x loops in both
+     * paths; with a uniform base and exponent it is powf */
+    check_paths(__LINE__, "r0=pow(i0,2)", 1, eager_mul(x, x));
+    check_paths(__LINE__, "r0=pow(i0,-1)", 1, eager_reciprocal(x));
+    check_paths(__LINE__, "r0=pow(i0,0.5)", 1, NULL);
+    check_paths(__LINE__, "r0=pow(3,2);r1=pow(r0,0.5);r2=add(i0,r1)", 1, NULL);
+    check_paths(__LINE__, CHAIN, 1, NULL);
+    /* statements reordered by the register path's scheduler, an operand
+     * read twice from the previous statement, dead statements */
+    check_paths(__LINE__, "r0=mul(i0,1.01);r1=add(r0,0.01);r2=relu(r1);r3=sigmoid(i0);"
+                          "r4=mul(i0,0.5);r5=sub(r2,r4);r6=add(r5,r3);r7=mul(r6,r6);"
+                          "r8=exp(i1);r9=tanh(r7)", 2, NULL);
+    eager_pool_pop();
+}
+
+/*
+ * Random programs (seeded): every op, operands from the inputs, earlier
+ * registers (mostly recent ones, so that results are consumed both right
+ * away and a few statements later, as the register path's two registers
+ * expect) and immediates.  Both paths must give the same bits.
+ */
+static uint64_t next_rand(uint64_t *s) /* SplitMix64 */
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static void test_random_paths(void)
+{
+    static const char *const ops[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt",
+                                      "reciprocal", "relu", "sigmoid", "tanh", "gelu", "silu",
+                                      "erf", "leaky_relu", "clip", "add", "sub", "mul", "div",
+                                      "maximum", "minimum", "pow"};
+    enum { NOPS = sizeof ops / sizeof ops[0], FIRST_BINARY = 15 };
+    uint64_t st = 12345;
+    eager_pool_push();
+    for (int trial = 0; trial < 150; trial++) {
+        char prog[GRAPH_MAX_STR];
+        int len = 0, nst = 4 + (int)(next_rand(&st) % 16);
+        for (int k = 0; k < nst && len < (int)sizeof prog - 48; k++) {
+            int op = (int)(next_rand(&st) % NOPS);
+            char arg[2][24];
+            for (int j = 0; j < 2; j++) {
+                uint64_t r = next_rand(&st) % 10;
+                if (k < 2 && j == 0)
+                    snprintf(arg[j], sizeof arg[j], "i%d", k); /* both inputs read */
+                else if (r < 2 || k == 0)
+                    snprintf(arg[j], sizeof arg[j], "i%d", (int)(r % 2));
+                else if (r < 4)
+                    snprintf(arg[j], sizeof arg[j], "%.3g", (double)(next_rand(&st) % 7) - 2.5);
+                else
+                    snprintf(arg[j], sizeof arg[j], "r%d", k - 1 - (int)(r % 3 % k));
+            }
+            len += snprintf(prog + len, sizeof prog - (size_t)len, "%sr%d=%s(%s%s%s)",
+                            k ? ";" : "", k, ops[op], arg[0], op >= FIRST_BINARY ? "," : "",
+                            op >= FIRST_BINARY ? arg[1] : "");
+        }
+        check_paths(__LINE__, prog, 2, NULL);
+    }
+    eager_pool_pop();
+}
+
 /* ---- chains, broadcasting, shapes ---- */
 
 /* tanh(x sigmoid(x) + 0.5 x) * 2 - 1: the benchmark chain. */
@@ -198,8 +361,6 @@ static double r_chain(const double *v)
     double x = v[0];
     return tanh(x * sig(x) + 0.5 * x) * 2 - 1;
 }
-#define CHAIN "r0=sigmoid(i0);r1=mul(i0,r0);r2=mul(0.5,i0);r3=add(r1,r2);r4=tanh(r3);" \
-              "r5=mul(r4,2);r6=sub(r5,1)"
 
 /* ((a * b) + c - d) * e with everything broadcast. */
 static double r_bcast(const double *v) { return (v[0] * v[1] + v[2] - v[3]) * v[4]; }
@@ -243,6 +404,59 @@ static double r_long32(const double *v)
         a = a2;
     }
     return a * b;
+}
+
+/* 4 rounds of x = relu(1.01 x + 0.01) - 0.5 x + sigmoid(x): the `tiny`
+ * benchmark's loop, which the register path reorders. */
+#define TINY4                                                              \
+    "r0=mul(i0,1.01);r1=add(r0,0.01);r2=relu(r1);r3=sigmoid(i0);r4=mul(i0,0.5);"        \
+    "r5=sub(r2,r4);r6=add(r5,r3);r7=mul(r6,1.01);r8=add(r7,0.01);r9=relu(r8);"          \
+    "r10=sigmoid(r6);r11=mul(r6,0.5);r12=sub(r9,r11);r13=add(r12,r10);r14=mul(r13,1.01);" \
+    "r15=add(r14,0.01);r16=relu(r15);r17=sigmoid(r13);r18=mul(r13,0.5);r19=sub(r16,r18);" \
+    "r20=add(r19,r17);r21=mul(r20,1.01);r22=add(r21,0.01);r23=relu(r22);r24=sigmoid(r20);" \
+    "r25=mul(r20,0.5);r26=sub(r23,r25);r27=add(r26,r24)"
+
+static double r_tiny4(const double *v)
+{
+    double x = v[0];
+    for (int k = 0; k < 4; k++) {
+        double a = 1.01 * x + 0.01;
+        x = (a > 0 ? a : 0) - 0.5 * x + sig(x);
+    }
+    return x;
+}
+
+/* Sizes around the register path's limit and the tile boundaries (2
+ * slots: tiles of 512). */
+static void test_sizes(void)
+{
+    static const int64_t sizes[] = {1, 2, 15, 16, 17, 31, 32, 33, 511, 512, 513, 1023, 1025};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        graph_ints s1[1] = {TG_SHAPE(sizes[k])};
+        CHECK_PROG(CHAIN, 1, s1, -4, 4, r_chain, 1e-5);
+        CHECK_PROG(TINY4, 1, s1, -3, 3, r_tiny4, 1e-5);
+    }
+    graph_ints s0[1] = {TG_NOINTS};
+    CHECK_PROG(TINY4, 1, s0, -3, 3, r_tiny4, 1e-5);
+    /* broadcasting into 16 and 15 elements (the register path gathers) */
+    graph_ints b16[5] = {TG_SHAPE(2, 1, 4), TG_SHAPE(2, 1), TG_SHAPE(4), TG_NOINTS,
+                         TG_SHAPE(1, 1, 1)};
+    CHECK_PROG(BCAST, 5, b16, -2, 2, r_bcast, 1e-5);
+    graph_ints b15[5] = {TG_SHAPE(3, 1), TG_SHAPE(5), TG_SHAPE(3, 5), TG_SHAPE(1), TG_NOINTS};
+    CHECK_PROG(BCAST, 5, b15, -2, 2, r_bcast, 1e-5);
+    graph_ints us[2] = {TG_SHAPE(10), TG_NOINTS};
+    CHECK_PROG("r0=mul(i1,2);r1=exp(r0);r2=add(r1,i0)", 2, us, -1, 1, r_uniform_sub, 1e-5);
+    CHECK_PROG("r0=exp(i0);r1=add(i1,1)", 2, us, -1, 1, r_uniform_out, 1e-6);
+    /* +0 and -0 immediates are different values: -1 * 0 + -0 = -0, and
+     * 0 + 0 = +0 */
+    eager_pool_push();
+    float m1[3] = {-1.0f, 2.0f, -0.0f};
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(3), m1);
+    const float *r = eager_peek(eager_fused(1, &x, TG_STR("r0=mul(i0,0);r1=add(r0,-0)")));
+    CHECK(r && r[0] == 0.0f && signbit(r[0]) && !signbit(r[1]) && signbit(r[2]));
+    r = eager_peek(eager_fused(1, &x, TG_STR("r0=mul(i0,-0);r1=add(r0,0)")));
+    CHECK(r && !signbit(r[0]) && !signbit(r[1]) && !signbit(r[2]));
+    eager_pool_pop();
 }
 
 static void test_shapes(void)
@@ -292,12 +506,17 @@ static void test_shapes(void)
                           2 * k - 1, k, k + 1, 2 * k, 2 * k - 2, 2 * k - 1);
     }
     CHECK_PROG(prog, 16, s16, -1, 1, r_sum16, 1e-5);
+    for (int k = 0; k < 16; k++)
+        s16[k] = k % 3 ? TG_SHAPE(2, 6) : k % 2 ? TG_SHAPE(6) : TG_SHAPE(1); /* 12 lanes */
+    CHECK_PROG(prog, 16, s16, -1, 1, r_sum16, 1e-5);
     long_prog(prog, sizeof prog);
     fused_prog p;
     char err[256];
     CHECK(fused_prog_parse(prog, 2, &p, err, sizeof err) == TG_OK && p.nstmts == 32);
     graph_ints s2[2] = {TG_SHAPE(2000), TG_SHAPE(2000)};
     CHECK_PROG(prog, 2, s2, -1, 1, r_long32, 1e-5);
+    graph_ints s2s[2] = {TG_SHAPE(4, 4), TG_SHAPE(4)};
+    CHECK_PROG(prog, 2, s2s, -1, 1, r_long32, 1e-5);
 }
 
 /* ---- the program text ---- */
@@ -463,6 +682,23 @@ static void test_in_place(void)
         CHECK_FLOATS(y, want, N, 1e-5);
     }
     eager_kstate_free(st);
+    /* the same with 13 elements (the register path), in place over input 0 */
+    st = NULL;
+    graph_type t13 = {GRAPH_F32, 1, {13}};
+    graph_type ts13[3] = {t13, t13, tc};
+    for (int rep = 0; rep < 2; rep++) {
+        check_fill(x, 13, 30 + (uint64_t)rep, -2, 2);
+        check_fill(y, 13, 40 + (uint64_t)rep, -2, 2);
+        col[0] = -1.5f + (float)rep;
+        for (int i = 0; i < 13; i++)
+            want[i] = (float)(((double)x[i] - y[i]) * col[0] + y[i] * y[i]);
+        const float *in[3] = {x, y, col};
+        run_direct("r0=sub(i0,i1);r1=mul(r0,i2);r2=mul(i1,i1);r3=add(r1,r2)", in, ts13, 3, x,
+                   &t13, 1, &st);
+        CHECK(st != NULL);
+        CHECK_FLOATS(x, want, 13, 1e-5);
+    }
+    eager_kstate_free(st);
     free(x);
     free(y);
     free(want);
@@ -474,6 +710,9 @@ int main(void)
     long live = eager_live_tensors();
     test_ops();
     test_special_values();
+    test_paths();
+    test_random_paths();
+    test_sizes();
     test_shapes();
     test_parse_print();
     test_errors();
