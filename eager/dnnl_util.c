@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine;
@@ -119,6 +120,7 @@ struct eager_dnnl_prim {
     dnnl_memory_t user;       /* the caller's layout of that argument */
     dnnl_primitive_t reorder; /* user -> mem[packed] */
     const void *packed_from;  /* caller buffer mem[packed] holds, or NULL */
+    void *packed_buf;         /* mem[packed]'s buffer (packed_alloc) */
     int post_in_c;            /* run post in C after the primitive */
     graph_ints post;
     float alpha;
@@ -139,12 +141,42 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p)
         dnnl_primitive_destroy(p->reorder);
     if (p->prim)
         dnnl_primitive_destroy(p->prim);
+    free(p->packed_buf);
     free(p);
 }
 
 static void prim_state_free(eager_kstate *s)
 {
     eager_dnnl_prim_free((eager_dnnl_prim *)s);
+}
+
+/*
+ * A buffer for packed weights.  Big ones are 2 MB aligned and asked to be
+ * backed by transparent huge pages (madvise: "always" is not the common
+ * default): a GEMM streaming megabytes of weights that other work has
+ * pushed out of the caches otherwise also takes a TLB miss every 4 KB,
+ * each a page walk that itself misses.  Measured on the MLP (2.6 MB of
+ * weights), five plans run in turn as the benchmark suite does: median
+ * 0.98-1.15 -> 0.93-0.96 ms, best 0.88 -> 0.83 ms (one plan alone:
+ * 0.74 ms either way).  Below PACKED_HUGE_MIN the rounding up to 2 MB
+ * would cost more memory than it is worth.
+ */
+#define PACKED_HUGE (2u << 20)
+#define PACKED_HUGE_MIN (512u << 10)
+
+static void *packed_alloc(size_t n)
+{
+    void *p = NULL;
+    if (n >= PACKED_HUGE_MIN) {
+        size_t len = (n + PACKED_HUGE - 1) / PACKED_HUGE * PACKED_HUGE;
+        if (posix_memalign(&p, PACKED_HUGE, len) != 0)
+            return NULL;
+#ifdef MADV_HUGEPAGE
+        madvise(p, len, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
+        return p;
+    }
+    return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
 }
 
 /*
@@ -155,7 +187,10 @@ static dnnl_status_t make_packed(eager_dnnl_prim *p, int i, const dnnl_memory_de
                                  const dnnl_memory_desc_t *want, dnnl_engine_t eng)
 {
     dnnl_primitive_desc_t rpd;
-    dnnl_status_t s = dnnl_memory_create(&p->mem[i], want, eng, DNNL_MEMORY_ALLOCATE);
+    p->packed_buf = packed_alloc(dnnl_memory_desc_get_size(want));
+    if (!p->packed_buf)
+        return dnnl_out_of_memory;
+    dnnl_status_t s = dnnl_memory_create(&p->mem[i], want, eng, p->packed_buf);
     if (s == dnnl_success)
         s = dnnl_memory_create(&p->user, md, eng, DNNL_MEMORY_NONE);
     if (s == dnnl_success)
@@ -205,6 +240,42 @@ static dnnl_status_t make_memories(eager_dnnl_prim *p, const eager_dnnl_spec *sp
     return s;
 }
 
+/*
+ * The primitive descriptor of sp's operation with attr: the first
+ * implementation whose name contains sp->prefer when there is one,
+ * oneDNN's first choice otherwise.
+ */
+static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const eager_dnnl_spec *sp,
+                               const_dnnl_primitive_attr_t attr, dnnl_engine_t eng)
+{
+    if (!sp->prefer)
+        return dnnl_primitive_desc_create(pd, sp->desc, attr, eng, NULL);
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, sp->desc, attr, eng, NULL);
+    if (s != dnnl_success)
+        return s;
+    *pd = NULL;
+    do {
+        dnnl_primitive_desc_t cand = dnnl_primitive_desc_iterator_fetch(it);
+        const char *impl = NULL;
+        if (!cand)
+            break;
+        if (dnnl_primitive_desc_query(cand, dnnl_query_impl_info_str, 0, &impl) ==
+                dnnl_success && impl && strstr(impl, sp->prefer)) {
+            if (*pd)
+                dnnl_primitive_desc_destroy(*pd);
+            *pd = cand;
+            break;
+        }
+        if (*pd)
+            dnnl_primitive_desc_destroy(cand); /* keep the first as fallback */
+        else
+            *pd = cand;
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+    return *pd ? dnnl_success : dnnl_unimplemented;
+}
+
 static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
                                 const char **step)
 {
@@ -215,7 +286,7 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
     if ((s = eager_dnnl_engine(&eng)) != dnnl_success)
         return s;
     *step = "primitive descriptor";
-    if ((s = dnnl_primitive_desc_create(&pd, sp->desc, sp->attr, eng, NULL)) != dnnl_success)
+    if ((s = pd_create(&pd, sp, sp->attr, eng)) != dnnl_success)
         return s;
     const char *impl = NULL;
     if (sp->attr && sp->post && sp->post->n &&
@@ -223,7 +294,7 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
         impl && (strstr(impl, "gemm") || strstr(impl, "ref"))) {
         /* post-ops there are a scalar loop: same primitive without them */
         dnnl_primitive_desc_destroy(pd);
-        if ((s = dnnl_primitive_desc_create(&pd, sp->desc, NULL, eng, NULL)) != dnnl_success)
+        if ((s = pd_create(&pd, sp, NULL, eng)) != dnnl_success)
             return s;
         p->post_in_c = 1;
         p->post = *sp->post;
@@ -269,6 +340,17 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     }
     *out = p;
     return TG_OK;
+}
+
+const char *eager_dnnl_prim_impl(const eager_dnnl_prim *p)
+{
+    const_dnnl_primitive_desc_t pd = NULL;
+    const char *impl = NULL;
+    if (p && p->prim && dnnl_primitive_get_primitive_desc(p->prim, &pd) == dnnl_success &&
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl)
+        return impl;
+    return "";
 }
 
 eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a)

@@ -65,7 +65,8 @@ tg_status eager_dnnl_fail(const eager_kargs *a, const char *what,
  * caller's, the prim keeps a copy of the caller's buffer reordered into
  * it, redone only when the caller's pointer changes.  So pack only a
  * buffer whose contents are fixed while the prim lives
- * (eager_kargs.fixed_in).
+ * (eager_kargs.fixed_in).  A packed copy of 512 KB or more sits in
+ * transparent huge pages (packed_alloc in dnnl_util.c says why).
  */
 typedef struct eager_dnnl_prim eager_dnnl_prim;
 
@@ -88,6 +89,14 @@ typedef struct eager_dnnl_spec {
      */
     const graph_ints *post;
     float alpha;
+    /*
+     * NULL, or a substring of the implementation name to take when oneDNN
+     * offers it (dnnl_query_impl_info_str; otherwise oneDNN's first
+     * choice): oneDNN 2.6 lists its Winograd F(2x2,3x3)
+     * "jit_fp32_wino_2x3" before F(4x4,3x3) "jit_wino_4x3", which does
+     * 2.25x fewer multiplies (see kernels_blocked.c).
+     */
+    const char *prefer;
 } eager_dnnl_spec;
 
 /*
@@ -100,6 +109,12 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
                               eager_dnnl_prim **out);
 /* Frees p (NULL is a no-op). */
 void eager_dnnl_prim_free(eager_dnnl_prim *p);
+/*
+ * The name of the implementation oneDNN runs for p ("brg:avx512_core",
+ * "jit_wino_4x3:avx512_core", ...; "" if unknown), owned by p: for tests
+ * and diagnostics (ONEDNN_VERBOSE=1 prints the same names).
+ */
+const char *eager_dnnl_prim_impl(const eager_dnnl_prim *p);
 /* The prim already prepared in a's state slot, or NULL. */
 eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a);
 /*
