@@ -20,7 +20,8 @@ command -v gnuplot >/dev/null || {
 tmp=${TMPDIR:-/tmp}/tg_plot.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
 
-# One data file per thread count: workload eager O0 O1 O2 O3 (NaN: failed).
+# One data file per thread count: workload eager O0 O1 O2 O3 OpenCL-O2
+# (NaN: failed or not measured).
 awk -f "$root/bench/json_flat.awk" "$json" | awk -F '\t' -v tmp="$tmp" '
 function num(x) {
     if (x == "" || x == "null") return "NaN"
@@ -35,10 +36,11 @@ END {
         f = tmp ".t" t
         if (!(t in started)) {
             started[t] = 1; threads = threads " " t
-            print "workload eager -O0 -O1 -O2 -O3" > f
+            print "workload eager -O0 -O1 -O2 -O3 OpenCL-O2" > f
         }
         line = p[1] " " num(v[rec[i] "/eager_ms.median"])
         for (l = 0; l < 4; l++) line = line " " num(v[rec[i] "/O" l "/replay_ms.median"])
+        line = line " " num(v[rec[i] "/O2/opencl.replay_ms.median"])
         print line > f
     }
     print threads > (tmp ".threads")
@@ -68,7 +70,7 @@ count=$(echo $threads | wc -w)
     echo "set datafile missing 'NaN'"
     for t in $threads; do
         echo "set title '$t thread(s)'"
-        echo "plot for [c=2:6] '$tmp.t$t' using c:xtic(1) title columnheader(c)"
+        echo "plot for [c=2:7] '$tmp.t$t' using c:xtic(1) title columnheader(c)"
     done
     echo "unset multiplot"
 } >"$tmp.gp"

@@ -2,7 +2,8 @@
  * suite.c - the workload benchmark of issue 6: eager vs optimized replay.
  *
  *   suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]
- *         [--workloads mlp,tiny,...] [--quick] [--no-fork] [--save-dir DIR]
+ *         [--workloads mlp,tiny,...] [--quick] [--no-fork] [--no-opencl]
+ *         [--save-dir DIR]
  *
  * Each workload x threads record runs in a child process (--no-fork: in
  * this one, for a debugger), so a crash in the library fails that record
@@ -57,7 +58,18 @@
  *           "speedup": eager median / replay median,
  *           "arena_bytes": {"naive", "lower_bound", "planned"},
  *           "max_abs_err": max |replay - eager|,
- *           "max_rel_err": max |replay - eager| / max |eager| } ] } ] }
+ *           "max_rel_err": max |replay - eager| / max |eager|,
+ *           "opencl": null (--no-opencl, or no OpenCL platform), or the same
+ *             plan replayed with REPLAY_OPENCL (issue 7): {"ok", "error",
+ *             "compile_ms", "replay_ms": {...}, "speedup", "max_rel_err"
+ *             (vs eager), "rel_err_vs_cpu" (vs this level's CPU replay;
+ *             above 1e-4 fails the record)} } ] } ] }
+ *   (and per record "opencl_device": "platform / device" or null)
+ *
+ * OpenCL runs on whatever device the first platform offers (PoCL in CI,
+ * which uses every core whatever "threads" says), in the records of the
+ * first thread count only.  The parent process
+ * never touches OpenCL: a driver's threads do not survive fork.
  *
  * max_rel_err is relative to the output's largest magnitude, so outputs
  * near zero do not inflate it; a NaN where eager has none makes it null
@@ -86,6 +98,7 @@
 #define NLEVELS 4
 #define MAX_RUNS 5000
 #define REL_TOL 1e-3
+#define OCL_CPU_TOL 1e-4 /* OpenCL vs replay-CPU at the same level (issue 7) */
 #define RECORD_TIMEOUT_S 300
 
 typedef struct config {
@@ -95,6 +108,7 @@ typedef struct config {
     int threads[4], nthreads;
     int use[WL_COUNT];
     int no_fork;    /* run records in this process (for a debugger) */
+    int no_opencl;  /* skip the OpenCL column */
     double loadavg; /* at the start */
 } config;
 
@@ -112,6 +126,12 @@ typedef struct level_result {
     stats replay;
     size_t naive, lower, planned;
     double max_abs, max_rel;
+    /* The same plan on OpenCL (issue 7): ocl_ran 0 when not measured
+     * (--no-opencl, or no platform: ocl_error says so). */
+    int ocl_ran, ocl_ok;
+    char ocl_error[512];
+    double ocl_compile_ms, ocl_max_rel, ocl_vs_cpu;
+    stats ocl;
 } level_result;
 
 typedef struct record {
@@ -121,6 +141,7 @@ typedef struct record {
     char error[512];
     char stage[64]; /* what run_record is doing (reported if it crashes) */
     double loadavg;
+    char ocl_device[300]; /* "" when OpenCL was not measured */
     stats eager;
     double trace_ms;
     int32_t traced_nodes;
@@ -349,10 +370,52 @@ static int compile_level(const graph *h, int threads, const reference *ref, leve
     return 0;
 }
 
+/*
+ * The same graph on OpenCL: compiled, one run compared with eager (as the
+ * CPU, REL_TOL) and with the CPU replay's output cpu_y (OCL_CPU_TOL);
+ * 1 when rc is ready to be timed.  No platform: not measured, not failed.
+ */
+static int compile_opencl(const graph *h, const reference *ref, const float *cpu_y,
+                          level_result *r, record *rec, replay_ctx *rc)
+{
+    replay_opts ro = {REPLAY_OPENCL, 1, 0, NULL};
+    double t0 = now_ms();
+    rc->p = replay_compile(h, &ro, r->ocl_error, sizeof r->ocl_error);
+    r->ocl_compile_ms = now_ms() - t0;
+    if (!rc->p) {
+        r->ocl_ran = strstr(r->ocl_error, "no OpenCL platform") == NULL;
+        return 0;
+    }
+    r->ocl_ran = 1;
+    replay_device d;
+    if (!rec->ocl_device[0] && replay_opencl_devices(&d, 1, NULL, 0) > 0)
+        snprintf(rec->ocl_device, sizeof rec->ocl_device, "%s / %s", d.platform, d.name);
+    rc->s = replay_session_new(rc->p, NULL, 0);
+    rc->in = ref->in;
+    double abs_err, cpu_abs;
+    if (!rc->s) {
+        snprintf(r->ocl_error, sizeof r->ocl_error, "replay_session_new: out of memory");
+    } else if (replay_once(rc)) {
+        snprintf(r->ocl_error, sizeof r->ocl_error, "replay_run: %s",
+                 replay_session_error(rc->s));
+    } else if (rc->out.type.dtype != GRAPH_F32 || graph_type_numel(&rc->out.type) != ref->n) {
+        snprintf(r->ocl_error, sizeof r->ocl_error, "OpenCL output has another type");
+    } else {
+        compare(rc->out.data, ref->y, ref->n, &abs_err, &r->ocl_max_rel);
+        compare(rc->out.data, cpu_y, ref->n, &cpu_abs, &r->ocl_vs_cpu);
+        if (r->ocl_max_rel <= REL_TOL && r->ocl_vs_cpu <= OCL_CPU_TOL)
+            return 1;
+        snprintf(r->ocl_error, sizeof r->ocl_error, "OpenCL differs: max rel err %.3g vs "
+                 "eager (limit %g), %.3g vs the CPU replay (limit %g)", r->ocl_max_rel,
+                 REL_TOL, r->ocl_vs_cpu, OCL_CPU_TOL);
+    }
+    return 0;
+}
+
 /* Optimizes, saves, loads and compiles level l of rec; 1 when rc is ready.
  * rec->stage says what it is doing, for the report of a crash. */
-static int prepare_level(const graph *traced, const reference *ref, record *rec, int l,
-                         replay_ctx *rc)
+static int prepare_level(const config *c, const graph *traced, const reference *ref,
+                         record *rec, int l, replay_ctx *rc, replay_ctx *rco, int *ocl_ready)
 {
     level_result *r = &rec->lv[l];
     r->level = l;
@@ -362,6 +425,12 @@ static int prepare_level(const graph *traced, const reference *ref, record *rec,
     graph *h = g ? save_load(g, r) : NULL;
     snprintf(rec->stage, sizeof rec->stage, "-O%d: compile and first run", l);
     int ok = h && compile_level(h, rec->threads, ref, r, rc);
+    *ocl_ready = 0;
+    /* OpenCL at the first thread count only: the driver has its own threads */
+    if (ok && !c->no_opencl && rec->threads == c->threads[0]) {
+        snprintf(rec->stage, sizeof rec->stage, "-O%d: OpenCL compile and first run", l);
+        *ocl_ready = compile_opencl(h, ref, rc->out.data, r, rec, rco);
+    }
     graph_free(g);
     graph_free(h);
     return ok;
@@ -404,13 +473,22 @@ static void progress(const record *rec, int index, int total, double secs)
         else
             fprintf(stderr, " -O%d   FAILED        ", l);
     }
+    for (int l = 0; l < NLEVELS; l++)
+        if (rec->lv[l].ocl_ok)
+            fprintf(stderr, "%s -O%d %.3f", l ? "" : " | opencl", l, rec->lv[l].ocl.median);
     fprintf(stderr, " | %.1f s\n", secs);
     if (rec->error[0])
         fprintf(stderr, "suite: FAIL %s t=%d: %s\n", rec->workload, rec->threads, rec->error);
-    for (int l = 0; l < NLEVELS; l++)
+    for (int l = 0; l < NLEVELS; l++) {
         if (rec->error[0] == 0 && !rec->lv[l].ok)
             fprintf(stderr, "suite: FAIL %s t=%d -O%d: %s\n", rec->workload, rec->threads, l,
                     rec->lv[l].error);
+        if (rec->lv[l].ocl_ran && !rec->lv[l].ocl_ok)
+            fprintf(stderr, "suite: FAIL %s t=%d -O%d OpenCL: %s\n", rec->workload,
+                    rec->threads, l, rec->lv[l].ocl_error);
+        else if (l == 0 && !rec->lv[l].ocl_ran && rec->lv[l].ocl_error[0])
+            fprintf(stderr, "suite: note: OpenCL not measured: %s\n", rec->lv[l].ocl_error);
+    }
 }
 
 /* Traces w three times (timed); the last graph, or NULL. */
@@ -439,15 +517,19 @@ static graph *trace(const workload *w, record *rec)
 static void run_levels(const config *c, const workload *w, const graph *g, const reference *ref,
                        record *rec)
 {
-    static double times[NLEVELS + 1][MAX_RUNS];
-    replay_ctx rc[NLEVELS];
-    runner r[NLEVELS + 1];
-    int n = 0;
+    static double times[2 * NLEVELS + 1][MAX_RUNS];
+    replay_ctx rc[NLEVELS], rco[NLEVELS];
+    runner r[2 * NLEVELS + 1];
+    int n = 0, ocl_ready[NLEVELS];
     memset(rc, 0, sizeof rc);
+    memset(rco, 0, sizeof rco);
     r[n++] = (runner){eager_once, (void *)w, &rec->eager, times[0], 0};
     for (int l = 0; l < NLEVELS; l++)
-        if (prepare_level(g, ref, rec, l, &rc[l]))
+        if (prepare_level(c, g, ref, rec, l, &rc[l], &rco[l], &ocl_ready[l]))
             r[n++] = (runner){replay_once, &rc[l], &rec->lv[l].replay, times[l + 1], 0};
+    for (int l = 0; l < NLEVELS; l++)
+        if (rc[l].s && ocl_ready[l])
+            r[n++] = (runner){replay_once, &rco[l], &rec->lv[l].ocl, times[NLEVELS + 1 + l], 0};
     snprintf(rec->stage, sizeof rec->stage, "timing");
     measure(c, r, n);
     if (r[0].failed)
@@ -465,6 +547,22 @@ static void run_levels(const config *c, const workload *w, const graph *g, const
         replay_session_free(rc[l].s);
         replay_plan_free(rc[l].p);
     }
+    for (int l = 0; l < NLEVELS; l++) {
+        level_result *lv = &rec->lv[l];
+        for (int k = 1; k < n; k++)
+            if (r[k].ctx == &rco[l]) {
+                lv->ocl_ok = !r[k].failed;
+                if (!lv->ocl_ok)
+                    snprintf(lv->ocl_error, sizeof lv->ocl_error, "replay_run: %s",
+                             replay_session_error(rco[l].s));
+            }
+        /* a level that ran on OpenCL and failed fails the record */
+        rec->ok = rec->ok && (!lv->ocl_ran || lv->ocl_ok);
+        replay_session_free(rco[l].s);
+        replay_plan_free(rco[l].p);
+    }
+    if (!c->no_opencl && rec->threads == c->threads[0])
+        replay_opencl_shutdown();
 }
 
 /* Measures everything for workload k at threads; returns rec->ok. */
@@ -593,7 +691,24 @@ static void json_level(FILE *f, const record *rec, const level_result *r)
     json_num(f, r->replay.runs ? r->max_abs : NAN);
     fputs(", \"max_rel_err\": ", f);
     json_num(f, r->replay.runs ? r->max_rel : NAN);
-    fputc('}', f);
+    fputs(",\n         \"opencl\": ", f);
+    if (!r->ocl_ran) {
+        fputs("null}", f);
+        return;
+    }
+    fprintf(f, "{\"ok\": %s, \"error\": ", r->ocl_ok ? "true" : "false");
+    json_str(f, r->ocl_error);
+    fputs(", \"compile_ms\": ", f);
+    json_num(f, r->ocl_compile_ms);
+    fputs(", ", f);
+    json_stats(f, "replay_ms", &r->ocl);
+    fputs(", \"speedup\": ", f);
+    json_num(f, r->ocl.runs ? rec->eager.median / r->ocl.median : NAN);
+    fputs(", \"max_rel_err\": ", f);
+    json_num(f, r->ocl.runs ? r->ocl_max_rel : NAN);
+    fputs(", \"rel_err_vs_cpu\": ", f);
+    json_num(f, r->ocl.runs ? r->ocl_vs_cpu : NAN);
+    fputs("}}", f);
 }
 
 static void json_record(FILE *f, const record *rec)
@@ -605,6 +720,11 @@ static void json_record(FILE *f, const record *rec)
     json_str(f, rec->error);
     fputs(",\n      \"desc\": ", f);
     json_str(f, rec->desc);
+    fputs(", \"opencl_device\": ", f);
+    if (rec->ocl_device[0])
+        json_str(f, rec->ocl_device);
+    else
+        fputs("null", f);
     fputs(", \"loadavg\": ", f);
     json_num(f, rec->loadavg);
     fputs(",\n      ", f);
@@ -703,7 +823,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]\n"
                     "             [--workloads mlp,resblock,encoder,encoder_fused,chain,tiny]"
-                    " [--quick]\n             [--no-fork] [--save-dir DIR]\n");
+                    " [--quick]\n             [--no-fork] [--no-opencl] [--save-dir DIR]\n");
     return 2;
 }
 
@@ -736,7 +856,7 @@ static int parse_list(config *c, const char *arg, int threads)
 
 static int parse_args(config *c, int argc, char **argv)
 {
-    *c = (config){"bench/results/latest.json", 21, 1000, {1, 2}, 2, {0}, 0, NAN};
+    *c = (config){"bench/results/latest.json", 21, 1000, {1, 2}, 2, {0}, 0, 0, NAN};
     for (int k = 0; k < WL_COUNT; k++)
         c->use[k] = 1;
     for (int i = 1; i < argc; i++) {
@@ -748,6 +868,10 @@ static int parse_args(config *c, int argc, char **argv)
         }
         if (!strcmp(a, "--no-fork")) {
             c->no_fork = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-opencl")) {
+            c->no_opencl = 1;
             continue;
         }
         if (!v)

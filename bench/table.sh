@@ -65,6 +65,32 @@ END {
             ms(v[r "/O3/optimize_ms"]), kb(v[r "/O0/tgraph_bytes"]), kb(v[r "/O3/tgraph_bytes"]),
             ms(v[r "/O3/load_ms"]), ms(v[r "/O3/compile_ms"])
     }
+    dev = ""
+    for (i = 0; i < n; i++) if (v[rec[i] "/opencl_device"] != "" && v[rec[i] "/opencl_device"] != "null") dev = v[rec[i] "/opencl_device"]
+    if (dev != "") {
+        print ""
+        printf "OpenCL replay (issue 7) of the same optimized graphs on %s (it runs on every core whatever the thread count; measured in the records of the first thread count). Max rel err: against the CPU replay of the same level (the suite fails above 1e-4).\n\n", dev
+        print "| workload | eager | OpenCL -O0 | -O1 | -O2 | -O3 | OpenCL / CPU replay time -O2 | compile -O2 | max rel err vs CPU |"
+        print "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        for (i = 0; i < n; i++) {
+            r = rec[i]; split(r, p, "/")
+            if (v[r "/O0/opencl.ok"] == "") continue
+            line = sprintf("| %s | %s", p[1], ms(v[r "/eager_ms.median"]))
+            err = 0
+            for (l = 0; l < 4; l++) {
+                line = line " | " ms(v[r "/O" l "/opencl.replay_ms.median"])
+                x = v[r "/O" l "/opencl.rel_err_vs_cpu"]
+                if (x == "null" || x == "") err = "FAIL"
+                else if (err != "FAIL" && x + 0 > err + 0) err = x
+            }
+            o2 = v[r "/O2/opencl.replay_ms.median"]; c2 = v[r "/O2/replay_ms.median"]
+            line = line sprintf(" | %s | %s | %s |",
+                o2 == "" || o2 == "null" || c2 == "" || c2 == "null" ? "-" : sprintf("%.2f×", o2 / c2),
+                ms(v[r "/O2/opencl.compile_ms"]),
+                err == "FAIL" ? "FAIL" : err + 0 == 0 ? "0" : sprintf("%.1e", err))
+            print line
+        }
+    }
     print ""
     print "![eager vs replay per level](bench/results/latest.png)"
 }' >"$out"

@@ -10,9 +10,11 @@ typedef struct buf {
     int64_t offset;
 } buf;
 
-static size_t align_up(size_t n)
+/* align: a power of two >= OPT_ARENA_ALIGN (OpenCL sub-buffers need the
+ * device's base-address alignment, e.g. 128 bytes on PoCL). */
+static size_t align_up(size_t n, size_t align)
 {
-    return (n + OPT_ARENA_ALIGN - 1) & ~(size_t)(OPT_ARENA_ALIGN - 1);
+    return (n + align - 1) & ~(align - 1);
 }
 
 static size_t type_bytes(const graph_type *t)
@@ -49,7 +51,7 @@ static int by_offset(const void *a, const void *b)
 }
 
 /* Greedy by size: returns the arena size. */
-static size_t place(buf *bs, int32_t n)
+static size_t place(buf *bs, int32_t n, size_t align)
 {
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n + 1));
     buf **live = malloc(sizeof(buf *) * (size_t)(n + 1));
@@ -84,12 +86,12 @@ static size_t place(buf *bs, int32_t n)
                     best = prev_end;
                 }
             }
-            int64_t end = live[j]->offset + (int64_t)align_up(live[j]->size);
+            int64_t end = live[j]->offset + (int64_t)align_up(live[j]->size, align);
             if (end > prev_end)
                 prev_end = end;
         }
         b->offset = best >= 0 ? best : prev_end;
-        size_t end = (size_t)b->offset + align_up(b->size);
+        size_t end = (size_t)b->offset + align_up(b->size, align);
         if (end > total)
             total = end;
     }
@@ -99,15 +101,15 @@ static size_t place(buf *bs, int32_t n)
 }
 
 /* Largest sum of (aligned) bytes alive at one step. */
-static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps)
+static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps, size_t align)
 {
     size_t best = 0;
     int64_t *delta = calloc((size_t)nsteps + 2, sizeof *delta);
     if (!delta)
         return 0;
     for (int32_t i = 0; i < n; i++) {
-        delta[bs[i].first] += (int64_t)align_up(bs[i].size);
-        delta[bs[i].last + 1] -= (int64_t)align_up(bs[i].size);
+        delta[bs[i].first] += (int64_t)align_up(bs[i].size, align);
+        delta[bs[i].last + 1] -= (int64_t)align_up(bs[i].size, align);
     }
     int64_t cur = 0;
     for (int32_t s = 0; s <= nsteps; s++) {
@@ -121,8 +123,8 @@ static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps)
 
 /* Value lifetimes: step of definition and of last use (by buffer). */
 static tg_status lifetimes(const graph *g, const graph_type *types,
-                           int allow_inplace, opt_memplan *mp, buf **out_bufs,
-                           int32_t *nsteps_out)
+                           int allow_inplace, size_t align, opt_memplan *mp,
+                           buf **out_bufs, int32_t *nsteps_out)
 {
     int32_t nv = g->nvalues, nb = 0, step = 0;
     int32_t *last = malloc(sizeof(int32_t) * (size_t)(nv + 1));
@@ -179,7 +181,7 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
                 bs[nb].last = last[v] > s ? last[v] : s;
                 mp->buffer[v] = nb++;
             }
-            mp->naive_bytes += align_up(bytes);
+            mp->naive_bytes += align_up(bytes, align);
         }
     }
     free(last);
@@ -192,6 +194,14 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
 tg_status opt_memplan_build(const graph *g, const graph_type *types,
                             int allow_inplace, opt_memplan *mp)
 {
+    return opt_memplan_build_aligned(g, types, allow_inplace, OPT_ARENA_ALIGN, mp);
+}
+
+tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
+                                    int allow_inplace, size_t align, opt_memplan *mp)
+{
+    if (align < OPT_ARENA_ALIGN || (align & (align - 1)))
+        align = OPT_ARENA_ALIGN;
     memset(mp, 0, sizeof *mp);
     mp->nvalues = g->nvalues;
     mp->offset = malloc(sizeof(int64_t) * (size_t)(g->nvalues + 1));
@@ -206,13 +216,13 @@ tg_status opt_memplan_build(const graph *g, const graph_type *types,
     }
     buf *bs = NULL;
     int32_t nsteps = 0;
-    tg_status st = lifetimes(g, types, allow_inplace, mp, &bs, &nsteps);
+    tg_status st = lifetimes(g, types, allow_inplace, align, mp, &bs, &nsteps);
     if (st != TG_OK) {
         opt_memplan_free(mp);
         return st;
     }
-    mp->arena_bytes = place(bs, mp->nbuffers);
-    mp->lower_bound = lower_bound(bs, mp->nbuffers, nsteps);
+    mp->arena_bytes = place(bs, mp->nbuffers, align);
+    mp->lower_bound = lower_bound(bs, mp->nbuffers, nsteps, align);
     if (mp->arena_bytes == (size_t)-1) {
         free(bs);
         opt_memplan_free(mp);

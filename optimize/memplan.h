@@ -41,6 +41,11 @@ typedef struct opt_memplan {
  */
 tg_status opt_memplan_build(const graph *g, const graph_type *types,
                             int allow_inplace, opt_memplan *mp);
+/* The same with every offset a multiple of align (a power of two; values
+ * below OPT_ARENA_ALIGN mean OPT_ARENA_ALIGN): the OpenCL backend places
+ * sub-buffers at the device's base-address alignment. */
+tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
+                                    int allow_inplace, size_t align, opt_memplan *mp);
 void opt_memplan_free(opt_memplan *mp);
 
 #endif

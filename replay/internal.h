@@ -51,6 +51,8 @@ struct replay_plan {
      * from the old param data (reordered weights) drops it before its
      * next run (replay_run compares it with its own copy). */
     uint64_t param_gen;
+    struct ocl_plan *ocl; /* REPLAY_OPENCL: prepared nodes, device constants */
+    size_t align;         /* arena offset alignment (the device's for OpenCL) */
 };
 
 /* The variant for these input types (made and cached if new), or NULL

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "opencl/ocl_rt.h"
 
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len)
 {
@@ -80,7 +81,7 @@ static replay_variant *variant_new(replay_plan *p, const graph_type *const *in,
         variant_free(v);
         return NULL;
     }
-    if (opt_memplan_build(g, v->types, !p->opts.no_inplace, &v->mp) != TG_OK)
+    if (opt_memplan_build_aligned(g, v->types, !p->opts.no_inplace, p->align, &v->mp) != TG_OK)
         goto oom;
     return v;
 oom:
@@ -185,9 +186,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     replay_opts o = opts ? *opts : (replay_opts){REPLAY_CPU, 1, 0, NULL};
     if (o.threads < 1)
         o.threads = 1;
-    if (o.backend != REPLAY_CPU) {
-        snprintf(err, errlen, "replay: backend %d is not available in this build "
-                 "(the OpenCL backend is not implemented yet)", (int)o.backend);
+    if (o.backend != REPLAY_CPU && o.backend != REPLAY_OPENCL) {
+        snprintf(err, errlen, "replay: unknown backend %d", (int)o.backend);
         return NULL;
     }
     if (!g) {
@@ -207,7 +207,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         snprintf(err, errlen, "replay: invalid graph: %s", graph_error(p->g));
         goto fail;
     }
-    for (int32_t i = 0; i < p->g->nnodes; i++) {
+    p->align = OPT_ARENA_ALIGN;
+    for (int32_t i = 0; o.backend == REPLAY_CPU && i < p->g->nnodes; i++) {
         const graph_node *n = &p->g->nodes[i];
         char why[200], what[400];
         if (!(n->flags & GRAPH_NODE_DEAD) && !p->backend->supports_op(p->g, n, why, sizeof why)) {
@@ -226,6 +227,12 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     if (schedule(p) != TG_OK) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
+    }
+    if (o.backend == REPLAY_OPENCL) {
+        /* every node prepared (kernels built) now, not at the first run */
+        if (!(p->ocl = ocl_plan_new(p, err, errlen)))
+            goto fail;
+        p->align = ocl_plan_align(p->ocl);
     }
     const graph_type *in[GRAPH_MAX_NODE_IO];
     for (int32_t i = 0; i < p->g->ninputs; i++)
@@ -248,6 +255,7 @@ void replay_plan_free(replay_plan *p)
         variant_free(v);
     }
     pthread_mutex_destroy(&p->mu);
+    ocl_plan_free(p->ocl);
     free(p->items);
     graph_free(p->g);
     free(p);
@@ -284,12 +292,40 @@ tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
         memcpy(v->data, data, nbytes); /* sessions point at this buffer */
         v->hash = graph_hash_bytes(v->data, nbytes);
         p->param_gen++; /* kernel states built from the old data are stale */
+        if (p->ocl)
+            return ocl_plan_param_changed(p->ocl, v, i, err, errlen);
         return TG_OK;
     }
     snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "
              "into constants by the optimizer cannot be swapped)", name);
     return TG_ERR_ARG;
 }
+
+int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    ocl_device_info info[64];
+    int n = ocl_list_devices(info, 64, err, errlen);
+    for (int i = 0; i < n && i < max && i < 64; i++) {
+        replay_device *d = &out[i];
+        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
+        snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
+        snprintf(d->name, sizeof d->name, "%s", info[i].name);
+        snprintf(d->version, sizeof d->version, "%s", info[i].version);
+    }
+    return n;
+}
+
+void *replay_opencl_context(const replay_plan *p)
+{
+    return p && p->ocl ? (void *)ocl_plan_context(p->ocl) : NULL;
+}
+
+void replay_opencl_shutdown(void) { ocl_shutdown(); }
 
 int replay_num_inputs(const replay_plan *p) { return p->g->ninputs; }
 int replay_num_outputs(const replay_plan *p) { return p->g->noutputs; }

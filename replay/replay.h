@@ -32,7 +32,7 @@
 
 typedef enum replay_backend_kind {
     REPLAY_CPU,
-    REPLAY_OPENCL, /* not built yet: replay_compile refuses it */
+    REPLAY_OPENCL, /* OpenCL 1.2+ device (opts.device picks it) */
 } replay_backend_kind;
 
 typedef struct replay_opts {
@@ -46,6 +46,15 @@ typedef struct replay_tensor {
     const char *name; /* match by name; NULL: by position */
     graph_type type;
     void *data; /* inputs: read; outputs: written (NULL: see replay_run) */
+    /*
+     * OpenCL plans only: a cl_mem (cast to void *) in the plan's context
+     * (replay_opencl_context) used instead of data, so no host copy is
+     * made: an input is read from it directly, an output is copied into
+     * it on the device.  The caller's own queues must have finished
+     * writing it before replay_run; it is complete when replay_run
+     * returns.  NULL: use data.
+     */
+    void *buffer;
 } replay_tensor;
 
 typedef struct replay_plan replay_plan;
@@ -55,6 +64,11 @@ typedef struct replay_session replay_session;
  * Compiles g (verified first).  Returns NULL and a message in err when the
  * graph is invalid or the backend lacks an op ("op X is not supported on
  * backend Y", naming the node's call site).  opts NULL: defaults.
+ * REPLAY_OPENCL: opens opts.device (an index of replay_opencl_devices or a
+ * substring of "platform device"; NULL: the first), uploads constants and
+ * params once and builds every kernel now: an op the device cannot run,
+ * or an OpenCL build error (its log included), fails here with the
+ * node's call site, never at run time.
  */
 replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
                             size_t errlen);
@@ -68,6 +82,8 @@ size_t replay_workspace_size(const replay_plan *p);
  * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at
  * least replay_workspace_size(p) (runs at other dynamic sizes that need
  * more fail with TG_ERR_NOMEM).  NULL on out of memory or bad workspace.
+ * OpenCL plans: the arena is device memory the session allocates;
+ * workspace must be NULL.
  */
 replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size);
 void replay_session_free(replay_session *s);
@@ -94,6 +110,34 @@ int replay_session_guard_warnings(const replay_session *s);
  */
 tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
                            size_t nbytes, char *err, size_t errlen);
+
+/* ---- OpenCL ---- */
+
+/* One OpenCL device as replay_opencl_devices lists it. */
+typedef struct replay_device {
+    int index; /* what opts.device takes, as a decimal string */
+    char platform[128];
+    char name[128];
+    char version[64];
+    size_t global_mem;
+    int compute_units;
+} replay_device;
+
+/*
+ * Lists the OpenCL devices of every platform into out (at most max).
+ * Returns their count (which may exceed max), or -1 and a message in err
+ * when there is no platform ("no OpenCL platform (...)").
+ */
+int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen);
+/* The cl_context (as void *) of an OpenCL plan, for the caller's own
+ * cl_mem inputs and outputs; NULL for other backends. */
+void *replay_opencl_context(const replay_plan *p);
+/*
+ * Releases the devices, contexts and program caches the OpenCL backend
+ * keeps for the process (built programs are shared by every plan on a
+ * device).  Optional; a device some plan still uses is kept.
+ */
+void replay_opencl_shutdown(void);
 
 /* Signature queries: counts, names, traced types (for callers and the CLI). */
 int replay_num_inputs(const replay_plan *p);

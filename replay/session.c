@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "opencl/ocl_rt.h"
 
 typedef struct guard_ctx {
     const graph *g;
@@ -41,6 +42,7 @@ typedef struct bound {
 
 struct replay_session {
     replay_plan *p;
+    ocl_session *ocl; /* OpenCL plans: queue, device arena, kernels */
     char *arena;
     size_t arena_size;
     int own_arena;
@@ -191,6 +193,15 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         return NULL;
     s->p = p;
     s->param_gen = p->param_gen;
+    if (p->ocl) {
+        char err[512];
+        s->ocl = workspace ? NULL : ocl_session_new(p, err, sizeof err);
+        if (!s->ocl) {
+            free(s);
+            return NULL;
+        }
+        return s;
+    }
     if (workspace) {
         s->arena = workspace;
         s->arena_size = size;
@@ -234,6 +245,7 @@ void replay_session_free(replay_session *s)
     if (!s)
         return;
     drop_bounds(s);
+    ocl_session_free(s->ocl);
     if (s->own_arena)
         free(s->arena);
     free(s);
@@ -277,8 +289,11 @@ static tg_status order_inputs(replay_session *s, const replay_tensor *inputs, in
         if (ordered[i])
             return fail(s, TG_ERR_ARG, "replay: input %d (\"%s\") is given twice", i,
                         g->values[g->inputs[i]].name ? g->values[g->inputs[i]].name : "?");
-        if (!inputs[k].data && graph_type_numel(&inputs[k].type) > 0)
+        if (!inputs[k].data && !inputs[k].buffer && graph_type_numel(&inputs[k].type) > 0)
             return fail(s, TG_ERR_NULL, "replay: input %d has no data", k);
+        if (inputs[k].buffer && !s->ocl)
+            return fail(s, TG_ERR_ARG, "replay: input %d is a device buffer, but the plan "
+                        "runs on the CPU (buffer is for OpenCL plans)", k);
         ordered[i] = &inputs[k];
     }
     return TG_OK;
@@ -353,6 +368,9 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
                 return fail(s, TG_ERR_ARG, "replay: the plan has no output named \"%s\"",
                             outputs[k].name);
         }
+        if (outputs[k].buffer)
+            return fail(s, TG_ERR_ARG, "replay: output \"%s\" is a device buffer, but the "
+                        "plan runs on the CPU (buffer is for OpenCL plans)", g->outputs[i].name);
         int32_t id = g->outputs[i].value;
         const graph_type *t = &b->v->types[id];
         const void *src = g->values[id].kind == GRAPH_VALUE_INPUT
@@ -395,6 +413,11 @@ tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
     tg_status st = order_inputs(s, inputs, nin, in);
     if (st != TG_OK)
         return st;
+    if (s->ocl) {
+        st = ocl_session_run(s->ocl, in, nin, outputs, nout, &s->guard_warnings, s->err,
+                             sizeof s->err);
+        return s->status = st;
+    }
     /* dtype and rank are part of the check even on the fast path */
     for (int i = 0; i < nin; i++) {
         const graph_type *want = &s->p->g->values[s->p->g->inputs[i]].type;

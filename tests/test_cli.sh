@@ -215,8 +215,21 @@ expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -i mlp_x.npy
 has err "too many inputs: the graph has 1 (x)"
 expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -o z=out.npy
 has err "the graph has no output named 'z' (its outputs: y)"
-expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl
-has err "tracegraph run: replay: backend"
+
+# ---- OpenCL (PoCL in CI): devices, --backend opencl, --device ----
+if "$TG" devices > /dev/null 2>&1; then
+    expect 0 "$TG" devices
+    has out "0  "
+    expect 0 "$TG" check mlp.tgraph --backend opencl --device 0 --rtol 1e-4 --atol 1e-5
+    has out "replay (opencl, 1 thread)"
+    expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy
+    expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl --device "no such device"
+    has err "no OpenCL device matches \"no such device\""
+else
+    echo "SKIP (OpenCL part): tracegraph devices found no OpenCL platform"
+fi
+expect 2 "$TG" run mlp.tgraph -i mlp_x.npy --device 0
+has err "--device picks an OpenCL device: add --backend opencl"
 
 # ---- bench ----
 expect 0 "$TG" bench mlp.tgraph --runs 5 --warmup 1

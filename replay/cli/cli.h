@@ -128,6 +128,7 @@ enum {
     RUN_OPT_RUNS,
     RUN_OPT_RTOL,
     RUN_OPT_ATOL,
+    RUN_OPT_DEVICE,
 };
 
 typedef struct cli_run_opts {
@@ -168,6 +169,9 @@ typedef struct cli_setup {
  */
 int cli_setup_run(const cli_run_opts *o, int random_ok, cli_setup *s);
 void cli_teardown(cli_setup *s);
+
+/* `tracegraph devices` (cmd_devices.c). */
+int cli_devices(int argc, char **argv);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);

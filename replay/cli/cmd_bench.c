@@ -29,7 +29,8 @@ static void bench_help(void)
            "  --runs N          timed runs (default 100)\n"
            "  --threads N       threads per kernel (default 1)\n"
            "  --seed N          seed of the random inputs (default 1)\n"
-           "  --backend B       replay backend (default cpu)\n\n"
+           "  --backend B       replay backend, cpu or opencl (default cpu)\n"
+           "  --device D        OpenCL device: index or name substring\n\n"
            "exit codes: 0 ok, 1 error, 2 bad command line, 3 a guard failed.\n\n"
            "example:\n  tracegraph bench model.tgraph --runs 1000 --threads 4\n");
 }
@@ -111,7 +112,7 @@ static void print_stats(const cli_run_opts *o, const cli_setup *s, double *times
 
 int cli_bench(int argc, char **argv)
 {
-    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_THREADS, RUN_OPT_SEED,
+    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS, RUN_OPT_SEED,
                               RUN_OPT_WARMUP, RUN_OPT_RUNS, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, bench_help, &o);

@@ -23,6 +23,8 @@ static void run_help(void)
            "  -o, --output OUT.npy      outputs not named by any -o, in order; outputs\n"
            "                            without -o are summarized (shape, first values)\n"
            "  --backend cpu|opencl      where to run (default cpu)\n"
+           "  --device N|NAME           OpenCL device: index or name substring\n"
+           "                            (tracegraph devices; default the first)\n"
            "  --threads N               threads per kernel (default 1)\n\n"
            "Inputs are .npy arrays of dtype <f4, <i8, <i4 or |b1 (f32, i64, i32, bool),\n"
            "C order.  Dims the trace marked dynamic may differ from the traced sizes.\n"
@@ -58,7 +60,7 @@ static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *o
 
 int cli_run(int argc, char **argv)
 {
-    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_OUTPUT, RUN_OPT_BACKEND, RUN_OPT_THREADS,
+    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_OUTPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS,
                               0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, run_help, &o);
@@ -104,7 +106,8 @@ static void check_help(void)
            "  --rtol X          relative tolerance (default 1e-05)\n"
            "  --atol X          absolute tolerance (default 1e-08)\n"
            "  --threads N       threads per kernel, both runs (default 1)\n"
-           "  --backend B       replay backend (default cpu)\n\n"
+           "  --backend B       replay backend, cpu or opencl (default cpu)\n"
+           "  --device D        OpenCL device: index or name substring\n\n"
            "exit codes: 0 all outputs within tolerance, 1 error, 2 bad command line,\n"
            "3 a guard failed, 4 some output differs beyond the tolerance.\n\n"
            "example:\n  tracegraph check model.tgraph --rtol 1e-4\n");
@@ -206,7 +209,7 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
 
 int cli_check(int argc, char **argv)
 {
-    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_THREADS, RUN_OPT_SEED,
+    static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS, RUN_OPT_SEED,
                               RUN_OPT_RTOL, RUN_OPT_ATOL, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, check_help, &o);

@@ -40,19 +40,21 @@ static const command commands[] = {
     {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs",
      "tracegraph run FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                      [-o NAME=OUT.npy | -o OUT.npy]... [--backend cpu|opencl]\n"
-     "                      [--threads N]"},
+     "                      [--device N|NAME] [--threads N]"},
     {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s",
      "tracegraph bench FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--warmup N] [--runs N] [--threads N] [--seed N]\n"
-     "                        [--backend cpu|opencl]"},
+     "                        [--backend cpu|opencl] [--device N|NAME]"},
     {"check", cli_check, "compare replay with the reference interpreter",
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"
-     "                        [--backend cpu|opencl]"},
+     "                        [--backend cpu|opencl] [--device N|NAME]"},
     {"opt", cli_optimize, "optimize a graph (-O0..-O3) and save it, with --stats and --explain",
      "tracegraph opt [-O0|-O1|-O2|-O3] IN.tgraph OUT.tgraph [--stats] [--explain]\n"
      "                      [--keep-params] [--finite-math] [--print-after-each]\n"
      "                      [--verify-each]"},
+    {"devices", cli_devices, "list the OpenCL platforms and devices (--device takes the index)",
+     "tracegraph devices"},
     {"version", cli_version, "print the version", "tracegraph version"},
     {"help", cli_help, "help on a command: tracegraph help run", "tracegraph help [COMMAND]"},
 };

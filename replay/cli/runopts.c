@@ -18,6 +18,7 @@ static const cli_opt run_opts[] = {
     {NULL, "--runs", 1, RUN_OPT_RUNS},
     {NULL, "--rtol", 1, RUN_OPT_RTOL},
     {NULL, "--atol", 1, RUN_OPT_ATOL},
+    {NULL, "--device", 1, RUN_OPT_DEVICE},
 };
 
 const cli_opt *cli_run_opt(int id) { return &run_opts[id - 1]; }
@@ -42,6 +43,9 @@ static int set_opt(cli_run_opts *o, int id, const char *arg)
             o->replay.backend = REPLAY_OPENCL;
         else
             return cli_usage_error(o->cmd, "--backend takes cpu or opencl, not '%s'", arg);
+        return CLI_OK;
+    case RUN_OPT_DEVICE:
+        o->replay.device = arg;
         return CLI_OK;
     case RUN_OPT_RTOL:
     case RUN_OPT_ATOL:
@@ -98,6 +102,8 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     }
     if (!o->file)
         return cli_usage_error(o->cmd, "no FILE.tgraph given");
+    if (o->replay.device && o->replay.backend != REPLAY_OPENCL)
+        return cli_usage_error(o->cmd, "--device picks an OpenCL device: add --backend opencl");
     return CLI_OK;
 }
 

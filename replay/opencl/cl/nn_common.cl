@@ -1,0 +1,40 @@
+/*
+ * nn_common.cl - shared definitions of the heavy-op kernels (nn_*.cl),
+ * passed by replay/opencl/ops_nn.c as part of the program prefix, after
+ * the tg_epilogue function (ocl_epilogue_src; the identity for ops without
+ * an epilogue) and before the op's own source.
+ *
+ * TG_FP64 (build option, set when the device has cl_khr_fp64): sums of
+ * reductions, norms, softmax and average pools accumulate in double, as
+ * the CPU kernels do; without it they accumulate in float.
+ */
+#if TG_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double acc_t;
+#else
+typedef float acc_t;
+#endif
+
+/*
+ * The register tile of the tiled matmul and convolution kernels: a
+ * work-group of 8x8 items computes a TM x TN = 64 x 128 tile of the
+ * output; item (tx, ty) holds rows ty*8 .. +8 and columns tx*16 .. +16,
+ * one float16 per row, so the inner loop is 8 vector FMAs per step of K
+ * (PoCL maps a float16 onto one AVX-512 register; a GPU splits it).
+ * Measured on PoCL (this EPYC, 512^3): 8x8 items of 8 rows x float16
+ * ~23 GFLOP/s; float8 columns ~18; 16x16 items of 4x4 scalars ~10.
+ * K is walked in slices of TK = 16 staged in __local memory.
+ */
+#define TM 64
+#define TN 128
+#define TK 16
+#define RM 8
+#define NITEMS 64
+
+/* acc[i] += As[kk][ty*RM + i] * Bs[kk][tx*16 .. +16] over the slice. */
+#define NN_TILE_FMA(As, Bs, acc, tx, ty)                                    \
+    for (int kk_ = 0; kk_ < TK; kk_++) {                                    \
+        float16 bv_ = vload16((tx), &(Bs)[kk_][0]);                         \
+        for (int i_ = 0; i_ < RM; i_++)                                     \
+            (acc)[i_] = mad((float16)((As)[kk_][(ty) * RM + i_]), bv_, (acc)[i_]); \
+    }

@@ -1,0 +1,141 @@
+/*
+ * nn_conv.cl - conv2d, conv2d_ep and conv2d_blk (NCHW, or nChw16c when
+ * blocked), with groups, stride, padding, dilation, an optional bias and
+ * the epilogue tg_epilogue.  Prefixed with nn_common.cl.
+ *
+ * Geometry comes as two int8 arguments:
+ *   g0 = (C, H, W, O, OH, OW, KH, KW)
+ *   g1 = (stride h, stride w, pad top, pad left, dil h, dil w, groups,
+ *         blocked)
+ * Weights are plain OIHW (w[o][c/groups][kh][kw]) in every case.  When
+ * blocked, x, y and the residual are [N, C/16, H, W, 16]: element
+ * (n, c, h, w) at (((n*C/16 + c/16)*H + h)*W + w)*16 + c%16.
+ *
+ * nn_conv_tiled: the convolution as an implicit GEMM per (image, group):
+ * Y[m][p] = sum_k Wt[m][k] * X[k][p] with m an output channel of the
+ * group, p = oh*OW + ow an output pixel and k = (c, kh, kw); X is never
+ * materialized: each slice of 16 k is first described in a __local
+ * table (channel offset and kernel tap, one division each, by 16
+ * items), then the 16x128 slice of X is gathered from x through it
+ * (zero outside the image), and the 64x16 slice of Wt is read from w.
+ * The multiply is the register tile of nn_common.cl.
+ *
+ * nn_conv_direct: one item per output, the plain loops; used when the
+ * group has few output channels (depthwise, tiny convs), where a 64-row
+ * tile would be mostly empty.
+ */
+
+/* Offset of channel c's plane in image n, and the pixel stride. */
+inline long chan_off(int n, int c, int C, long HW, int blocked)
+{
+    return blocked ? ((long)n * (C / 16) + c / 16) * HW * 16 + c % 16
+                   : ((long)n * C + c) * HW;
+}
+
+/* Bias, epilogue and store of output (n, o, p). */
+inline void conv_store(__global float *y, int n, int o, int p, float v, int O, int P,
+                       int blocked, __global const float *bias, __global const float *res)
+{
+    long i = blocked ? (((long)n * (O / 16) + o / 16) * P + p) * 16 + o % 16
+                     : ((long)n * O + o) * P + p;
+    if (bias)
+        v += bias[o];
+    y[i] = tg_epilogue(v, res, i);
+}
+
+/* Global size (ceil(P/128)*8, ceil((O/groups)/64)*8, N*groups), local (8,8,1). */
+__kernel __attribute__((reqd_work_group_size(8, 8, 1)))
+void nn_conv_tiled(__global const float *x, __global const float *w, __global float *y,
+                   int8 g0, int8 g1, __global const float *bias, __global const float *res)
+{
+    __local float As[TK][TM];
+    __local float Bs[TK][TN];
+    __local long t_off[TK]; /* channel plane offset of k, or -1 past K */
+    __local int t_dh[TK], t_dw[TK]; /* kernel tap (kh*dil, kw*dil) of k */
+    int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
+    int sh = g1.s0, sw = g1.s1, dh = g1.s4, dw = g1.s5, groups = g1.s6, blocked = g1.s7;
+    int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups, KK = KH * KW, K = Cg * KK;
+    long HW = (long)H * W;
+    int ps = blocked ? 16 : 1;
+    int tx = get_local_id(0), ty = get_local_id(1), lid = ty * 8 + tx;
+    int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    int z = get_group_id(2), img = z / groups, g = z % groups;
+    /* This item gathers columns lid and lid + 64 of every X slice. */
+    int ih0[2], iw0[2];
+    for (int s = 0; s < 2; s++) {
+        int p = n0 + lid + 64 * s;
+        int oh = p / OW, ow = p % OW;
+        /* a column past P gets a row no tap can bring into the image */
+        ih0[s] = p < P ? oh * sh - g1.s2 : -(1 << 30);
+        iw0[s] = ow * sw - g1.s3;
+    }
+    __global const float *wg = w + (long)g * Mg * K;
+    float16 acc[RM];
+    for (int i = 0; i < RM; i++)
+        acc[i] = (float16)(0.0f);
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        if (lid < TK) {
+            int k = k0 + lid, c = k / KK, r = k % KK;
+            t_off[lid] = k < K ? chan_off(img, g * Cg + c, C, HW, blocked) : -1;
+            t_dh[lid] = r / KW * dh;
+            t_dw[lid] = r % KW * dw;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = 0; r < TM * TK / NITEMS; r++) {
+            int idx = lid + r * NITEMS, kk = idx % TK, m = m0 + idx / TK;
+            As[kk][idx / TK] = (m < Mg && k0 + kk < K) ? wg[(long)m * K + k0 + kk] : 0.0f;
+        }
+        for (int r = 0; r < TN * TK / NITEMS; r++) {
+            int kk = r >> 1, s = r & 1;
+            int ih = ih0[s] + t_dh[kk], iw = iw0[s] + t_dw[kk];
+            long off = t_off[kk];
+            int ok = off >= 0 && (uint)ih < (uint)H && (uint)iw < (uint)W;
+            Bs[kk][lid + 64 * s] = ok ? x[off + ((long)ih * W + iw) * ps] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        NN_TILE_FMA(As, Bs, acc, tx, ty);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int i = 0; i < RM; i++) {
+        int m = m0 + ty * RM + i;
+        float o[16];
+        vstore16(acc[i], 0, o);
+        for (int j = 0; j < 16; j++) {
+            int p = n0 + tx * 16 + j;
+            if (m < Mg && p < P)
+                conv_store(y, img, g * Mg + m, p, o[j], O, P, blocked, bias, res);
+        }
+    }
+}
+
+/* Global size (P, O, N), any local size. */
+__kernel void nn_conv_direct(__global const float *x, __global const float *w,
+                             __global float *y, int8 g0, int8 g1,
+                             __global const float *bias, __global const float *res)
+{
+    int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
+    int groups = g1.s6, blocked = g1.s7;
+    int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups;
+    int p = get_global_id(0), o = get_global_id(1), n = get_global_id(2);
+    if (p >= P || o >= O)
+        return;
+    int ih0 = p / OW * g1.s0 - g1.s2, iw0 = p % OW * g1.s1 - g1.s3;
+    long HW = (long)H * W;
+    int ps = blocked ? 16 : 1, c0 = o / Mg * Cg;
+    __global const float *wo = w + (long)o * Cg * KH * KW;
+    float s = 0.0f;
+    for (int c = 0; c < Cg; c++) {
+        long co = chan_off(n, c0 + c, C, HW, blocked);
+        for (int kh = 0; kh < KH; kh++) {
+            int ih = ih0 + kh * g1.s4;
+            if ((uint)ih >= (uint)H)
+                continue;
+            for (int kw = 0; kw < KW; kw++) {
+                int iw = iw0 + kw * g1.s5;
+                if ((uint)iw < (uint)W)
+                    s = mad(wo[(c * KH + kh) * KW + kw], x[co + ((long)ih * W + iw) * ps], s);
+            }
+        }
+    }
+    conv_store(y, n, o, p, s, O, P, blocked, bias, res);
+}

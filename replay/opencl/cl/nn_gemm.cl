@@ -1,0 +1,123 @@
+/*
+ * nn_gemm.cl - matmul, linear and linear_ep: C = A x B (+ bias) (+ the
+ * epilogue tg_epilogue), over a broadcast batch.  Prefixed with
+ * nn_common.cl (see there).
+ *
+ * A is M x K, element (m, k) at a[m*ars + k*acs]; B is K x N, (k, n) at
+ * b[k*brs + n*bcs]: any strides, so transposed operands, linear's w [N,K]
+ * (B with brs 1, bcs K) and 1-D vectors need no copy.  C is M x N
+ * row-major at c[batch*M*N].  Batch index z (the last NDRange dim) is
+ * split over up to 8 dims bdim[0..nbd) (row-major); batch dim d moves A
+ * by bsa[d] and B by bsb[d] elements (0 where it broadcasts).
+ *
+ * nn_gemm_tiled: a work-group of 8x8 items computes a 64x128 tile of C
+ * (the register tile of nn_common.cl).  K is walked in slices of 16: the
+ * 64x16 slice of A and the 16x128 slice of B go to __local memory, each
+ * item loading 16 + 32 elements; out-of-range elements load as 0, so any
+ * M, N, K work (stores are bounds-checked).
+ *
+ * nn_gemm_simple: one item per output, for shapes the 64x128 tile would
+ * mostly waste (M or N below 16: matrix-vector products, tiny heads).
+ *
+ * bias: bias[n] per column (linear), or NULL.  res: the residual of the
+ * epilogue, with C's layout, or NULL.
+ */
+/* Offsets of batch z's matrices in A and B. */
+inline void batch_offsets(long z, int nbd, int8 bdim, int8 bsa, int8 bsb, long *ao,
+                          long *bo)
+{
+    int dim[8], sa[8], sb[8];
+    vstore8(bdim, 0, dim);
+    vstore8(bsa, 0, sa);
+    vstore8(bsb, 0, sb);
+    *ao = 0;
+    *bo = 0;
+    for (int d = nbd - 1; d >= 0; d--) {
+        long i = z % dim[d];
+        z /= dim[d];
+        *ao += i * sa[d];
+        *bo += i * sb[d];
+    }
+}
+
+/* Bias, epilogue and store of output element ci (column n). */
+inline void store_out(__global float *c, long ci, float v, __global const float *bias, int n,
+                      __global const float *res)
+{
+    if (bias)
+        v += bias[n];
+    c[ci] = tg_epilogue(v, res, ci);
+}
+
+__kernel __attribute__((reqd_work_group_size(8, 8, 1)))
+void nn_gemm_tiled(__global const float *a, long ars, long acs,
+                   __global const float *b, long brs, long bcs,
+                   __global float *c, int M, int N, int K,
+                   int nbd, int8 bdim, int8 bsa, int8 bsb,
+                   __global const float *bias, __global const float *res)
+{
+    __local float As[TK][TM];
+    __local float Bs[TK][TN];
+    int tx = get_local_id(0), ty = get_local_id(1);
+    int lid = ty * 8 + tx;
+    int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    long z = get_group_id(2);
+    long ao, bo;
+    batch_offsets(z, nbd, bdim, bsa, bsb, &ao, &bo);
+    long co = z * M * N;
+    float16 acc[RM];
+    for (int i = 0; i < RM; i++)
+        acc[i] = (float16)(0.0f);
+    /* Neighbouring items load neighbouring addresses: along k unless A
+     * is stored transposed (ars 1), along n unless B is (brs 1). */
+    int a_kfast = acs == 1 || ars != 1;
+    int b_nfast = bcs == 1 || brs != 1;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        for (int r = 0; r < TM * TK / NITEMS; r++) {
+            int idx = lid + r * NITEMS;
+            int kk = a_kfast ? idx % TK : idx / TM;
+            int mm = a_kfast ? idx / TK : idx % TM;
+            int m = m0 + mm, k = k0 + kk;
+            As[kk][mm] = (m < M && k < K) ? a[ao + m * ars + k * acs] : 0.0f;
+        }
+        for (int r = 0; r < TN * TK / NITEMS; r++) {
+            int idx = lid + r * NITEMS;
+            int kk = b_nfast ? idx / TN : idx % TK;
+            int nn = b_nfast ? idx % TN : idx / TK;
+            int n = n0 + nn, k = k0 + kk;
+            Bs[kk][nn] = (n < N && k < K) ? b[bo + k * brs + n * bcs] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        NN_TILE_FMA(As, Bs, acc, tx, ty);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int i = 0; i < RM; i++) {
+        int m = m0 + ty * RM + i;
+        float o[16];
+        vstore16(acc[i], 0, o);
+        for (int j = 0; j < 16; j++) {
+            int n = n0 + tx * 16 + j;
+            if (m < M && n < N)
+                store_out(c, co + (long)m * N + n, o[j], bias, n, res);
+        }
+    }
+}
+
+/* Global size (N, M, batch), any local size. */
+__kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
+                             __global const float *b, long brs, long bcs,
+                             __global float *c, int M, int N, int K,
+                             int nbd, int8 bdim, int8 bsa, int8 bsb,
+                             __global const float *bias, __global const float *res)
+{
+    int n = get_global_id(0), m = get_global_id(1);
+    long z = get_global_id(2);
+    if (n >= N || m >= M)
+        return;
+    long ao, bo;
+    batch_offsets(z, nbd, bdim, bsa, bsb, &ao, &bo);
+    float s = 0.0f;
+    for (int k = 0; k < K; k++)
+        s = mad(a[ao + m * ars + k * acs], b[bo + k * brs + n * bcs], s);
+    store_out(c, z * M * N + (long)m * N + n, s, bias, n, res);
+}

@@ -1,0 +1,118 @@
+/*
+ * ocl_rt.h - the OpenCL backend's runtime, as the rest of replay/ sees it:
+ * devices (runtime.c), the per-plan prepared nodes and constant buffers
+ * and the per-session run path (backend.c, run.c).  Op implementations
+ * use ocl.h only.
+ */
+#ifndef TG_REPLAY_OCL_RT_H
+#define TG_REPLAY_OCL_RT_H
+
+#include <pthread.h>
+
+#include "../replay.h"
+#include "ocl.h"
+
+struct replay_plan;
+struct replay_variant;
+
+typedef struct ocl_device_info {
+    int index;
+    char platform[128];
+    char name[128];
+    char version[64];
+    size_t global_mem;
+    int compute_units;
+} ocl_device_info;
+
+struct ocl_dev {
+    cl_device_id id;
+    cl_context ctx;
+    ocl_device_info info;
+    size_t align; /* bytes: sub-buffer offsets are multiples of this */
+    size_t max_alloc;
+    int fp64;
+    pthread_mutex_t mu; /* guards progs */
+    struct prog_entry *progs;
+    int plans; /* plans using the device (guarded by the device list's lock) */
+    struct ocl_dev *next;
+};
+
+/* ---- runtime.c ---- */
+
+/* Counts cl objects made (+1) and released (-1) by the backend. */
+void ocl_track(int delta);
+long ocl_live_objects(void);
+/* Programs built from source, and loaded from the disk cache, since the
+ * process started. */
+long ocl_builds(void);
+long ocl_disk_hits(void);
+/* Tests: replaces op's implementation (NULL: unsupported); returns the
+ * old one.  Not thread-safe: no compile may run meanwhile. */
+const ocl_op *ocl_ops_replace(graph_op op, const ocl_op *impl);
+/* Every device; returns the count (may exceed max) or -1 with err. */
+int ocl_list_devices(ocl_device_info *out, int max, char *err, size_t errlen);
+/* The device want names (index or name substring; NULL: the first),
+ * opened once per process, for one more plan (ocl_dev_close); NULL with
+ * err. */
+ocl_dev *ocl_dev_open(const char *want, char *err, size_t errlen);
+void ocl_dev_close(ocl_dev *d);
+/* A built program for src and options (cached per device); the caller
+ * owns one reference. NULL with err (the build log) on failure. */
+cl_program ocl_dev_program(ocl_dev *d, const char *src, const char *options, char *err,
+                           size_t errlen);
+/* Releases every device no plan uses (their contexts and programs). */
+void ocl_shutdown(void);
+
+/* ---- diskcache.c: built programs on disk, when TG_OPENCL_CACHE is set ---- */
+
+/* The program for src/options from the disk cache, built from its
+ * binary; NULL when off, missing or unusable. */
+cl_program ocl_disk_load(ocl_dev *d, const char *src, const char *options);
+/* Saves prog's binary (best effort: errors only lose the cache entry). */
+void ocl_disk_store(ocl_dev *d, cl_program prog, const char *src, const char *options);
+
+/* ---- backend.c: the plan side ---- */
+
+typedef struct ocl_plan ocl_plan;
+
+/* Opens the device of p->opts.device, prepares every live node, uploads
+ * constants and params. NULL with err (naming the node) on failure. */
+ocl_plan *ocl_plan_new(struct replay_plan *p, char *err, size_t errlen);
+void ocl_plan_free(ocl_plan *op);
+size_t ocl_plan_align(const ocl_plan *op);
+cl_context ocl_plan_context(const ocl_plan *op);
+/* Replaces value id's device copy with v's (new) host data. */
+tg_status ocl_plan_param_changed(ocl_plan *op, const graph_value *v, int32_t id, char *err,
+                                 size_t errlen);
+
+/* ---- run.c: the session side ---- */
+
+ocl_session *ocl_session_new(struct replay_plan *p, char *err, size_t errlen);
+void ocl_session_free(ocl_session *s);
+/* The scratch buffer of ocl.h's ocl_scratch. */
+cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, size_t errlen);
+/* A run with inputs in signature order; outputs as replay_run. */
+tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
+                          replay_tensor *outputs, int nout, int *guard_warnings, char *err,
+                          size_t errlen);
+
+/* ---- prepared nodes, shared by backend.c and run.c ---- */
+
+typedef struct ocl_node {
+    const ocl_op *op;
+    cl_program prog;
+    const char *kernel[OCL_MAX_KERNELS];
+    int nkernels;
+    void *data;
+    void (*data_free)(void *data);
+    const char *flag_msg;
+} ocl_node;
+
+struct ocl_plan {
+    ocl_dev *dev;
+    ocl_node *nodes; /* per graph node */
+    cl_mem *fixed;   /* per value: device copy of consts/params, else NULL */
+    int32_t nvalues, nnodes;
+};
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * ops_fused.c - the `fused` op on OpenCL: its micro-program
+ * (graph/fused_prog.h) becomes one generated OpenCL C program at compile
+ * time, three kernels over the same statement list:
+ *
+ *   fused_flat8  every input is the output's size or a scalar (the usual
+ *                case): input j at i * m_j, m_j 1 or 0, 8 elements per
+ *                item as float8;
+ *   fused_rows   NumPy broadcasting over up to 8 collapsed dims as a row
+ *                launch (cl/common.cl) when rows are long enough (in
+ *                place: when a work-group width divides them);
+ *   fused        the same, one item per element, otherwise.
+ *
+ * Registers become private floats the compiler keeps in registers, so a
+ * chain reads its inputs once and writes its output once.  The source is
+ * built through the device's program cache (keyed by its full text), so
+ * a program is built once per device and process however many plans use
+ * it.  Numerics follow the single-op kernels (cl/common.cl).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../graph/fused_prog.h"
+#include "ocl.h"
+
+typedef struct gen {
+    char *buf;
+    size_t len, at;
+} gen;
+
+static void put(gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(gen *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (g->at < g->len) {
+        int n = vsnprintf(g->buf + g->at, g->len - g->at, fmt, ap);
+        g->at += n > 0 ? (size_t)n : 0;
+    }
+    va_end(ap);
+}
+
+/* An operand as an OpenCL C expression; vec: immediates as float8 (so
+ * pow, tg_max and tg_min see matching types). */
+static void operand(const fused_arg *a, char *buf, size_t len, int vec)
+{
+    if (vec && a->kind == FUSED_ARG_IMM) {
+        char s[40];
+        fused_arg scalar = *a;
+        operand(&scalar, s, sizeof s, 0);
+        snprintf(buf, len, "((float8)%s)", s);
+    } else if (a->kind == FUSED_ARG_INPUT)
+        snprintf(buf, len, "x%d", a->index);
+    else if (a->kind == FUSED_ARG_REG)
+        snprintf(buf, len, "r%d", a->index);
+    else if (isnan(a->imm))
+        snprintf(buf, len, "NAN");
+    else if (isinf(a->imm))
+        snprintf(buf, len, "(%sINFINITY)", a->imm < 0 ? "-" : "");
+    else {
+        char num[32];
+        snprintf(num, sizeof num, "%.9g", (double)a->imm);
+        /* "1" is an int literal: a float one needs a point or exponent */
+        snprintf(buf, len, "(%s%sf)", num, strpbrk(num, ".e") ? "" : ".0");
+    }
+}
+
+static void fnum(float v, char *buf, size_t len)
+{
+    fused_arg a = {FUSED_ARG_IMM, 0, v};
+    operand(&a, buf, len, 0);
+}
+
+/* One statement: "float rK = <expr>;" (float8 when vec), or -1 for an op
+ * it does not know.  Attributes stay scalar. */
+static int stmt(gen *g, int k, const fused_stmt *s, int vec)
+{
+    char a[64], b[64] = "", p0[48], p1[48];
+    operand(&s->arg[0], a, sizeof a, vec);
+    if (s->nargs > 1)
+        operand(&s->arg[1], b, sizeof b, vec);
+    fnum(s->attr[0], p0, sizeof p0);
+    fnum(s->attr[1], p1, sizeof p1);
+    put(g, "    %s r%d = ", vec ? "float8" : "float", k);
+    switch (s->op) {
+    case GRAPH_OP_neg: put(g, "-%s", a); break;
+    case GRAPH_OP_abs: put(g, "fabs(%s)", a); break;
+    case GRAPH_OP_exp: put(g, "exp(%s)", a); break;
+    case GRAPH_OP_log: put(g, "log(%s)", a); break;
+    case GRAPH_OP_sqrt: put(g, "sqrt(%s)", a); break;
+    case GRAPH_OP_rsqrt: put(g, "1.0f / sqrt(%s)", a); break;
+    case GRAPH_OP_reciprocal: put(g, "1.0f / %s", a); break;
+    case GRAPH_OP_relu: put(g, "tg_relu(%s)", a); break;
+    case GRAPH_OP_leaky_relu: put(g, "tg_leaky_relu(%s, %s)", a, p0); break;
+    case GRAPH_OP_sigmoid: put(g, "tg_sigmoid(%s)", a); break;
+    case GRAPH_OP_tanh: put(g, "tanh(%s)", a); break;
+    case GRAPH_OP_gelu: put(g, "tg_gelu(%s)", a); break;
+    case GRAPH_OP_silu: put(g, "tg_silu(%s)", a); break;
+    case GRAPH_OP_erf: put(g, "tg_erf(%s)", a); break;
+    case GRAPH_OP_clip: put(g, "tg_clip(%s, %s, %s)", a, p0, p1); break;
+    case GRAPH_OP_add: put(g, "%s + %s", a, b); break;
+    case GRAPH_OP_sub: put(g, "%s - %s", a, b); break;
+    case GRAPH_OP_mul: put(g, "%s * %s", a, b); break;
+    case GRAPH_OP_div: put(g, "%s / %s", a, b); break;
+    case GRAPH_OP_pow: put(g, "pow(%s, %s)", a, b); break;
+    case GRAPH_OP_maximum: put(g, "tg_max(%s, %s)", a, b); break;
+    case GRAPH_OP_minimum: put(g, "tg_min(%s, %s)", a, b); break;
+    default:
+        return -1;
+    }
+    put(g, ";\n");
+    return 0;
+}
+
+/* The statements, after the x<j> loads; the result is r<nstmts-1>. */
+static int body(gen *g, const fused_prog *fp, int vec)
+{
+    for (int k = 0; k < fp->nstmts; k++)
+        if (stmt(g, k, &fp->stmt[k], vec) < 0)
+            return -1;
+    return 0;
+}
+
+static void params(gen *g, int nin, const char *name, const char *tail)
+{
+    put(g, "__kernel void %s(", name);
+    for (int j = 0; j < nin; j++)
+        put(g, "__global const float *p%d, ", j);
+    put(g, "__global float *y, long n%s)\n{\n    long i = get_global_id(0);\n", tail);
+}
+
+/*
+ * fused_flat8: item i computes elements 8i .. 8i+7 as float8 (PoCL runs
+ * explicit vectors much faster than its implicit work-item vectorizer:
+ * 14.9 vs 26.7 ms on the 4M-element chain workload); the last item
+ * finishes a ragged end one element at a time.
+ */
+static int flat8(gen *g, const fused_prog *fp, int nin)
+{
+    char tail[16 * FUSED_MAX_INPUTS] = "";
+    for (int j = 0, at = 0; j < nin && at < (int)sizeof tail; j++)
+        at += snprintf(tail + at, sizeof tail - (size_t)at, ", int m%d", j);
+    params(g, nin, "fused_flat8", tail);
+    put(g, "    if (i * 8 + 8 <= n) {\n");
+    for (int j = 0; j < nin; j++)
+        put(g, "    float8 x%d = m%d ? vload8(i, p%d) : (float8)(p%d[0]);\n", j, j, j, j);
+    if (body(g, fp, 1) < 0)
+        return -1;
+    put(g, "    vstore8(r%d, i, y);\n    return;\n    }\n", fp->nstmts - 1);
+    put(g, "    for (long e = i * 8; e < n; e++) {\n");
+    for (int j = 0; j < nin; j++)
+        put(g, "    float x%d = p%d[e * m%d];\n", j, j, j);
+    if (body(g, fp, 0) < 0)
+        return -1;
+    put(g, "    y[e] = r%d;\n    }\n}\n\n", fp->nstmts - 1);
+    return 0;
+}
+
+/* Writes the program for fp with nin inputs into g; -1 on an unknown op. */
+static int generate(gen *g, const fused_prog *fp, int nin)
+{
+    if (flat8(g, fp, nin) < 0)
+        return -1;
+    char tail[16 * FUSED_MAX_INPUTS + 32] = ", int nd, int8 dims";
+    for (int j = 0, at = (int)strlen(tail); j < nin && at < (int)sizeof tail; j++)
+        at += snprintf(tail + at, sizeof tail - (size_t)at, ", int8 s%d", j);
+    params(g, nin, "fused", tail);
+    put(g, "    if (i >= n)\n        return;\n    int c[8];\n    tg_coords(i, nd, dims, c);\n");
+    for (int j = 0; j < nin; j++)
+        put(g, "    float x%d = p%d[tg_dot(nd, c, s%d)];\n", j, j, j);
+    if (body(g, fp, 0) < 0)
+        return -1;
+    put(g, "    y[i] = r%d;\n}\n\n", fp->nstmts - 1);
+    /* fused_rows: a row launch (cl/common.cl), dims right-aligned; items
+     * past the row's end redo its last column (same inputs, same value),
+     * so in place it runs only with a width dividing the row */
+    char rtail[16 * FUSED_MAX_INPUTS + 32] = ", int8 dims";
+    for (int j = 0, at = (int)strlen(rtail); j < nin && at < (int)sizeof rtail; j++)
+        at += snprintf(rtail + at, sizeof rtail - (size_t)at, ", int8 s%d", j);
+    params(g, nin, "fused_rows", rtail);
+    put(g, "    int c = min((int)i, dims.s7 - 1), row = get_global_id(1);\n");
+    for (int j = 0; j < nin; j++)
+        put(g, "    float x%d = p%d[tg_row_off(row, dims, s%d) + (long)c * s%d.s7];\n", j, j, j,
+            j);
+    if (body(g, fp, 0) < 0)
+        return -1;
+    put(g, "    y[(long)row * dims.s7 + c] = r%d;\n}\n", fp->nstmts - 1);
+    return 0;
+}
+
+/* Generates, builds and names the kernels of fp (c->nin inputs). */
+static tg_status prepare_prog(ocl_prep *c, const fused_prog *fp)
+{
+    size_t len = 4096 + (size_t)fp->nstmts * 320 + (size_t)c->nin * 160;
+    gen g = {malloc(len), len, 0};
+    if (!g.buf)
+        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
+    tg_status st = TG_OK;
+    if (generate(&g, fp, c->nin) < 0)
+        st = ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "an op of the fused program has no "
+                           "OpenCL form");
+    else if (g.at >= g.len)
+        st = ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long");
+    if (st == TG_OK)
+        st = ocl_prep_program(c, "fused", g.buf, NULL);
+    free(g.buf);
+    if (st == TG_OK)
+        st = ocl_prep_kernel(c, "fused");
+    if (st == TG_OK)
+        st = ocl_prep_kernel(c, "fused_flat8");
+    return st ? st : ocl_prep_kernel(c, "fused_rows");
+}
+
+static tg_status fused_prepare(ocl_prep *c)
+{
+    const graph_fused_attrs *at = c->attrs;
+    fused_prog fp;
+    char msg[256];
+    if (fused_prog_parse(at->prog.s, c->nin, &fp, msg, sizeof msg) != TG_OK)
+        return ocl_prep_fail(c, TG_ERR_ARG, "fused program: %s", msg);
+    if (c->nin > GRAPH_MAX_NODE_IO - 1)
+        return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "%d inputs", c->nin);
+    return prepare_prog(c, &fp);
+}
+
+/*
+ * An f32 unary or binary op as the one-statement program r0=op(i0[,i1])
+ * with its attributes: the same generated kernels as fused nodes, so the
+ * single ops get the float8 path too (ops_ew.c routes f32 here).
+ */
+tg_status ocl_fused_single_prepare(ocl_prep *c)
+{
+    graph_op op = c->node->op;
+    int nargs = 0;
+    if (!fused_op_ok(op, &nargs) || nargs != c->nin)
+        return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "no fused form");
+    fused_prog fp = {1, c->nin, {{0}}};
+    fused_stmt *s = &fp.stmt[0];
+    s->op = op;
+    s->nargs = (uint8_t)nargs;
+    for (int j = 0; j < nargs; j++)
+        s->arg[j] = (fused_arg){FUSED_ARG_INPUT, (uint8_t)j, 0};
+    if (op == GRAPH_OP_leaky_relu)
+        s->attr[0] = ((const graph_leaky_relu_attrs *)c->attrs)->alpha;
+    if (op == GRAPH_OP_clip) {
+        s->attr[0] = ((const graph_clip_attrs *)c->attrs)->min;
+        s->attr[1] = ((const graph_clip_attrs *)c->attrs)->max;
+    }
+    return prepare_prog(c, &fp);
+}
+
+/* Sets the inputs, the output and n, then the rest: in-order argument
+ * setting shared by the three kernels. */
+static cl_int set_io(const ocl_launch *l, cl_kernel k, cl_uint *a, cl_long n)
+{
+    cl_int e = CL_SUCCESS;
+    for (int j = 0; j < l->nin && e == CL_SUCCESS; j++)
+        e = clSetKernelArg(k, (*a)++, sizeof(cl_mem), &l->in[j]);
+    if (e == CL_SUCCESS)
+        e = clSetKernelArg(k, (*a)++, sizeof(cl_mem), &l->out[0]);
+    if (e == CL_SUCCESS)
+        e = clSetKernelArg(k, (*a)++, sizeof n, &n);
+    return e;
+}
+
+/* A row launch of fused_rows (l->k[2]). */
+static tg_status run_rows(ocl_launch *l, const ocl_bcast *b, size_t n, size_t w)
+{
+    cl_kernel k = l->k[2];
+    cl_uint a = 0;
+    int32_t v[8];
+    cl_int e = set_io(l, k, &a, (cl_long)n);
+    ocl_row_align(b->nd, b->dims, 1, v);
+    if (e == CL_SUCCESS)
+        e = clSetKernelArg(k, a++, sizeof(cl_int8), v);
+    for (int j = 0; j < l->nin && e == CL_SUCCESS; j++) {
+        ocl_row_align(b->nd, b->st[j], 0, v);
+        e = clSetKernelArg(k, a++, sizeof(cl_int8), v);
+    }
+    if (e != CL_SUCCESS)
+        return ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg %u: %s", a - 1, ocl_errstr(e));
+    size_t L = (size_t)b->dims[b->nd - 1], g[2] = {ocl_round_up(L, w), n / L}, lo[2] = {w, 1};
+    return ocl_run(l, k, 2, g, lo);
+}
+
+tg_status ocl_fused_enqueue(ocl_launch *l)
+{
+    ocl_bcast b;
+    size_t n = (size_t)graph_type_numel(&l->out_type[0]);
+    if (ocl_bcast_plan(&l->out_type[0], l->in_type, l->nin, &b) < 0)
+        return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+    int flat = b.nd == 1, inplace = 0;
+    for (int j = 0; j < l->nin; j++)
+        inplace |= l->in[j] == l->out[0];
+    /* in place, an item past a row's end would read a column its owner
+     * may have written already: then only widths that divide the row */
+    size_t w = flat ? 0 : inplace ? ocl_row_width_exact(b.dims[b.nd - 1])
+                                  : ocl_row_width(b.dims[b.nd - 1]);
+    if (w)
+        return run_rows(l, &b, n, w);
+    cl_kernel k = l->k[flat ? 1 : 0];
+    size_t items = flat ? (n + 7) / 8 : n;
+    cl_uint a = 0;
+    cl_int e = set_io(l, k, &a, (cl_long)n);
+    if (!flat) {
+        cl_int nd = b.nd;
+        if (e == CL_SUCCESS)
+            e = clSetKernelArg(k, a++, sizeof nd, &nd);
+        if (e == CL_SUCCESS)
+            e = clSetKernelArg(k, a++, sizeof(cl_int8), b.dims);
+    }
+    for (int j = 0; j < l->nin && e == CL_SUCCESS; j++) {
+        cl_int m = b.st[j][0];
+        e = flat ? clSetKernelArg(k, a++, sizeof m, &m)
+                 : clSetKernelArg(k, a++, sizeof(cl_int8), b.st[j]);
+    }
+    if (e != CL_SUCCESS)
+        return ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg %u: %s", a - 1, ocl_errstr(e));
+    return ocl_run(l, k, 1, &items, NULL);
+}
+
+static const ocl_op fused_op = {fused_prepare, ocl_fused_enqueue};
+
+void ocl_register_fused(const ocl_op **t) { t[GRAPH_OP_fused] = &fused_op; }

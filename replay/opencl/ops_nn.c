@@ -1,0 +1,571 @@
+/*
+ * ops_nn.c - the OpenCL backend's heavy ops: matmul, linear, linear_ep
+ * (cl/nn_gemm.cl), conv2d, conv2d_ep, conv2d_blk (cl/nn_conv.cl), the
+ * pools (cl/nn_pool.cl), batch_norm, layer_norm, softmax, log_softmax
+ * (cl/nn_norm.cl) and reduce_sum/mean/max (cl/nn_reduce.cl), through the
+ * interface of ocl.h.  Semantics are the CPU kernels' (eager/kernels_*.c);
+ * shapes and attributes were checked by graph/infer_*.c, so prepare only
+ * refuses what the kernels cannot do (dtypes).
+ *
+ * Programs: each is common.cl + a prefix + the op's source; the prefix is
+ * the node's epilogue (tg_epilogue from ocl_epilogue_src: the identity for
+ * ops without one) followed by cl/nn_common.cl, and the options say
+ * whether the device has fp64 (sums in double, as on the CPU).  Nodes
+ * with the same epilogue share one build per device (ocl.h's cache).
+ *
+ * Shapes are read from the run's types at enqueue (dynamic dims), so every
+ * kernel takes sizes as arguments and uses a fixed local size: PoCL
+ * compiles a kernel once per local size, so a driver-chosen one would
+ * recompile for new shapes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../graph/infer_norm.h"
+#include "ocl.h"
+
+/* ---- programs ---- */
+
+/*
+ * Builds source name with the epilogue post/alpha (NULL: none) and
+ * nn_common.cl as the prefix, then names the kernels.
+ */
+static tg_status nn_program(ocl_prep *c, const char *name, const graph_ints *post, float alpha,
+                            const char *const *kernels, int nk)
+{
+    static const graph_ints none = {0};
+    char epi[2048];
+    if (ocl_epilogue_src(post ? post : &none, alpha, epi, sizeof epi, c->err, c->errlen))
+        return TG_ERR_ARG;
+    const char *common = ocl_source("nn_common");
+    if (!common)
+        return ocl_prep_fail(c, TG_ERR_ARG, "no OpenCL source named \"nn_common\"");
+    size_t n = strlen(epi) + strlen(common) + 2;
+    char *prefix = malloc(n);
+    if (!prefix)
+        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
+    snprintf(prefix, n, "%s\n%s", epi, common);
+    tg_status st = ocl_prep_program(c, name, prefix,
+                                    ocl_prep_has_fp64(c) ? "-DTG_FP64=1" : "-DTG_FP64=0");
+    free(prefix);
+    for (int i = 0; i < nk && st == TG_OK; i++)
+        st = ocl_prep_kernel(c, kernels[i]);
+    return st;
+}
+
+static tg_status need_f32(ocl_prep *c)
+{
+    for (int i = 0; i < c->nin; i++)
+        if (c->in_type[i].dtype != GRAPH_F32)
+            return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "input %d has dtype %s, want f32", i,
+                                 graph_dtype_name(c->in_type[i].dtype));
+    return TG_OK;
+}
+
+/* Enqueues k over global (rounded up to local). */
+static tg_status run_nd(ocl_launch *l, cl_kernel k, int dims, size_t *global,
+                        const size_t *local)
+{
+    for (int d = 0; d < dims; d++)
+        global[d] = ocl_round_up(global[d], local[d]);
+    return ocl_run(l, k, dims, global, local);
+}
+
+/* ---- matmul, linear, linear_ep ---- */
+
+/*
+ * Tile sizes of nn_common.cl (TM x TN per 8x8 work-group).  Products with
+ * fewer than 16 rows or columns run one item per output instead.
+ */
+#define NN_TM 64
+#define NN_TN 128
+#define NN_SMALL 16
+
+/* A batch of M x K times K x N products: strides in elements. */
+typedef struct gemm_args {
+    int64_t m, n, k, ars, acs, brs, bcs;
+    int32_t nbd, bdim[8], bsa[8], bsb[8];
+    int64_t batch;
+    cl_mem a, b, c, bias, res;
+} gemm_args;
+
+static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple"};
+
+static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
+{
+    int simple = g->m < NN_SMALL || g->n < NN_SMALL;
+    cl_kernel k = l->k[simple];
+    tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
+                                g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
+                                g->bdim, g->bsa, g->bsb, g->bias, g->res);
+    if (st != TG_OK)
+        return st;
+    if (simple) {
+        size_t global[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
+        const size_t local[3] = {16, 4, 1};
+        return run_nd(l, k, 3, global, local);
+    }
+    size_t global[3] = {(size_t)(g->n + NN_TN - 1) / NN_TN * 8,
+                        (size_t)(g->m + NN_TM - 1) / NN_TM * 8, (size_t)g->batch};
+    const size_t local[3] = {8, 8, 1};
+    return ocl_run(l, k, 3, global, local);
+}
+
+/*
+ * One operand as rows x cols matrices with strides (kernels_matmul.c's
+ * view_operand): a 1-D operand is one row (as_row) or one column; with
+ * transpose the stored last two dims swap.  Returns the matrix size.
+ */
+static int64_t operand(const graph_type *t, int as_row, int transpose, int64_t *rows,
+                       int64_t *cols, int64_t *rs, int64_t *cs)
+{
+    if (t->ndim == 1) {
+        int64_t k = t->dim[0];
+        *rows = as_row ? 1 : k, *cols = as_row ? k : 1;
+        *rs = as_row ? k : 1, *cs = 1;
+        return k;
+    }
+    int64_t s0 = t->dim[t->ndim - 2], s1 = t->dim[t->ndim - 1];
+    *rows = transpose ? s1 : s0, *cols = transpose ? s0 : s1;
+    *rs = transpose ? 1 : s1, *cs = transpose ? s1 : 1;
+    return s0 * s1;
+}
+
+/* Batch strides of t's own batch dims, aligned right to nb output dims;
+ * 0 where t has size 1 (broadcast) or no dim. */
+static void batch_strides(const graph_type *t, int nb, int64_t msize, int32_t *out)
+{
+    int tb = t->ndim >= 2 ? t->ndim - 2 : 0;
+    int64_t step = msize;
+    for (int i = nb - 1; i >= 0; i--) {
+        int j = i - (nb - tb);
+        int64_t d = j >= 0 ? t->dim[j] : 1;
+        out[i] = d == 1 ? 0 : (int32_t)step;
+        step *= d;
+    }
+}
+
+static tg_status matmul_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    return st ? st : nn_program(c, "nn_gemm", NULL, 0.0f, gemm_kernels, 2);
+}
+
+static tg_status matmul_enqueue(ocl_launch *l)
+{
+    const graph_matmul_attrs *at = l->attrs;
+    const graph_type *ta = &l->in_type[0], *tb = &l->in_type[1], *to = &l->out_type[0];
+    if (graph_type_numel(to) == 0)
+        return TG_OK;
+    gemm_args g = {.a = l->in[0], .b = l->in[1], .c = l->out[0], .batch = 1};
+    int64_t kb, ms_a, ms_b;
+    ms_a = operand(ta, 1, ta->ndim >= 2 && at->transpose_a, &g.m, &g.k, &g.ars, &g.acs);
+    ms_b = operand(tb, 0, tb->ndim >= 2 && at->transpose_b, &kb, &g.n, &g.brs, &g.bcs);
+    int nb = to->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
+    g.nbd = nb;
+    for (int i = 0; i < nb; i++) {
+        g.bdim[i] = (int32_t)to->dim[i];
+        g.batch *= to->dim[i];
+    }
+    batch_strides(ta, nb, ms_a, g.bsa);
+    batch_strides(tb, nb, ms_b, g.bsb);
+    return gemm_enqueue(l, &g);
+}
+
+static tg_status linear_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    if (st == TG_OK && c->node->op == GRAPH_OP_linear_ep) {
+        const graph_linear_ep_attrs *at = c->attrs;
+        return nn_program(c, "nn_gemm", &at->post, at->alpha, gemm_kernels, 2);
+    }
+    return st ? st : nn_program(c, "nn_gemm", NULL, 0.0f, gemm_kernels, 2);
+}
+
+/* x [..., K] times w [N, K] transposed (+ b) (+ residual). */
+static tg_status linear_enqueue(ocl_launch *l)
+{
+    const graph_type *tx = &l->in_type[0], *tw = &l->in_type[1];
+    gemm_args g = {.n = tw->dim[0], .k = tw->dim[1], .m = 1, .batch = 1};
+    for (int i = 0; i < tx->ndim - 1; i++)
+        g.m *= tx->dim[i];
+    if (g.m == 0 || g.n == 0)
+        return TG_OK;
+    g.ars = g.k, g.acs = 1, g.brs = 1, g.bcs = g.k;
+    g.a = l->in[0], g.b = l->in[1], g.c = l->out[0];
+    g.bias = l->nin > 2 ? l->in[2] : NULL;
+    g.res = l->nin > 3 ? l->in[3] : NULL;
+    return gemm_enqueue(l, &g);
+}
+
+static const ocl_op matmul_op = {matmul_prepare, matmul_enqueue};
+static const ocl_op linear_op = {linear_prepare, linear_enqueue};
+
+/* ---- conv2d, conv2d_ep, conv2d_blk ---- */
+
+/* (h, w) from a 0-, 1- or 2-entry list (0 entries: def). */
+static void ints_pair(const graph_ints *v, int64_t def, int64_t out[2])
+{
+    out[0] = v->n > 0 ? v->v[0] : def;
+    out[1] = v->n > 1 ? v->v[1] : out[0];
+}
+
+/* Padding (top, left, bottom, right) from 0, 1, 2 or 4 entries. */
+static void ints_pad4(const graph_ints *v, int64_t out[4])
+{
+    if (v->n == 4) {
+        for (int i = 0; i < 4; i++)
+            out[i] = v->v[i];
+        return;
+    }
+    ints_pair(v, 0, out);
+    out[2] = out[0], out[3] = out[1];
+}
+
+/* The convolution attributes every conv op has, and its epilogue. */
+typedef struct conv_attrs {
+    const graph_ints *stride, *padding, *dilation, *post;
+    int64_t groups;
+    float alpha;
+    int blocked;
+} conv_attrs;
+
+static conv_attrs conv_attrs_of(graph_op op, const void *attrs)
+{
+    if (op == GRAPH_OP_conv2d) {
+        const graph_conv2d_attrs *a = attrs;
+        return (conv_attrs){&a->stride, &a->padding, &a->dilation, NULL, a->groups, 0, 0};
+    }
+    if (op == GRAPH_OP_conv2d_ep) {
+        const graph_conv2d_ep_attrs *a = attrs;
+        return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups,
+                            a->alpha, 0};
+    }
+    const graph_conv2d_blk_attrs *a = attrs;
+    return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups, a->alpha, 1};
+}
+
+static const char *const conv_kernels[] = {"nn_conv_tiled", "nn_conv_direct"};
+
+static tg_status conv_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    if (st != TG_OK)
+        return st;
+    conv_attrs a = conv_attrs_of(c->node->op, c->attrs);
+    return nn_program(c, "nn_conv", a.post, a.alpha, conv_kernels, 2);
+}
+
+/* Output channels per group at or above which the tiled kernel runs. */
+#define NN_CONV_TILED_MIN 16
+
+static tg_status conv_enqueue(ocl_launch *l, graph_op op)
+{
+    conv_attrs a = conv_attrs_of(op, l->attrs);
+    const graph_type *x = &l->in_type[0], *w = &l->in_type[1], *y = &l->out_type[0];
+    if (graph_type_numel(y) == 0)
+        return TG_OK;
+    int64_t st[2], dil[2], pad[4];
+    ints_pair(a.stride, 1, st);
+    ints_pair(a.dilation, 1, dil);
+    ints_pad4(a.padding, pad);
+    int blk = a.blocked ? 16 : 1;
+    int32_t g0[8] = {(int32_t)(x->dim[1] * blk), (int32_t)x->dim[2], (int32_t)x->dim[3],
+                     (int32_t)(y->dim[1] * blk), (int32_t)y->dim[2], (int32_t)y->dim[3],
+                     (int32_t)w->dim[2], (int32_t)w->dim[3]};
+    int32_t g1[8] = {(int32_t)st[0], (int32_t)st[1], (int32_t)pad[0], (int32_t)pad[1],
+                     (int32_t)dil[0], (int32_t)dil[1], (int32_t)a.groups, a.blocked};
+    cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
+    int64_t n = x->dim[0], o = g0[3], mg = o / a.groups, p = (int64_t)g0[4] * g0[5];
+    int tiled = mg >= NN_CONV_TILED_MIN;
+    cl_kernel k = l->k[tiled ? 0 : 1];
+    tg_status s = ocl_set_args(l, k, "mmmvvmm", l->in[0], l->in[1], l->out[0], g0, g1, bias,
+                               res);
+    if (s != TG_OK)
+        return s;
+    if (tiled) {
+        size_t global[3] = {(size_t)(p + NN_TN - 1) / NN_TN * 8,
+                            (size_t)(mg + NN_TM - 1) / NN_TM * 8, (size_t)(n * a.groups)};
+        const size_t local[3] = {8, 8, 1};
+        return ocl_run(l, k, 3, global, local);
+    }
+    size_t global[3] = {(size_t)p, (size_t)o, (size_t)n};
+    const size_t local[3] = {16, 4, 1};
+    return run_nd(l, k, 3, global, local);
+}
+
+static tg_status conv2d_enqueue(ocl_launch *l) { return conv_enqueue(l, GRAPH_OP_conv2d); }
+static tg_status conv2d_ep_enqueue(ocl_launch *l) { return conv_enqueue(l, GRAPH_OP_conv2d_ep); }
+static tg_status conv2d_blk_enqueue(ocl_launch *l) { return conv_enqueue(l, GRAPH_OP_conv2d_blk); }
+
+static const ocl_op conv2d_op = {conv_prepare, conv2d_enqueue};
+static const ocl_op conv2d_ep_op = {conv_prepare, conv2d_ep_enqueue};
+static const ocl_op conv2d_blk_op = {conv_prepare, conv2d_blk_enqueue};
+
+/* ---- pools ---- */
+
+static const char *const pool_kernels[] = {"nn_max_pool", "nn_avg_pool", "nn_global_avg_pool"};
+
+static tg_status pool_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    return st ? st : nn_program(c, "nn_pool", NULL, 0.0f, pool_kernels, 3);
+}
+
+/* Windows: kernel, stride (default: the kernel) and padding lists. */
+static tg_status pool2d_enqueue(ocl_launch *l, int avg, const graph_ints *kl,
+                                const graph_ints *sl, const graph_ints *pl, int include_pad)
+{
+    const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
+    int64_t k[2], s[2], p[4];
+    ints_pair(kl, 1, k);
+    ints_pair(sl, 0, s);
+    if (sl->n == 0)
+        s[0] = k[0], s[1] = k[1];
+    ints_pad4(pl, p);
+    int32_t g0[8] = {(int32_t)x->dim[2], (int32_t)x->dim[3], (int32_t)y->dim[2],
+                     (int32_t)y->dim[3], (int32_t)k[0], (int32_t)k[1], (int32_t)s[0],
+                     (int32_t)s[1]};
+    int32_t g1[8] = {(int32_t)p[0], (int32_t)p[1], include_pad, 0, 0, 0, 0, 0};
+    cl_kernel kn = l->k[avg];
+    tg_status st = ocl_set_args(l, kn, "mmvv", l->in[0], l->out[0], g0, g1);
+    size_t global[3] = {(size_t)y->dim[3], (size_t)y->dim[2], (size_t)(y->dim[0] * y->dim[1])};
+    const size_t local[3] = {16, 4, 1};
+    return st ? st : run_nd(l, kn, 3, global, local);
+}
+
+static tg_status max_pool_enqueue(ocl_launch *l)
+{
+    const graph_max_pool2d_attrs *a = l->attrs;
+    return pool2d_enqueue(l, 0, &a->kernel, &a->stride, &a->padding, 0);
+}
+
+static tg_status avg_pool_enqueue(ocl_launch *l)
+{
+    const graph_avg_pool2d_attrs *a = l->attrs;
+    return pool2d_enqueue(l, 1, &a->kernel, &a->stride, &a->padding,
+                          (int)a->count_include_pad);
+}
+
+/* One 64-item work-group per [N, C] plane of the spatial dims. */
+static tg_status global_pool_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0];
+    int64_t plane = 1;
+    for (int i = 2; i < x->ndim; i++)
+        plane *= x->dim[i];
+    tg_status st = ocl_set_args(l, l->k[2], "mml", l->in[0], l->out[0], plane);
+    size_t global[2] = {64, (size_t)(x->dim[0] * x->dim[1])};
+    const size_t local[2] = {64, 1};
+    return st ? st : ocl_run(l, l->k[2], 2, global, local);
+}
+
+static const ocl_op max_pool_op = {pool_prepare, max_pool_enqueue};
+static const ocl_op avg_pool_op = {pool_prepare, avg_pool_enqueue};
+static const ocl_op global_pool_op = {pool_prepare, global_pool_enqueue};
+
+/* ---- batch_norm, layer_norm, softmax, log_softmax ---- */
+
+static const char *const norm_kernels[] = {"nn_batch_norm", "nn_layer_norm", "nn_softmax_rows",
+                                           "nn_softmax_cols"};
+
+static tg_status norm_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    return st ? st : nn_program(c, "nn_norm", NULL, 0.0f, norm_kernels, 4);
+}
+
+/* Product of dims [from, to) of t. */
+static int64_t dims_prod(const graph_type *t, int from, int to)
+{
+    int64_t n = 1;
+    for (int i = from; i < to; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+static tg_status batch_norm_enqueue(ocl_launch *l)
+{
+    const graph_batch_norm_attrs *a = l->attrs;
+    const graph_type *x = &l->in_type[0];
+    int64_t s = dims_prod(x, 2, x->ndim);
+    tg_status st = ocl_set_args(l, l->k[0], "mmmmmmlif", l->in[0], l->in[1], l->in[2],
+                                l->in[3], l->in[4], l->out[0], s, (int)x->dim[1],
+                                (double)a->eps);
+    size_t global[2] = {(size_t)s, (size_t)(x->dim[0] * x->dim[1])};
+    const size_t local[2] = {64, 1};
+    return st ? st : run_nd(l, l->k[0], 2, global, local);
+}
+
+static tg_status layer_norm_enqueue(ocl_launch *l)
+{
+    const graph_layer_norm_attrs *a = l->attrs;
+    const graph_type *x = &l->in_type[0];
+    int axis = graph_norm_axis(a->axis, x->ndim);
+    int64_t rows = dims_prod(x, 0, axis), d = dims_prod(x, axis, x->ndim);
+    if (rows * d == 0)
+        return TG_OK;
+    tg_status st = ocl_set_args(l, l->k[1], "mmmmlf", l->in[0], l->nin > 1 ? l->in[1] : NULL,
+                                l->nin > 2 ? l->in[2] : NULL, l->out[0], d, (double)a->eps);
+    size_t global[2] = {64, (size_t)rows};
+    const size_t local[2] = {64, 1};
+    return st ? st : ocl_run(l, l->k[1], 2, global, local);
+}
+
+/* Rows (the axis is innermost) or columns of [outer, len, inner] slabs. */
+static tg_status softmax_enqueue(ocl_launch *l, int64_t axis_attr, int log_sm)
+{
+    const graph_type *x = &l->in_type[0];
+    int axis = graph_norm_axis(axis_attr, x->ndim);
+    int64_t outer = dims_prod(x, 0, axis), len = x->ndim ? x->dim[axis] : 1;
+    int64_t inner = x->ndim ? dims_prod(x, axis + 1, x->ndim) : 1;
+    if (outer * len * inner == 0)
+        return TG_OK;
+    const size_t local[2] = {64, 1};
+    if (inner == 1) {
+        tg_status st = ocl_set_args(l, l->k[2], "mmli", l->in[0], l->out[0], len, log_sm);
+        size_t global[2] = {64, (size_t)outer};
+        return st ? st : ocl_run(l, l->k[2], 2, global, local);
+    }
+    tg_status st = ocl_set_args(l, l->k[3], "mmlli", l->in[0], l->out[0], len, inner, log_sm);
+    size_t global[2] = {(size_t)inner, (size_t)outer};
+    return st ? st : run_nd(l, l->k[3], 2, global, local);
+}
+
+static tg_status softmax_op_enqueue(ocl_launch *l)
+{
+    return softmax_enqueue(l, ((const graph_softmax_attrs *)l->attrs)->axis, 0);
+}
+
+static tg_status log_softmax_op_enqueue(ocl_launch *l)
+{
+    return softmax_enqueue(l, ((const graph_log_softmax_attrs *)l->attrs)->axis, 1);
+}
+
+static const ocl_op batch_norm_op = {norm_prepare, batch_norm_enqueue};
+static const ocl_op layer_norm_op = {norm_prepare, layer_norm_enqueue};
+static const ocl_op softmax_op = {norm_prepare, softmax_op_enqueue};
+static const ocl_op log_softmax_op = {norm_prepare, log_softmax_op_enqueue};
+
+/* ---- reductions ---- */
+
+/* Kernel pairs (_items, _groups) of cl/nn_reduce.cl by op and dtype. */
+static const char *const reduce_kernels[][2] = {
+    {"nn_sum_f32_items", "nn_sum_f32_groups"}, {"nn_sum_i64_items", "nn_sum_i64_groups"},
+    {"nn_sum_i32_items", "nn_sum_i32_groups"}, {"nn_mean_f32_items", "nn_mean_f32_groups"},
+    {"nn_max_f32_items", "nn_max_f32_groups"}, {"nn_max_i64_items", "nn_max_i64_groups"},
+    {"nn_max_i32_items", "nn_max_i32_groups"},
+};
+
+static tg_status reduce_prepare(ocl_prep *c)
+{
+    graph_dtype dt = c->in_type[0].dtype;
+    int row = dt == GRAPH_F32 ? 0 : dt == GRAPH_I64 ? 1 : dt == GRAPH_I32 ? 2 : -1;
+    if (row < 0 || (c->node->op == GRAPH_OP_reduce_mean && row != 0))
+        return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
+    row += c->node->op == GRAPH_OP_reduce_mean ? 3 : c->node->op == GRAPH_OP_reduce_max ? 4 : 0;
+    return nn_program(c, "nn_reduce", NULL, 0.0f, reduce_kernels[row], 2);
+}
+
+/* Kept and reduced groups of merged dims (see cl/nn_reduce.cl). */
+typedef struct reduce_plan {
+    int32_t nk, nr, kd[8], ks[8], rd[8], rs[8];
+    int last_reduced; /* the innermost group is reduced */
+} reduce_plan;
+
+/* Drops size-1 dims and merges neighbours of the same kind (reduced or
+ * kept), outermost first; a merged group's stride is its innermost's. */
+static void reduce_make_plan(const graph_type *t, const unsigned char *mask, reduce_plan *p)
+{
+    int64_t stride[GRAPH_MAX_DIMS], s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= t->dim[d];
+    }
+    memset(p, 0, sizeof *p);
+    int prev = -1; /* kind of the last group: 0 kept, 1 reduced */
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->dim[d] == 1)
+            continue;
+        int r = mask[d] != 0;
+        int32_t *dim = r ? p->rd : p->kd, *str = r ? p->rs : p->ks, *n = r ? &p->nr : &p->nk;
+        if (r == prev) {
+            dim[*n - 1] *= (int32_t)t->dim[d];
+            str[*n - 1] = (int32_t)stride[d];
+        } else {
+            dim[*n] = (int32_t)t->dim[d];
+            str[(*n)++] = (int32_t)stride[d];
+        }
+        prev = r;
+        p->last_reduced = r;
+    }
+}
+
+static tg_status reduce_enqueue(ocl_launch *l, const graph_ints *axes)
+{
+    const graph_type *x = &l->in_type[0];
+    unsigned char mask[GRAPH_MAX_DIMS];
+    char err[160];
+    /* inference accepted these axes already; this cannot fail */
+    if (graph_reduce_mask(x, axes, mask, err, sizeof err) != TG_OK)
+        return ocl_fail(l, TG_ERR_AXIS, "%s", err);
+    int64_t nout = graph_type_numel(&l->out_type[0]);
+    if (nout == 0)
+        return TG_OK;
+    reduce_plan p;
+    reduce_make_plan(x, mask, &p);
+    int groups = p.nr > 0 && p.last_reduced;
+    cl_kernel k = l->k[groups];
+    tg_status st = ocl_set_args(l, k, "mmlivvivv", l->in[0], l->out[0], nout, (int)p.nk, p.kd,
+                                p.ks, (int)p.nr, p.rd, p.rs);
+    if (st != TG_OK)
+        return st;
+    if (groups) {
+        size_t global[2] = {64, (size_t)nout};
+        const size_t local[2] = {64, 1};
+        return ocl_run(l, k, 2, global, local);
+    }
+    size_t global[1] = {(size_t)nout};
+    const size_t local[1] = {64};
+    return run_nd(l, k, 1, global, local);
+}
+
+static tg_status reduce_sum_enqueue(ocl_launch *l)
+{
+    return reduce_enqueue(l, &((const graph_reduce_sum_attrs *)l->attrs)->axes);
+}
+
+static tg_status reduce_mean_enqueue(ocl_launch *l)
+{
+    return reduce_enqueue(l, &((const graph_reduce_mean_attrs *)l->attrs)->axes);
+}
+
+static tg_status reduce_max_enqueue(ocl_launch *l)
+{
+    return reduce_enqueue(l, &((const graph_reduce_max_attrs *)l->attrs)->axes);
+}
+
+static const ocl_op reduce_sum_op = {reduce_prepare, reduce_sum_enqueue};
+static const ocl_op reduce_mean_op = {reduce_prepare, reduce_mean_enqueue};
+static const ocl_op reduce_max_op = {reduce_prepare, reduce_max_enqueue};
+
+void ocl_register_nn(const ocl_op **t)
+{
+    t[GRAPH_OP_matmul] = &matmul_op;
+    t[GRAPH_OP_linear] = &linear_op;
+    t[GRAPH_OP_linear_ep] = &linear_op;
+    t[GRAPH_OP_conv2d] = &conv2d_op;
+    t[GRAPH_OP_conv2d_ep] = &conv2d_ep_op;
+    t[GRAPH_OP_conv2d_blk] = &conv2d_blk_op;
+    t[GRAPH_OP_max_pool2d] = &max_pool_op;
+    t[GRAPH_OP_avg_pool2d] = &avg_pool_op;
+    t[GRAPH_OP_global_avg_pool] = &global_pool_op;
+    t[GRAPH_OP_batch_norm] = &batch_norm_op;
+    t[GRAPH_OP_layer_norm] = &layer_norm_op;
+    t[GRAPH_OP_softmax] = &softmax_op;
+    t[GRAPH_OP_log_softmax] = &log_softmax_op;
+    t[GRAPH_OP_reduce_sum] = &reduce_sum_op;
+    t[GRAPH_OP_reduce_mean] = &reduce_mean_op;
+    t[GRAPH_OP_reduce_max] = &reduce_max_op;
+}

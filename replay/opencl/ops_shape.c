@@ -1,0 +1,310 @@
+/*
+ * ops_shape.c - OpenCL shape and data-movement ops, by element size
+ * (cl/shape.cl).  The view ops are one buffer copy; transpose, expand,
+ * slice, concat, split and the blocked-layout conversions are strided
+ * copies (one launch per part); pad and gather have their own kernels.
+ * Attributes were validated by shape inference; the run-time shapes come
+ * from the variant, so every geometry is computed at enqueue.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../graph/infer_shape.h"
+#include "ocl.h"
+
+static const char *size_opts(graph_dtype dt)
+{
+    size_t s = graph_dtype_size(dt);
+    return s == 8 ? "-DT=ulong" : s == 4 ? "-DT=uint" : "-DT=uchar";
+}
+
+static size_t esize(const graph_type *t) { return graph_dtype_size(t->dtype); }
+
+static void strides(const graph_type *t, int64_t *s)
+{
+    int64_t v = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        s[i] = v;
+        v *= t->dim[i];
+    }
+}
+
+/* ---- view ops: one copy ---- */
+
+static tg_status view_prepare(ocl_prep *c) { return TG_OK; }
+
+static tg_status view_enqueue(ocl_launch *l)
+{
+    size_t n = (size_t)graph_type_numel(&l->in_type[0]) * esize(&l->in_type[0]);
+    if (!n || l->in[0] == l->out[0])
+        return TG_OK;
+    cl_int e = clEnqueueCopyBuffer(l->q, l->in[0], l->out[0], 0, 0, n, 0, NULL, NULL);
+    return e == CL_SUCCESS ? TG_OK : ocl_fail(l, TG_ERR_BACKEND, "clEnqueueCopyBuffer: %s",
+                                              ocl_errstr(e));
+}
+
+static const ocl_op view_op = {view_prepare, view_enqueue};
+
+/* ---- strided copies ---- */
+
+static tg_status strided_prepare(ocl_prep *c)
+{
+    tg_status st = ocl_prep_program(c, "shape", NULL, size_opts(c->in_type[0].dtype));
+    if (!st)
+        st = ocl_prep_kernel(c, "copy_strided");
+    return st ? st : ocl_prep_kernel(c, "copy_rows");
+}
+
+/*
+ * One launch: for every coordinate of dims (nd of them), y[yb + c.ys] =
+ * x[xb + c.xs].  Size-1 dims are dropped; int ranges are checked.
+ */
+static tg_status copy(ocl_launch *l, cl_mem x, cl_mem y, int nd, const int64_t *dims,
+                      const int64_t *xs, const int64_t *ys, int64_t xb, int64_t yb)
+{
+    int32_t d[8] = {0}, a[8] = {0}, b[8] = {0};
+    int m = 0;
+    int64_t n = 1;
+    for (int k = 0; k < nd; k++) {
+        n *= dims[k];
+        if (dims[k] == 1)
+            continue;
+        if (dims[k] > INT32_MAX || xs[k] > INT32_MAX || ys[k] > INT32_MAX ||
+            xs[k] < INT32_MIN || ys[k] < INT32_MIN)
+            return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+        d[m] = (int32_t)dims[k];
+        a[m] = (int32_t)xs[k];
+        b[m++] = (int32_t)ys[k];
+    }
+    if (n == 0)
+        return TG_OK;
+    if (n > INT32_MAX)
+        return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+    if (m == 0) {
+        d[0] = 1;
+        m = 1;
+    }
+    size_t w = ocl_row_width(d[m - 1]);
+    if (w) { /* a row launch */
+        int32_t rd[8], ra[8], rb[8];
+        ocl_row_align(m, d, 1, rd);
+        ocl_row_align(m, a, 0, ra);
+        ocl_row_align(m, b, 0, rb);
+        size_t g[2] = {ocl_round_up((size_t)rd[7], w), (size_t)(n / rd[7])}, lo[2] = {w, 1};
+        tg_status st = ocl_set_args(l, l->k[1], "mmvvvll", x, y, rd, ra, rb, xb, yb);
+        return st ? st : ocl_run(l, l->k[1], 2, g, lo);
+    }
+    size_t g = (size_t)n;
+    tg_status st = ocl_set_args(l, l->k[0], "mmlivvvll", x, y, (int64_t)n, m, d, a, b, xb, yb);
+    return st ? st : ocl_run(l, l->k[0], 1, &g, NULL);
+}
+
+static tg_status transpose_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0], *o = &l->out_type[0];
+    const graph_transpose_attrs *at = l->attrs;
+    int perm[GRAPH_MAX_DIMS];
+    int64_t is[GRAPH_MAX_DIMS], os[GRAPH_MAX_DIMS], ss[GRAPH_MAX_DIMS];
+    tg_status st = graph_transpose_perm(x, &at->perm, perm, l->err, l->errlen);
+    if (st != TG_OK)
+        return st;
+    strides(x, is);
+    strides(o, os);
+    for (int i = 0; i < o->ndim; i++)
+        ss[i] = is[perm[i]];
+    return copy(l, l->in[0], l->out[0], o->ndim, o->dim, ss, os, 0, 0);
+}
+
+static tg_status expand_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0], *o = &l->out_type[0];
+    int64_t is[GRAPH_MAX_DIMS], os[GRAPH_MAX_DIMS], ss[GRAPH_MAX_DIMS];
+    int lead = o->ndim - x->ndim;
+    strides(x, is);
+    strides(o, os);
+    for (int i = 0; i < o->ndim; i++) {
+        int j = i - lead;
+        ss[i] = (j < 0 || x->dim[j] == 1) ? 0 : is[j];
+    }
+    return copy(l, l->in[0], l->out[0], o->ndim, o->dim, ss, os, 0, 0);
+}
+
+static tg_status slice_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0], *o = &l->out_type[0];
+    graph_slice_plan plan;
+    int64_t is[GRAPH_MAX_DIMS], os[GRAPH_MAX_DIMS], ss[GRAPH_MAX_DIMS], off = 0;
+    tg_status st = graph_slice_resolve(x, l->attrs, &plan, l->err, l->errlen);
+    if (st != TG_OK)
+        return st;
+    strides(x, is);
+    strides(o, os);
+    for (int i = 0; i < x->ndim; i++) {
+        off += plan.start[i] * is[i];
+        ss[i] = plan.step[i] * is[i];
+    }
+    return copy(l, l->in[0], l->out[0], o->ndim, o->dim, ss, os, off, 0);
+}
+
+static tg_status concat_enqueue(ocl_launch *l)
+{
+    const graph_type *o = &l->out_type[0];
+    const graph_concat_attrs *at = l->attrs;
+    int ax = graph_axis(at->axis, o->ndim);
+    int64_t is[GRAPH_MAX_DIMS], os[GRAPH_MAX_DIMS], off = 0;
+    strides(o, os);
+    for (int i = 0; i < l->nin; i++) {
+        const graph_type *x = &l->in_type[i];
+        strides(x, is);
+        tg_status st = copy(l, l->in[i], l->out[0], x->ndim, x->dim, is, os, 0, off * os[ax]);
+        if (st != TG_OK)
+            return st;
+        off += x->dim[ax];
+    }
+    return TG_OK;
+}
+
+static tg_status split_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0];
+    const graph_split_attrs *at = l->attrs;
+    int ax = graph_axis(at->axis, x->ndim);
+    int64_t is[GRAPH_MAX_DIMS], os[GRAPH_MAX_DIMS], off = 0;
+    strides(x, is);
+    for (int i = 0; i < l->nout; i++) {
+        const graph_type *o = &l->out_type[i];
+        strides(o, os);
+        tg_status st = copy(l, l->in[0], l->out[i], o->ndim, o->dim, is, os, off * is[ax], 0);
+        if (st != TG_OK)
+            return st;
+        off += o->dim[ax];
+    }
+    return TG_OK;
+}
+
+/* [N,C,H,W] -> [N,C/B,H,W,B]: over the output, reading x at
+ * n CHW + cb B HW + h W + w + b HW. */
+static tg_status to_blocked_enqueue(ocl_launch *l)
+{
+    const graph_type *o = &l->out_type[0];
+    int64_t N = o->dim[0], CB = o->dim[1], H = o->dim[2], W = o->dim[3], B = o->dim[4];
+    int64_t dims[5] = {N, CB, H, W, B}, os[5];
+    int64_t xs[5] = {CB * B * H * W, B * H * W, W, 1, H * W};
+    strides(o, os);
+    return copy(l, l->in[0], l->out[0], 5, dims, xs, os, 0, 0);
+}
+
+/* The inverse: over the blocked input, writing y at the same offsets. */
+static tg_status from_blocked_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0];
+    int64_t N = x->dim[0], CB = x->dim[1], H = x->dim[2], W = x->dim[3], B = x->dim[4];
+    int64_t dims[5] = {N, CB, H, W, B}, xs[5];
+    int64_t ys[5] = {CB * B * H * W, B * H * W, W, 1, H * W};
+    strides(x, xs);
+    return copy(l, l->in[0], l->out[0], 5, dims, xs, ys, 0, 0);
+}
+
+static const ocl_op transpose_op = {strided_prepare, transpose_enqueue};
+static const ocl_op expand_op = {strided_prepare, expand_enqueue};
+static const ocl_op slice_op = {strided_prepare, slice_enqueue};
+static const ocl_op concat_op = {strided_prepare, concat_enqueue};
+static const ocl_op split_op = {strided_prepare, split_enqueue};
+static const ocl_op to_blocked_op = {strided_prepare, to_blocked_enqueue};
+static const ocl_op from_blocked_op = {strided_prepare, from_blocked_enqueue};
+
+/* ---- pad ---- */
+
+static tg_status pad_prepare(ocl_prep *c)
+{
+    tg_status st = ocl_prep_program(c, "shape", NULL, size_opts(c->in_type[0].dtype));
+    return st ? st : ocl_prep_kernel(c, "pad_k");
+}
+
+static tg_status pad_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0], *o = &l->out_type[0];
+    const graph_pad_attrs *at = l->attrs;
+    int64_t n = graph_type_numel(o), xs[GRAPH_MAX_DIMS];
+    int32_t d[8] = {0}, xd[8] = {0}, s[8] = {0}, b[8] = {0};
+    if (n > INT32_MAX || graph_type_numel(x) > INT32_MAX)
+        return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+    strides(x, xs);
+    for (int k = 0; k < o->ndim; k++) {
+        d[k] = (int32_t)o->dim[k];
+        xd[k] = (int32_t)x->dim[k];
+        s[k] = (int32_t)xs[k];
+        b[k] = (int32_t)at->pads.v[k];
+    }
+    int nd = o->ndim ? o->ndim : 1;
+    if (!o->ndim)
+        d[0] = xd[0] = 1;
+    /* the pad value as the element's bits, like the CPU's pad_value */
+    union { float f; int32_t i; int64_t l; uint8_t b; } v = {0};
+    switch (o->dtype) {
+    case GRAPH_F32: v.f = at->value; break;
+    case GRAPH_I32: v.i = (int32_t)at->value; break;
+    case GRAPH_I64: v.l = (int64_t)at->value; break;
+    default: v.b = at->value != 0.0f; break;
+    }
+    tg_status st = ocl_set_args(l, l->k[0], "mmlivvvv", l->in[0], l->out[0], n, nd, d, xd, s, b);
+    if (st != TG_OK)
+        return st;
+    cl_int e = clSetKernelArg(l->k[0], 8, esize(o), &v);
+    if (e != CL_SUCCESS)
+        return ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg 8: %s", ocl_errstr(e));
+    size_t g = (size_t)n;
+    return ocl_run(l, l->k[0], 1, &g, NULL);
+}
+
+static const ocl_op pad_op = {pad_prepare, pad_enqueue};
+
+/* ---- gather ---- */
+
+static tg_status gather_prepare(ocl_prep *c)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "%s -DIT=%s", size_opts(c->in_type[0].dtype),
+             c->in_type[1].dtype == GRAPH_I64 ? "long" : "int");
+    tg_status st = ocl_prep_program(c, "shape", NULL, opts);
+    c->flag_msg = "gather: an index is out of range for the gathered axis";
+    return st ? st : ocl_prep_kernel(c, "gather_k");
+}
+
+static tg_status gather_enqueue(ocl_launch *l)
+{
+    const graph_type *t = &l->in_type[0], *it = &l->in_type[1];
+    const graph_gather_attrs *at = l->attrs;
+    int ax = graph_axis(at->axis, t->ndim);
+    int64_t len = t->dim[ax], outer = 1, inner = 1, K = graph_type_numel(it);
+    for (int i = 0; i < ax; i++)
+        outer *= t->dim[i];
+    for (int i = ax + 1; i < t->ndim; i++)
+        inner *= t->dim[i];
+    int64_t n = outer * K * inner;
+    if (n > INT32_MAX || graph_type_numel(t) > INT32_MAX)
+        return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+    tg_status st = ocl_set_args(l, l->k[0], "mmmliiimi", l->in[0], l->in[1], l->out[0], n,
+                                (int)K, (int)inner, (int)len, l->flag, l->code);
+    size_t g = (size_t)n;
+    return st ? st : ocl_run(l, l->k[0], 1, &g, NULL);
+}
+
+static const ocl_op gather_op = {gather_prepare, gather_enqueue};
+
+void ocl_register_shape(const ocl_op **t)
+{
+    t[GRAPH_OP_reshape] = &view_op;
+    t[GRAPH_OP_flatten] = &view_op;
+    t[GRAPH_OP_squeeze] = &view_op;
+    t[GRAPH_OP_unsqueeze] = &view_op;
+    t[GRAPH_OP_transpose] = &transpose_op;
+    t[GRAPH_OP_expand] = &expand_op;
+    t[GRAPH_OP_slice] = &slice_op;
+    t[GRAPH_OP_concat] = &concat_op;
+    t[GRAPH_OP_split] = &split_op;
+    t[GRAPH_OP_to_blocked] = &to_blocked_op;
+    t[GRAPH_OP_from_blocked] = &from_blocked_op;
+    t[GRAPH_OP_pad] = &pad_op;
+    t[GRAPH_OP_gather] = &gather_op;
+}

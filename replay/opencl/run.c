@@ -1,0 +1,486 @@
+/*
+ * run.c - OpenCL sessions and runs.  A session owns an in-order queue,
+ * its own cl_kernel objects (one set per node: cl_kernel is not
+ * thread-safe and sessions run concurrently), the arena as one cl_mem
+ * with a sub-buffer per planned buffer (per variant), staging buffers
+ * for host inputs/outputs, scratch and the data-error flag.
+ *
+ * A run: write host inputs (or take the caller's cl_mem), clear the flag,
+ * enqueue every step (guards read their value back and check it on the
+ * host), copy or read the outputs, wait once, then check the flag.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "ocl_rt.h"
+
+typedef struct obound {
+    replay_variant *v;
+    cl_mem *mem;  /* per value, this variant (inputs patched per run) */
+    cl_mem *subs; /* per planned buffer */
+    int32_t nsubs;
+    struct obound *next;
+} obound;
+
+struct ocl_session {
+    replay_plan *p;
+    ocl_plan *op;
+    cl_command_queue q;
+    cl_kernel *k; /* nnodes x OCL_MAX_KERNELS */
+    cl_mem arena;
+    size_t arena_size;
+    obound *bounds;
+    cl_mem in[GRAPH_MAX_NODE_IO];
+    size_t in_size[GRAPH_MAX_NODE_IO];
+    void *host_out[GRAPH_MAX_NODE_IO];
+    size_t host_out_size[GRAPH_MAX_NODE_IO];
+    void *host_tmp;
+    size_t host_tmp_size;
+    cl_mem scratch[OCL_MAX_SCRATCH];
+    size_t scratch_size[OCL_MAX_SCRATCH];
+    cl_mem flag;
+    char kerr[4096];
+};
+
+static void release_mem(cl_mem *m)
+{
+    if (*m) {
+        clReleaseMemObject(*m);
+        ocl_track(-1);
+        *m = NULL;
+    }
+}
+
+static tg_status cl_st(cl_int e)
+{
+    return e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES ||
+                   e == CL_OUT_OF_HOST_MEMORY || e == CL_INVALID_BUFFER_SIZE
+               ? TG_ERR_NOMEM : TG_ERR_BACKEND;
+}
+
+/* A device buffer of bytes, or NULL with a message naming what for. */
+static cl_mem new_buffer(ocl_session *s, size_t bytes, const char *what, char *err,
+                         size_t errlen)
+{
+    cl_int e;
+    cl_mem m = clCreateBuffer(s->op->dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
+    if (!m) {
+        snprintf(err, errlen, "replay: OpenCL device %s out of memory: cannot allocate %zu "
+                 "bytes for %s (%s)", s->op->dev->info.name, bytes, what, ocl_errstr(e));
+        return NULL;
+    }
+    ocl_track(1);
+    return m;
+}
+
+cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, size_t errlen)
+{
+    if (s->scratch[slot] && s->scratch_size[slot] >= bytes)
+        return s->scratch[slot];
+    release_mem(&s->scratch[slot]);
+    s->scratch[slot] = new_buffer(s, bytes, "scratch", err, errlen);
+    s->scratch_size[slot] = s->scratch[slot] ? bytes : 0;
+    return s->scratch[slot];
+}
+
+static void bound_free(obound *b)
+{
+    for (int32_t i = 0; b->subs && i < b->nsubs; i++)
+        release_mem(&b->subs[i]);
+    free(b->subs);
+    free(b->mem);
+    free(b);
+}
+
+static void drop_bounds(ocl_session *s)
+{
+    for (obound *b = s->bounds, *next; b; b = next) {
+        next = b->next;
+        bound_free(b);
+    }
+    s->bounds = NULL;
+}
+
+void ocl_session_free(ocl_session *s)
+{
+    if (!s)
+        return;
+    drop_bounds(s);
+    for (int32_t i = 0; s->k && i < s->op->nnodes * OCL_MAX_KERNELS; i++)
+        if (s->k[i]) {
+            clReleaseKernel(s->k[i]);
+            ocl_track(-1);
+        }
+    for (int i = 0; i < GRAPH_MAX_NODE_IO; i++) {
+        release_mem(&s->in[i]);
+        free(s->host_out[i]);
+    }
+    for (int i = 0; i < OCL_MAX_SCRATCH; i++)
+        release_mem(&s->scratch[i]);
+    release_mem(&s->flag);
+    release_mem(&s->arena);
+    if (s->q) {
+        clReleaseCommandQueue(s->q);
+        ocl_track(-1);
+    }
+    free(s->k);
+    free(s->host_tmp);
+    free(s);
+}
+
+ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
+{
+    ocl_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->p = p;
+    s->op = p->ocl;
+    cl_int e;
+    s->q = clCreateCommandQueue(s->op->dev->ctx, s->op->dev->id, 0, &e);
+    if (!s->q) {
+        snprintf(err, errlen, "replay: clCreateCommandQueue: %s", ocl_errstr(e));
+        free(s);
+        return NULL;
+    }
+    ocl_track(1);
+    s->k = calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
+    s->flag = new_buffer(s, sizeof(cl_int), "the error flag", err, errlen);
+    if (!s->k || !s->flag)
+        goto fail;
+    for (int32_t i = 0; i < s->op->nnodes; i++) {
+        const ocl_node *n = &s->op->nodes[i];
+        for (int j = 0; j < n->nkernels; j++) {
+            cl_kernel k = clCreateKernel(n->prog, n->kernel[j], &e);
+            if (!k) {
+                snprintf(err, errlen, "replay: clCreateKernel(%s): %s", n->kernel[j],
+                         ocl_errstr(e));
+                goto fail;
+            }
+            ocl_track(1);
+            s->k[(size_t)i * OCL_MAX_KERNELS + (size_t)j] = k;
+        }
+    }
+    return s;
+fail:
+    ocl_session_free(s);
+    return NULL;
+}
+
+/* Sub-buffers of the arena for variant v. */
+static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
+{
+    const graph *g = s->p->g;
+    obound *b = calloc(1, sizeof *b);
+    if (!b)
+        goto oom;
+    b->v = v;
+    b->nsubs = v->mp.nbuffers;
+    b->mem = calloc((size_t)g->nvalues + 1, sizeof *b->mem);
+    b->subs = calloc((size_t)b->nsubs + 1, sizeof *b->subs);
+    size_t *size = calloc((size_t)b->nsubs + 1, sizeof *size);
+    int64_t *off = calloc((size_t)b->nsubs + 1, sizeof *off);
+    if (!b->mem || !b->subs || !size || !off) {
+        free(size);
+        free(off);
+        goto oom;
+    }
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        int32_t k = v->mp.buffer[i];
+        if (k < 0)
+            continue;
+        size_t bytes = (size_t)graph_type_numel(&v->types[i]) * graph_dtype_size(v->types[i].dtype);
+        size[k] = bytes > size[k] ? bytes : size[k];
+        off[k] = v->mp.offset[i];
+    }
+    cl_int e = CL_SUCCESS;
+    for (int32_t k = 0; k < b->nsubs && e == CL_SUCCESS; k++) {
+        if (!size[k])
+            continue;
+        cl_buffer_region r = {(size_t)off[k], size[k]};
+        b->subs[k] = clCreateSubBuffer(s->arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                       &r, &e);
+        if (b->subs[k])
+            ocl_track(1);
+    }
+    free(size);
+    free(off);
+    if (e != CL_SUCCESS) {
+        snprintf(err, errlen, "replay: clCreateSubBuffer: %s", ocl_errstr(e));
+        bound_free(b);
+        return NULL;
+    }
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        int32_t k = v->mp.buffer[i];
+        b->mem[i] = k >= 0 ? b->subs[k] : NULL;
+    }
+    return b;
+oom:
+    if (b)
+        bound_free(b);
+    snprintf(err, errlen, "replay: out of memory binding the plan");
+    return NULL;
+}
+
+static obound *bound_for(ocl_session *s, const replay_tensor *const *in, int nin, char *err,
+                         size_t errlen)
+{
+    const graph_type *types[GRAPH_MAX_NODE_IO];
+    for (int i = 0; i < nin; i++)
+        types[i] = &in[i]->type;
+    replay_variant *v = replay_variant_get(s->p, types, err, errlen);
+    if (!v)
+        return NULL;
+    for (obound *b = s->bounds; b; b = b->next)
+        if (b->v == v)
+            return b;
+    if (v->mp.arena_bytes > s->arena_size || !s->arena) {
+        drop_bounds(s); /* their sub-buffers are of the old arena */
+        release_mem(&s->arena);
+        s->arena_size = 0;
+        s->arena = new_buffer(s, v->mp.arena_bytes, "the arena", err, errlen);
+        if (!s->arena)
+            return NULL;
+        s->arena_size = v->mp.arena_bytes;
+    }
+    obound *b = bind(s, v, err, errlen);
+    if (b) {
+        b->next = s->bounds;
+        s->bounds = b;
+    }
+    return b;
+}
+
+static cl_mem mem_of(const ocl_session *s, const obound *b, int32_t id)
+{
+    graph_value_kind k = s->p->g->values[id].kind;
+    return k == GRAPH_VALUE_CONST || k == GRAPH_VALUE_PARAM ? s->op->fixed[id] : b->mem[id];
+}
+
+static size_t type_bytes(const graph_type *t)
+{
+    return (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
+}
+
+/* Host inputs are written (not waited for: the run waits once at the
+ * end, and the caller's data outlives the run); cl_mem inputs are used
+ * as they are. */
+static tg_status put_inputs(ocl_session *s, obound *b, const replay_tensor *const *in, int nin,
+                            char *err, size_t errlen)
+{
+    const graph *g = s->p->g;
+    for (int i = 0; i < nin; i++) {
+        int32_t id = g->inputs[i];
+        size_t bytes = type_bytes(&in[i]->type);
+        if (in[i]->buffer) {
+            b->mem[id] = (cl_mem)in[i]->buffer;
+            continue;
+        }
+        b->mem[id] = NULL;
+        if (!bytes)
+            continue;
+        if (!s->in[i] || s->in_size[i] < bytes) {
+            release_mem(&s->in[i]);
+            s->in_size[i] = 0;
+            if (!(s->in[i] = new_buffer(s, bytes, "an input", err, errlen)))
+                return TG_ERR_NOMEM;
+            s->in_size[i] = bytes;
+        }
+        cl_int e = clEnqueueWriteBuffer(s->q, s->in[i], CL_FALSE, 0, bytes, in[i]->data, 0,
+                                        NULL, NULL);
+        if (e != CL_SUCCESS) {
+            snprintf(err, errlen, "replay: writing input %d: %s", i, ocl_errstr(e));
+            return cl_st(e);
+        }
+        b->mem[id] = s->in[i];
+    }
+    return TG_OK;
+}
+
+/* A guard: its value read back (waiting for the steps before it). */
+static tg_status guard_step(ocl_session *s, obound *b, int32_t gi, int *warnings, char *err,
+                            size_t errlen)
+{
+    const graph *g = s->p->g;
+    const graph_guard *gd = &g->guards[gi];
+    const graph_type *t = &b->v->types[gd->value];
+    size_t bytes = type_bytes(t);
+    if (bytes > s->host_tmp_size) {
+        void *h = realloc(s->host_tmp, bytes);
+        if (!h) {
+            snprintf(err, errlen, "replay: out of memory");
+            return TG_ERR_NOMEM;
+        }
+        s->host_tmp = h;
+        s->host_tmp_size = bytes;
+    }
+    cl_mem m = mem_of(s, b, gd->value);
+    if (bytes) {
+        cl_int e = clEnqueueReadBuffer(s->q, m, CL_TRUE, 0, bytes, s->host_tmp, 0, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            snprintf(err, errlen, "replay: reading a guarded value: %s", ocl_errstr(e));
+            return cl_st(e);
+        }
+    }
+    int r = graph_guard_check(g, gd, t, s->host_tmp, s->kerr, sizeof s->kerr);
+    if (r == 1)
+        (*warnings)++;
+    if (r == 2) {
+        snprintf(err, errlen, "replay: %s", s->kerr);
+        return TG_ERR_GUARD;
+    }
+    return TG_OK;
+}
+
+static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, size_t errlen)
+{
+    const graph *g = s->p->g;
+    int32_t ni = s->p->items[item].node;
+    const graph_node *n = &g->nodes[ni];
+    const ocl_node *on = &s->op->nodes[ni];
+    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
+    cl_mem im[GRAPH_MAX_NODE_IO], om[GRAPH_MAX_NODE_IO];
+    for (int k = 0; k < n->nin; k++) {
+        it[k] = b->v->types[n->in[k]];
+        im[k] = mem_of(s, b, n->in[k]);
+    }
+    for (int k = 0; k < n->nout; k++) {
+        ot[k] = b->v->types[n->out[k]];
+        om[k] = b->mem[n->out[k]];
+    }
+    s->kerr[0] = '\0';
+    ocl_launch l = {s, s->q, s->op->dev->id, graph_node_attrs(n), it, im, n->nin, ot, om,
+                    n->nout, &s->k[(size_t)ni * OCL_MAX_KERNELS], on->data, s->flag,
+                    item + 1, s->kerr, sizeof s->kerr};
+    tg_status st = on->op->enqueue(&l);
+    if (st != TG_OK) {
+        char what[400];
+        snprintf(err, errlen, "replay: %s: OpenCL: %s", replay_node_str(s->p, ni, what,
+                 sizeof what), s->kerr[0] ? s->kerr : tg_status_str(st));
+    }
+    return st;
+}
+
+/* Output k's index in the signature, or -1 after a message. */
+static int output_index(const graph *g, const replay_tensor *o, int k, char *err, size_t errlen)
+{
+    if (!o->name)
+        return k;
+    for (int i = 0; i < g->noutputs; i++)
+        if (strcmp(g->outputs[i].name, o->name) == 0)
+            return i;
+    snprintf(err, errlen, "replay: the plan has no output named \"%s\"", o->name);
+    return -1;
+}
+
+static tg_status get_outputs(ocl_session *s, obound *b, replay_tensor *outputs, int nout,
+                             char *err, size_t errlen)
+{
+    const graph *g = s->p->g;
+    for (int k = 0; k < nout; k++) {
+        int i = output_index(g, &outputs[k], k, err, errlen);
+        if (i < 0)
+            return TG_ERR_ARG;
+        int32_t id = g->outputs[i].value;
+        const graph_type *t = &b->v->types[id];
+        size_t bytes = type_bytes(t);
+        cl_mem src = mem_of(s, b, id);
+        replay_tensor *o = &outputs[k];
+        if (!o->data && !o->buffer) {
+            if (bytes > s->host_out_size[i]) {
+                free(s->host_out[i]);
+                s->host_out_size[i] = 0;
+                if (!(s->host_out[i] = malloc(bytes))) {
+                    snprintf(err, errlen, "replay: out of memory");
+                    return TG_ERR_NOMEM;
+                }
+                s->host_out_size[i] = bytes;
+            }
+            o->type = *t;
+            o->data = s->host_out[i];
+        } else {
+            int ok = o->type.dtype == t->dtype && o->type.ndim == t->ndim;
+            for (int d = 0; ok && d < t->ndim; d++)
+                ok = o->type.dim[d] == t->dim[d];
+            if (!ok) {
+                char a[160], c[160];
+                snprintf(err, errlen, "replay: output \"%s\" is %s%s, the buffer given is %s%s",
+                         g->outputs[i].name, graph_dtype_name(t->dtype),
+                         graph_shape_str(t, a, sizeof a), graph_dtype_name(o->type.dtype),
+                         graph_shape_str(&o->type, c, sizeof c));
+                return TG_ERR_SHAPE;
+            }
+        }
+        if (!bytes)
+            continue;
+        cl_int e = o->buffer ? clEnqueueCopyBuffer(s->q, src, (cl_mem)o->buffer, 0, 0, bytes, 0,
+                                                   NULL, NULL)
+                             : clEnqueueReadBuffer(s->q, src, CL_FALSE, 0, bytes, o->data, 0,
+                                                   NULL, NULL);
+        if (e != CL_SUCCESS) {
+            snprintf(err, errlen, "replay: output \"%s\": %s", g->outputs[i].name,
+                     ocl_errstr(e));
+            return cl_st(e);
+        }
+    }
+    return TG_OK;
+}
+
+static tg_status steps(ocl_session *s, obound *b, int *warnings, char *err, size_t errlen)
+{
+    const replay_plan *p = s->p;
+    for (int32_t k = 0; k < p->nitems; k++) {
+        tg_status st = p->items[k].node < 0
+                           ? guard_step(s, b, p->items[k].guard, warnings, err, errlen)
+                           : node_step(s, b, k, err, errlen);
+        if (st != TG_OK)
+            return st;
+    }
+    return TG_OK;
+}
+
+tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
+                          replay_tensor *outputs, int nout, int *warnings, char *err,
+                          size_t errlen)
+{
+    obound *b = bound_for(s, in, nin, err, errlen);
+    if (!b)
+        return strstr(err, "out of memory") ? TG_ERR_NOMEM : TG_ERR_SHAPE;
+    cl_int zero = 0, flag = 0;
+    tg_status st = put_inputs(s, b, in, nin, err, errlen);
+    cl_int e = CL_SUCCESS;
+    if (st == TG_OK) {
+        e = clEnqueueFillBuffer(s->q, s->flag, &zero, sizeof zero, 0, sizeof zero, 0, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            snprintf(err, errlen, "replay: clEnqueueFillBuffer: %s", ocl_errstr(e));
+            st = cl_st(e);
+        }
+    }
+    if (st == TG_OK)
+        st = steps(s, b, warnings, err, errlen);
+    if (st == TG_OK)
+        st = get_outputs(s, b, outputs, nout, err, errlen);
+    if (st == TG_OK) {
+        e = clEnqueueReadBuffer(s->q, s->flag, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            snprintf(err, errlen, "replay: reading the error flag: %s", ocl_errstr(e));
+            st = cl_st(e);
+        }
+    }
+    /* Always wait: enqueued writes still read the caller's input data. */
+    e = clFinish(s->q);
+    if (st == TG_OK && e != CL_SUCCESS) {
+        snprintf(err, errlen, "replay: OpenCL: clFinish: %s%s", ocl_errstr(e),
+                 cl_st(e) == TG_ERR_NOMEM ? " (device out of memory)" : "");
+        st = cl_st(e);
+    }
+    if (st == TG_OK && flag > 0 && flag <= s->p->nitems) {
+        int32_t ni = s->p->items[flag - 1].node;
+        char what[400];
+        snprintf(err, errlen, "replay: %s: %s", replay_node_str(s->p, ni, what, sizeof what),
+                 s->op->nodes[ni].flag_msg ? s->op->nodes[ni].flag_msg : "bad data");
+        st = TG_ERR_ARG;
+    }
+    return st;
+}

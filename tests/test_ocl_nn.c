@@ -1,0 +1,765 @@
+/*
+ * test_ocl_nn.c - the OpenCL backend's heavy ops (replay/opencl/ops_nn.c,
+ * cl/nn_*.cl) on replay-OpenCL against naive references written here:
+ * matmul (batch broadcasting, transposes, 1-D operands), linear and
+ * linear_ep (every epilogue step), conv2d / conv2d_ep / conv2d_blk
+ * (groups, stride, asymmetric padding, dilation, depthwise, blocked
+ * layout), the pools, batch_norm, layer_norm, softmax, log_softmax and
+ * the reductions (f32 / i32 / i64, axes, keepdim, empty, NaN).  Shapes
+ * are odd on purpose, so tiles are partial; both the tiled kernels and
+ * their one-item-per-output fallbacks run.
+ *
+ * Each case is one node: a graph with the node's inputs as graph inputs
+ * (or constants, where constant uploads should be covered), compiled for
+ * REPLAY_OPENCL and run once.  Tolerance: normalized error <= 1e-4 for
+ * matmul/conv/reductions/norms (issue 7), NaN only where NaN is expected.
+ * Without an OpenCL platform the test prints "SKIP: no OpenCL platform"
+ * and exits 77.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "graph/graph.h"
+#include "replay/replay.h"
+
+#define TOL 1e-4
+#define MAXIN 5
+
+/* One node's inputs: types, data; bit j of cmask makes input j a constant. */
+typedef struct ncase {
+    graph_op op;
+    const void *attrs;
+    int nin;
+    graph_type t[MAXIN];
+    void *d[MAXIN];
+    unsigned cmask;
+} ncase;
+
+static graph_type ty(graph_dtype dt, int nd, const int64_t *dims)
+{
+    graph_type t = {dt, nd, {0}};
+    for (int i = 0; i < nd; i++)
+        t.dim[i] = dims[i];
+    return t;
+}
+#define F32(...) ty(GRAPH_F32, sizeof((int64_t[]){__VA_ARGS__}) / 8, (int64_t[]){__VA_ARGS__})
+
+/* Random f32 data in [-1, 1] for a type (seeded). */
+static float *rnd(const graph_type *t, uint64_t seed)
+{
+    int64_t n = graph_type_numel(t);
+    float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    check_fill(p, n, seed, -1.0f, 1.0f);
+    return p;
+}
+
+/*
+ * Runs c on OpenCL; returns the output (malloc'd, type in *out) or NULL
+ * with a failed check.
+ */
+static void *run_ocl(const ncase *c, graph_type *out)
+{
+    char err[2048];
+    graph *g = graph_new("ocl_nn");
+    int32_t ids[MAXIN], y = -1;
+    int nrun = 0;
+    replay_tensor in[MAXIN];
+    for (int i = 0; i < c->nin; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "i%d", i);
+        int cst = (c->cmask >> i) & 1;
+        ids[i] = graph_add_value(g, cst ? GRAPH_VALUE_CONST : GRAPH_VALUE_INPUT, &c->t[i], name);
+        if (cst)
+            graph_set_data(g, ids[i], c->d[i],
+                           (size_t)graph_type_numel(&c->t[i]) * graph_dtype_size(c->t[i].dtype));
+        else {
+            graph_add_input(g, ids[i]);
+            in[nrun++] = (replay_tensor){NULL, c->t[i], c->d[i], NULL};
+        }
+    }
+    int32_t node = graph_add_node(g, c->op, ids, c->nin, c->attrs, &y, 1);
+    CHECK_MSG(node >= 0, "graph_add_node(%s): %s", graph_ops[c->op].name, graph_error(g));
+    void *res = NULL;
+    if (node >= 0 && graph_add_output(g, y, "y") == TG_OK) {
+        replay_opts o = {.backend = REPLAY_OPENCL};
+        replay_plan *p = replay_compile(g, &o, err, sizeof err);
+        CHECK_MSG(p != NULL, "compile %s: %s", graph_ops[c->op].name, err);
+        replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+        if (s) {
+            *out = *replay_output_type(p, 0);
+            size_t nb = (size_t)graph_type_numel(out) * graph_dtype_size(out->dtype);
+            res = calloc(1, nb ? nb : 1);
+            replay_tensor ot = {NULL, *out, res, NULL};
+            tg_status st = replay_run(s, in, nrun, &ot, 1);
+            CHECK_MSG(st == TG_OK, "run %s: %s", graph_ops[c->op].name, replay_session_error(s));
+            if (st != TG_OK) {
+                free(res);
+                res = NULL;
+            }
+        }
+        replay_session_free(s);
+        replay_plan_free(p);
+    }
+    graph_free(g);
+    return res;
+}
+
+/* got vs want: NaN exactly where want is NaN, else normalized error. */
+static void compare(const char *what, const float *got, const float *want, int64_t n, double tol)
+{
+    int64_t bad_nan = -1;
+    float *g = malloc((size_t)(n ? n : 1) * sizeof *g), *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(want[i]) != isnan(got[i]) && bad_nan < 0)
+            bad_nan = i;
+        if (!isnan(want[i]) && !isnan(got[i]))
+            g[m] = got[i], w[m++] = want[i];
+    }
+    double e = check_normalized_error(g, w, m);
+    CHECK_MSG(bad_nan < 0, "%s: element %lld is %g, want %g", what, (long long)bad_nan,
+              bad_nan >= 0 ? got[bad_nan] : 0.0, bad_nan >= 0 ? want[bad_nan] : 0.0);
+    CHECK_MSG(e <= tol, "%s: normalized error %.3g > %.3g", what, e, tol);
+    free(g);
+    free(w);
+}
+
+/* Runs c and compares its f32 output with want (n elements). */
+static void expect(const char *what, const ncase *c, const float *want, int64_t n)
+{
+    graph_type ot;
+    float *got = run_ocl(c, &ot);
+    if (got) {
+        CHECK_MSG(graph_type_numel(&ot) == n, "%s: %lld outputs, want %lld", what,
+                  (long long)graph_type_numel(&ot), (long long)n);
+        compare(what, got, want, n, TOL);
+    }
+    free(got);
+}
+
+/* Frees every input buffer (also those made but not used by the node). */
+static void free_case(ncase *c)
+{
+    for (int i = 0; i < MAXIN; i++)
+        free(c->d[i]);
+}
+
+/* ---- epilogue reference ---- */
+
+static double post_ref(double v, const graph_ints *post, float alpha, const float *res,
+                       int64_t i)
+{
+    for (int k = 0; post && k < post->n; k++) {
+        switch (post->v[k]) {
+        case GRAPH_POST_ADD: v += res[i]; break;
+        case GRAPH_POST_RELU: v = v > 0 ? v : 0; break;
+        case GRAPH_POST_GELU: v = 0.5 * v * (1 + erf(v / sqrt(2.0))); break;
+        case GRAPH_POST_SIGMOID: v = 1 / (1 + exp(-v)); break;
+        case GRAPH_POST_TANH: v = tanh(v); break;
+        case GRAPH_POST_SILU: v = v / (1 + exp(-v)); break;
+        case GRAPH_POST_LEAKY_RELU: v = v > 0 ? v : alpha * v; break;
+        }
+    }
+    return v;
+}
+
+/* ---- matmul ---- */
+
+/* NumPy matmul of a and b (types ta, tb; transposes) into want (type to). */
+static void matmul_ref(const float *a, const graph_type *ta, const float *b,
+                       const graph_type *tb, int tra, int trb, const graph_type *to, float *want)
+{
+    int a1 = ta->ndim == 1, b1 = tb->ndim == 1;
+    int64_t ar = a1 ? 1 : ta->dim[ta->ndim - 2], ac = ta->dim[ta->ndim - 1];
+    int64_t br = b1 ? tb->dim[0] : tb->dim[tb->ndim - 2], bc = b1 ? 1 : tb->dim[tb->ndim - 1];
+    int64_t M = tra && !a1 ? ac : ar, K = tra && !a1 ? ar : ac, N = trb && !b1 ? br : bc;
+    int nb = to->ndim - !a1 - !b1, nba = a1 ? 0 : ta->ndim - 2, nbb = b1 ? 0 : tb->ndim - 2;
+    int64_t batch = 1;
+    for (int i = 0; i < nb; i++)
+        batch *= to->dim[i];
+    for (int64_t z = 0; z < batch; z++) {
+        int64_t za = 0, zb = 0, rem = z, sa = 1, sb = 1;
+        for (int i = nb - 1; i >= 0; i--) { /* batch coords, broadcast per operand */
+            int64_t c = rem % to->dim[i];
+            rem /= to->dim[i];
+            int ja = i - (nb - nba), jb = i - (nb - nbb);
+            if (ja >= 0) {
+                za += (ta->dim[ja] == 1 ? 0 : c) * sa;
+                sa *= ta->dim[ja];
+            }
+            if (jb >= 0) {
+                zb += (tb->dim[jb] == 1 ? 0 : c) * sb;
+                sb *= tb->dim[jb];
+            }
+        }
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    float av = a[za * ar * ac + (tra && !a1 ? k * ac + m : m * ac + k)];
+                    float bv = b[zb * br * bc + (trb && !b1 ? n * bc + k : k * bc + n)];
+                    s += (double)av * bv;
+                }
+                want[(z * M + m) * N + n] = (float)s;
+            }
+    }
+}
+
+static void matmul_case(graph_type ta, graph_type tb, int tra, int trb, unsigned cmask)
+{
+    graph_matmul_attrs at = {tra, trb};
+    ncase c = {GRAPH_OP_matmul, &at, 2, {ta, tb}, {rnd(&ta, 1), rnd(&tb, 2)}, cmask};
+    graph_type to;
+    char err[256], sa[64], sb[64], what[200];
+    int nout;
+    if (graph_infer(GRAPH_OP_matmul, c.t, 2, &at, &to, 1, &nout, err, sizeof err) != TG_OK) {
+        CHECK_MSG(0, "bad case: %s", err);
+        free_case(&c);
+        return;
+    }
+    int64_t n = graph_type_numel(&to);
+    float *want = malloc((size_t)(n ? n : 1) * sizeof *want);
+    matmul_ref(c.d[0], &ta, c.d[1], &tb, tra, trb, &to, want);
+    snprintf(what, sizeof what, "matmul %s x %s ta=%d tb=%d", graph_shape_str(&ta, sa, sizeof sa),
+             graph_shape_str(&tb, sb, sizeof sb), tra, trb);
+    expect(what, &c, want, n);
+    free(want);
+    free_case(&c);
+}
+
+static void test_matmul(void)
+{
+    matmul_case(F32(37, 29), F32(29, 53), 0, 0, 0);
+    matmul_case(F32(29, 37), F32(53, 29), 1, 1, 2);
+    matmul_case(F32(5, 70, 33), F32(33, 130), 0, 0, 0);   /* tiles partial in M, N, K */
+    matmul_case(F32(2, 1, 3, 20, 18), F32(4, 1, 18, 17), 0, 0, 0); /* batch broadcast */
+    matmul_case(F32(3, 18, 20), F32(3, 17, 18), 1, 1, 0);
+    matmul_case(F32(4, 2, 9, 6), F32(2, 6, 40), 0, 0, 0); /* simple: M < 16 */
+    matmul_case(F32(29), F32(29, 53), 0, 0, 0);           /* 1-D a */
+    matmul_case(F32(6, 37, 29), F32(29), 0, 1, 0);        /* 1-D b */
+    matmul_case(F32(300), F32(300), 0, 0, 0);             /* dot */
+    matmul_case(F32(3, 0), F32(0, 20), 0, 0, 0);          /* K = 0: zeros */
+}
+
+/* ---- linear, linear_ep ---- */
+
+static void linear_case(graph_type tx, int64_t n, int bias, const graph_ints *post, float alpha)
+{
+    int64_t k = tx.dim[tx.ndim - 1], rows = 1;
+    for (int i = 0; i < tx.ndim - 1; i++)
+        rows *= tx.dim[i];
+    graph_type tw = F32(n, k), tb = F32(n), ty_ = tx;
+    ty_.dim[tx.ndim - 1] = n;
+    int adds = 0;
+    for (int i = 0; post && i < post->n; i++)
+        adds += post->v[i] == GRAPH_POST_ADD;
+    graph_linear_ep_attrs at = {post ? *post : (graph_ints){0}, alpha};
+    ncase c = {post ? GRAPH_OP_linear_ep : GRAPH_OP_linear, post ? &at : NULL,
+               2 + (bias || post) + adds, {tx, tw, tb, ty_},
+               {rnd(&tx, 3), rnd(&tw, 4), rnd(&tb, 5), rnd(&ty_, 6)}, 2};
+    const float *x = c.d[0], *w = c.d[1], *b = c.d[2], *r = c.d[3];
+    float *want = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *want);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = c.nin > 2 ? b[j] : 0;
+            for (int64_t q = 0; q < k; q++)
+                s += (double)x[i * k + q] * w[j * k + q];
+            want[i * n + j] = (float)post_ref(s, post, alpha, r, i * n + j);
+        }
+    char what[120];
+    snprintf(what, sizeof what, "%s rows=%lld n=%lld k=%lld bias=%d post=%d",
+             graph_ops[c.op].name, (long long)rows, (long long)n, (long long)k, c.nin > 2,
+             post ? post->n : 0);
+    for (int i = c.nin; i < 4; i++) {
+        free(c.d[i]);
+        c.d[i] = NULL;
+    }
+    expect(what, &c, want, rows * n);
+    free(want);
+    free_case(&c);
+}
+
+static void test_linear(void)
+{
+    graph_ints every = {7, {GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID, GRAPH_POST_TANH,
+                            GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU, GRAPH_POST_RELU}};
+    graph_ints relu = {1, {GRAPH_POST_RELU}}, none = {0};
+    graph_ints acts = {4, {GRAPH_POST_LEAKY_RELU, GRAPH_POST_SILU, GRAPH_POST_ADD,
+                           GRAPH_POST_TANH}};
+    linear_case(F32(3, 7, 40), 33, 1, NULL, 0);  /* tiled, partial tiles */
+    linear_case(F32(70, 50), 130, 0, NULL, 0);   /* no bias */
+    linear_case(F32(5, 50), 10, 1, NULL, 0);     /* simple: few rows and outputs */
+    linear_case(F32(40), 20, 1, NULL, 0);        /* 1-D x */
+    linear_case(F32(66, 45), 70, 1, &every, 0.1f);
+    linear_case(F32(6, 45), 9, 1, &every, 0.1f); /* the same epilogue on the simple kernel */
+    linear_case(F32(66, 45), 70, 1, &relu, 0);
+    linear_case(F32(20, 30), 24, 1, &acts, -0.3f);
+    linear_case(F32(20, 30), 24, 1, &none, 0);
+    linear_case(F32(4, 0), 24, 1, &relu, 0);     /* K = 0: the bias */
+}
+
+/* ---- conv2d, conv2d_ep, conv2d_blk ---- */
+
+typedef struct conv_geom {
+    int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups;
+} conv_geom;
+
+static int64_t conv_out(int64_t in, int64_t lo, int64_t hi, int64_t k, int64_t d, int64_t s)
+{
+    return (in + lo + hi - d * (k - 1) - 1) / s + 1;
+}
+
+/* Naive NCHW conv (+ bias) (+ epilogue) into y [n, o, oh, ow]. */
+static void conv_ref(const conv_geom *g, const float *x, const float *w, const float *b,
+                     const graph_ints *post, float alpha, const float *res, float *y)
+{
+    int64_t oh = conv_out(g->h, g->pt, g->pb, g->kh, g->dh, g->sh);
+    int64_t ow = conv_out(g->w, g->pl, g->pr, g->kw, g->dw, g->sw);
+    int64_t cg = g->c / g->groups, mg = g->o / g->groups;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t o = 0; o < g->o; o++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double s = b ? b[o] : 0;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t u = 0; u < g->kh; u++)
+                            for (int64_t v = 0; v < g->kw; v++) {
+                                int64_t ih = i * g->sh - g->pt + u * g->dh;
+                                int64_t iw = j * g->sw - g->pl + v * g->dw;
+                                if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+                                    continue;
+                                int64_t ci = o / mg * cg + c;
+                                s += (double)w[((o * cg + c) * g->kh + u) * g->kw + v] *
+                                     x[((n * g->c + ci) * g->h + ih) * g->w + iw];
+                            }
+                    int64_t at = ((n * g->o + o) * oh + i) * ow + j;
+                    y[at] = (float)post_ref(s, post, alpha, res, at);
+                }
+}
+
+/* nChw16c <-> NCHW of an [n, c, hw] tensor. */
+static void reblock(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, int to)
+{
+    for (int64_t a = 0; a < n; a++)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t p = 0; p < hw; p++) {
+                int64_t plain = (a * c + k) * hw + p;
+                int64_t blk = ((a * (c / 16) + k / 16) * hw + p) * 16 + k % 16;
+                if (to)
+                    dst[blk] = src[plain];
+                else
+                    dst[plain] = src[blk];
+            }
+}
+
+/* kind 0 conv2d, 1 conv2d_ep, 2 conv2d_blk. */
+static void conv_case(conv_geom g, int kind, int bias, const graph_ints *post, float alpha)
+{
+    int64_t oh = conv_out(g.h, g.pt, g.pb, g.kh, g.dh, g.sh);
+    int64_t ow = conv_out(g.w, g.pl, g.pr, g.kw, g.dw, g.sw);
+    graph_type tx = F32(g.n, g.c, g.h, g.w), tw = F32(g.o, g.c / g.groups, g.kh, g.kw);
+    graph_type tb = F32(g.o), tr = F32(g.n, g.o, oh, ow);
+    int adds = 0;
+    for (int i = 0; post && i < post->n; i++)
+        adds += post->v[i] == GRAPH_POST_ADD;
+    graph_ints stride = {2, {g.sh, g.sw}}, pad = {4, {g.pt, g.pl, g.pb, g.pr}};
+    graph_ints dil = {2, {g.dh, g.dw}}, np = post ? *post : (graph_ints){0};
+    graph_conv2d_attrs a0 = {stride, pad, dil, g.groups};
+    graph_conv2d_ep_attrs a1 = {stride, pad, dil, g.groups, np, alpha};
+    graph_conv2d_blk_attrs a2 = {stride, pad, dil, g.groups, np, alpha, 0};
+    static const graph_op ops[] = {GRAPH_OP_conv2d, GRAPH_OP_conv2d_ep, GRAPH_OP_conv2d_blk};
+    const void *attrs[] = {&a0, &a1, &a2};
+    ncase c = {ops[kind], attrs[kind], 2 + (bias || kind) + adds, {tx, tw, tb, tr},
+               {rnd(&tx, 7), rnd(&tw, 8), rnd(&tb, 9), rnd(&tr, 10)}, kind == 1 ? 2 : 0};
+    int64_t ny = graph_type_numel(&tr), nx = graph_type_numel(&tx);
+    float *want = malloc((size_t)ny * sizeof *want);
+    conv_ref(&g, c.d[0], c.d[1], c.nin > 2 ? c.d[2] : NULL, post, alpha, c.d[3], want);
+    if (kind == 2) { /* blocked x, residual and output */
+        float *xb = malloc((size_t)nx * sizeof *xb), *rb = malloc((size_t)ny * sizeof *rb);
+        float *wb = malloc((size_t)ny * sizeof *wb);
+        reblock(c.d[0], xb, g.n, g.c, g.h * g.w, 1);
+        reblock(c.d[3], rb, g.n, g.o, oh * ow, 1);
+        reblock(want, wb, g.n, g.o, oh * ow, 1);
+        free(c.d[0]), free(c.d[3]), free(want);
+        c.d[0] = xb, c.d[3] = rb, want = wb;
+        c.t[0] = F32(g.n, g.c / 16, g.h, g.w, 16);
+        c.t[3] = F32(g.n, g.o / 16, oh, ow, 16);
+    }
+    char what[200];
+    snprintf(what, sizeof what,
+             "%s x[%lld,%lld,%lld,%lld] o=%lld k=%lldx%lld s=%lld,%lld p=%lld,%lld,%lld,%lld "
+             "d=%lld,%lld g=%lld bias=%d post=%d",
+             graph_ops[c.op].name, (long long)g.n, (long long)g.c, (long long)g.h,
+             (long long)g.w, (long long)g.o, (long long)g.kh, (long long)g.kw, (long long)g.sh,
+             (long long)g.sw, (long long)g.pt, (long long)g.pl, (long long)g.pb, (long long)g.pr,
+             (long long)g.dh, (long long)g.dw, (long long)g.groups, c.nin > 2, np.n);
+    for (int i = c.nin; i < 4; i++) {
+        free(c.d[i]);
+        c.d[i] = NULL;
+    }
+    expect(what, &c, want, ny);
+    free(want);
+    free_case(&c);
+}
+
+static void test_conv(void)
+{
+    graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
+                            GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
+    graph_ints relu = {1, {GRAPH_POST_RELU}}, add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
+    /* n c h w o kh kw sh sw pt pl pb pr dh dw groups */
+    conv_geom tiled = {2, 6, 13, 11, 40, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 2};
+    conv_geom plain3 = {1, 16, 19, 17, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    conv_geom small = {2, 6, 9, 11, 10, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 2};
+    conv_geom depthwise = {1, 8, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 2, 1, 8};
+    conv_geom wide = {1, 3, 20, 20, 70, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1};
+    conv_geom pointwise = {3, 20, 7, 5, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    conv_geom blk = {2, 32, 9, 8, 32, 3, 3, 1, 2, 1, 0, 0, 1, 1, 1, 1};
+    conv_geom blk_d = {1, 16, 11, 10, 48, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1};
+    conv_case(tiled, 0, 1, NULL, 0);
+    conv_case(tiled, 0, 0, NULL, 0);
+    conv_case(plain3, 0, 1, NULL, 0);
+    conv_case(small, 0, 1, NULL, 0);     /* direct: 5 output channels per group */
+    conv_case(depthwise, 0, 1, NULL, 0); /* direct */
+    conv_case(wide, 0, 1, NULL, 0);
+    conv_case(pointwise, 0, 0, NULL, 0);
+    conv_case(plain3, 1, 1, &every, 0.2f);
+    conv_case(small, 1, 1, &every, 0.2f);
+    conv_case(tiled, 1, 1, &relu, 0);
+    conv_case(blk, 2, 1, &add_relu, 0);
+    conv_case(blk_d, 2, 1, NULL, 0);
+    conv_case(blk_d, 2, 1, &every, -0.1f);
+}
+
+/* ---- pools ---- */
+
+/* kind 0 max, 1 avg (include_pad as given). */
+static void pool_case(int kind, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, const int64_t pad[4], int incl,
+                      int nan_at)
+{
+    int64_t oh = conv_out(h, pad[0], pad[2], kh, 1, sh), ow = conv_out(w, pad[1], pad[3], kw, 1, sw);
+    graph_type tx = F32(n, c, h, w);
+    graph_ints kl = {2, {kh, kw}}, sl = {2, {sh, sw}}, pl = {4, {pad[0], pad[1], pad[2], pad[3]}};
+    graph_max_pool2d_attrs am = {kl, sl, pl};
+    graph_avg_pool2d_attrs aa = {kl, sl, pl, incl};
+    ncase cs = {kind ? GRAPH_OP_avg_pool2d : GRAPH_OP_max_pool2d, kind ? (void *)&aa : &am, 1,
+                {tx}, {rnd(&tx, 11)}, 0};
+    float *x = cs.d[0];
+    if (nan_at >= 0)
+        x[nan_at] = NAN;
+    int64_t ny = n * c * oh * ow;
+    float *want = malloc((size_t)ny * sizeof *want);
+    for (int64_t p = 0; p < n * c; p++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                double acc = kind ? 0 : -INFINITY;
+                int cnt = 0, nan = 0;
+                for (int64_t u = 0; u < kh; u++)
+                    for (int64_t v = 0; v < kw; v++) {
+                        int64_t ih = i * sh - pad[0] + u, iw = j * sw - pad[1] + v;
+                        if (ih < 0 || ih >= h || iw < 0 || iw >= w)
+                            continue;
+                        float e = x[(p * h + ih) * w + iw];
+                        nan |= isnan(e);
+                        acc = kind ? acc + e : fmax(acc, e);
+                        cnt++;
+                    }
+                if (kind)
+                    acc /= incl ? (double)(kh * kw) : cnt;
+                want[(p * oh + i) * ow + j] = nan ? NAN : (float)acc;
+            }
+    char what[120];
+    snprintf(what, sizeof what, "%s %lldx%lld k%lldx%lld s%lld,%lld incl=%d",
+             graph_ops[cs.op].name, (long long)h, (long long)w, (long long)kh, (long long)kw,
+             (long long)sh, (long long)sw, incl);
+    expect(what, &cs, want, ny);
+    free(want);
+    free_case(&cs);
+}
+
+static void global_pool_case(graph_type tx)
+{
+    ncase c = {GRAPH_OP_global_avg_pool, NULL, 1, {tx}, {rnd(&tx, 12)}, 0};
+    int64_t planes = tx.dim[0] * tx.dim[1], plane = graph_type_numel(&tx) / planes;
+    float *want = malloc((size_t)planes * sizeof *want);
+    const float *x = c.d[0];
+    for (int64_t p = 0; p < planes; p++) {
+        double s = 0;
+        for (int64_t i = 0; i < plane; i++)
+            s += x[p * plane + i];
+        want[p] = (float)(s / plane);
+    }
+    expect("global_avg_pool", &c, want, planes);
+    free(want);
+    free_case(&c);
+}
+
+static void test_pool(void)
+{
+    int64_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {1, 0, 1, 2};
+    pool_case(0, 2, 3, 9, 11, 3, 3, 2, 2, p1, 0, -1);
+    pool_case(0, 1, 2, 8, 7, 2, 3, 2, 1, pa, 0, 5);   /* NaN propagates */
+    pool_case(0, 1, 4, 6, 6, 2, 2, 2, 2, p0, 0, -1);
+    pool_case(1, 2, 3, 9, 11, 3, 3, 2, 2, p1, 0, -1); /* count_include_pad 0 */
+    pool_case(1, 2, 3, 9, 11, 3, 3, 2, 2, p1, 1, -1);
+    pool_case(1, 1, 2, 8, 7, 2, 3, 2, 1, pa, 0, -1);
+    pool_case(1, 1, 2, 8, 7, 3, 3, 3, 2, pa, 1, -1);
+    global_pool_case(F32(2, 5, 7, 9));
+    global_pool_case(F32(3, 4, 300));
+    global_pool_case(F32(1, 2, 3, 4, 5));
+}
+
+/* ---- batch_norm, layer_norm, softmax, log_softmax ---- */
+
+static void batch_norm_case(graph_type tx)
+{
+    int64_t c = tx.dim[1], s = graph_type_numel(&tx) / (tx.dim[0] * c);
+    graph_type tc = F32(c);
+    graph_batch_norm_attrs at = {1e-3f};
+    ncase k = {GRAPH_OP_batch_norm, &at, 5, {tx, tc, tc, tc, tc},
+               {rnd(&tx, 13), rnd(&tc, 14), rnd(&tc, 15), rnd(&tc, 16), rnd(&tc, 17)}, 6};
+    float *var = k.d[4];
+    for (int64_t i = 0; i < c; i++)
+        var[i] = fabsf(var[i]) + 0.1f;
+    const float *x = k.d[0], *sc = k.d[1], *b = k.d[2], *m = k.d[3];
+    int64_t n = graph_type_numel(&tx);
+    float *want = malloc((size_t)n * sizeof *want);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ch = i / s % c;
+        want[i] = (float)((x[i] - m[ch]) * (sc[ch] / sqrt(var[ch] + 1e-3)) + b[ch]);
+    }
+    expect("batch_norm", &k, want, n);
+    free(want);
+    free_case(&k);
+}
+
+/* weight/bias: 0 none, 1 weight, 2 both.  Rows get a large offset, so
+ * the mean must not swamp the deviation. */
+static void layer_norm_case(graph_type tx, int64_t axis, int wb)
+{
+    int ax = axis < 0 ? tx.ndim + (int)axis : (int)axis;
+    graph_type tp = {GRAPH_F32, 0, {0}};
+    for (int i = ax; i < tx.ndim; i++)
+        tp.dim[tp.ndim++] = tx.dim[i];
+    graph_layer_norm_attrs at = {axis, 1e-5f};
+    ncase c = {GRAPH_OP_layer_norm, &at, 1 + wb, {tx, tp, tp},
+               {rnd(&tx, 18), rnd(&tp, 19), rnd(&tp, 20)}, 0};
+    int64_t d = graph_type_numel(&tp), rows = graph_type_numel(&tx) / d;
+    float *x = c.d[0];
+    const float *w = c.d[1], *b = c.d[2];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < d; i++)
+            x[r * d + i] += 100.0f * (float)r;
+    float *want = malloc((size_t)(rows * d) * sizeof *want);
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < d; i++)
+            mean += x[r * d + i];
+        mean /= d;
+        for (int64_t i = 0; i < d; i++)
+            var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+        var /= d;
+        for (int64_t i = 0; i < d; i++) {
+            double v = (x[r * d + i] - mean) / sqrt(var + 1e-5);
+            v = wb > 0 ? v * w[i] : v;
+            want[r * d + i] = (float)(wb > 1 ? v + b[i] : v);
+        }
+    }
+    expect("layer_norm", &c, want, rows * d);
+    free(want);
+    free_case(&c);
+}
+
+/* Softmax (log_sm: log_softmax) over axis; the first row gets -inf
+ * entries, the second is all -inf (NaN out). */
+static void softmax_case(graph_type tx, int64_t axis, int log_sm)
+{
+    graph_softmax_attrs at = {axis};
+    ncase c = {log_sm ? GRAPH_OP_log_softmax : GRAPH_OP_softmax, &at, 1, {tx},
+               {rnd(&tx, 21)}, 0};
+    int ax = axis < 0 ? tx.ndim + (int)axis : (int)axis;
+    int64_t len = tx.dim[ax], inner = 1, n = graph_type_numel(&tx);
+    for (int i = ax + 1; i < tx.ndim; i++)
+        inner *= tx.dim[i];
+    int64_t outer = n / (len * inner);
+    float *x = c.d[0];
+    for (int64_t l = 0; l < len; l++) {
+        x[l * inner] = l % 3 == 1 ? -INFINITY : 4.0f * x[l * inner];
+        if (outer * inner > 1)
+            x[l * inner + 1] = -INFINITY;
+    }
+    float *want = malloc((size_t)n * sizeof *want);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            const float *xc = x + o * len * inner + j;
+            double m = -INFINITY, s = 0;
+            for (int64_t l = 0; l < len; l++)
+                m = xc[l * inner] > m ? xc[l * inner] : m;
+            for (int64_t l = 0; l < len; l++)
+                s += exp(xc[l * inner] - m);
+            for (int64_t l = 0; l < len; l++) {
+                double v = xc[l * inner] - m;
+                want[o * len * inner + j + l * inner] = (float)(log_sm ? v - log(s) : exp(v) / s);
+            }
+        }
+    expect(log_sm ? "log_softmax" : "softmax", &c, want, n);
+    free(want);
+    free_case(&c);
+}
+
+static void test_norm(void)
+{
+    batch_norm_case(F32(2, 5, 7, 9));
+    batch_norm_case(F32(6, 3));
+    layer_norm_case(F32(4, 7, 37), -1, 2);
+    layer_norm_case(F32(3, 5, 300), -1, 1);
+    layer_norm_case(F32(3, 4, 6), 1, 0);
+    softmax_case(F32(5, 37), -1, 0);
+    softmax_case(F32(3, 200), 1, 1);
+    softmax_case(F32(2, 9, 13), 1, 0); /* columns */
+    softmax_case(F32(4, 6, 5), 0, 1);
+}
+
+/* ---- reductions ---- */
+
+typedef enum { RSUM, RMEAN, RMAX } rkind;
+
+/* Reference over x (type tx) with mask of reduced dims; f32 only here. */
+static void reduce_ref(rkind k, const float *x, const graph_type *tx, const unsigned char *mask,
+                       float *want, int64_t nout)
+{
+    double *acc = malloc((size_t)(nout ? nout : 1) * sizeof *acc);
+    int64_t *cnt = calloc((size_t)(nout ? nout : 1), sizeof *cnt);
+    for (int64_t o = 0; o < nout; o++)
+        acc[o] = k == RMAX ? -INFINITY : 0;
+    int64_t n = graph_type_numel(tx);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, o = 0, step = 1;
+        for (int d = tx->ndim - 1; d >= 0; d--) {
+            int64_t c = rem % tx->dim[d];
+            rem /= tx->dim[d];
+            if (!mask[d]) {
+                o += c * step;
+                step *= tx->dim[d];
+            }
+        }
+        double v = x[i];
+        acc[o] = k == RMAX ? (isnan(v) || isnan(acc[o]) ? NAN : fmax(acc[o], v)) : acc[o] + v;
+        cnt[o]++;
+    }
+    for (int64_t o = 0; o < nout; o++)
+        want[o] = (float)(k == RMEAN ? (cnt[o] ? acc[o] / cnt[o] : NAN) : acc[o]);
+    free(acc);
+    free(cnt);
+}
+
+static void reduce_case(rkind k, graph_type tx, graph_ints axes, int keepdim, int nan_at)
+{
+    static const graph_op ops[] = {GRAPH_OP_reduce_sum, GRAPH_OP_reduce_mean,
+                                   GRAPH_OP_reduce_max};
+    graph_reduce_sum_attrs at = {axes, keepdim}; /* the three attr structs are alike */
+    ncase c = {ops[k], &at, 1, {tx}, {rnd(&tx, 22)}, 0};
+    float *x = c.d[0];
+    if (nan_at >= 0)
+        x[nan_at] = NAN;
+    unsigned char mask[GRAPH_MAX_DIMS];
+    for (int d = 0; d < GRAPH_MAX_DIMS; d++)
+        mask[d] = axes.n == 0 && d < tx.ndim;
+    for (int i = 0; i < axes.n; i++)
+        mask[axes.v[i] < 0 ? axes.v[i] + tx.ndim : axes.v[i]] = 1;
+    int64_t nout = 1;
+    for (int d = 0; d < tx.ndim; d++)
+        nout *= mask[d] ? 1 : tx.dim[d];
+    float *want = malloc((size_t)(nout ? nout : 1) * sizeof *want);
+    reduce_ref(k, x, &tx, mask, want, nout);
+    char what[160], sh[64], ax[64];
+    snprintf(what, sizeof what, "%s %s axes %s keepdim %d", graph_ops[c.op].name,
+             graph_shape_str(&tx, sh, sizeof sh), graph_ints_str(&axes, ax, sizeof ax), keepdim);
+    expect(what, &c, want, nout);
+    free(want);
+    free_case(&c);
+}
+
+/* Integer sums wrap; integer max. */
+static void reduce_int_case(graph_dtype dt, int is_max)
+{
+    graph_type tx = ty(dt, 2, (int64_t[]){3, 70});
+    int64_t n = 210;
+    size_t es = graph_dtype_size(dt);
+    unsigned char *d = malloc((size_t)n * es);
+    int64_t want[3];
+    uint64_t seed = 99;
+    for (int r = 0; r < 3; r++) {
+        uint64_t s = 0;
+        int64_t m = INT64_MIN;
+        for (int i = 0; i < 70; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t v = dt == GRAPH_I64 ? (int64_t)(seed >> 1) - (INT64_MAX / 2)
+                                        : (int32_t)(uint32_t)(seed >> 32);
+            if (dt == GRAPH_I64)
+                ((int64_t *)d)[r * 70 + i] = v;
+            else
+                ((int32_t *)d)[r * 70 + i] = (int32_t)v;
+            s += (uint64_t)v;
+            m = v > m ? v : m;
+        }
+        want[r] = is_max ? m : dt == GRAPH_I64 ? (int64_t)s : (int32_t)(uint32_t)s;
+    }
+    graph_reduce_sum_attrs at = {{1, {-1}}, 0};
+    ncase c = {is_max ? GRAPH_OP_reduce_max : GRAPH_OP_reduce_sum, &at, 1, {tx}, {d}, 0};
+    graph_type ot;
+    void *got = run_ocl(&c, &ot);
+    for (int r = 0; got && r < 3; r++) {
+        int64_t g = dt == GRAPH_I64 ? ((int64_t *)got)[r] : ((int32_t *)got)[r];
+        CHECK_MSG(g == want[r], "%s %s row %d: %lld, want %lld", graph_ops[c.op].name,
+                  graph_dtype_name(dt), r, (long long)g, (long long)want[r]);
+    }
+    free(got);
+    free_case(&c);
+}
+
+static void test_reduce(void)
+{
+    graph_ints all = {0}, last = {1, {-1}}, first = {1, {0}}, mid = {1, {1}};
+    graph_ints ends = {2, {0, 2}}, odd = {3, {0, 2, 4}};
+    for (rkind k = RSUM; k <= RMAX; k++) {
+        reduce_case(k, F32(7, 300), last, 0, -1);   /* rows: work-groups */
+        reduce_case(k, F32(7, 5, 3), last, 1, -1);  /* short rows */
+        reduce_case(k, F32(300, 7), first, 0, -1);  /* columns: one item per output */
+        reduce_case(k, F32(4, 9, 6), mid, 1, -1);
+        reduce_case(k, F32(4, 9, 6), ends, 0, -1);
+        reduce_case(k, F32(3, 1, 4, 5, 6), odd, 0, -1);
+        reduce_case(k, F32(2, 1, 3), all, 0, -1);   /* everything, size-1 dim */
+        reduce_case(k, F32(6, 1, 70), mid, 0, -1);  /* a size-1 axis: a copy */
+    }
+    reduce_case(RMAX, F32(7, 300), last, 0, 650);   /* NaN propagates (row 2) */
+    reduce_case(RMAX, F32(300, 7), first, 0, 14);
+    reduce_case(RSUM, F32(3, 0), last, 0, -1);      /* empty: 0 */
+    reduce_case(RMEAN, F32(3, 0), last, 0, -1);     /* empty: NaN */
+    reduce_int_case(GRAPH_I32, 0);
+    reduce_int_case(GRAPH_I64, 0);
+    reduce_int_case(GRAPH_I32, 1);
+    reduce_int_case(GRAPH_I64, 1);
+}
+
+int main(void)
+{
+    char err[256];
+    if (replay_opencl_devices(NULL, 0, err, sizeof err) <= 0) {
+        /* err already reads "no OpenCL platform (...)" */
+        printf("SKIP: %s\n", strstr(err, "no OpenCL platform") ? err : "no OpenCL platform");
+        return 77;
+    }
+    test_matmul();
+    test_linear();
+    test_conv();
+    test_pool();
+    test_norm();
+    test_reduce();
+    replay_opencl_shutdown();
+    return check_done();
+}

@@ -1,0 +1,478 @@
+/*
+ * test_opencl.c - the OpenCL replay runtime (replay/opencl): devices,
+ * compile-time refusals with call sites and build logs, user cl_mem
+ * inputs and outputs, dynamic batch, guards, data errors raised by
+ * kernels, param swap, many sessions on threads, the program cache, out
+ * of memory, and the count of live cl objects back to zero.  Results are
+ * checked against naive loops written here or the reference interpreter.
+ *
+ * No OpenCL platform: "SKIP: ..." and exit 77 (ctest: skipped).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "eager/interp.h"
+#include "replay/opencl/ocl_rt.h"
+#include "replay/replay.h"
+#include "tracer/trace.h"
+
+static const replay_opts OCL = {REPLAY_OPENCL, 1, 0, NULL};
+static char devname[128];
+
+static replay_tensor input_of(eager_tensor *t, const char *name)
+{
+    return (replay_tensor){name, *eager_type(t), (void *)eager_peek(t), NULL};
+}
+
+/* y = gelu(x * w + 1) - relu(x): a graph traced from this file (sites). */
+static int site_line;
+static eager_tensor *small_model(eager_tensor *x, eager_tensor *w)
+{
+    eager_tensor *a = eager_add(eager_mul(x, w), eager_scalar(1));
+    site_line = __LINE__ + 1;
+    return eager_sub(eager_gelu(a), eager_relu(x));
+}
+
+static float ref_small(float x, float w)
+{
+    double a = (double)x * w + 1;
+    return (float)(0.5 * a * (1 + erf(a / sqrt(2))) - (x > 0 ? x : 0));
+}
+
+static graph *trace_small(int64_t batch, int dynamic)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_normal(TG_SHAPE(batch, 8), 5, 0, 1);
+    eager_tensor *w = eager_rand_normal(TG_SHAPE(8), 6, 0, 1);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    if (dynamic)
+        trace_dynamic(x, 0, "B");
+    trace_param(w, "w");
+    trace_output(small_model(x, w), "y");
+    graph *g = trace_freeze();
+    eager_pool_pop();
+    return g;
+}
+
+static void test_devices(void)
+{
+    replay_device d[8];
+    char err[512] = "";
+    int n = replay_opencl_devices(d, 8, err, sizeof err);
+    CHECK_MSG(n >= 1 && d[0].index == 0 && d[0].name[0] && d[0].platform[0], "devices: %s", err);
+    snprintf(devname, sizeof devname, "%s", n >= 1 ? d[0].name : "?");
+    graph *g = trace_small(4, 0);
+    replay_opts o = OCL;
+    o.device = "no such device";
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "no OpenCL device matches \"no such device\""), "%s", err);
+    o.device = "99";
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "no OpenCL device 99"), "%s", err);
+    o.device = n >= 1 ? d[0].name : "0"; /* by name substring */
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL && replay_opencl_context(p) != NULL, "by name: %s", err);
+    CHECK(replay_opencl_context(NULL) == NULL);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/* ---- compile-time refusals, with the node's call site ---- */
+
+static tg_status refuse_prepare(ocl_prep *c)
+{
+    return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "refused by the test");
+}
+
+static tg_status broken_prepare(ocl_prep *c)
+{
+    return ocl_prep_program(c, "fused", "__kernel void k(__global float *y) { y[0] = nope; }",
+                            NULL);
+}
+
+static tg_status no_enqueue(ocl_launch *l) { return ocl_fail(l, TG_ERR_STATE, "not reached"); }
+
+static void test_refusals(void)
+{
+    static const ocl_op refuse = {refuse_prepare, no_enqueue}, broken = {broken_prepare, no_enqueue};
+    graph *g = trace_small(4, 0);
+    char err[4096] = "", site[128], want[256];
+    snprintf(site, sizeof site, "test_opencl.c:%d small_model", site_line);
+    const ocl_op *gelu = ocl_ops_replace(GRAPH_OP_gelu, &refuse);
+    CHECK(replay_compile(g, &OCL, err, sizeof err) == NULL);
+    snprintf(want, sizeof want, "op gelu is not supported on device %s: refused by the test",
+             devname);
+    CHECK_MSG(strstr(err, want) && strstr(err, site), "\"%s\" says %s at %s", err, want, site);
+    ocl_ops_replace(GRAPH_OP_gelu, NULL);
+    CHECK(replay_compile(g, &OCL, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "op gelu is not supported") && strstr(err, "no OpenCL kernel") &&
+              strstr(err, site), "%s", err);
+    ocl_ops_replace(GRAPH_OP_gelu, &broken);
+    CHECK(replay_compile(g, &OCL, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "OpenCL build failed") && strstr(err, "build log") &&
+              strstr(err, "nope") && strstr(err, site), "build failure: %s", err);
+    ocl_ops_replace(GRAPH_OP_gelu, gelu);
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    CHECK_MSG(p != NULL, "restored: %s", err);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/* ---- runs ---- */
+
+/* Dynamic batch: one plan at batches 4, 1, 9; param swap. */
+static void test_dynamic_and_params(void)
+{
+    graph *g = trace_small(4, 1);
+    char err[1024] = "";
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    float w[8], w2[8];
+    check_fill(w, 8, 6, -1, 1); /* overwritten below: the traced w is not this */
+    for (int i = 0; i < 8; i++)
+        w2[i] = 0.25f * (float)(i - 3);
+    const graph_value *wv = NULL;
+    for (int32_t v = 0; g && v < g->nvalues; v++)
+        if (g->values[v].kind == GRAPH_VALUE_PARAM)
+            wv = &g->values[v];
+    if (wv)
+        memcpy(w, wv->data, sizeof w);
+    for (int round = 0; s && round < 2; round++) {
+        if (round == 1)
+            CHECK(replay_set_param(p, "w", w2, sizeof w2, err, sizeof err) == TG_OK);
+        const float *wr = round ? w2 : w;
+        int64_t batches[3] = {4, 1, 9};
+        for (int b = 0; b < 3; b++) {
+            int64_t n = batches[b] * 8;
+            float *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+            check_fill(x, n, 40 + (uint64_t)b, -2, 2);
+            replay_tensor in = {"x", {GRAPH_F32, 2, {batches[b], 8}}, x, NULL};
+            replay_tensor out = {"y", {GRAPH_F32, 2, {batches[b], 8}}, y, NULL};
+            CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "batch %lld: %s",
+                      (long long)batches[b], replay_session_error(s));
+            float worst = 0;
+            for (int64_t i = 0; i < n; i++)
+                worst = fmaxf(worst, fabsf(y[i] - ref_small(x[i], wr[i % 8])));
+            CHECK_MSG(worst < 1e-5f, "round %d batch %lld: max error %g", round,
+                      (long long)batches[b], worst);
+            free(x);
+            free(y);
+        }
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/* The caller's cl_mem as input and output: no host copies. */
+static void test_user_buffers(void)
+{
+    graph *g = trace_small(3, 0);
+    char err[1024] = "";
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    if (!s) {
+        replay_plan_free(p);
+        graph_free(g);
+        return;
+    }
+    cl_context ctx = replay_opencl_context(p);
+    cl_device_id dev;
+    clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
+    float x[24], y[24], host_y[24];
+    check_fill(x, 24, 9, -2, 2);
+    cl_mem xb = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x, x, &e);
+    cl_mem yb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof y, NULL, &e);
+    graph_type t = {GRAPH_F32, 2, {3, 8}};
+    replay_tensor in = {"x", t, NULL, xb}, out = {"y", t, NULL, yb};
+    CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
+    clEnqueueReadBuffer(q, yb, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL);
+    replay_tensor hin = {"x", t, x, NULL}, hout = {"y", t, host_y, NULL};
+    CHECK(replay_run(s, &hin, 1, &hout, 1) == TG_OK);
+    CHECK_MSG(!memcmp(y, host_y, sizeof y), "cl_mem in/out == host in/out");
+    /* a host output handed out by the session */
+    replay_tensor own = {"y", {0}, NULL, NULL};
+    CHECK(replay_run(s, &in, 1, &own, 1) == TG_OK && own.data &&
+          !memcmp(own.data, host_y, sizeof y) && own.type.dim[0] == 3);
+    replay_tensor bad = {"y", {GRAPH_F32, 2, {4, 8}}, NULL, yb};
+    CHECK(replay_run(s, &in, 1, &bad, 1) == TG_ERR_SHAPE);
+    CHECK_MSG(strstr(replay_session_error(s), "output \"y\" is f32[3,8], the buffer given is "
+                     "f32[4,8]"), "%s", replay_session_error(s));
+    /* a CPU plan refuses device buffers */
+    replay_plan *cpu = replay_compile(g, NULL, err, sizeof err);
+    replay_session *cs = cpu ? replay_session_new(cpu, NULL, 0) : NULL;
+    CHECK(cs && replay_run(cs, &in, 1, &hout, 1) == TG_ERR_ARG &&
+          strstr(replay_session_error(cs), "input 0 is a device buffer, but the plan runs on "
+                 "the CPU"));
+    CHECK(cs && replay_run(cs, &hin, 1, &out, 1) == TG_ERR_ARG &&
+          strstr(replay_session_error(cs), "output \"y\" is a device buffer"));
+    replay_session_free(cs);
+    replay_plan_free(cpu);
+    clReleaseMemObject(xb);
+    clReleaseMemObject(yb);
+    clReleaseCommandQueue(q);
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/* Guards are checked on the host after reading their value back. */
+static int read_line;
+static eager_tensor *branchy(eager_tensor *x)
+{
+    eager_tensor *pos = eager_gt(eager_reduce_sum(x, TG_NOINTS, 0), eager_scalar(0));
+    read_line = __LINE__ + 1;
+    return eager_bool(pos) ? eager_relu(x) : eager_neg(x);
+}
+
+static void test_guards(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(3), ((float[]){1, 2, -0.5f}));
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_output(branchy(x), "y");
+    graph *g = trace_freeze();
+    char err[1024] = "";
+    replay_plan *p = g ? replay_compile(g, &OCL, err, sizeof err) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    if (s) {
+        float y[3];
+        replay_tensor in = input_of(x, "x"), out = {"y", *eager_type(x), y, NULL};
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && y[2] == 0.0f && y[0] == 1.0f);
+        float other[3] = {-1, -2, 0.5f};
+        in.data = other;
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_GUARD);
+        char site[64];
+        snprintf(site, sizeof site, "test_opencl.c:%d branchy", read_line);
+        CHECK_MSG(strstr(replay_session_error(s), site) &&
+                  strstr(replay_session_error(s), "guard failed"), "%s",
+                  replay_session_error(s));
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_pool_pop();
+}
+
+/* Bad data found by a kernel fails the run after it, naming the node. */
+static int gather_line, div_line;
+static void test_data_errors(void)
+{
+    eager_pool_push();
+    eager_tensor *t = eager_rand_normal(TG_SHAPE(5, 3), 1, 0, 1);
+    eager_tensor *idx = eager_from_data(GRAPH_I64, TG_SHAPE(2), ((int64_t[]){4, -5}));
+    eager_tensor *a = eager_from_data(GRAPH_I32, TG_SHAPE(2), ((int32_t[]){7, -9}));
+    eager_tensor *b = eager_from_data(GRAPH_I32, TG_SHAPE(2), ((int32_t[]){2, 4}));
+    trace_begin(NULL);
+    trace_input(idx, "idx");
+    trace_input(b, "b");
+    gather_line = __LINE__ + 1;
+    trace_output(eager_gather(t, idx, 0), "g");
+    div_line = __LINE__ + 1;
+    trace_output(eager_div(a, b), "q");
+    graph *g = trace_freeze();
+    char err[1024] = "";
+    replay_plan *p = g ? replay_compile(g, &OCL, err, sizeof err) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    for (int k = 0; s && k < 3; k++) {
+        int64_t iv[2] = {4, k == 1 ? 5 : -5};
+        int32_t bv[2] = {2, k == 2 ? 0 : 4};
+        replay_tensor in[2] = {{"idx", *eager_type(idx), iv, NULL}, {"b", *eager_type(b), bv, NULL}};
+        replay_tensor out[2] = {{"g", {0}, NULL, NULL}, {"q", {0}, NULL, NULL}};
+        tg_status st = replay_run(s, in, 2, out, 2);
+        if (k == 0) {
+            const float *tv = eager_peek(t);
+            CHECK_MSG(st == TG_OK, "%s", replay_session_error(s));
+            CHECK(st == TG_OK && ((float *)out[0].data)[0] == tv[12] &&
+                  ((float *)out[0].data)[3] == tv[0] && ((int32_t *)out[1].data)[1] == -2);
+            continue;
+        }
+        char site[64];
+        snprintf(site, sizeof site, "test_opencl.c:%d", k == 1 ? gather_line : div_line);
+        CHECK(st == TG_ERR_ARG);
+        CHECK_MSG(strstr(replay_session_error(s), k == 1 ? "index is out of range"
+                                                          : "integer division by zero") &&
+                  strstr(replay_session_error(s), site), "%s", replay_session_error(s));
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_pool_pop();
+}
+
+/* ---- threads, cache, memory ---- */
+
+typedef struct job {
+    replay_plan *p;
+    int seed, ok;
+} job;
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    replay_session *s = replay_session_new(j->p, NULL, 0);
+    const float *w = NULL;
+    j->ok = s != NULL;
+    for (int r = 0; s && r < 20; r++) {
+        float x[16], y[16];
+        check_fill(x, 16, (uint64_t)(j->seed * 100 + r), -2, 2);
+        replay_tensor in = {"x", {GRAPH_F32, 2, {2, 8}}, x, NULL};
+        replay_tensor out = {"y", {GRAPH_F32, 2, {2, 8}}, y, NULL};
+        if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
+            j->ok = 0;
+            break;
+        }
+        (void)w;
+        float first = y[0];
+        replay_tensor again = {"y", {GRAPH_F32, 2, {2, 8}}, y, NULL};
+        j->ok &= replay_run(s, &in, 1, &again, 1) == TG_OK && y[0] == first;
+    }
+    replay_session_free(s);
+    return NULL;
+}
+
+static void test_threads_and_cache(void)
+{
+    graph *g = trace_small(2, 0);
+    char err[1024] = "";
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    long builds = ocl_builds();
+    replay_plan *p2 = replay_compile(g, &OCL, err, sizeof err);
+    CHECK_MSG(p2 && ocl_builds() == builds, "a second plan builds nothing (%ld builds)",
+              ocl_builds() - builds);
+    replay_plan_free(p2);
+    job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; p && i < 4; i++) {
+        jobs[i] = (job){p, i, 0};
+        pthread_create(&th[i], NULL, worker, &jobs[i]);
+    }
+    for (int i = 0; p && i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_MSG(jobs[i].ok, "thread %d: runs on its own session", i);
+    }
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/* The disk cache: a fresh process (shutdown here) loads the binary. */
+static void test_disk_cache(void)
+{
+    char dir[] = "/tmp/tg_ocl_cacheXXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("TG_OPENCL_CACHE", dir, 1);
+    eager_pool_push();
+    eager_tensor *x = eager_rand_normal(TG_SHAPE(5), 3, 0, 1);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    /* a constant no other test uses, so the program is new */
+    trace_output(eager_tanh(eager_mul(x, eager_scalar(1.2345678f))), "y");
+    graph *g = trace_freeze();
+    eager_pool_pop();
+    char err[1024] = "";
+    float xs[5] = {1, 2, 3, -1, 0.5f}, want[5], got[5];
+    for (int round = 0; round < 2; round++) {
+        replay_opencl_shutdown(); /* the in-process cache is gone */
+        long builds = ocl_builds(), hits = ocl_disk_hits();
+        replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+        replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+        replay_tensor in = {"x", {GRAPH_F32, 1, {5}}, xs, NULL};
+        replay_tensor out = {"y", {GRAPH_F32, 1, {5}}, round ? got : want, NULL};
+        CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "round %d: %s", round, err);
+        if (round == 0)
+            CHECK_MSG(ocl_builds() > builds, "first process builds from source");
+        else
+            CHECK_MSG(ocl_builds() == builds && ocl_disk_hits() > hits,
+                      "second process loads every program from disk (%ld built, %ld loaded)",
+                      ocl_builds() - builds, ocl_disk_hits() - hits);
+        replay_session_free(s);
+        replay_plan_free(p);
+    }
+    CHECK(!memcmp(want, got, sizeof got));
+    for (int i = 0; i < 5; i++)
+        CHECK_NEAR(got[i], tanh(xs[i] * 1.2345678), 1e-5);
+    unsetenv("TG_OPENCL_CACHE");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    graph_free(g);
+}
+
+/* A 2^38-element intermediate (built by hand: eager would try to
+ * allocate it): the arena cannot be allocated. */
+static void test_out_of_memory(void)
+{
+    graph *g = graph_new("big");
+    graph_type t1 = {GRAPH_F32, 1, {1}};
+    int32_t xv = graph_add_value(g, GRAPH_VALUE_INPUT, &t1, "x"), e, y;
+    graph_add_input(g, xv);
+    graph_expand_attrs ea = {TG_SHAPE(1LL << 38)};
+    CHECK(graph_add_node(g, GRAPH_OP_expand, &xv, 1, &ea, &e, 1) >= 0);
+    graph_reduce_max_attrs ra = {TG_NOINTS, 0};
+    CHECK(graph_add_node(g, GRAPH_OP_reduce_max, &e, 1, &ra, &y, 1) >= 0);
+    graph_add_output(g, y, "y");
+    char err[1024] = "";
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    if (s) {
+        float xin = 1, yv;
+        replay_tensor in = {"x", {GRAPH_F32, 1, {1}}, &xin, NULL};
+        replay_tensor out = {"y", {GRAPH_F32, 0, {0}}, &yv, NULL};
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_NOMEM);
+        CHECK_MSG(strstr(replay_session_error(s), "out of memory") &&
+                  strstr(replay_session_error(s), "the arena"), "%s", replay_session_error(s));
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+int main(void)
+{
+    char err[512] = "";
+    if (replay_opencl_devices(NULL, 0, err, sizeof err) < 0) {
+        printf("SKIP: %s\n", err);
+        return 77;
+    }
+    replay_opencl_shutdown();
+    CHECK_MSG(ocl_live_objects() == 0, "no cl objects before: %ld", ocl_live_objects());
+    test_devices();
+    test_refusals();
+    test_dynamic_and_params();
+    test_user_buffers();
+    test_guards();
+    test_data_errors();
+    test_threads_and_cache();
+    test_out_of_memory();
+    test_disk_cache();
+    CHECK_MSG(ocl_live_objects() > 0, "the device and its programs stay open for later plans");
+    graph *g = trace_small(2, 0);
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    replay_opencl_shutdown(); /* keeps the device p uses */
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    float x[16] = {0}, y[16];
+    replay_tensor in = {"x", {GRAPH_F32, 2, {2, 8}}, x, NULL}, out = {"y", in.type, y, NULL};
+    CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "a plan outlives a shutdown");
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    replay_opencl_shutdown();
+    CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",
+              ocl_live_objects());
+    return check_done();
+}

@@ -1,0 +1,286 @@
+/*
+ * test_opencl_ops.c - op conformance: every op of graph/ops.def runs on
+ * the reference interpreter (eager's kernels), replay-CPU and
+ * replay-OpenCL, compared by normalized error (<= 1e-5 elementwise,
+ * <= 1e-4 for reductions, norms, matmul and conv); integer and bool
+ * outputs must be equal.  The cases are text IR; the test fails for any
+ * op of the registry that no case covers, so a new op needs a case here.
+ *
+ * No OpenCL platform: prints "SKIP: ..." and exits 77 (ctest reports the
+ * test as skipped, SKIP_RETURN_CODE).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "eager/interp.h"
+#include "graph/text.h"
+#include "replay/replay.h"
+
+#define EW 1e-5
+#define RED 1e-4
+
+typedef struct ocase {
+    const char *ir;
+    float lo, hi; /* f32 input range; ints: [lo, hi] too */
+    double tol;
+} ocase;
+
+#define G1(in, out, body) "graph t(" in ") -> (y: " out ") {\n" body "\n  return y = %1\n}\n"
+
+static const ocase cases[] = {
+    /* unary */
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = neg(%x)"), -2, 2, EW},
+    {G1("%x: i64[3,7]", "i64[3,7]", "  %1: i64[3,7] = neg(%x)"), -50, 50, EW},
+    {G1("%x: i32[3,7]", "i32[3,7]", "  %1: i32[3,7] = abs(%x)"), -50, 50, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = abs(%x)"), -2, 2, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = exp(%x)"), -4, 4, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = log(%x)"), 0.1f, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = sqrt(%x)"), 0, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = rsqrt(%x)"), 0.5f, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = reciprocal(%x)"), 0.5f, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = relu(%x)"), -2, 2, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = leaky_relu(%x) {alpha=0.2}"), -2, 2, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = sigmoid(%x)"), -9, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = tanh(%x)"), -4, 4, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = gelu(%x)"), -6, 6, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = silu(%x)"), -6, 6, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = erf(%x)"), -3, 3, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = clip(%x) {min=-0.5, max=1}"), -2, 2, EW},
+    /* binary with broadcasting, comparisons, where */
+    {G1("%x: f32[4,5,6], %z: f32[5,1]", "f32[4,5,6]", "  %1: f32[4,5,6] = add(%x, %z)"), -2, 2, EW},
+    {G1("%x: f32[4,1,6], %z: f32[5,1]", "f32[4,5,6]", "  %1: f32[4,5,6] = sub(%x, %z)"), -2, 2, EW},
+    {G1("%x: f32[4,5,6], %z: f32[]", "f32[4,5,6]", "  %1: f32[4,5,6] = mul(%x, %z)"), -2, 2, EW},
+    /* rows of 20 and 300: the row launches */
+    {G1("%x: f32[3,4,20], %z: f32[4,1]", "f32[3,4,20]", "  %1: f32[3,4,20] = div(%x, %z)"), 0.5f, 2, EW},
+    {G1("%x: f32[2,1,300], %z: f32[3,1]", "f32[2,3,300]", "  %1: f32[2,3,300] = sub(%x, %z)"), -2, 2, EW},
+    {G1("%x: i64[4,6], %z: i64[6]", "i64[4,6]", "  %1: i64[4,6] = add(%x, %z)"), -50, 50, EW},
+    {G1("%x: f32[4,6], %z: f32[4,6]", "f32[4,6]", "  %1: f32[4,6] = div(%x, %z)"), 0.5f, 4, EW},
+    {G1("%x: i32[4,6], %z: i32[6]", "i32[4,6]", "  %1: i32[4,6] = div(%x, %z)"), 1, 40, EW},
+    {G1("%x: f32[4,6], %z: f32[6]", "f32[4,6]", "  %1: f32[4,6] = pow(%x, %z)"), 0.5f, 3, EW},
+    {G1("%x: f32[4,6], %z: f32[4,1]", "f32[4,6]", "  %1: f32[4,6] = maximum(%x, %z)"), -2, 2, EW},
+    {G1("%x: i64[4,6], %z: i64[4,1]", "i64[4,6]", "  %1: i64[4,6] = minimum(%x, %z)"), -9, 9, EW},
+    {G1("%x: f32[4,6], %z: f32[4,1]", "f32[4,6]", "  %1: f32[4,6] = minimum(%x, %z)"), -2, 2, EW},
+    {G1("%x: i32[4,6], %z: i32[6]", "bool[4,6]", "  %1: bool[4,6] = eq(%x, %z)"), -2, 2, EW},
+    {G1("%x: bool[4,6], %z: bool[6]", "bool[4,6]", "  %1: bool[4,6] = eq(%x, %z)"), 0, 1, EW},
+    {G1("%x: f32[4,6], %z: f32[6]", "bool[4,6]", "  %1: bool[4,6] = lt(%x, %z)"), -2, 2, EW},
+    {G1("%x: i64[4,6], %z: i64[]", "bool[4,6]", "  %1: bool[4,6] = gt(%x, %z)"), -3, 3, EW},
+    {G1("%c: bool[4,1], %x: f32[4,6], %z: f32[6]", "f32[4,6]",
+        "  %1: f32[4,6] = where(%c, %x, %z)"), -2, 2, EW},
+    {G1("%c: bool[4,6], %x: i64[4,6], %z: i64[]", "i64[4,6]",
+        "  %1: i64[4,6] = where(%c, %x, %z)"), -9, 9, EW},
+    /* linear algebra and layers */
+    {G1("%x: f32[2,3,17], %w: f32[17,9]", "f32[2,3,9]", "  %1: f32[2,3,9] = matmul(%x, %w)"), -1, 1, RED},
+    {G1("%x: f32[2,1,5,7], %w: f32[3,6,7]", "f32[2,3,5,6]",
+        "  %1: f32[2,3,5,6] = matmul(%x, %w) {transpose_b=1}"), -1, 1, RED},
+    {G1("%x: f32[7,5], %w: f32[7,4]", "f32[5,4]",
+        "  %1: f32[5,4] = matmul(%x, %w) {transpose_a=1}"), -1, 1, RED},
+    {G1("%x: f32[5,33], %w: f32[19,33], %b: f32[19]", "f32[5,19]",
+        "  %1: f32[5,19] = linear(%x, %w, %b)"), -1, 1, RED},
+    {G1("%x: f32[2,3,7,7], %w: f32[4,3,3,3], %b: f32[4]", "f32[2,4,7,7]",
+        "  %1: f32[2,4,7,7] = conv2d(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1]}"),
+     -1, 1, RED},
+    {G1("%x: f32[1,4,9,8], %w: f32[6,2,3,2]", "f32[1,6,3,3]",
+        "  %1: f32[1,6,3,3] = conv2d(%x, %w) {stride=[2,3], padding=[0,1], dilation=[2,1], groups=2}"),
+     -1, 1, RED},
+    {G1("%x: f32[1,32,14,14], %w: f32[32,32,3,3]", "f32[1,32,14,14]",
+        "  %1: f32[1,32,14,14] = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1]}"),
+     -1, 1, RED},
+    {G1("%x: f32[2,3,7,7]", "f32[2,3,4,4]",
+        "  %1: f32[2,3,4,4] = max_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1]}"), -2, 2, EW},
+    {G1("%x: f32[2,3,7,7]", "f32[2,3,4,4]",
+        "  %1: f32[2,3,4,4] = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1]}"), -2, 2, RED},
+    {G1("%x: f32[2,3,7,7]", "f32[2,3,4,4]",
+        "  %1: f32[2,3,4,4] = avg_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=1}"),
+     -2, 2, RED},
+    {G1("%x: f32[2,3,5,6]", "f32[2,3,1,1]", "  %1: f32[2,3,1,1] = global_avg_pool(%x)"), -2, 2, RED},
+    {G1("%x: f32[2,3,4,5], %s: f32[3], %b: f32[3], %m: f32[3], %v: f32[3]", "f32[2,3,4,5]",
+        "  %1: f32[2,3,4,5] = batch_norm(%x, %s, %b, %m, %v) {eps=0.001}"), 0.5f, 1.5f, RED},
+    {G1("%x: f32[3,5,8], %w: f32[8], %b: f32[8]", "f32[3,5,8]",
+        "  %1: f32[3,5,8] = layer_norm(%x, %w, %b)"), -2, 2, RED},
+    {G1("%x: f32[3,9]", "f32[3,9]", "  %1: f32[3,9] = softmax(%x)"), -4, 4, RED},
+    {G1("%x: f32[3,9,4]", "f32[3,9,4]", "  %1: f32[3,9,4] = softmax(%x) {axis=1}"), -4, 4, RED},
+    {G1("%x: f32[3,9]", "f32[3,9]", "  %1: f32[3,9] = log_softmax(%x)"), -4, 4, RED},
+    /* reductions */
+    {G1("%x: f32[3,4,5]", "f32[3,5]", "  %1: f32[3,5] = reduce_sum(%x) {axes=[1]}"), -2, 2, RED},
+    {G1("%x: i64[3,4,5]", "i64[]", "  %1: i64[] = reduce_sum(%x)"), -9, 9, RED},
+    {G1("%x: f32[3,4,5]", "f32[3,1,1]",
+        "  %1: f32[3,1,1] = reduce_mean(%x) {axes=[1,2], keepdim=1}"), -2, 2, RED},
+    {G1("%x: f32[3,4,5]", "f32[4]", "  %1: f32[4] = reduce_max(%x) {axes=[0,2]}"), -2, 2, RED},
+    /* shape and data movement */
+    {G1("%x: f32[3,4,5]", "f32[12,5]", "  %1: f32[12,5] = reshape(%x) {shape=[12,5]}"), -2, 2, EW},
+    {G1("%x: f32[3,4,5]", "f32[3,20]", "  %1: f32[3,20] = flatten(%x) {start=1}"), -2, 2, EW},
+    {G1("%x: f32[3,4,5]", "f32[5,3,4]", "  %1: f32[5,3,4] = transpose(%x) {perm=[2,0,1]}"), -2, 2, EW},
+    {G1("%x: f32[3,4,70]", "f32[4,3,70]", "  %1: f32[4,3,70] = transpose(%x) {perm=[1,0,2]}"), -2, 2, EW},
+    {G1("%x: f32[2,70,3]", "f32[3,2,70]", "  %1: f32[3,2,70] = transpose(%x) {perm=[2,0,1]}"), -2, 2, EW},
+    {G1("%x: f32[3,4], %z: f32[3,2], %w: f32[3,1]", "f32[3,7]",
+        "  %1: f32[3,7] = concat(%x, %z, %w) {axis=1}"), -2, 2, EW},
+    {"graph t(%x: f32[3,7]) -> (y: f32[3,4], z: f32[3,3]) {\n"
+     "  %1: f32[3,4], %2: f32[3,3] = split(%x) {axis=1, sizes=[4,3]}\n"
+     "  return y = %1\n  return z = %2\n}\n", -2, 2, EW},
+    {G1("%x: f32[6,9]", "f32[2,4]",
+        "  %1: f32[2,4] = slice(%x) {axes=[0,1], starts=[1,8], ends=[5,0], steps=[2,-2]}"), -2, 2, EW},
+    {G1("%x: i64[3,4]", "i64[4,5]",
+        "  %1: i64[4,5] = pad(%x) {pads=[1,-1,0,2], value=7}"), -9, 9, EW},
+    {G1("%x: f32[3,1,4]", "f32[3,4]", "  %1: f32[3,4] = squeeze(%x) {axes=[1]}"), -2, 2, EW},
+    {G1("%x: f32[3,4]", "f32[3,1,4]", "  %1: f32[3,1,4] = unsqueeze(%x) {axes=[1]}"), -2, 2, EW},
+    {G1("%x: f32[3,1]", "f32[2,3,4]", "  %1: f32[2,3,4] = expand(%x) {shape=[2,3,4]}"), -2, 2, EW},
+    {G1("%x: f32[3,7]", "i32[3,7]", "  %1: i32[3,7] = cast(%x) {to=i32}"), -90, 90, EW},
+    {G1("%x: i64[3,7]", "f32[3,7]", "  %1: f32[3,7] = cast(%x) {to=f32}"), -90, 90, EW},
+    {G1("%x: f32[3,7]", "bool[3,7]", "  %1: bool[3,7] = cast(%x) {to=bool}"), -1, 1, EW},
+    {G1("%x: f32[5,3], %i: i64[2,2]", "f32[2,2,3]", "  %1: f32[2,2,3] = gather(%x, %i)"), -5, 4, EW},
+    {G1("%x: i32[2,5], %i: i32[4]", "i32[2,4]", "  %1: i32[2,4] = gather(%x, %i) {axis=1}"), -5, 4, EW},
+    /* optimizer-made ops */
+    {G1("%x: f32[4,6], %z: f32[6]", "f32[4,6]",
+        "  %1: f32[4,6] = fused(%x, %z) {prog=\"r0=mul(i0,i1);r1=sigmoid(r0);r2=add(r1,0.5);"
+        "r3=clip(r2,-1,1.25);r4=leaky_relu(r3,0.1)\"}"), -2, 2, EW},
+    {G1("%x: f32[4,6], %z: f32[4,6]", "f32[4,6]",
+        "  %1: f32[4,6] = fused(%x, %z) {prog=\"r0=sub(i0,i1);r1=mul(r0,r0);r2=gelu(r1);r3=maximum(r2,i0)\"}"),
+     -2, 2, EW},
+    /* every op a program may use, 35 elements (4 float8 items and a ragged end), a scalar */
+    {G1("%x: f32[5,7], %z: f32[]", "f32[5,7]",
+        "  %1: f32[5,7] = fused(%x, %z) {prog=\"r0=abs(i0);r1=add(r0,0.5);r2=log(r1);r3=sqrt(r1);"
+        "r4=rsqrt(r1);r5=reciprocal(r1);r6=mul(r2,r3);r7=sub(r6,r4);r8=div(r7,r5);r9=pow(r1,i1);"
+        "r10=neg(r9);r11=relu(r8);r12=leaky_relu(r10,0.3);r13=sigmoid(r12);r14=tanh(r11);"
+        "r15=gelu(r14);r16=silu(r13);r17=erf(r16);r18=clip(r17,-0.2,0.6);r19=exp(r18);"
+        "r20=maximum(r19,r15);r21=minimum(r20,i0);r22=add(r21,r13)\"}"), -2, 2, EW},
+    /* broadcasting on both inputs: the general kernel */
+    {G1("%x: f32[3,1,5], %z: f32[4,1]", "f32[3,4,5]",
+        "  %1: f32[3,4,5] = fused(%x, %z) {prog=\"r0=mul(i0,i1);r1=tanh(r0);r2=sub(r1,i1)\"}"),
+     -2, 2, EW},
+    {G1("%x: f32[5,33], %w: f32[19,33], %b: f32[19], %r: f32[5,19]", "f32[5,19]",
+        "  %1: f32[5,19] = linear_ep(%x, %w, %b, %r) {post=[1,3]}"), -1, 1, RED},
+    {G1("%x: f32[2,3,6,6], %w: f32[4,3,3,3], %b: f32[4]", "f32[2,4,6,6]",
+        "  %1: f32[2,4,6,6] = conv2d_ep(%x, %w, %b) {stride=[1,1], padding=[1,1], "
+        "dilation=[1,1], post=[7], alpha=0.1}"), -1, 1, RED},
+    {G1("%x: f32[2,32,3,5]", "f32[2,2,3,5,16]", "  %1: f32[2,2,3,5,16] = to_blocked(%x)"), -2, 2, EW},
+    {G1("%x: f32[2,2,3,5,16]", "f32[2,32,3,5]", "  %1: f32[2,32,3,5] = from_blocked(%x)"), -2, 2, EW},
+    {G1("%x: f32[1,2,5,5,16], %w: f32[16,32,3,3], %b: f32[16]", "f32[1,1,5,5,16]",
+        "  %1: f32[1,1,5,5,16] = conv2d_blk(%x, %w, %b) {stride=[1,1], padding=[1,1], "
+        "dilation=[1,1], post=[2]}"), -1, 1, RED},
+};
+
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+/* Deterministic input data in [lo, hi] (ints rounded, bools 0/1). */
+static eager_tensor *make_input(const graph_type *t, float lo, float hi, uint64_t seed)
+{
+    int64_t n = graph_type_numel(t);
+    float *f = malloc(sizeof *f * (size_t)(n + 1));
+    check_fill(f, n, seed, lo, hi);
+    graph_ints shape = {t->ndim, {0}};
+    for (int d = 0; d < t->ndim; d++)
+        shape.v[d] = t->dim[d];
+    eager_tensor *x = eager_empty(t->dtype, shape);
+    void *d = eager_data_mut(x);
+    for (int64_t i = 0; i < n; i++) {
+        if (t->dtype == GRAPH_F32)
+            ((float *)d)[i] = f[i];
+        else if (t->dtype == GRAPH_I64)
+            ((int64_t *)d)[i] = (int64_t)lrintf(f[i]);
+        else if (t->dtype == GRAPH_I32)
+            ((int32_t *)d)[i] = (int32_t)lrintf(f[i]);
+        else
+            ((uint8_t *)d)[i] = f[i] > 0.5f * (lo + hi);
+    }
+    free(f);
+    return x;
+}
+
+/* Replays g on backend into outs (host copies the caller frees). */
+static int replay_on(const graph *g, replay_backend_kind kind, eager_tensor **in, int nin,
+                     void **outs, const char *what)
+{
+    char err[4096] = "";
+    replay_opts o = {kind, 1, 0, NULL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s compiles on %s: %s", what, kind == REPLAY_CPU ? "cpu" : "opencl", err);
+    if (!p)
+        return -1;
+    replay_session *s = replay_session_new(p, NULL, 0);
+    replay_tensor ri[8], ro[8];
+    for (int i = 0; i < nin; i++)
+        ri[i] = (replay_tensor){NULL, *eager_type(in[i]), (void *)eager_peek(in[i]), NULL};
+    int nout = replay_num_outputs(p);
+    memset(ro, 0, sizeof ro);
+    tg_status st = s ? replay_run(s, ri, nin, ro, nout) : TG_ERR_NOMEM;
+    CHECK_MSG(st == TG_OK, "%s runs on %s: %s", what, kind == REPLAY_CPU ? "cpu" : "opencl",
+              s ? replay_session_error(s) : "no session");
+    for (int k = 0; st == TG_OK && k < nout; k++) {
+        size_t bytes = (size_t)graph_type_numel(&ro[k].type) * graph_dtype_size(ro[k].type.dtype);
+        outs[k] = malloc(bytes + 1);
+        memcpy(outs[k], ro[k].data, bytes);
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    return st == TG_OK ? 0 : -1;
+}
+
+static void compare(const graph_type *t, const void *got, const void *want, double tol,
+                    const char *what, const char *who)
+{
+    int64_t n = graph_type_numel(t);
+    if (t->dtype == GRAPH_F32) {
+        double e = check_normalized_error(got, want, n);
+        CHECK_MSG(e <= tol, "%s: %s normalized error %.3g > %.0e", what, who, e, tol);
+    } else {
+        CHECK_MSG(!memcmp(got, want, (size_t)n * graph_dtype_size(t->dtype)),
+                  "%s: %s differs from the interpreter", what, who);
+    }
+}
+
+static void run_case(const ocase *c, int idx, int *covered)
+{
+    char err[512] = "", what[64];
+    graph *g = graph_parse(c->ir, strlen(c->ir), err, sizeof err);
+    CHECK_MSG(g != NULL, "case %d parses: %s", idx, err);
+    if (!g)
+        return;
+    const graph_node *n = &g->nodes[g->nnodes - 1];
+    covered[n->op]++;
+    snprintf(what, sizeof what, "case %d (%s)", idx, graph_ops[n->op].name);
+    eager_pool_push();
+    eager_tensor *in[8], *ref[8] = {NULL};
+    for (int i = 0; i < g->ninputs; i++)
+        in[i] = make_input(&g->values[g->inputs[i]].type, c->lo, c->hi, 1000 + (uint64_t)idx * 8 + (uint64_t)i);
+    CHECK_MSG(eager_interpret(g, in, g->ninputs, ref, g->noutputs, NULL) == TG_OK,
+              "%s: interpreter: %s", what, eager_error());
+    void *cpu[8] = {NULL}, *ocl[8] = {NULL};
+    int okc = replay_on(g, REPLAY_CPU, in, g->ninputs, cpu, what) == 0;
+    int oko = replay_on(g, REPLAY_OPENCL, in, g->ninputs, ocl, what) == 0;
+    for (int k = 0; k < g->noutputs && ref[0]; k++) {
+        const graph_type *t = eager_type(ref[k]);
+        if (okc)
+            compare(t, cpu[k], eager_peek(ref[k]), c->tol, what, "replay-cpu");
+        if (oko)
+            compare(t, ocl[k], eager_peek(ref[k]), c->tol, what, "replay-opencl");
+    }
+    for (int k = 0; k < 8; k++) {
+        free(cpu[k]);
+        free(ocl[k]);
+        eager_release(ref[k]);
+    }
+    eager_pool_pop();
+    graph_free(g);
+}
+
+int main(void)
+{
+    char err[512] = "";
+    replay_device dev;
+    if (replay_opencl_devices(&dev, 1, err, sizeof err) < 0) {
+        printf("SKIP: %s\n", err);
+        return 77;
+    }
+    printf("OpenCL device: %s / %s\n", dev.platform, dev.name);
+    int covered[GRAPH_OP_COUNT] = {0};
+    for (int i = 0; i < NCASES; i++)
+        run_case(&cases[i], i, covered);
+    for (int op = 0; op < GRAPH_OP_COUNT; op++)
+        CHECK_MSG(covered[op] > 0, "op %s has no conformance case", graph_ops[op].name);
+    replay_opencl_shutdown();
+    return check_done();
+}

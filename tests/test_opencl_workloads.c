@@ -1,0 +1,120 @@
+/*
+ * test_opencl_workloads.c - the benchmark workloads (bench/workloads.c)
+ * replayed on OpenCL at -O0, -O2 and -O3 against replay-CPU at the same
+ * level (and the CPU at -O0 against eager): normalized error <= 1e-4.
+ * Sizes are reduced (the suite runs the full ones) but keep every
+ * structure: conv chains with channels a multiple of 16 so -O3's blocked
+ * layout and conv2d_blk appear, the encoder's attention and both gelu /
+ * layer_norm forms, fused chains.  Also a second batch size on the same
+ * plans (dynamic batch).
+ *
+ * No OpenCL platform: "SKIP: ..." and exit 77.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/workloads.h"
+#include "check.h"
+#include "eager/eager.h"
+#include "optimize/opt.h"
+#include "replay/replay.h"
+
+#define TOL 1e-4
+
+static workload_size test_size(workload_kind k)
+{
+    switch (k) {
+    case WL_MLP: return (workload_size){.batch = 8, .in = 100, .width = 64, .out = 10};
+    case WL_RESBLOCK: return (workload_size){.batch = 1, .in = 14, .width = 32};
+    case WL_ENCODER:
+    case WL_ENCODER_FUSED:
+        return (workload_size){.batch = 1, .in = 16, .width = 32, .out = 4, .ffn = 64};
+    case WL_CHAIN: return (workload_size){.in = 100000};
+    default: return (workload_size){.in = 16, .iters = 100};
+    }
+}
+
+/* Runs g on backend for input x; a malloc'd copy of the output or NULL. */
+static float *run(const graph *g, replay_backend_kind kind, const eager_tensor *x,
+                  const char *what)
+{
+    char err[4096] = "";
+    replay_opts o = {kind, 1, 0, NULL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x), NULL}, out = {NULL};
+    float *y = NULL;
+    if (s && replay_run(s, &in, 1, &out, 1) == TG_OK) {
+        size_t n = (size_t)graph_type_numel(&out.type);
+        y = malloc(n * sizeof *y + 1);
+        memcpy(y, out.data, n * sizeof *y);
+    } else if (s) {
+        CHECK_MSG(0, "%s: run: %s", what, replay_session_error(s));
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    return y;
+}
+
+static void check_level(const workload *w, const graph *traced, int level, const float *eager_y,
+                        int64_t n)
+{
+    char err[512] = "", what[96];
+    graph *g = graph_clone(traced);
+    opt_options o = opt_default_options();
+    o.level = level;
+    o.verify = 0;
+    CHECK_MSG(g && opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK, "%s -O%d: %s", w->name,
+              level, err);
+    snprintf(what, sizeof what, "%s -O%d cpu", w->name, level);
+    float *cpu = run(g, REPLAY_CPU, w->x, what);
+    snprintf(what, sizeof what, "%s -O%d opencl", w->name, level);
+    float *ocl = run(g, REPLAY_OPENCL, w->x, what);
+    if (cpu && ocl) {
+        double e = check_normalized_error(ocl, cpu, n);
+        CHECK_MSG(e <= TOL, "%s -O%d: OpenCL vs CPU normalized error %.3g", w->name, level, e);
+        if (level == 0) {
+            e = check_normalized_error(cpu, eager_y, n);
+            CHECK_MSG(e <= TOL, "%s -O0: CPU vs eager normalized error %.3g", w->name, e);
+        }
+    }
+    free(cpu);
+    free(ocl);
+    graph_free(g);
+}
+
+static void test_workload(workload_kind k)
+{
+    workload w;
+    workload_size sz = test_size(k);
+    if (workload_make(&w, k, &sz) != TG_OK) {
+        CHECK_MSG(0, "workload %d: %s", (int)k, eager_error());
+        return;
+    }
+    eager_pool_push();
+    eager_tensor *y = workload_forward(&w, w.x);
+    graph *g = workload_trace(&w, 0);
+    CHECK_MSG(y && g, "%s: forward and trace: %s", w.name, eager_error());
+    if (y && g)
+        for (int level = 0; level <= 3; level += level ? 1 : 2)
+            check_level(&w, g, level, eager_peek(y), eager_numel(y));
+    graph_free(g);
+    eager_pool_pop();
+    workload_free(&w);
+}
+
+int main(void)
+{
+    char err[512] = "";
+    replay_device dev;
+    if (replay_opencl_devices(&dev, 1, err, sizeof err) < 0) {
+        printf("SKIP: %s\n", err);
+        return 77;
+    }
+    for (int k = 0; k < WL_COUNT; k++)
+            test_workload((workload_kind)k);
+    replay_opencl_shutdown();
+    return check_done();
+}
