@@ -222,6 +222,8 @@ if "$TG" devices > /dev/null 2>&1; then
     has out "0  "
     expect 0 "$TG" check mlp.tgraph --backend opencl --device 0 --rtol 1e-4 --atol 1e-5
     has out "replay (opencl, 1 thread)"
+    # default tolerance: at the output's scale (sums run in another order)
+    expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy
     expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl --device "no such device"
     has err "no OpenCL device matches \"no such device\""
@@ -244,10 +246,10 @@ has err "guard failed: the decision at $site"
 
 # ---- check ----
 expect 0 "$TG" check mlp.tgraph
-has out "y: f32[4,10]  max abs err 0  max rel err 0  ok"
-has out "check: all 1 outputs within"
+has out "y: f32[4,10]  max abs err 0  max rel err 0  (atol "
+has out "check: all 1 outputs within rtol 1e-05, atol rtol x max |ref|"
 expect 0 "$TG" check mlp.tgraph -i mlp_x3.npy --rtol 0 --atol 0 --seed 5
-has out "y: f32[3,10]  max abs err 0  max rel err 0  ok"
+has out "y: f32[3,10]  max abs err 0  max rel err 0  (atol 0)  ok"
 expect 0 "$TG" check pair.tgraph --seed 7
 has out "sum: f32[2,3]  max abs err 0"
 has out "prod: f32[2,3]  max abs err 0"

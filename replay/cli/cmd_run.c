@@ -97,14 +97,16 @@ static void check_help(void)
            "the reference interpreter (node by node through the eager kernels), and\n"
            "prints the largest absolute and relative error of each output.  An output\n"
            "passes when every element has |replay - ref| <= atol + rtol * |ref| (NaN\n"
-           "matches only NaN).\n\n"
+           "matches only NaN).  Without --atol, atol is rtol times the output's largest\n"
+           "|ref|: elements near zero are judged at the output's scale, since backends\n"
+           "and fused kernels sum in different orders.\n\n"
            "options:\n"
            "  -i, --input ...   inputs as for `run`; without any, seeded random inputs\n"
            "                    at the traced shapes (f32 in [-1,1), ints in [0,4),\n"
            "                    bools 0/1)\n"
            "  --seed N          seed of the random inputs (default 1)\n"
            "  --rtol X          relative tolerance (default 1e-05)\n"
-           "  --atol X          absolute tolerance (default 1e-08)\n"
+           "  --atol X          absolute tolerance (default: rtol x max |ref| per output)\n"
            "  --threads N       threads per kernel, both runs (default 1)\n"
            "  --backend B       replay backend, cpu or opencl (default cpu)\n"
            "  --device D        OpenCL device: index or name substring\n\n"
@@ -163,8 +165,19 @@ static int report(const cli_run_opts *o, const graph *g, const replay_tensor *ou
             bad++;
             continue;
         }
-        errors e = compare(rt, outs[i].data, eager_peek(ref[i]), o->rtol, o->atol);
-        printf("  max abs err %.3g  max rel err %.3g  %s", e.abs, e.rel, e.bad ? "FAIL" : "ok");
+        double atol = o->atol;
+        if (atol < 0) { /* the output's scale */
+            atol = 0;
+            for (int64_t k = 0, nk = graph_type_numel(rt); k < nk; k++) {
+                double y = fabs(cli_element(rt, eager_peek(ref[i]), k));
+                if (isfinite(y))
+                    atol = fmax(atol, y);
+            }
+            atol *= o->rtol;
+        }
+        errors e = compare(rt, outs[i].data, eager_peek(ref[i]), o->rtol, atol);
+        printf("  max abs err %.3g  max rel err %.3g  (atol %.3g)  %s", e.abs, e.rel, atol,
+               e.bad ? "FAIL" : "ok");
         if (e.bad)
             printf(" (%lld of %lld elements beyond tolerance)", (long long)e.bad,
                    (long long)graph_type_numel(rt));
@@ -193,11 +206,16 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
         rc = cli_exit_code(st);
     } else {
         int bad = report(o, s->g, outs, ref);
-        if (bad)
-            printf("check: %d of %d outputs differ beyond rtol %g, atol %g\n", bad, n, o->rtol,
-                   o->atol);
+        char at[64];
+        if (o->atol < 0)
+            snprintf(at, sizeof at, "rtol x max |ref|");
         else
-            printf("check: all %d outputs within rtol %g, atol %g\n", n, o->rtol, o->atol);
+            snprintf(at, sizeof at, "%g", o->atol);
+        if (bad)
+            printf("check: %d of %d outputs differ beyond rtol %g, atol %s\n", bad, n, o->rtol,
+                   at);
+        else
+            printf("check: all %d outputs within rtol %g, atol %s\n", n, o->rtol, at);
         rc = bad ? CLI_MISMATCH : CLI_OK;
     }
     for (int i = 0; i < n; i++)

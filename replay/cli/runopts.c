@@ -81,7 +81,7 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     o->warmup = 10;
     o->runs = 100;
     o->rtol = 1e-5;
-    o->atol = 1e-8;
+    o->atol = -1; /* not given: rtol x the output's largest |ref| (check) */
     cli_args a = {argc, argv, 1, 0, argv[0]};
     const char *arg;
     for (int id; (id = cli_next(&a, opts, &arg)) != CLI_END;) {
