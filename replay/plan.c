@@ -92,6 +92,24 @@ oom:
 
 /* Checks input types against the signature: dtype, rank, static dims and
  * one size per dynamic symbol. */
+/* "f32[B,32]": v's type with its dynamic dims by symbol name. */
+static const char *symbolic_type_str(const graph *g, const graph_value *v, char *buf,
+                                     size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%s[", graph_dtype_name(v->type.dtype));
+    for (int d = 0; d < v->type.ndim && n < len; d++) {
+        const char *sep = d ? "," : "";
+        int s = v->sym[d];
+        if ((v->dyn >> d & 1) && s >= 0 && s < g->nsyms)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, g->syms[s].name);
+        else
+            n += (size_t)snprintf(buf + n, len - n, "%s%lld", sep, (long long)v->type.dim[d]);
+    }
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
 static int check_inputs(const replay_plan *p, const graph_type *const *in,
                         char *err, size_t errlen)
 {
@@ -112,13 +130,12 @@ static int check_inputs(const replay_plan *p, const graph_type *const *in,
             }
         }
         if (!ok) {
-            char got[160], want[160];
-            snprintf(err, errlen, "replay: input \"%s\" is %s%s, the plan takes %s%s "
-                     "(only dims marked dynamic may change, consistently)",
+            char got[160], want[400];
+            snprintf(err, errlen, "replay: input \"%s\" is %s%s, the plan takes %s "
+                     "(only dims marked dynamic, by name, may change, consistently)",
                      v->name ? v->name : "?", graph_dtype_name(in[i]->dtype),
                      graph_shape_str(in[i], got, sizeof got),
-                     graph_dtype_name(v->type.dtype),
-                     graph_shape_str(&v->type, want, sizeof want));
+                     symbolic_type_str(g, v, want, sizeof want));
             return -1;
         }
     }

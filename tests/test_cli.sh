@@ -200,9 +200,9 @@ expect 0 "$TG" run branchy.tgraph -i branchy_x.npy -o by.npy
 same by.npy branchy_y.npy
 # errors from replay, verbatim
 expect 1 "$TG" run mlp.tgraph -i mlp_bad.npy
-has err 'tracegraph run: replay: input "x" is f32[4,31], the plan takes f32[4,32]'
+has err 'tracegraph run: replay: input "x" is f32[4,31], the plan takes f32[B,32]'
 expect 1 "$TG" run mlp.tgraph -i x=mlp_int.npy
-has err 'tracegraph run: replay: input "x" is i32[4,32], the plan takes f32[4,32]'
+has err 'tracegraph run: replay: input "x" is i32[4,32], the plan takes f32[B,32]'
 expect 3 "$TG" run branchy.tgraph -i branchy_other.npy
 has err "tracegraph run: replay: guard failed: the decision at $site"
 expect 1 "$TG" run mlp.tgraph
