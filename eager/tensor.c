@@ -49,29 +49,35 @@ int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
  *
  * Small ops are dominated by allocation (an aligned malloc and free were
  * ~40% of a 16-element add), so blocks up to CACHE_CLASSES * 64 bytes are
- * kept on per-size free lists of the thread that frees them.  The live
- * count is per thread too (a shared atomic counter cost ~10 ns per tensor);
- * eager_live_tensors() sums the threads' counts.  A thread's state is
- * released when it exits (a pthread key destructor folds its count into
- * exited_live) or, for the cache, on eager_trim_cache().
+ * kept on per-size free lists of the thread that frees them, linked
+ * through the freed blocks themselves.  The live count is per thread too
+ * (a shared atomic counter cost ~10 ns per tensor); eager_live_tensors()
+ * sums the threads' counts.  A thread's state is released when it exits (a
+ * pthread key destructor folds its count into exited_live) or, for the
+ * cache, on eager_trim_cache().
+ *
+ * The lists hold up to CACHE_BYTES in all, only as much as the program
+ * actually freed: a pool of many small tensors (a long eager loop) that
+ * is popped and filled again then reuses every block.  A small per-class
+ * cap made such a program free most blocks back to malloc, which trimmed
+ * the heap and faulted the pages in again: 3x slower per op at 7000 ops
+ * than at 700.
  */
 #define CACHE_CLASSES 32
-/* Each class keeps at most this many bytes of blocks: 4096 blocks of 64
- * bytes, 1365 of 192 (a 16-element f32 tensor), 128 of 2 KiB; 8 MiB at
- * most per thread, only as much as a program actually frees. */
-#define CACHE_CLASS_BYTES (256 * 1024)
-#define CACHE_CAP(k) (CACHE_CLASS_BYTES / (((k) + 1) * 64))
-#define CACHE_SLOTS 16613 /* sum of CACHE_CAP(k) for k < CACHE_CLASSES */
+#define CACHE_BYTES ((size_t)64 << 20)
 #define LARGE_SLOTS 8
 #define LARGE_CACHE_BYTES ((size_t)256 << 20)
 #define BLOCK_LARGE ((int16_t)-2) /* block class of a large, cacheable block */
 
+typedef struct free_block {
+    struct free_block *next;
+} free_block;
+
 typedef struct thread_state {
     long live; /* tensors allocated minus freed on this thread */
     struct thread_state *prev, *next;
-    int n[CACHE_CLASSES];
-    int first[CACHE_CLASSES]; /* class k's slots: slots[first[k] ..] */
-    void *slots[CACHE_SLOTS];
+    struct free_block *head[CACHE_CLASSES]; /* free blocks of (k + 1) * 64 bytes */
+    size_t cached_bytes;
     /* Large blocks, reused at exactly the same size: a chain of big
      * elementwise ops otherwise maps fresh pages for every result (the
      * page faults cost 3x the arithmetic of a 16 MB add here). */
@@ -93,10 +99,13 @@ static long exited_live;      /* counts of exited threads (under states_mu) */
 static void trim(thread_state *t)
 {
     for (int k = 0; k < CACHE_CLASSES; k++) {
-        for (int i = 0; i < t->n[k]; i++)
-            free(t->slots[t->first[k] + i]);
-        t->n[k] = 0;
+        while (t->head[k]) {
+            free_block *b = t->head[k];
+            t->head[k] = b->next;
+            free(b);
+        }
     }
+    t->cached_bytes = 0;
     for (int i = 0; i < t->nlarge; i++)
         free(t->large[i].p);
     t->nlarge = 0;
@@ -164,9 +173,6 @@ static thread_state *get_state(void)
     thread_state *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    for (int k = 1; k < CACHE_CLASSES; k++)
-        t->first[k] = t->first[k - 1] + CACHE_CAP(k - 1);
-    _Static_assert(CACHE_SLOTS >= 16613, "CACHE_SLOTS must cover every class");
     if (pthread_setspecific(state_key, t) != 0) {
         free(t);
         return NULL;
@@ -203,8 +209,12 @@ static void *block_alloc(size_t total, int16_t *cls)
     size_t k = total / 64 - 1;
     void *p = NULL;
     *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
-    if (t && k < CACHE_CLASSES && t->n[k] > 0)
-        p = t->slots[t->first[k] + --t->n[k]];
+    if (t && k < CACHE_CLASSES && t->head[k]) {
+        free_block *b = t->head[k];
+        t->head[k] = b->next;
+        t->cached_bytes -= total;
+        p = b;
+    }
     else if (t && k >= CACHE_CLASSES)
         p = large_take(t, total);
     if (!p)
@@ -223,8 +233,11 @@ static void block_free(void *p, int16_t cls, size_t total)
         large_keep(t, p, total);
         return;
     }
-    if (t && cls >= 0 && t->n[cls] < CACHE_CAP(cls)) {
-        t->slots[t->first[cls] + t->n[cls]++] = p;
+    if (t && cls >= 0 && t->cached_bytes + total <= CACHE_BYTES) {
+        free_block *b = p;
+        b->next = t->head[cls];
+        t->head[cls] = b;
+        t->cached_bytes += total;
         return;
     }
     free(p);
