@@ -2,6 +2,8 @@
  * load_replay.c - step 2 of the demo, in a fresh process: load the saved
  * graph, compile a replay plan, run it on a seeded batch (timed), check it
  * against the reference interpreter, and compare with step 1's eager time.
+ * When the machine has an OpenCL device (PoCL here), the optimized graph is
+ * also replayed there: the same file, another backend.
  *
  *   example_load_replay [model.tgraph]
  */
@@ -16,8 +18,8 @@
 
 /* Loads path, replays it on x (timed) and on a batch of 8; compares with
  * the reference interpreter on the unoptimized graph ref.  0 on success. */
-static int replay_file(const char *path, const graph *ref, eager_tensor *x, double *ms,
-                       double *maxdiff)
+static int replay_file(const char *path, const replay_opts *opts, const graph *ref,
+                       eager_tensor *x, double *ms, double *maxdiff)
 {
     char err[1024];
     double t0 = example_now_ms();
@@ -27,14 +29,15 @@ static int replay_file(const char *path, const graph *ref, eager_tensor *x, doub
         fprintf(stderr, "load_replay: %s\n", err);
         return 1;
     }
-    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
+    replay_plan *p = replay_compile(g, opts, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     if (!s) {
         fprintf(stderr, "load_replay: %s\n", p ? "out of memory" : err);
         return 1;
     }
-    printf("%s: loaded in %.2f ms, %d steps, arena %zu bytes\n", path, load_ms,
-           replay_num_steps(p), replay_workspace_size(p));
+    printf("%s: loaded in %.2f ms, %d steps, arena %zu bytes%s\n", path, load_ms,
+           replay_num_steps(p), replay_workspace_size(p),
+           opts && opts->backend == REPLAY_OPENCL ? ", on OpenCL" : "");
     replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
     double t[100];
     for (int r = 0; r < 100; r++) {
@@ -88,7 +91,18 @@ int main(int argc, char **argv)
     }
     eager_tensor *x = eager_rand_uniform(TG_SHAPE(64, 784), 1, 0.0f, 1.0f);
     double ms0, ms3, d0, d3;
-    int rc = replay_file(path, ref, x, &ms0, &d0) | replay_file(opt_path, ref, x, &ms3, &d3);
+    int rc = replay_file(path, NULL, ref, x, &ms0, &d0) |
+             replay_file(opt_path, NULL, ref, x, &ms3, &d3);
+    /* The optimized file again, on the first OpenCL device if there is one. */
+    replay_device dev;
+    double msc = 0, dc = 0;
+    int ocl = replay_opencl_devices(&dev, 1, err, sizeof err) > 0;
+    if (ocl) {
+        replay_opts o = {.backend = REPLAY_OPENCL, .threads = 1, .device = "0"};
+        rc |= replay_file(opt_path, &o, ref, x, &msc, &dc);
+    } else {
+        printf("(no OpenCL replay: %s)\n", err);
+    }
     if (rc == 0) {
         printf("replay -O0 vs reference interpreter: max abs difference %g (same kernels)\n", d0);
         printf("replay -O3 vs reference interpreter: max abs difference %g (fused kernels)\n", d3);
@@ -102,8 +116,11 @@ int main(int argc, char **argv)
                    eager_ms / ms3);
         if (f)
             fclose(f);
+        if (ocl)
+            printf("OpenCL replay -O3 on %s / %s: %.3f ms, max abs difference %g vs the "
+                   "reference interpreter\n", dev.platform, dev.name, msc, dc);
     }
     eager_release(x);
     graph_free(ref);
-    return rc || d0 != 0 || d3 > 1e-3 ? 1 : 0;
+    return rc || d0 != 0 || d3 > 1e-3 || dc > 1e-3 ? 1 : 0;
 }
