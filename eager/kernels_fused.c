@@ -341,6 +341,56 @@ static void assign_slots(fplan *P, const fused_prog *p, cval *cv, const int *stm
     }
 }
 
+/* Ops whose loops compute for a while per element (the rest are one or
+ * two instructions per vector and wait on their loads and stores). */
+static int heavy_op(graph_op op)
+{
+    switch (op) {
+    case GRAPH_OP_exp: case GRAPH_OP_log: case GRAPH_OP_sigmoid: case GRAPH_OP_tanh:
+    case GRAPH_OP_gelu: case GRAPH_OP_silu: case GRAPH_OP_erf: case GRAPH_OP_pow:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * The order statements are compiled in: a topological order of the
+ * program that, among the statements whose operands are ready, takes a
+ * heavy one (heavy_op) first, else the first in program order.  A tile
+ * reads its input lines from L2 or memory the first time an instruction
+ * touches them; when that instruction is a light loop (mul(i0, 0.5)),
+ * its loads wait with little to overlap them, while a heavy loop hides
+ * them under its arithmetic.  Measured on tanh(x sigmoid(x) + 0.5 x) 2 - 1
+ * at 64K elements (L2), one thread: 0.98 -> 0.89 ns/element.  The ops
+ * and their operands are unchanged, so the results are the same bits.
+ * Statements the output does not need keep their place (compile skips
+ * them).
+ */
+static void schedule(const fused_prog *p, const cval *cv, int *order)
+{
+    uint8_t done[FUSED_MAX_STMTS] = {0};
+    for (int n = 0; n < p->nstmts; n++) {
+        int pick = -1;
+        for (int k = 0; k < p->nstmts; k++) {
+            if (done[k] || !cv[k].needed)
+                continue;
+            int ready = 1;
+            for (int j = 0; j < p->stmt[k].nargs; j++)
+                if (p->stmt[k].arg[j].kind == FUSED_ARG_REG && !done[p->stmt[k].arg[j].index])
+                    ready = 0;
+            if (ready && (pick < 0 || (heavy_op(p->stmt[k].op) && !heavy_op(p->stmt[pick].op))))
+                pick = k;
+        }
+        if (pick < 0) /* only unneeded statements left: program order */
+            for (int k = 0; k < p->nstmts && pick < 0; k++)
+                if (!done[k])
+                    pick = k;
+        order[n] = pick;
+        done[pick] = 1;
+    }
+}
+
 /* Builds P for the kernel's types; TG_OK or an error in a->err. */
 static tg_status compile(const eager_kargs *a, fplan *P)
 {
@@ -362,8 +412,10 @@ static tg_status compile(const eager_kargs *a, fplan *P)
     cval cv[FUSED_MAX_STMTS];
     memset(cv, 0, sizeof cv);
     mark_needed(&p, cv);
-    int stmt_of[FUSED_MAX_STMTS];
-    for (int k = 0; k < p.nstmts; k++) {
+    int stmt_of[FUSED_MAX_STMTS], order[FUSED_MAX_STMTS];
+    schedule(&p, cv, order);
+    for (int o = 0; o < p.nstmts; o++) {
+        const int k = order[o];
         const fused_stmt *st = &p.stmt[k];
         cv[k].last_use = -1;
         if (!cv[k].needed)

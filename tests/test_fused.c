@@ -426,6 +426,18 @@ static double r_tiny4(const double *v)
     return x;
 }
 
+/* Light statements first, heavy ones later that only need inputs, a dead
+ * statement in the middle and values alive across the heavy ones: the
+ * tile path compiles the heavy ones first (kernels_fused.c: schedule). */
+#define DAG "r0=mul(i0,2);r1=add(r0,i1);r2=exp(i1);r3=mul(r1,r2);r4=sub(i0,i1);" \
+            "r5=tanh(r0);r6=sigmoid(r3);r7=add(r6,r5);r8=mul(r7,r1)"
+
+static double r_dag(const double *v)
+{
+    double r0 = v[0] * 2, r1 = r0 + v[1];
+    return (sig(r1 * exp(v[1])) + tanh(r0)) * r1;
+}
+
 /* Sizes around the register path's limit and the tile boundaries (2
  * slots: tiles of 512). */
 static void test_sizes(void)
@@ -436,6 +448,10 @@ static void test_sizes(void)
         CHECK_PROG(CHAIN, 1, s1, -4, 4, r_chain, 1e-5);
         CHECK_PROG(TINY4, 1, s1, -3, 3, r_tiny4, 1e-5);
     }
+    graph_ints d2[2] = {TG_SHAPE(1000), TG_SHAPE(1000)};
+    CHECK_PROG(DAG, 2, d2, -2, 2, r_dag, 1e-5);
+    graph_ints d5[2] = {TG_SHAPE(5), TG_SHAPE(5)};
+    CHECK_PROG(DAG, 2, d5, -2, 2, r_dag, 1e-5);
     graph_ints s0[1] = {TG_NOINTS};
     CHECK_PROG(TINY4, 1, s0, -3, 3, r_tiny4, 1e-5);
     /* broadcasting into 16 and 15 elements (the register path gathers) */
