@@ -7,8 +7,9 @@
 #   make test      plain build + ASan/UBSan build, each running the whole suite,
 #                  an install check (find_package and pkg-config consumers),
 #                  then every loader fuzzed for a bounded time
-#   make bench     run the benchmarks: micro-benchmarks and the workload
-#                  suite (bench/results/latest.{json,md,png}, README table)
+#   make bench     run the benchmarks: micro-benchmarks, the workload suite
+#                  and the same workloads in PyTorch (installs python3-torch)
+#                  (bench/results/{latest,peers}.json, latest.{md,png}, README table)
 #   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
 #   make install   cmake --install build (PREFIX=/usr/local)
 
@@ -71,12 +72,17 @@ test-install: build
 
 # The micro-benchmarks (dispatch, tracing, replay overhead, .tgraph
 # loading), then the workload suite (bench/suite.c, issue 6):
-# bench/results/latest.json, its Markdown table (latest.md, embedded in
-# README.md between the bench markers) and chart (latest.png, gnuplot).
-# The table and chart are written even when the suite fails (replay
+# bench/results/latest.json, then the same workloads in PyTorch on this
+# machine (bench/peers/run.sh: installs python3-torch here only, never for
+# `make test`; without it the peer columns say why they are missing):
+# bench/results/peers.json.  Then the Markdown tables (latest.md, embedded
+# in README.md between the bench markers) and chart (latest.png, gnuplot).
+# The tables and chart are written even when the suite fails (replay
 # differing from eager is a bug); make then fails.  SUITE_FLAGS: e.g.
-# --quick, --workloads mlp,tiny, --threads 1.
+# --quick, --workloads mlp,tiny, --threads 1.  PEER_FLAGS: flags of
+# bench/peers/torch_workloads.py (--quick follows SUITE_FLAGS).
 SUITE_FLAGS ?=
+PEER_FLAGS ?= --threads 1,2 $(filter --quick,$(SUITE_FLAGS))
 bench: build
 	@scripts/deps.sh gnuplot-nox
 	./$(BUILD)/eager_overhead
@@ -85,6 +91,7 @@ bench: build
 	./$(BUILD)/load
 	@mkdir -p bench/results
 	@st=0; ./$(BUILD)/suite --out bench/results/latest.json $(SUITE_FLAGS) || st=$$?; \
+	  bench/peers/run.sh bench/results/peers.json $(PEER_FLAGS); \
 	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \
 	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
 

@@ -527,11 +527,17 @@ static void run_levels(const config *c, const workload *w, const graph *g, const
     for (int l = 0; l < NLEVELS; l++)
         if (prepare_level(c, g, ref, rec, l, &rc[l], &rco[l], &ocl_ready[l]))
             r[n++] = (runner){replay_once, &rc[l], &rec->lv[l].replay, times[l + 1], 0};
+    int ncpu = n;
     for (int l = 0; l < NLEVELS; l++)
         if (rc[l].s && ocl_ready[l])
             r[n++] = (runner){replay_once, &rco[l], &rec->lv[l].ocl, times[NLEVELS + 1 + l], 0};
     snprintf(rec->stage, sizeof rec->stage, "timing");
-    measure(c, r, n);
+    /* CPU runs first, then OpenCL's apart: PoCL's worker threads keep
+     * spinning on both cores for a while after a launch, which made CPU
+     * runs interleaved with OpenCL ones up to 4x slower (tiny). */
+    measure(c, r, ncpu);
+    if (n > ncpu)
+        measure(c, r + ncpu, n - ncpu);
     if (r[0].failed)
         snprintf(rec->error, sizeof rec->error, "eager: %s", eager_error());
     rec->ok = !r[0].failed;

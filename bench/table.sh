@@ -1,21 +1,36 @@
 #!/bin/sh
-# table.sh - the Markdown table of a bench/suite.c result file, embedded in
+# table.sh - the Markdown tables of a bench/suite.c result file, embedded in
 # the README between <!-- bench:begin --> and <!-- bench:end -->.
 #
-#   bench/table.sh [RESULT.json [OUT.md [README.md]]]
+#   bench/table.sh [RESULT.json [OUT.md [README.md [PEERS.json]]]]
 #
-# Defaults: bench/results/latest.json, bench/results/latest.md, README.md
-# (paths from the repository root).  The README is only rewritten when it
-# holds both markers; everything between them is replaced.  POSIX sh + awk.
+# Defaults: bench/results/latest.json, bench/results/latest.md, README.md,
+# and PEERS.json = peers.json next to RESULT.json (paths from the
+# repository root).  PEERS.json (bench/peers/torch_workloads.py: PyTorch
+# measured in the same `make bench` run) gives the peer table, with the
+# ONNX Runtime figures quoted from the issue (bench/peers/issue6_reported.json,
+# another machine); without it the peer table says why it is missing.
+# The README is only rewritten when it holds both markers; everything
+# between them is replaced.  POSIX sh + awk.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 json=${1:-$root/bench/results/latest.json}
 out=${2:-$root/bench/results/latest.md}
 readme=${3:-$root/README.md}
+peers=${4:-$(dirname "$json")/peers.json}
+reported=$root/bench/peers/issue6_reported.json
 [ -r "$json" ] || { echo "table.sh: cannot read $json" >&2; exit 1; }
+have_peers=0
+[ ! -r "$peers" ] || have_peers=1
 
-awk -f "$root/bench/json_flat.awk" "$json" | awk -F '\t' '
+# One key<TAB>value stream: the suite's keys as they are, the peers' and
+# the issue's prefixed with "peers:" and "issue:".
+{
+    awk -f "$root/bench/json_flat.awk" "$json"
+    [ $have_peers = 0 ] || awk -f "$root/bench/json_flat.awk" "$peers" | sed 's/^/peers:/'
+    [ ! -r "$reported" ] || awk -f "$root/bench/json_flat.awk" "$reported" | sed 's/^/issue:/'
+} | awk -F '\t' -v have_peers=$have_peers -v peers_file="$peers" '
 function ms(x) {
     if (x == "" || x == "null") return "FAIL"
     x += 0
@@ -25,6 +40,67 @@ function kb(x) { return x == "" || x == "null" ? "-" : sprintf("%.0f", x / 1024)
 function mb(x) {
     if (x == "" || x == "null") return "-"
     return x >= 1048576 ? sprintf("%.1f MB", x / 1048576) : x >= 1024 ? sprintf("%.0f KB", x / 1024) : sprintf("%d B", x)
+}
+# A peer time: "-" when not measured, FAIL when measuring failed (null).
+function pms(x) { return x == "" ? "-" : ms(x) }
+# ours / peer time as "0.62×" (below 1: ours is faster); "-" if either is missing.
+function ratio(a, b) {
+    if (a == "" || a == "null" || b == "" || b == "null" || b + 0 <= 0) return "-"
+    return sprintf(a / b >= 0.1 ? "%.2f×" : "%.2g×", a / b)
+}
+# The faster of -O2 and -O3 of record r ("" if neither ran).
+function best_replay(r,    l, t, best) {
+    best = ""
+    for (l = 2; l < 4; l++) {
+        t = v[r "/O" l "/replay_ms.median"]
+        if (t != "null" && t != "" && (best == "" || t + 0 < best + 0)) best = t
+    }
+    return best
+}
+# PyTorch here over the PyTorch figure of the issue: geometric mean over the rows
+# both have (how this machine and build compare with those of the issue).
+function machine_factor(key,    i, r, a, b, s, c) {
+    for (i = 0; i < n; i++) {
+        r = rec[i]
+        a = v["peers:" r "/" key ".median"]; b = v["issue:" r "/" key]
+        if (a != "" && a != "null" && b + 0 > 0) { s += log(a / b); c++ }
+    }
+    return c ? sprintf("%.2f×", exp(s / c)) : "-"
+}
+function peer_table(    i, r, p, e, b, pe, pj, ort, err) {
+    print ""
+    if (!have_peers) {
+        printf "**Peers:** PyTorch was not measured in this run (no %s; `make bench` writes it with `bench/peers/run.sh`).\n", peers_file
+        return
+    }
+    if (v["peers:torch.version"] == "") {
+        printf "**Peers:** PyTorch could not be measured in this run: %s. ONNX Runtime is not packaged in Debian 12; the issue reports it (1 thread, another machine) at", v["peers:error"]
+        for (i = 0; i < n; i++) if (v["issue:" rec[i] "/ort_ms"] != "") { split(rec[i], p, "/"); printf " %s %s ms;", p[1], v["issue:" rec[i] "/ort_ms"] }
+        print " not comparable with this machine."
+        return
+    }
+    printf "**Peers, measured on this machine in the same run** (issue 6): PyTorch %s from Debian 12 (`python3-torch` under /usr/bin/python3 %s; BLAS: %s; ATen kernels: %s; oneDNN %s; TorchScript CPU fusion %s), by `bench/peers/torch_workloads.py` at %s, right after the suite (load average %s then, %s when the suite started: other work on the machine slows both, not necessarily alike). The same workloads written with torch ops (same shapes and weight scales, own seeded weights), the module run eagerly and as `torch.jit.trace` + `torch.jit.freeze` + `torch.jit.optimize_for_inference`, under `torch.inference_mode()`, in interleaved rounds as the suite times ours (medians of at least %s runs; a run includes the Python call). ",
+        v["peers:torch.version"], v["peers:torch.python"], v["peers:torch.blas"], v["peers:torch.capability"],
+        v["peers:torch.mkldnn"] == "true" ? "enabled" : "disabled",
+        v["peers:torch.cpu_fuser"] == "true" ? "available" : "unavailable (built without LLVM)", v["peers:machine.date"],
+        v["peers:machine.loadavg"], v["machine.loadavg"], v["peers:config.min_runs"]
+    printf "ONNX Runtime is not packaged in Debian 12 and PyPI is not reachable here, so it could not be measured: its column quotes the issue'"'"'s figure, **from another machine**, so ratios against it are not apples to apples; as a yardstick, PyTorch here takes %s (eager) and %s (jit) of the time the issue reports for it (geometric mean over its rows). Ours / peer: our best replay (faster of -O2, -O3) over the peer'"'"'s median; below 1, ours is faster. PyTorch jit err: max rel err of its jit output vs its eager output.\n\n",
+        machine_factor("torch_eager_ms"), machine_factor("torch_jit_ms")
+    if (v["peers:ok"] != "true")
+        printf "PyTorch columns incomplete: %s\n\n", v["peers:error"] != "" ? v["peers:error"] : "see " peers_file
+    print "| workload | threads | ours eager | ours replay | PyTorch eager | PyTorch jit | ONNX Runtime (issue, other machine) | ours / PyTorch eager | ours / PyTorch jit | ours / ORT (other machine) | PyTorch jit err |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (i = 0; i < n; i++) {
+        r = rec[i]; split(r, p, "/")
+        e = v[r "/eager_ms.median"]; b = best_replay(r)
+        pe = v["peers:" r "/torch_eager_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]
+        ort = v["issue:" r "/ort_ms"]
+        err = v["peers:" r "/max_rel_err"]
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], substr(p[2], 2),
+            ms(e), b == "" ? "FAIL" : ms(b), pms(pe), pms(pj), ort == "" ? "-" : ms(ort),
+            ratio(b, pe), ratio(b, pj), ratio(b, ort),
+            err == "" ? "-" : err == "null" ? "FAIL" : err + 0 == 0 ? "0" : sprintf("%.1e", err)
+    }
 }
 { v[$1] = $2 }
 $1 ~ /\/eager_ms\.median$/ { r = $1; sub(/\/eager_ms\.median$/, "", r); rec[n++] = r }
@@ -55,6 +131,7 @@ END {
             err == "FAIL" ? "FAIL" : err + 0 == 0 ? "0" : sprintf("%.1e", err))
         print line
     }
+    peer_table()
     print ""
     print "| workload | threads | trace | optimize -O1 / -O2 / -O3 | .tgraph -O0 → -O3 (KB) | load -O3 | compile -O3 |"
     print "|---|---:|---:|---:|---:|---:|---:|"
