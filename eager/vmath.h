@@ -32,7 +32,8 @@
  *   vm_geluf (x/2 (1 + erf(x/sqrt2)), accurate in the far negative tail,
  *   gelu(-inf) = -0), vm_siluf (x sigmoid(x), silu(-inf) = -0).
  * Without hardware FMA (a build without -march=native) the results are
- * still within the bound above but lose about one bit.
+ * still within the bound above but lose about one bit (gelu's tail keeps
+ * the exact low part of x^2 through vm_sq_err).
  */
 #ifndef TG_EAGER_VMATH_H
 #define TG_EAGER_VMATH_H
@@ -62,6 +63,19 @@ static inline float vm_asfloat(uint32_t u)
     float x;
     memcpy(&x, &u, sizeof x);
     return x;
+}
+
+/* The rounding error of hx = x * x (x * x - hx exactly): one fma where the
+ * target has it, else Dekker's split of x into 12-bit halves, whose
+ * products are exact (gelu's far tail needs the low part of x^2). */
+static inline float vm_sq_err(float x, float hx)
+{
+#if defined(__FMA__) || defined(__FP_FAST_FMAF)
+    return fmaf(x, x, -hx);
+#else
+    float hi = vm_asfloat(vm_asuint(x) & 0xfffff000u), lo = x - hi;
+    return ((hi * hi - hx) + 2.0f * hi * lo) + lo * lo;
+#endif
 }
 
 /*
@@ -251,7 +265,7 @@ static inline float vm_erff(float x)
     a = a > 10.0f ? 10.0f : a; /* erf = 1 in float far earlier */
     float u = a * a;
     float small = a * vm_erf_small_(u);
-    float tail = vm_erfcx_tail_(a) * vm_exp_negsq_(u, VM_FMA(a, a, -u));
+    float tail = vm_erfcx_tail_(a) * vm_exp_negsq_(u, vm_sq_err(a, u));
     return copysignf(a < 0.875f ? small : 1.0f - tail, x);
 }
 
@@ -269,7 +283,7 @@ static inline float vm_geluf(float x)
     float a = fabsf(z);
     float small = 0.5f * x * VM_FMA(z, vm_erf_small_(z * z), 1.0f);
     float hx = xc * xc;
-    float e = vm_exp_negsq_(0.5f * hx, 0.5f * VM_FMA(xc, xc, -hx));
+    float e = vm_exp_negsq_(0.5f * hx, 0.5f * vm_sq_err(xc, hx));
     float hxr = 0.5f * xc * vm_erfcx_tail_(a); /* finite even at +-inf */
     float big = xc > 0.0f ? VM_FMA(-hxr, e, x) : hxr * e;
     float r = a < 0.875f ? small : big;
