@@ -17,6 +17,7 @@
 #include "check.h"
 #include "eager/eager.h"
 #include "eager/interp.h"
+#include "graph/text.h"
 #include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
@@ -121,6 +122,16 @@ static void test_refusals(void)
     replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
     CHECK_MSG(p != NULL, "restored: %s", err);
     replay_plan_free(p);
+    graph_free(g);
+    /* More elements than the kernels' 32-bit indexing: refused at compile. */
+    static const char big[] = "graph big(%x: f32[65536,32769]) -> (y: f32[65536,32769]) {\n"
+                              "  %1: f32[65536,32769] = relu(%x)\n  return y = %1\n}\n";
+    g = graph_parse(big, sizeof big - 1, err, sizeof err);
+    CHECK_MSG(g != NULL, "parse: %s", err);
+    CHECK(g && replay_compile(g, &OCL, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "op relu is not supported on device") &&
+                  strstr(err, "2147549184 elements exceeds the OpenCL kernels' 32-bit indexing"),
+              "32-bit limit: %s", err);
     graph_free(g);
 }
 
@@ -412,15 +423,16 @@ static void test_disk_cache(void)
     graph_free(g);
 }
 
-/* A 2^38-element intermediate (built by hand: eager would try to
- * allocate it): the arena cannot be allocated. */
+/* An intermediate of 2^31 - 64 floats, 8 GB (built by hand: eager would
+ * try to allocate it; just inside the kernels' 32-bit indexing): more than
+ * the device's memory, so the arena cannot be allocated. */
 static void test_out_of_memory(void)
 {
     graph *g = graph_new("big");
     graph_type t1 = {GRAPH_F32, 1, {1}};
     int32_t xv = graph_add_value(g, GRAPH_VALUE_INPUT, &t1, "x"), e, y;
     graph_add_input(g, xv);
-    graph_expand_attrs ea = {TG_SHAPE(1LL << 38)};
+    graph_expand_attrs ea = {TG_SHAPE((1LL << 31) - 64)};
     CHECK(graph_add_node(g, GRAPH_OP_expand, &xv, 1, &ea, &e, 1) >= 0);
     graph_reduce_max_attrs ra = {TG_NOINTS, 0};
     CHECK(graph_add_node(g, GRAPH_OP_reduce_max, &e, 1, &ra, &y, 1) >= 0);

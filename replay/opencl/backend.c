@@ -4,6 +4,7 @@
  * that an unsupported op or a failed build stops replay_compile with the
  * node's call site, never a run.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,18 @@ static tg_status prepare_node(replay_plan *p, ocl_plan *op, int32_t i, char *err
     }
     for (int k = 0; k < n->nout; k++)
         ot[k] = g->values[n->out[k]].type;
+    /* The kernels index elements with 32-bit ints (run.c re-checks the
+     * sizes of each dynamic-shape variant). */
+    for (int k = 0; k < n->nin + n->nout; k++) {
+        int64_t numel = graph_type_numel(k < n->nin ? &it[k] : &ot[k - n->nin]);
+        if (numel > INT32_MAX) {
+            snprintf(err, errlen, "replay: op %s is not supported on device %s: a tensor of "
+                     "%lld elements exceeds the OpenCL kernels' 32-bit indexing (%s)",
+                     graph_ops[n->op].name, op->dev->info.name, (long long)numel,
+                     replay_node_str(p, i, what, sizeof what));
+            return TG_ERR_UNSUPPORTED;
+        }
+    }
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
                   .node = n, .attrs = graph_node_attrs(n), .in_type = it, .nin = n->nin,
                   .out_type = ot, .nout = n->nout, .in_host = host, .err = why,

@@ -9,6 +9,7 @@
  * enqueue every step (guards read their value back and check it on the
  * host), copy or read the outputs, wait once, then check the flag.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,19 @@ fail:
 static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
 {
     const graph *g = s->p->g;
+    for (int32_t i = 0; i < g->nvalues; i++) { /* the kernels' 32-bit indexing */
+        if (graph_type_numel(&v->types[i]) > INT32_MAX) {
+            char what[400] = "";
+            int32_t node = g->values[i].node;
+            if (node >= 0)
+                replay_node_str(s->p, node, what, sizeof what);
+            snprintf(err, errlen, "OpenCL: at these input shapes value %d has %lld elements, "
+                     "more than the OpenCL kernels' 32-bit indexing allows%s%s%s", i,
+                     (long long)graph_type_numel(&v->types[i]), what[0] ? " (" : "", what,
+                     what[0] ? ")" : "");
+            return NULL;
+        }
+    }
     obound *b = calloc(1, sizeof *b);
     if (!b)
         goto oom;
