@@ -20,6 +20,7 @@
 #include "eager/eager.h"
 #include "eager/interp.h"
 #include "graph/text.h"
+#include "graph_query.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 
@@ -95,23 +96,6 @@ static inline int run_pass_at(const char *file, int line, graph *g, const opt_pa
 
 static char why_buf[4096] __attribute__((unused));
 #define RUN(g, pass) run_pass_at(__FILE__, __LINE__, (g), &(pass), why_buf, sizeof why_buf)
-
-static inline int count_op(const graph *g, graph_op op)
-{
-    int n = 0;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        n += !(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op;
-    return n;
-}
-
-/* The first live node of op, or -1. */
-static inline int32_t find_op(const graph *g, graph_op op)
-{
-    for (int32_t i = 0; i < g->nnodes; i++)
-        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op)
-            return i;
-    return -1;
-}
 
 /* Nonzero if node n carries provenance ids 0..np-1 (p0, p1, ...). */
 static inline int has_provs(const graph *g, int32_t n, int np)

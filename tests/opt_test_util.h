@@ -16,6 +16,7 @@
 #include "eager/eager.h"
 #include "eager/interp.h"
 #include "graph/text.h"
+#include "graph_query.h"
 #include "optimize/opt.h"
 
 /* Parses text IR (the test fails on a parse error). */
@@ -93,24 +94,6 @@ static inline int32_t report_edits(const opt_report *rep)
     for (int i = 0; i < rep->npasses; i++)
         n += rep->pass[i].removed + rep->pass[i].rewritten + rep->pass[i].fused;
     return n;
-}
-
-/* Live nodes running op. */
-static inline int count_op(const graph *g, graph_op op)
-{
-    int n = 0;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        n += !(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op;
-    return n;
-}
-
-/* The first live node running op, or -1. */
-static inline int32_t find_op(const graph *g, graph_op op)
-{
-    for (int32_t i = 0; i < g->nnodes; i++)
-        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op)
-            return i;
-    return -1;
 }
 
 /* The value named name (text IR %name), or -1. */
