@@ -109,3 +109,12 @@ graph *model_trace(const model *m, eager_tensor *x)
     CHECK_MSG(g != NULL, "%s traces: %s", m->name, eager_error());
     return g;
 }
+
+/* The line of model_branchy's eager_bool, 5 lines on. */
+const int model_branchy_line = __LINE__ + 5;
+
+eager_tensor *model_branchy(eager_tensor *x)
+{
+    eager_tensor *pos = eager_gt(eager_reduce_sum(x, TG_NOINTS, 0), eager_scalar(0));
+    return eager_bool(pos) ? eager_relu(x) : eager_neg(x);
+}

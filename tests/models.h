@@ -36,4 +36,12 @@ eager_tensor *model_mlp(eager_tensor *x, eager_tensor *const *p);
 eager_tensor *model_conv_block(eager_tensor *x, eager_tensor *const *p);
 eager_tensor *model_attention(eager_tensor *x, eager_tensor *const *p);
 
+/*
+ * relu(x) when sum(x) > 0, else -x: a data-dependent branch, so tracing it
+ * records a guard.  model_branchy_line is the line of its data read
+ * (tests expect "models.c:LINE model_branchy" in a guard failure).
+ */
+eager_tensor *model_branchy(eager_tensor *x);
+extern const int model_branchy_line;
+
 #endif

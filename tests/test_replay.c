@@ -175,22 +175,13 @@ static void test_param_swap(void)
     model_free(&m);
 }
 
-static int read_line;
-
-static eager_tensor *branchy(eager_tensor *x)
-{
-    eager_tensor *pos = eager_gt(eager_reduce_sum(x, TG_NOINTS, 0), eager_scalar(0));
-    read_line = __LINE__ + 1;
-    return eager_bool(pos) ? eager_relu(x) : eager_neg(x);
-}
-
 static void test_guards(void)
 {
     eager_pool_push();
     eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(3), ((float[]){1, 2, -0.5f}));
     trace_begin(NULL);
     trace_input(x, "x");
-    trace_output(branchy(x), "y");
+    trace_output(model_branchy(x), "y");
     graph *g = trace_freeze();
     replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -203,7 +194,7 @@ static void test_guards(void)
         in.data = other;
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_GUARD);
         char site[64];
-        snprintf(site, sizeof site, "test_replay.c:%d branchy", read_line);
+        snprintf(site, sizeof site, "models.c:%d model_branchy", model_branchy_line);
         CHECK_MSG(strstr(replay_session_error(s), site) &&
                   strstr(replay_session_error(s), "guard failed: the decision at"),
                   "\"%s\" names %s", replay_session_error(s), site);
