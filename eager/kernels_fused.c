@@ -71,30 +71,6 @@ enum {
 
 /* ---- the loops ---- */
 
-/* sqrt through the instruction: sqrtf may set errno, so GCC branches to
- * libm and does not vectorize it (as in kernels_unary.c). */
-static void sqrt_loop(const float *x, float *y, int64_t n, int recip)
-{
-    int64_t i = 0;
-#if defined(__AVX512F__)
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (; i + 16 <= n; i += 16) {
-        __m512 s = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
-        _mm512_storeu_ps(y + i, recip ? _mm512_div_ps(one, s) : s);
-    }
-#elif defined(__AVX__)
-    const __m256 one = _mm256_set1_ps(1.0f);
-    for (; i + 8 <= n; i += 8) {
-        __m256 s = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
-        _mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one, s) : s);
-    }
-#endif
-    for (; i < n; i++) {
-        float s = sqrtf(x[i]);
-        y[i] = recip ? 1.0f / s : s;
-    }
-}
-
 /* pow: the exponents kernels_binary.c computes exactly, else powf. */
 static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsigned mode)
 {
@@ -204,10 +180,10 @@ void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_
         BI(maximum, (x > y || x != x) ? x : y)
         BI(minimum, (x < y || x != x) ? x : y)
     case GRAPH_OP_sqrt:
-        sqrt_loop(a, d, n, 0);
+        vm_sqrt_loop(a, d, n, 0);
         break;
     case GRAPH_OP_rsqrt:
-        sqrt_loop(a, d, n, 1);
+        vm_sqrt_loop(a, d, n, 1);
         break;
     case GRAPH_OP_pow:
         pow_loop(a, b, d, n, mode);

@@ -117,44 +117,16 @@ UNARY_FN(gelu_f32, float, vm_geluf(v))
 UNARY_FN(silu_f32, float, vm_siluf(v))
 UNARY_FN(erf_f32, float, vm_erff(v))
 
-/*
- * sqrtf may set errno, so GCC guards each call with a branch to libm and
- * will not vectorize it (the no-math-errno function attribute does not
- * help in GCC 12); the instruction itself is used where available.  Both
- * give the correctly rounded IEEE result.
- */
-static void sqrt_loop(const float *x, float *y, int64_t n, int recip)
-{
-    int64_t i = 0;
-#if defined(__AVX512F__)
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (; i + 16 <= n; i += 16) {
-        __m512 s = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
-        _mm512_storeu_ps(y + i, recip ? _mm512_div_ps(one, s) : s);
-    }
-#elif defined(__AVX__)
-    const __m256 one = _mm256_set1_ps(1.0f);
-    for (; i + 8 <= n; i += 8) {
-        __m256 s = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
-        _mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one, s) : s);
-    }
-#endif
-    for (; i < n; i++) {
-        float s = sqrtf(x[i]);
-        y[i] = recip ? 1.0f / s : s;
-    }
-}
-
 static void sqrt_f32(const void *x, void *y, int64_t n, const void *attrs)
 {
     (void)attrs;
-    sqrt_loop(x, y, n, 0);
+    vm_sqrt_loop(x, y, n, 0);
 }
 
 static void rsqrt_f32(const void *x, void *y, int64_t n, const void *attrs)
 {
     (void)attrs;
-    sqrt_loop(x, y, n, 1);
+    vm_sqrt_loop(x, y, n, 1);
 }
 
 static void leaky_relu_f32(const void *xv, void *yv, int64_t n,

@@ -43,6 +43,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 /* Fused multiply-add where it is one instruction; a*b+c otherwise (a
  * libm fmaf call would stop vectorization and be slow). */
 #if defined(__FMA__) || defined(__FP_FAST_FMAF)
@@ -288,6 +292,35 @@ static inline float vm_geluf(float x)
     float big = xc > 0.0f ? VM_FMA(-hxr, e, x) : hxr * e;
     float r = a < 0.875f ? small : big;
     return x < -20.0f ? -0.0f : r;
+}
+
+/*
+ * y = sqrt(x), or 1/sqrt(x) when recip, over n floats.  sqrtf may set
+ * errno, so GCC guards each call with a branch to libm and will not
+ * vectorize it (the no-math-errno function attribute does not help in
+ * GCC 12); the instruction itself is used where available.  Both give the
+ * correctly rounded IEEE result.  Shared by the unary and fused kernels.
+ */
+static inline void vm_sqrt_loop(const float *x, float *y, int64_t n, int recip)
+{
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (; i + 16 <= n; i += 16) {
+        __m512 s = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
+        _mm512_storeu_ps(y + i, recip ? _mm512_div_ps(one, s) : s);
+    }
+#elif defined(__AVX__)
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 s = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+        _mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one, s) : s);
+    }
+#endif
+    for (; i < n; i++) {
+        float s = sqrtf(x[i]);
+        y[i] = recip ? 1.0f / s : s;
+    }
 }
 
 #endif
