@@ -1,0 +1,194 @@
+/*
+ * json.c - bench/results/latest.json for the suite (schema in
+ * bench/suite.c): the machine, the configuration and every record.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "suite.h"
+
+static void json_num(FILE *f, double x)
+{
+    if (isfinite(x))
+        fprintf(f, "%.6g", x);
+    else
+        fputs("null", f);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_stats(FILE *f, const char *key, const stats *s)
+{
+    fprintf(f, "\"%s\": {\"median\": ", key);
+    json_num(f, s->runs ? s->median : NAN);
+    fputs(", \"min\": ", f);
+    json_num(f, s->runs ? s->min : NAN);
+    fputs(", \"max\": ", f);
+    json_num(f, s->runs ? s->max : NAN);
+    fprintf(f, ", \"runs\": %d}", s->runs);
+}
+
+static void json_level(FILE *f, const record *rec, const level_result *r)
+{
+    fprintf(f, "        {\"level\": %d, \"ok\": %s, \"error\": ", r->level, r->ok ? "true" : "false");
+    json_str(f, r->error);
+    fputs(",\n         \"optimize_ms\": ", f);
+    json_num(f, r->optimize_ms);
+    fprintf(f, ", \"nodes_before\": %d, \"nodes_after\": %d, \"tgraph_bytes\": %zu,\n",
+            r->nodes_before, r->nodes_after, r->tgraph_bytes);
+    fputs("         \"load_ms\": ", f);
+    json_num(f, r->load_ms);
+    fputs(", \"compile_ms\": ", f);
+    json_num(f, r->compile_ms);
+    fputs(",\n         ", f);
+    json_stats(f, "replay_ms", &r->replay);
+    fputs(", \"speedup\": ", f);
+    json_num(f, r->replay.runs ? rec->eager.median / r->replay.median : NAN);
+    fprintf(f, ",\n         \"arena_bytes\": {\"naive\": %zu, \"lower_bound\": %zu, "
+            "\"planned\": %zu},\n         \"max_abs_err\": ", r->naive, r->lower, r->planned);
+    json_num(f, r->replay.runs ? r->max_abs : NAN);
+    fputs(", \"max_rel_err\": ", f);
+    json_num(f, r->replay.runs ? r->max_rel : NAN);
+    fputs(",\n         \"opencl\": ", f);
+    if (!r->ocl_ran) {
+        fputs("null}", f);
+        return;
+    }
+    fprintf(f, "{\"ok\": %s, \"error\": ", r->ocl_ok ? "true" : "false");
+    json_str(f, r->ocl_error);
+    fputs(", \"compile_ms\": ", f);
+    json_num(f, r->ocl_compile_ms);
+    fputs(", ", f);
+    json_stats(f, "replay_ms", &r->ocl);
+    fputs(", \"speedup\": ", f);
+    json_num(f, r->ocl.runs ? rec->eager.median / r->ocl.median : NAN);
+    fputs(", \"max_rel_err\": ", f);
+    json_num(f, r->ocl.runs ? r->ocl_max_rel : NAN);
+    fputs(", \"rel_err_vs_cpu\": ", f);
+    json_num(f, r->ocl.runs ? r->ocl_vs_cpu : NAN);
+    fputs("}}", f);
+}
+
+static void json_record(FILE *f, const record *rec)
+{
+    fputs("    {\"workload\": ", f);
+    json_str(f, rec->workload);
+    fprintf(f, ", \"threads\": %d, \"ok\": %s, \"error\": ", rec->threads,
+            rec->ok ? "true" : "false");
+    json_str(f, rec->error);
+    fputs(",\n      \"desc\": ", f);
+    json_str(f, rec->desc);
+    fputs(", \"opencl_device\": ", f);
+    if (rec->ocl_device[0])
+        json_str(f, rec->ocl_device);
+    else
+        fputs("null", f);
+    fputs(", \"loadavg\": ", f);
+    json_num(f, rec->loadavg);
+    fputs(",\n      ", f);
+    json_stats(f, "eager_ms", &rec->eager);
+    fputs(",\n      \"trace_ms\": ", f);
+    json_num(f, rec->trace_ms);
+    fprintf(f, ", \"traced_nodes\": %d,\n      \"levels\": [\n", rec->traced_nodes);
+    for (int l = 0; l < NLEVELS; l++) {
+        json_level(f, rec, &rec->lv[l]);
+        fputs(l + 1 < NLEVELS ? ",\n" : "\n", f);
+    }
+    fputs("      ]}", f);
+}
+
+/* "model name (family F model M, AVX-512)" from /proc/cpuinfo ("?" if unknown). */
+static void cpu_model(char *buf, size_t len)
+{
+    char name[256] = "?", line[4096];
+    int family = -1, model = -1, avx512 = 0, avx2 = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        if (strncmp(line, "model name", 10) == 0 && name[0] == '?') {
+            snprintf(name, sizeof name, "%s", colon + 2);
+            name[strcspn(name, "\n")] = 0;
+        } else if (strncmp(line, "cpu family", 10) == 0 && family < 0) {
+            family = atoi(colon + 1);
+        } else if (strncmp(line, "model\t", 6) == 0 && model < 0) {
+            model = atoi(colon + 1);
+        } else if (strncmp(line, "flags", 5) == 0) {
+            avx512 |= strstr(line, " avx512f") != NULL;
+            avx2 |= strstr(line, " avx2") != NULL;
+        }
+    }
+    if (f)
+        fclose(f);
+    snprintf(buf, len, "%s (family %d model %d, %s)", name, family, model,
+             avx512 ? "AVX-512" : avx2 ? "AVX2" : "no AVX2");
+}
+
+static void json_machine(FILE *f, double load)
+{
+    char cpu[256], date[64];
+    cpu_model(cpu, sizeof cpu);
+    struct utsname u;
+    char os[400] = "?";
+    if (uname(&u) == 0)
+        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fputs("  \"machine\": {\"cpu\": ", f);
+    json_str(f, cpu);
+    fprintf(f, ", \"cores\": %ld, \"compiler\": ", sysconf(_SC_NPROCESSORS_ONLN));
+#if defined(__clang__)
+    json_str(f, "clang " __clang_version__);
+#elif defined(__GNUC__)
+    json_str(f, "GCC " __VERSION__);
+#else
+    json_str(f, "?");
+#endif
+    fputs(", \"os\": ", f);
+    json_str(f, os);
+    fputs(", \"date\": ", f);
+    json_str(f, date);
+    fputs(", \"loadavg\": ", f);
+    json_num(f, load);
+    fputs("},\n", f);
+}
+
+int suite_write_json(const config *c, const record *recs, int n, int ok, double secs)
+{
+    FILE *f = fopen(c->out, "w");
+    if (!f) {
+        fprintf(stderr, "suite: cannot write %s\n", c->out);
+        return 0;
+    }
+    fputs("{\"schema\": \"tracegraph-bench-1\",\n", f);
+    json_machine(f, c->loadavg);
+    fprintf(f, "  \"config\": {\"min_runs\": %d, \"budget_ms\": %g, \"rel_tolerance\": %g},\n",
+            c->min_runs, c->budget_ms, REL_TOL);
+    fprintf(f, "  \"ok\": %s, \"total_s\": %.1f,\n  \"records\": [\n", ok ? "true" : "false",
+            secs);
+    for (int i = 0; i < n; i++) {
+        json_record(f, &recs[i]);
+        fputs(i + 1 < n ? ",\n" : "\n", f);
+    }
+    fputs("  ]}\n", f);
+    return fclose(f) == 0;
+}

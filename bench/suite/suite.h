@@ -1,0 +1,69 @@
+/*
+ * suite.h - what bench/suite.c measures and bench/suite/json.c writes:
+ * the configuration and one record per workload x thread count.
+ */
+#ifndef TG_BENCH_SUITE_H
+#define TG_BENCH_SUITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../workloads.h"
+
+#define NLEVELS 4
+#define MAX_RUNS 5000
+#define REL_TOL 1e-3
+#define OCL_CPU_TOL 1e-4 /* OpenCL vs replay-CPU at the same level (issue 7) */
+#define RECORD_TIMEOUT_S 300
+
+typedef struct config {
+    const char *out;
+    int min_runs;
+    double budget_ms;
+    int threads[4], nthreads;
+    int use[WL_COUNT];
+    int no_fork;    /* run records in this process (for a debugger) */
+    int no_opencl;  /* skip the OpenCL column */
+    double loadavg; /* at the start */
+} config;
+
+typedef struct stats {
+    double median, min, max;
+    int runs;
+} stats;
+
+typedef struct level_result {
+    int level, ok;
+    char error[512];
+    double optimize_ms, load_ms, compile_ms;
+    int32_t nodes_before, nodes_after;
+    size_t tgraph_bytes;
+    stats replay;
+    size_t naive, lower, planned;
+    double max_abs, max_rel;
+    /* The same plan on OpenCL (issue 7): ocl_ran 0 when not measured
+     * (--no-opencl, or no platform: ocl_error says so). */
+    int ocl_ran, ocl_ok;
+    char ocl_error[512];
+    double ocl_compile_ms, ocl_max_rel, ocl_vs_cpu;
+    stats ocl;
+} level_result;
+
+typedef struct record {
+    const char *workload;
+    char desc[256];
+    int threads, ok;
+    char error[512];
+    char stage[64]; /* what run_record is doing (reported if it crashes) */
+    double loadavg;
+    char ocl_device[300]; /* "" when OpenCL was not measured */
+    stats eager;
+    double trace_ms;
+    int32_t traced_nodes;
+    level_result lv[NLEVELS];
+} record;
+
+/* Writes c->out (schema in bench/suite.c); 0 if it cannot be written. */
+int suite_write_json(const config *c, const record *recs, int n, int ok, double secs);
+
+#endif
