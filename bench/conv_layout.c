@@ -109,26 +109,7 @@ static double time_block(const graph *g0, eager_tensor *x, int level)
         fprintf(stderr, "optimize failed: %s\n", err);
         exit(1);
     }
-    replay_plan *pl = replay_compile(g, NULL, err, sizeof err);
-    replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
-    if (!s) {
-        fprintf(stderr, "replay setup failed: %s\n", err);
-        exit(1);
-    }
-    replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
-    double *t = malloc(sizeof *t * (size_t)reps), med;
-    for (int r = -3; r < reps; r++) {
-        double t0 = bench_now_ns();
-        replay_run(s, &in, 1, &out, 1);
-        if (r >= 0)
-            t[r] = bench_now_ns() - t0;
-    }
-    med = bench_median(t, reps);
-    free(t);
-    replay_session_free(s);
-    replay_plan_free(pl);
-    graph_free(g);
-    return med / 1e3;
+    return bench_replay_median_ns(g, x, reps) / 1e3;
 }
 
 static void block_rows(void)

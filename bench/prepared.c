@@ -101,27 +101,7 @@ static double time_replay(model_fn f, eager_tensor *const *p, int np)
     trace_output(f(p), "y");
     graph *g = trace_freeze();
     eager_pool_pop();
-    char err[256];
-    replay_plan *pl = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
-    replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
-    if (!s) {
-        fprintf(stderr, "replay setup failed: %s\n", err);
-        exit(1);
-    }
-    replay_tensor in = {"x", *eager_type(p[0]), (void *)eager_peek(p[0])}, out = {NULL};
-    double *t = malloc(sizeof *t * (size_t)reps), med;
-    for (int r = -3; r < reps; r++) {
-        double t0 = bench_now_ns();
-        replay_run(s, &in, 1, &out, 1);
-        if (r >= 0)
-            t[r] = bench_now_ns() - t0;
-    }
-    med = bench_median(t, reps);
-    free(t);
-    replay_session_free(s);
-    replay_plan_free(pl);
-    graph_free(g);
-    return med;
+    return bench_replay_median_ns(g, p[0], reps);
 }
 
 static eager_tensor *f_linear(eager_tensor *const *p) { return eager_linear(p[0], p[1], p[2]); }
