@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eager/eager.h"
+#include "replay/replay.h"
 
 static int passed, failed;
 
@@ -92,6 +93,20 @@ void check_fail_at(const char *want, const char *file, int line, const char *fun
     check_report(strstr(eager_error(), site) != NULL, file, line,
                  "error \"%s\" should name %s", eager_error(), site);
     check_error(want, file, line);
+}
+
+int check_opencl_device(struct replay_device *dev)
+{
+    char err[512] = "";
+    replay_device first;
+    int n = replay_opencl_devices(&first, 1, err, sizeof err);
+    if (n <= 0) {
+        printf("SKIP: %s\n", n < 0 ? err : "no OpenCL device on any platform");
+        return 0;
+    }
+    if (dev)
+        *dev = first;
+    return 1;
 }
 
 int check_done(void)

@@ -60,6 +60,16 @@ void check_fail_at(const char *want, const char *file, int line, const char *fun
     } while (0)
 
 
+/*
+ * The OpenCL tests' preamble: 1 when an OpenCL device exists (*dev, if
+ * given, is the first), else prints "SKIP: <why>" and returns 0; the test
+ * then exits CHECK_SKIP, which ctest reports as skipped (SKIP_RETURN_CODE
+ * in CMakeLists.txt), never as passed.
+ */
+struct replay_device;
+int check_opencl_device(struct replay_device *dev);
+#define CHECK_SKIP 77
+
 /* Prints the summary line; returns the process exit code. */
 int check_done(void);
 

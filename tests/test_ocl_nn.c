@@ -748,12 +748,8 @@ static void test_reduce(void)
 
 int main(void)
 {
-    char err[256];
-    if (replay_opencl_devices(NULL, 0, err, sizeof err) <= 0) {
-        /* err already reads "no OpenCL platform (...)" */
-        printf("SKIP: %s\n", strstr(err, "no OpenCL platform") ? err : "no OpenCL platform");
-        return 77;
-    }
+    if (!check_opencl_device(NULL))
+        return CHECK_SKIP;
     test_matmul();
     test_linear();
     test_conv();

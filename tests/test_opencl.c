@@ -450,10 +450,8 @@ static void test_out_of_memory(void)
 int main(void)
 {
     char err[512] = "";
-    if (replay_opencl_devices(NULL, 0, err, sizeof err) < 0) {
-        printf("SKIP: %s\n", err);
-        return 77;
-    }
+    if (!check_opencl_device(NULL))
+        return CHECK_SKIP;
     replay_opencl_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "no cl objects before: %ld", ocl_live_objects());
     test_devices();

@@ -269,12 +269,9 @@ static void run_case(const ocase *c, int idx, int *covered)
 
 int main(void)
 {
-    char err[512] = "";
     replay_device dev;
-    if (replay_opencl_devices(&dev, 1, err, sizeof err) < 0) {
-        printf("SKIP: %s\n", err);
-        return 77;
-    }
+    if (!check_opencl_device(&dev))
+        return CHECK_SKIP;
     printf("OpenCL device: %s / %s\n", dev.platform, dev.name);
     int covered[GRAPH_OP_COUNT] = {0};
     for (int i = 0; i < NCASES; i++)

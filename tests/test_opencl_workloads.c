@@ -107,12 +107,8 @@ static void test_workload(workload_kind k)
 
 int main(void)
 {
-    char err[512] = "";
-    replay_device dev;
-    if (replay_opencl_devices(&dev, 1, err, sizeof err) < 0) {
-        printf("SKIP: %s\n", err);
-        return 77;
-    }
+    if (!check_opencl_device(NULL))
+        return CHECK_SKIP;
     for (int k = 0; k < WL_COUNT; k++)
             test_workload((workload_kind)k);
     replay_opencl_shutdown();
