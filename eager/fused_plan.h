@@ -1,14 +1,17 @@
 /*
  * fused_plan.h - the compiled form of a `fused` micro-program, shared by
- * the kernel's two paths (private to eager/):
+ * the kernel's three paths (private to eager/):
  *   - kernels_fused.c: compiling, and the tile path (any size: one loop
  *     per instruction over each tile of the output);
- *   - kernels_fused_small.c: the register path for outputs of at most
+ *   - kernels_fused_reg.c: the register path for outputs of at most
  *     FUSED_SMALL_N elements (one AVX-512 vector per value, a switch per
  *     statement with the operation inline; the per-statement cost of
  *     the tile path, pointer setup and a loop per instruction, is what
- *     dominates a 16-element program).
- * Both give the same bits: the same operations in the same order, and
+ *     dominates a 16-element program), and the streaming path for larger
+ *     outputs without broadcast inputs (the tile instructions run 64
+ *     elements at a time with the same inline cases, values forwarded in
+ *     registers instead of stored to a tile buffer and reloaded).
+ * All give the same bits: the same operations in the same order, and
  * vmath512.h's functions equal vmath.h's.
  */
 #ifndef TG_EAGER_FUSED_PLAN_H
@@ -82,6 +85,27 @@ typedef struct fsmall {
     fsinst inst[FUSED_MAX_STMTS]; /* in execution order (see fused_small_compile) */
 } fsmall;
 
+/* ---- the streaming register path ---- */
+
+#define FUSED_STREAM_U 4 /* vectors per step (without VM512 there is no streaming path) */
+enum { FUSED_STREAM_W = 16 * FUSED_STREAM_U }; /* elements per step */
+
+/*
+ * The tile instructions (fplan.inst, same order and operands) as the
+ * streaming path runs them: FUSED_STREAM_W elements at a time, one
+ * switch case per statement, values forwarded in registers.  code is
+ * fsinst's, with operand source 3: a full input read in place (a or b
+ * is then the input's index).  Rows are FUSED_STREAM_W floats: row t
+ * holds instruction t's result when store[t] is set (a later statement
+ * reads it from there), rows ninst .. ninst + nurow - 1 the uniform
+ * values uv[urow_uv[j]], broadcast.
+ */
+typedef struct fstream {
+    int ninst, nurow;
+    uint8_t urow_uv[2 * FUSED_MAX_STMTS], store[FUSED_MAX_STMTS];
+    fsinst inst[FUSED_MAX_STMTS];
+} fstream;
+
 typedef struct fplan {
     eager_kstate base;
     int64_t n;   /* output elements */
@@ -97,6 +121,8 @@ typedef struct fplan {
     int nfull;
     fbcast bc[FUSED_MAX_INPUTS];
     fsmall s;
+    int stream; /* the tile instructions are run by the streaming path (v) */
+    fstream v;
 } fplan;
 
 /* d[0..n) = I's op of a, b (kernels_fused.c).  d may be a or b. */
@@ -111,10 +137,19 @@ void fused_gather(const float *src, const fbcast *b, int64_t t0, int64_t len, fl
 
 /* Builds P->s from the parsed program for a->out_type with at most
  * FUSED_SMALL_N elements, and the fbcasts of its broadcast inputs
- * (kernels_fused_small.c). */
+ * (kernels_fused_reg.c). */
 void fused_small_compile(fplan *P, const fused_prog *p, const eager_kargs *a);
 
-/* Runs P->s on a's buffers (kernels_fused_small.c). */
+/* Runs P->s on a's buffers (kernels_fused_reg.c). */
 void fused_small_run(const fplan *P, const eager_kargs *a);
+
+/* Builds P->v from P's tile instructions and sets P->stream, if P can
+ * take the streaming path (kernels_fused_reg.c). */
+void fused_stream_compile(fplan *P);
+
+/* Output elements [s0, s1) * FUSED_STREAM_W (s1 * FUSED_STREAM_W
+ * clipped to P->n) by the streaming path, uniform values in uv. */
+void fused_stream_run(const fplan *P, const float *const *in, float *out, const float *uv,
+                      int64_t s0, int64_t s1);
 
 #endif

@@ -1,9 +1,16 @@
 /*
  * kernels_fused.c - the CPU kernel of `fused`: an elementwise
- * micro-program (graph/fused_prog.h) run tile by tile.  Outputs of at
- * most FUSED_SMALL_N (16) elements take the register path instead
- * (kernels_fused_small.c: one AVX-512 vector per value, no tiles; the
- * plan both paths share is in fused_plan.h).
+ * micro-program (graph/fused_prog.h) compiled into tile instructions and
+ * run by one of three paths (the plan they share is in fused_plan.h):
+ *   - outputs of at most FUSED_SMALL_N (16) elements: the small register
+ *     path (kernels_fused_reg.c: one AVX-512 vector per value);
+ *   - larger outputs with only full-size and scalar inputs and ops that
+ *     have an inline AVX-512 form: the streaming path, which runs the
+ *     tile instructions 64 elements at a time with values forwarded in
+ *     registers (kernels_fused_reg.c; ~12% faster than the tiles on the
+ *     benchmark chain at 4M elements);
+ *   - the rest (broadcast inputs; log, erf, gelu, silu, pow; builds
+ *     without AVX-512): tile by tile, below.
  *
  * Compilation (once per replay step, kept in eager_kargs.state; per call
  * in eager) turns the program into two instruction lists:
@@ -28,24 +35,24 @@
  * per-instruction loop overhead and the switch are amortized (at 64 the
  * loop overhead shows), short enough that intermediates never leave L1.
  * Measured on tanh(x sigmoid(x) + 0.5 x) 2 - 1 over 4M floats, one
- * thread (2 slots): 256 and 512 were best and equal within noise, 1024
+ * thread (2 slots; by tiles, before the streaming path took such
+ * chains): 256 and 512 were best and equal within noise, 1024
  * about 10% slower, 2048 and up 20-40% slower.
  *
  * In place: the output may be the buffer of a full-size input (the replay
  * planner does that for elementwise ops).  Only the last instruction
  * writes the output, at the tile's own offset, after every read of that
- * tile's inputs, and element by element; tiles are disjoint.
+ * tile's inputs, and element by element; tiles are disjoint.  The
+ * streaming path likewise writes each step's output after its last read.
  *
  * Numerics are those of the single-op kernels (eager/kernels_unary.c,
  * kernels_binary.c): the same vmath.h functions and expressions, so a
  * fused chain gives the same bits as the unfused one, except pow with a
  * general exponent, which uses libm's powf here (both are within 1 ulp).
- * exp, sigmoid and tanh, which dominate a chain's time (with its data
- * in cache the loops are bound by the FMA pipes: the benchmark chain
- * written by hand with every value in registers runs no faster than
- * these loops), use vmath512.h's explicit AVX-512 forms, which give
- * vmath.h's bits with fewer instructions (vscalefps).  When the data is
- * not in cache, prefetch_tile asks for the next tiles' lines ahead.
+ * exp, sigmoid and tanh, which dominate a chain's time, use vmath512.h's
+ * explicit AVX-512 forms, which give vmath.h's bits with fewer
+ * instructions (vscalefps).  When the data is not in cache,
+ * prefetch_tile asks for the next tiles' lines ahead.
  */
 #include <math.h>
 #include <omp.h>
@@ -433,6 +440,7 @@ static tg_status compile(const eager_kargs *a, fplan *P)
     if (tile > n)
         tile = (n + 15) & ~(int64_t)15;
     P->tile = tile;
+    fused_stream_compile(P);
     return TG_OK;
 }
 
@@ -528,8 +536,29 @@ static void run_tiles(const fplan *P, const float *const *in, float *out, const 
     }
 }
 
-/* Runs a compiled plan: uniform part once, then the tiles (threaded
- * when large). */
+/* The streaming path over the whole output, steps split evenly among
+ * up to nt threads. */
+static void run_stream(const fplan *P, const float *const *in, float *out, const float *uv,
+                       int64_t n, int nt)
+{
+    const int64_t nsteps = (n + FUSED_STREAM_W - 1) / FUSED_STREAM_W;
+    if (nt <= 1 || nsteps < 2) {
+        fused_stream_run(P, in, out, uv, 0, nsteps);
+        return;
+    }
+    nt = nsteps < nt ? (int)nsteps : nt;
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+        int64_t per = (nsteps + tn - 1) / tn, first = t * per;
+        int64_t last = first + per < nsteps ? first + per : nsteps;
+        if (first < last)
+            fused_stream_run(P, in, out, uv, first, last);
+    }
+}
+
+/* Runs a compiled plan: uniform part once, then the streaming path or
+ * the tiles (threaded when large). */
 static void run_plan(const fplan *P, const eager_kargs *a)
 {
     const int64_t n = graph_type_numel(a->out_type);
@@ -549,6 +578,10 @@ static void run_plan(const fplan *P, const eager_kargs *a)
 #pragma omp parallel for simd num_threads(nt) if (nt > 1) schedule(static)
         for (int64_t i = 0; i < n; i++)
             out[i] = v;
+        return;
+    }
+    if (P->stream) {
+        run_stream(P, in, out, uv, n, nt);
         return;
     }
     const int64_t ntiles = (n + P->tile - 1) / P->tile;

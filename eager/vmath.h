@@ -174,36 +174,68 @@ static inline float vm_logf(float x)
 }
 
 /*
+ * (e^(2r) - 1) / 2 for |r| <= ln2/4: vm_expm1_poly_(2r) / 2 with the
+ * factors of 2 moved into the coefficients.  Every intermediate is the
+ * one of vm_expm1_poly_(2r) times a power of 2, so the rounding is the
+ * same; tanh saves the doubling of its argument and of its result.
+ */
+static inline float vm_expm1_poly_half2_(float r)
+{
+    float q = r * r; /* (2r)^2 / 4 */
+    float lo = VM_FMA(4.0f * 1.666657703e-01f, r, 2.0f * 5.000000000e-01f);
+    float hi = VM_FMA(16.0f * 8.363173075e-03f, r, 8.0f * 4.166655466e-02f);
+    hi = VM_FMA(32.0f * 1.392617612e-03f, q, hi);
+    return VM_FMA(VM_FMA(hi, q, lo), q, r);
+}
+
+/*
  * tanh x = -m / (2 + m) with m = e^(-2|x|) - 1, sign of x put back.
  * m is computed as an expm1, so there is no cancellation near 0: with
- * y = -2|x| = n ln2 + r and P = e^r - 1 = r + r^2 Q(r) (vm_expf's
+ * -2|x| = n ln2 + r and P = e^r - 1 = r + r^2 Q(r) (vm_expf's
  * polynomial), m = 2^n P + (2^n - 1) in one fma; n = 0 gives m = P
  * exactly, n <= -1 loses at most a bit to the sum (|m| >= 0.29 there),
- * and 2^n - 1 is exact.  y is clamped at -20 (tanh = 1 in float from
+ * and 2^n - 1 is exact.  -|x| is clamped at -10 (tanh = 1 in float from
  * |x| = 9.1), so 2^n is a normal float built from its exponent field,
  * and n >= -29 lets the reduction use ln2 rounded to float in one fma:
  * its error (1.9e-9) moves m by at most |n| 2^n 1.9e-9 < 2e-9, far
- * below m's own rounding.
+ * below m's own rounding.  The work is on halves, -|x| - n ln2/2 = r/2,
+ * m/2 = 2^n P/2 + (2^n - 1)/2 and the quotient (m/2) / (-1 - m/2), each
+ * exactly half of the value above (so rounded alike): no doubling of
+ * -|x| and no extra step to undo it.
  */
 static inline float vm_tanhf(float x)
 {
     float na = -fabsf(x);
-    float y = na + na; /* exact; an add rather than a multiply by -2 */
-    y = y < -20.0f ? -20.0f : y; /* NaN passes */
-    float t = VM_FMA(y, 1.44269502e+00f, 12582912.0f);
+    na = na < -10.0f ? -10.0f : na; /* NaN passes */
+    float t = VM_FMA(na, 2.0f * 1.44269502e+00f, 12582912.0f);
     float nf = t - 12582912.0f;
-    float pm = vm_expm1_poly_(VM_FMA(nf, -6.93147182e-01f, y));
+    float ph = vm_expm1_poly_half2_(VM_FMA(nf, 0.5f * -6.93147182e-01f, na));
     float s = vm_pow2i_((int32_t)(vm_asuint(t) - 0x4b400000u));
-    float m = VM_FMA(s, pm, s - 1.0f);
-    return copysignf(m / (-2.0f - m), x); /* also keeps -0 */
+    float mh = VM_FMA(s, ph, VM_FMA(s, 0.5f, -0.5f));
+    return copysignf(mh / (-1.0f - mh), x); /* also keeps -0 */
 }
 
-/* 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so neither tail loses
- * precision to cancellation or overflow. */
+/*
+ * 1 / (1 + e^-x) as 2^-n / (2^-n + p), where e^-x = p 2^n (vm_expf's
+ * reduction and polynomial: p = e^r in [0.7, 1.42]).  One formula for
+ * both signs: for x >= 0 it is 1 / (1 + e^-x) scaled by 2^-n, for x < 0
+ * e^x / (e^x + 1) scaled by 2^-n, so neither tail loses precision to
+ * cancellation or overflow, without a select between them.  x is clamped
+ * to [-104, 88]: 2^-n then spans [2^-150, 2^127], built in two normal
+ * halves so the subnormal powers are exact (2^-150 rounds to 0, as
+ * sigmoid(-104) does); beyond 88 the result is 1 anyway.
+ */
 static inline float vm_sigmoidf(float x)
 {
-    float e = vm_expf(-fabsf(x));
-    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+    float xc = x > 88.0f ? 88.0f : x; /* NaN passes both clamps */
+    xc = xc < -104.0f ? -104.0f : xc;
+    float nf, t;
+    float r = vm_exp_reduce_(-xc, &nf, &t);
+    int32_t k = (int32_t)(0x4b400000u - vm_asuint(t)); /* -n */
+    int32_t k1 = k / 2;
+    float s = vm_pow2i_(k1) * vm_pow2i_(k - k1);
+    float p = vm_expm1_poly_(r) + 1.0f;
+    return s / (s + p);
 }
 
 /*

@@ -79,29 +79,45 @@ static inline __m512 vm512_expf(__m512 x)
     return vm512_exp_clamped_(_mm512_max_ps(VM512_C(-104.0f), xc));
 }
 
-/* 1 / (1 + e^-|x|) or e^x / (1 + e^x), as vm_sigmoidf; NaN gives NaN
- * (x >= 0 is false, so the numerator is e = NaN).  -|x| is x with its
- * sign bit set, and being <= 0 it needs only vm_expf's lower clamp. */
+/* 2^-n / (2^-n + p) with e^-x = p 2^n, as vm_sigmoidf.  The reduction
+ * of -x is vm512_exp_reduce_'s with the negation folded into the
+ * constants (t = -x log2e + 1.5 2^23, then -n = 1.5 2^23 - t and
+ * r = -n ln2_hi - x + n ln2_lo): the same values, rounded the same way.
+ * min/max return their second operand when either is NaN, so NaN passes
+ * both clamps and gives NaN. */
 static inline __m512 vm512_sigmoidf(__m512 x)
 {
-    __m512 e = vm512_exp_clamped_(_mm512_max_ps(VM512_C(-104.0f), vm512_negabs_(x)));
-    __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
-    __m512 num = _mm512_mask_blend_ps(pos, e, VM512_C(1.0f));
-    return _mm512_div_ps(num, _mm512_add_ps(VM512_C(1.0f), e));
+    __m512 xc = _mm512_max_ps(VM512_C(-104.0f), _mm512_min_ps(VM512_C(88.0f), x));
+    __m512 t = _mm512_fmadd_ps(xc, VM512_C(-1.44269502e+00f), VM512_C(12582912.0f));
+    __m512 nn = _mm512_sub_ps(VM512_C(12582912.0f), t);
+    __m512 r = _mm512_fmsub_ps(nn, VM512_C(6.93359375e-01f), xc);
+    r = _mm512_fnmadd_ps(nn, VM512_C(2.12194440e-04f), r);
+    __m512 p = _mm512_add_ps(vm512_expm1_poly_(r), VM512_C(1.0f));
+    __m512 s = _mm512_scalef_ps(VM512_C(1.0f), nn);
+    return _mm512_div_ps(s, _mm512_add_ps(s, p));
 }
 
-/* tanh x, as vm_tanhf: -m / (2 + m) with m = expm1(-2|x|), the sign of
- * x (and of zero) put back last. */
+/* vm_expm1_poly_half2_ of vmath.h, operation for operation. */
+static inline __m512 vm512_expm1_poly_half2_(__m512 r)
+{
+    __m512 q = _mm512_mul_ps(r, r);
+    __m512 lo = _mm512_fmadd_ps(VM512_C(4.0f * 1.666657703e-01f), r, VM512_C(2.0f * 5.000000000e-01f));
+    __m512 hi = _mm512_fmadd_ps(VM512_C(16.0f * 8.363173075e-03f), r, VM512_C(8.0f * 4.166655466e-02f));
+    hi = _mm512_fmadd_ps(VM512_C(32.0f * 1.392617612e-03f), q, hi);
+    return _mm512_fmadd_ps(_mm512_fmadd_ps(hi, q, lo), q, r);
+}
+
+/* tanh x, as vm_tanhf: (m/2) / (-1 - m/2) with m = expm1(-2|x|) worked
+ * out on halves, the sign of x (and of zero) put back last. */
 static inline __m512 vm512_tanhf(__m512 x)
 {
-    __m512 na = vm512_negabs_(x);
-    __m512 y = _mm512_max_ps(VM512_C(-20.0f), _mm512_add_ps(na, na));
-    __m512 t = _mm512_fmadd_ps(y, VM512_C(1.44269502e+00f), VM512_C(12582912.0f));
+    __m512 na = _mm512_max_ps(VM512_C(-10.0f), vm512_negabs_(x));
+    __m512 t = _mm512_fmadd_ps(na, VM512_C(2.0f * 1.44269502e+00f), VM512_C(12582912.0f));
     __m512 nf = _mm512_sub_ps(t, VM512_C(12582912.0f));
-    __m512 pm = vm512_expm1_poly_(_mm512_fmadd_ps(nf, VM512_C(-6.93147182e-01f), y));
+    __m512 ph = vm512_expm1_poly_half2_(_mm512_fmadd_ps(nf, VM512_C(0.5f * -6.93147182e-01f), na));
     __m512 s = _mm512_scalef_ps(VM512_C(1.0f), nf);
-    __m512 m = _mm512_fmadd_ps(s, pm, _mm512_sub_ps(s, VM512_C(1.0f)));
-    return vm512_copysign(_mm512_div_ps(m, _mm512_sub_ps(VM512_C(-2.0f), m)), x);
+    __m512 mh = _mm512_fmadd_ps(s, ph, _mm512_fmadd_ps(s, VM512_C(0.5f), VM512_C(-0.5f)));
+    return vm512_copysign(_mm512_div_ps(mh, _mm512_sub_ps(VM512_C(-1.0f), mh)), x);
 }
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "eager/eager.h"
+#include "eager/fused_plan.h"
 #include "eager/kernel.h"
 #include "graph/fused_prog.h"
 
@@ -222,8 +223,11 @@ static int same_bits(float a, float b)
 }
 
 /* prog over 16 lanes (x = special16 or its reverse for input 1) in one
- * vector, and over 67 copies of them by tiles: every copy gives the
- * same bits.  With single != NULL, also the bits of that unfused op. */
+ * vector (the register path), over 67 copies of them as full inputs (the
+ * streaming path, or tiles for ops without an inline form) and, with 2
+ * inputs, with input 1 a [16] row broadcast over the copies (tiles):
+ * every copy gives the same bits.  With single != NULL, also the bits of
+ * that unfused op. */
 static void check_paths(int line, const char *prog, int nin, eager_tensor *single)
 {
     enum { COPIES = 67 };
@@ -239,17 +243,24 @@ static void check_paths(int line, const char *prog, int nin, eager_tensor *singl
                                  eager_from_data(GRAPH_F32, TG_SHAPE(16), rev)};
     eager_tensor *big_in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(16 * COPIES), big[0]),
                                eager_from_data(GRAPH_F32, TG_SHAPE(16 * COPIES), big[1])};
+    eager_tensor *row_in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(COPIES, 16), big[0]),
+                               small_in[1]};
     const float *s = eager_peek(eager_fused(nin, small_in, str_of(prog)));
     const float *b = eager_peek(eager_fused(nin, big_in, str_of(prog)));
+    const float *t = nin == 2 ? eager_peek(eager_fused(nin, row_in, str_of(prog))) : s;
     const float *u = single ? eager_peek(single) : NULL;
-    CHECK_MSG(s && b, "line %d: %s ran: %s", line, prog, eager_error());
-    long diff = 0, diff1 = 0;
-    for (int i = 0; s && b && i < 16 * COPIES; i++)
+    CHECK_MSG(s && b && t, "line %d: %s ran: %s", line, prog, eager_error());
+    long diff = 0, difft = 0, diff1 = 0;
+    for (int i = 0; s && b && t && i < 16 * COPIES; i++) {
         diff += !same_bits(s[i % 16], b[i]);
+        difft += nin == 2 && !same_bits(s[i % 16], t[i]);
+    }
     for (int i = 0; s && u && i < 16; i++)
         diff1 += !same_bits(s[i], u[i]);
-    CHECK_MSG(diff == 0, "line %d: %s: register and tile paths differ at %ld elements", line,
-              prog, diff);
+    CHECK_MSG(diff == 0, "line %d: %s: register path and full inputs differ at %ld elements",
+              line, prog, diff);
+    CHECK_MSG(difft == 0, "line %d: %s: register path and tiles differ at %ld elements", line,
+              prog, difft);
     CHECK_MSG(diff1 == 0, "line %d: %s: differs from the unfused op at %ld elements", line,
               prog, diff1);
     eager_clear_error();
@@ -274,6 +285,8 @@ static void test_paths(void)
     for (size_t k = 0; k < sizeof unary / sizeof unary[0]; k++) {
         snprintf(prog, sizeof prog, "r0=%s(i0)", unary[k]);
         check_paths(__LINE__, prog, 1, single_u[k]);
+        snprintf(prog, sizeof prog, "r0=%s(i0);r1=mul(r0,i1)", unary[k]); /* tiles too */
+        check_paths(__LINE__, prog, 2, NULL);
     }
     static const char *const binary[] = {"add", "sub", "mul", "div", "maximum", "minimum",
                                          "pow"};
@@ -327,11 +340,15 @@ static void test_random_paths(void)
     enum { NOPS = sizeof ops / sizeof ops[0], FIRST_BINARY = 15 };
     uint64_t st = 12345;
     eager_pool_push();
-    for (int trial = 0; trial < 150; trial++) {
+    /* the last 150 programs only use ops with an inline form (no log,
+     * gelu, silu, erf, pow), which the streaming path runs */
+    for (int trial = 0; trial < 300; trial++) {
         char prog[GRAPH_MAX_STR];
         int len = 0, nst = 4 + (int)(next_rand(&st) % 16);
         for (int k = 0; k < nst && len < (int)sizeof prog - 48; k++) {
             int op = (int)(next_rand(&st) % NOPS);
+            while (trial >= 150 && (op == 3 || (op >= 10 && op <= 12) || op == NOPS - 1))
+                op = (int)(next_rand(&st) % NOPS);
             char arg[2][24];
             for (int j = 0; j < 2; j++) {
                 uint64_t r = next_rand(&st) % 10;
@@ -438,15 +455,27 @@ static double r_dag(const double *v)
     return (sig(r1 * exp(v[1])) + tanh(r0)) * r1;
 }
 
-/* Sizes around the register path's limit and the tile boundaries (2
- * slots: tiles of 512). */
+/* tanh(x s - t) s + x with s, t scalars (uniform rows in the streaming
+ * path), x full; and the same with t a column over x [n, 3] (tiles). */
+#define SCAL "r0=mul(i0,i1);r1=sub(r0,i2);r2=tanh(r1);r3=mul(r2,i1);r4=add(r3,i0)"
+
+static double r_scal(const double *v) { return tanh(v[0] * v[1] - v[2]) * v[1] + v[0]; }
+
+/* Sizes around the register path's limit, the streaming path's steps of
+ * 64 (a tail of 1..63 copied) and the tile boundaries (2 slots: tiles
+ * of 512). */
 static void test_sizes(void)
 {
-    static const int64_t sizes[] = {1, 2, 15, 16, 17, 31, 32, 33, 511, 512, 513, 1023, 1025};
+    static const int64_t sizes[] = {1,  2,   15,  16,  17,  31,  32,  33,  63,   64,  65,
+                                    127, 128, 129, 511, 512, 513, 1023, 1025};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         graph_ints s1[1] = {TG_SHAPE(sizes[k])};
         CHECK_PROG(CHAIN, 1, s1, -4, 4, r_chain, 1e-5);
         CHECK_PROG(TINY4, 1, s1, -3, 3, r_tiny4, 1e-5);
+        graph_ints s3[3] = {TG_SHAPE(sizes[k]), TG_NOINTS, TG_SHAPE(1)};
+        CHECK_PROG(SCAL, 3, s3, -2, 2, r_scal, 1e-5);
+        graph_ints r3[3] = {TG_SHAPE(sizes[k], 3), TG_SHAPE(1), TG_SHAPE(sizes[k], 1)};
+        CHECK_PROG(SCAL, 3, r3, -2, 2, r_scal, 1e-5);
     }
     graph_ints d2[2] = {TG_SHAPE(1000), TG_SHAPE(1000)};
     CHECK_PROG(DAG, 2, d2, -2, 2, r_dag, 1e-5);
@@ -721,6 +750,41 @@ static void test_in_place(void)
     free(col);
 }
 
+/* Which path a compiled plan takes (white box: eager/fused_plan.h), so
+ * that the tests above are known to cover each. */
+static void check_plan(int line, const char *prog, int nin, const graph_type *ts,
+                       const graph_type *ot, int want_small, int want_stream)
+{
+    float *buf[2] = {NULL, NULL}, *out = calloc((size_t)graph_type_numel(ot), sizeof(float));
+    for (int k = 0; k < nin; k++)
+        buf[k] = calloc((size_t)graph_type_numel(&ts[k]), sizeof(float));
+    const float *in[2] = {buf[0], buf[1]};
+    eager_kstate *st = NULL;
+    run_direct(prog, in, ts, nin, out, ot, 1, &st);
+    const fplan *P = (const fplan *)st;
+    CHECK_MSG(P && P->small == want_small && P->stream == want_stream,
+              "line %d: %s: small %d stream %d, want %d %d", line, prog, P ? P->small : -1,
+              P ? P->stream : -1, want_small, want_stream);
+    eager_kstate_free(st);
+    free(buf[0]);
+    free(buf[1]);
+    free(out);
+}
+
+static void test_plan_paths(void)
+{
+    const graph_type v16 = {GRAPH_F32, 1, {16}}, v17 = {GRAPH_F32, 1, {17}};
+    const graph_type v1000 = {GRAPH_F32, 1, {1000}}, m = {GRAPH_F32, 2, {100, 10}};
+    const graph_type s = {GRAPH_F32, 0, {0}}, row = {GRAPH_F32, 1, {10}};
+    const graph_type full_s[2] = {v1000, s}, m_row[2] = {m, row};
+    check_plan(__LINE__, CHAIN, 1, &v16, &v16, FUSED_SMALL_N > 0, 0);
+    check_plan(__LINE__, CHAIN, 1, &v17, &v17, 0, FUSED_SMALL_N > 0);
+    check_plan(__LINE__, "r0=mul(i0,i1);r1=exp(r0)", 2, full_s, &v1000, 0, FUSED_SMALL_N > 0);
+    check_plan(__LINE__, "r0=mul(i0,i1);r1=exp(r0)", 2, m_row, &m, 0, 0); /* broadcast */
+    check_plan(__LINE__, "r0=erf(i0);r1=mul(r0,2)", 1, &v1000, &v1000, 0, 0); /* no inline */
+    check_plan(__LINE__, "r0=exp(i0);r1=add(i1,1)", 2, full_s, &v1000, 0, 0); /* uniform */
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -733,6 +797,7 @@ int main(void)
     test_parse_print();
     test_errors();
     test_in_place();
+    test_plan_paths();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();
 }
