@@ -536,24 +536,35 @@ static void run_tiles(const fplan *P, const float *const *in, float *out, const 
     }
 }
 
-/* The streaming path over the whole output, steps split evenly among
- * up to nt threads. */
-static void run_stream(const fplan *P, const float *const *in, float *out, const float *uv,
-                       int64_t n, int nt)
+/* Output chunks [first, last): steps of FUSED_STREAM_W elements on the
+ * streaming path, else tiles. */
+static void run_chunks(const fplan *P, const float *const *in, float *out, const float *uv,
+                       int64_t n, int64_t first, int64_t last)
 {
-    const int64_t nsteps = (n + FUSED_STREAM_W - 1) / FUSED_STREAM_W;
-    if (nt <= 1 || nsteps < 2) {
-        fused_stream_run(P, in, out, uv, 0, nsteps);
+    if (P->stream)
+        fused_stream_run(P, in, out, uv, first, last);
+    else
+        run_tiles(P, in, out, uv, n, first, last);
+}
+
+/* The whole output, its chunks split evenly among up to nt threads. */
+static void run_split(const fplan *P, const float *const *in, float *out, const float *uv,
+                      int64_t n, int nt)
+{
+    const int64_t w = P->stream ? FUSED_STREAM_W : P->tile;
+    const int64_t nchunks = (n + w - 1) / w;
+    if (nt <= 1 || nchunks < 2) {
+        run_chunks(P, in, out, uv, n, 0, nchunks);
         return;
     }
-    nt = nsteps < nt ? (int)nsteps : nt;
+    nt = nchunks < nt ? (int)nchunks : nt;
 #pragma omp parallel num_threads(nt)
     {
         int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
-        int64_t per = (nsteps + tn - 1) / tn, first = t * per;
-        int64_t last = first + per < nsteps ? first + per : nsteps;
+        int64_t per = (nchunks + tn - 1) / tn, first = t * per;
+        int64_t last = first + per < nchunks ? first + per : nchunks;
         if (first < last)
-            fused_stream_run(P, in, out, uv, first, last);
+            run_chunks(P, in, out, uv, n, first, last);
     }
 }
 
@@ -580,24 +591,7 @@ static void run_plan(const fplan *P, const eager_kargs *a)
             out[i] = v;
         return;
     }
-    if (P->stream) {
-        run_stream(P, in, out, uv, n, nt);
-        return;
-    }
-    const int64_t ntiles = (n + P->tile - 1) / P->tile;
-    if (nt <= 1 || ntiles < 2) {
-        run_tiles(P, in, out, uv, n, 0, ntiles);
-        return;
-    }
-    nt = ntiles < nt ? (int)ntiles : nt;
-#pragma omp parallel num_threads(nt)
-    {
-        int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
-        int64_t per = (ntiles + tn - 1) / tn, first = t * per;
-        int64_t last = first + per < ntiles ? first + per : ntiles;
-        if (first < last)
-            run_tiles(P, in, out, uv, n, first, last);
-    }
+    run_split(P, in, out, uv, n, nt);
 }
 
 static void plan_free(eager_kstate *s)
