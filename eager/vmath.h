@@ -224,6 +224,17 @@ static inline float vm_tanhf(float x)
  * to [-104, 88]: 2^-n then spans [2^-150, 2^127], built in two normal
  * halves so the subnormal powers are exact (2^-150 rounds to 0, as
  * sigmoid(-104) does); beyond 88 the result is 1 anyway.
+ *
+ * Written for latency (a chain of sigmoids, as in the `tiny` benchmark,
+ * waits on each one): the denominator 2^-n + 1 + expm1(r) is summed as
+ * (2^-n + 1) + (r + r^2 lo) + r^4 hi, with 2^-n + 1 and r^4 formed
+ * beside the polynomial instead of after it (vm_expm1_poly_'s terms,
+ * grouped by powers of r^2 and r^4).  A chain of dependent AVX-512
+ * sigmoids took 12.6 ns per sigmoid this way against 14.8 ns for p + 1
+ * then + 2^-n (about 45 cycles instead of 53).  The sum rounds 3 times
+ * instead of twice (2^-n + 1 is at least 1, the other terms below
+ * 0.42): the largest relative error against double over every 7th
+ * vector of 16 floats of all 2^32 went from 1.47e-7 to 2.05e-7.
  */
 static inline float vm_sigmoidf(float x)
 {
@@ -234,8 +245,12 @@ static inline float vm_sigmoidf(float x)
     int32_t k = (int32_t)(0x4b400000u - vm_asuint(t)); /* -n */
     int32_t k1 = k / 2;
     float s = vm_pow2i_(k1) * vm_pow2i_(k - k1);
-    float p = vm_expm1_poly_(r) + 1.0f;
-    return s / (s + p);
+    float r2 = r * r, r4 = r2 * r2;
+    float lo = VM_FMA(1.666657703e-01f, r, 5.000000000e-01f);
+    float hi = VM_FMA(8.363173075e-03f, r, 4.166655466e-02f);
+    hi = VM_FMA(1.392617612e-03f, r2, hi);
+    float b = VM_FMA(r2, lo, r) + (s + 1.0f);
+    return s / VM_FMA(r4, hi, b);
 }
 
 /*

@@ -79,12 +79,12 @@ static inline __m512 vm512_expf(__m512 x)
     return vm512_exp_clamped_(_mm512_max_ps(VM512_C(-104.0f), xc));
 }
 
-/* 2^-n / (2^-n + p) with e^-x = p 2^n, as vm_sigmoidf.  The reduction
- * of -x is vm512_exp_reduce_'s with the negation folded into the
- * constants (t = -x log2e + 1.5 2^23, then -n = 1.5 2^23 - t and
- * r = -n ln2_hi - x + n ln2_lo): the same values, rounded the same way.
- * min/max return their second operand when either is NaN, so NaN passes
- * both clamps and gives NaN. */
+/* 2^-n / (2^-n + p) with e^-x = p 2^n, as vm_sigmoidf (the denominator
+ * summed in the same order).  The reduction of -x is vm512_exp_reduce_'s
+ * with the negation folded into the constants (t = -x log2e + 1.5 2^23,
+ * then -n = 1.5 2^23 - t and r = -n ln2_hi - x + n ln2_lo): the same
+ * values, rounded the same way.  min/max return their second operand
+ * when either is NaN, so NaN passes both clamps and gives NaN. */
 static inline __m512 vm512_sigmoidf(__m512 x)
 {
     __m512 xc = _mm512_max_ps(VM512_C(-104.0f), _mm512_min_ps(VM512_C(88.0f), x));
@@ -92,9 +92,13 @@ static inline __m512 vm512_sigmoidf(__m512 x)
     __m512 nn = _mm512_sub_ps(VM512_C(12582912.0f), t);
     __m512 r = _mm512_fmsub_ps(nn, VM512_C(6.93359375e-01f), xc);
     r = _mm512_fnmadd_ps(nn, VM512_C(2.12194440e-04f), r);
-    __m512 p = _mm512_add_ps(vm512_expm1_poly_(r), VM512_C(1.0f));
     __m512 s = _mm512_scalef_ps(VM512_C(1.0f), nn);
-    return _mm512_div_ps(s, _mm512_add_ps(s, p));
+    __m512 r2 = _mm512_mul_ps(r, r), r4 = _mm512_mul_ps(r2, r2);
+    __m512 lo = _mm512_fmadd_ps(VM512_C(1.666657703e-01f), r, VM512_C(5.000000000e-01f));
+    __m512 hi = _mm512_fmadd_ps(VM512_C(8.363173075e-03f), r, VM512_C(4.166655466e-02f));
+    hi = _mm512_fmadd_ps(VM512_C(1.392617612e-03f), r2, hi);
+    __m512 b = _mm512_add_ps(_mm512_fmadd_ps(r2, lo, r), _mm512_add_ps(s, VM512_C(1.0f)));
+    return _mm512_div_ps(s, _mm512_fmadd_ps(r4, hi, b));
 }
 
 /* vm_expm1_poly_half2_ of vmath.h, operation for operation. */
