@@ -22,6 +22,7 @@
 #include "vmath512.h"
 
 enum { FUSED_MAX_UV = FUSED_MAX_STMTS * 3 + FUSED_MAX_INPUTS };
+_Static_assert(FUSED_MAX_UV <= UINT8_MAX, "uniform values are indexed by uint8_t (fopnd.idx)");
 
 /* Where an operand lives during a tile. */
 enum { K_SLOT, K_IN, K_BC, K_UV };
@@ -33,7 +34,7 @@ typedef struct fopnd {
 typedef struct finst {
     graph_op op;
     uint8_t mode; /* bit 0: a advances along the tile, bit 1: b advances */
-    int8_t dst;   /* slot (tile list) or uv index (uniform list); -1: output */
+    int16_t dst;  /* slot (tile list) or uv index (uniform list); -1: output */
     fopnd a, b;
     float p0, p1; /* attributes */
 } finst;

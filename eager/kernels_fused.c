@@ -317,7 +317,7 @@ static void assign_slots(fplan *P, const fused_prog *p, cval *cv, const int *stm
         while (!free_at[s])
             s++;
         free_at[s] = 0;
-        I->dst = (int8_t)s;
+        I->dst = (int16_t)s;
         cv[stmt_of[t]].where = (fopnd){K_SLOT, (uint8_t)s};
         if (s + 1 > P->nslots)
             P->nslots = s + 1;
@@ -411,7 +411,7 @@ static tg_status compile(const eager_kargs *a, fplan *P)
         cv[k].uniform = (uint8_t)(ua && ub);
         if (cv[k].uniform) {
             I.mode = 3; /* n = 1 over uv slots */
-            I.dst = (int8_t)P->nuv;
+            I.dst = (int16_t)P->nuv;
             cv[k].where = (fopnd){K_UV, (uint8_t)P->nuv++};
             P->uni[P->nuni++] = I;
             continue;

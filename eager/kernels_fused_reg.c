@@ -380,6 +380,8 @@ done:
 /* ---- the streaming path ---- */
 
 #define SROW_BYTES (FUSED_STREAM_W * (int)sizeof(float))
+_Static_assert(3 * FUSED_MAX_STMTS * SROW_BYTES <= UINT16_MAX + 1,
+               "row offsets (fsinst.a, b, d) are 16 bits");
 
 /* Where tile instruction t reads operand o from (fsinst.code's source),
  * and the row offset or input index that goes with it. */

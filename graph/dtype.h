@@ -66,8 +66,8 @@ typedef struct graph_ints {
 #define TG_SHAPE TG_INTS
 
 /* Longest string attribute, with its terminating NUL (a fused node's
- * micro-program). */
-#define GRAPH_MAX_STR 512
+ * micro-program: FUSED_MAX_STMTS statements of up to ~30 bytes). */
+#define GRAPH_MAX_STR 2048
 
 /*
  * A string attribute, held inline so attribute structs stay plain bytes

@@ -43,7 +43,7 @@
 
 #include "op.h"
 
-#define FUSED_MAX_STMTS 32
+#define FUSED_MAX_STMTS 64
 #define FUSED_MAX_INPUTS 16
 #define FUSED_MAX_ATTRS 2
 

@@ -38,6 +38,10 @@
 #include "../graph/fused_prog.h"
 #include "opt.h"
 
+/* The limits in the messages below, as text. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 typedef struct group {
     int32_t node[FUSED_MAX_STMTS];
     int n;
@@ -131,7 +135,7 @@ static int add_node_stmts(const graph *g, const group *gr, int32_t *stmt_of_node
     if (m->op != GRAPH_OP_fused) {
         const graph_op_info *info = &graph_ops[m->op];
         if (p->nstmts == FUSED_MAX_STMTS) {
-            b->why = "more than 32 statements";
+            b->why = "more than " STR(FUSED_MAX_STMTS) " statements";
             return -1;
         }
         fused_stmt *st = &p->stmt[p->nstmts];
@@ -155,7 +159,7 @@ static int add_node_stmts(const graph *g, const group *gr, int32_t *stmt_of_node
         return -1;
     }
     if (p->nstmts + sub.nstmts > FUSED_MAX_STMTS) {
-        b->why = "more than 32 statements";
+        b->why = "more than " STR(FUSED_MAX_STMTS) " statements";
         return -1;
     }
     for (int j = 0; j < m->nin; j++)
@@ -220,7 +224,7 @@ static int build(const graph *g, group *gr, built *b)
         if (!shape_kept(g, b, root_value))
             continue;
         if (fused_prog_print(&b->p, b->attrs.prog.s, sizeof b->attrs.prog.s) < 0) {
-            b->why = "a program longer than 511 bytes";
+            b->why = "a program of " STR(GRAPH_MAX_STR) " bytes or more";
             return -1;
         }
         return 0;
@@ -321,10 +325,11 @@ static void grow(const graph *g, const opt_uses *u, opt_ctx *ctx, group *gr,
     int nref = 0;
     int32_t p;
     /* refused holds distinct producers of members' inputs: at most
-     * 32 members x 16 inputs, so it never fills up */
+     * FUSED_MAX_STMTS members x FUSED_MAX_INPUTS inputs, so it never
+     * fills up */
     while ((p = next_member(g, u, gr, assigned, refused, nref)) >= 0) {
         built b;
-        b.why = "more than 32 statements";
+        b.why = "more than " STR(FUSED_MAX_STMTS) " statements";
         if (gr->n < FUSED_MAX_STMTS) {
             gr->node[gr->n++] = p;
             if (build(g, gr, &b) == 0)

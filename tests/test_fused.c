@@ -394,13 +394,14 @@ static double r_sum16(const double *v)
     return s;
 }
 
-/* 32 statements, 6 rounds of (a, b) -> (a b + 0.25, tanh(a b + 0.25 - b/2))
- * then a b + 0: slots are reused all along. */
+/* FUSED_MAX_STMTS = 64 statements, 12 rounds of
+ * (a, b) -> (a b + 0.25, tanh(a b + 0.25 - b/2)) then -(-(a b + 0)):
+ * slots are reused all along. */
 static void long_prog(char *buf, size_t len)
 {
     char an[8] = "i0", bn[8] = "i1";
     int n = 0;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 12; k++) {
         n += snprintf(buf + n, len - (size_t)n, "%sr%d=mul(%s,%s);r%d=add(r%d,0.25);"
                       "r%d=mul(%s,0.5);r%d=sub(r%d,r%d);r%d=tanh(r%d)",
                       k ? ";" : "", 5 * k, an, bn, 5 * k + 1, 5 * k, 5 * k + 2, bn,
@@ -408,13 +409,14 @@ static void long_prog(char *buf, size_t len)
         snprintf(an, sizeof an, "r%d", 5 * k + 1);
         snprintf(bn, sizeof bn, "r%d", 5 * k + 4);
     }
-    snprintf(buf + n, len - (size_t)n, ";r30=mul(%s,%s);r31=add(r30,0)", an, bn);
+    snprintf(buf + n, len - (size_t)n, ";r60=mul(%s,%s);r61=add(r60,0);r62=neg(r61);r63=neg(r62)",
+             an, bn);
 }
 
-static double r_long32(const double *v)
+static double r_long(const double *v)
 {
     double a = v[0], b = v[1];
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 12; k++) {
         double c = a * b;
         double a2 = c + 0.25;
         b = tanh(a2 - b * 0.5);
@@ -542,7 +544,7 @@ static void test_shapes(void)
     CHECK_PROG("r0=exp(i0);r1=add(i1,1)", 2, us, -1, 1, r_uniform_out, 1e-6);
     /* 16 inputs; 32 statements */
     graph_ints s16[16];
-    char prog[600];
+    char prog[GRAPH_MAX_STR];
     int n = snprintf(prog, sizeof prog, "r0=mul(i0,1)");
     for (int k = 0; k < 16; k++) {
         s16[k] = k % 3 ? TG_SHAPE(40) : TG_SHAPE(1);
@@ -557,11 +559,14 @@ static void test_shapes(void)
     long_prog(prog, sizeof prog);
     fused_prog p;
     char err[256];
-    CHECK(fused_prog_parse(prog, 2, &p, err, sizeof err) == TG_OK && p.nstmts == 32);
-    graph_ints s2[2] = {TG_SHAPE(2000), TG_SHAPE(2000)};
-    CHECK_PROG(prog, 2, s2, -1, 1, r_long32, 1e-5);
-    graph_ints s2s[2] = {TG_SHAPE(4, 4), TG_SHAPE(4)};
-    CHECK_PROG(prog, 2, s2s, -1, 1, r_long32, 1e-5);
+    CHECK(fused_prog_parse(prog, 2, &p, err, sizeof err) == TG_OK &&
+          p.nstmts == FUSED_MAX_STMTS);
+    graph_ints s2[2] = {TG_SHAPE(2000), TG_SHAPE(2000)}; /* the streaming path */
+    CHECK_PROG(prog, 2, s2, -1, 1, r_long, 1e-5);
+    graph_ints s2b[2] = {TG_SHAPE(100, 20), TG_SHAPE(20)}; /* the tiles */
+    CHECK_PROG(prog, 2, s2b, -1, 1, r_long, 1e-5);
+    graph_ints s2s[2] = {TG_SHAPE(4, 4), TG_SHAPE(4)}; /* the small path */
+    CHECK_PROG(prog, 2, s2s, -1, 1, r_long, 1e-5);
 }
 
 /* ---- the program text ---- */
@@ -648,8 +653,8 @@ static void test_errors(void)
                 "prog byte 21: register r2 is read before it is written");
     EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i0);r0=neg(r0)")),
                 "prog byte 11: register r0 written twice (first at byte 0)");
-    EXPECT_FAIL(eager_fused(1, x, TG_STR("r32=exp(i0)")),
-                "prog byte 0: register r32 out of range (r0..r31)");
+    EXPECT_FAIL(eager_fused(1, x, TG_STR("r64=exp(i0)")),
+                "prog byte 0: register r64 out of range (r0..r63)");
     EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=exp(i1)")),
                 "prog byte 7: input i1 out of range (the node has 1 inputs)");
     EXPECT_FAIL(eager_fused(2, x, TG_STR("r0=exp(i1)")), "prog byte 0: input i0 is never used");
@@ -664,11 +669,11 @@ static void test_errors(void)
     EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,-)")), "prog byte 10: expected an operand");
     EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,r)")), "prog byte 10: expected an operand");
     EXPECT_FAIL(eager_fused(1, x, TG_STR("r0=mul(i0,i1234)")), "prog byte 11: index too large");
-    char many[600];
+    char many[1200];
     int n = snprintf(many, sizeof many, "r0=exp(i0)");
-    for (int k = 1; k <= 32; k++)
-        n += snprintf(many + n, sizeof many - (size_t)n, ";r%d=neg(r%d)", k % 32, k - 1);
-    EXPECT_FAIL(eager_fused(1, x, str_of(many)), "more than 32 statements");
+    for (int k = 1; k <= 64; k++)
+        n += snprintf(many + n, sizeof many - (size_t)n, ";r%d=neg(r%d)", k % 64, k - 1);
+    EXPECT_FAIL(eager_fused(1, x, str_of(many)), "more than 64 statements");
     EXPECT_FAIL(eager_fused(17, x, TG_STR("r0=exp(i0)")), "17 inputs, at most 16");
     EXPECT_FAIL(eager_fused(2, xi, TG_STR("r0=add(i0,i1)")), "input 1 has dtype i32, want f32");
     EXPECT_FAIL(eager_fused(2, xb, TG_STR("r0=add(i0,i1)")),

@@ -242,18 +242,20 @@ static void test_declined(void)
     graph_free(g);
 }
 
-/* ---- limits: a 75-op chain is cut into programs that fit ---- */
+/* ---- limits: a chain of 2 FUSED_MAX_STMTS + 11 ops is cut into programs
+ * that fit ---- */
 
 static void test_limits(void)
 {
     char *text = malloc(20000);
     int n = sprintf(text, "graph l(%%x: f32[64]) -> (y: f32[64]) {\n"
                     "  %%v0: f32[64] = tanh(%%x)\n");
-    for (int k = 1; k < 75; k++)
+    const int nops = 2 * FUSED_MAX_STMTS + 11;
+    for (int k = 1; k < nops; k++)
         n += k % 3 == 0 ? sprintf(text + n, "  %%v%d: f32[64] = tanh(%%v%d)\n", k, k - 1)
                         : sprintf(text + n, "  %%v%d: f32[64] = %s(%%v%d, %%x)\n", k,
                                   k % 3 == 1 ? "mul" : "add", k - 1);
-    sprintf(text + n, "  return y = %%v74\n}\n");
+    sprintf(text + n, "  return y = %%v%d\n}\n", nops - 1);
     graph *g = PARSE(text);
     free(text);
     if (!g)
@@ -266,7 +268,7 @@ static void test_limits(void)
         fused_prog p;
         const char *prog = prog_of(&f->nodes[i]);
         CHECK(fused_prog_parse(prog, f->nodes[i].nin, &p, NULL, 0) == TG_OK &&
-              strlen(prog) <= 511 && p.nstmts <= FUSED_MAX_STMTS);
+              strlen(prog) < GRAPH_MAX_STR && p.nstmts <= FUSED_MAX_STMTS);
     }
     graph_free(f);
     graph_free(g);
