@@ -50,6 +50,11 @@
  *       the record started (other work on the machine skews its times),
  *       "eager_ms": {"median", "min", "max", "runs"},
  *       "trace_ms": median of 3 traces, "traced_nodes": live nodes traced,
+ *       "gflop": the matrix products' work in GFLOP (workload_flops; 0 for
+ *       chain and tiny), "fma_peak_gflops": fp32 multiply-add throughput
+ *       on this many threads, measured as the record starts (the ceiling
+ *       of the compute-bound workloads: bench/suite/peak.c; null for
+ *       chain and tiny),
  *       "levels": [ one per level 0..3:
  *         { "level": 0, "ok": true, "error": "" (why not ok),
  *           "optimize_ms": median of 3, "nodes_before", "nodes_after",
@@ -533,6 +538,8 @@ static int run_record(const config *c, workload_kind k, int threads, record *rec
         return 0;
     }
     workload_describe(k, &w.size, rec->desc, sizeof rec->desc);
+    rec->gflop = workload_flops(k, &w.size) / 1e9;
+    rec->peak_gflops = rec->gflop > 0 ? suite_fma_peak_gflops(threads) : NAN;
     eager_set_threads(threads);
     reference ref = {NULL, 0, {0}};
     graph *g = NULL;
@@ -610,7 +617,7 @@ static int parse_list(config *c, const char *arg, int threads)
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (threads) {
             int t = atoi(tok);
-            if (t < 1 || t > 256 || c->nthreads == 4)
+            if (t < 1 || t > SUITE_MAX_THREADS || c->nthreads == 4)
                 return 0;
             c->threads[c->nthreads++] = t;
         } else {

@@ -102,6 +102,30 @@ function peer_table(    i, r, p, e, b, pe, pj, ort, err) {
             err == "" ? "-" : err == "null" ? "FAIL" : err + 0 == 0 ? "0" : sprintf("%.1e", err)
     }
 }
+# GFLOP/s of gflop in t ms, with its share of the peak: "95.1 (83%)".
+function rate(gflop, t, peak,    g) {
+    if (t == "" || t == "null" || t + 0 <= 0) return "-"
+    g = gflop / (t / 1000)
+    return peak + 0 > 0 ? sprintf("%.1f (%.0f%%)", g, 100 * g / peak) : sprintf("%.1f", g)
+}
+function roofline_table(    i, r, p, gf, pk, b, pj, ort, any) {
+    for (i = 0; i < n; i++) if (v[rec[i] "/gflop"] + 0 > 0) any = 1
+    if (!any) return
+    print ""
+    print "**Compute-bound rows against this machine'"'"'s measured peak.** GFLOP: the matrix products'"'"' work (linear, conv, attention; 2 per multiply-add; `workload_flops` in bench/workloads.c). Peak: fp32 multiply-add throughput on that many threads, measured as the record starts (`bench/suite/peak.c`: independent FMA chains, nothing else). A rate is GFLOP / median time, with its share of the peak; resblock'"'"'s -O3 convolutions are Winograd, which does fewer multiplications than counted, so it can pass 100%. The last column is the rate ONNX Runtime'"'"'s figure in the issue (another machine) stands for, against this machine'"'"'s peak: above 100%, that time is out of reach here for any implementation that does the counted multiply-adds."
+    print ""
+    print "| workload | threads | GFLOP | peak GFLOP/s | ours replay GFLOP/s (% of peak) | PyTorch jit GFLOP/s (% of peak) | ONNX Runtime figure (issue) as GFLOP/s (% of this peak) |"
+    print "|---|---:|---:|---:|---:|---:|---:|"
+    for (i = 0; i < n; i++) {
+        r = rec[i]; split(r, p, "/")
+        gf = v[r "/gflop"]; pk = v[r "/fma_peak_gflops"]
+        if (gf + 0 <= 0) continue
+        b = best_replay(r); pj = v["peers:" r "/torch_jit_ms.median"]; ort = v["issue:" r "/ort_ms"]
+        printf "| %s | %s | %.3f | %s | %s | %s | %s |\n", p[1], substr(p[2], 2), gf,
+            pk == "" || pk == "null" ? "-" : sprintf("%.0f", pk), rate(gf, b, pk), rate(gf, pj, pk),
+            ort == "" ? "-" : rate(gf, ort, pk)
+    }
+}
 { v[$1] = $2 }
 $1 ~ /\/eager_ms\.median$/ { r = $1; sub(/\/eager_ms\.median$/, "", r); rec[n++] = r }
 END {
@@ -132,6 +156,7 @@ END {
         print line
     }
     peer_table()
+    roofline_table()
     print ""
     print "| workload | threads | trace | optimize -O1 / -O2 / -O3 | .tgraph -O0 → -O3 (KB) | load -O3 | compile -O3 |"
     print "|---|---:|---:|---:|---:|---:|---:|"

@@ -67,6 +67,23 @@ void workload_describe(workload_kind k, const workload_size *s, char *buf, size_
     }
 }
 
+double workload_flops(workload_kind k, const workload_size *s)
+{
+    double b = (double)s->batch, n = (double)s->in, w = (double)s->width;
+    double o = (double)s->out, f = (double)s->ffn;
+    switch (k) {
+    case WL_MLP:
+        return 2 * b * (n * w + w * w + w * o);
+    case WL_RESBLOCK: /* two 3x3 convs, w -> w channels, n x n, padded */
+        return 2 * (2 * b * w * w * 9 * n * n);
+    case WL_ENCODER:
+    case WL_ENCODER_FUSED: /* qkv, out, ffn up and down; q k^T and p v over all heads */
+        return 2 * b * n * (w * 3 * w + w * w + 2 * w * f) + 2 * (2 * b * n * n * w);
+    default:
+        return 0;
+    }
+}
+
 /* ---- construction ---- */
 
 /* Seeds: one per tensor, distinct across workloads; both encoders share

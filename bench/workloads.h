@@ -77,6 +77,11 @@ int workload_find(const char *name);
 void workload_describe(workload_kind k, const workload_size *s, char *buf, size_t len);
 /* The sizes of issue 6. */
 workload_size workload_default_size(workload_kind k);
+/* Floating-point operations of k's matrix products at size s (linear,
+ * conv, attention's two batched matmuls: 2 per multiply-add), the work
+ * that bounds the compute-bound workloads; 0 for chain and tiny, whose
+ * bounds are memory and dispatch. */
+double workload_flops(workload_kind k, const workload_size *s);
 
 /*
  * Builds workload k at size s (NULL: the default size) into *w, with seeded

@@ -107,7 +107,11 @@ static void json_record(FILE *f, const record *rec)
     json_stats(f, "eager_ms", &rec->eager);
     fputs(",\n      \"trace_ms\": ", f);
     json_num(f, rec->trace_ms);
-    fprintf(f, ", \"traced_nodes\": %d,\n      \"levels\": [\n", rec->traced_nodes);
+    fprintf(f, ", \"traced_nodes\": %d, \"gflop\": ", rec->traced_nodes);
+    json_num(f, rec->gflop);
+    fputs(", \"fma_peak_gflops\": ", f);
+    json_num(f, rec->peak_gflops);
+    fputs(",\n      \"levels\": [\n", f);
     for (int l = 0; l < NLEVELS; l++) {
         json_level(f, rec, &rec->lv[l]);
         fputs(l + 1 < NLEVELS ? ",\n" : "\n", f);

@@ -15,6 +15,7 @@
 #define REL_TOL 1e-3
 #define OCL_CPU_TOL 1e-4 /* OpenCL vs replay-CPU at the same level (issue 7) */
 #define RECORD_TIMEOUT_S 300
+#define SUITE_MAX_THREADS 256 /* per --threads value */
 
 typedef struct config {
     const char *out;
@@ -60,8 +61,14 @@ typedef struct record {
     stats eager;
     double trace_ms;
     int32_t traced_nodes;
+    double gflop;       /* workload_flops / 1e9 (0: not compute-bound) */
+    double peak_gflops; /* suite_fma_peak_gflops(threads), when the record started */
     level_result lv[NLEVELS];
 } record;
+
+/* fp32 multiply-add GFLOP/s of this machine on that many threads, measured
+ * (bench/suite/peak.c). */
+double suite_fma_peak_gflops(int threads);
 
 /* Writes c->out (schema in bench/suite.c); 0 if it cannot be written. */
 int suite_write_json(const config *c, const record *recs, int n, int ok, double secs);
