@@ -356,6 +356,46 @@ static int put_arg(char *buf, size_t len, const fused_arg *a)
     return put_float(buf, len, a->imm);
 }
 
+/* Decimal digits of v >= 0. */
+static size_t ndigits(int v)
+{
+    size_t n = 1;
+    for (; v >= 10; v /= 10)
+        n++;
+    return n;
+}
+
+/* Attributes of st that fused_prog_print writes: trailing ones equal to
+ * their defaults are left out. */
+static int printed_attrs(const fused_stmt *st)
+{
+    const graph_op_info *info = &graph_ops[st->op];
+    int nattr = info->nattrs;
+    while (nattr > 0 && (float)info->attr_descs()[nattr - 1].def_value == st->attr[nattr - 1])
+        nattr--;
+    return nattr;
+}
+
+enum { FLOAT_TEXT_MAX = 15 }; /* "-1.17549435e-38": sign, 9 digits, point, e-38 */
+
+size_t fused_prog_text_bound(const fused_prog *p)
+{
+    size_t n = 0;
+    for (int k = 0; k < p->nstmts; k++) {
+        const fused_stmt *st = &p->stmt[k];
+        int nattr = printed_attrs(st);
+        /* [";"] "r" k "=" name "(" args, commas ")" */
+        n += (k ? 1u : 0u) + 1 + ndigits(k) + 1 + strlen(graph_ops[st->op].name) + 2;
+        for (int j = 0; j < st->nargs; j++)
+            n += st->arg[j].kind == FUSED_ARG_IMM ? FLOAT_TEXT_MAX
+                                                  : 1 + ndigits(st->arg[j].index);
+        n += (size_t)nattr * FLOAT_TEXT_MAX;
+        if (st->nargs + nattr > 1)
+            n += (size_t)(st->nargs + nattr - 1);
+    }
+    return n;
+}
+
 int fused_prog_print(const fused_prog *p, char *buf, size_t len)
 {
     size_t n = 0;
@@ -363,10 +403,7 @@ int fused_prog_print(const fused_prog *p, char *buf, size_t len)
     for (int k = 0; k < p->nstmts; k++) {
         const fused_stmt *st = &p->stmt[k];
         const graph_op_info *info = &graph_ops[st->op];
-        /* Attributes equal to their defaults are left out from the end. */
-        int nattr = info->nattrs;
-        while (nattr > 0 && (float)info->attr_descs()[nattr - 1].def_value == st->attr[nattr - 1])
-            nattr--;
+        int nattr = printed_attrs(st);
         int w = snprintf(part, sizeof part, "%sr%d=%s(", k ? ";" : "", k, info->name);
         for (int j = 0; j < st->nargs + nattr; j++) {
             if (j)

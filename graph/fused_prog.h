@@ -101,4 +101,11 @@ int fused_op_ok(graph_op op, int *nargs);
  */
 int fused_prog_print(const fused_prog *p, char *buf, size_t len);
 
+/*
+ * An upper bound of the length fused_prog_print writes for p (without
+ * its NUL), without printing: each float counted at its longest (15
+ * bytes, "-1.17549435e-38").  For deciding cheaply that a program fits.
+ */
+size_t fused_prog_text_bound(const fused_prog *p);
+
 #endif

@@ -203,8 +203,10 @@ static int shape_kept(const graph *g, const built *b, int32_t root_value)
 }
 
 /* Builds the group's program (members sorted by node index, i.e. in a
- * topological order); 0, or -1 with b->why. */
-static int build(const graph *g, group *gr, built *b)
+ * topological order); 0, or -1 with b->why.  The text goes into
+ * b->attrs with print, else it is only checked to fit (printing every
+ * float at each step of a group's growth was most of this pass's time). */
+static int build(const graph *g, group *gr, built *b, int print)
 {
     int32_t root = gr->node[0];
     int32_t sorted[FUSED_MAX_STMTS];
@@ -223,7 +225,8 @@ static int build(const graph *g, group *gr, built *b)
             return -1;
         if (!shape_kept(g, b, root_value))
             continue;
-        if (fused_prog_print(&b->p, b->attrs.prog.s, sizeof b->attrs.prog.s) < 0) {
+        if ((print || fused_prog_text_bound(&b->p) >= sizeof b->attrs.prog.s) &&
+            fused_prog_print(&b->p, b->attrs.prog.s, sizeof b->attrs.prog.s) < 0) {
             b->why = "a program of " STR(GRAPH_MAX_STR) " bytes or more";
             return -1;
         }
@@ -332,7 +335,7 @@ static void grow(const graph *g, const opt_uses *u, opt_ctx *ctx, group *gr,
         b.why = "more than " STR(FUSED_MAX_STMTS) " statements";
         if (gr->n < FUSED_MAX_STMTS) {
             gr->node[gr->n++] = p;
-            if (build(g, gr, &b) == 0)
+            if (build(g, gr, &b, 0) == 0)
                 continue;
             gr->n--;
         }
@@ -436,7 +439,7 @@ static tg_status run(graph *g, opt_ctx *ctx)
             continue;
         }
         built b;
-        if (build(g, &gr, &b) < 0) { /* grow() only keeps groups that build */
+        if (build(g, &gr, &b, 1) < 0) { /* grow() only keeps groups that build */
             st = opt_fail(ctx, g, i, TG_ERR_STATE, "ewchain: %s", b.why);
             break;
         }

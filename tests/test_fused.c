@@ -394,6 +394,48 @@ static double r_sum16(const double *v)
     return s;
 }
 
+/* fused_prog_text_bound is at least the printed length: random programs
+ * with floats of every length (random bit patterns), up to 64 statements
+ * and the highest register and input numbers. */
+static void text_bound_holds(void)
+{
+    uint32_t seed = 12345;
+    int held = 0, tried = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        char text[GRAPH_MAX_STR], cur[8] = "i0", out[8192];
+        int n = 0;
+        for (int k = 0; k < FUSED_MAX_STMTS; k++) {
+            float f[2];
+            for (int j = 0; j < 2; j++) {
+                do {
+                    seed = seed * 1664525u + 1013904223u;
+                    memcpy(&f[j], &seed, sizeof f[j]);
+                } while (!isfinite(f[j]));
+            }
+            char st[128];
+            switch ((seed >> 8) % 3) {
+            case 0: snprintf(st, sizeof st, "r%d=add(%s,%.9g)", k, cur, (double)f[0]); break;
+            case 1:
+                snprintf(st, sizeof st, "r%d=clip(%s,%.9g,%.9g)", k, cur,
+                         (double)fminf(f[0], f[1]), (double)fmaxf(f[0], f[1]));
+                break;
+            default: snprintf(st, sizeof st, "r%d=mul(i15,%s)", k, cur); break;
+            }
+            if (n + (int)strlen(st) + 2 >= GRAPH_MAX_STR)
+                break;
+            n += snprintf(text + n, sizeof text - (size_t)n, "%s%s", k ? ";" : "", st);
+            snprintf(cur, sizeof cur, "r%d", k);
+        }
+        fused_prog p;
+        if (fused_prog_parse(text, -1, &p, NULL, 0) != TG_OK)
+            continue;
+        tried++;
+        int len = fused_prog_print(&p, out, sizeof out);
+        held += len > 0 && fused_prog_text_bound(&p) >= (size_t)len;
+    }
+    CHECK_MSG(tried >= 250 && held == tried, "bound held for %d of %d programs", held, tried);
+}
+
 /* FUSED_MAX_STMTS = 64 statements, 12 rounds of
  * (a, b) -> (a b + 0.25, tanh(a b + 0.25 - b/2)) then -(-(a b + 0)):
  * slots are reused all along. */
@@ -599,6 +641,7 @@ static void test_parse_print(void)
           q.stmt[0].arg[1].imm == 1.01f && signbit(q.stmt[2].arg[1].imm));
     /* too long to print into a small buffer */
     CHECK(fused_prog_print(&p, buf, 20) == -1);
+    text_bound_holds();
     /* nin < 0: inputs need not all be read */
     CHECK(fused_prog_parse("r0=exp(i3)", -1, &p, err, sizeof err) == TG_OK && p.ninputs == 4);
     CHECK(fused_op_ok(GRAPH_OP_gelu, NULL) && !fused_op_ok(GRAPH_OP_eq, NULL) &&
