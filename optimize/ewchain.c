@@ -16,7 +16,7 @@
  * acyclic.  A group must fit one program: FUSED_MAX_STMTS statements,
  * FUSED_MAX_INPUTS inputs and GRAPH_MAX_STR - 1 bytes of text; a long
  * chain (the `tiny` loop: 700 ops) is cut into several fused nodes, each
- * as long as the text allows (about four iterations of 7 ops).
+ * as long as the limits allow (9 iterations of 7 ops: 12 nodes).
  *
  * The root node is rewritten in place into the fused node, so its value
  * (possibly a graph output) keeps its id, name and type; the other
