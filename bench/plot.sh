@@ -40,10 +40,15 @@ END {
         }
         line = p[1] " " num(v[rec[i] "/eager_ms.median"])
         for (l = 0; l < 4; l++) line = line " " num(v[rec[i] "/O" l "/replay_ms.median"])
-        line = line " " num(v[rec[i] "/O2/opencl.replay_ms.median"])
+        o = v[rec[i] "/O2/opencl.replay_ms.median"]
+        line = line " " num(o)
+        if (o != "" && o != "null") ocl[t] = 1
         print line > f
     }
     print threads > (tmp ".threads")
+    # the last column to plot per thread count: without OpenCL figures
+    # (measured at the first thread count only) it is left out
+    for (t in started) print (t in ocl) ? 7 : 6 > (tmp ".last" t)
     lo = 1 # the axis starts at the power of ten below the smallest time
     while (ymin != "" && lo > ymin) lo /= 10
     print lo > (tmp ".ymin")
@@ -70,7 +75,7 @@ count=$(echo $threads | wc -w)
     echo "set datafile missing 'NaN'"
     for t in $threads; do
         echo "set title '$t thread(s)'"
-        echo "plot for [c=2:7] '$tmp.t$t' using c:xtic(1) title columnheader(c)"
+        echo "plot for [c=2:$(cat "$tmp.last$t")] '$tmp.t$t' using c:xtic(1) title columnheader(c)"
     done
     echo "unset multiplot"
 } >"$tmp.gp"
