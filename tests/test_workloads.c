@@ -273,10 +273,34 @@ static void test_bad_sizes(void)
     CHECK(strstr(d, "x[64,784]") != NULL);
 }
 
+/* The matrix products' work at the issue's sizes, counted by hand from
+ * its shapes (2 flops per multiply-add). */
+static void test_flops(void)
+{
+    workload_size s = workload_default_size(WL_MLP);
+    /* 64 x (784x512 + 512x512 + 512x10) */
+    CHECK(workload_flops(WL_MLP, &s) == 2.0 * 64 * (401408 + 262144 + 5120));
+    s = workload_default_size(WL_RESBLOCK);
+    /* two convs: 64 out x 64 in x 3x3 taps x 56x56 outputs */
+    CHECK(workload_flops(WL_RESBLOCK, &s) == 2 * 2.0 * 64 * 64 * 9 * 3136);
+    /* 128 tokens x (256x768 + 256x256 + 256x1024 + 1024x256), plus q k^T and
+     * p v: 4 heads x 128 x 128 x 64, twice */
+    s = workload_default_size(WL_ENCODER);
+    double enc = 2.0 * 128 * (196608 + 65536 + 262144 + 262144) + 2 * 2.0 * 4 * 128 * 128 * 64;
+    CHECK(workload_flops(WL_ENCODER, &s) == enc);
+    s = workload_default_size(WL_ENCODER_FUSED);
+    CHECK(workload_flops(WL_ENCODER_FUSED, &s) == enc);
+    s = workload_default_size(WL_CHAIN);
+    CHECK(workload_flops(WL_CHAIN, &s) == 0);
+    s = workload_default_size(WL_TINY);
+    CHECK(workload_flops(WL_TINY, &s) == 0);
+}
+
 int main(void)
 {
     for (int k = 0; k < WL_COUNT; k++)
         test_workload((workload_kind)k);
     test_bad_sizes();
+    test_flops();
     return check_done();
 }
