@@ -7,9 +7,10 @@
 # Defaults: bench/results/latest.json, bench/results/latest.md, README.md,
 # and PEERS.json = peers.json next to RESULT.json (paths from the
 # repository root).  PEERS.json (bench/peers/torch_workloads.py: PyTorch
-# measured in the same `make bench` run) gives the peer table, with the
-# ONNX Runtime figures quoted from the issue (bench/peers/issue6_reported.json,
-# another machine); without it the peer table says why it is missing.
+# and ONNX Runtime measured in the same `make bench` run) gives the peer
+# table; where ONNX Runtime could not be measured it quotes the issue's
+# figure (bench/peers/issue6_reported.json, another machine), marked so;
+# without PEERS.json the peer table says why it is missing.
 # The README is only rewritten when it holds both markers; everything
 # between them is replaced.  POSIX sh + awk.
 set -eu
@@ -67,39 +68,59 @@ function machine_factor(key,    i, r, a, b, s, c) {
     }
     return c ? sprintf("%.2f×", exp(s / c)) : "-"
 }
-function peer_table(    i, r, p, e, b, pe, pj, ort, err) {
+# The ONNX Runtime median of record r: measured in this run (peers file),
+# else the figure of the issue, from another machine (quoted[r] = 1).
+# An error cell: "-" not measured, FAIL null, else the value.
+function ort_ms(r, quoted,    t) {
+    t = v["peers:" r "/ort_ms.median"]
+    if (t != "" && t != "null") { quoted[r] = 0; return t }
+    quoted[r] = 1
+    return v["issue:" r "/ort_ms"]
+}
+function err_text(x) { return x == "" ? "-" : x == "null" ? "FAIL" : x + 0 == 0 ? "0" : sprintf("%.1e", x) }
+function peer_table(    i, r, p, e, b, a, pe, pj, ort, q, nq, nort, why) {
     print ""
     if (!have_peers) {
-        printf "**Peers:** PyTorch was not measured in this run (no %s; `make bench` writes it with `bench/peers/run.sh`).\n", peers_file
+        printf "**Peers:** PyTorch and ONNX Runtime were not measured in this run (no %s; `make bench` writes it with `bench/peers/run.sh`).\n", peers_file
         return
     }
     if (v["peers:torch.version"] == "") {
-        printf "**Peers:** PyTorch could not be measured in this run: %s. ONNX Runtime is not packaged in Debian 12; the issue reports it (1 thread, another machine) at", v["peers:error"]
+        printf "**Peers:** PyTorch (and ONNX Runtime, which is timed on the PyTorch modules exported to ONNX) could not be measured in this run: %s. The issue reports ONNX Runtime (1 thread, another machine) at", v["peers:error"]
         for (i = 0; i < n; i++) if (v["issue:" rec[i] "/ort_ms"] != "") { split(rec[i], p, "/"); printf " %s %s ms;", p[1], v["issue:" rec[i] "/ort_ms"] }
         print " not comparable with this machine."
         return
+    }
+    for (i = 0; i < n; i++) {
+        ort_ms(rec[i], q)
+        if (v["peers:" rec[i] "/ort_version"] != "") nort++
+        if (q[rec[i]] && v["issue:" rec[i] "/ort_ms"] != "") nq++
+        if (v["peers:" rec[i] "/ort_error"] != "" && why == "") why = v["peers:" rec[i] "/ort_error"]
     }
     printf "**Peers, measured on this machine in the same run** (issue 6): PyTorch %s from Debian 12 (`python3-torch` under /usr/bin/python3 %s; BLAS: %s; ATen kernels: %s; oneDNN %s; TorchScript CPU fusion %s), by `bench/peers/torch_workloads.py` at %s, right after the suite (load average %s then, %s when the suite started: other work on the machine slows both, not necessarily alike). The same workloads written with torch ops (same shapes and weight scales, own seeded weights), the module run eagerly and as `torch.jit.trace` + `torch.jit.freeze` + `torch.jit.optimize_for_inference`, under `torch.inference_mode()`, in interleaved rounds as the suite times ours (medians of at least %s runs; a run includes the Python call). ",
         v["peers:torch.version"], v["peers:torch.python"], v["peers:torch.blas"], v["peers:torch.capability"],
         v["peers:torch.mkldnn"] == "true" ? "enabled" : "disabled",
         v["peers:torch.cpu_fuser"] == "true" ? "available" : "unavailable (built without LLVM)", v["peers:machine.date"],
         v["peers:machine.loadavg"], v["machine.loadavg"], v["peers:config.min_runs"]
-    printf "ONNX Runtime is not packaged in Debian 12 and PyPI is not reachable here, so it could not be measured: its column quotes the issue'"'"'s figure, **from another machine**, so ratios against it are not apples to apples; as a yardstick, PyTorch here takes %s (eager) and %s (jit) of the time the issue reports for it (geometric mean over its rows). Ours / peer: our best replay (faster of -O2, -O3) over the peer'"'"'s median; below 1, ours is faster. PyTorch jit err: max rel err of its jit output vs its eager output.\n\n",
-        machine_factor("torch_eager_ms"), machine_factor("torch_jit_ms")
+    if (nort)
+        printf "ONNX Runtime %s (npm package `onnxruntime-node`, its CPU build; installed by `bench/peers/run.sh`) runs the same PyTorch modules exported to ONNX (opset 17), all graph optimizations, the record'"'"'s thread count, timed back to back in its own process (`bench/peers/ort/ort_workloads.js`; a run is one synchronous call through its Node binding); so that like is compared with like, *ours alone* is our faster of -O2 and -O3 timed the same way, back to back after the rounds. ", v["peers:" rec[0] "/ort_version"]
+    if (nq)
+        printf "ONNX Runtime %s: the rows marked *(issue)* quote the issue'"'"'s figure, **from another machine**; as a yardstick, PyTorch here takes %s (eager) and %s (jit) of the time the issue reports for it (geometric mean over its rows). ",
+            why != "" ? "could not be measured (" why ")" : "was not measured", machine_factor("torch_eager_ms"), machine_factor("torch_jit_ms")
+    print "Ours / peer: our time over the peer'"'"'s median; below 1, ours is faster. Errors: max rel err of PyTorch jit and of ONNX Runtime against PyTorch eager.\n"
     if (v["peers:ok"] != "true")
         printf "PyTorch columns incomplete: %s\n\n", v["peers:error"] != "" ? v["peers:error"] : "see " peers_file
-    print "| workload | threads | ours eager | ours replay | PyTorch eager | PyTorch jit | ONNX Runtime (issue, other machine) | ours / PyTorch eager | ours / PyTorch jit | ours / ORT (other machine) | PyTorch jit err |"
-    print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    print "| workload | threads | ours eager | ours replay | ours alone | PyTorch eager | PyTorch jit | ONNX Runtime | ours / PyTorch eager | ours / PyTorch jit | ours alone / ONNX Runtime | err jit / ORT |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 0; i < n; i++) {
         r = rec[i]; split(r, p, "/")
-        e = v[r "/eager_ms.median"]; b = best_replay(r)
+        e = v[r "/eager_ms.median"]; b = best_replay(r); a = v[r "/replay_alone_ms.median"]
         pe = v["peers:" r "/torch_eager_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]
-        ort = v["issue:" r "/ort_ms"]
-        err = v["peers:" r "/max_rel_err"]
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], substr(p[2], 2),
-            ms(e), b == "" ? "FAIL" : ms(b), pms(pe), pms(pj), ort == "" ? "-" : ms(ort),
-            ratio(b, pe), ratio(b, pj), ratio(b, ort),
-            err == "" ? "-" : err == "null" ? "FAIL" : err + 0 == 0 ? "0" : sprintf("%.1e", err)
+        ort = ort_ms(r, q)
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", p[1], substr(p[2], 2),
+            ms(e), b == "" ? "FAIL" : ms(b), pms(a), pms(pe), pms(pj),
+            ort == "" ? "-" : ms(ort) (q[r] ? " *(issue)*" : ""),
+            ratio(b, pe), ratio(b, pj), ratio(q[r] ? b : a, ort) (q[r] && ort != "" ? " *(issue)*" : ""),
+            err_text(v["peers:" r "/max_rel_err"]), err_text(v["peers:" r "/ort_max_rel_err"])
     }
 }
 # GFLOP/s of gflop in t ms, with its share of the peak: "95.1 (83%)".
@@ -108,22 +129,22 @@ function rate(gflop, t, peak,    g) {
     g = gflop / (t / 1000)
     return peak + 0 > 0 ? sprintf("%.1f (%.0f%%)", g, 100 * g / peak) : sprintf("%.1f", g)
 }
-function roofline_table(    i, r, p, gf, pk, b, pj, ort, any) {
+function roofline_table(    i, r, p, gf, pk, a, pj, ort, q, any) {
     for (i = 0; i < n; i++) if (v[rec[i] "/gflop"] + 0 > 0) any = 1
     if (!any) return
     print ""
-    print "**Compute-bound rows against this machine'"'"'s measured peak.** GFLOP: the matrix products'"'"' work (linear, conv, attention; 2 per multiply-add; `workload_flops` in bench/workloads.c). Peak: fp32 multiply-add throughput on that many threads, measured as the record starts (`bench/suite/peak.c`: independent FMA chains, nothing else). A rate is GFLOP / median time, with its share of the peak; resblock'"'"'s -O3 convolutions are Winograd, which does fewer multiplications than counted, so it can pass 100%. The last column is the rate ONNX Runtime'"'"'s figure in the issue (another machine) stands for, against this machine'"'"'s peak: above 100%, that time is out of reach here for any implementation that does the counted multiply-adds."
+    print "**Compute-bound rows against this machine'"'"'s measured peak.** GFLOP: the matrix products'"'"' work (linear, conv, attention; 2 per multiply-add; `workload_flops` in bench/workloads.c). Peak: fp32 multiply-add throughput on that many threads, measured as the record starts (`bench/suite/peak.c`: independent FMA chains, nothing else). A rate is GFLOP / median time (ours and ONNX Runtime timed back to back, PyTorch jit in rounds), with its share of the peak; resblock'"'"'s -O3 convolutions are Winograd, which does fewer multiplications than counted, so it can pass 100%. A figure marked *(issue)* is the rate the issue'"'"'s ONNX Runtime time (another machine) stands for against this machine'"'"'s peak: above 100%, that time is out of reach here for any implementation that does the counted multiply-adds."
     print ""
-    print "| workload | threads | GFLOP | peak GFLOP/s | ours replay GFLOP/s (% of peak) | PyTorch jit GFLOP/s (% of peak) | ONNX Runtime figure (issue) as GFLOP/s (% of this peak) |"
+    print "| workload | threads | GFLOP | peak GFLOP/s | ours alone GFLOP/s (% of peak) | PyTorch jit GFLOP/s (% of peak) | ONNX Runtime GFLOP/s (% of peak) |"
     print "|---|---:|---:|---:|---:|---:|---:|"
     for (i = 0; i < n; i++) {
         r = rec[i]; split(r, p, "/")
         gf = v[r "/gflop"]; pk = v[r "/fma_peak_gflops"]
         if (gf + 0 <= 0) continue
-        b = best_replay(r); pj = v["peers:" r "/torch_jit_ms.median"]; ort = v["issue:" r "/ort_ms"]
+        a = v[r "/replay_alone_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]; ort = ort_ms(r, q)
         printf "| %s | %s | %.3f | %s | %s | %s | %s |\n", p[1], substr(p[2], 2), gf,
-            pk == "" || pk == "null" ? "-" : sprintf("%.0f", pk), rate(gf, b, pk), rate(gf, pj, pk),
-            ort == "" ? "-" : rate(gf, ort, pk)
+            pk == "" || pk == "null" ? "-" : sprintf("%.0f", pk), rate(gf, a, pk), rate(gf, pj, pk),
+            ort == "" ? "-" : rate(gf, ort, pk) (q[r] ? " *(issue)*" : "")
     }
 }
 { v[$1] = $2 }

@@ -12,8 +12,13 @@
 # OpenBLAS: python3-torch only depends on some libblas.so.3, which on Debian
 # is the reference BLAS unless an optimized one is installed; the reference
 # one makes PyTorch's linear layers 20-30x slower: not a fair peer.
-# ONNX Runtime is not packaged in Debian 12 (and PyPI is not reachable
-# here), so it is not measured; table.sh quotes the issue's figures.
+# ONNX Runtime is not packaged in Debian 12 and PyPI is not reachable
+# here, but its npm package (onnxruntime-node, the CPU build included) is:
+# bench/peers/ort/package.json pins it, and it is installed here with npm
+# (Node.js from Debian when there is none), then torch_workloads.py exports
+# each workload to ONNX and times it with bench/peers/ort/ort_workloads.js.
+# When that cannot be installed, the records say why and table.sh quotes
+# the issue's ONNX Runtime figures instead.
 set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,6 +38,19 @@ fail() {
 deps=$("$root/scripts/deps.sh" python3-torch libopenblas0-openmp 2>&1) ||
     fail "PyTorch not installed and scripts/deps.sh could not install it: $(printf '%s' "$deps" | tail -n 1)"
 [ -x "$py" ] || fail "no $py (Debian's python3, which python3-torch is built for)"
+
+# ONNX Runtime (best effort: torch_workloads.py records why it is missing).
+ort=$root/bench/peers/ort
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    "$root/scripts/deps.sh" nodejs npm >/dev/null 2>&1 ||
+        echo "peers: Node.js/npm not installed (scripts/deps.sh nodejs npm failed)" >&2
+fi
+if command -v npm >/dev/null && [ ! -d "$ort/node_modules/onnxruntime-node" ]; then
+    # --ignore-scripts: the CPU build is in the package; its install script
+    # only fetches CUDA parts from NuGet, which is not reachable here
+    (cd "$ort" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
+        echo "peers: npm could not install onnxruntime-node into $ort" >&2
+fi
 rm -f "$out" # never leave an older run's figures behind
 st=0
 "$py" "$root/bench/peers/torch_workloads.py" --out "$out" "$@" || st=$?

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """torch_workloads.py - the five workloads of bench/workloads.c in PyTorch,
-timed on this machine as the peers of issue 6 (run by `make bench` through
-bench/peers/run.sh, in the same run as bench/suite.c).
+and the same modules exported to ONNX in ONNX Runtime, timed on this machine
+as the peers of issue 6 (run by `make bench` through bench/peers/run.sh, in
+the same run as bench/suite.c).
 
     /usr/bin/python3 bench/peers/torch_workloads.py [--out FILE] [--threads 1,2]
         [--runs N] [--budget-ms MS] [--workloads mlp,tiny,...] [--quick]
@@ -33,6 +34,16 @@ result dropped: what a user's loop pays.  The two outputs are compared
 (max_rel_err = max|jit - eager| / max|eager|, as suite.c's); above 1e-3
 the record is not ok.
 
+ONNX Runtime (unless --no-ort): the module is exported with
+torch.onnx.export (opset 17, traced on the same input), its input and eager
+output are written as raw float32, and bench/peers/ort/ort_workloads.js
+times the model in onnxruntime-node (installed by run.sh from the npm
+registry; graph optimizations "all", the record's thread count) with the
+same warm-up, runs and budget, back to back (a separate process cannot
+join the rounds; bench/suite.c times our best level the same way for this
+column: replay_alone_ms), and compares its output with PyTorch eager's.  A
+failure there costs the ONNX Runtime fields only (ort_error says why).
+
 Output (--out, default bench/results/peers.json), schema
 "tracegraph-peers-1"; times in ms, null for what could not be measured:
 
@@ -52,7 +63,11 @@ Output (--out, default bench/results/peers.json), schema
       "torch_eager_ms": {"median", "min", "max", "runs"},
       "torch_jit_ms": {"median", "min", "max", "runs"},
       "jit_prepare_ms": trace + freeze + optimize_for_inference,
-      "max_abs_err", "max_rel_err": jit vs eager } ] }
+      "max_abs_err", "max_rel_err": jit vs eager,
+      "ort_ms": {"median", "min", "max", "runs"} or null, "ort_version",
+      "ort_export_ms": torch.onnx.export, "ort_prepare_ms": session creation
+      (graph optimization included), "ort_max_abs_err", "ort_max_rel_err":
+      ONNX Runtime vs PyTorch eager, "ort_error": "" or why not measured } ] }
 
 bench/json_flat.awk names a record "<workload>/t<threads>", so table.sh
 reads e.g. mlp/t1/torch_jit_ms.median and compare.sh works on two such
@@ -63,11 +78,14 @@ import ctypes
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 WORKLOADS = ["mlp", "resblock", "encoder", "encoder_fused", "chain", "tiny"]
+ORT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort")
 REL_TOL = 1e-3
 MAX_RUNS = 5000
 RECORD_TIMEOUT_S = 300
@@ -267,7 +285,49 @@ def compare(a, b):
     return diff, (0.0 if diff == 0 else diff / (scale if scale > 0 else 1e-30))
 
 
-def run_record(name, threads, min_runs, budget_ms):
+def run_ort(model, x, y, threads, min_runs, budget_ms):
+    """ONNX Runtime on the module exported to ONNX (ort/ort_workloads.js);
+    the record's ort_* fields."""
+    import torch
+    node = shutil.which("node")
+    if not node:
+        return {"ort_error": "no node on PATH (bench/peers/run.sh installs nodejs)"}
+    if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
+        return {"ort_error": "onnxruntime-node is not installed in %s (bench/peers/run.sh "
+                             "installs it)" % ORT_DIR}
+    with tempfile.TemporaryDirectory(prefix="tg_ort_") as tmp:
+        onnx, xb, yb = (os.path.join(tmp, f) for f in ("model.onnx", "x.bin", "y.bin"))
+        t0 = now_ms()
+        with torch.no_grad():
+            torch.onnx.export(model, (x,), onnx, input_names=["x"], output_names=["y"],
+                              opset_version=17)
+        export_ms = now_ms() - t0
+        x.numpy().astype("float32").tofile(xb)
+        y.numpy().astype("float32").tofile(yb)
+        cmd = [node, os.path.join(ORT_DIR, "ort_workloads.js"), onnx, xb,
+               ",".join(str(d) for d in x.shape), yb, str(threads), str(min_runs), str(budget_ms)]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return {"ort_error": "timed out after %d s" % RECORD_TIMEOUT_S}
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"ort_error": "ort_workloads.js exited %d: %s" % (p.returncode, tail)}
+    out = {"ort_ms": r.get("ort_ms"), "ort_prepare_ms": r.get("prepare_ms"),
+           "ort_export_ms": sig(export_ms), "ort_max_abs_err": r.get("max_abs_err"),
+           "ort_max_rel_err": r.get("max_rel_err"), "ort_version": r.get("version"),
+           "ort_error": r.get("error", "")}
+    err = r.get("max_rel_err")
+    if r.get("ok") and (err is None or err > REL_TOL):
+        out["ort_error"] = "ONNX Runtime's output differs from PyTorch eager: max rel err %s" % err
+    elif not r.get("ok") and not out["ort_error"]:
+        out["ort_error"] = "ort_workloads.js failed"
+    return out
+
+
+def run_record(name, threads, min_runs, budget_ms, ort=True):
     import torch
     torch.set_num_threads(threads)
     rec = {"workload": name, "threads": threads, "ok": False, "error": "",
@@ -297,6 +357,11 @@ def run_record(name, threads, min_runs, budget_ms):
     # JSON has no inf: a NaN mismatch is null, as in suite.c
     rec["max_abs_err"] = sig(err_abs) if math.isfinite(err_abs) else None
     rec["max_rel_err"] = sig(err_rel) if math.isfinite(err_rel) else None
+    if ort:
+        try:
+            rec.update(run_ort(model, x, ya, threads, min_runs, budget_ms))
+        except Exception as e:  # an export or ORT failure costs the ORT column only
+            rec["ort_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
     return rec
 
 
@@ -326,7 +391,7 @@ def torch_info():
 # ---- the parent: one child per record, JSON out ----
 
 def child_main(args):
-    rec = run_record(args.child, args.child_threads, args.runs, args.budget_ms)
+    rec = run_record(args.child, args.child_threads, args.runs, args.budget_ms, not args.no_ort)
     if args.child_info:
         rec["torch"] = torch_info()
     json.dump(rec, sys.stdout)
@@ -336,6 +401,8 @@ def child_main(args):
 def run_child(args, name, threads, info):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-threads",
            str(threads), "--runs", str(args.runs), "--budget-ms", str(args.budget_ms)]
+    if args.no_ort:
+        cmd.append("--no-ort")
     if info:
         cmd.append("--child-info")
     try:
@@ -365,6 +432,7 @@ def main():
     ap.add_argument("--budget-ms", type=float, default=1000.0)
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--quick", action="store_true", help="--runs 5 --budget-ms 50")
+    ap.add_argument("--no-ort", action="store_true", help="do not measure ONNX Runtime")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-threads", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--child-info", action="store_true", help=argparse.SUPPRESS)
@@ -408,9 +476,11 @@ def main():
                 if "torch" in rec:
                     out["torch"] = rec.pop("torch")
                 out["records"].append(rec)
-                print("peers %-13s %d thr | torch eager %s ms | jit %s ms | rel err %s%s" % (
+                print("peers %-13s %d thr | torch eager %s ms | jit %s ms | rel err %s | ort %s ms%s%s" % (
                     w, t, fmt_ms(rec.get("torch_eager_ms")), fmt_ms(rec.get("torch_jit_ms")),
                     "%.1e" % rec["max_rel_err"] if rec.get("max_rel_err") is not None else "-",
+                    fmt_ms(rec.get("ort_ms")),
+                    " (%s)" % rec["ort_error"] if rec.get("ort_error") else "",
                     "" if rec["ok"] else " | FAILED: " + rec["error"]), file=sys.stderr)
         out["ok"] = all(r["ok"] for r in out["records"])
         if not out["ok"]:
