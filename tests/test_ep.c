@@ -52,6 +52,22 @@ static int has_add(const graph_ints *post)
 
 /* ---- linear_ep ---- */
 
+/* The naive double-precision linear_ep: rows x k by w [n, k], bias b, post
+ * steps with residual r (NULL: none); a malloc'ed [rows, n]. */
+static float *linear_ref(const float *px, const float *pw, const float *pb, const float *pr,
+                         int64_t rows, int64_t n, int64_t k, const graph_ints *post, float alpha)
+{
+    float *want = malloc(sizeof(float) * (size_t)(rows * n + 1));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = pb[j];
+            for (int64_t q = 0; q < k; q++)
+                acc += (double)px[i * k + q] * pw[j * k + q];
+            want[i * n + j] = (float)post_ref(post, alpha, acc, pr ? pr[i * n + j] : 0);
+        }
+    return want;
+}
+
 /* x: nd dims xs (last is K); w [n, K]; b [n]; residual when post adds. */
 static void check_linear(int line, int nd, const int64_t *xs, int64_t n, graph_ints post,
                          float alpha)
@@ -72,16 +88,8 @@ static void check_linear(int line, int nd, const int64_t *xs, int64_t n, graph_i
     eager_tensor *y = eager_linear_ep(x, w, b, r, post, alpha);
     check_report(y && eager_numel(y) == rows * n, __FILE__, line, "linear_ep runs: %s",
                  eager_error());
-    float *want = malloc(sizeof(float) * (size_t)(rows * n + 1));
-    const float *px = eager_peek(x), *pw = eager_peek(w), *pb = eager_peek(b);
-    const float *pr = r ? eager_peek(r) : NULL;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double acc = pb[j];
-            for (int64_t q = 0; q < k; q++)
-                acc += (double)px[i * k + q] * pw[j * k + q];
-            want[i * n + j] = (float)post_ref(&post, alpha, acc, pr ? pr[i * n + j] : 0);
-        }
+    float *want = linear_ref(eager_peek(x), eager_peek(w), eager_peek(b),
+                             r ? eager_peek(r) : NULL, rows, n, k, &post, alpha);
     if (y)
         check_floats(eager_peek(y), want, rows * n, 1e-4, __FILE__, line, "linear_ep");
     free(want);
@@ -335,6 +343,55 @@ static void test_prepared_matmul(void)
 }
 
 /*
+ * linear_ep as a replay step with fixed weights (oneDNN with the weights
+ * packed once) against plain loops: sizes that are not multiples of any
+ * blocking (rows 1..9, 13, 64; n 1, 5, 16, 17, 33, 100, 512; odd k),
+ * epilogues of cheap and transcendental steps with and without a
+ * residual, one and two threads, and weights that move between calls
+ * (repacked) while the slot lives.
+ */
+static void test_prepared_gemm(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1},  {7, 5, 3},   {8, 16, 9},   {9, 17, 33},
+                                        {13, 33, 64}, {3, 100, 70}, {64, 512, 784}};
+    const graph_ints posts[] = {NO, TG_INTS(RELU), TG_INTS(ADD, RELU), TG_INTS(LEAKY),
+                                TG_INTS(ADD, GELU), TG_INTS(SIGMOID, ADD)};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int64_t rows = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        for (size_t pi = 0; pi < sizeof posts / sizeof posts[0]; pi++) {
+            eager_pool_push();
+            uint64_t seed = 100 * si + 10 * pi;
+            double ws = 1 / sqrt((double)k); /* sums of order 1, as in a network */
+            eager_tensor *x = eager_rand_uniform(TG_SHAPE(rows, k), seed + 1, -2, 2);
+            eager_tensor *w1 = eager_rand_uniform(TG_SHAPE(n, k), seed + 2, -ws, ws);
+            eager_tensor *w2 = eager_rand_uniform(TG_SHAPE(n, k), seed + 3, -ws, ws);
+            eager_tensor *b = eager_rand_uniform(TG_SHAPE(n), seed + 4, -1, 1);
+            eager_tensor *r = eager_rand_uniform(TG_SHAPE(rows, n), seed + 5, -2, 2);
+            graph_linear_ep_attrs ep = {posts[pi], 0.1f};
+            graph_type yt = {GRAPH_F32, 2, {rows, n}};
+            eager_kstate *st = NULL;
+            for (int call = 0; call < 3; call++) {
+                eager_tensor *w = call == 1 ? w2 : w1; /* moves, then moves back */
+                int threads = 1 + (call == 2);
+                float *want = linear_ref(eager_peek(x), eager_peek(w), eager_peek(b),
+                                         has_add(&ep.post) ? eager_peek(r) : NULL, rows, n, k,
+                                         &ep.post, ep.alpha);
+                eager_tensor *got = run_step_t(GRAPH_OP_linear_ep,
+                                               (eager_tensor *[]){x, w, b, r},
+                                               has_add(&ep.post) ? 4 : 3, &ep, &yt, &st, 6,
+                                               threads);
+                if (got)
+                    check_floats(eager_peek(got), want, rows * n, 1e-5, __FILE__, __LINE__,
+                                 "prepared linear_ep vs plain loops");
+                free(want);
+            }
+            eager_kstate_free(st);
+            eager_pool_pop();
+        }
+    }
+}
+
+/*
  * conv2d and conv2d_ep with fixed weights (a prim per slot, its weights
  * packed at the first call when oneDNN wants another layout), on one and
  * two threads (the C epilogue runs in parallel above EAGER_PAR_MIN): the
@@ -451,6 +508,7 @@ int main(void)
     test_conv2d_ep();
     test_errors();
     test_prepared_matmul();
+    test_prepared_gemm();
     test_prepared_conv();
     test_replay_param_swap();
     CHECK(eager_status() == TG_OK);
