@@ -90,8 +90,11 @@ bench: build
 	./$(BUILD)/replay_overhead
 	./$(BUILD)/load
 	@mkdir -p bench/results
-	@st=0; ./$(BUILD)/suite --out bench/results/latest.json $(SUITE_FLAGS) || st=$$?; \
-	  bench/peers/run.sh bench/results/peers.json $(PEER_FLAGS); \
+	@st=0; mkdir -p $(BUILD)/bench-tgraph; \
+	  ./$(BUILD)/suite --out bench/results/latest.json --save-dir $(BUILD)/bench-tgraph \
+	    $(SUITE_FLAGS) || st=$$?; \
+	  bench/peers/run.sh bench/results/peers.json $(PEER_FLAGS) --tgraph-dir $(BUILD)/bench-tgraph \
+	    --suite-json bench/results/latest.json --tracegraph $(BUILD)/tracegraph; \
 	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \
 	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
 

@@ -55,10 +55,6 @@
  *       on this many threads, measured as the record starts (the ceiling
  *       of the compute-bound workloads: bench/suite/peak.c; null for
  *       chain and tiny),
- *       "replay_alone_ms": {"median", "min", "max", "runs"} of the faster
- *       of -O2 and -O3 timed again on its own, run after run (time_alone:
- *       how the peer script times ONNX Runtime), "alone_level": 2 or 3 (0:
- *       not timed),
  *       "levels": [ one per level 0..3:
  *         { "level": 0, "ok": true, "error": "" (why not ok),
  *           "optimize_ms": median of 3, "nodes_before", "nodes_after",
@@ -469,30 +465,6 @@ static graph *trace(const workload *w, record *rec)
     return g;
 }
 
-/*
- * The faster of -O2 and -O3 (by its median in the rounds) timed again on
- * its own, run after run with its data warm in the caches: how ONNX
- * Runtime is timed in the peer table (a separate process: it cannot join
- * the rounds), so that table compares like with like.  times: a buffer of
- * MAX_RUNS.
- */
-static void time_alone(const config *c, replay_ctx *rc, runner *r, int n, double *times,
-                       record *rec)
-{
-    int best = -1;
-    for (int k = 1; k < n; k++)
-        for (int l = 2; l < NLEVELS; l++)
-            if (r[k].ctx == &rc[l] && !r[k].failed &&
-                (best < 0 || rec->lv[l].replay.median < rec->lv[best].replay.median))
-                best = l;
-    if (best < 0)
-        return;
-    runner one = {replay_once, &rc[best], &rec->alone, times, 0};
-    measure(c, &one, 1);
-    if (!one.failed)
-        rec->alone_level = best;
-}
-
 /* Prepares every level of the traced graph g, then times eager and the
  * levels that work together (measure). */
 static void run_levels(const config *c, const workload *w, const graph *g, const reference *ref,
@@ -517,7 +489,6 @@ static void run_levels(const config *c, const workload *w, const graph *g, const
      * spinning on both cores for a while after a launch, which made CPU
      * runs interleaved with OpenCL ones up to 4x slower (tiny). */
     measure(c, r, ncpu);
-    time_alone(c, rc, r, ncpu, times[0], rec);
     if (n > ncpu)
         measure(c, r + ncpu, n - ncpu);
     if (r[0].failed)

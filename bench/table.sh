@@ -102,7 +102,7 @@ function peer_table(    i, r, p, e, b, a, pe, pj, ort, q, nq, nort, why) {
         v["peers:torch.cpu_fuser"] == "true" ? "available" : "unavailable (built without LLVM)", v["peers:machine.date"],
         v["peers:machine.loadavg"], v["machine.loadavg"], v["peers:config.min_runs"]
     if (nort)
-        printf "ONNX Runtime %s (npm package `onnxruntime-node`, its CPU build; installed by `bench/peers/run.sh`) runs the same PyTorch modules exported to ONNX (opset 17), all graph optimizations, the record'"'"'s thread count, timed back to back in its own process (`bench/peers/ort/ort_workloads.js`; a run is one synchronous call through its Node binding); so that like is compared with like, *ours alone* is our faster of -O2 and -O3 timed the same way, back to back after the rounds. ", v["peers:" rec[0] "/ort_version"]
+        printf "ONNX Runtime %s (npm package `onnxruntime-node`, its CPU build; installed by `bench/peers/run.sh`) runs the same PyTorch modules exported to ONNX (opset 17), all graph optimizations, the record'"'"'s thread count, timed back to back in its own process (`bench/peers/ort/ort_workloads.js`; a run is one synchronous call through its Node binding). A separate process cannot join the rounds, so like is compared with like another way: *ours alone* is our faster of -O2 and -O3 (the .tgraph the suite saved) timed back to back too, by `tracegraph bench`, in 3 rounds that alternate with 3 of ONNX Runtime (medians of the round medians for both). ", v["peers:" rec[0] "/ort_version"]
     if (nq)
         printf "ONNX Runtime %s: the rows marked *(issue)* quote the issue'"'"'s figure, **from another machine**; as a yardstick, PyTorch here takes %s (eager) and %s (jit) of the time the issue reports for it (geometric mean over its rows). ",
             why != "" ? "could not be measured (" why ")" : "was not measured", machine_factor("torch_eager_ms"), machine_factor("torch_jit_ms")
@@ -113,7 +113,7 @@ function peer_table(    i, r, p, e, b, a, pe, pj, ort, q, nq, nort, why) {
     print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 0; i < n; i++) {
         r = rec[i]; split(r, p, "/")
-        e = v[r "/eager_ms.median"]; b = best_replay(r); a = v[r "/replay_alone_ms.median"]
+        e = v[r "/eager_ms.median"]; b = best_replay(r); a = v["peers:" r "/ours_alone_ms.median"]
         pe = v["peers:" r "/torch_eager_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]
         ort = ort_ms(r, q)
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", p[1], substr(p[2], 2),
@@ -141,7 +141,7 @@ function roofline_table(    i, r, p, gf, pk, a, pj, ort, q, any) {
         r = rec[i]; split(r, p, "/")
         gf = v[r "/gflop"]; pk = v[r "/fma_peak_gflops"]
         if (gf + 0 <= 0) continue
-        a = v[r "/replay_alone_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]; ort = ort_ms(r, q)
+        a = v["peers:" r "/ours_alone_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]; ort = ort_ms(r, q)
         printf "| %s | %s | %.3f | %s | %s | %s | %s |\n", p[1], substr(p[2], 2), gf,
             pk == "" || pk == "null" ? "-" : sprintf("%.0f", pk), rate(gf, a, pk), rate(gf, pj, pk),
             ort == "" ? "-" : rate(gf, ort, pk) (q[r] ? " *(issue)*" : "")

@@ -40,9 +40,12 @@ output are written as raw float32, and bench/peers/ort/ort_workloads.js
 times the model in onnxruntime-node (installed by run.sh from the npm
 registry; graph optimizations "all", the record's thread count) with the
 same warm-up, runs and budget, back to back (a separate process cannot
-join the rounds; bench/suite.c times our best level the same way for this
-column: replay_alone_ms), and compares its output with PyTorch eager's.  A
-failure there costs the ONNX Runtime fields only (ort_error says why).
+join the rounds), in ORT_ROUNDS rounds that alternate with our own best
+level (the faster of -O2 and -O3 in the suite's rounds, from the graphs
+the suite saved: --tgraph-dir, --suite-json) timed the same way by
+`tracegraph bench`, so that both see the machine in the same state; and
+compares its output with PyTorch eager's.  A failure there costs the ONNX
+Runtime fields only (ort_error, ours_alone_error say why).
 
 Output (--out, default bench/results/peers.json), schema
 "tracegraph-peers-1"; times in ms, null for what could not be measured:
@@ -67,7 +70,9 @@ Output (--out, default bench/results/peers.json), schema
       "ort_ms": {"median", "min", "max", "runs"} or null, "ort_version",
       "ort_export_ms": torch.onnx.export, "ort_prepare_ms": session creation
       (graph optimization included), "ort_max_abs_err", "ort_max_rel_err":
-      ONNX Runtime vs PyTorch eager, "ort_error": "" or why not measured } ] }
+      ONNX Runtime vs PyTorch eager, "ort_error": "" or why not measured,
+      "ours_alone_ms": {...} our best level by `tracegraph bench` in turns
+      with ONNX Runtime, "ours_alone_file", "ours_alone_error" } ] }
 
 bench/json_flat.awk names a record "<workload>/t<threads>", so table.sh
 reads e.g. mlp/t1/torch_jit_ms.median and compare.sh works on two such
@@ -78,6 +83,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -285,9 +291,42 @@ def compare(a, b):
     return diff, (0.0 if diff == 0 else diff / (scale if scale > 0 else 1e-30))
 
 
-def run_ort(model, x, y, threads, min_runs, budget_ms):
-    """ONNX Runtime on the module exported to ONNX (ort/ort_workloads.js);
-    the record's ort_* fields."""
+ORT_ROUNDS = 3
+
+
+def merge_stats(parts):
+    """One stats dict of several rounds: median of the medians, min of the
+    mins, max of the maxes, runs summed."""
+    meds = sorted(p["median"] for p in parts)
+    n = len(meds)
+    med = meds[n // 2] if n % 2 else 0.5 * (meds[n // 2 - 1] + meds[n // 2])
+    return {"median": sig(med), "min": min(p["min"] for p in parts),
+            "max": max(p["max"] for p in parts), "runs": sum(p["runs"] for p in parts)}
+
+
+def bench_ours(tracegraph, tgraph, threads, min_runs, budget_ms):
+    """`tracegraph bench` on our saved graph: its stats dict, or an error."""
+    def once(runs, warmup):
+        p = subprocess.run([tracegraph, "bench", tgraph, "--runs", str(runs), "--warmup",
+                            str(warmup), "--threads", str(threads)], capture_output=True,
+                           text=True, timeout=RECORD_TIMEOUT_S)
+        m = re.search(r"min ([0-9.e+-]+) ms\s+median ([0-9.e+-]+) ms\s+mean [0-9.e+-]+ ms\s+"
+                      r"max ([0-9.e+-]+) ms", p.stdout)
+        if p.returncode != 0 or not m:
+            tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError("tracegraph bench %s exited %d: %s" % (tgraph, p.returncode, tail))
+        return {"median": sig(float(m.group(2))), "min": sig(float(m.group(1))),
+                "max": sig(float(m.group(3))), "runs": runs}
+    est = once(5, 2)["median"]  # how many runs fill the budget, as the other timings
+    runs = int(min(MAX_RUNS, max(min_runs, budget_ms / max(est, 1e-6))))
+    return once(runs, max(5, runs // 20))
+
+
+def run_ort(model, x, y, threads, min_runs, budget_ms, ours):
+    """ONNX Runtime on the module exported to ONNX (ort/ort_workloads.js),
+    in ORT_ROUNDS rounds alternating with our replay of ours (a saved
+    .tgraph, or None) through `tracegraph bench`; the record's ort_* and
+    ours_alone_* fields."""
     import torch
     node = shutil.which("node")
     if not node:
@@ -305,16 +344,30 @@ def run_ort(model, x, y, threads, min_runs, budget_ms):
         x.numpy().astype("float32").tofile(xb)
         y.numpy().astype("float32").tofile(yb)
         cmd = [node, os.path.join(ORT_DIR, "ort_workloads.js"), onnx, xb,
-               ",".join(str(d) for d in x.shape), yb, str(threads), str(min_runs), str(budget_ms)]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return {"ort_error": "timed out after %d s" % RECORD_TIMEOUT_S}
-    try:
-        r = json.loads(p.stdout)
-    except ValueError:
-        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"ort_error": "ort_workloads.js exited %d: %s" % (p.returncode, tail)}
+               ",".join(str(d) for d in x.shape), yb, str(threads), str(min_runs),
+               str(budget_ms / ORT_ROUNDS)]
+        rounds, mine, ours_error = [], [], ""
+        for _ in range(ORT_ROUNDS):
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                return {"ort_error": "timed out after %d s" % RECORD_TIMEOUT_S}
+            try:
+                r = json.loads(p.stdout)
+            except ValueError:
+                tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+                return {"ort_error": "ort_workloads.js exited %d: %s" % (p.returncode, tail)}
+            if not r.get("ok"):
+                break
+            rounds.append(r["ort_ms"])
+            if ours and not ours_error:
+                try:
+                    mine.append(bench_ours(ours[0], ours[1], threads, min_runs,
+                                           budget_ms / ORT_ROUNDS))
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    ours_error = str(e)
+    if rounds:
+        r["ort_ms"] = merge_stats(rounds)
     out = {"ort_ms": r.get("ort_ms"), "ort_prepare_ms": r.get("prepare_ms"),
            "ort_export_ms": sig(export_ms), "ort_max_abs_err": r.get("max_abs_err"),
            "ort_max_rel_err": r.get("max_rel_err"), "ort_version": r.get("version"),
@@ -324,10 +377,33 @@ def run_ort(model, x, y, threads, min_runs, budget_ms):
         out["ort_error"] = "ONNX Runtime's output differs from PyTorch eager: max rel err %s" % err
     elif not r.get("ok") and not out["ort_error"]:
         out["ort_error"] = "ort_workloads.js failed"
+    if ours:
+        out["ours_alone_ms"] = merge_stats(mine) if mine and not ours_error else None
+        out["ours_alone_file"] = os.path.basename(ours[1])
+        out["ours_alone_error"] = ours_error
     return out
 
 
-def run_record(name, threads, min_runs, budget_ms, ort=True):
+def ours_graph(args, name, threads):
+    """(tracegraph, saved .tgraph) of our best level for this record, from
+    the suite's result file and --tgraph-dir; None when either is missing."""
+    if not args.tgraph_dir or not args.suite_json:
+        return None
+    level = 3  # the faster of -O2 and -O3 in the suite's rounds
+    try:
+        with open(args.suite_json) as f:
+            for rec in json.load(f)["records"]:
+                if rec["workload"] == name and rec["threads"] == threads:
+                    t = {lv["level"]: lv["replay_ms"]["median"] for lv in rec["levels"]}
+                    if t.get(2) is not None and (t.get(3) is None or t[2] < t[3]):
+                        level = 2
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    path = os.path.join(args.tgraph_dir, "%s-O%d.tgraph" % (name, level))
+    return (args.tracegraph, path) if os.path.exists(path) and args.tracegraph else None
+
+
+def run_record(name, threads, min_runs, budget_ms, ort=True, ours=None):
     import torch
     torch.set_num_threads(threads)
     rec = {"workload": name, "threads": threads, "ok": False, "error": "",
@@ -359,7 +435,7 @@ def run_record(name, threads, min_runs, budget_ms, ort=True):
     rec["max_rel_err"] = sig(err_rel) if math.isfinite(err_rel) else None
     if ort:
         try:
-            rec.update(run_ort(model, x, ya, threads, min_runs, budget_ms))
+            rec.update(run_ort(model, x, ya, threads, min_runs, budget_ms, ours))
         except Exception as e:  # an export or ORT failure costs the ORT column only
             rec["ort_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
     return rec
@@ -391,7 +467,8 @@ def torch_info():
 # ---- the parent: one child per record, JSON out ----
 
 def child_main(args):
-    rec = run_record(args.child, args.child_threads, args.runs, args.budget_ms, not args.no_ort)
+    rec = run_record(args.child, args.child_threads, args.runs, args.budget_ms, not args.no_ort,
+                     ours_graph(args, args.child, args.child_threads))
     if args.child_info:
         rec["torch"] = torch_info()
     json.dump(rec, sys.stdout)
@@ -403,6 +480,10 @@ def run_child(args, name, threads, info):
            str(threads), "--runs", str(args.runs), "--budget-ms", str(args.budget_ms)]
     if args.no_ort:
         cmd.append("--no-ort")
+    for flag, val in (("--tgraph-dir", args.tgraph_dir), ("--suite-json", args.suite_json),
+                      ("--tracegraph", args.tracegraph)):
+        if val:
+            cmd += [flag, val]
     if info:
         cmd.append("--child-info")
     try:
@@ -433,6 +514,10 @@ def main():
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--quick", action="store_true", help="--runs 5 --budget-ms 50")
     ap.add_argument("--no-ort", action="store_true", help="do not measure ONNX Runtime")
+    ap.add_argument("--tgraph-dir", help="the suite's saved graphs (suite --save-dir): our "
+                    "best level is timed in turn with ONNX Runtime")
+    ap.add_argument("--suite-json", help="the suite's result file (which level is best)")
+    ap.add_argument("--tracegraph", help="the tracegraph CLI that times them")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-threads", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--child-info", action="store_true", help=argparse.SUPPRESS)

@@ -111,9 +111,7 @@ static void json_record(FILE *f, const record *rec)
     json_num(f, rec->gflop);
     fputs(", \"fma_peak_gflops\": ", f);
     json_num(f, rec->peak_gflops);
-    fputs(",\n      ", f);
-    json_stats(f, "replay_alone_ms", &rec->alone);
-    fprintf(f, ", \"alone_level\": %d", rec->alone_level);
+
     fputs(",\n      \"levels\": [\n", f);
     for (int l = 0; l < NLEVELS; l++) {
         json_level(f, rec, &rec->lv[l]);

@@ -63,8 +63,6 @@ typedef struct record {
     int32_t traced_nodes;
     double gflop;       /* workload_flops / 1e9 (0: not compute-bound) */
     double peak_gflops; /* suite_fma_peak_gflops(threads), when the record started */
-    stats alone;        /* the faster of -O2/-O3 timed on its own (time_alone) */
-    int alone_level;    /* which; 0: not timed */
     level_result lv[NLEVELS];
 } record;
 
