@@ -5,44 +5,14 @@
 # turns it into the Markdown tables without a peer file (and says why) and
 # with a hand-written one (the peer and peak tables); bench/compare.sh
 # compares the file with itself (every ratio 1.000); bench/plot.sh draws
-# the chart when gnuplot is installed.  Sanitizer reports fail it.
+# the chart when gnuplot is installed.  Helpers: checks.sh.
 # Prints "N passed, M failed"; exits non-zero on any failure.
 set -u
 SRC=${1:?usage: test_bench_tools.sh SOURCE_DIR BUILD_DIR}
 BUILD=${2:?usage: test_bench_tools.sh SOURCE_DIR BUILD_DIR}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-pass=0
-fail=0
+. "$(dirname "$0")/checks.sh"
 
-good() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL (line ${BASH_LINENO[1]}): $*"
-}
-
-# run CMD...: CMD must exit 0 without a sanitizer report (stdout to out, stderr to err).
-run() {
-    "$@" >out 2>err
-    local rc=$?
-    if grep -qE "Sanitizer|runtime error:" err; then
-        bad "sanitizer report from: $*"
-        sed 's/^/  | /' err | head -40
-    elif [ "$rc" -ne 0 ]; then
-        bad "exit $rc: $*"
-        sed 's/^/  | /' err out | head -20
-    else
-        good
-    fi
-}
-
-# has FILE TEXT: FILE contains TEXT (a fixed string).
-has() {
-    if grep -qF -- "$2" "$1"; then good; else bad "$1 lacks \"$2\""; fi
-}
-
-run "$BUILD/suite" --quick --threads 1 --workloads mlp,tiny --no-opencl --out a.json \
+expect 0 "$BUILD/suite" --quick --threads 1 --workloads mlp,tiny --no-opencl --out a.json \
     --save-dir .
 # the fields of issue 6 and the peak and work of the compute-bound records
 for key in '"eager_ms": {"median"' '"trace_ms"' '"optimize_ms"' '"tgraph_bytes"' \
@@ -54,7 +24,7 @@ done
 [ -s mlp-O3.tgraph ] && [ -s tiny-O2.tgraph ] && good || bad "--save-dir wrote no graphs"
 
 # tables without a peer file: says why the peers are missing
-run sh "$SRC/bench/table.sh" a.json a.md README.none none.json
+expect 0 sh "$SRC/bench/table.sh" a.json a.md README.none none.json
 has a.md "| tiny | 1 |"
 has a.md "PyTorch and ONNX Runtime were not measured in this run (no none.json"
 has a.md "**Compute-bound rows against this machine's measured peak.**"
@@ -79,7 +49,7 @@ cat >peers.json <<'EOF'
    "torch_jit_ms": {"median": 1.0, "min": 0.9, "max": 1.5, "runs": 5},
    "max_abs_err": 0, "max_rel_err": 0, "ort_error": "no node on PATH"}]}
 EOF
-run sh "$SRC/bench/table.sh" a.json b.md README.none peers.json
+expect 0 sh "$SRC/bench/table.sh" a.json b.md README.none peers.json
 has b.md "ONNX Runtime 1.30.0 (npm package"
 has b.md "| 0.250 | 2.00 | 1.00 | 0.500 |"   # mlp: ours alone, PyTorch eager, jit, ORT
 has b.md "| 0.50× | 2.0e-06 / 3.0e-07 |"    # ours alone / ORT; jit and ORT errors
@@ -87,7 +57,7 @@ has b.md "could not be measured (no node on PATH)"
 has b.md "*(issue)*"                          # tiny: the issue's ORT figure, marked
 
 # compare: a file against itself
-run sh "$SRC/bench/compare.sh" a.json a.json
+expect 0 sh "$SRC/bench/compare.sh" a.json a.json
 has out "mlp/t1/eager_ms.median"
 if grep -E '^(mlp|tiny)/' out | awk '{print $NF}' | grep -qv '^1\.000$'; then
     bad "compare.sh of a file with itself gives a ratio other than 1.000"
@@ -96,9 +66,8 @@ else
 fi
 
 if command -v gnuplot >/dev/null; then
-    run sh "$SRC/bench/plot.sh" a.json a.png
+    expect 0 sh "$SRC/bench/plot.sh" a.json a.png
     [ -s a.png ] && good || bad "plot.sh wrote no a.png"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done

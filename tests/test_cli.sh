@@ -11,47 +11,7 @@
 set -u
 TG=${1:?usage: test_cli.sh TRACEGRAPH BUILD_DIR}
 BUILD=${2:?usage: test_cli.sh TRACEGRAPH BUILD_DIR}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-pass=0
-fail=0
-
-good() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL (line ${BASH_LINENO[1]}): $*"
-}
-
-# expect RC CMD...: runs CMD (stdout to out, stderr to err), checks its exit code.
-expect() {
-    local want=$1 rc
-    shift
-    "$@" >out 2>err
-    rc=$?
-    if grep -qE "Sanitizer|runtime error:" err; then
-        bad "sanitizer report from: $*"
-        sed 's/^/  | /' err | head -40
-    elif [ "$rc" -eq "$want" ]; then
-        good
-    else
-        bad "exit $rc (want $want): $*"
-        sed 's/^/  | /' err out | head -20
-    fi
-}
-# has FILE TEXT: FILE contains TEXT (fixed string).
-has() {
-    if grep -qF -- "$2" "$1"; then good; else
-        bad "$1 lacks \"$2\""
-        sed 's/^/  | /' "$1" | head -20
-    fi
-}
-lacks() {
-    if grep -qF -- "$2" "$1"; then bad "$1 has \"$2\""; else good; fi
-}
-same() {
-    if cmp -s "$1" "$2"; then good; else bad "$1 differs from $2"; fi
-}
+. "$(dirname "$0")/checks.sh"
 
 # ---- the models ----
 expect 0 "$BUILD/make_model" .
@@ -303,5 +263,4 @@ expect 2 "$TG" opt -O2 mlp.tgraph
 expect 2 "$TG" opt -O7 mlp.tgraph out.tgraph
 expect 1 "$TG" opt -O2 nosuch.tgraph out.tgraph
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done
