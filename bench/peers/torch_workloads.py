@@ -254,11 +254,15 @@ def sig(x):
     return None if x is None else float("%.6g" % x)
 
 
-def stats(times):
-    t = sorted(times)
+def median(values):
+    t = sorted(values)
     n = len(t)
-    med = t[n // 2] if n % 2 else 0.5 * (t[n // 2 - 1] + t[n // 2])
-    return {"median": sig(med), "min": sig(t[0]), "max": sig(t[-1]), "runs": n}
+    return t[n // 2] if n % 2 else 0.5 * (t[n // 2 - 1] + t[n // 2])
+
+
+def stats(times):
+    return {"median": sig(median(times)), "min": sig(min(times)), "max": sig(max(times)),
+            "runs": len(times)}
 
 
 def measure(fns, min_runs, budget_ms):
@@ -297,11 +301,9 @@ ORT_ROUNDS = 3
 def merge_stats(parts):
     """One stats dict of several rounds: median of the medians, min of the
     mins, max of the maxes, runs summed."""
-    meds = sorted(p["median"] for p in parts)
-    n = len(meds)
-    med = meds[n // 2] if n % 2 else 0.5 * (meds[n // 2 - 1] + meds[n // 2])
-    return {"median": sig(med), "min": min(p["min"] for p in parts),
-            "max": max(p["max"] for p in parts), "runs": sum(p["runs"] for p in parts)}
+    return {"median": sig(median([p["median"] for p in parts])),
+            "min": min(p["min"] for p in parts), "max": max(p["max"] for p in parts),
+            "runs": sum(p["runs"] for p in parts)}
 
 
 def bench_ours(tracegraph, tgraph, threads, min_runs, budget_ms):
