@@ -18,12 +18,12 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <time.h>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
+#include "../bench_util.h"
 #include "suite.h"
 
 #if defined(__AVX512F__)
@@ -52,13 +52,6 @@ typedef float vec;
 #define FMA(a, b, c) fmaf(a, b, c)
 #define SUM(v) (v)
 #endif
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Runs iters rounds of 12 FMAs on 12 chains; returns a value that depends
  * on all of them (so that none is optimized away). */
@@ -100,7 +93,7 @@ double suite_fma_peak_gflops(int threads)
     if (threads < 1 || threads > SUITE_MAX_THREADS)
         return 0;
     for (int run = 0; run < 5; run++) {
-        double t0 = now_s();
+        double t0 = bench_now_ns();
         int started = 0;
         while (started < threads - 1 &&
                pthread_create(&th[started], NULL, peak_thread, &part[started + 1]) == 0)
@@ -108,7 +101,7 @@ double suite_fma_peak_gflops(int threads)
         part[0] = fma_rounds(ITERS);
         for (int t = 0; t < started; t++)
             pthread_join(th[t], NULL);
-        double gflops = (double)(started + 1) * ITERS * 12 * 2 * LANES / (now_s() - t0) / 1e9;
+        double gflops = (double)(started + 1) * ITERS * 12 * 2 * LANES / (bench_now_ns() - t0);
         sink = part[0];
         if (started + 1 == threads && gflops > best)
             best = gflops;
