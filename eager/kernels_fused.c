@@ -374,6 +374,28 @@ static void schedule(const fused_prog *p, const cval *cv, int *order)
     }
 }
 
+/*
+ * x * 2 -> x + x, exactly (both round 2x alike, overflow, NaN and signed
+ * zeros included): a vector add runs on the FP adders, beside the FMA
+ * units that the rest of a transcendental-heavy program keeps busy (the
+ * `chain` benchmark's tanh(...) * 2 - 1).
+ */
+static void strength_reduce(fused_prog *p)
+{
+    for (int k = 0; k < p->nstmts; k++) {
+        fused_stmt *st = &p->stmt[k];
+        if (st->op != GRAPH_OP_mul || st->nargs != 2)
+            continue;
+        for (int j = 0; j < 2; j++)
+            if (st->arg[j].kind == FUSED_ARG_IMM && st->arg[j].imm == 2.0f &&
+                st->arg[1 - j].kind != FUSED_ARG_IMM) {
+                st->op = GRAPH_OP_add;
+                st->arg[j] = st->arg[1 - j];
+                break;
+            }
+    }
+}
+
 /* Builds P for the kernel's types; TG_OK or an error in a->err. */
 static tg_status compile(const eager_kargs *a, fplan *P)
 {
@@ -384,6 +406,7 @@ static tg_status compile(const eager_kargs *a, fplan *P)
     if (fused_prog_parse(((const graph_fused_attrs *)a->attrs)->prog.s, a->nin, &p, msg,
                          sizeof msg) != TG_OK)
         return eager_kernel_fail(a, TG_ERR_ARG, "%s", msg);
+    strength_reduce(&p);
     int64_t n = graph_type_numel(a->out_type);
     P->n = n;
     if (n <= FUSED_SMALL_N) {

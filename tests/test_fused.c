@@ -308,7 +308,21 @@ static void test_paths(void)
     check_paths(__LINE__, "r0=pow(i0,-1)", 1, eager_reciprocal(x));
     check_paths(__LINE__, "r0=pow(i0,0.5)", 1, NULL);
     check_paths(__LINE__, "r0=pow(3,2);r1=pow(r0,0.5);r2=add(i0,r1)", 1, NULL);
-    check_paths(__LINE__, CHAIN, 1, NULL);
+    /* x * 2 runs as x + x (kernels_fused.c's strength_reduce): the bits
+     * of a plain C multiply, overflow, NaN, signed zeros and subnormals
+     * included, with the immediate on either side */
+    float twice[16];
+    for (int i = 0; i < 16; i++)
+        twice[i] = special16[i] * 2.0f;
+    eager_tensor *x2 = eager_from_data(GRAPH_F32, TG_SHAPE(16), twice);
+    check_paths(__LINE__, "r0=mul(i0,2)", 1, x2);
+    check_paths(__LINE__, "r0=mul(2,i0)", 1, x2);
+    check_paths(__LINE__, "r0=mul(i0,2.5)", 1, eager_mul(x, eager_scalar(2.5)));
+    check_paths(__LINE__, "r0=mul(2,2);r1=mul(r0,i0)", 1, eager_mul(x, eager_scalar(4)));
+    /* the chain gives the bits of its ops run one by one */
+    eager_tensor *sx = eager_add(eager_mul(x, eager_sigmoid(x)), eager_mul(eager_scalar(0.5), x));
+    check_paths(__LINE__, CHAIN, 1,
+                eager_sub(eager_mul(eager_tanh(sx), eager_scalar(2)), eager_scalar(1)));
     /* statements reordered by the register path's scheduler, an operand
      * read twice from the previous statement, dead statements */
     check_paths(__LINE__, "r0=mul(i0,1.01);r1=add(r0,0.01);r2=relu(r1);r3=sigmoid(i0);"
