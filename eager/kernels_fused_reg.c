@@ -524,11 +524,11 @@ static void stream_tail(const fplan *P, const float *const *in, float *out, char
     memcpy(out + i0, tout, len * sizeof(float));
 }
 
-void fused_stream_run(const fplan *P, const float *const *in, float *out, const float *uv,
-                      int64_t s0, int64_t s1)
+/* fused_stream_run with the plan's rows in file. */
+static void stream_run_in(const fplan *P, const float *const *in, float *out, const float *uv,
+                          int64_t s0, int64_t s1, float (*file)[FUSED_STREAM_W])
 {
     const fstream *V = &P->v;
-    _Alignas(64) float file[3 * FUSED_MAX_STMTS][FUSED_STREAM_W];
     for (int j = 0; j < V->nurow; j++)
         for (int u = 0; u < U; u++)
             _mm512_store_ps(file[V->ninst + j] + 16 * u, _mm512_set1_ps(uv[V->urow_uv[j]]));
@@ -537,6 +537,33 @@ void fused_stream_run(const fplan *P, const float *const *in, float *out, const 
         stream_steps(V, in, out, (char *)file, s0 * FUSED_STREAM_W, e * FUSED_STREAM_W);
     if (s1 > whole && P->n > whole * FUSED_STREAM_W)
         stream_tail(P, in, out, (char *)file, whole * FUSED_STREAM_W);
+}
+
+/*
+ * The rows live on the stack: 4 KiB for a program of up to 16 rows
+ * (instructions plus uniform values, as most are), the 48 KiB that the
+ * largest program can need only when it does, so a caller's thread with
+ * a small stack pays for the long programs alone.
+ */
+enum { FEW_ROWS = 16 };
+
+static __attribute__((noinline)) void stream_run_many(const fplan *P, const float *const *in,
+                                                      float *out, const float *uv, int64_t s0,
+                                                      int64_t s1)
+{
+    _Alignas(64) float file[3 * FUSED_MAX_STMTS][FUSED_STREAM_W];
+    stream_run_in(P, in, out, uv, s0, s1, file);
+}
+
+void fused_stream_run(const fplan *P, const float *const *in, float *out, const float *uv,
+                      int64_t s0, int64_t s1)
+{
+    if (P->v.ninst + P->v.nurow > FEW_ROWS) {
+        stream_run_many(P, in, out, uv, s0, s1);
+        return;
+    }
+    _Alignas(64) float file[FEW_ROWS][FUSED_STREAM_W];
+    stream_run_in(P, in, out, uv, s0, s1, file);
 }
 
 #else
