@@ -88,7 +88,7 @@ typedef struct fsmall {
 
 /* ---- the streaming register path ---- */
 
-#define FUSED_STREAM_U 4 /* vectors per step (without VM512 there is no streaming path) */
+#define FUSED_STREAM_U 8 /* vectors per step (without VM512 there is no streaming path) */
 enum { FUSED_STREAM_W = 16 * FUSED_STREAM_U }; /* elements per step */
 
 /*

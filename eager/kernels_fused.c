@@ -6,7 +6,7 @@
  *     path (kernels_fused_reg.c: one AVX-512 vector per value);
  *   - larger outputs with only full-size and scalar inputs and ops that
  *     have an inline AVX-512 form: the streaming path, which runs the
- *     tile instructions 64 elements at a time with values forwarded in
+ *     tile instructions 128 elements at a time with values forwarded in
  *     registers (kernels_fused_reg.c; ~12% faster than the tiles on the
  *     benchmark chain at 4M elements);
  *   - the rest (broadcast inputs; log, erf, gelu, silu, pow; builds

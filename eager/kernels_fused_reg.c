@@ -23,11 +23,11 @@
  * The streaming path: a larger output whose inputs are all full-size or
  * scalar and whose statements all have an inline form runs the tile
  * path's compiled instructions (same order, operands and uniform part)
- * FUSED_STREAM_W = 64 elements at a time, each case on 4 independent
+ * FUSED_STREAM_W = 128 elements at a time, each case on 8 independent
  * vectors: full inputs are read in place, scalars and uniform results
  * from rows broadcast once per call, and a result is stored to its row
  * only if a later statement reads it from there (neither register holds
- * it by then).  The last n % 64 elements run as one zero-padded step.
+ * it by then).  The last n % 128 elements run as one zero-padded step.
  * The tiles' per-statement loop loads and stores every value; here the
  * benchmark chain tanh(x sigmoid(x) + 0.5 x) 2 - 1 loads x and stores
  * 0.5 x and the output.  Measured on it (4M floats, one thread, thread
@@ -35,10 +35,15 @@
  * tiles 0.78-0.79 ns/element, streaming 0.68-0.69; the same chain
  * written by hand with all values in registers, one vector per
  * iteration, 0.72 (one vector leaves the latency chains of sigmoid and
- * tanh exposed; four fill the pipes).  Steps of 1, 2, 4, 8 vectors:
- * 1.03, 0.81, 0.68, 0.80 ns/element (1 and 2 pay the dispatch per
- * statement; 8 needs the 32 registers for acc and acc2 alone and
- * spills).  Software prefetch (256 to 4096 elements ahead) did not help:
+ * tanh exposed; several fill the pipes).  Steps of 1, 2, 4, 8 vectors
+ * then: 1.03, 0.81, 0.68, 0.80 ns/element (1 and 2 pay the dispatch per
+ * statement; 8 holds acc and acc2 in the 32 registers alone and
+ * spills).  Measured again once x * 2 ran as an add and sigmoid had its
+ * shorter denominator, 8 came out ahead: the kernel alone on the chain,
+ * 4M floats, min / median of 80 runs, 4 and 8 alternated, 34.8 / 35.8
+ * against 33.0 / 34.1 cycles per 16 elements (the suite's replay 2.62
+ * against 2.52 ms); the row offsets count 64-byte vectors so that 8
+ * still fit 16 bits.  Software prefetch (256 to 4096 elements ahead) did not help:
  * the steps read the inputs as one stream the hardware prefetcher
  * follows.  Kept on the tiles: broadcast inputs (gathered per tile) and
  * the ops without an inline form (log, erf, gelu, silu, pow: fused_exec
@@ -381,7 +386,8 @@ done:
 /* ---- the streaming path ---- */
 
 #define SROW_BYTES (FUSED_STREAM_W * (int)sizeof(float))
-_Static_assert(3 * FUSED_MAX_STMTS * SROW_BYTES <= UINT16_MAX + 1,
+#define SROW_UNITS (SROW_BYTES / 64)
+_Static_assert(3 * FUSED_MAX_STMTS * SROW_UNITS <= UINT16_MAX + 1,
                "row offsets (fsinst.a, b, d) are 16 bits");
 
 /* Where tile instruction t reads operand o from (fsinst.code's source),
@@ -399,11 +405,11 @@ static int stream_operand(fplan *P, fopnd o, int t, const int *slot_val, int kee
             urow[o.idx] = V->nurow;
             V->urow_uv[V->nurow++] = o.idx;
         }
-        *field = (uint16_t)((P->ninst + urow[o.idx]) * SROW_BYTES);
+        *field = (uint16_t)((P->ninst + urow[o.idx]) * SROW_UNITS);
         return 0;
     default: { /* K_SLOT: the value of the last instruction that wrote it */
         const int v = slot_val[o.idx];
-        *field = (uint16_t)(v * SROW_BYTES);
+        *field = (uint16_t)(v * SROW_UNITS);
         return v == t - 1 ? 1 : v == keep ? 2 : 0;
     }
     }
@@ -440,7 +446,7 @@ void fused_stream_compile(fplan *P)
         }
         I->a = field[0];
         I->b = field[1];
-        I->d = (uint16_t)(t * SROW_BYTES);
+        I->d = (uint16_t)(t * SROW_UNITS);
         I->code = (uint16_t)(code * 16 + src[0] * 4 + src[1]);
         if (op_keeps(code))
             keep = t;
@@ -453,7 +459,7 @@ void fused_stream_compile(fplan *P)
 #define U FUSED_STREAM_U
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL(n) PRAGMA(GCC unroll n)
-#define SLD(off, u) _mm512_load_ps((const float *)(file + (off)) + 16 * (u))
+#define SLD(off, u) _mm512_load_ps((const float *)(file + 64 * (size_t)(off)) + 16 * (u))
 #define SSRC0(r, u) SLD(I->r, u)
 #define SSRC1(r, u) acc[u]
 #define SSRC2(r, u) acc2[u]
@@ -499,7 +505,7 @@ static void stream_steps(const fstream *V, const float *const *in, float *out, c
             }
             if (V->store[t])
                 for (int u = 0; u < U; u++)
-                    _mm512_store_ps((float *)(file + I->d) + 16 * u, acc[u]);
+                    _mm512_store_ps((float *)(file + 64 * (size_t)I->d) + 16 * u, acc[u]);
         }
         for (int u = 0; u < U; u++)
             _mm512_storeu_ps(out + i + 16 * u, acc[u]);
@@ -540,30 +546,30 @@ static void stream_run_in(const fplan *P, const float *const *in, float *out, co
 }
 
 /*
- * The rows live on the stack: 4 KiB for a program of up to 16 rows
- * (instructions plus uniform values, as most are), the 48 KiB that the
- * largest program can need only when it does, so a caller's thread with
- * a small stack pays for the long programs alone.
+ * The rows live on the stack, sized by tier: 8 KiB for a program of up
+ * to 16 rows (instructions plus uniform values, as most are), 24 KiB up
+ * to 48, and the 96 KiB that the largest program can need only when it
+ * does, so a caller's thread with a small stack pays for long programs
+ * alone.
  */
-enum { FEW_ROWS = 16 };
-
-static __attribute__((noinline)) void stream_run_many(const fplan *P, const float *const *in,
-                                                      float *out, const float *uv, int64_t s0,
-                                                      int64_t s1)
-{
-    _Alignas(64) float file[3 * FUSED_MAX_STMTS][FUSED_STREAM_W];
-    stream_run_in(P, in, out, uv, s0, s1, file);
-}
+#define STREAM_TIER(name, rows)                                                           \
+    static __attribute__((noinline)) void name(const fplan *P, const float *const *in,  \
+                                               float *out, const float *uv, int64_t s0,  \
+                                               int64_t s1)                               \
+    {                                                                                     \
+        _Alignas(64) float file[rows][FUSED_STREAM_W];                                    \
+        stream_run_in(P, in, out, uv, s0, s1, file);                                      \
+    }
+STREAM_TIER(stream_run_16, 16)
+STREAM_TIER(stream_run_48, 48)
+STREAM_TIER(stream_run_all, 3 * FUSED_MAX_STMTS)
 
 void fused_stream_run(const fplan *P, const float *const *in, float *out, const float *uv,
                       int64_t s0, int64_t s1)
 {
-    if (P->v.ninst + P->v.nurow > FEW_ROWS) {
-        stream_run_many(P, in, out, uv, s0, s1);
-        return;
-    }
-    _Alignas(64) float file[FEW_ROWS][FUSED_STREAM_W];
-    stream_run_in(P, in, out, uv, s0, s1, file);
+    const int rows = P->v.ninst + P->v.nurow;
+    (rows <= 16 ? stream_run_16 : rows <= 48 ? stream_run_48 : stream_run_all)(P, in, out, uv,
+                                                                                s0, s1);
 }
 
 #else
