@@ -91,8 +91,10 @@ bench: build
 	./$(BUILD)/load
 	@mkdir -p bench/results
 	@st=0; mkdir -p $(BUILD)/bench-tgraph; \
+	  rev=$$(git rev-parse --short HEAD 2>/dev/null) && \
+	    { git diff --quiet HEAD -- . ':!bench/results' ':!README.md' || rev="$$rev+changes"; }; \
 	  ./$(BUILD)/suite --out bench/results/latest.json --save-dir $(BUILD)/bench-tgraph \
-	    $(SUITE_FLAGS) || st=$$?; \
+	    $${rev:+--commit $$rev} $(SUITE_FLAGS) || st=$$?; \
 	  bench/peers/run.sh bench/results/peers.json $(PEER_FLAGS) --tgraph-dir $(BUILD)/bench-tgraph \
 	    --suite-json bench/results/latest.json --tracegraph $(BUILD)/tracegraph; \
 	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \

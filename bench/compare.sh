@@ -61,6 +61,14 @@ END {
     if (only_old + only_new)
         printf "metrics only in %s: %d, only in %s: %d\n", old, only_old + 0, new, only_new + 0
 }' "$tmp.a" "$tmp.b" | {
+    for s in "OLD $old $tmp.a" "NEW $new $tmp.b"; do
+        set -- $s
+        awk -F '\t' -v tag="$1" -v file="$2" '
+            { v[$1] = $2 }
+            END { printf "%s: %s (%s%s)\n", tag, file,
+                      v["machine.commit"] == "" ? "" : "commit " v["machine.commit"] ", ",
+                      v["machine.date"] == "" ? "no date" : v["machine.date"] }' "$3"
+    done
     printf "%-44s %14s %14s %9s\n" metric OLD NEW NEW/OLD
     cat
 }

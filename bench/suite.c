@@ -3,14 +3,16 @@
  *
  *   suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]
  *         [--workloads mlp,tiny,...] [--quick] [--no-fork] [--no-opencl]
- *         [--save-dir DIR]
+ *         [--save-dir DIR] [--commit REV]
  *
  * Each workload x threads record runs in a child process (--no-fork: in
  * this one, for a debugger), so a crash in the library fails that record
  * with the stage it reached and the suite goes on; so does one that takes
  * more than 5 minutes (a hang).  --save-dir DIR keeps each level's
  * optimized graph as DIR/<workload>-O<level>.tgraph, for `tracegraph dump`
- * or `tracegraph bench` when a number needs explaining.
+ * or `tracegraph bench` when a number needs explaining.  --commit REV
+ * names the code measured in the results (`make bench` passes git's
+ * short hash, with "+changes" when tracked files differ from it).
  *
  * For each workload (bench/workloads.h) at each thread count it measures:
  * eager time (a forward inside a pool, popped: what a user's loop pays),
@@ -41,7 +43,8 @@
  *
  * { "schema": "tracegraph-bench-1",
  *   "machine": {"cpu", "cores", "compiler", "os", "date" (UTC), "loadavg"
- *               (1-minute load average when the suite started)},
+ *               (1-minute load average when the suite started), "commit"
+ *               (with --commit)},
  *   "config": {"min_runs", "budget_ms", "rel_tolerance"},
  *   "ok": true|false, "total_s": seconds for the whole suite,
  *   "records": [ one per workload x threads:
@@ -601,7 +604,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: suite [--out FILE] [--runs N] [--budget-ms MS] [--threads 1,2]\n"
                     "             [--workloads mlp,resblock,encoder,encoder_fused,chain,tiny]"
-                    " [--quick]\n             [--no-fork] [--no-opencl] [--save-dir DIR]\n");
+                    " [--quick]\n             [--no-fork] [--no-opencl] [--save-dir DIR]"
+                    " [--commit REV]\n");
     return 2;
 }
 
@@ -659,6 +663,8 @@ static int parse_args(config *c, int argc, char **argv)
             c->out = v;
         else if (!strcmp(a, "--save-dir"))
             save_dir = v;
+        else if (!strcmp(a, "--commit"))
+            c->commit = v;
         else if (!strcmp(a, "--runs"))
             c->min_runs = atoi(v);
         else if (!strcmp(a, "--budget-ms"))

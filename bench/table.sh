@@ -150,7 +150,8 @@ function roofline_table(    i, r, p, gf, pk, a, pj, ort, q, any) {
 { v[$1] = $2 }
 $1 ~ /\/eager_ms\.median$/ { r = $1; sub(/\/eager_ms\.median$/, "", r); rec[n++] = r }
 END {
-    printf "Measured by `make bench` on %s (%s cores), %s, %s, %s; load average %s at the start",
+    printf "Measured by `make bench`%s on %s (%s cores), %s, %s, %s; load average %s at the start",
+        v["machine.commit"] == "" ? "" : " at commit " v["machine.commit"],
         v["machine.cpu"], v["machine.cores"], v["machine.compiler"], v["machine.os"],
         v["machine.date"], v["machine.loadavg"]
     printf " (the machine is shared: compare ratios within one run; eager and the levels of a row are timed in interleaved rounds). Medians in ms of at least %s timed runs after warm-up; min and max are in `bench/results/latest.json`. Speedup: eager / the faster of -O2 and -O3. `encoder` writes layer_norm and GELU as primitive ops (what -O2 pattern fusion must find); `encoder_fused` is the same block with the fused ops.\n\n", v["config.min_runs"]

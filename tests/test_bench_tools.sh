@@ -13,12 +13,12 @@ BUILD=${2:?usage: test_bench_tools.sh SOURCE_DIR BUILD_DIR}
 . "$(dirname "$0")/checks.sh"
 
 expect 0 "$BUILD/suite" --quick --threads 1 --workloads mlp,tiny --no-opencl --out a.json \
-    --save-dir .
+    --save-dir . --commit 0123abc+changes
 # the fields of issue 6 and the peak and work of the compute-bound records
 for key in '"eager_ms": {"median"' '"trace_ms"' '"optimize_ms"' '"tgraph_bytes"' \
     '"load_ms"' '"nodes_before"' '"nodes_after"' '"naive"' '"lower_bound"' '"planned"' \
     '"max_abs_err"' '"max_rel_err"' '"replay_ms": {"median"' '"gflop": 0.08559' \
-    '"fma_peak_gflops"' '"loadavg"'; do
+    '"fma_peak_gflops"' '"loadavg"' '"commit": "0123abc+changes"'; do
     has a.json "$key"
 done
 [ -s mlp-O3.tgraph ] && [ -s tiny-O2.tgraph ] && good || bad "--save-dir wrote no graphs"
@@ -26,6 +26,7 @@ done
 # tables without a peer file: says why the peers are missing
 expect 0 sh "$SRC/bench/table.sh" a.json a.md README.none none.json
 has a.md "| tiny | 1 |"
+has a.md "Measured by \`make bench\` at commit 0123abc+changes on"
 has a.md "PyTorch and ONNX Runtime were not measured in this run (no none.json"
 has a.md "**Compute-bound rows against this machine's measured peak.**"
 
@@ -59,6 +60,7 @@ has b.md "*(issue)*"                          # tiny: the issue's ORT figure, ma
 # compare: a file against itself
 expect 0 sh "$SRC/bench/compare.sh" a.json a.json
 has out "mlp/t1/eager_ms.median"
+has out "NEW: a.json (commit 0123abc+changes, "
 if grep -E '^(mlp|tiny)/' out | awk '{print $NF}' | grep -qv '^1\.000$'; then
     bad "compare.sh of a file with itself gives a ratio other than 1.000"
 else

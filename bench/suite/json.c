@@ -148,7 +148,7 @@ static void cpu_model(char *buf, size_t len)
              avx512 ? "AVX-512" : avx2 ? "AVX2" : "no AVX2");
 }
 
-static void json_machine(FILE *f, double load)
+static void json_machine(FILE *f, double load, const char *commit)
 {
     char cpu[256], date[64];
     cpu_model(cpu, sizeof cpu);
@@ -174,6 +174,10 @@ static void json_machine(FILE *f, double load)
     json_str(f, date);
     fputs(", \"loadavg\": ", f);
     json_num(f, load);
+    if (commit) {
+        fputs(", \"commit\": ", f);
+        json_str(f, commit);
+    }
     fputs("},\n", f);
 }
 
@@ -185,7 +189,7 @@ int suite_write_json(const config *c, const record *recs, int n, int ok, double 
         return 0;
     }
     fputs("{\"schema\": \"tracegraph-bench-1\",\n", f);
-    json_machine(f, c->loadavg);
+    json_machine(f, c->loadavg, c->commit);
     fprintf(f, "  \"config\": {\"min_runs\": %d, \"budget_ms\": %g, \"rel_tolerance\": %g},\n",
             c->min_runs, c->budget_ms, REL_TOL);
     fprintf(f, "  \"ok\": %s, \"total_s\": %.1f,\n  \"records\": [\n", ok ? "true" : "false",

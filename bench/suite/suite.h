@@ -26,6 +26,7 @@ typedef struct config {
     int no_fork;    /* run records in this process (for a debugger) */
     int no_opencl;  /* skip the OpenCL column */
     double loadavg; /* at the start */
+    const char *commit; /* --commit: the code measured, or NULL */
 } config;
 
 typedef struct stats {
