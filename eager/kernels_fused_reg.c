@@ -37,15 +37,18 @@
  * iteration, 0.72 (one vector leaves the latency chains of sigmoid and
  * tanh exposed; several fill the pipes).  Steps of 1, 2, 4, 8 vectors
  * then: 1.03, 0.81, 0.68, 0.80 ns/element (1 and 2 pay the dispatch per
- * statement; 8 holds acc and acc2 in the 32 registers alone and
- * spills).  Measured again once x * 2 ran as an add and sigmoid had its
- * shorter denominator, 8 came out ahead: the kernel alone on the chain,
- * 4M floats, min / median of 80 runs, 4 and 8 alternated, 34.8 / 35.8
- * against 33.0 / 34.1 cycles per 16 elements (the suite's replay 2.62
- * against 2.52 ms); the row offsets count 64-byte vectors so that 8
- * still fit 16 bits.  Software prefetch (256 to 4096 elements ahead) did not help:
- * the steps read the inputs as one stream the hardware prefetcher
- * follows.  Kept on the tiles: broadcast inputs (gathered per tile) and
+ * statement; 8 spent 16 of the 32 registers on acc and acc2 and
+ * spilled).  Measured again once x * 2 ran as an add and sigmoid had
+ * its shorter denominator, 8 came out ahead: the kernel alone on the
+ * chain, 4M floats, min / median of 80 runs, 4 and 8 alternated, 34.8 /
+ * 35.8 against 33.0 / 34.1 cycles per 16 elements (the suite's replay
+ * 2.62 against 2.52 ms); row offsets count 64-byte vectors so that 8
+ * still fit 16 bits.  Tried on 8 and not kept: threaded dispatch (as
+ * the small path's), acc2 in memory, the cases' loops not unrolled
+ * (47 cycles), sigmoid and tanh stepped across the 8 vectors in lock
+ * step (more spills).  Software prefetch (256 to 4096 elements ahead)
+ * did not help: the steps read the inputs as one stream the hardware
+ * prefetcher follows.  Kept on the tiles: broadcast inputs (gathered per tile) and
  * the ops without an inline form (log, erf, gelu, silu, pow: fused_exec
  * per 64 elements was 1.22x slower than the tiles on erf + log at 64K).
  *
