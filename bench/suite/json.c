@@ -46,6 +46,14 @@ static void json_stats(FILE *f, const char *key, const stats *s)
     fprintf(f, ", \"runs\": %d}", s->runs);
 }
 
+/* "replay_ms": {...}, "speedup": eager's median over the replay's. */
+static void json_replay(FILE *f, const stats *s, double eager_median)
+{
+    json_stats(f, "replay_ms", s);
+    fputs(", \"speedup\": ", f);
+    json_num(f, s->runs ? eager_median / s->median : NAN);
+}
+
 static void json_level(FILE *f, const record *rec, const level_result *r)
 {
     fprintf(f, "        {\"level\": %d, \"ok\": %s, \"error\": ", r->level, r->ok ? "true" : "false");
@@ -59,9 +67,7 @@ static void json_level(FILE *f, const record *rec, const level_result *r)
     fputs(", \"compile_ms\": ", f);
     json_num(f, r->compile_ms);
     fputs(",\n         ", f);
-    json_stats(f, "replay_ms", &r->replay);
-    fputs(", \"speedup\": ", f);
-    json_num(f, r->replay.runs ? rec->eager.median / r->replay.median : NAN);
+    json_replay(f, &r->replay, rec->eager.median);
     fprintf(f, ",\n         \"arena_bytes\": {\"naive\": %zu, \"lower_bound\": %zu, "
             "\"planned\": %zu},\n         \"max_abs_err\": ", r->naive, r->lower, r->planned);
     json_num(f, r->replay.runs ? r->max_abs : NAN);
@@ -77,9 +83,7 @@ static void json_level(FILE *f, const record *rec, const level_result *r)
     fputs(", \"compile_ms\": ", f);
     json_num(f, r->ocl_compile_ms);
     fputs(", ", f);
-    json_stats(f, "replay_ms", &r->ocl);
-    fputs(", \"speedup\": ", f);
-    json_num(f, r->ocl.runs ? rec->eager.median / r->ocl.median : NAN);
+    json_replay(f, &r->ocl, rec->eager.median);
     fputs(", \"max_rel_err\": ", f);
     json_num(f, r->ocl.runs ? r->ocl_max_rel : NAN);
     fputs(", \"rel_err_vs_cpu\": ", f);
