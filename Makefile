@@ -51,8 +51,8 @@ demo: build
 test: test-plain test-asan test-install test-fuzz
 	@echo "make test: all suites passed"
 
-# Every loader fuzzed under ASan+UBSan for a bounded time (3 targets x
-# TEST_FUZZ_SECONDS, >= 60 s in all); any crash, leak or hang fails.
+# Every loader fuzzed under ASan+UBSan for a bounded time (4 targets x
+# TEST_FUZZ_SECONDS, 100 s in all); any crash, leak or hang fails.
 TEST_FUZZ_SECONDS ?= 25
 test-fuzz: build
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS) $(BUILD)

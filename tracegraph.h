@@ -5,7 +5,8 @@
  *   eager/eager.h      tensors, ops (eager_<op>), pools, errors
  *   tracer/trace.h     trace_begin ... trace_freeze, guards, dynamic dims
  *   graph/graph.h      the graph IR; graph/text.h text IR and DOT
- *   formats/tgraph.h   .tgraph save/load; formats/npy.h .npy files
+ *   formats/tgraph.h   .tgraph save/load; formats/onnx.h ONNX export and
+ *                      import; formats/npy.h .npy files
  *   optimize/opt.h     the optimizer
  *   replay/replay.h    compiled plans and sessions
  *   eager/interp.h     the reference interpreter
@@ -20,6 +21,7 @@
 #include "graph/text.h"
 #include "tracer/trace.h"
 #include "formats/tgraph.h"
+#include "formats/onnx.h"
 #include "formats/npy.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
@@ -30,6 +32,7 @@
 #include "tracegraph/graph/text.h"
 #include "tracegraph/tracer/trace.h"
 #include "tracegraph/formats/tgraph.h"
+#include "tracegraph/formats/onnx.h"
 #include "tracegraph/formats/npy.h"
 #include "tracegraph/optimize/opt.h"
 #include "tracegraph/replay/replay.h"

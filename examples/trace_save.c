@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "example_util.h"
+#include "formats/onnx.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
 #include "optimize/opt.h"
@@ -76,11 +77,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "trace_save: %s\n", err);
         return 1;
     }
-    /* The optimized graph, saved beside it. */
-    char opt_path[1024];
-    snprintf(opt_path, sizeof opt_path, "%.*s.opt.tgraph",
-             (int)(strlen(path) > 7 && !strcmp(path + strlen(path) - 7, ".tgraph")
-                       ? strlen(path) - 7 : strlen(path)), path);
+    /* The same graph as ONNX, for other engines, and the optimized graph,
+     * saved beside it. */
+    int stem = (int)(strlen(path) > 7 && !strcmp(path + strlen(path) - 7, ".tgraph")
+                         ? strlen(path) - 7 : strlen(path));
+    char onnx_path[1024], opt_path[1024];
+    snprintf(onnx_path, sizeof onnx_path, "%.*s.onnx", stem, path);
+    if (format_onnx_save(g, onnx_path, NULL, err, sizeof err) != TG_OK) {
+        fprintf(stderr, "trace_save: %s\n", err);
+        return 1;
+    }
+    printf("exported %s (ONNX opset %d, for ONNX Runtime and other engines)\n", onnx_path,
+           FORMAT_ONNX_OPSET);
+    snprintf(opt_path, sizeof opt_path, "%.*s.opt.tgraph", stem, path);
     graph *o = graph_clone(g);
     opt_options oo = opt_default_options();
     oo.level = 3;

@@ -11,6 +11,8 @@
 #   fuzz_tgraph   .tgraph loader      tests/corpus/tgraph
 #   fuzz_text_ir  text IR parser      tests/corpus/text_ir (+ text_ir.dict)
 #   fuzz_npy      .npy reader         tests/corpus/npy (+ npy.dict)
+#   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata,
+#                                     copied into $FUZZ_DIR/seeds/onnx at run time
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
@@ -23,7 +25,7 @@ out=${FUZZ_DIR:-$root/build-fuzz}
 CC=${FUZZ_CC:-clang}
 
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (scripts/deps.sh)" >&2; exit 1; }
-if [ ! -f "$build/gen/eager_ops.c" ]; then
+if [ ! -f "$build/gen/eager_ops.c" ] || [ ! -f "$build/gen/onnx.pb-c.c" ]; then
     echo "fuzz.sh: generating the op API in $build"
     [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
     cmake --build "$build" --target tg_gen >/dev/null
@@ -52,7 +54,8 @@ fi
 
 # The library as an archive: each target pulls in only what it uses.
 objs=()
-for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/eager_ops.c"; do
+for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/eager_ops.c" \
+           "$build/gen/onnx.pb-c.c"; do
     [ -f "$src" ] || continue
     obj=$out/obj/$(echo "${src#"$root"/}" | tr '/' '_').o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
@@ -66,7 +69,7 @@ for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/
 done
 rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
-libs=($(pkg-config --libs libzstd libunwind) -ldnnl -lm -lpthread)
+libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lm -lpthread)
 
 run() { # name seed-dir max-len [extra libFuzzer flags...]
     local name=$1 seeds=$2 maxlen=$3
@@ -98,5 +101,14 @@ dict=()
 [ -f "$root/tests/corpus/text_ir.dict" ] && dict=(-dict="$root/tests/corpus/text_ir.dict")
 run fuzz_text_ir "$root/tests/corpus/text_ir" 4096 "${dict[@]}" || status=1
 run fuzz_npy "$root/tests/corpus/npy" 4096 -dict="$root/tests/corpus/npy.dict" || status=1
+onnx_node=${TG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data/node}
+mkdir -p "$out/seeds/onnx"
+for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \
+         test_maxpool_2d_pads test_gemm_all_attributes test_reshape_negative_dim \
+         test_slice_neg_steps test_split_variable_parts_2d test_layer_normalization_4d_axis1 \
+         test_softmax_axis_1_expanded test_constantofshape_int_zeros test_shape_start_1; do
+    [ -f "$onnx_node/$t/model.onnx" ] && cp "$onnx_node/$t/model.onnx" "$out/seeds/onnx/$t.onnx"
+done
+run fuzz_onnx "$out/seeds/onnx" 8192 || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status

@@ -28,7 +28,7 @@ has out "tracegraph 0.1.0"
 expect 0 "$TG" --help
 has out "usage: tracegraph <command>"
 has out "exit codes:"
-for cmd in info dump dot run bench check version help; do
+for cmd in info dump dot run bench check opt convert version help; do
     expect 0 "$TG" "$cmd" --help
     has out "usage: tracegraph $cmd"
     has out "example:"
@@ -262,5 +262,39 @@ has out "fc1.weight"
 expect 2 "$TG" opt -O2 mlp.tgraph
 expect 2 "$TG" opt -O7 mlp.tgraph out.tgraph
 expect 1 "$TG" opt -O2 nosuch.tgraph out.tgraph
+
+# ---- ONNX: convert, and every command on a .onnx ----
+expect 0 "$TG" convert mlp.tgraph mlp.onnx
+has out "mlp.tgraph -> mlp.onnx:"
+expect 0 "$TG" info mlp.onnx
+has out "file mlp.onnx: ONNX model, imported"
+has out "constants: 4, 2792 bytes" # initializers: constants unless --params
+expect 0 "$TG" dump mlp.onnx
+has out "# models.c:" # call sites come back from the doc_strings
+has out "model_mlp"
+# MatMul + Add instead of linear: not byte for byte, within check's tolerance
+expect 0 "$TG" run mlp.onnx -i mlp_x.npy -o y_onnx.npy
+expect 0 "$TG" check mlp.onnx -i mlp_x3.npy
+expect 0 "$TG" convert mlp.onnx mlp_back.tgraph --params --dim 5
+has out "mlp.onnx -> mlp_back.tgraph:"
+expect 0 "$TG" info mlp_back.tgraph
+has out "fc1.weight"
+expect 0 "$TG" opt -O3 mlp.onnx mlp.O3.tgraph
+has out "saved mlp.O3.tgraph"
+expect 0 "$TG" check mlp.O3.tgraph -i mlp_x.npy --rtol 1e-4 --atol 1e-5
+expect 0 "$TG" opt -O2 mlp.tgraph mlp.O2.onnx
+expect 0 "$TG" check mlp.O2.onnx -i mlp_x.npy --rtol 1e-4 --atol 1e-5
+# guards have no ONNX form: refused naming the read, or dropped on request
+expect 1 "$TG" convert branchy.tgraph branchy.onnx
+has err "$site"
+[ -e branchy.onnx ] && bad "a refused export left branchy.onnx" || good
+expect 0 "$TG" convert branchy.tgraph branchy.onnx --drop-guards
+expect 2 "$TG" convert mlp.tgraph
+has err "needs an input and an output file"
+expect 2 "$TG" convert mlp.tgraph x.onnx --dim 0
+expect 1 "$TG" info mlp_x.npy.onnx
+printf 'not a protobuf' >bad.onnx
+expect 1 "$TG" run bad.onnx
+has err "bad.onnx"
 
 checks_done

@@ -5,7 +5,7 @@
  *
  * One file per command group: main.c (dispatch, usage, version),
  * cmd_info.c (info, dump, dot), cmd_run.c (run, check), cmd_bench.c
- * (bench), cmd_opt.c (opt), util.c (options, messages), io.c (graphs,
+ * (bench), cmd_opt.c (opt), cmd_convert.c (convert), util.c (options, messages), io.c (graphs,
  * inputs, outputs).
  *
  * Every message goes to stderr as "tracegraph <cmd>: <message>".
@@ -75,8 +75,19 @@ int cli_double(const char *cmd, const char *opt, const char *s, double *out);
 
 /* ---- graphs ---- */
 
-/* Loads a .tgraph file; NULL after a message. */
+/* Nonzero when path ends in ".onnx" (any case): an ONNX model. */
+int cli_is_onnx(const char *path);
+/* Loads a .tgraph file, or an ONNX model (cli_is_onnx); NULL after a message. */
 graph *cli_load_graph(const char *cmd, const char *path);
+/* The same, with the ONNX import options (NULL: defaults). */
+struct format_onnx_load_opts;
+graph *cli_load_graph_onnx(const char *cmd, const char *path,
+                           const struct format_onnx_load_opts *opts);
+/*
+ * Saves g as .tgraph, or as ONNX when cli_is_onnx(path) (drop_guards: as
+ * format_onnx_save_opts).  0, or -1 after a message.
+ */
+int cli_save_graph(const char *cmd, const graph *g, const char *path, int drop_guards);
 /* "f32[B,32]": dynamic dims by symbol (buf always terminated). */
 const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len);
 /* "f32[4,32]" (buf always terminated). */

@@ -82,6 +82,18 @@ static void print_storage(const graph *g)
     printf("  constants: %d, %zu bytes\n", nc, cbytes);
 }
 
+static void print_sections(const char *file, const format_info *fi)
+{
+    printf("file %s: .tgraph format version %u, %llu bytes, %d sections\n", file, fi->version,
+           (unsigned long long)fi->file_size, fi->nsections);
+    printf("  %-12s %12s %12s\n", "section", "compressed", "raw");
+    for (int i = 0; i < fi->nsections; i++) {
+        const format_section_info *sec = &fi->sections[i];
+        printf("  %-12s %12llu %12llu\n", sec->name, (unsigned long long)sec->stored,
+               (unsigned long long)sec->raw);
+    }
+}
+
 int cli_info(int argc, char **argv)
 {
     static const cli_opt opts[] = {{0}};
@@ -91,21 +103,18 @@ int cli_info(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     char err[1024];
     format_info fi;
-    if (format_info_file(file, &fi, err, sizeof err) != TG_OK) {
+    int onnx = cli_is_onnx(file);
+    if (!onnx && format_info_file(file, &fi, err, sizeof err) != TG_OK) {
         cli_error("info", "%s", err);
         return CLI_ERROR;
     }
     graph *g = cli_load_graph("info", file);
     if (!g)
         return CLI_ERROR;
-    printf("file %s: .tgraph format version %u, %llu bytes, %d sections\n", file, fi.version,
-           (unsigned long long)fi.file_size, fi.nsections);
-    printf("  %-12s %12s %12s\n", "section", "compressed", "raw");
-    for (int i = 0; i < fi.nsections; i++) {
-        const format_section_info *sec = &fi.sections[i];
-        printf("  %-12s %12llu %12llu\n", sec->name, (unsigned long long)sec->stored,
-               (unsigned long long)sec->raw);
-    }
+    if (onnx)
+        printf("file %s: ONNX model, imported\n", file);
+    else
+        print_sections(file, &fi);
     fflush(stdout);
     trace_summary(g, stdout);
     int spec = 0;

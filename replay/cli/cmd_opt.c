@@ -1,5 +1,6 @@
 /*
- * cmd_opt.c - `tracegraph opt`: optimize a .tgraph into another.
+ * cmd_opt.c - `tracegraph opt`: optimize a graph into another (.tgraph or
+ * .onnx, either way, by extension).
  *
  *   tracegraph opt -O2 in.tgraph out.tgraph [--stats] [--explain]
  *       [--keep-params] [--finite-math] [--print-after-each] [--verify-each]
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../formats/tgraph.h"
 #include "../../optimize/memplan.h"
 #include "../../optimize/opt.h"
 #include "cli.h"
@@ -24,7 +24,9 @@ enum { OPT_O0, OPT_O1, OPT_O2, OPT_O3, OPT_STATS, OPT_EXPLAIN, OPT_KEEP, OPT_FIN
 static void opt_help(void)
 {
     printf("usage: %s\n\n"
-           "Optimizes a graph and saves the result.\n\n"
+           "Optimizes a graph and saves the result.  Either file may be an ONNX model\n"
+           "(named .onnx): tracegraph opt -O3 model.onnx model.tgraph imports, optimizes\n"
+           "and saves for replay.\n\n"
            "options:\n"
            "  -O0 .. -O3          level (default -O2): -O1 folds constants, simplifies,\n"
            "                      removes common subexpressions and dead code; -O2 adds\n"
@@ -121,12 +123,10 @@ int cli_optimize(int argc, char **argv)
                rep.bad_error);
     else if (o.verify_each)
         printf("verify-each: every pass kept the outputs within %g\n", o.verify_rtol);
-    st = format_save(g, files[1], NULL, err, sizeof err);
+    int saved = cli_save_graph("opt", g, files[1], 0);
     graph_free(g);
-    if (st != TG_OK) {
-        cli_error("opt", "%s", err);
+    if (saved != 0)
         return CLI_ERROR;
-    }
     printf("-O%d: %d nodes -> %d, saved %s\n", o.level, rep.nodes_before, rep.nodes_after,
            files[1]);
     return CLI_OK;

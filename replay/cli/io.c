@@ -1,24 +1,51 @@
 /*
- * io.c - graphs and tensors for the `tracegraph` commands: loading a
- * .tgraph, mapping -i/-o specs to the graph's inputs and outputs, loading
+ * io.c - graphs and tensors for the `tracegraph` commands: loading and
+ * saving a .tgraph or an ONNX model (by the file's extension), mapping -i/-o specs to the graph's inputs and outputs, loading
  * .npy inputs or making seeded random ones, and printing a tensor briefly.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../../formats/npy.h"
+#include "../../formats/onnx.h"
 #include "../../formats/tgraph.h"
 #include "cli.h"
 
-graph *cli_load_graph(const char *cmd, const char *path)
+int cli_is_onnx(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 5 && strcasecmp(path + n - 5, ".onnx") == 0;
+}
+
+graph *cli_load_graph_onnx(const char *cmd, const char *path,
+                           const format_onnx_load_opts *opts)
 {
     char err[1024];
-    graph *g = format_load(path, err, sizeof err);
+    graph *g = cli_is_onnx(path) ? format_onnx_load(path, opts, err, sizeof err)
+                                 : format_load(path, err, sizeof err);
     if (!g)
         cli_error(cmd, "%s", err);
     return g;
+}
+
+graph *cli_load_graph(const char *cmd, const char *path)
+{
+    return cli_load_graph_onnx(cmd, path, NULL);
+}
+
+int cli_save_graph(const char *cmd, const graph *g, const char *path, int drop_guards)
+{
+    char err[1024];
+    format_onnx_save_opts o = {drop_guards};
+    tg_status st = cli_is_onnx(path) ? format_onnx_save(g, path, &o, err, sizeof err)
+                                     : format_save(g, path, NULL, err, sizeof err);
+    if (st == TG_OK)
+        return 0;
+    cli_error(cmd, "%s", err);
+    return -1;
 }
 
 const char *cli_type_str(const graph_type *t, char *buf, size_t len)

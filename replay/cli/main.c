@@ -1,11 +1,13 @@
 /*
  * main.c - the `tracegraph` command-line tool: look inside a saved
- * .tgraph, run it on .npy inputs, time it, check it against the
- * reference interpreter.  This file holds the command table, the overall
- * usage and `version`; each command lives in cmd_*.c.
+ * .tgraph (or an ONNX model), run it on .npy inputs, time it, check it
+ * against the reference interpreter, optimize it, convert it.  This file
+ * holds the command table, the overall usage and `version`; each command
+ * lives in cmd_*.c.
  */
 #include <string.h>
 
+#include "../../formats/onnx.h"
 #include "../../formats/tgraph.h"
 #include "cli.h"
 
@@ -20,6 +22,7 @@ int cli_run(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_optimize(int argc, char **argv);
+int cli_convert(int argc, char **argv);
 static int cli_version(int argc, char **argv);
 static int cli_help(int argc, char **argv);
 
@@ -53,6 +56,8 @@ static const command commands[] = {
      "tracegraph opt [-O0|-O1|-O2|-O3] IN.tgraph OUT.tgraph [--stats] [--explain]\n"
      "                      [--keep-params] [--finite-math] [--print-after-each]\n"
      "                      [--verify-each]"},
+    {"convert", cli_convert, "convert between .tgraph and ONNX (.onnx), either way",
+     "tracegraph convert IN OUT [--drop-guards] [--params] [--dim N]"},
     {"devices", cli_devices, "list the OpenCL platforms and devices (--device takes the index)",
      "tracegraph devices"},
     {"version", cli_version, "print the version", "tracegraph version"},
@@ -63,7 +68,8 @@ static const command commands[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: tracegraph <command> [options] FILE.tgraph ...\n\n"
-               "Inspect, run, time and check graphs saved by tracegraph (.tgraph files).\n\n"
+               "Inspect, run, time and check graphs saved by tracegraph (.tgraph files)\n"
+               "or ONNX models (.onnx files, imported on load).\n\n"
                "commands:\n");
     for (int i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
@@ -76,7 +82,8 @@ static void usage(FILE *f)
                "  4  check: outputs differ beyond the tolerance\n\n"
                "example:\n"
                "  tracegraph info model.tgraph\n"
-               "  tracegraph run model.tgraph -i x=input.npy -o y=out.npy\n");
+               "  tracegraph run model.tgraph -i x=input.npy -o y=out.npy\n"
+               "  tracegraph opt -O3 model.onnx model.tgraph\n");
 }
 
 static const command *find(const char *name)
@@ -109,8 +116,9 @@ static int cli_version(int argc, char **argv)
             return cli_usage_error("version", "unexpected argument '%s'", arg);
         return CLI_USAGE;
     }
-    printf("tracegraph %s (.tgraph format %d; .npy 1.0, 2.0, 3.0)\n", TG_VERSION,
-           FORMAT_VERSION);
+    printf("tracegraph %s (.tgraph format %d; ONNX opset %d written, %d..%d read; "
+           ".npy 1.0, 2.0, 3.0)\n", TG_VERSION, FORMAT_VERSION, FORMAT_ONNX_OPSET,
+           FORMAT_ONNX_MIN_OPSET, FORMAT_ONNX_MAX_OPSET);
     return CLI_OK;
 }
 

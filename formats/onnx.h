@@ -1,0 +1,151 @@
+/*
+ * onnx.h - ONNX import and export: a graph (graph/graph.h) written as an
+ * ONNX model for the rest of the ecosystem (ONNX Runtime, TensorRT,
+ * Triton), and ONNX models read into a graph to optimize and replay.
+ *
+ *   char err[512];
+ *   if (format_onnx_save(g, "model.onnx", NULL, err, sizeof err) != TG_OK) ...
+ *   graph *h = format_onnx_load("model.onnx", NULL, err, sizeof err);  (NULL: see err)
+ *
+ * The protobuf code is generated at build time by protoc-c from Debian's
+ * onnx.proto (libonnx-dev); nothing of it appears in this header.
+ *
+ * ---- export ----
+ * One ModelProto, IR version 8 (ONNX_IR_VERSION), default domain at opset
+ * FORMAT_ONNX_OPSET, producer_name "tracegraph".  Graph inputs are the
+ * graph's inputs (ValueInfo: dtype and dims, a dynamic dim as dim_param =
+ * its symbol's name, "B"); params and constants with data are
+ * initializers (raw_data, little-endian; params keep their names);
+ * outputs keep their names, and one that is an input, a constant or an
+ * output already written is an Identity.  Dead nodes are skipped.
+ * Every op of graph/ops.def is written, most as one ONNX node of the
+ * same meaning, some as a few: linear as MatMul with the transposed
+ * weight (+ Add), matmul's transpose_a/_b as Transposes of the last two
+ * dims, gelu as its erf form, silu as x * Sigmoid(x), rsqrt as
+ * Reciprocal(Sqrt), where on bools as And/Or/Not (ONNX Runtime has no
+ * bool Where), layer_norm without weight with a ones Scale, flatten as
+ * Reshape, a `fused` node as one node per statement of its program,
+ * linear_ep / conv2d_ep / conv2d_blk as the base op then their
+ * epilogue, to_blocked / from_blocked as Reshape + Transpose.  The lists
+ * opset 17 takes as inputs (Reshape/Expand shapes, Split sizes, Slice,
+ * Pad, Squeeze, Unsqueeze and ReduceSum lists, Clip bounds, Pad's value)
+ * are initializers; a shape export makes up itself copies dynamic dims
+ * from the running tensor (Reshape's 0 where the dim keeps its place,
+ * else Shape + Gather), so a model traced with a dynamic batch runs at
+ * any batch.  Each ONNX node's doc_string holds the
+ * call site of the tracegraph node it came from ("model.c:42
+ * mlp_forward"), its name "<op>_<node id>" ("_1", "_2", ... for the
+ * further nodes of an expansion).  Tensor names are unique: inputs, then
+ * output names, then other named values keep their names when free;
+ * unnamed values become "v<id>", temporaries "<op>_<node id>_<what>",
+ * each made unique with a "_<n>" suffix.
+ * Refused (TG_ERR_UNSUPPORTED, the message naming the value or node): a
+ * param or constant without data (elided); layer_norm, softmax and
+ * log_softmax of a 0-d tensor (ONNX wants rank >= 1); a model over
+ * protobuf's 2 GiB.  Guards have no ONNX form: a graph with a guard
+ * whose policy is not off is refused (the message names the guard's call
+ * site) unless opts->drop_guards is set, since a replay of the export
+ * could silently take a branch the trace did not.
+ *
+ * ---- import ----
+ * Reads IR versions 3..9 with default-domain opsets
+ * FORMAT_ONNX_MIN_OPSET..FORMAT_ONNX_MAX_OPSET (a node of another domain
+ * is unsupported).  Graph inputs that are not initializers are the
+ * graph's inputs, in order, with their names.  Initializers and Constant
+ * nodes are constants known at load time: they enter the graph where a
+ * node uses them as a tensor (initializers as params with opts->params,
+ * keeping their names), while the operands ONNX passes as tensors but
+ * tracegraph keeps as attributes (Reshape's shape, Slice's starts, Clip's
+ * bounds, Pad's pads, axes from opset 13, ...) are read from them and
+ * must be such constants.  Shape, Size and ConstantOfShape are folded
+ * into constants when the dims they read are static; no other op on
+ * constants is evaluated at load time.
+ * Ops: Identity, Dropout (inference; its mask is all true), Constant,
+ * Neg, Abs, Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu, Sigmoid, Tanh,
+ * Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Equal, Less,
+ * Greater, Where, MatMul, Gemm, Conv, MaxPool, AveragePool (2-D NCHW;
+ * auto_pad, ceil_mode as extra end padding), GlobalAveragePool,
+ * BatchNormalization (inference), LayerNormalization (with its Mean and
+ * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
+ * last axis), ReduceSum, ReduceMean, ReduceMax, Reshape, Flatten,
+ * Transpose, Concat, Split, Slice, Pad (constant mode), Squeeze,
+ * Unsqueeze, Expand, Cast, Gather, Shape, Size, ConstantOfShape; dtypes
+ * f32, i64, i32, bool.  An attribute the converter does not know is
+ * refused rather than ignored.  Each node's provenance is the file and
+ * the node's place in it: "model.onnx:17 Conv_3 (Conv)" (line = 1 + the
+ * node's index in the graph), or the call site in the doc_string of a
+ * node tracegraph wrote ("model.c:42 mlp_forward").
+ * A dim_param input dim becomes a dynamic dim with that symbol (an
+ * unnamed unknown dim gets the symbol "<input>_dim<d>"), traced at the
+ * size opts->dim_default gives it; a Reshape whose 0 copies one such dim
+ * (and has no -1) gets -1 there, so it follows the dim; a node that
+ * would fix such a dim at load time (Shape of it, SAME padding with a
+ * stride over it) is refused.
+ * Graph outputs are bound by name; their declared dtype and static dims,
+ * where the file gives them, must match what the graph computes.
+ *
+ * Bad input: a file that is not a ModelProto, an unsupported op, opset,
+ * dtype or attribute value, a dangling name, an operand that must be
+ * constant and is not, or a tensor whose data does not match its dims
+ * gives NULL and a message naming the file and the node (its index, name
+ * and op type) or the initializer:
+ *   "model.onnx: node 17 'Pool_3' (MaxPool): storage_order 1 is not supported"
+ * The loader never trusts a count or a size before checking it against
+ * the bytes present (tests/fuzz_onnx.c).
+ */
+#ifndef TG_FORMATS_ONNX_H
+#define TG_FORMATS_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../graph/graph.h"
+
+/* The opset export writes, and the range import reads. */
+#define FORMAT_ONNX_OPSET 17
+#define FORMAT_ONNX_MIN_OPSET 7
+#define FORMAT_ONNX_MAX_OPSET 18
+
+typedef struct format_onnx_save_opts {
+    int drop_guards; /* export a graph with guards, dropping them */
+} format_onnx_save_opts;
+
+typedef struct format_onnx_load_opts {
+    int params;          /* initializers become params, not constants */
+    int64_t dim_default; /* size of a dim_param dim (values < 1: 1) */
+} format_onnx_load_opts;
+
+/*
+ * Writes g to path as an ONNX model (through a temporary file renamed
+ * into place; on error no file is left).  g is not changed.  opts may be
+ * NULL.  Returns TG_OK, or TG_ERR_NULL / TG_ERR_IO / TG_ERR_NOMEM /
+ * TG_ERR_UNSUPPORTED (a guard, an elided constant: see "export" above)
+ * with a message in err (errlen bytes, always terminated; err may be
+ * NULL).
+ */
+tg_status format_onnx_save(const graph *g, const char *path,
+                           const format_onnx_save_opts *opts, char *err,
+                           size_t errlen);
+
+/*
+ * Like format_onnx_save, into memory: *buf (free() it) holds *len bytes;
+ * on error *buf is NULL and *len 0.
+ */
+tg_status format_onnx_save_mem(const graph *g, const format_onnx_save_opts *opts,
+                               void **buf, size_t *len, char *err,
+                               size_t errlen);
+
+/*
+ * Loads an ONNX model from path; the caller frees the graph with
+ * graph_free.  opts may be NULL.  NULL on error, with a message in err
+ * (errlen bytes, always terminated; err may be NULL).
+ */
+graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
+                        char *err, size_t errlen);
+
+/* Loads from len bytes at buf (not kept); name is used in messages. */
+graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
+                            const format_onnx_load_opts *opts, char *err,
+                            size_t errlen);
+
+#endif

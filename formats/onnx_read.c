@@ -1,0 +1,637 @@
+/*
+ * onnx_read.c - ONNX import (formats/onnx.h): the model as a whole.
+ * Unpacks the ModelProto (protobuf-c checks the wire format), checks the
+ * IR version and the opset, decodes tensors, makes the graph inputs,
+ * keeps initializers as constant entries, converts the nodes in order
+ * through the op table (onnx_read_ops.c, onnx_read_shape.c), binds the
+ * graph outputs, and verifies the result.  The helpers the converters
+ * share (names, operands, attributes, adding nodes) are in
+ * onnx_read_node.c.
+ *
+ * Nothing is sized by what the file declares alone: a tensor's dims must
+ * match the bytes or values present before anything is allocated, and
+ * sizes the importer derives (folded constants) are capped.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_read_impl.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "raw_data is little-endian; this reader copies it as is"
+#endif
+
+#define LL(x) ((long long)(x))
+
+/* ---- messages ---- */
+
+tg_status onnx_fail(onnx_reader *r, tg_status st, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!r->err || !r->errlen)
+        return st;
+    if (r->node)
+        snprintf(r->err, r->errlen, "%s: node %ld '%s' (%s): %s", r->file,
+                 (long)r->index, r->node->name ? r->node->name : "",
+                 r->node->op_type ? r->node->op_type : "", msg);
+    else
+        snprintf(r->err, r->errlen, "%s: %s", r->file, msg);
+    return st;
+}
+
+const char *onnx_code_name(int32_t code)
+{
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
+        "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
+        "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+    if (code >= 0 && code < (int32_t)(sizeof names / sizeof names[0]))
+        return names[code];
+    return "an unknown dtype";
+}
+
+/* ---- tensors ---- */
+
+static tg_status why_fail(char *why, size_t len, tg_status st, const char *fmt,
+                          ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static tg_status why_fail(char *why, size_t len, tg_status st, const char *fmt,
+                          ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The dtype and dims of t, with the element count checked for overflow. */
+static tg_status tensor_type(const Onnx__TensorProto *t, graph_type *type,
+                             int64_t *nbytes, char *why, size_t len)
+{
+    memset(type, 0, sizeof *type);
+    if (t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL ||
+        t->n_external_data)
+        return why_fail(why, len, TG_ERR_UNSUPPORTED,
+                        "external data is not supported");
+    if (t->segment)
+        return why_fail(why, len, TG_ERR_UNSUPPORTED,
+                        "segmented tensors are not supported");
+    if (!onnx_dtype_from_code(t->data_type, &type->dtype))
+        return why_fail(why, len, TG_ERR_UNSUPPORTED,
+                        "dtype %s is not supported", onnx_code_name(t->data_type));
+    if (t->n_dims > GRAPH_MAX_DIMS)
+        return why_fail(why, len, TG_ERR_UNSUPPORTED,
+                        "%zu dims (at most %d)", t->n_dims, GRAPH_MAX_DIMS);
+    int64_t n = (int64_t)graph_dtype_size(type->dtype);
+    type->ndim = (int32_t)t->n_dims;
+    for (size_t d = 0; d < t->n_dims; d++) {
+        if (t->dims[d] < 0)
+            return why_fail(why, len, TG_ERR_FORMAT, "dim %zu is negative (%lld)",
+                            d, LL(t->dims[d]));
+        if (__builtin_mul_overflow(n, t->dims[d], &n))
+            return why_fail(why, len, TG_ERR_FORMAT, "dims overflow");
+        type->dim[d] = t->dims[d];
+    }
+    *nbytes = n;
+    return TG_OK;
+}
+
+/* Copies n typed values (the field dtype dt reads) into data. */
+static void copy_typed(const Onnx__TensorProto *t, graph_dtype dt, void *data,
+                       size_t n)
+{
+    if (n == 0) /* the arrays are NULL then */
+        return;
+    if (dt == GRAPH_F32) {
+        memcpy(data, t->float_data, n * sizeof(float));
+    } else if (dt == GRAPH_I64) {
+        memcpy(data, t->int64_data, n * sizeof(int64_t));
+    } else if (dt == GRAPH_I32) {
+        memcpy(data, t->int32_data, n * sizeof(int32_t));
+    } else {
+        uint8_t *b = data;
+        for (size_t i = 0; i < n; i++)
+            b[i] = t->int32_data[i] != 0;
+    }
+}
+
+tg_status onnx_tensor_decode(const Onnx__TensorProto *t, graph_type *type,
+                             void **data, char *why, size_t len)
+{
+    int64_t nbytes = 0;
+    *data = NULL;
+    tg_status st = tensor_type(t, type, &nbytes, why, len);
+    if (st != TG_OK)
+        return st;
+    char shape[160];
+    graph_shape_str(type, shape, sizeof shape);
+    int64_t numel = graph_type_numel(type);
+    const char *dn = graph_dtype_name(type->dtype);
+    size_t have;
+    const char *field;
+    if (type->dtype == GRAPH_F32)
+        have = t->n_float_data, field = "float_data";
+    else if (type->dtype == GRAPH_I64)
+        have = t->n_int64_data, field = "int64_data";
+    else
+        have = t->n_int32_data, field = "int32_data";
+    if (t->has_raw_data && have)
+        return why_fail(why, len, TG_ERR_FORMAT, "has both raw_data and %s", field);
+    if (t->has_raw_data && (uint64_t)nbytes != t->raw_data.len)
+        return why_fail(why, len, TG_ERR_FORMAT,
+                        "raw_data has %zu bytes, %s %s needs %lld", t->raw_data.len,
+                        dn, shape, LL(nbytes));
+    if (!t->has_raw_data && (uint64_t)numel != have)
+        return why_fail(why, len, TG_ERR_FORMAT, "%s has %zu values, %s %s needs %lld",
+                        field, have, dn, shape, LL(numel));
+    /* nbytes is now bounded by what the message holds. */
+    *data = malloc(nbytes ? (size_t)nbytes : 1);
+    if (!*data)
+        return why_fail(why, len, TG_ERR_NOMEM, "out of memory (%lld bytes)",
+                        LL(nbytes));
+    if (t->has_raw_data) {
+        if (nbytes)
+            memcpy(*data, t->raw_data.data, (size_t)nbytes);
+        if (type->dtype == GRAPH_BOOL)
+            for (int64_t i = 0; i < numel; i++)
+                ((uint8_t *)*data)[i] = ((uint8_t *)*data)[i] != 0;
+    } else {
+        copy_typed(t, type->dtype, *data, (size_t)numel);
+    }
+    return TG_OK;
+}
+
+/* ---- graph inputs and initializers ---- */
+
+/* One dim of a graph input: a number, or a dynamic dim with a symbol. */
+static tg_status input_dim(onnx_reader *r, const char *name, int d,
+                           const Onnx__TensorShapeProto__Dimension *dim,
+                           graph_value *v)
+{
+    if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+        if (dim->dim_value < 0)
+            return onnx_fail(r, TG_ERR_FORMAT, "graph input '%s': dim %d is %lld",
+                             name, d, LL(dim->dim_value));
+        v->type.dim[d] = dim->dim_value;
+        return TG_OK;
+    }
+    char sym[256];
+    if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+        dim->dim_param && dim->dim_param[0])
+        snprintf(sym, sizeof sym, "%s", dim->dim_param);
+    else /* an unnamed unknown dim gets a symbol of its own */
+        snprintf(sym, sizeof sym, "%s_dim%d", name, d);
+    int32_t s = graph_add_symbol(r->g, sym, r->dim_default);
+    if (s < 0)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "graph input '%s': %s", name,
+                         graph_error(r->g));
+    v->type.dim[d] = r->dim_default;
+    v->dyn |= 1u << d;
+    v->sym[d] = (int8_t)s;
+    return TG_OK;
+}
+
+/* The type of a graph input from its ValueInfoProto. */
+static tg_status input_type(onnx_reader *r, const Onnx__ValueInfoProto *vi,
+                            graph_value *v)
+{
+    const char *name = vi->name;
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "graph input '%s' is not a tensor",
+                         name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (!onnx_dtype_from_code(tt->elem_type, &v->type.dtype))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED,
+                         "graph input '%s': dtype %s is not supported", name,
+                         onnx_code_name(tt->elem_type));
+    if (!tt->shape)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "graph input '%s' has unknown rank",
+                         name);
+    if (tt->shape->n_dim > GRAPH_MAX_DIMS)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "graph input '%s' has %zu dims "
+                         "(at most %d)", name, tt->shape->n_dim, GRAPH_MAX_DIMS);
+    v->type.ndim = (int32_t)tt->shape->n_dim;
+    int64_t bytes = (int64_t)graph_dtype_size(v->type.dtype);
+    for (int d = 0; d < v->type.ndim; d++) {
+        tg_status st = input_dim(r, name, d, tt->shape->dim[d], v);
+        if (st != TG_OK)
+            return st;
+        if (__builtin_mul_overflow(bytes, v->type.dim[d], &bytes))
+            return onnx_fail(r, TG_ERR_FORMAT, "graph input '%s' is too large", name);
+    }
+    return TG_OK;
+}
+
+static tg_status add_inputs(onnx_reader *r, const Onnx__GraphProto *gp)
+{
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi->name || !vi->name[0])
+            return onnx_fail(r, TG_ERR_FORMAT, "graph input %zu has no name", i);
+        onnx_entry *e = onnx_find(r, vi->name);
+        if (e && e->is_const)
+            continue; /* an initializer also listed as an input (IR < 4) */
+        graph_value v;
+        memset(&v, 0, sizeof v);
+        tg_status st = input_type(r, vi, &v);
+        if (st == TG_OK)
+            st = onnx_add_entry(r, vi->name, &e);
+        if (st != TG_OK)
+            return st;
+        e->value = graph_add_value(r->g, GRAPH_VALUE_INPUT, &v.type, vi->name);
+        if (e->value < 0 || graph_add_input(r->g, e->value) != TG_OK)
+            return onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
+        graph_value *gv = &r->g->values[e->value];
+        gv->dyn = v.dyn;
+        memcpy(gv->sym, v.sym, sizeof gv->sym);
+    }
+    return TG_OK;
+}
+
+static tg_status add_initializers(onnx_reader *r, const Onnx__GraphProto *gp)
+{
+    if (gp->n_sparse_initializer)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "sparse initializers are not supported");
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        char why[300];
+        if (!t->name || !t->name[0])
+            return onnx_fail(r, TG_ERR_FORMAT, "initializer %zu has no name", i);
+        onnx_entry *e;
+        tg_status st = onnx_add_entry(r, t->name, &e);
+        if (st != TG_OK)
+            return st;
+        e->is_const = 1;
+        e->param = r->params;
+        st = onnx_tensor_decode(t, &e->type, &e->data, why, sizeof why);
+        if (st != TG_OK)
+            return onnx_fail(r, st, "initializer '%s': %s", t->name, why);
+    }
+    return TG_OK;
+}
+
+/* ---- nodes ---- */
+
+/* name is one of the comma-separated names in list. */
+static int in_list(const char *list, const char *name, int *index)
+{
+    size_t n = strlen(name);
+    *index = 0;
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !memcmp(p, name, n))
+            return 1;
+        ++*index;
+        p += len + (end != NULL);
+    }
+    return 0;
+}
+
+/* Each attribute known to the converter, named once, not a reference. */
+static tg_status check_attrs(onnx_reader *r, const onnx_op *op)
+{
+    uint64_t seen = 0;
+    for (size_t i = 0; i < r->node->n_attribute; i++) {
+        const Onnx__AttributeProto *a = r->node->attribute[i];
+        int at;
+        if (!a->name || !a->name[0])
+            return onnx_fail(r, TG_ERR_FORMAT, "attribute %zu has no name", i);
+        if (a->ref_attr_name && a->ref_attr_name[0])
+            return onnx_fail(r, TG_ERR_UNSUPPORTED,
+                             "attribute '%s' refers to a function attribute", a->name);
+        if (!in_list(op->attrs, a->name, &at) || at >= 64)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "attribute '%s' is not supported",
+                             a->name);
+        if (seen >> at & 1)
+            return onnx_fail(r, TG_ERR_FORMAT, "attribute '%s' is given twice",
+                             a->name);
+        seen |= (uint64_t)1 << at;
+    }
+    return TG_OK;
+}
+
+/*
+ * A doc_string that is a tracegraph call site, "file.c:42 func" (what
+ * onnx_write.c writes): sets file, line and func; 0 if it is not one.
+ */
+static int parse_site(const char *s, char *file, size_t flen, int *line,
+                      char *func, size_t fnlen)
+{
+    const char *sp = s ? strchr(s, ' ') : NULL;
+    if (!sp || !sp[1] || strpbrk(sp + 1, " \t\r\n"))
+        return 0;
+    const char *colon = NULL;
+    for (const char *p = s; p < sp; p++)
+        if (*p == ':')
+            colon = p;
+    if (!colon || colon == s || sp - colon < 2 || sp - colon > 10 ||
+        (size_t)(colon - s) >= flen || strlen(sp + 1) >= fnlen)
+        return 0;
+    long v = 0;
+    for (const char *p = colon + 1; p < sp; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        v = v * 10 + (*p - '0');
+    }
+    if (v > INT32_MAX)
+        return 0;
+    memcpy(file, s, (size_t)(colon - s));
+    file[colon - s] = 0;
+    snprintf(func, fnlen, "%s", sp + 1);
+    *line = (int)v;
+    return 1;
+}
+
+/* The node's provenance: its call site if tracegraph wrote it, else its
+ * place in the file. */
+static tg_status node_prov(onnx_reader *r)
+{
+    const Onnx__NodeProto *n = r->node;
+    char file[256], func[256];
+    int line;
+    if (!parse_site(n->doc_string, file, sizeof file, &line, func, sizeof func)) {
+        snprintf(file, sizeof file, "%s", r->file);
+        line = 1 + r->index;
+        if (n->name && n->name[0])
+            snprintf(func, sizeof func, "%s (%s)", n->name, n->op_type);
+        else
+            snprintf(func, sizeof func, "%s", n->op_type);
+    }
+    r->prov = graph_add_prov(r->g, file, line, func, NULL, 0);
+    return r->prov < 0 ? onnx_fail(r, TG_ERR_NOMEM, "out of memory") : TG_OK;
+}
+
+/* The node's domain is the default one, its op in the table, and its
+ * input, output and attribute lists fit. */
+static tg_status check_node(onnx_reader *r, const onnx_op **op)
+{
+    const Onnx__NodeProto *n = r->node;
+    if (!n->op_type || !n->op_type[0])
+        return onnx_fail(r, TG_ERR_FORMAT, "no op_type");
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "domain '%s' is not supported",
+                         n->domain);
+    if (r->opset < 0)
+        return onnx_fail(r, TG_ERR_FORMAT, "no opset for the default domain");
+    *op = onnx_op_find(n->op_type);
+    if (!*op)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "op type '%s' is not supported",
+                         n->op_type);
+    if (n->n_output == 0 || n->n_output > 64)
+        return onnx_fail(r, TG_ERR_FORMAT, "%zu outputs", n->n_output);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (!n->input[i])
+            return onnx_fail(r, TG_ERR_FORMAT, "input %zu has no name", i);
+    if (n->n_input < (size_t)(*op)->min_in ||
+        ((*op)->max_in >= 0 && n->n_input > (size_t)(*op)->max_in))
+        return onnx_fail(r, TG_ERR_FORMAT, "%zu inputs (takes %d to %d)", n->n_input,
+                         (*op)->min_in, (*op)->max_in);
+    return check_attrs(r, *op);
+}
+
+static tg_status convert_node(onnx_reader *r, const Onnx__NodeProto *n,
+                              int32_t index)
+{
+    const onnx_op *op = NULL;
+    r->node = n;
+    r->index = index;
+    r->bound = 0;
+    tg_status st = check_node(r, &op);
+    if (st == TG_OK)
+        st = node_prov(r);
+    if (st == TG_OK)
+        st = op->fn(r, op);
+    for (size_t k = 0; st == TG_OK && k < n->n_output; k++)
+        if (n->output[k] && n->output[k][0] && !(r->bound >> k & 1))
+            st = onnx_fail(r, TG_ERR_UNSUPPORTED, "output %zu ('%s') is not supported",
+                           k, n->output[k]);
+    return st;
+}
+
+/* ---- graph outputs ---- */
+
+/* A declared output type, where the file states it, equals the computed one. */
+static tg_status check_output_type(onnx_reader *r, const Onnx__ValueInfoProto *vi,
+                                   const graph_type *t)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return TG_OK;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    graph_dtype dt;
+    int ok = !tt->elem_type || (onnx_dtype_from_code(tt->elem_type, &dt) && dt == t->dtype);
+    if (ok && tt->shape) {
+        ok = tt->shape->n_dim == (size_t)t->ndim;
+        for (int d = 0; ok && d < t->ndim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+            ok = dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+                 dim->dim_value == t->dim[d];
+        }
+    }
+    if (ok)
+        return TG_OK;
+    char have[160], want[200] = "";
+    size_t at = 0;
+    for (size_t d = 0; tt->shape && d < tt->shape->n_dim && at < 150; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        at += (size_t)snprintf(want + at, sizeof want - at, "%s", d ? "," : "[");
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            at += (size_t)snprintf(want + at, sizeof want - at, "%lld", LL(dim->dim_value));
+        else
+            at += (size_t)snprintf(want + at, sizeof want - at, "?");
+    }
+    snprintf(want + at, sizeof want - at, "%s", !tt->shape ? "" : at ? "]" : "[]");
+    return onnx_fail(r, TG_ERR_FORMAT, "graph output '%s' is declared %s%s, the graph "
+                     "computes %s%s", vi->name, onnx_code_name(tt->elem_type), want,
+                     graph_dtype_name(t->dtype), graph_shape_str(t, have, sizeof have));
+}
+
+static tg_status add_outputs(onnx_reader *r, const Onnx__GraphProto *gp)
+{
+    if (gp->n_output == 0)
+        return onnx_fail(r, TG_ERR_FORMAT, "the graph has no outputs");
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        if (!vi->name || !vi->name[0])
+            return onnx_fail(r, TG_ERR_FORMAT, "graph output %zu has no name", i);
+        onnx_entry *e = onnx_find(r, vi->name);
+        if (!e)
+            return onnx_fail(r, TG_ERR_FORMAT, "graph output '%s' is not defined by a "
+                             "graph input, an initializer or a node", vi->name);
+        tg_status st = e->value < 0 ? onnx_materialize(r, e) : TG_OK;
+        if (st == TG_OK)
+            st = check_output_type(r, vi, onnx_vtype(r, e->value));
+        if (st != TG_OK)
+            return st;
+        if (graph_add_output(r->g, e->value, vi->name) != TG_OK)
+            return onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
+    }
+    return TG_OK;
+}
+
+/* ---- the model ---- */
+
+/* IR version and the default domain's opset. */
+static tg_status check_versions(onnx_reader *r, const Onnx__ModelProto *m)
+{
+    if (!m->has_ir_version || !m->graph)
+        return onnx_fail(r, TG_ERR_FORMAT, "not an ONNX model (no %s)",
+                         m->has_ir_version ? "graph" : "ir_version");
+    if (m->ir_version < ONNX_MIN_IR || m->ir_version > ONNX_MAX_IR)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED,
+                         "IR version %lld is not supported (%d to %d)",
+                         LL(m->ir_version), ONNX_MIN_IR, ONNX_MAX_IR);
+    r->opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+            r->opset = o->has_version ? o->version : 0;
+    }
+    if (r->opset < 0)
+        return TG_OK; /* only an error if a node uses the default domain */
+    if (r->opset < FORMAT_ONNX_MIN_OPSET || r->opset > FORMAT_ONNX_MAX_OPSET)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED,
+                         "opset %lld is not supported (%d to %d)", LL(r->opset),
+                         FORMAT_ONNX_MIN_OPSET, FORMAT_ONNX_MAX_OPSET);
+    return TG_OK;
+}
+
+static tg_status read_graph(onnx_reader *r, const Onnx__ModelProto *m)
+{
+    const Onnx__GraphProto *gp = m->graph;
+    tg_status st = add_initializers(r, gp);
+    if (st == TG_OK)
+        st = add_inputs(r, gp);
+    for (size_t i = 0; st == TG_OK && i < gp->n_node; i++)
+        st = convert_node(r, gp->node[i], (int32_t)i);
+    r->node = NULL;
+    if (st == TG_OK)
+        st = add_outputs(r, gp);
+    if (st == TG_OK && r->g->nsyms > 0 && graph_propagate_dynamic(r->g) != TG_OK)
+        st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
+    if (st == TG_OK && graph_verify(r->g, 0) != TG_OK)
+        st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
+    return st;
+}
+
+graph *onnx_read_mem(const void *buf, size_t len, const char *name,
+                     const format_onnx_load_opts *opts, tg_status *status,
+                     char *err, size_t errlen)
+{
+    onnx_reader r;
+    memset(&r, 0, sizeof r);
+    r.file = name ? name : "onnx";
+    r.err = err;
+    r.errlen = errlen;
+    r.params = opts && opts->params;
+    r.dim_default = opts && opts->dim_default >= 1 ? opts->dim_default : 1;
+    if (err && errlen)
+        err[0] = 0;
+    if (!buf && len) {
+        *status = onnx_fail(&r, TG_ERR_NULL, "NULL buffer");
+        return NULL;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) {
+        *status = onnx_fail(&r, TG_ERR_FORMAT,
+                            "not an ONNX model (the protobuf does not parse)");
+        return NULL;
+    }
+    tg_status st = check_versions(&r, m);
+    if (st == TG_OK) {
+        const char *gname = m->graph->name && m->graph->name[0] ? m->graph->name : "onnx";
+        r.g = graph_new(gname);
+        st = r.g ? read_graph(&r, m) : onnx_fail(&r, TG_ERR_NOMEM, "out of memory");
+    }
+    onnx_free_entries(&r);
+    onnx__model_proto__free_unpacked(m, NULL);
+    *status = st;
+    if (st != TG_OK) {
+        graph_free(r.g);
+        return NULL;
+    }
+    return r.g;
+}
+
+graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
+                            const format_onnx_load_opts *opts, char *err,
+                            size_t errlen)
+{
+    tg_status st;
+    return onnx_read_mem(buf, len, name, opts, &st, err, errlen);
+}
+
+/* Reads a whole file; grows the buffer as bytes actually arrive. */
+static tg_status read_file(const char *path, uint8_t **buf, size_t *len,
+                           char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    *buf = NULL;
+    *len = 0;
+    if (!f) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return TG_ERR_IO;
+    }
+    size_t cap = 0;
+    tg_status st = TG_OK;
+    for (;;) {
+        if (*len == cap) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            uint8_t *nb = ncap > cap ? realloc(*buf, ncap) : NULL;
+            if (!nb) {
+                st = TG_ERR_NOMEM;
+                break;
+            }
+            *buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(*buf + *len, 1, cap - *len, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    if (st == TG_OK && ferror(f))
+        st = TG_ERR_IO;
+    fclose(f);
+    if (st != TG_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path,
+                     st == TG_ERR_NOMEM ? "out of memory reading the file"
+                                        : "read error");
+        free(*buf);
+        *buf = NULL;
+    }
+    return st;
+}
+
+graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
+                        char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    if (!path) {
+        if (err && errlen)
+            snprintf(err, errlen, "format_onnx_load: NULL path");
+        return NULL;
+    }
+    if (read_file(path, &buf, &len, err, errlen) != TG_OK)
+        return NULL;
+    graph *g = format_onnx_load_mem(buf, len, path, opts, err, errlen);
+    free(buf);
+    return g;
+}

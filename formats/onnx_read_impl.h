@@ -1,0 +1,177 @@
+/*
+ * onnx_read_impl.h - what the ONNX importer's files share (private):
+ *   onnx_read.c        the model: unpacking, versions, tensors, graph
+ *                      inputs, initializers, outputs, the node loop;
+ *   onnx_read_node.c   the helpers below (names, operands, attributes,
+ *                      adding nodes, binding outputs);
+ *   onnx_read_ops.c    the op table and the converters of elementwise,
+ *                      linear-algebra and network ops;
+ *   onnx_read_shape.c  the converters of shape and data-movement ops.
+ *
+ * Every ONNX name maps to an entry.  A value computed at run time is a
+ * graph value.  A value known at load time (an initializer, a Constant
+ * node, a folded Shape) is a constant entry that holds its data and
+ * enters the graph only when a node uses it as a tensor operand, so
+ * operands tracegraph keeps as attributes (Reshape's shape, Slice's
+ * starts) never become graph values.
+ */
+#ifndef TG_FORMATS_ONNX_READ_IMPL_H
+#define TG_FORMATS_ONNX_READ_IMPL_H
+
+#include "../graph/tg_hash.h"
+#include "onnx_impl.h"
+
+/* Largest constant the importer makes itself (ConstantOfShape, Shape):
+ * a folded size comes from the file, not from bytes present in it. */
+#define ONNX_MAX_FOLD_BYTES ((int64_t)1 << 26)
+
+typedef struct onnx_entry {
+    const char *key; /* the ONNX name; points into the unpacked model */
+    int32_t value;   /* graph value id; -1: a constant not in the graph yet */
+    int is_const;    /* data known at load time */
+    int param;       /* becomes a param, not a constant (an initializer) */
+    graph_type type; /* is_const: its type */
+    void *data;      /* is_const: owned, numel elements (never NULL) */
+    UT_hash_handle hh;
+} onnx_entry;
+
+typedef struct onnx_reader {
+    graph *g;
+    const char *file; /* for messages and provenance */
+    int params;
+    int64_t dim_default;
+    int64_t opset; /* of the default domain */
+    onnx_entry *names;
+    /* The node being converted (NULL outside the node loop). */
+    const Onnx__NodeProto *node;
+    int32_t index;
+    int32_t prov;
+    uint64_t bound; /* outputs of this node bound so far (bit k) */
+    char *err;
+    size_t errlen;
+} onnx_reader;
+
+struct onnx_op;
+typedef tg_status (*onnx_convert_fn)(onnx_reader *r, const struct onnx_op *op);
+
+/* One row of the op table. */
+typedef struct onnx_op {
+    const char *name;      /* ONNX op_type */
+    onnx_convert_fn fn;
+    graph_op op;           /* for converters shared by several ops */
+    int min_in, max_in;    /* max_in -1: any number */
+    int max_out;           /* outputs the node may name */
+    const char *attrs;     /* the attributes it understands, comma-separated */
+} onnx_op;
+
+/*
+ * format_onnx_load_mem with the status too (TG_ERR_UNSUPPORTED: a valid
+ * model tracegraph cannot express; the node tests count those).
+ */
+graph *onnx_read_mem(const void *buf, size_t len, const char *name,
+                     const format_onnx_load_opts *opts, tg_status *status,
+                     char *err, size_t errlen);
+
+/* "FLOAT", "DOUBLE", ... for a TensorProto.DataType code. */
+const char *onnx_code_name(int32_t code);
+
+/* The table row of an op_type; NULL if unsupported. */
+const onnx_op *onnx_op_find(const char *op_type);
+
+/*
+ * Formats "file: node N 'name' (Op): reason" (or "file: reason" outside
+ * the node loop) into r->err; returns st.
+ */
+tg_status onnx_fail(onnx_reader *r, tg_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/*
+ * Decodes a TensorProto: its type and its data (malloc'd, numel elements,
+ * at least one byte; the caller frees it).  Every size is checked against
+ * the bytes present.  On error returns the status and a reason in why.
+ */
+tg_status onnx_tensor_decode(const Onnx__TensorProto *t, graph_type *type,
+                             void **data, char *why, size_t whylen);
+
+/* A new entry for name; FORMAT if the name is defined already. */
+tg_status onnx_add_entry(onnx_reader *r, const char *name, onnx_entry **out);
+/* Frees the name table and the constants' data. */
+void onnx_free_entries(onnx_reader *r);
+/* Puts a constant entry into the graph (params keep their names). */
+tg_status onnx_materialize(onnx_reader *r, onnx_entry *e);
+
+/* The node's input i is present (not past the end, not ""). */
+int onnx_has_input(const onnx_reader *r, int i);
+/* The entry of name, or NULL. */
+onnx_entry *onnx_find(const onnx_reader *r, const char *name);
+/* The graph value of input i (a constant enters the graph here). */
+tg_status onnx_input(onnx_reader *r, int i, int32_t *v);
+/* The type of input i (present), constant or not. */
+tg_status onnx_input_type(onnx_reader *r, int i, const graph_type **t);
+/* Input i, which must be a constant known at load time (what names it). */
+tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
+                           const onnx_entry **e);
+/* Input i as a constant int list (i64 or i32, rank <= 1, <= maxn). */
+tg_status onnx_const_ints(onnx_reader *r, int i, const char *what,
+                          graph_ints *out, int maxn);
+/* Input i as a constant one-element number. */
+tg_status onnx_const_scalar(onnx_reader *r, int i, const char *what,
+                            double *out);
+
+/* The type of a graph value. */
+static inline const graph_type *onnx_vtype(const onnx_reader *r, int32_t v)
+{
+    return &r->g->values[v].type;
+}
+/* The dims of value v that are dynamic (bit d). */
+uint32_t onnx_dynamic_dims(onnx_reader *r, int32_t v);
+
+/*
+ * Adds a graph node for the ONNX node (with its provenance).  Messages
+ * name the ONNX node; an op that lacks the dtype is TG_ERR_UNSUPPORTED.
+ */
+tg_status onnx_add(onnx_reader *r, graph_op op, const int32_t *in, int nin,
+                   const void *attrs, int32_t *out, int max_out);
+/* Binds the node's output k (if named) to value v. */
+tg_status onnx_bind(onnx_reader *r, int k, int32_t v);
+/* Binds output k to a constant; takes ownership of data (also on error). */
+tg_status onnx_bind_const(onnx_reader *r, int k, const graph_type *t,
+                          void *data);
+/* A 0-d constant of dtype dt holding x, in the graph. */
+tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v);
+
+/* The node's attribute called name, or NULL. */
+const Onnx__AttributeProto *onnx_attr(const onnx_reader *r, const char *name);
+/* INT attribute (def if absent). */
+tg_status onnx_attr_int(onnx_reader *r, const char *name, int64_t def,
+                        int64_t *out);
+/* FLOAT attribute (def if absent). */
+tg_status onnx_attr_float(onnx_reader *r, const char *name, float def,
+                          float *out);
+/* INTS attribute, at most maxn entries; *present says whether it was given. */
+tg_status onnx_attr_ints(onnx_reader *r, const char *name, graph_ints *out,
+                         int maxn, int *present);
+/* STRING attribute into buf (def if absent). */
+tg_status onnx_attr_str(onnx_reader *r, const char *name, const char *def,
+                        char *buf, size_t len);
+
+/* Converters of onnx_read_shape.c, named in the op table. */
+tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_transpose(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_concat(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_split(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_slice(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_squeeze(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_cast(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_gather(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_constant(onnx_reader *r, const onnx_op *op);
+
+#endif

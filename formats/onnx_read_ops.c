@@ -1,0 +1,697 @@
+/*
+ * onnx_read_ops.c - the ONNX importer's op table and the converters of
+ * elementwise, linear-algebra, convolution, pooling, normalization and
+ * reduction ops (shape ops: onnx_read_shape.c).
+ *
+ * A converter reads the node (r->node) through the helpers of
+ * onnx_read_impl.h, adds graph nodes with onnx_add and binds the node's
+ * outputs.  The node loop has already checked the domain, the input
+ * count and that every attribute is one the row lists; an attribute
+ * value or output tracegraph cannot express is TG_ERR_UNSUPPORTED.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_read_impl.h"
+
+#define LL(x) ((long long)(x))
+
+/* ---- elementwise ---- */
+
+static tg_status cv_unary(onnx_reader *r, const onnx_op *op)
+{
+    int32_t x, y;
+    tg_status st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_add(r, op->op, &x, 1, NULL, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* Output 0 is input 0: a constant stays a constant. */
+static tg_status pass_through(onnx_reader *r)
+{
+    onnx_entry *e = onnx_find(r, r->node->input[0]);
+    if (e && e->is_const && e->value < 0) {
+        size_t n = graph_dtype_size(e->type.dtype) * (size_t)graph_type_numel(&e->type);
+        void *copy = malloc(n ? n : 1);
+        if (!copy)
+            return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+        memcpy(copy, e->data, n);
+        return onnx_bind_const(r, 0, &e->type, copy);
+    }
+    int32_t x;
+    tg_status st = onnx_input(r, 0, &x);
+    return st == TG_OK ? onnx_bind(r, 0, x) : st;
+}
+
+static tg_status cv_identity(onnx_reader *r, const onnx_op *op)
+{
+    return pass_through(r);
+}
+
+/* Inference Dropout: the identity; its mask (if named) is all true. */
+static tg_status cv_dropout(onnx_reader *r, const onnx_op *op)
+{
+    double training = 0;
+    tg_status st = TG_OK;
+    if (onnx_has_input(r, 2))
+        st = onnx_const_scalar(r, 2, "training_mode", &training);
+    if (st == TG_OK && training != 0)
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "training_mode is not supported");
+    if (st == TG_OK)
+        st = pass_through(r);
+    if (st != TG_OK || r->node->n_output < 2 || !r->node->output[1][0])
+        return st;
+    const graph_type *t;
+    st = onnx_input_type(r, 0, &t);
+    if (st != TG_OK)
+        return st;
+    onnx_entry *e = onnx_find(r, r->node->input[0]);
+    if (e->value >= 0 && onnx_dynamic_dims(r, e->value))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "the mask of an input with dynamic "
+                         "dims is not supported");
+    graph_type mt = *t;
+    mt.dtype = GRAPH_BOOL;
+    int64_t n = graph_type_numel(&mt);
+    if (n > ONNX_MAX_FOLD_BYTES)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "mask of %lld elements is too large",
+                         LL(n));
+    void *mask = malloc(n ? (size_t)n : 1);
+    if (!mask)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    memset(mask, 1, (size_t)n);
+    return onnx_bind_const(r, 1, &mt, mask);
+}
+
+static tg_status cv_leaky_relu(onnx_reader *r, const onnx_op *op)
+{
+    graph_leaky_relu_attrs a;
+    graph_attrs_default(GRAPH_OP_leaky_relu, &a);
+    int32_t x, y;
+    tg_status st = onnx_attr_float(r, "alpha", 0.01f, &a.alpha);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_leaky_relu, &x, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* Clip: bounds are attributes before opset 11, constant inputs after. */
+static tg_status cv_clip(onnx_reader *r, const onnx_op *op)
+{
+    graph_clip_attrs a;
+    graph_attrs_default(GRAPH_OP_clip, &a);
+    tg_status st = TG_OK;
+    if (r->opset < 11) {
+        st = onnx_attr_float(r, "min", -FLT_MAX, &a.min);
+        if (st == TG_OK)
+            st = onnx_attr_float(r, "max", FLT_MAX, &a.max);
+    } else {
+        double v;
+        if (onnx_has_input(r, 1) && (st = onnx_const_scalar(r, 1, "min", &v)) == TG_OK)
+            a.min = (float)v;
+        if (st == TG_OK && onnx_has_input(r, 2) &&
+            (st = onnx_const_scalar(r, 2, "max", &v)) == TG_OK)
+            a.max = (float)v;
+    }
+    int32_t x, y;
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_clip, &x, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+static tg_status cv_binary(onnx_reader *r, const onnx_op *op)
+{
+    int32_t in[2], y;
+    tg_status st = onnx_input(r, 0, &in[0]);
+    if (st == TG_OK)
+        st = onnx_input(r, 1, &in[1]);
+    if (st == TG_OK)
+        st = onnx_add(r, op->op, in, 2, NULL, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* Pow: an integer exponent of a float base is cast to f32 (exact for the
+ * integers float holds exactly, which are the ones pow can use). */
+static tg_status cv_pow(onnx_reader *r, const onnx_op *op)
+{
+    int32_t in[2], y;
+    tg_status st = onnx_input(r, 0, &in[0]);
+    if (st == TG_OK)
+        st = onnx_input(r, 1, &in[1]);
+    if (st != TG_OK)
+        return st;
+    graph_dtype bt = onnx_vtype(r, in[0])->dtype, et = onnx_vtype(r, in[1])->dtype;
+    if (bt == GRAPH_F32 && (et == GRAPH_I64 || et == GRAPH_I32)) {
+        graph_cast_attrs c = {GRAPH_F32};
+        st = onnx_add(r, GRAPH_OP_cast, &in[1], 1, &c, &in[1], 1);
+    }
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_pow, in, 2, NULL, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* Max, Min, Sum, Mean: variadic, as a chain of pairs (Mean: / n). */
+static tg_status cv_variadic(onnx_reader *r, const onnx_op *op)
+{
+    int32_t acc, x;
+    tg_status st = onnx_input(r, 0, &acc);
+    for (size_t i = 1; st == TG_OK && i < r->node->n_input; i++) {
+        int32_t in[2] = {acc, 0};
+        st = onnx_input(r, (int)i, &in[1]);
+        if (st == TG_OK)
+            st = onnx_add(r, op->op, in, 2, NULL, &acc, 1);
+    }
+    if (st == TG_OK && !strcmp(op->name, "Mean") && r->node->n_input > 1) {
+        int32_t in[2] = {acc, 0};
+        st = onnx_scalar(r, onnx_vtype(r, acc)->dtype, (double)r->node->n_input, &x);
+        in[1] = x;
+        if (st == TG_OK)
+            st = onnx_add(r, GRAPH_OP_div, in, 2, NULL, &acc, 1);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, acc) : st;
+}
+
+static tg_status cv_where(onnx_reader *r, const onnx_op *op)
+{
+    int32_t in[3], y;
+    tg_status st = TG_OK;
+    for (int i = 0; st == TG_OK && i < 3; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_where, in, 3, NULL, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* ---- linear algebra ---- */
+
+static tg_status cv_matmul(onnx_reader *r, const onnx_op *op)
+{
+    int32_t in[2], y;
+    tg_status st = onnx_input(r, 0, &in[0]);
+    if (st == TG_OK)
+        st = onnx_input(r, 1, &in[1]);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_matmul, in, 2, NULL, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* y * s (s a new scalar constant), unless s is 1. */
+static tg_status scale_by(onnx_reader *r, int32_t *y, float s)
+{
+    if (s == 1.0f)
+        return TG_OK;
+    int32_t in[2] = {*y, 0};
+    tg_status st = onnx_scalar(r, GRAPH_F32, s, &in[1]);
+    return st == TG_OK ? onnx_add(r, GRAPH_OP_mul, in, 2, NULL, y, 1) : st;
+}
+
+/* Gemm: alpha * A' B' + beta * C.  linear when it is x @ w^T + b. */
+static tg_status cv_gemm(onnx_reader *r, const onnx_op *op)
+{
+    float alpha, beta;
+    int64_t ta, tb;
+    int32_t in[3], y;
+    tg_status st = onnx_attr_float(r, "alpha", 1.0f, &alpha);
+    if (st == TG_OK)
+        st = onnx_attr_float(r, "beta", 1.0f, &beta);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "transA", 0, &ta);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "transB", 0, &tb);
+    for (int i = 0; st == TG_OK && i < 2; i++)
+        st = onnx_input(r, i, &in[i]);
+    int has_c = onnx_has_input(r, 2);
+    if (st == TG_OK && has_c)
+        st = onnx_input(r, 2, &in[2]);
+    if (st != TG_OK)
+        return st;
+    if (onnx_vtype(r, in[0])->ndim != 2 || onnx_vtype(r, in[1])->ndim != 2)
+        return onnx_fail(r, TG_ERR_FORMAT, "A and B must be 2-D (have %d-D and %d-D)",
+                         (int)onnx_vtype(r, in[0])->ndim, (int)onnx_vtype(r, in[1])->ndim);
+    if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+        return onnx_fail(r, TG_ERR_FORMAT, "transA and transB must be 0 or 1");
+    const graph_type *ct = has_c ? onnx_vtype(r, in[2]) : NULL;
+    if (!ta && tb && alpha == 1.0f &&
+        (!has_c || (beta == 1.0f && ct->ndim == 1 &&
+                    ct->dim[0] == onnx_vtype(r, in[1])->dim[0]))) {
+        st = onnx_add(r, GRAPH_OP_linear, in, has_c ? 3 : 2, NULL, &y, 1);
+        return st == TG_OK ? onnx_bind(r, 0, y) : st;
+    }
+    graph_matmul_attrs a = {ta, tb};
+    st = onnx_add(r, GRAPH_OP_matmul, in, 2, &a, &y, 1);
+    if (st == TG_OK)
+        st = scale_by(r, &y, alpha);
+    if (st == TG_OK && has_c && beta != 0.0f) {
+        int32_t c = in[2];
+        st = scale_by(r, &c, beta);
+        int32_t sum[2] = {y, c};
+        if (st == TG_OK)
+            st = onnx_add(r, GRAPH_OP_add, sum, 2, NULL, &y, 1);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* ---- convolution and pooling (2-D, NCHW) ---- */
+
+/* The window of a Conv or pool: kernel, strides, dilations, pads. */
+typedef struct window2d {
+    int64_t k[2], s[2], d[2];
+    graph_ints pads; /* top, left, bottom, right */
+} window2d;
+
+/* An INTS attribute of two entries >= lo (def when absent). */
+static tg_status pair_attr(onnx_reader *r, const char *name, int64_t def,
+                           int64_t lo, int64_t out[2])
+{
+    graph_ints v;
+    int present;
+    tg_status st = onnx_attr_ints(r, name, &v, GRAPH_MAX_INTS, &present);
+    if (st != TG_OK)
+        return st;
+    out[0] = out[1] = def;
+    if (!present)
+        return TG_OK;
+    if (v.n != 2)
+        return onnx_fail(r, TG_ERR_FORMAT, "%s has %d entries, want 2", name, (int)v.n);
+    if (v.v[0] < lo || v.v[1] < lo || v.v[0] > INT32_MAX || v.v[1] > INT32_MAX)
+        return onnx_fail(r, TG_ERR_FORMAT, "%s must be >= %lld and < 2^31", name,
+                         LL(lo));
+    out[0] = v.v[0];
+    out[1] = v.v[1];
+    return TG_OK;
+}
+
+/* SAME_UPPER / SAME_LOWER: out = ceil(in / stride), pads to fit. */
+static void same_pads(const window2d *w, const graph_type *x, int lower,
+                      graph_ints *pads)
+{
+    pads->n = 4;
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->dim[2 + i], out = (in + w->s[i] - 1) / w->s[i];
+        int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in;
+        total = total < 0 ? 0 : total;
+        int64_t small = total / 2, big = total - small;
+        pads->v[i] = lower ? big : small;
+        pads->v[2 + i] = lower ? small : big;
+    }
+}
+
+/*
+ * Explicit pads from auto_pad and pads, for input x (value xv).  Sizes,
+ * kernel, strides, dilations and pads are all below 2^31 here, so the
+ * window arithmetic below cannot overflow int64.
+ */
+static tg_status window_pads(onnx_reader *r, int32_t xv, window2d *w)
+{
+    char mode[32];
+    int present;
+    const graph_type *x = onnx_vtype(r, xv);
+    tg_status st = onnx_attr_str(r, "auto_pad", "NOTSET", mode, sizeof mode);
+    if (st == TG_OK)
+        st = onnx_attr_ints(r, "pads", &w->pads, GRAPH_MAX_INTS, &present);
+    if (st != TG_OK)
+        return st;
+    for (int i = 0; i < 2; i++)
+        if (x->dim[2 + i] > INT32_MAX || w->k[i] > INT32_MAX)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "a window over 2^31 is not "
+                             "supported");
+    if (!strcmp(mode, "NOTSET")) {
+        if (present && w->pads.n != 4)
+            return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries, want 4",
+                             (int)w->pads.n);
+        for (int i = 0; i < w->pads.n; i++)
+            if (w->pads.v[i] < 0 || w->pads.v[i] > INT32_MAX)
+                return onnx_fail(r, TG_ERR_FORMAT, "pads must be >= 0 and < 2^31");
+        return TG_OK;
+    }
+    memset(&w->pads, 0, sizeof w->pads);
+    if (!strcmp(mode, "VALID"))
+        return TG_OK;
+    if (strcmp(mode, "SAME_UPPER") && strcmp(mode, "SAME_LOWER"))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "auto_pad '%s' is not supported", mode);
+    /* The pads follow the input size unless the stride is 1. */
+    if ((onnx_dynamic_dims(r, xv) & 0xC) && (w->s[0] != 1 || w->s[1] != 1))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "auto_pad '%s' with a stride over a "
+                         "dynamic dim is not supported", mode);
+    same_pads(w, x, !strcmp(mode, "SAME_LOWER"), &w->pads);
+    return TG_OK;
+}
+
+/* Rank 4 (2-D NCHW); other ranks are unsupported. */
+static tg_status need_2d(onnx_reader *r, int32_t x)
+{
+    int nd = onnx_vtype(r, x)->ndim;
+    if (nd != 4)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "only 2-D (NCHW) is supported, the "
+                         "input has %d dims", nd);
+    return TG_OK;
+}
+
+static tg_status cv_conv(onnx_reader *r, const onnx_op *op)
+{
+    int32_t in[3], y;
+    int nin = onnx_has_input(r, 2) ? 3 : 2;
+    window2d w;
+    graph_ints ks;
+    int has_k;
+    tg_status st = TG_OK;
+    for (int i = 0; st == TG_OK && i < nin; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st == TG_OK)
+        st = need_2d(r, in[0]);
+    if (st == TG_OK && onnx_vtype(r, in[1])->ndim != 4)
+        st = onnx_fail(r, TG_ERR_FORMAT, "W must be 4-D");
+    if (st == TG_OK)
+        st = onnx_attr_ints(r, "kernel_shape", &ks, GRAPH_MAX_INTS, &has_k);
+    const graph_type *wt = st == TG_OK ? onnx_vtype(r, in[1]) : NULL;
+    if (st == TG_OK && has_k && (ks.n != 2 || ks.v[0] != wt->dim[2] || ks.v[1] != wt->dim[3]))
+        st = onnx_fail(r, TG_ERR_FORMAT, "kernel_shape does not match W's %lldx%lld",
+                       LL(wt->dim[2]), LL(wt->dim[3]));
+    if (st == TG_OK)
+        st = pair_attr(r, "strides", 1, 1, w.s);
+    if (st == TG_OK)
+        st = pair_attr(r, "dilations", 1, 1, w.d);
+    if (st != TG_OK)
+        return st;
+    w.k[0] = wt->dim[2];
+    w.k[1] = wt->dim[3];
+    graph_conv2d_attrs a;
+    graph_attrs_default(GRAPH_OP_conv2d, &a);
+    st = onnx_attr_int(r, "group", 1, &a.groups);
+    if (st == TG_OK)
+        st = window_pads(r, in[0], &w);
+    if (st != TG_OK)
+        return st;
+    a.stride = (graph_ints){2, {w.s[0], w.s[1]}};
+    a.dilation = (graph_ints){2, {w.d[0], w.d[1]}};
+    a.padding = w.pads;
+    st = onnx_add(r, GRAPH_OP_conv2d, in, nin, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
+ * ceil_mode 1 as extra end padding: the window count rounds up, so the
+ * last window may hang past the padded input.  Pool kernels skip padding,
+ * so the result is the same unless the padding is counted.
+ */
+static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
+                           int64_t count_pad)
+{
+    const graph_type *x = onnx_vtype(r, xv);
+    for (int i = 0; i < 2; i++) {
+        int64_t span = x->dim[2 + i] + w->pads.v[i] + w->pads.v[2 + i] - w->k[i];
+        if (span < 0 || span % w->s[i] == 0)
+            continue;
+        if (count_pad)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 with "
+                             "count_include_pad 1 is not supported");
+        if (onnx_dynamic_dims(r, xv) & (4u << i))
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 over a dynamic "
+                             "dim is not supported");
+        w->pads.v[2 + i] += w->s[i] - span % w->s[i];
+    }
+    return TG_OK;
+}
+
+/* MaxPool and AveragePool: the window attributes they share. */
+static tg_status pool_window(onnx_reader *r, int32_t x, window2d *w,
+                             int64_t count_pad)
+{
+    int64_t ceil_mode;
+    tg_status st = pair_attr(r, "kernel_shape", 0, 1, w->k);
+    if (st == TG_OK && !onnx_attr(r, "kernel_shape"))
+        st = onnx_fail(r, TG_ERR_FORMAT, "kernel_shape is missing");
+    if (st == TG_OK)
+        st = pair_attr(r, "strides", 1, 1, w->s);
+    if (st == TG_OK)
+        st = pair_attr(r, "dilations", 1, 1, w->d);
+    if (st == TG_OK && (w->d[0] != 1 || w->d[1] != 1))
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "dilations other than 1 are not "
+                       "supported");
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "ceil_mode", 0, &ceil_mode);
+    if (st == TG_OK)
+        st = window_pads(r, x, w);
+    if (st == TG_OK && w->pads.n == 0)
+        w->pads = (graph_ints){4, {0, 0, 0, 0}};
+    if (st == TG_OK && ceil_mode)
+        st = ceil_pads(r, x, w, count_pad);
+    return st;
+}
+
+static tg_status cv_pool(onnx_reader *r, const onnx_op *op)
+{
+    int32_t x, y;
+    window2d w;
+    int64_t count_pad = 0, order = 0;
+    tg_status st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = need_2d(r, x);
+    if (st == TG_OK && op->op == GRAPH_OP_avg_pool2d)
+        st = onnx_attr_int(r, "count_include_pad", 0, &count_pad);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "storage_order", 0, &order);
+    if (st == TG_OK && order != 0)
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "storage_order 1 is not supported");
+    if (st == TG_OK)
+        st = pool_window(r, x, &w, count_pad);
+    if (st != TG_OK)
+        return st;
+    graph_ints k = {2, {w.k[0], w.k[1]}}, s = {2, {w.s[0], w.s[1]}};
+    if (op->op == GRAPH_OP_max_pool2d) {
+        graph_max_pool2d_attrs a = {k, s, w.pads};
+        st = onnx_add(r, GRAPH_OP_max_pool2d, &x, 1, &a, &y, 1);
+    } else {
+        graph_avg_pool2d_attrs a = {k, s, w.pads, count_pad};
+        st = onnx_add(r, GRAPH_OP_avg_pool2d, &x, 1, &a, &y, 1);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* ---- normalization ---- */
+
+static tg_status cv_batch_norm(onnx_reader *r, const onnx_op *op)
+{
+    int64_t spatial, training;
+    graph_batch_norm_attrs a;
+    graph_attrs_default(GRAPH_OP_batch_norm, &a);
+    tg_status st = onnx_attr_int(r, "spatial", 1, &spatial);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "training_mode", 0, &training);
+    if (st == TG_OK)
+        st = onnx_attr_float(r, "epsilon", 1e-5f, &a.eps);
+    if (st == TG_OK && (spatial != 1 || training != 0))
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "%s is not supported",
+                       spatial != 1 ? "spatial 0" : "training_mode 1");
+    int32_t in[5], y;
+    for (int i = 0; st == TG_OK && i < 5; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_batch_norm, in, 5, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
+ * LayerNormalization's optional outputs Mean and InvStdDev (over dims
+ * axis.., kept as 1s), computed apart: mean, then 1 / sqrt(var + eps)
+ * with var = mean((x - mean)^2), as the ONNX function body does.
+ */
+static tg_status layer_norm_stats(onnx_reader *r, int32_t x, int ax, float eps)
+{
+    const Onnx__NodeProto *n = r->node;
+    int want_mean = n->n_output > 1 && n->output[1][0];
+    int want_inv = n->n_output > 2 && n->output[2][0];
+    if (!want_mean && !want_inv)
+        return TG_OK;
+    graph_reduce_mean_attrs m;
+    memset(&m, 0, sizeof m);
+    m.keepdim = 1;
+    for (int d = ax; d < onnx_vtype(r, x)->ndim; d++)
+        m.axes.v[m.axes.n++] = d;
+    int32_t mean, t[2], v;
+    tg_status st = onnx_add(r, GRAPH_OP_reduce_mean, &x, 1, &m, &mean, 1);
+    if (st == TG_OK && want_mean)
+        st = onnx_bind(r, 1, mean);
+    if (st != TG_OK || !want_inv)
+        return st;
+    t[0] = x, t[1] = mean;
+    st = onnx_add(r, GRAPH_OP_sub, t, 2, NULL, &v, 1);
+    t[0] = t[1] = v;
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_mul, t, 2, NULL, &v, 1);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_reduce_mean, &v, 1, &m, &t[0], 1);
+    if (st == TG_OK)
+        st = onnx_scalar(r, GRAPH_F32, eps, &t[1]);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_add, t, 2, NULL, &v, 1);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_rsqrt, &v, 1, NULL, &v, 1);
+    return st == TG_OK ? onnx_bind(r, 2, v) : st;
+}
+
+/* LayerNormalization: scale and bias must cover x.shape[axis:] exactly
+ * (ONNX lets them broadcast; layer_norm does not). */
+static tg_status cv_layer_norm(onnx_reader *r, const onnx_op *op)
+{
+    int64_t stash;
+    graph_layer_norm_attrs a;
+    graph_attrs_default(GRAPH_OP_layer_norm, &a);
+    tg_status st = onnx_attr_int(r, "axis", -1, &a.axis);
+    if (st == TG_OK)
+        st = onnx_attr_float(r, "epsilon", 1e-5f, &a.eps);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "stash_type", 1, &stash);
+    if (st == TG_OK && stash != 1)
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "stash_type %lld is not supported",
+                       LL(stash));
+    int32_t in[3], y;
+    int nin = onnx_has_input(r, 2) ? 3 : 2;
+    for (int i = 0; st == TG_OK && i < nin; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st != TG_OK)
+        return st;
+    const graph_type *x = onnx_vtype(r, in[0]);
+    int ax = graph_axis(a.axis, x->ndim);
+    for (int i = 1; ax >= 0 && i < nin; i++) {
+        const graph_type *p = onnx_vtype(r, in[i]);
+        int same = p->ndim == x->ndim - ax;
+        for (int d = 0; same && d < p->ndim; d++)
+            same = p->dim[d] == x->dim[ax + d];
+        if (!same)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "a %s that broadcasts over the "
+                             "normalized dims is not supported", i == 1 ? "Scale" : "B");
+    }
+    st = onnx_add(r, GRAPH_OP_layer_norm, in, nin, &a, &y, 1);
+    if (st == TG_OK)
+        st = onnx_bind(r, 0, y);
+    if (st == TG_OK)
+        st = layer_norm_stats(r, in[0], ax, a.eps);
+    return st;
+}
+
+/*
+ * Softmax / LogSoftmax.  Before opset 13 the input was coerced to 2-D at
+ * axis (default 1): the same as ours only when axis is the last dim.
+ */
+static tg_status cv_softmax(onnx_reader *r, const onnx_op *op)
+{
+    int32_t x, y;
+    int64_t axis;
+    tg_status st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "axis", r->opset >= 13 ? -1 : 1, &axis);
+    if (st != TG_OK)
+        return st;
+    int nd = onnx_vtype(r, x)->ndim;
+    if (r->opset < 13 && graph_axis(axis, nd) != nd - 1)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "axis %lld before opset 13 (2-D "
+                         "coercion) is supported only as the last dim", LL(axis));
+    graph_softmax_attrs a = {axis}; /* log_softmax's attrs have the same layout */
+    st = onnx_add(r, op->op, &x, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* ---- reductions ---- */
+
+static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
+{
+    int64_t keep, noop;
+    graph_ints axes;
+    int32_t x, y;
+    /* axes moved from an attribute to an input: ReduceSum at 13, the
+     * others at 18. */
+    int axes_input = r->opset >= (op->op == GRAPH_OP_reduce_sum ? 13 : 18);
+    tg_status st = onnx_attr_int(r, "keepdims", 1, &keep);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "noop_with_empty_axes", 0, &noop);
+    if (st == TG_OK && axes_input && onnx_attr(r, "axes"))
+        st = onnx_fail(r, TG_ERR_FORMAT, "axes is an input at opset %lld", LL(r->opset));
+    if (st == TG_OK && !axes_input && r->node->n_input > 1)
+        st = onnx_fail(r, TG_ERR_FORMAT, "axes is an attribute at opset %lld",
+                       LL(r->opset));
+    memset(&axes, 0, sizeof axes);
+    if (st == TG_OK && axes_input && onnx_has_input(r, 1))
+        st = onnx_const_ints(r, 1, "axes", &axes, GRAPH_MAX_DIMS);
+    else if (st == TG_OK && !axes_input)
+        st = onnx_attr_ints(r, "axes", &axes, GRAPH_MAX_DIMS, NULL);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    if (axes.n == 0 && noop)
+        return onnx_bind(r, 0, x);
+    /* reduce_sum/mean/max share one attribute layout: axes, keepdim */
+    graph_reduce_sum_attrs a = {axes, keep != 0};
+    st = onnx_add(r, op->op, &x, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* ---- the table ---- */
+
+#define U(name, gop) {name, cv_unary, GRAPH_OP_##gop, 1, 1, 1, ""}
+#define B(name, gop) {name, cv_binary, GRAPH_OP_##gop, 2, 2, 1, ""}
+#define POOL_ATTRS "auto_pad,ceil_mode,dilations,kernel_shape,pads,strides"
+
+static const onnx_op table[] = {
+    {"Identity", cv_identity, 0, 1, 1, 1, ""},
+    {"Dropout", cv_dropout, 0, 1, 3, 2, "ratio,seed"},
+    {"Constant", onnx_cv_constant, 0, 0, 0, 1,
+     "value,value_float,value_floats,value_int,value_ints"},
+    U("Neg", neg), U("Abs", abs), U("Exp", exp), U("Log", log), U("Sqrt", sqrt),
+    U("Reciprocal", reciprocal), U("Relu", relu), U("Sigmoid", sigmoid),
+    U("Tanh", tanh), U("Erf", erf),
+    {"LeakyRelu", cv_leaky_relu, 0, 1, 1, 1, "alpha"},
+    {"Clip", cv_clip, 0, 1, 3, 1, "min,max"},
+    B("Add", add), B("Sub", sub), B("Mul", mul), B("Div", div),
+    B("Equal", eq), B("Less", lt), B("Greater", gt),
+    {"Pow", cv_pow, 0, 2, 2, 1, ""},
+    {"Max", cv_variadic, GRAPH_OP_maximum, 1, -1, 1, ""},
+    {"Min", cv_variadic, GRAPH_OP_minimum, 1, -1, 1, ""},
+    {"Sum", cv_variadic, GRAPH_OP_add, 1, -1, 1, ""},
+    {"Mean", cv_variadic, GRAPH_OP_add, 1, -1, 1, ""},
+    {"Where", cv_where, 0, 3, 3, 1, ""},
+    {"MatMul", cv_matmul, 0, 2, 2, 1, ""},
+    {"Gemm", cv_gemm, 0, 2, 3, 1, "alpha,beta,transA,transB"},
+    {"Conv", cv_conv, 0, 2, 3, 1, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"MaxPool", cv_pool, GRAPH_OP_max_pool2d, 1, 1, 1, POOL_ATTRS ",storage_order"},
+    {"AveragePool", cv_pool, GRAPH_OP_avg_pool2d, 1, 1, 1, POOL_ATTRS ",count_include_pad"},
+    U("GlobalAveragePool", global_avg_pool),
+    {"BatchNormalization", cv_batch_norm, 0, 5, 5, 1,
+     "epsilon,momentum,spatial,training_mode"},
+    {"LayerNormalization", cv_layer_norm, 0, 2, 3, 3, "axis,epsilon,stash_type"},
+    {"Softmax", cv_softmax, GRAPH_OP_softmax, 1, 1, 1, "axis"},
+    {"LogSoftmax", cv_softmax, GRAPH_OP_log_softmax, 1, 1, 1, "axis"},
+    {"ReduceSum", cv_reduce, GRAPH_OP_reduce_sum, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceMean", cv_reduce, GRAPH_OP_reduce_mean, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceMax", cv_reduce, GRAPH_OP_reduce_max, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"Reshape", onnx_cv_reshape, 0, 2, 2, 1, "allowzero"},
+    {"Flatten", onnx_cv_flatten, 0, 1, 1, 1, "axis"},
+    {"Transpose", onnx_cv_transpose, 0, 1, 1, 1, "perm"},
+    {"Concat", onnx_cv_concat, 0, 1, -1, 1, "axis"},
+    {"Split", onnx_cv_split, 0, 1, 2, 64, "axis,num_outputs,split"},
+    {"Slice", onnx_cv_slice, 0, 1, 5, 1, "axes,ends,starts"},
+    {"Pad", onnx_cv_pad, 0, 1, 4, 1, "mode,pads,value"},
+    {"Squeeze", onnx_cv_squeeze, GRAPH_OP_squeeze, 1, 2, 1, "axes"},
+    {"Unsqueeze", onnx_cv_squeeze, GRAPH_OP_unsqueeze, 1, 2, 1, "axes"},
+    {"Expand", onnx_cv_expand, 0, 2, 2, 1, ""},
+    {"Cast", onnx_cv_cast, 0, 1, 1, 1, "saturate,to"},
+    {"Gather", onnx_cv_gather, 0, 2, 2, 1, "axis"},
+    {"Shape", onnx_cv_shape, 0, 1, 1, 1, "end,start"},
+    {"Size", onnx_cv_shape, 0, 1, 1, 1, ""},
+    {"ConstantOfShape", onnx_cv_constant_of_shape, 0, 1, 1, 1, "value"},
+};
+
+const onnx_op *onnx_op_find(const char *op_type)
+{
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].name, op_type))
+            return &table[i];
+    return NULL;
+}

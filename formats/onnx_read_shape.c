@@ -1,0 +1,474 @@
+/*
+ * onnx_read_shape.c - the ONNX importer's converters of shape and
+ * data-movement ops (Reshape ... Gather), and of the ops that make
+ * constants at load time: Constant, Shape and ConstantOfShape.
+ *
+ * Operands ONNX passes as tensors but tracegraph keeps as attributes
+ * (Reshape's shape, Slice's starts, Pad's pads, axes from opset 13) must
+ * be constants known at load time.  Where an ONNX version moved an
+ * attribute into an input, both forms are read, by the model's opset.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_read_impl.h"
+
+#define LL(x) ((long long)(x))
+
+/* Adds op on input 0 with attrs and binds output 0. */
+static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)
+{
+    int32_t x, y;
+    tg_status st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_add(r, op, &x, 1, attrs, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* An operand that is an input from opset `since`, an attribute before. */
+static tg_status ints_operand(onnx_reader *r, int input, int64_t since,
+                              const char *name, graph_ints *out, int *present)
+{
+    memset(out, 0, sizeof *out);
+    if (r->opset >= since) {
+        if (onnx_attr(r, name))
+            return onnx_fail(r, TG_ERR_FORMAT, "%s is an input at opset %lld", name,
+                             LL(r->opset));
+        *present = onnx_has_input(r, input);
+        return *present ? onnx_const_ints(r, input, name, out, GRAPH_MAX_INTS) : TG_OK;
+    }
+    if (onnx_has_input(r, input))
+        return onnx_fail(r, TG_ERR_FORMAT, "%s is an attribute at opset %lld", name,
+                         LL(r->opset));
+    return onnx_attr_ints(r, name, out, GRAPH_MAX_INTS, present);
+}
+
+/* ---- Reshape, Flatten, Transpose ---- */
+
+/*
+ * Reshape: a 0 copies the input's dim there unless allowzero is 1.  One
+ * copied dynamic dim (the usual batch) becomes the shape's -1 when it has
+ * none, so the reshape follows the dim instead of fixing its loaded size.
+ */
+tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op)
+{
+    int64_t allowzero;
+    graph_reshape_attrs a;
+    int32_t xv;
+    tg_status st = onnx_attr_int(r, "allowzero", 0, &allowzero);
+    if (st == TG_OK)
+        st = onnx_const_ints(r, 1, "shape", &a.shape, GRAPH_MAX_DIMS);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &xv);
+    if (st != TG_OK)
+        return st;
+    const graph_type *x = onnx_vtype(r, xv);
+    uint32_t dyn = onnx_dynamic_dims(r, xv);
+    int minus = 0, dyn_at = -1, ndyn = 0;
+    for (int i = 0; i < a.shape.n; i++)
+        minus |= a.shape.v[i] == -1;
+    for (int i = 0; !allowzero && i < a.shape.n; i++) {
+        if (a.shape.v[i] != 0)
+            continue;
+        if (i >= x->ndim)
+            return onnx_fail(r, TG_ERR_FORMAT, "shape entry %d is 0 (copy the input's "
+                             "dim), the input has %d dims", i, (int)x->ndim);
+        a.shape.v[i] = x->dim[i];
+        if (dyn >> i & 1)
+            dyn_at = i, ndyn++;
+    }
+    if (!minus && ndyn == 1)
+        a.shape.v[dyn_at] = -1;
+    return unary_node(r, GRAPH_OP_reshape, &a);
+}
+
+/* Flatten(axis): [prod(dims[:axis]), prod(dims[axis:])] as a reshape; a
+ * side with a dynamic dim is the -1. */
+tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
+{
+    int64_t axis;
+    int32_t x;
+    tg_status st = onnx_attr_int(r, "axis", 1, &axis);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    const graph_type *t = onnx_vtype(r, x);
+    int nd = t->ndim;
+    if (axis < -nd || axis > nd)
+        return onnx_fail(r, TG_ERR_FORMAT, "axis %lld out of range for %d dims",
+                         LL(axis), nd);
+    if (axis < 0)
+        axis += nd;
+    int64_t outer = 1, inner = 1;
+    uint32_t dyn = onnx_dynamic_dims(r, x);
+    for (int d = 0; d < nd; d++)
+        *(d < axis ? &outer : &inner) *= t->dim[d]; /* the input exists: no overflow */
+    graph_reshape_attrs a = {{2, {outer, inner}}};
+    if (dyn & ((1u << axis) - 1))
+        a.shape.v[0] = -1;
+    else if (dyn)
+        a.shape.v[1] = -1;
+    return unary_node(r, GRAPH_OP_reshape, &a);
+}
+
+tg_status onnx_cv_transpose(onnx_reader *r, const onnx_op *op)
+{
+    graph_transpose_attrs a;
+    tg_status st = onnx_attr_ints(r, "perm", &a.perm, GRAPH_MAX_DIMS, NULL);
+    return st == TG_OK ? unary_node(r, GRAPH_OP_transpose, &a) : st;
+}
+
+/* ---- Concat, Split ---- */
+
+tg_status onnx_cv_concat(onnx_reader *r, const onnx_op *op)
+{
+    int32_t in[GRAPH_MAX_NODE_IO], y;
+    graph_concat_attrs a;
+    size_t n = r->node->n_input;
+    if (!onnx_attr(r, "axis"))
+        return onnx_fail(r, TG_ERR_FORMAT, "axis is missing");
+    if (n > GRAPH_MAX_NODE_IO)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "%zu inputs (at most %d)", n,
+                         GRAPH_MAX_NODE_IO);
+    tg_status st = onnx_attr_int(r, "axis", 0, &a.axis);
+    for (size_t i = 0; st == TG_OK && i < n; i++)
+        st = onnx_input(r, (int)i, &in[i]);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_concat, in, (int)n, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* Split sizes when none are given: n equal parts; from opset 18 (with
+ * num_outputs) the last may be smaller. */
+static tg_status equal_parts(onnx_reader *r, int64_t len, graph_ints *sizes)
+{
+    int64_t parts;
+    tg_status st = onnx_attr_int(r, "num_outputs", (int64_t)r->node->n_output, &parts);
+    if (st != TG_OK)
+        return st;
+    if (parts < 1 || parts > GRAPH_MAX_INTS)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "%lld parts (at most %d)", LL(parts),
+                         GRAPH_MAX_INTS);
+    int64_t each = len / parts;
+    if (len % parts && r->opset < 18)
+        return onnx_fail(r, TG_ERR_FORMAT, "dim of %lld does not split into %lld "
+                         "equal parts", LL(len), LL(parts));
+    if (len % parts)
+        each = len / parts + 1;
+    sizes->n = (int32_t)parts;
+    for (int64_t i = 0; i < parts; i++) {
+        int64_t left = len - i * each;
+        sizes->v[i] = left < 0 ? 0 : left < each ? left : each;
+    }
+    return TG_OK;
+}
+
+tg_status onnx_cv_split(onnx_reader *r, const onnx_op *op)
+{
+    graph_split_attrs a;
+    int present;
+    int32_t x, out[GRAPH_MAX_INTS];
+    tg_status st = onnx_attr_int(r, "axis", 0, &a.axis);
+    if (st == TG_OK)
+        st = ints_operand(r, 1, 13, "split", &a.sizes, &present);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    const graph_type *t = onnx_vtype(r, x);
+    int ax = graph_axis(a.axis, t->ndim);
+    if (ax < 0)
+        return onnx_fail(r, TG_ERR_FORMAT, "axis %lld out of range for %d dims",
+                         LL(a.axis), (int)t->ndim);
+    if (!present)
+        st = equal_parts(r, t->dim[ax], &a.sizes);
+    if (st == TG_OK && (size_t)a.sizes.n != r->node->n_output)
+        st = onnx_fail(r, TG_ERR_FORMAT, "%d parts for %zu outputs", (int)a.sizes.n,
+                       r->node->n_output);
+    for (int i = 0; st == TG_OK && i < a.sizes.n; i++)
+        if (a.sizes.v[i] < 0)
+            st = onnx_fail(r, TG_ERR_FORMAT, "negative split size %lld",
+                           LL(a.sizes.v[i]));
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_split, &x, 1, &a, out, GRAPH_MAX_INTS);
+    for (int i = 0; st == TG_OK && i < a.sizes.n; i++)
+        st = onnx_bind(r, i, out[i]);
+    return st;
+}
+
+/* ---- Slice, Pad ---- */
+
+tg_status onnx_cv_slice(onnx_reader *r, const onnx_op *op)
+{
+    graph_slice_attrs a;
+    int has_starts, has_ends, has_axes;
+    memset(&a, 0, sizeof a);
+    tg_status st = ints_operand(r, 1, 10, "starts", &a.starts, &has_starts);
+    if (st == TG_OK)
+        st = ints_operand(r, 2, 10, "ends", &a.ends, &has_ends);
+    if (st == TG_OK)
+        st = ints_operand(r, 3, 10, "axes", &a.axes, &has_axes);
+    if (st == TG_OK && r->opset >= 10 && onnx_has_input(r, 4))
+        st = onnx_const_ints(r, 4, "steps", &a.steps, GRAPH_MAX_INTS);
+    if (st == TG_OK && (!has_starts || !has_ends))
+        st = onnx_fail(r, TG_ERR_FORMAT, "starts and ends are required");
+    return st == TG_OK ? unary_node(r, GRAPH_OP_slice, &a) : st;
+}
+
+/* Pads given for some axes (opset 18) spread over all dims. */
+static tg_status pads_for_axes(onnx_reader *r, int nd, graph_ints *pads)
+{
+    graph_ints axes, full;
+    tg_status st = onnx_const_ints(r, 3, "axes", &axes, GRAPH_MAX_DIMS);
+    if (st != TG_OK)
+        return st;
+    if (pads->n != 2 * axes.n)
+        return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries for %d axes",
+                         (int)pads->n, (int)axes.n);
+    memset(&full, 0, sizeof full);
+    full.n = 2 * nd;
+    for (int k = 0; k < axes.n; k++) {
+        int ax = graph_axis(axes.v[k], nd);
+        if (ax < 0)
+            return onnx_fail(r, TG_ERR_FORMAT, "axis %lld out of range for %d dims",
+                             LL(axes.v[k]), nd);
+        full.v[ax] = pads->v[k];
+        full.v[nd + ax] = pads->v[axes.n + k];
+    }
+    *pads = full;
+    return TG_OK;
+}
+
+tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
+{
+    char mode[32];
+    graph_pad_attrs a;
+    int present;
+    const graph_type *x;
+    graph_attrs_default(GRAPH_OP_pad, &a);
+    tg_status st = onnx_attr_str(r, "mode", "constant", mode, sizeof mode);
+    if (st == TG_OK && strcmp(mode, "constant"))
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
+    if (st == TG_OK)
+        st = ints_operand(r, 1, 11, "pads", &a.pads, &present);
+    if (st == TG_OK && !present)
+        st = onnx_fail(r, TG_ERR_FORMAT, "pads is missing");
+    if (st == TG_OK && r->opset < 11)
+        st = onnx_attr_float(r, "value", 0.0f, &a.value);
+    double v;
+    if (st == TG_OK && r->opset >= 11 && onnx_has_input(r, 2) &&
+        (st = onnx_const_scalar(r, 2, "constant_value", &v)) == TG_OK)
+        a.value = (float)v;
+    if (st == TG_OK)
+        st = onnx_input_type(r, 0, &x);
+    if (st == TG_OK && onnx_has_input(r, 3))
+        st = r->opset >= 18 ? pads_for_axes(r, x->ndim, &a.pads)
+                            : onnx_fail(r, TG_ERR_FORMAT, "axes needs opset 18");
+    return st == TG_OK ? unary_node(r, GRAPH_OP_pad, &a) : st;
+}
+
+/* ---- Squeeze, Unsqueeze, Expand ---- */
+
+/* Squeeze / Unsqueeze (op->op): axes an input from opset 13. */
+tg_status onnx_cv_squeeze(onnx_reader *r, const onnx_op *op)
+{
+    graph_squeeze_attrs a; /* unsqueeze's attrs have the same layout */
+    int present;
+    tg_status st = ints_operand(r, 1, 13, "axes", &a.axes, &present);
+    if (st == TG_OK && op->op == GRAPH_OP_unsqueeze && !present)
+        st = onnx_fail(r, TG_ERR_FORMAT, "axes is missing");
+    return st == TG_OK ? unary_node(r, op->op, &a) : st;
+}
+
+tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op)
+{
+    graph_expand_attrs a;
+    tg_status st = onnx_const_ints(r, 1, "shape", &a.shape, GRAPH_MAX_DIMS);
+    return st == TG_OK ? unary_node(r, GRAPH_OP_expand, &a) : st;
+}
+
+/* ---- Cast, Gather ---- */
+
+tg_status onnx_cv_cast(onnx_reader *r, const onnx_op *op)
+{
+    int64_t to;
+    graph_cast_attrs a;
+    if (!onnx_attr(r, "to"))
+        return onnx_fail(r, TG_ERR_FORMAT, "attribute 'to' is missing");
+    tg_status st = onnx_attr_int(r, "to", 0, &to);
+    if (st != TG_OK)
+        return st;
+    if (to < INT32_MIN || to > INT32_MAX || !onnx_dtype_from_code((int32_t)to, &a.to))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "cast to %s is not supported",
+                         onnx_code_name(to < 0 || to > 100 ? -1 : (int32_t)to));
+    return unary_node(r, GRAPH_OP_cast, &a);
+}
+
+tg_status onnx_cv_gather(onnx_reader *r, const onnx_op *op)
+{
+    graph_gather_attrs a;
+    int32_t in[2], y;
+    tg_status st = onnx_attr_int(r, "axis", 0, &a.axis);
+    for (int i = 0; st == TG_OK && i < 2; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_gather, in, 2, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* ---- constants made at load time ---- */
+
+/* Shape: dims [start, end) as an int64 constant, when they are static;
+ * Size (same row function): the element count as an int64 scalar. */
+tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
+{
+    int size = !strcmp(op->name, "Size");
+    const graph_type *x;
+    int64_t start, end;
+    tg_status st = onnx_input_type(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "start", 0, &start);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "end", x->ndim, &end);
+    if (st != TG_OK)
+        return st;
+    int nd = x->ndim;
+    start = start < 0 ? start + nd : start;
+    end = end < 0 ? end + nd : end;
+    start = start < 0 ? 0 : start > nd ? nd : start;
+    end = end < start ? start : end > nd ? nd : end;
+    onnx_entry *e = onnx_find(r, r->node->input[0]);
+    uint32_t dyn = e->value >= 0 ? onnx_dynamic_dims(r, e->value) : 0;
+    if (dyn & (((1u << end) - 1) & ~((1u << start) - 1)))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "the shape of a value with dynamic "
+                         "dims is not supported (it would be fixed at load time)");
+    graph_type t = {GRAPH_I64, size ? 0 : 1, {size ? 0 : end - start}};
+    int64_t *data = malloc(sizeof(int64_t) * (size_t)(end - start + 1));
+    if (!data)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    data[0] = 1;
+    for (int64_t d = start; d < end; d++) {
+        if (size)
+            data[0] *= x->dim[d]; /* the tensor exists: no overflow */
+        else
+            data[d - start] = x->dim[d];
+    }
+    return onnx_bind_const(r, 0, &t, data);
+}
+
+/* The one-element tensor of ConstantOfShape's value (f32 0 if absent). */
+static tg_status fill_value(onnx_reader *r, graph_dtype *dt, void **one)
+{
+    const Onnx__AttributeProto *v = onnx_attr(r, "value");
+    char why[300];
+    graph_type t;
+    if (!v) {
+        *dt = GRAPH_F32;
+        *one = calloc(1, sizeof(float));
+        return *one ? TG_OK : onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    }
+    if (v->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !v->t)
+        return onnx_fail(r, TG_ERR_FORMAT, "attribute 'value' is not a tensor");
+    tg_status st = onnx_tensor_decode(v->t, &t, one, why, sizeof why);
+    if (st != TG_OK)
+        return onnx_fail(r, st, "attribute 'value': %s", why);
+    if (graph_type_numel(&t) != 1) {
+        free(*one);
+        *one = NULL;
+        return onnx_fail(r, TG_ERR_FORMAT, "attribute 'value' has %lld elements, "
+                         "want 1", LL(graph_type_numel(&t)));
+    }
+    *dt = t.dtype;
+    return TG_OK;
+}
+
+tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
+{
+    graph_ints shape;
+    graph_type t;
+    void *one = NULL;
+    tg_status st = onnx_const_ints(r, 0, "shape", &shape, GRAPH_MAX_DIMS);
+    if (st == TG_OK)
+        st = fill_value(r, &t.dtype, &one);
+    if (st != TG_OK)
+        return st;
+    size_t es = graph_dtype_size(t.dtype);
+    int64_t bytes = (int64_t)es;
+    t.ndim = shape.n;
+    for (int d = 0; d < shape.n && st == TG_OK; d++) {
+        t.dim[d] = shape.v[d];
+        if (shape.v[d] < 0)
+            st = onnx_fail(r, TG_ERR_FORMAT, "negative dim %lld", LL(shape.v[d]));
+        else if (__builtin_mul_overflow(bytes, shape.v[d], &bytes) ||
+                 bytes > ONNX_MAX_FOLD_BYTES)
+            st = onnx_fail(r, TG_ERR_UNSUPPORTED, "a constant of more than %lld bytes "
+                           "is not made at load time", LL(ONNX_MAX_FOLD_BYTES));
+    }
+    char *data = st == TG_OK ? malloc(bytes ? (size_t)bytes : 1) : NULL;
+    if (st == TG_OK && !data)
+        st = onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; st == TG_OK && i < bytes; i += (int64_t)es)
+        memcpy(data + i, one, es);
+    free(one);
+    if (st != TG_OK) {
+        free(data);
+        return st;
+    }
+    return onnx_bind_const(r, 0, &t, data);
+}
+
+/* A list attribute (value_floats / value_ints) as a 1-D constant. */
+static tg_status list_const(onnx_reader *r, const Onnx__AttributeProto *a)
+{
+    int is_f = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    size_t n = is_f ? a->n_floats : a->n_ints, es = is_f ? 4 : 8;
+    graph_type t = {is_f ? GRAPH_F32 : GRAPH_I64, 1, {(int64_t)n}};
+    void *data = malloc(n ? n * es : 1); /* n values are present in the message */
+    if (!data)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    if (n)
+        memcpy(data, is_f ? (void *)a->floats : (void *)a->ints, n * es);
+    return onnx_bind_const(r, 0, &t, data);
+}
+
+/* Constant: exactly one of value, value_float(s), value_int(s). */
+tg_status onnx_cv_constant(onnx_reader *r, const onnx_op *op)
+{
+    if (r->node->n_attribute != 1)
+        return onnx_fail(r, TG_ERR_FORMAT, "needs exactly one value attribute, has %zu",
+                         r->node->n_attribute);
+    const Onnx__AttributeProto *a = r->node->attribute[0];
+    static const struct {
+        const char *name;
+        Onnx__AttributeProto__AttributeType type;
+    } kinds[] = {
+        {"value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR},
+        {"value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT},
+        {"value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS},
+        {"value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT},
+        {"value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS},
+    };
+    size_t k = 0;
+    while (strcmp(kinds[k].name, a->name))
+        k++; /* the node loop checked the name against the same list */
+    if (a->type != kinds[k].type || (k == 0 && !a->t))
+        return onnx_fail(r, TG_ERR_FORMAT, "attribute '%s' has the wrong type", a->name);
+    if (k == 2 || k == 4)
+        return list_const(r, a);
+    graph_type t = {k == 1 ? GRAPH_F32 : GRAPH_I64, 0, {0}};
+    void *data = NULL;
+    if (k == 0) {
+        char why[300];
+        tg_status st = onnx_tensor_decode(a->t, &t, &data, why, sizeof why);
+        if (st != TG_OK)
+            return onnx_fail(r, st, "attribute 'value': %s", why);
+    } else if ((data = malloc(8)) != NULL) {
+        if (k == 1)
+            memcpy(data, &a->f, sizeof(float));
+        else
+            memcpy(data, &a->i, sizeof(int64_t));
+    }
+    return data ? onnx_bind_const(r, 0, &t, data) : onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+}

@@ -1,0 +1,577 @@
+/*
+ * onnx_write_ops.c - ONNX export, one tracegraph node at a time: the
+ * ONNX nodes (opset 17) of every op of graph/ops.def (the shape and
+ * layout ops in onnx_write_shape.c).
+ *
+ * Most ops are one ONNX node of the same meaning; the rest are short
+ * expansions whose temporaries are named "<op>_<node>_<what>":
+ *   rsqrt        Reciprocal(Sqrt(x))
+ *   silu         x * Sigmoid(x)
+ *   gelu         x * 0.5 * (1 + Erf(x * 1/sqrt(2)))   (the erf form)
+ *   where        on bools: Or(And(c, a), And(Not(c), b))
+ *   matmul       Transpose of the last two dims for transpose_a/_b, MatMul
+ *   linear       MatMul(x, Transpose(w)) (+ Add(b))
+ *   layer_norm   LayerNormalization, with a ones Scale when no weight
+ *   fused        one node per statement of its micro-program
+ *   linear_ep, conv2d_ep
+ *                the base op, then one node per epilogue step
+ *   conv2d_blk   from_blocked (x, residual), Conv, epilogue, to_blocked
+ * Clip's bounds are f32 initializers (an infinite one left out), the
+ * other lists opset 17 takes as inputs int64 initializers.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../graph/fused_prog.h"
+#include "onnx_write_impl.h"
+
+/* ---- elementwise ---- */
+
+/* ONNX op types of the ops that map one to one (NULL for the rest). */
+static const char *simple_ew(graph_op op)
+{
+    switch (op) {
+    case GRAPH_OP_neg: return "Neg";
+    case GRAPH_OP_abs: return "Abs";
+    case GRAPH_OP_exp: return "Exp";
+    case GRAPH_OP_log: return "Log";
+    case GRAPH_OP_sqrt: return "Sqrt";
+    case GRAPH_OP_reciprocal: return "Reciprocal";
+    case GRAPH_OP_relu: return "Relu";
+    case GRAPH_OP_sigmoid: return "Sigmoid";
+    case GRAPH_OP_tanh: return "Tanh";
+    case GRAPH_OP_erf: return "Erf";
+    case GRAPH_OP_add: return "Add";
+    case GRAPH_OP_sub: return "Sub";
+    case GRAPH_OP_mul: return "Mul";
+    case GRAPH_OP_div: return "Div";
+    case GRAPH_OP_pow: return "Pow";
+    case GRAPH_OP_maximum: return "Max";
+    case GRAPH_OP_minimum: return "Min";
+    case GRAPH_OP_eq: return "Equal";
+    case GRAPH_OP_lt: return "Less";
+    case GRAPH_OP_gt: return "Greater";
+    default: return NULL;
+    }
+}
+
+static void gelu(onnx_w *w, const char *x, const char *y)
+{
+    const char *s = onnxw_tmp(w, "gelu_scaled"), *e = onnxw_tmp(w, "gelu_erf");
+    const char *p = onnxw_tmp(w, "gelu_1p"), *h = onnxw_tmp(w, "gelu_xh");
+    onnxw_node2(w, "Mul", x, onnxw_const_scalar(w, "inv_sqrt2", GRAPH_F32, M_SQRT1_2), s);
+    onnxw_node1(w, "Erf", s, e);
+    onnxw_node2(w, "Add", e, onnxw_const_scalar(w, "one", GRAPH_F32, 1.0), p);
+    onnxw_node2(w, "Mul", x, onnxw_const_scalar(w, "half", GRAPH_F32, 0.5), h);
+    onnxw_node2(w, "Mul", h, p, y);
+}
+
+/* Clip's bounds are optional inputs; an infinite one is left out. */
+static void clip(onnx_w *w, const char *x, float lo, float hi, const char *y)
+{
+    const char *in[3] = {x, "", ""};
+    int nin = 1;
+    if (!(isinf(lo) && lo < 0)) {
+        in[1] = onnxw_const_scalar(w, "min", GRAPH_F32, lo);
+        nin = 2;
+    }
+    if (!(isinf(hi) && hi > 0)) {
+        in[2] = onnxw_const_scalar(w, "max", GRAPH_F32, hi);
+        nin = 3;
+    }
+    onnxw_node(w, "Clip", in, nin, &y, 1);
+}
+
+/*
+ * y = op(a[, b]) for an elementwise op of a node or of a fused statement;
+ * attr holds its f32 attributes (leaky_relu's alpha, clip's bounds).
+ */
+static void ew(onnx_w *w, graph_op op, const char *a, const char *b,
+               const float *attr, const char *y)
+{
+    const char *simple = simple_ew(op), *t;
+    if (simple) {
+        if (b)
+            onnxw_node2(w, simple, a, b, y);
+        else
+            onnxw_node1(w, simple, a, y);
+        return;
+    }
+    switch (op) {
+    case GRAPH_OP_rsqrt:
+        t = onnxw_tmp(w, "sqrt");
+        onnxw_node1(w, "Sqrt", a, t);
+        onnxw_node1(w, "Reciprocal", t, y);
+        break;
+    case GRAPH_OP_silu:
+        t = onnxw_tmp(w, "sigmoid");
+        onnxw_node1(w, "Sigmoid", a, t);
+        onnxw_node2(w, "Mul", a, t, y);
+        break;
+    case GRAPH_OP_gelu:
+        gelu(w, a, y);
+        break;
+    case GRAPH_OP_leaky_relu:
+        onnxw_attr_f(w, onnxw_node1(w, "LeakyRelu", a, y), "alpha", attr[0]);
+        break;
+    case GRAPH_OP_clip:
+        clip(w, a, attr[0], attr[1], y);
+        break;
+    default:
+        onnxw_unsupported(w, "no ONNX form of this elementwise op");
+        break;
+    }
+}
+
+/* The f32 attributes of an elementwise node, as ew() takes them. */
+static void ew_attrs(const graph_node *n, float attr[2])
+{
+    attr[0] = attr[1] = 0;
+    if (n->op == GRAPH_OP_leaky_relu) {
+        attr[0] = ((const graph_leaky_relu_attrs *)graph_node_attrs(n))->alpha;
+    } else if (n->op == GRAPH_OP_clip) {
+        const graph_clip_attrs *a = graph_node_attrs(n);
+        attr[0] = a->min;
+        attr[1] = a->max;
+    }
+}
+
+static tg_status emit_ew(onnx_w *w)
+{
+    float attr[2];
+    ew_attrs(w->cur, attr);
+    ew(w, w->cur->op, onnxw_in(w, 0), w->cur->nin > 1 ? onnxw_in(w, 1) : NULL, attr,
+       onnxw_out(w, 0));
+    return w->st;
+}
+
+/* A broadcast shape, or -1 when the shapes do not broadcast. */
+static int bcast(const graph_type *a, const graph_type *b, graph_type *o)
+{
+    return graph_broadcast(a, b, o) == TG_OK ? 0 : -1;
+}
+
+/*
+ * fused: one node per statement.  The node's output is the broadcast of
+ * all its inputs; when the last statement's operands broadcast to less,
+ * an Expand brings it to the output's shape (1 where the dims agree, so
+ * dynamic dims stay free).
+ */
+static tg_status emit_fused(onnx_w *w)
+{
+    const graph_fused_attrs *at = graph_node_attrs(w->cur);
+    const graph_type *out = &w->g->values[w->cur->out[0]].type;
+    fused_prog *p = onnxw_alloc(w, sizeof *p);
+    const char **reg = onnxw_alloc(w, FUSED_MAX_STMTS * sizeof *reg);
+    graph_type *shape = onnxw_alloc(w, FUSED_MAX_STMTS * sizeof *shape);
+    char why[256];
+    if (!p || !reg || !shape)
+        return w->st;
+    if (fused_prog_parse(at->prog.s, w->cur->nin, p, why, sizeof why) != TG_OK)
+        return onnxw_unsupported(w, why);
+    for (int k = 0; k < p->nstmts && w->st == TG_OK; k++) {
+        const fused_stmt *s = &p->stmt[k];
+        const char *arg[2] = {NULL, NULL};
+        graph_type sh = {GRAPH_F32, 0, {0}};
+        for (int j = 0; j < s->nargs; j++) {
+            const fused_arg *x = &s->arg[j];
+            graph_type xs = {GRAPH_F32, 0, {0}}, o;
+            if (x->kind == FUSED_ARG_INPUT) {
+                arg[j] = onnxw_in(w, x->index);
+                xs = w->g->values[w->cur->in[x->index]].type;
+            } else if (x->kind == FUSED_ARG_REG) {
+                arg[j] = reg[x->index];
+                xs = shape[x->index];
+            } else {
+                arg[j] = onnxw_const_scalar(w, "imm", GRAPH_F32, x->imm);
+            }
+            if (bcast(&sh, &xs, &o) < 0)
+                return onnxw_unsupported(w, "operands of a statement do not broadcast");
+            sh = o;
+        }
+        char rn[16];
+        snprintf(rn, sizeof rn, "r%d", k);
+        int last = k == p->nstmts - 1, same = sh.ndim == out->ndim;
+        for (int d = 0; same && d < sh.ndim; d++)
+            same = sh.dim[d] == out->dim[d];
+        reg[k] = last && same ? onnxw_out(w, 0) : onnxw_tmp(w, rn);
+        shape[k] = sh;
+        ew(w, s->op, arg[0], s->nargs > 1 ? arg[1] : NULL, s->attr, reg[k]);
+        if (last && !same) {
+            int64_t e[GRAPH_MAX_DIMS];
+            for (int d = 0; d < out->ndim; d++) {
+                int ds = d - (out->ndim - sh.ndim);
+                e[d] = ds >= 0 && sh.dim[ds] == out->dim[d] ? 1 : out->dim[d];
+            }
+            onnxw_node2(w, "Expand", reg[k], onnxw_const_i64s(w, "shape", e, out->ndim),
+                        onnxw_out(w, 0));
+        }
+    }
+    return w->st;
+}
+
+/*
+ * Where; on bools as (c and a) or (not c and b), since ONNX Runtime's CPU
+ * Where has no bool kernel (ONNX allows it; a model ORT cannot load helps
+ * no one).
+ */
+static tg_status emit_where(onnx_w *w)
+{
+    const char *in[3] = {onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2)};
+    const char *y = onnxw_out(w, 0);
+    if (w->g->values[w->cur->in[1]].type.dtype != GRAPH_BOOL) {
+        onnxw_node(w, "Where", in, 3, &y, 1);
+        return w->st;
+    }
+    const char *ca = onnxw_tmp(w, "c_and_a"), *nc = onnxw_tmp(w, "not_c");
+    const char *ncb = onnxw_tmp(w, "not_c_and_b");
+    onnxw_node2(w, "And", in[0], in[1], ca);
+    onnxw_node1(w, "Not", in[0], nc);
+    onnxw_node2(w, "And", nc, in[2], ncb);
+    onnxw_node2(w, "Or", ca, ncb, y);
+    return w->st;
+}
+
+static tg_status emit_cast(onnx_w *w)
+{
+    const graph_cast_attrs *a = graph_node_attrs(w->cur);
+    onnxw_attr_i(w, onnxw_node1(w, "Cast", onnxw_in(w, 0), onnxw_out(w, 0)), "to",
+                 onnx_dtype_code(a->to));
+    return w->st;
+}
+
+/* ---- epilogues ---- */
+
+/* One GRAPH_POST_* step: y = step(x) (ADD: x + res). */
+static void post_step(onnx_w *w, int64_t code, float alpha, const char *x,
+                      const char *res, const char *y)
+{
+    float attr[2] = {alpha, 0};
+    switch (code) {
+    case GRAPH_POST_ADD: onnxw_node2(w, "Add", x, res, y); break;
+    case GRAPH_POST_RELU: ew(w, GRAPH_OP_relu, x, NULL, attr, y); break;
+    case GRAPH_POST_GELU: ew(w, GRAPH_OP_gelu, x, NULL, attr, y); break;
+    case GRAPH_POST_SIGMOID: ew(w, GRAPH_OP_sigmoid, x, NULL, attr, y); break;
+    case GRAPH_POST_TANH: ew(w, GRAPH_OP_tanh, x, NULL, attr, y); break;
+    case GRAPH_POST_SILU: ew(w, GRAPH_OP_silu, x, NULL, attr, y); break;
+    case GRAPH_POST_LEAKY_RELU: ew(w, GRAPH_OP_leaky_relu, x, NULL, attr, y); break;
+    default: onnxw_unsupported(w, "unknown epilogue step"); break;
+    }
+}
+
+/*
+ * Where the base op of an epilogue op writes: y itself when there are no
+ * steps, else a temporary that posts() carries on to y.
+ */
+static const char *base_out(onnx_w *w, const graph_ints *post, const char *y)
+{
+    return post->n ? onnxw_tmp(w, "base") : y;
+}
+
+static void posts(onnx_w *w, const graph_ints *post, float alpha, const char *x,
+                  const char *res, const char *y)
+{
+    for (int i = 0; i < post->n; i++) {
+        char what[16];
+        snprintf(what, sizeof what, "post%d", i);
+        const char *dst = i == post->n - 1 ? y : onnxw_tmp(w, what);
+        post_step(w, post->v[i], alpha, x, res, dst);
+        x = dst;
+    }
+}
+
+/* ---- matmul, linear ---- */
+
+/* x with its last two dims swapped. */
+static const char *swap_last2(onnx_w *w, const char *x, int nd, const char *what)
+{
+    int64_t perm[GRAPH_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        perm[i] = i;
+    perm[nd - 2] = nd - 1;
+    perm[nd - 1] = nd - 2;
+    const char *t = onnxw_tmp(w, what);
+    onnxw_attr_ints(w, onnxw_node1(w, "Transpose", x, t), "perm", perm, nd);
+    return t;
+}
+
+static tg_status emit_matmul(onnx_w *w)
+{
+    const graph_matmul_attrs *a = graph_node_attrs(w->cur);
+    const graph_type *ta = &w->g->values[w->cur->in[0]].type;
+    const graph_type *tb = &w->g->values[w->cur->in[1]].type;
+    const char *x = onnxw_in(w, 0), *y = onnxw_in(w, 1);
+    /* On a 1-D operand the transposes change nothing (graph/infer_linalg.c). */
+    if (a->transpose_a && ta->ndim >= 2)
+        x = swap_last2(w, x, ta->ndim, "aT");
+    if (a->transpose_b && tb->ndim >= 2)
+        y = swap_last2(w, y, tb->ndim, "bT");
+    onnxw_node2(w, "MatMul", x, y, onnxw_out(w, 0));
+    return w->st;
+}
+
+/* y = x @ wt^T (+ b); b may be NULL. */
+static void linear(onnx_w *w, const char *x, const char *wt, const char *b,
+                   const char *y)
+{
+    const char *t = swap_last2(w, wt, 2, "wT");
+    const char *mm = b ? onnxw_tmp(w, "mm") : y;
+    onnxw_node2(w, "MatMul", x, t, mm);
+    if (b)
+        onnxw_node2(w, "Add", mm, b, y);
+}
+
+static tg_status emit_linear(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    if (n->op == GRAPH_OP_linear) {
+        linear(w, onnxw_in(w, 0), onnxw_in(w, 1), n->nin > 2 ? onnxw_in(w, 2) : NULL,
+               onnxw_out(w, 0));
+        return w->st;
+    }
+    const graph_linear_ep_attrs *a = graph_node_attrs(n);
+    const char *base = base_out(w, &a->post, onnxw_out(w, 0));
+    linear(w, onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2), base);
+    posts(w, &a->post, a->alpha, base, n->nin > 3 ? onnxw_in(w, 3) : NULL, onnxw_out(w, 0));
+    return w->st;
+}
+
+/* ---- conv and pools ---- */
+
+/* A (h, w) list of 0, 1 or 2 entries (graph/infer_linalg.c). */
+static void pair(const graph_ints *v, int64_t def, int64_t out[2])
+{
+    out[0] = v->n > 0 ? v->v[0] : def;
+    out[1] = v->n > 1 ? v->v[1] : out[0];
+}
+
+/* ONNX pads [x1_begin, x2_begin, x1_end, x2_end] = [top, left, bottom, right],
+ * the order tracegraph's 4-entry padding already has. */
+static void pads4(const graph_ints *v, int64_t pad[4])
+{
+    if (v->n == 4) {
+        for (int i = 0; i < 4; i++)
+            pad[i] = v->v[i];
+        return;
+    }
+    pad[0] = pad[2] = v->n > 0 ? v->v[0] : 0;
+    pad[1] = pad[3] = v->n > 1 ? v->v[1] : pad[0];
+}
+
+typedef struct conv_geom {
+    const graph_ints *stride, *padding, *dilation;
+    int64_t groups;
+} conv_geom;
+
+static void conv(onnx_w *w, const char *x, const char *wt, const char *b,
+                 const graph_type *wtype, const conv_geom *c, const char *y)
+{
+    const char *in[3] = {x, wt, b};
+    int64_t k[2] = {wtype->dim[2], wtype->dim[3]}, s[2], d[2], p[4];
+    pair(c->stride, 1, s);
+    pair(c->dilation, 1, d);
+    pads4(c->padding, p);
+    Onnx__NodeProto *n = onnxw_node(w, "Conv", in, b ? 3 : 2, &y, 1);
+    onnxw_attr_ints(w, n, "kernel_shape", k, 2);
+    onnxw_attr_ints(w, n, "strides", s, 2);
+    onnxw_attr_ints(w, n, "pads", p, 4);
+    onnxw_attr_ints(w, n, "dilations", d, 2);
+    onnxw_attr_i(w, n, "group", c->groups);
+}
+
+static tg_status emit_conv(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const graph_type *wt = &w->g->values[n->in[1]].type;
+    if (n->op == GRAPH_OP_conv2d) {
+        const graph_conv2d_attrs *a = graph_node_attrs(n);
+        conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
+        conv(w, onnxw_in(w, 0), onnxw_in(w, 1), n->nin > 2 ? onnxw_in(w, 2) : NULL, wt, &c,
+             onnxw_out(w, 0));
+        return w->st;
+    }
+    const graph_conv2d_ep_attrs *a = graph_node_attrs(n);
+    conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
+    const char *base = base_out(w, &a->post, onnxw_out(w, 0));
+    conv(w, onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2), wt, &c, base);
+    posts(w, &a->post, a->alpha, base, n->nin > 3 ? onnxw_in(w, 3) : NULL, onnxw_out(w, 0));
+    return w->st;
+}
+
+static tg_status emit_pool(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const graph_ints *kl, *sl, *pl;
+    int avg = n->op == GRAPH_OP_avg_pool2d;
+    int64_t cip = 0;
+    if (avg) {
+        const graph_avg_pool2d_attrs *a = graph_node_attrs(n);
+        kl = &a->kernel, sl = &a->stride, pl = &a->padding, cip = a->count_include_pad;
+    } else {
+        const graph_max_pool2d_attrs *a = graph_node_attrs(n);
+        kl = &a->kernel, sl = &a->stride, pl = &a->padding;
+    }
+    int64_t k[2], s[2], p[4];
+    pair(kl, 1, k);
+    pair(sl, 0, s);
+    if (sl->n == 0) /* tracegraph's default stride is the kernel, ONNX's 1 */
+        s[0] = k[0], s[1] = k[1];
+    pads4(pl, p);
+    Onnx__NodeProto *o = onnxw_node1(w, avg ? "AveragePool" : "MaxPool", onnxw_in(w, 0),
+                                     onnxw_out(w, 0));
+    onnxw_attr_ints(w, o, "kernel_shape", k, 2);
+    onnxw_attr_ints(w, o, "strides", s, 2);
+    onnxw_attr_ints(w, o, "pads", p, 4);
+    if (avg)
+        onnxw_attr_i(w, o, "count_include_pad", cip);
+    return w->st;
+}
+
+/* ---- normalization, softmax, reductions ---- */
+
+static tg_status emit_batch_norm(onnx_w *w)
+{
+    const graph_batch_norm_attrs *a = graph_node_attrs(w->cur);
+    const char *in[5], *y = onnxw_out(w, 0);
+    for (int k = 0; k < 5; k++)
+        in[k] = onnxw_in(w, k);
+    onnxw_attr_f(w, onnxw_node(w, "BatchNormalization", in, 5, &y, 1), "epsilon", a->eps);
+    return w->st;
+}
+
+static tg_status emit_layer_norm(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const graph_layer_norm_attrs *a = graph_node_attrs(n);
+    const graph_type *x = &w->g->values[n->in[0]].type;
+    if (x->ndim == 0)
+        return onnxw_unsupported(w, "ONNX LayerNormalization needs rank >= 1, x is 0-d");
+    int axis = a->axis < 0 ? (int)a->axis + x->ndim : (int)a->axis;
+    const char *in[3] = {onnxw_in(w, 0), NULL, n->nin > 2 ? onnxw_in(w, 2) : ""};
+    const char *y = onnxw_out(w, 0);
+    if (n->nin > 1) {
+        in[1] = onnxw_in(w, 1);
+    } else { /* ONNX's Scale is required: ones over x.shape[axis:] */
+        int64_t count = 1;
+        for (int d = axis; d < x->ndim; d++)
+            count *= x->dim[d];
+        float *ones = onnxw_alloc(w, (size_t)count * sizeof *ones + 1);
+        for (int64_t i = 0; ones && i < count; i++)
+            ones[i] = 1.0f;
+        in[1] = ones ? onnxw_const(w, "ones", GRAPH_F32, x->dim + axis, x->ndim - axis, ones)
+                     : NULL;
+    }
+    Onnx__NodeProto *o = onnxw_node(w, "LayerNormalization", in, n->nin > 2 ? 3 : 2, &y, 1);
+    onnxw_attr_i(w, o, "axis", a->axis);
+    onnxw_attr_f(w, o, "epsilon", a->eps);
+    return w->st;
+}
+
+static tg_status emit_softmax(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    int log = n->op == GRAPH_OP_log_softmax;
+    int64_t axis = log ? ((const graph_log_softmax_attrs *)graph_node_attrs(n))->axis
+                       : ((const graph_softmax_attrs *)graph_node_attrs(n))->axis;
+    if (w->g->values[n->in[0]].type.ndim == 0)
+        return onnxw_unsupported(w, "ONNX Softmax needs rank >= 1, x is 0-d");
+    onnxw_attr_i(w, onnxw_node1(w, log ? "LogSoftmax" : "Softmax", onnxw_in(w, 0), onnxw_out(w, 0)),
+                 "axis", axis);
+    return w->st;
+}
+
+/* ReduceSum takes axes as an input in opset 13+, ReduceMean/Max as an
+ * attribute until opset 18; no axes reduces every dim, as tracegraph. */
+static tg_status emit_reduce(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const graph_ints *axes;
+    int64_t keep;
+    const char *type;
+    if (n->op == GRAPH_OP_reduce_sum) {
+        const graph_reduce_sum_attrs *a = graph_node_attrs(n);
+        axes = &a->axes, keep = a->keepdim, type = "ReduceSum";
+    } else if (n->op == GRAPH_OP_reduce_mean) {
+        const graph_reduce_mean_attrs *a = graph_node_attrs(n);
+        axes = &a->axes, keep = a->keepdim, type = "ReduceMean";
+    } else {
+        const graph_reduce_max_attrs *a = graph_node_attrs(n);
+        axes = &a->axes, keep = a->keepdim, type = "ReduceMax";
+    }
+    if (w->g->values[n->in[0]].type.ndim == 0) { /* reducing a scalar copies it */
+        onnxw_node1(w, "Identity", onnxw_in(w, 0), onnxw_out(w, 0));
+        return w->st;
+    }
+    Onnx__NodeProto *o;
+    if (n->op == GRAPH_OP_reduce_sum && axes->n)
+        o = onnxw_node2(w, type, onnxw_in(w, 0), onnxw_const_i64s(w, "axes", axes->v, axes->n),
+                        onnxw_out(w, 0));
+    else
+        o = onnxw_node1(w, type, onnxw_in(w, 0), onnxw_out(w, 0));
+    if (n->op != GRAPH_OP_reduce_sum && axes->n)
+        onnxw_attr_ints(w, o, "axes", axes->v, axes->n);
+    onnxw_attr_i(w, o, "keepdims", keep);
+    return w->st;
+}
+
+/* conv2d_blk: unblock x (and the residual), conv + epilogue, block. */
+static tg_status emit_conv2d_blk(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const graph_conv2d_blk_attrs *a = graph_node_attrs(n);
+    const graph_value *x = &w->g->values[n->in[0]], *y = &w->g->values[n->out[0]];
+    const char *xp = onnxw_tmp(w, "x_plain"), *res = NULL, *yp = onnxw_tmp(w, "y_plain");
+    onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, xp);
+    if (n->nin > 3) {
+        const graph_value *r = &w->g->values[n->in[3]];
+        res = onnxw_tmp(w, "residual_plain");
+        onnxw_from_blocked(w, onnxw_in(w, 3), &r->type, r->dyn, res);
+    }
+    conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
+    const char *base = base_out(w, &a->post, yp);
+    conv(w, xp, onnxw_in(w, 1), onnxw_in(w, 2), &w->g->values[n->in[1]].type, &c, base);
+    posts(w, &a->post, a->alpha, base, res, yp);
+    graph_type plain = y->type;
+    plain.ndim = 4;
+    plain.dim[1] = y->type.dim[1] * 16;
+    onnxw_to_blocked(w, yp, &plain, y->dyn, onnxw_out(w, 0));
+    return w->st;
+}
+
+/* ---- dispatch ---- */
+
+tg_status onnxw_emit_node(onnx_w *w)
+{
+    graph_op op = w->cur->op;
+    if (simple_ew(op) || graph_ops[op].props & GRAPH_PROP_ELEMENTWISE) {
+        if (op == GRAPH_OP_fused)
+            return emit_fused(w);
+        if (op == GRAPH_OP_where)
+            return emit_where(w);
+        if (op == GRAPH_OP_cast)
+            return emit_cast(w);
+        return emit_ew(w);
+    }
+    switch (op) {
+    case GRAPH_OP_matmul: return emit_matmul(w);
+    case GRAPH_OP_linear:
+    case GRAPH_OP_linear_ep: return emit_linear(w);
+    case GRAPH_OP_conv2d:
+    case GRAPH_OP_conv2d_ep: return emit_conv(w);
+    case GRAPH_OP_conv2d_blk: return emit_conv2d_blk(w);
+    case GRAPH_OP_max_pool2d:
+    case GRAPH_OP_avg_pool2d: return emit_pool(w);
+    case GRAPH_OP_global_avg_pool:
+        onnxw_node1(w, "GlobalAveragePool", onnxw_in(w, 0), onnxw_out(w, 0));
+        return w->st;
+    case GRAPH_OP_batch_norm: return emit_batch_norm(w);
+    case GRAPH_OP_layer_norm: return emit_layer_norm(w);
+    case GRAPH_OP_softmax:
+    case GRAPH_OP_log_softmax: return emit_softmax(w);
+    case GRAPH_OP_reduce_sum:
+    case GRAPH_OP_reduce_mean:
+    case GRAPH_OP_reduce_max: return emit_reduce(w);
+    default: return onnxw_emit_shape_op(w);
+    }
+}

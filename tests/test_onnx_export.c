@@ -1,0 +1,864 @@
+/*
+ * test_onnx_export.c - ONNX export (formats/onnx.h).
+ *
+ * Without arguments: structural checks on the exported bytes, read back
+ * with protobuf-c's own unpacker (op types, attributes, initializer names,
+ * dims and bytes, call sites in doc_string, dim_param for dynamic dims,
+ * unique names, every node input defined before use), for every graph of
+ * tests/onnx_export_cases.h and the traced models; the refusals (guards,
+ * elided constants) and file errors.
+ *
+ * With --ort-cases DIR: writes each case as DIR/<case>.onnx, its inputs
+ * and the reference interpreter's outputs as raw little-endian files, and
+ * DIR/manifest.txt, one line per case:
+ *   <case> <model file> <nin> {<file> <dtype> <dims>} <nout> {<file> <dtype> <dims>}
+ * dtype f32/i64/i32/bool, dims "2x3x4" or "-" for a 0-d tensor.
+ * tests/test_onnx_ort.sh runs them in ONNX Runtime (tests/onnx_ort_check.js).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "eager/interp.h"
+#include "formats/onnx_write_impl.h"
+#include "onnx_export_cases.h"
+#include "tracer/trace.h"
+
+static char err[1024];
+
+/* ---- reading an exported model back ---- */
+
+static Onnx__ModelProto *export_unpack(const graph *g, const format_onnx_save_opts *o)
+{
+    void *buf = NULL;
+    size_t len = 0;
+    tg_status st = format_onnx_save_mem(g, o, &buf, &len, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "export %s: %s", g->name, err);
+    if (st != TG_OK)
+        return NULL;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    CHECK_MSG(m != NULL, "%s: the exported bytes unpack", g->name);
+    free(buf);
+    return m;
+}
+
+static const Onnx__NodeProto *node_of(const Onnx__ModelProto *m, const char *type, int k)
+{
+    for (size_t i = 0; m && i < m->graph->n_node; i++)
+        if (strcmp(m->graph->node[i]->op_type, type) == 0 && k-- == 0)
+            return m->graph->node[i];
+    return NULL;
+}
+
+static int count_op(const Onnx__ModelProto *m, const char *type)
+{
+    int n = 0;
+    while (node_of(m, type, n))
+        n++;
+    return n;
+}
+
+static const Onnx__AttributeProto *attr_of(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; n && i < n->n_attribute; i++)
+        if (strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i];
+    return NULL;
+}
+
+static int attr_ints_are(const Onnx__NodeProto *n, const char *name, graph_ints want)
+{
+    const Onnx__AttributeProto *a = attr_of(n, name);
+    if (!a || a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS ||
+        a->n_ints != (size_t)want.n)
+        return 0;
+    for (int i = 0; i < want.n; i++)
+        if (a->ints[i] != want.v[i])
+            return 0;
+    return 1;
+}
+
+static int attr_int_is(const Onnx__NodeProto *n, const char *name, int64_t want)
+{
+    const Onnx__AttributeProto *a = attr_of(n, name);
+    return a && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT && a->i == want;
+}
+
+static const Onnx__TensorProto *init_of(const Onnx__ModelProto *m, const char *name)
+{
+    for (size_t i = 0; m && name && i < m->graph->n_initializer; i++)
+        if (strcmp(m->graph->initializer[i]->name, name) == 0)
+            return m->graph->initializer[i];
+    return NULL;
+}
+
+/* Little-endian integer of k bytes (read per the spec, not by memcpy). */
+static int64_t get_le(const uint8_t *p, int k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return k == 8 ? (int64_t)v : (int64_t)(int32_t)v;
+}
+
+/* An int64 initializer (by name) holds exactly want. */
+static int init_i64s_are(const Onnx__ModelProto *m, const char *name, graph_ints want)
+{
+    const Onnx__TensorProto *t = init_of(m, name);
+    if (!t || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || !t->has_raw_data ||
+        t->raw_data.len != 8 * (size_t)want.n)
+        return 0;
+    for (int i = 0; i < want.n; i++)
+        if (get_le(t->raw_data.data + 8 * i, 8) != want.v[i])
+            return 0;
+    return 1;
+}
+
+static float f32_le(const uint8_t *p)
+{
+    uint32_t u = (uint32_t)get_le(p, 4);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- checks every export must pass ---- */
+
+typedef struct nameset {
+    const char **v;
+    size_t n;
+} nameset;
+
+static int ns_has(const nameset *s, const char *x)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], x) == 0)
+            return 1;
+    return 0;
+}
+
+/* Adds x; 0 if it was there already. */
+static int ns_add(nameset *s, const char *x)
+{
+    if (ns_has(s, x))
+        return 0;
+    s->v[s->n++] = x;
+    return 1;
+}
+
+/*
+ * Model header; tensor names unique (graph inputs, initializers, node
+ * outputs); every node input "" or defined before; every output defined;
+ * node names unique and set.
+ */
+static void check_generic(const Onnx__ModelProto *m, const char *what)
+{
+    if (!m)
+        return;
+    const Onnx__GraphProto *g = m->graph;
+    CHECK_MSG(m->has_ir_version && m->ir_version == ONNX_IR_VERSION, "%s: ir_version", what);
+    CHECK_MSG(m->n_opset_import == 1 && strcmp(m->opset_import[0]->domain, "") == 0 &&
+                  m->opset_import[0]->version == FORMAT_ONNX_OPSET,
+              "%s: opset_import", what);
+    CHECK_MSG(m->producer_name && strcmp(m->producer_name, "tracegraph") == 0, "%s: producer", what);
+    size_t cap = g->n_input + g->n_initializer + 1;
+    for (size_t i = 0; i < g->n_node; i++)
+        cap += g->node[i]->n_output + 1;
+    nameset t = {calloc(cap, sizeof(char *)), 0}, nn = {calloc(cap, sizeof(char *)), 0};
+    int ok = t.v && nn.v;
+    for (size_t i = 0; ok && i < g->n_input; i++)
+        ok = ns_add(&t, g->input[i]->name);
+    for (size_t i = 0; ok && i < g->n_initializer; i++)
+        ok = ns_add(&t, g->initializer[i]->name);
+    CHECK_MSG(ok, "%s: input and initializer names unique", what);
+    for (size_t i = 0; ok && i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        for (size_t k = 0; ok && k < n->n_input; k++) {
+            ok = n->input[k][0] == '\0' || ns_has(&t, n->input[k]);
+            CHECK_MSG(ok, "%s: node %s input '%s' defined before use", what, n->name, n->input[k]);
+        }
+        for (size_t k = 0; ok && k < n->n_output; k++) {
+            ok = ns_add(&t, n->output[k]);
+            CHECK_MSG(ok, "%s: node %s output '%s' unique", what, n->name, n->output[k]);
+        }
+        ok = ok && n->name && n->name[0] && ns_add(&nn, n->name);
+        CHECK_MSG(ok, "%s: node %zu has a unique name", what, i);
+    }
+    for (size_t i = 0; ok && i < g->n_output; i++) {
+        ok = ns_has(&t, g->output[i]->name);
+        CHECK_MSG(ok, "%s: output '%s' is defined", what, g->output[i]->name);
+    }
+    free(t.v);
+    free(nn.v);
+}
+
+/* ---- structural checks ---- */
+
+/* Exports op case `name`, checks it generically; the caller frees. */
+static Onnx__ModelProto *case_model(const char *name)
+{
+    for (int i = 0; i < N_OP_CASES; i++) {
+        if (strcmp(op_cases[i].name, name) != 0)
+            continue;
+        tcase c;
+        Onnx__ModelProto *m = NULL;
+        if (case_build(i, &c))
+            m = export_unpack(c.g, NULL);
+        check_generic(m, name);
+        case_free(&c);
+        return m;
+    }
+    CHECK_MSG(0, "no case %s", name);
+    return NULL;
+}
+
+static void test_conv_pool_attrs(void)
+{
+    Onnx__ModelProto *m = case_model("conv2d_stride_pad4");
+    const Onnx__NodeProto *n = node_of(m, "Conv", 0);
+    CHECK(attr_ints_are(n, "kernel_shape", TG_INTS(3, 2)));
+    CHECK(attr_ints_are(n, "strides", TG_INTS(2, 2)));
+    /* tracegraph's (top, left, bottom, right) is ONNX's order too */
+    CHECK(attr_ints_are(n, "pads", TG_INTS(1, 0, 2, 1)));
+    CHECK(attr_ints_are(n, "dilations", TG_INTS(1, 1)));
+    CHECK(attr_int_is(n, "group", 1));
+    CHECK(n && n->n_input == 3 && init_of(m, n->input[1]) != NULL); /* w is a constant */
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("conv2d_dilation");
+    n = node_of(m, "Conv", 0);
+    CHECK(attr_ints_are(n, "strides", TG_INTS(1, 2)));
+    CHECK(attr_ints_are(n, "pads", TG_INTS(2, 1, 2, 1)));
+    CHECK(attr_ints_are(n, "dilations", TG_INTS(2, 2)));
+    CHECK(n && n->n_input == 2);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("conv2d_groups");
+    CHECK(attr_int_is(node_of(m, "Conv", 0), "group", 2));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("max_pool2d_default_stride"); /* tracegraph's default stride = kernel */
+    n = node_of(m, "MaxPool", 0);
+    CHECK(attr_ints_are(n, "kernel_shape", TG_INTS(2, 2)) && attr_ints_are(n, "strides", TG_INTS(2, 2)));
+    CHECK(attr_ints_are(n, "pads", TG_INTS(0, 0, 0, 0)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("avg_pool2d_incl");
+    n = node_of(m, "AveragePool", 0);
+    CHECK(attr_int_is(n, "count_include_pad", 1) && attr_ints_are(n, "pads", TG_INTS(1, 1, 1, 1)));
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("avg_pool2d_excl");
+    CHECK(attr_int_is(node_of(m, "AveragePool", 0), "count_include_pad", 0));
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* The lists opset 17 takes as inputs, and those it takes as attributes. */
+static void test_list_operands(void)
+{
+    Onnx__ModelProto *m = case_model("reduce_sum");
+    const Onnx__NodeProto *n = node_of(m, "ReduceSum", 0);
+    CHECK(n && n->n_input == 2 && init_i64s_are(m, n->input[1], TG_INTS(1)));
+    CHECK(attr_int_is(n, "keepdims", 0) && !attr_of(n, "axes"));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("reduce_mean_keep");
+    n = node_of(m, "ReduceMean", 0);
+    CHECK(n && n->n_input == 1 && attr_ints_are(n, "axes", TG_INTS(-1)) && attr_int_is(n, "keepdims", 1));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("reduce_max_all_keep");
+    n = node_of(m, "ReduceMax", 0);
+    CHECK(n && n->n_input == 1 && !attr_of(n, "axes") && attr_int_is(n, "keepdims", 1));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("split_rest"); /* the -1 is resolved */
+    n = node_of(m, "Split", 0);
+    CHECK(n && n->n_input == 2 && n->n_output == 3 && init_i64s_are(m, n->input[1], TG_INTS(2, 4, 1)));
+    CHECK(attr_int_is(n, "axis", 1));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("slice_reverse");
+    n = node_of(m, "Slice", 0);
+    CHECK(n && n->n_input == 5 && init_i64s_are(m, n->input[1], TG_INTS(-1)) &&
+          init_i64s_are(m, n->input[2], TG_INTS(-100)) && init_i64s_are(m, n->input[3], TG_INTS(1)) &&
+          init_i64s_are(m, n->input[4], TG_INTS(-1)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("pad_i64"); /* the value in x's dtype, truncated as tracegraph casts it */
+    n = node_of(m, "Pad", 0);
+    CHECK(n && n->n_input == 3 && init_i64s_are(m, n->input[1], TG_INTS(0, 1, 1, 0)));
+    const Onnx__TensorProto *t = n ? init_of(m, n->input[2]) : NULL;
+    CHECK(t && t->n_dims == 0 && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
+          t->raw_data.len == 8 && get_le(t->raw_data.data, 8) == 7);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("clip_min_only"); /* an infinite bound is left out */
+    n = node_of(m, "Clip", 0);
+    t = n && n->n_input == 2 ? init_of(m, n->input[1]) : NULL;
+    CHECK(t && t->n_dims == 0 && t->raw_data.len == 4 && f32_le(t->raw_data.data) == 0.25f);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("unsqueeze");
+    n = node_of(m, "Unsqueeze", 0);
+    CHECK(n && n->n_input == 2 && init_i64s_are(m, n->input[1], TG_INTS(0, 3)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("squeeze_all"); /* empty axes: the size-1 dims, explicitly */
+    n = node_of(m, "Squeeze", 0);
+    CHECK(n && n->n_input == 2 && init_i64s_are(m, n->input[1], TG_INTS(0, 2)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("expand");
+    n = node_of(m, "Expand", 0);
+    CHECK(n && init_i64s_are(m, n->input[1], TG_INTS(2, 3, 4)));
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+static void test_other_attrs(void)
+{
+    Onnx__ModelProto *m = case_model("layer_norm_no_weight"); /* Scale: ones over [3,4] */
+    const Onnx__NodeProto *n = node_of(m, "LayerNormalization", 0);
+    const Onnx__TensorProto *t = n && n->n_input == 2 ? init_of(m, n->input[1]) : NULL;
+    int ones = t && t->n_dims == 2 && t->dims[0] == 3 && t->dims[1] == 4 && t->raw_data.len == 48;
+    for (int i = 0; ones && i < 12; i++)
+        ones = f32_le(t->raw_data.data + 4 * i) == 1.0f;
+    CHECK(ones);
+    CHECK(attr_int_is(n, "axis", 1));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("cast_f32_i32");
+    CHECK(attr_int_is(node_of(m, "Cast", 0), "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT32));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("gather_axis1_i32");
+    CHECK(attr_int_is(node_of(m, "Gather", 0), "axis", 1));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("matmul_ta_tb"); /* transposes of the last two dims */
+    CHECK(count_op(m, "Transpose") == 2 && count_op(m, "MatMul") == 1);
+    CHECK(attr_ints_are(node_of(m, "Transpose", 0), "perm", TG_INTS(0, 2, 1)));
+    CHECK(attr_ints_are(node_of(m, "Transpose", 1), "perm", TG_INTS(1, 0)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("matmul_ta_1d"); /* a vector's transpose is itself */
+    CHECK(count_op(m, "Transpose") == 1);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("to_blocked");
+    n = node_of(m, "Reshape", 0);
+    CHECK(n && init_i64s_are(m, n->input[1], TG_INTS(2, 2, 16, 3, 3)));
+    CHECK(attr_ints_are(node_of(m, "Transpose", 0), "perm", TG_INTS(0, 1, 3, 4, 2)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("linear_ep_silu_add_tanh"); /* MatMul + bias, then silu, add, tanh */
+    CHECK(count_op(m, "MatMul") == 1 && count_op(m, "Add") == 2 && count_op(m, "Sigmoid") == 1 &&
+          count_op(m, "Tanh") == 1 && count_op(m, "Mul") == 1);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("fused"); /* one node per statement; gelu's erf form */
+    CHECK(count_op(m, "Clip") == 2 && count_op(m, "LeakyRelu") == 1 && count_op(m, "Erf") == 1 &&
+          count_op(m, "Sigmoid") == 1 && attr_of(node_of(m, "LeakyRelu", 0), "alpha") &&
+          attr_of(node_of(m, "LeakyRelu", 0), "alpha")->f == 0.1f);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("fused_bcast_out");
+    CHECK(count_op(m, "Expand") == 1);
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* Outputs that are an input, a constant, or one value twice; user names
+ * that look generated. */
+static void test_names_and_outputs(void)
+{
+    Onnx__ModelProto *m = case_model("passthrough");
+    CHECK(m && m->graph->n_output == 5 && count_op(m, "Identity") == 3);
+    const char *want[5] = {"x_again", "a_constant", "relu_once", "relu_twice", "sum"};
+    for (int i = 0; m && i < 5 && i < (int)m->graph->n_output; i++)
+        CHECK_MSG(strcmp(m->graph->output[i]->name, want[i]) == 0, "output %d is %s", i, want[i]);
+    CHECK(strcmp(node_of(m, "Relu", 0)->output[0], "relu_once") == 0);
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("name_clash"); /* check_generic proved the names unique */
+    CHECK(m && strcmp(m->graph->input[0]->name, "v1") == 0 && strcmp(m->graph->output[0]->name, "v3") == 0);
+    const Onnx__NodeProto *r = node_of(m, "Relu", 0), *e = node_of(m, "Exp", 0);
+    CHECK(r && strcmp(r->input[0], "v1") == 0 && strcmp(r->output[0], "v1") != 0);
+    CHECK(e && strcmp(e->output[0], "v2") == 0 && strcmp(node_of(m, "Neg", 0)->output[0], "v2") != 0);
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* Dead nodes are not written. */
+static void test_dead_nodes(void)
+{
+    tcase c;
+    CHECK(case_build(0, &c)); /* neg */
+    int32_t x = c.g->inputs[0];
+    int32_t id = graph_add_node(c.g, GRAPH_OP_exp, &x, 1, NULL, NULL, 0);
+    CHECK(id >= 0);
+    if (id >= 0)
+        c.g->nodes[id].flags |= GRAPH_NODE_DEAD;
+    Onnx__ModelProto *m = export_unpack(c.g, NULL);
+    CHECK(m && count_op(m, "Exp") == 0 && count_op(m, "Neg") == 1 && m->graph->n_node == 1);
+    check_generic(m, "dead");
+    onnx__model_proto__free_unpacked(m, NULL);
+    case_free(&c);
+}
+
+/* ---- traced graphs: call sites, params, dynamic dims ---- */
+
+/* The line of tiny_forward's ops, 4 lines on. */
+static const int tiny_line = __LINE__ + 4;
+
+static eager_tensor *tiny_forward(eager_tensor *x, eager_tensor *const *p)
+{
+    return eager_relu(eager_linear(x, p[0], p[1]));
+}
+
+static int dim_is_param(const Onnx__ValueInfoProto *vi, int d, const char *sym)
+{
+    const Onnx__TensorShapeProto *s = vi->type->tensor_type->shape;
+    return (size_t)d < s->n_dim &&
+           s->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+           strcmp(s->dim[d]->dim_param, sym) == 0;
+}
+
+static int dim_is(const Onnx__ValueInfoProto *vi, int d, int64_t v)
+{
+    const Onnx__TensorShapeProto *s = vi->type->tensor_type->shape;
+    return (size_t)d < s->n_dim &&
+           s->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+           s->dim[d]->dim_value == v;
+}
+
+static void test_traced_tiny(void)
+{
+    model t = {"tiny", tiny_forward, 2,
+               {eager_rand_normal(TG_SHAPE(6, 5), 1, 0, 0.3f), eager_rand_normal(TG_SHAPE(6), 2, 0, 0.1f)},
+               TG_SHAPE(4, 5)};
+    eager_tensor *x = model_input(&t, 4, 3);
+    graph *g = model_trace(&t, x);
+    Onnx__ModelProto *m = g ? export_unpack(g, NULL) : NULL;
+    check_generic(m, "tiny");
+    const Onnx__NodeProto *mm = node_of(m, "MatMul", 0), *relu = node_of(m, "Relu", 0);
+    char site[128];
+    snprintf(site, sizeof site, "test_onnx_export.c:%d tiny_forward", tiny_line);
+    CHECK_MSG(mm && mm->doc_string && strstr(mm->doc_string, site), "MatMul doc_string '%s' has '%s'",
+              mm && mm->doc_string ? mm->doc_string : "(none)", site);
+    CHECK(relu && relu->doc_string && strstr(relu->doc_string, site));
+    /* linear is Transpose, MatMul, Add: "linear_<id>", then suffixes */
+    const Onnx__NodeProto *tr = node_of(m, "Transpose", 0);
+    CHECK(tr && mm && strncmp(tr->name, "linear_", 7) == 0 && strlen(mm->name) == strlen(tr->name) + 2 &&
+          strncmp(mm->name, tr->name, strlen(tr->name)) == 0 && strcmp(mm->name + strlen(tr->name), "_1") == 0);
+    CHECK(relu && strncmp(relu->name, "relu_", 5) == 0);
+    /* params are initializers under their names, with their bytes */
+    for (int i = 0; m && i < 2; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "p%d", i);
+        const Onnx__TensorProto *p = init_of(m, name);
+        const eager_tensor *e = t.params[i];
+        int ok = p && p->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+                 p->n_dims == (size_t)eager_ndim(e) && p->raw_data.len == eager_nbytes(e);
+        for (int d = 0; ok && d < eager_ndim(e); d++)
+            ok = p->dims[d] == eager_dim(e, d);
+        const float *f = eager_peek(e);
+        for (int64_t k = 0; ok && k < eager_numel(e); k++)
+            ok = f32_le(p->raw_data.data + 4 * k) == f[k];
+        CHECK_MSG(ok, "initializer %s: name, dtype, dims and bytes", name);
+    }
+    /* the dynamic batch is dim_param "B" on the input and the output */
+    CHECK(m && m->graph->n_input == 1 && strcmp(m->graph->input[0]->name, "x") == 0 &&
+          m->graph->input[0]->type->tensor_type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+          dim_is_param(m->graph->input[0], 0, "B") && dim_is(m->graph->input[0], 1, 5));
+    CHECK(m && m->graph->n_output == 1 && strcmp(m->graph->output[0]->name, "y") == 0 &&
+          dim_is_param(m->graph->output[0], 0, "B") && dim_is(m->graph->output[0], 1, 6));
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    graph_free(g);
+    eager_release(x);
+    model_free(&t);
+}
+
+/* A guarded graph is refused, naming the read's call site. */
+static void test_guards(void)
+{
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(2, 3), 5, -1, 1);
+    eager_pool_push();
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_output(model_branchy(x), "y");
+    graph *g = trace_freeze();
+    eager_pool_pop();
+    CHECK(g && g->nguards > 0);
+    if (!g)
+        return;
+    void *buf = NULL;
+    size_t len = 0;
+    char site[96];
+    snprintf(site, sizeof site, "models.c:%d model_branchy", model_branchy_line);
+    CHECK(format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err, site) && strstr(err, "guard"), "'%s' names '%s'", err, site);
+    CHECK(buf == NULL && len == 0);
+    format_onnx_save_opts o = {.drop_guards = 1};
+    Onnx__ModelProto *m = export_unpack(g, &o);
+    check_generic(m, "branchy, guards dropped");
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    for (int32_t i = 0; i < g->nguards; i++) /* guards that are off need no flag */
+        g->guards[i].policy = GRAPH_GUARD_OFF;
+    m = export_unpack(g, NULL);
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    graph_free(g);
+    eager_release(x);
+}
+
+static void test_elided(void)
+{
+    graph *g = graph_new("elided");
+    graph_type t = {GRAPH_F32, 2, {2, 3}};
+    int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &t, "x");
+    int32_t w = graph_add_value(g, GRAPH_VALUE_CONST, &t, "w_elided");
+    graph_add_input(g, x);
+    int32_t in[2] = {x, w}, y;
+    CHECK(graph_add_node(g, GRAPH_OP_add, in, 2, NULL, &y, 1) >= 0);
+    graph_add_output(g, y, "y");
+    void *buf = NULL;
+    size_t len = 0;
+    CHECK(format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err, "'w_elided'") && strstr(err, "elided"), "message: %s", err);
+    CHECK(buf == NULL);
+    graph_free(g);
+}
+
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_files(void)
+{
+    tcase c;
+    CHECK(case_build(0, &c));
+    char dir[] = "/tmp/tg_onnx_XXXXXX", path[256], sub[256], inner[300];
+    CHECK(mkdtemp(dir) != NULL);
+    /* the file holds exactly what save_mem gives */
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    void *buf = NULL;
+    size_t len = 0;
+    CHECK(format_onnx_save(c.g, path, NULL, err, sizeof err) == TG_OK);
+    CHECK(format_onnx_save_mem(c.g, NULL, &buf, &len, err, sizeof err) == TG_OK);
+    FILE *f = fopen(path, "rb");
+    char *back = malloc(len + 1);
+    CHECK(f && back && fread(back, 1, len + 1, f) == len && memcmp(back, buf, len) == 0);
+    if (f)
+        fclose(f);
+    free(back);
+    free(buf);
+    remove(path);
+    /* a path that is a directory: the rename fails, the temp file goes */
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    snprintf(inner, sizeof inner, "%s/f", sub);
+    CHECK(mkdir(sub, 0700) == 0 && (f = fopen(inner, "w")) && fclose(f) == 0);
+    CHECK(format_onnx_save(c.g, sub, NULL, err, sizeof err) == TG_ERR_IO);
+    CHECK_MSG(strstr(err, sub) && strstr(err, "cannot write"), "message: %s", err);
+    CHECK(dir_entries(dir) == 1 && dir_entries(sub) == 1);
+    snprintf(path, sizeof path, "%s/no/such/dir.onnx", dir);
+    CHECK(format_onnx_save(c.g, path, NULL, err, sizeof err) == TG_ERR_IO);
+    CHECK(dir_entries(dir) == 1);
+    CHECK(format_onnx_save(NULL, path, NULL, err, sizeof err) == TG_ERR_NULL);
+    CHECK(format_onnx_save_mem(c.g, NULL, NULL, &len, err, sizeof err) == TG_ERR_NULL);
+    remove(inner);
+    rmdir(sub);
+    rmdir(dir);
+    case_free(&c);
+}
+
+/* ---- the traced models ---- */
+
+/* x [B,16,6,6]: a residual conv chain the -O3 layout pass blocks, then an
+ * elementwise chain. */
+static eager_tensor *conv_chain(eager_tensor *x, eager_tensor *const *p)
+{
+    eager_tensor *y = eager_relu(eager_conv2d(x, p[0], p[1], TG_NOINTS, TG_INTS(1), TG_NOINTS, 1));
+    y = eager_conv2d(y, p[2], p[3], TG_NOINTS, TG_INTS(1), TG_NOINTS, 1);
+    y = eager_relu(eager_add(y, x));
+    y = eager_conv2d(y, p[4], EAGER_NONE, TG_INTS(2), TG_NOINTS, TG_NOINTS, 1);
+    y = eager_flatten(eager_global_avg_pool(eager_silu(y)), 1, -1);
+    /* an elementwise chain for -O3's fused node */
+    return eager_add(eager_mul(eager_tanh(y), eager_scalar(0.5)), eager_sigmoid(y));
+}
+
+static model chain_model(void)
+{
+    return (model){"conv_chain", conv_chain, 5,
+                   {eager_rand_normal(TG_SHAPE(16, 16, 3, 3), 31, 0, 0.1f),
+                    eager_rand_normal(TG_SHAPE(16), 32, 0, 0.1f),
+                    eager_rand_normal(TG_SHAPE(16, 16, 3, 3), 33, 0, 0.1f),
+                    eager_rand_normal(TG_SHAPE(16), 34, 0, 0.1f),
+                    eager_rand_normal(TG_SHAPE(32, 16, 1, 1), 35, 0, 0.2f)},
+                   TG_SHAPE(2, 16, 6, 6)};
+}
+
+#define N_MODELS (MODEL_COUNT + 1)
+
+/* Model k (the shared ones, then conv_chain) traced, at -O0 or -O3. */
+static graph *model_graph(int k, int level, model *m)
+{
+    *m = k < MODEL_COUNT ? model_make(k) : chain_model();
+    eager_tensor *x = model_input(m, m->input_shape.v[0], 7);
+    graph *g = model_trace(m, x);
+    eager_release(x);
+    if (g && level) {
+        opt_options o = opt_default_options();
+        o.level = level;
+        tg_status st = opt_optimize(g, &o, NULL, err, sizeof err);
+        CHECK_MSG(st == TG_OK, "%s -O%d: %s", m->name, level, err);
+    }
+    return g;
+}
+
+/* Ops of the graphs exported: every op of ops.def must be among them. */
+static int op_seen[GRAPH_OP_COUNT];
+
+static void mark_ops(const graph *g)
+{
+    for (int32_t i = 0; g && i < g->nnodes; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
+            op_seen[g->nodes[i].op] = 1;
+}
+
+static void test_models(void)
+{
+    int model_ops[GRAPH_OP_COUNT] = {0};
+    for (int k = 0; k < N_MODELS; k++)
+        for (int level = 0; level <= 3; level += 3) {
+            model m;
+            graph *g = model_graph(k, level, &m);
+            char what[64];
+            snprintf(what, sizeof what, "%s -O%d", m.name, level);
+            Onnx__ModelProto *p = g ? export_unpack(g, NULL) : NULL;
+            check_generic(p, what);
+            mark_ops(g);
+            for (int32_t i = 0; g && level && i < g->nnodes; i++)
+                model_ops[g->nodes[i].op] = 1;
+            CHECK_MSG(p && p->graph->n_input == 1 && dim_is_param(p->graph->input[0], 0, "B"),
+                      "%s: batch is dim_param B", what);
+            if (k == MODEL_COUNT && level == 3) /* the blocked conv chain */
+                /* the batch keeps its place in the layout Reshapes: their
+                 * shape's 0 copies it (test_onnx_ort runs at another batch) */
+                CHECK_MSG(count_op(p, "Conv") == 3 && count_op(p, "Reshape") >= 2 &&
+                              count_op(p, "Shape") == 0,
+                          "%s: blocked convs, the batch kept by Reshape's 0", what);
+            if (p)
+                onnx__model_proto__free_unpacked(p, NULL);
+            graph_free(g);
+            model_free(&m);
+        }
+    /* the -O3 models export the optimizer's own ops, as traced */
+    static const graph_op made[] = {GRAPH_OP_fused, GRAPH_OP_linear_ep, GRAPH_OP_conv2d_ep,
+                                    GRAPH_OP_conv2d_blk, GRAPH_OP_to_blocked, GRAPH_OP_from_blocked};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
+        CHECK_MSG(model_ops[made[i]], "an -O3 model has %s", graph_ops[made[i]].name);
+}
+
+/*
+ * Exports g with the n-th allocation failing, n = 1, 2, ... until it goes
+ * through; each failure must be TG_ERR_NOMEM with a message, nothing
+ * returned and no file left (ASan: nothing leaked).  Returns the number
+ * of failures, -1 if one was not handled so.
+ */
+static int oom_loop(const graph *g, const char *path, const char *dir)
+{
+    tg_status st = TG_ERR_NOMEM;
+    int fails = 0, ok = 1;
+    for (long n = 1; st == TG_ERR_NOMEM && n < 100000; n++) {
+        void *buf = NULL;
+        size_t len = 0;
+        onnxw_fail_countdown = n;
+        st = path ? format_onnx_save(g, path, NULL, err, sizeof err)
+                  : format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err);
+        if (st == TG_ERR_NOMEM) {
+            fails++;
+            ok &= buf == NULL && strstr(err, "out of memory") != NULL &&
+                  (!dir || dir_entries(dir) == 0);
+        }
+        free(buf);
+    }
+    onnxw_fail_countdown = 0;
+    if (path)
+        remove(path);
+    return st == TG_OK && ok ? fails : -1;
+}
+
+/* Out of memory at each allocation in turn (the library's test hook). */
+static void test_out_of_memory(void)
+{
+    model m;
+    graph *g = model_graph(MODEL_COUNT, 3, &m);
+    char dir[] = "/tmp/tg_onnx_oom_XXXXXX", path[256];
+    CHECK(g && mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    int n = g ? oom_loop(g, NULL, NULL) : -1;
+    CHECK_MSG(n >= 100, "conv_chain -O3, in memory: %d allocation failures handled", n);
+    n = g ? oom_loop(g, path, dir) : -1;
+    CHECK_MSG(n >= 100, "conv_chain -O3, to a file: %d allocation failures handled", n);
+    rmdir(dir);
+    graph_free(g);
+    model_free(&m);
+    for (int i = 0; i < N_OP_CASES; i++) {
+        tcase c;
+        n = case_build(i, &c) ? oom_loop(c.g, NULL, NULL) : -1;
+        CHECK_MSG(n >= 1, "%s: %d allocation failures handled", op_cases[i].name, n);
+        case_free(&c);
+    }
+}
+
+/* Every op case exports and passes the generic checks. */
+static void test_all_cases(void)
+{
+    for (int i = 0; i < N_OP_CASES; i++) {
+        tcase c;
+        int ok = case_build(i, &c);
+        CHECK_MSG(ok, "case %s builds: %s", op_cases[i].name, c.g ? graph_error(c.g) : "");
+        Onnx__ModelProto *m = ok ? export_unpack(c.g, NULL) : NULL;
+        check_generic(m, op_cases[i].name);
+        mark_ops(c.g);
+        if (m)
+            onnx__model_proto__free_unpacked(m, NULL);
+        case_free(&c);
+    }
+}
+
+/* ---- --ort-cases: files for ONNX Runtime ---- */
+
+static void dims_str(const graph_type *t, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    if (t->ndim == 0)
+        snprintf(buf, len, "-");
+    for (int d = 0; d < t->ndim && o < len; d++)
+        o += (size_t)snprintf(buf + o, len - o, d ? "x%lld" : "%lld", (long long)t->dim[d]);
+}
+
+/* Writes t's data little-endian to dir/file; adds " file dtype dims" to mf. */
+static int write_tensor(const char *dir, const char *file, const eager_tensor *t, FILE *mf)
+{
+    char path[512], dims[160];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "wb");
+    const unsigned char *p = eager_peek(t);
+    size_t es = graph_dtype_size(eager_dtype(t)), n = eager_nbytes(t);
+    const uint16_t one = 1;
+    int le = *(const uint8_t *)&one == 1, ok = f != NULL;
+    for (size_t i = 0; ok && i < n; i += es)
+        for (size_t b = 0; ok && b < es; b++)
+            ok = fputc(p[i + (le ? b : es - 1 - b)], f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    dims_str(eager_type(t), dims, sizeof dims);
+    fprintf(mf, " %s %s %s", file, graph_dtype_name(eager_dtype(t)), dims);
+    return ok;
+}
+
+/* One case: DIR/<name>.onnx, inputs, expected outputs, a manifest line. */
+static void write_case(const char *dir, const char *name, const graph *g, eager_tensor *const *in,
+                       int nin, FILE *mf)
+{
+    char path[512], file[160];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    tg_status st = format_onnx_save(g, path, NULL, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "%s: %s", name, err);
+    eager_tensor **out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    st = out ? eager_interpret(g, in, nin, out, g->noutputs, NULL) : TG_ERR_NOMEM;
+    CHECK_MSG(st == TG_OK, "%s: interpreter: %s", name, eager_error());
+    if (st == TG_OK) {
+        fprintf(mf, "%s %s.onnx %d", name, name, nin);
+        int ok = 1;
+        for (int k = 0; k < nin; k++) {
+            snprintf(file, sizeof file, "%s.in%d.bin", name, k);
+            ok &= write_tensor(dir, file, in[k], mf);
+        }
+        fprintf(mf, " %d", (int)g->noutputs);
+        for (int k = 0; k < g->noutputs; k++) {
+            snprintf(file, sizeof file, "%s.out%d.bin", name, k);
+            ok &= write_tensor(dir, file, out[k], mf);
+        }
+        fprintf(mf, "\n");
+        CHECK_MSG(ok, "%s: files written", name);
+    }
+    for (int k = 0; out && k < g->noutputs; k++)
+        eager_release(out[k]);
+    free(out);
+    eager_clear_error();
+}
+
+static int ort_cases(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/manifest.txt", dir);
+    FILE *mf = fopen(path, "w");
+    CHECK_MSG(mf != NULL, "cannot write %s", path);
+    if (!mf)
+        return check_done();
+    int n = 0;
+    for (int i = 0; i < N_OP_CASES; i++, n++) {
+        tcase c;
+        if (case_build(i, &c))
+            write_case(dir, op_cases[i].name, c.g, c.in, c.nin, mf);
+        else
+            CHECK_MSG(0, "case %s builds", op_cases[i].name);
+        case_free(&c);
+    }
+    /* models at a batch of 3, not the traced one: dim_param at work */
+    for (int k = 0; k < N_MODELS; k++)
+        for (int level = 0; level <= 3; level += 3, n++) {
+            model m;
+            graph *g = model_graph(k, level, &m);
+            eager_tensor *x = model_input(&m, 3, 11);
+            char name[64];
+            snprintf(name, sizeof name, "model_%s_O%d", m.name, level);
+            if (g)
+                write_case(dir, name, g, &x, 1, mf);
+            eager_release(x);
+            graph_free(g);
+            model_free(&m);
+        }
+    CHECK(fclose(mf) == 0);
+    printf("wrote %d cases to %s\n", n, dir);
+    return check_done();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--ort-cases") == 0)
+        return ort_cases(argv[2]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [--ort-cases DIR]\n", argv[0]);
+        return 2;
+    }
+    test_all_cases();
+    test_conv_pool_attrs();
+    test_list_operands();
+    test_other_attrs();
+    test_names_and_outputs();
+    test_dead_nodes();
+    test_traced_tiny();
+    test_guards();
+    test_elided();
+    test_files();
+    test_models();
+    test_out_of_memory();
+    for (int op = 0; op < GRAPH_OP_COUNT; op++)
+        CHECK_MSG(op_seen[op], "op %s is exported by some case", graph_ops[op].name);
+    return check_done();
+}
