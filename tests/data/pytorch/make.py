@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""make.py - the PyTorch-exported ONNX models of test_onnx_pytorch.c.
+
+Small versions of the benchmark workloads (and a conv net), exported by
+torch.onnx.export at opset 17 the way users export their models, with a
+seeded input and PyTorch's own output saved beside each as .npy: an
+independent reference for importing what a real exporter writes (Gemm,
+LayerNormalization, Erf-form GELU, Split + Reshape + Transpose attention,
+BatchNormalization, pools, Flatten).  The files are committed; `make test`
+never needs PyTorch.  To regenerate (Debian's python3-torch 1.13):
+
+    /usr/bin/python3 tests/data/pytorch/make.py tests/data/pytorch
+
+Each model M gives M.onnx, M_x.npy, M_y.npy; the dynamic-batch ones also
+M_x2.npy, M_y2.npy at another batch.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(32, 24), nn.Linear(24, 24), nn.Linear(24, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.c2 = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 5)
+        for bn in (self.bn1, self.bn2):
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.bn1(self.c1(x))), 2)
+        y = F.avg_pool2d(F.relu(self.bn2(self.c2(y)) + 0.1), 2)
+        return F.log_softmax(self.fc(torch.flatten(y, 1)), dim=-1)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, c=8):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        for bn in (self.bn1, self.bn2):
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + x)
+
+
+class Encoder(nn.Module):
+    """Pre-LayerNorm transformer block, as the benchmark's encoder, small."""
+
+    def __init__(self, d=32, heads=2):
+        super().__init__()
+        self.h, self.d = heads, d
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (z.reshape(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.h), dim=-1) @ v
+        x = x + self.out(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class Chain(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x * torch.sigmoid(x) + x * 0.5) * 2.0 - 1.0
+
+
+class Tiny(nn.Module):
+    def forward(self, x):
+        for _ in range(10):
+            x = (F.relu(x * 1.01 + 0.01) - x * 0.5) + torch.sigmoid(x)
+        return x
+
+
+# name, module, input shape, dynamic batch (then also run at batch 5)
+MODELS = [
+    ("mlp", Mlp, (4, 32), True),
+    ("convnet", ConvNet, (2, 3, 8, 8), False),
+    ("resblock", ResBlock, (1, 8, 6, 6), True),
+    ("encoder", Encoder, (1, 8, 32), False),
+    ("chain", Chain, (64,), False),
+    ("tiny", Tiny, (16,), False),
+]
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    for k, (name, cls, shape, dynamic) in enumerate(MODELS):
+        torch.manual_seed(1 + k)
+        m = cls().eval()
+        x = torch.rand(*shape) * 2 - 1
+        axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None
+        with torch.no_grad():
+            torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"), input_names=["x"],
+                              output_names=["y"], opset_version=17, dynamic_axes=axes)
+            np.save(os.path.join(out, name + "_x.npy"), x.numpy().astype(np.float32))
+            np.save(os.path.join(out, name + "_y.npy"), m(x).numpy().astype(np.float32))
+            if dynamic:
+                x2 = torch.rand(5, *shape[1:]) * 2 - 1
+                np.save(os.path.join(out, name + "_x2.npy"), x2.numpy().astype(np.float32))
+                np.save(os.path.join(out, name + "_y2.npy"), m(x2).numpy().astype(np.float32))
+        print(name, "exported")
+
+
+if __name__ == "__main__":
+    main()
