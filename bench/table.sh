@@ -123,6 +123,28 @@ function peer_table(    i, r, p, e, b, a, pe, pj, ort, q, nq, nort, why) {
             err_text(v["peers:" r "/max_rel_err"]), err_text(v["peers:" r "/ort_max_rel_err"])
     }
 }
+# The .onnx files PyTorch exported for ONNX Runtime, imported by tracegraph:
+# both engines on the same file, timed in the same turns.
+function onnx_table(    i, r, p, o, ort, a, q, any, e) {
+    for (i = 0; i < n; i++)
+        if (v["peers:" rec[i] "/ours_onnx_ms.median"] != "" || v["peers:" rec[i] "/ours_onnx_error"] != "") any = 1
+    if (!any) return
+    print ""
+    print "**The same ONNX file in both engines.** The model PyTorch exported for ONNX Runtime (opset 17) imported by tracegraph and optimized at -O3 (`tracegraph opt -O3 model.onnx`, `formats/onnx.h`), timed by `tracegraph bench` in the turns that time ONNX Runtime and *ours alone* (our own trace of the workload): what a user who brings a PyTorch model as ONNX gets. Err: its output against PyTorch eager (max rel err)."
+    print ""
+    print "| workload | threads | ONNX Runtime | tracegraph, imported .onnx | ours alone (our trace) | imported / ONNX Runtime | nodes imported → -O3 | err |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|"
+    for (i = 0; i < n; i++) {
+        r = rec[i]; split(r, p, "/")
+        o = v["peers:" r "/ours_onnx_ms.median"]; a = v["peers:" r "/ours_alone_ms.median"]
+        ort = v["peers:" r "/ort_ms.median"]; e = v["peers:" r "/ours_onnx_error"]
+        if (o == "" && e == "") continue
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], substr(p[2], 2), pms(ort),
+            e != "" ? "FAIL: " e : pms(o), pms(a), ratio(o, ort),
+            v["peers:" r "/ours_onnx_nodes"] == "" ? "-" : v["peers:" r "/ours_onnx_nodes"],
+            err_text(v["peers:" r "/ours_onnx_max_rel_err"])
+    }
+}
 # GFLOP/s of gflop in t ms, with its share of the peak: "95.1 (83%)".
 function rate(gflop, t, peak,    g) {
     if (t == "" || t == "null" || t + 0 <= 0) return "-"
@@ -178,6 +200,7 @@ END {
         print line
     }
     peer_table()
+    onnx_table()
     roofline_table()
     print ""
     print "| workload | threads | trace | optimize -O1 / -O2 / -O3 | .tgraph -O0 → -O3 (KB) | load -O3 | compile -O3 |"

@@ -44,11 +44,14 @@ cat >peers.json <<'EOF'
    "max_abs_err": 1e-6, "max_rel_err": 2e-6,
    "ort_ms": {"median": 0.5, "min": 0.4, "max": 0.6, "runs": 15}, "ort_version": "1.30.0",
    "ort_max_rel_err": 3e-7, "ort_error": "",
-   "ours_alone_ms": {"median": 0.25, "min": 0.2, "max": 0.3, "runs": 15}},
+   "ours_alone_ms": {"median": 0.25, "min": 0.2, "max": 0.3, "runs": 15},
+   "ours_onnx_ms": {"median": 0.3, "min": 0.28, "max": 0.4, "runs": 15},
+   "ours_onnx_nodes": "5 -> 3", "ours_onnx_max_rel_err": 4e-7, "ours_onnx_error": ""},
   {"workload": "tiny", "threads": 1, "ok": true, "error": "",
    "torch_eager_ms": {"median": 1.0, "min": 0.9, "max": 1.5, "runs": 5},
    "torch_jit_ms": {"median": 1.0, "min": 0.9, "max": 1.5, "runs": 5},
-   "max_abs_err": 0, "max_rel_err": 0, "ort_error": "no node on PATH"}]}
+   "max_abs_err": 0, "max_rel_err": 0, "ort_error": "no node on PATH",
+   "ours_onnx_ms": null, "ours_onnx_error": "tracegraph opt exited 1: boom"}]}
 EOF
 expect 0 sh "$SRC/bench/table.sh" a.json b.md README.none peers.json
 has b.md "ONNX Runtime 1.30.0 (npm package"
@@ -56,6 +59,9 @@ has b.md "| 0.250 | 2.00 | 1.00 | 0.500 |"   # mlp: ours alone, PyTorch eager, j
 has b.md "| 0.50× | 2.0e-06 / 3.0e-07 |"    # ours alone / ORT; jit and ORT errors
 has b.md "could not be measured (no node on PATH)"
 has b.md "*(issue)*"                          # tiny: the issue's ORT figure, marked
+has b.md "**The same ONNX file in both engines.**"
+has b.md "| mlp | 1 | 0.500 | 0.300 | 0.250 | 0.60× | 5 -> 3 | 4.0e-07 |"
+has b.md "| tiny | 1 | - | FAIL: tracegraph opt exited 1: boom | - | - | - | - |"
 
 # compare: a file against itself
 expect 0 sh "$SRC/bench/compare.sh" a.json a.json

@@ -44,8 +44,11 @@ join the rounds), in ORT_ROUNDS rounds that alternate with our own best
 level (the faster of -O2 and -O3 in the suite's rounds, from the graphs
 the suite saved: --tgraph-dir, --suite-json) timed the same way by
 `tracegraph bench`, so that both see the machine in the same state; and
-compares its output with PyTorch eager's.  A failure there costs the ONNX
-Runtime fields only (ort_error, ours_alone_error say why).
+compares its output with PyTorch eager's.  The same exported .onnx file is
+also imported by tracegraph (`tracegraph opt -O3 model.onnx`, formats/onnx.h)
+and that replay timed in the same turns (ours_onnx_*): what a user who
+brings a PyTorch model as ONNX gets.  A failure there costs the ONNX
+Runtime fields only (ort_error, ours_alone_error, ours_onnx_error say why).
 
 Output (--out, default bench/results/peers.json), schema
 "tracegraph-peers-1"; times in ms, null for what could not be measured:
@@ -72,7 +75,11 @@ Output (--out, default bench/results/peers.json), schema
       (graph optimization included), "ort_max_abs_err", "ort_max_rel_err":
       ONNX Runtime vs PyTorch eager, "ort_error": "" or why not measured,
       "ours_alone_ms": {...} our best level by `tracegraph bench` in turns
-      with ONNX Runtime, "ours_alone_file", "ours_alone_error" } ] }
+      with ONNX Runtime, "ours_alone_file", "ours_alone_error",
+      "ours_onnx_ms": {...} the exported .onnx imported and optimized at -O3
+      by tracegraph, timed in the same turns, "ours_onnx_nodes" (nodes
+      imported -> -O3), "ours_onnx_max_rel_err" (its output vs PyTorch
+      eager), "ours_onnx_error" } ] }
 
 bench/json_flat.awk names a record "<workload>/t<threads>", so table.sh
 reads e.g. mlp/t1/torch_jit_ms.median and compare.sh works on two such
@@ -324,6 +331,26 @@ def bench_ours(tracegraph, tgraph, threads, min_runs, budget_ms):
     return once(runs, max(5, runs // 20))
 
 
+def import_onnx(tracegraph, onnx, tmp, x, y):
+    """The exported model imported and optimized by tracegraph (-O3):
+    (path of the .tgraph, "N -> M" nodes, max rel err of its output on x
+    against y); raises RuntimeError with the tool's message."""
+    import numpy as np
+    out, xn, yn = (os.path.join(tmp, f) for f in ("imported.tgraph", "x.npy", "ours.npy"))
+    np.save(xn, x.numpy().astype(np.float32))
+    for cmd in ([tracegraph, "opt", "-O3", onnx, out], [tracegraph, "run", out, "-i", xn, "-o", yn]):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S)
+        if p.returncode != 0:
+            tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError("tracegraph %s exited %d: %s" % (cmd[1], p.returncode, tail))
+        if cmd[1] == "opt":
+            m = re.search(r"-O3: (\d+) nodes -> (\d+)", p.stdout)
+            nodes = "%s -> %s" % m.groups() if m else None
+    import torch
+    _, rel = compare(torch.from_numpy(np.load(yn)), y)
+    return out, nodes, (sig(rel) if math.isfinite(rel) else None)
+
+
 def run_ort(model, x, y, threads, min_runs, budget_ms, ours):
     """ONNX Runtime on the module exported to ONNX (ort/ort_workloads.js),
     in ORT_ROUNDS rounds alternating with our replay of ours (a saved
@@ -349,6 +376,12 @@ def run_ort(model, x, y, threads, min_runs, budget_ms, ours):
                ",".join(str(d) for d in x.shape), yb, str(threads), str(min_runs),
                str(budget_ms / ORT_ROUNDS)]
         rounds, mine, ours_error = [], [], ""
+        imported, from_onnx, onnx_error, onnx_nodes, onnx_err = None, [], "", None, None
+        if ours:
+            try:
+                imported, onnx_nodes, onnx_err = import_onnx(ours[0], onnx, tmp, x, y)
+            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+                onnx_error = str(e)
         for _ in range(ORT_ROUNDS):
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S)
@@ -368,6 +401,12 @@ def run_ort(model, x, y, threads, min_runs, budget_ms, ours):
                                            budget_ms / ORT_ROUNDS))
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     ours_error = str(e)
+            if imported and not onnx_error:
+                try:
+                    from_onnx.append(bench_ours(ours[0], imported, threads, min_runs,
+                                                budget_ms / ORT_ROUNDS))
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    onnx_error = str(e)
     if rounds:
         r["ort_ms"] = merge_stats(rounds)
     out = {"ort_ms": r.get("ort_ms"), "ort_prepare_ms": r.get("prepare_ms"),
@@ -383,6 +422,13 @@ def run_ort(model, x, y, threads, min_runs, budget_ms, ours):
         out["ours_alone_ms"] = merge_stats(mine) if mine and not ours_error else None
         out["ours_alone_file"] = os.path.basename(ours[1])
         out["ours_alone_error"] = ours_error
+        out["ours_onnx_ms"] = merge_stats(from_onnx) if from_onnx and not onnx_error else None
+        out["ours_onnx_nodes"] = onnx_nodes
+        out["ours_onnx_max_rel_err"] = onnx_err
+        out["ours_onnx_error"] = onnx_error
+        if not onnx_error and (onnx_err is None or onnx_err > REL_TOL):
+            out["ours_onnx_error"] = "tracegraph's replay of the .onnx differs from PyTorch " \
+                                     "eager: max rel err %s" % onnx_err
     return out
 
 
