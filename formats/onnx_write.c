@@ -14,14 +14,13 @@
  * "<op>_<node>_<what>", each made unique with a "_<n>" suffix, so a
  * user's "v3" never meets a generated one.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../graph/tg_hash.h"
+#include "file.h"
 #include "onnx_write_impl.h"
 
 _Thread_local long onnxw_fail_countdown;
@@ -703,32 +702,8 @@ tg_status format_onnx_save(const graph *g, const char *path,
     tg_status st = format_onnx_save_mem(g, opts, &buf, &len, err, errlen);
     if (st != TG_OK)
         return st;
-    size_t tlen = strlen(path) + 32;
-    char *tmp = w_malloc(tlen);
-    FILE *f = NULL;
-    if (tmp) {
-        snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-        f = fopen(tmp, "wb");
-    }
-    int bad = !f || fwrite(buf, 1, len, f) != len;
-    int e = bad ? errno : 0;
-    if (f && fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s: cannot write: %s", path,
-                     tmp ? strerror(e) : "out of memory");
-        if (f)
-            remove(tmp);
-        st = tmp ? TG_ERR_IO : TG_ERR_NOMEM;
-    }
-    free(tmp);
+    format_wbuf whole = {buf, len, len, 0};
+    st = format_write_file(path, &whole, 1, err, errlen);
     free(buf);
     return st;
 }

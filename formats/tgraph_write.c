@@ -7,14 +7,13 @@
  * deterministic: the same graph and level give the same bytes, whatever
  * the number of threads.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "../graph/tg_hash.h"
+#include "file.h"
 #include "tgraph_impl.h"
 
 typedef struct str_entry {
@@ -494,11 +493,6 @@ tg_status format_save_mem(const graph *g, const format_save_opts *opts,
     return st;
 }
 
-static int write_all(FILE *f, const format_wbuf *b)
-{
-    return b->len == 0 || fwrite(b->p, 1, b->len, f) == b->len ? 0 : -1;
-}
-
 tg_status format_save(const graph *g, const char *path,
                       const format_save_opts *opts, char *err, size_t errlen)
 {
@@ -516,33 +510,11 @@ tg_status format_save(const graph *g, const char *path,
         packed_free(&k);
         return st;
     }
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    FILE *f = NULL;
-    if (tmp) {
-        snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-        f = fopen(tmp, "wb");
-    }
-    int bad = !f;
-    for (int i = -1; !bad && i < FORMAT_NSEC; i++)
-        bad = write_all(f, i < 0 ? &k.head : &k.comp[i]) < 0;
-    int e = bad ? errno : 0;
-    if (f && fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        format_errf(err, errlen, "%s: cannot write: %s", path,
-                    tmp ? strerror(e) : "out of memory");
-        if (f)
-            remove(tmp);
-        st = TG_ERR_IO;
-    }
-    free(tmp);
+    format_wbuf parts[1 + FORMAT_NSEC];
+    parts[0] = k.head;
+    for (int i = 0; i < FORMAT_NSEC; i++)
+        parts[1 + i] = k.comp[i];
+    st = format_write_file(path, parts, 1 + FORMAT_NSEC, err, errlen);
     packed_free(&k);
     return st;
 }
