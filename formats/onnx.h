@@ -57,9 +57,31 @@
  * keeping their names), while the operands ONNX passes as tensors but
  * tracegraph keeps as attributes (Reshape's shape, Slice's starts, Clip's
  * bounds, Pad's pads, axes from opset 13, ...) are read from them and
- * must be such constants.  Shape, Size and ConstantOfShape are folded
- * into constants when the dims they read are static; no other op on
- * constants is evaluated at load time.
+ * must be such constants.
+ * Load-time evaluation (onnx_read_fold.c): a node whose inputs are all
+ * such constants (not params) is computed at load time when it is Identity,
+ * Add, Sub, Mul, Div, Neg, Abs, Sqrt, Reciprocal, Equal, Less, Greater,
+ * Where, Cast, Reshape, Squeeze, Unsqueeze, Transpose, Slice, Expand,
+ * Gather, Concat or Range and its result has at most 4096 elements
+ * (ONNX_MAX_FOLD_ELEMS; a larger one is a graph node, and a larger Range
+ * is refused).  Shape, Size and ConstantOfShape always make constants.
+ * Shape of a value with dynamic dims gives their traced sizes, each
+ * remembered as following its symbol; what is computed from them (the
+ * Shape -> Gather -> Unsqueeze -> Concat -> Reshape of PyTorch's dynamic
+ * batch) stays marked as following the sizes.  Consumers of such values:
+ * a Reshape shape with exactly one entry that follows a dynamic dim and
+ * no -1 gets -1 there (also a copied dynamic dim, ONNX's 0), and with a
+ * -1 as well (view(x.shape[0], -1)) the -1 becomes its traced value and
+ * the entry the -1, when the input has that one dynamic dim; an Expand
+ * shape entry that is the same dynamic dim as the input's becomes 1, and
+ * one over an input dim of 1 follows its symbol (a where() broadcast
+ * against a slice of the graph input that defines it); a Slice end equal
+ * to the dynamic dim it slices becomes "to the end".  Everywhere else
+ * (two dynamic entries in one shape, ConstantOfShape, Range, Slice
+ * starts, a graph output or tensor operand made of such values) the
+ * traced sizes are used: the node that uses them is flagged specialized
+ * (GRAPH_NODE_SPECIALIZED: it runs at the traced sizes only, and a run at
+ * others fails naming it) rather than refused.
  * Ops: Identity, Dropout (inference; its mask is all true), Constant,
  * Neg, Abs, Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu, Sigmoid, Tanh,
  * Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Equal, Less,
@@ -69,7 +91,8 @@
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
  * last axis), ReduceSum, ReduceMean, ReduceMax, Reshape, Flatten,
  * Transpose, Concat, Split, Slice, Pad (constant mode), Squeeze,
- * Unsqueeze, Expand, Cast, Gather, Shape, Size, ConstantOfShape; dtypes
+ * Unsqueeze, Expand, Cast, Gather, Shape, Size, ConstantOfShape, Range
+ * (folded only); dtypes
  * f32, i64, i32, bool.  An attribute the converter does not know is
  * refused rather than ignored.  Each node's provenance is the file and
  * the node's place in it: "model.onnx:17 Conv_3 (Conv)" (line = 1 + the
@@ -77,10 +100,10 @@
  * node tracegraph wrote ("model.c:42 mlp_forward").
  * A dim_param input dim becomes a dynamic dim with that symbol (an
  * unnamed unknown dim gets the symbol "<input>_dim<d>"), traced at the
- * size opts->dim_default gives it; a Reshape whose 0 copies one such dim
- * (and has no -1) gets -1 there, so it follows the dim; a node that
- * would fix such a dim at load time (Shape of it, SAME padding with a
- * stride over it) is refused.
+ * size opts->dim_default gives it (see above for shapes computed from
+ * it); a node that would fix such a dim at load time in its attributes
+ * (SAME padding or ceil_mode with a stride over it, Dropout's mask) is
+ * refused.
  * Graph outputs are bound by name; their declared dtype and static dims,
  * where the file gives them, must match what the graph computes.
  *

@@ -410,10 +410,15 @@ static tg_status convert_node(onnx_reader *r, const Onnx__NodeProto *n,
     r->node = n;
     r->index = index;
     r->bound = 0;
+    r->specialized = 0;
+    int done = 0;
     tg_status st = check_node(r, &op);
     if (st == TG_OK)
         st = node_prov(r);
     if (st == TG_OK)
+        st = onnx_fold(r, op, &done);
+    r->specialized = 0;
+    if (st == TG_OK && !done)
         st = op->fn(r, op);
     for (size_t k = 0; st == TG_OK && k < n->n_output; k++)
         if (n->output[k] && n->output[k][0] && !(r->bound >> k & 1))

@@ -6,7 +6,9 @@
  *                      adding nodes, binding outputs);
  *   onnx_read_ops.c    the op table and the converters of elementwise,
  *                      linear-algebra and network ops;
- *   onnx_read_shape.c  the converters of shape and data-movement ops.
+ *   onnx_read_shape.c  the converters of shape and data-movement ops;
+ *   onnx_read_fold.c   load-time evaluation of ops on constants (shape
+ *                      arithmetic: Shape -> Gather -> Concat -> Reshape).
  *
  * Every ONNX name maps to an entry.  A value computed at run time is a
  * graph value.  A value known at load time (an initializer, a Constant
@@ -14,6 +16,13 @@
  * enters the graph only when a node uses it as a tensor operand, so
  * operands tracegraph keeps as attributes (Reshape's shape, Slice's
  * starts) never become graph values.
+ *
+ * A constant may depend on the traced size of a dynamic dim (Shape of a
+ * value with a dim_param dim, and what is computed from it): its data
+ * holds the traced values and sym marks each element: ONNX_SYM_CONST (a
+ * known number), a symbol id (equal to that symbol's size), or
+ * ONNX_SYM_DERIVED (follows the sizes some other way).  A node that uses
+ * such an element's traced value is flagged GRAPH_NODE_SPECIALIZED.
  */
 #ifndef TG_FORMATS_ONNX_READ_IMPL_H
 #define TG_FORMATS_ONNX_READ_IMPL_H
@@ -24,6 +33,12 @@
 /* Largest constant the importer makes itself (ConstantOfShape, Shape):
  * a folded size comes from the file, not from bytes present in it. */
 #define ONNX_MAX_FOLD_BYTES ((int64_t)1 << 26)
+/* Largest result (elements) of an op the importer evaluates at load time. */
+#define ONNX_MAX_FOLD_ELEMS 4096
+
+/* Marks of the elements of a constant (onnx_entry.sym). */
+#define ONNX_SYM_CONST ((int8_t)-1)
+#define ONNX_SYM_DERIVED ((int8_t)-2)
 
 typedef struct onnx_entry {
     const char *key; /* the ONNX name; points into the unpacked model */
@@ -32,6 +47,9 @@ typedef struct onnx_entry {
     int param;       /* becomes a param, not a constant (an initializer) */
     graph_type type; /* is_const: its type */
     void *data;      /* is_const: owned, numel elements (never NULL) */
+    int8_t *sym;     /* is_const: owned marks of numel elements, or NULL
+                        when every element is ONNX_SYM_CONST */
+    int traced_shape; /* is_const: its dims depend on traced sizes */
     UT_hash_handle hh;
 } onnx_entry;
 
@@ -47,6 +65,7 @@ typedef struct onnx_reader {
     int32_t index;
     int32_t prov;
     uint64_t bound; /* outputs of this node bound so far (bit k) */
+    int specialized; /* the node used a traced size: flag what it adds */
     char *err;
     size_t errlen;
 } onnx_reader;
@@ -114,9 +133,18 @@ tg_status onnx_input_type(onnx_reader *r, int i, const graph_type **t);
 /* Input i, which must be a constant known at load time (what names it). */
 tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                            const onnx_entry **e);
-/* Input i as a constant int list (i64 or i32, rank <= 1, <= maxn). */
+/*
+ * Input i as a constant int list (i64 or i32, rank <= 1, <= maxn).  The
+ * onnx_const_* readers take traced values as they are (the node becomes
+ * specialized); onnx_shape_ints also gives each entry's mark (sym, <= maxn
+ * entries) for the caller to decide.
+ */
 tg_status onnx_const_ints(onnx_reader *r, int i, const char *what,
                           graph_ints *out, int maxn);
+tg_status onnx_shape_ints(onnx_reader *r, int i, const char *what,
+                          graph_ints *out, int8_t *sym, int maxn);
+/* An entry has traced dims or an element that is not ONNX_SYM_CONST. */
+int onnx_entry_traced(const onnx_entry *e);
 /* Input i as a constant one-element number. */
 tg_status onnx_const_scalar(onnx_reader *r, int i, const char *what,
                             double *out);
@@ -140,6 +168,11 @@ tg_status onnx_bind(onnx_reader *r, int k, int32_t v);
 /* Binds output k to a constant; takes ownership of data (also on error). */
 tg_status onnx_bind_const(onnx_reader *r, int k, const graph_type *t,
                           void *data);
+/* The same with element marks (ownership of sym too; NULL: all known). */
+tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
+                              void *data, int8_t *sym);
+/* Binds output k to a copy of constant e (data and marks). */
+tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e);
 /* A 0-d constant of dtype dt holding x, in the graph. */
 tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v);
 
@@ -157,6 +190,24 @@ tg_status onnx_attr_ints(onnx_reader *r, const char *name, graph_ints *out,
 /* STRING attribute into buf (def if absent). */
 tg_status onnx_attr_str(onnx_reader *r, const char *name, const char *def,
                         char *buf, size_t len);
+
+/* An operand that is an input from opset `since`, an attribute before. */
+tg_status onnx_ints_operand(onnx_reader *r, int input, int64_t since,
+                            const char *name, graph_ints *out, int *present);
+/* Slice's starts, ends, axes and steps (inputs or attributes by opset). */
+tg_status onnx_slice_attrs(onnx_reader *r, graph_slice_attrs *a);
+/* Cast's `to`. */
+tg_status onnx_cast_to(onnx_reader *r, graph_dtype *to);
+
+/*
+ * onnx_read_fold.c: evaluates the node at load time when every input is a
+ * constant, the op is one it knows and the result has at most
+ * ONNX_MAX_FOLD_ELEMS elements; *done says whether it did (else the
+ * converter runs).
+ */
+tg_status onnx_fold(onnx_reader *r, const onnx_op *op, int *done);
+/* Range, which only exists folded. */
+tg_status onnx_cv_range(onnx_reader *r, const onnx_op *op);
 
 /* Converters of onnx_read_shape.c, named in the op table. */
 tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op);

@@ -49,6 +49,7 @@ void onnx_free_entries(onnx_reader *r)
     HASH_ITER(hh, r->names, e, tmp) {
         HASH_DEL(r->names, e);
         free(e->data);
+        free(e->sym);
         free(e);
     }
 }
@@ -85,10 +86,27 @@ static tg_status input_entry(onnx_reader *r, int i, onnx_entry **e)
     return TG_OK;
 }
 
+int onnx_entry_traced(const onnx_entry *e)
+{
+    if (!e->is_const)
+        return 0;
+    if (e->traced_shape)
+        return 1;
+    if (!e->sym)
+        return 0;
+    int64_t n = graph_type_numel(&e->type);
+    for (int64_t k = 0; k < n; k++)
+        if (e->sym[k] != ONNX_SYM_CONST)
+            return 1;
+    return 0;
+}
+
 tg_status onnx_input(onnx_reader *r, int i, int32_t *v)
 {
     onnx_entry *e;
     tg_status st = input_entry(r, i, &e);
+    if (st == TG_OK && onnx_entry_traced(e))
+        r->specialized = 1; /* enters the graph at its traced value */
     if (st == TG_OK && e->value < 0)
         st = onnx_materialize(r, e);
     if (st == TG_OK)
@@ -120,6 +138,8 @@ tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                          v->kind == GRAPH_VALUE_INPUT ? "a graph input"
                                                       : "computed at run time");
     }
+    if (onnx_entry_traced(e))
+        r->specialized = 1;
     *out = e;
     return TG_OK;
 }
@@ -158,6 +178,20 @@ tg_status onnx_const_ints(onnx_reader *r, int i, const char *what,
     for (int64_t k = 0; k < n; k++)
         out->v[k] = e->type.dtype == GRAPH_I64 ? ((const int64_t *)e->data)[k]
                                                : ((const int32_t *)e->data)[k];
+    return TG_OK;
+}
+
+tg_status onnx_shape_ints(onnx_reader *r, int i, const char *what,
+                          graph_ints *out, int8_t *sym, int maxn)
+{
+    int specialized = r->specialized;
+    tg_status st = onnx_const_ints(r, i, what, out, maxn);
+    r->specialized = specialized; /* the caller decides */
+    if (st != TG_OK)
+        return st;
+    const onnx_entry *e = onnx_find(r, r->node->input[i]);
+    for (int k = 0; k < out->n; k++)
+        sym[k] = e->sym ? e->sym[k] : ONNX_SYM_CONST;
     return TG_OK;
 }
 
@@ -222,6 +256,8 @@ tg_status onnx_add(onnx_reader *r, graph_op op, const int32_t *in, int nin,
     }
     if (graph_node_add_prov(g, id, r->prov) != TG_OK)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    if (r->specialized)
+        g->nodes[id].flags |= GRAPH_NODE_SPECIALIZED;
     return check_sizes(r, id);
 }
 
@@ -257,16 +293,46 @@ tg_status onnx_bind(onnx_reader *r, int k, int32_t v)
 tg_status onnx_bind_const(onnx_reader *r, int k, const graph_type *t,
                           void *data)
 {
+    return onnx_bind_const_sym(r, k, t, data, NULL);
+}
+
+tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
+                              void *data, int8_t *sym)
+{
     onnx_entry *e;
     tg_status st = bind_entry(r, k, &e);
     if (st != TG_OK || !e) {
         free(data);
+        free(sym);
         return st;
     }
     e->is_const = 1;
     e->type = *t;
     e->data = data;
+    e->sym = sym;
+    e->traced_shape = 0;
+    if (sym && !onnx_entry_traced(e)) {
+        free(sym);
+        e->sym = NULL;
+    }
     return TG_OK;
+}
+
+tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e)
+{
+    size_t n = (size_t)graph_type_numel(&e->type);
+    size_t bytes = graph_dtype_size(e->type.dtype) * n;
+    void *data = malloc(bytes ? bytes : 1); /* e exists: the sizes fit */
+    int8_t *sym = e->sym ? malloc(n ? n : 1) : NULL;
+    if (!data || (e->sym && !sym)) {
+        free(data);
+        free(sym);
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    }
+    memcpy(data, e->data, bytes);
+    if (sym)
+        memcpy(sym, e->sym, n);
+    return onnx_bind_const_sym(r, k, &e->type, data, sym);
 }
 
 tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v)

@@ -34,14 +34,8 @@ static tg_status cv_unary(onnx_reader *r, const onnx_op *op)
 static tg_status pass_through(onnx_reader *r)
 {
     onnx_entry *e = onnx_find(r, r->node->input[0]);
-    if (e && e->is_const && e->value < 0) {
-        size_t n = graph_dtype_size(e->type.dtype) * (size_t)graph_type_numel(&e->type);
-        void *copy = malloc(n ? n : 1);
-        if (!copy)
-            return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
-        memcpy(copy, e->data, n);
-        return onnx_bind_const(r, 0, &e->type, copy);
-    }
+    if (e && e->is_const && e->value < 0)
+        return onnx_bind_copy(r, 0, e);
     int32_t x;
     tg_status st = onnx_input(r, 0, &x);
     return st == TG_OK ? onnx_bind(r, 0, x) : st;
@@ -686,6 +680,7 @@ static const onnx_op table[] = {
     {"Shape", onnx_cv_shape, 0, 1, 1, 1, "end,start"},
     {"Size", onnx_cv_shape, 0, 1, 1, 1, ""},
     {"ConstantOfShape", onnx_cv_constant_of_shape, 0, 1, 1, 1, "value"},
+    {"Range", onnx_cv_range, 0, 3, 3, 1, ""},
 };
 
 const onnx_op *onnx_op_find(const char *op_type)

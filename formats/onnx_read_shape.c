@@ -26,8 +26,7 @@ static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-/* An operand that is an input from opset `since`, an attribute before. */
-static tg_status ints_operand(onnx_reader *r, int input, int64_t since,
+tg_status onnx_ints_operand(onnx_reader *r, int input, int64_t since,
                               const char *name, graph_ints *out, int *present)
 {
     memset(out, 0, sizeof *out);
@@ -47,39 +46,71 @@ static tg_status ints_operand(onnx_reader *r, int input, int64_t since,
 /* ---- Reshape, Flatten, Transpose ---- */
 
 /*
+ * A shape with -1 and one entry that is symbol s, of an input whose only
+ * dynamic dim is s (view(x.shape[0], -1)): the -1 does not depend on s,
+ * so it becomes its traced value and the entry of s the -1.  1 if done.
+ */
+static int swap_minus(const graph_value *x, uint32_t dyn, graph_ints *shape,
+                      int at, int8_t s)
+{
+    int64_t numel = graph_type_numel(&x->type), rest = 1;
+    int minus_at = -1;
+    if (s < 0 || __builtin_popcount(dyn) != 1 || x->sym[__builtin_ctz(dyn)] != s)
+        return 0;
+    for (int i = 0; i < shape->n; i++) {
+        if (shape->v[i] == -1)
+            minus_at = i;
+        else if (__builtin_mul_overflow(rest, shape->v[i], &rest))
+            return 0;
+    }
+    if (rest <= 0 || numel % rest)
+        return 0;
+    shape->v[minus_at] = numel / rest;
+    shape->v[at] = -1;
+    return 1;
+}
+
+/*
  * Reshape: a 0 copies the input's dim there unless allowzero is 1.  One
- * copied dynamic dim (the usual batch) becomes the shape's -1 when it has
- * none, so the reshape follows the dim instead of fixing its loaded size.
+ * entry that follows a dynamic dim (a copied dynamic dim, or an entry
+ * computed from Shape) becomes the shape's -1 when it has none (or when
+ * swap_minus applies), so the reshape follows the dim instead of fixing
+ * its loaded size; otherwise the traced sizes are used and the node is
+ * specialized.
  */
 tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op)
 {
     int64_t allowzero;
     graph_reshape_attrs a;
+    int8_t sym[GRAPH_MAX_DIMS];
     int32_t xv;
     tg_status st = onnx_attr_int(r, "allowzero", 0, &allowzero);
     if (st == TG_OK)
-        st = onnx_const_ints(r, 1, "shape", &a.shape, GRAPH_MAX_DIMS);
+        st = onnx_shape_ints(r, 1, "shape", &a.shape, sym, GRAPH_MAX_DIMS);
     if (st == TG_OK)
         st = onnx_input(r, 0, &xv);
     if (st != TG_OK)
         return st;
-    const graph_type *x = onnx_vtype(r, xv);
+    const graph_value *x = &r->g->values[xv];
     uint32_t dyn = onnx_dynamic_dims(r, xv);
     int minus = 0, dyn_at = -1, ndyn = 0;
-    for (int i = 0; i < a.shape.n; i++)
+    for (int i = 0; i < a.shape.n; i++) {
+        if (a.shape.v[i] == 0 && !allowzero) {
+            if (i >= x->type.ndim)
+                return onnx_fail(r, TG_ERR_FORMAT, "shape entry %d is 0 (copy the "
+                                 "input's dim), the input has %d dims", i,
+                                 (int)x->type.ndim);
+            a.shape.v[i] = x->type.dim[i];
+            sym[i] = dyn >> i & 1 ? x->sym[i] : ONNX_SYM_CONST;
+        }
         minus |= a.shape.v[i] == -1;
-    for (int i = 0; !allowzero && i < a.shape.n; i++) {
-        if (a.shape.v[i] != 0)
-            continue;
-        if (i >= x->ndim)
-            return onnx_fail(r, TG_ERR_FORMAT, "shape entry %d is 0 (copy the input's "
-                             "dim), the input has %d dims", i, (int)x->ndim);
-        a.shape.v[i] = x->dim[i];
-        if (dyn >> i & 1)
+        if (sym[i] != ONNX_SYM_CONST && a.shape.v[i] != -1)
             dyn_at = i, ndyn++;
     }
-    if (!minus && ndyn == 1)
+    if (ndyn == 1 && !minus)
         a.shape.v[dyn_at] = -1;
+    else if (ndyn && !(ndyn == 1 && swap_minus(x, dyn, &a.shape, dyn_at, sym[dyn_at])))
+        r->specialized = 1;
     return unary_node(r, GRAPH_OP_reshape, &a);
 }
 
@@ -172,7 +203,7 @@ tg_status onnx_cv_split(onnx_reader *r, const onnx_op *op)
     int32_t x, out[GRAPH_MAX_INTS];
     tg_status st = onnx_attr_int(r, "axis", 0, &a.axis);
     if (st == TG_OK)
-        st = ints_operand(r, 1, 13, "split", &a.sizes, &present);
+        st = onnx_ints_operand(r, 1, 13, "split", &a.sizes, &present);
     if (st == TG_OK)
         st = onnx_input(r, 0, &x);
     if (st != TG_OK)
@@ -200,21 +231,70 @@ tg_status onnx_cv_split(onnx_reader *r, const onnx_op *op)
 
 /* ---- Slice, Pad ---- */
 
+tg_status onnx_slice_attrs(onnx_reader *r, graph_slice_attrs *a)
+{
+    int has_starts, has_ends, has_axes;
+    memset(a, 0, sizeof *a);
+    tg_status st = onnx_ints_operand(r, 1, 10, "starts", &a->starts, &has_starts);
+    if (st == TG_OK)
+        st = onnx_ints_operand(r, 2, 10, "ends", &a->ends, &has_ends);
+    if (st == TG_OK)
+        st = onnx_ints_operand(r, 3, 10, "axes", &a->axes, &has_axes);
+    if (st == TG_OK && r->opset >= 10 && onnx_has_input(r, 4))
+        st = onnx_const_ints(r, 4, "steps", &a->steps, GRAPH_MAX_INTS);
+    if (st == TG_OK && (!has_starts || !has_ends))
+        st = onnx_fail(r, TG_ERR_FORMAT, "starts and ends are required");
+    return st;
+}
+
+/*
+ * Ends computed from Shape that equal the dynamic dim they slice (x[:, :n]
+ * with n = x.shape[1]) become "to the end", so the slice follows the dim.
+ * Leaves r->specialized set if any other traced entry remains.
+ */
+static tg_status slice_follow(onnx_reader *r, int32_t xv, graph_slice_attrs *a,
+                              int specialized)
+{
+    for (int i = 1; i < 5; i++) {
+        const onnx_entry *e = onnx_has_input(r, i) ? onnx_find(r, r->node->input[i]) : NULL;
+        if (i != 2 && e && onnx_entry_traced(e))
+            return TG_OK;
+    }
+    graph_ints ends;
+    int8_t sym[GRAPH_MAX_INTS];
+    tg_status st = onnx_shape_ints(r, 2, "ends", &ends, sym, GRAPH_MAX_INTS);
+    if (st != TG_OK)
+        return st;
+    const graph_type *x = onnx_vtype(r, xv);
+    uint32_t dyn = onnx_dynamic_dims(r, xv);
+    for (int k = 0; k < ends.n; k++) {
+        if (sym[k] == ONNX_SYM_CONST)
+            continue;
+        int ax = graph_axis(k < a->axes.n ? a->axes.v[k] : k, x->ndim);
+        int8_t want = ax >= 0 ? r->g->values[xv].sym[ax] : 0;
+        if (ax < 0 || !(dyn >> ax & 1) || ends.v[k] != x->dim[ax] ||
+            (k < a->steps.n && a->steps.v[k] < 0) ||
+            (sym[k] != ONNX_SYM_DERIVED && sym[k] != want))
+            return TG_OK;
+        a->ends.v[k] = INT64_MAX;
+    }
+    r->specialized = specialized;
+    return TG_OK;
+}
+
 tg_status onnx_cv_slice(onnx_reader *r, const onnx_op *op)
 {
     graph_slice_attrs a;
-    int has_starts, has_ends, has_axes;
-    memset(&a, 0, sizeof a);
-    tg_status st = ints_operand(r, 1, 10, "starts", &a.starts, &has_starts);
+    int32_t xv, y;
+    tg_status st = onnx_input(r, 0, &xv);
+    int specialized = r->specialized;
     if (st == TG_OK)
-        st = ints_operand(r, 2, 10, "ends", &a.ends, &has_ends);
+        st = onnx_slice_attrs(r, &a);
+    if (st == TG_OK && r->opset >= 10 && r->specialized && !specialized)
+        st = slice_follow(r, xv, &a, specialized);
     if (st == TG_OK)
-        st = ints_operand(r, 3, 10, "axes", &a.axes, &has_axes);
-    if (st == TG_OK && r->opset >= 10 && onnx_has_input(r, 4))
-        st = onnx_const_ints(r, 4, "steps", &a.steps, GRAPH_MAX_INTS);
-    if (st == TG_OK && (!has_starts || !has_ends))
-        st = onnx_fail(r, TG_ERR_FORMAT, "starts and ends are required");
-    return st == TG_OK ? unary_node(r, GRAPH_OP_slice, &a) : st;
+        st = onnx_add(r, GRAPH_OP_slice, &xv, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
 /* Pads given for some axes (opset 18) spread over all dims. */
@@ -252,7 +332,7 @@ tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK && strcmp(mode, "constant"))
         st = onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
     if (st == TG_OK)
-        st = ints_operand(r, 1, 11, "pads", &a.pads, &present);
+        st = onnx_ints_operand(r, 1, 11, "pads", &a.pads, &present);
     if (st == TG_OK && !present)
         st = onnx_fail(r, TG_ERR_FORMAT, "pads is missing");
     if (st == TG_OK && r->opset < 11)
@@ -276,34 +356,123 @@ tg_status onnx_cv_squeeze(onnx_reader *r, const onnx_op *op)
 {
     graph_squeeze_attrs a; /* unsqueeze's attrs have the same layout */
     int present;
-    tg_status st = ints_operand(r, 1, 13, "axes", &a.axes, &present);
+    tg_status st = onnx_ints_operand(r, 1, 13, "axes", &a.axes, &present);
     if (st == TG_OK && op->op == GRAPH_OP_unsqueeze && !present)
         st = onnx_fail(r, TG_ERR_FORMAT, "axes is missing");
     return st == TG_OK ? unary_node(r, op->op, &a) : st;
 }
 
+/* The graph input value and dim that define symbol s; 0 if none. */
+static int sym_carrier(const graph *g, int8_t s, int32_t *v, int *dim)
+{
+    for (int i = 0; s >= 0 && i < g->ninputs; i++) {
+        const graph_value *x = &g->values[g->inputs[i]];
+        for (int d = 0; d < x->type.ndim; d++)
+            if ((x->dyn >> d & 1) && x->sym[d] == s) {
+                *v = g->inputs[i];
+                *dim = d;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/*
+ * y = where(m, y, y) with m a bool [1,..,s,..,1] (s at dim `at` of nd)
+ * cut from the graph input that defines symbol s: broadcasting makes
+ * y's dim `at` follow s, whatever m holds.
+ */
+static tg_status follow_sym(onnx_reader *r, int8_t s, int nd, int at, int32_t *y)
+{
+    int32_t c = -1, in[3];
+    int cd = -1;
+    sym_carrier(r->g, s, &c, &cd); /* the caller checked there is one */
+    const graph_type *ct = onnx_vtype(r, c);
+    graph_slice_attrs sa;
+    memset(&sa, 0, sizeof sa);
+    for (int d = 0; d < ct->ndim; d++)
+        if (d != cd) {
+            sa.starts.v[sa.starts.n++] = 0;
+            sa.ends.v[sa.ends.n++] = 1;
+            sa.axes.v[sa.axes.n++] = d;
+        }
+    graph_reshape_attrs ra = {{nd, {0}}};
+    for (int d = 0; d < nd; d++)
+        ra.shape.v[d] = d == at ? -1 : 1;
+    graph_cast_attrs ca = {GRAPH_BOOL};
+    tg_status st = sa.axes.n ? onnx_add(r, GRAPH_OP_slice, &c, 1, &sa, &c, 1) : TG_OK;
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_reshape, &c, 1, &ra, &c, 1);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_cast, &c, 1, &ca, &in[0], 1);
+    in[1] = in[2] = *y;
+    return st == TG_OK ? onnx_add(r, GRAPH_OP_where, in, 3, NULL, y, 1) : st;
+}
+
+/*
+ * Expand: a shape entry computed from Shape that equals a dynamic dim of
+ * the input it lines up with becomes 1 (broadcasting keeps the input's
+ * dim, so the result follows it); an entry that is a symbol over an
+ * input dim of 1 (cls.expand(B, -1, -1)) becomes 1 too, and follow_sym
+ * broadcasts the result to the symbol's size; other such entries are
+ * taken at their traced sizes (the node is specialized).
+ */
 tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op)
 {
     graph_expand_attrs a;
-    tg_status st = onnx_const_ints(r, 1, "shape", &a.shape, GRAPH_MAX_DIMS);
-    return st == TG_OK ? unary_node(r, GRAPH_OP_expand, &a) : st;
+    int8_t sym[GRAPH_MAX_DIMS], follow[GRAPH_MAX_DIMS];
+    int32_t xv, y, c;
+    int cd = -1;
+    tg_status st = onnx_shape_ints(r, 1, "shape", &a.shape, sym, GRAPH_MAX_DIMS);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &xv);
+    if (st != TG_OK)
+        return st;
+    const graph_value *x = &r->g->values[xv];
+    uint32_t dyn = onnx_dynamic_dims(r, xv);
+    int off = a.shape.n - x->type.ndim, nd = off > 0 ? a.shape.n : x->type.ndim;
+    memset(follow, ONNX_SYM_CONST, sizeof follow);
+    for (int i = 0; i < a.shape.n; i++) {
+        int j = i - off;
+        if (sym[i] == ONNX_SYM_CONST)
+            continue;
+        if (j >= 0 && (dyn >> j & 1) && a.shape.v[i] == x->type.dim[j] &&
+            (sym[i] == ONNX_SYM_DERIVED || sym[i] == x->sym[j]))
+            a.shape.v[i] = 1;
+        else if ((j < 0 || (x->type.dim[j] == 1 && !(dyn >> j & 1))) &&
+                 sym_carrier(r->g, sym[i], &c, &cd))
+            follow[i] = sym[i], a.shape.v[i] = 1;
+        else
+            r->specialized = 1;
+    }
+    st = onnx_add(r, GRAPH_OP_expand, &xv, 1, &a, &y, 1);
+    for (int i = 0; st == TG_OK && i < a.shape.n; i++)
+        if (follow[i] != ONNX_SYM_CONST)
+            st = follow_sym(r, follow[i], nd, i + (nd - a.shape.n), &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
 /* ---- Cast, Gather ---- */
 
-tg_status onnx_cv_cast(onnx_reader *r, const onnx_op *op)
+tg_status onnx_cast_to(onnx_reader *r, graph_dtype *dt)
 {
     int64_t to;
-    graph_cast_attrs a;
     if (!onnx_attr(r, "to"))
         return onnx_fail(r, TG_ERR_FORMAT, "attribute 'to' is missing");
     tg_status st = onnx_attr_int(r, "to", 0, &to);
     if (st != TG_OK)
         return st;
-    if (to < INT32_MIN || to > INT32_MAX || !onnx_dtype_from_code((int32_t)to, &a.to))
+    if (to < INT32_MIN || to > INT32_MAX || !onnx_dtype_from_code((int32_t)to, dt))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "cast to %s is not supported",
                          onnx_code_name(to < 0 || to > 100 ? -1 : (int32_t)to));
-    return unary_node(r, GRAPH_OP_cast, &a);
+    return TG_OK;
+}
+
+tg_status onnx_cv_cast(onnx_reader *r, const onnx_op *op)
+{
+    graph_cast_attrs a;
+    tg_status st = onnx_cast_to(r, &a.to);
+    return st == TG_OK ? unary_node(r, GRAPH_OP_cast, &a) : st;
 }
 
 tg_status onnx_cv_gather(onnx_reader *r, const onnx_op *op)
@@ -320,8 +489,39 @@ tg_status onnx_cv_gather(onnx_reader *r, const onnx_op *op)
 
 /* ---- constants made at load time ---- */
 
-/* Shape: dims [start, end) as an int64 constant, when they are static;
- * Size (same row function): the element count as an int64 scalar. */
+/* The marks of Shape's output: a dynamic dim is its symbol; the dims of
+ * a constant that depends on traced sizes are derived from them. */
+static tg_status shape_marks(onnx_reader *r, const onnx_entry *e, int64_t start,
+                             int64_t end, int size, int8_t **sym)
+{
+    uint32_t range = (uint32_t)(((1ull << end) - 1) & ~((1ull << start) - 1));
+    uint32_t dyn = e->value >= 0 ? onnx_dynamic_dims(r, e->value) & range : 0;
+    int traced = e->is_const && e->traced_shape;
+    *sym = NULL;
+    if (!dyn && !traced)
+        return TG_OK;
+    *sym = malloc((size_t)(end - start + 1));
+    if (!*sym)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    const graph_value *v = e->value >= 0 ? &r->g->values[e->value] : NULL;
+    for (int64_t d = start; d < end; d++) {
+        int8_t m = ONNX_SYM_CONST;
+        if (traced)
+            m = ONNX_SYM_DERIVED;
+        else if (dyn >> d & 1) /* v->dyn may be stale if propagation failed */
+            m = v->dyn >> d & 1 ? v->sym[d] : ONNX_SYM_DERIVED;
+        (*sym)[d - start] = m;
+    }
+    if (size)
+        (*sym)[0] = ONNX_SYM_DERIVED;
+    return TG_OK;
+}
+
+/*
+ * Shape: dims [start, end) as an int64 constant; Size (same row
+ * function): the element count as an int64 scalar.  Dynamic dims are
+ * their traced sizes, marked with their symbols (onnx_read_impl.h).
+ */
 tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
 {
     int size = !strcmp(op->name, "Size");
@@ -339,15 +539,16 @@ tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
     end = end < 0 ? end + nd : end;
     start = start < 0 ? 0 : start > nd ? nd : start;
     end = end < start ? start : end > nd ? nd : end;
-    onnx_entry *e = onnx_find(r, r->node->input[0]);
-    uint32_t dyn = e->value >= 0 ? onnx_dynamic_dims(r, e->value) : 0;
-    if (dyn & (((1u << end) - 1) & ~((1u << start) - 1)))
-        return onnx_fail(r, TG_ERR_UNSUPPORTED, "the shape of a value with dynamic "
-                         "dims is not supported (it would be fixed at load time)");
+    int8_t *sym;
+    st = shape_marks(r, onnx_find(r, r->node->input[0]), start, end, size, &sym);
+    if (st != TG_OK)
+        return st;
     graph_type t = {GRAPH_I64, size ? 0 : 1, {size ? 0 : end - start}};
     int64_t *data = malloc(sizeof(int64_t) * (size_t)(end - start + 1));
-    if (!data)
+    if (!data) {
+        free(sym);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    }
     data[0] = 1;
     for (int64_t d = start; d < end; d++) {
         if (size)
@@ -355,7 +556,7 @@ tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
         else
             data[d - start] = x->dim[d];
     }
-    return onnx_bind_const(r, 0, &t, data);
+    return onnx_bind_const_sym(r, 0, &t, data, sym);
 }
 
 /* The one-element tensor of ConstantOfShape's value (f32 0 if absent). */
@@ -384,12 +585,18 @@ static tg_status fill_value(onnx_reader *r, graph_dtype *dt, void **one)
     return TG_OK;
 }
 
+/*
+ * ConstantOfShape: a shape computed from dynamic dims is taken at its
+ * traced sizes, and the constant is marked traced_shape (so what uses it
+ * is specialized).
+ */
 tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
 {
     graph_ints shape;
     graph_type t;
     void *one = NULL;
-    tg_status st = onnx_const_ints(r, 0, "shape", &shape, GRAPH_MAX_DIMS);
+    int8_t marks[GRAPH_MAX_DIMS];
+    tg_status st = onnx_shape_ints(r, 0, "shape", &shape, marks, GRAPH_MAX_DIMS);
     if (st == TG_OK)
         st = fill_value(r, &t.dtype, &one);
     if (st != TG_OK)
@@ -412,11 +619,17 @@ tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
     for (int64_t i = 0; st == TG_OK && i < bytes; i += (int64_t)es)
         memcpy(data + i, one, es);
     free(one);
-    if (st != TG_OK) {
+    int traced = 0;
+    for (int d = 0; d < shape.n; d++)
+        traced |= marks[d] != ONNX_SYM_CONST;
+    if (st == TG_OK)
+        st = onnx_bind_const(r, 0, &t, data);
+    else
         free(data);
-        return st;
-    }
-    return onnx_bind_const(r, 0, &t, data);
+    onnx_entry *e = st == TG_OK ? onnx_find(r, r->node->output[0]) : NULL;
+    if (e)
+        e->traced_shape = traced;
+    return st;
 }
 
 /* A list attribute (value_floats / value_ints) as a 1-D constant. */

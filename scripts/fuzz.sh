@@ -106,7 +106,8 @@ mkdir -p "$out/seeds/onnx"
 for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \
          test_maxpool_2d_pads test_gemm_all_attributes test_reshape_negative_dim \
          test_slice_neg_steps test_split_variable_parts_2d test_layer_normalization_4d_axis1 \
-         test_softmax_axis_1_expanded test_constantofshape_int_zeros test_shape_start_1; do
+         test_softmax_axis_1_expanded test_constantofshape_int_zeros test_shape_start_1 \
+         test_layer_normalization_4d_axis1_expanded test_range_float_type_positive_delta; do
     [ -f "$onnx_node/$t/model.onnx" ] && cp "$onnx_node/$t/model.onnx" "$out/seeds/onnx/$t.onnx"
 done
 run fuzz_onnx "$out/seeds/onnx" 8192 || status=1

@@ -67,7 +67,9 @@ static const char *const must_pass[] = {
     "test_gather_negative_indices", "test_shape", "test_shape_start_1_end_negative_1",
     "test_constantofshape_int_zeros", "test_constantofshape_float_ones",
     "test_softmax_axis_1_expanded", "test_layer_normalization_3d_axis1_epsilon",
-    "test_size",
+    "test_size", "test_range_float_type_positive_delta",
+    "test_range_int32_type_negative_delta", "test_layer_normalization_4d_axis1_expanded",
+    "test_layer_normalization_default_axis_expanded",
 };
 /* test_globalaveragepool is at opset 1, below what import reads:
  * GlobalAveragePool is checked in features() instead. */

@@ -101,7 +101,7 @@ MODELS = [
     ("mlp", Mlp, (4, 32), True),
     ("convnet", ConvNet, (2, 3, 8, 8), False),
     ("resblock", ResBlock, (1, 8, 6, 6), True),
-    ("encoder", Encoder, (1, 8, 32), False),
+    ("encoder", Encoder, (2, 8, 32), True),
     ("chain", Chain, (64,), False),
     ("tiny", Tiny, (16,), False),
 ]

@@ -1,0 +1,393 @@
+/*
+ * test_onnx_dynamic.c - ONNX import of shape arithmetic (formats/onnx.h,
+ * onnx_read_fold.c): the patterns torch.onnx.export writes for a dynamic
+ * batch, built here in memory with protobuf-c.
+ *
+ *   - Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [128])) then Relu,
+ *     x [N,8,16]: the reshape gets -1 at dim 0 and runs at batch 3 (the
+ *     loaded size) and 5;
+ *   - Expand(x, Where(Equal(s, -1), ones, s)) with s = Concat(N, [4]),
+ *     x [N,1]: follows the batch;
+ *   - Reshape(x, Concat([-1], Range(2, 4, 1))): folded to [-1,2,3];
+ *   - two dynamic dims in one shape: the traced sizes, the node flagged
+ *     specialized, a run at other sizes refused with a message saying so.
+ *
+ * Every result is checked against naive loops written here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "eager/interp.h"
+#include "formats/onnx_read_impl.h"
+
+#define MAXN 16
+
+/* A model under construction: one f32 input "x", one output "y". */
+typedef struct model {
+    Onnx__ModelProto m;
+    Onnx__GraphProto g;
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+    Onnx__NodeProto node[MAXN], *nodes[MAXN];
+    char *node_io[MAXN][4];
+    Onnx__AttributeProto attr[MAXN], *attrs[MAXN];
+    Onnx__TensorProto init[MAXN], *inits[MAXN], value[MAXN];
+    int64_t init_data[MAXN][4], init_dims[MAXN][1], one[1];
+    Onnx__ValueInfoProto in, out, *ins[1], *outs[1];
+    Onnx__TypeProto type;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto shape;
+    Onnx__TensorShapeProto__Dimension dim[4], *dims[4];
+} model;
+
+/* x: f32 with nd dims; a dim < 0 is a dim_param, "N" (-1) or "M" (-2). */
+static void model_init(model *b, int nd, const int64_t *dv)
+{
+    memset(b, 0, sizeof *b);
+    b->m = (Onnx__ModelProto)ONNX__MODEL_PROTO__INIT;
+    b->m.has_ir_version = 1;
+    b->m.ir_version = 8;
+    b->opset = (Onnx__OperatorSetIdProto)ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    b->opset.domain = "";
+    b->opset.has_version = 1;
+    b->opset.version = 17;
+    b->opsets[0] = &b->opset;
+    b->m.n_opset_import = 1;
+    b->m.opset_import = b->opsets;
+    b->g = (Onnx__GraphProto)ONNX__GRAPH_PROTO__INIT;
+    b->g.name = "g";
+    b->m.graph = &b->g;
+    b->g.node = b->nodes;
+    b->g.initializer = b->inits;
+    b->tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
+    b->tt.has_elem_type = 1;
+    b->tt.elem_type = 1;
+    b->shape = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
+    for (int k = 0; k < nd; k++) {
+        Onnx__TensorShapeProto__Dimension *dm = &b->dim[k];
+        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        if (dv[k] < 0) {
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            dm->dim_param = dv[k] == -1 ? "N" : "M";
+        } else {
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            dm->dim_value = dv[k];
+        }
+        b->dims[k] = dm;
+    }
+    b->shape.n_dim = (size_t)nd;
+    b->shape.dim = b->dims;
+    b->tt.shape = &b->shape;
+    b->type = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
+    b->type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    b->type.tensor_type = &b->tt;
+    b->in = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+    b->in.name = "x";
+    b->in.type = &b->type;
+    b->ins[0] = &b->in;
+    b->g.n_input = 1;
+    b->g.input = b->ins;
+    b->out = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+    b->out.name = "y";
+    b->outs[0] = &b->out;
+    b->g.n_output = 1;
+    b->g.output = b->outs;
+}
+
+/* An int64 initializer of n values (n 0: a 0-d scalar v[0]). */
+static void add_ints(model *b, const char *name, int n, const int64_t *v)
+{
+    size_t i = b->g.n_initializer++;
+    Onnx__TensorProto *t = &b->init[i];
+    *t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = 7;
+    memcpy(b->init_data[i], v, sizeof(int64_t) * (size_t)(n ? n : 1));
+    b->init_dims[i][0] = n;
+    t->n_dims = n ? 1 : 0;
+    t->dims = b->init_dims[i];
+    t->n_int64_data = (size_t)(n ? n : 1);
+    t->int64_data = b->init_data[i];
+    b->inits[i] = t;
+}
+
+/* Node `op` from up to three inputs (NULL ends them) to out. */
+static Onnx__NodeProto *add_node(model *b, const char *op, const char *out,
+                                 const char *in0, const char *in1, const char *in2)
+{
+    size_t i = b->g.n_node++;
+    Onnx__NodeProto *n = &b->node[i];
+    *n = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
+    n->op_type = (char *)op;
+    const char *ins[3] = {in0, in1, in2};
+    while (n->n_input < 3 && ins[n->n_input]) {
+        b->node_io[i][n->n_input] = (char *)ins[n->n_input];
+        n->n_input++;
+    }
+    n->input = b->node_io[i];
+    b->node_io[i][3] = (char *)out;
+    n->n_output = 1;
+    n->output = &b->node_io[i][3];
+    b->nodes[i] = n;
+    return n;
+}
+
+/* An INT attribute on n (each node takes at most one here). */
+static void set_int_attr(model *b, Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    size_t i = (size_t)(n - b->node);
+    Onnx__AttributeProto *a = &b->attr[i];
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a->has_i = 1;
+    a->i = v;
+    b->attrs[i] = a;
+    n->n_attribute = 1;
+    n->attribute = &b->attrs[i];
+}
+
+/* ConstantOfShape's value: an int64 1. */
+static void set_one_value(model *b, Onnx__NodeProto *n)
+{
+    size_t i = (size_t)(n - b->node);
+    Onnx__TensorProto *t = &b->value[i];
+    *t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+    t->has_data_type = 1;
+    t->data_type = 7;
+    b->one[0] = 1;
+    b->init_dims[i][0] = 1;
+    t->n_dims = 1;
+    t->dims = b->init_dims[i];
+    t->n_int64_data = 1;
+    t->int64_data = b->one;
+    Onnx__AttributeProto *a = &b->attr[i];
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = "value";
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    a->t = t;
+    b->attrs[i] = a;
+    n->n_attribute = 1;
+    n->attribute = &b->attrs[i];
+}
+
+static graph *load(model *b, int64_t dim_default)
+{
+    char err[512] = "";
+    tg_status st;
+    size_t len = onnx__model_proto__get_packed_size(&b->m);
+    uint8_t *buf = malloc(len + 1);
+    onnx__model_proto__pack(&b->m, buf);
+    format_onnx_load_opts o = {0, dim_default};
+    graph *g = onnx_read_mem(buf, len, "dyn.onnx", &o, &st, err, sizeof err);
+    free(buf);
+    CHECK_MSG(g != NULL, "import: %s", err);
+    return g;
+}
+
+/* The only live node of op in g (NULL if none or several). */
+static const graph_node *only_node(const graph *g, graph_op op)
+{
+    const graph_node *hit = NULL;
+    int n = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op) {
+            hit = &g->nodes[i];
+            n++;
+        }
+    return n == 1 ? hit : NULL;
+}
+
+/* Runs g on x (f32, nd dims); returns the output (NULL on error). */
+static eager_tensor *run(const graph *g, int nd, const int64_t *dims, const float *x)
+{
+    graph_ints shape = {nd, {0}};
+    for (int d = 0; d < nd; d++)
+        shape.v[d] = dims[d];
+    eager_tensor *in = eager_from_data(GRAPH_F32, shape, x), *out = NULL;
+    tg_status st = eager_interpret(g, &in, 1, &out, 1, NULL);
+    eager_release(in);
+    if (st != TG_OK) {
+        eager_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* out has dims want (nd of them) and the floats ref. */
+static void check_out(eager_tensor *out, int nd, const int64_t *want, const float *ref,
+                      int64_t n, const char *what)
+{
+    CHECK_MSG(out != NULL, "%s: %s", what, eager_error());
+    eager_clear_error();
+    if (!out)
+        return;
+    int same = eager_ndim(out) == nd;
+    for (int d = 0; same && d < nd; d++)
+        same = eager_dim(out, d) == want[d];
+    CHECK_MSG(same, "%s: wrong output shape", what);
+    if (same)
+        CHECK_FLOATS((const float *)eager_peek(out), ref, n, 0);
+    eager_release(out);
+}
+
+/* y = Relu(Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [128]))). */
+static void batch_reshape(void)
+{
+    model b;
+    model_init(&b, 3, (const int64_t[]){-1, 8, 16});
+    add_ints(&b, "zero", 0, (const int64_t[]){0});
+    add_ints(&b, "axes0", 1, (const int64_t[]){0});
+    add_ints(&b, "c128", 1, (const int64_t[]){128});
+    add_node(&b, "Shape", "s", "x", NULL, NULL);
+    add_node(&b, "Gather", "n", "s", "zero", NULL);
+    add_node(&b, "Unsqueeze", "n1", "n", "axes0", NULL);
+    set_int_attr(&b, add_node(&b, "Concat", "shp", "n1", "c128", NULL), "axis", 0);
+    add_node(&b, "Reshape", "r", "x", "shp", NULL);
+    add_node(&b, "Relu", "y", "r", NULL, NULL);
+    graph *g = load(&b, 3);
+    if (!g)
+        return;
+    const graph_node *rs = only_node(g, GRAPH_OP_reshape);
+    CHECK_MSG(rs && g->nnodes == 2, "want one reshape and one relu, have %d nodes",
+              (int)g->nnodes);
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK(a->shape.n == 2 && a->shape.v[0] == -1 && a->shape.v[1] == 128);
+        CHECK(!(rs->flags & GRAPH_NODE_SPECIALIZED));
+        CHECK(g->values[rs->out[0]].dyn == 1); /* dim 0 follows N */
+    }
+    for (int batch = 3; batch <= 5; batch += 2) {
+        int64_t n = batch * 128, xd[3] = {batch, 8, 16}, yd[2] = {batch, 128};
+        float *x = malloc(sizeof(float) * (size_t)n), *ref = malloc(sizeof(float) * (size_t)n);
+        check_fill(x, n, 11 + (uint64_t)batch, -1, 1);
+        for (int64_t i = 0; i < n; i++)
+            ref[i] = x[i] > 0 ? x[i] : 0;
+        check_out(run(g, 3, xd, x), 2, yd, ref, n, batch == 3 ? "batch 3" : "batch 5");
+        free(x);
+        free(ref);
+    }
+    graph_free(g);
+}
+
+/* y = Expand(x, Where(Equal(s, -1), ones, s)), s = Concat(N, [4]), x [N,1]. */
+static void batch_expand(void)
+{
+    model b;
+    model_init(&b, 2, (const int64_t[]){-1, 1});
+    add_ints(&b, "zero", 0, (const int64_t[]){0});
+    add_ints(&b, "axes0", 1, (const int64_t[]){0});
+    add_ints(&b, "c4", 1, (const int64_t[]){4});
+    add_ints(&b, "minus1", 0, (const int64_t[]){-1});
+    add_ints(&b, "two", 1, (const int64_t[]){2});
+    add_node(&b, "Shape", "s", "x", NULL, NULL);
+    add_node(&b, "Gather", "n", "s", "zero", NULL);
+    add_node(&b, "Unsqueeze", "n1", "n", "axes0", NULL);
+    set_int_attr(&b, add_node(&b, "Concat", "shp", "n1", "c4", NULL), "axis", 0);
+    add_node(&b, "Equal", "eq", "shp", "minus1", NULL);
+    set_one_value(&b, add_node(&b, "ConstantOfShape", "ones", "two", NULL, NULL));
+    add_node(&b, "Where", "tgt", "eq", "ones", "shp");
+    add_node(&b, "Expand", "y", "x", "tgt", NULL);
+    graph *g = load(&b, 3);
+    if (!g)
+        return;
+    const graph_node *ex = only_node(g, GRAPH_OP_expand);
+    CHECK_MSG(ex && g->nnodes == 1, "want one expand, have %d nodes", (int)g->nnodes);
+    if (ex) {
+        const graph_expand_attrs *a = graph_node_attrs(ex);
+        CHECK(a->shape.n == 2 && a->shape.v[0] == 1 && a->shape.v[1] == 4);
+        CHECK(!(ex->flags & GRAPH_NODE_SPECIALIZED));
+    }
+    for (int batch = 3; batch <= 5; batch += 2) {
+        int64_t xd[2] = {batch, 1}, yd[2] = {batch, 4};
+        float x[5], ref[20];
+        check_fill(x, batch, 5, -1, 1);
+        for (int i = 0; i < batch * 4; i++)
+            ref[i] = x[i / 4];
+        check_out(run(g, 2, xd, x), 2, yd, ref, batch * 4, "expand");
+    }
+    graph_free(g);
+}
+
+/* y = Reshape(x, Concat([-1], Range(2, 4, 1))), x [N,6]: folded. */
+static void folded_range(void)
+{
+    model b;
+    model_init(&b, 2, (const int64_t[]){-1, 6});
+    add_ints(&b, "m1", 1, (const int64_t[]){-1});
+    add_ints(&b, "r0", 0, (const int64_t[]){2});
+    add_ints(&b, "r1", 0, (const int64_t[]){4});
+    add_ints(&b, "r2", 0, (const int64_t[]){1});
+    add_node(&b, "Range", "rg", "r0", "r1", "r2");
+    set_int_attr(&b, add_node(&b, "Concat", "shp", "m1", "rg", NULL), "axis", 0);
+    add_node(&b, "Reshape", "y", "x", "shp", NULL);
+    graph *g = load(&b, 2);
+    if (!g)
+        return;
+    const graph_node *rs = only_node(g, GRAPH_OP_reshape);
+    CHECK(rs && g->nnodes == 1);
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK(a->shape.n == 3 && a->shape.v[0] == -1 && a->shape.v[1] == 2 &&
+              a->shape.v[2] == 3);
+    }
+    int64_t xd[2] = {4, 6}, yd[3] = {4, 2, 3};
+    float x[24];
+    check_fill(x, 24, 3, -1, 1);
+    check_out(run(g, 2, xd, x), 3, yd, x, 24, "range");
+    graph_free(g);
+}
+
+/* Reshape(x, Concat(N, M, [4])), x [N,M,4]: two dynamic entries cannot
+ * both be -1, so the traced sizes are used and the node is specialized. */
+static void two_dynamic(void)
+{
+    model b;
+    model_init(&b, 3, (const int64_t[]){-1, -2, 4});
+    add_ints(&b, "zero", 0, (const int64_t[]){0});
+    add_ints(&b, "one", 0, (const int64_t[]){1});
+    add_ints(&b, "axes0", 1, (const int64_t[]){0});
+    add_ints(&b, "c4", 1, (const int64_t[]){4});
+    add_node(&b, "Shape", "s", "x", NULL, NULL);
+    add_node(&b, "Gather", "n", "s", "zero", NULL);
+    add_node(&b, "Gather", "m", "s", "one", NULL);
+    add_node(&b, "Unsqueeze", "n1", "n", "axes0", NULL);
+    add_node(&b, "Unsqueeze", "m1", "m", "axes0", NULL);
+    set_int_attr(&b, add_node(&b, "Concat", "shp", "n1", "m1", "c4"), "axis", 0);
+    add_node(&b, "Reshape", "y", "x", "shp", NULL);
+    graph *g = load(&b, 2);
+    if (!g)
+        return;
+    const graph_node *rs = only_node(g, GRAPH_OP_reshape);
+    CHECK(rs && (rs->flags & GRAPH_NODE_SPECIALIZED));
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK(a->shape.n == 3 && a->shape.v[0] == 2 && a->shape.v[1] == 2);
+    }
+    int64_t xd[3] = {2, 2, 4};
+    float x[48];
+    check_fill(x, 48, 9, -1, 1);
+    check_out(run(g, 3, xd, x), 3, xd, x, 16, "traced size");
+    int64_t other[3] = {3, 4, 4};
+    CHECK(run(g, 3, other, x) == NULL);
+    CHECK_ERROR("specialized on the traced sizes");
+    eager_clear_error();
+    graph_free(g);
+}
+
+int main(void)
+{
+    long live = eager_live_tensors();
+    batch_reshape();
+    batch_expand();
+    folded_range();
+    two_dynamic();
+    CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
+    eager_trim_cache();
+    return check_done();
+}
