@@ -22,6 +22,7 @@
 #include "eager/eager.h"
 #include "eager/interp.h"
 #include "formats/onnx_read_impl.h"
+#include "onnx_test_util.h"
 
 #define MAXN 16
 
@@ -46,19 +47,7 @@ typedef struct model {
 static void model_init(model *b, int nd, const int64_t *dv)
 {
     memset(b, 0, sizeof *b);
-    b->m = (Onnx__ModelProto)ONNX__MODEL_PROTO__INIT;
-    b->m.has_ir_version = 1;
-    b->m.ir_version = 8;
-    b->opset = (Onnx__OperatorSetIdProto)ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    b->opset.domain = "";
-    b->opset.has_version = 1;
-    b->opset.version = 17;
-    b->opsets[0] = &b->opset;
-    b->m.n_opset_import = 1;
-    b->m.opset_import = b->opsets;
-    b->g = (Onnx__GraphProto)ONNX__GRAPH_PROTO__INIT;
-    b->g.name = "g";
-    b->m.graph = &b->g;
+    onnx_test_header_init(&b->m, &b->g, &b->opset, b->opsets);
     b->g.node = b->nodes;
     b->g.initializer = b->inits;
     b->tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
