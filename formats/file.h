@@ -1,8 +1,10 @@
 /*
  * file.h - writing a saved file in one piece, for every format writer
- * (.tgraph, ONNX): the bytes go to "<path>.tmp.<pid>", which is renamed
- * over path only once it is complete, so a failed save never leaves a
- * half-written file (nor destroys the file it was replacing).
+ * (.tgraph, ONNX, .npy): the bytes go to a temporary "<path>.tmpXXXXXX"
+ * (mkstemp, mode 0644), renamed over path only once it is complete, so a
+ * failed save never leaves a half-written file (nor destroys the file it
+ * was replacing).  A path that exists and is not a regular file
+ * (/dev/stdout, a pipe) is written directly.
  */
 #ifndef TG_FORMATS_FILE_H
 #define TG_FORMATS_FILE_H

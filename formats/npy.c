@@ -11,6 +11,7 @@
  * by the header length, itself checked against the file size.
  */
 #include "npy.h"
+#include "file.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -594,48 +594,6 @@ tg_status format_npy_save_mem(const graph_type *type, const void *data, void **b
     return TG_OK;
 }
 
-/* Writes n bytes to path; a regular target gets a temp file + rename. */
-static tg_status write_file(const char *path, const void *p, size_t n, char *err,
-                            size_t errlen)
-{
-    struct stat sb;
-    int special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode); /* /dev/stdout */
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp)
-        FAIL(TG_ERR_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
-    FILE *f = NULL;
-    if (special) {
-        f = fopen(path, "wb");
-    } else {
-        int fd = mkstemp(tmp);
-        if (fd >= 0)
-            fchmod(fd, 0644); /* mkstemp makes 0600; an array file is for sharing */
-        f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-        if (fd >= 0 && !f) {
-            close(fd);
-            unlink(tmp);
-        }
-    }
-    if (!f) {
-        fail(TG_ERR_IO, err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        free(tmp);
-        return TG_ERR_IO;
-    }
-    int bad = fwrite(p, 1, n, f) != n;
-    bad |= fclose(f) != 0;
-    if (!bad && !special && rename(tmp, path) != 0)
-        bad = 1;
-    if (bad) {
-        fail(TG_ERR_IO, err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        if (!special)
-            unlink(tmp);
-    }
-    free(tmp);
-    return bad ? TG_ERR_IO : TG_OK;
-}
-
 tg_status format_npy_save(const char *path, const graph_type *type, const void *data,
                           char *err, size_t errlen)
 {
@@ -646,7 +604,8 @@ tg_status format_npy_save(const char *path, const graph_type *type, const void *
     tg_status st = format_npy_save_mem(type, data, &buf, &len, err, errlen);
     if (st != TG_OK)
         return st;
-    st = write_file(path, buf, len, err, errlen);
+    format_wbuf whole = {buf, len, len, 0};
+    st = format_write_file(path, &whole, 1, err, errlen);
     free(buf);
     return st;
 }
