@@ -1,5 +1,7 @@
 /*
- * file.c - format_write_file: a complete file or none (file.h).
+ * file.c - format_read_file, format_read_stream: a file read whole
+ * without trusting its size; format_write_file: a complete file or none
+ * (file.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,4 +64,76 @@ tg_status format_write_file(const char *path, const format_wbuf *parts, int n, c
     }
     free(tmp);
     return bad ? TG_ERR_IO : TG_OK;
+}
+
+tg_status format_read_stream(FILE *f, const char *name, size_t max, size_t hint, uint8_t **buf,
+                             size_t *len, char *err, size_t errlen)
+{
+    size_t first = hint ? hint : 65536; /* hint + 1: the read that finds the end */
+    size_t cap = (first < max ? first : max) + (max < SIZE_MAX), n = 0;
+    uint8_t *p = malloc(cap);
+    while (p && n < max) {
+        if (n == cap) {
+            size_t ncap = cap <= SIZE_MAX / 2 ? cap * 2 : SIZE_MAX;
+            uint8_t *np = ncap > cap ? realloc(p, ncap) : NULL;
+            if (!np) {
+                free(p);
+                p = NULL;
+                break;
+            }
+            p = np;
+            cap = ncap;
+        }
+        size_t want = cap - n < max - n ? cap - n : max - n;
+        size_t got = fread(p + n, 1, want, f);
+        n += got;
+        if (got < want)
+            break;
+    }
+    *buf = NULL;
+    *len = 0;
+    if (!p) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: out of memory reading the file", name);
+        return TG_ERR_NOMEM;
+    }
+    if (ferror(f)) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: read error: %s", name, strerror(errno));
+        free(p);
+        return TG_ERR_IO;
+    }
+    *buf = p;
+    *len = n;
+    return TG_OK;
+}
+
+tg_status format_read_file(const char *path, size_t max, uint8_t **buf, size_t *len,
+                           uint64_t *size, char *err, size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return TG_ERR_IO;
+    }
+    struct stat sb;
+    int have = fstat(fileno(f), &sb) == 0;
+    if (have && S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: is a directory", path);
+        return TG_ERR_IO;
+    }
+    /* A regular file's size is the OS's word, not the content's: a fair
+     * first allocation (the read still stops where the bytes do). */
+    size_t hint = have && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size < SIZE_MAX
+                      ? (size_t)sb.st_size : 0;
+    tg_status st = format_read_stream(f, path, max, hint, buf, len, err, errlen);
+    fclose(f);
+    if (size)
+        *size = have && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : *len;
+    return st;
 }

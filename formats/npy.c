@@ -499,23 +499,10 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
 static tg_status load_pipe(FILE *f, const char *path, graph_type *type, void **data,
                            char *err, size_t errlen)
 {
-    size_t len = 0, cap = 1 << 16;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap)
-            break;
-        uint8_t *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap *= 2) : NULL;
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    if (!buf)
-        FAIL(TG_ERR_NOMEM, "%s: out of memory reading the stream", path);
-    tg_status st;
-    if (ferror(f))
-        st = fail(TG_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
-    else
+    uint8_t *buf;
+    size_t len;
+    tg_status st = format_read_stream(f, path, SIZE_MAX, 0, &buf, &len, err, errlen);
+    if (st == TG_OK)
         st = format_npy_load_mem(buf, len, path, type, data, err, errlen);
     free(buf);
     return st;

@@ -12,12 +12,12 @@
  * match the bytes or values present before anything is allocated, and
  * sizes the importer derives (folded constants) are capped.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h"
 #include "onnx_read_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -580,50 +580,6 @@ graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
     return onnx_read_mem(buf, len, name, opts, &st, err, errlen);
 }
 
-/* Reads a whole file; grows the buffer as bytes actually arrive. */
-static tg_status read_file(const char *path, uint8_t **buf, size_t *len,
-                           char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    *buf = NULL;
-    *len = 0;
-    if (!f) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return TG_ERR_IO;
-    }
-    size_t cap = 0;
-    tg_status st = TG_OK;
-    for (;;) {
-        if (*len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            uint8_t *nb = ncap > cap ? realloc(*buf, ncap) : NULL;
-            if (!nb) {
-                st = TG_ERR_NOMEM;
-                break;
-            }
-            *buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(*buf + *len, 1, cap - *len, f);
-        *len += got;
-        if (got == 0)
-            break;
-    }
-    if (st == TG_OK && ferror(f))
-        st = TG_ERR_IO;
-    fclose(f);
-    if (st != TG_OK) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", path,
-                     st == TG_ERR_NOMEM ? "out of memory reading the file"
-                                        : "read error");
-        free(*buf);
-        *buf = NULL;
-    }
-    return st;
-}
-
 graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
                         char *err, size_t errlen)
 {
@@ -634,7 +590,7 @@ graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
             snprintf(err, errlen, "format_onnx_load: NULL path");
         return NULL;
     }
-    if (read_file(path, &buf, &len, err, errlen) != TG_OK)
+    if (format_read_file(path, SIZE_MAX, &buf, &len, NULL, err, errlen) != TG_OK)
         return NULL;
     graph *g = format_onnx_load_mem(buf, len, path, opts, err, errlen);
     free(buf);

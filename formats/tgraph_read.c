@@ -9,7 +9,6 @@
  * capped); zstd's window is capped at FORMAT_WINDOW_LOG_MAX.  Constants
  * have their own rules (tgraph_consts.c).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "file.h"
 #include "tgraph_decode.h"
 
 typedef struct entry {
@@ -317,39 +317,6 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
     return L.g;
 }
 
-/* Reads up to max bytes of the file at path into *buf (malloc'd). */
-static tg_status read_file(const char *path, uint8_t **buf, size_t *len,
-                           uint64_t *flen, size_t max, char *err, size_t errlen)
-{
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        FAIL(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        FAIL(TG_ERR_IO, "%s: not a regular file", path);
-    }
-    *flen = (uint64_t)sb.st_size;
-    size_t n = *flen < max ? (size_t)*flen : max;
-    uint8_t *p = malloc(n ? n : 1);
-    if (!p) {
-        fclose(f);
-        FAIL(TG_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, n);
-    }
-    size_t got = fread(p, 1, n, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(p);
-        FAIL(TG_ERR_IO, "%s: read error", path);
-    }
-    *buf = p;
-    *len = got;
-    return TG_OK;
-}
-
 /*
  * Maps the file read-only (prefaulted from the page cache: no copy, no
  * zeroing); falls back to reading it.  A file truncated by another process
@@ -379,7 +346,7 @@ graph *format_load(const char *path, char *err, size_t errlen)
     uint8_t *buf;
     size_t len;
     uint64_t flen;
-    if (read_file(path, &buf, &len, &flen, SIZE_MAX, err, errlen) != TG_OK)
+    if (format_read_file(path, SIZE_MAX, &buf, &len, &flen, err, errlen) != TG_OK)
         return NULL;
     graph *g = format_load_mem(buf, len, path, err, errlen);
     free(buf);
@@ -396,7 +363,7 @@ tg_status format_info_file(const char *path, format_info *info, char *err,
     if (!path || !info)
         FAIL(TG_ERR_NULL, "format_info_file: NULL argument");
     size_t hmax = FORMAT_HEADER_SIZE + FORMAT_ENTRY_SIZE * FORMAT_MAX_SECTIONS + 8;
-    tg_status st = read_file(path, &buf, &len, &flen, hmax, err, errlen);
+    tg_status st = format_read_file(path, hmax, &buf, &len, &flen, err, errlen);
     if (st != TG_OK)
         return st;
     st = parse_header(buf, len, flen, path, info, ents, err, errlen);
