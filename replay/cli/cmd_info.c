@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../formats/file.h"
 #include "../../formats/tgraph.h"
 #include "../../graph/text.h"
 #include "../../tracer/trace.h"
@@ -103,18 +104,28 @@ int cli_info(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     char err[1024];
     format_info fi;
-    int onnx = cli_is_onnx(file);
-    if (!onnx && format_info_file(file, &fi, err, sizeof err) != TG_OK) {
-        cli_error("info", "%s", err);
-        return CLI_ERROR;
-    }
-    graph *g = cli_load_graph("info", file);
-    if (!g)
-        return CLI_ERROR;
-    if (onnx)
+    graph *g = NULL;
+    if (cli_is_onnx(file)) {
+        if (!(g = cli_load_graph("info", file)))
+            return CLI_ERROR;
         printf("file %s: ONNX model, imported\n", file);
-    else
+    } else {
+        /* Read once, then the header and the graph from memory: a pipe
+         * cannot be read twice. */
+        uint8_t *buf;
+        size_t len;
+        tg_status st = format_read_file(file, SIZE_MAX, &buf, &len, NULL, err, sizeof err);
+        if (st == TG_OK)
+            st = format_info_mem(buf, len, file, &fi, err, sizeof err);
+        if (st == TG_OK && !(g = format_load_mem(buf, len, file, err, sizeof err)))
+            st = TG_ERR_FORMAT;
+        free(buf);
+        if (st != TG_OK) {
+            cli_error("info", "%s", err);
+            return CLI_ERROR;
+        }
         print_sections(file, &fi);
+    }
     fflush(stdout);
     trace_summary(g, stdout);
     int spec = 0;
