@@ -11,7 +11,7 @@
 # bench/peers/ort pins (package.json + package-lock.json), installed with
 # `npm ci --ignore-scripts` (the CPU build is in the package; its install
 # script only fetches CUDA parts) into a cache outside the repo:
-# ${TG_ORT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tracegraph/ort}, reused while
+# ${TG_ORT_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tracegraph/ort}, reused while
 # its lock file equals the pinned one.  Node.js and npm come from Debian
 # (scripts/deps.sh nodejs npm).
 #
@@ -27,7 +27,7 @@ bin=$1
 build=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
 pin=$src/bench/peers/ort
-ort_dir=${TG_ORT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tracegraph/ort}
+ort_dir=${TG_ORT_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tracegraph/ort}
 
 fail() {
     echo "test_onnx_ort: FAIL: $*" >&2
