@@ -66,6 +66,13 @@ tg_status format_write_file(const char *path, const format_wbuf *parts, int n, c
     return bad ? TG_ERR_IO : TG_OK;
 }
 
+tg_status format_write_bytes(const char *path, const void *p, size_t n, char *err,
+                             size_t errlen)
+{
+    format_wbuf whole = {(uint8_t *)p, n, n, 0}; /* only read */
+    return format_write_file(path, &whole, 1, err, errlen);
+}
+
 tg_status format_read_stream(FILE *f, const char *name, size_t max, size_t hint, uint8_t **buf,
                              size_t *len, char *err, size_t errlen)
 {

@@ -26,6 +26,10 @@
 tg_status format_write_file(const char *path, const format_wbuf *parts, int n, char *err,
                             size_t errlen);
 
+/* format_write_file of the n bytes at p. */
+tg_status format_write_bytes(const char *path, const void *p, size_t n, char *err,
+                             size_t errlen);
+
 /*
  * Reads all of stream f (at most max bytes) into *buf (malloc'd, free()
  * it; never NULL on success), growing as bytes actually arrive, from a

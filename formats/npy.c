@@ -591,8 +591,7 @@ tg_status format_npy_save(const char *path, const graph_type *type, const void *
     tg_status st = format_npy_save_mem(type, data, &buf, &len, err, errlen);
     if (st != TG_OK)
         return st;
-    format_wbuf whole = {buf, len, len, 0};
-    st = format_write_file(path, &whole, 1, err, errlen);
+    st = format_write_bytes(path, buf, len, err, errlen);
     free(buf);
     return st;
 }

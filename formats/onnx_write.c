@@ -702,8 +702,7 @@ tg_status format_onnx_save(const graph *g, const char *path,
     tg_status st = format_onnx_save_mem(g, opts, &buf, &len, err, errlen);
     if (st != TG_OK)
         return st;
-    format_wbuf whole = {buf, len, len, 0};
-    st = format_write_file(path, &whole, 1, err, errlen);
+    st = format_write_bytes(path, buf, len, err, errlen);
     free(buf);
     return st;
 }
