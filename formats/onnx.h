@@ -85,8 +85,10 @@
  * Ops: Identity, Dropout (inference; its mask is all true), Constant,
  * Neg, Abs, Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu, Sigmoid, Tanh,
  * Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Equal, Less,
- * Greater, Where, MatMul, Gemm, Conv, MaxPool, AveragePool (2-D NCHW;
- * auto_pad, ceil_mode as extra end padding), GlobalAveragePool,
+ * Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor (as eq, lt,
+ * gt and where on bools), Where, MatMul, Gemm, Conv, MaxPool,
+ * AveragePool (2-D NCHW; auto_pad, ceil_mode as extra end padding),
+ * GlobalAveragePool,
  * BatchNormalization (inference), LayerNormalization (with its Mean and
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
  * last axis), ReduceSum, ReduceMean, ReduceMax, Reshape, Flatten,

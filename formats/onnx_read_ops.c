@@ -182,6 +182,50 @@ static tg_status cv_where(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
+/*
+ * The logical ops and <=, >=, which tracegraph spells with eq, lt, gt and
+ * where (it has no logical ops; export writes bool where as And/Or/Not):
+ * Not x = (x == false), And = where(a, b, false), Or = where(a, true, b),
+ * Xor = ((a == b) == false), LessOrEqual = where(a < b, true, a == b)
+ * and GreaterOrEqual likewise, so NaN compares false as in ONNX.
+ */
+static tg_status cv_logical(onnx_reader *r, const onnx_op *op)
+{
+    int32_t a, b = -1, t, f, in[3], y;
+    const char *name = op->name;
+    tg_status st = onnx_input(r, 0, &a);
+    if (st == TG_OK && strcmp(name, "Not") != 0)
+        st = onnx_input(r, 1, &b);
+    if (st == TG_OK)
+        st = onnx_scalar(r, GRAPH_BOOL, 1, &t);
+    if (st == TG_OK)
+        st = onnx_scalar(r, GRAPH_BOOL, 0, &f);
+    if (st != TG_OK)
+        return st;
+    if (!strcmp(name, "Not") || !strcmp(name, "Xor")) {
+        in[0] = a, in[1] = f;
+        if (b >= 0) { /* Xor: not (a == b) */
+            int32_t ab[2] = {a, b};
+            st = onnx_add(r, GRAPH_OP_eq, ab, 2, NULL, &in[0], 1);
+        }
+        if (st == TG_OK)
+            st = onnx_add(r, GRAPH_OP_eq, in, 2, NULL, &y, 1);
+    } else if (!strcmp(name, "And") || !strcmp(name, "Or")) {
+        int and = !strcmp(name, "And");
+        in[0] = a, in[1] = and ? b : t, in[2] = and ? f : b;
+        st = onnx_add(r, GRAPH_OP_where, in, 3, NULL, &y, 1);
+    } else { /* LessOrEqual, GreaterOrEqual */
+        int32_t ab[2] = {a, b};
+        in[1] = t;
+        st = onnx_add(r, name[0] == 'L' ? GRAPH_OP_lt : GRAPH_OP_gt, ab, 2, NULL, &in[0], 1);
+        if (st == TG_OK)
+            st = onnx_add(r, GRAPH_OP_eq, ab, 2, NULL, &in[2], 1);
+        if (st == TG_OK)
+            st = onnx_add(r, GRAPH_OP_where, in, 3, NULL, &y, 1);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
 /* ---- linear algebra ---- */
 
 static tg_status cv_matmul(onnx_reader *r, const onnx_op *op)
@@ -651,6 +695,12 @@ static const onnx_op table[] = {
     {"Sum", cv_variadic, GRAPH_OP_add, 1, -1, 1, ""},
     {"Mean", cv_variadic, GRAPH_OP_add, 1, -1, 1, ""},
     {"Where", cv_where, 0, 3, 3, 1, ""},
+    {"Not", cv_logical, 0, 1, 1, 1, ""},
+    {"And", cv_logical, 0, 2, 2, 1, ""},
+    {"Or", cv_logical, 0, 2, 2, 1, ""},
+    {"Xor", cv_logical, 0, 2, 2, 1, ""},
+    {"LessOrEqual", cv_logical, 0, 2, 2, 1, ""},
+    {"GreaterOrEqual", cv_logical, 0, 2, 2, 1, ""},
     {"MatMul", cv_matmul, 0, 2, 2, 1, ""},
     {"Gemm", cv_gemm, 0, 2, 3, 1, "alpha,beta,transA,transB"},
     {"Conv", cv_conv, 0, 2, 3, 1, "auto_pad,dilations,group,kernel_shape,pads,strides"},

@@ -71,6 +71,8 @@ static const char *const must_pass[] = {
     "test_size", "test_range_float_type_positive_delta",
     "test_range_int32_type_negative_delta", "test_layer_normalization_4d_axis1_expanded",
     "test_layer_normalization_default_axis_expanded",
+    "test_and_bcast4v3d", "test_or_bcast3v1d", "test_xor4d", "test_less_equal_bcast",
+    "test_greater_equal", "test_greater_equal_expanded",
 };
 /* test_globalaveragepool is at opset 1, below what import reads:
  * GlobalAveragePool is checked in features() instead. */

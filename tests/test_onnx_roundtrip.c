@@ -187,8 +187,48 @@ static void test_guards(void)
     graph_free(g);
 }
 
+/* where on bools leaves as And/Or/Not (ONNX Runtime has no bool Where)
+ * and comes back as eq/where: the same truth table. */
+static void test_bool_where(void)
+{
+    graph *g = graph_new("bw");
+    graph_type t = {GRAPH_BOOL, 1, {8}};
+    int32_t in[3], y = -1;
+    static const char *const names[3] = {"c", "a", "b"};
+    for (int i = 0; g && i < 3; i++) {
+        in[i] = graph_add_value(g, GRAPH_VALUE_INPUT, &t, names[i]);
+        graph_add_input(g, in[i]);
+    }
+    CHECK_MSG(g && graph_add_node(g, GRAPH_OP_where, in, 3, NULL, &y, 1) >= 0 &&
+                  graph_add_output(g, y, "y") == TG_OK,
+              "bool where graph: %s", g ? graph_error(g) : "out of memory");
+    graph *h = g ? through_onnx(g, NULL, "bool where") : NULL;
+    if (h) {
+        uint8_t c[8], a[8], b[8];
+        for (int i = 0; i < 8; i++) /* every (c, a, b) */
+            c[i] = i >> 2 & 1, a[i] = i >> 1 & 1, b[i] = i & 1;
+        eager_pool_push();
+        eager_tensor *x[3] = {eager_from_data(GRAPH_BOOL, TG_SHAPE(8), c),
+                              eager_from_data(GRAPH_BOOL, TG_SHAPE(8), a),
+                              eager_from_data(GRAPH_BOOL, TG_SHAPE(8), b)};
+        eager_tensor *out = NULL;
+        CHECK_MSG(eager_interpret(h, x, 3, &out, 1, NULL) == TG_OK && out,
+                  "bool where runs: %s", eager_error());
+        const uint8_t *o = out ? eager_peek(out) : NULL;
+        int ok = o && eager_type(out)->dtype == GRAPH_BOOL;
+        for (int i = 0; ok && i < 8; i++)
+            ok = o[i] == (c[i] ? a[i] : b[i]);
+        CHECK_MSG(ok, "bool where through ONNX keeps its truth table");
+        eager_release(out);
+        eager_pool_pop();
+    }
+    graph_free(h);
+    graph_free(g);
+}
+
 int main(void)
 {
+    test_bool_where();
     for (int k = 0; k < MODEL_COUNT; k++)
         test_model(k);
     test_dim_default();
