@@ -91,7 +91,10 @@
  * GlobalAveragePool,
  * BatchNormalization (inference), LayerNormalization (with its Mean and
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
- * last axis), ReduceSum, ReduceMean, ReduceMax, Reshape, Flatten,
+ * last axis), ReduceSum, ReduceMean, ReduceMax, and as a few of ours
+ * (onnx_read_compose.c): ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2,
+ * ReduceLogSum, ReduceLogSumExp, PRelu, HardSigmoid, HardSwish, Softsign,
+ * Softplus, Elu, Selu, Celu, ThresholdedRelu; Reshape, Flatten,
  * Transpose, Concat, Split, Slice, Pad (constant mode), Squeeze,
  * Unsqueeze, Expand, Cast, Gather, Shape, Size, ConstantOfShape, Range
  * (folded only); dtypes

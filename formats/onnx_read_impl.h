@@ -209,6 +209,17 @@ tg_status onnx_fold(onnx_reader *r, const onnx_op *op, int *done);
 /* Range, which only exists folded. */
 tg_status onnx_cv_range(onnx_reader *r, const onnx_op *op);
 
+/*
+ * A reduction's axes (input or attribute by opset; sum: ReduceSum, whose
+ * axes became an input at 13, the others at 18), keepdims, and whether it
+ * is the identity (empty axes with noop_with_empty_axes).
+ */
+tg_status onnx_reduce_args(onnx_reader *r, int sum, graph_ints *axes, int64_t *keep,
+                           int *noop);
+/* onnx_read_compose.c: ONNX ops written as several of ours. */
+tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op);
+
 /* Converters of onnx_read_shape.c, named in the op table. */
 tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op);

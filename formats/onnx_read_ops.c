@@ -638,15 +638,14 @@ static tg_status cv_softmax(onnx_reader *r, const onnx_op *op)
 
 /* ---- reductions ---- */
 
-static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
+tg_status onnx_reduce_args(onnx_reader *r, int sum, graph_ints *axes, int64_t *keep,
+                           int *noop_out)
 {
-    int64_t keep, noop;
-    graph_ints axes;
-    int32_t x, y;
+    int64_t noop;
     /* axes moved from an attribute to an input: ReduceSum at 13, the
      * others at 18. */
-    int axes_input = r->opset >= (op->op == GRAPH_OP_reduce_sum ? 13 : 18);
-    tg_status st = onnx_attr_int(r, "keepdims", 1, &keep);
+    int axes_input = r->opset >= (sum ? 13 : 18);
+    tg_status st = onnx_attr_int(r, "keepdims", 1, keep);
     if (st == TG_OK)
         st = onnx_attr_int(r, "noop_with_empty_axes", 0, &noop);
     if (st == TG_OK && axes_input && onnx_attr(r, "axes"))
@@ -654,16 +653,27 @@ static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK && !axes_input && r->node->n_input > 1)
         st = onnx_fail(r, TG_ERR_FORMAT, "axes is an attribute at opset %lld",
                        LL(r->opset));
-    memset(&axes, 0, sizeof axes);
+    memset(axes, 0, sizeof *axes);
     if (st == TG_OK && axes_input && onnx_has_input(r, 1))
-        st = onnx_const_ints(r, 1, "axes", &axes, GRAPH_MAX_DIMS);
+        st = onnx_const_ints(r, 1, "axes", axes, GRAPH_MAX_DIMS);
     else if (st == TG_OK && !axes_input)
-        st = onnx_attr_ints(r, "axes", &axes, GRAPH_MAX_DIMS, NULL);
+        st = onnx_attr_ints(r, "axes", axes, GRAPH_MAX_DIMS, NULL);
+    *noop_out = st == TG_OK && axes->n == 0 && noop;
+    return st;
+}
+
+static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
+{
+    int64_t keep;
+    int noop;
+    graph_ints axes;
+    int32_t x, y;
+    tg_status st = onnx_reduce_args(r, op->op == GRAPH_OP_reduce_sum, &axes, &keep, &noop);
     if (st == TG_OK)
         st = onnx_input(r, 0, &x);
     if (st != TG_OK)
         return st;
-    if (axes.n == 0 && noop)
+    if (noop)
         return onnx_bind(r, 0, x);
     /* reduce_sum/mean/max share one attribute layout: axes, keepdim */
     graph_reduce_sum_attrs a = {axes, keep != 0};
@@ -715,6 +725,22 @@ static const onnx_op table[] = {
     {"ReduceSum", cv_reduce, GRAPH_OP_reduce_sum, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceMean", cv_reduce, GRAPH_OP_reduce_mean, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceMax", cv_reduce, GRAPH_OP_reduce_max, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceMin", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceSumSquare", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceL1", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceL2", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceLogSum", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceLogSumExp", onnx_cv_reduce_composite, 0, 1, 2, 1,
+     "axes,keepdims,noop_with_empty_axes"},
+    {"PRelu", onnx_cv_activation, 0, 2, 2, 1, ""},
+    {"HardSigmoid", onnx_cv_activation, 0, 1, 1, 1, "alpha,beta"},
+    {"HardSwish", onnx_cv_activation, 0, 1, 1, 1, ""},
+    {"Softsign", onnx_cv_activation, 0, 1, 1, 1, ""},
+    {"Softplus", onnx_cv_activation, 0, 1, 1, 1, ""},
+    {"Elu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
+    {"Selu", onnx_cv_activation, 0, 1, 1, 1, "alpha,gamma"},
+    {"Celu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
+    {"ThresholdedRelu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"Reshape", onnx_cv_reshape, 0, 2, 2, 1, "allowzero"},
     {"Flatten", onnx_cv_flatten, 0, 1, 1, 1, "axis"},
     {"Transpose", onnx_cv_transpose, 0, 1, 1, 1, "perm"},

@@ -72,7 +72,10 @@ static const char *const must_pass[] = {
     "test_range_int32_type_negative_delta", "test_layer_normalization_4d_axis1_expanded",
     "test_layer_normalization_default_axis_expanded",
     "test_and_bcast4v3d", "test_or_bcast3v1d", "test_xor4d", "test_less_equal_bcast",
-    "test_greater_equal", "test_greater_equal_expanded",
+    "test_greater_equal", "test_greater_equal_expanded", "test_celu", "test_hardswish",
+    "test_prelu_broadcast", "test_thresholdedrelu", "test_reduce_min_keepdims_random",
+    "test_reduce_sum_square_do_not_keepdims_random", "test_reduce_l1_negative_axes_keep_dims_example",
+    "test_reduce_l2_keep_dims_example", "test_reduce_log_sum_default",
 };
 /* test_globalaveragepool is at opset 1, below what import reads:
  * GlobalAveragePool is checked in features() instead. */
@@ -660,12 +663,66 @@ static void global_pool(void)
     graph_free(g);
 }
 
+/* One unary activation of x f32[2,3] (attribute a, if named, = av)
+ * against the ONNX spec's formula f in double. */
+static void activation(const char *op, const char *a, float av, double (*f)(double))
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    mb_init(&b, op, "x", NULL);
+    Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
+    if (a) {
+        at.name = (char *)a;
+        at.has_type = 1;
+        at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        at.has_f = 1;
+        at.f = av;
+        b.node.n_attribute = 1;
+        b.node.attribute = ats;
+    }
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s imports: %s", op, err);
+    if (!g)
+        return;
+    float x[6] = {-3.0f, -0.7f, -0.0f, 0.25f, 1.5f, 4.0f}, want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = (float)f(x[i]);
+    eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3), x), *out = NULL;
+    CHECK_MSG(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK, "%s runs", op);
+    if (out)
+        CHECK_FLOATS((const float *)eager_peek(out), want, 6, 1e-6);
+    eager_release(in);
+    eager_release(out);
+    graph_free(g);
+}
+
+static double softsign(double x) { return x / (1 + fabs(x)); }
+static double softplus(double x) { return log(exp(x) + 1); }
+static double elu_half(double x) { return x < 0 ? 0.5 * (exp(x) - 1) : x; }
+static double selu(double x)
+{
+    return 1.05070102214813232421875 * (x > 0 ? x : 1.67326319217681884765625 * (exp(x) - 1));
+}
+static double hard_sigmoid(double x) { return fmin(1, fmax(0, 0.3 * x + 0.5)); }
+
+/* The activations whose node tests are all below opset 7 (not read). */
+static void activations(void)
+{
+    activation("Softsign", NULL, 0, softsign);
+    activation("Softplus", NULL, 0, softplus);
+    activation("Elu", "alpha", 0.5f, elu_half);
+    activation("Selu", NULL, 0, selu);
+    activation("HardSigmoid", "alpha", 0.3f, hard_sigmoid); /* beta: its default, 0.5 */
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
     bad_inputs();
     features();
     global_pool();
+    activations();
     node_tests();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();

@@ -1,0 +1,183 @@
+/*
+ * onnx_read_compose.c - ONNX ops that tracegraph writes as a few of its
+ * own: the reductions beyond sum/mean/max and the activations beyond its
+ * unary ops, each by the formula the ONNX operator spec gives, so the
+ * optimizer sees (and fuses) plain elementwise ops and reductions.
+ */
+#include <string.h>
+
+#include "onnx_read_impl.h"
+
+/* y = op(a, b) (b < 0: unary; attrs NULL: defaults). */
+static tg_status node(onnx_reader *r, graph_op op, int32_t a, int32_t b, const void *attrs,
+                      int32_t *y)
+{
+    int32_t in[2] = {a, b};
+    return onnx_add(r, op, in, b < 0 ? 1 : 2, attrs, y, 1);
+}
+
+/* y = op(a, a scalar constant v of a's dtype). */
+static tg_status node_k(onnx_reader *r, graph_op op, int32_t a, double v, int32_t *y)
+{
+    int32_t k;
+    tg_status st = onnx_scalar(r, onnx_vtype(r, a)->dtype, v, &k);
+    return st == TG_OK ? node(r, op, a, k, NULL, y) : st;
+}
+
+/* y = where(c, a, b). */
+static tg_status select3(onnx_reader *r, int32_t c, int32_t a, int32_t b, int32_t *y)
+{
+    int32_t in[3] = {c, a, b};
+    return onnx_add(r, GRAPH_OP_where, in, 3, NULL, y, 1);
+}
+
+/*
+ * ReduceMin = -max(-x); ReduceSumSquare = sum(x * x); ReduceL1 =
+ * sum(|x|); ReduceL2 = sqrt(sum(x * x)); ReduceLogSum = log(sum(x));
+ * ReduceLogSumExp = log(sum(exp(x))) (the spec's formula, which
+ * overflows where it does).
+ */
+tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op)
+{
+    const char *name = op->name + 6; /* past "Reduce" */
+    int is_min = !strcmp(name, "Min");
+    graph_ints axes;
+    int64_t keep;
+    int noop;
+    int32_t x;
+    tg_status st = onnx_reduce_args(r, 0, &axes, &keep, &noop);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    if (noop) /* "the output tensor would be equivalent to input tensor" */
+        return onnx_bind(r, 0, x);
+    /* before the reduction */
+    if (is_min)
+        st = node(r, GRAPH_OP_neg, x, -1, NULL, &x);
+    else if (!strcmp(name, "SumSquare") || !strcmp(name, "L2"))
+        st = node(r, GRAPH_OP_mul, x, x, NULL, &x);
+    else if (!strcmp(name, "L1"))
+        st = node(r, GRAPH_OP_abs, x, -1, NULL, &x);
+    else if (!strcmp(name, "LogSumExp"))
+        st = node(r, GRAPH_OP_exp, x, -1, NULL, &x);
+    graph_reduce_sum_attrs a = {axes, keep != 0}; /* reduce_max's layout too */
+    if (st == TG_OK)
+        st = node(r, is_min ? GRAPH_OP_reduce_max : GRAPH_OP_reduce_sum, x, -1, &a, &x);
+    /* after it */
+    if (st == TG_OK && is_min)
+        st = node(r, GRAPH_OP_neg, x, -1, NULL, &x);
+    else if (st == TG_OK && !strcmp(name, "L2"))
+        st = node(r, GRAPH_OP_sqrt, x, -1, NULL, &x);
+    else if (st == TG_OK && !strncmp(name, "LogSum", 6))
+        st = node(r, GRAPH_OP_log, x, -1, NULL, &x);
+    return st == TG_OK ? onnx_bind(r, 0, x) : st;
+}
+
+/* alpha * (exp(x) - 1), the negative side of Elu and Selu. */
+static tg_status expm1_scaled(onnx_reader *r, int32_t x, float alpha, int32_t *y)
+{
+    tg_status st = node(r, GRAPH_OP_exp, x, -1, NULL, y);
+    if (st == TG_OK)
+        st = node_k(r, GRAPH_OP_sub, *y, 1.0, y);
+    return st == TG_OK ? node_k(r, GRAPH_OP_mul, *y, alpha, y) : st;
+}
+
+/* clip(alpha * x + beta, 0, 1). */
+static tg_status hard_sigmoid(onnx_reader *r, int32_t x, float alpha, float beta, int32_t *y)
+{
+    graph_clip_attrs c = {0.0f, 1.0f};
+    tg_status st = node_k(r, GRAPH_OP_mul, x, alpha, y);
+    if (st == TG_OK)
+        st = node_k(r, GRAPH_OP_add, *y, beta, y);
+    return st == TG_OK ? node(r, GRAPH_OP_clip, *y, -1, &c, y) : st;
+}
+
+/* Elu, Selu, Celu, ThresholdedRelu: y = where(x cmp t, pos, neg). */
+static tg_status piecewise(onnx_reader *r, const char *name, int32_t x, int32_t *y)
+{
+    float alpha, gamma = 1.0f;
+    int selu = !strcmp(name, "Selu"), thr = !strcmp(name, "ThresholdedRelu");
+    tg_status st = onnx_attr_float(r, "alpha", selu ? 1.67326319217681884765625f : 1.0f, &alpha);
+    if (st == TG_OK && selu)
+        st = onnx_attr_float(r, "gamma", 1.05070102214813232421875f, &gamma);
+    int32_t c, neg, pos = x;
+    if (st != TG_OK)
+        return st;
+    if (thr) { /* x > alpha ? x : 0 */
+        st = node_k(r, GRAPH_OP_gt, x, alpha, &c);
+        if (st == TG_OK)
+            st = onnx_scalar(r, GRAPH_F32, 0.0, &neg);
+        return st == TG_OK ? select3(r, c, x, neg, y) : st;
+    }
+    if (!strcmp(name, "Celu")) { /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
+        int32_t t;
+        st = node_k(r, GRAPH_OP_div, x, alpha, &t);
+        if (st == TG_OK)
+            st = expm1_scaled(r, t, alpha, &t);
+        if (st == TG_OK)
+            st = node_k(r, GRAPH_OP_minimum, t, 0.0, &t);
+        if (st == TG_OK)
+            st = node_k(r, GRAPH_OP_maximum, x, 0.0, &pos);
+        return st == TG_OK ? node(r, GRAPH_OP_add, pos, t, NULL, y) : st;
+    }
+    /* Elu: x < 0 ? alpha (e^x - 1) : x;  Selu: gamma (x <= 0 ? alpha (e^x - 1) : x) */
+    st = node_k(r, selu ? GRAPH_OP_gt : GRAPH_OP_lt, x, 0.0, &c);
+    if (st == TG_OK)
+        st = expm1_scaled(r, x, alpha, &neg);
+    if (st == TG_OK)
+        st = selu ? select3(r, c, x, neg, y) : select3(r, c, neg, x, y);
+    if (st == TG_OK && selu)
+        st = node_k(r, GRAPH_OP_mul, *y, gamma, y);
+    return st;
+}
+
+/*
+ * PRelu = where(x < 0, x * slope, x); HardSigmoid; HardSwish =
+ * x * HardSigmoid(x) with alpha 1/6, beta 1/2; Softsign = x / (1 + |x|);
+ * Softplus = log(exp(x) + 1); and the piecewise ones above.
+ */
+tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
+{
+    const char *name = op->name;
+    int32_t x, y, t, c;
+    tg_status st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    if (!strcmp(name, "PRelu")) {
+        int32_t slope;
+        st = onnx_input(r, 1, &slope);
+        if (st == TG_OK)
+            st = node(r, GRAPH_OP_mul, x, slope, NULL, &t);
+        if (st == TG_OK)
+            st = node_k(r, GRAPH_OP_lt, x, 0.0, &c);
+        if (st == TG_OK)
+            st = select3(r, c, t, x, &y);
+    } else if (!strcmp(name, "HardSigmoid") || !strcmp(name, "HardSwish")) {
+        int swish = name[4] == 'S' && name[5] == 'w';
+        float alpha = 1.0f / 6.0f, beta = 0.5f;
+        if (!swish)
+            st = onnx_attr_float(r, "alpha", 0.2f, &alpha);
+        if (st == TG_OK && !swish)
+            st = onnx_attr_float(r, "beta", 0.5f, &beta);
+        if (st == TG_OK)
+            st = hard_sigmoid(r, x, alpha, beta, &y);
+        if (st == TG_OK && swish)
+            st = node(r, GRAPH_OP_mul, x, y, NULL, &y);
+    } else if (!strcmp(name, "Softsign")) {
+        st = node(r, GRAPH_OP_abs, x, -1, NULL, &t);
+        if (st == TG_OK)
+            st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
+        if (st == TG_OK)
+            st = node(r, GRAPH_OP_div, x, t, NULL, &y);
+    } else if (!strcmp(name, "Softplus")) {
+        st = node(r, GRAPH_OP_exp, x, -1, NULL, &t);
+        if (st == TG_OK)
+            st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
+        if (st == TG_OK)
+            st = node(r, GRAPH_OP_log, t, -1, NULL, &y);
+    } else {
+        st = piecewise(r, name, x, &y);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
