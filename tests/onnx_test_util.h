@@ -1,6 +1,7 @@
 /*
  * onnx_test_util.h - what the ONNX tests that build models in memory
- * (test_onnx_node.c, test_onnx_dynamic.c) share: the model header.
+ * (test_onnx_node.c, test_onnx_dynamic.c) share: the model header and
+ * its output.
  */
 #ifndef TG_TESTS_ONNX_TEST_UTIL_H
 #define TG_TESTS_ONNX_TEST_UTIL_H
@@ -29,6 +30,17 @@ static inline void onnx_test_header_init(Onnx__ModelProto *m, Onnx__GraphProto *
     *g = (Onnx__GraphProto)ONNX__GRAPH_PROTO__INIT;
     g->name = "g";
     m->graph = g;
+}
+
+/* Graph output `name` (no type given: the importer infers it), one only. */
+static inline void onnx_test_output(Onnx__GraphProto *g, Onnx__ValueInfoProto *out,
+                                    Onnx__ValueInfoProto **outs, const char *name)
+{
+    *out = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+    out->name = (char *)name;
+    outs[0] = out;
+    g->n_output = 1;
+    g->output = outs;
 }
 
 #endif

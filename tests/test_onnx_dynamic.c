@@ -78,11 +78,7 @@ static void model_init(model *b, int nd, const int64_t *dv)
     b->ins[0] = &b->in;
     b->g.n_input = 1;
     b->g.input = b->ins;
-    b->out = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
-    b->out.name = "y";
-    b->outs[0] = &b->out;
-    b->g.n_output = 1;
-    b->g.output = b->outs;
+    onnx_test_output(&b->g, &b->out, b->outs, "y");
 }
 
 /* An int64 initializer of n values (n 0: a 0-d scalar v[0]). */

@@ -503,11 +503,7 @@ static void mb_init(mb *b, const char *op, const char *in0, const char *in1)
     }
     b->g.n_input = 1;
     b->g.input = b->ins;
-    b->out = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
-    b->out.name = "y";
-    b->outs[0] = &b->out;
-    b->g.n_output = 1;
-    b->g.output = b->outs;
+    onnx_test_output(&b->g, &b->out, b->outs, "y");
 }
 
 /* Packs and imports b; returns the graph, status and message. */
