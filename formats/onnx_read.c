@@ -24,7 +24,6 @@
 #error "raw_data is little-endian; this reader copies it as is"
 #endif
 
-#define LL(x) ((long long)(x))
 
 /* ---- messages ---- */
 

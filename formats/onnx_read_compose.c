@@ -2,8 +2,11 @@
  * onnx_read_compose.c - ONNX ops that tracegraph writes as a few of its
  * own: the reductions beyond sum/mean/max and the activations beyond its
  * unary ops, each by the formula the ONNX operator spec gives, so the
- * optimizer sees (and fuses) plain elementwise ops and reductions.
+ * optimizer sees (and fuses) plain elementwise ops and reductions; Trilu
+ * as a select by a constant mask; DepthToSpace and SpaceToDepth as the
+ * reshape, transpose, reshape the spec defines them by.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx_read_impl.h"
@@ -179,5 +182,132 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
     } else {
         st = piecewise(r, name, x, &y);
     }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
+ * Trilu: x where the element (i, j) of each matrix of the last two dims
+ * is kept (upper: j - i >= k; lower: j - i <= k), else 0: where(mask,
+ * x, 0) with mask a bool constant of the matrix's shape, broadcast over
+ * the leading dims.  k must be known at load time; a dynamic matrix dim
+ * is fixed at its traced size (the node is flagged specialized).
+ */
+tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    int64_t upper;
+    double kd = 0.0;
+    int32_t x, y, zero;
+    tg_status st = onnx_attr_int(r, "upper", 1, &upper);
+    if (st == TG_OK && onnx_has_input(r, 1))
+        st = onnx_const_scalar(r, 1, "k", &kd);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    const graph_type *xt = onnx_vtype(r, x);
+    if (xt->ndim < 2)
+        return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt->ndim);
+    if (onnx_dynamic_dims(r, x) >> (xt->ndim - 2))
+        r->specialized = 1;
+    int64_t rows = xt->dim[xt->ndim - 2], cols = xt->dim[xt->ndim - 1];
+    /* |k| past both sizes keeps all or nothing; clamping keeps j - i exact */
+    int64_t lim = rows + cols, k = kd < (double)-lim ? -lim : kd > (double)lim ? lim : (int64_t)kd;
+    graph_type mt = {GRAPH_BOOL, 2, {rows, cols}};
+    int64_t count = rows * cols;
+    uint8_t *mask = count > 0 ? malloc((size_t)count) : NULL;
+    if (count > 0 && !mask)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for a %lldx%lld mask", LL(rows),
+                         LL(cols));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
+    int32_t m = graph_add_value(r->g, GRAPH_VALUE_CONST, &mt, NULL);
+    if (m < 0 || graph_set_data(r->g, m, mask, (size_t)count) != TG_OK)
+        st = onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
+    free(mask);
+    if (st == TG_OK)
+        st = onnx_scalar(r, xt->dtype, 0.0, &zero);
+    if (st == TG_OK)
+        st = select3(r, m, x, zero, &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* y = reshape(x, shape): a dynamic batch (dim 0) stays -1 when x's is. */
+static tg_status reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
+                            int n, int32_t *y)
+{
+    graph_reshape_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.n = n;
+    for (int i = 0; i < n; i++)
+        a.shape.v[i] = i == 0 && dyn_batch ? -1 : shape[i];
+    return onnx_add(r, GRAPH_OP_reshape, &x, 1, &a, y, 1);
+}
+
+/*
+ * DepthToSpace (blocksize b; mode DCR: depth, column, row; CRD: column,
+ * row, depth) and SpaceToDepth, on [N, C, H, W], as the spec writes them:
+ *   DCR  [N, b, b, C/b², H, W]  perm 0 3 4 1 5 2  -> [N, C/b², H b, W b]
+ *   CRD  [N, C/b², b, b, H, W]  perm 0 1 4 2 5 3  -> [N, C/b², H b, W b]
+ *   S2D  [N, C, H/b, b, W/b, b] perm 0 3 5 1 2 4  -> [N, C b², H/b, W/b]
+ * A dynamic batch follows; a dynamic C, H or W is fixed at its traced
+ * size (the node is flagged specialized).
+ */
+tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op)
+{
+    int to_space = !strcmp(op->name, "DepthToSpace"), crd = 0;
+    int64_t b;
+    char mode[8];
+    int32_t x, y;
+    tg_status st = onnx_attr_int(r, "blocksize", 0, &b);
+    if (st == TG_OK && to_space)
+        st = onnx_attr_str(r, "mode", "DCR", mode, sizeof mode);
+    if (st == TG_OK && to_space) {
+        crd = !strcmp(mode, "CRD");
+        if (!crd && strcmp(mode, "DCR"))
+            st = onnx_fail(r, TG_ERR_FORMAT, "mode '%s' is neither DCR nor CRD", mode);
+    }
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    const graph_type *xt = onnx_vtype(r, x);
+    if (xt->ndim != 4)
+        return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want 4 (NCHW)", xt->ndim);
+    int64_t n = xt->dim[0], c = xt->dim[1], h = xt->dim[2], w = xt->dim[3];
+    if (b < 1 || b > 65536)
+        return onnx_fail(r, TG_ERR_FORMAT, "blocksize %lld is not in 1..65536", LL(b));
+    if (to_space ? c % (b * b) : h % b || w % b)
+        return onnx_fail(r, TG_ERR_FORMAT, "%s %lld is not a multiple of %s %lld",
+                         to_space ? "C" : "H or W", LL(to_space ? c : h % b ? h : w),
+                         to_space ? "blocksize^2" : "blocksize", LL(to_space ? b * b : b));
+    uint32_t dyn = onnx_dynamic_dims(r, x);
+    if (dyn & 0xE)
+        r->specialized = 1;
+    int64_t mid[6], out[4];
+    graph_transpose_attrs p;
+    memset(&p, 0, sizeof p);
+    p.perm.n = 6;
+    static const int64_t dcr[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3},
+                         s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int64_t *perm = !to_space ? s2d : crd ? crdp : dcr;
+    if (!to_space) {
+        int64_t m[6] = {n, c, h / b, b, w / b, b}, o[4] = {n, c * b * b, h / b, w / b};
+        memcpy(mid, m, sizeof m);
+        memcpy(out, o, sizeof o);
+    } else {
+        int64_t cb = c / (b * b);
+        int64_t m1[6] = {n, b, b, cb, h, w}, m2[6] = {n, cb, b, b, h, w};
+        int64_t o[4] = {n, cb, h * b, w * b};
+        memcpy(mid, crd ? m2 : m1, sizeof m1);
+        memcpy(out, o, sizeof o);
+    }
+    memcpy(p.perm.v, perm, sizeof dcr);
+    st = reshape_to(r, x, dyn & 1, mid, 6, &y);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_transpose, &y, 1, &p, &y, 1);
+    if (st == TG_OK)
+        st = reshape_to(r, y, dyn & 1, out, 4, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }

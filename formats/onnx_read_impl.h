@@ -30,6 +30,9 @@
 #include "../graph/tg_hash.h"
 #include "onnx_impl.h"
 
+/* An int64 for printf's %lld. */
+#define LL(x) ((long long)(x))
+
 /* Largest constant the importer makes itself (ConstantOfShape, Shape):
  * a folded size comes from the file, not from bytes present in it. */
 #define ONNX_MAX_FOLD_BYTES ((int64_t)1 << 26)
@@ -219,6 +222,8 @@ tg_status onnx_reduce_args(onnx_reader *r, int sum, graph_ints *axes, int64_t *k
 /* onnx_read_compose.c: ONNX ops written as several of ours. */
 tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 
 /* Converters of onnx_read_shape.c, named in the op table. */
 tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op);

@@ -12,7 +12,6 @@
 
 #include "onnx_read_impl.h"
 
-#define LL(x) ((long long)(x))
 
 /* ---- names ---- */
 

@@ -17,7 +17,6 @@
 
 #include "onnx_read_impl.h"
 
-#define LL(x) ((long long)(x))
 
 /* ---- elementwise ---- */
 
@@ -295,33 +294,45 @@ static tg_status cv_gemm(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-/* ---- convolution and pooling (2-D, NCHW) ---- */
+/*
+ * ---- convolution and pooling (2-D NCHW; 1-D NCL as 2-D with H = 1) ----
+ *
+ * A 1-D Conv or pool runs as the 2-D op on x unsqueezed to [N, C, 1, L]
+ * (and W to [M, C/group, 1, K]), its window 1 high with stride and
+ * dilation 1 and no padding in H, the output squeezed back: the same
+ * sums in the same order.
+ */
 
 /* The window of a Conv or pool: kernel, strides, dilations, pads. */
 typedef struct window2d {
+    int one_d; /* the ONNX node is 1-D: its attributes have one entry per dim */
     int64_t k[2], s[2], d[2];
     graph_ints pads; /* top, left, bottom, right */
 } window2d;
 
-/* An INTS attribute of two entries >= lo (def when absent). */
-static tg_status pair_attr(onnx_reader *r, const char *name, int64_t def,
-                           int64_t lo, int64_t out[2])
+/* An INTS attribute of one entry per spatial dim, each >= lo (def when
+ * absent); a 1-D node's entry goes to W, H gets 1. */
+static tg_status pair_attr(onnx_reader *r, const window2d *w, const char *name,
+                           int64_t def, int64_t lo, int64_t out[2])
 {
     graph_ints v;
-    int present;
+    int present, want = w->one_d ? 1 : 2;
     tg_status st = onnx_attr_ints(r, name, &v, GRAPH_MAX_INTS, &present);
     if (st != TG_OK)
         return st;
-    out[0] = out[1] = def;
+    out[0] = w->one_d ? 1 : def;
+    out[1] = def;
     if (!present)
         return TG_OK;
-    if (v.n != 2)
-        return onnx_fail(r, TG_ERR_FORMAT, "%s has %d entries, want 2", name, (int)v.n);
-    if (v.v[0] < lo || v.v[1] < lo || v.v[0] > INT32_MAX || v.v[1] > INT32_MAX)
-        return onnx_fail(r, TG_ERR_FORMAT, "%s must be >= %lld and < 2^31", name,
-                         LL(lo));
-    out[0] = v.v[0];
-    out[1] = v.v[1];
+    if (v.n != want)
+        return onnx_fail(r, TG_ERR_FORMAT, "%s has %d entries, want %d", name, (int)v.n,
+                         want);
+    for (int i = 0; i < want; i++)
+        if (v.v[i] < lo || v.v[i] > INT32_MAX)
+            return onnx_fail(r, TG_ERR_FORMAT, "%s must be >= %lld and < 2^31", name,
+                             LL(lo));
+    out[0] = w->one_d ? 1 : v.v[0];
+    out[1] = v.v[want - 1];
     return TG_OK;
 }
 
@@ -360,12 +371,15 @@ static tg_status window_pads(onnx_reader *r, int32_t xv, window2d *w)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "a window over 2^31 is not "
                              "supported");
     if (!strcmp(mode, "NOTSET")) {
-        if (present && w->pads.n != 4)
-            return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries, want 4",
-                             (int)w->pads.n);
+        int want = w->one_d ? 2 : 4;
+        if (present && w->pads.n != want)
+            return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries, want %d",
+                             (int)w->pads.n, want);
         for (int i = 0; i < w->pads.n; i++)
             if (w->pads.v[i] < 0 || w->pads.v[i] > INT32_MAX)
                 return onnx_fail(r, TG_ERR_FORMAT, "pads must be >= 0 and < 2^31");
+        if (present && w->one_d) /* begin, end of L: left and right */
+            w->pads = (graph_ints){4, {0, w->pads.v[0], 0, w->pads.v[1]}};
         return TG_OK;
     }
     memset(&w->pads, 0, sizeof w->pads);
@@ -381,14 +395,36 @@ static tg_status window_pads(onnx_reader *r, int32_t xv, window2d *w)
     return TG_OK;
 }
 
-/* Rank 4 (2-D NCHW); other ranks are unsupported. */
-static tg_status need_2d(onnx_reader *r, int32_t x)
+/* y = unsqueeze(x, axis 2) (squeeze: the reverse). */
+static tg_status axis2(onnx_reader *r, graph_op op, int32_t x, int32_t *y)
 {
-    int nd = onnx_vtype(r, x)->ndim;
+    graph_squeeze_attrs a = {{1, {2}}}; /* unsqueeze's layout too */
+    return onnx_add(r, op, &x, 1, &a, y, 1);
+}
+
+/*
+ * Rank 4 (2-D NCHW) or 3 (1-D NCL: *x becomes x unsqueezed to
+ * [N, C, 1, L] and w->one_d is set); other ranks are unsupported.
+ */
+static tg_status need_2d(onnx_reader *r, int32_t *x, window2d *w)
+{
+    int nd = onnx_vtype(r, *x)->ndim;
+    memset(w, 0, sizeof *w);
+    if (nd == 3) {
+        w->one_d = 1;
+        return axis2(r, GRAPH_OP_unsqueeze, *x, x);
+    }
     if (nd != 4)
-        return onnx_fail(r, TG_ERR_UNSUPPORTED, "only 2-D (NCHW) is supported, the "
-                         "input has %d dims", nd);
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "only 1-D (NCL) and 2-D (NCHW) are "
+                         "supported, the input has %d dims", nd);
     return TG_OK;
+}
+
+/* Binds y, squeezed back to 1-D if the node is. */
+static tg_status bind_window_out(onnx_reader *r, const window2d *w, int32_t y)
+{
+    tg_status st = w->one_d ? axis2(r, GRAPH_OP_squeeze, y, &y) : TG_OK;
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
 static tg_status cv_conv(onnx_reader *r, const onnx_op *op)
@@ -402,19 +438,25 @@ static tg_status cv_conv(onnx_reader *r, const onnx_op *op)
     for (int i = 0; st == TG_OK && i < nin; i++)
         st = onnx_input(r, i, &in[i]);
     if (st == TG_OK)
-        st = need_2d(r, in[0]);
-    if (st == TG_OK && onnx_vtype(r, in[1])->ndim != 4)
-        st = onnx_fail(r, TG_ERR_FORMAT, "W must be 4-D");
+        st = need_2d(r, &in[0], &w);
+    if (st == TG_OK && onnx_vtype(r, in[1])->ndim != (w.one_d ? 3 : 4))
+        st = onnx_fail(r, TG_ERR_FORMAT, "W must be %d-D", w.one_d ? 3 : 4);
+    if (st == TG_OK && w.one_d)
+        st = axis2(r, GRAPH_OP_unsqueeze, in[1], &in[1]);
     if (st == TG_OK)
         st = onnx_attr_ints(r, "kernel_shape", &ks, GRAPH_MAX_INTS, &has_k);
     const graph_type *wt = st == TG_OK ? onnx_vtype(r, in[1]) : NULL;
-    if (st == TG_OK && has_k && (ks.n != 2 || ks.v[0] != wt->dim[2] || ks.v[1] != wt->dim[3]))
-        st = onnx_fail(r, TG_ERR_FORMAT, "kernel_shape does not match W's %lldx%lld",
-                       LL(wt->dim[2]), LL(wt->dim[3]));
+    if (st == TG_OK && has_k &&
+        (ks.n != 2 - w.one_d || (!w.one_d && ks.v[0] != wt->dim[2]) ||
+         ks.v[ks.n - 1] != wt->dim[3]))
+        st = w.one_d ? onnx_fail(r, TG_ERR_FORMAT, "kernel_shape does not match W's %lld",
+                                 LL(wt->dim[3]))
+                     : onnx_fail(r, TG_ERR_FORMAT, "kernel_shape does not match W's "
+                                 "%lldx%lld", LL(wt->dim[2]), LL(wt->dim[3]));
     if (st == TG_OK)
-        st = pair_attr(r, "strides", 1, 1, w.s);
+        st = pair_attr(r, &w, "strides", 1, 1, w.s);
     if (st == TG_OK)
-        st = pair_attr(r, "dilations", 1, 1, w.d);
+        st = pair_attr(r, &w, "dilations", 1, 1, w.d);
     if (st != TG_OK)
         return st;
     w.k[0] = wt->dim[2];
@@ -430,7 +472,7 @@ static tg_status cv_conv(onnx_reader *r, const onnx_op *op)
     a.dilation = (graph_ints){2, {w.d[0], w.d[1]}};
     a.padding = w.pads;
     st = onnx_add(r, GRAPH_OP_conv2d, in, nin, &a, &y, 1);
-    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+    return st == TG_OK ? bind_window_out(r, &w, y) : st;
 }
 
 /*
@@ -462,13 +504,13 @@ static tg_status pool_window(onnx_reader *r, int32_t x, window2d *w,
                              int64_t count_pad)
 {
     int64_t ceil_mode;
-    tg_status st = pair_attr(r, "kernel_shape", 0, 1, w->k);
+    tg_status st = pair_attr(r, w, "kernel_shape", 0, 1, w->k);
     if (st == TG_OK && !onnx_attr(r, "kernel_shape"))
         st = onnx_fail(r, TG_ERR_FORMAT, "kernel_shape is missing");
     if (st == TG_OK)
-        st = pair_attr(r, "strides", 1, 1, w->s);
+        st = pair_attr(r, w, "strides", 1, 1, w->s);
     if (st == TG_OK)
-        st = pair_attr(r, "dilations", 1, 1, w->d);
+        st = pair_attr(r, w, "dilations", 1, 1, w->d);
     if (st == TG_OK && (w->d[0] != 1 || w->d[1] != 1))
         st = onnx_fail(r, TG_ERR_UNSUPPORTED, "dilations other than 1 are not "
                        "supported");
@@ -490,7 +532,7 @@ static tg_status cv_pool(onnx_reader *r, const onnx_op *op)
     int64_t count_pad = 0, order = 0;
     tg_status st = onnx_input(r, 0, &x);
     if (st == TG_OK)
-        st = need_2d(r, x);
+        st = need_2d(r, &x, &w);
     if (st == TG_OK && op->op == GRAPH_OP_avg_pool2d)
         st = onnx_attr_int(r, "count_include_pad", 0, &count_pad);
     if (st == TG_OK)
@@ -509,7 +551,7 @@ static tg_status cv_pool(onnx_reader *r, const onnx_op *op)
         graph_avg_pool2d_attrs a = {k, s, w.pads, count_pad};
         st = onnx_add(r, GRAPH_OP_avg_pool2d, &x, 1, &a, &y, 1);
     }
-    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+    return st == TG_OK ? bind_window_out(r, &w, y) : st;
 }
 
 /* ---- normalization ---- */
@@ -741,6 +783,9 @@ static const onnx_op table[] = {
     {"Selu", onnx_cv_activation, 0, 1, 1, 1, "alpha,gamma"},
     {"Celu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"ThresholdedRelu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
+    {"Trilu", onnx_cv_trilu, 0, 1, 2, 1, "upper"},
+    {"DepthToSpace", onnx_cv_depth_space, 0, 1, 1, 1, "blocksize,mode"},
+    {"SpaceToDepth", onnx_cv_depth_space, 0, 1, 1, 1, "blocksize"},
     {"Reshape", onnx_cv_reshape, 0, 2, 2, 1, "allowzero"},
     {"Flatten", onnx_cv_flatten, 0, 1, 1, 1, "axis"},
     {"Transpose", onnx_cv_transpose, 0, 1, 1, 1, "perm"},

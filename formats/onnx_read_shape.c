@@ -14,7 +14,6 @@
 
 #include "onnx_read_impl.h"
 
-#define LL(x) ((long long)(x))
 
 /* Adds op on input 0 with attrs and binds output 0. */
 static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)

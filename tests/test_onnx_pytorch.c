@@ -4,7 +4,8 @@
  * torch.onnx.export at opset 17 by make.py there, with PyTorch's own
  * outputs saved beside them) import, run in the reference interpreter and,
  * optimized at -O3, in a replay, and match PyTorch.  The dynamic-batch
- * ones run at a second batch too.
+ * ones run at a second batch too.  Each model says below what it is
+ * there for.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,22 +36,31 @@ static void *load_npy(const char *name, const char *suffix, graph_type *t)
     return data;
 }
 
-/* PyTorch's output within 1e-5 normalized error (float sums in another order). */
-static void check_output(const char *what, const graph_type *got_t, const float *got,
-                         const graph_type *want_t, const float *want)
+/* PyTorch's output within 1e-5 normalized error (float sums in another
+ * order); an int64 output (ArgMax's) exactly. */
+static void check_output(const char *what, const graph_type *got_t, const void *got,
+                         const graph_type *want_t, const void *want)
 {
-    int same_shape = got_t->ndim == want_t->ndim;
+    int same_shape = got_t->ndim == want_t->ndim && got_t->dtype == want_t->dtype;
     for (int d = 0; same_shape && d < got_t->ndim; d++)
         same_shape = got_t->dim[d] == want_t->dim[d];
-    CHECK_MSG(same_shape, "%s: output shape as PyTorch's", what);
+    CHECK_MSG(same_shape, "%s: output shape and dtype as PyTorch's", what);
     if (!same_shape)
         return;
+    if (want_t->dtype == GRAPH_I64) {
+        int64_t n = graph_type_numel(want_t), bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            bad += ((const int64_t *)got)[i] != ((const int64_t *)want)[i];
+        CHECK_MSG(bad == 0, "%s: %lld of %lld indices differ from PyTorch's", what,
+                  (long long)bad, (long long)n);
+        return;
+    }
     double e = check_normalized_error(got, want, graph_type_numel(want_t));
     CHECK_MSG(e <= 1e-5, "%s: normalized error %.3g vs PyTorch", what, e);
 }
 
 static void run_interp(const graph *g, const char *what, const graph_type *xt, void *x,
-                       const graph_type *yt, const float *y)
+                       const graph_type *yt, const void *y)
 {
     graph_ints shape = {xt->ndim, {0}};
     for (int d = 0; d < xt->ndim; d++)
@@ -68,7 +78,7 @@ static void run_interp(const graph *g, const char *what, const graph_type *xt, v
 }
 
 static void run_replay(const graph *g, const char *what, const graph_type *xt, void *x,
-                       const graph_type *yt, const float *y)
+                       const graph_type *yt, const void *y)
 {
     replay_plan *p = replay_compile(g, NULL, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
@@ -98,7 +108,7 @@ static void test_model(const char *name, int dynamic)
     for (int k = 0; g && k <= dynamic; k++) {
         graph_type xt, yt;
         void *x = load_npy(name, k ? "x2" : "x", &xt);
-        float *y = load_npy(name, k ? "y2" : "y", &yt);
+        void *y = load_npy(name, k ? "y2" : "y", &yt);
         if (x && y) {
             snprintf(what, sizeof what, "%s (batch %lld) interpreted", name,
                      (long long)xt.dim[0]);
@@ -124,5 +134,9 @@ int main(void)
                                   PyTorch computes its reshapes from Shape */
     test_model("chain", 0);
     test_model("tiny", 0);
+    test_model("conv1d", 1);   /* Conv1d (stride, dilation, groups), 1-D pools */
+    test_model("pixel", 1);    /* PixelShuffle as DepthToSpace CRD; PixelUnshuffle as
+                                  Shape-computed Reshape + Transpose */
+    test_model("masked", 1);   /* torch.tril / torch.triu as Trilu, k 0, -1, 2 */
     return check_done();
 }

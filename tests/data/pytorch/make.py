@@ -9,7 +9,7 @@ LayerNormalization, Erf-form GELU, Split + Reshape + Transpose attention,
 BatchNormalization, pools, Flatten).  The files are committed; `make test`
 never needs PyTorch.  To regenerate (Debian's python3-torch 1.13):
 
-    /usr/bin/python3 tests/data/pytorch/make.py tests/data/pytorch
+    /usr/bin/python3 tests/data/pytorch/make.py tests/data/pytorch [MODEL...]
 
 Each model M gives M.onnx, M_x.npy, M_y.npy; the dynamic-batch ones also
 M_x2.npy, M_y2.npy at another batch.
@@ -96,6 +96,49 @@ class Tiny(nn.Module):
         return x
 
 
+class Conv1dNet(nn.Module):
+    """1-D convolutions and pools (imported as 2-D ones with H = 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 8, 5, padding=2)
+        self.c2 = nn.Conv1d(8, 8, 3, stride=2, dilation=2, padding=1, groups=2, bias=False)
+
+    def forward(self, x):
+        y = F.max_pool1d(F.relu(self.c1(x)), 2)
+        return F.avg_pool1d(torch.tanh(self.c2(y)), 3, stride=1, padding=1)
+
+
+class Pixel(nn.Module):
+    """PixelShuffle (DepthToSpace, mode CRD) and PixelUnshuffle."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 12, 3, padding=1)
+
+    def forward(self, x):
+        y = F.pixel_shuffle(self.c(x), 2)
+        return F.pixel_unshuffle(torch.sigmoid(y) * y, 2)
+
+
+class Masked(nn.Module):
+    """torch.tril / torch.triu (Trilu), as in causal attention masks."""
+
+    def forward(self, x):
+        return torch.tril(x) + torch.triu(x * 2, diagonal=2) - torch.tril(x, -1) * 0.5
+
+
+class Classify(nn.Module):
+    """A linear classifier's argmax (ArgMax, int64 output)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 7)
+
+    def forward(self, x):
+        return torch.argmax(self.fc(x), dim=-1)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -104,12 +147,24 @@ MODELS = [
     ("encoder", Encoder, (2, 8, 32), True),
     ("chain", Chain, (64,), False),
     ("tiny", Tiny, (16,), False),
+    ("conv1d", Conv1dNet, (2, 4, 20), True),
+    ("pixel", Pixel, (2, 3, 6, 4), True),
+    ("masked", Masked, (2, 5, 7), True),
+    ("classify", Classify, (6, 16), True),
 ]
+
+
+def out_array(y):
+    """float32, or int64 as ArgMax gives it."""
+    return y.numpy().astype(np.int64 if y.dtype == torch.int64 else np.float32)
 
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    only = set(sys.argv[2:])  # model names to export (none given: all)
     for k, (name, cls, shape, dynamic) in enumerate(MODELS):
+        if only and name not in only:
+            continue
         torch.manual_seed(1 + k)
         m = cls().eval()
         x = torch.rand(*shape) * 2 - 1
@@ -118,11 +173,11 @@ def main():
             torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"), input_names=["x"],
                               output_names=["y"], opset_version=17, dynamic_axes=axes)
             np.save(os.path.join(out, name + "_x.npy"), x.numpy().astype(np.float32))
-            np.save(os.path.join(out, name + "_y.npy"), m(x).numpy().astype(np.float32))
+            np.save(os.path.join(out, name + "_y.npy"), out_array(m(x)))
             if dynamic:
                 x2 = torch.rand(5, *shape[1:]) * 2 - 1
                 np.save(os.path.join(out, name + "_x2.npy"), x2.numpy().astype(np.float32))
-                np.save(os.path.join(out, name + "_y2.npy"), m(x2).numpy().astype(np.float32))
+                np.save(os.path.join(out, name + "_y2.npy"), out_array(m(x2)))
         print(name, "exported")
 
 
