@@ -222,9 +222,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
-    int32_t m = graph_add_value(r->g, GRAPH_VALUE_CONST, &mt, NULL);
-    if (m < 0 || graph_set_data(r->g, m, mask, (size_t)count) != TG_OK)
-        st = onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
+    int32_t m;
+    st = onnx_const_value(r, &mt, mask, &m);
     free(mask);
     if (st == TG_OK)
         st = onnx_scalar(r, xt->dtype, 0.0, &zero);

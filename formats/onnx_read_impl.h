@@ -176,6 +176,8 @@ tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
                               void *data, int8_t *sym);
 /* Binds output k to a copy of constant e (data and marks). */
 tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e);
+/* A constant of type t holding a copy of data, in the graph. */
+tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data, int32_t *v);
 /* A 0-d constant of dtype dt holding x, in the graph. */
 tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v);
 
@@ -224,6 +226,8 @@ tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
+/* onnx_read_resize.c */
+tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
 
 /* Converters of onnx_read_shape.c, named in the op table. */
 tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op);

@@ -334,6 +334,15 @@ tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e)
     return onnx_bind_const_sym(r, k, &e->type, data, sym);
 }
 
+tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data, int32_t *v)
+{
+    *v = graph_add_value(r->g, GRAPH_VALUE_CONST, t, NULL);
+    size_t bytes = (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
+    if (*v < 0 || graph_set_data(r->g, *v, data, bytes) != TG_OK)
+        return onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
+    return TG_OK;
+}
+
 tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v)
 {
     graph_type t = {dt, 0, {0}};
@@ -352,10 +361,7 @@ tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v)
         u.i = (int32_t)x;
     else
         u.b = x != 0;
-    *v = graph_add_value(r->g, GRAPH_VALUE_CONST, &t, NULL);
-    if (*v < 0 || graph_set_data(r->g, *v, &u, graph_dtype_size(dt)) != TG_OK)
-        return onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
-    return TG_OK;
+    return onnx_const_value(r, &t, &u, v);
 }
 
 /* ---- attributes ---- */

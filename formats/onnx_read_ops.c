@@ -784,6 +784,10 @@ static const onnx_op table[] = {
     {"Celu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"ThresholdedRelu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"Trilu", onnx_cv_trilu, 0, 1, 2, 1, "upper"},
+    {"Resize", onnx_cv_resize, 0, 1, 4, 1,
+     "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
+     "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode"},
+    {"Upsample", onnx_cv_resize, 0, 1, 2, 1, "mode,scales"},
     {"DepthToSpace", onnx_cv_depth_space, 0, 1, 1, 1, "blocksize,mode"},
     {"SpaceToDepth", onnx_cv_depth_space, 0, 1, 1, 1, "blocksize"},
     {"Reshape", onnx_cv_reshape, 0, 2, 2, 1, "allowzero"},

@@ -78,7 +78,15 @@ static const char *const must_pass[] = {
     "test_reduce_l2_keep_dims_example", "test_reduce_log_sum_default",
     "test_maxpool_1d_default", "test_averagepool_1d_default", "test_tril", "test_triu_neg",
     "test_tril_zero", "test_triu_out_neg_out", "test_depthtospace_dcr_mode",
-    "test_depthtospace_crd_mode", "test_spacetodepth",
+    "test_depthtospace_crd_mode", "test_spacetodepth", "test_resize_upsample_scales_nearest",
+    "test_resize_downsample_sizes_nearest_tf_half_pixel_for_nn",
+    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
+    "test_resize_upsample_sizes_nearest_floor_align_corners",
+    "test_resize_upsample_sizes_nearest_ceil_half_pixel", "test_resize_upsample_scales_linear",
+    "test_resize_downsample_scales_linear_align_corners",
+    "test_resize_downsample_sizes_linear_pytorch_half_pixel", "test_resize_upsample_sizes_cubic",
+    "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
+    "test_resize_upsample_scales_cubic_asymmetric", "test_upsample_nearest",
 };
 /* test_globalaveragepool is at opset 1, below what import reads:
  * GlobalAveragePool is checked in features() instead. */
@@ -592,6 +600,78 @@ static void bad_inputs(void)
     graph_free(g);
 }
 
+/* b's node with one STRING attribute name = v (in a, which b points to). */
+static void mb_attr_str(mb *b, Onnx__AttributeProto *a, Onnx__AttributeProto **as,
+                        const char *name, const char *v)
+{
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    a->has_s = 1;
+    a->s.data = (uint8_t *)v;
+    a->s.len = strlen(v);
+    as[0] = a;
+    b->node.n_attribute = 1;
+    b->node.attribute = as;
+}
+
+/* The composed converters (Resize, Trilu, DepthToSpace, 1-D Conv) on
+ * what they refuse: each message names the node and what is wrong. */
+static void bad_composed(void)
+{
+    mb b;
+    Onnx__AttributeProto a, *as[1];
+    static const int64_t x4[4] = {1, 8, 2, 2}, x5[5] = {1, 1, 2, 2, 2};
+    /* Resize x f32[1,8,2,2] by sizes from graph input s: sizes must be known */
+    mb_init(&b, "Resize", "x", "");
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    char *rin[4] = {"x", "", "", "s"};
+    b.node.input = rin;
+    b.node.n_input = 4;
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Resize): input 3 (sizes) must be a constant "
+                "known at load time, but 's' is a graph input");
+    mb_attr_str(&b, &a, as, "coordinate_transformation_mode", "tf_crop_and_resize");
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Resize): coordinate_transformation_mode "
+                "'tf_crop_and_resize' is not supported");
+    mb_attr_str(&b, &a, as, "mode", "trilinear");
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Resize): mode 'trilinear' is not a known value");
+    b.node.n_input = 1;
+    b.node.n_attribute = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Resize): neither scales nor sizes is given");
+    /* DepthToSpace: a mode that does not exist, a C that blocksize^2 does not divide */
+    mb_init(&b, "DepthToSpace", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    mb_attr_str(&b, &a, as, "mode", "RDC");
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (DepthToSpace): mode 'RDC' is neither DCR nor CRD");
+    b.node.n_attribute = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (DepthToSpace): blocksize 0 is not in 1..65536");
+    /* Trilu with k from a graph input; and on a vector */
+    mb_init(&b, "Trilu", "x", "s");
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Trilu): input 1 (k) must be a constant known at "
+                "load time, but 's' is a graph input");
+    mb_init(&b, "Trilu", "s", NULL);
+    b.in[0].name = "s";
+    mb_tensor_type(&b, 0, 7, 1, x4);
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Trilu): input has 1 dims, want >= 2");
+    /* a 3-D pool (5-D input) */
+    mb_init(&b, "MaxPool", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 5, x5);
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL) and 2-D (NCHW) are "
+                "supported, the input has 5 dims");
+}
+
 /* Dynamic dims, provenance from the file and from a tracegraph doc_string. */
 static void features(void)
 {
@@ -719,6 +799,7 @@ int main(void)
 {
     long live = eager_live_tensors();
     bad_inputs();
+    bad_composed();
     features();
     global_pool();
     activations();

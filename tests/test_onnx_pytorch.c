@@ -138,5 +138,7 @@ int main(void)
     test_model("pixel", 1);    /* PixelShuffle as DepthToSpace CRD; PixelUnshuffle as
                                   Shape-computed Reshape + Transpose */
     test_model("masked", 1);   /* torch.tril / torch.triu as Trilu, k 0, -1, 2 */
+    test_model("upsample", 1); /* F.interpolate nearest, bilinear, bicubic (align_corners)
+                                  as Resize */
     return check_done();
 }

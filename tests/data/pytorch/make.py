@@ -139,6 +139,22 @@ class Classify(nn.Module):
         return torch.argmax(self.fc(x), dim=-1)
 
 
+class Upsample(nn.Module):
+    """F.interpolate, as in U-Nets and feature pyramids (Resize)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(x)
+        a = F.interpolate(y, scale_factor=2.0, mode="nearest")
+        b = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
+        c = F.interpolate(y, size=(10, 7), mode="bicubic", align_corners=True)
+        d = F.interpolate(c, size=(12, 8), mode="bilinear", align_corners=False)
+        return torch.cat([a, b, d], dim=1)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -151,6 +167,7 @@ MODELS = [
     ("pixel", Pixel, (2, 3, 6, 4), True),
     ("masked", Masked, (2, 5, 7), True),
     ("classify", Classify, (6, 16), True),
+    ("upsample", Upsample, (2, 3, 6, 4), True),
 ]
 
 
