@@ -1,5 +1,6 @@
 /*
- * kernels_reduce.c - CPU kernels for reduce_sum, reduce_mean, reduce_max.
+ * kernels_reduce.c - CPU kernels for reduce_sum, reduce_mean, reduce_max,
+ * argmax and argmin (the last two at the end of the file).
  *
  * Layout.  Size-1 dims are dropped and neighbouring dims of the same kind
  * (reduced or kept) merged, so any reduction becomes one of two shapes:
@@ -514,4 +515,264 @@ tg_status eager_kernel_reduce_max(const eager_kargs *a)
                        : dt == GRAPH_I64 ? &k_max_i64
                                          : &k_max_i32;
     return run_reduce(a, f, &at->axes);
+}
+
+/* ---- argmax, argmin ---- */
+
+/*
+ * One axis of length len between outer and inner dims: output (o, j) is
+ * the index k of the extreme of x[(o * len + k) * inner + j].
+ *
+ * Order.  NaN is the extreme of both ops and NaNs tie with each other, so
+ * the first NaN wins, as in NumPy's and PyTorch's argmax and argmin.  The
+ * ONNX spec leaves NaN open, and ONNX Runtime (1.30, CPU) differs: its
+ * running best starts at element 0 and no comparison with NaN moves it,
+ * so a NaN wins only when it is first (ArgMax of [1, NaN, 3] is 2, of
+ * [NaN, 1, 2] is 0); tests/onnx_export_cases.h keeps NaN out of what it
+ * compares with ONNX Runtime.  Ties give the first index, the last with
+ * select_last (ONNX); -0 and +0 tie.
+ *
+ * Rows (inner 1) take two vectorized passes: the extreme and whether a
+ * NaN is present (an OpenMP simd reduction, as reduce_max's rows), then
+ * the first or last index holding it, found ARG_SCAN elements at a time.
+ * Columns keep running best values and indices for a block of outputs,
+ * updated with selects over contiguous input rows.  On several threads a
+ * long axis with few outputs is split into chunks, merged in index order:
+ * a later chunk's candidate replaces an earlier one only if strictly
+ * better (first) or at least as good (select_last).
+ */
+
+/* Outputs per column block (best values and indices on the stack). */
+#define ARG_BLOCK 1024
+/* Elements per test of the index search in rows: one branch per block. */
+#define ARG_SCAN 256
+
+#define PRAGMA_(x) _Pragma(#x)
+
+/* v (at a later index) replaces b: strictly for the first index, on a tie
+ * too for the last; a NaN beats any number, and a later NaN beats a NaN
+ * only for the last.  Bitwise, so column loops stay branch-free. */
+#define FGT_(v, b) (((v) > (b)) | (((v) != (v)) & ((b) == (b))))
+#define FGE_(v, b) (((v) >= (b)) | ((v) != (v)))
+#define FLT_(v, b) (((v) < (b)) | (((v) != (v)) & ((b) == (b))))
+#define FLE_(v, b) (((v) <= (b)) | ((v) != (v)))
+#define IGT_(v, b) ((v) > (b))
+#define IGE_(v, b) ((v) >= (b))
+#define ILT_(v, b) ((v) < (b))
+#define ILE_(v, b) ((v) <= (b))
+
+typedef struct arg_fns {
+    /* Index in [0, n) of the extreme of the contiguous x[0..n), n >= 1. */
+    int64_t (*row)(const void *x, int64_t n, int last);
+    /* at[j] = index k in [k0, k1) of the extreme of x[k * stride + j],
+     * for j < n <= ARG_BLOCK; k0 < k1. */
+    void (*col)(const void *x, int64_t stride, int64_t n, int64_t k0, int64_t k1, int last,
+                int64_t *at);
+    /* Element i of x (at a later index than j) replaces element j. */
+    int (*better)(const void *x, int64_t i, int64_t j, int last);
+    size_t esize;
+} arg_fns;
+
+/* x[i] holds the extreme m: a NaN when there is one (integers: nan 0). */
+#define ARG_HIT_(x, i, m, nan, NANCHK) ((nan) ? NANCHK(x[i]) : (x[i]) == (m))
+
+/*
+ * name: element T, RED the OpenMP reduction (max / min) with identity ID,
+ * CMP its comparison, WIN / TIE the first / last index rules above, NANCHK
+ * the NaN test (0 for integers).
+ */
+#define ARG_FNS(name, T, RED, ID, CMP, WIN, TIE, NANCHK)                    \
+    static int64_t name##_row(const void *xv, int64_t n, int last)          \
+    {                                                                       \
+        const T *restrict x = xv;                                           \
+        T m = ID;                                                           \
+        int nan = 0;                                                        \
+        PRAGMA_(omp simd reduction(RED : m) reduction(| : nan))             \
+        for (int64_t i = 0; i < n; i++) {                                   \
+            m = x[i] CMP m ? x[i] : m;                                      \
+            nan |= NANCHK(x[i]);                                            \
+        }                                                                   \
+        /* n >= 1, so some element hits; blocks of ARG_SCAN are tested     \
+         * with an OR that vectorizes, then scanned */                      \
+        int64_t i = 0;                                                      \
+        int hit = 0;                                                        \
+        if (!last) {                                                        \
+            for (; i + ARG_SCAN <= n; i += ARG_SCAN) {                      \
+                for (int j = 0; j < ARG_SCAN; j++)                          \
+                    hit |= ARG_HIT_(x, i + j, m, nan, NANCHK);              \
+                if (hit)                                                    \
+                    break;                                                  \
+            }                                                               \
+            while (i < n - 1 && !ARG_HIT_(x, i, m, nan, NANCHK))            \
+                i++;                                                        \
+            return i;                                                       \
+        }                                                                   \
+        for (i = n; i >= ARG_SCAN; i -= ARG_SCAN) {                         \
+            for (int j = 1; j <= ARG_SCAN; j++)                             \
+                hit |= ARG_HIT_(x, i - j, m, nan, NANCHK);                  \
+            if (hit)                                                        \
+                break;                                                      \
+        }                                                                   \
+        while (i > 1 && !ARG_HIT_(x, i - 1, m, nan, NANCHK))                \
+            i--;                                                            \
+        return i - 1;                                                       \
+    }                                                                       \
+    static void name##_col(const void *xv, int64_t stride, int64_t n,       \
+                           int64_t k0, int64_t k1, int last, int64_t *at)   \
+    {                                                                       \
+        const T *restrict x = xv;                                           \
+        T best[ARG_BLOCK];                                                  \
+        for (int64_t j = 0; j < n; j++)                                     \
+            best[j] = x[k0 * stride + j], at[j] = k0;                       \
+        for (int64_t k = k0 + 1; k < k1; k++) {                             \
+            const T *restrict r = x + k * stride;                           \
+            if (last)                                                       \
+                for (int64_t j = 0; j < n; j++) {                           \
+                    int b = TIE(r[j], best[j]);                             \
+                    best[j] = b ? r[j] : best[j];                           \
+                    at[j] = b ? k : at[j];                                  \
+                }                                                           \
+            else                                                            \
+                for (int64_t j = 0; j < n; j++) {                           \
+                    int b = WIN(r[j], best[j]);                             \
+                    best[j] = b ? r[j] : best[j];                           \
+                    at[j] = b ? k : at[j];                                  \
+                }                                                           \
+        }                                                                   \
+    }                                                                       \
+    static int name##_better(const void *xv, int64_t i, int64_t j, int last) \
+    {                                                                       \
+        const T *x = xv;                                                    \
+        return last ? TIE(x[i], x[j]) : WIN(x[i], x[j]);                    \
+    }                                                                       \
+    static const arg_fns k_##name = {name##_row, name##_col, name##_better, sizeof(T)};
+
+ARG_FNS(argmax_f32, float, max, -INFINITY, >, FGT_, FGE_, FNAN_)
+ARG_FNS(argmax_i64, int64_t, max, INT64_MIN, >, IGT_, IGE_, INAN_)
+ARG_FNS(argmax_i32, int32_t, max, INT32_MIN, >, IGT_, IGE_, INAN_)
+ARG_FNS(argmin_f32, float, min, INFINITY, <, FLT_, FLE_, FNAN_)
+ARG_FNS(argmin_i64, int64_t, min, INT64_MAX, <, ILT_, ILE_, INAN_)
+ARG_FNS(argmin_i32, int32_t, min, INT32_MAX, <, ILT_, ILE_, INAN_)
+
+/* Rows (inner 1): one output per row; few long rows on several threads
+ * are split into chunks. */
+static tg_status arg_rows(const eager_kargs *a, const arg_fns *f, int64_t outer, int64_t len,
+                          int last)
+{
+    const char *x = a->in[0];
+    int64_t *y = a->out[0], es = (int64_t)f->esize;
+    int nth = a->nthreads;
+    int par = outer * len >= EAGER_PAR_MIN && nth > 1;
+    if (!par || outer >= 2 * nth) {
+#pragma omp parallel for num_threads(nth) if (par) schedule(static)
+        for (int64_t o = 0; o < outer; o++)
+            y[o] = f->row(x + o * len * es, len, last);
+        return TG_OK;
+    }
+    int64_t *part = malloc((size_t)nth * sizeof *part);
+    if (!part)
+        return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory");
+    for (int64_t o = 0; o < outer; o++) {
+        const char *row = x + o * len * es;
+#pragma omp parallel for num_threads(nth) schedule(static)
+        for (int k = 0; k < nth; k++) {
+            int64_t k0 = len * k / nth, k1 = len * (k + 1) / nth;
+            part[k] = k0 < k1 ? k0 + f->row(row + k0 * es, k1 - k0, last) : -1;
+        }
+        int64_t best = -1;
+        for (int k = 0; k < nth; k++)
+            if (part[k] >= 0 && (best < 0 || f->better(row, part[k], best, last)))
+                best = part[k];
+        y[o] = best;
+    }
+    free(part);
+    return TG_OK;
+}
+
+/* Columns (inner > 1): blocks of up to ARG_BLOCK outputs; with fewer
+ * blocks than threads, the axis is split into chunks. */
+static tg_status arg_cols(const eager_kargs *a, const arg_fns *f, int64_t outer, int64_t len,
+                          int64_t inner, int last)
+{
+    const char *x = a->in[0];
+    int64_t *y = a->out[0], es = (int64_t)f->esize;
+    int nth = a->nthreads;
+    int par = outer * len * inner >= EAGER_PAR_MIN && nth > 1;
+    int64_t nblk = (inner + ARG_BLOCK - 1) / ARG_BLOCK, ntask = outer * nblk;
+    if (!par || ntask >= nth) {
+#pragma omp parallel for num_threads(nth) if (par) schedule(static)
+        for (int64_t t = 0; t < ntask; t++) {
+            int64_t o = t / nblk, j0 = t % nblk * ARG_BLOCK;
+            int64_t n = inner - j0 < ARG_BLOCK ? inner - j0 : ARG_BLOCK;
+            f->col(x + (o * len * inner + j0) * es, inner, n, 0, len, last, y + o * inner + j0);
+        }
+        return TG_OK;
+    }
+    int64_t *part = malloc((size_t)nth * ARG_BLOCK * sizeof *part);
+    if (!part)
+        return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory");
+    for (int64_t t = 0; t < ntask; t++) {
+        int64_t o = t / nblk, j0 = t % nblk * ARG_BLOCK;
+        int64_t n = inner - j0 < ARG_BLOCK ? inner - j0 : ARG_BLOCK;
+        const char *base = x + (o * len * inner + j0) * es;
+#pragma omp parallel for num_threads(nth) schedule(static)
+        for (int k = 0; k < nth; k++) {
+            int64_t k0 = len * k / nth, k1 = len * (k + 1) / nth;
+            if (k0 < k1)
+                f->col(base, inner, n, k0, k1, last, part + k * ARG_BLOCK);
+        }
+        for (int64_t j = 0; j < n; j++) {
+            int64_t best = -1;
+            for (int k = 0; k < nth; k++) {
+                int64_t c = part[k * ARG_BLOCK + j];
+                if (len * k / nth < len * (k + 1) / nth &&
+                    (best < 0 || f->better(base, c * inner + j, best * inner + j, last)))
+                    best = c;
+            }
+            y[o * inner + j0 + j] = best;
+        }
+    }
+    free(part);
+    return TG_OK;
+}
+
+static tg_status run_arg(const eager_kargs *a, const arg_fns *f, int64_t axis_attr, int last)
+{
+    const graph_type *t = &a->in_type[0];
+    int axis = graph_norm_axis(axis_attr, t->ndim); /* checked by infer */
+    int64_t outer = 1, inner = 1, len = t->ndim ? t->dim[axis] : 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d < axis)
+            outer *= t->dim[d];
+        else if (d > axis)
+            inner *= t->dim[d];
+    }
+    /* infer refused an empty axis unless the output is empty too */
+    if (outer * inner == 0)
+        return TG_OK;
+    if (inner == 1)
+        return arg_rows(a, f, outer, len, last);
+    return arg_cols(a, f, outer, len, inner, last);
+}
+
+static const arg_fns *arg_pick(graph_dtype dt, const arg_fns *f32, const arg_fns *i64,
+                               const arg_fns *i32)
+{
+    return dt == GRAPH_F32 ? f32 : dt == GRAPH_I64 ? i64 : i32;
+}
+
+tg_status eager_kernel_argmax(const eager_kargs *a)
+{
+    const graph_argmax_attrs *at = a->attrs;
+    const arg_fns *f = arg_pick(a->in_type[0].dtype, &k_argmax_f32, &k_argmax_i64,
+                                &k_argmax_i32);
+    return run_arg(a, f, at->axis, at->select_last != 0);
+}
+
+tg_status eager_kernel_argmin(const eager_kargs *a)
+{
+    const graph_argmin_attrs *at = a->attrs;
+    const arg_fns *f = arg_pick(a->in_type[0].dtype, &k_argmin_f32, &k_argmin_i64,
+                                &k_argmin_i32);
+    return run_arg(a, f, at->axis, at->select_last != 0);
 }

@@ -26,8 +26,9 @@
  * bool Where), layer_norm without weight with a ones Scale, flatten as
  * Reshape, a `fused` node as one node per statement of its program,
  * linear_ep / conv2d_ep / conv2d_blk as the base op then their
- * epilogue, to_blocked / from_blocked as Reshape + Transpose.  The lists
- * opset 17 takes as inputs (Reshape/Expand shapes, Split sizes, Slice,
+ * epilogue, to_blocked / from_blocked as Reshape + Transpose, argmax /
+ * argmin of a 0-d tensor as ArgMax / ArgMin of it reshaped to [1].  The
+ * lists opset 17 takes as inputs (Reshape/Expand shapes, Split sizes, Slice,
  * Pad, Squeeze, Unsqueeze and ReduceSum lists, Clip bounds, Pad's value)
  * are initializers; a shape export makes up itself copies dynamic dims
  * from the running tensor (Reshape's 0 where the dim keeps its place,
@@ -87,14 +88,21 @@
  * Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Equal, Less,
  * Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor (as eq, lt,
  * gt and where on bools), Where, MatMul, Gemm, Conv, MaxPool,
- * AveragePool (2-D NCHW; auto_pad, ceil_mode as extra end padding),
- * GlobalAveragePool,
+ * AveragePool (2-D NCHW, and 1-D NCL as 2-D with H = 1; auto_pad,
+ * ceil_mode as extra end padding), GlobalAveragePool,
  * BatchNormalization (inference), LayerNormalization (with its Mean and
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
- * last axis), ReduceSum, ReduceMean, ReduceMax, and as a few of ours
+ * last axis), ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin (with
+ * select_last_index; a NaN counts as the extreme, as in NumPy, where ONNX
+ * leaves it open), and as a few of ours
  * (onnx_read_compose.c): ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2,
  * ReduceLogSum, ReduceLogSumExp, PRelu, HardSigmoid, HardSwish, Softsign,
- * Softplus, Elu, Selu, Celu, ThresholdedRelu; Reshape, Flatten,
+ * Softplus, Elu, Selu, Celu, ThresholdedRelu, Trilu (a select by a
+ * constant mask), DepthToSpace, SpaceToDepth (reshape, transpose,
+ * reshape); Resize (opset 11 on; nearest, linear, cubic, every
+ * coordinate transformation but tf_crop_and_resize) and Upsample
+ * (nearest) as gathers and weighted sums fixed at load time
+ * (onnx_read_resize.c); Reshape, Flatten,
  * Transpose, Concat, Split, Slice, Pad (constant mode), Squeeze,
  * Unsqueeze, Expand, Cast, Gather, Shape, Size, ConstantOfShape, Range
  * (folded only); dtypes

@@ -4,7 +4,8 @@
  * unary ops, each by the formula the ONNX operator spec gives, so the
  * optimizer sees (and fuses) plain elementwise ops and reductions; Trilu
  * as a select by a constant mask; DepthToSpace and SpaceToDepth as the
- * reshape, transpose, reshape the spec defines them by.
+ * reshape, transpose, reshape the spec defines them by; Hardmax through
+ * argmax.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -308,5 +309,70 @@ tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op)
         st = onnx_add(r, GRAPH_OP_transpose, &y, 1, &p, &y, 1);
     if (st == TG_OK)
         st = reshape_to(r, y, dyn & 1, out, 4, &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
+ * Hardmax: 1 at the first maximum along axis, 0 elsewhere, as
+ * cast(argmax(x, axis, keepdim) == iota, f32) with iota the constant
+ * 0 .. n-1 laid along the axis.  Before opset 13 the axis splits x into
+ * the 2-D [dims before, dims from] it is taken over (as Softmax then):
+ * x is reshaped to that, and back (a dynamic batch stays -1).
+ */
+tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    int flat = r->opset < 13;
+    int64_t axis;
+    int32_t x, y;
+    tg_status st = onnx_attr_int(r, "axis", flat ? 1 : -1, &axis);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    graph_type xt = *onnx_vtype(r, x);
+    int nd = xt.ndim;
+    if (axis < -nd || axis >= (nd ? nd : 1))
+        return onnx_fail(r, TG_ERR_FORMAT, "axis %lld is out of range for %d dims", LL(axis),
+                         nd);
+    if (xt.dtype != GRAPH_F32)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "Hardmax of %s is not supported",
+                         graph_dtype_name(xt.dtype));
+    axis = axis < 0 ? axis + nd : axis;
+    uint32_t dyn = onnx_dynamic_dims(r, x);
+    int reshape = flat && axis != nd - 1;
+    if (reshape) { /* [dims before axis, dims from axis] */
+        int64_t two[2] = {1, 1};
+        for (int d = 0; d < nd; d++)
+            two[d >= axis] *= xt.dim[d];
+        if (dyn & ~(uint32_t)1)
+            r->specialized = 1;
+        st = reshape_to(r, x, dyn & 1 && axis > 0, two, 2, &x);
+        axis = 1;
+    }
+    const graph_type *t = onnx_vtype(r, x);
+    int tnd = t->ndim;
+    int64_t n = t->dim[axis];
+    graph_type it = {GRAPH_I64, (uint8_t)(tnd - axis), {n}};
+    for (int d = 1; d < tnd - axis; d++)
+        it.dim[d] = 1;
+    int64_t *iota = malloc(sizeof *iota * (size_t)(n + 1));
+    if (!iota)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld indices", LL(n));
+    for (int64_t i = 0; i < n; i++)
+        iota[i] = i;
+    int32_t iv, am;
+    st = onnx_const_value(r, &it, iota, &iv);
+    free(iota);
+    graph_argmax_attrs aa = {axis, 1, 0};
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_argmax, &x, 1, &aa, &am, 1);
+    if (st == TG_OK)
+        st = node(r, GRAPH_OP_eq, am, iv, NULL, &y);
+    graph_cast_attrs ca = {GRAPH_F32};
+    if (st == TG_OK)
+        st = node(r, GRAPH_OP_cast, y, -1, &ca, &y);
+    if (st == TG_OK && reshape)
+        st = reshape_to(r, y, dyn & 1, xt.dim, nd, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }

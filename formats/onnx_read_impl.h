@@ -226,6 +226,7 @@ tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
 

@@ -723,6 +723,26 @@ static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
+/* ArgMax / ArgMin: one axis (default 0), keepdims (default 1) and, from
+ * opset 12, select_last_index; nonzero means set, as ONNX reads them. */
+static tg_status cv_arg(onnx_reader *r, const onnx_op *op)
+{
+    int64_t axis, keep, last;
+    int32_t x, y;
+    tg_status st = onnx_attr_int(r, "axis", 0, &axis);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "keepdims", 1, &keep);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "select_last_index", 0, &last);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    graph_argmax_attrs a = {axis, keep != 0, last != 0}; /* argmin's layout too */
+    st = onnx_add(r, op->op, &x, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
 /* ---- the table ---- */
 
 #define U(name, gop) {name, cv_unary, GRAPH_OP_##gop, 1, 1, 1, ""}
@@ -767,6 +787,8 @@ static const onnx_op table[] = {
     {"ReduceSum", cv_reduce, GRAPH_OP_reduce_sum, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceMean", cv_reduce, GRAPH_OP_reduce_mean, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceMax", cv_reduce, GRAPH_OP_reduce_max, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"ArgMax", cv_arg, GRAPH_OP_argmax, 1, 1, 1, "axis,keepdims,select_last_index"},
+    {"ArgMin", cv_arg, GRAPH_OP_argmin, 1, 1, 1, "axis,keepdims,select_last_index"},
     {"ReduceMin", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceSumSquare", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceL1", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
@@ -784,6 +806,7 @@ static const onnx_op table[] = {
     {"Celu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"ThresholdedRelu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"Trilu", onnx_cv_trilu, 0, 1, 2, 1, "upper"},
+    {"Hardmax", onnx_cv_hardmax, 0, 1, 1, 1, "axis"},
     {"Resize", onnx_cv_resize, 0, 1, 4, 1,
      "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
      "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode"},

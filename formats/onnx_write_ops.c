@@ -16,6 +16,8 @@
  *   linear_ep, conv2d_ep
  *                the base op, then one node per epilogue step
  *   conv2d_blk   from_blocked (x, residual), Conv, epilogue, to_blocked
+ *   argmax, argmin
+ *                of a 0-d x: Reshape to [1], then ArgMax / ArgMin
  * Clip's bounds are f32 initializers (an infinite one left out), the
  * other lists opset 17 takes as inputs int64 initializers.
  */
@@ -515,6 +517,36 @@ static tg_status emit_reduce(onnx_w *w)
     return w->st;
 }
 
+/* ArgMax/ArgMin want rank >= 1: a 0-d x (whose index is 0) is reshaped
+ * to [1] first.  Our NaN rule (NaN is the extreme) is NumPy's; ONNX
+ * leaves it open (kernels_reduce.c). */
+static tg_status emit_arg(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    graph_argmax_attrs a;
+    if (n->op == GRAPH_OP_argmin) {
+        const graph_argmin_attrs *m = graph_node_attrs(n);
+        a = (graph_argmax_attrs){m->axis, m->keepdim, m->select_last};
+    } else {
+        a = *(const graph_argmax_attrs *)graph_node_attrs(n);
+    }
+    const char *x = onnxw_in(w, 0);
+    if (w->g->values[n->in[0]].type.ndim == 0) {
+        const int64_t one = 1;
+        const char *x1 = onnxw_tmp(w, "x1");
+        onnxw_node2(w, "Reshape", x, onnxw_const_i64s(w, "shape", &one, 1), x1);
+        x = x1;
+        a.axis = 0, a.keepdim = 0;
+    }
+    Onnx__NodeProto *o = onnxw_node1(w, n->op == GRAPH_OP_argmin ? "ArgMin" : "ArgMax", x,
+                                     onnxw_out(w, 0));
+    onnxw_attr_i(w, o, "axis", a.axis);
+    onnxw_attr_i(w, o, "keepdims", a.keepdim);
+    if (a.select_last)
+        onnxw_attr_i(w, o, "select_last_index", a.select_last);
+    return w->st;
+}
+
 /* conv2d_blk: unblock x (and the residual), conv + epilogue, block. */
 static tg_status emit_conv2d_blk(onnx_w *w)
 {
@@ -572,6 +604,8 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_reduce_sum:
     case GRAPH_OP_reduce_mean:
     case GRAPH_OP_reduce_max: return emit_reduce(w);
+    case GRAPH_OP_argmax:
+    case GRAPH_OP_argmin: return emit_arg(w);
     default: return onnxw_emit_shape_op(w);
     }
 }

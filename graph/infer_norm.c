@@ -1,8 +1,9 @@
 /*
  * infer_norm.c - shape and dtype inference for normalization, softmax and
  * reductions: batch_norm, layer_norm, softmax, log_softmax, reduce_sum,
- * reduce_mean, reduce_max.  Every attribute is validated here, so the
- * kernels in eager/kernels_norm.c and eager/kernels_reduce.c trust them.
+ * reduce_mean, reduce_max, argmax, argmin.  Every attribute is validated
+ * here, so the kernels in eager/kernels_norm.c and eager/kernels_reduce.c
+ * trust them.
  *
  * Choices (documented once, here):
  * - Axes follow PyTorch: negative counts from the end; a 0-d tensor
@@ -12,6 +13,9 @@
  *   An empty reduction gives 0 for reduce_sum and NaN for reduce_mean; for
  *   reduce_max it is an error ("reduce_max over an empty axis"), raised
  *   only when the output has elements (as NumPy).
+ * - argmax/argmin reduce one axis to i64 indices (ONNX ArgMax/ArgMin);
+ *   keepdim and select_last are 0 or 1; an empty axis is an error as for
+ *   reduce_max, and a 0-d input gives index 0.
  * - eps must be finite and >= 0.
  */
 #include <math.h>
@@ -180,5 +184,42 @@ tg_status graph_infer_reduce(graph_infer_ctx *c)
     }
     if (is_max && count == 0 && nout > 0)
         return graph_infer_fail(c, TG_ERR_SHAPE, "reduce_max over an empty axis");
+    return TG_OK;
+}
+
+tg_status graph_infer_arg(graph_infer_ctx *c)
+{
+    /* argmax and argmin share this; their attrs differ in type only. */
+    graph_argmax_attrs a;
+    if (c->op == &graph_ops[GRAPH_OP_argmin]) {
+        const graph_argmin_attrs *m = c->attrs;
+        a = (graph_argmax_attrs){m->axis, m->keepdim, m->select_last};
+    } else {
+        a = *(const graph_argmax_attrs *)c->attrs;
+    }
+    const graph_type *x = &c->in[0];
+    if (a.keepdim != 0 && a.keepdim != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "keepdim must be 0 or 1, got %lld",
+                                (long long)a.keepdim);
+    if (a.select_last != 0 && a.select_last != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "select_last must be 0 or 1, got %lld",
+                                (long long)a.select_last);
+    int axis = graph_norm_axis(a.axis, x->ndim);
+    if (axis < 0)
+        return graph_infer_fail(c, TG_ERR_AXIS, "axis %lld out of range for %d dims",
+                                (long long)a.axis, x->ndim);
+    graph_type *y = &c->out[0];
+    int64_t nout = 1;
+    y->dtype = GRAPH_I64;
+    y->ndim = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d != axis)
+            nout *= x->dim[d];
+        if (d != axis || a.keepdim)
+            y->dim[y->ndim++] = d == axis ? 1 : x->dim[d];
+    }
+    /* as reduce_max: only an output with elements needs a candidate */
+    if (x->ndim > 0 && x->dim[axis] == 0 && nout > 0)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "%s over an empty axis", c->op->name);
     return TG_OK;
 }

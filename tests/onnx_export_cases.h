@@ -285,6 +285,15 @@ CASE(reduce_mean_all) { ND(c, reduce_mean, ATTRS(reduce_mean, TG_NOINTS, 0), inp
 CASE(reduce_max) { ND(c, reduce_max, ATTRS(reduce_max, TG_INTS(0, 1), 0), inpf(c, SH(2, 3, 4))); }
 CASE(reduce_max_all_keep) { ND(c, reduce_max, ATTRS(reduce_max, TG_NOINTS, 1), inpf(c, SH(2, 3, 4))); }
 CASE(reduce_max_i32) { ND(c, reduce_max, ATTRS(reduce_max, TG_INTS(-1), 0), inp(c, GRAPH_I32, SH(2, 3, 4), -99, 99)); }
+/* argmax/argmin on whole numbers in [-2, 2], so ties are common and
+ * select_last matters.  No NaN: ONNX leaves it open and ONNX Runtime keeps
+ * a NaN only when it comes first (eager/kernels_reduce.c). */
+CASE(argmax) { ND(c, argmax, ATTRS(argmax, 1, 1, 0), inp_w(c, GRAPH_F32, SH(3, 5, 4), -2, 2, 1)); }
+CASE(argmax_last_neg) { ND(c, argmax, ATTRS(argmax, -1, 0, 1), inp_w(c, GRAPH_F32, SH(3, 5, 4), -2, 2, 1)); }
+CASE(argmax_i32_row) { ND(c, argmax, ATTRS(argmax, 0, 0, 0), inp(c, GRAPH_I32, SH(300), -9, 9)); }
+CASE(argmax_scalar) { ND(c, argmax, ATTRS(argmax, -1, 1, 0), inpf(c, TG_NOINTS)); }
+CASE(argmin) { ND(c, argmin, ATTRS(argmin, 0, 0, 0), inp_w(c, GRAPH_F32, SH(6, 7), -2, 2, 1)); }
+CASE(argmin_last_i64) { ND(c, argmin, ATTRS(argmin, -2, 1, 1), inp(c, GRAPH_I64, SH(2, 9, 3), -3, 3)); }
 
 /* ---- shape and data movement ---- */
 
@@ -453,7 +462,8 @@ static const case_def op_cases[] = {
     C_(softmax), C_(softmax_last), C_(log_softmax), C_(log_softmax_0),
     C_(reduce_sum), C_(reduce_sum_all), C_(reduce_sum_i64_keep), C_(reduce_sum_scalar),
     C_(reduce_mean_keep), C_(reduce_mean_all), C_(reduce_max), C_(reduce_max_all_keep),
-    C_(reduce_max_i32),
+    C_(reduce_max_i32), C_(argmax), C_(argmax_last_neg), C_(argmax_i32_row), C_(argmax_scalar),
+    C_(argmin), C_(argmin_last_i64),
     C_(reshape), C_(reshape_flat_bool), C_(flatten), C_(flatten_0_2), C_(flatten_scalar),
     C_(transpose), C_(transpose_reverse_i64), C_(concat), C_(concat_i32_neg), C_(split_rest),
     C_(split_last), C_(slice_reverse), C_(slice_neg_step2), C_(slice_multi), C_(slice_no_axes),

@@ -4,8 +4,9 @@
  * matmul (batch broadcasting, transposes, 1-D operands), linear and
  * linear_ep (every epilogue step), conv2d / conv2d_ep / conv2d_blk
  * (groups, stride, asymmetric padding, dilation, depthwise, blocked
- * layout), the pools, batch_norm, layer_norm, softmax, log_softmax and
- * the reductions (f32 / i32 / i64, axes, keepdim, empty, NaN).  Shapes
+ * layout), the pools, batch_norm, layer_norm, softmax, log_softmax, the
+ * reductions (f32 / i32 / i64, axes, keepdim, empty, NaN) and argmax /
+ * argmin (ties, select_last, NaN; the i64 indices exactly).  Shapes
  * are odd on purpose, so tiles are partial; both the tiled kernels and
  * their one-item-per-output fallbacks run.
  *
@@ -746,6 +747,91 @@ static void test_reduce(void)
     reduce_int_case(GRAPH_I64, 1);
 }
 
+/* ---- argmax, argmin ---- */
+
+/*
+ * Reference: per output, a loop over the axis keeping the most extreme
+ * element (NaN beats numbers, NaNs tie; > for argmax, < for argmin); a tie
+ * moves the pick only with select_last.  x holds whole numbers in a small
+ * range (ties everywhere) and, for f32, NaNs at nan_every-th elements.
+ */
+static void arg_case(int is_min, graph_dtype dt, graph_type tx, int axis, int keepdim,
+                     int last, int nan_every)
+{
+    tx.dtype = dt;
+    int nd = tx.ndim, ax = axis < 0 ? axis + nd : axis;
+    int64_t outer = 1, inner = 1, len = tx.dim[ax], n = graph_type_numel(&tx);
+    for (int d = 0; d < nd; d++) {
+        outer *= d < ax ? tx.dim[d] : 1;
+        inner *= d > ax ? tx.dim[d] : 1;
+    }
+    double *v = malloc((size_t)n * sizeof *v);
+    void *d = malloc((size_t)n * graph_dtype_size(dt));
+    uint64_t seed = 7 + (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (double)((int)((seed >> 33) % 7) - 3);
+        if (dt == GRAPH_F32 && nan_every && i % nan_every == nan_every - 1)
+            v[i] = NAN;
+        if (dt == GRAPH_F32)
+            ((float *)d)[i] = (float)v[i];
+        else if (dt == GRAPH_I64)
+            ((int64_t *)d)[i] = (int64_t)v[i];
+        else
+            ((int32_t *)d)[i] = (int32_t)v[i];
+    }
+    graph_argmax_attrs at = {axis, keepdim, last}; /* argmin's layout too */
+    ncase c = {is_min ? GRAPH_OP_argmin : GRAPH_OP_argmax, &at, 1, {tx}, {d}, 0};
+    char what[160], sh[64];
+    snprintf(what, sizeof what, "%s %s%s axis %d keepdim %d select_last %d", graph_ops[c.op].name,
+             graph_dtype_name(dt), graph_shape_str(&tx, sh, sizeof sh), axis, keepdim, last);
+    graph_type ot;
+    int64_t *got = run_ocl(&c, &ot);
+    if (got)
+        CHECK_MSG(ot.dtype == GRAPH_I64 && graph_type_numel(&ot) == outer * inner &&
+                      ot.ndim == (keepdim ? nd : nd - 1), "%s: output type", what);
+    for (int64_t o = 0; got && o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            const double *p = v + o * len * inner + j;
+            int64_t best = 0;
+            for (int64_t k = 1; k < len; k++) {
+                double a = p[k * inner], b = p[best * inner];
+                int c2 = isnan(a) && isnan(b) ? 0 : isnan(a) ? 1 : isnan(b) ? -1
+                         : is_min ? (a < b) - (a > b) : (a > b) - (a < b);
+                if (c2 > 0 || (c2 == 0 && last))
+                    best = k;
+            }
+            if (got[o * inner + j] != best) {
+                CHECK_MSG(0, "%s: output %lld is %lld, want %lld", what,
+                          (long long)(o * inner + j), (long long)got[o * inner + j],
+                          (long long)best);
+                o = outer;
+                break;
+            }
+        }
+    free(got);
+    free(v);
+    free_case(&c);
+}
+
+static void test_arg(void)
+{
+    for (int is_min = 0; is_min < 2; is_min++)
+        for (int last = 0; last < 2; last++) {
+            arg_case(is_min, GRAPH_F32, F32(7, 300), -1, 0, last, 0);  /* rows: work-groups */
+            arg_case(is_min, GRAPH_F32, F32(7, 300), 1, 1, last, 29);  /* with NaNs */
+            arg_case(is_min, GRAPH_F32, F32(5, 1000), 1, 0, last, 997); /* one NaN per row or so */
+            arg_case(is_min, GRAPH_F32, F32(9, 20), 1, 0, last, 7);    /* short rows: items */
+            arg_case(is_min, GRAPH_F32, F32(300, 7), 0, 0, last, 13);  /* columns */
+            arg_case(is_min, GRAPH_F32, F32(4, 9, 6), 1, 1, last, 5);
+            arg_case(is_min, GRAPH_F32, F32(3, 1, 4, 5), -3, 0, last, 0); /* size-1 axis */
+            arg_case(is_min, GRAPH_I64, F32(6, 130), 1, 0, last, 0);
+            arg_case(is_min, GRAPH_I64, F32(130, 6), -2, 1, last, 0);
+            arg_case(is_min, GRAPH_I32, F32(3, 65, 2), 1, 0, last, 0);
+            arg_case(is_min, GRAPH_I32, F32(4, 200), 1, 1, last, 0);
+        }
+}
+
 int main(void)
 {
     if (!check_opencl_device(NULL))
@@ -756,6 +842,7 @@ int main(void)
     test_pool();
     test_norm();
     test_reduce();
+    test_arg();
     replay_opencl_shutdown();
     return check_done();
 }

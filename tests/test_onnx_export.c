@@ -275,6 +275,25 @@ static void test_list_operands(void)
     CHECK(n && n->n_input == 1 && !attr_of(n, "axes") && attr_int_is(n, "keepdims", 1));
     onnx__model_proto__free_unpacked(m, NULL);
 
+    /* ArgMax/ArgMin: one axis, keepdims and select_last_index as attributes */
+    m = case_model("argmax_last_neg");
+    n = node_of(m, "ArgMax", 0);
+    CHECK(n && n->n_input == 1 && attr_int_is(n, "axis", -1) && attr_int_is(n, "keepdims", 0) &&
+          attr_int_is(n, "select_last_index", 1));
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("argmin");
+    n = node_of(m, "ArgMin", 0);
+    CHECK(n && attr_int_is(n, "axis", 0) && attr_int_is(n, "keepdims", 0) &&
+          !attr_of(n, "select_last_index"));
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("argmax_scalar"); /* ONNX wants rank >= 1: x reshaped to [1] */
+    n = node_of(m, "Reshape", 0);
+    CHECK(n && n->n_input == 2 && init_i64s_are(m, n->input[1], TG_INTS(1)));
+    const Onnx__NodeProto *am = node_of(m, "ArgMax", 0);
+    CHECK(n && am && strcmp(am->input[0], n->output[0]) == 0 && attr_int_is(am, "axis", 0) &&
+          attr_int_is(am, "keepdims", 0));
+    onnx__model_proto__free_unpacked(m, NULL);
+
     m = case_model("split_rest"); /* the -1 is resolved */
     n = node_of(m, "Split", 0);
     CHECK(n && n->n_input == 2 && n->n_output == 3 && init_i64s_are(m, n->input[1], TG_INTS(2, 4, 1)));

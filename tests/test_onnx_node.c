@@ -58,6 +58,10 @@ static const char *const must_pass[] = {
     "test_softmax_axis_1", "test_softmax_default_axis", "test_logsoftmax_axis_1",
     "test_reduce_sum_keepdims_example", "test_reduce_sum_empty_axes_input_noop_example",
     "test_reduce_mean_keepdims_example", "test_reduce_max_do_not_keepdims_example",
+    "test_argmax_default_axis_example", "test_argmax_no_keepdims_random_select_last_index",
+    "test_argmax_negative_axis_keepdims_example_select_last_index",
+    "test_argmin_keepdims_random", "test_argmin_no_keepdims_example_select_last_index",
+    "test_argmin_negative_axis_keepdims_random_select_last_index",
     "test_reshape_negative_dim", "test_reshape_zero_dim", "test_reshape_allowzero_reordered",
     "test_flatten_axis1", "test_flatten_negative_axis2", "test_transpose_default",
     "test_transpose_all_permutations_3", "test_concat_2d_axis_1",
@@ -87,6 +91,7 @@ static const char *const must_pass[] = {
     "test_resize_downsample_sizes_linear_pytorch_half_pixel", "test_resize_upsample_sizes_cubic",
     "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
     "test_resize_upsample_scales_cubic_asymmetric", "test_upsample_nearest",
+    "test_hardmax_example", "test_hardmax_axis_0", "test_hardmax_one_hot",
 };
 /* test_globalaveragepool is at opset 1, below what import reads:
  * GlobalAveragePool is checked in features() instead. */
@@ -454,7 +459,7 @@ typedef struct mb { /* a one-node model under construction */
     Onnx__TypeProto type[3];
     Onnx__TypeProto__Tensor tt[3];
     Onnx__TensorShapeProto shape[3];
-    Onnx__TensorShapeProto__Dimension dim[3][4], *dims[3][4];
+    Onnx__TensorShapeProto__Dimension dim[3][6], *dims[3][6];
     char *node_in[2], *node_out[1];
 } mb;
 
@@ -672,6 +677,42 @@ static void bad_composed(void)
                 "supported, the input has 5 dims");
 }
 
+/* Hardmax before opset 13 takes its axis as the split of x into 2-D:
+ * axis 0 of [2, 3] is one hardmax over all six; axis 1 one per row. */
+static void hardmax_flat(void)
+{
+    static const float x[6] = {1, 7, 3, 9, 2, 9}; /* the max 9 twice: the first wins */
+    static const float want[2][6] = {{0, 0, 0, 1, 0, 0}, {0, 1, 0, 1, 0, 0}};
+    for (int axis = 0; axis < 2; axis++) {
+        char err[512];
+        tg_status st;
+        mb b;
+        mb_init(&b, "Hardmax", "x", NULL);
+        b.opset.version = 11;
+        Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, *as[1] = {&a};
+        a.name = "axis";
+        a.has_type = 1;
+        a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        a.has_i = 1;
+        a.i = axis;
+        b.node.n_attribute = 1;
+        b.node.attribute = as;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Hardmax opset 11 axis %d imports: %s", axis, err);
+        if (!g)
+            continue;
+        eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3), x), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        CHECK(out && eager_type(out)->ndim == 2 && eager_type(out)->dim[1] == 3);
+        if (out)
+            CHECK_MSG(!memcmp(eager_peek(out), want[axis], sizeof want[axis]),
+                      "Hardmax opset 11 axis %d", axis);
+        eager_release(out);
+        eager_release(in);
+        graph_free(g);
+    }
+}
+
 /* Dynamic dims, provenance from the file and from a tracegraph doc_string. */
 static void features(void)
 {
@@ -800,6 +841,7 @@ int main(void)
     long live = eager_live_tensors();
     bad_inputs();
     bad_composed();
+    hardmax_flat();
     features();
     global_pool();
     activations();

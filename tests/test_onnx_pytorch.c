@@ -140,5 +140,6 @@ int main(void)
     test_model("masked", 1);   /* torch.tril / torch.triu as Trilu, k 0, -1, 2 */
     test_model("upsample", 1); /* F.interpolate nearest, bilinear, bicubic (align_corners)
                                   as Resize */
+    test_model("classify", 1); /* torch.argmax (ArgMax): int64 output, compared exactly */
     return check_done();
 }

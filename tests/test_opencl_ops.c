@@ -110,6 +110,14 @@ static const ocase cases[] = {
     {G1("%x: f32[3,4,5]", "f32[3,1,1]",
         "  %1: f32[3,1,1] = reduce_mean(%x) {axes=[1,2], keepdim=1}"), -2, 2, RED},
     {G1("%x: f32[3,4,5]", "f32[4]", "  %1: f32[4] = reduce_max(%x) {axes=[0,2]}"), -2, 2, RED},
+    /* argmax/argmin: integers in a small range tie often; inner > 1 and
+     * short rows take one item per output, rows of 64+ a work-group */
+    {G1("%x: f32[3,4,5]", "i64[3,1,5]", "  %1: i64[3,1,5] = argmax(%x) {axis=1}"), -2, 2, EW},
+    {G1("%x: i32[4,70]", "i64[4]",
+        "  %1: i64[4] = argmax(%x) {axis=-1, keepdim=0, select_last=1}"), -3, 3, EW},
+    {G1("%x: i64[2,300]", "i64[2,1]", "  %1: i64[2,1] = argmin(%x) {axis=1}"), -3, 3, EW},
+    {G1("%x: f32[9,6]", "i64[6]",
+        "  %1: i64[6] = argmin(%x) {keepdim=0, select_last=1}"), -2, 2, EW},
     /* shape and data movement */
     {G1("%x: f32[3,4,5]", "f32[12,5]", "  %1: f32[12,5] = reshape(%x) {shape=[12,5]}"), -2, 2, EW},
     {G1("%x: f32[3,4,5]", "f32[3,20]", "  %1: f32[3,20] = flatten(%x) {start=1}"), -2, 2, EW},

@@ -2,16 +2,18 @@
  * ops_nn.c - the OpenCL backend's heavy ops: matmul, linear, linear_ep
  * (cl/nn_gemm.cl), conv2d, conv2d_ep, conv2d_blk (cl/nn_conv.cl), the
  * pools (cl/nn_pool.cl), batch_norm, layer_norm, softmax, log_softmax
- * (cl/nn_norm.cl) and reduce_sum/mean/max (cl/nn_reduce.cl), through the
- * interface of ocl.h.  Semantics are the CPU kernels' (eager/kernels_*.c);
- * shapes and attributes were checked by graph/infer_*.c, so prepare only
- * refuses what the kernels cannot do (dtypes).
+ * (cl/nn_norm.cl), reduce_sum/mean/max (cl/nn_reduce.cl) and
+ * argmax/argmin (cl/nn_arg.cl), through the interface of ocl.h.
+ * Semantics are the CPU kernels' (eager/kernels_*.c); shapes and
+ * attributes were checked by graph/infer_*.c, so prepare only refuses
+ * what the kernels cannot do (dtypes).
  *
  * Programs: each is common.cl + a prefix + the op's source; the prefix is
  * the node's epilogue (tg_epilogue from ocl_epilogue_src: the identity for
  * ops without one) followed by cl/nn_common.cl, and the options say
  * whether the device has fp64 (sums in double, as on the CPU).  Nodes
  * with the same epilogue share one build per device (ocl.h's cache).
+ * cl/nn_arg.cl needs neither (no sums, no epilogue): it has no prefix.
  *
  * Shapes are read from the run's types at enqueue (dynamic dims), so every
  * kernel takes sizes as arguments and uses a fixed local size: PoCL
@@ -550,6 +552,72 @@ static const ocl_op reduce_sum_op = {reduce_prepare, reduce_sum_enqueue};
 static const ocl_op reduce_mean_op = {reduce_prepare, reduce_mean_enqueue};
 static const ocl_op reduce_max_op = {reduce_prepare, reduce_max_enqueue};
 
+/* ---- argmax, argmin ---- */
+
+/* Kernel pairs (_items, _groups) of cl/nn_arg.cl by op and dtype. */
+static const char *const arg_kernels[][2] = {
+    {"nn_argmax_f32_items", "nn_argmax_f32_groups"},
+    {"nn_argmax_i64_items", "nn_argmax_i64_groups"},
+    {"nn_argmax_i32_items", "nn_argmax_i32_groups"},
+    {"nn_argmin_f32_items", "nn_argmin_f32_groups"},
+    {"nn_argmin_i64_items", "nn_argmin_i64_groups"},
+    {"nn_argmin_i32_items", "nn_argmin_i32_groups"},
+};
+
+static tg_status arg_prepare(ocl_prep *c)
+{
+    graph_dtype dt = c->in_type[0].dtype;
+    int row = dt == GRAPH_F32 ? 0 : dt == GRAPH_I64 ? 1 : dt == GRAPH_I32 ? 2 : -1;
+    if (row < 0)
+        return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
+    row += c->node->op == GRAPH_OP_argmin ? 3 : 0;
+    tg_status st = ocl_prep_program(c, "nn_arg", NULL, NULL);
+    for (int i = 0; i < 2 && st == TG_OK; i++)
+        st = ocl_prep_kernel(c, arg_kernels[row][i]);
+    return st;
+}
+
+/* Rows of at least this many elements (inner 1) take a work-group each. */
+#define ARG_GROUP_MIN 64
+
+static tg_status arg_enqueue(ocl_launch *l, int64_t axis_attr, int64_t select_last)
+{
+    const graph_type *x = &l->in_type[0];
+    int axis = graph_norm_axis(axis_attr, x->ndim); /* checked by inference */
+    int64_t outer = x->ndim ? dims_prod(x, 0, axis) : 1, len = x->ndim ? x->dim[axis] : 1;
+    int64_t inner = x->ndim ? dims_prod(x, axis + 1, x->ndim) : 1;
+    int last = select_last != 0;
+    if (outer * inner == 0) /* inference refused an empty axis with outputs */
+        return TG_OK;
+    if (inner == 1 && len >= ARG_GROUP_MIN) {
+        tg_status st = ocl_set_args(l, l->k[1], "mmli", l->in[0], l->out[0], len, last);
+        size_t global[2] = {64, (size_t)outer};
+        const size_t local[2] = {64, 1};
+        return st ? st : ocl_run(l, l->k[1], 2, global, local);
+    }
+    int64_t nout = outer * inner;
+    tg_status st = ocl_set_args(l, l->k[0], "mmllli", l->in[0], l->out[0], nout, len, inner,
+                                last);
+    size_t global[1] = {(size_t)nout};
+    const size_t local[1] = {64};
+    return st ? st : run_nd(l, l->k[0], 1, global, local);
+}
+
+static tg_status argmax_enqueue(ocl_launch *l)
+{
+    const graph_argmax_attrs *a = l->attrs;
+    return arg_enqueue(l, a->axis, a->select_last);
+}
+
+static tg_status argmin_enqueue(ocl_launch *l)
+{
+    const graph_argmin_attrs *a = l->attrs;
+    return arg_enqueue(l, a->axis, a->select_last);
+}
+
+static const ocl_op argmax_op = {arg_prepare, argmax_enqueue};
+static const ocl_op argmin_op = {arg_prepare, argmin_enqueue};
+
 void ocl_register_nn(const ocl_op **t)
 {
     t[GRAPH_OP_matmul] = &matmul_op;
@@ -568,4 +636,6 @@ void ocl_register_nn(const ocl_op **t)
     t[GRAPH_OP_reduce_sum] = &reduce_sum_op;
     t[GRAPH_OP_reduce_mean] = &reduce_mean_op;
     t[GRAPH_OP_reduce_max] = &reduce_max_op;
+    t[GRAPH_OP_argmax] = &argmax_op;
+    t[GRAPH_OP_argmin] = &argmin_op;
 }
