@@ -1,7 +1,7 @@
 /*
- * kernels_conv.c - CPU kernel of conv2d (f32, NCHW), through oneDNN's
- * convolution primitive.  Shapes and attributes were checked by
- * graph/infer_linalg.c.
+ * kernels_conv.c - CPU kernels of conv2d and conv_transpose2d (f32,
+ * NCHW), through oneDNN's convolution and deconvolution primitives.
+ * Shapes and attributes were checked by graph/infer_linalg.c.
  *
  * Layout.  Source and destination are the tensors' own plain NCHW buffers
  * and the weights their plain OIHW (GOIHW when grouped: the same bytes),
@@ -31,6 +31,9 @@
  * a scalar reference loop in oneDNN 2.6: there the epilogue runs in
  * vectorized C right after the convolution (eager_dnnl_spec.post).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "dnnl_util.h"
 
 /* Every output element is its channel's bias, or 0 without one. */
@@ -169,4 +172,150 @@ tg_status eager_kernel_conv2d(const eager_kargs *a)
     const graph_conv2d_attrs *at = a->attrs;
     eager_conv_geom geom = {&at->stride, &at->padding, &at->dilation, at->groups};
     return eager_conv_run(a, &geom, NULL, 0.0f);
+}
+
+/* ---- conv_transpose2d ---- */
+
+/*
+ * The geometry oneDNN is given: strides, dilations counted from 0, begin
+ * padding, end padding and the rows and columns of the output it writes.
+ * Output row oh gets input row ih through tap kh when oh = ih*stride -
+ * pad_top + kh*dil, whatever the end padding and output_padding are: only
+ * their difference, pad_end - output_padding, sets where y stops, and a
+ * negative one means rows past every input's reach (bias only).  oneDNN
+ * takes an end padding down to 1 - stride, so a difference reaching the
+ * stride or beyond (output_padding past the stride, below the dilation)
+ * makes oneDNN write only the rows (columns) in reach, to a buffer of
+ * its own, and the kernel copies them into y filled with the bias.
+ */
+typedef struct deconv_geom {
+    dnnl_dims_t stride, dil, pad_l, pad_r;
+    int64_t view[2]; /* rows and columns oneDNN writes */
+    int partial;     /* view smaller than y */
+} deconv_geom;
+
+static void deconv_geometry(const eager_kargs *a, deconv_geom *g)
+{
+    const graph_conv_transpose2d_attrs *at = a->attrs;
+    const graph_type *y = a->out_type;
+    int64_t stride[2], dil[2], pad[4], op[2];
+    eager_ints_pair(&at->stride, 1, stride);
+    eager_ints_pair(&at->dilation, 1, dil);
+    eager_ints_pad4(&at->padding, pad);
+    eager_ints_pair(&at->output_padding, 0, op);
+    g->partial = 0;
+    for (int i = 0; i < 2; i++) {
+        int64_t end = pad[2 + i] - op[i];
+        g->stride[i] = stride[i];
+        g->dil[i] = dil[i] - 1;
+        g->pad_l[i] = pad[i];
+        g->view[i] = y->dim[2 + i];
+        if (end <= -stride[i]) {
+            g->view[i] += end; /* the rows past reach are left out */
+            end = 0;
+            g->partial = 1;
+        }
+        g->pad_r[i] = end;
+    }
+}
+
+/* The memory descriptors of x, w (giohw when grouped), b and the
+ * [N, O, view] output oneDNN writes. */
+static dnnl_status_t deconv_mds(const eager_kargs *a, const deconv_geom *g,
+                                dnnl_memory_desc_t md[4])
+{
+    const graph_conv_transpose2d_attrs *at = a->attrs;
+    const graph_type *x = &a->in_type[0], *w = &a->in_type[1], *y = a->out_type;
+    int64_t groups = at->groups;
+    dnnl_dims_t dx = {x->dim[0], x->dim[1], x->dim[2], x->dim[3]};
+    dnnl_dims_t dy = {y->dim[0], y->dim[1], g->view[0], g->view[1]};
+    dnnl_dims_t db = {y->dim[1]};
+    /* oneDNN's logical order is (O, C); w stores [C, O/groups] */
+    dnnl_dims_t dw = {w->dim[1], w->dim[0], w->dim[2], w->dim[3]};
+    dnnl_dims_t dgw = {groups, w->dim[1], w->dim[0] / groups, w->dim[2], w->dim[3]};
+    dnnl_status_t s;
+    s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32, dnnl_nchw);
+    if (s == dnnl_success)
+        s = groups > 1 ? dnnl_memory_desc_init_by_tag(&md[1], 5, dgw, dnnl_f32, dnnl_giohw)
+                       : dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_iohw);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&md[2], 1, db, dnnl_f32, dnnl_a);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&md[3], 4, dy, dnnl_f32, dnnl_nchw);
+    return s;
+}
+
+/* Describes the deconvolution and prepares it; with a state slot and
+ * fixed weights, oneDNN picks the weights' layout (as conv_prepare). */
+static tg_status deconv_prepare(const eager_kargs *a, const deconv_geom *g,
+                                eager_dnnl_prim **out)
+{
+    eager_dnnl_spec sp = {"deconvolution", NULL, NULL, 3,
+                          {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {{0}}, -1};
+    dnnl_memory_desc_t md[4], wmd;
+    dnnl_deconvolution_desc_t desc;
+    int wany = a->state && (a->fixed_in & 2u);
+    dnnl_status_t s = deconv_mds(a, g, md);
+    wmd = md[1];
+    if (s == dnnl_success && wany)
+        s = dnnl_memory_desc_init_by_tag(&wmd, md[1].ndims, md[1].dims, dnnl_f32,
+                                         dnnl_format_tag_any);
+    if (s == dnnl_success)
+        s = dnnl_dilated_deconvolution_forward_desc_init(
+            &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &md[0], &wmd,
+            a->nin > 2 ? &md[2] : NULL, &md[3], g->stride, g->dil, g->pad_l, g->pad_r);
+    if (s != dnnl_success)
+        return eager_dnnl_fail(a, "deconvolution descriptor", s);
+    sp.md[0] = md[0], sp.md[1] = md[1], sp.md[2] = md[3];
+    sp.packed = wany ? 1 : -1;
+    if (a->nin > 2) {
+        sp.arg[sp.nargs] = DNNL_ARG_BIAS;
+        sp.md[sp.nargs++] = md[2];
+    }
+    sp.desc = &desc;
+    return eager_dnnl_prim_new(a, &sp, out);
+}
+
+/* y (already the bias) gets the [N, O, view] planes of part. */
+static void copy_view(const eager_kargs *a, const deconv_geom *g, const float *part)
+{
+    const graph_type *y = a->out_type;
+    int64_t planes = y->dim[0] * y->dim[1], vh = g->view[0], vw = g->view[1];
+    float *out = a->out[0];
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t r = 0; r < vh; r++)
+            memcpy(out + (p * y->dim[2] + r) * y->dim[3], part + (p * vh + r) * vw,
+                   (size_t)vw * sizeof *out);
+}
+
+tg_status eager_kernel_conv_transpose2d(const eager_kargs *a)
+{
+    if (graph_type_numel(a->out_type) == 0)
+        return TG_OK;
+    deconv_geom g;
+    deconv_geometry(a, &g);
+    /* no input (C, H or W is 0), or no output row or column in reach */
+    if (graph_type_numel(&a->in_type[0]) == 0 || g.view[0] <= 0 || g.view[1] <= 0) {
+        fill_bias(a);
+        return TG_OK;
+    }
+    float *part = NULL; /* a rare case (see deconv_geom): a buffer per call */
+    if (g.partial) {
+        size_t n = (size_t)(a->out_type->dim[0] * a->out_type->dim[1] * g.view[0] * g.view[1]);
+        if (!(part = malloc(n * sizeof *part)))
+            return eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory for %zu floats", n);
+    }
+    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
+    tg_status st = p ? TG_OK : deconv_prepare(a, &g, &p);
+    if (st == TG_OK) {
+        const void *data[4] = {a->in[0], a->in[1], part ? (void *)part : a->out[0],
+                               a->nin > 2 ? a->in[2] : NULL};
+        st = eager_dnnl_prim_finish(a, p, data);
+    }
+    if (st == TG_OK && part) {
+        fill_bias(a);
+        copy_view(a, &g, part);
+    }
+    free(part);
+    return st;
 }

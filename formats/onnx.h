@@ -27,7 +27,10 @@
  * Reshape, a `fused` node as one node per statement of its program,
  * linear_ep / conv2d_ep / conv2d_blk as the base op then their
  * epilogue, to_blocked / from_blocked as Reshape + Transpose, argmax /
- * argmin of a 0-d tensor as ArgMax / ArgMin of it reshaped to [1].  The
+ * argmin of a 0-d tensor as ArgMax / ArgMin of it reshaped to [1],
+ * conv_transpose2d as ConvTranspose with explicit pads and an
+ * output_padding below the stride (ONNX Runtime wants that: what
+ * reaches the stride is taken off the end pads first).  The
  * lists opset 17 takes as inputs (Reshape/Expand shapes, Split sizes, Slice,
  * Pad, Squeeze, Unsqueeze and ReduceSum lists, Clip bounds, Pad's value)
  * are initializers; a shape export makes up itself copies dynamic dims
@@ -87,9 +90,12 @@
  * Neg, Abs, Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu, Sigmoid, Tanh,
  * Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Equal, Less,
  * Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor (as eq, lt,
- * gt and where on bools), Where, MatMul, Gemm, Conv, MaxPool,
- * AveragePool (2-D NCHW, and 1-D NCL as 2-D with H = 1; auto_pad,
- * ceil_mode as extra end padding), GlobalAveragePool,
+ * gt and where on bools), Where, MatMul, Gemm, Conv, ConvTranspose,
+ * MaxPool, AveragePool (2-D NCHW, and 1-D NCL as 2-D with H = 1;
+ * auto_pad, ceil_mode as extra end padding; ConvTranspose's
+ * output_shape and SAME_UPPER / SAME_LOWER as the spec's pads, a
+ * negative end pad as more output_padding, a negative start pad
+ * refused), GlobalAveragePool,
  * BatchNormalization (inference), LayerNormalization (with its Mean and
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
  * last axis), ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin (with

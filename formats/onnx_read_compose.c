@@ -215,7 +215,10 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     /* |k| past both sizes keeps all or nothing; clamping keeps j - i exact */
     int64_t lim = rows + cols, k = kd < (double)-lim ? -lim : kd > (double)lim ? lim : (int64_t)kd;
     graph_type mt = {GRAPH_BOOL, 2, {rows, cols}};
-    int64_t count = rows * cols;
+    int64_t count = rows * cols; /* at most x's element count: no overflow */
+    if (count > ONNX_MAX_FOLD_BYTES)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "a %lldx%lld mask would take over %lld MiB",
+                         LL(rows), LL(cols), LL(ONNX_MAX_FOLD_BYTES >> 20));
     uint8_t *mask = count > 0 ? malloc((size_t)count) : NULL;
     if (count > 0 && !mask)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for a %lldx%lld mask", LL(rows),
@@ -353,6 +356,9 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     const graph_type *t = onnx_vtype(r, x);
     int tnd = t->ndim;
     int64_t n = t->dim[axis];
+    if (n > ONNX_MAX_FOLD_BYTES / (int64_t)sizeof(int64_t))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "Hardmax over %lld elements is not supported",
+                         LL(n));
     graph_type it = {GRAPH_I64, (uint8_t)(tnd - axis), {n}};
     for (int d = 1; d < tnd - axis; d++)
         it.dim[d] = 1;

@@ -6,6 +6,8 @@
  *                      adding nodes, binding outputs);
  *   onnx_read_ops.c    the op table and the converters of elementwise,
  *                      linear-algebra and network ops;
+ *   onnx_read_conv.c   Conv, ConvTranspose and the pools, with the window
+ *                      attributes they share;
  *   onnx_read_shape.c  the converters of shape and data-movement ops;
  *   onnx_read_fold.c   load-time evaluation of ops on constants (shape
  *                      arithmetic: Shape -> Gather -> Concat -> Reshape).
@@ -229,6 +231,10 @@ tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
+/* onnx_read_conv.c: Conv, ConvTranspose, MaxPool and AveragePool. */
+tg_status onnx_cv_conv(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op);
 
 /* Converters of onnx_read_shape.c, named in the op table. */
 tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op);

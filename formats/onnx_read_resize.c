@@ -180,6 +180,10 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     const graph_type *yt = onnx_vtype(r, *y);
     int64_t in = yt->dim[a];
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
+    /* the taps are constants the importer makes: bounded as its others */
+    if (out > ONNX_MAX_FOLD_BYTES / (ntap * (int64_t)(sizeof(int64_t) + sizeof(float))))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "resizing axis %d to %lld: its taps would "
+                         "take over %lld MiB", a, LL(out), LL(ONNX_MAX_FOLD_BYTES >> 20));
     int64_t *idx = malloc(sizeof *idx * (size_t)(out * ntap + 1));
     float *w = malloc(sizeof *w * (size_t)(out * ntap + 1));
     tg_status st = TG_OK;

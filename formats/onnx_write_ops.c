@@ -401,6 +401,42 @@ static tg_status emit_conv(onnx_w *w)
     return w->st;
 }
 
+/*
+ * conv_transpose2d: ConvTranspose with every attribute explicit (w is
+ * already ONNX's [C, M/group, kH, kW]); no auto_pad or output_shape.
+ * ONNX Runtime refuses an output_padding that reaches the stride (it
+ * checks the sizes of the convolution this one inverts); only the end
+ * padding minus output_padding matters, so such an output_padding gives
+ * what it can to the end padding first.
+ */
+static tg_status emit_conv_transpose(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const graph_conv_transpose2d_attrs *a = graph_node_attrs(n);
+    const graph_type *wt = &w->g->values[n->in[1]].type;
+    const char *in[3] = {onnxw_in(w, 0), onnxw_in(w, 1), n->nin > 2 ? onnxw_in(w, 2) : NULL};
+    const char *y = onnxw_out(w, 0);
+    int64_t k[2] = {wt->dim[2], wt->dim[3]}, s[2], d[2], op[2], p[4];
+    pair(&a->stride, 1, s);
+    pair(&a->dilation, 1, d);
+    pair(&a->output_padding, 0, op);
+    pads4(&a->padding, p);
+    for (int i = 0; i < 2; i++)
+        if (op[i] >= s[i]) {
+            int64_t m = op[i] < p[2 + i] ? op[i] : p[2 + i];
+            op[i] -= m;
+            p[2 + i] -= m;
+        }
+    Onnx__NodeProto *o = onnxw_node(w, "ConvTranspose", in, n->nin > 2 ? 3 : 2, &y, 1);
+    onnxw_attr_ints(w, o, "kernel_shape", k, 2);
+    onnxw_attr_ints(w, o, "strides", s, 2);
+    onnxw_attr_ints(w, o, "pads", p, 4);
+    onnxw_attr_ints(w, o, "output_padding", op, 2);
+    onnxw_attr_ints(w, o, "dilations", d, 2);
+    onnxw_attr_i(w, o, "group", a->groups);
+    return w->st;
+}
+
 static tg_status emit_pool(onnx_w *w)
 {
     const graph_node *n = w->cur;
@@ -592,6 +628,7 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_conv2d:
     case GRAPH_OP_conv2d_ep: return emit_conv(w);
     case GRAPH_OP_conv2d_blk: return emit_conv2d_blk(w);
+    case GRAPH_OP_conv_transpose2d: return emit_conv_transpose(w);
     case GRAPH_OP_max_pool2d:
     case GRAPH_OP_avg_pool2d: return emit_pool(w);
     case GRAPH_OP_global_avg_pool:

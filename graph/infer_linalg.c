@@ -1,8 +1,8 @@
 /*
  * infer_linalg.c - shape and dtype inference for matmul, linear, conv2d,
- * max_pool2d, avg_pool2d and global_avg_pool.  Every attribute is
- * validated here, so the kernels (eager/kernels_matmul.c, kernels_conv.c,
- * kernels_pool.c) trust them.
+ * conv_transpose2d, max_pool2d, avg_pool2d and global_avg_pool.  Every
+ * attribute is validated here, so the kernels (eager/kernels_matmul.c,
+ * kernels_conv.c, kernels_pool.c) trust them.
  *
  * Choices (documented once, here):
  * - matmul follows NumPy: a [...,M,K] x b [...,K,N] -> [...,M,N] with the
@@ -17,6 +17,13 @@
  *   padding: 0, 1 (all sides), 2 (h, w on both sides) or 4 (top, left,
  *   bottom, right).  Out size = floor((H + pt + pb - dil*(kh-1) - 1) /
  *   stride) + 1 and must be >= 1.
+ * - conv_transpose2d takes x [N,C,H,W], w [C,O/groups,kh,kw] (PyTorch's
+ *   and ONNX's layout) and the same stride, padding and dilation lists;
+ *   output_padding has 0, 1 or 2 entries >= 0, each smaller than its
+ *   dim's stride or its dilation (as PyTorch).  Out size = stride*(H-1) +
+ *   output_padding + dil*(kh-1) + 1 - pt - pb and must be >= 1: padding
+ *   removes output rows and columns, output_padding adds them at the
+ *   bottom and right (those beyond every input's reach hold the bias).
  * - Pool padding must be smaller than the kernel, so that every window
  *   holds an input element (PyTorch is stricter: <= kernel / 2).
  * - global_avg_pool takes rank >= 3, [N,C,spatial...] -> [N,C,1,...].
@@ -268,6 +275,114 @@ tg_status graph_infer_conv2d(graph_infer_ctx *c)
     window wh = {x->dim[2], pad[0], pad[2], w->dim[2], stride[0], dil[0]};
     window ww = {x->dim[3], pad[1], pad[3], w->dim[3], stride[1], dil[1]};
     return spatial_out(c, wh, ww, w->dim[0]);
+}
+
+/* ---- conv_transpose2d ---- */
+
+/* Ranks, dtypes, groups and channel counts of x, w [C,O/groups,kh,kw], b;
+ * sets *o to the output channels. */
+static tg_status check_deconv_inputs(graph_infer_ctx *c, int64_t groups, int64_t *o)
+{
+    const graph_type *x = &c->in[0], *w = &c->in[1];
+    tg_status st = need_f32(c, 1, "w");
+    if (st == TG_OK && c->nin > 2)
+        st = need_f32(c, 2, "b");
+    if (st == TG_OK)
+        st = need_rank(c, 0, "x", 4, "[N,C,H,W]");
+    if (st == TG_OK)
+        st = need_rank(c, 1, "w", 4, "[C,O/groups,kh,kw]");
+    if (st == TG_OK && c->nin > 2)
+        st = need_rank(c, 2, "b", 1, "[O]");
+    if (st != TG_OK)
+        return st;
+    int64_t ch = x->dim[1];
+    if (groups < 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "groups must be >= 1, got %lld",
+                                (long long)groups);
+    if (w->dim[0] != ch)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "w has %lld input channels, want %lld (the channels of x)",
+                                (long long)w->dim[0], (long long)ch);
+    if (ch % groups)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "groups %lld must divide the input channels %lld",
+                                (long long)groups, (long long)ch);
+    if (__builtin_mul_overflow(w->dim[1], groups, o))
+        return graph_infer_fail(c, TG_ERR_SHAPE, "sizes overflow int64");
+    if (w->dim[2] < 1 || w->dim[3] < 1)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "kernel size %lldx%lld must be >= 1",
+                                (long long)w->dim[2], (long long)w->dim[3]);
+    if (c->nin > 2 && c->in[2].dim[0] != *o)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "b has %lld entries, want %lld (output channels: %lld "
+                                "per group x groups %lld)",
+                                (long long)c->in[2].dim[0], (long long)*o,
+                                (long long)w->dim[1], (long long)groups);
+    return TG_OK;
+}
+
+/*
+ * One spatial dim of a transposed convolution: sets *full to the rows the
+ * input spreads over plus output_padding, stride*(in-1) + op + eff, and
+ * *out to that minus both paddings; -1 on int64 overflow.  in may be 0
+ * (then *full may be negative).
+ */
+static int deconv_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t op,
+                      int64_t plo, int64_t phi, int64_t *full, int64_t *out)
+{
+    int64_t eff;
+    if (__builtin_mul_overflow(d, k - 1, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
+        __builtin_mul_overflow(s, in - 1, full) || __builtin_add_overflow(*full, op, full) ||
+        __builtin_add_overflow(*full, eff, full) || __builtin_sub_overflow(*full, plo, out) ||
+        __builtin_sub_overflow(*out, phi, out))
+        return -1;
+    return 0;
+}
+
+tg_status graph_infer_conv_transpose2d(graph_infer_ctx *c)
+{
+    const graph_conv_transpose2d_attrs *at = c->attrs;
+    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, op[2] = {0, 0}, pad[4] = {0}, o = 0;
+    tg_status st = check_deconv_inputs(c, at->groups, &o);
+    if (st == TG_OK)
+        st = check_pair(c, &at->stride, "stride", 1, 1, stride);
+    if (st == TG_OK)
+        st = check_pair(c, &at->dilation, "dilation", 1, 1, dil);
+    if (st == TG_OK)
+        st = check_padding(c, &at->padding, pad);
+    if (st != TG_OK)
+        return st;
+    /* check_pair allows no entries only with a default > 0 */
+    if (at->output_padding.n > 2)
+        return graph_infer_fail(c, TG_ERR_ARG, "output_padding takes 0, 1 or 2 entries, got %d",
+                                (int)at->output_padding.n);
+    if (at->output_padding.n > 0 &&
+        (st = check_pair(c, &at->output_padding, "output_padding", 0, 0, op)) != TG_OK)
+        return st;
+    static const char *const dim_name[2] = {"h", "w"};
+    for (int i = 0; i < 2; i++)
+        if (op[i] >= stride[i] && op[i] >= dil[i])
+            return graph_infer_fail(c, TG_ERR_ARG,
+                                    "output_padding %lld (%s) must be smaller than the "
+                                    "stride %lld or the dilation %lld",
+                                    (long long)op[i], dim_name[i], (long long)stride[i],
+                                    (long long)dil[i]);
+    const graph_type *x = &c->in[0], *w = &c->in[1];
+    int64_t full[2], out[2];
+    for (int i = 0; i < 2; i++)
+        if (deconv_out(x->dim[2 + i], w->dim[2 + i], stride[i], dil[i], op[i], pad[i],
+                       pad[2 + i], &full[i], &out[i]))
+            return graph_infer_fail(c, TG_ERR_SHAPE, "sizes overflow int64");
+    if (out[0] <= 0 || out[1] <= 0)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "output size %lldx%lld <= 0: %lldx%lld (stride*(in-1) + "
+                                "output_padding + effective kernel) less padding %lld+%lld x "
+                                "%lld+%lld",
+                                (long long)out[0], (long long)out[1], (long long)full[0],
+                                (long long)full[1], (long long)pad[0], (long long)pad[2],
+                                (long long)pad[1], (long long)pad[3]);
+    c->out[0] = (graph_type){GRAPH_F32, 4, {x->dim[0], o, out[0], out[1]}};
+    return TG_OK;
 }
 
 /* ---- pools ---- */

@@ -11,8 +11,9 @@
 #   fuzz_tgraph   .tgraph loader      tests/corpus/tgraph
 #   fuzz_text_ir  text IR parser      tests/corpus/text_ir (+ text_ir.dict)
 #   fuzz_npy      .npy reader         tests/corpus/npy (+ npy.dict)
-#   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata,
-#                                     copied into $FUZZ_DIR/seeds/onnx at run time
+#   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata
+#                                     and of tests/data/pytorch, copied into
+#                                     $FUZZ_DIR/seeds/onnx at run time
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
@@ -107,8 +108,16 @@ for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \
          test_maxpool_2d_pads test_gemm_all_attributes test_reshape_negative_dim \
          test_slice_neg_steps test_split_variable_parts_2d test_layer_normalization_4d_axis1 \
          test_softmax_axis_1_expanded test_constantofshape_int_zeros test_shape_start_1 \
-         test_layer_normalization_4d_axis1_expanded test_range_float_type_positive_delta; do
+         test_layer_normalization_4d_axis1_expanded test_range_float_type_positive_delta \
+         test_resize_upsample_scales_cubic test_resize_downsample_sizes_linear_pytorch_half_pixel \
+         test_upsample_nearest test_tril test_depthtospace_crd_mode test_hardmax_axis_0 \
+         test_argmax_keepdims_random test_averagepool_1d_default; do
     [ -f "$onnx_node/$t/model.onnx" ] && cp "$onnx_node/$t/model.onnx" "$out/seeds/onnx/$t.onnx"
+done
+# and the small models PyTorch exported (tests/data/pytorch: shape arithmetic,
+# 1-D convolutions, Resize with sizes from Shape, Trilu, ArgMax)
+for m in conv1d pixel masked upsample classify resblock; do
+    cp "$root/tests/data/pytorch/$m.onnx" "$out/seeds/onnx/pytorch_$m.onnx"
 done
 run fuzz_onnx "$out/seeds/onnx" 8192 || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"

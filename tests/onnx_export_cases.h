@@ -252,6 +252,24 @@ CASE(conv2d_groups) { conv(c, SH(1, 4, 6, 6), SH(6, 2, 3, 3), 1, (graph_conv2d_a
 CASE(conv2d_depthwise) { conv(c, SH(2, 4, 5, 5), SH(4, 1, 3, 3), 1, (graph_conv2d_attrs){TG_INTS(2), TG_INTS(1), TG_NOINTS, 4}); }
 CASE(conv2d_1x1) { conv(c, SH(2, 5, 4, 3), SH(7, 5, 1, 1), 0, (graph_conv2d_attrs){TG_NOINTS, TG_NOINTS, TG_NOINTS, 1}); }
 
+/* conv_transpose2d: w is ONNX's [C, M/group, kH, kW] already */
+static void deconv(tcase *c, graph_ints x, graph_ints w, int bias,
+                   graph_conv_transpose2d_attrs a)
+{
+    int32_t xi = inpf(c, x), wi = cst(c, GRAPH_F32, w, -0.5, 0.5);
+    if (bias)
+        ND(c, conv_transpose2d, &a, xi, wi, inpf(c, SH(w.v[1] * a.groups)));
+    else
+        ND(c, conv_transpose2d, &a, xi, wi);
+}
+
+CASE(conv_transpose2d) { deconv(c, SH(2, 3, 4, 5), SH(3, 4, 3, 3), 1, (graph_conv_transpose2d_attrs){TG_INTS(2), TG_INTS(1), TG_INTS(1), TG_NOINTS, 1}); }
+CASE(conv_transpose2d_asym) { deconv(c, SH(1, 2, 4, 3), SH(2, 3, 3, 2), 0, (graph_conv_transpose2d_attrs){TG_INTS(3, 2), TG_INTS(1, 0, 2, 1), TG_INTS(2, 1), TG_NOINTS, 1}); }
+/* output_padding 1 reaches the stride 1 (allowed below the dilation 2):
+ * exported as less end padding (onnx_write_ops.c says why) */
+CASE(conv_transpose2d_dil_groups) { deconv(c, SH(2, 4, 5, 4), SH(4, 3, 3, 2), 1, (graph_conv_transpose2d_attrs){TG_NOINTS, TG_INTS(0, 1, 1, 2), TG_INTS(1), TG_INTS(2), 2}); }
+CASE(conv_transpose2d_depthwise) { deconv(c, SH(1, 4, 3, 3), SH(4, 1, 4, 4), 1, (graph_conv_transpose2d_attrs){TG_INTS(2), TG_INTS(1), TG_NOINTS, TG_NOINTS, 4}); }
+
 CASE(max_pool2d) { ND(c, max_pool2d, ATTRS(max_pool2d, TG_INTS(3), TG_INTS(2), TG_INTS(1)), inpf(c, SH(2, 3, 9, 9))); }
 CASE(max_pool2d_default_stride) { ND(c, max_pool2d, ATTRS(max_pool2d, TG_INTS(2), TG_NOINTS, TG_NOINTS), inpf(c, SH(1, 2, 7, 6))); }
 CASE(max_pool2d_asym) { ND(c, max_pool2d, ATTRS(max_pool2d, TG_INTS(3, 2), TG_INTS(1, 2), TG_INTS(1, 0, 2, 1)), inpf(c, SH(1, 2, 6, 7))); }
@@ -455,7 +473,8 @@ static const case_def op_cases[] = {
     C_(matmul_batch_tb), C_(matmul_1d_2d), C_(matmul_2d_1d), C_(matmul_1d_1d), C_(matmul_ta_1d),
     C_(linear_bias), C_(linear_nobias), C_(linear_1d),
     C_(conv2d), C_(conv2d_stride_pad4), C_(conv2d_dilation), C_(conv2d_groups),
-    C_(conv2d_depthwise), C_(conv2d_1x1),
+    C_(conv2d_depthwise), C_(conv2d_1x1), C_(conv_transpose2d), C_(conv_transpose2d_asym),
+    C_(conv_transpose2d_dil_groups), C_(conv_transpose2d_depthwise),
     C_(max_pool2d), C_(max_pool2d_default_stride), C_(max_pool2d_asym), C_(avg_pool2d_excl),
     C_(avg_pool2d_incl), C_(avg_pool2d_asym), C_(global_avg_pool), C_(global_avg_pool_1d),
     C_(batch_norm), C_(layer_norm), C_(layer_norm_no_weight), C_(layer_norm_weight_only),

@@ -241,6 +241,24 @@ static void test_conv_pool_attrs(void)
     CHECK(attr_int_is(node_of(m, "Conv", 0), "group", 2));
     onnx__model_proto__free_unpacked(m, NULL);
 
+    /* ConvTranspose: every attribute explicit, no auto_pad or output_shape */
+    m = case_model("conv_transpose2d_asym");
+    n = node_of(m, "ConvTranspose", 0);
+    CHECK(attr_ints_are(n, "kernel_shape", TG_INTS(3, 2)) && attr_ints_are(n, "strides", TG_INTS(3, 2)));
+    CHECK(attr_ints_are(n, "pads", TG_INTS(1, 0, 2, 1)));
+    CHECK(attr_ints_are(n, "output_padding", TG_INTS(2, 1)));
+    CHECK(attr_ints_are(n, "dilations", TG_INTS(1, 1)) && attr_int_is(n, "group", 1));
+    CHECK(!attr_of(n, "auto_pad") && !attr_of(n, "output_shape"));
+    CHECK(n && n->n_input == 2 && init_of(m, n->input[1]) != NULL);
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("conv_transpose2d_dil_groups");
+    n = node_of(m, "ConvTranspose", 0);
+    /* output_padding 1 at the stride 1 goes into the end pads 1 and 2 */
+    CHECK(attr_ints_are(n, "output_padding", TG_INTS(0, 0)) && attr_ints_are(n, "pads", TG_INTS(0, 1, 0, 1)));
+    CHECK(attr_ints_are(n, "dilations", TG_INTS(2, 2)));
+    CHECK(attr_int_is(n, "group", 2) && n && n->n_input == 3);
+    onnx__model_proto__free_unpacked(m, NULL);
+
     m = case_model("max_pool2d_default_stride"); /* tracegraph's default stride = kernel */
     n = node_of(m, "MaxPool", 0);
     CHECK(attr_ints_are(n, "kernel_shape", TG_INTS(2, 2)) && attr_ints_are(n, "strides", TG_INTS(2, 2)));

@@ -31,6 +31,7 @@
 #include "eager/eager.h"
 #include "eager/interp.h"
 #include "formats/onnx_read_impl.h"
+#include "graph_query.h"
 #include "onnx_test_util.h"
 
 #define MAX_IO 16
@@ -50,6 +51,10 @@ static const char *const must_pass[] = {
     "test_gemm_transposeB", "test_gemm_default_vector_bias",
     "test_conv_with_strides_padding", "test_conv_with_autopad_same",
     "test_conv_with_strides_and_asymmetric_padding", "test_basic_conv_without_padding",
+    "test_convtranspose", "test_convtranspose_1d", "test_convtranspose_autopad_same",
+    "test_convtranspose_dilations", "test_convtranspose_kernel_shape",
+    "test_convtranspose_output_shape", "test_convtranspose_pad", "test_convtranspose_pads",
+    "test_convtranspose_with_kernel",
     "test_maxpool_2d_pads", "test_maxpool_2d_same_upper", "test_maxpool_2d_same_lower",
     "test_maxpool_2d_ceil", "test_averagepool_2d_pads",
     "test_averagepool_2d_pads_count_include_pad", "test_averagepool_2d_strides",
@@ -649,6 +654,24 @@ static void bad_composed(void)
     b.node.n_attribute = 0;
     expect_fail(&b, TG_ERR_FORMAT,
                 "mem.onnx: node 0 'n0' (Resize): neither scales nor sizes is given");
+    /* sizes from an initializer so large that the taps would not fit (the
+     * fuzzer's find: seconds of copying before the bound) */
+    Onnx__TensorProto sz = ONNX__TENSOR_PROTO__INIT, *szs[1] = {&sz};
+    int64_t szd[1] = {4}, szv[4] = {1, 8, 2, 16777215};
+    sz.name = "s";
+    sz.has_data_type = 1;
+    sz.data_type = 7;
+    sz.n_dims = 1;
+    sz.dims = szd;
+    sz.n_int64_data = 4;
+    sz.int64_data = szv;
+    b.g.n_initializer = 1;
+    b.g.initializer = szs;
+    b.g.n_input = 1;
+    b.node.n_input = 4;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Resize): resizing axis 3 to 16777215: its taps would "
+                "take over 64 MiB");
     /* DepthToSpace: a mode that does not exist, a C that blocksize^2 does not divide */
     mb_init(&b, "DepthToSpace", "x", NULL);
     mb_tensor_type(&b, 0, 1, 4, x4);
@@ -675,6 +698,120 @@ static void bad_composed(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL) and 2-D (NCHW) are "
                 "supported, the input has 5 dims");
+}
+
+/* Attribute i of b's node, as[i] = a: INTS name = v[0..n) (INTS, or a
+ * STRING when n < 0 and v is NULL: then s). */
+static void mb_attr_at(mb *b, Onnx__AttributeProto *a, Onnx__AttributeProto **as, int i,
+                       const char *name, int64_t *v, int n, const char *s)
+{
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    if (s) {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        a->has_s = 1;
+        a->s.data = (uint8_t *)s;
+        a->s.len = strlen(s);
+    } else {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        a->n_ints = (size_t)n;
+        a->ints = v;
+    }
+    as[i] = a;
+    b->node.n_attribute = (size_t)i + 1;
+    b->node.attribute = as;
+}
+
+/*
+ * ConvTranspose: what it refuses (output_shape that needs a negative pad
+ * or an output padding that reaches the stride, or that follows a dynamic
+ * dim; an unknown auto_pad; 3-D), and pads it works out where the node
+ * tests do not look: SAME_LOWER over a dynamic H, 1-D with
+ * output_padding.
+ */
+static void conv_transpose(void)
+{
+    mb b;
+    Onnx__AttributeProto a[2], *as[2];
+    int64_t os1[1] = {5}, os85[2] = {8, 5}, os65[2] = {6, 5}, s2[2] = {2, 2};
+    static const int64_t x4[4] = {1, 1, 3, 3}, w4[4] = {1, 2, 3, 3}, xd[4] = {1, 1, -1, 3};
+    static const int64_t x5[5] = {1, 1, 2, 2, 2}, w5[5] = {1, 2, 2, 2, 2};
+    const char *pre = "mem.onnx: node 0 'n0' (ConvTranspose): ";
+    char want[512];
+#define CT_FAIL(st, msg) \
+    (snprintf(want, sizeof want, "%s%s", pre, msg), expect_fail(&b, st, want))
+    mb_init(&b, "ConvTranspose", "x", "s"); /* x [1,1,3,3], W [1,2,3,3]: out 5x5 */
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    mb_tensor_type(&b, 1, 1, 4, w4);
+    b.g.n_input = 2;
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os1, 1, NULL);
+    CT_FAIL(TG_ERR_FORMAT, "output_shape has 1 entries, want 2");
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os85, 2, NULL); /* total -3: start -1 */
+    CT_FAIL(TG_ERR_UNSUPPORTED, "an output size of 8 needs a start pad of -1: negative pads "
+                                "are not supported");
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os65, 2, NULL); /* end -1 at stride 1 */
+    CT_FAIL(TG_ERR_UNSUPPORTED, "an output size of 6 needs an output padding of 1, which "
+                                "must be smaller than the stride 1 or the dilation 1");
+    mb_attr_at(&b, &a[1], as, 1, "auto_pad", NULL, -1, "SAME_MIDDLE");
+    CT_FAIL(TG_ERR_UNSUPPORTED, "auto_pad 'SAME_MIDDLE' is not supported");
+    mb_attr_at(&b, &a[0], as, 0, "auto_pad", NULL, -1, "SAME_MIDDLE");
+    CT_FAIL(TG_ERR_UNSUPPORTED, "auto_pad 'SAME_MIDDLE' is not supported");
+    mb_tensor_type(&b, 0, 1, 4, xd);
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os65, 2, NULL);
+    CT_FAIL(TG_ERR_UNSUPPORTED, "output_shape with a dynamic spatial dim is not supported");
+    mb_tensor_type(&b, 0, 1, 5, x5);
+    mb_tensor_type(&b, 1, 1, 5, w5);
+    b.node.n_attribute = 0;
+    CT_FAIL(TG_ERR_UNSUPPORTED, "only 1-D (NCL) and 2-D (NCHW) are supported, the input has "
+                                "5 dims");
+#undef CT_FAIL
+
+    /* SAME_LOWER, stride 2 over a dynamic H: out = in * 2, total padding
+     * 2*(in-1) + 3 - 2*in = 1 whatever in is, the 1 at the start */
+    char err[512];
+    tg_status st;
+    mb_tensor_type(&b, 0, 1, 4, xd);
+    mb_tensor_type(&b, 1, 1, 4, w4);
+    mb_attr_at(&b, &a[0], as, 0, "auto_pad", NULL, -1, "SAME_LOWER");
+    mb_attr_at(&b, &a[1], as, 1, "strides", s2, 2, NULL);
+    format_onnx_load_opts o = {0, 4};
+    graph *g = mb_load(&b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "ConvTranspose SAME_LOWER over a dynamic H: %s", err);
+    int32_t i = g ? find_op(g, GRAPH_OP_conv_transpose2d) : -1;
+    const graph_conv_transpose2d_attrs *at = i >= 0 ? graph_node_attrs(&g->nodes[i]) : NULL;
+    CHECK(at && at->padding.n == 4 && at->padding.v[0] == 1 && at->padding.v[1] == 1 &&
+          at->padding.v[2] == 0 && at->padding.v[3] == 0);
+    CHECK(g && g->values[g->outputs[0].value].type.dim[2] == 8);
+    if (g) { /* at H 5 the same pads give 10 = 5 * 2 */
+        eager_tensor *in[2] = {eager_rand_uniform(TG_SHAPE(1, 1, 5, 3), 1, -1, 1),
+                               eager_rand_uniform(TG_SHAPE(1, 2, 3, 3), 2, -1, 1)};
+        eager_tensor *out = NULL;
+        CHECK(eager_interpret(g, in, 2, &out, 1, NULL) == TG_OK);
+        CHECK(out && eager_type(out)->dim[2] == 10 && eager_type(out)->dim[3] == 6);
+        eager_release(out), eager_release(in[0]), eager_release(in[1]);
+    }
+    graph_free(g);
+
+    /* 1-D: x [1,1,3], W [1,2,3], strides 2, output_padding 1: out 8, as
+     * 2-D with H 1 and no output padding in H */
+    static const int64_t x3[3] = {1, 1, 3}, w3[3] = {1, 2, 3};
+    int64_t s1[1] = {2}, op1[1] = {1};
+    mb_tensor_type(&b, 0, 1, 3, x3);
+    mb_tensor_type(&b, 1, 1, 3, w3);
+    mb_attr_at(&b, &a[0], as, 0, "strides", s1, 1, NULL);
+    mb_attr_at(&b, &a[1], as, 1, "output_padding", op1, 1, NULL);
+    g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "1-D ConvTranspose: %s", err);
+    i = g ? find_op(g, GRAPH_OP_conv_transpose2d) : -1;
+    at = i >= 0 ? graph_node_attrs(&g->nodes[i]) : NULL;
+    CHECK(at && at->output_padding.n == 2 && at->output_padding.v[0] == 0 &&
+          at->output_padding.v[1] == 1 && at->stride.v[0] == 1 && at->stride.v[1] == 2);
+    if (g) {
+        const graph_type *y = &g->values[g->outputs[0].value].type;
+        CHECK(y->ndim == 3 && y->dim[1] == 2 && y->dim[2] == 8);
+    }
+    graph_free(g);
 }
 
 /* Hardmax before opset 13 takes its axis as the split of x into 2-D:
@@ -842,6 +979,7 @@ int main(void)
     bad_inputs();
     bad_composed();
     hardmax_flat();
+    conv_transpose();
     features();
     global_pool();
     activations();

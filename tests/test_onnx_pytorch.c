@@ -141,5 +141,7 @@ int main(void)
     test_model("upsample", 1); /* F.interpolate nearest, bilinear, bicubic (align_corners)
                                   as Resize */
     test_model("classify", 1); /* torch.argmax (ArgMax): int64 output, compared exactly */
+    test_model("upconv", 1);   /* ConvTranspose2d (stride 2, padding 1, output_padding 1;
+                                  grouped), dilated ConvTranspose1d */
     return check_done();
 }

@@ -89,6 +89,17 @@ static const ocase cases[] = {
     {G1("%x: f32[1,32,14,14], %w: f32[32,32,3,3]", "f32[1,32,14,14]",
         "  %1: f32[1,32,14,14] = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1]}"),
      -1, 1, RED},
+    /* conv_transpose2d: the U-Net upsampler; groups, asymmetric padding,
+     * dilation; output_padding past the stride (rows no input reaches) */
+    {G1("%x: f32[2,3,5,6], %w: f32[3,4,3,3], %b: f32[4]", "f32[2,4,10,12]",
+        "  %1: f32[2,4,10,12] = conv_transpose2d(%x, %w, %b) {stride=[2], padding=[1], "
+        "output_padding=[1]}"), -1, 1, RED},
+    {G1("%x: f32[1,4,4,5], %w: f32[4,3,3,2]", "f32[1,6,11,11]",
+        "  %1: f32[1,6,11,11] = conv_transpose2d(%x, %w) {stride=[3,2], padding=[1,0,2,1], "
+        "output_padding=[2,1], dilation=[1,2], groups=2}"), -1, 1, RED},
+    {G1("%x: f32[1,2,4,5], %w: f32[2,3,2,3], %b: f32[3]", "f32[1,3,7,13]",
+        "  %1: f32[1,3,7,13] = conv_transpose2d(%x, %w, %b) {output_padding=[1,2], "
+        "dilation=[2,3]}"), -1, 1, RED},
     {G1("%x: f32[2,3,7,7]", "f32[2,3,4,4]",
         "  %1: f32[2,3,4,4] = max_pool2d(%x) {kernel=[3,3], stride=[2,2], padding=[1,1]}"), -2, 2, EW},
     {G1("%x: f32[2,3,7,7]", "f32[2,3,4,4]",

@@ -1,8 +1,9 @@
 /*
  * ops_nn.c - the OpenCL backend's heavy ops: matmul, linear, linear_ep
- * (cl/nn_gemm.cl), conv2d, conv2d_ep, conv2d_blk (cl/nn_conv.cl), the
- * pools (cl/nn_pool.cl), batch_norm, layer_norm, softmax, log_softmax
- * (cl/nn_norm.cl), reduce_sum/mean/max (cl/nn_reduce.cl) and
+ * (cl/nn_gemm.cl), conv2d, conv2d_ep, conv2d_blk (cl/nn_conv.cl),
+ * conv_transpose2d (cl/nn_deconv.cl), the pools (cl/nn_pool.cl),
+ * batch_norm, layer_norm, softmax, log_softmax (cl/nn_norm.cl),
+ * reduce_sum/mean/max (cl/nn_reduce.cl) and
  * argmax/argmin (cl/nn_arg.cl), through the interface of ocl.h.
  * Semantics are the CPU kernels' (eager/kernels_*.c); shapes and
  * attributes were checked by graph/infer_*.c, so prepare only refuses
@@ -13,7 +14,8 @@
  * ops without one) followed by cl/nn_common.cl, and the options say
  * whether the device has fp64 (sums in double, as on the CPU).  Nodes
  * with the same epilogue share one build per device (ocl.h's cache).
- * cl/nn_arg.cl needs neither (no sums, no epilogue): it has no prefix.
+ * cl/nn_arg.cl (no sums) and cl/nn_deconv.cl (float sums, as the
+ * direct conv kernel) need neither and have no epilogue: no prefix.
  *
  * Shapes are read from the run's types at enqueue (dynamic dims), so every
  * kernel takes sizes as arguments and uses a fixed local size: PoCL
@@ -304,6 +306,43 @@ static tg_status conv2d_blk_enqueue(ocl_launch *l) { return conv_enqueue(l, GRAP
 static const ocl_op conv2d_op = {conv_prepare, conv2d_enqueue};
 static const ocl_op conv2d_ep_op = {conv_prepare, conv2d_ep_enqueue};
 static const ocl_op conv2d_blk_op = {conv_prepare, conv2d_blk_enqueue};
+
+/* ---- conv_transpose2d ---- */
+
+static const char *const deconv_kernels[] = {"nn_deconv"};
+
+static tg_status deconv_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    if (st == TG_OK)
+        st = ocl_prep_program(c, "nn_deconv", NULL, NULL);
+    return st == TG_OK ? ocl_prep_kernel(c, deconv_kernels[0]) : st;
+}
+
+static tg_status deconv_enqueue(ocl_launch *l)
+{
+    const graph_conv_transpose2d_attrs *a = l->attrs;
+    const graph_type *x = &l->in_type[0], *w = &l->in_type[1], *y = &l->out_type[0];
+    if (graph_type_numel(y) == 0)
+        return TG_OK;
+    int64_t st[2], dil[2], pad[4];
+    ints_pair(&a->stride, 1, st);
+    ints_pair(&a->dilation, 1, dil);
+    ints_pad4(&a->padding, pad); /* output_padding only sizes y */
+    int32_t g0[8] = {(int32_t)x->dim[1], (int32_t)x->dim[2], (int32_t)x->dim[3],
+                     (int32_t)y->dim[1], (int32_t)y->dim[2], (int32_t)y->dim[3],
+                     (int32_t)w->dim[2], (int32_t)w->dim[3]};
+    int32_t g1[8] = {(int32_t)st[0], (int32_t)st[1], (int32_t)pad[0], (int32_t)pad[1],
+                     (int32_t)dil[0], (int32_t)dil[1], (int32_t)a->groups, 0};
+    cl_mem bias = l->nin > 2 ? l->in[2] : NULL;
+    tg_status s = ocl_set_args(l, l->k[0], "mmmvvm", l->in[0], l->in[1], l->out[0], g0, g1,
+                               bias);
+    size_t global[3] = {(size_t)(y->dim[2] * y->dim[3]), (size_t)y->dim[1], (size_t)y->dim[0]};
+    const size_t local[3] = {16, 4, 1};
+    return s ? s : run_nd(l, l->k[0], 3, global, local);
+}
+
+static const ocl_op deconv_op = {deconv_prepare, deconv_enqueue};
 
 /* ---- pools ---- */
 
@@ -626,6 +665,7 @@ void ocl_register_nn(const ocl_op **t)
     t[GRAPH_OP_conv2d] = &conv2d_op;
     t[GRAPH_OP_conv2d_ep] = &conv2d_ep_op;
     t[GRAPH_OP_conv2d_blk] = &conv2d_blk_op;
+    t[GRAPH_OP_conv_transpose2d] = &deconv_op;
     t[GRAPH_OP_max_pool2d] = &max_pool_op;
     t[GRAPH_OP_avg_pool2d] = &avg_pool_op;
     t[GRAPH_OP_global_avg_pool] = &global_pool_op;

@@ -6,8 +6,8 @@ torch.onnx.export at opset 17 the way users export their models, with a
 seeded input and PyTorch's own output saved beside each as .npy: an
 independent reference for importing what a real exporter writes (Gemm,
 LayerNormalization, Erf-form GELU, Split + Reshape + Transpose attention,
-BatchNormalization, pools, Flatten).  The files are committed; `make test`
-never needs PyTorch.  To regenerate (Debian's python3-torch 1.13):
+BatchNormalization, pools, Flatten, ConvTranspose).  The files are
+committed; `make test` never needs PyTorch.  To regenerate (Debian's python3-torch 1.13):
 
     /usr/bin/python3 tests/data/pytorch/make.py tests/data/pytorch [MODEL...]
 
@@ -155,6 +155,24 @@ class Upsample(nn.Module):
         return torch.cat([a, b, d], dim=1)
 
 
+class UpConv(nn.Module):
+    """ConvTranspose2d as U-Net and GAN decoders upsample (stride 2,
+    padding 1, output_padding 1; kernel 2 stride 2 grouped) and a dilated
+    ConvTranspose1d (imported as 2-D with H = 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = nn.ConvTranspose2d(6, 4, 2, stride=2, groups=2, bias=False)
+        self.up3 = nn.ConvTranspose1d(4, 3, 3, stride=2, padding=2, output_padding=1,
+                                      dilation=2)
+
+    def forward(self, x):
+        y = self.up2(F.relu(self.up1(x)))  # [B, 4, 12, 16]
+        z = self.up3(y.mean(dim=2))  # [B, 3, 32]
+        return torch.cat([y.flatten(1), torch.tanh(z).flatten(1)], dim=1)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -168,6 +186,7 @@ MODELS = [
     ("masked", Masked, (2, 5, 7), True),
     ("classify", Classify, (6, 16), True),
     ("upsample", Upsample, (2, 3, 6, 4), True),
+    ("upconv", UpConv, (2, 4, 3, 4), True),
 ]
 
 
