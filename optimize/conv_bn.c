@@ -10,7 +10,10 @@
  *
  * The same for conv2d_ep without epilogue steps, and for linear /
  * linear_ep (no steps) when batch_norm's channel axis (1) is the linear's
- * feature dim, i.e. the output is [N, F]: then w's rows are scaled.
+ * feature dim, i.e. the output is [N, F]: then w's rows are scaled.  And
+ * for conv_transpose2d, whose weights are [C_in, O/groups, kh, kw]:
+ * output channel c = g O/groups + j is w[i, j] for the C_in/groups input
+ * channels i of group g, so those slices are scaled by f_c.
  *
  * Conditions: scale, beta, mean, var and the weights are constants with
  * data, the bias a constant or absent (params are swappable, so not
@@ -28,7 +31,8 @@
 /* The producer of a batch_norm's input when it is a foldable kind. */
 static int foldable_op(const graph *g, const graph_node *p)
 {
-    if (p->op == GRAPH_OP_conv2d || p->op == GRAPH_OP_linear)
+    if (p->op == GRAPH_OP_conv2d || p->op == GRAPH_OP_linear ||
+        p->op == GRAPH_OP_conv_transpose2d)
         return 1;
     if (p->op == GRAPH_OP_conv2d_ep)
         return ((const graph_conv2d_ep_attrs *)graph_node_attrs(p))->post.n == 0;
@@ -39,7 +43,32 @@ static int foldable_op(const graph *g, const graph_node *p)
 
 static const char *kind_name(graph_op op)
 {
-    return op == GRAPH_OP_linear || op == GRAPH_OP_linear_ep ? "linear" : "conv";
+    return op == GRAPH_OP_linear || op == GRAPH_OP_linear_ep ? "linear"
+           : op == GRAPH_OP_conv_transpose2d                 ? "conv_transpose2d"
+                                                             : "conv";
+}
+
+/* Output channels of p (a foldable kind): w's rows, or for
+ * conv_transpose2d its O/groups columns times groups. */
+static int64_t out_channels(const graph *g, const graph_node *p)
+{
+    const graph_type *wt = &g->values[p->in[1]].type;
+    if (p->op != GRAPH_OP_conv_transpose2d)
+        return wt->dim[0];
+    return wt->dim[1] * ((const graph_conv_transpose2d_attrs *)graph_node_attrs(p))->groups;
+}
+
+/* The output channel weight element k of p scales with (w flat). */
+static int64_t weight_channel(const graph *g, const graph_node *p, int64_t k)
+{
+    const graph_type *wt = &g->values[p->in[1]].type;
+    int64_t per = wt->ndim > 1 ? graph_type_numel(wt) / (wt->dim[0] ? wt->dim[0] : 1) : 1;
+    if (p->op != GRAPH_OP_conv_transpose2d)
+        return k / per;
+    /* [C_in, O/groups, kh, kw]: row i in group i / (C_in/groups), column j */
+    int64_t groups = ((const graph_conv_transpose2d_attrs *)graph_node_attrs(p))->groups;
+    int64_t i = k / per, j = k % per / (wt->dim[2] * wt->dim[3]);
+    return i / (wt->dim[0] / groups) * wt->dim[1] + j;
 }
 
 /* Why batch_norm node bn cannot fold into its producer p, or NULL. */
@@ -94,19 +123,18 @@ static void fold_consts(graph *g, int32_t bn, int32_t p, const double *f, int32_
 {
     const graph_node *b = &g->nodes[bn], *n = &g->nodes[p];
     const graph_type wt = g->values[n->in[1]].type;
-    int64_t nc = wt.dim[0], per = nc ? graph_type_numel(&wt) / nc : 0;
+    int64_t nc = out_channels(g, n), nw_elems = graph_type_numel(&wt);
     const float *w = fu_const_f32(g, n->in[1]);
     const float *bias = n->nin > 2 ? fu_const_f32(g, n->in[2]) : NULL;
     const float *beta = fu_const_f32(g, b->in[2]), *mean = fu_const_f32(g, b->in[3]);
-    float *w2 = malloc(sizeof *w2 * (size_t)(nc * per + 1));
+    float *w2 = malloc(sizeof *w2 * (size_t)(nw_elems + 1));
     float *b2 = malloc(sizeof *b2 * (size_t)(nc + 1));
     *nw = *nb = -1;
     if (w2 && b2) {
-        for (int64_t c = 0; c < nc; c++) {
-            for (int64_t i = 0; i < per; i++)
-                w2[c * per + i] = (float)(w[c * per + i] * f[c]);
+        for (int64_t k = 0; k < nw_elems; k++)
+            w2[k] = (float)(w[k] * f[weight_channel(g, n, k)]);
+        for (int64_t c = 0; c < nc; c++)
             b2[c] = (float)(((bias ? bias[c] : 0.0) - mean[c]) * f[c] + beta[c]);
-        }
         graph_type bt = {GRAPH_F32, 1, {nc}};
         *nw = opt_add_const(g, &wt, w2);
         *nb = *nw >= 0 ? opt_add_const(g, &bt, b2) : -1;
@@ -118,7 +146,7 @@ static void fold_consts(graph *g, int32_t bn, int32_t p, const double *f, int32_
 /* Replaces p -> bn by one node of p's kind with folded constants. */
 static tg_status fold(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t bn, int32_t p)
 {
-    int64_t nc = g->values[g->nodes[p].in[1]].type.dim[0], bad = -1;
+    int64_t nc = out_channels(g, &g->nodes[p]), bad = -1;
     double *f = factors(g, &g->nodes[bn], nc, &bad);
     if (!f) {
         if (bad >= 0)

@@ -302,9 +302,9 @@ static block block_make(void)
 /*
  * x [B,16,5,5] -> conv_transpose2d 3x3 stride 2 padding 1 output_padding 1
  * -> batch_norm -> relu -> conv2d 3x3 -> conv_transpose2d 2x2 stride 2
- * groups 4 (16 -> 8 channels) -> [B,8,20,20].  The batch_norm after the
- * transposed convolution must not be folded into it as into a conv2d,
- * nor the relu fused into it as an epilogue.
+ * groups 4 (16 -> 8 channels) -> [B,8,20,20].  At -O3 the batch_norm
+ * after the transposed convolution folds into its weights and bias (as
+ * into a conv2d's); the relu is not fused into it as an epilogue.
  */
 static eager_tensor *block_run(const block *k, eager_tensor *x)
 {
@@ -440,12 +440,14 @@ static void test_graphs(void)
         CHECK(count_op(g, GRAPH_OP_conv_transpose2d) == 2);
         check_interp(g, x3, want3, "traced graph at batch 3");
         test_round_trips(&k, g, x2, want2);
-        /* -O3: the conv2d goes blocked; both transposed convs stay */
+        /* -O3: the batch_norm folds into the first transposed conv, the
+         * conv2d goes blocked; both transposed convs stay */
         opt_options o = opt_default_options();
         o.level = 3;
         char err[512] = "";
         CHECK_MSG(opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK, "-O3: %s", err);
         CHECK(count_op(g, GRAPH_OP_conv_transpose2d) == 2);
+        CHECK(count_op(g, GRAPH_OP_batch_norm) == 0);
         CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 1);
         check_interp(g, x2, want2, "-O3");
         check_interp(g, x3, want3, "-O3 at batch 3");
@@ -456,6 +458,48 @@ static void test_graphs(void)
     eager_pool_pop();
 }
 
+/*
+ * batch_norm folded into a grouped conv_transpose2d (-O2): output channel
+ * c = g O/groups + j scales w[i, j] for the input channels i of group g.
+ * Each channel gets its own factor, so a wrong slice shows.  Without a
+ * bias and with one.
+ */
+static void test_bn_fold(void)
+{
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        eager_pool_push();
+        /* x [1,6,3,4], w [6, 4/2... ]: C_in 6, groups 3, O/groups 2 -> O = 6 */
+        eager_tensor *x = eager_rand_uniform(TG_SHAPE(2, 6, 3, 4), 40, -1, 1);
+        eager_tensor *w = eager_rand_uniform(TG_SHAPE(6, 2, 3, 2), 41, -0.5f, 0.5f);
+        eager_tensor *b = with_bias ? eager_rand_uniform(TG_SHAPE(6), 42, -0.5f, 0.5f)
+                                    : EAGER_NONE;
+        eager_tensor *scale = eager_rand_uniform(TG_SHAPE(6), 43, 0.5f, 2.0f);
+        eager_tensor *shift = eager_rand_uniform(TG_SHAPE(6), 44, -1, 1);
+        eager_tensor *mean = eager_rand_uniform(TG_SHAPE(6), 45, -0.5f, 0.5f);
+        eager_tensor *var = eager_rand_uniform(TG_SHAPE(6), 46, 0.25f, 2.0f);
+        CHECK(trace_begin(NULL) == TG_OK);
+        CHECK(trace_input(x, "x") == TG_OK);
+        eager_tensor *y = eager_conv_transpose2d(x, w, b, TG_INTS(2, 1), TG_INTS(1, 0, 0, 1),
+                                                 TG_INTS(1, 0), NO, 3);
+        y = eager_batch_norm(y, scale, shift, mean, var, 1e-5f);
+        CHECK(trace_output(y, "y") == TG_OK);
+        graph *g = trace_freeze();
+        CHECK(g != NULL);
+        opt_options o = opt_default_options();
+        o.level = 2;
+        char err[512] = "";
+        CHECK_MSG(g && opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK, "-O2: %s", err);
+        if (g) {
+            CHECK_MSG(count_op(g, GRAPH_OP_batch_norm) == 0, "batch_norm folded (bias %d)",
+                      with_bias);
+            CHECK(count_op(g, GRAPH_OP_conv_transpose2d) == 1);
+            check_interp(g, x, y, with_bias ? "folded, with bias" : "folded, no bias");
+        }
+        graph_free(g);
+        eager_pool_pop();
+    }
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -464,6 +508,7 @@ int main(void)
     test_errors();
     test_backend_error();
     test_graphs();
+    test_bn_fold();
     CHECK(eager_status() == TG_OK);
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();
