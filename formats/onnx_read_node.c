@@ -440,10 +440,12 @@ tg_status onnx_attr_str(onnx_reader *r, const char *name, const char *def,
         snprintf(buf, len, "%s", def);
         return TG_OK;
     }
-    if (a->s.len >= len || memchr(a->s.data, 0, a->s.len))
+    /* an empty string may come with no data at all (protobuf-c leaves it NULL) */
+    if (a->s.len >= len || (a->s.len && memchr(a->s.data, 0, a->s.len)))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "attribute '%s' has an unknown value",
                          name);
-    memcpy(buf, a->s.data, a->s.len);
+    if (a->s.len)
+        memcpy(buf, a->s.data, a->s.len);
     buf[a->s.len] = 0;
     return TG_OK;
 }
