@@ -132,10 +132,12 @@ static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsign
 #define VM_EXP vm512_expf
 #define VM_SIGMOID vm512_sigmoidf
 #define VM_TANH vm512_tanhf
+#define VM_SIGN vm512_sign
 #else
 #define VM_EXP vm_expf
 #define VM_SIGMOID vm_sigmoidf
 #define VM_TANH vm_tanhf
+#define VM_SIGN vm_signf
 #endif
 
 #if defined(VM512)
@@ -168,6 +170,7 @@ void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_
     switch (I->op) {
         UN(neg, -v)
         UN(abs, fabsf(v))
+        UNV(sign, VM_SIGN)
         UNV(exp, VM_EXP)
         UN(log, vm_logf(v))
         UN(reciprocal, 1.0f / v)
@@ -191,6 +194,15 @@ void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_
         break;
     case GRAPH_OP_rsqrt:
         vm_sqrt_loop(a, d, n, 1);
+        break;
+    case GRAPH_OP_floor:
+        vm_round_loop(a, d, n, VM_FLOOR);
+        break;
+    case GRAPH_OP_ceil:
+        vm_round_loop(a, d, n, VM_CEIL);
+        break;
+    case GRAPH_OP_round:
+        vm_round_loop(a, d, n, VM_RINT);
         break;
     case GRAPH_OP_pow:
         pow_loop(a, b, d, n, mode);

@@ -66,7 +66,8 @@
 /* The inline operations (fsinst.code / 16). */
 enum {
     FS_OP_add, FS_OP_sub, FS_OP_mul, FS_OP_div, FS_OP_maximum, FS_OP_minimum,
-    FS_OP_neg, FS_OP_abs, FS_OP_relu, FS_OP_leaky_relu, FS_OP_clip,
+    FS_OP_neg, FS_OP_abs, FS_OP_sign, FS_OP_floor, FS_OP_ceil, FS_OP_round, FS_OP_relu,
+    FS_OP_leaky_relu, FS_OP_clip,
     FS_OP_reciprocal, FS_OP_sqrt, FS_OP_rsqrt, FS_OP_exp, FS_OP_sigmoid, FS_OP_tanh,
     FS_OP_EXEC, /* no inline form: fused_exec on the rows */
 };
@@ -75,8 +76,9 @@ static uint8_t op_code(graph_op op)
 {
     switch (op) {
 #define C(o) case GRAPH_OP_##o: return FS_OP_##o;
-        C(add) C(sub) C(mul) C(div) C(maximum) C(minimum) C(neg) C(abs) C(relu)
-        C(leaky_relu) C(clip) C(reciprocal) C(sqrt) C(rsqrt) C(exp) C(sigmoid) C(tanh)
+        C(add) C(sub) C(mul) C(div) C(maximum) C(minimum) C(neg) C(abs) C(sign) C(floor)
+        C(ceil) C(round) C(relu) C(leaky_relu) C(clip) C(reciprocal) C(sqrt) C(rsqrt) C(exp)
+        C(sigmoid) C(tanh)
 #undef C
     default: return FS_OP_EXEC;
     }
@@ -105,6 +107,10 @@ static uint8_t op_code(graph_op op)
 #define UNARY_OPS(X)                                                       \
     X(neg, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), SIGN)), 0) \
     X(abs, vm512_abs(x), 0)                                                \
+    X(sign, vm512_sign(x), 0)                                              \
+    X(floor, vm512_floor(x), 0)                                            \
+    X(ceil, vm512_ceil(x), 0)                                              \
+    X(round, vm512_rint(x), 0)                                             \
     /* v <= 0 ? 0 : v: NaN passes, -0 becomes +0 */                        \
     X(relu, BLEND(CMP(x, ZERO, _CMP_LE_OQ), x, ZERO), 0)                   \
     X(leaky_relu, BLEND(CMP(x, ZERO, _CMP_LT_OQ), x, _mm512_mul_ps(_mm512_set1_ps(I->f.p0), x)), 0) \

@@ -11,6 +11,11 @@
  *   neg, abs on integers wrap: neg(INT_MIN) = abs(INT_MIN) = INT_MIN
  *     (computed in unsigned arithmetic, so no undefined behaviour).
  *   abs(-0) = +0, abs(NaN) = NaN; neg flips the sign of zeros and NaNs.
+ *   sign(x) = -1, 0 or +1 (integers too); sign(-0) = +0 and
+ *     sign(NaN) = NaN, as ONNX Runtime 1.30 computes Sign.
+ *   floor, ceil, round are exact (vm_round_loop: one vrndscaleps per
+ *     vector); round is half to even (ONNX Round, numpy.round):
+ *     round(2.5) = 2, round(-0.5) = -0; NaN, +-inf and +-0 pass.
  *   relu(x) = x > 0 ? x : +0, except relu(NaN) = NaN.
  *   leaky_relu(x) = x < 0 ? alpha x : x (NaN passes, -0 stays -0).
  *   clip(x) = min(max(x, min), max); NaN passes; min > max gives max.
@@ -86,7 +91,7 @@ static unary_fn by_dtype(const eager_kargs *a, unary_fn f32, unary_fn i64,
     }
 }
 
-/* ---- sign ops, all numeric dtypes ---- */
+/* ---- neg, abs, sign: all numeric dtypes ---- */
 
 UNARY_FN(neg_f32, float, -v)
 UNARY_FN(neg_i64, int64_t, (int64_t)(0u - (uint64_t)v))
@@ -94,6 +99,9 @@ UNARY_FN(neg_i32, int32_t, (int32_t)(0u - (uint32_t)v))
 UNARY_FN(abs_f32, float, fabsf(v))
 UNARY_FN(abs_i64, int64_t, v < 0 ? (int64_t)(0u - (uint64_t)v) : v)
 UNARY_FN(abs_i32, int32_t, v < 0 ? (int32_t)(0u - (uint32_t)v) : v)
+UNARY_FN(sign_f32, float, vm_signf(v))
+UNARY_FN(sign_i64, int64_t, (int64_t)(v > 0) - (int64_t)(v < 0))
+UNARY_FN(sign_i32, int32_t, (int32_t)(v > 0) - (int32_t)(v < 0))
 
 tg_status eager_kernel_neg(const eager_kargs *a)
 {
@@ -103,6 +111,11 @@ tg_status eager_kernel_neg(const eager_kargs *a)
 tg_status eager_kernel_abs(const eager_kargs *a)
 {
     return run_unary(a, by_dtype(a, abs_f32, abs_i64, abs_i32));
+}
+
+tg_status eager_kernel_sign(const eager_kargs *a)
+{
+    return run_unary(a, by_dtype(a, sign_f32, sign_i64, sign_i32));
 }
 
 /* ---- f32 only ---- */
@@ -127,6 +140,24 @@ static void rsqrt_f32(const void *x, void *y, int64_t n, const void *attrs)
 {
     (void)attrs;
     vm_sqrt_loop(x, y, n, 1);
+}
+
+static void floor_f32(const void *x, void *y, int64_t n, const void *attrs)
+{
+    (void)attrs;
+    vm_round_loop(x, y, n, VM_FLOOR);
+}
+
+static void ceil_f32(const void *x, void *y, int64_t n, const void *attrs)
+{
+    (void)attrs;
+    vm_round_loop(x, y, n, VM_CEIL);
+}
+
+static void round_f32(const void *x, void *y, int64_t n, const void *attrs)
+{
+    (void)attrs;
+    vm_round_loop(x, y, n, VM_RINT);
 }
 
 static void leaky_relu_f32(const void *xv, void *yv, int64_t n,
@@ -165,6 +196,9 @@ F32_KERNEL(log)
 F32_KERNEL(sqrt)
 F32_KERNEL(rsqrt)
 F32_KERNEL(reciprocal)
+F32_KERNEL(floor)
+F32_KERNEL(ceil)
+F32_KERNEL(round)
 F32_KERNEL(relu)
 F32_KERNEL(leaky_relu)
 F32_KERNEL(sigmoid)

@@ -30,7 +30,9 @@
  * API (all take and return float):
  *   vm_expf, vm_logf, vm_tanhf, vm_sigmoidf (1/(1+e^-x)), vm_erff,
  *   vm_geluf (x/2 (1 + erf(x/sqrt2)), accurate in the far negative tail,
- *   gelu(-inf) = -0), vm_siluf (x sigmoid(x), silu(-inf) = -0).
+ *   gelu(-inf) = -0), vm_siluf (x sigmoid(x), silu(-inf) = -0),
+ *   vm_signf; and loops over arrays: vm_sqrt_loop (sqrt, 1/sqrt) and
+ *   vm_round_loop (floor, ceil, round half to even).
  * Without hardware FMA (a build without -march=native) the results are
  * still within the bound above but lose about one bit (gelu's tail keeps
  * the exact low part of x^2 through vm_sq_err).
@@ -368,6 +370,68 @@ static inline void vm_sqrt_loop(const float *x, float *y, int64_t n, int recip)
         float s = sqrtf(x[i]);
         y[i] = recip ? 1.0f / s : s;
     }
+}
+
+/* sign: +-1, sign(+-0) = +0 (as ONNX Runtime), sign(NaN) = NaN.  Plain
+ * comparisons and selects: a loop of it vectorizes as it is. */
+static inline float vm_signf(float x)
+{
+    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x != x ? x : 0.0f;
+}
+
+/* vm_round_loop's modes: the rounding-control bits of vrndscaleps and
+ * vroundps (_MM_FROUND_TO_NEAREST_INT, _TO_NEG_INF, _TO_POS_INF). */
+enum { VM_RINT = 0, VM_FLOOR = 1, VM_CEIL = 2 };
+
+static inline float vm_roundf_(float x, int mode)
+{
+    return mode == VM_FLOOR ? floorf(x) : mode == VM_CEIL ? ceilf(x) : nearbyintf(x);
+}
+
+#if defined(__AVX512F__)
+/* 16 at a time, the tail masked.  _MM_FROUND_NO_EXC: no inexact flag. */
+#define VM_ROUND_VEC_(MODE)                                                \
+    for (; i + 16 <= n; i += 16)                                           \
+        _mm512_storeu_ps(y + i, _mm512_roundscale_ps(_mm512_loadu_ps(x + i), \
+                                                     (MODE) | _MM_FROUND_NO_EXC)); \
+    if (i < n) {                                                           \
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);                   \
+        _mm512_mask_storeu_ps(y + i, m,                                    \
+                              _mm512_roundscale_ps(_mm512_maskz_loadu_ps(m, x + i), \
+                                                   (MODE) | _MM_FROUND_NO_EXC)); \
+        i = n;                                                             \
+    }
+#elif defined(__AVX__)
+#define VM_ROUND_VEC_(MODE)                                                \
+    for (; i + 8 <= n; i += 8)                                             \
+        _mm256_storeu_ps(y + i, _mm256_round_ps(_mm256_loadu_ps(x + i),   \
+                                                (MODE) | _MM_FROUND_NO_EXC));
+#else
+#define VM_ROUND_VEC_(MODE)
+#endif
+
+/*
+ * y[0..n) = floor, ceil or round half to even (mode VM_FLOOR, VM_CEIL,
+ * VM_RINT) of x[0..n); y may be x.  One instruction per vector: GCC
+ * vectorizes nearbyintf, but under the default -ftrapping-math not
+ * floorf or ceilf (they become one scalar vrndscaless per element).
+ * Every form is exact, so all give libm's bits: NaN stays NaN,
+ * infinities and signed zeros pass, ceil(-0.5) = round(-0.5) = -0,
+ * floor(-1e-40) = -1, and |x| >= 2^23 is integral already.  The vector
+ * forms round half to even whatever the rounding mode; the scalar one
+ * is nearbyintf, the same in the default mode (which this file assumes
+ * throughout, see vm_exp_reduce_).
+ */
+static inline void vm_round_loop(const float *x, float *y, int64_t n, int mode)
+{
+    int64_t i = 0;
+    switch (mode) {
+    case VM_FLOOR: VM_ROUND_VEC_(VM_FLOOR) break;
+    case VM_CEIL: VM_ROUND_VEC_(VM_CEIL) break;
+    default: VM_ROUND_VEC_(VM_RINT) break;
+    }
+    for (; i < n; i++)
+        y[i] = vm_roundf_(x[i], mode);
 }
 
 #endif

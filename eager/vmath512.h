@@ -1,6 +1,7 @@
 /*
- * vmath512.h - AVX-512 forms of vmath.h's exp, sigmoid and tanh, for
- * kernels that hold values in registers (the `fused` kernel).
+ * vmath512.h - AVX-512 forms of vmath.h's exp, sigmoid and tanh (and of
+ * its sign and rounding), for kernels that hold values in registers
+ * (the `fused` kernel).
  *
  * Each function is the same algorithm as its vmath.h twin, step by step,
  * with the same polynomial and the same rounding at each step, so it
@@ -43,6 +44,34 @@ static inline __m512 vm512_copysign(__m512 m, __m512 x)
 {
     return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
         _mm512_castps_si512(m), _mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u), 0xd8));
+}
+
+/* floor, ceil and round half to even, as vm_round_loop: exact, so the
+ * same bits as floorf, ceilf and (in the default rounding mode)
+ * nearbyintf.  _MM_FROUND_NO_EXC: no inexact flag. */
+static inline __m512 vm512_floor(__m512 x)
+{
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+
+static inline __m512 vm512_ceil(__m512 x)
+{
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
+
+static inline __m512 vm512_rint(__m512 x)
+{
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* vm_signf: NaN lanes keep x, zeros become +0, the rest +-1 by their
+ * sign bit. */
+static inline __m512 vm512_sign(__m512 x)
+{
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    __mmask16 nonzero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    return _mm512_mask_mov_ps(_mm512_maskz_mov_ps(nan, x), nonzero,
+                              vm512_copysign(VM512_C(1.0f), x));
 }
 
 /* vm_expm1_poly_ and vm_exp_reduce_ of vmath.h, operation for operation. */

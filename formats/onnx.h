@@ -64,9 +64,10 @@
  * must be such constants.
  * Load-time evaluation (onnx_read_fold.c): a node whose inputs are all
  * such constants (not params) is computed at load time when it is Identity,
- * Add, Sub, Mul, Div, Neg, Abs, Sqrt, Reciprocal, Equal, Less, Greater,
- * Where, Cast, Reshape, Squeeze, Unsqueeze, Transpose, Slice, Expand,
- * Gather, Concat or Range and its result has at most 4096 elements
+ * Add, Sub, Mul, Div, Neg, Abs, Sign, Sqrt, Reciprocal, Floor, Ceil,
+ * Round, Equal, Less, Greater, Where, Cast, Reshape, Squeeze, Unsqueeze,
+ * Transpose, Slice, Expand, Gather, Concat or Range and its result has at
+ * most 4096 elements
  * (ONNX_MAX_FOLD_ELEMS; a larger one is a graph node, and a larger Range
  * is refused).  Shape, Size and ConstantOfShape always make constants.
  * Shape of a value with dynamic dims gives their traced sizes, each
@@ -87,12 +88,13 @@
  * (GRAPH_NODE_SPECIALIZED: it runs at the traced sizes only, and a run at
  * others fails naming it) rather than refused.
  * Ops: Identity, Dropout (inference; its mask is all true), Constant,
- * Neg, Abs, Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu, Sigmoid, Tanh,
- * Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Equal, Less,
- * Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor (as eq, lt,
- * gt and where on bools), Where, MatMul, Gemm, Conv, ConvTranspose,
- * MaxPool, AveragePool (2-D NCHW, and 1-D NCL as 2-D with H = 1;
- * auto_pad, ceil_mode as extra end padding; ConvTranspose's
+ * Neg, Abs, Sign (Sign(-0) = +0, Sign(NaN) = NaN, as ONNX Runtime), Floor,
+ * Ceil, Round (half to even), Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu,
+ * Sigmoid, Tanh, Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean,
+ * Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor
+ * (as eq, lt, gt and where on bools), Where, MatMul, Gemm, Conv,
+ * ConvTranspose, MaxPool, AveragePool (2-D NCHW, and 1-D NCL as 2-D with
+ * H = 1; auto_pad, ceil_mode as extra end padding; ConvTranspose's
  * output_shape and SAME_UPPER / SAME_LOWER as the spec's pads, a
  * negative end pad as more output_padding, a negative start pad
  * refused), GlobalAveragePool,

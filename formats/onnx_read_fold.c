@@ -39,7 +39,8 @@ typedef struct fres {
 
 typedef enum {
     E_ADD, E_SUB, E_MUL, E_DIV, E_EQ, E_LT, E_GT, /* binary */
-    E_NEG, E_ABS, E_SQRT, E_RECIP,                /* unary */
+    E_NEG, E_ABS, E_SIGN,                         /* unary, every numeric dtype */
+    E_SQRT, E_RECIP, E_FLOOR, E_CEIL, E_ROUND,    /* unary, f32 only */
     E_WHERE
 } ekind;
 
@@ -244,18 +245,37 @@ static int binary_at(ekind kind, fres *o, int64_t k, const onnx_entry *a,
     return 1;
 }
 
+/* A unary op of f32 x, in double: exact for every op but sqrt and
+ * 1/x, which round once to f32 afterwards as the kernels do.  sign and
+ * round as eager/kernels_unary.c: sign(+-0) = +0, sign(NaN) = NaN;
+ * round half to even (nearbyint in the default rounding mode). */
+static double unary_d(ekind kind, double x)
+{
+    switch (kind) {
+    case E_NEG: return -x;
+    case E_ABS: return fabs(x);
+    case E_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x != x ? x : 0.0;
+    case E_SQRT: return sqrt(x);
+    case E_FLOOR: return floor(x);
+    case E_CEIL: return ceil(x);
+    case E_ROUND: return nearbyint(x);
+    default: return 1.0 / x;
+    }
+}
+
 /* Element k of a unary op; 0 if undefined. */
 static int unary_at(ekind kind, fres *o, int64_t k, const onnx_entry *a)
 {
     o->sym[k] = mark(a, k) == ONNX_SYM_CONST ? ONNX_SYM_CONST : ONNX_SYM_DERIVED;
     if (a->type.dtype == GRAPH_F32) {
-        double x = get_d(a, k);
-        double v = kind == E_NEG ? -x : kind == E_ABS ? fabs(x)
-                 : kind == E_SQRT ? sqrt(x) : 1.0 / x;
-        ((float *)o->data)[k] = (float)v;
+        ((float *)o->data)[k] = (float)unary_d(kind, get_d(a, k));
         return 1;
     }
     int64_t x = get_l(a, k);
+    if (kind == E_SIGN) {
+        put_l(o, k, (x > 0) - (x < 0));
+        return 1;
+    }
     if (x == INT64_MIN)
         return 0;
     put_l(o, k, kind == E_NEG ? -x : x < 0 ? -x : x);
@@ -656,8 +676,10 @@ static const struct {
     {"Mul", fold_elementwise, E_MUL}, {"Div", fold_elementwise, E_DIV},
     {"Equal", fold_elementwise, E_EQ}, {"Less", fold_elementwise, E_LT},
     {"Greater", fold_elementwise, E_GT}, {"Neg", fold_elementwise, E_NEG},
-    {"Abs", fold_elementwise, E_ABS}, {"Sqrt", fold_elementwise, E_SQRT},
-    {"Reciprocal", fold_elementwise, E_RECIP}, {"Where", fold_elementwise, E_WHERE},
+    {"Abs", fold_elementwise, E_ABS}, {"Sign", fold_elementwise, E_SIGN},
+    {"Sqrt", fold_elementwise, E_SQRT}, {"Reciprocal", fold_elementwise, E_RECIP},
+    {"Floor", fold_elementwise, E_FLOOR}, {"Ceil", fold_elementwise, E_CEIL},
+    {"Round", fold_elementwise, E_ROUND}, {"Where", fold_elementwise, E_WHERE},
     {"Cast", fold_cast, 0},
     {"Reshape", fold_reshape, 0},
     {"Squeeze", fold_squeeze, GRAPH_OP_squeeze},

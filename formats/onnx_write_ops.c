@@ -36,6 +36,10 @@ static const char *simple_ew(graph_op op)
     switch (op) {
     case GRAPH_OP_neg: return "Neg";
     case GRAPH_OP_abs: return "Abs";
+    case GRAPH_OP_sign: return "Sign";
+    case GRAPH_OP_floor: return "Floor";
+    case GRAPH_OP_ceil: return "Ceil";
+    case GRAPH_OP_round: return "Round";
     case GRAPH_OP_exp: return "Exp";
     case GRAPH_OP_log: return "Log";
     case GRAPH_OP_sqrt: return "Sqrt";

@@ -23,7 +23,8 @@ int fused_op_ok(graph_op op, int *nargs)
      * below say why each qualifies; an op added to ops.def later must
      * also be given a loop in the kernel before it is listed here. */
     switch (op) {
-    case GRAPH_OP_neg: case GRAPH_OP_abs: case GRAPH_OP_exp: case GRAPH_OP_log:
+    case GRAPH_OP_neg: case GRAPH_OP_abs: case GRAPH_OP_sign: case GRAPH_OP_floor:
+    case GRAPH_OP_ceil: case GRAPH_OP_round: case GRAPH_OP_exp: case GRAPH_OP_log:
     case GRAPH_OP_sqrt: case GRAPH_OP_rsqrt: case GRAPH_OP_reciprocal:
     case GRAPH_OP_relu: case GRAPH_OP_leaky_relu: case GRAPH_OP_sigmoid:
     case GRAPH_OP_tanh: case GRAPH_OP_gelu: case GRAPH_OP_silu: case GRAPH_OP_erf:

@@ -27,10 +27,11 @@
  *
  * Rules (each broken rule is an error naming the byte offset in prog):
  *   - OP is an f32 elementwise op of the registry with unary or binary
- *     NumPy inference and only f32 attributes: neg abs exp log sqrt rsqrt
- *     reciprocal relu leaky_relu sigmoid tanh gelu silu erf clip add sub
- *     mul div pow maximum minimum (comparisons, where, cast and fused
- *     itself are not); its attributes pass the op's own checks;
+ *     NumPy inference and only f32 attributes: neg abs sign floor ceil
+ *     round exp log sqrt rsqrt reciprocal relu leaky_relu sigmoid tanh
+ *     gelu silu erf clip add sub mul div pow maximum minimum
+ *     (comparisons, where, cast and fused itself are not); its
+ *     attributes pass the op's own checks;
  *   - every register is written once and read only after it is written;
  *   - at most FUSED_MAX_STMTS statements and FUSED_MAX_INPUTS inputs;
  *     every input i0 .. i(nin-1) of the node is read at least once.

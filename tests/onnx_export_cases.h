@@ -176,6 +176,18 @@ CASE(clip_min_only) { unary(c, GRAPH_OP_clip, ATTRS(clip, 0.25f, INFINITY), -2, 
 CASE(clip_max_only) { unary(c, GRAPH_OP_clip, ATTRS(clip, -INFINITY, 1.0f), -2, 2); }
 CASE(neg_i64) { ND(c, neg, NULL, inp(c, GRAPH_I64, SH(3, 4), -100, 100)); }
 CASE(abs_i32) { ND(c, abs, NULL, inp(c, GRAPH_I32, SH(3, 4), -100, 100)); }
+CASE(sign) { unary(c, GRAPH_OP_sign, NULL, -3, 3); }
+CASE(sign_i64) { ND(c, sign, NULL, inp(c, GRAPH_I64, SH(3, 4), -2, 2)); }
+CASE(floor) { unary(c, GRAPH_OP_floor, NULL, -9, 9); }
+CASE(ceil) { unary(c, GRAPH_OP_ceil, NULL, -9, 9); }
+CASE(round) { unary(c, GRAPH_OP_round, NULL, -9, 9); }
+/* Exact halves (whole numbers times 0.5): Round ties to even in both. */
+CASE(round_halves)
+{
+    int32_t h = NDI(c, mul, NULL, inp_w(c, GRAPH_F32, SH(4, 6), -9, 9, 1),
+                    cst(c, GRAPH_F32, TG_NOINTS, 0.5, 0.5));
+    ND(c, round, NULL, h);
+}
 
 CASE(add_bcast) { ND(c, add, NULL, inpf(c, SH(2, 3, 4)), inpf(c, SH(3, 1))); }
 CASE(sub_bcast) { ND(c, sub, NULL, inpf(c, SH(4)), inpf(c, SH(2, 3, 4))); }
@@ -369,6 +381,13 @@ CASE(fused_all_ops)
              "r16=relu(r15);r17=mul(r16,r0)",
           IDS(inp(c, GRAPH_F32, SH(3, 4), -3, 0.5), inp(c, GRAPH_F32, SH(4), 0.5, 2)));
 }
+/* sign and the rounding ops as statements; round on exact halves. */
+CASE(fused_rounding)
+{
+    fused(c, "r0=mul(i0,4);r1=floor(r0);r2=mul(r1,0.5);r3=round(r2);r4=ceil(i0);r5=sign(i1);"
+             "r6=mul(r4,r5);r7=add(r3,r6)",
+          IDS(inp(c, GRAPH_F32, SH(3, 4), -3, 3), inpf(c, SH(4))));
+}
 /* The last statement reads only i1: its result is broadcast to the output. */
 CASE(fused_bcast_out)
 {
@@ -462,7 +481,8 @@ typedef struct case_def {
 static const case_def op_cases[] = {
     C_(neg), C_(abs), C_(exp), C_(log), C_(sqrt), C_(rsqrt), C_(reciprocal), C_(relu),
     C_(leaky_relu), C_(sigmoid), C_(tanh), C_(gelu), C_(silu), C_(erf), C_(clip),
-    C_(clip_min_only), C_(clip_max_only), C_(neg_i64), C_(abs_i32),
+    C_(clip_min_only), C_(clip_max_only), C_(neg_i64), C_(abs_i32), C_(sign), C_(sign_i64),
+    C_(floor), C_(ceil), C_(round), C_(round_halves),
     C_(add_bcast), C_(sub_bcast), C_(mul_scalar), C_(div), C_(pow), C_(maximum), C_(minimum),
     C_(add_i64), C_(sub_i32), C_(mul_i64), C_(div_i32), C_(div_i64_neg), C_(maximum_i32),
     C_(minimum_i64), C_(eq_f32), C_(lt_f32), C_(gt_i64), C_(lt_i32), C_(eq_bool), C_(eq_i64),
@@ -489,7 +509,7 @@ static const case_def op_cases[] = {
     C_(pad), C_(pad_negative), C_(pad_i64), C_(pad_bool), C_(squeeze_all), C_(squeeze_axis),
     C_(unsqueeze), C_(unsqueeze_neg), C_(expand), C_(expand_keep), C_(gather),
     C_(gather_axis1_i32), C_(gather_scalar),
-    C_(fused), C_(fused_all_ops), C_(fused_bcast_out),
+    C_(fused), C_(fused_all_ops), C_(fused_rounding), C_(fused_bcast_out),
     C_(linear_ep_add_relu), C_(linear_ep_gelu), C_(linear_ep_leaky_sigmoid),
     C_(linear_ep_silu_add_tanh), C_(linear_ep_none), C_(conv2d_ep_add_tanh),
     C_(conv2d_ep_silu_stride), C_(to_blocked), C_(from_blocked), C_(conv2d_blk_add_relu),

@@ -99,6 +99,12 @@ static void check_prog(int line, const char *prog, int nin, const graph_ints *sh
 
 static double r_neg(const double *v) { return -v[0]; }
 static double r_abs(const double *v) { return fabs(v[0]); }
+static double r_sign(const double *v) { return v[0] > 0 ? 1 : v[0] < 0 ? -1 : 0; }
+static double r_floor(const double *v) { return floor(v[0]); }
+static double r_ceil(const double *v) { return ceil(v[0]); }
+static double r_round(const double *v) { return nearbyint(v[0]); }
+/* round of floor(4x) / 2: exact halves, which tie to even */
+static double r_round_halves(const double *v) { return nearbyint(floor(4 * v[0]) * 0.5); }
 static double r_exp(const double *v) { return exp(v[0]); }
 static double r_log(const double *v) { return log(v[0]); }
 static double r_sqrt(const double *v) { return sqrt(v[0]); }
@@ -142,6 +148,11 @@ static void test_ops(void)
     } cases[] = {
         {"r0=neg(i0)", 1, -2, 2, r_neg},
         {"r0=abs(i0)", 1, -2, 2, r_abs},
+        {"r0=sign(i0)", 1, -2, 2, r_sign},
+        {"r0=floor(i0)", 1, -9, 9, r_floor},
+        {"r0=ceil(i0)", 1, -9, 9, r_ceil},
+        {"r0=round(i0)", 1, -9, 9, r_round},
+        {"r0=mul(i0,4);r1=floor(r0);r2=mul(r1,0.5);r3=round(r2)", 1, -9, 9, r_round_halves},
         {"r0=exp(i0)", 1, -5, 5, r_exp},
         {"r0=log(i0)", 1, 0.01f, 10, r_log},
         {"r0=sqrt(i0)", 1, 0, 10, r_sqrt},
@@ -274,13 +285,15 @@ static void test_paths(void)
     for (int i = 0; i < 16; i++)
         rv[i] = special16[15 - i];
     eager_tensor *y = eager_from_data(GRAPH_F32, TG_SHAPE(16), rv);
-    static const char *const unary[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt",
-                                        "reciprocal", "relu", "sigmoid", "tanh", "gelu",
-                                        "silu", "erf"};
-    eager_tensor *const single_u[] = {eager_neg(x), eager_abs(x), eager_exp(x), eager_log(x),
-                                      eager_sqrt(x), eager_rsqrt(x), eager_reciprocal(x),
-                                      eager_relu(x), eager_sigmoid(x), eager_tanh(x),
-                                      eager_gelu(x), eager_silu(x), eager_erf(x)};
+    static const char *const unary[] = {"neg", "abs", "sign", "floor", "ceil", "round",
+                                        "exp", "log", "sqrt", "rsqrt", "reciprocal", "relu",
+                                        "sigmoid", "tanh", "gelu", "silu", "erf"};
+    eager_tensor *const single_u[] = {eager_neg(x), eager_abs(x), eager_sign(x),
+                                      eager_floor(x), eager_ceil(x), eager_round(x),
+                                      eager_exp(x), eager_log(x), eager_sqrt(x),
+                                      eager_rsqrt(x), eager_reciprocal(x), eager_relu(x),
+                                      eager_sigmoid(x), eager_tanh(x), eager_gelu(x),
+                                      eager_silu(x), eager_erf(x)};
     char prog[64];
     for (size_t k = 0; k < sizeof unary / sizeof unary[0]; k++) {
         snprintf(prog, sizeof prog, "r0=%s(i0)", unary[k]);
@@ -349,9 +362,10 @@ static void test_random_paths(void)
 {
     static const char *const ops[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt",
                                       "reciprocal", "relu", "sigmoid", "tanh", "gelu", "silu",
-                                      "erf", "leaky_relu", "clip", "add", "sub", "mul", "div",
-                                      "maximum", "minimum", "pow"};
-    enum { NOPS = sizeof ops / sizeof ops[0], FIRST_BINARY = 15 };
+                                      "erf", "leaky_relu", "clip", "sign", "floor", "ceil",
+                                      "round", "add", "sub", "mul", "div", "maximum",
+                                      "minimum", "pow"};
+    enum { NOPS = sizeof ops / sizeof ops[0], FIRST_BINARY = 19 };
     uint64_t st = 12345;
     eager_pool_push();
     /* the last 150 programs only use ops with an inline form (no log,

@@ -9,6 +9,7 @@
  *   - Expand(x, Where(Equal(s, -1), ones, s)) with s = Concat(N, [4]),
  *     x [N,1]: follows the batch;
  *   - Reshape(x, Concat([-1], Range(2, 4, 1))): folded to [-1,2,3];
+ *   - a shape computed by Round, Ceil, Floor and Sign of constants: folded;
  *   - two dynamic dims in one shape: the traced sizes, the node flagged
  *     specialized, a run at other sizes refused with a message saying so.
  *
@@ -328,6 +329,57 @@ static void folded_range(void)
     graph_free(g);
 }
 
+/*
+ * y = Reshape(x, shp), x [N,48], with shp worked out from constants by
+ * Round, Ceil, Floor and Sign (all folded at load time): v = [5,3] / 2 =
+ * [2.5, 1.5]; shp = [-1] ++ Round(v) ++ Ceil(v) ++ Floor(v) * Sign(v) ++
+ * Sign([7]) = [-1, 2,2, 3,2, 2,1, 1].  Round ties to even (2.5 -> 2; half
+ * away from zero would give 3 and a shape that does not fit).
+ */
+static void folded_rounding(void)
+{
+    model b;
+    model_init(&b, 2, (const int64_t[]){-1, 48});
+    add_ints(&b, "m1", 1, (const int64_t[]){-1});
+    add_ints(&b, "num", 2, (const int64_t[]){5, 3});
+    add_ints(&b, "two", 1, (const int64_t[]){2});
+    add_ints(&b, "seven", 1, (const int64_t[]){7});
+    set_int_attr(&b, add_node(&b, "Cast", "numf", "num", NULL, NULL), "to", 1);
+    set_int_attr(&b, add_node(&b, "Cast", "twof", "two", NULL, NULL), "to", 1);
+    add_node(&b, "Div", "v", "numf", "twof", NULL);
+    add_node(&b, "Round", "rv", "v", NULL, NULL);
+    add_node(&b, "Ceil", "cv", "v", NULL, NULL);
+    add_node(&b, "Floor", "fv", "v", NULL, NULL);
+    add_node(&b, "Sign", "sv", "v", NULL, NULL);
+    add_node(&b, "Mul", "fs", "fv", "sv", NULL);
+    set_int_attr(&b, add_node(&b, "Cast", "ri", "rv", NULL, NULL), "to", 7);
+    set_int_attr(&b, add_node(&b, "Cast", "ci", "cv", NULL, NULL), "to", 7);
+    set_int_attr(&b, add_node(&b, "Cast", "fi", "fs", NULL, NULL), "to", 7);
+    add_node(&b, "Sign", "s7", "seven", NULL, NULL);
+    set_int_attr(&b, add_node(&b, "Concat", "c1", "m1", "ri", "ci"), "axis", 0);
+    set_int_attr(&b, add_node(&b, "Concat", "shp", "c1", "fi", "s7"), "axis", 0);
+    add_node(&b, "Reshape", "y", "x", "shp", NULL);
+    graph *g = load(&b, 2);
+    if (!g)
+        return;
+    const graph_node *rs = only_node(g, GRAPH_OP_reshape);
+    CHECK_MSG(rs && g->nnodes == 1, "want one reshape, have %d nodes", (int)g->nnodes);
+    static const int64_t want[8] = {-1, 2, 2, 3, 2, 2, 1, 1};
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK_MSG(a->shape.n == 8 && !memcmp(a->shape.v, want, sizeof want),
+                  "folded shape [%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld]",
+                  (long long)a->shape.v[0], (long long)a->shape.v[1], (long long)a->shape.v[2],
+                  (long long)a->shape.v[3], (long long)a->shape.v[4], (long long)a->shape.v[5],
+                  (long long)a->shape.v[6], (long long)a->shape.v[7]);
+    }
+    int64_t xd[2] = {3, 48}, yd[8] = {3, 2, 2, 3, 2, 2, 1, 1};
+    float x[3 * 48];
+    check_fill(x, 3 * 48, 4, -1, 1);
+    check_out(run(g, 2, xd, x), 8, yd, x, 3 * 48, "rounding");
+    graph_free(g);
+}
+
 /* Reshape(x, Concat(N, M, [4])), x [N,M,4]: two dynamic entries cannot
  * both be -1, so the traced sizes are used and the node is specialized. */
 static void two_dynamic(void)
@@ -371,6 +423,7 @@ int main(void)
     batch_reshape();
     batch_expand();
     folded_range();
+    folded_rounding();
     two_dynamic();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();

@@ -39,7 +39,8 @@
 /* Tests that must import and pass: at least one per supported op. */
 static const char *const must_pass[] = {
     "test_identity", "test_dropout_default", "test_dropout_default_mask",
-    "test_constant", "test_neg", "test_abs", "test_exp", "test_log",
+    "test_constant", "test_neg", "test_abs", "test_sign", "test_floor", "test_floor_example",
+    "test_ceil", "test_ceil_example", "test_round", "test_exp", "test_log",
     "test_sqrt", "test_reciprocal", "test_relu", "test_sigmoid", "test_tanh",
     "test_erf", "test_leakyrelu", "test_leakyrelu_default", "test_clip",
     "test_clip_default_min", "test_add_bcast", "test_sub", "test_mul_bcast",

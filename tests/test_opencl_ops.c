@@ -5,10 +5,13 @@
  * <= 1e-4 for reductions, norms, matmul and conv); integer and bool
  * outputs must be equal.  The cases are text IR; the test fails for any
  * op of the registry that no case covers, so a new op needs a case here.
+ * sign and the rounding ops are also compared bit for bit on the values
+ * where they are easy to get wrong (exact_rounding).
  *
  * No OpenCL platform: prints "SKIP: ..." and exits 77 (ctest reports the
  * test as skipped, SKIP_RETURN_CODE).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,12 @@ static const ocase cases[] = {
     {G1("%x: i64[3,7]", "i64[3,7]", "  %1: i64[3,7] = neg(%x)"), -50, 50, EW},
     {G1("%x: i32[3,7]", "i32[3,7]", "  %1: i32[3,7] = abs(%x)"), -50, 50, EW},
     {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = abs(%x)"), -2, 2, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = sign(%x)"), -2, 2, EW},
+    {G1("%x: i64[3,7]", "i64[3,7]", "  %1: i64[3,7] = sign(%x)"), -3, 3, EW},
+    {G1("%x: i32[3,7]", "i32[3,7]", "  %1: i32[3,7] = sign(%x)"), -3, 3, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = floor(%x)"), -9, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = ceil(%x)"), -9, 9, EW},
+    {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = round(%x)"), -9, 9, EW},
     {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = exp(%x)"), -4, 4, EW},
     {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = log(%x)"), 0.1f, 9, EW},
     {G1("%x: f32[3,37]", "f32[3,37]", "  %1: f32[3,37] = sqrt(%x)"), 0, 9, EW},
@@ -166,6 +175,11 @@ static const ocase cases[] = {
         "r10=neg(r9);r11=relu(r8);r12=leaky_relu(r10,0.3);r13=sigmoid(r12);r14=tanh(r11);"
         "r15=gelu(r14);r16=silu(r13);r17=erf(r16);r18=clip(r17,-0.2,0.6);r19=exp(r18);"
         "r20=maximum(r19,r15);r21=minimum(r20,i0);r22=add(r21,r13)\"}"), -2, 2, EW},
+    /* the rounding ops and sign on exact halves (floor(4x) / 2), broadcast */
+    {G1("%x: f32[5,7], %z: f32[7]", "f32[5,7]",
+        "  %1: f32[5,7] = fused(%x, %z) {prog=\"r0=mul(i0,4);r1=floor(r0);r2=mul(r1,0.5);"
+        "r3=round(r2);r4=ceil(r2);r5=sign(r2);r6=sub(r3,r4);r7=mul(r5,i1);r8=add(r6,r7)\"}"),
+     -2, 2, EW},
     /* broadcasting on both inputs: the general kernel */
     {G1("%x: f32[3,1,5], %z: f32[4,1]", "f32[3,4,5]",
         "  %1: f32[3,4,5] = fused(%x, %z) {prog=\"r0=mul(i0,i1);r1=tanh(r0);r2=sub(r1,i1)\"}"),
@@ -286,6 +300,64 @@ static void run_case(const ocase *c, int idx, int *covered)
     graph_free(g);
 }
 
+/* The values where sign and the rounding ops are easy to get wrong:
+ * NaN, zeros of both signs, infinities, halves (ties to even), the
+ * largest float below 0.5 (floor(x + 0.5) rounds it to 1), 2^23 and its
+ * neighbours (integral from there on), subnormals. */
+static const float round_values[] = {
+    NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f,
+    0.49999997f, -0.49999997f, 0.3f, -0.3f, 8388607.5f, -8388607.5f, 8388608.0f, 8388609.0f,
+    -8388609.0f, 16777215.0f, 1e30f, -1e30f, FLT_MAX, -FLT_MAX, 1e-40f, -1e-40f, FLT_MIN,
+    -FLT_MIN, 0x1p-149f, -0x1p-149f, 1.0f, -1.0f, 7.0f, -7.25f,
+};
+
+static int same_bits(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
+/*
+ * sign, floor, ceil and round bit for bit on round_values (35 of them:
+ * four float8 items and a ragged end), replay-OpenCL against the
+ * interpreter (whose kernels test_round.c checks against libm).  The
+ * cases above compare by normalized error on random data, which has no
+ * exact halves, signed zeros or NaN.
+ */
+static void exact_rounding(void)
+{
+    static const char ir[] =
+        "graph t(%x: f32[35]) -> (a: f32[35], b: f32[35], c: f32[35], d: f32[35]) {\n"
+        "  %1: f32[35] = floor(%x)\n  %2: f32[35] = ceil(%x)\n"
+        "  %3: f32[35] = round(%x)\n  %4: f32[35] = sign(%x)\n"
+        "  return a = %1\n  return b = %2\n  return c = %3\n  return d = %4\n}\n";
+    enum { N = sizeof round_values / sizeof round_values[0] };
+    _Static_assert(N == 35, "the IR above has 35 elements");
+    char err[512] = "";
+    graph *g = graph_parse(ir, strlen(ir), err, sizeof err);
+    CHECK_MSG(g != NULL, "exact_rounding parses: %s", err);
+    if (!g)
+        return;
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(N), round_values), *ref[4] = {NULL};
+    void *ocl[4] = {NULL};
+    CHECK(eager_interpret(g, &x, 1, ref, 4, NULL) == TG_OK);
+    if (ref[3] && replay_on(g, REPLAY_OPENCL, &x, 1, ocl, "exact_rounding") == 0) {
+        static const char *const name[4] = {"floor", "ceil", "round", "sign"};
+        for (int k = 0; k < 4; k++) {
+            const float *w = eager_peek(ref[k]), *o = ocl[k];
+            for (int i = 0; i < N; i++)
+                CHECK_MSG(same_bits(o[i], w[i]), "opencl %s(%a) = %a, the interpreter %a",
+                          name[k], (double)round_values[i], (double)o[i], (double)w[i]);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        free(ocl[k]);
+        eager_release(ref[k]);
+    }
+    eager_pool_pop();
+    graph_free(g);
+}
+
 int main(void)
 {
     replay_device dev;
@@ -297,6 +369,7 @@ int main(void)
         run_case(&cases[i], i, covered);
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
         CHECK_MSG(covered[op] > 0, "op %s has no conformance case", graph_ops[op].name);
+    exact_rounding();
     replay_opencl_shutdown();
     return check_done();
 }

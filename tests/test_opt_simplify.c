@@ -180,6 +180,15 @@ static void test_unary(void)
         "reciprocal=0", OTHER_SIZES);
     one("relu(relu x)", UNARY2("relu(%x)", "relu(%a)"), 0, "relu=1", OTHER_SIZES);
     one("abs(abs x)", UNARY2("abs(%x)", "abs(%a)"), 0, "abs=1", OTHER_SIZES);
+    one("sign(sign x)", UNARY2("sign(%x)", "sign(%a)"), 0, "sign=1", OTHER_SIZES);
+    one("floor(floor x)", UNARY2("floor(%x)", "floor(%a)"), 0, "floor=1", OTHER_SIZES);
+    one("ceil(ceil x)", UNARY2("ceil(%x)", "ceil(%a)"), 0, "ceil=1", OTHER_SIZES);
+    one("round(round x)", UNARY2("round(%x)", "round(%a)"), 0, "round=1", OTHER_SIZES);
+    /* idempotent each, yet not one another: both kept */
+    one("floor(ceil x) kept", UNARY2("ceil(%x)", "floor(%a)"), 0, "ceil=1 floor=1",
+        OTHER_SIZES);
+    one("round(sign x) kept", UNARY2("sign(%x)", "round(%a)"), 0, "sign=1 round=1",
+        OTHER_SIZES);
     one("clip(clip x) same bounds",
         UNARY2("clip(%x) {min=0, max=0.5}", "clip(%a) {min=0, max=0.5}"), 0, "clip=1",
         OTHER_SIZES);

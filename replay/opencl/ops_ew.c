@@ -15,8 +15,9 @@ static const char *unary_kernel(graph_op op)
 {
     switch (op) {
 #define K_(o) case GRAPH_OP_##o: return "unary_" #o;
-        K_(neg) K_(abs) K_(exp) K_(log) K_(sqrt) K_(rsqrt) K_(reciprocal) K_(relu)
-        K_(leaky_relu) K_(sigmoid) K_(tanh) K_(gelu) K_(silu) K_(erf) K_(clip)
+        K_(neg) K_(abs) K_(sign) K_(floor) K_(ceil) K_(round) K_(exp) K_(log) K_(sqrt)
+        K_(rsqrt) K_(reciprocal) K_(relu) K_(leaky_relu) K_(sigmoid) K_(tanh) K_(gelu)
+        K_(silu) K_(erf) K_(clip)
 #undef K_
     default:
         return NULL;
@@ -41,7 +42,7 @@ static tg_status unary_prepare(ocl_prep *c)
 {
     graph_dtype dt = c->in_type[0].dtype;
     graph_op op = c->node->op;
-    if (dt != GRAPH_F32 && !(op == GRAPH_OP_neg || op == GRAPH_OP_abs))
+    if (dt != GRAPH_F32 && !(op == GRAPH_OP_neg || op == GRAPH_OP_abs || op == GRAPH_OP_sign))
         return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
     if (dt == GRAPH_BOOL)
         return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype bool");

@@ -88,6 +88,12 @@ static int stmt(gen *g, int k, const fused_stmt *s, int vec)
     switch (s->op) {
     case GRAPH_OP_neg: put(g, "-%s", a); break;
     case GRAPH_OP_abs: put(g, "fabs(%s)", a); break;
+    case GRAPH_OP_sign: put(g, "tg_sign(%s)", a); break;
+    case GRAPH_OP_floor: put(g, "floor(%s)", a); break;
+    case GRAPH_OP_ceil: put(g, "ceil(%s)", a); break;
+    /* rint rounds in the current mode, which OpenCL C fixes at to
+     * nearest, ties to even */
+    case GRAPH_OP_round: put(g, "rint(%s)", a); break;
     case GRAPH_OP_exp: put(g, "exp(%s)", a); break;
     case GRAPH_OP_log: put(g, "log(%s)", a); break;
     case GRAPH_OP_sqrt: put(g, "sqrt(%s)", a); break;

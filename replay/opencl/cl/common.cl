@@ -83,6 +83,8 @@ TG_F1 tg_clip(float x, float lo, float hi)
 /* maximum/minimum propagate NaN from either side */
 TG_F1 tg_max(float a, float b) { return (a > b || a != a) ? a : b; }
 TG_F1 tg_min(float a, float b) { return (a < b || a != a) ? a : b; }
+/* sign(+-0) = +0, sign(NaN) = NaN (OpenCL's own sign gives -0 and 0) */
+TG_F1 tg_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : (x != x ? x : 0.0f); }
 
 /*
  * float8 forms of the functions above, for the vectorized fused kernel
@@ -105,6 +107,11 @@ TG_V8 tg_clip(float8 x, float lo, float hi)
 }
 TG_V8 tg_max(float8 a, float8 b) { return select(b, a, (a > b) | isnan(a)); }
 TG_V8 tg_min(float8 a, float8 b) { return select(b, a, (a < b) | isnan(a)); }
+TG_V8 tg_sign(float8 x)
+{
+    float8 z = select((float8)(0.0f), x, isnan(x));
+    return select(select(z, (float8)(-1.0f), x < 0.0f), (float8)(1.0f), x > 0.0f);
+}
 
 /*
  * erf and gelu as eager/vmath.h computes them (polynomials and one exp,

@@ -1,8 +1,8 @@
 /*
- * ew_unary.cl - the integer unary kernels neg and abs, y[i] = f(x[i]),
- * built with -DT=long|int -DU=ulong|uint: they wrap like the CPU's
- * (unsigned arithmetic).  f32 unary ops run as generated one-statement
- * fused kernels (ops_fused.c), with the float8 path.
+ * ew_unary.cl - the integer unary kernels neg, abs and sign,
+ * y[i] = f(x[i]), built with -DT=long|int -DU=ulong|uint: they wrap like
+ * the CPU's (unsigned arithmetic).  f32 unary ops run as generated
+ * one-statement fused kernels (ops_fused.c), with the float8 path.
  */
 #define UNARY(name, expr)                                                   \
     __kernel void unary_##name(__global const T *xp, __global T *yp, long n) \
@@ -17,4 +17,5 @@
 #ifndef TF
 UNARY(neg, (T)(-(U)x))
 UNARY(abs, x < 0 ? (T)(-(U)x) : x)
+UNARY(sign, (T)((x > 0) - (x < 0)))
 #endif
