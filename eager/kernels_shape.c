@@ -1,14 +1,16 @@
 /*
  * kernels_shape.c - CPU kernels of the shape and data-movement ops.
  *
- * All are dtype-generic by element size (1, 4 or 8 bytes) and built on
- * the copy engines of layout.h.  The view ops (reshape, flatten, squeeze,
- * unsqueeze) keep the elements in order, so their kernel is one copy: the
- * eager dispatcher shares storage instead of calling them, but the replay
- * runtime, which plans its own buffers, does call them.
+ * All are dtype-generic by element size (1, 4 or 8 bytes; the reductions
+ * of scatter_elements by dtype) and built on the copy engines of
+ * layout.h.  The view ops (reshape, flatten, squeeze, unsqueeze) keep the
+ * elements in order, so their kernel is one copy: the eager dispatcher
+ * shares storage instead of calling them, but the replay runtime, which
+ * plans its own buffers, does call them.
  *
- * Attributes were validated by the infer functions (graph/infer_shape.c);
- * the kernels trust them, except gather's index values, which are data.
+ * Attributes were validated by the infer functions (graph/infer_shape.c,
+ * graph/infer_index.c); the kernels trust them, except the index values
+ * of gather, gather_elements and scatter_elements, which are data.
  */
 #include <string.h>
 
@@ -336,5 +338,206 @@ tg_status eager_kernel_gather(const eager_kargs *a)
         v += v < 0 ? n : 0;
         memcpy(out + (size_t)r * rb, tab + (size_t)(o * n + v) * rb, rb);
     }
+    return TG_OK;
+}
+
+/* ---- gather_elements, scatter_elements ---- */
+
+/*
+ * Walks positions of the indices in row-major order, keeping the offset
+ * into x of their coordinates on every dim but the axis (xs: x's strides
+ * with the axis's set to 0), so the element an index v names is
+ * off + v * (x's stride on the axis).  The indices may be smaller than x
+ * on any dim, so the two do not advance in step.
+ */
+typedef struct elem_walk {
+    int nd;
+    const int64_t *dim; /* the indices' dims */
+    const int64_t *xs;
+    int64_t c[GRAPH_MAX_DIMS];
+    int64_t off;
+} elem_walk;
+
+static void walk_start(elem_walk *w, int64_t flat)
+{
+    w->off = 0;
+    for (int d = w->nd - 1; d >= 0; d--) {
+        w->c[d] = flat % w->dim[d];
+        flat /= w->dim[d];
+        w->off += w->c[d] * w->xs[d];
+    }
+}
+
+/* One step; past the last position it wraps around to the first. */
+static inline void walk_next(elem_walk *w)
+{
+    for (int d = w->nd - 1; d >= 0; d--) {
+        w->off += w->xs[d];
+        if (++w->c[d] < w->dim[d])
+            return;
+        w->off -= w->c[d] * w->xs[d];
+        w->c[d] = 0;
+    }
+}
+
+/* out[f] for positions [f0, f1) of the indices (= of out). */
+#define GATHER_EL_FN(T)                                                         \
+    static void gather_el_##T(T *restrict out, const T *restrict x,            \
+                              const graph_type *it, const void *idx,           \
+                              const int64_t *xs, int64_t sa, int64_t n,        \
+                              int64_t f0, int64_t f1)                          \
+    {                                                                          \
+        elem_walk w = {it->ndim, it->dim, xs, {0}, 0};                         \
+        walk_start(&w, f0);                                                    \
+        for (int64_t f = f0; f < f1; f++, walk_next(&w)) {                     \
+            int64_t v = index_at(it, idx, f);                                  \
+            out[f] = x[w.off + (v < 0 ? v + n : v) * sa];                      \
+        }                                                                      \
+    }
+GATHER_EL_FN(uint8_t)
+GATHER_EL_FN(uint32_t)
+GATHER_EL_FN(uint64_t)
+
+/* ONNX GatherElements.  Indices are checked first, as gather's. */
+tg_status eager_kernel_gather_elements(const eager_kargs *a)
+{
+    const graph_type *x = &a->in_type[0], *it = &a->in_type[1];
+    const graph_gather_elements_attrs *at = a->attrs;
+    int ax = graph_axis(at->axis, x->ndim);
+    int64_t xs[GRAPH_MAX_DIMS], n = x->dim[ax], count = numel(it);
+    tg_status st = check_indices(a, ax, n);
+    if (st != TG_OK || count == 0)
+        return st;
+    eager_strides(x, xs);
+    int64_t sa = xs[ax];
+    xs[ax] = 0;
+    size_t es = esize(x);
+    int nt = count >= EAGER_PAR_MIN ? a->nthreads : 1;
+    int64_t nchunk = nt > 1 ? 4 * (int64_t)nt : 1;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t c = 0; c < nchunk; c++) {
+        int64_t f0 = count * c / nchunk, f1 = count * (c + 1) / nchunk;
+        if (es == 4)
+            gather_el_uint32_t(a->out[0], a->in[0], it, a->in[1], xs, sa, n, f0, f1);
+        else if (es == 8)
+            gather_el_uint64_t(a->out[0], a->in[0], it, a->in[1], xs, sa, n, f0, f1);
+        else
+            gather_el_uint8_t(a->out[0], a->in[0], it, a->in[1], xs, sa, n, f0, f1);
+    }
+    return TG_OK;
+}
+
+/* How an update combines with the element it lands on (GRAPH_SCATTER_*):
+ * as add, mul, maximum and minimum do (integers wrap, NaN wins). */
+static inline float comb_f32(float d, float u, int64_t red)
+{
+    switch (red) {
+    case GRAPH_SCATTER_ADD: return d + u;
+    case GRAPH_SCATTER_MUL: return d * u;
+    case GRAPH_SCATTER_MAX: return (d > u || d != d) ? d : u;
+    case GRAPH_SCATTER_MIN: return (d < u || d != d) ? d : u;
+    default: return u;
+    }
+}
+
+#define COMB_INT_FN(T, U)                                                      \
+    static inline T comb_##T(T d, T u, int64_t red)                            \
+    {                                                                          \
+        switch (red) {                                                         \
+        case GRAPH_SCATTER_ADD: return (T)((U)d + (U)u);                       \
+        case GRAPH_SCATTER_MUL: return (T)((U)d * (U)u);                       \
+        case GRAPH_SCATTER_MAX: return d > u ? d : u;                          \
+        case GRAPH_SCATTER_MIN: return d < u ? d : u;                          \
+        default: return u;                                                     \
+        }                                                                      \
+    }
+COMB_INT_FN(int64_t, uint64_t)
+COMB_INT_FN(int32_t, uint32_t)
+
+#define COMB_PUT(d, u, red) (u)
+
+/*
+ * A scatter's work: the indices as [outer, K, inner] around the axis (K
+ * along it).  Updates that can land on the same element differ only in
+ * k, so a unit (one outer index, inner positions [i0, i1)) applies its
+ * updates k by k, in row-major order, and units never touch the same
+ * element: threads take units, and the result is the same on any number
+ * of them (with reduction none the last duplicate wins).
+ */
+typedef struct scatter_job {
+    const graph_type *it;
+    const void *idx, *upd;
+    void *out;
+    const int64_t *xs; /* x's strides, 0 on the axis */
+    int64_t sa, n;     /* x's stride and size on the axis */
+    int64_t K, inner, parts;
+    int64_t red;
+} scatter_job;
+
+#define SCATTER_FN(name, T, COMBINE)                                           \
+    static void name(const scatter_job *j, int64_t unit)                       \
+    {                                                                          \
+        int64_t o = unit / j->parts, p = unit % j->parts;                      \
+        int64_t i0 = j->inner * p / j->parts;                                  \
+        int64_t i1 = j->inner * (p + 1) / j->parts;                            \
+        int whole = j->parts == 1; /* then one walk covers every k */          \
+        int64_t len = whole ? j->K * j->inner : i1 - i0;                       \
+        T *out = j->out;                                                       \
+        const T *upd = j->upd;                                                 \
+        elem_walk w = {j->it->ndim, j->it->dim, j->xs, {0}, 0};                \
+        for (int64_t k = 0; k < (whole ? 1 : j->K) && len > 0; k++) {          \
+            int64_t f = (o * j->K + k) * j->inner + i0;                        \
+            walk_start(&w, f);                                                 \
+            for (int64_t e = 0; e < len; e++, f++, walk_next(&w)) {            \
+                int64_t v = index_at(j->it, j->idx, f);                        \
+                T *d = out + w.off + (v < 0 ? v + j->n : v) * j->sa;           \
+                *d = COMBINE(*d, upd[f], j->red);                              \
+            }                                                                  \
+        }                                                                      \
+    }
+SCATTER_FN(scatter_u8, uint8_t, COMB_PUT)
+SCATTER_FN(scatter_u32, uint32_t, COMB_PUT)
+SCATTER_FN(scatter_u64, uint64_t, COMB_PUT)
+SCATTER_FN(scatter_f32, float, comb_f32)
+SCATTER_FN(scatter_i64, int64_t, comb_int64_t)
+SCATTER_FN(scatter_i32, int32_t, comb_int32_t)
+
+/*
+ * ONNX ScatterElements: out = x, then every update in row-major order of
+ * the indices.  Indices are checked before anything is written.
+ */
+tg_status eager_kernel_scatter_elements(const eager_kargs *a)
+{
+    const graph_type *x = &a->in_type[0], *it = &a->in_type[1];
+    const graph_scatter_elements_attrs *at = a->attrs;
+    int ax = graph_axis(at->axis, x->ndim);
+    int64_t xs[GRAPH_MAX_DIMS], count = numel(it);
+    tg_status st = check_indices(a, ax, x->dim[ax]);
+    if (st != TG_OK)
+        return st;
+    eager_copy_bytes(a->out[0], a->in[0], (size_t)numel(x) * esize(x), a->nthreads);
+    if (count == 0)
+        return TG_OK;
+    eager_strides(x, xs);
+    scatter_job j = {it, a->in[1], a->in[2], a->out[0], xs, xs[ax], x->dim[ax],
+                     it->dim[ax], 1, 1, at->reduction};
+    for (int d = ax + 1; d < it->ndim; d++)
+        j.inner *= it->dim[d];
+    xs[ax] = 0;
+    int64_t outer = count / (j.K * j.inner);
+    int nt = count >= EAGER_PAR_MIN ? a->nthreads : 1;
+    if (nt > 1 && outer < 4 * (int64_t)nt) { /* too few units: split the inner positions */
+        int64_t want = (4 * (int64_t)nt + outer - 1) / outer;
+        j.parts = want < j.inner ? want : j.inner;
+    }
+    void (*fn)(const scatter_job *, int64_t) =
+        esize(x) == 8 ? scatter_u64 : esize(x) == 4 ? scatter_u32 : scatter_u8;
+    if (j.red != GRAPH_SCATTER_NONE) /* infer refused bool */
+        fn = x->dtype == GRAPH_F32 ? scatter_f32
+             : x->dtype == GRAPH_I64 ? scatter_i64 : scatter_i32;
+    int64_t units = outer * j.parts;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t u = 0; u < units; u++)
+        fn(&j, u);
     return TG_OK;
 }

@@ -12,9 +12,11 @@
  *
  * ---- export ----
  * One ModelProto, IR version 8 (ONNX_IR_VERSION), default domain at opset
- * FORMAT_ONNX_OPSET, producer_name "tracegraph".  Graph inputs are the
- * graph's inputs (ValueInfo: dtype and dims, a dynamic dim as dim_param =
- * its symbol's name, "B"); params and constants with data are
+ * FORMAT_ONNX_OPSET (18 when a scatter_elements reduces by max or min,
+ * which ScatterElements has from opset 18 on; ReduceMean and ReduceMax
+ * then take their axes as an input), producer_name "tracegraph".  Graph
+ * inputs are the graph's inputs (ValueInfo: dtype and dims, a dynamic dim
+ * as dim_param = its symbol's name, "B"); params and constants with data are
  * initializers (raw_data, little-endian; params keep their names);
  * outputs keep their names, and one that is an input, a constant or an
  * output already written is an Identity.  Dead nodes are skipped.
@@ -30,7 +32,11 @@
  * argmin of a 0-d tensor as ArgMax / ArgMin of it reshaped to [1],
  * conv_transpose2d as ConvTranspose with explicit pads and an
  * output_padding below the stride (ONNX Runtime wants that: what
- * reaches the stride is taken off the end pads first).  The
+ * reaches the stride is taken off the end pads first), gather_elements /
+ * scatter_elements as GatherElements / ScatterElements (the reduction a
+ * string, none left out; duplicate indices apply in row-major order, the
+ * last one winning without a reduction: ONNX leaves that open, ONNX
+ * Runtime does the same).  The
  * lists opset 17 takes as inputs (Reshape/Expand shapes, Split sizes, Slice,
  * Pad, Squeeze, Unsqueeze and ReduceSum lists, Clip bounds, Pad's value)
  * are initializers; a shape export makes up itself copies dynamic dims
@@ -112,7 +118,10 @@
  * (nearest) as gathers and weighted sums fixed at load time
  * (onnx_read_resize.c); Reshape, Flatten,
  * Transpose, Concat, Split, Slice, Pad (constant mode), Squeeze,
- * Unsqueeze, Expand, Cast, Gather, Shape, Size, ConstantOfShape, Range
+ * Unsqueeze, Expand, Cast, Gather, GatherElements, ScatterElements
+ * (reduction none, add and mul from opset 16, max and min from 18; its
+ * indices, like GatherElements', run-time values) and Scatter (its name
+ * at opsets 9 and 10), Shape, Size, ConstantOfShape, Range
  * (folded only); dtypes
  * f32, i64, i32, bool.  An attribute the converter does not know is
  * refused rather than ignored.  Each node's provenance is the file and
@@ -145,7 +154,8 @@
 
 #include "../graph/graph.h"
 
-/* The opset export writes, and the range import reads. */
+/* The opset export writes (18 for some ScatterElements: see above), and
+ * the range import reads. */
 #define FORMAT_ONNX_OPSET 17
 #define FORMAT_ONNX_MIN_OPSET 7
 #define FORMAT_ONNX_MAX_OPSET 18

@@ -248,6 +248,7 @@ tg_status onnx_cv_squeeze(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_cast(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_gather(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_elements(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_constant(onnx_reader *r, const onnx_op *op);

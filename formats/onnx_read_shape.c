@@ -1,7 +1,8 @@
 /*
  * onnx_read_shape.c - the ONNX importer's converters of shape and
- * data-movement ops (Reshape ... Gather), and of the ops that make
- * constants at load time: Constant, Shape and ConstantOfShape.
+ * data-movement ops (Reshape ... Gather, GatherElements, ScatterElements),
+ * and of the ops that make constants at load time: Constant, Shape and
+ * ConstantOfShape.
  *
  * Operands ONNX passes as tensors but tracegraph keeps as attributes
  * (Reshape's shape, Slice's starts, Pad's pads, axes from opset 13) must
@@ -483,6 +484,45 @@ tg_status onnx_cv_gather(onnx_reader *r, const onnx_op *op)
         st = onnx_input(r, i, &in[i]);
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_gather, in, 2, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
+ * GatherElements (axis); ScatterElements (axis, and the reduction "none",
+ * "add", "mul" from opset 16, "max", "min" from 18); Scatter, its name at
+ * opsets 9 and 10.  The indices are run-time values like any other input.
+ */
+tg_status onnx_cv_elements(onnx_reader *r, const onnx_op *op)
+{
+    int scatter = op->op == GRAPH_OP_scatter_elements;
+    /* gather_elements' attributes are the first field of these */
+    graph_scatter_elements_attrs a = {0, GRAPH_SCATTER_NONE};
+    int32_t in[3], y;
+    char red[8];
+    if (!strcmp(op->name, "Scatter") && r->opset >= 11)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "Scatter is deprecated at opset %lld "
+                         "(ScatterElements replaces it)", LL(r->opset));
+    tg_status st = onnx_attr_int(r, "axis", 0, &a.axis);
+    if (st == TG_OK && scatter)
+        st = onnx_attr_str(r, "reduction", "none", red, sizeof red);
+    if (st != TG_OK)
+        return st;
+    if (scatter) {
+        a.reduction = -1;
+        for (int64_t k = 0; graph_scatter_reduction_name(k); k++)
+            if (!strcmp(red, graph_scatter_reduction_name(k)))
+                a.reduction = k;
+        if (a.reduction < 0)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "reduction '%s' is not supported", red);
+        int since = a.reduction >= GRAPH_SCATTER_MAX ? 18 : 16;
+        if (onnx_attr(r, "reduction") && r->opset < since)
+            return onnx_fail(r, TG_ERR_FORMAT, "reduction '%s' needs opset %d (the model is "
+                             "at %lld)", red, since, LL(r->opset));
+    }
+    for (int i = 0; st == TG_OK && i < 2 + scatter; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st == TG_OK)
+        st = onnx_add(r, op->op, in, 2 + scatter, &a, &y, 1);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 

@@ -319,6 +319,17 @@ void onnxw_attr_f(onnx_w *w, Onnx__NodeProto *n, const char *name, float v)
     }
 }
 
+void onnxw_attr_s(onnx_w *w, Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = attr_new(w, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    char *p = a ? onnxw_strdup(w, v) : NULL;
+    if (p) {
+        a->has_s = 1;
+        a->s.len = strlen(p);
+        a->s.data = (uint8_t *)p;
+    }
+}
+
 void onnxw_attr_ints(onnx_w *w, Onnx__NodeProto *n, const char *name,
                      const int64_t *v, int count)
 {
@@ -635,11 +646,30 @@ static void w_free(onnx_w *w)
     free(w->inits);
 }
 
+/*
+ * The opset to write: FORMAT_ONNX_OPSET, or 18 when a scatter_elements
+ * reduces by max or min, which ScatterElements has from 18 on (and which
+ * no op of opset 17 computes).  Only ReduceMean and ReduceMax, whose axes
+ * became an input at 18, are then written differently.
+ */
+static int64_t model_opset(const graph *g)
+{
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD || n->op != GRAPH_OP_scatter_elements)
+            continue;
+        const graph_scatter_elements_attrs *a = graph_node_attrs(n);
+        if (a->reduction == GRAPH_SCATTER_MAX || a->reduction == GRAPH_SCATTER_MIN)
+            return 18;
+    }
+    return FORMAT_ONNX_OPSET;
+}
+
 /* Builds and packs the model into a malloc'd buffer. */
 static tg_status export_mem(const graph *g, const format_onnx_save_opts *opts,
                             void **buf, size_t *len, char *err, size_t errlen)
 {
-    onnx_w w = {.g = g, .err = err, .errlen = errlen};
+    onnx_w w = {.g = g, .opset = model_opset(g), .err = err, .errlen = errlen};
     if (check_guards(&w, opts) != TG_OK)
         return w.st;
     Onnx__GraphProto *gp = build_graph(&w);
@@ -648,7 +678,7 @@ static tg_status export_mem(const graph *g, const format_onnx_save_opts *opts,
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
     opset.domain = "";
     opset.has_version = 1;
-    opset.version = FORMAT_ONNX_OPSET;
+    opset.version = w.opset;
     m.has_ir_version = 1;
     m.ir_version = ONNX_IR_VERSION;
     m.n_opset_import = 1;

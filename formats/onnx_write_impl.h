@@ -20,6 +20,7 @@ typedef struct onnxw_name onnxw_name;
 
 typedef struct onnx_w {
     const graph *g;
+    int64_t opset; /* the default domain's: FORMAT_ONNX_OPSET, or 18 (onnx.h) */
     onnxw_chunk *arena;
     onnxw_name *names;    /* every tensor name taken (uthash) */
     const char **vname; /* per value id: its tensor name, or NULL if unused */
@@ -70,6 +71,7 @@ Onnx__NodeProto *onnxw_node2(onnx_w *w, const char *op_type, const char *a,
 /* Attributes of a node (a NULL node is ignored). */
 void onnxw_attr_i(onnx_w *w, Onnx__NodeProto *n, const char *name, int64_t v);
 void onnxw_attr_f(onnx_w *w, Onnx__NodeProto *n, const char *name, float v);
+void onnxw_attr_s(onnx_w *w, Onnx__NodeProto *n, const char *name, const char *v);
 void onnxw_attr_ints(onnx_w *w, Onnx__NodeProto *n, const char *name,
                   const int64_t *v, int count);
 

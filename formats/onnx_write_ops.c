@@ -524,7 +524,8 @@ static tg_status emit_softmax(onnx_w *w)
 }
 
 /* ReduceSum takes axes as an input in opset 13+, ReduceMean/Max as an
- * attribute until opset 18; no axes reduces every dim, as tracegraph. */
+ * attribute until opset 18 (written when a scatter_elements needs it:
+ * onnx_write.c); no axes reduces every dim, as tracegraph. */
 static tg_status emit_reduce(onnx_w *w)
 {
     const graph_node *n = w->cur;
@@ -546,12 +547,13 @@ static tg_status emit_reduce(onnx_w *w)
         return w->st;
     }
     Onnx__NodeProto *o;
-    if (n->op == GRAPH_OP_reduce_sum && axes->n)
+    int input = n->op == GRAPH_OP_reduce_sum || w->opset >= 18;
+    if (input && axes->n)
         o = onnxw_node2(w, type, onnxw_in(w, 0), onnxw_const_i64s(w, "axes", axes->v, axes->n),
                         onnxw_out(w, 0));
     else
         o = onnxw_node1(w, type, onnxw_in(w, 0), onnxw_out(w, 0));
-    if (n->op != GRAPH_OP_reduce_sum && axes->n)
+    if (!input && axes->n)
         onnxw_attr_ints(w, o, "axes", axes->v, axes->n);
     onnxw_attr_i(w, o, "keepdims", keep);
     return w->st;

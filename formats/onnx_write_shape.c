@@ -1,8 +1,8 @@
 /*
  * onnx_write_shape.c - ONNX export of the shape and data-movement ops
  * (reshape, flatten, transpose, concat, split, slice, pad, squeeze,
- * unsqueeze, expand, gather) and of the blocked layout (to_blocked,
- * from_blocked), for onnx_write_ops.c.
+ * unsqueeze, expand, gather, gather_elements, scatter_elements) and of
+ * the blocked layout (to_blocked, from_blocked), for onnx_write_ops.c.
  *
  * Lists opset 17 takes as inputs are int64 initializers.  A shape export
  * makes up itself (flatten's, the blocked layout's) copies dynamic dims
@@ -237,6 +237,29 @@ static tg_status emit_list_op(onnx_w *w)
     return w->st;
 }
 
+/* GatherElements; ScatterElements with its reduction (none, the default,
+ * is left out; max and min make the model opset 18: onnx_write.c).  Our
+ * rule for duplicate indices without a reduction (the last one wins) is
+ * ONNX Runtime's order too; ONNX leaves it open. */
+static tg_status emit_elements(onnx_w *w)
+{
+    const graph_node *n = w->cur;
+    const char *y = onnxw_out(w, 0);
+    if (n->op == GRAPH_OP_gather_elements) {
+        const graph_gather_elements_attrs *a = graph_node_attrs(n);
+        onnxw_attr_i(w, onnxw_node2(w, "GatherElements", onnxw_in(w, 0), onnxw_in(w, 1), y),
+                     "axis", a->axis);
+        return w->st;
+    }
+    const graph_scatter_elements_attrs *a = graph_node_attrs(n);
+    const char *in[3] = {onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2)};
+    Onnx__NodeProto *o = onnxw_node(w, "ScatterElements", in, 3, &y, 1);
+    onnxw_attr_i(w, o, "axis", a->axis);
+    if (a->reduction != GRAPH_SCATTER_NONE) /* infer checked it has a name */
+        onnxw_attr_s(w, o, "reduction", graph_scatter_reduction_name(a->reduction));
+    return w->st;
+}
+
 /* ---- blocked layout ---- */
 
 /*
@@ -293,6 +316,8 @@ tg_status onnxw_emit_shape_op(onnx_w *w)
     case GRAPH_OP_unsqueeze:
     case GRAPH_OP_expand:
     case GRAPH_OP_gather: return emit_list_op(w);
+    case GRAPH_OP_gather_elements:
+    case GRAPH_OP_scatter_elements: return emit_elements(w);
     case GRAPH_OP_to_blocked:
     case GRAPH_OP_from_blocked: return emit_blocked(w);
     default: return onnxw_unsupported(w, "op has no ONNX export");

@@ -37,6 +37,21 @@ enum {
     GRAPH_POST_LEAKY_RELU = 7, /* slope: the alpha attribute */
 };
 
+/*
+ * scatter_elements' reduction attribute: how an update combines with the
+ * element it lands on.  Stored in files: never renumber, only add.
+ */
+enum {
+    GRAPH_SCATTER_NONE = 0, /* replaced (duplicates: the last one wins) */
+    GRAPH_SCATTER_ADD = 1,  /* integers wrap around, as add */
+    GRAPH_SCATTER_MUL = 2,  /* integers wrap around, as mul */
+    GRAPH_SCATTER_MAX = 3,  /* NaN on either side wins, as maximum */
+    GRAPH_SCATTER_MIN = 4,  /* NaN on either side wins, as minimum */
+};
+/* A reduction's name as ONNX spells it ("none", "add", ...); NULL for a
+ * code that is none of the above (graph/infer_index.c). */
+const char *graph_scatter_reduction_name(int64_t reduction);
+
 typedef enum graph_op {
 #define OP(name, ...) GRAPH_OP_##name,
 #define OPA(name, ...) GRAPH_OP_##name,

@@ -111,12 +111,14 @@ for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \
          test_layer_normalization_4d_axis1_expanded test_range_float_type_positive_delta \
          test_resize_upsample_scales_cubic test_resize_downsample_sizes_linear_pytorch_half_pixel \
          test_upsample_nearest test_tril test_depthtospace_crd_mode test_hardmax_axis_0 \
-         test_argmax_keepdims_random test_averagepool_1d_default; do
+         test_argmax_keepdims_random test_averagepool_1d_default test_gather_elements_1 \
+         test_scatter_elements_with_duplicate_indices test_scatter_with_axis; do
     [ -f "$onnx_node/$t/model.onnx" ] && cp "$onnx_node/$t/model.onnx" "$out/seeds/onnx/$t.onnx"
 done
 # and the small models PyTorch exported (tests/data/pytorch: shape arithmetic,
-# 1-D convolutions, Resize with sizes from Shape, Trilu, ArgMax)
-for m in conv1d pixel masked upsample classify resblock; do
+# 1-D convolutions, Resize with sizes from Shape, Trilu, ArgMax, GatherElements and
+# ScatterElements)
+for m in conv1d pixel masked upsample classify resblock gatherscatter; do
     cp "$root/tests/data/pytorch/$m.onnx" "$out/seeds/onnx/pytorch_$m.onnx"
 done
 run fuzz_onnx "$out/seeds/onnx" 8192 || status=1

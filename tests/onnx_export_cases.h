@@ -355,6 +355,27 @@ CASE(expand_keep) { ND(c, expand, ATTRS(expand, TG_INTS(3, 1, 1, 1)), inp(c, GRA
 CASE(gather) { ND(c, gather, ATTRS(gather, 0), inpf(c, SH(5, 4)), inp(c, GRAPH_I64, SH(2, 3), -5, 4)); }
 CASE(gather_axis1_i32) { ND(c, gather, ATTRS(gather, 1), inp(c, GRAPH_I64, SH(2, 5, 3), -9, 9), inp(c, GRAPH_I32, SH(4), -5, 4)); }
 CASE(gather_scalar) { ND(c, gather, ATTRS(gather, -1), inpf(c, SH(3, 4)), cst(c, GRAPH_I64, TG_NOINTS, -4, 3)); }
+/* gather_elements / scatter_elements: indices are inputs in [-n, n-1]
+ * for an axis of n, longer than it along it (scatter duplicates: ONNX
+ * leaves reduction none open there, ONNX Runtime applies them in order
+ * as we do), shorter on other dims; max and min make the model opset 18. */
+CASE(gather_elements) { ND(c, gather_elements, ATTRS(gather_elements, 0), inpf(c, SH(4, 5)), inp(c, GRAPH_I64, SH(6, 3), -4, 3)); }
+CASE(gather_elements_i32_neg) { ND(c, gather_elements, ATTRS(gather_elements, -1), inp(c, GRAPH_I32, SH(2, 3, 5), -9, 9), inp(c, GRAPH_I32, SH(2, 2, 7), -5, 4)); }
+CASE(gather_elements_bool) { ND(c, gather_elements, ATTRS(gather_elements, 1), inp(c, GRAPH_BOOL, SH(3, 4), 0, 1), inp(c, GRAPH_I64, SH(3, 2), -4, 3)); }
+CASE(scatter_elements) { ND(c, scatter_elements, ATTRS(scatter_elements, 0, GRAPH_SCATTER_NONE), inpf(c, SH(3, 4)), inp(c, GRAPH_I64, SH(5, 4), -3, 2), inpf(c, SH(5, 4))); }
+CASE(scatter_elements_add_i32) { ND(c, scatter_elements, ATTRS(scatter_elements, 1, GRAPH_SCATTER_ADD), inp(c, GRAPH_I32, SH(2, 4), -9, 9), inp(c, GRAPH_I32, SH(2, 9), -4, 3), inp(c, GRAPH_I32, SH(2, 9), -9, 9)); }
+CASE(scatter_elements_mul) { ND(c, scatter_elements, ATTRS(scatter_elements, -1, GRAPH_SCATTER_MUL), inpf(c, SH(2, 3, 4)), inp(c, GRAPH_I64, SH(2, 2, 6), -4, 3), inpf(c, SH(2, 2, 6))); }
+CASE(scatter_elements_max) { ND(c, scatter_elements, ATTRS(scatter_elements, 0, GRAPH_SCATTER_MAX), inpf(c, SH(4, 3)), inp(c, GRAPH_I64, SH(7, 3), -4, 3), inpf(c, SH(7, 3))); }
+CASE(scatter_elements_min_i64) { ND(c, scatter_elements, ATTRS(scatter_elements, 1, GRAPH_SCATTER_MIN), inp(c, GRAPH_I64, SH(3, 5), -50, 50), inp(c, GRAPH_I32, SH(3, 8), -5, 4), inp(c, GRAPH_I64, SH(3, 8), -50, 50)); }
+/* opset 18 moves ReduceMean's and ReduceMax's axes into an input */
+CASE(scatter_max_reduce)
+{
+    int32_t s = NDI(c, scatter_elements, ATTRS(scatter_elements, 1, GRAPH_SCATTER_MIN), inpf(c, SH(3, 4)), inp(c, GRAPH_I64, SH(3, 6), -4, 3), inpf(c, SH(3, 6)));
+    ND(c, reduce_max, ATTRS(reduce_max, TG_INTS(1), 0), s);
+    ND(c, reduce_mean, ATTRS(reduce_mean, TG_INTS(0), 1), s);
+    ND(c, reduce_sum, ATTRS(reduce_sum, TG_INTS(-1), 0), s);
+}
+CASE(scatter_elements_bool) { ND(c, scatter_elements, ATTRS(scatter_elements, 0, GRAPH_SCATTER_NONE), inp(c, GRAPH_BOOL, SH(4), 0, 1), inp(c, GRAPH_I64, SH(3), -4, 3), inp(c, GRAPH_BOOL, SH(3), 0, 1)); }
 
 /* ---- optimizer-made ops ---- */
 
@@ -508,7 +529,10 @@ static const case_def op_cases[] = {
     C_(split_last), C_(slice_reverse), C_(slice_neg_step2), C_(slice_multi), C_(slice_no_axes),
     C_(pad), C_(pad_negative), C_(pad_i64), C_(pad_bool), C_(squeeze_all), C_(squeeze_axis),
     C_(unsqueeze), C_(unsqueeze_neg), C_(expand), C_(expand_keep), C_(gather),
-    C_(gather_axis1_i32), C_(gather_scalar),
+    C_(gather_axis1_i32), C_(gather_scalar), C_(gather_elements), C_(gather_elements_i32_neg),
+    C_(gather_elements_bool), C_(scatter_elements), C_(scatter_elements_add_i32),
+    C_(scatter_elements_mul), C_(scatter_elements_max), C_(scatter_elements_min_i64),
+    C_(scatter_elements_bool), C_(scatter_max_reduce),
     C_(fused), C_(fused_all_ops), C_(fused_rounding), C_(fused_bcast_out),
     C_(linear_ep_add_relu), C_(linear_ep_gelu), C_(linear_ep_leaky_sigmoid),
     C_(linear_ep_silu_add_tanh), C_(linear_ep_none), C_(conv2d_ep_add_tanh),

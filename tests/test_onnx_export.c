@@ -160,9 +160,16 @@ static void check_generic(const Onnx__ModelProto *m, const char *what)
     if (!m)
         return;
     const Onnx__GraphProto *g = m->graph;
+    int64_t opset = FORMAT_ONNX_OPSET; /* 18 for ScatterElements max / min */
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__AttributeProto *r = strcmp(g->node[i]->op_type, "ScatterElements")
+                                            ? NULL : attr_of(g->node[i], "reduction");
+        if (r && r->s.len == 3 && (!memcmp(r->s.data, "max", 3) || !memcmp(r->s.data, "min", 3)))
+            opset = 18;
+    }
     CHECK_MSG(m->has_ir_version && m->ir_version == ONNX_IR_VERSION, "%s: ir_version", what);
     CHECK_MSG(m->n_opset_import == 1 && strcmp(m->opset_import[0]->domain, "") == 0 &&
-                  m->opset_import[0]->version == FORMAT_ONNX_OPSET,
+                  m->opset_import[0]->version == opset,
               "%s: opset_import", what);
     CHECK_MSG(m->producer_name && strcmp(m->producer_name, "tracegraph") == 0, "%s: producer", what);
     size_t cap = g->n_input + g->n_initializer + 1;
@@ -310,6 +317,33 @@ static void test_list_operands(void)
     const Onnx__NodeProto *am = node_of(m, "ArgMax", 0);
     CHECK(n && am && strcmp(am->input[0], n->output[0]) == 0 && attr_int_is(am, "axis", 0) &&
           attr_int_is(am, "keepdims", 0));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    /* GatherElements / ScatterElements: the indices are the inputs; the
+     * reduction a string, left out when none; max and min make opset 18
+     * and, with it, ReduceMean's and ReduceMax's axes an input */
+    m = case_model("gather_elements_i32_neg");
+    n = node_of(m, "GatherElements", 0);
+    CHECK(n && n->n_input == 2 && attr_int_is(n, "axis", -1) && m->opset_import[0]->version == 17);
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("scatter_elements");
+    n = node_of(m, "ScatterElements", 0);
+    CHECK(n && n->n_input == 3 && attr_int_is(n, "axis", 0) && !attr_of(n, "reduction"));
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("scatter_elements_max");
+    n = node_of(m, "ScatterElements", 0);
+    const Onnx__AttributeProto *ra = attr_of(n, "reduction");
+    CHECK(ra && ra->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING && ra->s.len == 3 &&
+          !memcmp(ra->s.data, "max", 3) && m->opset_import[0]->version == 18);
+    onnx__model_proto__free_unpacked(m, NULL);
+    m = case_model("scatter_max_reduce");
+    for (int k = 0; k < 3; k++) {
+        static const char *const types[3] = {"ReduceMax", "ReduceMean", "ReduceSum"};
+        static const int64_t axes[3] = {1, 0, -1};
+        n = node_of(m, types[k], 0);
+        CHECK_MSG(n && n->n_input == 2 && !attr_of(n, "axes") &&
+                  init_i64s_are(m, n->input[1], TG_INTS(axes[k])), "%s at opset 18", types[k]);
+    }
     onnx__model_proto__free_unpacked(m, NULL);
 
     m = case_model("split_rest"); /* the -1 is resolved */

@@ -98,6 +98,12 @@ static const char *const must_pass[] = {
     "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
     "test_resize_upsample_scales_cubic_asymmetric", "test_upsample_nearest",
     "test_hardmax_example", "test_hardmax_axis_0", "test_hardmax_one_hot",
+    "test_gather_elements_0", "test_gather_elements_1", "test_gather_elements_negative_indices",
+    "test_scatter_elements_with_axis", "test_scatter_elements_without_axis",
+    "test_scatter_elements_with_negative_indices", "test_scatter_elements_with_duplicate_indices",
+    "test_scatter_with_axis", "test_scatter_without_axis",
+    "test_nllloss_NCd1_mean_weight_negative_ii_expanded",
+    "test_nllloss_NCd1d2d3d4d5_none_no_weight_expanded",
 };
 /* test_globalaveragepool is at opset 1, below what import reads:
  * GlobalAveragePool is checked in features() instead. */

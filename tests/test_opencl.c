@@ -2,7 +2,8 @@
  * test_opencl.c - the OpenCL replay runtime (replay/opencl): devices,
  * compile-time refusals with call sites and build logs, user cl_mem
  * inputs and outputs, dynamic batch, guards, data errors raised by
- * kernels, param swap, many sessions on threads, the program cache, out
+ * kernels (gather, integer division, gather_elements, scatter_elements),
+ * param swap, many sessions on threads, the program cache, out
  * of memory, and the count of live cl objects back to zero.  Results are
  * checked against naive loops written here or the reference interpreter.
  *
@@ -317,6 +318,69 @@ static void test_data_errors(void)
     eager_pool_pop();
 }
 
+/*
+ * The same for gather_elements and scatter_elements, whose indices are
+ * inputs: a bad gather index fails the run naming the gather, a bad
+ * scatter index the scatter (whose good updates still land); a good run
+ * after them matches naive loops.
+ */
+static int gel_line, sel_line;
+static void test_index_errors(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_normal(TG_SHAPE(4, 3), 2, 0, 1);
+    eager_tensor *gi = eager_zeros(GRAPH_I64, TG_SHAPE(2, 3));
+    eager_tensor *si = eager_zeros(GRAPH_I32, TG_SHAPE(5, 3));
+    eager_tensor *u = eager_rand_normal(TG_SHAPE(5, 3), 3, 0, 1);
+    trace_begin(NULL);
+    trace_input(gi, "gi");
+    trace_input(si, "si");
+    gel_line = __LINE__ + 1;
+    trace_output(eager_gather_elements(x, gi, 0), "g");
+    sel_line = __LINE__ + 1;
+    trace_output(eager_scatter_elements(x, si, u, 0, GRAPH_SCATTER_ADD), "s");
+    graph *g = trace_freeze();
+    char err[1024] = "";
+    replay_plan *p = g ? replay_compile(g, &OCL, err, sizeof err) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    const float *xv = eager_peek(x), *uv = eager_peek(u);
+    for (int k = 0; s && k < 3; k++) {
+        int64_t giv[6] = {3, -4, 0, 1, k == 1 ? 4 : 2, -1};
+        int32_t siv[15] = {0, 1, 2, -1, -2, -3, 0, 0, 0, 3, k == 2 ? -5 : 1, 2, 1, 1, 1};
+        replay_tensor in[2] = {{"gi", *eager_type(gi), giv, NULL},
+                               {"si", *eager_type(si), siv, NULL}};
+        replay_tensor out[2] = {{"g", {0}, NULL, NULL}, {"s", {0}, NULL, NULL}};
+        tg_status st = replay_run(s, in, 2, out, 2);
+        if (k == 0) {
+            CHECK_MSG(st == TG_OK, "%s", replay_session_error(s));
+            if (st != TG_OK)
+                continue;
+            float want_g[6], want_s[12];
+            for (int i = 0; i < 6; i++)
+                want_g[i] = xv[(giv[i] + (giv[i] < 0 ? 4 : 0)) * 3 + i % 3];
+            memcpy(want_s, xv, sizeof want_s);
+            for (int i = 0; i < 15; i++) /* row-major order, as the CPU */
+                want_s[(siv[i] + (siv[i] < 0 ? 4 : 0)) * 3 + i % 3] += uv[i];
+            CHECK(!memcmp(out[0].data, want_g, sizeof want_g));
+            CHECK(!memcmp(out[1].data, want_s, sizeof want_s));
+            continue;
+        }
+        char site[64];
+        snprintf(site, sizeof site, "test_opencl.c:%d", k == 1 ? gel_line : sel_line);
+        CHECK(st == TG_ERR_ARG);
+        CHECK_MSG(strstr(replay_session_error(s), k == 1 ? "gather_elements: an index is out of "
+                                                           "range for the axis"
+                                                         : "scatter_elements: an index is out "
+                                                           "of range for the axis") &&
+                  strstr(replay_session_error(s), site), "%s", replay_session_error(s));
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_pool_pop();
+}
+
 /* ---- threads, cache, memory ---- */
 
 typedef struct job {
@@ -460,6 +524,7 @@ int main(void)
     test_user_buffers();
     test_guards();
     test_data_errors();
+    test_index_errors();
     test_threads_and_cache();
     test_out_of_memory();
     test_disk_cache();

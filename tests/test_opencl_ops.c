@@ -161,6 +161,28 @@ static const ocase cases[] = {
     {G1("%x: f32[3,7]", "bool[3,7]", "  %1: bool[3,7] = cast(%x) {to=bool}"), -1, 1, EW},
     {G1("%x: f32[5,3], %i: i64[2,2]", "f32[2,2,3]", "  %1: f32[2,2,3] = gather(%x, %i)"), -5, 4, EW},
     {G1("%x: i32[2,5], %i: i32[4]", "i32[2,4]", "  %1: i32[2,4] = gather(%x, %i) {axis=1}"), -5, 4, EW},
+    /* gather_elements / scatter_elements: every axis indexed has size 5,
+     * so indices (and data) in [-5, 4]; indices longer than the axis give
+     * scatter duplicates, applied in order on both sides; a 1-D scatter
+     * is one line of updates */
+    {G1("%x: f32[5,6], %i: i64[7,4]", "f32[7,4]", "  %1: f32[7,4] = gather_elements(%x, %i)"),
+     -5, 4, EW},
+    {G1("%x: i32[3,4,5], %i: i32[2,4,8]", "i32[2,4,8]",
+        "  %1: i32[2,4,8] = gather_elements(%x, %i) {axis=-1}"), -5, 4, EW},
+    {G1("%x: bool[2,5], %i: i64[2,3]", "bool[2,3]",
+        "  %1: bool[2,3] = gather_elements(%x, %i) {axis=1}"), -5, 4, EW},
+    {G1("%x: f32[5,6], %i: i64[8,6], %u: f32[8,6]", "f32[5,6]",
+        "  %1: f32[5,6] = scatter_elements(%x, %i, %u)"), -5, 4, EW},
+    {G1("%x: i32[3,5], %i: i32[3,7], %u: i32[3,7]", "i32[3,5]",
+        "  %1: i32[3,5] = scatter_elements(%x, %i, %u) {axis=1, reduction=1}"), -5, 4, EW},
+    {G1("%x: f32[4,5,3], %i: i64[4,6,2], %u: f32[4,6,2]", "f32[4,5,3]",
+        "  %1: f32[4,5,3] = scatter_elements(%x, %i, %u) {axis=1, reduction=2}"), -5, 4, EW},
+    {G1("%x: i64[2,5], %i: i64[2,9], %u: i64[2,9]", "i64[2,5]",
+        "  %1: i64[2,5] = scatter_elements(%x, %i, %u) {axis=-1, reduction=3}"), -5, 4, EW},
+    {G1("%x: f32[5], %i: i32[9], %u: f32[9]", "f32[5]",
+        "  %1: f32[5] = scatter_elements(%x, %i, %u) {reduction=4}"), -5, 4, EW},
+    {G1("%x: bool[5,2], %i: i32[4,2], %u: bool[4,2]", "bool[5,2]",
+        "  %1: bool[5,2] = scatter_elements(%x, %i, %u)"), -5, 4, EW},
     /* optimizer-made ops */
     {G1("%x: f32[4,6], %z: f32[6]", "f32[4,6]",
         "  %1: f32[4,6] = fused(%x, %z) {prog=\"r0=mul(i0,i1);r1=sigmoid(r0);r2=add(r1,0.5);"

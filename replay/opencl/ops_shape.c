@@ -2,7 +2,8 @@
  * ops_shape.c - OpenCL shape and data-movement ops, by element size
  * (cl/shape.cl).  The view ops are one buffer copy; transpose, expand,
  * slice, concat, split and the blocked-layout conversions are strided
- * copies (one launch per part); pad and gather have their own kernels.
+ * copies (one launch per part); pad and gather have their own kernels,
+ * gather_elements and scatter_elements theirs in cl/index.cl.
  * Attributes were validated by shape inference; the run-time shapes come
  * from the variant, so every geometry is computed at enqueue.
  */
@@ -292,6 +293,99 @@ static tg_status gather_enqueue(ocl_launch *l)
 
 static const ocl_op gather_op = {gather_prepare, gather_enqueue};
 
+/* ---- gather_elements, scatter_elements (cl/index.cl) ---- */
+
+static const char *index_type(graph_dtype dt) { return dt == GRAPH_I64 ? "long" : "int"; }
+
+static tg_status gather_el_prepare(ocl_prep *c)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "%s -DIT=%s", size_opts(c->in_type[0].dtype),
+             index_type(c->in_type[1].dtype));
+    tg_status st = ocl_prep_program(c, "index", NULL, opts);
+    c->flag_msg = "gather_elements: an index is out of range for the axis";
+    return st ? st : ocl_prep_kernel(c, "gather_elements_k");
+}
+
+static tg_status gather_el_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0], *it = &l->in_type[1];
+    const graph_gather_elements_attrs *at = l->attrs;
+    int ax = graph_axis(at->axis, x->ndim);
+    int64_t n = graph_type_numel(it), xs[GRAPH_MAX_DIMS];
+    if (n > INT32_MAX || graph_type_numel(x) > INT32_MAX)
+        return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+    strides(x, xs);
+    int32_t d[8] = {0}, s[8] = {0};
+    for (int k = 0; k < it->ndim; k++) {
+        d[k] = (int32_t)it->dim[k];
+        s[k] = k == ax ? 0 : (int32_t)xs[k];
+    }
+    tg_status st = ocl_set_args(l, l->k[0], "mmmlivviimi", l->in[0], l->in[1], l->out[0], n,
+                                (int)it->ndim, d, s, (int)xs[ax], (int)x->dim[ax], l->flag,
+                                l->code);
+    size_t g = (size_t)n;
+    return st ? st : ocl_run(l, l->k[0], 1, &g, NULL);
+}
+
+static const ocl_op gather_el_op = {gather_el_prepare, gather_el_enqueue};
+
+/* Reduction none moves elements by size; the others combine them by
+ * dtype (integers with their unsigned type, so they wrap). */
+static tg_status scatter_el_prepare(ocl_prep *c)
+{
+    const graph_scatter_elements_attrs *at = c->attrs;
+    graph_dtype dt = c->in_type[0].dtype;
+    char opts[96];
+    const char *t = at->reduction == GRAPH_SCATTER_NONE ? size_opts(dt)
+                    : dt == GRAPH_F32                   ? "-DT=float"
+                    : dt == GRAPH_I64                   ? "-DT=long -DU=ulong"
+                                                        : "-DT=int -DU=uint";
+    snprintf(opts, sizeof opts, "%s -DIT=%s -DRED=%d", t, index_type(c->in_type[1].dtype),
+             (int)at->reduction);
+    tg_status st = ocl_prep_program(c, "index", NULL, opts);
+    c->flag_msg = "scatter_elements: an index is out of range for the axis";
+    return st ? st : ocl_prep_kernel(c, "scatter_elements_k");
+}
+
+/* The copy of x, then one item per line of the indices (cl/index.cl). */
+static tg_status scatter_el_enqueue(ocl_launch *l)
+{
+    const graph_type *x = &l->in_type[0], *it = &l->in_type[1];
+    const graph_scatter_elements_attrs *at = l->attrs;
+    int ax = graph_axis(at->axis, x->ndim);
+    int64_t count = graph_type_numel(it), xs[GRAPH_MAX_DIMS], is[GRAPH_MAX_DIMS];
+    if (count > INT32_MAX || graph_type_numel(x) > INT32_MAX)
+        return ocl_fail(l, TG_ERR_UNSUPPORTED, "tensor too large for int indexing");
+    size_t bytes = (size_t)graph_type_numel(x) * esize(x);
+    if (bytes && l->in[0] != l->out[0]) {
+        cl_int e = clEnqueueCopyBuffer(l->q, l->in[0], l->out[0], 0, 0, bytes, 0, NULL, NULL);
+        if (e != CL_SUCCESS)
+            return ocl_fail(l, TG_ERR_BACKEND, "clEnqueueCopyBuffer: %s", ocl_errstr(e));
+    }
+    if (count == 0)
+        return TG_OK;
+    strides(x, xs);
+    strides(it, is);
+    int32_t ld[8] = {0}, ls[8] = {0}, ys[8] = {0};
+    int m = 0;
+    for (int k = 0; k < it->ndim; k++) {
+        if (k == ax)
+            continue;
+        ld[m] = (int32_t)it->dim[k];
+        ls[m] = (int32_t)is[k];
+        ys[m++] = (int32_t)xs[k];
+    }
+    int64_t nlines = count / it->dim[ax];
+    tg_status st = ocl_set_args(l, l->k[0], "mmmlivvviiiimi", l->in[1], l->in[2], l->out[0],
+                                nlines, m, ld, ls, ys, (int)it->dim[ax], (int)is[ax],
+                                (int)xs[ax], (int)x->dim[ax], l->flag, l->code);
+    size_t g = (size_t)nlines;
+    return st ? st : ocl_run(l, l->k[0], 1, &g, NULL);
+}
+
+static const ocl_op scatter_el_op = {scatter_el_prepare, scatter_el_enqueue};
+
 void ocl_register_shape(const ocl_op **t)
 {
     t[GRAPH_OP_reshape] = &view_op;
@@ -307,4 +401,6 @@ void ocl_register_shape(const ocl_op **t)
     t[GRAPH_OP_from_blocked] = &from_blocked_op;
     t[GRAPH_OP_pad] = &pad_op;
     t[GRAPH_OP_gather] = &gather_op;
+    t[GRAPH_OP_gather_elements] = &gather_el_op;
+    t[GRAPH_OP_scatter_elements] = &scatter_el_op;
 }

@@ -173,6 +173,24 @@ class UpConv(nn.Module):
         return torch.cat([y.flatten(1), torch.tanh(z).flatten(1)], dim=1)
 
 
+class GatherScatter(nn.Module):
+    """torch.gather and Tensor.scatter / scatter_add (GatherElements;
+    ScatterElements none and add) with indices computed at run time from
+    the input (argmax, argmin), duplicates included.  (PyTorch 1.13 does
+    not export scatter_reduce.)"""
+
+    def forward(self, x):  # [B, 6, 5]
+        i = torch.argmax(x, dim=1, keepdim=True)  # [B, 1, 5]
+        j = torch.argmin(x, dim=2, keepdim=True)  # [B, 6, 1]
+        top = torch.gather(x, 1, i)
+        low = torch.gather(x, -1, j)
+        jj = torch.cat([j, 4 - j, j], dim=2)  # [B, 6, 3]: j twice
+        src = torch.cat([low, low * 0.5, -low], dim=2)
+        y = x.scatter(1, i, top * 2.0)
+        y = y.scatter_add(2, jj, src)
+        return y * torch.sigmoid(x)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -187,6 +205,7 @@ MODELS = [
     ("classify", Classify, (6, 16), True),
     ("upsample", Upsample, (2, 3, 6, 4), True),
     ("upconv", UpConv, (2, 4, 3, 4), True),
+    ("gatherscatter", GatherScatter, (3, 6, 5), True),
 ]
 
 
