@@ -1,0 +1,558 @@
+/*
+ * test_onnx_import.c - ONNX import (formats/onnx.h) on one-node models
+ * built here in memory: every refusal with its exact message (a file that
+ * is not a model, unknown ops, operands that must be constants, damaged
+ * initializers, and what the composed converters refuse: Resize, Trilu,
+ * DepthToSpace, ConvTranspose, pools past 2-D), dynamic dims and
+ * provenance, and the ops whose ONNX node tests sit below the opsets the
+ * importer reads (GlobalAveragePool, the activations, Hardmax's 2-D form)
+ * against their formulas.  ONNX's own node tests: test_onnx_node.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "eager/interp.h"
+#include "formats/onnx_read_impl.h"
+#include "graph_query.h"
+#include "onnx_test_util.h"
+
+typedef struct mb { /* a one-node model under construction */
+    Onnx__ModelProto m;
+    Onnx__GraphProto g;
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+    Onnx__NodeProto node, *nodes[1];
+    Onnx__ValueInfoProto in[2], out, *ins[2], *outs[1];
+    Onnx__TypeProto type[3];
+    Onnx__TypeProto__Tensor tt[3];
+    Onnx__TensorShapeProto shape[3];
+    Onnx__TensorShapeProto__Dimension dim[3][6], *dims[3][6];
+    char *node_in[2], *node_out[1];
+} mb;
+
+/* Value info i: dtype with nd dims dv (a negative dim: the dim_param "B"). */
+static void mb_tensor_type(mb *b, int i, int32_t dtype, int nd, const int64_t *dv)
+{
+    b->tt[i] = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
+    b->tt[i].has_elem_type = 1;
+    b->tt[i].elem_type = dtype;
+    b->shape[i] = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
+    for (int k = 0; k < nd; k++) {
+        Onnx__TensorShapeProto__Dimension *dm = &b->dim[i][k];
+        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        if (dv[k] < 0) {
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            dm->dim_param = "B";
+        } else {
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            dm->dim_value = dv[k];
+        }
+        b->dims[i][k] = dm;
+    }
+    b->shape[i].n_dim = (size_t)nd;
+    b->shape[i].dim = b->dims[i];
+    b->tt[i].shape = &b->shape[i];
+    b->type[i] = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
+    b->type[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    b->type[i].tensor_type = &b->tt[i];
+}
+
+/* One node `op` with inputs in0 (, in1) from graph inputs x (, s). */
+static void mb_init(mb *b, const char *op, const char *in0, const char *in1)
+{
+    memset(b, 0, sizeof *b);
+    onnx_test_header_init(&b->m, &b->g, &b->opset, b->opsets);
+    b->node = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
+    b->node.op_type = (char *)op;
+    b->node.name = "n0";
+    b->node_in[0] = (char *)in0;
+    b->node_in[1] = (char *)in1;
+    b->node.n_input = in1 ? 2 : 1;
+    b->node.input = b->node_in;
+    b->node_out[0] = "y";
+    b->node.n_output = 1;
+    b->node.output = b->node_out;
+    b->nodes[0] = &b->node;
+    b->g.n_node = 1;
+    b->g.node = b->nodes;
+    const char *in_names[2] = {"x", "s"};
+    const int64_t x23[2] = {2, 3};
+    for (int i = 0; i < 2; i++) {
+        b->in[i] = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+        b->in[i].name = (char *)in_names[i];
+        mb_tensor_type(b, i, i == 0 ? 1 : 7, i == 0 ? 2 : 1, x23); /* x f32[2,3], s i64[2] */
+        b->in[i].type = &b->type[i];
+        b->ins[i] = &b->in[i];
+    }
+    b->g.n_input = 1;
+    b->g.input = b->ins;
+    onnx_test_output(&b->g, &b->out, b->outs, "y");
+}
+
+/* Packs and imports b; returns the graph, status and message. */
+static graph *mb_load(mb *b, const format_onnx_load_opts *opts, tg_status *st,
+                      char *err, size_t errlen)
+{
+    size_t len = onnx__model_proto__get_packed_size(&b->m);
+    uint8_t *buf = malloc(len + 1);
+    onnx__model_proto__pack(&b->m, buf);
+    graph *g = onnx_read_mem(buf, len, "mem.onnx", opts, st, err, errlen);
+    free(buf);
+    return g;
+}
+
+/* The import of b fails with status want_st and exactly message want. */
+static void expect_fail(mb *b, tg_status want_st, const char *want)
+{
+    char err[512] = "";
+    tg_status st;
+    graph *g = mb_load(b, NULL, &st, err, sizeof err);
+    CHECK_MSG(!g && st == want_st && !strcmp(err, want),
+              "got status %d \"%s\", want %d \"%s\"", (int)st, err, (int)want_st, want);
+    graph_free(g);
+}
+
+static void bad_inputs(void)
+{
+    char err[512];
+    tg_status st;
+    /* not a protobuf: field 1 with wire type 7, which does not exist */
+    graph *g = onnx_read_mem("\x0f\x01\x02", 3, "bad.onnx", NULL, &st, err, sizeof err);
+    CHECK(!g && st == TG_ERR_FORMAT);
+    CHECK(!strcmp(err, "bad.onnx: not an ONNX model (the protobuf does not parse)"));
+    CHECK(format_onnx_load("/nonexistent/m.onnx", NULL, err, sizeof err) == NULL);
+    CHECK(!strncmp(err, "/nonexistent/m.onnx: cannot open", 32));
+
+    mb b;
+    mb_init(&b, "FancyOp", "x", NULL);
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (FancyOp): op type 'FancyOp' is not supported");
+    mb_init(&b, "Reshape", "x", "s");
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Reshape): input 1 (shape) must be a constant "
+                "known at load time, but 's' is a graph input");
+    mb_init(&b, "Relu", "nope", NULL);
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Relu): input 0 ('nope') is not defined by a "
+                "graph input, an initializer or an earlier node");
+    mb_init(&b, "Relu", "x", NULL);
+    b.opset.version = 99;
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: opset 99 is not supported (7 to 18)");
+
+    /* an initializer whose raw_data is shorter than its dims need */
+    mb_init(&b, "Add", "x", "w");
+    Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT, *ws[1] = {&w};
+    int64_t wd[2] = {2, 3};
+    float wdata[5] = {0};
+    w.name = "w";
+    w.has_data_type = 1;
+    w.data_type = 1;
+    w.n_dims = 2;
+    w.dims = wd;
+    w.has_raw_data = 1;
+    w.raw_data.len = sizeof wdata;
+    w.raw_data.data = (uint8_t *)wdata;
+    b.g.n_initializer = 1;
+    b.g.initializer = ws;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: initializer 'w': raw_data has 20 bytes, f32 [2,3] needs 24");
+    /* the same with its 6 values: loads, as a param with opts->params */
+    float wfull[6] = {1, 2, 3, 4, 5, 6};
+    w.raw_data.len = sizeof wfull;
+    w.raw_data.data = (uint8_t *)wfull;
+    format_onnx_load_opts po = {1, 0};
+    g = mb_load(&b, &po, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s", err);
+    if (g) {
+        const graph_value *v = &g->values[g->nodes[0].in[1]];
+        CHECK(v->kind == GRAPH_VALUE_PARAM && !strcmp(v->name, "w"));
+        CHECK(!memcmp(v->data, wfull, sizeof wfull));
+    }
+    graph_free(g);
+}
+
+/* b's node with one STRING attribute name = v (in a, which b points to). */
+static void mb_attr_str(mb *b, Onnx__AttributeProto *a, Onnx__AttributeProto **as,
+                        const char *name, const char *v)
+{
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    a->has_s = 1;
+    a->s.data = (uint8_t *)v;
+    a->s.len = strlen(v);
+    as[0] = a;
+    b->node.n_attribute = 1;
+    b->node.attribute = as;
+}
+
+/* The composed converters (Resize, Trilu, DepthToSpace, 1-D Conv) on
+ * what they refuse: each message names the node and what is wrong. */
+static void bad_composed(void)
+{
+    mb b;
+    Onnx__AttributeProto a, *as[1];
+    static const int64_t x4[4] = {1, 8, 2, 2}, x5[5] = {1, 1, 2, 2, 2};
+    /* Resize x f32[1,8,2,2] by sizes from graph input s: sizes must be known */
+    mb_init(&b, "Resize", "x", "");
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    char *rin[4] = {"x", "", "", "s"};
+    b.node.input = rin;
+    b.node.n_input = 4;
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Resize): input 3 (sizes) must be a constant "
+                "known at load time, but 's' is a graph input");
+    mb_attr_str(&b, &a, as, "coordinate_transformation_mode", "tf_crop_and_resize");
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Resize): coordinate_transformation_mode "
+                "'tf_crop_and_resize' is not supported");
+    mb_attr_str(&b, &a, as, "mode", "trilinear");
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Resize): mode 'trilinear' is not a known value");
+    a.s.data = NULL; /* an empty string as protobuf-c unpacks it (the fuzzer's find) */
+    a.s.len = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Resize): mode '' is not a known value");
+    b.node.n_input = 1;
+    b.node.n_attribute = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Resize): neither scales nor sizes is given");
+    /* sizes from an initializer so large that the taps would not fit (the
+     * fuzzer's find: seconds of copying before the bound) */
+    Onnx__TensorProto sz = ONNX__TENSOR_PROTO__INIT, *szs[1] = {&sz};
+    int64_t szd[1] = {4}, szv[4] = {1, 8, 2, 16777215};
+    sz.name = "s";
+    sz.has_data_type = 1;
+    sz.data_type = 7;
+    sz.n_dims = 1;
+    sz.dims = szd;
+    sz.n_int64_data = 4;
+    sz.int64_data = szv;
+    b.g.n_initializer = 1;
+    b.g.initializer = szs;
+    b.g.n_input = 1;
+    b.node.n_input = 4;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Resize): resizing axis 3 to 16777215: its taps would "
+                "take over 64 MiB");
+    /* DepthToSpace: a mode that does not exist, a C that blocksize^2 does not divide */
+    mb_init(&b, "DepthToSpace", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    mb_attr_str(&b, &a, as, "mode", "RDC");
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (DepthToSpace): mode 'RDC' is neither DCR nor CRD");
+    b.node.n_attribute = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (DepthToSpace): blocksize 0 is not in 1..65536");
+    /* Trilu with k from a graph input; and on a vector */
+    mb_init(&b, "Trilu", "x", "s");
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Trilu): input 1 (k) must be a constant known at "
+                "load time, but 's' is a graph input");
+    mb_init(&b, "Trilu", "s", NULL);
+    b.in[0].name = "s";
+    mb_tensor_type(&b, 0, 7, 1, x4);
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Trilu): input has 1 dims, want >= 2");
+    /* a 3-D pool (5-D input) */
+    mb_init(&b, "MaxPool", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 5, x5);
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL) and 2-D (NCHW) are "
+                "supported, the input has 5 dims");
+}
+
+/* Attribute i of b's node, as[i] = a: INTS name = v[0..n) (INTS, or a
+ * STRING when n < 0 and v is NULL: then s). */
+static void mb_attr_at(mb *b, Onnx__AttributeProto *a, Onnx__AttributeProto **as, int i,
+                       const char *name, int64_t *v, int n, const char *s)
+{
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    if (s) {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        a->has_s = 1;
+        a->s.data = (uint8_t *)s;
+        a->s.len = strlen(s);
+    } else {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        a->n_ints = (size_t)n;
+        a->ints = v;
+    }
+    as[i] = a;
+    b->node.n_attribute = (size_t)i + 1;
+    b->node.attribute = as;
+}
+
+/*
+ * ConvTranspose: what it refuses (output_shape that needs a negative pad
+ * or an output padding that reaches the stride, or that follows a dynamic
+ * dim; an unknown auto_pad; 3-D), and pads it works out where the node
+ * tests do not look: SAME_LOWER over a dynamic H, 1-D with
+ * output_padding.
+ */
+static void conv_transpose(void)
+{
+    mb b;
+    Onnx__AttributeProto a[2], *as[2];
+    int64_t os1[1] = {5}, os85[2] = {8, 5}, os65[2] = {6, 5}, s2[2] = {2, 2};
+    static const int64_t x4[4] = {1, 1, 3, 3}, w4[4] = {1, 2, 3, 3}, xd[4] = {1, 1, -1, 3};
+    static const int64_t x5[5] = {1, 1, 2, 2, 2}, w5[5] = {1, 2, 2, 2, 2};
+    const char *pre = "mem.onnx: node 0 'n0' (ConvTranspose): ";
+    char want[512];
+#define CT_FAIL(st, msg) \
+    (snprintf(want, sizeof want, "%s%s", pre, msg), expect_fail(&b, st, want))
+    mb_init(&b, "ConvTranspose", "x", "s"); /* x [1,1,3,3], W [1,2,3,3]: out 5x5 */
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    mb_tensor_type(&b, 1, 1, 4, w4);
+    b.g.n_input = 2;
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os1, 1, NULL);
+    CT_FAIL(TG_ERR_FORMAT, "output_shape has 1 entries, want 2");
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os85, 2, NULL); /* total -3: start -1 */
+    CT_FAIL(TG_ERR_UNSUPPORTED, "an output size of 8 needs a start pad of -1: negative pads "
+                                "are not supported");
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os65, 2, NULL); /* end -1 at stride 1 */
+    CT_FAIL(TG_ERR_UNSUPPORTED, "an output size of 6 needs an output padding of 1, which "
+                                "must be smaller than the stride 1 or the dilation 1");
+    mb_attr_at(&b, &a[1], as, 1, "auto_pad", NULL, -1, "SAME_MIDDLE");
+    CT_FAIL(TG_ERR_UNSUPPORTED, "auto_pad 'SAME_MIDDLE' is not supported");
+    mb_attr_at(&b, &a[0], as, 0, "auto_pad", NULL, -1, "SAME_MIDDLE");
+    CT_FAIL(TG_ERR_UNSUPPORTED, "auto_pad 'SAME_MIDDLE' is not supported");
+    mb_tensor_type(&b, 0, 1, 4, xd);
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os65, 2, NULL);
+    CT_FAIL(TG_ERR_UNSUPPORTED, "output_shape with a dynamic spatial dim is not supported");
+    mb_tensor_type(&b, 0, 1, 5, x5);
+    mb_tensor_type(&b, 1, 1, 5, w5);
+    b.node.n_attribute = 0;
+    CT_FAIL(TG_ERR_UNSUPPORTED, "only 1-D (NCL) and 2-D (NCHW) are supported, the input has "
+                                "5 dims");
+#undef CT_FAIL
+
+    /* SAME_LOWER, stride 2 over a dynamic H: out = in * 2, total padding
+     * 2*(in-1) + 3 - 2*in = 1 whatever in is, the 1 at the start */
+    char err[512];
+    tg_status st;
+    mb_tensor_type(&b, 0, 1, 4, xd);
+    mb_tensor_type(&b, 1, 1, 4, w4);
+    mb_attr_at(&b, &a[0], as, 0, "auto_pad", NULL, -1, "SAME_LOWER");
+    mb_attr_at(&b, &a[1], as, 1, "strides", s2, 2, NULL);
+    format_onnx_load_opts o = {0, 4};
+    graph *g = mb_load(&b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "ConvTranspose SAME_LOWER over a dynamic H: %s", err);
+    int32_t i = g ? find_op(g, GRAPH_OP_conv_transpose2d) : -1;
+    const graph_conv_transpose2d_attrs *at = i >= 0 ? graph_node_attrs(&g->nodes[i]) : NULL;
+    CHECK(at && at->padding.n == 4 && at->padding.v[0] == 1 && at->padding.v[1] == 1 &&
+          at->padding.v[2] == 0 && at->padding.v[3] == 0);
+    CHECK(g && g->values[g->outputs[0].value].type.dim[2] == 8);
+    if (g) { /* at H 5 the same pads give 10 = 5 * 2 */
+        eager_tensor *in[2] = {eager_rand_uniform(TG_SHAPE(1, 1, 5, 3), 1, -1, 1),
+                               eager_rand_uniform(TG_SHAPE(1, 2, 3, 3), 2, -1, 1)};
+        eager_tensor *out = NULL;
+        CHECK(eager_interpret(g, in, 2, &out, 1, NULL) == TG_OK);
+        CHECK(out && eager_type(out)->dim[2] == 10 && eager_type(out)->dim[3] == 6);
+        eager_release(out), eager_release(in[0]), eager_release(in[1]);
+    }
+    graph_free(g);
+
+    /* 1-D: x [1,1,3], W [1,2,3], strides 2, output_padding 1: out 8, as
+     * 2-D with H 1 and no output padding in H */
+    static const int64_t x3[3] = {1, 1, 3}, w3[3] = {1, 2, 3};
+    int64_t s1[1] = {2}, op1[1] = {1};
+    mb_tensor_type(&b, 0, 1, 3, x3);
+    mb_tensor_type(&b, 1, 1, 3, w3);
+    mb_attr_at(&b, &a[0], as, 0, "strides", s1, 1, NULL);
+    mb_attr_at(&b, &a[1], as, 1, "output_padding", op1, 1, NULL);
+    g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "1-D ConvTranspose: %s", err);
+    i = g ? find_op(g, GRAPH_OP_conv_transpose2d) : -1;
+    at = i >= 0 ? graph_node_attrs(&g->nodes[i]) : NULL;
+    CHECK(at && at->output_padding.n == 2 && at->output_padding.v[0] == 0 &&
+          at->output_padding.v[1] == 1 && at->stride.v[0] == 1 && at->stride.v[1] == 2);
+    if (g) {
+        const graph_type *y = &g->values[g->outputs[0].value].type;
+        CHECK(y->ndim == 3 && y->dim[1] == 2 && y->dim[2] == 8);
+    }
+    graph_free(g);
+}
+
+/* Hardmax before opset 13 takes its axis as the split of x into 2-D:
+ * axis 0 of [2, 3] is one hardmax over all six; axis 1 one per row. */
+static void hardmax_flat(void)
+{
+    static const float x[6] = {1, 7, 3, 9, 2, 9}; /* the max 9 twice: the first wins */
+    static const float want[2][6] = {{0, 0, 0, 1, 0, 0}, {0, 1, 0, 1, 0, 0}};
+    for (int axis = 0; axis < 2; axis++) {
+        char err[512];
+        tg_status st;
+        mb b;
+        mb_init(&b, "Hardmax", "x", NULL);
+        b.opset.version = 11;
+        Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, *as[1] = {&a};
+        a.name = "axis";
+        a.has_type = 1;
+        a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        a.has_i = 1;
+        a.i = axis;
+        b.node.n_attribute = 1;
+        b.node.attribute = as;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Hardmax opset 11 axis %d imports: %s", axis, err);
+        if (!g)
+            continue;
+        eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3), x), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        CHECK(out && eager_type(out)->ndim == 2 && eager_type(out)->dim[1] == 3);
+        if (out)
+            CHECK_MSG(!memcmp(eager_peek(out), want[axis], sizeof want[axis]),
+                      "Hardmax opset 11 axis %d", axis);
+        eager_release(out);
+        eager_release(in);
+        graph_free(g);
+    }
+}
+
+/* Dynamic dims, provenance from the file and from a tracegraph doc_string. */
+static void features(void)
+{
+    char err[512], site[256];
+    tg_status st;
+    mb b;
+    mb_init(&b, "Relu", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3}); /* x: f32 [B, 3] */
+    format_onnx_load_opts o = {0, 4};
+    graph *g = mb_load(&b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s", err);
+    if (g) {
+        const graph_value *x = &g->values[g->inputs[0]];
+        CHECK(g->nsyms == 1 && !strcmp(g->syms[0].name, "B") && g->syms[0].traced == 4);
+        CHECK(x->type.dim[0] == 4 && x->dyn == 1 && x->sym[0] == 0);
+        CHECK(g->values[g->outputs[0].value].dyn == 1); /* propagated */
+        graph_prov_str(g, g->nodes[0].prov[0], site, sizeof site);
+        CHECK_MSG(!strcmp(site, "mem.onnx:1 n0 (Relu)"), "%s", site);
+    }
+    graph_free(g);
+    b.node.doc_string = "model.c:42 mlp_forward";
+    g = mb_load(&b, NULL, &st, err, sizeof err);
+    if (g) {
+        graph_prov_str(g, g->nodes[0].prov[0], site, sizeof site);
+        CHECK_MSG(!strcmp(site, "model.c:42 mlp_forward"), "%s", site);
+    }
+    CHECK(g != NULL);
+    graph_free(g);
+    /* a graph output that is a graph input: no node at all */
+    mb_init(&b, "Relu", "x", NULL);
+    b.g.n_node = 0;
+    b.out.name = "x";
+    g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g && g->noutputs == 1 && g->outputs[0].value == g->inputs[0], "%s", err);
+    graph_free(g);
+    /* a declared output type that is not what the graph computes */
+    mb_init(&b, "Relu", "x", NULL);
+    mb_tensor_type(&b, 2, 1, 2, (const int64_t[]){3, 2});
+    b.out.type = &b.type[2];
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: graph output 'y' is declared FLOAT[3,2], "
+                "the graph computes f32[2,3]");
+}
+
+/* GlobalAveragePool (whose node test is at opset 1) against a naive mean. */
+static void global_pool(void)
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    mb_init(&b, "GlobalAveragePool", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 4, (const int64_t[]){1, 2, 3, 2});
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s", err);
+    if (!g)
+        return;
+    float x[12], want[2] = {0, 0};
+    check_fill(x, 12, 7, -1, 1);
+    for (int i = 0; i < 12; i++)
+        want[i / 6] += x[i] / 6;
+    eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(1, 2, 3, 2), x), *out = NULL;
+    CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+    if (out) {
+        CHECK(eager_ndim(out) == 4 && eager_dim(out, 1) == 2 && eager_dim(out, 2) == 1);
+        CHECK_FLOATS((const float *)eager_peek(out), want, 2, 1e-6);
+    }
+    eager_release(in);
+    eager_release(out);
+    graph_free(g);
+}
+
+/* One unary activation of x f32[2,3] (attribute a, if named, = av)
+ * against the ONNX spec's formula f in double. */
+static void activation(const char *op, const char *a, float av, double (*f)(double))
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    mb_init(&b, op, "x", NULL);
+    Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
+    if (a) {
+        at.name = (char *)a;
+        at.has_type = 1;
+        at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        at.has_f = 1;
+        at.f = av;
+        b.node.n_attribute = 1;
+        b.node.attribute = ats;
+    }
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s imports: %s", op, err);
+    if (!g)
+        return;
+    float x[6] = {-3.0f, -0.7f, -0.0f, 0.25f, 1.5f, 4.0f}, want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = (float)f(x[i]);
+    eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3), x), *out = NULL;
+    CHECK_MSG(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK, "%s runs", op);
+    if (out)
+        CHECK_FLOATS((const float *)eager_peek(out), want, 6, 1e-6);
+    eager_release(in);
+    eager_release(out);
+    graph_free(g);
+}
+
+static double softsign(double x) { return x / (1 + fabs(x)); }
+static double softplus(double x) { return log(exp(x) + 1); }
+static double elu_half(double x) { return x < 0 ? 0.5 * (exp(x) - 1) : x; }
+static double selu(double x)
+{
+    return 1.05070102214813232421875 * (x > 0 ? x : 1.67326319217681884765625 * (exp(x) - 1));
+}
+static double hard_sigmoid(double x) { return fmin(1, fmax(0, 0.3 * x + 0.5)); }
+
+/* The activations whose node tests are all below opset 7 (not read). */
+static void activations(void)
+{
+    activation("Softsign", NULL, 0, softsign);
+    activation("Softplus", NULL, 0, softplus);
+    activation("Elu", "alpha", 0.5f, elu_half);
+    activation("Selu", NULL, 0, selu);
+    activation("HardSigmoid", "alpha", 0.3f, hard_sigmoid); /* beta: its default, 0.5 */
+}
+
+int main(void)
+{
+    long live = eager_live_tensors();
+    bad_inputs();
+    bad_composed();
+    hardmax_flat();
+    conv_transpose();
+    features();
+    global_pool();
+    activations();
+    CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
+    eager_trim_cache();
+    return check_done();
+}
