@@ -262,11 +262,14 @@ static const ocl_op pad_op = {pad_prepare, pad_enqueue};
 
 /* ---- gather ---- */
 
+/* The OpenCL type of an index tensor (i64 or i32), for -DIT=. */
+static const char *index_type(graph_dtype dt) { return dt == GRAPH_I64 ? "long" : "int"; }
+
 static tg_status gather_prepare(ocl_prep *c)
 {
     char opts[64];
     snprintf(opts, sizeof opts, "%s -DIT=%s", size_opts(c->in_type[0].dtype),
-             c->in_type[1].dtype == GRAPH_I64 ? "long" : "int");
+             index_type(c->in_type[1].dtype));
     tg_status st = ocl_prep_program(c, "shape", NULL, opts);
     c->flag_msg = "gather: an index is out of range for the gathered axis";
     return st ? st : ocl_prep_kernel(c, "gather_k");
@@ -294,8 +297,6 @@ static tg_status gather_enqueue(ocl_launch *l)
 static const ocl_op gather_op = {gather_prepare, gather_enqueue};
 
 /* ---- gather_elements, scatter_elements (cl/index.cl) ---- */
-
-static const char *index_type(graph_dtype dt) { return dt == GRAPH_I64 ? "long" : "int"; }
 
 static tg_status gather_el_prepare(ocl_prep *c)
 {
