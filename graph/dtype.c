@@ -55,3 +55,36 @@ char *graph_ints_str(const graph_ints *v, char *buf, size_t len)
 {
     return ints_str(v->v, v->n, buf, len);
 }
+
+tg_status graph_type_check(const graph_type *t, char *err, size_t errlen)
+{
+    char shape[GRAPH_MAX_DIMS * 22 + 4];
+    if ((unsigned)t->dtype >= GRAPH_DTYPE_COUNT) {
+        if (err && errlen)
+            snprintf(err, errlen, "invalid dtype %d", (int)t->dtype);
+        return TG_ERR_DTYPE;
+    }
+    if (t->ndim < 0 || t->ndim > GRAPH_MAX_DIMS) {
+        if (err && errlen)
+            snprintf(err, errlen, "%d dims (at most %d)", (int)t->ndim, GRAPH_MAX_DIMS);
+        return TG_ERR_SHAPE;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->dim[i] < 0) {
+            if (err && errlen)
+                snprintf(err, errlen, "dim %d of %s is negative", i,
+                         graph_shape_str(t, shape, sizeof shape));
+            return TG_ERR_SHAPE;
+        }
+        if (t->dim[i] > 1 && n > GRAPH_MAX_NUMEL / t->dim[i]) {
+            if (err && errlen)
+                snprintf(err, errlen, "shape %s is too large (at most 2^40 elements, a 0 dim "
+                         "counted as 1)", graph_shape_str(t, shape, sizeof shape));
+            return TG_ERR_SHAPE;
+        }
+        if (t->dim[i] > 1)
+            n *= t->dim[i];
+    }
+    return TG_OK;
+}

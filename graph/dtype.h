@@ -87,13 +87,52 @@ typedef struct graph_type {
     int64_t dim[GRAPH_MAX_DIMS];
 } graph_type;
 
-/* Number of elements of a type (1 for a 0-d scalar). */
+/*
+ * The size cap.  A shape is valid when it has 0..GRAPH_MAX_DIMS dims, each
+ * >= 0, and the product of its dims with every 0 counted as 1 is at most
+ * GRAPH_MAX_NUMEL (2^40 elements, 8 TiB of i64).  Counting a 0 dim as 1
+ * bounds every dim and every partial product of dims even when the tensor
+ * is empty, so once a type has passed graph_type_check no product of its
+ * dims, nor numel times an element size, can overflow int64_t or size_t.
+ * Every layer that turns a shape into a size (shape inference, the eager
+ * allocator, the loaders, the .npy reader, replay's inputs and variants)
+ * checks it this way before computing the size.
+ */
+#define GRAPH_MAX_NUMEL (INT64_C(1) << 40)
+
+/*
+ * TG_OK when t is a valid type (dtype, ndim and dims as above); otherwise
+ * TG_ERR_DTYPE or TG_ERR_SHAPE with the reason ("dim 1 is -3", "[2^31,
+ * 2^31] has more than 2^40 elements") in err (may be NULL).
+ */
+tg_status graph_type_check(const graph_type *t, char *err, size_t errlen);
+
+/* Number of elements of a type (1 for a 0-d scalar); the type must have
+ * passed graph_type_check (or be built by code that did). */
 static inline int64_t graph_type_numel(const graph_type *t)
 {
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++)
         n *= t->dim[i];
     return n;
+}
+/* Bytes of a checked type's data. */
+static inline size_t graph_type_bytes(const graph_type *t)
+{
+    return (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
+}
+/*
+ * a * b for sizes computed from checked shapes (scratch buffers, products
+ * of dims of two tensors): 0 and *out = a * b when both are >= 0 and the
+ * product is at most GRAPH_MAX_NUMEL, -1 otherwise.
+ */
+static inline int graph_size_mul(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > GRAPH_MAX_NUMEL)
+        return -1;
+    *out = r;
+    return 0;
 }
 /* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf. */
 char *graph_shape_str(const graph_type *t, char *buf, size_t len);

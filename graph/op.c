@@ -146,6 +146,20 @@ static void inputs_str(const graph_type *in, int nin, char *buf, size_t len)
     }
 }
 
+/* Input types that did not come through graph_infer (a loaded file, a
+ * caller's tensor) are held to the same cap before any infer function
+ * does arithmetic on their dims. */
+static tg_status check_inputs(graph_infer_ctx *c)
+{
+    for (int i = 0; i < c->nin; i++) {
+        char why[200];
+        tg_status st = graph_type_check(&c->in[i], why, sizeof why);
+        if (st != TG_OK)
+            return graph_infer_fail(c, st, "input %d: %s", i, why);
+    }
+    return TG_OK;
+}
+
 tg_status graph_infer(graph_op op, const graph_type *in, int nin,
                       const void *attrs, graph_type *out, int max_out,
                       int *nout, char *err, size_t errlen)
@@ -168,12 +182,21 @@ tg_status graph_infer(graph_op op, const graph_type *in, int nin,
     else if (nin > 0 && !(info->dtypes & GRAPH_DT_BIT(in[0].dtype)))
         st = graph_infer_fail(&c, TG_ERR_DTYPE, "dtype %s not supported",
                               graph_dtype_name(in[0].dtype));
+    else if ((st = check_inputs(&c)) != TG_OK)
+        ;
     else if (info->nout > max_out)
         st = graph_infer_fail(&c, TG_ERR_ARG, "needs room for %d outputs",
                               info->nout);
     else {
         c.nout = info->nout;
         st = info->infer(&c);
+        /* The one place every op's output shapes pass: no layer after this
+         * (allocator, memory planner, kernels) sees a type whose size wraps. */
+        for (int i = 0; st == TG_OK && i < c.nout; i++) {
+            char why[200];
+            if (graph_type_check(&out[i], why, sizeof why) != TG_OK)
+                st = graph_infer_fail(&c, TG_ERR_SHAPE, "output %d: %s", i, why);
+        }
     }
     if (st != TG_OK) {
         if (err && errlen) {
