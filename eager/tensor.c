@@ -27,7 +27,6 @@ int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
     }
     out->dtype = dt;
     out->ndim = shape->n;
-    int64_t numel = 1;
     for (int i = 0; i < shape->n; i++) {
         if (shape->v[i] < 0) {
             eager_set_error(TG_ERR_SHAPE, site, "%s: negative dim %lld", what,
@@ -35,11 +34,12 @@ int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
             return -1;
         }
         out->dim[i] = shape->v[i];
-        if (shape->v[i] && numel > (INT64_C(1) << 40) / shape->v[i]) {
-            eager_set_error(TG_ERR_NOMEM, site, "%s: shape too large", what);
-            return -1;
-        }
-        numel *= shape->v[i];
+    }
+    char why[200];
+    tg_status st = graph_type_check(out, why, sizeof why);
+    if (st != TG_OK) {
+        eager_set_error(st, site, "%s: %s", what, why);
+        return -1;
     }
     return 0;
 }

@@ -372,20 +372,17 @@ static tg_status parse_body(const uint8_t *b, uint64_t flen, const char *name,
     tg_status st = parse_dict(&ps, t);
     if (st != TG_OK)
         return st;
-    uint64_t nbytes = graph_dtype_size(t->dtype), have = flen - lay->data_off;
-    int over = 0, empty = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        over |= __builtin_mul_overflow(nbytes, (uint64_t)t->dim[d], &nbytes);
-        empty |= t->dim[d] == 0;
-    }
-    if (empty) /* a huge dim next to a 0 is fine: no elements */
-        over = 0, nbytes = 0;
+    uint64_t have = flen - lay->data_off;
     char shp[GRAPH_MAX_DIMS * 22 + 8];
     const char *descr = format_npy_descr(t->dtype);
     shape_repr(t, shp, sizeof shp);
-    if (over)
-        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: shape %s of '%s' is too large (more than "
-             "2^64 bytes)", name, lay->data_off, shp, descr);
+    /* The size cap every layer shares: each dim is bounded even next to a 0
+     * (a (0, 2^31, 2^31) array would let a reduction over its empty axis
+     * make 2^62 elements), so no size derived from it can wrap. */
+    if (graph_type_check(t, NULL, 0) != TG_OK)
+        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: shape %s of '%s' is too large (at most 2^40 "
+             "elements, a 0 dim counted as 1)", name, lay->data_off, shp, descr);
+    uint64_t nbytes = graph_type_bytes(t);
     if (nbytes > have)
         FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the data is truncated: shape %s of '%s' "
              "needs %llu bytes, the file has %llu", name, lay->data_off, shp, descr,
@@ -544,10 +541,10 @@ tg_status format_npy_save_mem(const graph_type *type, const void *data, void **b
     for (int d = 0; d < type->ndim; d++)
         if (type->dim[d] < 0)
             FAIL(TG_ERR_ARG, "npy: negative dim %lld", (long long)type->dim[d]);
-    size_t nbytes = graph_dtype_size(type->dtype);
-    for (int d = 0; d < type->ndim; d++)
-        if (__builtin_mul_overflow(nbytes, (size_t)type->dim[d], &nbytes))
-            FAIL(TG_ERR_ARG, "npy: the array is too large");
+    char why[200];
+    if (graph_type_check(type, why, sizeof why) != TG_OK)
+        FAIL(TG_ERR_ARG, "npy: %s", why);
+    size_t nbytes = graph_type_bytes(type);
     if (nbytes && !data)
         FAIL(TG_ERR_NULL, "npy: no data");
     char shp[GRAPH_MAX_DIMS * 22 + 8], dict[512];

@@ -93,17 +93,17 @@ static tg_status tensor_type(const Onnx__TensorProto *t, graph_type *type,
     if (t->n_dims > GRAPH_MAX_DIMS)
         return why_fail(why, len, TG_ERR_UNSUPPORTED,
                         "%zu dims (at most %d)", t->n_dims, GRAPH_MAX_DIMS);
-    int64_t n = (int64_t)graph_dtype_size(type->dtype);
     type->ndim = (int32_t)t->n_dims;
     for (size_t d = 0; d < t->n_dims; d++) {
         if (t->dims[d] < 0)
             return why_fail(why, len, TG_ERR_FORMAT, "dim %zu is negative (%lld)",
                             d, LL(t->dims[d]));
-        if (__builtin_mul_overflow(n, t->dims[d], &n))
-            return why_fail(why, len, TG_ERR_FORMAT, "dims overflow");
         type->dim[d] = t->dims[d];
     }
-    *nbytes = n;
+    char cap[200];
+    if (graph_type_check(type, cap, sizeof cap) != TG_OK)
+        return why_fail(why, len, TG_ERR_FORMAT, "%s", cap);
+    *nbytes = (int64_t)graph_type_bytes(type);
     return TG_OK;
 }
 
@@ -223,14 +223,14 @@ static tg_status input_type(onnx_reader *r, const Onnx__ValueInfoProto *vi,
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "graph input '%s' has %zu dims "
                          "(at most %d)", name, tt->shape->n_dim, GRAPH_MAX_DIMS);
     v->type.ndim = (int32_t)tt->shape->n_dim;
-    int64_t bytes = (int64_t)graph_dtype_size(v->type.dtype);
     for (int d = 0; d < v->type.ndim; d++) {
         tg_status st = input_dim(r, name, d, tt->shape->dim[d], v);
         if (st != TG_OK)
             return st;
-        if (__builtin_mul_overflow(bytes, v->type.dim[d], &bytes))
-            return onnx_fail(r, TG_ERR_FORMAT, "graph input '%s' is too large", name);
     }
+    char why[200];
+    if (graph_type_check(&v->type, why, sizeof why) != TG_OK)
+        return onnx_fail(r, TG_ERR_FORMAT, "graph input '%s': %s", name, why);
     return TG_OK;
 }
 

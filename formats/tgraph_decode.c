@@ -200,17 +200,15 @@ int format_dec_provenance(format_loader *L, format_rd *r)
 /* Dims, their product and the dynamic marks of one value. */
 static int get_type(format_loader *L, format_rd *r, graph_value *v, size_t at)
 {
-    int64_t numel = 1;
-    size_t es = graph_dtype_size(v->type.dtype);
     for (int d = 0; d < v->type.ndim; d++) {
         GET(format_rd_i64, &v->type.dim[d]);
         int64_t x = v->type.dim[d];
         if (x < 0)
             return format_load_fail(L, at, "dim %d is %lld", d, (long long)x);
-        if (x && numel > INT64_MAX / (int64_t)es / x)
-            return format_load_fail(L, at, "has too many elements");
-        numel *= x;
     }
+    char why[200];
+    if (graph_type_check(&v->type, why, sizeof why) != TG_OK)
+        return format_load_fail(L, at, "%s", why);
     for (int d = 0; d < v->type.ndim; d++) {
         uint8_t s;
         GET(format_rd_u8, &s);

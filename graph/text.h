@@ -93,7 +93,8 @@
  *
  * Limits the parser enforces (hostile input is safe): at most
  * GRAPH_MAX_DIMS dims, GRAPH_MAX_INTS entries per list, 64 inputs or
- * outputs per node, dims up to 2^48, numel up to 2^56, inline data of
+ * outputs per node, types within the size cap of graph_type_check
+ * (GRAPH_MAX_NUMEL: 2^40 elements, a 0 dim counted as 1), inline data of
  * exactly numel elements.  It never reads past len and does not recurse.
  */
 #ifndef TG_GRAPH_TEXT_H

@@ -279,7 +279,7 @@ static int parse_dim(text_parser *p, text_dim *d)
     if (graph_text_get_i64(p, "a dim (a size or a symbol)", &d->size) < 0)
         return -1;
     if (d->size < 0 || d->size > TEXT_MAX_DIM)
-        return graph_text_fail(p, pos, "dim %lld is out of range (0 to 2^48)",
+        return graph_text_fail(p, pos, "dim %lld is out of range (0 to 2^40)",
                                (long long)d->size);
     return 0;
 }
@@ -337,7 +337,6 @@ int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *
     memset(ft, 0, sizeof *ft);
     ft->t.dtype = t->dtype;
     ft->t.ndim = t->ndim;
-    int64_t numel = 1;
     for (int d = 0; d < t->ndim; d++) {
         const text_dim *dm = &t->dim[d];
         int64_t size = dm->size;
@@ -351,10 +350,10 @@ int graph_text_resolve_type(text_parser *p, const text_type *t, text_full_type *
                 size = p->g->syms[s].traced;
         }
         ft->t.dim[d] = size;
-        if (size && numel > TEXT_MAX_NUMEL / size)
-            return graph_text_fail(p, t->pos, "type has more than 2^56 elements");
-        numel *= size;
     }
+    char why[200];
+    if (graph_type_check(&ft->t, why, sizeof why) != TG_OK)
+        return graph_text_fail(p, t->pos, "%s", why);
     return 0;
 }
 
@@ -575,7 +574,7 @@ static int parse_sym(text_parser *p)
     if (graph_text_get_i64(p, "the symbol's traced size", &traced) < 0)
         return -1;
     if (traced < 0 || traced > TEXT_MAX_DIM)
-        return graph_text_fail(p, vpos, "size %lld is out of range (0 to 2^48)",
+        return graph_text_fail(p, vpos, "size %lld is out of range (0 to 2^40)",
                                (long long)traced);
     if (graph_add_symbol(p->g, name, traced) < 0)
         return graph_text_fail(p, pos, "%s", graph_error(p->g));

@@ -9,9 +9,9 @@
 #include "tg_hash.h"
 #include "text_impl.h"
 
-/* Largest dim and element count the parser accepts. */
-#define TEXT_MAX_DIM (INT64_C(1) << 48)
-#define TEXT_MAX_NUMEL (INT64_C(1) << 56)
+/* Largest dim the parser accepts: the size cap of graph_type_check, which
+ * every type parsed must also pass (as in every loader). */
+#define TEXT_MAX_DIM GRAPH_MAX_NUMEL
 /* Most inputs / outputs of one node (graph_add_node's limit). */
 #define TEXT_MAX_NODE_IO 64
 

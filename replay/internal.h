@@ -55,10 +55,11 @@ struct replay_plan {
     size_t align;         /* arena offset alignment (the device's for OpenCL) */
 };
 
-/* The variant for these input types (made and cached if new), or NULL
- * with a message in err. */
-replay_variant *replay_variant_get(replay_plan *p, const graph_type *const *in,
-                                   char *err, size_t errlen);
+/* The variant for these inputs (in signature order; made and cached if
+ * new), or NULL with the status in *status and a message in err that
+ * names the input or node at fault. */
+replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *in,
+                                   tg_status *status, char *err, size_t errlen);
 
 /* "node 12 (matmul at model.c:42 fn)" */
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len);

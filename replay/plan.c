@@ -30,14 +30,14 @@ static void variant_free(replay_variant *v)
 }
 
 /* Types of every value for these input types, by inference in order. */
-static tg_status infer_types(const replay_plan *p, const graph_type *const *in,
+static tg_status infer_types(const replay_plan *p, const replay_tensor *const *in,
                              graph_type *types, char *err, size_t errlen)
 {
     const graph *g = p->g;
     for (int32_t v = 0; v < g->nvalues; v++)
         types[v] = g->values[v].type;
     for (int32_t i = 0; i < g->ninputs; i++)
-        types[g->inputs[i]] = *in[i];
+        types[g->inputs[i]] = in[i]->type;
     graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
     char msg[400], what[400];
     for (int32_t i = 0; i < g->nnodes; i++) {
@@ -62,10 +62,11 @@ static tg_status infer_types(const replay_plan *p, const graph_type *const *in,
     return TG_OK;
 }
 
-static replay_variant *variant_new(replay_plan *p, const graph_type *const *in,
-                                   char *err, size_t errlen)
+static replay_variant *variant_new(replay_plan *p, const replay_tensor *const *in,
+                                   tg_status *status, char *err, size_t errlen)
 {
     const graph *g = p->g;
+    *status = TG_ERR_NOMEM;
     replay_variant *v = calloc(1, sizeof *v);
     if (!v)
         goto oom;
@@ -75,14 +76,17 @@ static replay_variant *variant_new(replay_plan *p, const graph_type *const *in,
     if (!v->key || !v->types)
         goto oom;
     for (int32_t i = 0, k = 0; i < g->ninputs; i++)
-        for (int d = 0; d < in[i]->ndim; d++)
-            v->key[k++] = in[i]->dim[d];
-    if (infer_types(p, in, v->types, err, errlen) != TG_OK) {
+        for (int d = 0; d < in[i]->type.ndim; d++)
+            v->key[k++] = in[i]->type.dim[d];
+    tg_status st = infer_types(p, in, v->types, err, errlen);
+    if (st != TG_OK) {
+        *status = st;
         variant_free(v);
         return NULL;
     }
     if (opt_memplan_build_aligned(g, v->types, !p->opts.no_inplace, p->align, &v->mp) != TG_OK)
         goto oom;
+    *status = TG_OK;
     return v;
 oom:
     variant_free(v);
@@ -90,8 +94,6 @@ oom:
     return NULL;
 }
 
-/* Checks input types against the signature: dtype, rank, static dims and
- * one size per dynamic symbol. */
 /* "f32[B,32]": v's type with its dynamic dims by symbol name. */
 static const char *symbolic_type_str(const graph *g, const graph_value *v, char *buf,
                                      size_t len)
@@ -110,8 +112,14 @@ static const char *symbolic_type_str(const graph *g, const graph_value *v, char 
     return buf;
 }
 
-static int check_inputs(const replay_plan *p, const graph_type *const *in,
-                        char *err, size_t errlen)
+/*
+ * Checks the caller's input types against the signature: each within the
+ * size cap (graph_type_check: ndim, no negative dim, at most 2^40
+ * elements), then dtype (TG_ERR_DTYPE), rank, static dims and one size per
+ * dynamic symbol (TG_ERR_SHAPE).  Every message names the input.
+ */
+static tg_status check_inputs(const replay_plan *p, const replay_tensor *const *in,
+                              char *err, size_t errlen)
 {
     const graph *g = p->g;
     int64_t sym[128];
@@ -119,51 +127,81 @@ static int check_inputs(const replay_plan *p, const graph_type *const *in,
         sym[s] = -1;
     for (int32_t i = 0; i < g->ninputs; i++) {
         const graph_value *v = &g->values[g->inputs[i]];
-        int ok = in[i]->dtype == v->type.dtype && in[i]->ndim == v->type.ndim;
+        const graph_type *t = &in[i]->type;
+        char why[200], want[400], label[300];
+        if (v->name)
+            snprintf(label, sizeof label, "\"%s\"", v->name);
+        else
+            snprintf(label, sizeof label, "%d", i);
+        tg_status st = graph_type_check(t, why, sizeof why);
+        if (st != TG_OK) {
+            snprintf(err, errlen, "replay: input %s: %s", label, why);
+            return st;
+        }
+        if (t->dtype != v->type.dtype) {
+            char got[160];
+            snprintf(err, errlen, "replay: input %s is %s%s, the plan takes %s", label,
+                     graph_dtype_name(t->dtype), graph_shape_str(t, got, sizeof got),
+                     symbolic_type_str(g, v, want, sizeof want));
+            return TG_ERR_DTYPE;
+        }
+        int ok = t->ndim == v->type.ndim;
         for (int d = 0; ok && d < v->type.ndim; d++) {
             if (v->dyn >> d & 1) {
                 int64_t *s = &sym[v->sym[d]];
-                ok = *s < 0 || *s == in[i]->dim[d];
-                *s = in[i]->dim[d];
+                ok = *s < 0 || *s == t->dim[d];
+                *s = t->dim[d];
             } else {
-                ok = in[i]->dim[d] == v->type.dim[d];
+                ok = t->dim[d] == v->type.dim[d];
             }
         }
         if (!ok) {
-            char got[160], want[400];
-            snprintf(err, errlen, "replay: input \"%s\" is %s%s, the plan takes %s "
-                     "(only dims marked dynamic, by name, may change, consistently)",
-                     v->name ? v->name : "?", graph_dtype_name(in[i]->dtype),
-                     graph_shape_str(in[i], got, sizeof got),
+            char got[160];
+            snprintf(err, errlen, "replay: input %s is %s%s, the plan takes %s "
+                     "(only dims marked dynamic, by name, may change, consistently)", label,
+                     graph_dtype_name(t->dtype),
+                     graph_shape_str(t, got, sizeof got),
                      symbolic_type_str(g, v, want, sizeof want));
-            return -1;
+            return TG_ERR_SHAPE;
         }
     }
-    return 0;
+    return TG_OK;
 }
 
-replay_variant *replay_variant_get(replay_plan *p, const graph_type *const *in,
-                                   char *err, size_t errlen)
+replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *in,
+                                   tg_status *status, char *err, size_t errlen)
 {
-    if (check_inputs(p, in, err, errlen) < 0)
+    tg_status st = check_inputs(p, in, err, errlen);
+    if (st != TG_OK) {
+        *status = st;
         return NULL;
-    int64_t key[GRAPH_MAX_NODE_IO * GRAPH_MAX_DIMS];
+    }
+    /* the inputs' ranks are the signature's now: the key has p->nkey dims */
+    int64_t small[64], *key = p->nkey <= 64 ? small : malloc(sizeof(int64_t) * (size_t)p->nkey);
+    if (!key) {
+        snprintf(err, errlen, "replay: out of memory");
+        *status = TG_ERR_NOMEM;
+        return NULL;
+    }
     int32_t k = 0;
-    for (int32_t i = 0; i < p->g->ninputs && k < (int32_t)(sizeof key / sizeof key[0]) - GRAPH_MAX_DIMS; i++)
-        for (int d = 0; d < in[i]->ndim; d++)
-            key[k++] = in[i]->dim[d];
+    for (int32_t i = 0; i < p->g->ninputs; i++)
+        for (int d = 0; d < in[i]->type.ndim; d++)
+            key[k++] = in[i]->type.dim[d];
     pthread_mutex_lock(&p->mu);
     replay_variant *v = p->traced;
     while (v && memcmp(v->key, key, sizeof(int64_t) * (size_t)k) != 0)
         v = v->next;
     if (!v) {
-        v = variant_new(p, in, err, errlen);
+        v = variant_new(p, in, &st, err, errlen);
         if (v) {
             v->next = p->traced->next;
             p->traced->next = v;
         }
     }
     pthread_mutex_unlock(&p->mu);
+    if (key != small)
+        free(key);
+    *status = st;
     return v;
 }
 
@@ -237,10 +275,6 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     }
     for (int32_t i = 0; i < p->g->ninputs; i++)
         p->nkey += p->g->values[p->g->inputs[i]].type.ndim;
-    if (p->g->ninputs > GRAPH_MAX_NODE_IO) {
-        snprintf(err, errlen, "replay: %d inputs (at most %d)", p->g->ninputs, GRAPH_MAX_NODE_IO);
-        goto fail;
-    }
     if (schedule(p) != TG_OK) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
@@ -251,10 +285,22 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
             goto fail;
         p->align = ocl_plan_align(p->ocl);
     }
-    const graph_type *in[GRAPH_MAX_NODE_IO];
-    for (int32_t i = 0; i < p->g->ninputs; i++)
-        in[i] = &p->g->values[p->g->inputs[i]].type;
-    p->traced = variant_new(p, in, err, errlen);
+    /* the traced variant: the signature's own types as inputs */
+    size_t nin = (size_t)p->g->ninputs;
+    replay_tensor *sig = calloc(nin + 1, sizeof *sig);
+    const replay_tensor **in = malloc(sizeof *in * (nin + 1));
+    tg_status st = TG_ERR_NOMEM;
+    if (sig && in) {
+        for (size_t i = 0; i < nin; i++) {
+            sig[i].type = p->g->values[p->g->inputs[i]].type;
+            in[i] = &sig[i];
+        }
+        p->traced = variant_new(p, in, &st, err, errlen);
+    } else {
+        snprintf(err, errlen, "replay: out of memory");
+    }
+    free(sig);
+    free(in);
     if (!p->traced)
         goto fail;
     return p;

@@ -48,6 +48,7 @@ struct replay_session {
     int own_arena;
     bound *bounds;
     bound *last;
+    const replay_tensor **in; /* a run's inputs in signature order (ninputs) */
     int guard_warnings;
     uint64_t param_gen; /* of the plan when the kernel states were made */
     tg_status status; /* of the last fail() */
@@ -193,10 +194,16 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         return NULL;
     s->p = p;
     s->param_gen = p->param_gen;
+    s->in = malloc(sizeof *s->in * ((size_t)p->g->ninputs + 1));
+    if (!s->in) {
+        free(s);
+        return NULL;
+    }
     if (p->ocl) {
         char err[512];
         s->ocl = workspace ? NULL : ocl_session_new(p, err, sizeof err);
         if (!s->ocl) {
+            free(s->in);
             free(s);
             return NULL;
         }
@@ -210,6 +217,7 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         s->arena = aligned_alloc(64, s->arena_size ? (s->arena_size + 63) & ~(size_t)63 : 64);
         s->own_arena = 1;
         if (!s->arena) {
+            free(s->in);
             free(s);
             return NULL;
         }
@@ -248,6 +256,7 @@ void replay_session_free(replay_session *s)
     ocl_session_free(s->ocl);
     if (s->own_arena)
         free(s->arena);
+    free(s->in);
     free(s);
 }
 
@@ -270,8 +279,10 @@ static tg_status order_inputs(replay_session *s, const replay_tensor *inputs, in
                               const replay_tensor **ordered)
 {
     const graph *g = s->p->g;
-    if (nin != g->ninputs || (nin && !inputs))
+    if (nin != g->ninputs)
         return fail(s, TG_ERR_ARG, "replay: the plan takes %d inputs, got %d", g->ninputs, nin);
+    if (nin && !inputs)
+        return fail(s, TG_ERR_NULL, "replay: %d inputs given, inputs is NULL", nin);
     for (int i = 0; i < nin; i++)
         ordered[i] = NULL;
     for (int k = 0; k < nin; k++) {
@@ -286,11 +297,18 @@ static tg_status order_inputs(replay_session *s, const replay_tensor *inputs, in
                 return fail(s, TG_ERR_ARG, "replay: the plan has no input named \"%s\"",
                             inputs[k].name);
         }
+        const char *name = g->values[g->inputs[i]].name ? g->values[g->inputs[i]].name : "?";
         if (ordered[i])
-            return fail(s, TG_ERR_ARG, "replay: input %d (\"%s\") is given twice", i,
-                        g->values[g->inputs[i]].name ? g->values[g->inputs[i]].name : "?");
+            return fail(s, TG_ERR_ARG, "replay: input %d (\"%s\") is given twice", i, name);
+        /* before any size is computed from it: the caller's ndim and dims */
+        char why[200];
+        tg_status st = graph_type_check(&inputs[k].type, why, sizeof why);
+        if (st != TG_OK && g->values[g->inputs[i]].name)
+            return fail(s, st, "replay: input \"%s\": %s", name, why);
+        if (st != TG_OK)
+            return fail(s, st, "replay: input %d: %s", i, why);
         if (!inputs[k].data && !inputs[k].buffer && graph_type_numel(&inputs[k].type) > 0)
-            return fail(s, TG_ERR_NULL, "replay: input %d has no data", k);
+            return fail(s, TG_ERR_NULL, "replay: input %d (\"%s\") has no data", i, name);
         if (inputs[k].buffer && !s->ocl)
             return fail(s, TG_ERR_ARG, "replay: input %d is a device buffer, but the plan "
                         "runs on the CPU (buffer is for OpenCL plans)", k);
@@ -316,13 +334,12 @@ static bound *bound_for(replay_session *s, const replay_tensor *const *in, int n
     if (s->last && same_shapes(s->last->v, in, nin) &&
         s->last->v == s->p->traced) /* traced shapes: dtype/rank checked below */
         return s->last;
-    const graph_type *types[GRAPH_MAX_NODE_IO];
-    for (int i = 0; i < nin; i++)
-        types[i] = &in[i]->type;
+    (void)nin;
     char err[1024];
-    replay_variant *v = replay_variant_get(s->p, types, err, sizeof err);
+    tg_status st;
+    replay_variant *v = replay_variant_get(s->p, in, &st, err, sizeof err);
     if (!v) {
-        fail(s, TG_ERR_SHAPE, "%s", err);
+        fail(s, st, "%s", err);
         return NULL;
     }
     for (bound *b = s->bounds; b; b = b->next)
@@ -362,7 +379,9 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
     for (int k = 0; k < nout; k++) {
         int i = k;
         if (outputs[k].name) {
-            for (i = 0; i < g->noutputs && strcmp(g->outputs[i].name, outputs[k].name); i++)
+            for (i = 0; i < g->noutputs && (!g->outputs[i].name ||
+                                            strcmp(g->outputs[i].name, outputs[k].name));
+                 i++)
                 ;
             if (i == g->noutputs)
                 return fail(s, TG_ERR_ARG, "replay: the plan has no output named \"%s\"",
@@ -382,17 +401,22 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
             continue;
         }
         const graph_type *want = &outputs[k].type;
+        char why[200];
+        tg_status wst = graph_type_check(want, why, sizeof why);
+        if (wst != TG_OK)
+            return fail(s, wst, "replay: the buffer given for output \"%s\": %s",
+                        g->outputs[i].name, why);
         int ok = want->dtype == t->dtype && want->ndim == t->ndim;
         for (int d = 0; ok && d < t->ndim; d++)
             ok = want->dim[d] == t->dim[d];
         if (!ok) {
             char a[160], c[160];
-            return fail(s, TG_ERR_SHAPE, "replay: output \"%s\" is %s%s, the buffer given "
+            return fail(s, want->dtype != t->dtype ? TG_ERR_DTYPE : TG_ERR_SHAPE, "replay: output \"%s\" is %s%s, the buffer given "
                         "is %s%s", g->outputs[i].name, graph_dtype_name(t->dtype),
                         graph_shape_str(t, a, sizeof a), graph_dtype_name(want->dtype),
                         graph_shape_str(want, c, sizeof c));
         }
-        memcpy(outputs[k].data, src, (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype));
+        memcpy(outputs[k].data, src, graph_type_bytes(t));
     }
     return TG_OK;
 }
@@ -404,12 +428,12 @@ tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
         return TG_ERR_NULL;
     s->err[0] = '\0';
     s->guard_warnings = 0;
-    const replay_tensor *in[GRAPH_MAX_NODE_IO];
-    if (nin > GRAPH_MAX_NODE_IO)
-        return fail(s, TG_ERR_ARG, "replay: %d inputs (at most %d)", nin, GRAPH_MAX_NODE_IO);
-    if (nout > s->p->g->noutputs || (nout && !outputs))
+    const replay_tensor **in = s->in;
+    if (nout < 0 || nout > s->p->g->noutputs)
         return fail(s, TG_ERR_ARG, "replay: the plan makes %d outputs, asked for %d",
                     s->p->g->noutputs, nout);
+    if (nout && !outputs)
+        return fail(s, TG_ERR_NULL, "replay: %d outputs asked for, outputs is NULL", nout);
     tg_status st = order_inputs(s, inputs, nin, in);
     if (st != TG_OK)
         return st;

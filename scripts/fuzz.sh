@@ -14,6 +14,10 @@
 #   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata
 #                                     and of tests/data/pytorch, copied into
 #                                     $FUZZ_DIR/seeds/onnx at run time
+#   fuzz_run      past loading: load, tests/corpus/run and the .tgraph and
+#                 optimize, compile,  ONNX seeds above with fuzz_run.c's
+#                 replay and the      header, in $FUZZ_DIR/seeds/run
+#                 interpreter at fuzzed dynamic sizes
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
@@ -122,5 +126,19 @@ for m in conv1d pixel masked upsample classify resblock gatherscatter; do
     cp "$root/tests/data/pytorch/$m.onnx" "$out/seeds/onnx/pytorch_$m.onnx"
 done
 run fuzz_onnx "$out/seeds/onnx" 8192 || status=1
+# Past loading: tests/corpus/run (text IR graphs with dynamic dims at sizes
+# that probe the size cap), and the .tgraph and ONNX seeds above behind the
+# two header bytes fuzz_run.c reads (format; no sizes / ONNX at -O2 with
+# dim_param sizes 7 and 0).
+mkdir -p "$out/seeds/run"
+cp "$root"/tests/corpus/run/* "$out/seeds/run/"
+for f in "$root"/tests/corpus/tgraph/*.tg; do
+    { printf '\001\000'; cat "$f"; } >"$out/seeds/run/tgraph_$(basename "$f")"
+done
+for f in "$out"/seeds/onnx/*.onnx; do
+    { printf '\002\000'; cat "$f"; } >"$out/seeds/run/$(basename "$f")"
+    { printf '\012\002\007\000'; cat "$f"; } >"$out/seeds/run/dyn_$(basename "$f")"
+done
+run fuzz_run "$out/seeds/run" 16384 || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status

@@ -115,10 +115,13 @@ static void test_exact_bytes(void)
         {GRAPH_F32, 1, {12345},
          "{'descr': '<f4', 'fortran_order': False, 'shape': (12345,), }                "
          "    ", 128},
-        /* 10 + 117 + 1 is a multiple of 64: NumPy still pads a full 64 */
-        {GRAPH_F32, 8, {0, 1000000000000000000, 100, 1, 1, 1, 1, 1},
-         "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1000000000000000000, 100, "
-         "1, 1, 1, 1, 1), }                    ", 192},
+        /* the largest dims the size cap allows next to a 0 (2^40); the case
+         * where 10 + dict + 1 is a multiple of 64 (NumPy then pads a full 64)
+         * needs 28 digits of dims in 8 dims, beyond the cap, so no valid
+         * array has it */
+        {GRAPH_F32, 8, {0, 1099511627776, 1, 1, 1, 1, 1, 1},
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 1, 1, 1, 1, "
+         "1, 1), }                    ", 128},
     };
     uint8_t data[12345 * 4], want[12345 * 4 + 256];
     for (size_t i = 0; i < sizeof data; i++)
@@ -344,7 +347,15 @@ static void test_bad_headers(void)
                "at byte 144: 8 unexpected bytes after the data");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296,"
                " 4294967296), }", 24, F, "at byte 128: shape (4294967296, 4294967296, "
-               "4294967296) of '<f4' is too large (more than 2^64 bytes)");
+               "4294967296) of '<f4' is too large (at most 2^40 elements, a 0 dim counted "
+               "as 1)");
+    /* numel 0, but each dim is bounded anyway (issue 16: a reduction over the
+     * empty axis would make 2^62 elements) */
+    BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 2147483648, "
+               "2147483648), }", 0, F, "at byte 128: shape (0, 2147483648, 2147483648) of "
+               "'<f4' is too large");
+    BAD_HEADER("{'descr': '|b1', 'fortran_order': False, 'shape': (1099511627777,), }",
+               0, F, "is too large (at most 2^40 elements");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
                0, F, "at byte 61: a shape entry is too large");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", 24, F,

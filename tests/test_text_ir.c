@@ -616,7 +616,11 @@ static const struct {
     {"graph g(%x: f32[-1]) -> () {}", "line 1, col 17: dim -1 is out of range"},
     {"graph g(%x: f64[1]) -> () {}", "line 1, col 13: unknown dtype (f32, i64, i32 or bool), got 'f64'"},
     {"graph g(%x: f32[65536,65536,65536,65536]) -> () {}",
-     "line 1, col 13: type has more than 2^56 elements"},
+     "line 1, col 13: shape [65536,65536,65536,65536] is too large (at most 2^40 elements"},
+    /* a 0 dim does not lift the cap: every dim and partial product stays bounded */
+    {"graph g(%x: f32[0,2147483648,2147483648]) -> () {}",
+     "line 1, col 13: shape [0,2147483648,2147483648] is too large"},
+    {"graph g(%x: f32[2199023255553]) -> () {}", "line 1, col 17: dim 2199023255553 is out of range (0 to 2^40)"},
     {"graph g(%x: f32[2], %x: f32[2]) -> () {}",
      "line 1, col 21: redefinition of %x (first defined at line 1, col 9)"},
     {"graph g(%1x: f32[2]) -> () {}", "line 1, col 9: bad value name '%1x'"},

@@ -237,15 +237,14 @@ oom:
     return NULL;
 }
 
-static obound *bound_for(ocl_session *s, const replay_tensor *const *in, int nin, char *err,
-                         size_t errlen)
+/* The bound state for these inputs; NULL with *st and err on failure. */
+static obound *bound_for(ocl_session *s, const replay_tensor *const *in, tg_status *st,
+                         char *err, size_t errlen)
 {
-    const graph_type *types[GRAPH_MAX_NODE_IO];
-    for (int i = 0; i < nin; i++)
-        types[i] = &in[i]->type;
-    replay_variant *v = replay_variant_get(s->p, types, err, errlen);
+    replay_variant *v = replay_variant_get(s->p, in, st, err, errlen);
     if (!v)
         return NULL;
+    *st = TG_ERR_NOMEM; /* what the failures below are, unless a CL error says otherwise */
     for (obound *b = s->bounds; b; b = b->next)
         if (b->v == v)
             return b;
@@ -458,11 +457,12 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
                           replay_tensor *outputs, int nout, int *warnings, char *err,
                           size_t errlen)
 {
-    obound *b = bound_for(s, in, nin, err, errlen);
+    tg_status st;
+    obound *b = bound_for(s, in, &st, err, errlen);
     if (!b)
-        return strstr(err, "out of memory") ? TG_ERR_NOMEM : TG_ERR_SHAPE;
+        return st;
     cl_int zero = 0, flag = 0;
-    tg_status st = put_inputs(s, b, in, nin, err, errlen);
+    st = put_inputs(s, b, in, nin, err, errlen);
     cl_int e = CL_SUCCESS;
     if (st == TG_OK) {
         e = clEnqueueFillBuffer(s->q, s->flag, &zero, sizeof zero, 0, sizeof zero, 0, NULL, NULL);
