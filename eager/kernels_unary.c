@@ -20,7 +20,9 @@
  *   leaky_relu(x) = x < 0 ? alpha x : x (NaN passes, -0 stays -0).
  *   clip(x) = min(max(x, min), max); NaN passes; min > max gives max.
  *   sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf, reciprocal(+-0) = +-inf.
- *   gelu is the exact erf form; gelu(-inf) = silu(-inf) = -0.
+ *   gelu is the exact erf form; gelu(-inf) = NaN, the formula's value
+ *     (-inf/2 * 0), as PyTorch, ONNX's Gelu function and oneDNN's gelu_erf
+ *     epilogue; silu(-inf) = -0.
  */
 #include <math.h>
 #include <string.h>

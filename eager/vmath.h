@@ -30,7 +30,7 @@
  * API (all take and return float):
  *   vm_expf, vm_logf, vm_tanhf, vm_sigmoidf (1/(1+e^-x)), vm_erff,
  *   vm_geluf (x/2 (1 + erf(x/sqrt2)), accurate in the far negative tail,
- *   gelu(-inf) = -0), vm_siluf (x sigmoid(x), silu(-inf) = -0),
+ *   gelu(-inf) = NaN as the formula gives), vm_siluf (x sigmoid(x), silu(-inf) = -0),
  *   vm_signf; and loops over arrays: vm_sqrt_loop (sqrt, 1/sqrt) and
  *   vm_round_loop (floor, ceil, round half to even).
  * Without hardware FMA (a build without -march=native) the results are
@@ -340,7 +340,11 @@ static inline float vm_geluf(float x)
     float hxr = 0.5f * xc * vm_erfcx_tail_(a); /* finite even at +-inf */
     float big = xc > 0.0f ? VM_FMA(-hxr, e, x) : hxr * e;
     float r = a < 0.875f ? small : big;
-    return x < -20.0f ? -0.0f : r;
+    /* the formula's value at -inf: -inf/2 (1 + -1) = NaN, as PyTorch's
+     * gelu, ONNX's Gelu and oneDNN's gelu_erf compute it (so the -O2
+     * rewrites of x/2 (1 + erf(x/sqrt2)) into gelu, and of gelu into a
+     * oneDNN epilogue, change no result) */
+    return x < -20.0f ? (x == -INFINITY ? NAN : -0.0f) : r;
 }
 
 /*

@@ -49,7 +49,7 @@ mkdir -p "$out/obj" "$out/artifacts"
 # Objects are rebuilt when their source changes, and all of them when a
 # header or the flags change (a stale struct layout would be a false bug).
 stamp=$out/obj/.stamp
-dirs=("$root"/{graph,eager,tracer,optimize,formats,replay} "$build/gen")
+dirs=("$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl} "$build/gen")
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
    [ -n "$(find "${dirs[@]}" \( -name '*.h' -o -name '*.def' \) -newer "$stamp" \
            -print -quit 2>/dev/null)" ]; then
@@ -59,8 +59,8 @@ fi
 
 # The library as an archive: each target pulls in only what it uses.
 objs=()
-for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/eager_ops.c" \
-           "$build/gen/onnx.pb-c.c"; do
+for src in "$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl}/*.c \
+           "$build/gen/eager_ops.c" "$build/gen/onnx.pb-c.c" "$build/gen/ocl_sources.c"; do
     [ -f "$src" ] || continue
     obj=$out/obj/$(echo "${src#"$root"/}" | tr '/' '_').o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
@@ -74,7 +74,7 @@ for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/
 done
 rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
-libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lm -lpthread)
+libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lm -lpthread)
 
 run() { # name seed-dir max-len [extra libFuzzer flags...]
     local name=$1 seeds=$2 maxlen=$3

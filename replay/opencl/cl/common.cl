@@ -121,7 +121,7 @@ TG_V8 tg_sign(float8 x)
  *           square split exactly (hi + lo) because e^(-a^2) is as
  *           sensitive to a^2 as a^2 is large;
  *   gelu x  x/2 (1 + erf(x/sqrt2)); for x < 0 through erfc directly (no
- *           cancellation); gelu(-inf) = -0.
+ *           cancellation); gelu(-inf) = NaN, the formula's value.
  */
 #define TG_ERF_FUNCS(T)                                                      \
     __attribute__((overloadable)) inline T tg_erf_small_(T u)                \
@@ -172,7 +172,8 @@ TG_V8 tg_sign(float8 x)
         T hxr = 0.5f * xc * tg_erfcx_tail_(a);                               \
         T big = select(hxr * e, fma(-hxr, e, x), xc > 0.0f);                 \
         T r = select(big, small, a < 0.875f);                                \
-        return select(r, (T)(-0.0f), x < -20.0f);                            \
+        r = select(r, (T)(-0.0f), x < -20.0f);                               \
+        return select(r, (T)(NAN), x == (T)(-INFINITY));                     \
     }
 TG_ERF_FUNCS(float)
 TG_ERF_FUNCS(float8)
