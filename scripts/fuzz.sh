@@ -14,6 +14,10 @@
 #   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata
 #                                     and of tests/data/pytorch, copied into
 #                                     $FUZZ_DIR/seeds/onnx at run time
+#   fuzz_cli      the tracegraph tool tests/corpus/cli (+ cli.dict): a graph,
+#                 (run, check, bench,  .npy inputs and -i/-o specs from the
+#                 info, dump, dot)     bytes, cli_main in-process, files in a
+#                                     temporary directory only
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
@@ -26,10 +30,11 @@ out=${FUZZ_DIR:-$root/build-fuzz}
 CC=${FUZZ_CC:-clang}
 
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (scripts/deps.sh)" >&2; exit 1; }
-if [ ! -f "$build/gen/eager_ops.c" ] || [ ! -f "$build/gen/onnx.pb-c.c" ]; then
-    echo "fuzz.sh: generating the op API in $build"
+if [ ! -f "$build/gen/eager_ops.c" ] || [ ! -f "$build/gen/onnx.pb-c.c" ] ||
+   [ ! -f "$build/gen/ocl_sources.c" ]; then
+    echo "fuzz.sh: generating the op API and the embedded OpenCL sources in $build"
     [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
-    cmake --build "$build" --target tg_gen >/dev/null
+    cmake --build "$build" --target tg_obj >/dev/null
 fi
 
 # OpenMP with clang needs libomp's omp.h (libomp-dev); without it the
@@ -45,7 +50,7 @@ mkdir -p "$out/obj" "$out/artifacts"
 # Objects are rebuilt when their source changes, and all of them when a
 # header or the flags change (a stale struct layout would be a false bug).
 stamp=$out/obj/.stamp
-dirs=("$root"/{graph,eager,tracer,optimize,formats,replay} "$build/gen")
+dirs=("$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl,replay/cli} "$build/gen")
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
    [ -n "$(find "${dirs[@]}" \( -name '*.h' -o -name '*.def' \) -newer "$stamp" \
            -print -quit 2>/dev/null)" ]; then
@@ -53,11 +58,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
     echo "${flags[*]}" >"$stamp"
 fi
 
-# The library as an archive: each target pulls in only what it uses.
+# The library and the tool (but its main(), replay/cli/entry.c) as an
+# archive: each target pulls in only what it uses.
 objs=()
-for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/eager_ops.c" \
-           "$build/gen/onnx.pb-c.c"; do
+for src in "$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl,replay/cli}/*.c \
+           "$build/gen/eager_ops.c" "$build/gen/onnx.pb-c.c" "$build/gen/ocl_sources.c"; do
     [ -f "$src" ] || continue
+    [ "$src" = "$root/replay/cli/entry.c" ] && continue
     obj=$out/obj/$(echo "${src#"$root"/}" | tr '/' '_').o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
         if ! "$CC" "${flags[@]}" -w -fsanitize=fuzzer-no-link -c "$src" -o "$obj"; then
@@ -70,7 +77,7 @@ for src in "$root"/{graph,eager,tracer,optimize,formats,replay}/*.c "$build/gen/
 done
 rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
-libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lm -lpthread)
+libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lm -lpthread)
 
 run() { # name seed-dir max-len [extra libFuzzer flags...]
     local name=$1 seeds=$2 maxlen=$3
@@ -122,5 +129,6 @@ for m in conv1d pixel masked upsample classify resblock gatherscatter; do
     cp "$root/tests/data/pytorch/$m.onnx" "$out/seeds/onnx/pytorch_$m.onnx"
 done
 run fuzz_onnx "$out/seeds/onnx" 8192 || status=1
+run fuzz_cli "$root/tests/corpus/cli" 20000 -dict="$root/tests/corpus/cli.dict" || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status
