@@ -225,11 +225,13 @@ static int make_wide_inputs(int n)
 }
 
 /* Escape sequences (ESC [ ... m, OSC ... BEL, clear screen), a C1 CSI
- * (0xc2 0x9b), a stray byte 0xff and a backslash, in every kind of name. */
+ * (0xc2 0x9b), a stray byte 0xff, an overlong '/' (0xc0 0xaf), a surrogate
+ * (0xed 0xa0 0x80) and a backslash, in every kind of name; and an 'é'
+ * (0xc3 0xa9), valid UTF-8 that must stay as it is. */
 static int make_esc(void)
 {
     static const char text[] =
-        "graph \"g\\x1b[2J\"(%0 \"x\\x1b[31mred\\xff\": f32[\"B\\x1b[1m\",3]) ->\n"
+        "graph \"g\\xc3\\xa9\\xc0\\xaf\\xed\\xa0\\x80\\x1b[2J\"(%0 \"x\\x1b[31mred\\xff\": f32[\"B\\x1b[1m\",3]) ->\n"
         "    (\"y\\x1b]0;pwned\\x07\\\\\": f32[\"B\\x1b[1m\",3]) {\n"
         "  sym \"B\\x1b[1m\" = 2\n"
         "  %1: f32[\"B\\x1b[1m\",3] = add(%0, %0) !p0\n"

@@ -260,7 +260,7 @@ esc_ok() {
 }
 expect 0 "$TG" info esc.tgraph
 esc_ok info
-has out 'trace g\x1b[2J: 1 nodes'
+has out "trace g$(printf '\303\251')"'\xc0\xaf\xed\xa0\x80\x1b[2J: 1 nodes'
 has out 'input  x\x1b[31mred\xff: f32[B\x1b[1m,3]'
 has out 'output y\x1b]0;pwned\x07\x5c: f32[B\x1b[1m,3]'
 has out 'dynamic dim B\x1b[1m (traced as 2)'
