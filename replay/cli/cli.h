@@ -212,8 +212,6 @@ const char *cli_esc(const char *s, char *buf, size_t len);
  * bytes, for several names in one printf (valid until 8 more calls). */
 #define CLI_ESC_LEN 1024
 const char *cli_escs(const char *s);
-/* fputs of cli_esc(s) without a length limit. */
-void cli_fput_esc(const char *s, FILE *f);
 
 /*
  * The `tracegraph` dispatch: argv[0] is the program, argv[1] the command.

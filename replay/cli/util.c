@@ -66,25 +66,6 @@ const char *cli_escs(const char *s)
     return escape(s, b, CLI_ESC_LEN, 0, 1);
 }
 
-void cli_fput_esc(const char *s, FILE *f)
-{
-    char buf[CLI_ESC_LEN];
-    const unsigned char *p = (const unsigned char *)(s ? s : "(null)");
-    /* in pieces that end on a character boundary */
-    while (*p) {
-        size_t n = 0;
-        while (p[n] && n < 200) {
-            int u = p[n] >= 0x80 ? graph_text_utf8_len(p + n) : 0;
-            n += u ? (size_t)u : 1;
-        }
-        char piece[208];
-        memcpy(piece, p, n);
-        piece[n] = '\0';
-        fputs(escape(piece, buf, sizeof buf, 0, 1), f);
-        p += n;
-    }
-}
-
 /* The message to stderr with its control bytes escaped: library messages
  * can quote names from the file. */
 static void put_message(const char *cmd, const char *fmt, va_list ap)
