@@ -6,7 +6,7 @@
 #                  load + replay it in a fresh process, eager vs replay time
 #   make test      plain build + ASan/UBSan build, each running the whole suite,
 #                  an install check (find_package and pkg-config consumers),
-#                  then every loader fuzzed for a bounded time
+#                  then every loader and the tool (fuzz_cli) fuzzed for a bounded time
 #   make bench     run the benchmarks: micro-benchmarks, the workload suite
 #                  and the same workloads in PyTorch (installs python3-torch)
 #                  (bench/results/{latest,peers}.json, latest.{md,png}, README table)
@@ -51,8 +51,8 @@ demo: build
 test: test-plain test-asan test-install test-fuzz
 	@echo "make test: all suites passed"
 
-# Every loader fuzzed under ASan+UBSan for a bounded time (4 targets x
-# TEST_FUZZ_SECONDS, 100 s in all); any crash, leak or hang fails.
+# Every loader and the tool fuzzed under ASan+UBSan for a bounded time (5 targets x
+# TEST_FUZZ_SECONDS, 125 s in all); any crash, leak or hang fails.
 TEST_FUZZ_SECONDS ?= 25
 test-fuzz: build
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS) $(BUILD)

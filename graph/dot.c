@@ -32,17 +32,23 @@ static FILE *label_begin(dot *d)
     return d->lab;
 }
 
-/* Writes s as a DOT string: quotes, backslashes, newlines escaped. */
+/* Writes s as a DOT string: quotes, backslashes, newlines escaped; other
+ * control bytes as spaces, bytes that are not printable UTF-8 as '?'. */
 static void put_escaped(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
+        int n = *c >= 0x80 ? graph_text_utf8_len(c) : 0;
+        if (n) { /* printable UTF-8 as it is */
+            fwrite(c, 1, (size_t)n, f);
+            c += n - 1;
+        } else if (*c == '"' || *c == '\\') {
             fprintf(f, "\\%c", *c);
-        else if (*c == '\n')
+        } else if (*c == '\n') {
             fputs("\\n", f);
-        else
-            fputc(*c < 0x20 || *c == 0x7f ? ' ' : *c, f);
+        } else {
+            fputc(*c < 0x20 ? ' ' : *c >= 0x7f ? '?' : *c, f);
+        }
     }
     fputc('"', f);
 }
@@ -69,9 +75,7 @@ static void put_site(dot *d, FILE *l, int32_t prov)
     if (prov < 0)
         return;
     graph_prov_str(d->g, prov, site, sizeof site);
-    for (char *c = site; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    graph_text_sanitize(site);
     fprintf(l, "\n%s", site);
 }
 

@@ -32,6 +32,45 @@ void graph_text_put_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+int graph_text_utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0], cp;
+    int n;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, cp = c & 0x07;
+    else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) /* also the terminating NUL */
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f || (cp >= 0x202a && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069))
+        return 0;
+    return n;
+}
+
+void graph_text_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p >= 0x80 ? graph_text_utf8_len(p) : 0;
+        if (n) {
+            p += n;
+            continue;
+        }
+        if (*p < 0x20 || *p >= 0x7f)
+            *p = '?';
+        p++;
+    }
+}
+
 void graph_text_put_name(FILE *f, const char *s)
 {
     if (!s)
@@ -244,9 +283,7 @@ static void put_comment(printer *p, int32_t prov)
     if (!p->o->comments || prov < 0)
         return;
     graph_prov_str(p->g, prov, buf, sizeof buf);
-    for (char *c = buf; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    graph_text_sanitize(buf);
     fprintf(p->f, "  # %s", buf);
 }
 

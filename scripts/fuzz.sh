@@ -18,6 +18,10 @@
 #                 optimize, compile,  ONNX seeds above with fuzz_run.c's
 #                 replay and the      header, in $FUZZ_DIR/seeds/run
 #                 interpreter at fuzzed dynamic sizes
+#   fuzz_cli      the tracegraph tool tests/corpus/cli (+ cli.dict): a graph,
+#                 (run, check, bench,  .npy inputs and -i/-o specs from the
+#                 info, dump, dot)     bytes, cli_main in-process, files in a
+#                                     temporary directory only
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
@@ -30,10 +34,11 @@ out=${FUZZ_DIR:-$root/build-fuzz}
 CC=${FUZZ_CC:-clang}
 
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (scripts/deps.sh)" >&2; exit 1; }
-if [ ! -f "$build/gen/eager_ops.c" ] || [ ! -f "$build/gen/onnx.pb-c.c" ]; then
-    echo "fuzz.sh: generating the op API in $build"
+if [ ! -f "$build/gen/eager_ops.c" ] || [ ! -f "$build/gen/onnx.pb-c.c" ] ||
+   [ ! -f "$build/gen/ocl_sources.c" ]; then
+    echo "fuzz.sh: generating the op API and the embedded OpenCL sources in $build"
     [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
-    cmake --build "$build" --target tg_gen >/dev/null
+    cmake --build "$build" --target tg_obj >/dev/null
 fi
 
 # OpenMP with clang needs libomp's omp.h (libomp-dev); without it the
@@ -49,7 +54,7 @@ mkdir -p "$out/obj" "$out/artifacts"
 # Objects are rebuilt when their source changes, and all of them when a
 # header or the flags change (a stale struct layout would be a false bug).
 stamp=$out/obj/.stamp
-dirs=("$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl} "$build/gen")
+dirs=("$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl,replay/cli} "$build/gen")
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
    [ -n "$(find "${dirs[@]}" \( -name '*.h' -o -name '*.def' \) -newer "$stamp" \
            -print -quit 2>/dev/null)" ]; then
@@ -57,11 +62,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
     echo "${flags[*]}" >"$stamp"
 fi
 
-# The library as an archive: each target pulls in only what it uses.
+# The library and the tool (but its main(), replay/cli/entry.c) as an
+# archive: each target pulls in only what it uses.
 objs=()
-for src in "$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl}/*.c \
+for src in "$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl,replay/cli}/*.c \
            "$build/gen/eager_ops.c" "$build/gen/onnx.pb-c.c" "$build/gen/ocl_sources.c"; do
     [ -f "$src" ] || continue
+    [ "$src" = "$root/replay/cli/entry.c" ] && continue
     obj=$out/obj/$(echo "${src#"$root"/}" | tr '/' '_').o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
         if ! "$CC" "${flags[@]}" -w -fsanitize=fuzzer-no-link -c "$src" -o "$obj"; then
@@ -140,5 +147,6 @@ for f in "$out"/seeds/onnx/*.onnx; do
     { printf '\012\002\007\000'; cat "$f"; } >"$out/seeds/run/dyn_$(basename "$f")"
 done
 run fuzz_run "$out/seeds/run" 16384 || status=1
+run fuzz_cli "$root/tests/corpus/cli" 20000 -dict="$root/tests/corpus/cli.dict" || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status

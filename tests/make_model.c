@@ -15,15 +15,27 @@
  *                  branchy_site.txt holds the guard's "make_model.c:LINE branchy"
  *   pair.tgraph    two inputs a, b (f32[2,3]) and two outputs sum = a + 2b,
  *                  prod = a * b: pair_a.npy, pair_b.npy -> pair_sum.npy,
- *                  pair_prod.npy
+ *                  pair_prod.npy; pair_nan_a.npy, pair_nan_b.npy hold NaN and
+ *                  infinities (both runs of check then make NaN and inf)
+ *   wide_I_O.tgraph  I inputs x0.. (f32[2]) and O outputs y0.. with
+ *                  y_k = x_(k mod I) + x_((k+1) mod I), built from text IR:
+ *                  wide_1_65, wide_2_200, wide_65_65, wide_65_1, wide_200_200;
+ *                  wide_x<i>.npy holds x_i = [i, -i/2], and wide_I_O_y<k>.npy
+ *                  the expected y_k (computed here by a plain loop)
+ *   esc.tgraph     names full of terminal escape sequences and bytes that are
+ *                  not UTF-8 (graph, input, output, sym, call site): the
+ *                  commands must print them escaped; esc_x.npy an input
  * The eager outputs are what replay must reproduce bit for bit.
  */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eager/eager.h"
 #include "formats/npy.h"
 #include "formats/tgraph.h"
+#include "graph/text.h"
 #include "models.h"
 #include "tracer/trace.h"
 
@@ -128,6 +140,117 @@ static int make_pair(void)
     return rc;
 }
 
+/* Parses text IR and saves it as name. */
+static int save_text(const char *name, const char *text)
+{
+    char err[512];
+    graph *g = graph_parse(text, strlen(text), err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "make_model: %s: %s\n", name, err);
+        return -1;
+    }
+    return save_graph(name, g);
+}
+
+static int save_f32(const char *name, const float *data, int64_t n)
+{
+    char path[1024], err[512];
+    graph_type t = {GRAPH_F32, 1, {n}};
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    if (format_npy_save(path, &t, data, err, sizeof err) != TG_OK) {
+        fprintf(stderr, "make_model: %s: %s\n", name, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int make_pair_nan(void)
+{
+    float a[6] = {NAN, INFINITY, -INFINITY, 1, NAN, 2};
+    float b[6] = {NAN, 1, -2, INFINITY, 3, -INFINITY};
+    char path[1024], err[512];
+    graph_type t = {GRAPH_F32, 2, {2, 3}};
+    int rc = 0;
+    snprintf(path, sizeof path, "%s/pair_nan_a.npy", outdir);
+    rc |= format_npy_save(path, &t, a, err, sizeof err) != TG_OK;
+    snprintf(path, sizeof path, "%s/pair_nan_b.npy", outdir);
+    rc |= format_npy_save(path, &t, b, err, sizeof err) != TG_OK;
+    if (rc)
+        fprintf(stderr, "make_model: pair_nan: %s\n", err);
+    return rc ? -1 : 0;
+}
+
+/* wide_<nin>_<nout>.tgraph and its expected outputs (see the top). */
+static int make_wide(int nin, int nout)
+{
+    size_t cap = 64 * (size_t)(nin + nout) + 256, k = 0;
+    char *t = malloc(cap), name[64];
+    if (!t)
+        return -1;
+    k += (size_t)snprintf(t + k, cap - k, "graph wide(");
+    for (int i = 0; i < nin; i++)
+        k += (size_t)snprintf(t + k, cap - k, "%s%%x%d: f32[2]", i ? ", " : "", i);
+    k += (size_t)snprintf(t + k, cap - k, ") -> (");
+    for (int j = 0; j < nout; j++)
+        k += (size_t)snprintf(t + k, cap - k, "%sy%d: f32[2]", j ? ", " : "", j);
+    k += (size_t)snprintf(t + k, cap - k, ") {\n");
+    for (int j = 0; j < nout; j++)
+        k += (size_t)snprintf(t + k, cap - k, "  %%%d: f32[2] = add(%%x%d, %%x%d)\n",
+                              nin + j, j % nin, (j + 1) % nin);
+    for (int j = 0; j < nout; j++)
+        k += (size_t)snprintf(t + k, cap - k, "  return y%d = %%%d\n", j, nin + j);
+    snprintf(t + k, cap - k, "}\n");
+    snprintf(name, sizeof name, "wide_%d_%d.tgraph", nin, nout);
+    int rc = save_text(name, t);
+    free(t);
+    for (int j = 0; rc == 0 && j < nout; j++) {
+        int a = j % nin, b = (j + 1) % nin;
+        float y[2] = {(float)a + (float)b, -(float)a / 2 + -(float)b / 2};
+        snprintf(name, sizeof name, "wide_%d_%d_y%d.npy", nin, nout, j);
+        rc = save_f32(name, y, 2);
+    }
+    return rc;
+}
+
+static int make_wide_inputs(int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        float x[2] = {(float)i, -(float)i / 2};
+        snprintf(name, sizeof name, "wide_x%d.npy", i);
+        if (save_f32(name, x, 2))
+            return -1;
+    }
+    return 0;
+}
+
+/* Escape sequences (ESC [ ... m, OSC ... BEL, clear screen), a C1 CSI
+ * (0xc2 0x9b), a stray byte 0xff, an overlong '/' (0xc0 0xaf), a surrogate
+ * (0xed 0xa0 0x80) and a backslash, in every kind of name; and an 'é'
+ * (0xc3 0xa9), valid UTF-8 that must stay as it is. */
+static int make_esc(void)
+{
+    static const char text[] =
+        "graph \"g\\xc3\\xa9\\xc0\\xaf\\xed\\xa0\\x80\\x1b[2J\"(%0 \"x\\x1b[31mred\\xff\": f32[\"B\\x1b[1m\",3]) ->\n"
+        "    (\"y\\x1b]0;pwned\\x07\\\\\": f32[\"B\\x1b[1m\",3]) {\n"
+        "  sym \"B\\x1b[1m\" = 2\n"
+        "  %1: f32[\"B\\x1b[1m\",3] = add(%0, %0) !p0\n"
+        "  return \"y\\x1b]0;pwned\\x07\\\\\" = %1\n"
+        "}\n"
+        "provenance {\n"
+        "  p0 = \"evil\\x1b[5m.c\":7 \"f\\xc2\\x9bn\"\n"
+        "}\n";
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    char path[1024], err[512];
+    graph_type t = {GRAPH_F32, 2, {2, 3}};
+    snprintf(path, sizeof path, "%s/esc_x.npy", outdir);
+    if (format_npy_save(path, &t, x, err, sizeof err) != TG_OK) {
+        fprintf(stderr, "make_model: esc_x.npy: %s\n", err);
+        return -1;
+    }
+    return save_text("esc.tgraph", text);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -135,6 +258,8 @@ int main(int argc, char **argv)
         return 2;
     }
     outdir = argv[1];
-    int rc = make_mlp() | make_branchy() | make_pair();
+    int rc = make_mlp() | make_branchy() | make_pair() | make_pair_nan() | make_esc();
+    rc |= make_wide_inputs(200) | make_wide(1, 65) | make_wide(2, 200) | make_wide(65, 65) |
+          make_wide(65, 1) | make_wide(200, 200);
     return rc ? 1 : 0;
 }

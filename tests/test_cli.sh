@@ -176,6 +176,111 @@ has err "too many inputs: the graph has 1 (x)"
 expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -o z=out.npy
 has err "the graph has no output named 'z' (its outputs: y)"
 
+# ---- many inputs and outputs (more than 64: no fixed cap in the tool) ----
+# wide_I_O: I inputs x0.., O outputs y_k = x_(k mod I) + x_((k+1) mod I);
+# make_model wrote x_i (wide_x<i>.npy) and the expected y_k (a plain loop).
+wide_args() { # I O: -i for every input by position, -o for every output by name
+    local i
+    args=()
+    for ((i = 0; i < $1; i++)); do args+=(-i "wide_x$i.npy"); done
+    for ((i = $2 - 1; i >= 0; i--)); do args+=(-o "y$i=out_$1_$2_y$i.npy"); done
+}
+wide_outputs_match() { # I O: every written output equals the expected one
+    local i ok=1
+    for ((i = 0; i < $2; i++)); do
+        cmp -s "out_$1_$2_y$i.npy" "wide_$1_$2_y$i.npy" || { ok=0; echo "  y$i differs"; }
+    done
+    [ $ok -eq 1 ] && good || bad "wide_$1_$2: outputs differ from the expected ones"
+}
+for io in "1 65" "2 200" "65 65" "65 1" "200 200"; do
+    set -- $io
+    w="wide_$1_$2.tgraph"
+    expect 0 "$TG" info "$w"
+    has out "input  x$(($1 - 1)): f32[2]"
+    has out "output y$(($2 - 1)): f32[2]"
+    [ "$(grep -c '^  output y' out)" -eq "$2" ] && good || bad "info $w lists $2 outputs"
+    wide_args "$1" "$2"
+    "$TG" run "$w" "${args[@]}" >out 2>err
+    rc=$?
+    grep -qE "Sanitizer|runtime error:" err && bad "sanitizer report from run $w"
+    [ $rc -eq 0 ] && good || { bad "run $w: exit $rc"; sed 's/^/  | /' err | head; }
+    [ "$(grep -c ' -> out_' out)" -eq "$2" ] && good || bad "run $w wrote $2 outputs"
+    wide_outputs_match "$1" "$2"
+    # outputs without -o are summarized, the others written
+    "$TG" run "$w" "${args[@]:0:$((2 * $1))}" -o "y$(($2 - 1))=last.npy" >out 2>err
+    [ $? -eq 0 ] && good || bad "run $w with one -o"
+    same last.npy "wide_$1_$2_y$(($2 - 1)).npy"
+    [ "$(grep -c ': f32\[2\] = \[' out)" -eq $(($2 - 1)) ] && good ||
+        bad "run $w summarizes $(($2 - 1)) outputs"
+    expect 0 "$TG" check "$w"
+    has out "check: all $2 outputs within rtol"
+    has out "  y$(($2 - 1)): f32[2]  max abs err 0"
+    expect 0 "$TG" check "$w" "${args[@]:0:$((2 * $1))}" --rtol 0 --atol 0
+    has out "check: all $2 outputs within rtol 0, atol 0"
+    expect 0 "$TG" bench "$w" --runs 2 --warmup 1
+    has out "2 runs after 1 warm-up"
+    expect 0 "$TG" bench "$w" "${args[@]:0:$((2 * $1))}" --runs 2 --warmup 0
+    has out "inputs from .npy"
+done
+expect 1 "$TG" run wide_2_200.tgraph -i wide_x0.npy -i wide_x1.npy -i wide_x2.npy
+has err "too many inputs: the graph has 2 (x0, x1)"
+wide_args 2 200
+expect 1 "$TG" run wide_2_200.tgraph -i wide_x0.npy -i wide_x1.npy "${args[@]:4}" -o extra.npy
+has err "too many outputs: the graph has 200 (y0, y1, y2,"
+has err "...)" # the list is cut, not overflowed
+
+# ---- NaN matches NaN, infinities match themselves (check) ----
+expect 0 "$TG" check pair.tgraph -i pair_nan_a.npy -i pair_nan_b.npy --rtol 0 --atol 0
+has out "sum: f32[2,3]  max abs err 0  max rel err 0  (atol 0)  ok"
+has out "prod: f32[2,3]  max abs err 0  max rel err 0  (atol 0)  ok"
+expect 0 "$TG" check pair.tgraph -i pair_nan_a.npy -i pair_nan_b.npy
+has out "check: all 2 outputs within rtol 1e-05"
+expect 0 "$TG" run pair.tgraph -i pair_nan_a.npy -i pair_nan_b.npy
+has out "(2 NaN)"
+
+# ---- names from the file are printed escaped, never raw ----
+# esc.tgraph's names hold ESC sequences, BEL, a C1 CSI (c2 9b), a stray
+# 0xff and a backslash; no raw control byte or invalid UTF-8 may come out.
+raw_bytes() { # FILE: nonzero when FILE has ESC, BEL, 0x9b or 0xff
+    LC_ALL=C grep -q "$(printf '[\033\007\233\377]')" "$1"
+}
+esc_ok() {
+    raw_bytes out && bad "stdout of $* has raw control bytes" || good
+    raw_bytes err && bad "stderr of $* has raw control bytes" || good
+}
+expect 0 "$TG" info esc.tgraph
+esc_ok info
+has out "trace g$(printf '\303\251')"'\xc0\xaf\xed\xa0\x80\x1b[2J: 1 nodes'
+has out 'input  x\x1b[31mred\xff: f32[B\x1b[1m,3]'
+has out 'output y\x1b]0;pwned\x07\x5c: f32[B\x1b[1m,3]'
+has out 'dynamic dim B\x1b[1m (traced as 2)'
+expect 0 "$TG" run esc.tgraph -i esc_x.npy
+esc_ok run
+has out 'y\x1b]0;pwned\x07\x5c: f32[2,3] = [2, 4, 6, 8, 10, 12]'
+expect 0 "$TG" run esc.tgraph -i esc_x.npy -o esc_y.npy
+esc_ok run -o
+has out 'y\x1b]0;pwned\x07\x5c: f32[2,3] -> esc_y.npy'
+expect 0 "$TG" check esc.tgraph
+esc_ok check
+has out '  y\x1b]0;pwned\x07\x5c: f32[2,3]  max abs err 0'
+expect 0 "$TG" bench esc.tgraph --runs 2
+esc_ok bench
+expect 1 "$TG" run esc.tgraph
+esc_ok run without inputs
+has err "missing input 'x\\x1b[31mred\\xff' (f32[B\\x1b[1m,3])"
+expect 1 "$TG" run esc.tgraph -i z=esc_x.npy
+esc_ok run -i z=
+has err 'the graph has no input named '"'z'"' (its inputs: x\x1b[31mred\xff)'
+expect 1 "$TG" run esc.tgraph -i esc_x.npy -o z=esc_y.npy
+has err 'the graph has no output named '"'z'"' (its outputs: y\x1b]0;pwned\x07\x5c)'
+expect 1 "$TG" run esc.tgraph -i mlp_x.npy # the replay error quotes the input's name
+esc_ok run with a wrong shape
+has err 'replay: input "x\x1b[31mred\xff" is f32[4,32]'
+expect 0 "$TG" dump esc.tgraph
+esc_ok dump
+expect 0 "$TG" dot esc.tgraph
+esc_ok dot
+
 # ---- OpenCL (PoCL in CI): devices, --backend opencl, --device ----
 if "$TG" devices > /dev/null 2>&1; then
     expect 0 "$TG" devices

@@ -88,17 +88,25 @@ graph *cli_load_graph_onnx(const char *cmd, const char *path,
  * format_onnx_save_opts).  0, or -1 after a message.
  */
 int cli_save_graph(const char *cmd, const graph *g, const char *path, int drop_guards);
-/* "f32[B,32]": dynamic dims by symbol (buf always terminated). */
+/*
+ * Replaces every string of g that a file gave (graph, value, output and
+ * symbol names, call sites' files and functions) by its cli_esc form, for
+ * commands that print a graph they do not run (info).  0, or -1 after a
+ * message.
+ */
+int cli_escape_names(const char *cmd, graph *g);
+/* "f32[B,32]": dynamic dims by symbol, as they are (buf always terminated). */
 const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len);
 /* "f32[4,32]" (buf always terminated). */
 const char *cli_type_str(const graph_type *t, char *buf, size_t len);
 
 /* ---- tensors ---- */
 
-/* The graph's inputs in signature order, data owned (64-byte aligned). */
+/* The graph's inputs in signature order, data owned (64-byte aligned);
+ * t has n entries, as many as the graph has inputs (no fixed cap). */
 typedef struct cli_inputs {
     int n;
-    replay_tensor t[GRAPH_MAX_NODE_IO];
+    replay_tensor *t;
 } cli_inputs;
 
 /*
@@ -117,11 +125,14 @@ void cli_inputs_free(cli_inputs *in);
 
 /*
  * Maps -o specs ("name=out.npy" or "out.npy", filling the outputs no spec
- * names, in order) to output indices slot[k] and paths path[k].  0, or -1
- * after a message.
+ * names, in order) to output indices slot[k] and paths path[k] (nspecs
+ * entries each).  0, or -1 after a message.
  */
 int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path);
+/* The graph's outputs for replay_run (names set, data NULL), noutputs of
+ * them (free); NULL after a message. */
+replay_tensor *cli_outputs_new(const char *cmd, const graph *g);
 /* Element i of a tensor as a double. */
 double cli_element(const graph_type *t, const void *data, int64_t i);
 /* "  y: f32[4,10] = [v0, v1, ... ] (min, max, mean)" on f. */
@@ -145,9 +156,9 @@ enum {
 typedef struct cli_run_opts {
     const char *cmd;
     const char *file;
-    char *inputs[GRAPH_MAX_NODE_IO];
+    char **inputs; /* -i values, ninputs of them (room for argc) */
     int ninputs;
-    char *outputs[GRAPH_MAX_NODE_IO];
+    char **outputs; /* -o values */
     int noutputs;
     replay_opts replay;
     long seed, warmup, runs;
@@ -158,11 +169,12 @@ typedef struct cli_run_opts {
 const cli_opt *cli_run_opt(int id);
 /*
  * Parses "CMD FILE.tgraph [options]" accepting the RUN_OPT ids in ids[]
- * (0-terminated); defaults first.  CLI_OK, CLI_USAGE (after a message),
- * or -1 after printing help.
+ * (0-terminated); defaults first.  CLI_OK, CLI_USAGE or CLI_ERROR (after a
+ * message), or -1 after printing help; cli_run_opts_free in every case.
  */
 int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void),
                   cli_run_opts *o);
+void cli_run_opts_free(cli_run_opts *o);
 
 /* What run, bench and check set up: the graph, its plan, a session, inputs. */
 typedef struct cli_setup {
@@ -186,5 +198,25 @@ int cli_devices(int argc, char **argv);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);
+
+/*
+ * A string from a file (a value, input, output or symbol name, a call
+ * site, an op or doc string of an imported model) made safe to print:
+ * control bytes, DEL, backslash and bytes that are not valid UTF-8 become
+ * \xNN escapes, so a file cannot send escape sequences to the terminal.
+ * NULL gives "(null)".  The result is in buf (always terminated, cut with
+ * "..." when it does not fit) and returned.
+ */
+const char *cli_esc(const char *s, char *buf, size_t len);
+/* The same into one of a few rotating static buffers of CLI_ESC_LEN
+ * bytes, for several names in one printf (valid until 8 more calls). */
+#define CLI_ESC_LEN 1024
+const char *cli_escs(const char *s);
+
+/*
+ * The `tracegraph` dispatch: argv[0] is the program, argv[1] the command.
+ * Returns the exit code; never exits (the fuzz target calls it).
+ */
+int cli_main(int argc, char **argv);
 
 #endif

@@ -61,7 +61,9 @@ static int cmp_double(const void *a, const void *b)
 /* Runs the warm-up and the timed runs; times[] in seconds. */
 static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
 {
-    replay_tensor outs[GRAPH_MAX_NODE_IO];
+    replay_tensor *outs = cli_outputs_new(o->cmd, s->g);
+    if (!outs)
+        return CLI_ERROR;
     progress p = {cli_now(), 0, isatty(2), 0};
     for (long k = 0; k < o->warmup + o->runs; k++) {
         for (int i = 0; i < s->g->noutputs; i++)
@@ -76,6 +78,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
             if (st == TG_ERR_GUARD && s->random_inputs)
                 cli_error(o->cmd, "the inputs were random: give inputs that take the traced "
                           "path with -i");
+            free(outs);
             return cli_exit_code(st);
         }
         if (k >= o->warmup)
@@ -87,6 +90,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
     }
     if (p.shown && p.tty)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
+    free(outs);
     return CLI_OK;
 }
 
@@ -116,8 +120,10 @@ int cli_bench(int argc, char **argv)
                               RUN_OPT_WARMUP, RUN_OPT_RUNS, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, bench_help, &o);
-    if (rc)
+    if (rc) {
+        cli_run_opts_free(&o);
         return rc < 0 ? CLI_OK : rc;
+    }
     cli_setup s;
     rc = cli_setup_run(&o, 1, &s);
     double *times = rc == CLI_OK ? malloc(sizeof(double) * (size_t)o.runs) : NULL;
@@ -131,5 +137,6 @@ int cli_bench(int argc, char **argv)
         print_stats(&o, &s, times);
     free(times);
     cli_teardown(&s);
+    cli_run_opts_free(&o);
     return rc;
 }

@@ -85,7 +85,7 @@ static void print_storage(const graph *g)
 
 static void print_sections(const char *file, const format_info *fi)
 {
-    printf("file %s: .tgraph format version %u, %llu bytes, %d sections\n", file, fi->version,
+    printf("file %s: .tgraph format version %u, %llu bytes, %d sections\n", cli_escs(file), fi->version,
            (unsigned long long)fi->file_size, fi->nsections);
     printf("  %-12s %12s %12s\n", "section", "compressed", "raw");
     for (int i = 0; i < fi->nsections; i++) {
@@ -108,7 +108,7 @@ int cli_info(int argc, char **argv)
     if (cli_is_onnx(file)) {
         if (!(g = cli_load_graph("info", file)))
             return CLI_ERROR;
-        printf("file %s: ONNX model, imported\n", file);
+        printf("file %s: ONNX model, imported\n", cli_escs(file));
     } else {
         /* Read once, then the header and the graph from memory: a pipe
          * cannot be read twice. */
@@ -125,6 +125,10 @@ int cli_info(int argc, char **argv)
             return CLI_ERROR;
         }
         print_sections(file, &fi);
+    }
+    if (cli_escape_names("info", g) != 0) {
+        graph_free(g);
+        return CLI_ERROR;
     }
     fflush(stdout);
     trace_summary(g, stdout);

@@ -4,6 +4,7 @@
  * interpreter on the same inputs, error per output).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../eager/interp.h"
@@ -35,27 +36,54 @@ static void run_help(void)
            "example:\n  tracegraph run mlp.tgraph -i x=batch.npy -o y=logits.npy\n");
 }
 
+/*
+ * outs for the graph's outputs, by name, data NULL (replay_run fills them);
+ * NULL after a message.
+ */
+replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
+{
+    replay_tensor *outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
+    if (!outs) {
+        cli_error(cmd, "out of memory for %d outputs", g->noutputs);
+        return NULL;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        outs[i].name = g->outputs[i].name;
+    return outs;
+}
+
 /* Writes the -o outputs, summarizes the rest. */
 static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *outs)
 {
-    int slot[GRAPH_MAX_NODE_IO], written[GRAPH_MAX_NODE_IO] = {0};
-    const char *path[GRAPH_MAX_NODE_IO];
+    int rc = CLI_ERROR, *slot = calloc((size_t)o->noutputs + 1, sizeof *slot);
+    int *written = calloc((size_t)g->noutputs + 1, sizeof *written);
+    const char **path = calloc((size_t)o->noutputs + 1, sizeof *path);
+    if (!slot || !written || !path) {
+        cli_error(o->cmd, "out of memory for %d outputs", g->noutputs);
+        goto done;
+    }
     if (cli_output_specs(o->cmd, g, o->outputs, o->noutputs, slot, path))
-        return CLI_ERROR;
+        goto done;
     for (int k = 0; k < o->noutputs; k++) {
         const replay_tensor *t = &outs[slot[k]];
         char err[1024], ty[200];
         if (format_npy_save(path[k], &t->type, t->data, err, sizeof err) != TG_OK) {
             cli_error(o->cmd, "%s", err);
-            return CLI_ERROR;
+            goto done;
         }
         written[slot[k]] = 1;
-        printf("%s: %s -> %s\n", t->name, cli_type_str(&t->type, ty, sizeof ty), path[k]);
+        printf("%s: %s -> %s\n", cli_escs(t->name), cli_type_str(&t->type, ty, sizeof ty),
+               cli_escs(path[k]));
     }
     for (int i = 0; i < g->noutputs; i++)
         if (!written[i])
             cli_print_tensor(stdout, outs[i].name, &outs[i].type, outs[i].data);
-    return CLI_OK;
+    rc = CLI_OK;
+done:
+    free(slot);
+    free(written);
+    free(path);
+    return rc;
 }
 
 int cli_run(int argc, char **argv)
@@ -64,14 +92,16 @@ int cli_run(int argc, char **argv)
                               0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, run_help, &o);
-    if (rc)
+    if (rc) {
+        cli_run_opts_free(&o);
         return rc < 0 ? CLI_OK : rc;
+    }
     cli_setup s;
     rc = cli_setup_run(&o, 0, &s);
-    replay_tensor outs[GRAPH_MAX_NODE_IO];
+    replay_tensor *outs = NULL;
+    if (rc == CLI_OK && !(outs = cli_outputs_new(o.cmd, s.g)))
+        rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        for (int i = 0; i < s.g->noutputs; i++)
-            outs[i] = (replay_tensor){s.g->outputs[i].name, {0}, NULL};
         tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, s.g->noutputs);
         if (st != TG_OK) {
             cli_error(o.cmd, "%s", replay_session_error(s.session));
@@ -84,7 +114,9 @@ int cli_run(int argc, char **argv)
                           "when traced", warn, warn > 1 ? "s" : "");
         }
     }
+    free(outs);
     cli_teardown(&s);
+    cli_run_opts_free(&o);
     return rc;
 }
 
@@ -136,7 +168,10 @@ static errors compare(const graph_type *t, const void *a, const void *b, double 
         double r = d == 0 ? 0 : y == 0 ? INFINITY : d / fabs(y);
         e.abs = fmax(e.abs, d);
         e.rel = fmax(e.rel, r);
-        e.bad += !(d <= atol + rtol * fabs(y));
+        /* d == 0 first: the bound is NaN when y is (NaN matching NaN) or
+         * an infinity and rtol 0; an infinite d (a NaN against a number, a
+         * number against an infinity) is beyond any bound */
+        e.bad += d != 0 && !(isfinite(d) && d <= atol + rtol * fabs(y));
     }
     return e;
 }
@@ -159,7 +194,7 @@ static int report(const cli_run_opts *o, const graph *g, const replay_tensor *ou
     for (int i = 0; i < g->noutputs; i++) {
         char ty[200], ty2[200];
         const graph_type *rt = eager_type(ref[i]);
-        printf("  %s: %s", outs[i].name, cli_type_str(&outs[i].type, ty, sizeof ty));
+        printf("  %s: %s", cli_escs(outs[i].name), cli_type_str(&outs[i].type, ty, sizeof ty));
         if (!same_type(&outs[i].type, rt)) {
             printf("  type differs: reference %s  FAIL\n", cli_type_str(rt, ty2, sizeof ty2));
             bad++;
@@ -193,15 +228,21 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     int rc = CLI_OK, n = s->g->noutputs;
     eager_set_threads(o->replay.threads);
     eager_pool_push();
-    eager_tensor *ins[GRAPH_MAX_NODE_IO], *ref[GRAPH_MAX_NODE_IO] = {0};
-    for (int i = 0; i < s->in.n; i++) {
+    eager_tensor **ins = calloc((size_t)s->in.n + 1, sizeof *ins);
+    eager_tensor **ref = calloc((size_t)n + 1, sizeof *ref);
+    tg_status st = TG_OK;
+    for (int i = 0; ins && ref && i < s->in.n && st == TG_OK; i++) {
         graph_ints shape = {s->in.t[i].type.ndim, {0}};
         memcpy(shape.v, s->in.t[i].type.dim, sizeof(int64_t) * (size_t)shape.n);
         ins[i] = eager_from_data(s->in.t[i].type.dtype, shape, s->in.t[i].data);
+        if (!ins[i])
+            st = eager_status() != TG_OK ? eager_status() : TG_ERR_NOMEM;
     }
     eager_interp_report rep;
-    tg_status st = eager_interpret(s->g, ins, s->in.n, ref, n, &rep);
-    if (st != TG_OK) {
+    if (!ins || !ref) {
+        cli_error(o->cmd, "out of memory for %d inputs and %d outputs", s->in.n, n);
+        rc = CLI_ERROR;
+    } else if (st != TG_OK || (st = eager_interpret(s->g, ins, s->in.n, ref, n, &rep)) != TG_OK) {
         cli_error(o->cmd, "reference interpreter: %s", eager_error());
         rc = cli_exit_code(st);
     } else {
@@ -218,8 +259,10 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
             printf("check: all %d outputs within rtol %g, atol %s\n", n, o->rtol, at);
         rc = bad ? CLI_MISMATCH : CLI_OK;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; ref && i < n; i++)
         eager_release(ref[i]);
+    free(ins);
+    free(ref);
     eager_pool_pop();
     eager_clear_error();
     return rc;
@@ -231,14 +274,16 @@ int cli_check(int argc, char **argv)
                               RUN_OPT_RTOL, RUN_OPT_ATOL, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, check_help, &o);
-    if (rc)
+    if (rc) {
+        cli_run_opts_free(&o);
         return rc < 0 ? CLI_OK : rc;
+    }
     cli_setup s;
     rc = cli_setup_run(&o, 1, &s);
+    replay_tensor *outs = NULL;
+    if (rc == CLI_OK && !(outs = cli_outputs_new(o.cmd, s.g)))
+        rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        replay_tensor outs[GRAPH_MAX_NODE_IO];
-        for (int i = 0; i < s.g->noutputs; i++)
-            outs[i] = (replay_tensor){s.g->outputs[i].name, {0}, NULL};
         printf("check %s: replay (%s, %d thread%s) against the reference interpreter, ",
                o.file, o.replay.backend == REPLAY_CPU ? "cpu" : "opencl", o.replay.threads,
                o.replay.threads > 1 ? "s" : "");
@@ -257,6 +302,8 @@ int cli_check(int argc, char **argv)
             rc = check_against_ref(&o, &s, outs);
         }
     }
+    free(outs);
     cli_teardown(&s);
+    cli_run_opts_free(&o);
     return rc;
 }

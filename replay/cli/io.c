@@ -73,14 +73,56 @@ const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len)
     return buf;
 }
 
-/* "x, y" (names of a signature), for messages. */
+/* *s replaced by its escaped form (cli_esc), interned in g; -1 out of memory. */
+static int escape_field(graph *g, const char **s)
+{
+    if (!*s)
+        return 0;
+    size_t len = strlen(*s) * 4 + 8;
+    char *buf = malloc(len);
+    if (!buf)
+        return -1;
+    cli_esc(*s, buf, len);
+    int rc = 0;
+    if (strcmp(buf, *s) != 0) {
+        const char *e = graph_intern(g, buf, -1);
+        if (e)
+            *s = e;
+        else
+            rc = -1;
+    }
+    free(buf);
+    return rc;
+}
+
+int cli_escape_names(const char *cmd, graph *g)
+{
+    int bad = escape_field(g, &g->name);
+    for (int32_t i = 0; i < g->nvalues; i++)
+        bad |= escape_field(g, &g->values[i].name);
+    for (int32_t i = 0; i < g->noutputs; i++)
+        bad |= escape_field(g, &g->outputs[i].name);
+    for (int32_t i = 0; i < g->nsyms; i++)
+        bad |= escape_field(g, &g->syms[i].name);
+    for (int32_t i = 0; i < g->nprovs; i++)
+        bad |= escape_field(g, &g->provs[i].file) | escape_field(g, &g->provs[i].func);
+    for (int32_t i = 0; i < g->nframes; i++)
+        bad |= escape_field(g, &g->frames[i].file) | escape_field(g, &g->frames[i].func);
+    if (bad)
+        cli_error(cmd, "out of memory for the names of the graph");
+    return bad ? -1 : 0;
+}
+
+/* "x, y" (names of a signature, escaped), for messages; "..." when cut. */
 static const char *list_names(const char *const *names, int n, char *buf, size_t len)
 {
     size_t k = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && k < len; i++)
         k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "",
-                              names[i] ? names[i] : "(unnamed)");
+                              names[i] ? cli_escs(names[i]) : "(unnamed)");
+    if (k >= len && len > 4)
+        memcpy(buf + len - 4, "...", 4);
     if (n == 0)
         snprintf(buf, len, "none");
     return buf;
@@ -98,7 +140,11 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
                          const char **path)
 {
     char list[512];
-    int used[GRAPH_MAX_NODE_IO] = {0};
+    int rc = -1, *used = calloc((size_t)n + 1, sizeof *used);
+    if (!used) {
+        cli_error(cmd, "out of memory for %d %ss", n, what);
+        return -1;
+    }
     for (int k = 0; k < nspecs; k++) {
         const char *s = specs[k], *eq = strchr(s, '=');
         slot[k] = -1;
@@ -114,11 +160,11 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
         if (slot[k] < 0) {
             cli_error(cmd, "the graph has no %s named '%.*s' (its %ss: %s)", what,
                       (int)(eq - s), s, what, list_names(names, n, list, sizeof list));
-            return -1;
+            goto done;
         }
         if (used[slot[k]]++) {
-            cli_error(cmd, "%s '%s' is given twice", what, names[slot[k]]);
-            return -1;
+            cli_error(cmd, "%s '%s' is given twice", what, cli_escs(names[slot[k]]));
+            goto done;
         }
         path[k] = eq + 1;
     }
@@ -130,49 +176,73 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
         if (next == n) {
             cli_error(cmd, "too many %ss: the graph has %d (%s)", what, n,
                       list_names(names, n, list, sizeof list));
-            return -1;
+            goto done;
         }
         used[next] = 1;
         slot[k] = next;
     }
+    rc = 0;
+done:
+    free(used);
+    return rc;
+}
+
+/* in->t for the graph's n inputs, zeroed; 0, or -1 after a message. */
+static int inputs_alloc(const char *cmd, const graph *g, cli_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->t = calloc((size_t)g->ninputs + 1, sizeof *in->t);
+    if (!in->t) {
+        cli_error(cmd, "out of memory for %d inputs", g->ninputs);
+        return -1;
+    }
+    in->n = g->ninputs;
+    for (int i = 0; i < g->ninputs; i++)
+        in->t[i].name = g->values[g->inputs[i]].name;
     return 0;
 }
 
 int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nspecs,
                     cli_inputs *in)
 {
-    const char *names[GRAPH_MAX_NODE_IO], *path[GRAPH_MAX_NODE_IO];
-    int slot[GRAPH_MAX_NODE_IO];
-    memset(in, 0, sizeof *in);
-    if (g->ninputs > GRAPH_MAX_NODE_IO || nspecs > GRAPH_MAX_NODE_IO) {
-        cli_error(cmd, "too many inputs (at most %d)", GRAPH_MAX_NODE_IO);
+    if (inputs_alloc(cmd, g, in))
         return -1;
+    const char **names = calloc((size_t)g->ninputs + 1, sizeof *names);
+    const char **path = calloc((size_t)nspecs + 1, sizeof *path);
+    int *slot = calloc((size_t)nspecs + 1, sizeof *slot), rc = -1;
+    if (!names || !path || !slot) {
+        cli_error(cmd, "out of memory for %d inputs", g->ninputs);
+        goto done;
     }
-    in->n = g->ninputs;
     for (int i = 0; i < g->ninputs; i++)
-        names[i] = in->t[i].name = g->values[g->inputs[i]].name;
+        names[i] = in->t[i].name;
     if (resolve_specs(cmd, "input", names, g->ninputs, specs, nspecs, 1, slot, path) < 0)
-        return -1;
+        goto done;
     for (int k = 0; k < nspecs; k++) {
         char err[1024];
         replay_tensor *t = &in->t[slot[k]];
         if (format_npy_load(path[k], &t->type, &t->data, err, sizeof err) != TG_OK) {
             cli_error(cmd, "%s", err);
-            cli_inputs_free(in);
-            return -1;
+            goto done;
         }
     }
     for (int i = 0; i < g->ninputs; i++) {
         if (in->t[i].data)
             continue;
         char ty[200];
-        cli_error(cmd, "missing input '%s' (%s): give it with -i %s=FILE.npy",
-                  names[i] ? names[i] : "?", cli_value_type(g, g->inputs[i], ty, sizeof ty),
-                  names[i] ? names[i] : "?");
-        cli_inputs_free(in);
-        return -1;
+        const char *name = names[i] ? cli_escs(names[i]) : "?";
+        cli_error(cmd, "missing input '%s' (%s): give it with -i %s=FILE.npy", name,
+                  cli_value_type(g, g->inputs[i], ty, sizeof ty), name);
+        goto done;
     }
-    return 0;
+    rc = 0;
+done:
+    if (rc)
+        cli_inputs_free(in);
+    free(names);
+    free(path);
+    free(slot);
+    return rc;
 }
 
 /* SplitMix64: a counter-based stream, element i from seed + i. */
@@ -186,14 +256,19 @@ static uint64_t mix(uint64_t z)
 
 int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs *in)
 {
-    memset(in, 0, sizeof *in);
-    in->n = g->ninputs;
+    if (inputs_alloc(cmd, g, in))
+        return -1;
     for (int i = 0; i < g->ninputs; i++) {
         const graph_value *v = &g->values[g->inputs[i]];
         replay_tensor *t = &in->t[i];
+        char err[200];
+        if (graph_type_check(&v->type, err, sizeof err) != TG_OK) {
+            cli_error(cmd, "input '%s': %s", cli_escs(v->name), err);
+            cli_inputs_free(in);
+            return -1;
+        }
         int64_t n = graph_type_numel(&v->type);
-        size_t bytes = (size_t)n * graph_dtype_size(v->type.dtype);
-        t->name = v->name;
+        size_t bytes = graph_type_bytes(&v->type);
         t->type = v->type;
         t->data = aligned_alloc(64, (bytes + 64) & ~(size_t)63);
         if (!t->data) {
@@ -217,23 +292,26 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
 
 void cli_inputs_free(cli_inputs *in)
 {
-    for (int i = 0; i < in->n; i++) {
+    for (int i = 0; in->t && i < in->n; i++)
         free(in->t[i].data);
-        in->t[i].data = NULL;
-    }
+    free(in->t);
+    in->t = NULL;
+    in->n = 0;
 }
 
 int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path)
 {
-    const char *names[GRAPH_MAX_NODE_IO];
-    if (g->noutputs > GRAPH_MAX_NODE_IO || nspecs > GRAPH_MAX_NODE_IO) {
-        cli_error(cmd, "too many outputs (at most %d)", GRAPH_MAX_NODE_IO);
+    const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
+    if (!names) {
+        cli_error(cmd, "out of memory for %d outputs", g->noutputs);
         return -1;
     }
     for (int i = 0; i < g->noutputs; i++)
         names[i] = g->outputs[i].name;
-    return resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
+    int rc = resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
+    free(names);
+    return rc;
 }
 
 double cli_element(const graph_type *t, const void *data, int64_t i)
@@ -250,7 +328,7 @@ void cli_print_tensor(FILE *f, const char *name, const graph_type *t, const void
 {
     char ty[200];
     int64_t n = graph_type_numel(t);
-    fprintf(f, "%s: %s = [", name ? name : "?", cli_type_str(t, ty, sizeof ty));
+    fprintf(f, "%s: %s = [", name ? cli_escs(name) : "?", cli_type_str(t, ty, sizeof ty));
     for (int64_t i = 0; i < n && i < 6; i++)
         fprintf(f, "%s%.6g", i ? ", " : "", cli_element(t, data, i));
     fprintf(f, "%s]", n > 6 ? ", ..." : "");

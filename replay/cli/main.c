@@ -3,7 +3,8 @@
  * .tgraph (or an ONNX model), run it on .npy inputs, time it, check it
  * against the reference interpreter, optimize it, convert it.  This file
  * holds the command table, the overall usage and `version`; each command
- * lives in cmd_*.c.
+ * lives in cmd_*.c; entry.c holds main(), so that the CLI fuzz target
+ * can call cli_main in-process.
  */
 #include <string.h>
 
@@ -145,7 +146,7 @@ static int cli_help(int argc, char **argv)
     return c->main(2, args);
 }
 
-int main(int argc, char **argv)
+int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);

@@ -4,6 +4,7 @@
  * the inputs, compile a replay plan, open a session.
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -30,9 +31,8 @@ static int set_opt(cli_run_opts *o, int id, const char *arg)
     switch (id) {
     case RUN_OPT_INPUT:
     case RUN_OPT_OUTPUT: {
+        /* room for one per argument (cli_parse_run) */
         int *n = id == RUN_OPT_INPUT ? &o->ninputs : &o->noutputs;
-        if (*n == GRAPH_MAX_NODE_IO)
-            return cli_usage_error(o->cmd, "at most %d %s options", GRAPH_MAX_NODE_IO, name);
         (id == RUN_OPT_INPUT ? o->inputs : o->outputs)[(*n)++] = (char *)arg;
         return CLI_OK;
     }
@@ -76,6 +76,13 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     opts[n] = (cli_opt){0};
     memset(o, 0, sizeof *o);
     o->cmd = argv[0];
+    /* each -i/-o takes an argument: argc bounds how many there can be */
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    o->outputs = calloc((size_t)argc + 1, sizeof *o->outputs);
+    if (!o->inputs || !o->outputs) {
+        cli_error(o->cmd, "out of memory for %d arguments", argc);
+        return CLI_ERROR;
+    }
     o->replay = (replay_opts){REPLAY_CPU, 1, 0, NULL};
     o->seed = 1;
     o->warmup = 10;
@@ -105,6 +112,14 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     if (o->replay.device && o->replay.backend != REPLAY_OPENCL)
         return cli_usage_error(o->cmd, "--device picks an OpenCL device: add --backend opencl");
     return CLI_OK;
+}
+
+void cli_run_opts_free(cli_run_opts *o)
+{
+    free(o->inputs);
+    free(o->outputs);
+    o->inputs = o->outputs = NULL;
+    o->ninputs = o->noutputs = 0;
 }
 
 int cli_setup_run(const cli_run_opts *o, int random_ok, cli_setup *s)

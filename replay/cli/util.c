@@ -11,14 +11,75 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../graph/text_impl.h"
 #include "cli.h"
+
+/*
+ * Escapes s into buf (len > 0): bytes that are not printable text become
+ * \xNN; keep_lines leaves '\n' and '\t' as they are (messages), and
+ * escape_bs escapes the backslash too (so an escaped name cannot be taken
+ * for another).  Cut with "..." when buf is too small.
+ */
+static const char *escape(const char *s, char *buf, size_t len, int keep_lines, int escape_bs)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "(null)");
+    size_t k = 0;
+    while (*p) {
+        char piece[8];
+        size_t n;
+        int u = *p >= 0x80 ? graph_text_utf8_len(p) : 0;
+        if (u) {
+            memcpy(piece, p, (size_t)u);
+            n = (size_t)u;
+        } else if ((*p < 0x20 && !(keep_lines && (*p == '\n' || *p == '\t'))) ||
+                   *p >= 0x7f || (escape_bs && *p == '\\')) {
+            n = (size_t)snprintf(piece, sizeof piece, "\\x%02x", *p);
+            u = 1;
+        } else {
+            piece[0] = (char)*p;
+            n = 1;
+            u = 1;
+        }
+        if (p[u] ? k + n + 4 > len : k + n + 1 > len) { /* "..." must fit after it */
+            snprintf(buf + k, len - k, "%s", len - k > 3 ? "..." : "");
+            return buf;
+        }
+        memcpy(buf + k, piece, n);
+        k += n;
+        p += u;
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+const char *cli_esc(const char *s, char *buf, size_t len)
+{
+    return escape(s, buf, len, 0, 1);
+}
+
+const char *cli_escs(const char *s)
+{
+    static char bufs[8][CLI_ESC_LEN];
+    static int next;
+    char *b = bufs[next];
+    next = (next + 1) % 8;
+    return escape(s, b, CLI_ESC_LEN, 0, 1);
+}
+
+/* The message to stderr with its control bytes escaped: library messages
+ * can quote names from the file. */
+static void put_message(const char *cmd, const char *fmt, va_list ap)
+{
+    char msg[4096], safe[4 * sizeof msg + 8];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "tracegraph %s: %s", cmd, escape(msg, safe, sizeof safe, 1, 0));
+}
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tracegraph %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    put_message(cmd, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
 }
@@ -27,8 +88,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tracegraph %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    put_message(cmd, fmt, ap);
     fprintf(stderr, "\nusage: %s\nTry 'tracegraph %s --help' for more.\n", cli_synopsis(cmd),
             cmd);
     va_end(ap);

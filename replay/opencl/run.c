@@ -33,10 +33,12 @@ struct ocl_session {
     cl_mem arena;
     size_t arena_size;
     obound *bounds;
-    cl_mem in[GRAPH_MAX_NODE_IO];
-    size_t in_size[GRAPH_MAX_NODE_IO];
-    void *host_out[GRAPH_MAX_NODE_IO];
-    size_t host_out_size[GRAPH_MAX_NODE_IO];
+    /* per graph input and output (as many as the graph has, no fixed cap) */
+    int32_t nin, nout;
+    cl_mem *in;
+    size_t *in_size;
+    void **host_out;
+    size_t *host_out_size;
     void *host_tmp;
     size_t host_tmp_size;
     cl_mem scratch[OCL_MAX_SCRATCH];
@@ -114,10 +116,14 @@ void ocl_session_free(ocl_session *s)
             clReleaseKernel(s->k[i]);
             ocl_track(-1);
         }
-    for (int i = 0; i < GRAPH_MAX_NODE_IO; i++) {
+    for (int32_t i = 0; s->in && i < s->nin; i++)
         release_mem(&s->in[i]);
+    for (int32_t i = 0; s->host_out && i < s->nout; i++)
         free(s->host_out[i]);
-    }
+    free(s->in);
+    free(s->in_size);
+    free(s->host_out);
+    free(s->host_out_size);
     for (int i = 0; i < OCL_MAX_SCRATCH; i++)
         release_mem(&s->scratch[i]);
     release_mem(&s->flag);
@@ -147,8 +153,18 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
     }
     ocl_track(1);
     s->k = calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
+    s->nin = p->g->ninputs;
+    s->nout = p->g->noutputs;
+    s->in = calloc((size_t)s->nin + 1, sizeof *s->in);
+    s->in_size = calloc((size_t)s->nin + 1, sizeof *s->in_size);
+    s->host_out = calloc((size_t)s->nout + 1, sizeof *s->host_out);
+    s->host_out_size = calloc((size_t)s->nout + 1, sizeof *s->host_out_size);
+    if (!s->k || !s->in || !s->in_size || !s->host_out || !s->host_out_size) {
+        snprintf(err, errlen, "replay: out of memory");
+        goto fail;
+    }
     s->flag = new_buffer(s, sizeof(cl_int), "the error flag", err, errlen);
-    if (!s->k || !s->flag)
+    if (!s->flag)
         goto fail;
     for (int32_t i = 0; i < s->op->nnodes; i++) {
         const ocl_node *n = &s->op->nodes[i];

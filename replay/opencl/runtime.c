@@ -95,8 +95,9 @@ static cl_device_id *all_devices(cl_uint *n, char *err, size_t errlen)
     }
     for (cl_uint p = 0; p < np && *n < 64; p++) {
         cl_uint nd = 0;
+        /* nd is how many the platform has, which can be more than were written */
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64 - *n, ids + *n, &nd) == CL_SUCCESS)
-            *n += nd;
+            *n += nd < 64 - *n ? nd : 64 - *n;
     }
     if (*n == 0) {
         free(ids);
