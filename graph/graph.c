@@ -54,6 +54,14 @@ int32_t *graph_alloc_ids(graph *g, int n)
     return p;
 }
 
+size_t graph_arena_bytes(const graph *g)
+{
+    size_t n = 0;
+    for (const graph_chunk *c = g ? g->chunks : NULL; c; c = c->next)
+        n += sizeof *c + c->cap * sizeof(int32_t);
+    return n;
+}
+
 const char *graph_value_kind_name(graph_value_kind k)
 {
     static const char *const names[] = {"input", "param", "const", "inter"};

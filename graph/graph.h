@@ -233,6 +233,9 @@ int32_t graph_add_guard(graph *g, const graph_guard *guard);
 int32_t *graph_alloc_ids(graph *g, int n);
 /* n bytes, 8-byte aligned, from the same arena (attribute structs). */
 void *graph_alloc_bytes(graph *g, size_t n);
+/* Bytes the arena holds (every chunk, used or not): it never shrinks
+ * before graph_free, so what fills it must grow it at most linearly. */
+size_t graph_arena_bytes(const graph *g);
 
 /*
  * Checks guard gd against the guarded value's data now (type: its type

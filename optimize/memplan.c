@@ -53,15 +53,25 @@ static int by_size_desc(const void *a, const void *b)
  * than O(buffers alive).
  */
 typedef struct runs {
-    int64_t *r; /* start, end pairs, sorted, disjoint, not touching */
-    int32_t n, cap;
+    int64_t *r; /* start, end pairs: the first `sorted` sorted, disjoint,
+                   not touching; then new ones in any order */
+    int32_t n, cap, sorted;
 } runs;
+
+/* Totals of the buffers given to a tree node's cover (the stab totals). */
+typedef struct stab {
+    uint64_t bytes; /* aligned, saturating */
+    int64_t lo, hi; /* lowest offset, highest end */
+    int32_t count;
+} stab;
 
 typedef struct seg {
     int32_t leaves;      /* a power of two >= steps */
     int32_t *cover, *sub; /* per tree node: index into lists, 0 = none */
     runs *lists;
     int32_t nlists, cap_lists;
+    stab *st;         /* per tree node, over its cover */
+    int32_t *firsts;  /* Fenwick tree: placed buffers by first step */
 } seg;
 
 static int seg_init(seg *t, int32_t steps)
@@ -75,7 +85,9 @@ static int seg_init(seg *t, int32_t steps)
     t->cap_lists = 64;
     t->nlists = 1; /* 0 means none */
     t->lists = calloc((size_t)t->cap_lists, sizeof(runs));
-    return t->cover && t->sub && t->lists ? 0 : -1;
+    t->st = calloc((size_t)t->leaves * 2, sizeof(stab));
+    t->firsts = calloc((size_t)t->leaves + 1, sizeof(int32_t));
+    return t->cover && t->sub && t->lists && t->st && t->firsts ? 0 : -1;
 }
 
 static void seg_free(seg *t)
@@ -85,10 +97,85 @@ static void seg_free(seg *t)
     free(t->lists);
     free(t->cover);
     free(t->sub);
+    free(t->st);
+    free(t->firsts);
 }
 
-/* Adds [a, e) to the list *slot (made on first use), merging runs it
- * overlaps or touches. */
+static void stab_add(stab *s, int64_t a, int64_t e)
+{
+    uint64_t n = (uint64_t)(e - a);
+    s->bytes = s->bytes > UINT64_MAX - n ? UINT64_MAX : s->bytes + n;
+    if (!s->count || a < s->lo)
+        s->lo = a;
+    if (!s->count || e > s->hi)
+        s->hi = e;
+    s->count++;
+}
+
+/* The placed buffers alive at step t: count, bytes, lowest offset, highest end. */
+static stab stab_at(const seg *t, int32_t step)
+{
+    stab r = {0, 0, 0, 0};
+    for (int32_t v = step + t->leaves; v; v >>= 1) {
+        const stab *s = &t->st[v];
+        if (!s->count)
+            continue;
+        r.bytes = r.bytes > UINT64_MAX - s->bytes ? UINT64_MAX : r.bytes + s->bytes;
+        if (!r.count || s->lo < r.lo)
+            r.lo = s->lo;
+        if (!r.count || s->hi > r.hi)
+            r.hi = s->hi;
+        r.count += s->count;
+    }
+    return r;
+}
+
+/* Placed buffers whose first step is below step. */
+static int32_t firsts_below(const seg *t, int32_t step)
+{
+    int32_t n = 0;
+    for (int32_t i = step; i > 0; i -= i & -i)
+        n += t->firsts[i];
+    return n;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Sorts a list's tail of new runs and merges it with its sorted head:
+ * runs that overlap or touch become one. */
+static int runs_normalize(runs *l)
+{
+    if (l->sorted == l->n)
+        return 0;
+    qsort(l->r + 2 * l->sorted, (size_t)(l->n - l->sorted), sizeof(int64_t) * 2, by_start);
+    int64_t *m = malloc(sizeof(int64_t) * 2 * (size_t)l->n);
+    if (!m)
+        return -1;
+    int32_t i = 0, j = l->sorted, k = 0;
+    while (i < l->sorted || j < l->n) {
+        int32_t p = j >= l->n || (i < l->sorted && l->r[2 * i] <= l->r[2 * j]) ? i++ : j++;
+        if (k && l->r[2 * p] <= m[2 * k - 1]) {
+            if (l->r[2 * p + 1] > m[2 * k - 1])
+                m[2 * k - 1] = l->r[2 * p + 1];
+        } else {
+            m[2 * k] = l->r[2 * p];
+            m[2 * k + 1] = l->r[2 * p + 1];
+            k++;
+        }
+    }
+    memcpy(l->r, m, sizeof(int64_t) * 2 * (size_t)k);
+    free(m);
+    l->n = l->sorted = k;
+    return 0;
+}
+
+/* Adds [a, e) to the list *slot (made on first use).  New runs are
+ * appended, and merged in when the tail outgrows the head (or the list is
+ * read): O(log) amortized, where a sorted insert moved the whole list. */
 static int runs_add(seg *t, int32_t *slot, int64_t a, int64_t e)
 {
     if (!*slot) {
@@ -103,27 +190,15 @@ static int runs_add(seg *t, int32_t *slot, int64_t a, int64_t e)
         *slot = t->nlists++;
     }
     runs *l = &t->lists[*slot];
-    /* i: the first run that ends at or after a; j: past the last run that
-     * starts at or before e.  Runs i..j-1 merge with [a, e). */
-    int32_t lo = 0, hi = l->n;
-    while (lo < hi) {
-        int32_t m = lo + (hi - lo) / 2;
-        if (l->r[2 * m + 1] < a)
-            lo = m + 1;
-        else
-            hi = m;
+    if (l->n && l->r[2 * l->n - 1] == a && l->sorted == l->n) {
+        l->r[2 * l->n - 1] = e; /* side by side with the last run */
+        return 0;
     }
-    int32_t i = lo, j = i;
-    while (j < l->n && l->r[2 * j] <= e)
-        j++;
-    if (j > i) {
-        if (l->r[2 * i] < a)
-            a = l->r[2 * i];
-        if (l->r[2 * (j - 1) + 1] > e)
-            e = l->r[2 * (j - 1) + 1];
-        memmove(&l->r[2 * (i + 1)], &l->r[2 * j], sizeof(int64_t) * 2 * (size_t)(l->n - j));
-        l->n -= j - i - 1;
-    } else {
+    if (l->n == l->cap) {
+        if (l->n - l->sorted > l->sorted / 2 + 8) {
+            if (runs_normalize(l) < 0)
+                return -1;
+        }
         if (l->n == l->cap) {
             int32_t cap = l->cap ? l->cap * 2 : 2;
             int64_t *r = realloc(l->r, sizeof(int64_t) * 2 * (size_t)cap);
@@ -132,17 +207,24 @@ static int runs_add(seg *t, int32_t *slot, int64_t a, int64_t e)
             l->r = r;
             l->cap = cap;
         }
-        memmove(&l->r[2 * (i + 1)], &l->r[2 * i], sizeof(int64_t) * 2 * (size_t)(l->n - i));
-        l->n++;
     }
-    l->r[2 * i] = a;
-    l->r[2 * i + 1] = e;
+    l->r[2 * l->n] = a;
+    l->r[2 * l->n + 1] = e;
+    l->n++;
     return 0;
 }
 
 /* Records a buffer alive over steps [f, l] at offsets [a, e). */
 static int seg_insert(seg *t, int32_t f, int32_t l, int64_t a, int64_t e)
 {
+    for (int32_t i = f + 1; i <= t->leaves; i += i & -i)
+        t->firsts[i]++;
+    for (int32_t lo = f + t->leaves, hi = l + t->leaves + 1; lo < hi; lo >>= 1, hi >>= 1) {
+        if (lo & 1)
+            stab_add(&t->st[lo++], a, e);
+        if (hi & 1)
+            stab_add(&t->st[hi - 1], a, e);
+    }
     for (int32_t lo = f + t->leaves, hi = l + t->leaves + 1; lo < hi; lo >>= 1, hi >>= 1) {
         if (lo & 1) {
             if (runs_add(t, &t->cover[lo], a, e) < 0 || runs_add(t, &t->sub[lo], a, e) < 0)
@@ -164,18 +246,14 @@ static int seg_insert(seg *t, int32_t f, int32_t l, int64_t a, int64_t e)
     return 0;
 }
 
-static int by_start(const void *a, const void *b)
-{
-    const int64_t *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
 /* Appends list slot's runs to *q (grown as needed). */
-static int gather(const seg *t, int32_t slot, int64_t **q, size_t *nq, size_t *cap)
+static int gather(seg *t, int32_t slot, int64_t **q, size_t *nq, size_t *cap)
 {
     if (!slot)
         return 0;
-    const runs *l = &t->lists[slot];
+    runs *l = &t->lists[slot];
+    if (runs_normalize(l) < 0)
+        return -1;
     if (*nq + (size_t)l->n > *cap) {
         size_t c = *cap ? *cap : 64;
         while (c < *nq + (size_t)l->n)
@@ -215,6 +293,29 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
         int32_t f = b->first, l = b->last;
         if (!b->size) { /* no bytes: anywhere will do */
             offset[ids[k].id] = 0;
+            continue;
+        }
+        /* Every placed buffer that meets [f, l] alive at step f (or l):
+         * they are alive together, so they cannot overlap, and when their
+         * bytes fill their span it is one run, found without the lists
+         * (n outputs, or a wide layer read by one node at the end). */
+        int32_t meet = firsts_below(&t, l + 1) - firsts_below(&t, f + 1);
+        stab sf = stab_at(&t, f), sl = stab_at(&t, l), *one = NULL;
+        meet += sf.count; /* alive at f, or first in (f, l] */
+        if (sl.count == meet)
+            one = &sl;
+        else if (sf.count == meet)
+            one = &sf;
+        if (one && (!one->count || one->bytes == (uint64_t)(one->hi - one->lo))) {
+            int64_t at = !one->count ? 0
+                         : (uint64_t)one->lo >= b->size ? 0 : one->hi;
+            size_t end = (size_t)at + align_up(b->size, align);
+            offset[ids[k].id] = at;
+            examined++;
+            if (seg_insert(&t, f, l, at, (int64_t)end) < 0)
+                goto oom;
+            if (end > total)
+                total = end;
             continue;
         }
         /* The runs of every placed buffer alive at some step of [f, l]. */
