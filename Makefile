@@ -71,7 +71,8 @@ test-install: build
 	scripts/test_install.sh $(BUILD)
 
 # The micro-benchmarks (dispatch, tracing, replay overhead, .tgraph
-# loading), then the workload suite (bench/suite.c, issue 6):
+# loading, bench/scale up to SCALE_MAX nodes: docs/PERFORMANCE.md), then
+# the workload suite (bench/suite.c, issue 6):
 # bench/results/latest.json, then the same workloads in PyTorch on this
 # machine (bench/peers/run.sh: installs python3-torch here only, never for
 # `make test`; without it the peer columns say why they are missing):
@@ -82,6 +83,7 @@ test-install: build
 # --quick, --workloads mlp,tiny, --threads 1.  PEER_FLAGS: flags of
 # bench/peers/torch_workloads.py (--quick follows SUITE_FLAGS).
 SUITE_FLAGS ?=
+SCALE_MAX ?= 100000
 PEER_FLAGS ?= --threads 1,2 $(filter --quick,$(SUITE_FLAGS))
 bench: build
 	@scripts/deps.sh gnuplot-nox
@@ -89,6 +91,7 @@ bench: build
 	./$(BUILD)/trace_overhead
 	./$(BUILD)/replay_overhead
 	./$(BUILD)/load
+	./$(BUILD)/scale --max $(SCALE_MAX)
 	@mkdir -p bench/results
 	@st=0; mkdir -p $(BUILD)/bench-tgraph; \
 	  rev=$$(git rev-parse --short HEAD 2>/dev/null) && \

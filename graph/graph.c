@@ -54,6 +54,14 @@ int32_t *graph_alloc_ids(graph *g, int n)
     return p;
 }
 
+size_t graph_arena_bytes(const graph *g)
+{
+    size_t n = 0;
+    for (const graph_chunk *c = g ? g->chunks : NULL; c; c = c->next)
+        n += sizeof *c + c->cap * sizeof(int32_t);
+    return n;
+}
+
 const char *graph_value_kind_name(graph_value_kind k)
 {
     static const char *const names[] = {"input", "param", "const", "inter"};
@@ -321,7 +329,8 @@ static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
     int32_t id = g->nnodes++;
     g->nodes[id] = (graph_node){.op = op, .nin = nin, .nout = nout, .in = ids,
                                 .out = ids + nin, .attrs = attrs,
-                                .nprov = prov >= 0, .prov = ids + nin + nout};
+                                .nprov = prov >= 0, .prov = ids + nin + nout,
+                                .cap_prov = 1};
     ids[nin + nout] = prov;
     if (nin)
         memcpy(ids, in, sizeof(int32_t) * (size_t)nin);
@@ -438,23 +447,97 @@ int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
     return g->nprovs++;
 }
 
+tg_status graph_node_reserve_prov(graph *g, int32_t node, int32_t need)
+{
+    if (node < 0 || node >= g->nnodes || need < 0)
+        return graph_fail(g, TG_ERR_ARG, "graph_node_reserve_prov: bad node %d or count %d",
+                          node, need);
+    graph_node *n = &g->nodes[node];
+    if (need <= n->nprov || need <= n->cap_prov)
+        return TG_OK;
+    /* Doubling: a list that grows one id at a time is copied O(log n)
+     * times, and the old copies (in the arena until graph_free) add up to
+     * less than the final list. */
+    int32_t cap = n->cap_prov > 4 ? n->cap_prov : 4;
+    while (cap < need) {
+        if (cap > INT32_MAX / 2)
+            return graph_fail(g, TG_ERR_ARG, "node %d: too many provenance ids (%d)", node,
+                              need);
+        cap *= 2;
+    }
+    int32_t *p = graph_alloc_ids(g, cap);
+    if (!p)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
+    if (n->nprov)
+        memcpy(p, n->prov, sizeof(int32_t) * (size_t)n->nprov);
+    n->prov = p;
+    n->cap_prov = cap;
+    return TG_OK;
+}
+
 tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov)
 {
     if (node < 0 || node >= g->nnodes || prov < 0 || prov >= g->nprovs)
         return graph_fail(g, TG_ERR_ARG, "graph_node_add_prov: bad ids %d, %d",
                           node, prov);
     graph_node *n = &g->nodes[node];
-    if (n->nprov == 0 && n->prov) { /* the slot append_node reserved */
-        n->prov[n->nprov++] = prov;
+    if (n->nprov >= n->cap_prov) {
+        if (n->nprov == INT32_MAX)
+            return graph_fail(g, TG_ERR_ARG, "node %d: too many provenance ids", node);
+        tg_status st = graph_node_reserve_prov(g, node, n->nprov + 1);
+        if (st != TG_OK)
+            return st;
+    }
+    n->prov[n->nprov++] = prov;
+    return TG_OK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+tg_status graph_node_dedup_prov(graph *g, int32_t node)
+{
+    if (node < 0 || node >= g->nnodes)
+        return graph_fail(g, TG_ERR_ARG, "graph_node_dedup_prov: bad node %d", node);
+    graph_node *n = &g->nodes[node];
+    int32_t k = n->nprov, m = 0;
+    if (k < 2)
+        return TG_OK;
+    if (k <= 16) { /* short lists: a scan */
+        for (int32_t i = 0; i < k; i++) {
+            int have = 0;
+            for (int32_t j = 0; j < m && !have; j++)
+                have = n->prov[j] == n->prov[i];
+            if (!have)
+                n->prov[m++] = n->prov[i];
+        }
+        n->nprov = m;
         return TG_OK;
     }
-    int32_t *p = graph_alloc_ids(g, n->nprov + 1);
-    if (!p)
-        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
-    if (n->nprov)
-        memcpy(p, n->prov, sizeof(int32_t) * (size_t)n->nprov);
-    p[n->nprov++] = prov;
-    n->prov = p;
+    /* (id, position) sorted: the first of each run of equal ids is the one
+     * kept, at its position. */
+    uint64_t *key = malloc(sizeof *key * (size_t)k);
+    unsigned char *keep = calloc((size_t)k, 1);
+    if (!key || !keep) {
+        free(key);
+        free(keep);
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory removing repeated provenance");
+    }
+    for (int32_t i = 0; i < k; i++)
+        key[i] = (uint64_t)(uint32_t)n->prov[i] << 32 | (uint32_t)i;
+    qsort(key, (size_t)k, sizeof *key, cmp_u64);
+    for (int32_t i = 0; i < k; i++)
+        if (i == 0 || key[i] >> 32 != key[i - 1] >> 32)
+            keep[(uint32_t)key[i]] = 1;
+    for (int32_t i = 0; i < k; i++)
+        if (keep[i])
+            n->prov[m++] = n->prov[i];
+    n->nprov = m;
+    free(key);
+    free(keep);
     return TG_OK;
 }
 

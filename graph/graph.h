@@ -68,6 +68,8 @@ typedef struct graph_node {
     graph_attrs *attrs; /* attr_size bytes in the graph's arena; NULL if none */
     int32_t nprov;
     int32_t *prov; /* provenance ids, the first is the primary */
+    int32_t cap_prov; /* slots at prov (0: exactly nprov); graph_node_add_prov
+                         doubles it, so n appends cost O(n) */
 } graph_node;
 
 /*
@@ -211,8 +213,15 @@ tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes);
 /* Adds provenance; returns its id or -1. frames may be NULL (n = 0). */
 int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
                        const graph_frame *frames, int nframes);
-/* Appends a provenance id to a node. */
+/* Appends a provenance id to a node (amortized O(1): the list doubles). */
 tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov);
+/* Makes room for at least need provenance ids at node's list. */
+tg_status graph_node_reserve_prov(graph *g, int32_t node, int32_t need);
+/*
+ * Drops repeated ids from node's provenance list, keeping the first of
+ * each in order (O(k log k) for k ids).
+ */
+tg_status graph_node_dedup_prov(graph *g, int32_t node);
 /* Adds a guard; returns its index or -1. */
 int32_t graph_add_guard(graph *g, const graph_guard *guard);
 
@@ -224,6 +233,9 @@ int32_t graph_add_guard(graph *g, const graph_guard *guard);
 int32_t *graph_alloc_ids(graph *g, int n);
 /* n bytes, 8-byte aligned, from the same arena (attribute structs). */
 void *graph_alloc_bytes(graph *g, size_t n);
+/* Bytes the arena holds (every chunk, used or not): it never shrinks
+ * before graph_free, so what fills it must grow it at most linearly. */
+size_t graph_arena_bytes(const graph *g);
 
 /*
  * Checks guard gd against the guarded value's data now (type: its type
@@ -247,7 +259,8 @@ int32_t graph_live_nodes(const graph *g);
 
 /*
  * Drops dead nodes and values no live node, input or output uses, and
- * renumbers ids.  Provenance, frames and guards stay.
+ * renumbers ids.  Provenance, frames and guards stay; a live node's
+ * provenance list loses repeated ids (graph_node_dedup_prov).
  */
 tg_status graph_compact(graph *g);
 

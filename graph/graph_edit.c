@@ -41,7 +41,8 @@ graph *graph_clone(const graph *g)
         c->values[i].data = NULL; /* in case we bail out below */
     DUP(nodes, nnodes);
     for (int32_t i = 0; i < c->nnodes; i++)
-        c->nodes[i].in = c->nodes[i].out = c->nodes[i].prov = NULL, c->nodes[i].attrs = NULL;
+        c->nodes[i].in = c->nodes[i].out = c->nodes[i].prov = NULL, c->nodes[i].attrs = NULL,
+        c->nodes[i].cap_prov = 0;
     DUP(inputs, ninputs);
     DUP(outputs, noutputs);
     DUP(provs, nprovs);
@@ -107,6 +108,15 @@ tg_status graph_compact(graph *g)
         free(nmap);
         return graph_fail(g, TG_ERR_NOMEM, "out of memory compacting");
     }
+    /* Passes merging long provenance lists leave repeats to be dropped here
+     * (opt_merge_prov); first, so that a failure leaves the graph as it was. */
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].nprov > 1 &&
+            graph_node_dedup_prov(g, i) != TG_OK) {
+            free(vmap);
+            free(nmap);
+            return TG_ERR_NOMEM;
+        }
     /* Mark used values: signature, outputs, guards, live nodes' operands. */
     for (int32_t i = 0; i < g->nvalues; i++)
         vmap[i] = -1;

@@ -120,14 +120,32 @@ int opt_const_scalar(const graph *g, int32_t v, double *x)
 
 tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src)
 {
-    const graph_node *s = &g->nodes[src];
-    for (int32_t k = 0; k < s->nprov; k++) {
+    /* A short list is scanned, so it never holds an id twice.  A long one
+     * (CSE merging thousands of nodes into one) takes src's ids as they
+     * come, and drops the repeats when it is full, before it doubles, and
+     * at graph_compact after the pass: n merges cost O(n log n), where a
+     * scan per id was O(n^2). */
+    int32_t ns = g->nodes[src].nprov;
+    for (int32_t k = 0; k < ns && src != dst; k++) {
         int32_t p = g->nodes[src].prov[k];
         const graph_node *d = &g->nodes[dst];
-        int have = 0;
-        for (int32_t j = 0; j < d->nprov && !have; j++)
-            have = d->prov[j] == p;
-        if (!have && graph_node_add_prov(g, dst, p) != TG_OK)
+        if (d->nprov <= 16) {
+            int have = 0;
+            for (int32_t j = 0; j < d->nprov && !have; j++)
+                have = d->prov[j] == p;
+            if (have)
+                continue;
+        } else if (d->nprov >= d->cap_prov) {
+            if (graph_node_dedup_prov(g, dst) != TG_OK)
+                return TG_ERR_NOMEM;
+            /* Still more than half full: double now, so that the next
+             * dedup is at least as many appends away as it costs. */
+            if (d->nprov > d->cap_prov / 2 &&
+                graph_node_reserve_prov(g, dst, d->nprov > INT32_MAX / 2 ? INT32_MAX
+                                                           : 2 * d->nprov) != TG_OK)
+                return TG_ERR_NOMEM;
+        }
+        if (graph_node_add_prov(g, dst, p) != TG_OK)
             return TG_ERR_NOMEM;
     }
     return TG_OK;

@@ -22,81 +22,369 @@ static size_t type_bytes(const graph_type *t)
     return (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
 }
 
-static int by_size_desc(const void *a, const void *b, void *ctx)
+/* Sort key: size descending, then buffer id (deterministic). */
+typedef struct size_key {
+    size_t size;
+    int32_t id;
+} size_key;
+
+static int by_size_desc(const void *a, const void *b)
 {
-    const buf *bs = ctx;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (bs[x].size != bs[y].size)
-        return bs[x].size < bs[y].size ? 1 : -1;
-    return x - y; /* deterministic */
+    const size_key *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size < y->size ? 1 : -1;
+    return (x->id > y->id) - (x->id < y->id);
 }
 
-/* qsort_r is a GNU extension; a small insertion-merge sort keeps C11. */
-static void sort_ids(int32_t *ids, int32_t n, const buf *bs)
+/*
+ * Placement needs, for each buffer b, the offsets taken by the buffers
+ * already placed whose lifetimes meet b's: a scan of every placed buffer
+ * (and a sort of those alive with b) made that O(n^2 log n) for n buffers
+ * alive at once.  Instead, a segment tree over the steps keeps *runs*
+ * (maximal [start, end) offset ranges, merged as they touch) of the
+ * placed buffers: cover[v] holds the buffers whose step range has node v
+ * in its canonical decomposition, sub[v] those of node v's subtree (added
+ * to every node on the paths from the range's ends to the root).  The
+ * buffers that meet steps [f, l] are those of sub[c] for the canonical
+ * nodes c of [f, l] and of cover[u] for the nodes u above them, all on the
+ * paths from leaves f and l to the root: O(log steps) lists, whose runs
+ * give the same gaps as the buffers themselves.  Buffers placed side by
+ * side (the common case) make one run, so a query costs O(log^2 n) rather
+ * than O(buffers alive).
+ */
+typedef struct runs {
+    int64_t *r; /* start, end pairs: the first `sorted` sorted, disjoint,
+                   not touching; then new ones in any order */
+    int32_t n, cap, sorted;
+} runs;
+
+/* Totals of the buffers given to a tree node's cover (the stab totals). */
+typedef struct stab {
+    uint64_t bytes; /* aligned, saturating */
+    int64_t lo, hi; /* lowest offset, highest end */
+    int32_t count;
+} stab;
+
+typedef struct seg {
+    int32_t leaves;      /* a power of two >= steps */
+    int32_t *cover, *sub; /* per tree node: index into lists, 0 = none */
+    runs *lists;
+    int32_t nlists, cap_lists;
+    stab *st;         /* per tree node, over its cover */
+    int32_t *firsts;  /* Fenwick tree: placed buffers by first step */
+} seg;
+
+static int seg_init(seg *t, int32_t steps)
 {
-    for (int32_t i = 1; i < n; i++) {
-        int32_t v = ids[i], j = i - 1;
-        while (j >= 0 && by_size_desc(&ids[j], &v, (void *)bs) > 0) {
-            ids[j + 1] = ids[j];
-            j--;
+    memset(t, 0, sizeof *t);
+    t->leaves = 1;
+    while (t->leaves < steps)
+        t->leaves *= 2;
+    t->cover = calloc((size_t)t->leaves * 2, sizeof(int32_t));
+    t->sub = calloc((size_t)t->leaves * 2, sizeof(int32_t));
+    t->cap_lists = 64;
+    t->nlists = 1; /* 0 means none */
+    t->lists = calloc((size_t)t->cap_lists, sizeof(runs));
+    t->st = calloc((size_t)t->leaves * 2, sizeof(stab));
+    t->firsts = calloc((size_t)t->leaves + 1, sizeof(int32_t));
+    return t->cover && t->sub && t->lists && t->st && t->firsts ? 0 : -1;
+}
+
+static void seg_free(seg *t)
+{
+    for (int32_t i = 1; i < t->nlists; i++)
+        free(t->lists[i].r);
+    free(t->lists);
+    free(t->cover);
+    free(t->sub);
+    free(t->st);
+    free(t->firsts);
+}
+
+static void stab_add(stab *s, int64_t a, int64_t e)
+{
+    uint64_t n = (uint64_t)(e - a);
+    s->bytes = s->bytes > UINT64_MAX - n ? UINT64_MAX : s->bytes + n;
+    if (!s->count || a < s->lo)
+        s->lo = a;
+    if (!s->count || e > s->hi)
+        s->hi = e;
+    s->count++;
+}
+
+/* The placed buffers alive at step t: count, bytes, lowest offset, highest end. */
+static stab stab_at(const seg *t, int32_t step)
+{
+    stab r = {0, 0, 0, 0};
+    for (int32_t v = step + t->leaves; v; v >>= 1) {
+        const stab *s = &t->st[v];
+        if (!s->count)
+            continue;
+        r.bytes = r.bytes > UINT64_MAX - s->bytes ? UINT64_MAX : r.bytes + s->bytes;
+        if (!r.count || s->lo < r.lo)
+            r.lo = s->lo;
+        if (!r.count || s->hi > r.hi)
+            r.hi = s->hi;
+        r.count += s->count;
+    }
+    return r;
+}
+
+/* Placed buffers whose first step is below step. */
+static int32_t firsts_below(const seg *t, int32_t step)
+{
+    int32_t n = 0;
+    for (int32_t i = step; i > 0; i -= i & -i)
+        n += t->firsts[i];
+    return n;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Sorts a list's tail of new runs and merges it with its sorted head:
+ * runs that overlap or touch become one. */
+static int runs_normalize(runs *l)
+{
+    if (l->sorted == l->n)
+        return 0;
+    qsort(l->r + 2 * l->sorted, (size_t)(l->n - l->sorted), sizeof(int64_t) * 2, by_start);
+    int64_t *m = malloc(sizeof(int64_t) * 2 * (size_t)l->n);
+    if (!m)
+        return -1;
+    int32_t i = 0, j = l->sorted, k = 0;
+    while (i < l->sorted || j < l->n) {
+        int32_t p = j >= l->n || (i < l->sorted && l->r[2 * i] <= l->r[2 * j]) ? i++ : j++;
+        if (k && l->r[2 * p] <= m[2 * k - 1]) {
+            if (l->r[2 * p + 1] > m[2 * k - 1])
+                m[2 * k - 1] = l->r[2 * p + 1];
+        } else {
+            m[2 * k] = l->r[2 * p];
+            m[2 * k + 1] = l->r[2 * p + 1];
+            k++;
         }
-        ids[j + 1] = v;
     }
+    memcpy(l->r, m, sizeof(int64_t) * 2 * (size_t)k);
+    free(m);
+    l->n = l->sorted = k;
+    return 0;
 }
 
-static int by_offset(const void *a, const void *b)
+/* Adds [a, e) to the list *slot (made on first use).  New runs are
+ * appended, and merged in when the tail outgrows the head (or the list is
+ * read): O(log) amortized, where a sorted insert moved the whole list. */
+static int runs_add(seg *t, int32_t *slot, int64_t a, int64_t e)
 {
-    const buf *x = *(buf *const *)a, *y = *(buf *const *)b;
-    return (x->offset > y->offset) - (x->offset < y->offset);
+    if (!*slot) {
+        if (t->nlists == t->cap_lists) {
+            runs *l = realloc(t->lists, sizeof(runs) * (size_t)t->cap_lists * 2);
+            if (!l)
+                return -1;
+            memset(l + t->cap_lists, 0, sizeof(runs) * (size_t)t->cap_lists);
+            t->lists = l;
+            t->cap_lists *= 2;
+        }
+        *slot = t->nlists++;
+    }
+    runs *l = &t->lists[*slot];
+    if (l->n && l->r[2 * l->n - 1] == a && l->sorted == l->n) {
+        l->r[2 * l->n - 1] = e; /* side by side with the last run */
+        return 0;
+    }
+    if (l->n == l->cap) {
+        if (l->n - l->sorted > l->sorted / 2 + 8) {
+            if (runs_normalize(l) < 0)
+                return -1;
+        }
+        if (l->n == l->cap) {
+            int32_t cap = l->cap ? l->cap * 2 : 2;
+            int64_t *r = realloc(l->r, sizeof(int64_t) * 2 * (size_t)cap);
+            if (!r)
+                return -1;
+            l->r = r;
+            l->cap = cap;
+        }
+    }
+    l->r[2 * l->n] = a;
+    l->r[2 * l->n + 1] = e;
+    l->n++;
+    return 0;
 }
 
-/* Greedy by size: returns the arena size. */
-static size_t place(buf *bs, int32_t n, size_t align)
+/* Records a buffer alive over steps [f, l] at offsets [a, e). */
+static int seg_insert(seg *t, int32_t f, int32_t l, int64_t a, int64_t e)
 {
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    buf **live = malloc(sizeof(buf *) * (size_t)(n + 1));
-    size_t total = 0;
-    if (!ids || !live) {
-        free(ids);
-        free(live);
-        return (size_t)-1;
+    for (int32_t i = f + 1; i <= t->leaves; i += i & -i)
+        t->firsts[i]++;
+    for (int32_t lo = f + t->leaves, hi = l + t->leaves + 1; lo < hi; lo >>= 1, hi >>= 1) {
+        if (lo & 1)
+            stab_add(&t->st[lo++], a, e);
+        if (hi & 1)
+            stab_add(&t->st[hi - 1], a, e);
     }
-    for (int32_t i = 0; i < n; i++) {
-        ids[i] = i;
-        bs[i].offset = -1;
+    for (int32_t lo = f + t->leaves, hi = l + t->leaves + 1; lo < hi; lo >>= 1, hi >>= 1) {
+        if (lo & 1) {
+            if (runs_add(t, &t->cover[lo], a, e) < 0 || runs_add(t, &t->sub[lo], a, e) < 0)
+                return -1;
+            lo++;
+        }
+        if (hi & 1) {
+            hi--;
+            if (runs_add(t, &t->cover[hi], a, e) < 0 || runs_add(t, &t->sub[hi], a, e) < 0)
+                return -1;
+        }
     }
-    sort_ids(ids, n, bs);
+    for (int32_t v = (f + t->leaves) >> 1; v; v >>= 1)
+        if (runs_add(t, &t->sub[v], a, e) < 0)
+            return -1;
+    for (int32_t v = (l + t->leaves) >> 1; v; v >>= 1)
+        if (runs_add(t, &t->sub[v], a, e) < 0)
+            return -1;
+    return 0;
+}
+
+/* Appends list slot's runs to *q (grown as needed). */
+static int gather(seg *t, int32_t slot, int64_t **q, size_t *nq, size_t *cap)
+{
+    if (!slot)
+        return 0;
+    runs *l = &t->lists[slot];
+    if (runs_normalize(l) < 0)
+        return -1;
+    if (*nq + (size_t)l->n > *cap) {
+        size_t c = *cap ? *cap : 64;
+        while (c < *nq + (size_t)l->n)
+            c *= 2;
+        int64_t *p = realloc(*q, sizeof(int64_t) * 2 * c);
+        if (!p)
+            return -1;
+        *q = p;
+        *cap = c;
+    }
+    memcpy(*q + 2 * *nq, l->r, sizeof(int64_t) * 2 * (size_t)l->n);
+    *nq += (size_t)l->n;
+    return 0;
+}
+
+size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
+                         int64_t *offset, uint64_t *work)
+{
+    if (align < OPT_ARENA_ALIGN || (align & (align - 1)))
+        align = OPT_ARENA_ALIGN;
+    int32_t steps = 1;
+    for (int32_t i = 0; i < n; i++)
+        if (bs[i].last + 1 > steps)
+            steps = bs[i].last + 1;
+    size_key *ids = malloc(sizeof *ids * (size_t)(n + 1));
+    int64_t *q = NULL;
+    size_t total = 0, nq = 0, capq = 0;
+    uint64_t examined = 0;
+    seg t;
+    if (seg_init(&t, steps) < 0 || !ids)
+        goto oom;
+    for (int32_t i = 0; i < n; i++)
+        ids[i] = (size_key){bs[i].size, i};
+    qsort(ids, (size_t)n, sizeof *ids, by_size_desc);
     for (int32_t k = 0; k < n; k++) {
-        buf *b = &bs[ids[k]];
-        int32_t nl = 0;
-        for (int32_t j = 0; j < k; j++) {
-            buf *o = &bs[ids[j]];
-            if (o->first <= b->last && b->first <= o->last)
-                live[nl++] = o;
+        const opt_memplan_buf *b = &bs[ids[k].id];
+        int32_t f = b->first, l = b->last;
+        if (!b->size) { /* no bytes: anywhere will do */
+            offset[ids[k].id] = 0;
+            continue;
         }
-        qsort(live, (size_t)nl, sizeof *live, by_offset);
-        /* Best fit: the smallest gap between live buffers that holds b. */
+        /* Every placed buffer that meets [f, l] alive at step f (or l):
+         * they are alive together, so they cannot overlap, and when their
+         * bytes fill their span it is one run, found without the lists
+         * (n outputs, or a wide layer read by one node at the end). */
+        int32_t meet = firsts_below(&t, l + 1) - firsts_below(&t, f + 1);
+        stab sf = stab_at(&t, f), sl = stab_at(&t, l), *one = NULL;
+        meet += sf.count; /* alive at f, or first in (f, l] */
+        if (sl.count == meet)
+            one = &sl;
+        else if (sf.count == meet)
+            one = &sf;
+        if (one && (!one->count || one->bytes == (uint64_t)(one->hi - one->lo))) {
+            int64_t at = !one->count ? 0
+                         : (uint64_t)one->lo >= b->size ? 0 : one->hi;
+            size_t end = (size_t)at + align_up(b->size, align);
+            offset[ids[k].id] = at;
+            examined++;
+            if (seg_insert(&t, f, l, at, (int64_t)end) < 0)
+                goto oom;
+            if (end > total)
+                total = end;
+            continue;
+        }
+        /* The runs of every placed buffer alive at some step of [f, l]. */
+        nq = 0;
+        for (int32_t lo = f + t.leaves, hi = l + t.leaves + 1; lo < hi; lo >>= 1, hi >>= 1) {
+            if (lo & 1 && gather(&t, t.sub[lo++], &q, &nq, &capq) < 0)
+                goto oom;
+            if (hi & 1 && gather(&t, t.sub[--hi], &q, &nq, &capq) < 0)
+                goto oom;
+        }
+        for (int32_t v = f + t.leaves; v; v >>= 1)
+            if (gather(&t, t.cover[v], &q, &nq, &capq) < 0)
+                goto oom;
+        for (int32_t v = l + t.leaves; v; v >>= 1)
+            if (gather(&t, t.cover[v], &q, &nq, &capq) < 0)
+                goto oom;
+        qsort(q, nq, sizeof(int64_t) * 2, by_start);
+        examined += nq;
+        /* Best fit: the smallest gap between them that holds b (the
+         * lowest of equal ones), else above them all. */
         int64_t best = -1, prev_end = 0;
         size_t best_gap = (size_t)-1;
-        for (int32_t j = 0; j < nl; j++) {
-            if (live[j]->offset >= prev_end) {
-                size_t gap = (size_t)(live[j]->offset - prev_end);
+        for (size_t j = 0; j < nq; j++) {
+            if (q[2 * j] >= prev_end) {
+                size_t gap = (size_t)(q[2 * j] - prev_end);
                 if (gap >= b->size && gap < best_gap) {
                     best_gap = gap;
                     best = prev_end;
                 }
             }
-            int64_t end = live[j]->offset + (int64_t)align_up(live[j]->size, align);
-            if (end > prev_end)
-                prev_end = end;
+            if (q[2 * j + 1] > prev_end)
+                prev_end = q[2 * j + 1];
         }
-        b->offset = best >= 0 ? best : prev_end;
-        size_t end = (size_t)b->offset + align_up(b->size, align);
+        int64_t at = best >= 0 ? best : prev_end;
+        size_t end = (size_t)at + align_up(b->size, align);
+        offset[ids[k].id] = at;
+        if (seg_insert(&t, f, l, at, (int64_t)end) < 0)
+            goto oom;
         if (end > total)
             total = end;
     }
     free(ids);
-    free(live);
+    free(q);
+    seg_free(&t);
+    if (work)
+        *work = examined;
+    return total;
+oom:
+    free(ids);
+    free(q);
+    seg_free(&t);
+    return (size_t)-1;
+}
+
+/* Greedy by size: returns the arena size. */
+static size_t place(buf *bs, int32_t n, size_t align, uint64_t *work)
+{
+    opt_memplan_buf *pb = malloc(sizeof *pb * (size_t)(n + 1));
+    int64_t *off = malloc(sizeof *off * (size_t)(n + 1));
+    size_t total = (size_t)-1;
+    if (pb && off) {
+        for (int32_t i = 0; i < n; i++)
+            pb[i] = (opt_memplan_buf){bs[i].size, bs[i].first, bs[i].last};
+        total = opt_memplan_place(pb, n, align, off, work);
+        for (int32_t i = 0; i < n && total != (size_t)-1; i++)
+            bs[i].offset = off[i];
+    }
+    free(pb);
+    free(off);
     return total;
 }
 
@@ -221,7 +509,7 @@ tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
         opt_memplan_free(mp);
         return st;
     }
-    mp->arena_bytes = place(bs, mp->nbuffers, align);
+    mp->arena_bytes = place(bs, mp->nbuffers, align, &mp->place_work);
     mp->lower_bound = lower_bound(bs, mp->nbuffers, nsteps, align);
     if (mp->arena_bytes == (size_t)-1) {
         free(bs);

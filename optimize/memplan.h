@@ -30,6 +30,8 @@ typedef struct opt_memplan {
     size_t naive_bytes;   /* sum of all intermediates, no reuse */
     size_t lower_bound;   /* largest set of bytes alive at one step */
     int32_t inplace;      /* outputs that share their input's buffer */
+    uint64_t place_work;  /* offset ranges placement examined (its cost,
+                             O(n log n) for n buffers; tests bound it) */
 } opt_memplan;
 
 /*
@@ -47,5 +49,24 @@ tg_status opt_memplan_build(const graph *g, const graph_type *types,
 tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
                                     int allow_inplace, size_t align, opt_memplan *mp);
 void opt_memplan_free(opt_memplan *mp);
+
+/* One buffer to place: size bytes alive from step first to step last. */
+typedef struct opt_memplan_buf {
+    size_t size;
+    int32_t first, last; /* 0 <= first <= last */
+} opt_memplan_buf;
+
+/*
+ * Greedy-by-size placement of n buffers (what opt_memplan_build runs on
+ * the buffers of a schedule): largest first (ties: lower index first),
+ * each in the smallest gap (the lowest of equal ones) between the placed
+ * buffers alive at one of its steps that holds it, else above them all.
+ * Sizes are rounded up to align (as opt_memplan_build_aligned); a buffer
+ * of 0 bytes gets offset 0.  Writes offset[i]; returns the arena size, or
+ * (size_t)-1 out of memory.  *work (if not NULL): the offset ranges
+ * examined, O(n log n) when placed buffers lie side by side.
+ */
+size_t opt_memplan_place(const opt_memplan_buf *bufs, int32_t n, size_t align,
+                         int64_t *offset, uint64_t *work);
 
 #endif

@@ -128,7 +128,8 @@ int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
 int32_t opt_add_const(graph *g, const graph_type *t, const void *data);
 /* If v is a constant whose elements are all equal, 1 and *x = that value. */
 int opt_const_scalar(const graph *g, int32_t v, double *x);
-/* Appends every provenance id of node src to node dst (skipping repeats). */
+/* Appends every provenance id of node src to node dst (skipping repeats;
+ * a list longer than 16 ids may hold them until graph_compact). */
 tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src);
 /* Formats a failure into ctx->err naming the node and its call site. */
 tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,

@@ -88,6 +88,13 @@ static stack_cache *thread_stacks(void)
     return tl_stacks;
 }
 
+/* An output name, to refuse a repeat in O(1) (a scan made n outputs
+ * O(n^2)). */
+typedef struct out_name {
+    const char *name; /* graph_intern'ed */
+    UT_hash_handle hh;
+} out_name;
+
 typedef struct trace_state {
     graph *g;
     trace_opts opts;
@@ -95,6 +102,7 @@ typedef struct trace_state {
     eager_hooks hooks;
     const eager_hooks *prev_hooks;
     prov_entry *provs;
+    out_name *outs; /* the outputs' names (interned: keyed by pointer) */
     /* A direct-mapped front for provs: most ops repeat a recent site. */
     struct {
         prov_key key;
@@ -412,6 +420,11 @@ static graph *end_trace(trace_state *st, int keep_graph)
         HASH_DEL(st->provs, e);
         free(e);
     }
+    out_name *o, *otmp;
+    HASH_ITER(hh, st->outs, o, otmp) {
+        HASH_DEL(st->outs, o);
+        free(o);
+    }
     free(st);
     tl_trace = NULL;
     return g;
@@ -557,12 +570,28 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
         return fail(st, TG_ERR_ARG, &site, "trace_output: \"%s\" does not depend on "
                     "any recorded op (it is not computed inside the trace)",
                     name ? name : "?");
-    for (int32_t i = 0; name && i < st->g->noutputs; i++)
-        if (strcmp(st->g->outputs[i].name, name) == 0)
-            return fail(st, TG_ERR_ARG, &site, "trace_output: the name \"%s\" is already "
-                        "an output", name);
+    const char *iname = name ? graph_intern(st->g, name, -1) : NULL;
+    out_name *o = NULL;
+    if (name && !iname)
+        return fail(st, TG_ERR_NOMEM, &site, "%s", "trace_output: out of memory");
+    if (iname)
+        HASH_FIND_PTR(st->outs, &iname, o);
+    if (o)
+        return fail(st, TG_ERR_ARG, &site, "trace_output: the name \"%s\" is already "
+                    "an output", name);
     if (graph_add_output(st->g, v, name) != TG_OK)
         return fail(st, TG_ERR_ARG, &site, "trace_output: %s", graph_error(st->g));
+    if (iname) {
+        tg_hash_oom = 0;
+        if ((o = malloc(sizeof *o)) != NULL) {
+            o->name = iname;
+            HASH_ADD_PTR(st->outs, name, o);
+        }
+        if (!o || tg_hash_oom) {
+            free(tg_hash_oom ? o : NULL);
+            return fail(st, TG_ERR_NOMEM, &site, "%s", "trace_output: out of memory");
+        }
+    }
     return TG_OK;
 }
 
