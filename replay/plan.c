@@ -213,6 +213,28 @@ static tg_status schedule(replay_plan *p)
     p->items = malloc(sizeof(replay_item) * (size_t)(g->nnodes + g->nguards + 1));
     if (!p->items)
         return TG_ERR_NOMEM;
+    /* the guards of each node's values, in guard order: a counting sort
+     * (one pass per node over every guard was quadratic) */
+    int32_t *first = calloc((size_t)g->nnodes + 2, sizeof *first);
+    int32_t *order = malloc(sizeof *order * ((size_t)g->nguards + 1));
+    if (!first || !order) {
+        free(first);
+        free(order);
+        return TG_ERR_NOMEM;
+    }
+    for (int32_t k = 0; k < g->nguards; k++) {
+        int32_t at = g->values[g->guards[k].value].node;
+        if (g->values[g->guards[k].value].kind == GRAPH_VALUE_INTER && at >= 0 && at < g->nnodes)
+            first[at + 2]++;
+    }
+    for (int32_t i = 0; i < g->nnodes; i++)
+        first[i + 2] += first[i + 1];
+    for (int32_t k = 0; k < g->nguards; k++) {
+        int32_t at = g->values[g->guards[k].value].node;
+        if (g->values[g->guards[k].value].kind == GRAPH_VALUE_INTER && at >= 0 && at < g->nnodes)
+            order[first[at + 1]++] = k;
+    }
+    /* now node i's guards are order[first[i] .. first[i + 1]) */
     int32_t n = 0;
     for (int32_t k = 0; k < g->nguards; k++)
         if (g->values[g->guards[k].value].kind != GRAPH_VALUE_INTER)
@@ -222,11 +244,12 @@ static tg_status schedule(replay_plan *p)
         if (nd->flags & GRAPH_NODE_DEAD)
             continue;
         p->items[n++] = (replay_item){i, -1};
-        for (int32_t k = 0; k < g->nguards; k++)
-            if (g->values[g->guards[k].value].node == i)
-                p->items[n++] = (replay_item){-1, k};
+        for (int32_t j = first[i]; j < first[i + 1]; j++)
+            p->items[n++] = (replay_item){-1, order[j]};
     }
     p->nitems = n;
+    free(first);
+    free(order);
     return TG_OK;
 }
 
