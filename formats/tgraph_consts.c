@@ -320,6 +320,14 @@ static int finish(format_loader *L, cjob *j)
             free(s->dst);
             s->dst = p;
         }
+        /* bool data is 0 or 1, as the writer writes it and the text IR
+         * prints and parses it (kernels may test a bool byte for == 1) */
+        if (L->g->values[s->value].type.dtype == GRAPH_BOOL)
+            for (uint64_t k = 0; k < s->nbytes; k++)
+                if (s->dst[k] > 1)
+                    return format_load_fail(L, s->off + k, "value %d is bool, its byte %llu "
+                                            "is %u (want 0 or 1)", s->value,
+                                            (unsigned long long)k, s->dst[k]);
         L->g->values[s->value].data = s->dst;
         s->dst = NULL;
     }
