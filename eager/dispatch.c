@@ -94,6 +94,12 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
                                 info->name, i);
             return -1;
         }
+        if (in[i]->magic != EAGER_LIVE) {
+            char what[96];
+            snprintf(what, sizeof what, "%s: input %d", info->name, i);
+            eager_check_live(in[i], what, site);
+            return -1;
+        }
     }
     nin = trim_inputs(op, in, nin, site);
     if (nin < 0)
