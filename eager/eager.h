@@ -68,7 +68,15 @@ void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
 #endif
     ;
 
-/* ---- creation (dtype, shape as TG_SHAPE(2, 3)) ---- */
+/*
+ * ---- creation (dtype, shape as TG_SHAPE(2, 3)) ----
+ *
+ * Values given as double (eager_full, eager_arange) are converted to the
+ * dtype as the cast op converts a float: f32 rounds to nearest; i32 and
+ * i64 truncate toward zero, NaN gives 0, values beyond the range saturate
+ * to its min or max (+-inf included: eager_full(I32, ..., 1e10) is
+ * INT32_MAX); bool is value != 0 (NaN gives 1).
+ */
 
 eager_tensor *eager_empty_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape);
 eager_tensor *eager_full_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, double value);
