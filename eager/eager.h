@@ -59,7 +59,8 @@ const char *eager_error(void);
 void eager_clear_error(void);
 /*
  * Records an error (kept only if none is pending). The site, if not NULL,
- * is appended as " (file:line func)". For layers built on eager.
+ * is appended as " (file:line func)". For layers built on eager.  fmt
+ * NULL: the status's own text.
  */
 void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
                      ...)
@@ -224,7 +225,9 @@ int eager_threads(void);
  * runs the CPU kernel, calls the hooks.  Trailing EAGER_NONE inputs are
  * dropped.  attrs is the op's graph_<op>_attrs (NULL for defaults or ops
  * without).  Writes up to max_out tensors to out and returns their number,
- * or -1 on error.  The generated eager_<op>() functions call this.
+ * or -1 on error.  The generated eager_<op>() functions call this.  NULL
+ * in (nin > 0) or out (max_out > 0): -1 and TG_ERR_NULL; a NULL input: -1
+ * (no new error if one is pending); a freed input: -1 and TG_ERR_STATE.
  */
 int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
                    const void *attrs, eager_tensor **out, int max_out,

@@ -195,6 +195,8 @@ static tg_status check_input_names(graph *g)
 
 tg_status graph_verify(graph *g, int allow_elided)
 {
+    if (!g)
+        return TG_ERR_NULL;
     tg_status st = check_values(g, allow_elided);
     if (st != TG_OK)
         return st;

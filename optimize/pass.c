@@ -270,6 +270,8 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
 
 void opt_report_print(const opt_report *rep, FILE *f)
 {
+    if (!rep || !f)
+        return;
     fprintf(f, "%-20s %5s %8s %7s %9s %12s %9s\n", "pass", "runs", "removed", "fused",
             "rewritten", "bytes saved", "ms");
     for (int i = 0; i < rep->npasses; i++) {

@@ -327,7 +327,7 @@ int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
     }
     ocl_device_info info[64];
     int n = ocl_list_devices(info, 64, err, errlen);
-    for (int i = 0; i < n && i < max && i < 64; i++) {
+    for (int i = 0; out && i < n && i < max && i < 64; i++) {
         replay_device *d = &out[i];
         *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
         snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);

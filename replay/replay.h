@@ -132,9 +132,10 @@ typedef struct replay_device {
 } replay_device;
 
 /*
- * Lists the OpenCL devices of every platform into out (at most max).
- * Returns their count (which may exceed max), or -1 and a message in err
- * when there is no platform ("no OpenCL platform (...)").
+ * Lists the OpenCL devices of every platform into out (at most max; out
+ * NULL: only counts them).  Returns their count (which may exceed max), or
+ * -1 and a message in err when there is no platform ("no OpenCL platform
+ * (...)").
  */
 int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen);
 /* The cl_context (as void *) of an OpenCL plan, for the caller's own
