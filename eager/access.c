@@ -26,11 +26,8 @@ static int report(const eager_tensor *t, eager_read_kind kind, int64_t index,
 static int check_scalar(const eager_tensor *t, const char *what,
                         const eager_site *site)
 {
-    if (!t) {
-        if (eager_status() == TG_OK)
-            eager_set_error(TG_ERR_NULL, site, "%s: tensor is NULL", what);
+    if (eager_check(t, what, site) < 0)
         return -1;
-    }
     if (t->numel != 1) {
         char s[160];
         eager_set_error(TG_ERR_SHAPE, site,
@@ -64,11 +61,8 @@ double eager_get_at(EAGER_SITE_PARAMS, const eager_tensor *t,
                     graph_ints index)
 {
     eager_site site = {site_file_, site_line_, site_func_};
-    if (!t) {
-        if (eager_status() == TG_OK)
-            eager_set_error(TG_ERR_NULL, &site, "get: tensor is NULL");
+    if (eager_check(t, "get", &site) < 0)
         return NAN;
-    }
     char s[160], ix[160];
     if (index.n != t->type.ndim) {
         eager_set_error(TG_ERR_ARG, &site,
@@ -98,11 +92,8 @@ double eager_get_at(EAGER_SITE_PARAMS, const eager_tensor *t,
 const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t)
 {
     eager_site site = {site_file_, site_line_, site_func_};
-    if (!t) {
-        if (eager_status() == TG_OK)
-            eager_set_error(TG_ERR_NULL, &site, "data: tensor is NULL");
+    if (eager_check(t, "data", &site) < 0)
         return NULL;
-    }
     if (report(t, EAGER_READ_BUFFER, -1, &site))
         return NULL;
     return t->data;
@@ -111,11 +102,12 @@ const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t)
 void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t)
 {
     eager_site site = {site_file_, site_line_, site_func_};
-    if (!t || t == EAGER_NONE) {
-        if (eager_status() == TG_OK)
-            eager_set_error(TG_ERR_NULL, &site, "data_mut: no tensor");
+    if (t == EAGER_NONE) {
+        eager_set_error(TG_ERR_NULL, &site, "data_mut: no tensor (EAGER_NONE)");
         return NULL;
     }
+    if (eager_check(t, "data_mut", &site) < 0)
+        return NULL;
     if (report(t, EAGER_WRITE_BUFFER, -1, &site))
         return NULL;
     return t->data;

@@ -37,13 +37,33 @@ eager_tensor *eager_empty_at(EAGER_SITE_PARAMS, graph_dtype dt,
     return finish(t, &site);
 }
 
-/* Stores value into element i of data, converted to dt. */
+/*
+ * value as an integer of [lo, hi] the way the cast op converts a float
+ * (kernels_cast.c): truncated toward zero, NaN -> 0, beyond the range
+ * saturated (+-inf included).  lim is 2^31 or 2^63, exact as a double.
+ */
+static int64_t to_int(double value, double lim, int64_t lo, int64_t hi)
+{
+    if (value != value)
+        return 0;
+    if (value >= lim)
+        return hi;
+    if (value < -lim)
+        return lo;
+    return (int64_t)value;
+}
+
+/* Stores value into element i of data, converted to dt as cast does. */
 static void store(void *data, graph_dtype dt, int64_t i, double value)
 {
     switch (dt) {
     case GRAPH_F32: ((float *)data)[i] = (float)value; break;
-    case GRAPH_I64: ((int64_t *)data)[i] = (int64_t)value; break;
-    case GRAPH_I32: ((int32_t *)data)[i] = (int32_t)value; break;
+    case GRAPH_I64:
+        ((int64_t *)data)[i] = to_int(value, 0x1p63, INT64_MIN, INT64_MAX);
+        break;
+    case GRAPH_I32:
+        ((int32_t *)data)[i] = (int32_t)to_int(value, 0x1p31, INT32_MIN, INT32_MAX);
+        break;
     case GRAPH_BOOL: ((uint8_t *)data)[i] = value != 0.0; break;
     default: break;
     }

@@ -87,11 +87,24 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
         return -1;
     }
     const graph_op_info *info = &graph_ops[op];
+    if (nin < 0 || (nin > 0 && !in) || max_out < 0 || (max_out > 0 && !out)) {
+        eager_set_error(TG_ERR_NULL, site, "eager_dispatch: %s: %s", info->name,
+                        nin < 0 || max_out < 0 ? "negative count"
+                        : nin > 0 && !in       ? "inputs array is NULL"
+                                               : "outputs array is NULL");
+        return -1;
+    }
     for (int i = 0; i < nin; i++) {
         if (!in[i]) {
             if (eager_status() == TG_OK)
                 eager_set_error(TG_ERR_NULL, site, "%s: input %d is NULL",
                                 info->name, i);
+            return -1;
+        }
+        if (in[i]->magic != EAGER_LIVE) {
+            char what[96];
+            snprintf(what, sizeof what, "%s: input %d", info->name, i);
+            eager_check_live(in[i], what, site);
             return -1;
         }
     }

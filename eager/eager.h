@@ -11,6 +11,13 @@
  * eager_release().  Inside eager_pool_push()/eager_pool_pop() the pool owns
  * it and drops it at pop, unless the caller took a reference of its own
  * with eager_retain().  Tensors are not thread-safe: one thread at a time.
+ * Misuse is detected, not undefined: every function taking a tensor checks
+ * a magic word in its header, so a tensor released twice, used after the
+ * pool that owned it popped, or released while its pool still owns it
+ * gives an error naming the call ("add: input 0 was already freed ...
+ * (model.c:42 f)") and frees nothing twice.  Once its memory is reused by
+ * a new tensor a stale pointer can no longer be told apart: run with
+ * TG_EAGER_NO_CACHE=1 under a sanitizer to catch every such use.
  *
  * Errors.  An op that fails returns NULL and records an error; an op given
  * NULL returns NULL without a new error, so a chain of calls can be checked
@@ -52,7 +59,8 @@ const char *eager_error(void);
 void eager_clear_error(void);
 /*
  * Records an error (kept only if none is pending). The site, if not NULL,
- * is appended as " (file:line func)". For layers built on eager.
+ * is appended as " (file:line func)". For layers built on eager.  fmt
+ * NULL: the status's own text.
  */
 void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
                      ...)
@@ -61,7 +69,15 @@ void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
 #endif
     ;
 
-/* ---- creation (dtype, shape as TG_SHAPE(2, 3)) ---- */
+/*
+ * ---- creation (dtype, shape as TG_SHAPE(2, 3)) ----
+ *
+ * Values given as double (eager_full, eager_arange) are converted to the
+ * dtype as the cast op converts a float: f32 rounds to nearest; i32 and
+ * i64 truncate toward zero, NaN gives 0, values beyond the range saturate
+ * to its min or max (+-inf included: eager_full(I32, ..., 1e10) is
+ * INT32_MAX); bool is value != 0 (NaN gives 1).
+ */
 
 eager_tensor *eager_empty_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape);
 eager_tensor *eager_full_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, double value);
@@ -90,31 +106,84 @@ eager_tensor *eager_rand_normal_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t
 
 /* ---- references and pools ---- */
 
-/* Takes one more reference; returns t. NULL-safe. */
-eager_tensor *eager_retain(eager_tensor *t);
-/* Drops one reference; frees at zero. NULL-safe. */
-void eager_release(eager_tensor *t);
+/*
+ * Takes one more reference; returns t (NULL for NULL, or with an error for
+ * a freed tensor).
+ */
+eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t);
+/*
+ * Drops one reference; frees at zero.  NULL is a no-op.  Refused, with an
+ * error naming the call and nothing freed: a tensor already freed (released
+ * twice), and the last reference of a tensor a pool owns (made inside
+ * eager_pool_push and not retained: the pool drops it at pop, so releasing
+ * it here would free it twice).
+ */
+void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t);
+/*
+ * For code that releases the tensors it makes but may run inside a
+ * caller's pool (libraries): if a pool owns t, takes a reference of the
+ * caller's own (as eager_retain), so that one eager_release is right
+ * either way.  Returns t; NULL-safe.
+ */
+eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t);
+#define eager_retain(t) eager_retain_at(EAGER_SITE, t)
+#define eager_release(t) eager_release_at(EAGER_SITE, t)
+#define eager_keep(t) eager_keep_at(EAGER_SITE, t)
+/* The same without a call site, for function pointers: (eager_release). */
+eager_tensor *(eager_retain)(eager_tensor *t);
+void (eager_release)(eager_tensor *t);
 /* Opens a pool on this thread; pools nest. */
 void eager_pool_push(void);
-/* Closes the innermost pool, dropping its reference to each tensor made in it. */
-void eager_pool_pop(void);
+/*
+ * Closes the innermost pool, dropping its reference to each tensor made in
+ * it.  With no pool open: an error, nothing else.
+ */
+void eager_pool_pop_at(EAGER_SITE_PARAMS);
+#define eager_pool_pop() eager_pool_pop_at(EAGER_SITE)
+void (eager_pool_pop)(void);
 /*
  * Frees this thread's cache of small tensor blocks (kept to make small ops
  * cheap; released automatically when the thread exits).
+ *
+ * Debugging: with the environment variable TG_EAGER_NO_CACHE=1 (read once,
+ * at a thread's first tensor) tensors go straight to malloc and free, so
+ * AddressSanitizer and valgrind see every block: a use after free is
+ * reported at the faulty access.  TG_EAGER_NO_CACHE=0 turns the cache on.
+ * Builds configured with TG_SANITIZE (make asan) have the cache off unless
+ * TG_EAGER_NO_CACHE=0 says otherwise (CMake option TG_EAGER_NO_CACHE).
  */
 void eager_trim_cache(void);
 /* Number of live tensors on all threads (for leak checks in tests). */
 long eager_live_tensors(void);
+/*
+ * TG_OK if t is a live tensor.  Otherwise records an error "what: ..."
+ * naming the call site and returns its status: TG_ERR_NULL for NULL (no
+ * new error if one is pending), TG_ERR_STATE for a tensor already freed.
+ * For layers built on eager (the tracer checks what it is given).
+ */
+tg_status eager_check_at(EAGER_SITE_PARAMS, const eager_tensor *t, const char *what);
 
 /* ---- inspection and element access ---- */
 
-graph_dtype eager_dtype(const eager_tensor *t);
-int eager_ndim(const eager_tensor *t);
+/*
+ * Each takes the call site (a freed tensor is reported there).  Given NULL
+ * (no new error) or a freed tensor (an error): eager_dtype returns
+ * GRAPH_DTYPE_COUNT, eager_ndim, eager_dim and eager_numel -1,
+ * eager_nbytes 0, eager_type NULL.
+ */
+graph_dtype eager_dtype_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+int eager_ndim_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 /* Size of dim i (negative counts from the end); -1 if out of range. */
-int64_t eager_dim(const eager_tensor *t, int i);
-int64_t eager_numel(const eager_tensor *t);
-size_t eager_nbytes(const eager_tensor *t);
-const graph_type *eager_type(const eager_tensor *t);
+int64_t eager_dim_at(EAGER_SITE_PARAMS, const eager_tensor *t, int i);
+int64_t eager_numel_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+size_t eager_nbytes_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+const graph_type *eager_type_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+#define eager_dtype(t) eager_dtype_at(EAGER_SITE, t)
+#define eager_ndim(t) eager_ndim_at(EAGER_SITE, t)
+#define eager_dim(t, i) eager_dim_at(EAGER_SITE, t, i)
+#define eager_numel(t) eager_numel_at(EAGER_SITE, t)
+#define eager_nbytes(t) eager_nbytes_at(EAGER_SITE, t)
+#define eager_type(t) eager_type_at(EAGER_SITE, t)
 
 /*
  * Reads of tensor data.  While a trace is active these are recorded as
@@ -132,7 +201,8 @@ const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 #define eager_get(t, index) eager_get_at(EAGER_SITE, t, index)
 #define eager_bool(t) eager_bool_at(EAGER_SITE, t)
 #define eager_data(t) eager_data_at(EAGER_SITE, t)
-/* Reads without recording anything, for debugging and tests. */
+/* Reads without recording anything, for debugging and tests (NULL for
+ * NULL, or with an error for a freed tensor). */
 const void *eager_peek(const eager_tensor *t);
 /*
  * Writable data.  Writing into a tensor that other tensors view (reshape
@@ -155,7 +225,9 @@ int eager_threads(void);
  * runs the CPU kernel, calls the hooks.  Trailing EAGER_NONE inputs are
  * dropped.  attrs is the op's graph_<op>_attrs (NULL for defaults or ops
  * without).  Writes up to max_out tensors to out and returns their number,
- * or -1 on error.  The generated eager_<op>() functions call this.
+ * or -1 on error.  The generated eager_<op>() functions call this.  NULL
+ * in (nin > 0) or out (max_out > 0): -1 and TG_ERR_NULL; a NULL input: -1
+ * (no new error if one is pending); a freed input: -1 and TG_ERR_STATE.
  */
 int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
                    const void *attrs, eager_tensor **out, int max_out,
@@ -190,7 +262,8 @@ const eager_hooks *eager_set_hooks(const eager_hooks *h);
 
 /*
  * A small word in each tensor that a hook owner may use (the tracer keeps
- * the traced value's id there).  0 on new tensors.
+ * the traced value's id there).  0 on new tensors, and for NULL or a freed
+ * tensor (eager_set_tag then does nothing).
  */
 uint64_t eager_tag(const eager_tensor *t);
 void eager_set_tag(eager_tensor *t, uint64_t tag);

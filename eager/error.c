@@ -32,7 +32,8 @@ void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
         return; /* keep the first */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    int n = fmt ? vsnprintf(tl_msg, sizeof tl_msg, fmt, ap)
+                : snprintf(tl_msg, sizeof tl_msg, "%s", tg_status_str(st));
     va_end(ap);
     if (n < 0)
         n = 0;

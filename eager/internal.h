@@ -6,7 +6,19 @@
 
 enum {
     EAGER_T_STATIC = 1u << 0, /* never freed (EAGER_NONE) */
+    EAGER_T_POOLED = 1u << 1, /* one of its references belongs to a pool */
 };
+
+/*
+ * The magic word of a tensor's header: EAGER_LIVE while it is allocated,
+ * EAGER_DEAD once freed.  Every entry point that takes a tensor checks it
+ * (eager_check), so a tensor released twice or used after its pool popped
+ * is refused instead of handing its block out twice.  It sits past the
+ * first 16 bytes of the header, which the block cache's free-list link
+ * (and malloc's own bookkeeping) overwrite in a freed block.
+ */
+#define EAGER_LIVE 0x7447e11eu
+#define EAGER_DEAD 0x7447dea0u
 
 struct eager_tensor {
     graph_type type;
@@ -17,7 +29,21 @@ struct eager_tensor {
     int16_t block; /* size class in the block cache, -1: plain free */
     eager_tensor *base; /* for views: the tensor owning the storage */
     uint64_t tag;       /* see eager_tag() */
+    uint32_t magic;     /* EAGER_LIVE or EAGER_DEAD */
 };
+
+/*
+ * 0 if t is a live tensor.  Otherwise records an error "what: ..." at site
+ * and returns -1: NULL (no new error when one is pending: NULL means "an
+ * earlier error"), a freed tensor, or a pointer that is no tensor at all.
+ */
+int eager_check_live(const eager_tensor *t, const char *what,
+                     const eager_site *site);
+static inline int eager_check(const eager_tensor *t, const char *what,
+                              const eager_site *site)
+{
+    return t && t->magic == EAGER_LIVE ? 0 : eager_check_live(t, what, site);
+}
 
 /* Allocates a tensor of type t (data uninitialized); NULL + error on OOM. */
 eager_tensor *eager_alloc(const graph_type *t, const eager_site *site);

@@ -1,6 +1,7 @@
 /* interp.c - the reference interpreter (see interp.h). */
 #include "interp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,13 @@ static tg_status bind_inputs(const graph *g, eager_tensor *const *inputs,
             eager_set_error(TG_ERR_NULL, NULL, "interpret: input %d (\"%s\") is NULL",
                             i, v->name ? v->name : "?");
             return TG_ERR_NULL;
+        }
+        if (t->magic != EAGER_LIVE) {
+            char what[160];
+            snprintf(what, sizeof what, "interpret: input %d (\"%s\")", i,
+                     v->name ? v->name : "?");
+            eager_check_live(t, what, NULL);
+            return TG_ERR_STATE;
         }
         int ok = t->type.dtype == v->type.dtype && t->type.ndim == v->type.ndim;
         for (int d = 0; ok && d < v->type.ndim; d++) {

@@ -6,7 +6,8 @@
 
 #include "internal.h"
 
-eager_tensor eager_none_ = {.refs = 1, .flags = EAGER_T_STATIC, .block = -1};
+eager_tensor eager_none_ = {.refs = 1, .flags = EAGER_T_STATIC, .block = -1,
+                            .magic = EAGER_LIVE};
 
 
 /* Header rounded up so the data after it stays 64-byte aligned. */
@@ -75,6 +76,7 @@ typedef struct free_block {
 
 typedef struct thread_state {
     long live; /* tensors allocated minus freed on this thread */
+    int nocache; /* TG_EAGER_NO_CACHE: every block from and back to malloc */
     struct thread_state *prev, *next;
     struct free_block *head[CACHE_CLASSES]; /* free blocks of (k + 1) * 64 bytes */
     size_t cached_bytes;
@@ -162,7 +164,23 @@ static void state_free(void *p)
     free(t);
 }
 
-static void state_key_init(void) { pthread_key_create(&state_key, state_free); }
+/*
+ * The debugging mode without the cache (eager.h): TG_EAGER_NO_CACHE=1 or 0,
+ * else the build's default (on under sanitizers, CMake TG_EAGER_NO_CACHE).
+ * Read once per process.
+ */
+#ifndef TG_EAGER_NO_CACHE_DEFAULT
+#define TG_EAGER_NO_CACHE_DEFAULT 0
+#endif
+static int no_cache = TG_EAGER_NO_CACHE_DEFAULT;
+
+static void state_key_init(void)
+{
+    pthread_key_create(&state_key, state_free);
+    const char *e = getenv("TG_EAGER_NO_CACHE");
+    if (e && (e[0] == '0' || e[0] == '1') && !e[1])
+        no_cache = e[0] == '1';
+}
 
 /* This thread's state, made on first use; NULL only if out of memory. */
 static thread_state *get_state(void)
@@ -173,6 +191,7 @@ static thread_state *get_state(void)
     thread_state *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
+    t->nocache = no_cache;
     if (pthread_setspecific(state_key, t) != 0) {
         free(t);
         return NULL;
@@ -209,7 +228,9 @@ static void *block_alloc(size_t total, int16_t *cls)
     size_t k = total / 64 - 1;
     void *p = NULL;
     *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
-    if (t && k < CACHE_CLASSES && t->head[k]) {
+    if (t && t->nocache)
+        ;
+    else if (t && k < CACHE_CLASSES && t->head[k]) {
         free_block *b = t->head[k];
         t->head[k] = b->next;
         t->cached_bytes -= total;
@@ -229,6 +250,10 @@ static void block_free(void *p, int16_t cls, size_t total)
     thread_state *t = tl_state ? tl_state : get_state();
     if (t)
         t->live--;
+    if (t && t->nocache) {
+        free(p);
+        return;
+    }
     if (t && cls == BLOCK_LARGE) {
         large_keep(t, p, total);
         return;
@@ -263,6 +288,7 @@ eager_tensor *eager_alloc(const graph_type *t, const eager_site *site)
     x->block = cls;
     x->base = NULL;
     x->tag = 0;
+    x->magic = EAGER_LIVE;
     return x;
 }
 
@@ -283,26 +309,99 @@ eager_tensor *eager_alloc_view(eager_tensor *base, const graph_type *t,
     x->refs = 1;
     x->flags = 0;
     x->block = cls;
-    x->base = eager_retain(base);
+    base->refs++; /* base is live: the dispatcher checked in[0] */
+    x->base = base;
     x->tag = 0;
+    x->magic = EAGER_LIVE;
     return x;
 }
 
-eager_tensor *eager_retain(eager_tensor *t)
+int eager_check_live(const eager_tensor *t, const char *what,
+                     const eager_site *site)
 {
-    if (t && !(t->flags & EAGER_T_STATIC))
+    if (!t) {
+        if (eager_status() == TG_OK)
+            eager_set_error(TG_ERR_NULL, site, "%s: tensor is NULL", what);
+    } else if (t->magic == EAGER_DEAD) {
+        eager_set_error(TG_ERR_STATE, site,
+                        "%s: the tensor was already freed (released more often "
+                        "than retained, or used after the pool that owned it "
+                        "was popped)", what);
+    } else if (t->magic != EAGER_LIVE) {
+        eager_set_error(TG_ERR_STATE, site,
+                        "%s: not a tensor (a stale or invalid pointer)", what);
+    } else {
+        return 0;
+    }
+    return -1;
+}
+
+tg_status eager_check_at(EAGER_SITE_PARAMS, const eager_tensor *t,
+                         const char *what)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (eager_check(t, what ? what : "eager_check", &site) == 0)
+        return TG_OK;
+    return t ? TG_ERR_STATE : TG_ERR_NULL;
+}
+
+/* Drops one reference of a live tensor, freeing it (and then its base) at
+ * zero.  The header is marked dead before the block goes back. */
+static void drop(eager_tensor *t)
+{
+    while (t && !(t->flags & EAGER_T_STATIC) && --t->refs <= 0) {
+        eager_tensor *base = t->base;
+        size_t bytes = (size_t)t->numel * graph_dtype_size(t->type.dtype);
+        size_t total = HEADER_BYTES + (base ? 0 : (bytes + 63) & ~(size_t)63);
+        t->magic = EAGER_DEAD;
+        t->flags = 0;
+        block_free(t, t->block, total);
+        t = base;
+    }
+}
+
+eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (!t)
+        return NULL;
+    if (eager_check(t, "eager_retain", &site) < 0)
+        return NULL;
+    if (!(t->flags & EAGER_T_STATIC))
         t->refs++;
     return t;
 }
 
-void eager_release(eager_tensor *t)
+eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t)
 {
-    if (!t || (t->flags & EAGER_T_STATIC) || --t->refs > 0)
-        return;
-    eager_tensor *base = t->base;
-    block_free(t, t->block, t->base ? HEADER_BYTES : HEADER_BYTES + ((eager_nbytes(t) + 63) & ~(size_t)63));
-    eager_release(base);
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (!t)
+        return NULL;
+    if (eager_check(t, "eager_keep", &site) < 0)
+        return NULL;
+    if (t->flags & EAGER_T_POOLED)
+        t->refs++;
+    return t;
 }
+
+void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (!t || eager_check(t, "eager_release", &site) < 0)
+        return;
+    if (t->refs == 1 && (t->flags & EAGER_T_POOLED)) {
+        eager_set_error(TG_ERR_STATE, &site,
+                        "eager_release: the tensor belongs to the pool it was "
+                        "made in, which releases it at eager_pool_pop; not "
+                        "freed here (eager_retain it first to keep a "
+                        "reference of your own)");
+        return;
+    }
+    drop(t);
+}
+
+eager_tensor *(eager_retain)(eager_tensor *t) { return eager_retain_at(NULL, 0, NULL, t); }
+void (eager_release)(eager_tensor *t) { eager_release_at(NULL, 0, NULL, t); }
 
 
 /* ---- pools: a per-thread stack of tensor lists ---- */
@@ -333,16 +432,22 @@ void eager_pool_push(void)
     tl_pools[tl_depth++].n = 0;
 }
 
-void eager_pool_pop(void)
+void eager_pool_pop_at(EAGER_SITE_PARAMS)
 {
+    eager_site site = {site_file_, site_line_, site_func_};
     if (tl_depth == 0) {
-        eager_set_error(TG_ERR_STATE, NULL,
+        eager_set_error(TG_ERR_STATE, &site,
                         "eager_pool_pop: no pool is open on this thread");
         return;
     }
     pool *p = &tl_pools[--tl_depth];
-    for (size_t i = 0; i < p->n; i++)
-        eager_release(p->items[i]);
+    for (size_t i = 0; i < p->n; i++) {
+        eager_tensor *t = p->items[i];
+        if (eager_check(t, "eager_pool_pop: a tensor made in this pool", &site) < 0)
+            continue; /* freed behind the pool's back: reported, not freed again */
+        t->flags &= (uint16_t)~EAGER_T_POOLED;
+        drop(t);
+    }
     p->n = 0;
     if (tl_depth == 0) {
         /* Outermost pool closed: give the memory back. */
@@ -353,6 +458,8 @@ void eager_pool_pop(void)
         tl_cap = 0;
     }
 }
+
+void (eager_pool_pop)(void) { eager_pool_pop_at(NULL, 0, NULL); }
 
 void eager_pool_adopt(eager_tensor *t)
 {
@@ -371,30 +478,65 @@ void eager_pool_adopt(eager_tensor *t)
         p->cap = cap;
     }
     p->items[p->n++] = t;
+    t->flags |= EAGER_T_POOLED;
 }
 
 /* ---- inspection ---- */
 
-graph_dtype eager_dtype(const eager_tensor *t) { return t->type.dtype; }
-int eager_ndim(const eager_tensor *t) { return t->type.ndim; }
-int64_t eager_numel(const eager_tensor *t) { return t->numel; }
-const graph_type *eager_type(const eager_tensor *t) { return &t->type; }
+/* The live tensor t, or NULL (an error for a freed one; none for NULL). */
+#define INSPECT(name, t)                                                   \
+    eager_site site = {site_file_, site_line_, site_func_};                \
+    if (!(t) || eager_check(t, name, &site) < 0)
 
-int64_t eager_dim(const eager_tensor *t, int i)
+graph_dtype eager_dtype_at(EAGER_SITE_PARAMS, const eager_tensor *t)
 {
+    INSPECT("eager_dtype", t) return GRAPH_DTYPE_COUNT;
+    return t->type.dtype;
+}
+
+int eager_ndim_at(EAGER_SITE_PARAMS, const eager_tensor *t)
+{
+    INSPECT("eager_ndim", t) return -1;
+    return t->type.ndim;
+}
+
+int64_t eager_numel_at(EAGER_SITE_PARAMS, const eager_tensor *t)
+{
+    INSPECT("eager_numel", t) return -1;
+    return t->numel;
+}
+
+const graph_type *eager_type_at(EAGER_SITE_PARAMS, const eager_tensor *t)
+{
+    INSPECT("eager_type", t) return NULL;
+    return &t->type;
+}
+
+int64_t eager_dim_at(EAGER_SITE_PARAMS, const eager_tensor *t, int i)
+{
+    INSPECT("eager_dim", t) return -1;
     int a = graph_axis(i, t->type.ndim);
     return a < 0 ? -1 : t->type.dim[a];
 }
 
-size_t eager_nbytes(const eager_tensor *t)
+size_t eager_nbytes_at(EAGER_SITE_PARAMS, const eager_tensor *t)
 {
+    INSPECT("eager_nbytes", t) return 0;
     return (size_t)t->numel * graph_dtype_size(t->type.dtype);
 }
 
-const void *eager_peek(const eager_tensor *t) { return t ? t->data : NULL; }
-uint64_t eager_tag(const eager_tensor *t) { return t ? t->tag : 0; }
+const void *eager_peek(const eager_tensor *t)
+{
+    return t && eager_check(t, "eager_peek", NULL) == 0 ? t->data : NULL;
+}
+
+uint64_t eager_tag(const eager_tensor *t)
+{
+    return t && eager_check(t, "eager_tag", NULL) == 0 ? t->tag : 0;
+}
+
 void eager_set_tag(eager_tensor *t, uint64_t tag)
 {
-    if (t && !(t->flags & EAGER_T_STATIC))
+    if (t && eager_check(t, "eager_set_tag", NULL) == 0 && !(t->flags & EAGER_T_STATIC))
         t->tag = tag;
 }

@@ -20,6 +20,8 @@ const char *graph_dtype_name(graph_dtype dt)
 
 int graph_dtype_parse(const char *name, size_t len, graph_dtype *out)
 {
+    if (!name || !out)
+        return -1;
     for (int i = 0; i < GRAPH_DTYPE_COUNT; i++) {
         if (strlen(dtype_info[i].name) == len &&
             memcmp(dtype_info[i].name, name, len) == 0) {
@@ -34,7 +36,7 @@ int graph_dtype_parse(const char *name, size_t len, graph_dtype *out)
 static char *ints_str(const int64_t *v, int n, char *buf, size_t len)
 {
     size_t used = 0;
-    if (len == 0)
+    if (!buf || len == 0)
         return buf;
     buf[0] = '\0';
     used += (size_t)snprintf(buf, len, "[");
@@ -48,17 +50,33 @@ static char *ints_str(const int64_t *v, int n, char *buf, size_t len)
 
 char *graph_shape_str(const graph_type *t, char *buf, size_t len)
 {
+    if (!t || t->ndim < 0 || t->ndim > GRAPH_MAX_DIMS) {
+        /* never read past dim[]: a caller's bad ndim is printed, not used */
+        if (buf && len)
+            snprintf(buf, len, t ? "[? %d dims]" : "[?]", t ? (int)t->ndim : 0);
+        return buf;
+    }
     return ints_str(t->dim, t->ndim, buf, len);
 }
 
 char *graph_ints_str(const graph_ints *v, char *buf, size_t len)
 {
+    if (!v || v->n < 0 || v->n > GRAPH_MAX_INTS) {
+        if (buf && len)
+            snprintf(buf, len, v ? "[? %d entries]" : "[?]", v ? (int)v->n : 0);
+        return buf;
+    }
     return ints_str(v->v, v->n, buf, len);
 }
 
 tg_status graph_type_check(const graph_type *t, char *err, size_t errlen)
 {
     char shape[GRAPH_MAX_DIMS * 22 + 4];
+    if (!t) {
+        if (err && errlen)
+            snprintf(err, errlen, "no type (NULL)");
+        return TG_ERR_NULL;
+    }
     if ((unsigned)t->dtype >= GRAPH_DTYPE_COUNT) {
         if (err && errlen)
             snprintf(err, errlen, "invalid dtype %d", (int)t->dtype);

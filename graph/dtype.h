@@ -46,7 +46,8 @@ static inline size_t graph_dtype_size(graph_dtype dt)
            : dt == GRAPH_BOOL                 ? 1
                                               : 0;
 }
-/* Parses "f32" etc.; returns 0 and sets *out, or -1 for an unknown name. */
+/* Parses "f32" etc.; returns 0 and sets *out, or -1 for an unknown name
+ * (or NULL name or out). */
 int graph_dtype_parse(const char *name, size_t len, graph_dtype *out);
 
 /*
@@ -103,7 +104,8 @@ typedef struct graph_type {
 /*
  * TG_OK when t is a valid type (dtype, ndim and dims as above); otherwise
  * TG_ERR_DTYPE or TG_ERR_SHAPE with the reason ("dim 1 is -3", "[2^31,
- * 2^31] has more than 2^40 elements") in err (may be NULL).
+ * 2^31] has more than 2^40 elements") in err (may be NULL); t NULL:
+ * TG_ERR_NULL.
  */
 tg_status graph_type_check(const graph_type *t, char *err, size_t errlen);
 
@@ -134,9 +136,10 @@ static inline int graph_size_mul(int64_t a, int64_t b, int64_t *out)
     *out = r;
     return 0;
 }
-/* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf. */
+/* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf.  A NULL
+ * t or an ndim out of range writes "[?]" / "[? N dims]"; buf NULL: NULL. */
 char *graph_shape_str(const graph_type *t, char *buf, size_t len);
-/* Writes "[1,2]" for an int list; returns buf. */
+/* Writes "[1,2]" for an int list; returns buf (NULL or bad n as above). */
 char *graph_ints_str(const graph_ints *v, char *buf, size_t len);
 
 #endif

@@ -48,6 +48,8 @@ static void classify_output(graph *g, graph_node *n, int k,
 
 tg_status graph_propagate_dynamic(graph *g)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (g->nsyms == 0)
         return TG_OK;
     graph_type *ptype = malloc(sizeof *ptype * (size_t)(g->nvalues + 1));

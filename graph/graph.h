@@ -241,7 +241,8 @@ size_t graph_arena_bytes(const graph *g);
  * Checks guard gd against the guarded value's data now (type: its type
  * now).  Returns 0 if it holds (or its policy is off), 1 if a warn-policy
  * guard changed, 2 if a strict guard failed; for 1 and 2 msg names the
- * read's call site and both values.
+ * read's call site and both values.  NULL g, gd, type (or data of a
+ * non-empty type): 2.
  */
 int graph_guard_check(const graph *g, const graph_guard *gd,
                       const graph_type *type, const void *data, char *msg,
@@ -268,7 +269,7 @@ tg_status graph_compact(graph *g);
  * Marks which dims of intermediates follow the dynamic-dim symbols of the
  * inputs (by re-running inference with each symbol at a probe size) and
  * flags nodes that only work at the traced sizes GRAPH_NODE_SPECIALIZED.
- * Resets the marks of every intermediate first.
+ * Resets the marks of every intermediate first.  g NULL: TG_ERR_NULL.
  */
 tg_status graph_propagate_dynamic(graph *g);
 
@@ -285,7 +286,8 @@ tg_status graph_toposort(graph *g);
  * inference, input/output lists valid, data present and sized where
  * required (elided constants allowed when allow_elided), guards valid.
  * Returns TG_OK or an error whose message names the node, its op and its
- * call site.
+ * call site; g NULL: TG_ERR_NULL.  Input names must be present and
+ * unique too (replay matches inputs by name).
  */
 tg_status graph_verify(graph *g, int allow_elided);
 

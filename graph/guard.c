@@ -26,6 +26,12 @@ int graph_guard_check(const graph *g, const graph_guard *gd,
                       size_t len)
 {
     char site[300], now[64], then[64];
+    if (!g || !gd || !type || (!data && graph_type_numel(type) > 0)) {
+        if (msg && len)
+            snprintf(msg, len, "guard check: NULL %s", !g ? "graph" : !gd ? "guard"
+                                                        : !type ? "type" : "data");
+        return 2;
+    }
     int64_t numel = graph_type_numel(type);
     int changed;
     if (gd->kind == GRAPH_GUARD_BUFFER) {

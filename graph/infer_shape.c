@@ -515,14 +515,18 @@ static tg_status pad_value_ok(graph_infer_ctx *c, graph_dtype dt, float v)
         return graph_infer_fail(c, TG_ERR_ARG,
                                 "value %g is not representable as %s",
                                 (double)v, graph_dtype_name(dt));
+    if (v != truncf(v))
+        return graph_infer_fail(c, TG_ERR_ARG,
+                                "value %g is not an integer (the input is %s)",
+                                (double)v, graph_dtype_name(dt));
     return TG_OK;
 }
 
 /*
  * Constant pad, pads = [begin_0..begin_{n-1}, end_0..end_{n-1}] (ONNX
  * order).  Negative pads crop, as in ONNX; a dim may not go below 0.
- * The value is cast to the dtype: truncated toward zero for integers
- * (NaN or out of range is an error), nonzero -> 1 for bool.
+ * The value must be exact in an integer dtype (a fraction, NaN or out of
+ * range is an error); bool takes nonzero -> 1.
  */
 tg_status graph_infer_pad(graph_infer_ctx *c)
 {

@@ -61,6 +61,8 @@ const graph_op_info *graph_op_get(graph_op op)
 
 graph_op graph_op_find(const char *name, size_t len)
 {
+    if (!name)
+        return GRAPH_OP_COUNT;
     for (int i = 0; i < GRAPH_OP_COUNT; i++) {
         const char *n = graph_ops[i].name;
         if (strlen(n) == len && memcmp(n, name, len) == 0)
@@ -72,7 +74,7 @@ graph_op graph_op_find(const char *name, size_t len)
 void graph_attrs_default(graph_op op, void *attrs)
 {
     const graph_op_info *info = graph_op_get(op);
-    if (!info || !info->attr_size)
+    if (!info || !info->attr_size || !attrs)
         return;
     memset(attrs, 0, info->attr_size);
     const graph_attr_desc *d = info->attr_descs();
@@ -116,6 +118,8 @@ int graph_axis(int64_t axis, int ndim)
 tg_status graph_broadcast(const graph_type *a, const graph_type *b,
                           graph_type *out)
 {
+    if (!a || !b || !out)
+        return TG_ERR_NULL;
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     out->ndim = nd;
     for (int i = 0; i < nd; i++) {
@@ -171,8 +175,17 @@ tg_status graph_infer(graph_op op, const graph_type *in, int nin,
                          sizeof reason};
     tg_status st;
 
-    if (!info)
+    if (!info) {
+        if (err && errlen)
+            snprintf(err, errlen, "graph_infer: invalid op %d", (int)op);
         return TG_ERR_ARG;
+    }
+    if ((nin > 0 && !in) || (max_out > 0 && !out) || !nout) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: graph_infer given NULL %s", info->name,
+                     !nout ? "nout" : nin > 0 && !in ? "inputs" : "outputs");
+        return TG_ERR_NULL;
+    }
     if (nin < info->min_in || (info->max_in >= 0 && nin > info->max_in))
         st = graph_infer_fail(&c, TG_ERR_ARG, "takes %d%s inputs, got %d",
                               info->min_in,

@@ -144,14 +144,17 @@ extern const graph_op_info graph_ops[GRAPH_OP_COUNT];
 
 /* The info of an op; NULL when op is out of range. */
 const graph_op_info *graph_op_get(graph_op op);
-/* Finds an op by name (len bytes); returns GRAPH_OP_COUNT if unknown. */
+/* Finds an op by name (len bytes); returns GRAPH_OP_COUNT if unknown or
+ * name is NULL. */
 graph_op graph_op_find(const char *name, size_t len);
-/* Fills attrs (attr_size bytes) with the op's defaults; zeroes padding. */
+/* Fills attrs (attr_size bytes) with the op's defaults; zeroes padding.
+ * attrs NULL: nothing. */
 void graph_attrs_default(graph_op op, void *attrs);
 
 /*
  * Runs the op's checks and infer function: input count, input-0 dtype,
- * then infer.  On error, err holds "<op>: <shapes>: <reason>".
+ * then infer.  On error, err holds "<op>: <shapes>: <reason>".  NULL in
+ * (with nin > 0), out (with max_out > 0) or nout: TG_ERR_NULL.
  */
 tg_status graph_infer(graph_op op, const graph_type *in, int nin,
                       const void *attrs, graph_type *out, int max_out,
@@ -176,7 +179,8 @@ tg_status graph_infer_fail(graph_infer_ctx *c, tg_status status,
     ;
 /* Normalizes axis against ndim (negative counts from the end); -1 if bad. */
 int graph_axis(int64_t axis, int ndim);
-/* NumPy broadcast of a and b into out; TG_ERR_SHAPE if incompatible. */
+/* NumPy broadcast of a and b into out; TG_ERR_SHAPE if incompatible,
+ * TG_ERR_NULL if any is NULL. */
 tg_status graph_broadcast(const graph_type *a, const graph_type *b,
                           graph_type *out);
 

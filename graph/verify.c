@@ -168,8 +168,35 @@ static tg_status check_output_names(graph *g)
     return st;
 }
 
+/* Input names are present, non-empty and unique: replay matches inputs by
+ * name (same sorted check as the outputs'). */
+static tg_status check_input_names(graph *g)
+{
+    const char **names = malloc(sizeof(char *) * (size_t)(g->ninputs + 1));
+    if (!names)
+        return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
+    tg_status st = TG_OK;
+    for (int32_t i = 0; i < g->ninputs && st == TG_OK; i++) {
+        names[i] = g->values[g->inputs[i]].name;
+        if (!names[i] || !names[i][0])
+            st = graph_fail(g, TG_ERR_FORMAT, "input %d (%%%d) has no name", i,
+                            g->inputs[i]);
+    }
+    if (st == TG_OK) {
+        qsort(names, (size_t)g->ninputs, sizeof *names, by_ptr);
+        for (int32_t i = 1; i < g->ninputs && st == TG_OK; i++)
+            if (names[i] == names[i - 1])
+                st = graph_fail(g, TG_ERR_FORMAT, "input name \"%s\" is used twice",
+                                names[i]);
+    }
+    free(names);
+    return st;
+}
+
 tg_status graph_verify(graph *g, int allow_elided)
 {
+    if (!g)
+        return TG_ERR_NULL;
     tg_status st = check_values(g, allow_elided);
     if (st != TG_OK)
         return st;
@@ -187,6 +214,8 @@ tg_status graph_verify(graph *g, int allow_elided)
     }
     if (st == TG_OK)
         st = check_output_names(g);
+    if (st == TG_OK)
+        st = check_input_names(g);
     for (int32_t i = 0; st == TG_OK && i < g->nguards; i++) {
         const graph_guard *gd = &g->guards[i];
         if (gd->value < 0 || gd->value >= g->nvalues || !defined[gd->value] ||

@@ -7,6 +7,8 @@
 
 tg_status opt_uses_build(const graph *g, opt_uses *u)
 {
+    if (!g || !u)
+        return TG_ERR_NULL;
     memset(u, 0, sizeof *u);
     u->nvalues = g->nvalues;
     u->first = calloc((size_t)g->nvalues + 2, sizeof *u->first);
@@ -43,6 +45,8 @@ tg_status opt_uses_build(const graph *g, opt_uses *u)
 
 void opt_uses_free(opt_uses *u)
 {
+    if (!u)
+        return;
     free(u->first);
     free(u->list);
     u->first = u->list = NULL;
@@ -50,6 +54,8 @@ void opt_uses_free(opt_uses *u)
 
 int opt_pinned(const graph *g, int32_t v)
 {
+    if (!g)
+        return 0;
     for (int32_t i = 0; i < g->noutputs; i++)
         if (g->outputs[i].value == v)
             return 1;
@@ -62,6 +68,8 @@ int opt_pinned(const graph *g, int32_t v)
 int32_t opt_replace_uses(graph *g, int32_t from, int32_t to)
 {
     int32_t changed = 0;
+    if (!g)
+        return 0;
     for (int32_t i = 0; i < g->nnodes; i++) {
         graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
@@ -82,6 +90,8 @@ int32_t opt_replace_uses(graph *g, int32_t from, int32_t to)
 
 int32_t opt_add_const(graph *g, const graph_type *t, const void *data)
 {
+    if (!g || !t || !data)
+        return -1;
     int32_t v = graph_add_value(g, GRAPH_VALUE_CONST, t, NULL);
     if (v < 0)
         return -1;
@@ -102,7 +112,7 @@ static double element(const void *data, graph_dtype dt, int64_t i)
 
 int opt_const_scalar(const graph *g, int32_t v, double *x)
 {
-    if (v < 0 || v >= g->nvalues)
+    if (!g || !x || v < 0 || v >= g->nvalues)
         return 0;
     const graph_value *val = &g->values[v];
     int64_t n = graph_type_numel(&val->type);
@@ -120,6 +130,8 @@ int opt_const_scalar(const graph *g, int32_t v, double *x)
 
 tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src)
 {
+    if (!g)
+        return TG_ERR_NULL;
     /* A short list is scanned, so it never holds an id twice.  A long one
      * (CSE merging thousands of nodes into one) takes src's ids as they
      * come, and drops the repeats when it is full, before it doubles, and
@@ -163,7 +175,9 @@ tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,
                    const char *fmt, ...)
 {
     char what[400] = "", msg[600];
-    if (node >= 0 && node < g->nnodes)
+    if (!ctx || !fmt)
+        return st;
+    if (g && node >= 0 && node < g->nnodes)
         node_site(g, node, what, sizeof what);
     va_list ap;
     va_start(ap, fmt);
@@ -176,7 +190,7 @@ tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,
 
 void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ...)
 {
-    FILE *f = ctx->opts->explain;
+    FILE *f = ctx && ctx->opts && g && fmt ? ctx->opts->explain : NULL;
     if (!f)
         return;
     char what[400];

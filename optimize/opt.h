@@ -73,12 +73,14 @@ typedef struct opt_report {
  * Optimizes g in place at o->level (o NULL: defaults).  rep may be NULL.
  * Returns TG_OK, or an error with a message in err naming the pass (and
  * the node and its call site when one is at fault); on error g is left
- * valid but possibly partly optimized.
+ * valid but possibly partly optimized.  g NULL: TG_ERR_NULL.  verify_each
+ * may run inside the caller's eager pool: the tensors it makes are its own.
  */
 tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
                        size_t errlen);
 
-/* Prints the report as a table (passes, counts, times, node totals). */
+/* Prints the report as a table (passes, counts, times, node totals);
+ * nothing when rep or f is NULL. */
 void opt_report_print(const opt_report *rep, FILE *f);
 
 /* ---- for passes ---- */
@@ -109,6 +111,12 @@ typedef struct opt_uses {
     int32_t nvalues;
 } opt_uses;
 
+/*
+ * NULL arguments: opt_uses_build returns TG_ERR_NULL, opt_merge_prov
+ * TG_ERR_NULL, opt_pinned, opt_replace_uses and opt_const_scalar 0,
+ * opt_add_const -1; opt_uses_free, opt_explain do nothing; opt_fail with
+ * no ctx returns st.
+ */
 /* Builds uses of live nodes (a node reading v twice is listed twice). */
 tg_status opt_uses_build(const graph *g, opt_uses *u);
 void opt_uses_free(opt_uses *u);

@@ -203,9 +203,11 @@ static void make_reference(run_state *rs)
         const graph_type *t = &g->values[g->inputs[i]].type;
         graph_ints shape = {t->ndim, {0}};
         memcpy(shape.v, t->dim, sizeof(int64_t) * (size_t)t->ndim);
-        rs->in[i] = t->dtype == GRAPH_F32
-                        ? eager_rand_uniform(shape, rs->o->verify_seed + (uint64_t)i, -1, 1)
-                        : eager_zeros(t->dtype, shape);
+        /* kept: released by opt_optimize even when a caller's pool adopted them */
+        rs->in[i] = eager_keep(t->dtype == GRAPH_F32
+                                   ? eager_rand_uniform(shape, rs->o->verify_seed + (uint64_t)i,
+                                                        -1, 1)
+                                   : eager_zeros(t->dtype, shape));
         if (!rs->in[i])
             goto fail;
     }
@@ -237,6 +239,10 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
     }
     memset(rep, 0, sizeof *rep);
     err[0] = '\0';
+    if (!g) {
+        snprintf(err, errlen, "optimize: no graph (NULL)");
+        return TG_ERR_NULL;
+    }
     rep->nodes_before = rep->nodes_after = graph_live_nodes(g);
     if (o->level <= 0)
         return TG_OK;
@@ -264,6 +270,8 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
 
 void opt_report_print(const opt_report *rep, FILE *f)
 {
+    if (!rep || !f)
+        return;
     fprintf(f, "%-20s %5s %8s %7s %9s %12s %9s\n", "pass", "runs", "removed", "fused",
             "rewritten", "bytes saved", "ms");
     for (int i = 0; i < rep->npasses; i++) {

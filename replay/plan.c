@@ -396,7 +396,7 @@ int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
     }
     ocl_device_info info[64];
     int n = ocl_list_devices(info, 64, err, errlen);
-    for (int i = 0; i < n && i < max && i < 64; i++) {
+    for (int i = 0; out && i < n && i < max && i < 64; i++) {
         replay_device *d = &out[i];
         *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
         snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
@@ -413,26 +413,26 @@ void *replay_opencl_context(const replay_plan *p)
 
 void replay_opencl_shutdown(void) { ocl_shutdown(); }
 
-int replay_num_inputs(const replay_plan *p) { return p->g->ninputs; }
-int replay_num_outputs(const replay_plan *p) { return p->g->noutputs; }
-int replay_num_steps(const replay_plan *p) { return p->nitems; }
+int replay_num_inputs(const replay_plan *p) { return p ? p->g->ninputs : 0; }
+int replay_num_outputs(const replay_plan *p) { return p ? p->g->noutputs : 0; }
+int replay_num_steps(const replay_plan *p) { return p ? p->nitems : 0; }
 
 const char *replay_input_name(const replay_plan *p, int i)
 {
-    return i >= 0 && i < p->g->ninputs ? p->g->values[p->g->inputs[i]].name : NULL;
+    return p && i >= 0 && i < p->g->ninputs ? p->g->values[p->g->inputs[i]].name : NULL;
 }
 
 const char *replay_output_name(const replay_plan *p, int i)
 {
-    return i >= 0 && i < p->g->noutputs ? p->g->outputs[i].name : NULL;
+    return p && i >= 0 && i < p->g->noutputs ? p->g->outputs[i].name : NULL;
 }
 
 const graph_type *replay_input_type(const replay_plan *p, int i)
 {
-    return i >= 0 && i < p->g->ninputs ? &p->g->values[p->g->inputs[i]].type : NULL;
+    return p && i >= 0 && i < p->g->ninputs ? &p->g->values[p->g->inputs[i]].type : NULL;
 }
 
 const graph_type *replay_output_type(const replay_plan *p, int i)
 {
-    return i >= 0 && i < p->g->noutputs ? &p->g->values[p->g->outputs[i].value].type : NULL;
+    return p && i >= 0 && i < p->g->noutputs ? &p->g->values[p->g->outputs[i].value].type : NULL;
 }

@@ -13,6 +13,12 @@
  * several sessions run one plan on several threads at once.  A run is a
  * flat loop of kernel calls.
  *
+ * Threads: a plan may be shared; a session belongs to one thread at a time
+ * (one session per thread).  A replay_run on a session that another thread
+ * is running is refused with TG_ERR_STATE and the message "session used by
+ * two threads at once" (replay_session_error, on the refused thread), and
+ * replay_session_free of such a session frees nothing.
+ *
  * Inputs are matched by name (replay_tensor.name) or, when name is NULL, by
  * position; their dtype and shape are checked.  Dynamic dims (marked at
  * trace time) may differ from the traced sizes, consistently per symbol;
@@ -75,7 +81,7 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
 /* Frees a plan; its sessions must be freed first. NULL is a no-op. */
 void replay_plan_free(replay_plan *p);
 
-/* Arena bytes a session needs for the traced shapes. */
+/* Arena bytes a session needs for the traced shapes (0 for NULL). */
 size_t replay_workspace_size(const replay_plan *p);
 /*
  * A session on p.  workspace NULL: the session allocates its own arena;
@@ -86,18 +92,20 @@ size_t replay_workspace_size(const replay_plan *p);
  * workspace must be NULL.
  */
 replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size);
+/* NULL is a no-op; a session another thread is running is not freed. */
 void replay_session_free(replay_session *s);
 
 /*
  * Runs the plan.  outputs[i].data non-NULL: the result is copied there
  * (its type must match); NULL: data is set to the session's own buffer,
  * valid until the next run on this session, and type is filled in.
+ * s NULL: TG_ERR_NULL.  s running on another thread: TG_ERR_STATE.
  */
 tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
                      replay_tensor *outputs, int nout);
-/* The last error of s ("" if none). */
+/* The last error of s ("" if none; "no session" for NULL). */
 const char *replay_session_error(const replay_session *s);
-/* Warn-policy guards that changed during the last run. */
+/* Warn-policy guards that changed during the last run (0 for NULL). */
 int replay_session_guard_warnings(const replay_session *s);
 
 /*
@@ -124,9 +132,10 @@ typedef struct replay_device {
 } replay_device;
 
 /*
- * Lists the OpenCL devices of every platform into out (at most max).
- * Returns their count (which may exceed max), or -1 and a message in err
- * when there is no platform ("no OpenCL platform (...)").
+ * Lists the OpenCL devices of every platform into out (at most max; out
+ * NULL: only counts them).  Returns their count (which may exceed max), or
+ * -1 and a message in err when there is no platform ("no OpenCL platform
+ * (...)").
  */
 int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen);
 /* The cl_context (as void *) of an OpenCL plan, for the caller's own
@@ -139,7 +148,11 @@ void *replay_opencl_context(const replay_plan *p);
  */
 void replay_opencl_shutdown(void);
 
-/* Signature queries: counts, names, traced types (for callers and the CLI). */
+/*
+ * Signature queries: counts, names, traced types (for callers and the CLI).
+ * A NULL plan has 0 inputs, outputs and steps; names and types of a NULL
+ * plan or an index out of range are NULL.
+ */
 int replay_num_inputs(const replay_plan *p);
 int replay_num_outputs(const replay_plan *p);
 const char *replay_input_name(const replay_plan *p, int i);

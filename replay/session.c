@@ -5,6 +5,7 @@
  * input pointers and calls the steps in a flat loop.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,38 @@ struct replay_session {
     tg_status status; /* of the last fail() */
     char kerr[512];
     char err[1024];
+    atomic_int busy; /* a thread is inside replay_run (see acquire) */
 };
+
+/*
+ * A session belongs to one thread at a time (its arena, bound steps and
+ * messages are unguarded).  replay_run takes the busy flag for the whole
+ * run; a second thread that finds it taken is refused with TG_ERR_STATE.
+ * Its message cannot go into s->err, which the running thread owns: it is
+ * remembered per thread, and replay_session_error gives it to the thread
+ * that was refused.
+ */
+#define BUSY_MSG "replay: session used by two threads at once (a session belongs to one " \
+                 "thread at a time: give each thread its own, on the same plan)"
+static _Thread_local const replay_session *tl_refused;
+
+static int acquire(replay_session *s)
+{
+    int idle = 0;
+    if (!atomic_compare_exchange_strong_explicit(&s->busy, &idle, 1, memory_order_acquire,
+                                                 memory_order_relaxed)) {
+        tl_refused = s;
+        return 0;
+    }
+    if (tl_refused == s)
+        tl_refused = NULL;
+    return 1;
+}
+
+static void release(replay_session *s)
+{
+    atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
 
 /* Runs one guard check: in[0] is the value, attrs the guard_ctx. */
 static tg_status guard_step(const eager_kargs *a)
@@ -250,7 +282,7 @@ static void drop_states(replay_session *s)
 
 void replay_session_free(replay_session *s)
 {
-    if (!s)
+    if (!s || !acquire(s)) /* running on another thread: freeing it is refused */
         return;
     drop_bounds(s);
     ocl_session_free(s->ocl);
@@ -260,7 +292,12 @@ void replay_session_free(replay_session *s)
     free(s);
 }
 
-const char *replay_session_error(const replay_session *s) { return s ? s->err : "no session"; }
+const char *replay_session_error(const replay_session *s)
+{
+    if (s && tl_refused == s)
+        return BUSY_MSG;
+    return s ? s->err : "no session";
+}
 int replay_session_guard_warnings(const replay_session *s) { return s ? s->guard_warnings : 0; }
 
 static tg_status fail(replay_session *s, tg_status st, const char *fmt, ...)
@@ -421,11 +458,9 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
     return TG_OK;
 }
 
-tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
+static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
                      replay_tensor *outputs, int nout)
 {
-    if (!s)
-        return TG_ERR_NULL;
     s->err[0] = '\0';
     s->guard_warnings = 0;
     const replay_tensor **in = s->in;
@@ -470,4 +505,16 @@ tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
         }
     }
     return deliver(s, b, in, outputs, nout);
+}
+
+tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
+                     replay_tensor *outputs, int nout)
+{
+    if (!s)
+        return TG_ERR_NULL;
+    if (!acquire(s))
+        return TG_ERR_STATE;
+    tg_status st = run(s, inputs, nin, outputs, nout);
+    release(s);
+    return st;
 }

@@ -359,7 +359,7 @@ static void test_list_operands(void)
           init_i64s_are(m, n->input[4], TG_INTS(-1)));
     onnx__model_proto__free_unpacked(m, NULL);
 
-    m = case_model("pad_i64"); /* the value in x's dtype, truncated as tracegraph casts it */
+    m = case_model("pad_i64"); /* the value in x's dtype */
     n = node_of(m, "Pad", 0);
     CHECK(n && n->n_input == 3 && init_i64s_are(m, n->input[1], TG_INTS(0, 1, 1, 0)));
     const Onnx__TensorProto *t = n ? init_of(m, n->input[2]) : NULL;

@@ -28,6 +28,8 @@ static void print_value(const graph *g, int32_t v, FILE *f)
 
 void trace_summary(const graph *g, FILE *f)
 {
+    if (!g || !f)
+        return;
     int count[GRAPH_OP_COUNT] = {0};
     int32_t live = 0, consts = 0, spec = 0;
     size_t param_bytes = 0, const_bytes = 0;

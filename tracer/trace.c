@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,8 @@ typedef struct trace_state {
     } recent[256];
     stack_cache *stacks; /* this thread's (NULL: walk every stack) */
     int broken; /* a recording error happened; freeze fails */
+    tg_status first_status; /* and the first one, which freeze repeats */
+    char first_err[1024];
 } trace_state;
 
 static _Thread_local trace_state *tl_trace;
@@ -166,12 +169,33 @@ static int32_t traced_value(const trace_state *st, const eager_tensor *t)
     return (int32_t)(uint32_t)tag - 1;
 }
 
+/* Marks the trace broken, keeping the first recording error's message
+ * (freeze repeats it even when the caller cleared the eager error). */
+static void broken(trace_state *st, tg_status code, const char *msg)
+{
+    if (!st || st->broken)
+        return;
+    st->broken = 1;
+    st->first_status = code;
+    snprintf(st->first_err, sizeof st->first_err, "%s", msg);
+}
+
 static tg_status fail(trace_state *st, tg_status code, const eager_site *site,
                       const char *fmt, const char *arg)
 {
-    if (st)
-        st->broken = 1;
-    eager_set_error(code, site, fmt, arg);
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, arg);
+    eager_set_error(code, site, "%s", msg);
+    if (st && !st->broken) {
+        /* the message as eager_set_error wrote it, with its site */
+        const char *file = site && site->file ? strrchr(site->file, '/') : NULL;
+        file = file ? file + 1 : site ? site->file : NULL;
+        size_t n = strlen(msg);
+        if (file && n < sizeof msg)
+            snprintf(msg + n, sizeof msg - n, " (%s:%d %s)", file, site->line,
+                     site->func ? site->func : "?");
+        broken(st, code, msg);
+    }
     return code;
 }
 
@@ -479,6 +503,29 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     return TG_OK;
 }
 
+/*
+ * An input's name: given, non-empty and not another input's (replay matches
+ * inputs by name; graph_verify refuses such graphs from elsewhere).  0, or
+ * -1 and an error.
+ */
+static int input_name_ok(const trace_state *st, const char *name, const eager_site *site)
+{
+    if (!name || !*name) {
+        eager_set_error(TG_ERR_ARG, site, "trace_input: %s name (every input needs "
+                        "one; replay matches inputs by name)", name ? "an empty" : "a NULL");
+        return -1;
+    }
+    for (int32_t i = 0; i < st->g->ninputs; i++) {
+        const char *n = st->g->values[st->g->inputs[i]].name;
+        if (n && strcmp(n, name) == 0) {
+            eager_set_error(TG_ERR_ARG, site, "trace_input: the name \"%s\" is "
+                            "already input %d", name, (int)i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Common checks of trace_input/param: an untraced tensor. */
 static trace_state *fresh_tensor(const char *what, eager_tensor *t,
                                  const eager_site *site)
@@ -491,6 +538,8 @@ static trace_state *fresh_tensor(const char *what, eager_tensor *t,
             eager_set_error(TG_ERR_NULL, site, "%s: no tensor", what);
         return NULL;
     }
+    if (eager_check_at(site->file, site->line, site->func, t, what) != TG_OK)
+        return NULL;
     int32_t v = traced_value(st, t);
     if (v >= 0) {
         eager_set_error(TG_ERR_STATE, site, "%s: the tensor is already part of the "
@@ -505,7 +554,7 @@ tg_status trace_input_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
 {
     eager_site site = {site_file_, site_line_, site_func_};
     trace_state *st = fresh_tensor("trace_input", t, &site);
-    if (!st)
+    if (!st || input_name_ok(st, name, &site) < 0)
         return eager_status();
     int32_t v = graph_add_value(st->g, GRAPH_VALUE_INPUT, eager_type(t), name);
     if (v < 0 || graph_add_input(st->g, v) != TG_OK)
@@ -533,6 +582,8 @@ tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim,
     eager_site site = {site_file_, site_line_, site_func_};
     trace_state *st = need_trace("trace_dynamic", &site);
     if (!st)
+        return eager_status();
+    if (t && eager_check_at(site_file_, site_line_, site_func_, t, "trace_dynamic") != TG_OK)
         return eager_status();
     int32_t v = t ? traced_value(st, t) : -1;
     if (v < 0 || st->g->values[v].kind != GRAPH_VALUE_INPUT)
@@ -565,6 +616,8 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
             eager_set_error(TG_ERR_NULL, &site, "trace_output: no tensor");
         return fail(st, eager_status(), NULL, "%s", eager_error());
     }
+    if (eager_check_at(site_file_, site_line_, site_func_, t, "trace_output") != TG_OK)
+        return fail(st, eager_status(), NULL, "%s", eager_error());
     int32_t v = traced_value(st, t);
     if (v < 0 || st->g->values[v].kind != GRAPH_VALUE_INTER)
         return fail(st, TG_ERR_ARG, &site, "trace_output: \"%s\" does not depend on "
@@ -652,9 +705,12 @@ graph *trace_freeze_at(EAGER_SITE_PARAMS)
         return NULL;
     graph *g = st->g;
     if (st->broken) {
+        char first[sizeof st->first_err];
+        tg_status code = st->first_status;
+        memcpy(first, st->first_err, sizeof first);
         end_trace(st, 0);
-        eager_set_error(TG_ERR_STATE, &site, "trace_freeze: an error happened "
-                        "while recording; the trace is dropped");
+        eager_set_error(code, &site, "trace_freeze: the trace is dropped: recording "
+                        "failed earlier: %s", first);
         return NULL;
     }
     if (g->noutputs == 0) {

@@ -74,7 +74,8 @@ int trace_active(void);
 /*
  * A readable summary of a frozen graph: node count by op, inputs, params,
  * outputs, dynamic dims, and every guard (kind, value, call site): the
- * data-dependent control flow the trace baked in.  Writes to f.
+ * data-dependent control flow the trace baked in.  Writes to f (nothing
+ * when g or f is NULL).
  */
 void trace_summary(const graph *g, FILE *f);
 
