@@ -146,7 +146,7 @@ for f in "$out"/seeds/onnx/*.onnx; do
     { printf '\002\000'; cat "$f"; } >"$out/seeds/run/$(basename "$f")"
     { printf '\012\002\007\000'; cat "$f"; } >"$out/seeds/run/dyn_$(basename "$f")"
 done
-run fuzz_run "$out/seeds/run" 16384 || status=1
+run fuzz_run "$out/seeds/run" 16384 "${dict[@]}" || status=1
 run fuzz_cli "$root/tests/corpus/cli" 20000 -dict="$root/tests/corpus/cli.dict" || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status

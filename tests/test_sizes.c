@@ -141,15 +141,23 @@ static graph *dyn_graph(int which)
     return g;
 }
 
+/* A plan of g (CPU) and a session on it; NULL (reported) on failure. */
+static replay_session *open_session(const graph *g, replay_plan **p)
+{
+    char err[512] = "";
+    *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
+    replay_session *s = *p ? replay_session_new(*p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "compile: %s", err);
+    return s;
+}
+
 static void test_replay_dynamic(void)
 {
     float tiny[4] = {0};
     /* matmul with K = 0 at M = N = 2^31: the output would be 2^62 floats */
     graph *g = dyn_graph(0);
-    char err[512] = "";
-    replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
-    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK_MSG(s != NULL, "compile: %s", err);
+    replay_plan *p;
+    replay_session *s = open_session(g, &p);
     if (s) {
         replay_tensor in[2] = {{"a", {GRAPH_F32, 2, {P31, 0}}, tiny},
                                {"b", {GRAPH_F32, 2, {0, P31}}, tiny}};
@@ -180,9 +188,7 @@ static void test_replay_dynamic(void)
 
     /* reduce over an empty axis of (0, 2^31, 2^31): refused at the input */
     g = dyn_graph(1);
-    p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
-    s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK_MSG(s != NULL, "compile: %s", err);
+    s = open_session(g, &p);
     if (s) {
         replay_tensor in = {"a", {GRAPH_F32, 2, {0, 1000}}, tiny};
         replay_tensor out = {"y", {0}, NULL};
@@ -203,9 +209,7 @@ static void test_replay_dynamic(void)
     /* broadcast [M,K,1] + [1,K,N] at M = N = 2^31, K = 0 is refused; at
      * M = 2^20, N = 2^21 the intermediates would be 2^41 elements */
     g = dyn_graph(2);
-    p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
-    s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK_MSG(s != NULL, "compile: %s", err);
+    s = open_session(g, &p);
     if (s) {
         replay_tensor in[2] = {{"a", {GRAPH_F32, 2, {P31, 0}}, tiny},
                                {"b", {GRAPH_F32, 2, {0, P31}}, tiny}};
@@ -224,9 +228,8 @@ static void test_replay_dynamic(void)
 static void test_replay_args(void)
 {
     graph *g = dyn_graph(0);
-    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
-    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK(s != NULL);
+    replay_plan *p;
+    replay_session *s = open_session(g, &p);
     if (!s) {
         graph_free(g);
         return;
@@ -309,9 +312,8 @@ static void test_many_inputs(void)
     char err[512] = "";
     graph *g = graph_parse(text, strlen(text), err, sizeof err);
     CHECK_MSG(g != NULL, "parse: %s", err);
-    replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
-    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK_MSG(s != NULL, "compile: %s", err);
+    replay_plan *p;
+    replay_session *s = open_session(g, &p);
     if (s) {
         static float data[N][3];
         replay_tensor in[N];
