@@ -8,6 +8,7 @@
  * a pthread key destructor when that thread exits; the main thread's stays
  * reachable until exit, as the engine does.
  */
+#include "../graph/alloc.h"
 #include "dnnl_util.h"
 
 #include <omp.h>
@@ -141,8 +142,8 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p)
         dnnl_primitive_destroy(p->reorder);
     if (p->prim)
         dnnl_primitive_destroy(p->prim);
-    free(p->packed_buf);
-    free(p);
+    tg_free(p->packed_buf);
+    tg_free(p);
 }
 
 static void prim_state_free(eager_kstate *s)
@@ -166,17 +167,17 @@ static void prim_state_free(eager_kstate *s)
 
 static void *packed_alloc(size_t n)
 {
-    void *p = NULL;
+    void *p;
     if (n >= PACKED_HUGE_MIN) {
         size_t len = (n + PACKED_HUGE - 1) / PACKED_HUGE * PACKED_HUGE;
-        if (posix_memalign(&p, PACKED_HUGE, len) != 0)
+        if (!(p = tg_aligned_alloc(PACKED_HUGE, len)))
             return NULL;
 #ifdef MADV_HUGEPAGE
         madvise(p, len, MADV_HUGEPAGE); /* a hint: failure is harmless */
 #endif
         return p;
     }
-    return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
+    return tg_aligned_alloc(64, n ? n : 64);
 }
 
 /*
@@ -318,7 +319,7 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     if (sp->nargs > EAGER_DNNL_MAX_ARGS)
         return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s: %d arguments, room for %d",
                                  sp->what, sp->nargs, EAGER_DNNL_MAX_ARGS);
-    eager_dnnl_prim *p = calloc(1, sizeof *p);
+    eager_dnnl_prim *p = tg_calloc(1, sizeof *p);
     if (!p)
         return eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory preparing oneDNN %s",
                                  sp->what);
