@@ -99,10 +99,13 @@ int eager_dnnl_set_threads(int n)
     return old;
 }
 
+/* oneDNN's out of memory is ours; any other failure is the backend's. */
+#define DNNL_ST(s) ((s) == dnnl_out_of_memory ? TG_ERR_NOMEM : TG_ERR_BACKEND)
+
 tg_status eager_dnnl_fail(const eager_kargs *a, const char *what,
                           dnnl_status_t s)
 {
-    return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s failed: %s", what,
+    return eager_kernel_fail(a, DNNL_ST(s), "oneDNN %s failed: %s", what,
                              eager_dnnl_status_str(s));
 }
 
@@ -336,7 +339,7 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     eager_dnnl_set_threads(old);
     if (s != dnnl_success) {
         eager_dnnl_prim_free(p);
-        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s", sp->what,
+        return eager_kernel_fail(a, DNNL_ST(s), "oneDNN %s %s failed: %s", sp->what,
                                  step, eager_dnnl_status_str(s));
     }
     *out = p;
@@ -421,7 +424,7 @@ tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
     else if (!a->state)
         eager_dnnl_prim_free(p);
     if (s != dnnl_success)
-        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s", what, step,
+        return eager_kernel_fail(a, DNNL_ST(s), "oneDNN %s %s failed: %s", what, step,
                                  eager_dnnl_status_str(s));
     return TG_OK;
 }

@@ -229,7 +229,9 @@ static void *block_alloc(size_t total, int16_t *cls)
     size_t k = total / 64 - 1;
     void *p = NULL;
     *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
-    if (t && t->nocache)
+    if (!t)
+        return NULL; /* out of memory for the state that counts the block */
+    if (t->nocache)
         ;
     else if (t && k < CACHE_CLASSES && t->head[k]) {
         free_block *b = t->head[k];
@@ -251,6 +253,11 @@ static void block_free(void *p, int16_t cls, size_t total)
     thread_state *t = tl_state ? tl_state : get_state();
     if (t)
         t->live--;
+    else { /* no state (out of memory): counted against the exited threads' */
+        pthread_mutex_lock(&states_mu);
+        exited_live--;
+        pthread_mutex_unlock(&states_mu);
+    }
     if (t && t->nocache) {
         tg_free(p);
         return;
@@ -440,8 +447,10 @@ tg_status eager_pool_push(void)
                             "(level %d)", tl_depth + 1);
             return TG_ERR_NOMEM;
         }
-        if (tl_pools == tl_inline)
+        if (tl_pools == tl_inline) { /* the levels move: the heap owns them now */
             memcpy(p, tl_inline, sizeof tl_inline);
+            memset(tl_inline, 0, sizeof tl_inline);
+        }
         memset(p + tl_cap, 0, (size_t)(cap - tl_cap) * sizeof *p);
         tl_pools = p;
         tl_cap = cap;

@@ -145,8 +145,11 @@ tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(g->err, sizeof g->err, fmt, ap);
     va_end(ap);
+    g->err_status = st;
     return st;
 }
+
+tg_status graph_error_status(const graph *g) { return g ? g->err_status : TG_ERR_NULL; }
 
 const char *graph_intern(graph *g, const char *s, long len)
 {
@@ -293,8 +296,12 @@ int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
             return i;
         }
     }
-    if (g->nsyms >= 127 || GROW(g, syms, syms, g->nsyms + 1) < 0) {
-        graph_fail(g, TG_ERR_NOMEM, "too many dynamic dim symbols");
+    if (g->nsyms >= 127) {
+        graph_fail(g, TG_ERR_SHAPE, "too many dynamic dim symbols (at most 127)");
+        return -1;
+    }
+    if (GROW(g, syms, syms, g->nsyms + 1) < 0) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a symbol");
         return -1;
     }
     g->syms[g->nsyms].name = n;

@@ -497,11 +497,12 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
         *b->patch[j] = in[b->patch_input[j]]->data;
     const bound_step *steps = b->steps;
     for (int32_t k = 0, n = b->nsteps; k < n; k++) {
-        if (__builtin_expect(steps[k].fn(&steps[k].a) != TG_OK, 0)) {
+        tg_status ks = steps[k].fn(&steps[k].a);
+        if (__builtin_expect(ks != TG_OK, 0)) {
             if (steps[k].node < 0)
                 return fail(s, TG_ERR_GUARD, "replay: %s", s->kerr);
             char what[400];
-            return fail(s, TG_ERR_BACKEND, "replay: %s: %s",
+            return fail(s, ks == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_BACKEND, "replay: %s: %s",
                         replay_node_str(s->p, steps[k].node, what, sizeof what), s->kerr);
         }
     }

@@ -220,6 +220,13 @@ static void sym_flush(void)
     }
 }
 
+void trace_stack_forget(void)
+{
+    pthread_mutex_lock(&sym_mu);
+    sym_flush();
+    pthread_mutex_unlock(&sym_mu);
+}
+
 /* Looks ip up; writes name and offset; 0 on success. */
 static int lookup(uint64_t ip, char *name, size_t len, uint64_t *off)
 {

@@ -203,7 +203,8 @@ static tg_status fail(trace_state *st, tg_status code, const eager_site *site,
 /* Graph-level failure (out of memory...): the graph's message. */
 static tg_status fail_graph(trace_state *st, const eager_site *site)
 {
-    return fail(st, TG_ERR_NOMEM, site, "trace: %s", graph_error(st->g));
+    tg_status code = graph_error_status(st->g);
+    return fail(st, code != TG_OK ? code : TG_ERR_NOMEM, site, "trace: %s", graph_error(st->g));
 }
 
 static trace_state *need_trace(const char *what, const eager_site *site)
@@ -599,7 +600,8 @@ tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim,
     }
     int32_t s = graph_add_symbol(st->g, sym, val->type.dim[d]);
     if (s < 0)
-        return fail(NULL, TG_ERR_SHAPE, &site, "trace_dynamic: %s", graph_error(st->g));
+        return fail(NULL, graph_error_status(st->g), &site, "trace_dynamic: %s",
+                    graph_error(st->g));
     val = &st->g->values[v];
     val->dyn |= 1u << d;
     val->sym[d] = (int8_t)s;
@@ -633,8 +635,9 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
     if (o)
         return fail(st, TG_ERR_ARG, &site, "trace_output: the name \"%s\" is already "
                     "an output", name);
-    if (graph_add_output(st->g, v, name) != TG_OK)
-        return fail(st, TG_ERR_ARG, &site, "trace_output: %s", graph_error(st->g));
+    tg_status ast = graph_add_output(st->g, v, name);
+    if (ast != TG_OK)
+        return fail(st, ast, &site, "trace_output: %s", graph_error(st->g));
     if (iname) {
         tg_hash_oom = 0;
         if ((o = tg_malloc(sizeof *o)) != NULL) {
