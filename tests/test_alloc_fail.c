@@ -11,7 +11,8 @@
  * as in the reference, no eager error pending) or fail at a stage with a
  * non-OK status (TG_ERR_NOMEM) and a message; never crash, never leak
  * (eager_live_tensors back to its baseline; LSan at exit in the ASan
- * build).  The same walk covers the .tgraph and ONNX loaders alone.
+ * build).  The same walk covers the .tgraph and ONNX loaders alone, and
+ * the tool's run and check (cli_main, in process).
  *
  * Each run is on a new thread with the symbol cache dropped, so the
  * per-thread caches (eager blocks and pools, the tracer's stacks) and the
@@ -27,14 +28,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "eager/eager.h"
+#include "formats/npy.h"
 #include "formats/onnx.h"
 #include "formats/tgraph.h"
 #include "graph/alloc.h"
 #include "graph/op.h"
 #include "optimize/opt.h"
+#include "replay/cli/cli.h"
 #include "replay/replay.h"
 #include "tracer/stack.h"
 #include "tracer/trace.h"
@@ -600,6 +604,98 @@ static void test_pool_push(void)
     CHECK(eager_live_tensors() == live0);
 }
 
+/* ---- the tool: cli_main run / check ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    sbuf b = {0};
+    char chunk[4096];
+    size_t k;
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+        sb_printf(&b, "%.*s", (int)k, chunk);
+    fclose(f);
+    *len = b.n;
+    return b.p ? b.p : calloc(1, 1);
+}
+
+/* cli_main with stdout and stderr to files; the exit code. */
+static int cli_quiet(int argc, char **argv, const char *errpath)
+{
+    fflush(stdout);
+    fflush(stderr);
+    FILE *out = stdout, *err = stderr;
+    FILE *o = fopen("/dev/null", "w"), *e = fopen(errpath, "w");
+    if (!o || !e) {
+        if (o)
+            fclose(o);
+        if (e)
+            fclose(e);
+        return -1;
+    }
+    stdout = o;
+    stderr = e;
+    int rc = cli_main(argc, argv);
+    fflush(o);
+    fflush(e);
+    stdout = out;
+    stderr = err;
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+static void walk_cli(const char *dir, const char *cmd)
+{
+    char model[600], x[600], y[600], errp[600];
+    snprintf(model, sizeof model, "%s/m.tgraph", dir);
+    snprintf(x, sizeof x, "%s/x.npy", dir);
+    snprintf(y, sizeof y, "%s/y.npy", dir);
+    snprintf(errp, sizeof errp, "%s/err.txt", dir);
+    char *run_argv[] = {"tracegraph", "run", model, "-i", x, "-o", y, NULL};
+    char *check_argv[] = {"tracegraph", "check", model, "-i", x, NULL};
+    int is_run = !strcmp(cmd, "run");
+    char **argv = is_run ? run_argv : check_argv;
+    int argc = is_run ? 7 : 5;
+    remove(y);
+    int rc0 = cli_quiet(argc, argv, errp);
+    size_t reflen = 0, len = 0;
+    char *ref = is_run ? slurp(y, &reflen) : NULL;
+    CHECK_MSG(rc0 == 0 && (!is_run || ref), "tracegraph %s: exit %d", cmd, rc0);
+    tg_alloc_hook(0);
+    cli_quiet(argc, argv, errp);
+    uint64_t total = tg_alloc_hook_count();
+    tg_alloc_hook(-1);
+    int failed = 0, complete = 0;
+    for (uint64_t n = 1; n <= total; n++) {
+        remove(y);
+        tg_alloc_hook((int64_t)n);
+        int rc = cli_quiet(argc, argv, errp);
+        tg_alloc_hook(-1);
+        char *msg = slurp(errp, &len);
+        if (rc == 0) {
+            char *got = is_run ? slurp(y, &len) : NULL;
+            int ok = !is_run || (got && len == reflen && memcmp(got, ref, len) == 0);
+            complete += ok;
+            CHECK_MSG(ok, "tracegraph %s, allocation %llu failed: exit 0 with another "
+                      "output", cmd, (unsigned long long)n);
+            free(got);
+        } else {
+            int ok = msg && says_oom(msg);
+            failed += ok;
+            CHECK_MSG(ok, "tracegraph %s, allocation %llu failed: exit %d, \"%s\" (want "
+                      "out of memory)", cmd, (unsigned long long)n, rc, msg ? msg : "");
+        }
+        free(msg);
+    }
+    printf("fault test, tracegraph %s: %llu allocation points, %d failed cleanly, "
+           "%d succeeded complete\n", cmd, (unsigned long long)total, failed, complete);
+    CHECK(failed > 0);
+    free(ref);
+}
+
 int main(void)
 {
     test_hook();
@@ -640,6 +736,26 @@ int main(void)
     else
         CHECK_MSG(0, "onnx save: %s", err);
     free(buf);
+
+    /* the tool, on files in a temporary directory */
+    char dir[] = "/tmp/tg_alloc_failXXXXXX";
+    if (g && mkdtemp(dir)) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/m.tgraph", dir);
+        CHECK(format_save(g, path, NULL, err, sizeof err) == TG_OK);
+        snprintf(path, sizeof path, "%s/x.npy", dir);
+        CHECK(format_npy_save(path, eager_type(wd.xr), eager_peek(wd.xr), err, sizeof err) ==
+              TG_OK);
+        walk_cli(dir, "run");
+        walk_cli(dir, "check");
+        const char *files[] = {"m.tgraph", "x.npy", "y.npy", "err.txt"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+            remove(path);
+        }
+        rmdir(dir);
+    } else
+        CHECK_MSG(0, "mkdtemp");
     graph_free(g);
 
     eager_release(wd.x);
