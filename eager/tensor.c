@@ -426,7 +426,6 @@ typedef struct pool {
 static _Thread_local pool tl_inline[POOL_INLINE];
 static _Thread_local pool *tl_pools;
 static _Thread_local int tl_depth, tl_cap;
-static _Thread_local int tl_phantoms0; /* failed pushes with no level below */
 
 tg_status eager_pool_push(void)
 {
@@ -464,10 +463,6 @@ void eager_pool_pop_at(EAGER_SITE_PARAMS)
 {
     eager_site site = {site_file_, site_line_, site_func_};
     if (tl_depth == 0) {
-        if (tl_phantoms0 > 0) {
-            tl_phantoms0--;
-            return;
-        }
         eager_set_error(TG_ERR_STATE, &site,
                         "eager_pool_pop: no pool is open on this thread");
         return;
