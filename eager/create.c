@@ -9,12 +9,16 @@ static eager_tensor *finish(eager_tensor *t, const eager_site *site)
 {
     if (!t)
         return NULL;
+    if (eager_pool_reserve(1) < 0) {
+        eager_release(t);
+        return NULL;
+    }
     if (eager_tl_hooks && eager_tl_hooks->on_create &&
         eager_tl_hooks->on_create(eager_tl_hooks->ud, t, site) != TG_OK) {
         eager_release(t);
         return NULL;
     }
-    eager_pool_adopt(t);
+    eager_pool_adopt(t); /* cannot fail: room reserved above */
     return t;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "internal.h"
 #include "kernel.h"
 
@@ -121,8 +122,8 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
     int nout = 0, ret = -1;
 
     if (nin > MAX_FIXED_IN) {
-        in_type = malloc((size_t)nin * sizeof *in_type);
-        in_data = malloc((size_t)nin * sizeof *in_data);
+        in_type = tg_malloc((size_t)nin * sizeof *in_type);
+        in_data = tg_malloc((size_t)nin * sizeof *in_data);
         if (!in_type || !in_data) {
             eager_set_error(TG_ERR_NOMEM, site, "%s: no memory", info->name);
             goto done;
@@ -170,6 +171,10 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
             goto done;
         }
     }
+    if (eager_pool_reserve(nout) < 0) {
+        release_all(out, nout);
+        goto done;
+    }
     if (eager_tl_hooks && eager_tl_hooks->on_op) {
         st = eager_tl_hooks->on_op(eager_tl_hooks->ud, op, in, nin, attrs,
                                    out, nout, site);
@@ -179,12 +184,12 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
         }
     }
     for (int i = 0; i < nout; i++)
-        eager_pool_adopt(out[i]);
+        eager_pool_adopt(out[i]); /* cannot fail: room reserved above */
     ret = nout;
 done:
     if (in_type != in_type_buf) {
-        free(in_type);
-        free(in_data);
+        tg_free(in_type);
+        tg_free(in_data);
     }
     return ret;
 }

@@ -8,6 +8,7 @@
  * a pthread key destructor when that thread exits; the main thread's stays
  * reachable until exit, as the engine does.
  */
+#include "../graph/alloc.h"
 #include "dnnl_util.h"
 
 #include <omp.h>
@@ -98,10 +99,13 @@ int eager_dnnl_set_threads(int n)
     return old;
 }
 
+/* oneDNN's out of memory is ours; any other failure is the backend's. */
+#define DNNL_ST(s) ((s) == dnnl_out_of_memory ? TG_ERR_NOMEM : TG_ERR_BACKEND)
+
 tg_status eager_dnnl_fail(const eager_kargs *a, const char *what,
                           dnnl_status_t s)
 {
-    return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s failed: %s", what,
+    return eager_kernel_fail(a, DNNL_ST(s), "oneDNN %s failed: %s", what,
                              eager_dnnl_status_str(s));
 }
 
@@ -141,8 +145,8 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p)
         dnnl_primitive_destroy(p->reorder);
     if (p->prim)
         dnnl_primitive_destroy(p->prim);
-    free(p->packed_buf);
-    free(p);
+    tg_free(p->packed_buf);
+    tg_free(p);
 }
 
 static void prim_state_free(eager_kstate *s)
@@ -166,17 +170,17 @@ static void prim_state_free(eager_kstate *s)
 
 static void *packed_alloc(size_t n)
 {
-    void *p = NULL;
+    void *p;
     if (n >= PACKED_HUGE_MIN) {
         size_t len = (n + PACKED_HUGE - 1) / PACKED_HUGE * PACKED_HUGE;
-        if (posix_memalign(&p, PACKED_HUGE, len) != 0)
+        if (!(p = tg_aligned_alloc(PACKED_HUGE, len)))
             return NULL;
 #ifdef MADV_HUGEPAGE
         madvise(p, len, MADV_HUGEPAGE); /* a hint: failure is harmless */
 #endif
         return p;
     }
-    return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
+    return tg_aligned_alloc(64, n ? n : 64);
 }
 
 /*
@@ -318,7 +322,7 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     if (sp->nargs > EAGER_DNNL_MAX_ARGS)
         return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s: %d arguments, room for %d",
                                  sp->what, sp->nargs, EAGER_DNNL_MAX_ARGS);
-    eager_dnnl_prim *p = calloc(1, sizeof *p);
+    eager_dnnl_prim *p = tg_calloc(1, sizeof *p);
     if (!p)
         return eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory preparing oneDNN %s",
                                  sp->what);
@@ -335,7 +339,7 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     eager_dnnl_set_threads(old);
     if (s != dnnl_success) {
         eager_dnnl_prim_free(p);
-        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s", sp->what,
+        return eager_kernel_fail(a, DNNL_ST(s), "oneDNN %s %s failed: %s", sp->what,
                                  step, eager_dnnl_status_str(s));
     }
     *out = p;
@@ -420,7 +424,7 @@ tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
     else if (!a->state)
         eager_dnnl_prim_free(p);
     if (s != dnnl_success)
-        return eager_kernel_fail(a, TG_ERR_BACKEND, "oneDNN %s %s failed: %s", what, step,
+        return eager_kernel_fail(a, DNNL_ST(s), "oneDNN %s %s failed: %s", what, step,
                                  eager_dnnl_status_str(s));
     return TG_OK;
 }

@@ -132,8 +132,15 @@ eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t);
 /* The same without a call site, for function pointers: (eager_release). */
 eager_tensor *(eager_retain)(eager_tensor *t);
 void (eager_release)(eager_tensor *t);
-/* Opens a pool on this thread; pools nest. */
-void eager_pool_push(void);
+/*
+ * Opens a pool on this thread; pools nest.  TG_OK, or TG_ERR_NOMEM (also
+ * recorded as the thread's error) when a level deeper than 8 finds no
+ * memory: then no new level opens, tensors made until the matching
+ * eager_pool_pop go to the enclosing pool (dropped at its pop), and that
+ * pop closes nothing, so pushes and pops stay paired.  The first 8 levels
+ * need no memory and never fail.
+ */
+tg_status eager_pool_push(void);
 /*
  * Closes the innermost pool, dropping its reference to each tensor made in
  * it.  With no pool open: an error, nothing else.

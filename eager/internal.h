@@ -50,8 +50,13 @@ eager_tensor *eager_alloc(const graph_type *t, const eager_site *site);
 /* A tensor of type t sharing base's storage (takes a reference on base). */
 eager_tensor *eager_alloc_view(eager_tensor *base, const graph_type *t,
                                const eager_site *site);
-/* Hands a new tensor to the innermost pool, if any. */
-void eager_pool_adopt(eager_tensor *t);
+/* Room in the innermost pool (if any) for n more tensors: 0, or -1 with
+ * TG_ERR_NOMEM recorded.  Ops reserve before their hooks run, so that the
+ * adoption after them cannot fail. */
+int eager_pool_reserve(int n);
+/* Hands a new tensor to the innermost pool, if any: 0, or -1 (out of
+ * memory, recorded; t not adopted) when no room was reserved. */
+int eager_pool_adopt(eager_tensor *t);
 /* The hooks of this thread, or NULL. */
 extern _Thread_local const eager_hooks *eager_tl_hooks;
 

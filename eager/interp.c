@@ -1,4 +1,5 @@
 /* interp.c - the reference interpreter (see interp.h). */
+#include "../graph/alloc.h"
 #include "interp.h"
 
 #include <stdio.h>
@@ -100,7 +101,10 @@ static tg_status bind_sources(const graph *g, eager_tensor **vals)
         if (!t)
             return eager_status();
         memcpy(t->data, v->data, graph_value_nbytes(v));
-        eager_pool_adopt(t);
+        if (eager_pool_adopt(t) < 0) {
+            eager_release(t);
+            return TG_ERR_NOMEM;
+        }
         vals[i] = t;
     }
     return TG_OK;
@@ -149,14 +153,15 @@ tg_status eager_interpret(const graph *g, eager_tensor *const *inputs, int nin,
     }
     if (report)
         memset(report, 0, sizeof *report);
-    eager_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
+    eager_tensor **vals = tg_calloc((size_t)g->nvalues + 1, sizeof *vals);
     if (!vals) {
         eager_set_error(TG_ERR_NOMEM, NULL, "interpret: out of memory");
         return TG_ERR_NOMEM;
     }
     const eager_hooks *hooks = eager_set_hooks(NULL);
-    eager_pool_push();
-    tg_status st = bind_inputs(g, inputs, vals);
+    tg_status st = eager_pool_push();
+    if (st == TG_OK)
+        st = bind_inputs(g, inputs, vals);
     if (st == TG_OK)
         st = bind_sources(g, vals);
     for (int32_t i = 0; st == TG_OK && i < g->ninputs; i++)
@@ -173,6 +178,6 @@ tg_status eager_interpret(const graph *g, eager_tensor *const *inputs, int nin,
         outputs[i] = st == TG_OK ? eager_retain(vals[g->outputs[i].value]) : NULL;
     eager_pool_pop();
     eager_set_hooks(hooks);
-    free(vals);
+    tg_free(vals);
     return st;
 }

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "dnnl_util.h"
 
 #define BLK 16
@@ -259,7 +260,7 @@ typedef struct blk_state {
 static void blk_state_free(eager_kstate *s)
 {
     eager_kstate_free(((blk_state *)s)->prim);
-    free(s);
+    tg_free(s);
 }
 
 /* Tries Winograd (fused post-ops, then without), then direct. */
@@ -295,7 +296,7 @@ static tg_status blk_run(const eager_kargs *a)
     }
     blk_state *bs = a->state ? (blk_state *)*a->state : NULL;
     if (a->state && !bs) {
-        if (!(bs = calloc(1, sizeof *bs)))
+        if (!(bs = tg_calloc(1, sizeof *bs)))
             return eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory preparing conv2d_blk");
         bs->base.free = blk_state_free;
         *a->state = &bs->base;

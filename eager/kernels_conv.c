@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "dnnl_util.h"
 
 /* Every output element is its channel's bias, or 0 without one. */
@@ -302,7 +303,7 @@ tg_status eager_kernel_conv_transpose2d(const eager_kargs *a)
     float *part = NULL; /* a rare case (see deconv_geom): a buffer per call */
     if (g.partial) {
         size_t n = (size_t)(a->out_type->dim[0] * a->out_type->dim[1] * g.view[0] * g.view[1]);
-        if (!(part = malloc(n * sizeof *part)))
+        if (!(part = tg_malloc(n * sizeof *part)))
             return eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory for %zu floats", n);
     }
     eager_dnnl_prim *p = eager_dnnl_prim_get(a);
@@ -316,6 +317,6 @@ tg_status eager_kernel_conv_transpose2d(const eager_kargs *a)
         fill_bias(a);
         copy_view(a, &g, part);
     }
-    free(part);
+    tg_free(part);
     return st;
 }

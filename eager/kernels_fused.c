@@ -63,6 +63,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../graph/alloc.h"
 #include "../graph/fused_prog.h"
 #include "fused_plan.h"
 #include "kernel.h"
@@ -631,7 +632,7 @@ static void run_plan(const fplan *P, const eager_kargs *a)
 
 static void plan_free(eager_kstate *s)
 {
-    free(s);
+    tg_free(s);
 }
 
 tg_status eager_kernel_fused(const eager_kargs *a)
@@ -648,14 +649,14 @@ tg_status eager_kernel_fused(const eager_kargs *a)
     }
     fplan local, *P = &local;
     if (a->state) { /* a slot to keep it in: compile once */
-        P = malloc(sizeof *P);
+        P = tg_malloc(sizeof *P);
         if (!P)
             return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for the compiled program");
     }
     tg_status st = compile(a, P);
     if (st != TG_OK) {
         if (P != &local)
-            free(P);
+            tg_free(P);
         return st;
     }
     if (P != &local) {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "dnnl_util.h"
 
 typedef struct pool_geom {
@@ -155,7 +156,7 @@ static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
     /* nt padded rows, then the column factors (sizes fit int64: infer) */
     float *buf = NULL;
     if ((uint64_t)pw <= (SIZE_MAX / sizeof *buf - (uint64_t)g.ow) / (uint64_t)nt)
-        buf = malloc(((size_t)nt * (size_t)pw + (size_t)g.ow) * sizeof *buf);
+        buf = tg_malloc(((size_t)nt * (size_t)pw + (size_t)g.ow) * sizeof *buf);
     if (!buf)
         return eager_kernel_fail(a, TG_ERR_NOMEM,
                                  "no memory for %d rows of %lld floats", nt,
@@ -176,7 +177,7 @@ static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
         for (int64_t i = 0; i < planes; i++)
             pool_plane(&g, in + i * in_plane, out + i * out_plane, row, cols);
     }
-    free(buf);
+    tg_free(buf);
     return TG_OK;
 }
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../graph/infer_norm.h"
 #include "kernel.h"
 
@@ -365,7 +366,7 @@ static tg_status reduce_rows(const red_fns *f, const red_plan *p,
         return TG_OK;
     }
     /* Few outputs, long reductions: split each across the threads. */
-    acc_block *part = malloc((size_t)nthreads * sizeof *part);
+    acc_block *part = tg_malloc((size_t)nthreads * sizeof *part);
     if (!part)
         return TG_ERR_NOMEM;
     for (int64_t o = 0; o < p->nkeep; o++) {
@@ -380,7 +381,7 @@ static tg_status reduce_rows(const red_fns *f, const red_plan *p,
             f->merge(&part[0], &part[k], 1);
         f->fin(out + o * es, &part[0], 1, per);
     }
-    free(part);
+    tg_free(part);
     return TG_OK;
 }
 
@@ -426,7 +427,7 @@ static tg_status reduce_cols(const red_fns *f, const red_plan *p,
     }
     /* Few outputs, many steps: split the steps across the threads, so
      * each still reads whole rows in order. */
-    acc_block *part = malloc((size_t)nthreads * sizeof *part);
+    acc_block *part = tg_malloc((size_t)nthreads * sizeof *part);
     if (!part)
         return TG_ERR_NOMEM;
     for (int64_t t = 0; t < ntask; t++) {
@@ -443,7 +444,7 @@ static tg_status reduce_cols(const red_fns *f, const red_plan *p,
             f->merge(&part[0], &part[k], n);
         f->fin(out + (o * p->inner + j0) * es, &part[0], n, p->rcount);
     }
-    free(part);
+    tg_free(part);
     return TG_OK;
 }
 
@@ -669,7 +670,7 @@ static tg_status arg_rows(const eager_kargs *a, const arg_fns *f, int64_t outer,
             y[o] = f->row(x + o * len * es, len, last);
         return TG_OK;
     }
-    int64_t *part = malloc((size_t)nth * sizeof *part);
+    int64_t *part = tg_malloc((size_t)nth * sizeof *part);
     if (!part)
         return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory");
     for (int64_t o = 0; o < outer; o++) {
@@ -685,7 +686,7 @@ static tg_status arg_rows(const eager_kargs *a, const arg_fns *f, int64_t outer,
                 best = part[k];
         y[o] = best;
     }
-    free(part);
+    tg_free(part);
     return TG_OK;
 }
 
@@ -708,7 +709,7 @@ static tg_status arg_cols(const eager_kargs *a, const arg_fns *f, int64_t outer,
         }
         return TG_OK;
     }
-    int64_t *part = malloc((size_t)nth * ARG_BLOCK * sizeof *part);
+    int64_t *part = tg_malloc((size_t)nth * ARG_BLOCK * sizeof *part);
     if (!part)
         return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory");
     for (int64_t t = 0; t < ntask; t++) {
@@ -732,7 +733,7 @@ static tg_status arg_cols(const eager_kargs *a, const arg_fns *f, int64_t outer,
             y[o * inner + j0 + j] = best;
         }
     }
-    free(part);
+    tg_free(part);
     return TG_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "internal.h"
 
 eager_tensor eager_none_ = {.refs = 1, .flags = EAGER_T_STATIC, .block = -1,
@@ -104,12 +105,12 @@ static void trim(thread_state *t)
         while (t->head[k]) {
             free_block *b = t->head[k];
             t->head[k] = b->next;
-            free(b);
+            tg_free(b);
         }
     }
     t->cached_bytes = 0;
     for (int i = 0; i < t->nlarge; i++)
-        free(t->large[i].p);
+        tg_free(t->large[i].p);
     t->nlarge = 0;
     t->large_bytes = 0;
 }
@@ -132,12 +133,12 @@ static void *large_take(thread_state *t, size_t size)
 static void large_keep(thread_state *t, void *p, size_t size)
 {
     if (size > LARGE_CACHE_BYTES / 2) {
-        free(p);
+        tg_free(p);
         return;
     }
     while (t->nlarge > 0 && (t->nlarge == LARGE_SLOTS ||
                              t->large_bytes + size > LARGE_CACHE_BYTES)) {
-        free(t->large[0].p);
+        tg_free(t->large[0].p);
         t->large_bytes -= t->large[0].size;
         memmove(&t->large[0], &t->large[1], sizeof t->large[0] * (size_t)--t->nlarge);
     }
@@ -161,7 +162,7 @@ static void state_free(void *p)
     if (t->next)
         t->next->prev = t->prev;
     pthread_mutex_unlock(&states_mu);
-    free(t);
+    tg_free(t);
 }
 
 /*
@@ -188,12 +189,12 @@ static thread_state *get_state(void)
     if (tl_state)
         return tl_state;
     pthread_once(&state_once, state_key_init);
-    thread_state *t = calloc(1, sizeof *t);
+    thread_state *t = tg_calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->nocache = no_cache;
     if (pthread_setspecific(state_key, t) != 0) {
-        free(t);
+        tg_free(t);
         return NULL;
     }
     pthread_mutex_lock(&states_mu);
@@ -228,7 +229,9 @@ static void *block_alloc(size_t total, int16_t *cls)
     size_t k = total / 64 - 1;
     void *p = NULL;
     *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
-    if (t && t->nocache)
+    if (!t)
+        return NULL; /* out of memory for the state that counts the block */
+    if (t->nocache)
         ;
     else if (t && k < CACHE_CLASSES && t->head[k]) {
         free_block *b = t->head[k];
@@ -239,7 +242,7 @@ static void *block_alloc(size_t total, int16_t *cls)
     else if (t && k >= CACHE_CLASSES)
         p = large_take(t, total);
     if (!p)
-        p = aligned_alloc(64, total);
+        p = tg_aligned_alloc(64, total);
     if (p && t)
         t->live++;
     return p;
@@ -250,8 +253,13 @@ static void block_free(void *p, int16_t cls, size_t total)
     thread_state *t = tl_state ? tl_state : get_state();
     if (t)
         t->live--;
+    else { /* no state (out of memory): counted against the exited threads' */
+        pthread_mutex_lock(&states_mu);
+        exited_live--;
+        pthread_mutex_unlock(&states_mu);
+    }
     if (t && t->nocache) {
-        free(p);
+        tg_free(p);
         return;
     }
     if (t && cls == BLOCK_LARGE) {
@@ -265,7 +273,7 @@ static void block_free(void *p, int16_t cls, size_t total)
         t->cached_bytes += total;
         return;
     }
-    free(p);
+    tg_free(p);
 }
 
 eager_tensor *eager_alloc(const graph_type *t, const eager_site *site)
@@ -409,27 +417,46 @@ void (eager_release)(eager_tensor *t) { eager_release_at(NULL, 0, NULL, t); }
 typedef struct pool {
     eager_tensor **items;
     size_t n, cap;
+    int phantoms; /* pushes above this level that failed (no level of their own) */
 } pool;
 
+/* The first POOL_INLINE levels need no allocation, so a push outside any
+ * pool never fails; deeper levels live in a heap array. */
+#define POOL_INLINE 8
+static _Thread_local pool tl_inline[POOL_INLINE];
 static _Thread_local pool *tl_pools;
 static _Thread_local int tl_depth, tl_cap;
 
-void eager_pool_push(void)
+tg_status eager_pool_push(void)
 {
+    if (!tl_pools) {
+        tl_pools = tl_inline;
+        tl_cap = POOL_INLINE;
+    }
     if (tl_depth == tl_cap) {
-        int cap = tl_cap ? tl_cap * 2 : 8;
-        pool *p = realloc(tl_pools, (size_t)cap * sizeof *p);
+        int cap = tl_cap * 2;
+        pool *p = tl_pools == tl_inline ? tg_malloc((size_t)cap * sizeof *p)
+                                        : tg_realloc(tl_pools, (size_t)cap * sizeof *p);
         if (!p) {
-            /* Keep going without a new level: tensors land in the outer
-             * pool (or the caller), which is safe, only later freed. */
-            eager_set_error(TG_ERR_NOMEM, NULL, "eager_pool_push: no memory");
-            return;
+            /* No new level: the matching pop is balanced (it closes
+             * nothing), tensors made meanwhile land in the enclosing pool
+             * (there is one: the first levels need no memory). */
+            tl_pools[tl_depth - 1].phantoms++;
+            eager_set_error(TG_ERR_NOMEM, NULL, "eager_pool_push: out of memory "
+                            "(level %d)", tl_depth + 1);
+            return TG_ERR_NOMEM;
+        }
+        if (tl_pools == tl_inline) { /* the levels move: the heap owns them now */
+            memcpy(p, tl_inline, sizeof tl_inline);
+            memset(tl_inline, 0, sizeof tl_inline);
         }
         memset(p + tl_cap, 0, (size_t)(cap - tl_cap) * sizeof *p);
         tl_pools = p;
         tl_cap = cap;
     }
-    tl_pools[tl_depth++].n = 0;
+    tl_pools[tl_depth].n = 0;
+    tl_pools[tl_depth++].phantoms = 0;
+    return TG_OK;
 }
 
 void eager_pool_pop_at(EAGER_SITE_PARAMS)
@@ -438,6 +465,10 @@ void eager_pool_pop_at(EAGER_SITE_PARAMS)
     if (tl_depth == 0) {
         eager_set_error(TG_ERR_STATE, &site,
                         "eager_pool_pop: no pool is open on this thread");
+        return;
+    }
+    if (tl_pools[tl_depth - 1].phantoms > 0) {
+        tl_pools[tl_depth - 1].phantoms--; /* the pop of a push that failed */
         return;
     }
     pool *p = &tl_pools[--tl_depth];
@@ -451,9 +482,13 @@ void eager_pool_pop_at(EAGER_SITE_PARAMS)
     p->n = 0;
     if (tl_depth == 0) {
         /* Outermost pool closed: give the memory back. */
-        for (int i = 0; i < tl_cap; i++)
-            free(tl_pools[i].items);
-        free(tl_pools);
+        for (int i = 0; i < tl_cap; i++) {
+            tg_free(tl_pools[i].items);
+            tl_pools[i].items = NULL;
+            tl_pools[i].cap = 0;
+        }
+        if (tl_pools != tl_inline)
+            tg_free(tl_pools);
         tl_pools = NULL;
         tl_cap = 0;
     }
@@ -461,24 +496,36 @@ void eager_pool_pop_at(EAGER_SITE_PARAMS)
 
 void (eager_pool_pop)(void) { eager_pool_pop_at(NULL, 0, NULL); }
 
-void eager_pool_adopt(eager_tensor *t)
+int eager_pool_reserve(int n)
+{
+    if (tl_depth == 0 || n <= 0)
+        return 0;
+    pool *p = &tl_pools[tl_depth - 1];
+    if (p->cap - p->n >= (size_t)n)
+        return 0;
+    size_t cap = p->cap ? p->cap * 2 : 64;
+    while (cap - p->n < (size_t)n)
+        cap *= 2;
+    eager_tensor **items = tg_realloc(p->items, cap * sizeof *items);
+    if (!items) {
+        eager_set_error(TG_ERR_NOMEM, NULL, "pool: out of memory adopting a tensor");
+        return -1;
+    }
+    p->items = items;
+    p->cap = cap;
+    return 0;
+}
+
+int eager_pool_adopt(eager_tensor *t)
 {
     if (tl_depth == 0 || !t)
-        return;
+        return 0;
+    if (eager_pool_reserve(1) < 0)
+        return -1;
     pool *p = &tl_pools[tl_depth - 1];
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        eager_tensor **items = realloc(p->items, cap * sizeof *items);
-        if (!items) {
-            /* The caller keeps the reference; reported, nothing freed. */
-            eager_set_error(TG_ERR_NOMEM, NULL, "pool: no memory to adopt");
-            return;
-        }
-        p->items = items;
-        p->cap = cap;
-    }
     p->items[p->n++] = t;
     t->flags |= EAGER_T_POOLED;
+    return 0;
 }
 
 /* ---- inspection ---- */

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include "../graph/alloc.h"
 #include <string.h>
 
 /* ---- writing ---- */
@@ -42,7 +43,7 @@ static inline int format_wbuf_reserve(format_wbuf *b, size_t n)
         }
         cap *= 2;
     }
-    uint8_t *p = realloc(b->p, cap);
+    uint8_t *p = tg_realloc(b->p, cap);
     if (!p) {
         b->oom = 1;
         return -1;
@@ -98,7 +99,7 @@ static inline void format_patch_le(format_wbuf *b, size_t at, uint64_t v, int nb
 
 static inline void format_wbuf_free(format_wbuf *b)
 {
-    free(b->p);
+    tg_free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
 }

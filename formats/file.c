@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../graph/alloc.h"
 #include "file.h"
 
 /* A temporary beside path, 0644 (mkstemp makes 0600; saved files are for
@@ -36,7 +37,7 @@ tg_status format_write_file(const char *path, const format_wbuf *parts, int n, c
     struct stat sb;
     int special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode); /* /dev/stdout */
     size_t tlen = strlen(path) + 16;
-    char *tmp = malloc(tlen);
+    char *tmp = tg_malloc(tlen);
     if (!tmp) {
         if (err && errlen)
             snprintf(err, errlen, "%s: cannot write: out of memory", path);
@@ -62,7 +63,7 @@ tg_status format_write_file(const char *path, const format_wbuf *parts, int n, c
         if (f && !special)
             unlink(tmp);
     }
-    free(tmp);
+    tg_free(tmp);
     return bad ? TG_ERR_IO : TG_OK;
 }
 
@@ -78,13 +79,13 @@ tg_status format_read_stream(FILE *f, const char *name, size_t max, size_t hint,
 {
     size_t first = hint ? hint : 65536; /* hint + 1: the read that finds the end */
     size_t cap = (first < max ? first : max) + (max < SIZE_MAX), n = 0;
-    uint8_t *p = malloc(cap);
+    uint8_t *p = tg_malloc(cap);
     while (p && n < max) {
         if (n == cap) {
             size_t ncap = cap <= SIZE_MAX / 2 ? cap * 2 : SIZE_MAX;
-            uint8_t *np = ncap > cap ? realloc(p, ncap) : NULL;
+            uint8_t *np = ncap > cap ? tg_realloc(p, ncap) : NULL;
             if (!np) {
-                free(p);
+                tg_free(p);
                 p = NULL;
                 break;
             }
@@ -107,7 +108,7 @@ tg_status format_read_stream(FILE *f, const char *name, size_t max, size_t hint,
     if (ferror(f)) {
         if (err && errlen)
             snprintf(err, errlen, "%s: read error: %s", name, strerror(errno));
-        free(p);
+        tg_free(p);
         return TG_ERR_IO;
     }
     *buf = p;

@@ -10,6 +10,7 @@
  * nothing but whitespace after the closing brace.  Every read is bounded
  * by the header length, itself checked against the file size.
  */
+#include "../graph/alloc.h"
 #include "npy.h"
 #include "file.h"
 
@@ -402,7 +403,7 @@ static void *alloc_data(size_t n)
     size_t r = n < NPY_ALIGN ? NPY_ALIGN : n;
     if (r > SIZE_MAX - NPY_ALIGN)
         return NULL;
-    return aligned_alloc(NPY_ALIGN, (r + NPY_ALIGN - 1) & ~(size_t)(NPY_ALIGN - 1));
+    return tg_aligned_alloc(NPY_ALIGN, (r + NPY_ALIGN - 1) & ~(size_t)(NPY_ALIGN - 1));
 }
 
 /* Bool elements must be 0 or 1, as NumPy writes them (kernels rely on it). */
@@ -457,7 +458,7 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
     tg_status st = parse_prefix(pre, got, flen, path, &lay, err, errlen);
     if (st != TG_OK)
         return st;
-    uint8_t *head = malloc(lay.data_off);
+    uint8_t *head = tg_malloc(lay.data_off);
     if (!head)
         FAIL(TG_ERR_NOMEM, "%s: out of memory for a %zu-byte header", path, lay.hlen);
     size_t have = got < lay.data_off ? got : lay.data_off;
@@ -468,7 +469,7 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
                   path, have);
     else
         st = parse_body(head, flen, path, &lay, &t, err, errlen);
-    free(head);
+    tg_free(head);
     if (st != TG_OK)
         return st;
     if (fseek(f, (long)lay.data_off, SEEK_SET) != 0)
@@ -484,7 +485,7 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
     else if (t.dtype == GRAPH_BOOL)
         st = check_bools(d, n, lay.data_off, path, err, errlen);
     if (st != TG_OK) {
-        free(d);
+        tg_free(d);
         return st;
     }
     *type = t;
@@ -501,7 +502,7 @@ static tg_status load_pipe(FILE *f, const char *path, graph_type *type, void **d
     tg_status st = format_read_stream(f, path, SIZE_MAX, 0, &buf, &len, err, errlen);
     if (st == TG_OK)
         st = format_npy_load_mem(buf, len, path, type, data, err, errlen);
-    free(buf);
+    tg_free(buf);
     return st;
 }
 
@@ -562,7 +563,7 @@ tg_status format_npy_save_mem(const graph_type *type, const void *data, void **b
     if (nbytes > SIZE_MAX - (10 + hlen + pad))
         FAIL(TG_ERR_ARG, "npy: the array is too large");
     size_t total = 10 + hlen + pad + nbytes;
-    uint8_t *p = malloc(total ? total : 1);
+    uint8_t *p = tg_malloc(total ? total : 1);
     if (!p)
         FAIL(TG_ERR_NOMEM, "npy: out of memory for %zu bytes", total);
     memcpy(p, NPY_MAGIC "\x01\x00", 8);
@@ -589,6 +590,6 @@ tg_status format_npy_save(const char *path, const graph_type *type, const void *
     if (st != TG_OK)
         return st;
     st = format_write_bytes(path, buf, len, err, errlen);
-    free(buf);
+    tg_free(buf);
     return st;
 }

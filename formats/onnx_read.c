@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "file.h"
 #include "onnx_read_impl.h"
 
@@ -156,7 +157,7 @@ tg_status onnx_tensor_decode(const Onnx__TensorProto *t, graph_type *type,
         return why_fail(why, len, TG_ERR_FORMAT, "%s has %zu values, %s %s needs %lld",
                         field, have, dn, shape, LL(numel));
     /* nbytes is now bounded by what the message holds. */
-    *data = malloc(nbytes ? (size_t)nbytes : 1);
+    *data = tg_malloc(nbytes ? (size_t)nbytes : 1);
     if (!*data)
         return why_fail(why, len, TG_ERR_NOMEM, "out of memory (%lld bytes)",
                         LL(nbytes));
@@ -532,6 +533,22 @@ static tg_status read_graph(onnx_reader *r, const Onnx__ModelProto *m)
     return st;
 }
 
+/* protobuf-c allocates the unpacked message through tg_malloc; a failure
+   marks *data so that it is reported as out of memory, not as a bad file. */
+static void *pb_alloc(void *data, size_t n)
+{
+    void *p = tg_malloc(n);
+    if (!p)
+        *(int *)data = 1;
+    return p;
+}
+
+static void pb_free(void *data, void *p)
+{
+    (void)data;
+    tg_free(p);
+}
+
 graph *onnx_read_mem(const void *buf, size_t len, const char *name,
                      const format_onnx_load_opts *opts, tg_status *status,
                      char *err, size_t errlen)
@@ -549,10 +566,13 @@ graph *onnx_read_mem(const void *buf, size_t len, const char *name,
         *status = onnx_fail(&r, TG_ERR_NULL, "NULL buffer");
         return NULL;
     }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    int pb_oom = 0;
+    ProtobufCAllocator pb = {pb_alloc, pb_free, &pb_oom};
+    Onnx__ModelProto *m = onnx__model_proto__unpack(&pb, len, buf);
     if (!m) {
-        *status = onnx_fail(&r, TG_ERR_FORMAT,
-                            "not an ONNX model (the protobuf does not parse)");
+        *status = pb_oom ? onnx_fail(&r, TG_ERR_NOMEM, "out of memory unpacking the protobuf")
+                         : onnx_fail(&r, TG_ERR_FORMAT,
+                                     "not an ONNX model (the protobuf does not parse)");
         return NULL;
     }
     tg_status st = check_versions(&r, m);
@@ -562,7 +582,7 @@ graph *onnx_read_mem(const void *buf, size_t len, const char *name,
         st = r.g ? read_graph(&r, m) : onnx_fail(&r, TG_ERR_NOMEM, "out of memory");
     }
     onnx_free_entries(&r);
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &pb);
     *status = st;
     if (st != TG_OK) {
         graph_free(r.g);
@@ -592,6 +612,6 @@ graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
     if (format_read_file(path, SIZE_MAX, &buf, &len, NULL, err, errlen) != TG_OK)
         return NULL;
     graph *g = format_onnx_load_mem(buf, len, path, opts, err, errlen);
-    free(buf);
+    tg_free(buf);
     return g;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 /* y = op(a, b) (b < 0: unary; attrs NULL: defaults). */
@@ -219,7 +220,7 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     if (count > ONNX_MAX_FOLD_BYTES)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "a %lldx%lld mask would take over %lld MiB",
                          LL(rows), LL(cols), LL(ONNX_MAX_FOLD_BYTES >> 20));
-    uint8_t *mask = count > 0 ? malloc((size_t)count) : NULL;
+    uint8_t *mask = count > 0 ? tg_malloc((size_t)count) : NULL;
     if (count > 0 && !mask)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for a %lldx%lld mask", LL(rows),
                          LL(cols));
@@ -228,7 +229,7 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
             mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
     int32_t m;
     st = onnx_const_value(r, &mt, mask, &m);
-    free(mask);
+    tg_free(mask);
     if (st == TG_OK)
         st = onnx_scalar(r, xt->dtype, 0.0, &zero);
     if (st == TG_OK)
@@ -362,14 +363,14 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     graph_type it = {GRAPH_I64, (uint8_t)(tnd - axis), {n}};
     for (int d = 1; d < tnd - axis; d++)
         it.dim[d] = 1;
-    int64_t *iota = malloc(sizeof *iota * (size_t)(n + 1));
+    int64_t *iota = tg_malloc(sizeof *iota * (size_t)(n + 1));
     if (!iota)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld indices", LL(n));
     for (int64_t i = 0; i < n; i++)
         iota[i] = i;
     int32_t iv, am;
     st = onnx_const_value(r, &it, iota, &iv);
-    free(iota);
+    tg_free(iota);
     graph_argmax_attrs aa = {axis, 1, 0};
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_argmax, &x, 1, &aa, &am, 1);

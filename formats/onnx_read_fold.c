@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../graph/infer_shape.h"
 #include "onnx_read_impl.h"
 
@@ -94,11 +95,11 @@ static tg_status res_new(onnx_reader *r, fres *o, const graph_type *t, int *ok)
             o->n > ONNX_MAX_FOLD_ELEMS)
             return TG_OK;
     o->es = graph_dtype_size(t->dtype);
-    o->data = malloc(o->n ? (size_t)o->n * o->es : 1);
-    o->sym = malloc(o->n ? (size_t)o->n : 1);
+    o->data = tg_malloc(o->n ? (size_t)o->n * o->es : 1);
+    o->sym = tg_malloc(o->n ? (size_t)o->n : 1);
     if (!o->data || !o->sym) {
-        free(o->data);
-        free(o->sym);
+        tg_free(o->data);
+        tg_free(o->sym);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     memset(o->sym, (unsigned char)ONNX_SYM_CONST, (size_t)o->n);
@@ -334,8 +335,8 @@ static tg_status fold_elementwise(onnx_reader *r, int kind, int *done)
             ok = unary_at((ekind)kind, &o, k, in[0]);
     }
     if (st != TG_OK || !ok) {
-        free(o.data);
-        free(o.sym);
+        tg_free(o.data);
+        tg_free(o.sym);
         return st;
     }
     return res_bind(r, &o, 0, done);
@@ -386,8 +387,8 @@ static tg_status fold_cast(onnx_reader *r, int kind, int *done)
     for (int64_t k = 0; st == TG_OK && ok && k < o.n; k++)
         ok = cast_at(&o, k, a);
     if (st != TG_OK || !ok) {
-        free(o.data);
-        free(o.sym);
+        tg_free(o.data);
+        tg_free(o.sym);
         return st;
     }
     return res_bind(r, &o, 0, done);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 
@@ -27,7 +28,7 @@ tg_status onnx_add_entry(onnx_reader *r, const char *name, onnx_entry **out)
 {
     if (onnx_find(r, name))
         return onnx_fail(r, TG_ERR_FORMAT, "name '%s' is defined twice", name);
-    onnx_entry *e = calloc(1, sizeof *e);
+    onnx_entry *e = tg_calloc(1, sizeof *e);
     if (!e)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     e->key = name;
@@ -35,7 +36,7 @@ tg_status onnx_add_entry(onnx_reader *r, const char *name, onnx_entry **out)
     tg_hash_oom = 0;
     HASH_ADD_KEYPTR(hh, r->names, e->key, strlen(e->key), e);
     if (tg_hash_oom) {
-        free(e);
+        tg_free(e);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     *out = e;
@@ -47,9 +48,9 @@ void onnx_free_entries(onnx_reader *r)
     onnx_entry *e, *tmp;
     HASH_ITER(hh, r->names, e, tmp) {
         HASH_DEL(r->names, e);
-        free(e->data);
-        free(e->sym);
-        free(e);
+        tg_free(e->data);
+        tg_free(e->sym);
+        tg_free(e);
     }
 }
 
@@ -301,8 +302,8 @@ tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
     onnx_entry *e;
     tg_status st = bind_entry(r, k, &e);
     if (st != TG_OK || !e) {
-        free(data);
-        free(sym);
+        tg_free(data);
+        tg_free(sym);
         return st;
     }
     e->is_const = 1;
@@ -311,7 +312,7 @@ tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
     e->sym = sym;
     e->traced_shape = 0;
     if (sym && !onnx_entry_traced(e)) {
-        free(sym);
+        tg_free(sym);
         e->sym = NULL;
     }
     return TG_OK;
@@ -321,11 +322,11 @@ tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e)
 {
     size_t n = (size_t)graph_type_numel(&e->type);
     size_t bytes = graph_dtype_size(e->type.dtype) * n;
-    void *data = malloc(bytes ? bytes : 1); /* e exists: the sizes fit */
-    int8_t *sym = e->sym ? malloc(n ? n : 1) : NULL;
+    void *data = tg_malloc(bytes ? bytes : 1); /* e exists: the sizes fit */
+    int8_t *sym = e->sym ? tg_malloc(n ? n : 1) : NULL;
     if (!data || (e->sym && !sym)) {
-        free(data);
-        free(sym);
+        tg_free(data);
+        tg_free(sym);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     memcpy(data, e->data, bytes);

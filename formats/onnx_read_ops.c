@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 
@@ -73,7 +74,7 @@ static tg_status cv_dropout(onnx_reader *r, const onnx_op *op)
     if (n > ONNX_MAX_FOLD_BYTES)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "mask of %lld elements is too large",
                          LL(n));
-    void *mask = malloc(n ? (size_t)n : 1);
+    void *mask = tg_malloc(n ? (size_t)n : 1);
     if (!mask)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     memset(mask, 1, (size_t)n);

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL };
@@ -184,12 +185,12 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     if (out > ONNX_MAX_FOLD_BYTES / (ntap * (int64_t)(sizeof(int64_t) + sizeof(float))))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "resizing axis %d to %lld: its taps would "
                          "take over %lld MiB", a, LL(out), LL(ONNX_MAX_FOLD_BYTES >> 20));
-    int64_t *idx = malloc(sizeof *idx * (size_t)(out * ntap + 1));
-    float *w = malloc(sizeof *w * (size_t)(out * ntap + 1));
+    int64_t *idx = tg_malloc(sizeof *idx * (size_t)(out * ntap + 1));
+    float *w = tg_malloc(sizeof *w * (size_t)(out * ntap + 1));
     tg_status st = TG_OK;
     if (!idx || !w) {
-        free(idx);
-        free(w);
+        tg_free(idx);
+        tg_free(w);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for the taps of %lld outputs",
                          LL(out));
     }
@@ -239,8 +240,8 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
         if (st == TG_OK)
             *y = sum;
     }
-    free(idx);
-    free(w);
+    tg_free(idx);
+    tg_free(w);
     return st;
 }
 

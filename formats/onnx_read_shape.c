@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 
@@ -539,7 +540,7 @@ static tg_status shape_marks(onnx_reader *r, const onnx_entry *e, int64_t start,
     *sym = NULL;
     if (!dyn && !traced)
         return TG_OK;
-    *sym = malloc((size_t)(end - start + 1));
+    *sym = tg_malloc((size_t)(end - start + 1));
     if (!*sym)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     const graph_value *v = e->value >= 0 ? &r->g->values[e->value] : NULL;
@@ -583,9 +584,9 @@ tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
     if (st != TG_OK)
         return st;
     graph_type t = {GRAPH_I64, size ? 0 : 1, {size ? 0 : end - start}};
-    int64_t *data = malloc(sizeof(int64_t) * (size_t)(end - start + 1));
+    int64_t *data = tg_malloc(sizeof(int64_t) * (size_t)(end - start + 1));
     if (!data) {
-        free(sym);
+        tg_free(sym);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     data[0] = 1;
@@ -606,7 +607,7 @@ static tg_status fill_value(onnx_reader *r, graph_dtype *dt, void **one)
     graph_type t;
     if (!v) {
         *dt = GRAPH_F32;
-        *one = calloc(1, sizeof(float));
+        *one = tg_calloc(1, sizeof(float));
         return *one ? TG_OK : onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     if (v->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !v->t)
@@ -615,7 +616,7 @@ static tg_status fill_value(onnx_reader *r, graph_dtype *dt, void **one)
     if (st != TG_OK)
         return onnx_fail(r, st, "attribute 'value': %s", why);
     if (graph_type_numel(&t) != 1) {
-        free(*one);
+        tg_free(*one);
         *one = NULL;
         return onnx_fail(r, TG_ERR_FORMAT, "attribute 'value' has %lld elements, "
                          "want 1", LL(graph_type_numel(&t)));
@@ -652,19 +653,19 @@ tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
             st = onnx_fail(r, TG_ERR_UNSUPPORTED, "a constant of more than %lld bytes "
                            "is not made at load time", LL(ONNX_MAX_FOLD_BYTES));
     }
-    char *data = st == TG_OK ? malloc(bytes ? (size_t)bytes : 1) : NULL;
+    char *data = st == TG_OK ? tg_malloc(bytes ? (size_t)bytes : 1) : NULL;
     if (st == TG_OK && !data)
         st = onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; st == TG_OK && i < bytes; i += (int64_t)es)
         memcpy(data + i, one, es);
-    free(one);
+    tg_free(one);
     int traced = 0;
     for (int d = 0; d < shape.n; d++)
         traced |= marks[d] != ONNX_SYM_CONST;
     if (st == TG_OK)
         st = onnx_bind_const(r, 0, &t, data);
     else
-        free(data);
+        tg_free(data);
     onnx_entry *e = st == TG_OK ? onnx_find(r, r->node->output[0]) : NULL;
     if (e)
         e->traced_shape = traced;
@@ -677,7 +678,7 @@ static tg_status list_const(onnx_reader *r, const Onnx__AttributeProto *a)
     int is_f = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
     size_t n = is_f ? a->n_floats : a->n_ints, es = is_f ? 4 : 8;
     graph_type t = {is_f ? GRAPH_F32 : GRAPH_I64, 1, {(int64_t)n}};
-    void *data = malloc(n ? n * es : 1); /* n values are present in the message */
+    void *data = tg_malloc(n ? n * es : 1); /* n values are present in the message */
     if (!data)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     if (n)
@@ -716,7 +717,7 @@ tg_status onnx_cv_constant(onnx_reader *r, const onnx_op *op)
         tg_status st = onnx_tensor_decode(a->t, &t, &data, why, sizeof why);
         if (st != TG_OK)
             return onnx_fail(r, st, "attribute 'value': %s", why);
-    } else if ((data = malloc(8)) != NULL) {
+    } else if ((data = tg_malloc(8)) != NULL) {
         if (k == 1)
             memcpy(data, &a->f, sizeof(float));
         else

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../graph/tg_hash.h"
 #include "file.h"
 #include "onnx_write_impl.h"
@@ -30,14 +31,14 @@ static void *w_malloc(size_t n)
 {
     if (onnxw_fail_countdown > 0 && --onnxw_fail_countdown == 0)
         return NULL;
-    return malloc(n);
+    return tg_malloc(n);
 }
 
 static void *w_realloc(void *p, size_t n)
 {
     if (onnxw_fail_countdown > 0 && --onnxw_fail_countdown == 0)
         return NULL;
-    return realloc(p, n);
+    return tg_realloc(p, n);
 }
 
 #undef uthash_malloc
@@ -639,11 +640,11 @@ static void w_free(onnx_w *w)
     HASH_CLEAR(hh, w->names);
     while (w->arena) {
         onnxw_chunk *next = w->arena->next;
-        free(w->arena);
+        tg_free(w->arena);
         w->arena = next;
     }
-    free(w->nodes);
-    free(w->inits);
+    tg_free(w->nodes);
+    tg_free(w->inits);
 }
 
 /*
@@ -733,6 +734,6 @@ tg_status format_onnx_save(const graph *g, const char *path,
     if (st != TG_OK)
         return st;
     st = format_write_bytes(path, buf, len, err, errlen);
-    free(buf);
+    tg_free(buf);
     return st;
 }

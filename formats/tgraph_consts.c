@@ -22,6 +22,7 @@
 #include <omp.h>
 #endif
 
+#include "../graph/alloc.h"
 #include "tgraph_decode.h"
 
 #define FORMAT_TRUST_RATIO 256
@@ -78,14 +79,14 @@ int format_compress_constants(const format_blob *blobs, size_t nblobs, uint64_t 
                               int level, format_wbuf *out)
 {
     size_t nch = raw ? (size_t)((raw + FORMAT_CONST_CHUNK - 1) / FORMAT_CONST_CHUNK) : 1;
-    format_wbuf *part = calloc(nch, sizeof *part);
+    format_wbuf *part = tg_calloc(nch, sizeof *part);
     if (!part)
         return -1;
     int bad = 0;
 #pragma omp parallel num_threads(nthreads(nch)) reduction(| : bad)
     {
-        ZSTD_CCtx *cc = ZSTD_createCCtx();
-        uint8_t *stage = malloc((size_t)(raw < FORMAT_CONST_CHUNK ? raw + 1 : FORMAT_CONST_CHUNK));
+        ZSTD_CCtx *cc = format_zstd_cctx();
+        uint8_t *stage = tg_malloc((size_t)(raw < FORMAT_CONST_CHUNK ? raw + 1 : FORMAT_CONST_CHUNK));
 #pragma omp for schedule(dynamic)
         for (size_t k = 0; k < nch; k++) {
             uint64_t a = k * FORMAT_CONST_CHUNK;
@@ -97,7 +98,7 @@ int format_compress_constants(const format_blob *blobs, size_t nblobs, uint64_t 
             format_gather_constants(blobs, nblobs, a, b, stage);
             bad |= format_compress_frame(cc, level, stage, (size_t)(b - a), &part[k]) < 0;
         }
-        free(stage);
+        tg_free(stage);
         ZSTD_freeCCtx(cc);
     }
     for (size_t k = 0; k < nch; k++) {
@@ -105,7 +106,7 @@ int format_compress_constants(const format_blob *blobs, size_t nblobs, uint64_t 
             format_put_bytes(out, part[k].p, part[k].len);
         format_wbuf_free(&part[k]);
     }
-    free(part);
+    tg_free(part);
     return bad || out->oom ? -1 : 0;
 }
 
@@ -145,7 +146,7 @@ static int walk_frames(format_loader *L, const uint8_t *src, size_t n, uint64_t 
     j->nfr = raw ? (size_t)((raw + FORMAT_CONST_CHUNK - 1) / FORMAT_CONST_CHUNK) : 1;
     if (j->nfr > n / MIN_FRAME)
         return format_load_fail(L, 0, "%zu frames cannot fit in %zu stored bytes", j->nfr, n);
-    if (!(j->fr = calloc(j->nfr, sizeof *j->fr)))
+    if (!(j->fr = tg_calloc(j->nfr, sizeof *j->fr)))
         return format_load_fail(L, 0, "out of memory");
     size_t pos = 0;
     for (size_t k = 0; k < j->nfr; k++) {
@@ -172,7 +173,7 @@ static int walk_frames(format_loader *L, const uint8_t *src, size_t n, uint64_t 
 static int collect_slots(format_loader *L, uint64_t raw, cjob *j)
 {
     graph *g = L->g;
-    if (!(j->s = calloc((size_t)g->nvalues + 1, sizeof *j->s)))
+    if (!(j->s = tg_calloc((size_t)g->nvalues + 1, sizeof *j->s)))
         return format_load_fail(L, 0, "out of memory");
     uint64_t end = 0;
     L->item = "value";
@@ -197,9 +198,9 @@ static int collect_slots(format_loader *L, uint64_t raw, cjob *j)
 static uint8_t *alloc_final(uint64_t ext)
 {
     if (ext < 2 * HUGE_ALIGN)
-        return aligned_alloc(FORMAT_DATA_ALIGN, ext ? (size_t)ext : FORMAT_DATA_ALIGN);
+        return tg_aligned_alloc(FORMAT_DATA_ALIGN, ext ? (size_t)ext : FORMAT_DATA_ALIGN);
     size_t sz = ((size_t)ext + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
-    uint8_t *p = aligned_alloc(HUGE_ALIGN, sz);
+    uint8_t *p = tg_aligned_alloc(HUGE_ALIGN, sz);
 #ifdef MADV_HUGEPAGE
     if (p)
         madvise(p, sz, MADV_HUGEPAGE); /* advice only: failure is harmless */
@@ -239,7 +240,7 @@ static int grow(slot *s, uint64_t need)
         cap *= 2;
     if (cap > s->ext)
         cap = s->ext;
-    uint8_t *p = realloc(s->dst, (size_t)cap);
+    uint8_t *p = tg_realloc(s->dst, (size_t)cap);
     if (!p)
         return -1;
     s->dst = p;
@@ -276,7 +277,7 @@ static int decode_frame(cjob *j, size_t k, ZSTD_DCtx *dc, uint8_t **scratch, con
     if (direct) {
         dst = j->s[i].dst + (f->a - j->s[i].off);
     } else {
-        if (!*scratch && !(*scratch = malloc((size_t)FORMAT_CONST_CHUNK)))
+        if (!*scratch && !(*scratch = tg_malloc((size_t)FORMAT_CONST_CHUNK)))
             return FR_NOMEM;
         dst = *scratch;
     }
@@ -293,12 +294,12 @@ static void decode_frames(cjob *j)
     int nt = j->staged ? 1 : nthreads(j->nfr);
 #pragma omp parallel num_threads(nt)
     {
-        ZSTD_DCtx *dc = ZSTD_createDCtx();
+        ZSTD_DCtx *dc = format_zstd_dctx();
         uint8_t *scratch = NULL;
 #pragma omp for schedule(dynamic)
         for (size_t k = 0; k < j->nfr; k++)
             j->status[k] = dc ? decode_frame(j, k, dc, &scratch, &j->why[k]) : FR_NOMEM;
-        free(scratch);
+        tg_free(scratch);
         ZSTD_freeDCtx(dc);
     }
 }
@@ -317,7 +318,7 @@ static int finish(format_loader *L, cjob *j)
                 return format_load_fail(L, s->off, "out of memory");
             if (s->ext)
                 memcpy(p, s->dst, (size_t)s->ext);
-            free(s->dst);
+            tg_free(s->dst);
             s->dst = p;
         }
         /* bool data is 0 or 1, as the writer writes it and the text IR
@@ -344,8 +345,8 @@ static int run(format_loader *L, cjob *j, size_t stored)
         if (!(j->s[i].dst = alloc_final(j->s[i].ext)))
             return format_load_fail(L, j->s[i].off, "out of memory for %llu bytes",
                                     (unsigned long long)j->s[i].ext);
-    j->status = calloc(j->nfr, sizeof *j->status);
-    j->why = calloc(j->nfr, sizeof *j->why);
+    j->status = tg_calloc(j->nfr, sizeof *j->status);
+    j->why = tg_calloc(j->nfr, sizeof *j->why);
     if (!j->status || !j->why)
         return format_load_fail(L, 0, "out of memory");
     decode_frames(j);
@@ -371,10 +372,10 @@ int format_dec_constants(format_loader *L, const uint8_t *src, size_t n, uint64_
     if (rc == 0)
         rc = run(L, &j, n);
     for (size_t i = 0; i < j.ns; i++)
-        free(j.s[i].dst);
-    free(j.s);
-    free(j.fr);
-    free(j.status);
-    free(j.why);
+        tg_free(j.s[i].dst);
+    tg_free(j.s);
+    tg_free(j.fr);
+    tg_free(j.status);
+    tg_free(j.why);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "tgraph_decode.h"
 
 int format_load_fail(format_loader *L, size_t pos, const char *fmt, ...)
@@ -60,7 +61,7 @@ static int get_count(format_loader *L, format_rd *r, size_t min_rec,
 }
 
 /* A zeroed array of n elements (at least one, so NULL means failure). */
-static void *alloc_array(uint32_t n, size_t elem) { return calloc(n ? n : 1, elem); }
+static void *alloc_array(uint32_t n, size_t elem) { return tg_calloc(n ? n : 1, elem); }
 
 /* A string reference: NULL for "none" unless required. */
 static int get_str(format_loader *L, format_rd *r, int required,
@@ -560,9 +561,9 @@ static int get_inputs(format_loader *L, format_rd *r)
     uint32_t n;
     if (get_count(L, r, 4, INT32_MAX, "inputs", &n) < 0)
         return -1;
-    char *seen = calloc((size_t)g->nvalues + 1, 1);
+    char *seen = tg_calloc((size_t)g->nvalues + 1, 1);
     if (!seen || !(g->inputs = alloc_array(n, sizeof *g->inputs))) {
-        free(seen);
+        tg_free(seen);
         return oom(L, r);
     }
     g->cap_inputs = (int32_t)(n ? n : 1);
@@ -583,7 +584,7 @@ static int get_inputs(format_loader *L, format_rd *r)
     for (int32_t v = 0; rc == 0 && v < g->nvalues; v++)
         if (g->values[v].kind == GRAPH_VALUE_INPUT && !seen[v])
             rc = format_load_fail(L, r->pos, "input value %d is not listed", v);
-    free(seen);
+    tg_free(seen);
     return rc;
 }
 
@@ -617,7 +618,7 @@ static int get_outputs(format_loader *L, format_rd *r)
     for (uint32_t i = 1; rc == 0 && i < n; i++)
         if (names[i] == names[i - 1])
             rc = format_load_fail(L, r->pos, "output name '%s' is used twice", names[i]);
-    free(names);
+    tg_free(names);
     return rc;
 }
 

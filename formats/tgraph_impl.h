@@ -85,6 +85,11 @@ void format_errf(char *err, size_t errlen, const char *fmt, ...)
 #endif
     ;
 
+/* zstd contexts allocating through tg_malloc (graph/alloc.h); NULL when
+   out of memory.  Freed by ZSTD_freeCCtx/ZSTD_freeDCtx. */
+ZSTD_CCtx *format_zstd_cctx(void);
+ZSTD_DCtx *format_zstd_dctx(void);
+
 /*
  * Appends one zstd frame of n bytes at level to out: content size and
  * checksum on, window capped at FORMAT_WINDOW_LOG_MAX.  0, or -1.

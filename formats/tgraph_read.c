@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "../graph/alloc.h"
 #include "file.h"
 #include "tgraph_decode.h"
 
@@ -181,7 +182,7 @@ static tg_status inflate(ZSTD_DCtx *dc, const uint8_t *src, const entry *e,
     size_t raw = (size_t)e->raw;
     /* Start near the compressed size; grow only as output arrives. */
     size_t cap = raw < (size_t)4 * n + 65536 ? raw : (size_t)4 * n + 65536;
-    uint8_t *buf = malloc(cap ? cap : 1);
+    uint8_t *buf = tg_malloc(cap ? cap : 1);
     if (!buf)
         FAIL(TG_ERR_NOMEM, "%s: section '%s': out of memory", name, sn);
     ZSTD_DCtx_reset(dc, ZSTD_reset_session_only);
@@ -191,7 +192,7 @@ static tg_status inflate(ZSTD_DCtx *dc, const uint8_t *src, const entry *e,
     for (;;) {
         if (o.pos == o.size && o.size < raw) {
             size_t ncap = o.size < raw / 2 ? o.size * 2 : raw;
-            uint8_t *p = realloc(buf, ncap);
+            uint8_t *p = tg_realloc(buf, ncap);
             if (!p) {
                 why = "out of memory";
                 break;
@@ -216,7 +217,7 @@ static tg_status inflate(ZSTD_DCtx *dc, const uint8_t *src, const entry *e,
     if (!why && (in.pos != in.size || o.pos != raw))
         why = in.pos != in.size ? "bytes after the frame" : "less data than declared";
     if (why) {
-        free(buf);
+        tg_free(buf);
         FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: zstd: %s", name, sn,
              (unsigned long long)(e->offset + in.pos), why);
     }
@@ -254,7 +255,7 @@ static tg_status load_sections(format_loader *L, const uint8_t *b, const entry *
             FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: checksum mismatch "
                  "(damaged file)", L->name, format_section_name(ents[i].id),
                  (unsigned long long)ents[i].offset);
-    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    ZSTD_DCtx *dc = format_zstd_dctx();
     if (!dc || ZSTD_isError(ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax,
                                                    FORMAT_WINDOW_LOG_MAX))) {
         ZSTD_freeDCtx(dc);
@@ -275,7 +276,7 @@ static tg_status load_sections(format_loader *L, const uint8_t *b, const entry *
         st = inflate(dc, src, &ents[i], &raw, L->name, err, errlen);
         if (st == TG_OK && decode(L, ents[i].id, raw, (size_t)ents[i].raw) < 0)
             st = TG_ERR_FORMAT;
-        free(raw);
+        tg_free(raw);
     }
     ZSTD_freeDCtx(dc);
     return st;
@@ -306,9 +307,9 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
                     graph_error(L.g));
         st = TG_ERR_FORMAT;
     }
-    free(L.strs);
-    free(L.opcache);
-    free(L.data_off);
+    tg_free(L.strs);
+    tg_free(L.opcache);
+    tg_free(L.data_off);
     if (st != TG_OK) {
         graph_free(L.g);
         return NULL;
@@ -349,7 +350,7 @@ graph *format_load(const char *path, char *err, size_t errlen)
     if (format_read_file(path, SIZE_MAX, &buf, &len, &flen, err, errlen) != TG_OK)
         return NULL;
     graph *g = format_load_mem(buf, len, path, err, errlen);
-    free(buf);
+    tg_free(buf);
     return g;
 }
 
@@ -367,6 +368,6 @@ tg_status format_info_file(const char *path, format_info *info, char *err,
     if (st != TG_OK)
         return st;
     st = parse_header(buf, len, flen, path, info, ents, err, errlen);
-    free(buf);
+    tg_free(buf);
     return st;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "../graph/alloc.h"
 #include "../graph/tg_hash.h"
 #include "file.h"
 #include "tgraph_impl.h"
@@ -61,7 +62,7 @@ static uint32_t str_ref(encoder *e, const char *s)
     HASH_FIND_PTR(e->map, &s, x);
     if (x)
         return x->index;
-    x = malloc(sizeof *x);
+    x = tg_malloc(sizeof *x);
     if (!x) {
         e->strs.oom = 1;
         return 0;
@@ -71,7 +72,7 @@ static uint32_t str_ref(encoder *e, const char *s)
     tg_hash_oom = 0;
     HASH_ADD_PTR(e->map, key, x);
     if (tg_hash_oom) {
-        free(x);
+        tg_free(x);
         e->strs.oom = 1;
         return 0;
     }
@@ -273,8 +274,8 @@ static tg_status put_rest(encoder *e)
 static tg_status layout_constants(encoder *e)
 {
     const graph *g = e->g;
-    e->data_off = malloc(sizeof(uint64_t) * ((size_t)g->nvalues + 1));
-    e->blobs = malloc(sizeof(format_blob) * ((size_t)g->nvalues + 1));
+    e->data_off = tg_malloc(sizeof(uint64_t) * ((size_t)g->nvalues + 1));
+    e->blobs = tg_malloc(sizeof(format_blob) * ((size_t)g->nvalues + 1));
     if (!e->data_off || !e->blobs)
         return TG_ERR_NOMEM;
     uint64_t off = 0;
@@ -308,10 +309,10 @@ static void encoder_free(encoder *e)
     str_entry *x, *tmp;
     HASH_ITER(hh, e->map, x, tmp) {
         HASH_DEL(e->map, x);
-        free(x);
+        tg_free(x);
     }
-    free(e->data_off);
-    free(e->blobs);
+    tg_free(e->data_off);
+    tg_free(e->blobs);
 }
 
 /* Fills every raw section but constants (laid out in e->data_off). */
@@ -421,7 +422,7 @@ static tg_status pack_graph(const graph *g, int level, packed *k, char *err, siz
 {
     encoder e = {.g = g, .err = err, .errlen = errlen};
     tg_status st = encode(&e);
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    ZSTD_CCtx *cc = format_zstd_cctx();
     if (st == TG_OK && !cc)
         st = TG_ERR_NOMEM;
     for (int i = 0; st == TG_OK && i < FORMAT_NSEC; i++) {
@@ -453,7 +454,7 @@ static tg_status concat(packed *k, void **buf, size_t *len, char *err, size_t er
     size_t total = k->head.len;
     for (int i = 0; i < FORMAT_NSEC; i++)
         total += k->comp[i].len;
-    uint8_t *p = malloc(total);
+    uint8_t *p = tg_malloc(total);
     if (!p) {
         format_errf(err, errlen, "cannot allocate %zu bytes for the file", total);
         return TG_ERR_NOMEM;
@@ -524,7 +525,7 @@ tg_status format_save(const graph *g, const char *path,
 void format_raw_free(format_raw_sections *s)
 {
     for (int i = 0; i < FORMAT_NSEC; i++) {
-        free(s->p[i]);
+        tg_free(s->p[i]);
         s->p[i] = NULL;
         s->len[i] = 0;
     }
@@ -536,7 +537,7 @@ tg_status format_encode_raw(const graph *g, format_raw_sections *out,
     memset(out, 0, sizeof *out);
     encoder e = {.g = g, .err = err, .errlen = errlen};
     tg_status st = encode(&e);
-    uint8_t *c = st == TG_OK ? malloc((size_t)e.const_size + 1) : NULL;
+    uint8_t *c = st == TG_OK ? tg_malloc((size_t)e.const_size + 1) : NULL;
     if (st == TG_OK && !c) {
         format_errf(err, errlen, "out of memory");
         st = TG_ERR_NOMEM;
@@ -563,7 +564,7 @@ tg_status format_pack(const format_raw_sections *s, int level, void **buf,
     *len = 0;
     tg_status st = check_level(level, err, errlen);
     packed k = {0};
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    ZSTD_CCtx *cc = format_zstd_cctx();
     if (st == TG_OK && !cc)
         st = TG_ERR_NOMEM;
     for (int i = 0; st == TG_OK && i < FORMAT_NSEC; i++) {

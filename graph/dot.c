@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "text.h"
 #include "text_impl.h"
 
@@ -66,7 +67,7 @@ static void label_end(dot *d)
         fputs("label=", d->f);
         put_escaped(d->f, d->buf);
     }
-    free(d->buf);
+    tg_free(d->buf);
 }
 
 static void put_site(dot *d, FILE *l, int32_t prov)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "graph.h"
 
 /* A probe size per symbol: distinct from each other and from small sizes. */
@@ -52,7 +53,7 @@ tg_status graph_propagate_dynamic(graph *g)
         return TG_ERR_NULL;
     if (g->nsyms == 0)
         return TG_OK;
-    graph_type *ptype = malloc(sizeof *ptype * (size_t)(g->nvalues + 1));
+    graph_type *ptype = tg_malloc(sizeof *ptype * (size_t)(g->nvalues + 1));
     if (!ptype)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory propagating dynamic dims");
     for (int32_t i = 0; i < g->nvalues; i++) {
@@ -88,6 +89,6 @@ tg_status graph_propagate_dynamic(graph *g)
         for (int k = 0; k < nout; k++)
             classify_output(g, n, k, &out[k], ptype);
     }
-    free(ptype);
+    tg_free(ptype);
     return TG_OK;
 }

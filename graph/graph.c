@@ -1,4 +1,5 @@
 /* graph.c - building, copying and freeing graphs. */
+#include "alloc.h"
 #include "graph.h"
 
 #include <stdarg.h>
@@ -41,7 +42,7 @@ int32_t *graph_alloc_ids(graph *g, int n)
     graph_chunk *c = g->chunks;
     if (!c || c->cap - c->used < need) {
         size_t cap = need > 16384 ? need : 16384;
-        c = malloc(sizeof *c + cap * sizeof(int32_t));
+        c = tg_malloc(sizeof *c + cap * sizeof(int32_t));
         if (!c)
             return NULL;
         c->used = 0;
@@ -79,7 +80,7 @@ static int grow(void *arr, int32_t *cap, int32_t need, size_t elem)
             return -1;
         n *= 2;
     }
-    void *p = realloc(*(void **)arr, (size_t)n * elem);
+    void *p = tg_realloc(*(void **)arr, (size_t)n * elem);
     if (!p)
         return -1;
     *(void **)arr = p;
@@ -91,12 +92,12 @@ static int grow(void *arr, int32_t *cap, int32_t need, size_t elem)
 
 graph *graph_new(const char *name)
 {
-    graph *g = calloc(1, sizeof *g);
+    graph *g = tg_calloc(1, sizeof *g);
     if (!g)
         return NULL;
-    g->strings = calloc(1, sizeof *g->strings);
+    g->strings = tg_calloc(1, sizeof *g->strings);
     if (!g->strings) {
-        free(g);
+        tg_free(g);
         return NULL;
     }
     g->name = graph_intern(g, name ? name : "main", -1);
@@ -112,28 +113,28 @@ void graph_free(graph *g)
     if (!g)
         return;
     for (int32_t i = 0; i < g->nvalues; i++)
-        free(g->values[i].data);
+        tg_free(g->values[i].data);
     for (graph_chunk *c = g->chunks, *next; c; c = next) {
         next = c->next;
-        free(c);
+        tg_free(c);
     }
     if (g->strings) {
         string_entry *e, *tmp;
         HASH_ITER(hh, g->strings->head, e, tmp) {
             HASH_DEL(g->strings->head, e);
-            free(e);
+            tg_free(e);
         }
-        free(g->strings);
+        tg_free(g->strings);
     }
-    free(g->values);
-    free(g->nodes);
-    free(g->inputs);
-    free(g->outputs);
-    free(g->provs);
-    free(g->frames);
-    free(g->guards);
-    free(g->syms);
-    free(g);
+    tg_free(g->values);
+    tg_free(g->nodes);
+    tg_free(g->inputs);
+    tg_free(g->outputs);
+    tg_free(g->provs);
+    tg_free(g->frames);
+    tg_free(g->guards);
+    tg_free(g->syms);
+    tg_free(g);
 }
 
 const char *graph_error(const graph *g) { return g ? g->err : "no graph"; }
@@ -144,8 +145,11 @@ tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(g->err, sizeof g->err, fmt, ap);
     va_end(ap);
+    g->err_status = st;
     return st;
 }
+
+tg_status graph_error_status(const graph *g) { return g ? g->err_status : TG_ERR_NULL; }
 
 const char *graph_intern(graph *g, const char *s, long len)
 {
@@ -156,7 +160,7 @@ const char *graph_intern(graph *g, const char *s, long len)
     HASH_FIND(hh, g->strings->head, s, n, e);
     if (e)
         return e->s;
-    e = malloc(sizeof *e + n + 1);
+    e = tg_malloc(sizeof *e + n + 1);
     if (!e)
         return NULL;
     e->len = n;
@@ -165,7 +169,7 @@ const char *graph_intern(graph *g, const char *s, long len)
     tg_hash_oom = 0;
     HASH_ADD_KEYPTR(hh, g->strings->head, e->s, n, e);
     if (tg_hash_oom) {
-        free(e);
+        tg_free(e);
         return NULL;
     }
     return e->s;
@@ -228,12 +232,12 @@ tg_status graph_set_data(graph *g, int32_t vid, const void *data,
     if (nbytes != graph_value_nbytes(v))
         return graph_fail(g, TG_ERR_SHAPE, "value %d: %zu bytes, want %zu",
                           vid, nbytes, graph_value_nbytes(v));
-    void *p = aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
+    void *p = tg_aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
     if (!p)
         return graph_fail(g, TG_ERR_NOMEM, "cannot allocate %zu bytes", nbytes);
     if (nbytes)
         memcpy(p, data, nbytes);
-    free(v->data);
+    tg_free(v->data);
     v->data = p;
     v->hash = graph_hash_bytes(p, nbytes);
     return TG_OK;
@@ -292,8 +296,12 @@ int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
             return i;
         }
     }
-    if (g->nsyms >= 127 || GROW(g, syms, syms, g->nsyms + 1) < 0) {
-        graph_fail(g, TG_ERR_NOMEM, "too many dynamic dim symbols");
+    if (g->nsyms >= 127) {
+        graph_fail(g, TG_ERR_SHAPE, "too many dynamic dim symbols (at most 127)");
+        return -1;
+    }
+    if (GROW(g, syms, syms, g->nsyms + 1) < 0) {
+        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a symbol");
         return -1;
     }
     g->syms[g->nsyms].name = n;
@@ -519,11 +527,11 @@ tg_status graph_node_dedup_prov(graph *g, int32_t node)
     }
     /* (id, position) sorted: the first of each run of equal ids is the one
      * kept, at its position. */
-    uint64_t *key = malloc(sizeof *key * (size_t)k);
-    unsigned char *keep = calloc((size_t)k, 1);
+    uint64_t *key = tg_malloc(sizeof *key * (size_t)k);
+    unsigned char *keep = tg_calloc((size_t)k, 1);
     if (!key || !keep) {
-        free(key);
-        free(keep);
+        tg_free(key);
+        tg_free(keep);
         return graph_fail(g, TG_ERR_NOMEM, "out of memory removing repeated provenance");
     }
     for (int32_t i = 0; i < k; i++)
@@ -536,8 +544,8 @@ tg_status graph_node_dedup_prov(graph *g, int32_t node)
         if (keep[i])
             n->prov[m++] = n->prov[i];
     n->nprov = m;
-    free(key);
-    free(keep);
+    tg_free(key);
+    tg_free(keep);
     return TG_OK;
 }
 

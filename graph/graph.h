@@ -160,6 +160,7 @@ typedef struct graph {
     graph_strings *strings;
     graph_chunk *chunks; /* arena for node id arrays */
     char err[512];
+    tg_status err_status; /* of err (graph_error_status) */
 } graph;
 
 /* A new empty graph; NULL on out of memory. */
@@ -170,6 +171,8 @@ void graph_free(graph *g);
 graph *graph_clone(const graph *g);
 /* The last error message of g. */
 const char *graph_error(const graph *g);
+/* The status of that error (TG_OK if none was recorded; NULL: TG_ERR_NULL). */
+tg_status graph_error_status(const graph *g);
 /* Formats an error into g->err; returns st. */
 tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
 #if defined(__GNUC__)

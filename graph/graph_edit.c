@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "graph.h"
 
 /* Re-interns a string of src into dst (NULL stays NULL). */
@@ -17,7 +18,7 @@ static void *dup_array(const void *p, size_t n, size_t elem)
 {
     if (n == 0)
         return NULL;
-    void *q = malloc(n * elem);
+    void *q = tg_malloc(n * elem);
     if (q)
         memcpy(q, p, n * elem);
     return q;
@@ -56,7 +57,7 @@ graph *graph_clone(const graph *g)
             goto oom;
         if (s->data) {
             size_t nb = graph_value_nbytes(s);
-            v->data = aligned_alloc(64, (nb + 63) & ~(size_t)63);
+            v->data = tg_aligned_alloc(64, (nb + 63) & ~(size_t)63);
             if (!v->data)
                 goto oom;
             memcpy(v->data, s->data, nb);
@@ -101,11 +102,11 @@ oom:
 
 tg_status graph_compact(graph *g)
 {
-    int32_t *vmap = malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
-    int32_t *nmap = malloc(sizeof(int32_t) * (size_t)(g->nnodes + 1));
+    int32_t *vmap = tg_malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
+    int32_t *nmap = tg_malloc(sizeof(int32_t) * (size_t)(g->nnodes + 1));
     if (!vmap || !nmap) {
-        free(vmap);
-        free(nmap);
+        tg_free(vmap);
+        tg_free(nmap);
         return graph_fail(g, TG_ERR_NOMEM, "out of memory compacting");
     }
     /* Passes merging long provenance lists leave repeats to be dropped here
@@ -113,8 +114,8 @@ tg_status graph_compact(graph *g)
     for (int32_t i = 0; i < g->nnodes; i++)
         if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].nprov > 1 &&
             graph_node_dedup_prov(g, i) != TG_OK) {
-            free(vmap);
-            free(nmap);
+            tg_free(vmap);
+            tg_free(nmap);
             return TG_ERR_NOMEM;
         }
     /* Mark used values: signature, outputs, guards, live nodes' operands. */
@@ -138,7 +139,7 @@ tg_status graph_compact(graph *g)
     int32_t nv = 0;
     for (int32_t i = 0; i < g->nvalues; i++) {
         if (vmap[i] < 0) {
-            free(g->values[i].data);
+            tg_free(g->values[i].data);
             continue;
         }
         vmap[i] = nv;
@@ -169,8 +170,8 @@ tg_status graph_compact(graph *g)
         g->outputs[i].value = vmap[g->outputs[i].value];
     for (int32_t i = 0; i < g->nguards; i++)
         g->guards[i].value = vmap[g->guards[i].value];
-    free(vmap);
-    free(nmap);
+    tg_free(vmap);
+    tg_free(nmap);
     return TG_OK;
 }
 
@@ -182,11 +183,11 @@ tg_status graph_compact(graph *g)
 tg_status graph_toposort(graph *g)
 {
     int32_t n = g->nnodes;
-    int8_t *mark = calloc((size_t)n + 1, 1); /* 0 new, 1 on stack, 2 placed */
-    int32_t *cursor = calloc((size_t)n + 1, sizeof *cursor);
-    int32_t *stack = malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *order = malloc(sizeof(int32_t) * ((size_t)n + 1));
-    graph_node *nodes = malloc(sizeof(graph_node) * ((size_t)n + 1));
+    int8_t *mark = tg_calloc((size_t)n + 1, 1); /* 0 new, 1 on stack, 2 placed */
+    int32_t *cursor = tg_calloc((size_t)n + 1, sizeof *cursor);
+    int32_t *stack = tg_malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int32_t *order = tg_malloc(sizeof(int32_t) * ((size_t)n + 1));
+    graph_node *nodes = tg_malloc(sizeof(graph_node) * ((size_t)n + 1));
     tg_status st = TG_OK;
     if (!mark || !cursor || !stack || !order || !nodes) {
         st = graph_fail(g, TG_ERR_NOMEM, "out of memory sorting nodes");
@@ -238,10 +239,10 @@ tg_status graph_toposort(graph *g)
                 g->values[v].node = newid[g->values[v].node];
     }
 done:
-    free(mark);
-    free(cursor);
-    free(stack);
-    free(order);
-    free(nodes);
+    tg_free(mark);
+    tg_free(cursor);
+    tg_free(stack);
+    tg_free(order);
+    tg_free(nodes);
     return st;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "text.h"
 #include "text_parse.h"
 
@@ -69,7 +70,7 @@ int graph_text_grow(text_parser *p, void *arr, size_t *cap, size_t need, size_t 
     size_t n = *cap ? *cap * 2 : 8;
     while (n < need)
         n *= 2;
-    void *q = realloc(*(void **)arr, n * elem);
+    void *q = tg_realloc(*(void **)arr, n * elem);
     if (!q)
         return graph_text_fail(p, p->tok.pos, "out of memory");
     *(void **)arr = q;
@@ -387,7 +388,7 @@ text_label *graph_text_find_label(text_label *head, const char *key, size_t n)
 int graph_text_add_label(text_parser *p, text_label **head, const char *key,
                          size_t n, int32_t id, size_t pos)
 {
-    text_label *l = malloc(sizeof *l + n + 1);
+    text_label *l = tg_malloc(sizeof *l + n + 1);
     if (!l)
         return graph_text_fail(p, pos, "out of memory");
     l->id = id;
@@ -397,7 +398,7 @@ int graph_text_add_label(text_parser *p, text_label **head, const char *key,
     tg_hash_oom = 0;
     HASH_ADD_KEYPTR(hh, *head, l->key, n, l);
     if (tg_hash_oom) {
-        free(l);
+        tg_free(l);
         return graph_text_fail(p, pos, "out of memory");
     }
     return 0;
@@ -686,7 +687,7 @@ static void free_labels(text_label **head)
     text_label *l, *tmp;
     HASH_ITER(hh, *head, l, tmp) {
         HASH_DEL(*head, l);
-        free(l);
+        tg_free(l);
     }
 }
 
@@ -724,11 +725,11 @@ graph *graph_parse(const char *text, size_t len, char *err, size_t errlen)
     free_labels(&p.vals);
     free_labels(&p.provs);
     free_labels(&p.outnames);
-    free(p.refs);
-    free(p.sig);
-    free(p.outs);
-    free(p.frames);
-    free(p.scratch);
+    tg_free(p.refs);
+    tg_free(p.sig);
+    tg_free(p.outs);
+    tg_free(p.frames);
+    tg_free(p.scratch);
     if (st < 0) {
         graph_free(p.g);
         return NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "text.h"
 #include "text_parse.h"
 
@@ -46,7 +47,7 @@ static int parse_data(text_parser *p, int32_t id)
     if ((uint64_t)numel > p->len - p->tok.pos)
         return graph_text_fail(p, open, "%lld elements cannot fit in the rest of "
                                "the text", (long long)numel);
-    char *buf = malloc((size_t)numel * esize + 1);
+    char *buf = tg_malloc((size_t)numel * esize + 1);
     if (!buf)
         return graph_text_fail(p, open, "out of memory");
     graph_text_next(p);
@@ -71,7 +72,7 @@ static int parse_data(text_parser *p, int32_t id)
         if (graph_set_data(p->g, id, buf, (size_t)numel * esize) != TG_OK)
             st = graph_text_fail(p, open, "%s", graph_error(p->g));
     }
-    free(buf);
+    tg_free(buf);
     return st;
 }
 

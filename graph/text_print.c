@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "text.h"
 #include "text_impl.h"
 
@@ -176,7 +177,7 @@ static int cmp_named(const void *a, const void *b)
 /* by_name[v] = 1 for printed values whose name is an IDENT used once. */
 static tg_status mark_unique_names(text_names *n, const graph *g)
 {
-    named *list = malloc(sizeof *list * ((size_t)g->nvalues + 1));
+    named *list = tg_malloc(sizeof *list * ((size_t)g->nvalues + 1));
     if (!list)
         return TG_ERR_NOMEM;
     size_t cnt = 0;
@@ -191,7 +192,7 @@ static tg_status mark_unique_names(text_names *n, const graph *g)
                   (i + 1 < cnt && !strcmp(list[i].name, list[i + 1].name));
         n->by_name[list[i].id] = !dup;
     }
-    free(list);
+    tg_free(list);
     return TG_OK;
 }
 
@@ -205,8 +206,8 @@ tg_status graph_text_names_init(text_names *n, const graph *g)
 {
     size_t nv = (size_t)(g->nvalues > 0 ? g->nvalues : 0) + 1;
     n->count = 0;
-    n->pos = malloc(sizeof *n->pos * nv);
-    n->by_name = calloc(nv, 1);
+    n->pos = tg_malloc(sizeof *n->pos * nv);
+    n->by_name = tg_calloc(nv, 1);
     if (!n->pos || !n->by_name) {
         graph_text_names_free(n);
         return TG_ERR_NOMEM;
@@ -234,8 +235,8 @@ tg_status graph_text_names_init(text_names *n, const graph *g)
 
 void graph_text_names_free(text_names *n)
 {
-    free(n->pos);
-    free(n->by_name);
+    tg_free(n->pos);
+    tg_free(n->by_name);
     n->pos = NULL;
     n->by_name = NULL;
 }
@@ -482,7 +483,7 @@ static void put_header(printer *p)
 static tg_status put_body(printer *p)
 {
     const graph *g = p->g;
-    int32_t *defpt = malloc(sizeof *defpt * ((size_t)g->nvalues + 1));
+    int32_t *defpt = tg_malloc(sizeof *defpt * ((size_t)g->nvalues + 1));
     if (!defpt)
         return TG_ERR_NOMEM;
     for (int32_t v = 0; v < g->nvalues; v++) {
@@ -506,7 +507,7 @@ static tg_status put_body(printer *p)
         put_guards_upto(p, defpt, &next, t);
     }
     put_guards_upto(p, defpt, &next, INT32_MAX);
-    free(defpt);
+    tg_free(defpt);
     for (int32_t i = 0; i < g->noutputs; i++) {
         fputs("  return ", p->f);
         graph_text_put_name(p->f, g->outputs[i].name);
@@ -588,7 +589,7 @@ char *graph_print_str(const graph *g, const graph_print_opts *opts,
         return NULL;
     tg_status st = graph_print(g, f, opts);
     if (fclose(f) != 0 || st != TG_OK) {
-        free(buf);
+        tg_free(buf);
         return NULL;
     }
     if (len)

@@ -12,9 +12,10 @@ extern _Thread_local int tg_hash_oom;
 
 #define HASH_NONFATAL_OOM 1
 #define uthash_nonfatal_oom(obj) (tg_hash_oom = 1)
-#define uthash_malloc(sz) malloc(sz)
-#define uthash_free(ptr, sz) free(ptr)
+#define uthash_malloc(sz) tg_malloc(sz)
+#define uthash_free(ptr, sz) tg_free(ptr)
 
+#include "alloc.h"
 #include <uthash.h>
 
 #endif

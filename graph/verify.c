@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "graph.h"
 
 /* "node 3 (matmul at model.c:42 mlp_forward)" */
@@ -55,7 +56,7 @@ static tg_status check_values(graph *g, int allow_elided)
     }
     /* Every input value is in the signature exactly once (linear: a mark
      * per value; a hostile file may hold many inputs). */
-    char *listed = calloc((size_t)g->nvalues + 1, 1);
+    char *listed = tg_calloc((size_t)g->nvalues + 1, 1);
     if (!listed)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
     tg_status st = TG_OK;
@@ -69,7 +70,7 @@ static tg_status check_values(graph *g, int allow_elided)
     for (int32_t i = 0; i < g->nvalues && st == TG_OK; i++)
         if (g->values[i].kind == GRAPH_VALUE_INPUT && !listed[i])
             st = graph_fail(g, TG_ERR_FORMAT, "input value %%%d is not in the signature", i);
-    free(listed);
+    tg_free(listed);
     if (st != TG_OK)
         return st;
     return TG_OK;
@@ -151,7 +152,7 @@ static int by_ptr(const void *a, const void *b)
  * pointers; sorted, so a hostile file with many outputs stays cheap). */
 static tg_status check_output_names(graph *g)
 {
-    const char **names = malloc(sizeof(char *) * (size_t)(g->noutputs + 1));
+    const char **names = tg_malloc(sizeof(char *) * (size_t)(g->noutputs + 1));
     if (!names)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
     tg_status st = TG_OK;
@@ -164,7 +165,7 @@ static tg_status check_output_names(graph *g)
             if (names[i] == names[i - 1])
                 st = graph_fail(g, TG_ERR_FORMAT, "output name \"%s\" is used twice", names[i]);
     }
-    free(names);
+    tg_free(names);
     return st;
 }
 
@@ -172,7 +173,7 @@ static tg_status check_output_names(graph *g)
  * name (same sorted check as the outputs'). */
 static tg_status check_input_names(graph *g)
 {
-    const char **names = malloc(sizeof(char *) * (size_t)(g->ninputs + 1));
+    const char **names = tg_malloc(sizeof(char *) * (size_t)(g->ninputs + 1));
     if (!names)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
     tg_status st = TG_OK;
@@ -189,7 +190,7 @@ static tg_status check_input_names(graph *g)
                 st = graph_fail(g, TG_ERR_FORMAT, "input name \"%s\" is used twice",
                                 names[i]);
     }
-    free(names);
+    tg_free(names);
     return st;
 }
 
@@ -200,7 +201,7 @@ tg_status graph_verify(graph *g, int allow_elided)
     tg_status st = check_values(g, allow_elided);
     if (st != TG_OK)
         return st;
-    char *defined = calloc((size_t)g->nvalues + 1, 1);
+    char *defined = tg_calloc((size_t)g->nvalues + 1, 1);
     if (!defined)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
     for (int32_t i = 0; i < g->nvalues; i++)
@@ -223,6 +224,6 @@ tg_status graph_verify(graph *g, int allow_elided)
             gd->index < -1 || gd->index >= graph_type_numel(&g->values[gd->value].type))
             st = graph_fail(g, TG_ERR_FORMAT, "guard %d is malformed", i);
     }
-    free(defined);
+    tg_free(defined);
     return st;
 }

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../graph/alloc.h"
 #include "fuse_util.h"
 
 /* The producer of a batch_norm's input when it is a foldable kind. */
@@ -104,13 +105,13 @@ static double *factors(const graph *g, const graph_node *b, int64_t nc, int64_t 
 {
     const float *scale = fu_const_f32(g, b->in[1]), *var = fu_const_f32(g, b->in[4]);
     float eps = ((const graph_batch_norm_attrs *)graph_node_attrs(b))->eps;
-    double *f = malloc(sizeof *f * (size_t)(nc + 1));
+    double *f = tg_malloc(sizeof *f * (size_t)(nc + 1));
     for (int64_t c = 0; f && c < nc; c++) {
         double d = (double)var[c] + eps;
         f[c] = d > 0 ? scale[c] / sqrt(d) : NAN;
         if (!isfinite(f[c])) {
             *bad = c;
-            free(f);
+            tg_free(f);
             return NULL;
         }
     }
@@ -127,8 +128,8 @@ static void fold_consts(graph *g, int32_t bn, int32_t p, const double *f, int32_
     const float *w = fu_const_f32(g, n->in[1]);
     const float *bias = n->nin > 2 ? fu_const_f32(g, n->in[2]) : NULL;
     const float *beta = fu_const_f32(g, b->in[2]), *mean = fu_const_f32(g, b->in[3]);
-    float *w2 = malloc(sizeof *w2 * (size_t)(nw_elems + 1));
-    float *b2 = malloc(sizeof *b2 * (size_t)(nc + 1));
+    float *w2 = tg_malloc(sizeof *w2 * (size_t)(nw_elems + 1));
+    float *b2 = tg_malloc(sizeof *b2 * (size_t)(nc + 1));
     *nw = *nb = -1;
     if (w2 && b2) {
         for (int64_t k = 0; k < nw_elems; k++)
@@ -139,8 +140,8 @@ static void fold_consts(graph *g, int32_t bn, int32_t p, const double *f, int32_
         *nw = opt_add_const(g, &wt, w2);
         *nb = *nw >= 0 ? opt_add_const(g, &bt, b2) : -1;
     }
-    free(w2);
-    free(b2);
+    tg_free(w2);
+    tg_free(b2);
 }
 
 /* Replaces p -> bn by one node of p's kind with folded constants. */
@@ -156,7 +157,7 @@ static tg_status fold(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t bn, int
     }
     int32_t nw, nb;
     fold_consts(g, bn, p, f, &nw, &nb);
-    free(f);
+    tg_free(f);
     if (nw < 0 || nb < 0)
         return opt_fail(ctx, g, bn, TG_ERR_NOMEM, "cannot add the folded constants: %s",
                         graph_error(g));

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../graph/tg_hash.h"
 #include "simplify.h"
 
@@ -47,7 +48,7 @@ static void table_free(cse_state *c)
     HASH_ITER(hh, c->table, e, tmp)
     {
         HASH_DEL(c->table, e);
-        free(e);
+        tg_free(e);
     }
 }
 
@@ -59,7 +60,7 @@ static cse_entry *find_or_add(cse_state *c, const unsigned char *key, unsigned l
     HASH_FIND(hh, c->table, key, len, e);
     if (e)
         return e;
-    e = malloc(sizeof *e + len);
+    e = tg_malloc(sizeof *e + len);
     if (!e) {
         *err = 1;
         return NULL;
@@ -70,7 +71,7 @@ static cse_entry *find_or_add(cse_state *c, const unsigned char *key, unsigned l
     tg_hash_oom = 0;
     HASH_ADD_KEYPTR(hh, c->table, e->key, len, e);
     if (tg_hash_oom) {
-        free(e);
+        tg_free(e);
         *err = 1;
     }
     return NULL;

@@ -16,6 +16,7 @@
  */
 #include <stdlib.h>
 
+#include "../graph/alloc.h"
 #include "opt.h"
 
 /* Bytes of params and constants read by live nodes or pinned. */
@@ -78,13 +79,13 @@ static void mark_read(const graph *g, uint8_t *read)
 
 static tg_status run(graph *g, opt_ctx *ctx)
 {
-    uint8_t *live = calloc((size_t)g->nvalues + 1, 1);
-    uint8_t *read = calloc((size_t)g->nvalues + 1, 1);
-    uint8_t *node_live = calloc((size_t)g->nnodes + 1, 1);
+    uint8_t *live = tg_calloc((size_t)g->nvalues + 1, 1);
+    uint8_t *read = tg_calloc((size_t)g->nvalues + 1, 1);
+    uint8_t *node_live = tg_calloc((size_t)g->nnodes + 1, 1);
     if (!live || !read || !node_live) {
-        free(live);
-        free(read);
-        free(node_live);
+        tg_free(live);
+        tg_free(read);
+        tg_free(node_live);
         return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
     }
     mark_read(g, read);
@@ -98,9 +99,9 @@ static tg_status run(graph *g, opt_ctx *ctx)
         ctx->changed = 1;
     }
     ctx->stats->bytes += source_bytes(g, read) - source_bytes(g, live);
-    free(live);
-    free(read);
-    free(node_live);
+    tg_free(live);
+    tg_free(read);
+    tg_free(node_live);
     return TG_OK;
 }
 

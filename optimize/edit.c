@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "opt.h"
 
 tg_status opt_uses_build(const graph *g, opt_uses *u)
@@ -11,15 +12,15 @@ tg_status opt_uses_build(const graph *g, opt_uses *u)
         return TG_ERR_NULL;
     memset(u, 0, sizeof *u);
     u->nvalues = g->nvalues;
-    u->first = calloc((size_t)g->nvalues + 2, sizeof *u->first);
+    u->first = tg_calloc((size_t)g->nvalues + 2, sizeof *u->first);
     size_t total = 0;
     for (int32_t i = 0; i < g->nnodes; i++)
         if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
             total += (size_t)g->nodes[i].nin;
-    u->list = malloc(sizeof *u->list * (total + 1));
-    int32_t *fill = calloc((size_t)g->nvalues + 1, sizeof *fill);
+    u->list = tg_malloc(sizeof *u->list * (total + 1));
+    int32_t *fill = tg_calloc((size_t)g->nvalues + 1, sizeof *fill);
     if (!u->first || !u->list || !fill) {
-        free(fill);
+        tg_free(fill);
         opt_uses_free(u);
         return TG_ERR_NOMEM;
     }
@@ -39,7 +40,7 @@ tg_status opt_uses_build(const graph *g, opt_uses *u)
                 u->list[u->first[v] + fill[v]++] = i;
             }
     }
-    free(fill);
+    tg_free(fill);
     return TG_OK;
 }
 
@@ -47,8 +48,8 @@ void opt_uses_free(opt_uses *u)
 {
     if (!u)
         return;
-    free(u->first);
-    free(u->list);
+    tg_free(u->first);
+    tg_free(u->list);
     u->first = u->list = NULL;
 }
 

@@ -29,6 +29,7 @@
  */
 #include <stdlib.h>
 
+#include "../graph/alloc.h"
 #include "fuse_util.h"
 
 #define CHAIN_MAX GRAPH_MAX_INTS
@@ -235,7 +236,7 @@ static int32_t make_bias(graph *g, const chain *c, int need)
         return own;
     const graph_type *y = &g->values[c->last].type;
     int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
-    float *sum = calloc((size_t)ch + 1, sizeof *sum);
+    float *sum = tg_calloc((size_t)ch + 1, sizeof *sum);
     if (!sum)
         return -2;
     const float *a = add >= 0 ? fu_const_f32(g, add) : NULL;
@@ -244,7 +245,7 @@ static int32_t make_bias(graph *g, const chain *c, int need)
         sum[i] = (a ? a[i] : 0.0f) + (b ? b[i] : 0.0f);
     graph_type t = {GRAPH_F32, 1, {ch}};
     int32_t id = opt_add_const(g, &t, sum);
-    free(sum);
+    tg_free(sum);
     return id < 0 ? -2 : id;
 }
 

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../graph/fused_prog.h"
 #include "opt.h"
 
@@ -416,7 +417,7 @@ static tg_status run(graph *g, opt_ctx *ctx)
     opt_uses u;
     if (opt_uses_build(g, &u) != TG_OK)
         return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
-    uint8_t *assigned = calloc((size_t)g->nnodes + 1, 1);
+    uint8_t *assigned = tg_calloc((size_t)g->nnodes + 1, 1);
     if (!assigned) {
         opt_uses_free(&u);
         return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
@@ -447,7 +448,7 @@ static tg_status run(graph *g, opt_ctx *ctx)
             assigned[gr.node[k]] = 1;
         st = commit(g, ctx, &gr, &b);
     }
-    free(assigned);
+    tg_free(assigned);
     opt_uses_free(&u);
     return st;
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../eager/eager.h"
 #include "../eager/kernel.h"
 #include "simplify.h"
@@ -66,7 +67,7 @@ tg_status opt_fold_eval(graph *g, graph_op op, const int32_t *in, int nin, const
     }
     for (int k = 0; k < *nout && st == TG_OK; k++) {
         size_t nb = (size_t)graph_type_numel(&ot[k]) * graph_dtype_size(ot[k].dtype);
-        buf[k] = aligned_alloc(64, (nb + 63) / 64 * 64 + 64);
+        buf[k] = tg_aligned_alloc(64, (nb + 63) / 64 * 64 + 64);
         if (!buf[k])
             st = TG_ERR_NOMEM;
     }
@@ -83,7 +84,7 @@ tg_status opt_fold_eval(graph *g, graph_op op, const int32_t *in, int nin, const
     if (st == TG_ERR_NOMEM && errlen)
         snprintf(err, errlen, "out of memory folding %s", graph_ops[op].name);
     for (int k = 0; k < *nout; k++)
-        free(buf[k]);
+        tg_free(buf[k]);
     return st;
 }
 

@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 
+#include "../graph/alloc.h"
 #include "fuse_util.h"
 
 #define GROUP_MAX GRAPH_MAX_INTS
@@ -37,7 +38,7 @@ static int32_t concat_const(graph *g, const int32_t *grp, int n, int j, int64_t 
 {
     const graph_type *t0 = &g->values[g->nodes[grp[0]].in[j]].type;
     int64_t per_row = j == 1 ? t0->dim[1] : 1;
-    float *buf = malloc(sizeof *buf * (size_t)(total * per_row + 1));
+    float *buf = tg_malloc(sizeof *buf * (size_t)(total * per_row + 1));
     if (!buf)
         return -1;
     int64_t at = 0;
@@ -49,7 +50,7 @@ static int32_t concat_const(graph *g, const int32_t *grp, int n, int j, int64_t 
     }
     graph_type t = {GRAPH_F32, j == 1 ? 2 : 1, {total, per_row}};
     int32_t id = opt_add_const(g, &t, buf);
-    free(buf);
+    tg_free(buf);
     return id;
 }
 
@@ -118,9 +119,9 @@ static tg_status run(graph *g, opt_ctx *ctx)
 {
     opt_uses u;
     int32_t end = g->nnodes, grp[GROUP_MAX];
-    unsigned char *taken = calloc((size_t)end + 1, 1);
+    unsigned char *taken = tg_calloc((size_t)end + 1, 1);
     if (!taken || opt_uses_build(g, &u) != TG_OK) {
-        free(taken);
+        tg_free(taken);
         return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "horizontal: out of memory");
     }
     tg_status st = TG_OK;
@@ -132,7 +133,7 @@ static tg_status run(graph *g, opt_ctx *ctx)
             st = fuse(g, ctx, &u, grp, n);
     }
     opt_uses_free(&u);
-    free(taken);
+    tg_free(taken);
     return st;
 }
 

@@ -30,6 +30,7 @@
  */
 #include <stdlib.h>
 
+#include "../graph/alloc.h"
 #include "fuse_util.h"
 
 #define BLK 16
@@ -119,9 +120,9 @@ static tg_status convert_conv(lay *L, int32_t i)
         in[2] = n.in[2];
     } else {
         graph_type bt = {GRAPH_F32, 1, {g->values[n.in[1]].type.dim[0]}};
-        float *z = calloc((size_t)bt.dim[0] + 1, sizeof *z);
+        float *z = tg_calloc((size_t)bt.dim[0] + 1, sizeof *z);
         in[2] = z ? opt_add_const(g, &bt, z) : -1;
-        free(z);
+        tg_free(z);
         if (in[2] < 0)
             return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "cannot add a zero bias");
     }
@@ -162,7 +163,7 @@ static tg_status convert_ew(lay *L, int32_t i)
 {
     graph *g = L->g;
     graph_node n = g->nodes[i];
-    int32_t *in = calloc((size_t)n.nin, sizeof *in), out;
+    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in), out;
     if (!in)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "out of memory");
     tg_status st = TG_OK;
@@ -174,7 +175,7 @@ static tg_status convert_ew(lay *L, int32_t i)
     if (st == TG_OK && fu_add_node(g, L->ctx, n.op, in, n.nin, graph_node_attrs(&n), &out, 1,
                                    &i, 1) < 0)
         st = TG_ERR_STATE;
-    free(in);
+    tg_free(in);
     if (st != TG_OK)
         return st;
     L->blk[n.out[0]] = out;
@@ -256,8 +257,8 @@ static tg_status run(graph *g, opt_ctx *ctx)
     tg_status st = opt_uses_build(g, &u);
     if (st != TG_OK)
         return opt_fail(ctx, g, -1, st, "out of memory building uses");
-    L.blk = malloc(((size_t)L.nv + 1) * sizeof *L.blk);
-    L.made = calloc((size_t)L.nv + 1, 1);
+    L.blk = tg_malloc(((size_t)L.nv + 1) * sizeof *L.blk);
+    L.made = tg_calloc((size_t)L.nv + 1, 1);
     if (!L.blk || !L.made) {
         st = opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
     } else {
@@ -270,8 +271,8 @@ static tg_status run(graph *g, opt_ctx *ctx)
         if (g->nnodes != before)
             ctx->changed = 1;
     }
-    free(L.blk);
-    free(L.made);
+    tg_free(L.blk);
+    tg_free(L.made);
     opt_uses_free(&u);
     return st;
 }

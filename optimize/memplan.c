@@ -1,4 +1,5 @@
 /* memplan.c - lifetimes, in-place reuse and greedy-by-size placement. */
+#include "../graph/alloc.h"
 #include "memplan.h"
 
 #include <stdlib.h>
@@ -80,25 +81,25 @@ static int seg_init(seg *t, int32_t steps)
     t->leaves = 1;
     while (t->leaves < steps)
         t->leaves *= 2;
-    t->cover = calloc((size_t)t->leaves * 2, sizeof(int32_t));
-    t->sub = calloc((size_t)t->leaves * 2, sizeof(int32_t));
+    t->cover = tg_calloc((size_t)t->leaves * 2, sizeof(int32_t));
+    t->sub = tg_calloc((size_t)t->leaves * 2, sizeof(int32_t));
     t->cap_lists = 64;
     t->nlists = 1; /* 0 means none */
-    t->lists = calloc((size_t)t->cap_lists, sizeof(runs));
-    t->st = calloc((size_t)t->leaves * 2, sizeof(stab));
-    t->firsts = calloc((size_t)t->leaves + 1, sizeof(int32_t));
+    t->lists = tg_calloc((size_t)t->cap_lists, sizeof(runs));
+    t->st = tg_calloc((size_t)t->leaves * 2, sizeof(stab));
+    t->firsts = tg_calloc((size_t)t->leaves + 1, sizeof(int32_t));
     return t->cover && t->sub && t->lists && t->st && t->firsts ? 0 : -1;
 }
 
 static void seg_free(seg *t)
 {
     for (int32_t i = 1; i < t->nlists; i++)
-        free(t->lists[i].r);
-    free(t->lists);
-    free(t->cover);
-    free(t->sub);
-    free(t->st);
-    free(t->firsts);
+        tg_free(t->lists[i].r);
+    tg_free(t->lists);
+    tg_free(t->cover);
+    tg_free(t->sub);
+    tg_free(t->st);
+    tg_free(t->firsts);
 }
 
 static void stab_add(stab *s, int64_t a, int64_t e)
@@ -152,7 +153,7 @@ static int runs_normalize(runs *l)
     if (l->sorted == l->n)
         return 0;
     qsort(l->r + 2 * l->sorted, (size_t)(l->n - l->sorted), sizeof(int64_t) * 2, by_start);
-    int64_t *m = malloc(sizeof(int64_t) * 2 * (size_t)l->n);
+    int64_t *m = tg_malloc(sizeof(int64_t) * 2 * (size_t)l->n);
     if (!m)
         return -1;
     int32_t i = 0, j = l->sorted, k = 0;
@@ -168,7 +169,7 @@ static int runs_normalize(runs *l)
         }
     }
     memcpy(l->r, m, sizeof(int64_t) * 2 * (size_t)k);
-    free(m);
+    tg_free(m);
     l->n = l->sorted = k;
     return 0;
 }
@@ -180,7 +181,7 @@ static int runs_add(seg *t, int32_t *slot, int64_t a, int64_t e)
 {
     if (!*slot) {
         if (t->nlists == t->cap_lists) {
-            runs *l = realloc(t->lists, sizeof(runs) * (size_t)t->cap_lists * 2);
+            runs *l = tg_realloc(t->lists, sizeof(runs) * (size_t)t->cap_lists * 2);
             if (!l)
                 return -1;
             memset(l + t->cap_lists, 0, sizeof(runs) * (size_t)t->cap_lists);
@@ -201,7 +202,7 @@ static int runs_add(seg *t, int32_t *slot, int64_t a, int64_t e)
         }
         if (l->n == l->cap) {
             int32_t cap = l->cap ? l->cap * 2 : 2;
-            int64_t *r = realloc(l->r, sizeof(int64_t) * 2 * (size_t)cap);
+            int64_t *r = tg_realloc(l->r, sizeof(int64_t) * 2 * (size_t)cap);
             if (!r)
                 return -1;
             l->r = r;
@@ -258,7 +259,7 @@ static int gather(seg *t, int32_t slot, int64_t **q, size_t *nq, size_t *cap)
         size_t c = *cap ? *cap : 64;
         while (c < *nq + (size_t)l->n)
             c *= 2;
-        int64_t *p = realloc(*q, sizeof(int64_t) * 2 * c);
+        int64_t *p = tg_realloc(*q, sizeof(int64_t) * 2 * c);
         if (!p)
             return -1;
         *q = p;
@@ -278,7 +279,7 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
     for (int32_t i = 0; i < n; i++)
         if (bs[i].last + 1 > steps)
             steps = bs[i].last + 1;
-    size_key *ids = malloc(sizeof *ids * (size_t)(n + 1));
+    size_key *ids = tg_malloc(sizeof *ids * (size_t)(n + 1));
     int64_t *q = NULL;
     size_t total = 0, nq = 0, capq = 0;
     uint64_t examined = 0;
@@ -357,15 +358,15 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
         if (end > total)
             total = end;
     }
-    free(ids);
-    free(q);
+    tg_free(ids);
+    tg_free(q);
     seg_free(&t);
     if (work)
         *work = examined;
     return total;
 oom:
-    free(ids);
-    free(q);
+    tg_free(ids);
+    tg_free(q);
     seg_free(&t);
     return (size_t)-1;
 }
@@ -373,8 +374,8 @@ oom:
 /* Greedy by size: returns the arena size. */
 static size_t place(buf *bs, int32_t n, size_t align, uint64_t *work)
 {
-    opt_memplan_buf *pb = malloc(sizeof *pb * (size_t)(n + 1));
-    int64_t *off = malloc(sizeof *off * (size_t)(n + 1));
+    opt_memplan_buf *pb = tg_malloc(sizeof *pb * (size_t)(n + 1));
+    int64_t *off = tg_malloc(sizeof *off * (size_t)(n + 1));
     size_t total = (size_t)-1;
     if (pb && off) {
         for (int32_t i = 0; i < n; i++)
@@ -383,8 +384,8 @@ static size_t place(buf *bs, int32_t n, size_t align, uint64_t *work)
         for (int32_t i = 0; i < n && total != (size_t)-1; i++)
             bs[i].offset = off[i];
     }
-    free(pb);
-    free(off);
+    tg_free(pb);
+    tg_free(off);
     return total;
 }
 
@@ -392,7 +393,7 @@ static size_t place(buf *bs, int32_t n, size_t align, uint64_t *work)
 static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps, size_t align)
 {
     size_t best = 0;
-    int64_t *delta = calloc((size_t)nsteps + 2, sizeof *delta);
+    int64_t *delta = tg_calloc((size_t)nsteps + 2, sizeof *delta);
     if (!delta)
         return 0;
     for (int32_t i = 0; i < n; i++) {
@@ -405,7 +406,7 @@ static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps, size_t align
         if ((size_t)cur > best)
             best = (size_t)cur;
     }
-    free(delta);
+    tg_free(delta);
     return best;
 }
 
@@ -415,11 +416,11 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
                            buf **out_bufs, int32_t *nsteps_out)
 {
     int32_t nv = g->nvalues, nb = 0, step = 0;
-    int32_t *last = malloc(sizeof(int32_t) * (size_t)(nv + 1));
-    buf *bs = malloc(sizeof(buf) * (size_t)(nv + 1));
+    int32_t *last = tg_malloc(sizeof(int32_t) * (size_t)(nv + 1));
+    buf *bs = tg_malloc(sizeof(buf) * (size_t)(nv + 1));
     if (!last || !bs) {
-        free(last);
-        free(bs);
+        tg_free(last);
+        tg_free(bs);
         return TG_ERR_NOMEM;
     }
     for (int32_t v = 0; v < nv; v++)
@@ -472,7 +473,7 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
             mp->naive_bytes += align_up(bytes, align);
         }
     }
-    free(last);
+    tg_free(last);
     mp->nbuffers = nb;
     *out_bufs = bs;
     *nsteps_out = step;
@@ -492,8 +493,8 @@ tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
         align = OPT_ARENA_ALIGN;
     memset(mp, 0, sizeof *mp);
     mp->nvalues = g->nvalues;
-    mp->offset = malloc(sizeof(int64_t) * (size_t)(g->nvalues + 1));
-    mp->buffer = malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
+    mp->offset = tg_malloc(sizeof(int64_t) * (size_t)(g->nvalues + 1));
+    mp->buffer = tg_malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
     if (!mp->offset || !mp->buffer) {
         opt_memplan_free(mp);
         return TG_ERR_NOMEM;
@@ -512,21 +513,21 @@ tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
     mp->arena_bytes = place(bs, mp->nbuffers, align, &mp->place_work);
     mp->lower_bound = lower_bound(bs, mp->nbuffers, nsteps, align);
     if (mp->arena_bytes == (size_t)-1) {
-        free(bs);
+        tg_free(bs);
         opt_memplan_free(mp);
         return TG_ERR_NOMEM;
     }
     for (int32_t v = 0; v < g->nvalues; v++)
         if (mp->buffer[v] >= 0)
             mp->offset[v] = bs[mp->buffer[v]].offset;
-    free(bs);
+    tg_free(bs);
     return TG_OK;
 }
 
 void opt_memplan_free(opt_memplan *mp)
 {
-    free(mp->offset);
-    free(mp->buffer);
+    tg_free(mp->offset);
+    tg_free(mp->buffer);
     mp->offset = NULL;
     mp->buffer = NULL;
 }

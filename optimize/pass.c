@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../graph/alloc.h"
 #include "../eager/interp.h"
 #include "../graph/text.h"
 #include "opt.h"
@@ -60,7 +61,7 @@ static opt_pass_stats *stats_for(opt_report *rep, const char *name)
 static double compare_to_ref(run_state *rs)
 {
     graph *g = rs->g;
-    eager_tensor **out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    eager_tensor **out = tg_calloc((size_t)g->noutputs + 1, sizeof *out);
     double worst = -1;
     if (out && eager_interpret(g, rs->in, g->ninputs, out, g->noutputs, NULL) == TG_OK) {
         worst = 0;
@@ -83,7 +84,7 @@ static double compare_to_ref(run_state *rs)
     eager_clear_error();
     for (int32_t k = 0; out && k < g->noutputs; k++)
         eager_release(out[k]);
-    free(out);
+    tg_free(out);
     return worst;
 }
 
@@ -195,8 +196,8 @@ static tg_status pipeline(run_state *rs)
 static void make_reference(run_state *rs)
 {
     graph *g = rs->g;
-    rs->in = calloc((size_t)g->ninputs + 1, sizeof *rs->in);
-    rs->ref = calloc((size_t)g->noutputs + 1, sizeof *rs->ref);
+    rs->in = tg_calloc((size_t)g->ninputs + 1, sizeof *rs->in);
+    rs->ref = tg_calloc((size_t)g->noutputs + 1, sizeof *rs->ref);
     if (!rs->in || !rs->ref)
         goto fail;
     for (int32_t i = 0; i < g->ninputs; i++) {
@@ -218,7 +219,7 @@ fail:
     snprintf(rs->rep->bad_pass, sizeof rs->rep->bad_pass, "%s", "");
     for (int32_t k = 0; rs->ref && k < g->noutputs; k++)
         eager_release(rs->ref[k]);
-    free(rs->ref);
+    tg_free(rs->ref);
     rs->ref = NULL;
     eager_clear_error();
 }
@@ -247,7 +248,7 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
     if (o->level <= 0)
         return TG_OK;
     run_state rs = {g, o, rep, err, errlen, NULL, NULL, NULL};
-    rs.out_dyn = malloc(sizeof(uint32_t) * ((size_t)g->noutputs + 1));
+    rs.out_dyn = tg_malloc(sizeof(uint32_t) * ((size_t)g->noutputs + 1));
     if (!rs.out_dyn) {
         snprintf(err, errlen, "optimize: out of memory");
         return TG_ERR_NOMEM;
@@ -262,9 +263,9 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
         eager_release(rs.ref[k]);
     for (int32_t i = 0; rs.in && i < g->ninputs; i++)
         eager_release(rs.in[i]);
-    free(rs.ref);
-    free(rs.in);
-    free(rs.out_dyn);
+    tg_free(rs.ref);
+    tg_free(rs.in);
+    tg_free(rs.out_dyn);
     return st;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "simplify.h"
 
 static int fired(opt_o1_state *s)
@@ -129,14 +130,14 @@ static int rule_shrink_const(opt_o1_state *s, int32_t node)
         if (graph_type_numel(&t) == graph_type_numel(&g->values[cv].type) ||
             !opt_o1_rewire_type_ok(s, node, k, &t, &t))
             continue;
-        unsigned char *data = malloc(graph_type_numel(&t) * graph_dtype_size(t.dtype) + 1);
+        unsigned char *data = tg_malloc(graph_type_numel(&t) * graph_dtype_size(t.dtype) + 1);
         if (!data) {
             s->st = opt_fail(s->ctx, g, node, TG_ERR_NOMEM, "out of memory");
             return -1;
         }
         gather_shrunk(&g->values[cv].type, g->values[cv].data, &t, data);
         int32_t small = opt_o1_add_const(s, &t, data);
-        free(data);
+        tg_free(data);
         if (small < 0)
             return -1;
         opt_o1_set_input(s, node, k, small);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "simplify.h"
 
 static tg_status nomem(opt_o1_state *s)
@@ -23,13 +24,13 @@ int opt_o1_grow(opt_o1_state *s)
     if (need <= s->cap)
         return 0;
     int32_t cap = s->cap * 2 > need ? s->cap * 2 : need + 64;
-    int32_t *r = realloc(s->repl, sizeof *r * (size_t)cap);
+    int32_t *r = tg_realloc(s->repl, sizeof *r * (size_t)cap);
     if (r)
         s->repl = r;
-    int32_t *u = realloc(s->nuses, sizeof *u * (size_t)cap);
+    int32_t *u = tg_realloc(s->nuses, sizeof *u * (size_t)cap);
     if (u)
         s->nuses = u;
-    uint8_t *p = realloc(s->pinned, (size_t)cap);
+    uint8_t *p = tg_realloc(s->pinned, (size_t)cap);
     if (p)
         s->pinned = p;
     if (!r || !u || !p) {
@@ -86,9 +87,9 @@ tg_status opt_o1_finish(opt_o1_state *s)
             opt_o1_resolve_inputs(s, i);
     if (s->st == TG_OK && opt_o1_grow(s) == 0)
         s->ctx->stats->bytes += s->bytes0 - const_bytes_in_use(s);
-    free(s->repl);
-    free(s->nuses);
-    free(s->pinned);
+    tg_free(s->repl);
+    tg_free(s->nuses);
+    tg_free(s->pinned);
     s->repl = s->nuses = NULL;
     s->pinned = NULL;
     s->cap = 0;

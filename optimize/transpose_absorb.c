@@ -26,6 +26,7 @@
  */
 #include <stdlib.h>
 
+#include "../graph/alloc.h"
 #include "fuse_util.h"
 
 /* Nonzero if node t is a transpose swapping only the last two dims. */
@@ -90,7 +91,7 @@ static int32_t transposed_const(graph *g, int32_t c)
     const graph_type t = g->values[c].type;
     int64_t k = t.dim[0], n = t.dim[1];
     const float *src = fu_const_f32(g, c);
-    float *dst = malloc(sizeof *dst * (size_t)(k * n + 1));
+    float *dst = tg_malloc(sizeof *dst * (size_t)(k * n + 1));
     if (!dst)
         return -1;
     for (int64_t i = 0; i < k; i++)
@@ -98,7 +99,7 @@ static int32_t transposed_const(graph *g, int32_t c)
             dst[j * k + i] = src[i * n + j];
     graph_type tt = {GRAPH_F32, 2, {n, k}};
     int32_t id = opt_add_const(g, &tt, dst);
-    free(dst);
+    tg_free(dst);
     return id;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "internal.h"
 #include "opencl/ocl_rt.h"
 
@@ -23,10 +24,10 @@ static void variant_free(replay_variant *v)
 {
     if (!v)
         return;
-    free(v->key);
-    free(v->types);
+    tg_free(v->key);
+    tg_free(v->types);
     opt_memplan_free(&v->mp);
-    free(v);
+    tg_free(v);
 }
 
 /* Types of every value for these input types, by inference in order. */
@@ -67,12 +68,12 @@ static replay_variant *variant_new(replay_plan *p, const replay_tensor *const *i
 {
     const graph *g = p->g;
     *status = TG_ERR_NOMEM;
-    replay_variant *v = calloc(1, sizeof *v);
+    replay_variant *v = tg_calloc(1, sizeof *v);
     if (!v)
         goto oom;
     v->nkey = p->nkey;
-    v->key = malloc(sizeof(int64_t) * (size_t)(p->nkey + 1));
-    v->types = malloc(sizeof(graph_type) * (size_t)(g->nvalues + 1));
+    v->key = tg_malloc(sizeof(int64_t) * (size_t)(p->nkey + 1));
+    v->types = tg_malloc(sizeof(graph_type) * (size_t)(g->nvalues + 1));
     if (!v->key || !v->types)
         goto oom;
     for (int32_t i = 0, k = 0; i < g->ninputs; i++)
@@ -177,7 +178,7 @@ replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *i
         return NULL;
     }
     /* the inputs' ranks are the signature's now: the key has p->nkey dims */
-    int64_t small[64], *key = p->nkey <= 64 ? small : malloc(sizeof(int64_t) * (size_t)p->nkey);
+    int64_t small[64], *key = p->nkey <= 64 ? small : tg_malloc(sizeof(int64_t) * (size_t)p->nkey);
     if (!key) {
         snprintf(err, errlen, "replay: out of memory");
         *status = TG_ERR_NOMEM;
@@ -200,7 +201,7 @@ replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *i
     }
     pthread_mutex_unlock(&p->mu);
     if (key != small)
-        free(key);
+        tg_free(key);
     *status = st;
     return v;
 }
@@ -210,16 +211,16 @@ replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *i
 static tg_status schedule(replay_plan *p)
 {
     const graph *g = p->g;
-    p->items = malloc(sizeof(replay_item) * (size_t)(g->nnodes + g->nguards + 1));
+    p->items = tg_malloc(sizeof(replay_item) * (size_t)(g->nnodes + g->nguards + 1));
     if (!p->items)
         return TG_ERR_NOMEM;
     /* the guards of each node's values, in guard order: a counting sort
      * (one pass per node over every guard was quadratic) */
-    int32_t *first = calloc((size_t)g->nnodes + 2, sizeof *first);
-    int32_t *order = malloc(sizeof *order * ((size_t)g->nguards + 1));
+    int32_t *first = tg_calloc((size_t)g->nnodes + 2, sizeof *first);
+    int32_t *order = tg_malloc(sizeof *order * ((size_t)g->nguards + 1));
     if (!first || !order) {
-        free(first);
-        free(order);
+        tg_free(first);
+        tg_free(order);
         return TG_ERR_NOMEM;
     }
     for (int32_t k = 0; k < g->nguards; k++) {
@@ -248,8 +249,8 @@ static tg_status schedule(replay_plan *p)
             p->items[n++] = (replay_item){-1, order[j]};
     }
     p->nitems = n;
-    free(first);
-    free(order);
+    tg_free(first);
+    tg_free(order);
     return TG_OK;
 }
 
@@ -272,9 +273,9 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         snprintf(err, errlen, "replay: no graph");
         return NULL;
     }
-    replay_plan *p = calloc(1, sizeof *p);
+    replay_plan *p = tg_calloc(1, sizeof *p);
     if (!p || !(p->g = graph_clone(g))) {
-        free(p);
+        tg_free(p);
         snprintf(err, errlen, "replay: out of memory");
         return NULL;
     }
@@ -310,8 +311,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     }
     /* the traced variant: the signature's own types as inputs */
     size_t nin = (size_t)p->g->ninputs;
-    replay_tensor *sig = calloc(nin + 1, sizeof *sig);
-    const replay_tensor **in = malloc(sizeof *in * (nin + 1));
+    replay_tensor *sig = tg_calloc(nin + 1, sizeof *sig);
+    const replay_tensor **in = tg_malloc(sizeof *in * (nin + 1));
     tg_status st = TG_ERR_NOMEM;
     if (sig && in) {
         for (size_t i = 0; i < nin; i++) {
@@ -322,8 +323,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     } else {
         snprintf(err, errlen, "replay: out of memory");
     }
-    free(sig);
-    free(in);
+    tg_free(sig);
+    tg_free(in);
     if (!p->traced)
         goto fail;
     return p;
@@ -342,9 +343,9 @@ void replay_plan_free(replay_plan *p)
     }
     pthread_mutex_destroy(&p->mu);
     ocl_plan_free(p->ocl);
-    free(p->items);
+    tg_free(p->items);
     graph_free(p->g);
-    free(p);
+    tg_free(p);
 }
 
 size_t replay_workspace_size(const replay_plan *p)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "internal.h"
 #include "opencl/ocl_rt.h"
 
@@ -104,14 +105,14 @@ static void bound_free(bound *b)
         return;
     for (int32_t k = 0; b->states && k < b->nsteps; k++)
         eager_kstate_free(b->states[k]);
-    free(b->states);
-    free(b->steps);
-    free(b->types);
-    free(b->ptrs);
-    free(b->gctx);
-    free(b->patch);
-    free(b->patch_input);
-    free(b);
+    tg_free(b->states);
+    tg_free(b->steps);
+    tg_free(b->types);
+    tg_free(b->ptrs);
+    tg_free(b->gctx);
+    tg_free(b->patch);
+    tg_free(b->patch_input);
+    tg_free(b);
 }
 
 /* Where value v lives for this session and variant (NULL for inputs). */
@@ -153,17 +154,17 @@ static bound *bind(replay_session *s, replay_variant *v)
         const replay_item *it = &p->items[k];
         nslots += it->node < 0 ? 1 : (size_t)(g->nodes[it->node].nin + g->nodes[it->node].nout);
     }
-    bound *b = calloc(1, sizeof *b);
+    bound *b = tg_calloc(1, sizeof *b);
     if (!b)
         return NULL;
     b->v = v;
-    b->steps = calloc((size_t)p->nitems + 1, sizeof *b->steps);
-    b->states = calloc((size_t)p->nitems + 1, sizeof *b->states);
-    b->types = malloc(sizeof(graph_type) * (nslots + 1));
-    b->ptrs = malloc(sizeof(void *) * (nslots + 1));
-    b->gctx = malloc(sizeof(guard_ctx) * ((size_t)g->nguards + 1));
-    b->patch = malloc(sizeof(void *) * (nslots + 1));
-    b->patch_input = malloc(sizeof(int32_t) * (nslots + 1));
+    b->steps = tg_calloc((size_t)p->nitems + 1, sizeof *b->steps);
+    b->states = tg_calloc((size_t)p->nitems + 1, sizeof *b->states);
+    b->types = tg_malloc(sizeof(graph_type) * (nslots + 1));
+    b->ptrs = tg_malloc(sizeof(void *) * (nslots + 1));
+    b->gctx = tg_malloc(sizeof(guard_ctx) * ((size_t)g->nguards + 1));
+    b->patch = tg_malloc(sizeof(void *) * (nslots + 1));
+    b->patch_input = tg_malloc(sizeof(int32_t) * (nslots + 1));
     if (!b->steps || !b->states || !b->types || !b->ptrs || !b->gctx || !b->patch || !b->patch_input) {
         bound_free(b);
         return NULL;
@@ -221,22 +222,22 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
 {
     if (!p || (workspace && (((uintptr_t)workspace & 63) || size < replay_workspace_size(p))))
         return NULL;
-    replay_session *s = calloc(1, sizeof *s);
+    replay_session *s = tg_calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->p = p;
     s->param_gen = p->param_gen;
-    s->in = malloc(sizeof *s->in * ((size_t)p->g->ninputs + 1));
+    s->in = tg_malloc(sizeof *s->in * ((size_t)p->g->ninputs + 1));
     if (!s->in) {
-        free(s);
+        tg_free(s);
         return NULL;
     }
     if (p->ocl) {
         char err[512];
         s->ocl = workspace ? NULL : ocl_session_new(p, err, sizeof err);
         if (!s->ocl) {
-            free(s->in);
-            free(s);
+            tg_free(s->in);
+            tg_free(s);
             return NULL;
         }
         return s;
@@ -246,11 +247,11 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         s->arena_size = size;
     } else {
         s->arena_size = replay_workspace_size(p);
-        s->arena = aligned_alloc(64, s->arena_size ? (s->arena_size + 63) & ~(size_t)63 : 64);
+        s->arena = tg_aligned_alloc(64, s->arena_size ? (s->arena_size + 63) & ~(size_t)63 : 64);
         s->own_arena = 1;
         if (!s->arena) {
-            free(s->in);
-            free(s);
+            tg_free(s->in);
+            tg_free(s);
             return NULL;
         }
     }
@@ -287,9 +288,9 @@ void replay_session_free(replay_session *s)
     drop_bounds(s);
     ocl_session_free(s->ocl);
     if (s->own_arena)
-        free(s->arena);
-    free(s->in);
-    free(s);
+        tg_free(s->arena);
+    tg_free(s->in);
+    tg_free(s);
 }
 
 const char *replay_session_error(const replay_session *s)
@@ -388,13 +389,13 @@ static bound *bound_for(replay_session *s, const replay_tensor *const *in, int n
                  "the session was given %zu", v->mp.arena_bytes, s->arena_size);
             return NULL;
         }
-        char *a = aligned_alloc(64, (v->mp.arena_bytes + 63) & ~(size_t)63);
+        char *a = tg_aligned_alloc(64, (v->mp.arena_bytes + 63) & ~(size_t)63);
         if (!a) {
             fail(s, TG_ERR_NOMEM, "replay: cannot grow the arena to %zu bytes", v->mp.arena_bytes);
             return NULL;
         }
         drop_bounds(s); /* they point into the old arena */
-        free(s->arena);
+        tg_free(s->arena);
         s->arena = a;
         s->arena_size = v->mp.arena_bytes;
     }
@@ -496,11 +497,12 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
         *b->patch[j] = in[b->patch_input[j]]->data;
     const bound_step *steps = b->steps;
     for (int32_t k = 0, n = b->nsteps; k < n; k++) {
-        if (__builtin_expect(steps[k].fn(&steps[k].a) != TG_OK, 0)) {
+        tg_status ks = steps[k].fn(&steps[k].a);
+        if (__builtin_expect(ks != TG_OK, 0)) {
             if (steps[k].node < 0)
                 return fail(s, TG_ERR_GUARD, "replay: %s", s->kerr);
             char what[400];
-            return fail(s, TG_ERR_BACKEND, "replay: %s: %s",
+            return fail(s, ks == TG_ERR_NOMEM ? TG_ERR_NOMEM : TG_ERR_BACKEND, "replay: %s: %s",
                         replay_node_str(s->p, steps[k].node, what, sizeof what), s->kerr);
         }
     }

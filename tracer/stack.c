@@ -14,6 +14,7 @@
  * A return address points after the call, so the lookup uses ip - 1.
  */
 #define UNW_LOCAL_ONLY
+#include "../graph/alloc.h"
 #include "stack.h"
 
 #include <dlfcn.h>
@@ -214,9 +215,16 @@ static void sym_flush(void)
     sym_entry *e, *tmp;
     HASH_ITER(hh, sym_cache, e, tmp) {
         HASH_DEL(sym_cache, e);
-        free(e->func);
-        free(e);
+        tg_free(e->func);
+        tg_free(e);
     }
+}
+
+void trace_stack_forget(void)
+{
+    pthread_mutex_lock(&sym_mu);
+    sym_flush();
+    pthread_mutex_unlock(&sym_mu);
 }
 
 /* Looks ip up; writes name and offset; 0 on success. */
@@ -247,15 +255,15 @@ static const sym_entry *sym_get(uint64_t ip)
     HASH_FIND(hh, sym_cache, &ip, sizeof ip, e);
     if (e)
         return e;
-    e = calloc(1, sizeof *e);
+    e = tg_calloc(1, sizeof *e);
     if (!e)
         return NULL;
     e->ip = ip;
     char name[512];
     uint64_t off = 0;
     if (lookup(ip, name, sizeof name, &off) == 0) {
-        if (!(e->func = strdup(name))) {
-            free(e);
+        if (!(e->func = tg_strdup(name))) {
+            tg_free(e);
             return NULL;
         }
         e->offset = off;
@@ -263,8 +271,8 @@ static const sym_entry *sym_get(uint64_t ip)
     tg_hash_oom = 0;
     HASH_ADD(hh, sym_cache, ip, sizeof e->ip, e);
     if (tg_hash_oom) {
-        free(e->func);
-        free(e);
+        tg_free(e->func);
+        tg_free(e);
         return NULL;
     }
     return e;

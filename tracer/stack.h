@@ -35,5 +35,8 @@ int trace_stack_unchanged(const uint64_t *ips, const uint64_t *slots, int n);
  * unknown functions keep func NULL.
  */
 tg_status trace_stack_symbolize(graph *g);
+/* Drops the process-wide symbol cache, so the next symbolize looks every
+ * address up again (tests walk its allocations with a cold cache). */
+void trace_stack_forget(void);
 
 #endif

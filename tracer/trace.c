@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "../graph/tg_hash.h"
 #include "stack.h"
 #include "trace.h"
@@ -67,8 +68,8 @@ static void stacks_free(void *p)
     stack_cache *c = p;
     for (int i = 0; i < 256; i++)
         for (int w = 0; w < STACK_WAYS && c->e[i][w]; w++) /* ways fill in order */
-            free(c->e[i][w]);
-    free(c);
+            tg_free(c->e[i][w]);
+    tg_free(c);
 }
 
 static void stacks_key_make(void) { stacks_key_ok = pthread_key_create(&stacks_key, stacks_free) == 0; }
@@ -79,10 +80,10 @@ static stack_cache *thread_stacks(void)
 {
     if (!tl_stacks) {
         pthread_once(&stacks_once, stacks_key_make);
-        if (!stacks_key_ok || !(tl_stacks = calloc(1, sizeof *tl_stacks)))
+        if (!stacks_key_ok || !(tl_stacks = tg_calloc(1, sizeof *tl_stacks)))
             return NULL;
         if (pthread_setspecific(stacks_key, tl_stacks) != 0) {
-            free(tl_stacks);
+            tg_free(tl_stacks);
             tl_stacks = NULL;
         }
     }
@@ -202,7 +203,8 @@ static tg_status fail(trace_state *st, tg_status code, const eager_site *site,
 /* Graph-level failure (out of memory...): the graph's message. */
 static tg_status fail_graph(trace_state *st, const eager_site *site)
 {
-    return fail(st, TG_ERR_NOMEM, site, "trace: %s", graph_error(st->g));
+    tg_status code = graph_error_status(st->g);
+    return fail(st, code != TG_OK ? code : TG_ERR_NOMEM, site, "trace: %s", graph_error(st->g));
 }
 
 static trace_state *need_trace(const char *what, const eager_site *site)
@@ -251,7 +253,7 @@ static int32_t prov_for(trace_state *st, const eager_site *site,
         frames[i].ip = ips[i];
     int32_t prov = graph_add_prov(st->g, site->file, site->line, site->func,
                                   frames, n);
-    e = prov >= 0 ? calloc(1, sizeof *e) : NULL;
+    e = prov >= 0 ? tg_calloc(1, sizeof *e) : NULL;
     if (!e)
         return -1;
     e->key = key;
@@ -259,7 +261,7 @@ static int32_t prov_for(trace_state *st, const eager_site *site,
     tg_hash_oom = 0;
     HASH_ADD(hh, st->provs, key, sizeof key, e);
     if (tg_hash_oom)
-        free(e); /* still correct, just not cached */
+        tg_free(e); /* still correct, just not cached */
     st->recent[slot].key = key;
     st->recent[slot].prov = prov;
     return prov;
@@ -305,7 +307,7 @@ __attribute__((noinline)) static int32_t record_prov(trace_state *st,
         return prov;
     int w = sc->next_way[h]++ % STACK_WAYS;
     stack_entry *e = sc->e[h][w];
-    if (!e && !(e = sc->e[h][w] = malloc(sizeof *e)))
+    if (!e && !(e = sc->e[h][w] = tg_malloc(sizeof *e)))
         return prov; /* correct, just not cached */
     e->frame = frame;
     e->file = site->file;
@@ -442,14 +444,14 @@ static graph *end_trace(trace_state *st, int keep_graph)
     prov_entry *e, *tmp;
     HASH_ITER(hh, st->provs, e, tmp) {
         HASH_DEL(st->provs, e);
-        free(e);
+        tg_free(e);
     }
     out_name *o, *otmp;
     HASH_ITER(hh, st->outs, o, otmp) {
         HASH_DEL(st->outs, o);
-        free(o);
+        tg_free(o);
     }
-    free(st);
+    tg_free(st);
     tl_trace = NULL;
     return g;
 }
@@ -465,7 +467,7 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     trace_opts o = opts ? *opts : trace_default_opts();
     if (o.max_depth <= 0 || o.max_depth > TRACE_MAX_DEPTH)
         o.max_depth = o.max_depth <= 0 ? 16 : TRACE_MAX_DEPTH;
-    trace_state *st = calloc(1, sizeof *st);
+    trace_state *st = tg_calloc(1, sizeof *st);
     if (st) {
         st->opts = o;
         st->stacks = o.capture_stack ? thread_stacks() : NULL;
@@ -483,7 +485,7 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     if (!st || !st->g) {
         if (st)
             graph_free(st->g);
-        free(st);
+        tg_free(st);
         eager_set_error(TG_ERR_NOMEM, &site, "trace_begin: out of memory");
         return TG_ERR_NOMEM;
     }
@@ -492,7 +494,7 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
         st->id = atomic_fetch_add(&next_id, 1);
     if (!set_active(st->id, 1)) {
         graph_free(st->g);
-        free(st);
+        tg_free(st);
         eager_set_error(TG_ERR_STATE, &site, "trace_begin: more than %d traces "
                         "are active at once", MAX_ACTIVE);
         return TG_ERR_STATE;
@@ -598,7 +600,8 @@ tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim,
     }
     int32_t s = graph_add_symbol(st->g, sym, val->type.dim[d]);
     if (s < 0)
-        return fail(NULL, TG_ERR_SHAPE, &site, "trace_dynamic: %s", graph_error(st->g));
+        return fail(NULL, graph_error_status(st->g), &site, "trace_dynamic: %s",
+                    graph_error(st->g));
     val = &st->g->values[v];
     val->dyn |= 1u << d;
     val->sym[d] = (int8_t)s;
@@ -632,16 +635,17 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
     if (o)
         return fail(st, TG_ERR_ARG, &site, "trace_output: the name \"%s\" is already "
                     "an output", name);
-    if (graph_add_output(st->g, v, name) != TG_OK)
-        return fail(st, TG_ERR_ARG, &site, "trace_output: %s", graph_error(st->g));
+    tg_status ast = graph_add_output(st->g, v, name);
+    if (ast != TG_OK)
+        return fail(st, ast, &site, "trace_output: %s", graph_error(st->g));
     if (iname) {
         tg_hash_oom = 0;
-        if ((o = malloc(sizeof *o)) != NULL) {
+        if ((o = tg_malloc(sizeof *o)) != NULL) {
             o->name = iname;
             HASH_ADD_PTR(st->outs, name, o);
         }
         if (!o || tg_hash_oom) {
-            free(tg_hash_oom ? o : NULL);
+            tg_free(tg_hash_oom ? o : NULL);
             return fail(st, TG_ERR_NOMEM, &site, "%s", "trace_output: out of memory");
         }
     }

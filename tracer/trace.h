@@ -25,6 +25,10 @@
  *     replay whose guard fails reports that site.  eager_bool reads are
  *     decisions (always strict: they steer control flow); the policy for
  *     plain value reads is trace_opts.value_reads.
+ * Out of memory is an error of the call that needed the memory
+ * (TG_ERR_NOMEM; trace_freeze repeats it), never a graph with provenance
+ * or call stacks missing; only the caches of walked stacks and provenance
+ * entries stop growing (the next call walks its stack again).
  * Tracing is per thread: each thread may run its own trace.  Using a tensor
  * of another thread's active trace is an error.
  *

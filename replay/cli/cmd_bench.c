@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../../graph/alloc.h"
 #include "cli.h"
 
 /* Progress appears after this many seconds. */
@@ -78,7 +79,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
             if (st == TG_ERR_GUARD && s->random_inputs)
                 cli_error(o->cmd, "the inputs were random: give inputs that take the traced "
                           "path with -i");
-            free(outs);
+            tg_free(outs);
             return cli_exit_code(st);
         }
         if (k >= o->warmup)
@@ -90,7 +91,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
     }
     if (p.shown && p.tty)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    free(outs);
+    tg_free(outs);
     return CLI_OK;
 }
 
@@ -126,7 +127,7 @@ int cli_bench(int argc, char **argv)
     }
     cli_setup s;
     rc = cli_setup_run(&o, 1, &s);
-    double *times = rc == CLI_OK ? malloc(sizeof(double) * (size_t)o.runs) : NULL;
+    double *times = rc == CLI_OK ? tg_malloc(sizeof(double) * (size_t)o.runs) : NULL;
     if (rc == CLI_OK && !times) {
         cli_error(o.cmd, "out of memory for %ld timings", o.runs);
         rc = CLI_ERROR;
@@ -135,7 +136,7 @@ int cli_bench(int argc, char **argv)
         rc = time_runs(&o, &s, times);
     if (rc == CLI_OK)
         print_stats(&o, &s, times);
-    free(times);
+    tg_free(times);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;

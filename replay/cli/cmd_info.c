@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../graph/alloc.h"
 #include "../../formats/file.h"
 #include "../../formats/tgraph.h"
 #include "../../graph/text.h"
@@ -119,7 +120,7 @@ int cli_info(int argc, char **argv)
             st = format_info_mem(buf, len, file, &fi, err, sizeof err);
         if (st == TG_OK && !(g = format_load_mem(buf, len, file, err, sizeof err)))
             st = TG_ERR_FORMAT;
-        free(buf);
+        tg_free(buf);
         if (st != TG_OK) {
             cli_error("info", "%s", err);
             return CLI_ERROR;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../graph/alloc.h"
 #include "../../eager/interp.h"
 #include "../../formats/npy.h"
 #include "cli.h"
@@ -42,7 +43,7 @@ static void run_help(void)
  */
 replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 {
-    replay_tensor *outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
+    replay_tensor *outs = tg_calloc((size_t)g->noutputs + 1, sizeof *outs);
     if (!outs) {
         cli_error(cmd, "out of memory for %d outputs", g->noutputs);
         return NULL;
@@ -55,9 +56,9 @@ replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 /* Writes the -o outputs, summarizes the rest. */
 static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *outs)
 {
-    int rc = CLI_ERROR, *slot = calloc((size_t)o->noutputs + 1, sizeof *slot);
-    int *written = calloc((size_t)g->noutputs + 1, sizeof *written);
-    const char **path = calloc((size_t)o->noutputs + 1, sizeof *path);
+    int rc = CLI_ERROR, *slot = tg_calloc((size_t)o->noutputs + 1, sizeof *slot);
+    int *written = tg_calloc((size_t)g->noutputs + 1, sizeof *written);
+    const char **path = tg_calloc((size_t)o->noutputs + 1, sizeof *path);
     if (!slot || !written || !path) {
         cli_error(o->cmd, "out of memory for %d outputs", g->noutputs);
         goto done;
@@ -80,9 +81,9 @@ static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *o
             cli_print_tensor(stdout, outs[i].name, &outs[i].type, outs[i].data);
     rc = CLI_OK;
 done:
-    free(slot);
-    free(written);
-    free(path);
+    tg_free(slot);
+    tg_free(written);
+    tg_free(path);
     return rc;
 }
 
@@ -114,7 +115,7 @@ int cli_run(int argc, char **argv)
                           "when traced", warn, warn > 1 ? "s" : "");
         }
     }
-    free(outs);
+    tg_free(outs);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;
@@ -228,8 +229,8 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     int rc = CLI_OK, n = s->g->noutputs;
     eager_set_threads(o->replay.threads);
     eager_pool_push();
-    eager_tensor **ins = calloc((size_t)s->in.n + 1, sizeof *ins);
-    eager_tensor **ref = calloc((size_t)n + 1, sizeof *ref);
+    eager_tensor **ins = tg_calloc((size_t)s->in.n + 1, sizeof *ins);
+    eager_tensor **ref = tg_calloc((size_t)n + 1, sizeof *ref);
     tg_status st = TG_OK;
     for (int i = 0; ins && ref && i < s->in.n && st == TG_OK; i++) {
         graph_ints shape = {s->in.t[i].type.ndim, {0}};
@@ -261,8 +262,8 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     }
     for (int i = 0; ref && i < n; i++)
         eager_release(ref[i]);
-    free(ins);
-    free(ref);
+    tg_free(ins);
+    tg_free(ref);
     eager_pool_pop();
     eager_clear_error();
     return rc;
@@ -302,7 +303,7 @@ int cli_check(int argc, char **argv)
             rc = check_against_ref(&o, &s, outs);
         }
     }
-    free(outs);
+    tg_free(outs);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "../../graph/alloc.h"
 #include "../../formats/npy.h"
 #include "../../formats/onnx.h"
 #include "../../formats/tgraph.h"
@@ -79,7 +80,7 @@ static int escape_field(graph *g, const char **s)
     if (!*s)
         return 0;
     size_t len = strlen(*s) * 4 + 8;
-    char *buf = malloc(len);
+    char *buf = tg_malloc(len);
     if (!buf)
         return -1;
     cli_esc(*s, buf, len);
@@ -91,7 +92,7 @@ static int escape_field(graph *g, const char **s)
         else
             rc = -1;
     }
-    free(buf);
+    tg_free(buf);
     return rc;
 }
 
@@ -140,7 +141,7 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
                          const char **path)
 {
     char list[512];
-    int rc = -1, *used = calloc((size_t)n + 1, sizeof *used);
+    int rc = -1, *used = tg_calloc((size_t)n + 1, sizeof *used);
     if (!used) {
         cli_error(cmd, "out of memory for %d %ss", n, what);
         return -1;
@@ -183,7 +184,7 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
     }
     rc = 0;
 done:
-    free(used);
+    tg_free(used);
     return rc;
 }
 
@@ -191,7 +192,7 @@ done:
 static int inputs_alloc(const char *cmd, const graph *g, cli_inputs *in)
 {
     memset(in, 0, sizeof *in);
-    in->t = calloc((size_t)g->ninputs + 1, sizeof *in->t);
+    in->t = tg_calloc((size_t)g->ninputs + 1, sizeof *in->t);
     if (!in->t) {
         cli_error(cmd, "out of memory for %d inputs", g->ninputs);
         return -1;
@@ -207,9 +208,9 @@ int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nsp
 {
     if (inputs_alloc(cmd, g, in))
         return -1;
-    const char **names = calloc((size_t)g->ninputs + 1, sizeof *names);
-    const char **path = calloc((size_t)nspecs + 1, sizeof *path);
-    int *slot = calloc((size_t)nspecs + 1, sizeof *slot), rc = -1;
+    const char **names = tg_calloc((size_t)g->ninputs + 1, sizeof *names);
+    const char **path = tg_calloc((size_t)nspecs + 1, sizeof *path);
+    int *slot = tg_calloc((size_t)nspecs + 1, sizeof *slot), rc = -1;
     if (!names || !path || !slot) {
         cli_error(cmd, "out of memory for %d inputs", g->ninputs);
         goto done;
@@ -239,9 +240,9 @@ int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nsp
 done:
     if (rc)
         cli_inputs_free(in);
-    free(names);
-    free(path);
-    free(slot);
+    tg_free(names);
+    tg_free(path);
+    tg_free(slot);
     return rc;
 }
 
@@ -270,7 +271,7 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
         int64_t n = graph_type_numel(&v->type);
         size_t bytes = graph_type_bytes(&v->type);
         t->type = v->type;
-        t->data = aligned_alloc(64, (bytes + 64) & ~(size_t)63);
+        t->data = tg_aligned_alloc(64, (bytes + 64) & ~(size_t)63);
         if (!t->data) {
             cli_error(cmd, "out of memory for a %zu-byte input", bytes);
             cli_inputs_free(in);
@@ -293,8 +294,8 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
 void cli_inputs_free(cli_inputs *in)
 {
     for (int i = 0; in->t && i < in->n; i++)
-        free(in->t[i].data);
-    free(in->t);
+        tg_free(in->t[i].data);
+    tg_free(in->t);
     in->t = NULL;
     in->n = 0;
 }
@@ -302,7 +303,7 @@ void cli_inputs_free(cli_inputs *in)
 int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path)
 {
-    const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
+    const char **names = tg_calloc((size_t)g->noutputs + 1, sizeof *names);
     if (!names) {
         cli_error(cmd, "out of memory for %d outputs", g->noutputs);
         return -1;
@@ -310,7 +311,7 @@ int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int ns
     for (int i = 0; i < g->noutputs; i++)
         names[i] = g->outputs[i].name;
     int rc = resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
-    free(names);
+    tg_free(names);
     return rc;
 }
 

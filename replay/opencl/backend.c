@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../graph/alloc.h"
 #include "../internal.h"
 #include "ocl_rt.h"
 
@@ -115,7 +116,7 @@ ocl_plan *ocl_plan_new(replay_plan *p, char *err, size_t errlen)
 {
     const graph *g = p->g;
     char msg[512];
-    ocl_plan *op = calloc(1, sizeof *op);
+    ocl_plan *op = tg_calloc(1, sizeof *op);
     if (!op) {
         snprintf(err, errlen, "replay: out of memory");
         return NULL;
@@ -123,13 +124,13 @@ ocl_plan *ocl_plan_new(replay_plan *p, char *err, size_t errlen)
     op->dev = ocl_dev_open(p->opts.device, msg, sizeof msg);
     if (!op->dev) {
         snprintf(err, errlen, "replay: OpenCL: %s", msg);
-        free(op);
+        tg_free(op);
         return NULL;
     }
     op->nvalues = g->nvalues;
     op->nnodes = g->nnodes;
-    op->nodes = calloc((size_t)g->nnodes + 1, sizeof *op->nodes);
-    op->fixed = calloc((size_t)g->nvalues + 1, sizeof *op->fixed);
+    op->nodes = tg_calloc((size_t)g->nnodes + 1, sizeof *op->nodes);
+    op->fixed = tg_calloc((size_t)g->nvalues + 1, sizeof *op->fixed);
     if (!op->nodes || !op->fixed) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
@@ -167,9 +168,9 @@ void ocl_plan_free(ocl_plan *op)
             clReleaseMemObject(op->fixed[v]);
             ocl_track(-1);
         }
-    free(op->nodes);
-    free(op->fixed);
+    tg_free(op->nodes);
+    tg_free(op->fixed);
     if (op->dev)
         ocl_dev_close(op->dev);
-    free(op);
+    tg_free(op);
 }

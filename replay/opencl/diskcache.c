@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../graph/alloc.h"
 #include "ocl_rt.h"
 
 #define MAGIC "tracegraph-opencl-binary-1\n"
@@ -84,7 +85,7 @@ cl_program ocl_disk_load(ocl_dev *d, const char *src, const char *options)
     if (fread(magic, 1, sizeof MAGIC - 1, f) == sizeof MAGIC - 1 && !strcmp(magic, MAGIC) &&
         fread(&k2, sizeof k2, 1, f) == 1 && k2 == key && fread(&text, sizeof text, 1, f) == 1 &&
         text == strlen(options) + strlen(src) && fread(&n, sizeof n, 1, f) == 1 && n > 0 &&
-        n < (1u << 30) && (bin = malloc(n)) && fread(bin, 1, n, f) == n) {
+        n < (1u << 30) && (bin = tg_malloc(n)) && fread(bin, 1, n, f) == n) {
         size_t len = n;
         const unsigned char *bp = bin;
         cl_int e, st;
@@ -95,7 +96,7 @@ cl_program ocl_disk_load(ocl_dev *d, const char *src, const char *options)
             prog = NULL;
         }
     }
-    free(bin);
+    tg_free(bin);
     fclose(f);
     if (prog)
         ocl_track(1);
@@ -110,7 +111,7 @@ void ocl_disk_store(ocl_dev *d, cl_program prog, const char *src, const char *op
     size_t n = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) != CL_SUCCESS || !n)
         return;
-    unsigned char *bin = malloc(n);
+    unsigned char *bin = tg_malloc(n);
     if (!bin)
         return;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) {
@@ -127,5 +128,5 @@ void ocl_disk_store(ocl_dev *d, cl_program prog, const char *src, const char *op
         if (!ok || rename(tmp, path) != 0)
             remove(tmp);
     }
-    free(bin);
+    tg_free(bin);
 }

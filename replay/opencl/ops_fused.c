@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../graph/alloc.h"
 #include "../../graph/fused_prog.h"
 #include "ocl.h"
 
@@ -201,7 +202,7 @@ static int generate(gen *g, const fused_prog *fp, int nin)
 static tg_status prepare_prog(ocl_prep *c, const fused_prog *fp)
 {
     size_t len = 4096 + (size_t)fp->nstmts * 320 + (size_t)c->nin * 160;
-    gen g = {malloc(len), len, 0};
+    gen g = {tg_malloc(len), len, 0};
     if (!g.buf)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     tg_status st = TG_OK;
@@ -212,7 +213,7 @@ static tg_status prepare_prog(ocl_prep *c, const fused_prog *fp)
         st = ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long");
     if (st == TG_OK)
         st = ocl_prep_program(c, "fused", g.buf, NULL);
-    free(g.buf);
+    tg_free(g.buf);
     if (st == TG_OK)
         st = ocl_prep_kernel(c, "fused");
     if (st == TG_OK)

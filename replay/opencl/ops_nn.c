@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../graph/alloc.h"
 #include "../../graph/infer_norm.h"
 #include "ocl.h"
 
@@ -46,13 +47,13 @@ static tg_status nn_program(ocl_prep *c, const char *name, const graph_ints *pos
     if (!common)
         return ocl_prep_fail(c, TG_ERR_ARG, "no OpenCL source named \"nn_common\"");
     size_t n = strlen(epi) + strlen(common) + 2;
-    char *prefix = malloc(n);
+    char *prefix = tg_malloc(n);
     if (!prefix)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     snprintf(prefix, n, "%s\n%s", epi, common);
     tg_status st = ocl_prep_program(c, name, prefix,
                                     ocl_prep_has_fp64(c) ? "-DTG_FP64=1" : "-DTG_FP64=0");
-    free(prefix);
+    tg_free(prefix);
     for (int i = 0; i < nk && st == TG_OK; i++)
         st = ocl_prep_kernel(c, kernels[i]);
     return st;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../graph/alloc.h"
 #include "ocl_rt.h"
 
 static const ocl_op *table[GRAPH_OP_COUNT];
@@ -55,12 +56,12 @@ tg_status ocl_prep_program(ocl_prep *c, const char *name, const char *prefix,
     if (!prefix)
         prefix = "";
     size_t n = strlen(common) + strlen(prefix) + strlen(body) + 64;
-    char *src = malloc(n);
+    char *src = tg_malloc(n);
     if (!src)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     snprintf(src, n, "%s\n%s\n#line 1\n%s", common, prefix, body);
     cl_program p = ocl_dev_program(c->dev, src, options, c->err, c->errlen);
-    free(src);
+    tg_free(src);
     if (!p)
         return strstr(c->err, "out of memory") ? TG_ERR_NOMEM : TG_ERR_BACKEND;
     if (c->prog) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../graph/alloc.h"
 #include "../internal.h"
 #include "ocl_rt.h"
 
@@ -92,9 +93,9 @@ static void bound_free(obound *b)
 {
     for (int32_t i = 0; b->subs && i < b->nsubs; i++)
         release_mem(&b->subs[i]);
-    free(b->subs);
-    free(b->mem);
-    free(b);
+    tg_free(b->subs);
+    tg_free(b->mem);
+    tg_free(b);
 }
 
 static void drop_bounds(ocl_session *s)
@@ -119,11 +120,11 @@ void ocl_session_free(ocl_session *s)
     for (int32_t i = 0; s->in && i < s->nin; i++)
         release_mem(&s->in[i]);
     for (int32_t i = 0; s->host_out && i < s->nout; i++)
-        free(s->host_out[i]);
-    free(s->in);
-    free(s->in_size);
-    free(s->host_out);
-    free(s->host_out_size);
+        tg_free(s->host_out[i]);
+    tg_free(s->in);
+    tg_free(s->in_size);
+    tg_free(s->host_out);
+    tg_free(s->host_out_size);
     for (int i = 0; i < OCL_MAX_SCRATCH; i++)
         release_mem(&s->scratch[i]);
     release_mem(&s->flag);
@@ -132,14 +133,14 @@ void ocl_session_free(ocl_session *s)
         clReleaseCommandQueue(s->q);
         ocl_track(-1);
     }
-    free(s->k);
-    free(s->host_tmp);
-    free(s);
+    tg_free(s->k);
+    tg_free(s->host_tmp);
+    tg_free(s);
 }
 
 ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
 {
-    ocl_session *s = calloc(1, sizeof *s);
+    ocl_session *s = tg_calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->p = p;
@@ -148,17 +149,17 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
     s->q = clCreateCommandQueue(s->op->dev->ctx, s->op->dev->id, 0, &e);
     if (!s->q) {
         snprintf(err, errlen, "replay: clCreateCommandQueue: %s", ocl_errstr(e));
-        free(s);
+        tg_free(s);
         return NULL;
     }
     ocl_track(1);
-    s->k = calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
+    s->k = tg_calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
     s->nin = p->g->ninputs;
     s->nout = p->g->noutputs;
-    s->in = calloc((size_t)s->nin + 1, sizeof *s->in);
-    s->in_size = calloc((size_t)s->nin + 1, sizeof *s->in_size);
-    s->host_out = calloc((size_t)s->nout + 1, sizeof *s->host_out);
-    s->host_out_size = calloc((size_t)s->nout + 1, sizeof *s->host_out_size);
+    s->in = tg_calloc((size_t)s->nin + 1, sizeof *s->in);
+    s->in_size = tg_calloc((size_t)s->nin + 1, sizeof *s->in_size);
+    s->host_out = tg_calloc((size_t)s->nout + 1, sizeof *s->host_out);
+    s->host_out_size = tg_calloc((size_t)s->nout + 1, sizeof *s->host_out_size);
     if (!s->k || !s->in || !s->in_size || !s->host_out || !s->host_out_size) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
@@ -202,18 +203,18 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
             return NULL;
         }
     }
-    obound *b = calloc(1, sizeof *b);
+    obound *b = tg_calloc(1, sizeof *b);
     if (!b)
         goto oom;
     b->v = v;
     b->nsubs = v->mp.nbuffers;
-    b->mem = calloc((size_t)g->nvalues + 1, sizeof *b->mem);
-    b->subs = calloc((size_t)b->nsubs + 1, sizeof *b->subs);
-    size_t *size = calloc((size_t)b->nsubs + 1, sizeof *size);
-    int64_t *off = calloc((size_t)b->nsubs + 1, sizeof *off);
+    b->mem = tg_calloc((size_t)g->nvalues + 1, sizeof *b->mem);
+    b->subs = tg_calloc((size_t)b->nsubs + 1, sizeof *b->subs);
+    size_t *size = tg_calloc((size_t)b->nsubs + 1, sizeof *size);
+    int64_t *off = tg_calloc((size_t)b->nsubs + 1, sizeof *off);
     if (!b->mem || !b->subs || !size || !off) {
-        free(size);
-        free(off);
+        tg_free(size);
+        tg_free(off);
         goto oom;
     }
     for (int32_t i = 0; i < g->nvalues; i++) {
@@ -234,8 +235,8 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
         if (b->subs[k])
             ocl_track(1);
     }
-    free(size);
-    free(off);
+    tg_free(size);
+    tg_free(off);
     if (e != CL_SUCCESS) {
         snprintf(err, errlen, "replay: clCreateSubBuffer: %s", ocl_errstr(e));
         bound_free(b);
@@ -336,7 +337,7 @@ static tg_status guard_step(ocl_session *s, obound *b, int32_t gi, int *warnings
     const graph_type *t = &b->v->types[gd->value];
     size_t bytes = type_bytes(t);
     if (bytes > s->host_tmp_size) {
-        void *h = realloc(s->host_tmp, bytes);
+        void *h = tg_realloc(s->host_tmp, bytes);
         if (!h) {
             snprintf(err, errlen, "replay: out of memory");
             return TG_ERR_NOMEM;
@@ -418,9 +419,9 @@ static tg_status get_outputs(ocl_session *s, obound *b, replay_tensor *outputs, 
         replay_tensor *o = &outputs[k];
         if (!o->data && !o->buffer) {
             if (bytes > s->host_out_size[i]) {
-                free(s->host_out[i]);
+                tg_free(s->host_out[i]);
                 s->host_out_size[i] = 0;
-                if (!(s->host_out[i] = malloc(bytes))) {
+                if (!(s->host_out[i] = tg_malloc(bytes))) {
                     snprintf(err, errlen, "replay: out of memory");
                     return TG_ERR_NOMEM;
                 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <pthread.h>
 
+#include "../../graph/alloc.h"
 #include "ocl_rt.h"
 
 static atomic_long live_objects, builds, disk_hits;
@@ -88,7 +89,7 @@ static cl_device_id *all_devices(cl_uint *n, char *err, size_t errlen)
     if (np > 16)
         np = 16;
     clGetPlatformIDs(np, plats, NULL);
-    cl_device_id *ids = malloc(sizeof *ids * 64);
+    cl_device_id *ids = tg_malloc(sizeof *ids * 64);
     if (!ids) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -100,7 +101,7 @@ static cl_device_id *all_devices(cl_uint *n, char *err, size_t errlen)
             *n += nd < 64 - *n ? nd : 64 - *n;
     }
     if (*n == 0) {
-        free(ids);
+        tg_free(ids);
         snprintf(err, errlen, "no OpenCL device on %u platform(s)", np);
         return NULL;
     }
@@ -146,7 +147,7 @@ int ocl_list_devices(ocl_device_info *out, int max, char *err, size_t errlen)
         return -1;
     for (cl_uint i = 0; i < n && (int)i < max; i++)
         fill_info(ids[i], (int)i, &out[i]);
-    free(ids);
+    tg_free(ids);
     return (int)n;
 }
 
@@ -179,13 +180,13 @@ static cl_device_id pick(const char *want, char *err, size_t errlen)
         if (!d)
             snprintf(err, errlen, "no OpenCL device matches \"%s\" (see tracegraph devices)", want);
     }
-    free(ids);
+    tg_free(ids);
     return d;
 }
 
 static ocl_dev *dev_new(cl_device_id id, char *err, size_t errlen)
 {
-    ocl_dev *d = calloc(1, sizeof *d);
+    ocl_dev *d = tg_calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -196,7 +197,7 @@ static ocl_dev *dev_new(cl_device_id id, char *err, size_t errlen)
     d->ctx = clCreateContext(NULL, 1, &id, NULL, NULL, &e);
     if (!d->ctx) {
         snprintf(err, errlen, "clCreateContext on %s: %s", d->info.name, ocl_errstr(e));
-        free(d);
+        tg_free(d);
         return NULL;
     }
     ocl_track(1);
@@ -247,13 +248,13 @@ static void dev_free(ocl_dev *d)
         next = e->next;
         clReleaseProgram(e->prog);
         ocl_track(-1);
-        free(e->key);
-        free(e);
+        tg_free(e->key);
+        tg_free(e);
     }
     clReleaseContext(d->ctx);
     ocl_track(-1);
     pthread_mutex_destroy(&d->mu);
-    free(d);
+    tg_free(d);
 }
 
 void ocl_shutdown(void)
@@ -279,14 +280,14 @@ static void build_log(cl_program prog, cl_device_id id, char *buf, size_t len)
     buf[0] = '\0';
     if (clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || !n)
         return;
-    char *log = malloc(n + 1);
+    char *log = tg_malloc(n + 1);
     if (!log)
         return;
     if (clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
         log[n] = '\0';
         snprintf(buf, len, "%s", log);
     }
-    free(log);
+    tg_free(log);
 }
 
 static cl_program build(ocl_dev *d, const char *src, const char *options, char *err,
@@ -338,8 +339,8 @@ cl_program ocl_dev_program(ocl_dev *d, const char *src, const char *options, cha
             return e->prog;
         }
     cl_program prog = NULL;
-    prog_entry *e = calloc(1, sizeof *e);
-    char *key = malloc(ol + sl + 2);
+    prog_entry *e = tg_calloc(1, sizeof *e);
+    char *key = tg_malloc(ol + sl + 2);
     if (!e || !key) {
         snprintf(err, errlen, "out of memory");
     } else if ((prog = build(d, src, options, err, errlen))) {
@@ -354,7 +355,7 @@ cl_program ocl_dev_program(ocl_dev *d, const char *src, const char *options, cha
         key = NULL;
     }
     pthread_mutex_unlock(&d->mu);
-    free(e);
-    free(key);
+    tg_free(e);
+    tg_free(key);
     return prog;
 }
