@@ -422,6 +422,8 @@ tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
 {
     const uint8_t *b = buf;
     name = name ? name : "<memory>";
+    if (!type || !data)
+        FAIL(TG_ERR_NULL, "%s: no place for the type or the data", name);
     *data = NULL;
     if (!buf && len)
         FAIL(TG_ERR_NULL, "%s: no buffer", name);
@@ -509,6 +511,8 @@ static tg_status load_pipe(FILE *f, const char *path, graph_type *type, void **d
 tg_status format_npy_load(const char *path, graph_type *type, void **data, char *err,
                           size_t errlen)
 {
+    if (!type || !data)
+        FAIL(TG_ERR_NULL, "%s: no place for the type or the data", path ? path : "npy");
     *data = NULL;
     if (!path)
         FAIL(TG_ERR_NULL, "no path given");
@@ -534,6 +538,8 @@ tg_status format_npy_load(const char *path, graph_type *type, void **data, char 
 tg_status format_npy_save_mem(const graph_type *type, const void *data, void **buf,
                               size_t *len, char *err, size_t errlen)
 {
+    if (!buf || !len)
+        FAIL(TG_ERR_NULL, "npy: no place for the buffer or its length");
     *buf = NULL;
     *len = 0;
     if (!type || (int)type->dtype < 0 || (int)type->dtype >= GRAPH_DTYPE_COUNT ||

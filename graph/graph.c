@@ -28,6 +28,8 @@ struct graph_chunk {
 
 void *graph_alloc_bytes(graph *g, size_t n)
 {
+    if (!g)
+        return NULL;
     graph_chunk *c = g->chunks;
     if (c && (c->used & 1)) /* keep 8-byte alignment: ids are 4 bytes */
         c->used++;
@@ -38,6 +40,8 @@ void *graph_alloc_bytes(graph *g, size_t n)
 
 int32_t *graph_alloc_ids(graph *g, int n)
 {
+    if (!g)
+        return NULL;
     size_t need = n > 0 ? (size_t)n : 1;
     graph_chunk *c = g->chunks;
     if (!c || c->cap - c->used < need) {
@@ -141,6 +145,8 @@ const char *graph_error(const graph *g) { return g ? g->err : "no graph"; }
 
 tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
 {
+    if (!g)
+        return st;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(g->err, sizeof g->err, fmt, ap);
@@ -153,7 +159,7 @@ tg_status graph_error_status(const graph *g) { return g ? g->err_status : TG_ERR
 
 const char *graph_intern(graph *g, const char *s, long len)
 {
-    if (!s)
+    if (!g || !s)
         return NULL;
     size_t n = len < 0 ? strlen(s) : (size_t)len;
     string_entry *e;
@@ -196,6 +202,12 @@ static int32_t new_value(graph *g, graph_value_kind kind, const graph_type *t,
 int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
                         const char *name)
 {
+    if (!g)
+        return -1;
+    if (!t) {
+        graph_fail(g, TG_ERR_NULL, "graph_add_value: no type");
+        return -1;
+    }
     if (kind == GRAPH_VALUE_INTER || (unsigned)kind > GRAPH_VALUE_INTER) {
         graph_fail(g, TG_ERR_ARG, "graph_add_value: kind %d is not a source",
                    (int)kind);
@@ -206,6 +218,8 @@ int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
 
 size_t graph_value_nbytes(const graph_value *v)
 {
+    if (!v)
+        return 0;
     return (size_t)graph_type_numel(&v->type) * graph_dtype_size(v->type.dtype);
 }
 
@@ -223,6 +237,10 @@ uint64_t graph_hash_bytes(const void *p, size_t n)
 tg_status graph_set_data(graph *g, int32_t vid, const void *data,
                          size_t nbytes)
 {
+    if (!g)
+        return TG_ERR_NULL;
+    if (!data && nbytes)
+        return graph_fail(g, TG_ERR_NULL, "graph_set_data: no data for %zu bytes", nbytes);
     if (vid < 0 || vid >= g->nvalues)
         return graph_fail(g, TG_ERR_ARG, "graph_set_data: no value %d", vid);
     graph_value *v = &g->values[vid];
@@ -245,6 +263,8 @@ tg_status graph_set_data(graph *g, int32_t vid, const void *data,
 
 tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (GROW(g, values, values, nvalues) < 0 || GROW(g, nodes, nodes, nnodes) < 0)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory reserving %d values, %d nodes",
                           nvalues, nnodes);
@@ -253,6 +273,8 @@ tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes)
 
 tg_status graph_add_input(graph *g, int32_t v)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_INPUT)
         return graph_fail(g, TG_ERR_ARG, "graph_add_input: value %d is not an input", v);
     if (GROW(g, inputs, inputs, g->ninputs + 1) < 0)
@@ -263,6 +285,8 @@ tg_status graph_add_input(graph *g, int32_t v)
 
 tg_status graph_add_output(graph *g, int32_t v, const char *name)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (v < 0 || v >= g->nvalues)
         return graph_fail(g, TG_ERR_ARG, "graph_add_output: no value %d", v);
     if (GROW(g, outputs, outputs, g->noutputs + 1) < 0)
@@ -280,6 +304,12 @@ tg_status graph_add_output(graph *g, int32_t v, const char *name)
 
 int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
 {
+    if (!g)
+        return -1;
+    if (!name) {
+        graph_fail(g, TG_ERR_NULL, "graph_add_symbol: no name");
+        return -1;
+    }
     const char *n = graph_intern(g, name, -1);
     if (!n) {
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding a symbol");
@@ -385,6 +415,12 @@ static int check_inputs(graph *g, graph_op op, const int32_t *in, int nin,
 int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
                        const void *attrs, int32_t *out_ids, int max_out)
 {
+    if (!g)
+        return -1;
+    if (!out_ids && max_out > 0) {
+        graph_fail(g, TG_ERR_NULL, "graph_add_node: out_ids is NULL");
+        return -1;
+    }
     graph_type itype[GRAPH_MAX_NODE_IO], otype[GRAPH_MAX_NODE_IO];
     if (check_inputs(g, op, in, nin, itype) < 0)
         return -1;
@@ -410,6 +446,12 @@ int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
                              const void *attrs, const graph_type *out_types,
                              int nout, int32_t *out_ids, int max_out, int32_t prov)
 {
+    if (!g)
+        return -1;
+    if ((!out_types && nout > 0) || (!out_ids && max_out > 0)) {
+        graph_fail(g, TG_ERR_NULL, "graph_add_node_typed: out_types or out_ids is NULL");
+        return -1;
+    }
     if (check_inputs(g, op, in, nin, NULL) < 0)
         return -1;
     if (nout < 0 || nout > GRAPH_MAX_NODE_IO) {
@@ -431,6 +473,12 @@ int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
 int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
                        const graph_frame *frames, int nframes)
 {
+    if (!g)
+        return -1;
+    if (nframes < 0 || (nframes > 0 && !frames)) {
+        graph_fail(g, TG_ERR_ARG, "graph_add_prov: %d frames at %p", nframes, (const void *)frames);
+        return -1;
+    }
     if (GROW(g, provs, provs, g->nprovs + 1) < 0 ||
         GROW(g, frames, frames, g->nframes + nframes) < 0) {
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
@@ -457,6 +505,8 @@ int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
 
 tg_status graph_node_reserve_prov(graph *g, int32_t node, int32_t need)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (node < 0 || node >= g->nnodes || need < 0)
         return graph_fail(g, TG_ERR_ARG, "graph_node_reserve_prov: bad node %d or count %d",
                           node, need);
@@ -485,6 +535,8 @@ tg_status graph_node_reserve_prov(graph *g, int32_t node, int32_t need)
 
 tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (node < 0 || node >= g->nnodes || prov < 0 || prov >= g->nprovs)
         return graph_fail(g, TG_ERR_ARG, "graph_node_add_prov: bad ids %d, %d",
                           node, prov);
@@ -508,6 +560,8 @@ static int cmp_u64(const void *a, const void *b)
 
 tg_status graph_node_dedup_prov(graph *g, int32_t node)
 {
+    if (!g)
+        return TG_ERR_NULL;
     if (node < 0 || node >= g->nnodes)
         return graph_fail(g, TG_ERR_ARG, "graph_node_dedup_prov: bad node %d", node);
     graph_node *n = &g->nodes[node];
@@ -551,6 +605,12 @@ tg_status graph_node_dedup_prov(graph *g, int32_t node)
 
 int32_t graph_add_guard(graph *g, const graph_guard *guard)
 {
+    if (!g)
+        return -1;
+    if (!guard) {
+        graph_fail(g, TG_ERR_NULL, "graph_add_guard: no guard");
+        return -1;
+    }
     if (GROW(g, guards, guards, g->nguards + 1) < 0) {
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding a guard");
         return -1;
@@ -562,7 +622,7 @@ int32_t graph_add_guard(graph *g, const graph_guard *guard)
 const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
                            size_t len)
 {
-    if (prov < 0 || prov >= g->nprovs) {
+    if (!g || prov < 0 || prov >= g->nprovs) {
         snprintf(buf, len, "unknown site");
         return buf;
     }
@@ -575,6 +635,8 @@ const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
 
 int32_t graph_live_nodes(const graph *g)
 {
+    if (!g)
+        return 0;
     int32_t n = 0;
     for (int32_t i = 0; i < g->nnodes; i++)
         n += !(g->nodes[i].flags & GRAPH_NODE_DEAD);

@@ -163,6 +163,13 @@ typedef struct graph {
     tg_status err_status; /* of err (graph_error_status) */
 } graph;
 
+/*
+ * NULL arguments: every function below given a NULL graph changes nothing
+ * and returns TG_ERR_NULL, -1, NULL or 0 (graph_fail returns its status);
+ * a NULL type, name, guard or id array that a call needs is an error of
+ * the graph (TG_ERR_NULL or TG_ERR_ARG, graph_error says which).
+ */
+
 /* A new empty graph; NULL on out of memory. */
 graph *graph_new(const char *name);
 /* Frees g and everything it owns. NULL is a no-op. */

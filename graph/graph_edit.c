@@ -34,6 +34,8 @@ static void *dup_array(const void *p, size_t n, size_t elem)
 
 graph *graph_clone(const graph *g)
 {
+    if (!g)
+        return NULL;
     graph *c = graph_new(g->name);
     if (!c)
         return NULL;
@@ -102,6 +104,8 @@ oom:
 
 tg_status graph_compact(graph *g)
 {
+    if (!g)
+        return TG_ERR_NULL;
     int32_t *vmap = tg_malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
     int32_t *nmap = tg_malloc(sizeof(int32_t) * (size_t)(g->nnodes + 1));
     if (!vmap || !nmap) {
@@ -182,6 +186,8 @@ tg_status graph_compact(graph *g)
  */
 tg_status graph_toposort(graph *g)
 {
+    if (!g)
+        return TG_ERR_NULL;
     int32_t n = g->nnodes;
     int8_t *mark = tg_calloc((size_t)n + 1, 1); /* 0 new, 1 on stack, 2 placed */
     int32_t *cursor = tg_calloc((size_t)n + 1, sizeof *cursor);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "formats/npy.h"
 #include "models.h"
 #include "tracegraph.h"
 
@@ -93,6 +94,51 @@ static void test_null_graph_opt_replay(void)
     CHECK(strcmp(graph_shape_str(&bad, err, sizeof err), "[? 100 dims]") == 0);
     CHECK(strcmp(graph_ints_str(NULL, err, sizeof err), "[?]") == 0);
     trace_summary(NULL, stdout);
+    /* the graph-building API: NULL graph, NULL arrays (issue 16: these crashed) */
+    CHECK(graph_clone(NULL) == NULL);
+    CHECK(graph_fail(NULL, TG_ERR_IO, "x") == TG_ERR_IO);
+    CHECK(graph_intern(NULL, "x", -1) == NULL);
+    CHECK(graph_add_value(NULL, GRAPH_VALUE_INPUT, &ty, "x") == -1);
+    CHECK(graph_set_data(NULL, 0, "ab", 2) == TG_ERR_NULL);
+    CHECK(graph_add_input(NULL, 0) == TG_ERR_NULL && graph_add_output(NULL, 0, "y") == TG_ERR_NULL);
+    CHECK(graph_add_symbol(NULL, "B", 2) == -1);
+    int32_t ids[2] = {0, 0};
+    CHECK(graph_add_node(NULL, GRAPH_OP_relu, ids, 1, NULL, ids, 1) == -1);
+    CHECK(graph_add_node_typed(NULL, GRAPH_OP_relu, ids, 1, NULL, &ty, 1, ids, 1, -1) == -1);
+    CHECK(graph_reserve(NULL, 4, 4) == TG_ERR_NULL);
+    CHECK(graph_add_prov(NULL, "f.c", 1, "f", NULL, 0) == -1);
+    CHECK(graph_node_add_prov(NULL, 0, 0) == TG_ERR_NULL);
+    CHECK(graph_node_reserve_prov(NULL, 0, 4) == TG_ERR_NULL);
+    CHECK(graph_node_dedup_prov(NULL, 0) == TG_ERR_NULL);
+    CHECK(graph_add_guard(NULL, NULL) == -1);
+    CHECK(graph_alloc_ids(NULL, 4) == NULL && graph_alloc_bytes(NULL, 4) == NULL);
+    CHECK(graph_value_nbytes(NULL) == 0 && graph_live_nodes(NULL) == 0);
+    CHECK(strcmp(graph_prov_str(NULL, 0, err, sizeof err), "unknown site") == 0);
+    CHECK(graph_compact(NULL) == TG_ERR_NULL && graph_toposort(NULL) == TG_ERR_NULL);
+    {
+        graph *g = graph_new("nulls");
+        int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &ty, "x");
+        int32_t c = graph_add_value(g, GRAPH_VALUE_CONST, &ty, "c");
+        CHECK(x >= 0 && c >= 0);
+        CHECK(graph_add_value(g, GRAPH_VALUE_INPUT, NULL, "y") == -1);
+        CHECK(strstr(graph_error(g), "no type") != NULL);
+        CHECK(graph_set_data(g, c, NULL, graph_value_nbytes(&g->values[c])) == TG_ERR_NULL);
+        CHECK(graph_add_symbol(g, NULL, 2) == -1 && strstr(graph_error(g), "no name"));
+        CHECK(graph_add_node(g, GRAPH_OP_relu, &x, 1, NULL, NULL, 1) == -1);
+        CHECK(graph_add_node(g, GRAPH_OP_relu, NULL, 1, NULL, ids, 1) == -1);
+        CHECK(graph_add_node_typed(g, GRAPH_OP_relu, &x, 1, NULL, NULL, 1, ids, 1, -1) == -1);
+        CHECK(graph_add_prov(g, "f.c", 1, "f", NULL, 3) == -1);
+        CHECK(graph_add_guard(g, NULL) == -1);
+        graph_free(g);
+    }
+    /* .npy with nowhere to put the result */
+    void *npy = NULL;
+    size_t npylen = 0;
+    CHECK(format_npy_load_mem("x", 1, "m.npy", NULL, &npy, err, sizeof err) == TG_ERR_NULL);
+    CHECK(format_npy_load_mem("x", 1, "m.npy", &ty, NULL, err, sizeof err) == TG_ERR_NULL);
+    CHECK(format_npy_load("m.npy", NULL, NULL, err, sizeof err) == TG_ERR_NULL);
+    CHECK(format_npy_save_mem(&ty, NULL, NULL, &npylen, err, sizeof err) == TG_ERR_NULL);
+    CHECK(format_npy_save_mem(&ty, NULL, &npy, NULL, err, sizeof err) == TG_ERR_NULL);
     /* optimize */
     CHECK(opt_optimize(NULL, NULL, NULL, err, sizeof err) == TG_ERR_NULL);
     CHECK(strstr(err, "no graph") != NULL);
