@@ -11,6 +11,11 @@ typedef struct buf {
     int64_t offset;
 } buf;
 
+/* The largest arena a plan may have: every value is within the size cap
+ * (2^43 bytes), but a graph with many of them alive at once could add
+ * offsets past int64 (the plan then fails as out of memory). */
+#define PLAN_MAX_BYTES (UINT64_C(1) << 62)
+
 /* align: a power of two >= OPT_ARENA_ALIGN (OpenCL sub-buffers need the
  * device's base-address alignment, e.g. 128 bytes on PoCL). */
 static size_t align_up(size_t n, size_t align)
@@ -310,6 +315,8 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
         if (one && (!one->count || one->bytes == (uint64_t)(one->hi - one->lo))) {
             int64_t at = !one->count ? 0
                          : (uint64_t)one->lo >= b->size ? 0 : one->hi;
+            if ((uint64_t)at > PLAN_MAX_BYTES - align_up(b->size, align))
+                goto oom; /* no arena that large (a file with many huge values) */
             size_t end = (size_t)at + align_up(b->size, align);
             offset[ids[k].id] = at;
             examined++;
@@ -351,6 +358,8 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
                 prev_end = q[2 * j + 1];
         }
         int64_t at = best >= 0 ? best : prev_end;
+        if ((uint64_t)at > PLAN_MAX_BYTES - align_up(b->size, align))
+            goto oom; /* no arena that large (a file with many huge values) */
         size_t end = (size_t)at + align_up(b->size, align);
         offset[ids[k].id] = at;
         if (seg_insert(&t, f, l, at, (int64_t)end) < 0)
@@ -393,14 +402,16 @@ static size_t place(buf *bs, int32_t n, size_t align, uint64_t *work)
 static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps, size_t align)
 {
     size_t best = 0;
-    int64_t *delta = tg_calloc((size_t)nsteps + 2, sizeof *delta);
+    /* unsigned: the sums wrap instead of overflowing when a hostile graph
+     * has many huge values (the placement refuses those) */
+    uint64_t *delta = tg_calloc((size_t)nsteps + 2, sizeof *delta);
     if (!delta)
         return 0;
     for (int32_t i = 0; i < n; i++) {
-        delta[bs[i].first] += (int64_t)align_up(bs[i].size, align);
-        delta[bs[i].last + 1] -= (int64_t)align_up(bs[i].size, align);
+        delta[bs[i].first] += align_up(bs[i].size, align);
+        delta[bs[i].last + 1] -= align_up(bs[i].size, align);
     }
-    int64_t cur = 0;
+    uint64_t cur = 0;
     for (int32_t s = 0; s <= nsteps; s++) {
         cur += delta[s];
         if ((size_t)cur > best)

@@ -63,7 +63,7 @@ typedef struct opt_memplan_buf {
  * buffers alive at one of its steps that holds it, else above them all.
  * Sizes are rounded up to align (as opt_memplan_build_aligned); a buffer
  * of 0 bytes gets offset 0.  Writes offset[i]; returns the arena size, or
- * (size_t)-1 out of memory.  *work (if not NULL): the offset ranges
+ * (size_t)-1 out of memory or when the arena would pass 2^62 bytes.  *work (if not NULL): the offset ranges
  * examined, O(n log n) when placed buffers lie side by side.
  */
 size_t opt_memplan_place(const opt_memplan_buf *bufs, int32_t n, size_t align,

@@ -330,8 +330,27 @@ static void test_text_many_refs(void)
     graph_free(g);
 }
 
+/* Offsets that would pass int64 (many huge buffers alive at once, as a
+ * hostile file could ask for) fail the placement instead of wrapping. */
+static void test_huge_offsets(void)
+{
+    opt_memplan_buf b[5];
+    int64_t off[5];
+    for (int i = 0; i < 5; i++)
+        b[i] = (opt_memplan_buf){(size_t)1 << 61, 0, 1};
+    CHECK(opt_memplan_place(b, 2, 64, off, NULL) == (size_t)1 << 62);
+    CHECK(off[0] >= 0 && off[1] >= 0 && off[0] != off[1]);
+    CHECK(opt_memplan_place(b, 3, 64, off, NULL) == (size_t)-1);
+    CHECK(opt_memplan_place(b, 5, 64, off, NULL) == (size_t)-1);
+    /* the same buffers one after another reuse one place */
+    for (int i = 0; i < 5; i++)
+        b[i].first = b[i].last = i;
+    CHECK(opt_memplan_place(b, 5, 64, off, NULL) == (size_t)1 << 61);
+}
+
 int main(void)
 {
+    test_huge_offsets();
     test_random_against_reference();
     test_wide_work();
     test_wide_graph();
