@@ -112,7 +112,8 @@ static eager_tensor *f_conv(eager_tensor *const *p)
 static eager_tensor *f_linear_relu(eager_tensor *const *p) { return eager_relu(f_linear(p)); }
 static eager_tensor *f_linear_ep(eager_tensor *const *p)
 {
-    return eager_linear_ep(p[0], p[1], p[2], EAGER_NONE, TG_INTS(GRAPH_POST_RELU), 0);
+    return eager_linear_ep(p[0], p[1], p[2], EAGER_NONE, TG_INTS(GRAPH_POST_RELU), 0,
+                           -INFINITY, INFINITY);
 }
 static eager_tensor *f_conv_add_relu(eager_tensor *const *p)
 {
@@ -121,7 +122,8 @@ static eager_tensor *f_conv_add_relu(eager_tensor *const *p)
 static eager_tensor *f_conv_ep(eager_tensor *const *p)
 {
     return eager_conv2d_ep(p[0], p[1], p[2], p[0], TG_NOINTS, TG_INTS(1), TG_NOINTS, 1,
-                           TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0);
+                           TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0, -INFINITY,
+                           INFINITY);
 }
 
 static void row(const char *name, model_fn f, eager_tensor *const *p, const void *attrs,

@@ -127,7 +127,7 @@ struct eager_dnnl_prim {
     void *packed_buf;         /* mem[packed]'s buffer (packed_alloc) */
     int post_in_c;            /* run post in C after the primitive */
     graph_ints post;
-    float alpha;
+    graph_post_prm prm;
     int dst, res;             /* argument indices of dst and residual (-1) */
     int64_t dst_numel;
 };
@@ -280,6 +280,15 @@ static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const eager_dnnl_spec 
     return *pd ? dnnl_success : dnnl_unimplemented;
 }
 
+/* Nonzero if post has a CLIP step: oneDNN's clip is not clip at NaN. */
+static int has_clip(const graph_ints *post)
+{
+    for (int i = 0; post && i < post->n; i++)
+        if (post->v[i] == GRAPH_POST_CLIP)
+            return 1;
+    return 0;
+}
+
 static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
                                 const char **step)
 {
@@ -290,19 +299,23 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
     if ((s = eager_dnnl_engine(&eng)) != dnnl_success)
         return s;
     *step = "primitive descriptor";
-    if ((s = pd_create(&pd, sp, sp->attr, eng)) != dnnl_success)
+    int in_c = sp->attr && has_clip(sp->post);
+    if ((s = pd_create(&pd, sp, in_c ? NULL : sp->attr, eng)) != dnnl_success)
         return s;
     const char *impl = NULL;
-    if (sp->attr && sp->post && sp->post->n &&
+    if (!in_c && sp->attr && sp->post && sp->post->n &&
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
         impl && (strstr(impl, "gemm") || strstr(impl, "ref"))) {
         /* post-ops there are a scalar loop: same primitive without them */
         dnnl_primitive_desc_destroy(pd);
         if ((s = pd_create(&pd, sp, NULL, eng)) != dnnl_success)
             return s;
+        in_c = 1;
+    }
+    if (in_c) {
         p->post_in_c = 1;
         p->post = *sp->post;
-        p->alpha = sp->alpha;
+        p->prm = sp->prm;
     }
     *step = "primitive";
     s = dnnl_primitive_create(&p->prim, pd);
@@ -406,7 +419,7 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
     if ((s = dnnl_primitive_execute(p->prim, stream, nex, ex)) != dnnl_success)
         return s;
     if ((s = dnnl_stream_wait(stream)) == dnnl_success && p->post_in_c && p->dst >= 0)
-        eager_post_apply((float *)data[p->dst], p->dst_numel, &p->post, p->alpha,
+        eager_post_apply((float *)data[p->dst], p->dst_numel, &p->post, p->prm,
                          p->res >= 0 ? data[p->res] : NULL, p->nthreads);
     return s;
 }
@@ -442,12 +455,19 @@ static int post_eltwise(int64_t code, float slope, dnnl_alg_kind_t *alg, float *
     case GRAPH_POST_TANH: *alg = dnnl_eltwise_tanh; return 1;
     case GRAPH_POST_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return 1;
     case GRAPH_POST_LEAKY_RELU: *alg = dnnl_eltwise_relu, *alpha = slope; return 1;
+    case GRAPH_POST_CLIP:
+        /* a placeholder keeping the post-op indices: an epilogue with a
+         * CLIP runs in C (prim_build), oneDNN's clip is not clip at NaN
+         * and rejects min > max */
+        *alg = dnnl_eltwise_linear, *alpha = 1.0f;
+        return 1;
     }
     return 0;
 }
 
-static dnnl_status_t append_posts(dnnl_post_ops_t ops, const graph_ints *post, float slope,
-                                  const dnnl_memory_desc_t *res, int *res_index)
+static dnnl_status_t append_posts(dnnl_post_ops_t ops, const graph_ints *post,
+                                  graph_post_prm prm, const dnnl_memory_desc_t *res,
+                                  int *res_index)
 {
     dnnl_status_t s = dnnl_success;
     for (int i = 0; i < post->n && s == dnnl_success; i++) {
@@ -456,7 +476,7 @@ static dnnl_status_t append_posts(dnnl_post_ops_t ops, const graph_ints *post, f
         if (post->v[i] == GRAPH_POST_ADD) {
             s = dnnl_post_ops_append_binary(ops, dnnl_binary_add, res);
             *res_index = i;
-        } else if (post_eltwise(post->v[i], slope, &alg, &alpha)) {
+        } else if (post_eltwise(post->v[i], prm.alpha, &alg, &alpha)) {
             s = dnnl_post_ops_append_eltwise(ops, 1.0f, alg, alpha, 0.0f);
         } else {
             s = dnnl_invalid_arguments; /* infer rejects unknown codes */
@@ -465,7 +485,7 @@ static dnnl_status_t append_posts(dnnl_post_ops_t ops, const graph_ints *post, f
     return s;
 }
 
-dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, float alpha,
+dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, graph_post_prm prm,
                                    const dnnl_memory_desc_t *res,
                                    dnnl_primitive_attr_t *attr, int *res_index)
 {
@@ -477,7 +497,7 @@ dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, float alpha,
     dnnl_status_t s = dnnl_post_ops_create(&ops);
     if (s != dnnl_success)
         return s;
-    s = append_posts(ops, post, alpha, res, res_index);
+    s = append_posts(ops, post, prm, res, res_index);
     if (s == dnnl_success)
         s = dnnl_primitive_attr_create(attr);
     if (s == dnnl_success && (s = dnnl_primitive_attr_set_post_ops(*attr, ops)) != dnnl_success) {

@@ -80,15 +80,17 @@ typedef struct eager_dnnl_spec {
     dnnl_memory_desc_t md[EAGER_DNNL_MAX_ARGS]; /* the caller's layouts */
     int packed; /* index of the argument desc gives as format any, or -1 */
     /*
-     * The epilogue attr describes (NULL: none), with its slope.  When the
-     * implementation oneDNN picks would run post-ops in a reference loop
-     * (its gemm-based convolution: measured 3.3 -> 15 ms for add + relu
-     * on a 64-channel 56x56 conv), the prim is built without attr and
-     * runs this in vectorized C on the output instead; the residual is
-     * then the argument bound to a post-op index.
+     * The epilogue attr describes (NULL: none), with its parameters.
+     * When the implementation oneDNN picks would run post-ops in a
+     * reference loop (its gemm-based convolution: measured 3.3 -> 15 ms
+     * for add + relu on a 64-channel 56x56 conv), or when post has a
+     * CLIP step (oneDNN's clip and clip_v2 send NaN to the lower bound,
+     * clip lets it pass), the prim is built without attr and runs this
+     * in vectorized C on the output instead; the residual is then the
+     * argument bound to a post-op index.
      */
     const graph_ints *post;
-    float alpha;
+    graph_post_prm prm;
     /*
      * NULL, or a substring of the implementation name to take when oneDNN
      * offers it (dnnl_query_impl_info_str; otherwise oneDNN's first
@@ -127,12 +129,13 @@ tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
 
 /*
  * The oneDNN attributes of an epilogue (linear_ep / conv2d_ep): post holds
- * GRAPH_POST_* codes (checked by infer), alpha the LEAKY_RELU slope, res
- * the residual's layout for GRAPH_POST_ADD (a binary add post-op).  Sets
+ * GRAPH_POST_* codes (checked by infer), prm their parameters (CLIP as
+ * an identity placeholder: such an epilogue runs in C, eager_dnnl_spec.post), res the
+ * residual's layout for GRAPH_POST_ADD (a binary add post-op).  Sets
  * *attr (NULL when post is empty; the caller destroys it) and *res_index
  * to the post-op index of the add, or -1.
  */
-dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, float alpha,
+dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, graph_post_prm prm,
                                    const dnnl_memory_desc_t *res,
                                    dnnl_primitive_attr_t *attr, int *res_index);
 
@@ -144,7 +147,7 @@ dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, float alpha,
  * implementations whose post-ops are slow (eager_dnnl_spec.post).
  * Defined in kernels_ep.c.
  */
-void eager_post_apply(float *y, int64_t n, const graph_ints *post, float alpha,
+void eager_post_apply(float *y, int64_t n, const graph_ints *post, graph_post_prm prm,
                       const float *res, int nthreads);
 
 /*
@@ -152,13 +155,14 @@ void eager_post_apply(float *y, int64_t n, const graph_ints *post, float alpha,
  * (kernels_matmul.c, kernels_conv.c): post NULL means no epilogue; conv
  * takes the conv attributes apart from the op's struct.
  */
-tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post, float alpha);
+tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post,
+                           graph_post_prm prm);
 typedef struct eager_conv_geom {
     const graph_ints *stride, *padding, *dilation;
     int64_t groups;
 } eager_conv_geom;
 tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
-                         const graph_ints *post, float alpha);
+                         const graph_ints *post, graph_post_prm prm);
 
 /*
  * Attribute lists of the conv and pool ops, already validated by

@@ -210,7 +210,7 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
                                                        &md[0], &wany, &md[2], &md[3], ds, dd,
                                                        pl, pr);
     if (s == dnnl_success && with_post)
-        s = eager_dnnl_post_attr(&at->post, at->alpha, &md[3], &attr, &res_index);
+        s = eager_dnnl_post_attr(&at->post, GRAPH_POST_PRM(at), &md[3], &attr, &res_index);
     if (s != dnnl_success)
         return eager_dnnl_fail(a, "convolution descriptor", s);
     sp.md[0] = md[0], sp.md[1] = md[1], sp.md[2] = md[3];
@@ -224,7 +224,7 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
     sp.desc = &desc;
     sp.attr = attr;
     sp.post = with_post ? &at->post : NULL;
-    sp.alpha = at->alpha;
+    sp.prm = GRAPH_POST_PRM(at);
     sp.prefer = alg == dnnl_convolution_winograd ? "wino_4x3" : NULL;
     tg_status st = eager_dnnl_prim_new(a, &sp, out);
     if (attr)
@@ -290,8 +290,8 @@ static tg_status blk_run(const eager_kargs *a)
     const void *res = a->nin > 3 ? a->in[3] : NULL;
     if (graph_type_numel(&a->in_type[0]) == 0) {
         fill_bias_blocked(a);
-        eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post, at->alpha, res,
-                         a->nthreads);
+        eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post,
+                         GRAPH_POST_PRM(at), res, a->nthreads);
         return TG_OK;
     }
     blk_state *bs = a->state ? (blk_state *)*a->state : NULL;
@@ -312,8 +312,8 @@ static tg_status blk_run(const eager_kargs *a)
         bs->post_in_c = post_in_c;
     const void *data[5] = {a->in[0], a->in[1], a->out[0], a->in[2], res};
     if ((st = eager_dnnl_prim_finish(&b, p, data)) == TG_OK && post_in_c)
-        eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post, at->alpha, res,
-                         a->nthreads);
+        eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post,
+                         GRAPH_POST_PRM(at), res, a->nthreads);
     return st;
 }
 

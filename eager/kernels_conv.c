@@ -109,7 +109,7 @@ static dnnl_status_t conv_desc(const eager_kargs *a, const eager_conv_geom *geom
  * prim keeps them reordered (once) into it.
  */
 static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
-                              const graph_ints *post, float alpha, eager_dnnl_prim **out)
+                              const graph_ints *post, graph_post_prm prm, eager_dnnl_prim **out)
 {
     eager_dnnl_spec sp = {"convolution", NULL, NULL, 3,
                           {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {{0}}, -1};
@@ -121,7 +121,7 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     if (s == dnnl_success)
         s = conv_desc(a, geom, md, wany, &desc);
     if (s == dnnl_success)
-        s = eager_dnnl_post_attr(post, alpha, &md[3], &attr, &res_index);
+        s = eager_dnnl_post_attr(post, prm, &md[3], &attr, &res_index);
     if (s != dnnl_success)
         return eager_dnnl_fail(a, "convolution descriptor", s);
     sp.md[0] = md[0], sp.md[1] = md[1], sp.md[2] = md[3];
@@ -137,7 +137,7 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     sp.desc = &desc;
     sp.attr = attr;
     sp.post = post;
-    sp.alpha = alpha;
+    sp.prm = prm;
     tg_status st = eager_dnnl_prim_new(a, &sp, out);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
@@ -145,7 +145,7 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
 }
 
 tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
-                         const graph_ints *post, float alpha)
+                         const graph_ints *post, graph_post_prm prm)
 {
     int has_bias = a->nin > 2;
     const void *res = a->nin > 3 ? a->in[3] : NULL;
@@ -154,13 +154,13 @@ tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
     if (graph_type_numel(&a->in_type[0]) == 0) {
         fill_bias(a);
         if (post)
-            eager_post_apply(a->out[0], graph_type_numel(a->out_type), post, alpha, res,
+            eager_post_apply(a->out[0], graph_type_numel(a->out_type), post, prm, res,
                              a->nthreads);
         return TG_OK;
     }
     eager_dnnl_prim *p = eager_dnnl_prim_get(a);
     if (!p) {
-        tg_status st = conv_prepare(a, geom, post, alpha, &p);
+        tg_status st = conv_prepare(a, geom, post, prm, &p);
         if (st != TG_OK)
             return st;
     }
@@ -172,7 +172,7 @@ tg_status eager_kernel_conv2d(const eager_kargs *a)
 {
     const graph_conv2d_attrs *at = a->attrs;
     eager_conv_geom geom = {&at->stride, &at->padding, &at->dilation, at->groups};
-    return eager_conv_run(a, &geom, NULL, 0.0f);
+    return eager_conv_run(a, &geom, NULL, (graph_post_prm){0});
 }
 
 /* ---- conv_transpose2d ---- */

@@ -5,7 +5,9 @@
  * binary add of the residual (same shape as the output), the activations
  * as eltwise post-ops (relu, gelu_erf, logistic, tanh, swish with alpha 1,
  * relu with the leaky slope).  Types and post codes were checked by
- * graph/infer_ep.c.
+ * graph/infer_ep.c.  An epilogue with a CLIP step runs in C (below)
+ * after oneDNN: oneDNN's clip sends NaN to the lower bound, clip lets it
+ * pass (dnnl_util.c, prim_build).
  *
  * The same epilogue in vectorized C (eager_post_apply) serves the cases
  * that never reach oneDNN (K = 0, an empty conv input: the output is the
@@ -21,8 +23,9 @@
 /* One step over a block.  relu/leaky as selects so NaN passes through
  * relu as 0 like oneDNN's (x > 0 is false for NaN). */
 static void post_step(float *restrict y, const float *restrict r, int64_t n, int64_t code,
-                      float alpha)
+                      graph_post_prm prm)
 {
+    const float alpha = prm.alpha, lo = prm.clip_min, hi = prm.clip_max;
     switch (code) {
     case GRAPH_POST_ADD:
 #pragma omp simd
@@ -59,10 +62,17 @@ static void post_step(float *restrict y, const float *restrict r, int64_t n, int
         for (int64_t i = 0; i < n; i++)
             y[i] = vm_siluf(y[i]);
         break;
+    case GRAPH_POST_CLIP: /* as the clip kernel (kernels_unary.c): NaN passes */
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            float v = y[i] < lo ? lo : y[i];
+            y[i] = v > hi ? hi : v;
+        }
+        break;
     }
 }
 
-void eager_post_apply(float *y, int64_t n, const graph_ints *post, float alpha,
+void eager_post_apply(float *y, int64_t n, const graph_ints *post, graph_post_prm prm,
                       const float *res, int nthreads)
 {
     int64_t nblocks = (n + POST_BLOCK - 1) / POST_BLOCK;
@@ -72,19 +82,19 @@ void eager_post_apply(float *y, int64_t n, const graph_ints *post, float alpha,
         int64_t at = b * POST_BLOCK, len = n - at < POST_BLOCK ? n - at : POST_BLOCK;
         for (int k = 0; k < post->n; k++)
             if (post->v[k] != GRAPH_POST_ADD || res)
-                post_step(y + at, res ? res + at : NULL, len, post->v[k], alpha);
+                post_step(y + at, res ? res + at : NULL, len, post->v[k], prm);
     }
 }
 
 tg_status eager_kernel_linear_ep(const eager_kargs *a)
 {
     const graph_linear_ep_attrs *at = a->attrs;
-    return eager_linear_run(a, &at->post, at->alpha);
+    return eager_linear_run(a, &at->post, GRAPH_POST_PRM(at));
 }
 
 tg_status eager_kernel_conv2d_ep(const eager_kargs *a)
 {
     const graph_conv2d_ep_attrs *at = a->attrs;
     eager_conv_geom geom = {&at->stride, &at->padding, &at->dilation, at->groups};
-    return eager_conv_run(a, &geom, &at->post, at->alpha);
+    return eager_conv_run(a, &geom, &at->post, GRAPH_POST_PRM(at));
 }

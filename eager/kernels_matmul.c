@@ -91,7 +91,7 @@ typedef struct mm_args {
     mat_view src, wei, bias, dst;
     int has_bias;
     const graph_ints *post; /* NULL: none */
-    float alpha;
+    graph_post_prm prm;
 } mm_args;
 
 /* Describes the matmul (with its epilogue) and prepares the primitive. */
@@ -124,7 +124,7 @@ static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_p
                                   &sp.md[2]);
     /* The residual (if any) has the output's shape: dst's layout. */
     if (s == dnnl_success)
-        s = eager_dnnl_post_attr(m->post, m->alpha, &sp.md[2], &attr, &res_index);
+        s = eager_dnnl_post_attr(m->post, m->prm, &sp.md[2], &attr, &res_index);
     if (s != dnnl_success)
         return eager_dnnl_fail(a, "matmul descriptor", s);
     if (res_index >= 0) {
@@ -134,7 +134,7 @@ static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_p
     sp.desc = &desc;
     sp.attr = attr;
     sp.post = m->post;
-    sp.alpha = m->alpha;
+    sp.prm = m->prm;
     tg_status st = eager_dnnl_prim_new(a, &sp, out);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
@@ -188,7 +188,8 @@ static void fill_rows(float *out, int64_t rows, int64_t n, const float *b)
     }
 }
 
-tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post, float alpha)
+tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post,
+                           graph_post_prm prm)
 {
     const graph_type *tx = &a->in_type[0], *tw = &a->in_type[1];
     int64_t n = tw->dim[0], k = tw->dim[1];
@@ -202,16 +203,16 @@ tg_status eager_linear_run(const eager_kargs *a, const graph_ints *post, float a
     if (k == 0) {
         fill_rows(a->out[0], rows, n, bias);
         if (post)
-            eager_post_apply(a->out[0], rows * n, post, alpha, res, a->nthreads);
+            eager_post_apply(a->out[0], rows * n, post, prm, res, a->nthreads);
         return TG_OK;
     }
     /* x as [rows, K]; w [N,K] read as its transpose [K,N]; b as [1,N]. */
     mm_args m = {{2, {rows, k}, {k, 1}}, {2, {k, n}, {1, k}}, {2, {1, n}, {n, 1}},
-                 {2, {rows, n}, {n, 1}}, bias != NULL, post, alpha};
+                 {2, {rows, n}, {n, 1}}, bias != NULL, post, prm};
     return mm_run(a, &m, a->in[0], a->in[1], a->out[0], bias, res);
 }
 
 tg_status eager_kernel_linear(const eager_kargs *a)
 {
-    return eager_linear_run(a, NULL, 0.0f);
+    return eager_linear_run(a, NULL, (graph_post_prm){0});
 }

@@ -250,10 +250,10 @@ static tg_status emit_cast(onnx_w *w)
 /* ---- epilogues ---- */
 
 /* One GRAPH_POST_* step: y = step(x) (ADD: x + res). */
-static void post_step(onnx_w *w, int64_t code, float alpha, const char *x,
+static void post_step(onnx_w *w, int64_t code, graph_post_prm prm, const char *x,
                       const char *res, const char *y)
 {
-    float attr[2] = {alpha, 0};
+    float attr[2] = {prm.alpha, 0}, bounds[2] = {prm.clip_min, prm.clip_max};
     switch (code) {
     case GRAPH_POST_ADD: onnxw_node2(w, "Add", x, res, y); break;
     case GRAPH_POST_RELU: ew(w, GRAPH_OP_relu, x, NULL, attr, y); break;
@@ -262,6 +262,7 @@ static void post_step(onnx_w *w, int64_t code, float alpha, const char *x,
     case GRAPH_POST_TANH: ew(w, GRAPH_OP_tanh, x, NULL, attr, y); break;
     case GRAPH_POST_SILU: ew(w, GRAPH_OP_silu, x, NULL, attr, y); break;
     case GRAPH_POST_LEAKY_RELU: ew(w, GRAPH_OP_leaky_relu, x, NULL, attr, y); break;
+    case GRAPH_POST_CLIP: ew(w, GRAPH_OP_clip, x, NULL, bounds, y); break;
     default: onnxw_unsupported(w, "unknown epilogue step"); break;
     }
 }
@@ -275,14 +276,14 @@ static const char *base_out(onnx_w *w, const graph_ints *post, const char *y)
     return post->n ? onnxw_tmp(w, "base") : y;
 }
 
-static void posts(onnx_w *w, const graph_ints *post, float alpha, const char *x,
+static void posts(onnx_w *w, const graph_ints *post, graph_post_prm prm, const char *x,
                   const char *res, const char *y)
 {
     for (int i = 0; i < post->n; i++) {
         char what[16];
         snprintf(what, sizeof what, "post%d", i);
         const char *dst = i == post->n - 1 ? y : onnxw_tmp(w, what);
-        post_step(w, post->v[i], alpha, x, res, dst);
+        post_step(w, post->v[i], prm, x, res, dst);
         x = dst;
     }
 }
@@ -339,7 +340,8 @@ static tg_status emit_linear(onnx_w *w)
     const graph_linear_ep_attrs *a = graph_node_attrs(n);
     const char *base = base_out(w, &a->post, onnxw_out(w, 0));
     linear(w, onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2), base);
-    posts(w, &a->post, a->alpha, base, n->nin > 3 ? onnxw_in(w, 3) : NULL, onnxw_out(w, 0));
+    posts(w, &a->post, GRAPH_POST_PRM(a), base, n->nin > 3 ? onnxw_in(w, 3) : NULL,
+          onnxw_out(w, 0));
     return w->st;
 }
 
@@ -401,7 +403,8 @@ static tg_status emit_conv(onnx_w *w)
     conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
     const char *base = base_out(w, &a->post, onnxw_out(w, 0));
     conv(w, onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2), wt, &c, base);
-    posts(w, &a->post, a->alpha, base, n->nin > 3 ? onnxw_in(w, 3) : NULL, onnxw_out(w, 0));
+    posts(w, &a->post, GRAPH_POST_PRM(a), base, n->nin > 3 ? onnxw_in(w, 3) : NULL,
+          onnxw_out(w, 0));
     return w->st;
 }
 
@@ -605,7 +608,7 @@ static tg_status emit_conv2d_blk(onnx_w *w)
     conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
     const char *base = base_out(w, &a->post, yp);
     conv(w, xp, onnxw_in(w, 1), onnxw_in(w, 2), &w->g->values[n->in[1]].type, &c, base);
-    posts(w, &a->post, a->alpha, base, res, yp);
+    posts(w, &a->post, GRAPH_POST_PRM(a), base, res, yp);
     graph_type plain = y->type;
     plain.ndim = 4;
     plain.dim[1] = y->type.dim[1] * 16;

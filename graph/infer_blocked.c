@@ -95,7 +95,7 @@ tg_status graph_infer_conv2d_blk(graph_infer_ctx *c)
     if (c->nin > 3)
         unblock(&c->in[3], &in[3]);
     graph_conv2d_ep_attrs ep = {at->stride, at->padding, at->dilation, at->groups,
-                                at->post, at->alpha};
+                                at->post, at->alpha, at->clip_min, at->clip_max};
     graph_infer_ctx base = *c;
     base.in = in;
     base.attrs = &ep;

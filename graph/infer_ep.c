@@ -12,6 +12,8 @@
  *   a per-channel or per-feature constant belongs in the bias).
  * - alpha is the LEAKY_RELU slope; it must be finite (also when unused,
  *   so a file cannot carry a NaN that a later edit would start using).
+ * - clip_min / clip_max are the CLIP bounds, as clip's (graph/ops.def):
+ *   not NaN (also when unused), infinite allowed, min > max gives max.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,21 +21,27 @@
 #include "op.h"
 
 /* Post codes, the ADD count against the inputs, the residual's type. */
-static tg_status check_epilogue(graph_infer_ctx *c, const graph_ints *post, float alpha)
+static tg_status check_epilogue(graph_infer_ctx *c, const graph_ints *post,
+                                graph_post_prm prm)
 {
     char want[160], got[160];
     int adds = 0;
     if (post->n < 0 || post->n > GRAPH_MAX_INTS)
         return graph_infer_fail(c, TG_ERR_ARG, "post has %d entries", (int)post->n);
     for (int i = 0; i < post->n; i++) {
-        if (post->v[i] < GRAPH_POST_ADD || post->v[i] > GRAPH_POST_LEAKY_RELU)
+        if (post->v[i] < GRAPH_POST_ADD || post->v[i] > GRAPH_POST_CLIP)
             return graph_infer_fail(c, TG_ERR_ARG,
-                                    "post[%d] = %lld is not an epilogue step (1..7)", i,
+                                    "post[%d] = %lld is not an epilogue step (1..8)", i,
                                     (long long)post->v[i]);
         adds += post->v[i] == GRAPH_POST_ADD;
     }
-    if (!isfinite(alpha))
-        return graph_infer_fail(c, TG_ERR_ARG, "alpha must be finite, got %g", (double)alpha);
+    if (!isfinite(prm.alpha))
+        return graph_infer_fail(c, TG_ERR_ARG, "alpha must be finite, got %g",
+                                (double)prm.alpha);
+    if (isnan(prm.clip_min) || isnan(prm.clip_max))
+        return graph_infer_fail(c, TG_ERR_ARG,
+                                "clip bounds must not be NaN (clip_min %g, clip_max %g)",
+                                (double)prm.clip_min, (double)prm.clip_max);
     if (adds > 1)
         return graph_infer_fail(c, TG_ERR_ARG,
                                 "post has %d ADD steps, at most 1 (one residual input)", adds);
@@ -68,7 +76,7 @@ tg_status graph_infer_linear_ep(graph_infer_ctx *c)
 {
     const graph_linear_ep_attrs *at = c->attrs;
     tg_status st = infer_base(c, graph_infer_linear, NULL);
-    return st != TG_OK ? st : check_epilogue(c, &at->post, at->alpha);
+    return st != TG_OK ? st : check_epilogue(c, &at->post, GRAPH_POST_PRM(at));
 }
 
 tg_status graph_infer_conv2d_ep(graph_infer_ctx *c)
@@ -76,5 +84,5 @@ tg_status graph_infer_conv2d_ep(graph_infer_ctx *c)
     const graph_conv2d_ep_attrs *at = c->attrs;
     graph_conv2d_attrs conv = {at->stride, at->padding, at->dilation, at->groups};
     tg_status st = infer_base(c, graph_infer_conv2d, &conv);
-    return st != TG_OK ? st : check_epilogue(c, &at->post, at->alpha);
+    return st != TG_OK ? st : check_epilogue(c, &at->post, GRAPH_POST_PRM(at));
 }

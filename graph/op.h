@@ -35,7 +35,20 @@ enum {
     GRAPH_POST_TANH = 5,
     GRAPH_POST_SILU = 6,
     GRAPH_POST_LEAKY_RELU = 7, /* slope: the alpha attribute */
+    GRAPH_POST_CLIP = 8,       /* clip(x, clip_min, clip_max): NaN passes */
 };
+
+/*
+ * The parameters of an epilogue's steps (the attributes of linear_ep,
+ * conv2d_ep and conv2d_blk of the same names): what the kernels take
+ * beside the post list.  GRAPH_POST_PRM(at) reads them from any of the
+ * three attribute structs.
+ */
+typedef struct graph_post_prm {
+    float alpha;              /* LEAKY_RELU slope */
+    float clip_min, clip_max; /* CLIP bounds */
+} graph_post_prm;
+#define GRAPH_POST_PRM(at) ((graph_post_prm){(at)->alpha, (at)->clip_min, (at)->clip_max})
 
 /*
  * scatter_elements' reduction attribute: how an update combines with the

@@ -15,7 +15,11 @@
  *     type (dynamic dims tied to the same symbols): GRAPH_POST_ADD.  One
  *     residual slot, so at most one.
  *   - activations: relu, gelu, sigmoid, tanh, silu, leaky_relu (one slope
- *     per node: a second leaky_relu must have the same alpha).
+ *     per node: a second leaky_relu must have the same alpha), clip (one
+ *     pair of bounds per node: a second clip must have the same ones).
+ *     The kernels run an epilogue with a clip in C after oneDNN (whose
+ *     clip sends NaN to the lower bound, where clip lets it pass), so the
+ *     fused node gives the unfused values bit for bit, NaN included.
  * Each value the chain passes through must have that one user and not be
  * pinned; the value the fused node replaces may be a graph output, not a
  * guarded value (see fuse_util.h).  At most 16 steps (the post list).
@@ -24,9 +28,10 @@
  * Provenance: the linear/conv's first, then every absorbed node's.
  *
  * Declined candidates are explained: "conv output has 2 users",
- * "residual shape differs ([2,8] vs [8,1])", "activation clip not
+ * "residual shape differs ([2,8] vs [8,1])", "activation abs not
  * supported", "second residual add: one residual slot", ...
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "../graph/alloc.h"
@@ -38,8 +43,9 @@ typedef struct chain {
     int32_t p;  /* the linear / conv node */
     int conv;   /* conv2d family */
     graph_ints post;
-    float alpha;
-    int leaky;        /* post has a LEAKY_RELU step: alpha is taken */
+    graph_post_prm prm;
+    int leaky;        /* post has a LEAKY_RELU step: prm.alpha is taken */
+    int clip;         /* post has a CLIP step: the bounds are taken */
     int32_t bias_add; /* value added as bias, or -1 */
     int32_t res;      /* residual, or -1 */
     int32_t node[CHAIN_MAX + 1]; /* absorbed nodes, in order */
@@ -56,6 +62,7 @@ static int64_t post_code(graph_op op)
     case GRAPH_OP_tanh: return GRAPH_POST_TANH;
     case GRAPH_OP_silu: return GRAPH_POST_SILU;
     case GRAPH_OP_leaky_relu: return GRAPH_POST_LEAKY_RELU;
+    case GRAPH_OP_clip: return GRAPH_POST_CLIP;
     default: return 0;
     }
 }
@@ -76,22 +83,24 @@ static int chain_start(const graph *g, int32_t p, chain *c)
     c->p = p;
     c->bias_add = c->res = -1;
     c->last = n->out[0];
+    c->prm = (graph_post_prm){0.0f, -INFINITY, INFINITY};
     switch (n->op) {
     case GRAPH_OP_linear: return 1;
     case GRAPH_OP_conv2d: c->conv = 1; return 1;
     case GRAPH_OP_linear_ep: {
         const graph_linear_ep_attrs *at = graph_node_attrs(n);
-        c->post = at->post, c->alpha = at->alpha;
+        c->post = at->post, c->prm = GRAPH_POST_PRM(at);
         break;
     }
     case GRAPH_OP_conv2d_ep: {
         const graph_conv2d_ep_attrs *at = graph_node_attrs(n);
-        c->post = at->post, c->alpha = at->alpha, c->conv = 1;
+        c->post = at->post, c->prm = GRAPH_POST_PRM(at), c->conv = 1;
         break;
     }
     default: return 0;
     }
     c->leaky = has_post(c, GRAPH_POST_LEAKY_RELU);
+    c->clip = has_post(c, GRAPH_POST_CLIP);
     c->res = n->nin > 3 ? n->in[3] : -1;
     return 1;
 }
@@ -205,12 +214,24 @@ static int step(const graph *g, opt_ctx *ctx, const opt_uses *u, chain *c)
     int64_t code = post_code(n->op);
     if (code == GRAPH_POST_LEAKY_RELU) {
         float a = ((const graph_leaky_relu_attrs *)graph_node_attrs(n))->alpha;
-        if (c->leaky && a != c->alpha) {
+        if (c->leaky && a != c->prm.alpha) {
             opt_explain(ctx, g, user, "leaky_relu slope %g differs from the earlier %g", a,
-                        c->alpha);
+                        c->prm.alpha);
             return 0;
         }
-        c->leaky = 1, c->alpha = a;
+        c->leaky = 1, c->prm.alpha = a;
+    }
+    if (code == GRAPH_POST_CLIP) {
+        const graph_clip_attrs *a = graph_node_attrs(n);
+        /* same bits: +0 and -0 bounds differ in what clip gives */
+        if (c->clip && (memcmp(&a->min, &c->prm.clip_min, sizeof a->min) ||
+                        memcmp(&a->max, &c->prm.clip_max, sizeof a->max))) {
+            opt_explain(ctx, g, user, "clip bounds [%g, %g] differ from the earlier [%g, %g]",
+                        (double)a->min, (double)a->max, (double)c->prm.clip_min,
+                        (double)c->prm.clip_max);
+            return 0;
+        }
+        c->clip = 1, c->prm.clip_min = a->min, c->prm.clip_max = a->max;
     }
     if (code) {
         c->post.v[c->post.n++] = code;
@@ -255,7 +276,8 @@ static graph_op fused_op(const graph *g, const chain *c, graph_attrs *attrs)
     const graph_node *p = &g->nodes[c->p];
     memset(attrs, 0, sizeof *attrs);
     if (!c->conv) {
-        attrs->linear_ep = (graph_linear_ep_attrs){c->post, c->alpha};
+        attrs->linear_ep = (graph_linear_ep_attrs){c->post, c->prm.alpha, c->prm.clip_min,
+                                                   c->prm.clip_max};
         return c->post.n ? GRAPH_OP_linear_ep : p->op;
     }
     if (p->op == GRAPH_OP_conv2d_ep) {
@@ -266,7 +288,9 @@ static graph_op fused_op(const graph *g, const chain *c, graph_attrs *attrs)
                                                    a->groups, {0, {0}}, 0.0f};
     }
     attrs->conv2d_ep.post = c->post;
-    attrs->conv2d_ep.alpha = c->alpha;
+    attrs->conv2d_ep.alpha = c->prm.alpha;
+    attrs->conv2d_ep.clip_min = c->prm.clip_min;
+    attrs->conv2d_ep.clip_max = c->prm.clip_max;
     if (c->post.n || p->op == GRAPH_OP_conv2d_ep)
         return GRAPH_OP_conv2d_ep;
     attrs->conv2d = *(const graph_conv2d_attrs *)graph_node_attrs(p);

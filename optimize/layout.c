@@ -107,11 +107,12 @@ static tg_status convert_conv(lay *L, int32_t i)
     if (n.op == GRAPH_OP_conv2d) {
         const graph_conv2d_attrs *c = graph_node_attrs(&n);
         at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
-        at.groups = c->groups;
+        at.groups = c->groups, at.clip_min = -INFINITY, at.clip_max = INFINITY;
     } else {
         const graph_conv2d_ep_attrs *c = graph_node_attrs(&n);
         at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
         at.groups = c->groups, at.post = c->post, at.alpha = c->alpha;
+        at.clip_min = c->clip_min, at.clip_max = c->clip_max;
     }
     int32_t in[4] = {get_blocked(L, n.in[0], i), n.in[1], -1, -1}, out;
     if (in[0] < 0)

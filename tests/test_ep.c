@@ -23,7 +23,8 @@
 #include "tracer/trace.h"
 
 #define NO TG_NOINTS
-enum { ADD = GRAPH_POST_ADD, RELU, GELU, SIGMOID, TANH, SILU, LEAKY };
+#define NOCLIP -INFINITY, INFINITY /* clip_min, clip_max when post has no CLIP */
+enum { ADD = GRAPH_POST_ADD, RELU, GELU, SIGMOID, TANH, SILU, LEAKY, CLIP };
 
 /* The epilogue in double: the reference every kernel result meets. */
 static double post_ref(const graph_ints *post, float alpha, double v, double res)
@@ -48,6 +49,100 @@ static int has_add(const graph_ints *post)
         if (post->v[k] == ADD)
             return 1;
     return 0;
+}
+
+/* ---- CLIP: bit for bit as the unfused clip, NaN, infinities and bounds ---- */
+
+/* Same bits (NaN: any NaN, as the clip kernel keeps the one it got). */
+static int same_bits(float a, float b)
+{
+    return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a);
+}
+
+/* clip as kernels_unary.c defines it: min(max(x, lo), hi), NaN passes. */
+static float clip_ref(float x, float lo, float hi)
+{
+    float v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+}
+
+/* got and unfused against clip_ref of x: element i of got holds x[i / per]
+ * (per > 0) or x[i % nx] (per < 0: NCHW, one channel per output). */
+static void check_clip_bits(int line, const char *what, eager_tensor *got, eager_tensor *unfused,
+                            const float *x, int64_t nx, int64_t per, float lo, float hi)
+{
+    check_report(got && unfused, __FILE__, line, "%s runs: %s", what, eager_error());
+    if (!got || !unfused)
+        return;
+    const float *g = eager_peek(got), *u = eager_peek(unfused);
+    int64_t n = nx * (per < 0 ? -per : per), bad = -1;
+    float want = 0;
+    for (int64_t i = 0; i < n && bad < 0; i++) {
+        want = clip_ref(x[per > 0 ? i / per : i % nx] + 0.0f, lo, hi); /* + the zero bias */
+        if (!same_bits(g[i], u[i]) || !same_bits(g[i], want))
+            bad = i;
+    }
+    check_report(bad < 0, __FILE__, line, "%s [%g, %g]: element %lld is %g, unfused %g, want %g",
+                 what, (double)lo, (double)hi, (long long)bad, bad < 0 ? 0.0 : (double)g[bad],
+                 bad < 0 ? 0.0 : (double)u[bad], (double)want);
+}
+
+/*
+ * y = x * 1 + 0 (K = 1 linear, 1x1 convs whose one nonzero weight is 1):
+ * every output is its x exactly, so CLIP meets NaN, +-inf, +-0 and the
+ * bounds themselves (oneDNN's clip would send NaN to the lower bound).
+ * linear_ep (oneDNN matmul), conv2d_ep (NCHW) and conv2d_blk (direct and
+ * auto), alone and after a residual add, bit for bit against the unfused
+ * clip and clip_ref.  (-0 + 0 is +0: the bias add comes first.)
+ */
+static void test_clip_post(void)
+{
+    static const float bounds[][2] = {{0, 6}, {-1, 1}, {-INFINITY, 6}, {0, INFINITY}, {2, 1}};
+    float x[32] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 6.0f, -1.0f, 1.0f, 7.0f,
+                   -3.0f, 3.0f, 5.9999995f, 6.0000005f, -1.0000001f, -0.99999994f, 2.0f,
+                   1e30f, -1e30f, 1e-40f, -1e-40f, 0.5f, -0.5f, 1.5f};
+    for (int i = 24; i < 32; i++)
+        x[i] = (float)(i - 28) * 1.75f;
+    float x16[16 * 32] = {0}, w16[16 * 16] = {0};
+    memcpy(x16, x, sizeof x); /* channel 0 holds x, the others 0 */
+    for (int o = 0; o < 16; o++)
+        w16[o * 16] = 1.0f; /* each output channel: 1 * channel 0 */
+    for (size_t bi = 0; bi < sizeof bounds / sizeof *bounds; bi++) {
+        float lo = bounds[bi][0], hi = bounds[bi][1];
+        eager_pool_push();
+        eager_tensor *xl = eager_from_data(GRAPH_F32, TG_SHAPE(32, 1), x);
+        eager_tensor *w = eager_full(GRAPH_F32, TG_SHAPE(16, 1), 1.0);
+        eager_tensor *b = eager_zeros(GRAPH_F32, TG_SHAPE(16));
+        check_clip_bits(__LINE__, "linear_ep",
+                        eager_linear_ep(xl, w, b, EAGER_NONE, TG_INTS(CLIP), 0, lo, hi),
+                        eager_clip(eager_linear(xl, w, b), lo, hi), x, 32, 16, lo, hi);
+        eager_tensor *z = eager_zeros(GRAPH_F32, TG_SHAPE(32, 16));
+        check_clip_bits(__LINE__, "linear_ep add+clip",
+                        eager_linear_ep(xl, w, b, z, TG_INTS(ADD, CLIP), 0, lo, hi),
+                        eager_clip(eager_add(eager_linear(xl, w, b), z), lo, hi), x, 32, 16, lo,
+                        hi);
+        eager_tensor *xc = eager_from_data(GRAPH_F32, TG_SHAPE(1, 1, 4, 8), x);
+        eager_tensor *wc = eager_full(GRAPH_F32, TG_SHAPE(16, 1, 1, 1), 1.0);
+        check_clip_bits(__LINE__, "conv2d_ep",
+                        eager_conv2d_ep(xc, wc, b, EAGER_NONE, NO, NO, NO, 1, TG_INTS(CLIP), 0,
+                                        lo, hi),
+                        eager_clip(eager_conv2d(xc, wc, b, NO, NO, NO, 1), lo, hi), x, 32, -16,
+                        lo, hi);
+        eager_tensor *xb = eager_from_data(GRAPH_F32, TG_SHAPE(1, 16, 4, 8), x16);
+        eager_tensor *wb = eager_from_data(GRAPH_F32, TG_SHAPE(16, 16, 1, 1), w16);
+        eager_tensor *zb = eager_zeros(GRAPH_F32, TG_SHAPE(1, 16, 4, 8));
+        for (int64_t algo = 0; algo <= 1; algo++) {
+            eager_tensor *yb = eager_conv2d_blk(eager_to_blocked(xb, 16), wb, b,
+                                                eager_to_blocked(zb, 16), NO, NO, NO, 1,
+                                                TG_INTS(ADD, CLIP), 0, algo, lo, hi);
+            check_clip_bits(__LINE__, algo ? "conv2d_blk direct" : "conv2d_blk",
+                            yb ? eager_from_blocked(yb) : NULL,
+                            eager_clip(eager_add(eager_conv2d(xb, wb, b, NO, NO, NO, 1), zb), lo,
+                                       hi),
+                            x, 32, -16, lo, hi);
+        }
+        eager_pool_pop();
+    }
 }
 
 /* ---- linear_ep ---- */
@@ -85,7 +180,7 @@ static void check_linear(int line, int nd, const int64_t *xs, int64_t n, graph_i
     eager_tensor *b = eager_rand_uniform(TG_SHAPE(n), (uint64_t)line + 2, -1, 1);
     eager_tensor *r = has_add(&post) ? eager_rand_uniform(yshape, (uint64_t)line + 3, -2, 2)
                                      : EAGER_NONE;
-    eager_tensor *y = eager_linear_ep(x, w, b, r, post, alpha);
+    eager_tensor *y = eager_linear_ep(x, w, b, r, post, alpha, NOCLIP);
     check_report(y && eager_numel(y) == rows * n, __FILE__, line, "linear_ep runs: %s",
                  eager_error());
     float *want = linear_ref(eager_peek(x), eager_peek(w), eager_peek(b),
@@ -159,7 +254,8 @@ static void check_conv(int line, conv_case k, graph_ints post, float alpha)
     eager_tensor *r = has_add(&post)
                           ? eager_rand_uniform(TG_SHAPE(k.n, k.o, oh, ow), (uint64_t)line + 3, -2, 2)
                           : EAGER_NONE;
-    eager_tensor *y = eager_conv2d_ep(x, w, b, r, k.stride, k.padding, NO, k.groups, post, alpha);
+    eager_tensor *y = eager_conv2d_ep(x, w, b, r, k.stride, k.padding, NO, k.groups, post, alpha,
+                                     NOCLIP);
     check_report(y && eager_numel(y) == total, __FILE__, line, "conv2d_ep runs: %s",
                  eager_error());
     float *want = malloc(sizeof(float) * (size_t)(total + 1));
@@ -231,34 +327,34 @@ static void test_errors(void)
     eager_tensor *cr = eager_zeros(GRAPH_F32, TG_SHAPE(1, 6, 3, 3));
     eager_tensor *cr2 = eager_zeros(GRAPH_F32, TG_SHAPE(1, 6, 1, 1));
     long live = eager_live_tensors();
-    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(RELU, 8), 0),
-                 TG_ERR_ARG, "linear_ep: [2,4] x [3,4] x [3]: post[1] = 8 is not an epilogue step (1..7)");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(0), 0),
-                 TG_ERR_ARG, "post[0] = 0 is not an epilogue step (1..7)");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(ADD, ADD), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(RELU, 9), 0, NOCLIP),
+                 TG_ERR_ARG, "linear_ep: [2,4] x [3,4] x [3]: post[1] = 9 is not an epilogue step (1..8)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(0), 0, NOCLIP),
+                 TG_ERR_ARG, "post[0] = 0 is not an epilogue step (1..8)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(ADD, ADD), 0, NOCLIP),
                  TG_ERR_ARG, "post has 2 ADD steps, at most 1 (one residual input)");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(ADD), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_ARG, "post has an ADD step but no residual input is given");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(RELU), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(RELU), 0, NOCLIP),
                  TG_ERR_ARG, "a residual input is given but post has no ADD step");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, r3, TG_INTS(ADD), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, b, r3, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_SHAPE, "residual is f32[3], want f32[2,3] (the output's)");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, ri, TG_INTS(ADD), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, b, ri, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_DTYPE, "residual is i32[2,3], want f32[2,3] (the output's)");
-    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(LEAKY), NAN), TG_ERR_ARG, "alpha must be finite");
-    EXPECT_ERROR(eager_linear_ep(x, w5, b, EAGER_NONE, TG_INTS(RELU), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(LEAKY), NAN, NOCLIP), TG_ERR_ARG, "alpha must be finite");
+    EXPECT_ERROR(eager_linear_ep(x, w5, b, EAGER_NONE, TG_INTS(RELU), 0, NOCLIP),
                  TG_ERR_SHAPE, "inner dims differ (4 vs 5)");
-    EXPECT_ERROR(eager_linear_ep(x, w, EAGER_NONE, EAGER_NONE, TG_INTS(RELU), 0),
+    EXPECT_ERROR(eager_linear_ep(x, w, EAGER_NONE, EAGER_NONE, TG_INTS(RELU), 0, NOCLIP),
                  TG_ERR_ARG, "takes 3+ inputs, got 2");
-    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr2, NO, NO, NO, 1, TG_INTS(ADD), 0),
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr2, NO, NO, NO, 1, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_SHAPE, "conv2d_ep: [1,4,5,5] x [6,4,3,3] x [6] x [1,6,1,1]: residual is "
                  "f32[1,6,1,1], want f32[1,6,3,3] (the output's)");
-    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, NO, NO, NO, 3, TG_INTS(ADD), 0),
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, NO, NO, NO, 3, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_SHAPE, "groups 3 must divide the input channels 4 and the output channels 6");
-    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, TG_INTS(0), NO, NO, 1, TG_INTS(ADD), 0),
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, TG_INTS(0), NO, NO, 1, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_ARG, "stride must be >= 1, got [0]");
-    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, EAGER_NONE, NO, NO, NO, 1, TG_INTS(9), 0),
-                 TG_ERR_ARG, "post[0] = 9 is not an epilogue step (1..7)");
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, EAGER_NONE, NO, NO, NO, 1, TG_INTS(9), 0, NOCLIP),
+                 TG_ERR_ARG, "post[0] = 9 is not an epilogue step (1..8)");
     CHECK_MSG(eager_live_tensors() == live, "errors leaked %ld tensors",
               eager_live_tensors() - live);
     eager_pool_pop();
@@ -330,7 +426,7 @@ static void test_prepared_matmul(void)
         got = run_step(GRAPH_OP_linear, (eager_tensor *[]){x, bm, bias}, 3, NULL,
                        eager_type(want), &s_lin, 6);
         same_floats(__LINE__, got, want, 0);
-        want = eager_linear_ep(x, bm, bias, res, ep.post, 0);
+        want = eager_linear_ep(x, bm, bias, res, ep.post, 0, NOCLIP);
         got = run_step(GRAPH_OP_linear_ep, (eager_tensor *[]){x, bm, bias, res}, 4, &ep,
                        eager_type(want), &s_ep, 6);
         same_floats(__LINE__, got, want, 0);
@@ -418,7 +514,7 @@ static void test_prepared_conv(void)
             eager_tensor *got = run_step_t(GRAPH_OP_conv2d, (eager_tensor *[]){xi, wi, b}, 3,
                                            &ca, eager_type(want), &s_conv, 6, threads);
             same_floats(__LINE__, got, want, 1e-5);
-            want = eager_conv2d_ep(xi, wi, b, res, NO, TG_INTS(1), NO, 1, ea.post, 0);
+            want = eager_conv2d_ep(xi, wi, b, res, NO, TG_INTS(1), NO, 1, ea.post, 0, NOCLIP);
             got = run_step_t(GRAPH_OP_conv2d_ep, (eager_tensor *[]){xi, wi, b, res}, 4, &ea,
                              eager_type(want), &s_ep, 6, threads);
             same_floats(__LINE__, got, want, 1e-5);
@@ -507,6 +603,7 @@ int main(void)
     test_linear_ep();
     test_conv2d_ep();
     test_errors();
+    test_clip_post();
     test_prepared_matmul();
     test_prepared_gemm();
     test_prepared_conv();

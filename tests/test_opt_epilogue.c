@@ -158,6 +158,46 @@ static void test_epilogue_conv(void)
     graph_free(ref);
 }
 
+/* ReLU6 after a conv, hardtanh after a linear: CLIP steps with their
+ * bounds; a second clip with the same bounds joins. */
+static void test_epilogue_clip(void)
+{
+    graph *g = PARSE("graph t(%x: f32[1,3,6,6]) -> (y: f32[1,4,4,4]) {\n"
+                     "  %w: f32[4,3,3,3] = const @R(108)\n  %b: f32[4] = const @R(4)\n"
+                     "  %c: f32[1,4,4,4] = conv2d(%x, %w, %b) !p0\n"
+                     "  %y: f32[1,4,4,4] = clip(%c) {min=0, max=6} !p1\n"
+                     "  return y = %y\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (g) {
+        CHECK(RUN(g, opt_pass_epilogue));
+        int32_t e = CHECK_EP(g, GRAPH_OP_conv2d_ep, 3, GRAPH_POST_CLIP);
+        if (e >= 0) {
+            const graph_conv2d_ep_attrs *at = graph_node_attrs(&g->nodes[e]);
+            CHECK(at->clip_min == 0 && !signbit(at->clip_min) && at->clip_max == 6);
+        }
+        check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
+    }
+    graph_free(g);
+    graph_free(ref);
+    g = PARSE("graph t(%x: f32[2,8]) -> (y: f32[2,4]) {\n  %w: f32[4,8] = const @R(32)\n"
+              "  %l: f32[2,4] = linear(%x, %w) !p0\n  %a: f32[2,4] = relu(%l) !p1\n"
+              "  %h: f32[2,4] = clip(%a) {min=-1, max=1} !p2\n"
+              "  %y: f32[2,4] = clip(%h) {min=-1, max=1} !p3\n  return y = %y\n}\n" PROV);
+    ref = g ? graph_clone(g) : NULL;
+    if (g) {
+        CHECK(RUN(g, opt_pass_epilogue));
+        int32_t e = CHECK_EP(g, GRAPH_OP_linear_ep, 3, GRAPH_POST_RELU, GRAPH_POST_CLIP,
+                             GRAPH_POST_CLIP);
+        if (e >= 0) {
+            const graph_linear_ep_attrs *at = graph_node_attrs(&g->nodes[e]);
+            CHECK(at->clip_min == -1 && at->clip_max == 1);
+        }
+        check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
+    }
+    graph_free(g);
+    graph_free(ref);
+}
+
 /* Chains that stop early, with the reason. */
 static void test_epilogue_partial(void)
 {
@@ -180,8 +220,13 @@ static void test_epilogue_partial(void)
         {__LINE__,
          "graph t(%x: f32[2,8]) -> (y: f32[2,4]) {\n  %w: f32[4,8] = const @R(32)\n"
          "  %l: f32[2,4] = linear(%x, %w)\n  %a: f32[2,4] = relu(%l)\n"
-         "  %y: f32[2,4] = clip(%a) {min=0, max=6}\n  return y = %y\n}\n",
-         2, "activation clip not supported"},
+         "  %y: f32[2,4] = abs(%a)\n  return y = %y\n}\n",
+         2, "activation abs not supported"},
+        {__LINE__,
+         "graph t(%x: f32[2,8]) -> (y: f32[2,4]) {\n  %w: f32[4,8] = const @R(32)\n"
+         "  %l: f32[2,4] = linear(%x, %w)\n  %a: f32[2,4] = clip(%l) {min=0, max=6}\n"
+         "  %y: f32[2,4] = clip(%a) {min=-1, max=1}\n  return y = %y\n}\n",
+         2, "clip bounds [-1, 1] differ from the earlier [0, 6]"},
         {__LINE__,
          "graph t(%x: f32[2,8]) -> (y: f32[2,4], a: f32[2,4]) {\n"
          "  %w: f32[4,8] = const @R(32)\n"
@@ -306,6 +351,7 @@ int main(void)
     long live = eager_live_tensors();
     test_epilogue_linear();
     test_epilogue_conv();
+    test_epilogue_clip();
     test_epilogue_partial();
     test_epilogue_declined();
     test_models();

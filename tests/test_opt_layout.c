@@ -51,7 +51,7 @@ static void test_roundtrip(void)
     CHECK_ERROR("x must be blocked [N,C/16,H,W,16], got rank 4");
     CHECK(!eager_conv2d_blk(b, eager_rand_uniform(TG_INTS(16, 32, 3, 3), 1, -1, 1),
                             eager_rand_uniform(TG_INTS(16), 1, -1, 1), EAGER_NONE, TG_INTS(),
-                            TG_INTS(), TG_INTS(), 1, TG_INTS(), 0.0f, 3));
+                            TG_INTS(), TG_INTS(), 1, TG_INTS(), 0.0f, 3, -INFINITY, INFINITY));
     CHECK_ERROR("algo must be 0 (auto), 1 (direct) or 2 (winograd), got 3");
     eager_pool_pop();
     CHECK(eager_live_tensors() == live);
@@ -115,7 +115,7 @@ static void check_conv_blk(int line, conv_case k, graph_ints post)
     eager_tensor *r = eager_rand_uniform(TG_INTS(k.n, k.o, oh, ow), (uint64_t)line + 3, -1, 1);
     eager_tensor *y = eager_from_blocked(eager_conv2d_blk(
         eager_to_blocked(x, 16), w, b, has_res ? eager_to_blocked(r, 16) : EAGER_NONE,
-        TG_INTS(k.stride), TG_INTS(k.pad), TG_INTS(), 1, post, 0.1f, k.algo));
+        TG_INTS(k.stride), TG_INTS(k.pad), TG_INTS(), 1, post, 0.1f, k.algo, -INFINITY, INFINITY));
     check_report(y != NULL, __FILE__, line, "conv2d_blk runs: %s", eager_error());
     if (y) {
         int64_t n = eager_numel(y);

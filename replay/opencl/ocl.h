@@ -240,10 +240,10 @@ static inline void ocl_row_align(int nd, const int32_t *v, int32_t pad, int32_t 
  * OpenCL C definition of
  *   float tg_epilogue(float v, __global const float *res, long i)
  * applying post (GRAPH_POST_* codes, in order; GRAPH_POST_ADD adds
- * res[i]) with the leaky_relu slope alpha, to pass as ocl_prep_program's
+ * res[i]) with their parameters prm, to pass as ocl_prep_program's
  * prefix.  Returns 0, or -1 if an unknown code (message in err).
  */
-int ocl_epilogue_src(const graph_ints *post, float alpha, char *buf, size_t len,
+int ocl_epilogue_src(const graph_ints *post, graph_post_prm prm, char *buf, size_t len,
                      char *err, size_t errlen);
 
 /*

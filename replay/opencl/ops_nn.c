@@ -33,15 +33,15 @@
 /* ---- programs ---- */
 
 /*
- * Builds source name with the epilogue post/alpha (NULL: none) and
+ * Builds source name with the epilogue post/prm (NULL: none) and
  * nn_common.cl as the prefix, then names the kernels.
  */
-static tg_status nn_program(ocl_prep *c, const char *name, const graph_ints *post, float alpha,
-                            const char *const *kernels, int nk)
+static tg_status nn_program(ocl_prep *c, const char *name, const graph_ints *post,
+                            graph_post_prm prm, const char *const *kernels, int nk)
 {
     static const graph_ints none = {0};
     char epi[2048];
-    if (ocl_epilogue_src(post ? post : &none, alpha, epi, sizeof epi, c->err, c->errlen))
+    if (ocl_epilogue_src(post ? post : &none, prm, epi, sizeof epi, c->err, c->errlen))
         return TG_ERR_ARG;
     const char *common = ocl_source("nn_common");
     if (!common)
@@ -154,7 +154,7 @@ static void batch_strides(const graph_type *t, int nb, int64_t msize, int32_t *o
 static tg_status matmul_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
-    return st ? st : nn_program(c, "nn_gemm", NULL, 0.0f, gemm_kernels, 2);
+    return st ? st : nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, 2);
 }
 
 static tg_status matmul_enqueue(ocl_launch *l)
@@ -183,9 +183,9 @@ static tg_status linear_prepare(ocl_prep *c)
     tg_status st = need_f32(c);
     if (st == TG_OK && c->node->op == GRAPH_OP_linear_ep) {
         const graph_linear_ep_attrs *at = c->attrs;
-        return nn_program(c, "nn_gemm", &at->post, at->alpha, gemm_kernels, 2);
+        return nn_program(c, "nn_gemm", &at->post, GRAPH_POST_PRM(at), gemm_kernels, 2);
     }
-    return st ? st : nn_program(c, "nn_gemm", NULL, 0.0f, gemm_kernels, 2);
+    return st ? st : nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, 2);
 }
 
 /* x [..., K] times w [N, K] transposed (+ b) (+ residual). */
@@ -232,7 +232,7 @@ static void ints_pad4(const graph_ints *v, int64_t out[4])
 typedef struct conv_attrs {
     const graph_ints *stride, *padding, *dilation, *post;
     int64_t groups;
-    float alpha;
+    graph_post_prm prm;
     int blocked;
 } conv_attrs;
 
@@ -240,15 +240,16 @@ static conv_attrs conv_attrs_of(graph_op op, const void *attrs)
 {
     if (op == GRAPH_OP_conv2d) {
         const graph_conv2d_attrs *a = attrs;
-        return (conv_attrs){&a->stride, &a->padding, &a->dilation, NULL, a->groups, 0, 0};
+        return (conv_attrs){&a->stride, &a->padding, &a->dilation, NULL, a->groups, {0}, 0};
     }
     if (op == GRAPH_OP_conv2d_ep) {
         const graph_conv2d_ep_attrs *a = attrs;
         return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups,
-                            a->alpha, 0};
+                            GRAPH_POST_PRM(a), 0};
     }
     const graph_conv2d_blk_attrs *a = attrs;
-    return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups, a->alpha, 1};
+    return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups,
+                        GRAPH_POST_PRM(a), 1};
 }
 
 static const char *const conv_kernels[] = {"nn_conv_tiled", "nn_conv_direct"};
@@ -259,7 +260,7 @@ static tg_status conv_prepare(ocl_prep *c)
     if (st != TG_OK)
         return st;
     conv_attrs a = conv_attrs_of(c->node->op, c->attrs);
-    return nn_program(c, "nn_conv", a.post, a.alpha, conv_kernels, 2);
+    return nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, 2);
 }
 
 /* Output channels per group at or above which the tiled kernel runs. */
@@ -352,7 +353,7 @@ static const char *const pool_kernels[] = {"nn_max_pool", "nn_avg_pool", "nn_glo
 static tg_status pool_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
-    return st ? st : nn_program(c, "nn_pool", NULL, 0.0f, pool_kernels, 3);
+    return st ? st : nn_program(c, "nn_pool", NULL, (graph_post_prm){0}, pool_kernels, 3);
 }
 
 /* Windows: kernel, stride (default: the kernel) and padding lists. */
@@ -415,7 +416,7 @@ static const char *const norm_kernels[] = {"nn_batch_norm", "nn_layer_norm", "nn
 static tg_status norm_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
-    return st ? st : nn_program(c, "nn_norm", NULL, 0.0f, norm_kernels, 4);
+    return st ? st : nn_program(c, "nn_norm", NULL, (graph_post_prm){0}, norm_kernels, 4);
 }
 
 /* Product of dims [from, to) of t. */
@@ -507,7 +508,7 @@ static tg_status reduce_prepare(ocl_prep *c)
     if (row < 0 || (c->node->op == GRAPH_OP_reduce_mean && row != 0))
         return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
     row += c->node->op == GRAPH_OP_reduce_mean ? 3 : c->node->op == GRAPH_OP_reduce_max ? 4 : 0;
-    return nn_program(c, "nn_reduce", NULL, 0.0f, reduce_kernels[row], 2);
+    return nn_program(c, "nn_reduce", NULL, (graph_post_prm){0}, reduce_kernels[row], 2);
 }
 
 /* Kept and reduced groups of merged dims (see cl/nn_reduce.cl). */

@@ -3,6 +3,7 @@
  * arguments, launches and scratch at run time, the op table, epilogue
  * code for the *_ep ops.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,14 +215,26 @@ const char *ocl_ctype(graph_dtype dt)
     }
 }
 
-int ocl_epilogue_src(const graph_ints *post, float alpha, char *buf, size_t len, char *err,
-                     size_t errlen)
+/* v as an OpenCL C float literal ("1" alone is an int one). */
+static void cl_fliteral(float v, char *buf, size_t len)
+{
+    if (isinf(v)) {
+        snprintf(buf, len, "(%sINFINITY)", v < 0 ? "-" : "");
+        return;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%.9g", (double)v);
+    snprintf(buf, len, "(%s%sf)", num, strpbrk(num, ".e") ? "" : ".0");
+}
+
+int ocl_epilogue_src(const graph_ints *post, graph_post_prm prm, char *buf, size_t len,
+                     char *err, size_t errlen)
 {
     size_t at = (size_t)snprintf(buf, len, "float tg_epilogue(float v, __global const float *res, "
                                            "long i)\n{\n");
     for (int k = 0; k < post->n && at < len; k++) {
         const char *s;
-        char tmp[96];
+        char tmp[160], a[40], b[40];
         switch (post->v[k]) {
         case GRAPH_POST_ADD: s = "    v += res[i];\n"; break;
         case GRAPH_POST_RELU: s = "    v = tg_relu_ep(v);\n"; break;
@@ -230,7 +243,14 @@ int ocl_epilogue_src(const graph_ints *post, float alpha, char *buf, size_t len,
         case GRAPH_POST_TANH: s = "    v = tanh(v);\n"; break;
         case GRAPH_POST_SILU: s = "    v = tg_silu(v);\n"; break;
         case GRAPH_POST_LEAKY_RELU:
-            snprintf(tmp, sizeof tmp, "    v = tg_leaky_relu(v, %.9gf);\n", alpha);
+            cl_fliteral(prm.alpha, a, sizeof a);
+            snprintf(tmp, sizeof tmp, "    v = tg_leaky_relu(v, %s);\n", a);
+            s = tmp;
+            break;
+        case GRAPH_POST_CLIP:
+            cl_fliteral(prm.clip_min, a, sizeof a);
+            cl_fliteral(prm.clip_max, b, sizeof b);
+            snprintf(tmp, sizeof tmp, "    v = tg_clip(v, %s, %s);\n", a, b);
             s = tmp;
             break;
         default:
