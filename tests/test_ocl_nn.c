@@ -150,6 +150,9 @@ static void free_case(ncase *c)
 
 /* ---- epilogue reference ---- */
 
+/* The CLIP bounds every case here takes (hardtanh). */
+#define CLIP_BOUNDS -1.0f, 1.0f
+
 static double post_ref(double v, const graph_ints *post, float alpha, const float *res,
                        int64_t i)
 {
@@ -162,6 +165,7 @@ static double post_ref(double v, const graph_ints *post, float alpha, const floa
         case GRAPH_POST_TANH: v = tanh(v); break;
         case GRAPH_POST_SILU: v = v / (1 + exp(-v)); break;
         case GRAPH_POST_LEAKY_RELU: v = v > 0 ? v : alpha * v; break;
+        case GRAPH_POST_CLIP: v = v < -1 ? -1 : v > 1 ? 1 : v; break; /* CLIP_BOUNDS */
         }
     }
     return v;
@@ -257,7 +261,7 @@ static void linear_case(graph_type tx, int64_t n, int bias, const graph_ints *po
     int adds = 0;
     for (int i = 0; post && i < post->n; i++)
         adds += post->v[i] == GRAPH_POST_ADD;
-    graph_linear_ep_attrs at = {post ? *post : (graph_ints){0}, alpha};
+    graph_linear_ep_attrs at = {post ? *post : (graph_ints){0}, alpha, CLIP_BOUNDS};
     ncase c = {post ? GRAPH_OP_linear_ep : GRAPH_OP_linear, post ? &at : NULL,
                2 + (bias || post) + adds, {tx, tw, tb, ty_},
                {rnd(&tx, 3), rnd(&tw, 4), rnd(&tb, 5), rnd(&ty_, 6)}, 2};
@@ -298,6 +302,9 @@ static void test_linear(void)
     linear_case(F32(6, 45), 9, 1, &every, 0.1f); /* the same epilogue on the simple kernel */
     linear_case(F32(66, 45), 70, 1, &relu, 0);
     linear_case(F32(20, 30), 24, 1, &acts, -0.3f);
+    graph_ints clip = {3, {GRAPH_POST_LEAKY_RELU, GRAPH_POST_ADD, GRAPH_POST_CLIP}};
+    linear_case(F32(66, 45), 70, 1, &clip, 1.0f); /* slope 1: a whole-number literal */
+    linear_case(F32(6, 45), 9, 1, &clip, 2.0f);
     linear_case(F32(20, 30), 24, 1, &none, 0);
     linear_case(F32(4, 0), 24, 1, &relu, 0);     /* K = 0: the bias */
 }
