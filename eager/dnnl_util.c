@@ -280,11 +280,15 @@ static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const eager_dnnl_spec 
     return *pd ? dnnl_success : dnnl_unimplemented;
 }
 
-/* Nonzero if post has a CLIP step: oneDNN's clip is not clip at NaN. */
-static int has_clip(const graph_ints *post)
+/* Nonzero if post has a step oneDNN computes differently from our kernels:
+ * its clip sends NaN to the lower bound, its relu (a max with 0) sends NaN
+ * to 0, where clip and relu pass NaN (kernels_unary.c).  Such an epilogue
+ * runs in C after the primitive (one more pass over the output, in cache
+ * for the rows just written), so fusing never changes a result. */
+static int needs_c_post(const graph_ints *post)
 {
     for (int i = 0; post && i < post->n; i++)
-        if (post->v[i] == GRAPH_POST_CLIP)
+        if (post->v[i] == GRAPH_POST_CLIP || post->v[i] == GRAPH_POST_RELU)
             return 1;
     return 0;
 }
@@ -299,7 +303,7 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
     if ((s = eager_dnnl_engine(&eng)) != dnnl_success)
         return s;
     *step = "primitive descriptor";
-    int in_c = sp->attr && has_clip(sp->post);
+    int in_c = sp->attr && needs_c_post(sp->post);
     if ((s = pd_create(&pd, sp, in_c ? NULL : sp->attr, eng)) != dnnl_success)
         return s;
     const char *impl = NULL;

@@ -5,9 +5,10 @@
  * binary add of the residual (same shape as the output), the activations
  * as eltwise post-ops (relu, gelu_erf, logistic, tanh, swish with alpha 1,
  * relu with the leaky slope).  Types and post codes were checked by
- * graph/infer_ep.c.  An epilogue with a CLIP step runs in C (below)
- * after oneDNN: oneDNN's clip sends NaN to the lower bound, clip lets it
- * pass (dnnl_util.c, prim_build).
+ * graph/infer_ep.c.  An epilogue with a CLIP or RELU step runs in C
+ * (below) after oneDNN: oneDNN's clip sends NaN to the lower bound and its
+ * relu sends NaN to 0, where clip and relu let it pass (dnnl_util.c,
+ * prim_build).
  *
  * The same epilogue in vectorized C (eager_post_apply) serves the cases
  * that never reach oneDNN (K = 0, an empty conv input: the output is the
@@ -35,7 +36,7 @@ static void post_step(float *restrict y, const float *restrict r, int64_t n, int
     case GRAPH_POST_RELU:
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
-            y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+            y[i] = y[i] > 0.0f || y[i] != y[i] ? y[i] : 0.0f; /* as relu: NaN passes */
         break;
     case GRAPH_POST_LEAKY_RELU:
 #pragma omp simd

@@ -22,7 +22,8 @@
  *   sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf, reciprocal(+-0) = +-inf.
  *   gelu is the exact erf form; gelu(-inf) = NaN, the formula's value
  *     (-inf/2 * 0), as PyTorch, ONNX's Gelu function and oneDNN's gelu_erf
- *     epilogue; silu(-inf) = -0.
+ *     epilogue; silu(-inf) = NaN likewise (PyTorch's x * sigmoid(x), oneDNN's
+ *     swish epilogue).
  */
 #include <math.h>
 #include <string.h>

@@ -30,7 +30,7 @@
  * API (all take and return float):
  *   vm_expf, vm_logf, vm_tanhf, vm_sigmoidf (1/(1+e^-x)), vm_erff,
  *   vm_geluf (x/2 (1 + erf(x/sqrt2)), accurate in the far negative tail,
- *   gelu(-inf) = NaN as the formula gives), vm_siluf (x sigmoid(x), silu(-inf) = -0),
+ *   gelu(-inf) = NaN as the formula gives), vm_siluf (x sigmoid(x), silu(-inf) = NaN as the formula gives),
  *   vm_signf; and loops over arrays: vm_sqrt_loop (sqrt, 1/sqrt) and
  *   vm_round_loop (floor, ceil, round half to even).
  * Without hardware FMA (a build without -march=native) the results are
@@ -267,7 +267,9 @@ static inline float vm_siluf(float x)
     float num = x >= 0.0f ? x : x * e;
     num = far ? num * 1.12535175e-07f : num; /* e^-16 */
     float r = num / (1.0f + (far ? 0.0f : e));
-    return x < -FLT_MAX ? -0.0f : r;
+    /* at -inf the formula's value, -inf * 0 = NaN, as PyTorch's silu (x *
+     * sigmoid(x)) and oneDNN's swish epilogue give it */
+    return x < -FLT_MAX ? NAN : r;
 }
 
 /* erf(a)/a = P(a^2) for |a| < 0.875. */

@@ -237,7 +237,7 @@ int ocl_epilogue_src(const graph_ints *post, graph_post_prm prm, char *buf, size
         char tmp[160], a[40], b[40];
         switch (post->v[k]) {
         case GRAPH_POST_ADD: s = "    v += res[i];\n"; break;
-        case GRAPH_POST_RELU: s = "    v = tg_relu_ep(v);\n"; break;
+        case GRAPH_POST_RELU: s = "    v = tg_relu(v);\n"; break; /* NaN passes */
         case GRAPH_POST_GELU: s = "    v = tg_gelu(v);\n"; break;
         case GRAPH_POST_SIGMOID: s = "    v = tg_sigmoid(v);\n"; break;
         case GRAPH_POST_TANH: s = "    v = tanh(v);\n"; break;

@@ -10,8 +10,6 @@
 
 /* relu(NaN) = NaN, relu(-0) = +0 */
 TG_F1 tg_relu(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
-/* The epilogue relu of linear_ep/conv2d_ep (oneDNN): NaN gives 0. */
-inline float tg_relu_ep(float x) { return x > 0.0f ? x : 0.0f; }
 TG_F1 tg_leaky_relu(float x, float a) { return x < 0.0f ? a * x : x; }
 /* 1 / (1 + e^-x) without cancellation in either tail. */
 TG_F1 tg_sigmoid(float x)
@@ -20,7 +18,7 @@ TG_F1 tg_sigmoid(float x)
     return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 /* silu(-inf) = -0, the limit */
-TG_F1 tg_silu(float x) { return x < -FLT_MAX ? -0.0f : x * tg_sigmoid(x); }
+TG_F1 tg_silu(float x) { return x < -FLT_MAX ? NAN : x * tg_sigmoid(x); }
 
 /*
  * Broadcast offsets: linear output index i over the output dims d[0..nd)
@@ -99,7 +97,7 @@ TG_V8 tg_sigmoid(float8 x)
     float8 e = exp(-fabs(x));
     return select(e, (float8)(1.0f), x >= 0.0f) / (1.0f + e);
 }
-TG_V8 tg_silu(float8 x) { return select(x * tg_sigmoid(x), (float8)(-0.0f), x < -FLT_MAX); }
+TG_V8 tg_silu(float8 x) { return select(x * tg_sigmoid(x), (float8)(NAN), x < -FLT_MAX); }
 TG_V8 tg_clip(float8 x, float lo, float hi)
 {
     x = select(x, (float8)(lo), x < lo);
