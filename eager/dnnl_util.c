@@ -27,6 +27,14 @@ static int g_have_key;
 /* The stream of this thread; the key holds it too, for the destructor. */
 static _Thread_local dnnl_stream_t tl_stream;
 
+/* Set by eager_dnnl_impl_of: prims are named there, not run. */
+typedef struct impl_probe {
+    char *impl;
+    size_t len;
+    int done;
+} impl_probe;
+static _Thread_local impl_probe *tl_probe;
+
 const char *eager_dnnl_status_str(dnnl_status_t s)
 {
     switch (s) {
@@ -380,6 +388,84 @@ eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a)
     return a->state ? (eager_dnnl_prim *)*a->state : NULL;
 }
 
+int eager_dnnl_impl_is_ref(const char *impl)
+{
+    return impl && (strncmp(impl, "ref", 3) == 0 || strstr(impl, "ref:") || strstr(impl, ":ref"));
+}
+
+int eager_dnnl_op_has_impl(graph_op op)
+{
+    return op == GRAPH_OP_conv2d || op == GRAPH_OP_conv2d_ep || op == GRAPH_OP_conv2d_blk ||
+           op == GRAPH_OP_matmul || op == GRAPH_OP_linear || op == GRAPH_OP_linear_ep;
+}
+
+tg_status eager_dnnl_impl_of(graph_op op, const void *attrs, const graph_type *in_type, int nin,
+                             const graph_type *out_type, uint32_t fixed_in, int nthreads,
+                             char *impl, size_t len, char *err, size_t errlen)
+{
+    char tmp[8];
+    if (!impl || !len)
+        impl = tmp, len = sizeof tmp;
+    impl[0] = '\0';
+    if (err && errlen)
+        err[0] = '\0';
+    if (!eager_dnnl_op_has_impl(op) || nin < 2 || nin > EAGER_DNNL_MAX_ARGS) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s with %d inputs: not a oneDNN conv or matmul kernel",
+                     (unsigned)op < GRAPH_OP_COUNT ? graph_ops[op].name : "?", nin);
+        return TG_ERR_UNSUPPORTED;
+    }
+    /* Empty operands never reach oneDNN (and the kernel would write). */
+    if (graph_type_numel(&in_type[0]) == 0 || graph_type_numel(&in_type[1]) == 0 ||
+        graph_type_numel(out_type) == 0)
+        return TG_OK;
+    const void *in[EAGER_DNNL_MAX_ARGS] = {NULL};
+    void *out[1] = {NULL};
+    eager_kstate *slot = NULL;
+    eager_kargs a = {in_type, in, nin, attrs, out_type, out, 1, nthreads < 1 ? 1 : nthreads,
+                     err, err ? errlen : 0, &slot, fixed_in};
+    impl_probe pr = {impl, len, 0};
+    tl_probe = &pr;
+    tg_status st = eager_kernels[op](&a);
+    tl_probe = NULL;
+    eager_kstate_free(slot);
+    if (pr.done) {
+        if (err && errlen)
+            err[0] = '\0';
+        return TG_OK;
+    }
+    return st; /* TG_OK: the kernel did not call oneDNN */
+}
+
+tg_status eager_dnnl_node_impl(const graph *g, int32_t node, char *impl, size_t len, char *err,
+                               size_t errlen)
+{
+    if (impl && len)
+        impl[0] = '\0';
+    if (!g || node < 0 || node >= g->nnodes) {
+        if (err && errlen)
+            snprintf(err, errlen, "node %d: no such node", (int)node);
+        return TG_ERR_ARG;
+    }
+    const graph_node *n = &g->nodes[node];
+    graph_type in[EAGER_DNNL_MAX_ARGS];
+    uint32_t fixed = 0;
+    for (int j = 0; j < n->nin && j < EAGER_DNNL_MAX_ARGS; j++) {
+        const graph_value *v = &g->values[n->in[j]];
+        in[j] = v->type;
+        if (v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM)
+            fixed |= 1u << j;
+    }
+    if (n->nout != 1) {
+        if (err && errlen)
+            snprintf(err, errlen, "node %d (%s): %d outputs, not a oneDNN conv or matmul",
+                     (int)node, graph_ops[n->op].name, (int)n->nout);
+        return TG_ERR_UNSUPPORTED;
+    }
+    return eager_dnnl_impl_of(n->op, graph_node_attrs(n), in, n->nin,
+                              &g->values[n->out[0]].type, fixed, 1, impl, len, err, errlen);
+}
+
 /* Fills the packed argument from the caller's buffer src. */
 static dnnl_status_t repack(eager_dnnl_prim *p, dnnl_stream_t stream, const void *src)
 {
@@ -431,6 +517,16 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
 tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
                                  const void *const *data)
 {
+    if (tl_probe) {
+        /* eager_dnnl_impl_of: name it; the kernel stops on the error */
+        snprintf(tl_probe->impl, tl_probe->len, "%s", eager_dnnl_prim_impl(p));
+        tl_probe->done = 1;
+        if (a->state && !*a->state)
+            *a->state = &p->base;
+        else
+            eager_dnnl_prim_free(p);
+        return TG_ERR_STATE;
+    }
     int old = eager_dnnl_set_threads(p->nthreads);
     const char *step;
     dnnl_status_t s = prim_exec(p, data, &step);

@@ -21,6 +21,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "../graph/graph.h"
 #include "kernel.h"
 
 /* A sentence for a dnnl status ("unimplemented: no implementation ..."). */
@@ -117,6 +118,39 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p);
  * and diagnostics (ONEDNN_VERBOSE=1 prints the same names).
  */
 const char *eager_dnnl_prim_impl(const eager_dnnl_prim *p);
+/*
+ * Nonzero when impl names one of oneDNN's reference implementations
+ * ("ref:any", "gemm:ref", ...): plain C loops, 100x and more slower than
+ * its JIT ones ("jit:avx512_core", "brg:avx512_core", "x64:gemm:jit",
+ * "jit_wino_4x3:avx512_core").  oneDNN 2.6 falls back to "ref:any" where
+ * no JIT kernel takes the case, e.g. a 256-channel 3x3 conv with dilation
+ * 12 or more in the blocked nChw16c layout (the plain one runs gemm:jit).
+ */
+int eager_dnnl_impl_is_ref(const char *impl);
+
+/*
+ * The oneDNN implementation the CPU kernel of op (conv2d, conv2d_ep,
+ * conv2d_blk, matmul, linear, linear_ep) runs for these input types,
+ * attrs and output type, prepared as a replay plan prepares it (a state
+ * slot; fixed_in as in eager_kargs: bit 1 set for constant weights): the
+ * kernel's own descriptor, attributes and choices (Winograd first, post-
+ * ops moved to C), its primitive built (through oneDNN's cache, so a
+ * later plan reuses it) but never run, on no data.  Returns TG_OK with
+ * the name in impl ("" when oneDNN is not called for these shapes: an
+ * empty input or output), TG_ERR_UNSUPPORTED for another op or more than
+ * EAGER_DNNL_MAX_ARGS inputs, or the kernel's own error; err (may be
+ * NULL) gets the reason.
+ */
+int eager_dnnl_op_has_impl(graph_op op);
+tg_status eager_dnnl_impl_of(graph_op op, const void *attrs, const graph_type *in_type, int nin,
+                             const graph_type *out_type, uint32_t fixed_in, int nthreads,
+                             char *impl, size_t len, char *err, size_t errlen);
+/*
+ * The same for node of g, at its traced types, its constant and param
+ * weights fixed, on one thread.
+ */
+tg_status eager_dnnl_node_impl(const graph *g, int32_t node, char *impl, size_t len, char *err,
+                               size_t errlen);
 /* The prim already prepared in a's state slot, or NULL. */
 eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a);
 /*

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../graph/alloc.h"
+#include "../eager/dnnl_util.h"
 #include "../eager/interp.h"
 #include "../graph/text.h"
 #include "opt.h"
@@ -224,6 +225,30 @@ fail:
     eager_clear_error();
 }
 
+/*
+ * --explain: the oneDNN implementation each live conv / matmul node will
+ * run ("oneDNN: node 7 (conv2d_blk at ...): jit:avx512_core"), as a
+ * replay plan on one thread prepares it; a reference one is flagged.
+ */
+static void explain_impls(const graph *g, const opt_options *o)
+{
+    opt_pass_stats stats = {"oneDNN"};
+    opt_ctx ctx = {o, &stats, 0, NULL, 0};
+    for (int32_t i = 0; o->explain && i < g->nnodes; i++) {
+        if ((g->nodes[i].flags & GRAPH_NODE_DEAD) || !eager_dnnl_op_has_impl(g->nodes[i].op))
+            continue;
+        char impl[64], why[200];
+        tg_status st = eager_dnnl_node_impl(g, i, impl, sizeof impl, why, sizeof why);
+        if (st != TG_OK)
+            opt_explain(&ctx, g, i, "no implementation: %s", why[0] ? why : tg_status_str(st));
+        else if (!impl[0])
+            opt_explain(&ctx, g, i, "not called (an empty operand)");
+        else
+            opt_explain(&ctx, g, i, "%s%s", impl,
+                        eager_dnnl_impl_is_ref(impl) ? " (a reference kernel: slow)" : "");
+    }
+}
+
 tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
                        size_t errlen)
 {
@@ -245,8 +270,10 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
         return TG_ERR_NULL;
     }
     rep->nodes_before = rep->nodes_after = graph_live_nodes(g);
-    if (o->level <= 0)
+    if (o->level <= 0) {
+        explain_impls(g, o);
         return TG_OK;
+    }
     run_state rs = {g, o, rep, err, errlen, NULL, NULL, NULL};
     rs.out_dyn = tg_malloc(sizeof(uint32_t) * ((size_t)g->noutputs + 1));
     if (!rs.out_dyn) {
@@ -259,6 +286,8 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
         make_reference(&rs);
     tg_status st = pipeline(&rs);
     rep->nodes_after = graph_live_nodes(g);
+    if (st == TG_OK)
+        explain_impls(g, o);
     for (int32_t k = 0; rs.ref && k < g->noutputs; k++)
         eager_release(rs.ref[k]);
     for (int32_t i = 0; rs.in && i < g->ninputs; i++)

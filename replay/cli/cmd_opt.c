@@ -6,7 +6,8 @@
  *       [--keep-params] [--finite-math] [--print-after-each] [--verify-each]
  *
  * --stats prints the per-pass table and the memory plan of the result;
- * --explain lists every fusion candidate that was not fused, and why;
+ * --explain lists every fusion candidate that was not fused, and why,
+ * and the oneDNN implementation each conv / matmul node will run;
  * --print-after-each prints the text IR after each pass that changed it;
  * --verify-each runs the graph after every pass against the original on
  * seeded inputs and names the first pass that changes an output.
@@ -33,7 +34,8 @@ static void opt_help(void)
            "                      fusion (params become constants); -O3 adds layout\n"
            "  --stats             per-pass table (removed, fused, rewritten, bytes, ms)\n"
            "                      and the memory plan (naive, lower bound, planned bytes)\n"
-           "  --explain           every fusion candidate that was not fused, and why\n"
+           "  --explain           every fusion candidate that was not fused, and why;\n"
+           "                      the oneDNN implementation of each conv / matmul\n"
            "  --keep-params       keep params swappable (replay_set_param) at -O2+\n"
            "  --finite-math       allow rewrites that assume no inf/NaN (x*0 -> 0, ...)\n"
            "  --print-after-each  the text IR after each pass that changed the graph\n"
