@@ -1,6 +1,6 @@
 /*
  * patterns.c - pattern fusion (-O2, before epilogue and ewchain):
- * layer_norm, softmax and GELU written with primitive ops become the one
+ * layer_norm, softmax, GELU and SiLU written with primitive ops become the one
  * op that computes them (one pass over a row instead of six or eight
  * kernels and their intermediates, and the more careful kernels: the
  * layer_norm kernel accumulates in double, softmax subtracts the max).
@@ -26,6 +26,9 @@
  *               0.044715 x^3))) differs from the erf form by up to about
  *               5e-4, so it is not gelu; it is left as is (and ewchain
  *               fuses it) and --explain says so.
+ *   silu        x * sigmoid(x) (either order)       -> silu(x)
+ *               (the same function everywhere: silu(-inf) is NaN, as
+ *               -inf * sigmoid(-inf) = -inf * 0 is)
  * keepdim: the reduction either keeps its dims or is followed by an
  * unsqueeze/reshape back to the kept shape.  Commutative operands match
  * in either order; constants are GRAPH_VALUE_CONST values whose elements
@@ -514,6 +517,26 @@ static int try_gelu(pctx *c, int32_t i)
     return 0;
 }
 
+/* ---- silu ---- */
+
+/* x * sigmoid(x), either order -> silu(x): the same function at every
+ * input, NaN and the infinities included (silu(-inf) = -inf * 0 = NaN). */
+static int try_silu(pctx *c, int32_t i)
+{
+    const graph_node *m = node(c, i);
+    for (int k = 0; k < 2 && m->nin == 2; k++) {
+        int32_t sg = made_by(c, m->in[k], GRAPH_OP_sigmoid);
+        if (sg < 0 || node(c, sg)->in[0] != m->in[1 - k])
+            continue;
+        mset t = {{i}, 1};
+        if (add_to(&t, sg) < 0)
+            return -1;
+        int32_t x = m->in[1 - k];
+        return fire(c, &t, GRAPH_OP_silu, &x, 1, NULL, "silu");
+    }
+    return 0;
+}
+
 static tg_status run(graph *g, opt_ctx *ctx)
 {
     opt_uses u;
@@ -527,6 +550,8 @@ static tg_status run(graph *g, opt_ctx *ctx)
             g->values[n->out[0]].type.dtype != GRAPH_F32)
             continue;
         if (n->op == GRAPH_OP_mul && (r = try_gelu(&c, i)) != 0)
+            continue;
+        if (n->op == GRAPH_OP_mul && (r = try_silu(&c, i)) != 0)
             continue;
         if ((n->op == GRAPH_OP_div || n->op == GRAPH_OP_mul) && (r = try_softmax(&c, i)) != 0)
             continue;

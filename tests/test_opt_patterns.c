@@ -391,6 +391,67 @@ static void test_gelu(void)
     }
 }
 
+/* ---- silu ---- */
+
+/* x * sigmoid(x) in either order is silu(x); the same at NaN, +-inf and
+ * the tails as the expression (both NaN at -inf); not when the sigmoid is
+ * of another value or used elsewhere. */
+static void test_silu(void)
+{
+    static const char *const yes[] = {
+        "graph si(%x: f32[9,4]) -> (y: f32[9,4]) {\n  %s: f32[9,4] = sigmoid(%x) !p0\n"
+        "  %y: f32[9,4] = mul(%x, %s) !p1\n  return y = %y\n}\nprovenance {\n"
+        "  p0 = \"s.c\":1 \"f\"\n  p1 = \"s.c\":2 \"f\"\n}\n",
+        "graph si(%x: f32[9,4]) -> (y: f32[9,4]) {\n  %s: f32[9,4] = sigmoid(%x)\n"
+        "  %y: f32[9,4] = mul(%s, %x)\n  return y = %y\n}\n",
+    };
+    for (size_t k = 0; k < sizeof yes / sizeof yes[0]; k++) {
+        graph *orig = NULL;
+        graph *f = fuse(__LINE__, yes[k], &orig, NULL);
+        const graph_node *n = f ? fu_output_node(f, 0) : NULL;
+        CHECK_MSG(f && graph_live_nodes(f) == 1 && n && n->op == GRAPH_OP_silu &&
+                  f->values[n->in[0]].kind == GRAPH_VALUE_INPUT, "silu case %zu", k);
+        if (k == 0)
+            CHECK(n && n->nprov == 2);
+        if (f && orig) {
+            static const float edge[] = {-INFINITY, INFINITY, NAN, -100.0f, 100.0f, -0.0f, 0.0f,
+                                         -20.5f, -88.5f, 1e-30f, -1e30f, 5.0f};
+            float x[36];
+            for (int i = 0; i < 36; i++)
+                x[i] = edge[i % 12];
+            eager_pool_push();
+            eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(9, 4), x), *ya = NULL, *yb = NULL;
+            CHECK(eager_interpret(orig, &in, 1, &ya, 1, NULL) == TG_OK);
+            CHECK(eager_interpret(f, &in, 1, &yb, 1, NULL) == TG_OK);
+            const float *a = ya ? eager_peek(ya) : NULL, *b = yb ? eager_peek(yb) : NULL;
+            for (int i = 0; a && b && i < 12; i++)
+                CHECK_MSG((isnan(a[i]) && isnan(b[i])) || a[i] == b[i] ||
+                              fabsf(a[i] - b[i]) <= 1e-6f * fabsf(a[i]) + 1e-40f,
+                          "silu case %zu at x = %g: expression %g, silu %g", k, x[i], a[i], b[i]);
+            CHECK(b && isnan(b[0]) && b[1] == INFINITY && isnan(b[2]));
+            eager_release(ya);
+            eager_release(yb);
+            eager_pool_pop();
+        }
+        graph_free(orig);
+        graph_free(f);
+    }
+    static const char *const no[] = {
+        /* the sigmoid of another value */
+        "graph si(%x: f32[9,4], %w: f32[9,4]) -> (y: f32[9,4]) {\n  %s: f32[9,4] = sigmoid(%w)\n"
+        "  %y: f32[9,4] = mul(%x, %s)\n  return y = %y\n}\n",
+        /* the sigmoid is an output too */
+        "graph si(%x: f32[9,4]) -> (y: f32[9,4], s: f32[9,4]) {\n  %s: f32[9,4] = sigmoid(%x)\n"
+        "  %y: f32[9,4] = mul(%x, %s)\n  return y = %y\n  return s = %s\n}\n",
+    };
+    for (size_t k = 0; k < sizeof no / sizeof no[0]; k++) {
+        graph *g = PARSE(no[k]);
+        CHECK_MSG(g && RUN(g, opt_pass_patterns) == 0 && fu_count(g, GRAPH_OP_silu) == 0,
+                  "silu case %zu fired", k);
+        graph_free(g);
+    }
+}
+
 /* The tanh approximation is not gelu: left as is, and explained. */
 static void test_gelu_tanh(void)
 {
@@ -518,6 +579,7 @@ int main(void)
     test_layer_norm_declined();
     test_softmax();
     test_gelu();
+    test_silu();
     test_gelu_tanh();
     test_encoder();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
