@@ -659,6 +659,74 @@ static void coverage_refusals(void)
     graph_free(g);
 }
 
+/* InstanceNormalization of x f32[2,3,2,2] (scale and B initializers,
+ * epsilon 0.01) against a naive loop in double; a scale of the wrong
+ * length is refused. */
+static void instance_norm(void)
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    static const int64_t x4[4] = {2, 3, 2, 2};
+    mb_init(&b, "InstanceNormalization", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    char *nin[3] = {"x", "sc", "bi"};
+    b.node.input = nin;
+    b.node.n_input = 3;
+    float sc[3] = {1.5f, -0.5f, 2.0f}, bi[3] = {0.25f, 1.0f, -3.0f};
+    Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+    int64_t td[1] = {3};
+    for (int i = 0; i < 2; i++) {
+        t[i] = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+        t[i].name = nin[1 + i];
+        t[i].has_data_type = 1;
+        t[i].data_type = 1;
+        t[i].n_dims = 1;
+        t[i].dims = td;
+        t[i].n_float_data = 3;
+        t[i].float_data = i ? bi : sc;
+    }
+    b.g.n_initializer = 2;
+    b.g.initializer = ts;
+    Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
+    at.name = "epsilon";
+    at.has_type = 1;
+    at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    at.has_f = 1;
+    at.f = 0.01f;
+    b.node.n_attribute = 1;
+    b.node.attribute = ats;
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "InstanceNormalization imports: %s", err);
+    if (g) {
+        float x[24], want[24];
+        for (int i = 0; i < 24; i++)
+            x[i] = (float)((i * 7 % 11) - 5) * 0.3f + (float)(i / 4);
+        for (int nc = 0; nc < 6; nc++) {
+            double mean = 0, var = 0;
+            for (int k = 0; k < 4; k++)
+                mean += x[nc * 4 + k] / 4.0;
+            for (int k = 0; k < 4; k++)
+                var += (x[nc * 4 + k] - mean) * (x[nc * 4 + k] - mean) / 4.0;
+            for (int k = 0; k < 4; k++)
+                want[nc * 4 + k] = (float)((x[nc * 4 + k] - mean) / sqrt(var + 0.01) *
+                                               sc[nc % 3] + bi[nc % 3]);
+        }
+        eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3, 2, 2), x), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        if (out)
+            CHECK_FLOATS((const float *)eager_peek(out), want, 24, 1e-5);
+        eager_release(in);
+        eager_release(out);
+    }
+    graph_free(g);
+    td[0] = 2; /* scale and B of 2 for 3 channels */
+    t[0].n_float_data = t[1].n_float_data = 2;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (InstanceNormalization): scale has 1 dims (first 2), "
+                "want [C] = [3]");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -670,6 +738,7 @@ int main(void)
     global_pool();
     activations();
     coverage_refusals();
+    instance_norm();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();
