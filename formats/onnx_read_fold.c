@@ -796,9 +796,12 @@ static tg_status fold_scatter_nd(onnx_reader *r, int kind, int *done)
         (it->dtype != GRAPH_I64 && it->dtype != GRAPH_I32) || ut->dtype != dt->dtype ||
         dt->dtype == GRAPH_BOOL || it->ndim < 1)
         return TG_OK;
-    int q = it->ndim, k = (int)it->dim[q - 1];
+    int q = it->ndim;
+    if (it->dim[q - 1] < 1 || it->dim[q - 1] > dt->ndim)
+        return TG_OK;
+    int k = (int)it->dim[q - 1];
     /* updates: indices.shape[:-1] + data.shape[k:] */
-    if (k < 1 || k > dt->ndim || ut->ndim != q - 1 + dt->ndim - k)
+    if (ut->ndim != q - 1 + dt->ndim - k)
         return TG_OK;
     for (int d = 0; d < ut->ndim; d++)
         if (ut->dim[d] != (d < q - 1 ? it->dim[d] : dt->dim[k + d - (q - 1)]))
