@@ -72,7 +72,8 @@
  * such constants (not params) is computed at load time when it is Identity,
  * Add, Sub, Mul, Div, Neg, Abs, Sign, Sqrt, Reciprocal, Floor, Ceil,
  * Round, Equal, Less, Greater, Where, Cast, Reshape, Squeeze, Unsqueeze,
- * Transpose, Slice, Expand, Gather, Concat or Range and its result has at
+ * Transpose, Slice, Expand, Gather, Concat, Range, ReduceProd, Mod or
+ * ScatterND and its result has at
  * most 4096 elements
  * (ONNX_MAX_FOLD_ELEMS; a larger one is a graph node, and a larger Range
  * is refused).  Shape, Size and ConstantOfShape always make constants.
@@ -104,7 +105,9 @@
  * output_shape and SAME_UPPER / SAME_LOWER as the spec's pads, a
  * negative end pad as more output_padding, a negative start pad
  * refused), GlobalAveragePool,
- * BatchNormalization (inference), LayerNormalization (with its Mean and
+ * BatchNormalization (inference), InstanceNormalization (layer_norm
+ * over the dims from 2 on, then scale and B per channel: PyTorch's
+ * GroupNorm export), LayerNormalization (with its Mean and
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
  * last axis), ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin (with
  * select_last_index; a NaN counts as the extreme, as in NumPy, where ONNX
@@ -117,12 +120,17 @@
  * coordinate transformation but tf_crop_and_resize) and Upsample
  * (nearest) as gathers and weighted sums fixed at load time
  * (onnx_read_resize.c); Reshape, Flatten,
- * Transpose, Concat, Split, Slice, Pad (constant mode), Squeeze,
+ * Transpose, Concat, Split, Slice, Pad (constant mode; edge and reflect
+ * as slices, expands and concats, pads >= 0, reflect's at most the dim
+ * - 1), Tile (repeats >= 1, as reshape, expand, reshape), Squeeze,
  * Unsqueeze, Expand, Cast, Gather, GatherElements, ScatterElements
  * (reduction none, add and mul from opset 16, max and min from 18; its
  * indices, like GatherElements', run-time values) and Scatter (its name
  * at opsets 9 and 10), Shape, Size, ConstantOfShape, Range
- * (folded only); dtypes
+ * (folded only), ReduceProd, Mod (fmod 0: the divisor's sign, 1: the
+ * dividend's) and ScatterND (reduction none, add, mul from 16, max and
+ * min from 18) (each evaluated at load time only, on constants that are
+ * not params: refused otherwise); dtypes
  * f32, i64, i32, bool.  An attribute the converter does not know is
  * refused rather than ignored.  Each node's provenance is the file and
  * the node's place in it: "model.onnx:17 Conv_3 (Conv)" (line = 1 + the

@@ -383,3 +383,204 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
         st = reshape_to(r, y, dyn & 1, xt.dim, nd, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
+
+/*
+ * InstanceNormalization on [N, C, D1, ...]: each (n, c) normalized over
+ * its spatial dims, as layer_norm over the dims from 2 on (without
+ * weight), then * scale + B per channel (each reshaped to [C, 1, ...]).
+ * PyTorch's GroupNorm export (Reshape -> InstanceNormalization with
+ * ones and zeros -> Reshape -> Mul -> Add) comes through here.
+ */
+tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
+{
+    graph_layer_norm_attrs a;
+    graph_attrs_default(GRAPH_OP_layer_norm, &a);
+    a.axis = 2;
+    int32_t in[3], y;
+    tg_status st = onnx_attr_float(r, "epsilon", 1e-5f, &a.eps);
+    for (int i = 0; st == TG_OK && i < 3; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st != TG_OK)
+        return st;
+    const graph_type *xt = onnx_vtype(r, in[0]);
+    if (xt->ndim < 3)
+        return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want at least 3 "
+                         "(N, C, D1, ...)", xt->ndim);
+    int64_t c = xt->dim[1], shape[GRAPH_MAX_DIMS];
+    for (int i = 1; i < 3; i++) {
+        const graph_type *p = onnx_vtype(r, in[i]);
+        if (p->ndim != 1 || p->dim[0] != c)
+            return onnx_fail(r, TG_ERR_FORMAT, "%s has %d dims (first %lld), want [C] = "
+                             "[%lld]", i == 1 ? "scale" : "B", p->ndim,
+                             LL(p->ndim ? p->dim[0] : 0), LL(c));
+    }
+    if (onnx_dynamic_dims(r, in[0]) & 2)
+        r->specialized = 1; /* the channel reshape fixes C */
+    shape[0] = c;
+    for (int d = 1; d < xt->ndim - 1; d++)
+        shape[d] = 1;
+    int n = xt->ndim - 1;
+    st = onnx_add(r, GRAPH_OP_layer_norm, in, 1, &a, &y, 1);
+    for (int i = 1; st == TG_OK && i < 3; i++) {
+        int32_t p;
+        st = reshape_to(r, in[i], 0, shape, n, &p);
+        if (st == TG_OK)
+            st = node(r, i == 1 ? GRAPH_OP_mul : GRAPH_OP_add, y, p, NULL, &y);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/* y = x[start:end:step] along axis ax. */
+static tg_status slice_axis1(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
+                             int64_t step, int32_t *y)
+{
+    graph_slice_attrs a;
+    memset(&a, 0, sizeof a);
+    a.axes.n = a.starts.n = a.ends.n = a.steps.n = 1;
+    a.axes.v[0] = ax;
+    a.starts.v[0] = start;
+    a.ends.v[0] = end;
+    a.steps.v[0] = step;
+    return onnx_add(r, GRAPH_OP_slice, &x, 1, &a, y, 1);
+}
+
+/* y = x broadcast to n along axis ax (x's dim there is 1). */
+static tg_status expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y)
+{
+    const graph_type *t = onnx_vtype(r, x);
+    graph_expand_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.n = t->ndim;
+    for (int d = 0; d < t->ndim; d++)
+        a.shape.v[d] = d == ax ? n : t->dim[d];
+    return onnx_add(r, GRAPH_OP_expand, &x, 1, &a, y, 1);
+}
+
+/* y = concat(parts, axis ax), the parts with a negative id left out. */
+static tg_status concat_axis(onnx_reader *r, const int32_t *parts, int n, int ax, int32_t *y)
+{
+    int32_t in[3];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (parts[i] >= 0)
+            in[k++] = parts[i];
+    if (k == 1) {
+        *y = in[0];
+        return TG_OK;
+    }
+    graph_concat_attrs a = {ax};
+    return onnx_add(r, GRAPH_OP_concat, in, k, &a, y, 1);
+}
+
+/*
+ * Tile (repeats a constant, one per dim, >= 0): per dim d repeated k > 1
+ * times, x reshaped with a 1 inserted before d, expanded to k there and
+ * reshaped back with dim d * k, so the copies follow one another.
+ * Dims that are dynamic are fixed at their traced sizes (specialized).
+ */
+tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op)
+{
+    graph_ints rep;
+    int32_t x;
+    tg_status st = onnx_const_ints(r, 1, "repeats", &rep, GRAPH_MAX_DIMS);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    graph_type t = *onnx_vtype(r, x);
+    if (rep.n != t.ndim)
+        return onnx_fail(r, TG_ERR_FORMAT, "repeats has %d entries, want one per dim "
+                         "of the input (%d)", rep.n, t.ndim);
+    for (int d = 0; d < t.ndim; d++) {
+        if (rep.v[d] < 0)
+            return onnx_fail(r, TG_ERR_FORMAT, "repeats[%d] = %lld is negative", d,
+                             LL(rep.v[d]));
+        if (rep.v[d] == 0)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "repeats[%d] = 0 (an empty result) "
+                             "is not supported", d);
+        int64_t prod;
+        if (__builtin_mul_overflow(t.dim[d], rep.v[d], &prod) || prod > INT32_MAX)
+            return onnx_fail(r, TG_ERR_FORMAT, "repeats[%d] = %lld times dim %lld is "
+                             "too large", d, LL(rep.v[d]), LL(t.dim[d]));
+    }
+    if (t.ndim >= GRAPH_MAX_DIMS)
+        for (int d = 0; d < t.ndim; d++)
+            if (rep.v[d] > 1)
+                return onnx_fail(r, TG_ERR_UNSUPPORTED, "Tile of a %d-dim tensor is not "
+                                 "supported (at most %d)", t.ndim, GRAPH_MAX_DIMS - 1);
+    if (onnx_dynamic_dims(r, x))
+        r->specialized = 1;
+    for (int d = 0; st == TG_OK && d < t.ndim; d++) {
+        if (rep.v[d] == 1)
+            continue;
+        int64_t shape[GRAPH_MAX_DIMS];
+        for (int i = 0, j = 0; i < t.ndim; i++) {
+            if (i == d)
+                shape[j++] = 1;
+            shape[j++] = t.dim[i];
+        }
+        st = reshape_to(r, x, 0, shape, t.ndim + 1, &x);
+        if (st == TG_OK)
+            st = expand_axis(r, x, d, rep.v[d], &x);
+        t.dim[d] *= rep.v[d];
+        if (st == TG_OK)
+            st = reshape_to(r, x, 0, t.dim, t.ndim, &x);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, x) : st;
+}
+
+/*
+ * Pad modes edge and reflect (pads: begins then ends, >= 0), axis by
+ * axis as concat(before, x, after):
+ *   edge     before = x[0:1] expanded to b, after = x[n-1:n] expanded to e;
+ *   reflect  before = x[b:0:-1], after = x[n-2:n-2-e:-1] (the border
+ *            element not repeated: b and e at most n - 1).
+ * A padded dim that is dynamic is fixed at its traced size (specialized).
+ */
+tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads)
+{
+    int32_t x;
+    tg_status st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    const char *mode = reflect ? "reflect" : "edge";
+    int nd = onnx_vtype(r, x)->ndim;
+    uint32_t dyn = onnx_dynamic_dims(r, x);
+    if (pads->n != 2 * nd)
+        return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries, want %d (2 per dim)",
+                         pads->n, 2 * nd);
+    for (int d = 0; d < nd; d++) {
+        int64_t b = pads->v[d], e = pads->v[nd + d], n = onnx_vtype(r, x)->dim[d];
+        if (b < 0 || e < 0)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "a negative pad (%lld) in mode '%s' "
+                             "is not supported", LL(b < 0 ? b : e), mode);
+        if (!b && !e)
+            continue;
+        int64_t most = reflect ? n - 1 : n ? INT32_MAX : 0;
+        if (b > most || e > most)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' pads dim %d of size %lld by "
+                             "%lld; at most %lld is supported", mode, d, LL(n),
+                             LL(b > most ? b : e), LL(most));
+        if (dyn >> d & 1)
+            r->specialized = 1;
+        int32_t parts[3] = {-1, x, -1};
+        if (b)
+            st = reflect ? slice_axis1(r, x, d, b, 0, -1, &parts[0])
+                         : slice_axis1(r, x, d, 0, 1, 1, &parts[0]);
+        if (st == TG_OK && b && !reflect)
+            st = expand_axis(r, parts[0], d, b, &parts[0]);
+        /* reflect's end n-2-e is >= -1; -1 must mean "before 0", not the
+         * last element. */
+        if (st == TG_OK && e)
+            st = reflect ? slice_axis1(r, x, d, n - 2, n - 2 - e >= 0 ? n - 2 - e : -n - 1,
+                                       -1, &parts[2])
+                         : slice_axis1(r, x, d, n - 1, n, 1, &parts[2]);
+        if (st == TG_OK && e && !reflect)
+            st = expand_axis(r, parts[2], d, e, &parts[2]);
+        if (st == TG_OK)
+            st = concat_axis(r, parts, 3, d, &x);
+        if (st != TG_OK)
+            return st;
+    }
+    return onnx_bind(r, 0, x);
+}

@@ -215,6 +215,8 @@ tg_status onnx_cast_to(onnx_reader *r, graph_dtype *to);
 tg_status onnx_fold(onnx_reader *r, const onnx_op *op, int *done);
 /* Range, which only exists folded. */
 tg_status onnx_cv_range(onnx_reader *r, const onnx_op *op);
+/* ReduceProd, Mod and ScatterND: refused when not folded, saying why. */
+tg_status onnx_cv_folded_only(onnx_reader *r, const onnx_op *op);
 
 /*
  * A reduction's axes (input or attribute by opset; sum: ReduceSum, whose
@@ -229,6 +231,10 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op);
+/* Pad's modes edge and reflect (reflect 1) with these pads (begins, ends). */
+tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
 /* onnx_read_conv.c: Conv, ConvTranspose, MaxPool and AveragePool. */

@@ -526,6 +526,7 @@ static const onnx_op table[] = {
     U("GlobalAveragePool", global_avg_pool),
     {"BatchNormalization", cv_batch_norm, 0, 5, 5, 1,
      "epsilon,momentum,spatial,training_mode"},
+    {"InstanceNormalization", onnx_cv_instance_norm, 0, 3, 3, 1, "epsilon"},
     {"LayerNormalization", cv_layer_norm, 0, 2, 3, 3, "axis,epsilon,stash_type"},
     {"Softmax", cv_softmax, GRAPH_OP_softmax, 1, 1, 1, "axis"},
     {"LogSoftmax", cv_softmax, GRAPH_OP_log_softmax, 1, 1, 1, "axis"},
@@ -567,6 +568,7 @@ static const onnx_op table[] = {
     {"Pad", onnx_cv_pad, 0, 1, 4, 1, "mode,pads,value"},
     {"Squeeze", onnx_cv_squeeze, GRAPH_OP_squeeze, 1, 2, 1, "axes"},
     {"Unsqueeze", onnx_cv_squeeze, GRAPH_OP_unsqueeze, 1, 2, 1, "axes"},
+    {"Tile", onnx_cv_tile, 0, 2, 2, 1, ""},
     {"Expand", onnx_cv_expand, 0, 2, 2, 1, ""},
     {"Cast", onnx_cv_cast, 0, 1, 1, 1, "saturate,to"},
     {"Gather", onnx_cv_gather, 0, 2, 2, 1, "axis"},
@@ -577,6 +579,9 @@ static const onnx_op table[] = {
     {"Size", onnx_cv_shape, 0, 1, 1, 1, ""},
     {"ConstantOfShape", onnx_cv_constant_of_shape, 0, 1, 1, 1, "value"},
     {"Range", onnx_cv_range, 0, 3, 3, 1, ""},
+    {"ReduceProd", onnx_cv_folded_only, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
+    {"Mod", onnx_cv_folded_only, 0, 2, 2, 1, "fmod"},
+    {"ScatterND", onnx_cv_folded_only, 0, 3, 3, 1, "reduction"},
 };
 
 const onnx_op *onnx_op_find(const char *op_type)

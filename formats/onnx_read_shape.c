@@ -330,7 +330,8 @@ tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
     const graph_type *x;
     graph_attrs_default(GRAPH_OP_pad, &a);
     tg_status st = onnx_attr_str(r, "mode", "constant", mode, sizeof mode);
-    if (st == TG_OK && strcmp(mode, "constant"))
+    int border = !strcmp(mode, "edge") || !strcmp(mode, "reflect");
+    if (st == TG_OK && strcmp(mode, "constant") && !border)
         st = onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
     if (st == TG_OK)
         st = onnx_ints_operand(r, 1, 11, "pads", &a.pads, &present);
@@ -347,6 +348,8 @@ tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK && onnx_has_input(r, 3))
         st = r->opset >= 18 ? pads_for_axes(r, x->ndim, &a.pads)
                             : onnx_fail(r, TG_ERR_FORMAT, "axes needs opset 18");
+    if (st == TG_OK && border)
+        return onnx_pad_border(r, mode[0] == 'r', &a.pads);
     return st == TG_OK ? unary_node(r, GRAPH_OP_pad, &a) : st;
 }
 

@@ -542,6 +542,191 @@ static void activations(void)
     activation("HardSigmoid", "alpha", 0.3f, hard_sigmoid); /* beta: its default, 0.5 */
 }
 
+/* An i64 initializer name = v[0..n) (1-D) in t, the only one of b. */
+static void mb_init_i64(mb *b, Onnx__TensorProto *t, Onnx__TensorProto **ts, const char *name,
+                        int64_t *dims, int64_t *v, int n)
+{
+    *t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = 7;
+    t->n_dims = 1;
+    dims[0] = n;
+    t->dims = dims;
+    t->n_int64_data = (size_t)n;
+    t->int64_data = v;
+    ts[0] = t;
+    b->g.n_initializer = 1;
+    b->g.initializer = ts;
+}
+
+/* Tile, Pad's edge and reflect modes, and the ops evaluated at load time
+ * only (ReduceProd, Mod, ScatterND) on what they refuse. */
+static void coverage_refusals(void)
+{
+    mb b;
+    Onnx__AttributeProto a, *as[1];
+    Onnx__TensorProto t, *ts[1];
+    int64_t td[1];
+    mb_init(&b, "Tile", "x", "s");
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Tile): input 1 (repeats) must be a constant known "
+                "at load time, but 's' is a graph input");
+    int64_t rep[3] = {2, 1, 1};
+    mb_init(&b, "Tile", "x", "r");
+    mb_init_i64(&b, &t, ts, "r", td, rep, 3);
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Tile): repeats has 3 entries, want one per dim of "
+                "the input (2)");
+    rep[1] = -1;
+    mb_init_i64(&b, &t, ts, "r", td, rep, 2);
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (Tile): repeats[1] = -1 is negative");
+    /* x f32[2,3]: reflect pads at most 2 on dim 1, edge any amount */
+    int64_t pads[4] = {0, 3, 0, 0};
+    mb_init(&b, "Pad", "x", "p");
+    mb_init_i64(&b, &t, ts, "p", td, pads, 4);
+    mb_attr_str(&b, &a, as, "mode", "reflect");
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Pad): mode 'reflect' pads dim 1 of size 3 by 3; at "
+                "most 2 is supported");
+    mb_attr_str(&b, &a, as, "mode", "edge");
+    pads[3] = -1;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Pad): a negative pad (-1) in mode 'edge' is not "
+                "supported");
+    mb_attr_str(&b, &a, as, "mode", "wrap");
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (Pad): mode 'wrap' is not "
+                "supported");
+    /* Mod and ReduceProd of a run-time value */
+    mb_init(&b, "Mod", "x", "x");
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Mod): input 0 (A) must be a constant known at load "
+                "time, but 'x' is a graph input");
+    mb_init(&b, "ReduceProd", "x", NULL);
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (ReduceProd): input 0 (data) must be a constant known "
+                "at load time, but 'x' is a graph input");
+    /* Mod of constants with an integer divisor 0: not evaluated, refused */
+    int64_t mv[2] = {7, 0};
+    mb_init(&b, "Mod", "r", "r");
+    b.g.n_input = 0;
+    mb_init_i64(&b, &t, ts, "r", td, mv, 2);
+    b.out.type = NULL;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (Mod): Mod is evaluated at load time only, on "
+                "constants: two f32, i64 or i32 operands of one dtype that broadcast, fmod 0 "
+                "or 1, no integer divisor 0, with at most 4096 elements in the result");
+    /* ScatterND with an index out of range: refused, naming what it needs */
+    int64_t sv[2] = {5, 9};
+    char *sin[3] = {"r", "i", "u"};
+    mb_init(&b, "ScatterND", "r", "r");
+    b.node.input = sin;
+    b.node.n_input = 3;
+    b.g.n_input = 0;
+    b.out.type = NULL;
+    Onnx__TensorProto ti[2], *tis[3];
+    int64_t tid[2][2] = {{1, 1}, {1, 0}}, iv[1] = {2}, uv[1] = {4};
+    mb_init_i64(&b, &t, ts, "r", td, sv, 2);
+    for (int i = 0; i < 2; i++) {
+        ti[i] = t;
+        ti[i].name = i ? "u" : "i";
+        ti[i].n_dims = 2 - (size_t)i; /* i: [1, 1]; u: [1] */
+        ti[i].dims = tid[i];
+        ti[i].n_int64_data = 1;
+        ti[i].int64_data = i ? uv : iv;
+    }
+    tis[0] = &t, tis[1] = &ti[0], tis[2] = &ti[1];
+    b.g.n_initializer = 3;
+    b.g.initializer = tis;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (ScatterND): ScatterND is evaluated at load time "
+                "only, on constants: i64/i32 indices in range whose last dim k is at most "
+                "data's rank, updates of shape indices.shape[:-1] + data.shape[k:], and a "
+                "reduction the opset has, with at most 4096 elements in the result");
+    /* in range (index -1: the last), it is evaluated: [5, 4] */
+    iv[0] = -1;
+    char err[512];
+    tg_status st;
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s", err);
+    if (g) {
+        const graph_value *v = &g->values[g->outputs[0].value];
+        CHECK(v->data && ((const int64_t *)v->data)[0] == 5 &&
+              ((const int64_t *)v->data)[1] == 4);
+    }
+    graph_free(g);
+}
+
+/* InstanceNormalization of x f32[2,3,2,2] (scale and B initializers,
+ * epsilon 0.01) against a naive loop in double; a scale of the wrong
+ * length is refused. */
+static void instance_norm(void)
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    static const int64_t x4[4] = {2, 3, 2, 2};
+    mb_init(&b, "InstanceNormalization", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 4, x4);
+    char *nin[3] = {"x", "sc", "bi"};
+    b.node.input = nin;
+    b.node.n_input = 3;
+    float sc[3] = {1.5f, -0.5f, 2.0f}, bi[3] = {0.25f, 1.0f, -3.0f};
+    Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+    int64_t td[1] = {3};
+    for (int i = 0; i < 2; i++) {
+        t[i] = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+        t[i].name = nin[1 + i];
+        t[i].has_data_type = 1;
+        t[i].data_type = 1;
+        t[i].n_dims = 1;
+        t[i].dims = td;
+        t[i].n_float_data = 3;
+        t[i].float_data = i ? bi : sc;
+    }
+    b.g.n_initializer = 2;
+    b.g.initializer = ts;
+    Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
+    at.name = "epsilon";
+    at.has_type = 1;
+    at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    at.has_f = 1;
+    at.f = 0.01f;
+    b.node.n_attribute = 1;
+    b.node.attribute = ats;
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "InstanceNormalization imports: %s", err);
+    if (g) {
+        float x[24], want[24];
+        for (int i = 0; i < 24; i++)
+            x[i] = (float)((i * 7 % 11) - 5) * 0.3f + (float)(i / 4);
+        for (int nc = 0; nc < 6; nc++) {
+            double mean = 0, var = 0;
+            for (int k = 0; k < 4; k++)
+                mean += x[nc * 4 + k] / 4.0;
+            for (int k = 0; k < 4; k++)
+                var += (x[nc * 4 + k] - mean) * (x[nc * 4 + k] - mean) / 4.0;
+            for (int k = 0; k < 4; k++)
+                want[nc * 4 + k] = (float)((x[nc * 4 + k] - mean) / sqrt(var + 0.01) *
+                                               sc[nc % 3] + bi[nc % 3]);
+        }
+        eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3, 2, 2), x), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        if (out)
+            CHECK_FLOATS((const float *)eager_peek(out), want, 24, 1e-5);
+        eager_release(in);
+        eager_release(out);
+    }
+    graph_free(g);
+    td[0] = 2; /* scale and B of 2 for 3 channels */
+    t[0].n_float_data = t[1].n_float_data = 2;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (InstanceNormalization): scale has 1 dims (first 2), "
+                "want [C] = [3]");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -552,6 +737,8 @@ int main(void)
     features();
     global_pool();
     activations();
+    coverage_refusals();
+    instance_norm();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();
