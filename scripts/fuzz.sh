@@ -123,7 +123,8 @@ for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \
          test_resize_upsample_scales_cubic test_resize_downsample_sizes_linear_pytorch_half_pixel \
          test_upsample_nearest test_tril test_depthtospace_crd_mode test_hardmax_axis_0 \
          test_argmax_keepdims_random test_averagepool_1d_default test_gather_elements_1 \
-         test_scatter_elements_with_duplicate_indices test_scatter_with_axis; do
+         test_scatter_elements_with_duplicate_indices test_scatter_with_axis \
+         test_tile test_edge_pad test_reflect_pad test_scatternd test_mod_mixed_sign_int64; do
     [ -f "$onnx_node/$t/model.onnx" ] && cp "$onnx_node/$t/model.onnx" "$out/seeds/onnx/$t.onnx"
 done
 # and the small models PyTorch exported (tests/data/pytorch: shape arithmetic,
