@@ -6,7 +6,7 @@ output, and times them against ONNX Runtime on the same model.onnx.
 
     /usr/bin/python3 bench/real/run.py DIR --tracegraph build/tracegraph
         [--threads 1,2] [--rounds 3] [--budget-ms 1000] [--json OUT.json]
-        [--md OUT.md] [MODEL...]
+        [--md OUT.md] [--update] [MODEL...]
 
 Check: `tracegraph run X.tgraph -i x.npy -o out.npy` against y.npy; the
 error is max|ours - torch| (abs) and that over max|torch| (rel, as
@@ -24,7 +24,8 @@ take about BUDGET_MS each (2 warm-up runs, then at least 1).  The figure is the 
 -O3/ORT above 1 means tracegraph is slower.
 
 Writes the results as JSON (--json) and as a Markdown table (--md, and on
-stdout).  A model that fails to import, run or time keeps its row, with the
+stdout); --update keeps the records of the models not run now from the
+--json file (a rerun of a few).  A model that fails to import, run or time keeps its row, with the
 error message: that is data for the issue.  Exit status 0 unless the
 command line is wrong.
 """
@@ -210,6 +211,8 @@ def main(argv):
     ap.add_argument("--budget-ms", type=float, default=1000)
     ap.add_argument("--json")
     ap.add_argument("--md")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the other models' records of the --json file (rerun some)")
     a = ap.parse_intermixed_args(argv)
     try:
         threads_list = [int(t) for t in a.threads.split(",")]
@@ -240,6 +243,11 @@ def main(argv):
             name, rec["wall_s"], rec["error"] or
             {l: (v.get("rel_err"), v["error"]) for l, v in rec["levels"].items()}, short),
             file=sys.stderr, flush=True)
+    if a.update and a.json and os.path.exists(a.json):
+        # the models run now replace theirs; the others keep the file's order
+        old = json.load(open(a.json))["records"]
+        new = {r["model"]: r for r in recs}
+        recs = [new.pop(r["model"], r) for r in old] + list(new.values())
     md = markdown(recs, threads_list)
     if a.json:
         with open(a.json, "w") as f:

@@ -79,9 +79,10 @@ section=$(mktemp) || exit 1
 {
     echo "<!-- real-models:begin (bench/real/run.sh writes this section) -->"
     echo "Measured $(date -u +%Y-%m-%d) by \`make bench-real\` (\`bench/real/run.sh $tg $*\`) at $rev,"
-    echo "on ${cpu:-an unknown CPU}, $ncpu cores (load average $load at the end: a shared machine"
-    echo "when it is above 0), PyTorch/torchvision ${torchv:-?}, ONNX Runtime ${ortv:-?} (onnxruntime-node)."
-    echo "ms: median of the rounds' median run time; -O3/ORT above 1: tracegraph is slower."
+    echo "on ${cpu:-an unknown CPU}, $ncpu cores, load average $load at the end (above 0: other work"
+    echo "shared the cores, and the figures are noisy: the 2-thread ones most), PyTorch/torchvision"
+    echo "${torchv:-?}, ONNX Runtime ${ortv:-?} (onnxruntime-node).  ms: median of the rounds' medians;"
+    echo "-O3/ORT above 1: tracegraph is slower.  Errors are max |ours - PyTorch| / max |PyTorch|."
     echo
     cat "$md"
     echo "<!-- real-models:end -->"
