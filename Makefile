@@ -107,7 +107,8 @@ bench: build
 	    --suite-json bench/results/latest.json --tracegraph $(BUILD)/tracegraph; \
 	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \
 	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
-	@$(MAKE) --no-print-directory bench-real
+	@$(MAKE) --no-print-directory bench-real || \
+	  echo "bench: make bench-real failed (above); the other results stand" >&2
 
 # The real models of issue 17 (bench/real/run.sh): torchvision's CNNs and
 # vit_b_16 at random weights (BatchNorm statistics set from the model's own
@@ -118,6 +119,8 @@ bench: build
 # on 2 cores).  The table: bench/results/real.md, and docs/PERFORMANCE.md
 # between the real-models markers.  REAL_FLAGS: flags and models of
 # bench/real/run.py, e.g. --threads 1 --rounds 2 resnet18 mobilenet_v2.
+# Like the peers, it does not fail `make bench` (PyTorch or npm may be out
+# of reach); run alone, a failed install fails it.
 REAL_FLAGS ?=
 bench-real: build
 	bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
