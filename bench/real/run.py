@@ -98,7 +98,10 @@ def bench_ort(d, dims, threads, runs, budget_ms):
 
 
 def run_model(name, d, tg, threads_list, rounds, budget_ms):
-    rec = {"model": name, "error": None, "levels": {}, "timing": {}}
+    # the 1-minute load average when the model starts: above 0, other work
+    # shared the cores during its timings
+    rec = {"model": name, "error": None, "levels": {}, "timing": {},
+           "loadavg": round(os.getloadavg()[0], 2)}
     err_file = d.rstrip("/") + ".export-error"
     if os.path.exists(err_file):
         rec["error"] = "export: " + open(err_file).read().strip()
