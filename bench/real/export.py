@@ -77,11 +77,8 @@ MODELS = {
         lambda: DeepLabOut(tv.segmentation.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, aux_loss=False)), (1, 3, 224, 224)),
     "transformer_encoder": (transformer_encoder, (1, 128, 512)),
-    # The small ones of tests/data/real (make.py there), also benchmarkable.
-    "mobilenet_v2_w025_64": (lambda: tv.mobilenet_v2(weights=None, width_mult=0.25),
-                             (1, 3, 64, 64)),
 }
-DEFAULT = list(MODELS)[:14]
+DEFAULT = list(MODELS)
 
 
 def calibrate_bn(model, shape, batches=3, batch=4):
