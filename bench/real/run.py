@@ -107,6 +107,12 @@ def run_model(name, d, tg, threads_list, rounds, budget_ms):
         rec["error"] = "export: " + open(err_file).read().strip()
         return rec
     onnx = os.path.join(d, "model.onnx")
+    missing = [f for f in ("model.onnx", "x.npy", "y.npy", "x.bin", "y.bin")
+               if not os.path.exists(os.path.join(d, f))]
+    if missing:
+        rec["error"] = "not exported: no %s in %s (bench/real/export.py writes them)" % (
+            ", ".join(missing), d)
+        return rec
     x, ref = os.path.join(d, "x.npy"), np.load(os.path.join(d, "y.npy")).astype(np.float64)
     rec["onnx_mb"] = round(os.path.getsize(onnx) / 1e6, 2)
     rec["dims"] = list(np.load(x).shape)
