@@ -9,7 +9,12 @@
 #                  then every loader and the tool (fuzz_cli) fuzzed for a bounded time
 #   make bench     run the benchmarks: micro-benchmarks, the workload suite
 #                  and the same workloads in PyTorch (installs python3-torch)
-#                  (bench/results/{latest,peers}.json, latest.{md,png}, README table)
+#                  (bench/results/{latest,peers}.json, latest.{md,png}, README table),
+#                  then make bench-real
+#   make bench-real  real models (torchvision CNNs, ViT, a TransformerEncoder)
+#                  imported -O0/-O3, checked against PyTorch, timed against
+#                  ONNX Runtime (installs python3-torchvision and onnxruntime-node;
+#                  bench/results/real.{json,md}, docs/PERFORMANCE.md table)
 #   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
 #   make install   cmake --install build (PREFIX=/usr/local)
 
@@ -20,7 +25,7 @@ JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 35
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench fuzz install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-real fuzz install clean
 
 all: build
 
@@ -102,6 +107,23 @@ bench: build
 	    --suite-json bench/results/latest.json --tracegraph $(BUILD)/tracegraph; \
 	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \
 	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
+	@$(MAKE) --no-print-directory bench-real || \
+	  echo "bench: make bench-real failed (above); the other results stand" >&2
+
+# The real models of issue 17 (bench/real/run.sh): torchvision's CNNs and
+# vit_b_16 at random weights (BatchNorm statistics set from the model's own
+# batches) and a TransformerEncoder, exported by PyTorch at bench time into
+# REAL_DIR (default /tmp/tracegraph-real), imported with tracegraph opt -O0
+# and -O3, checked against PyTorch's output and timed against ONNX Runtime
+# on the same .onnx, alternating rounds, 1 and 2 threads (about 15 minutes
+# on 2 cores).  The table: bench/results/real.md, and docs/PERFORMANCE.md
+# between the real-models markers.  REAL_FLAGS: flags and models of
+# bench/real/run.py, e.g. --threads 1 --rounds 2 resnet18 mobilenet_v2.
+# Like the peers, it does not fail `make bench` (PyTorch or npm may be out
+# of reach); run alone, a failed install fails it.
+REAL_FLAGS ?=
+bench-real: build
+	bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
