@@ -21,6 +21,10 @@
 #include <string.h>
 
 #include "bench/workloads.h"
+#ifndef TG_TEST_DATA
+#define TG_TEST_DATA "tests/data"
+#endif
+#include "formats/onnx.h"
 #include "check.h"
 #include "eager/dnnl_util.h"
 #include "eager/eager.h"
@@ -93,6 +97,34 @@ static void test_workloads(void)
         }
         graph_free(g);
         workload_free(&w);
+    }
+}
+
+/* The imported models of the suite (tests/data/real: width-reduced
+ * torchvision mobilenet_v2, mobilenet_v3_small, regnet_y, with depthwise
+ * and grouped convs) at -O0..-O3: no node on a reference kernel either. */
+static void test_imported(void)
+{
+    static const char *const models[] = {"mobilenet_v2_w025", "mobilenet_v3_small_w025",
+                                         "regnet_y_tiny"};
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        char path[512], err[512] = "";
+        snprintf(path, sizeof path, "%s/real/%s.onnx", TG_TEST_DATA, models[m]);
+        graph *g = format_onnx_load(path, NULL, err, sizeof err);
+        CHECK_MSG(g != NULL, "%s", err);
+        for (int level = 0; g && level <= 3; level++) {
+            graph *h = graph_clone(g);
+            opt_options o = opt_default_options();
+            o.level = level;
+            char what[96];
+            CHECK_MSG(h && opt_optimize(h, &o, NULL, err, sizeof err) == TG_OK, "%s -O%d: %s",
+                      models[m], level, err);
+            snprintf(what, sizeof what, "%s -O%d", models[m], level);
+            int nblk = 0;
+            CHECK_MSG(h && check_nodes(h, what, &nblk) > 0, "%s: no oneDNN node", what);
+            graph_free(h);
+        }
+        graph_free(g);
     }
 }
 
@@ -251,6 +283,7 @@ int main(void)
 {
     test_is_ref();
     test_workloads();
+    test_imported();
     check_dilated(32, 33, 24);
     check_dilated(32, 33, 36);
     return check_done();
