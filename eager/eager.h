@@ -34,6 +34,10 @@
 
 #include "../graph/op.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct eager_tensor eager_tensor;
 
 /* Where user code called into the API. */
@@ -276,5 +280,9 @@ uint64_t eager_tag(const eager_tensor *t);
 void eager_set_tag(eager_tensor *t, uint64_t tag);
 
 #include "eager_ops.h"
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #include "../graph/graph.h"
 #include "eager.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct eager_interp_report {
     int guard_warnings;       /* warn-policy guards whose value changed */
     char first_warning[768];
@@ -26,5 +30,9 @@ typedef struct eager_interp_report {
 tg_status eager_interpret(const graph *g, eager_tensor *const *inputs, int nin,
                           eager_tensor **outputs, int nout,
                           eager_interp_report *report);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -45,6 +45,10 @@
 
 #include "../graph/dtype.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /*
  * Loads the array in path.  On TG_OK *type holds its dtype and shape and
  * *data a 64-byte aligned buffer of numel * dtype size bytes (never NULL,
@@ -80,5 +84,9 @@ tg_status format_npy_save_mem(const graph_type *type, const void *data,
 
 /* The NumPy descr of dt ("<f4", "<i8", "<i4", "|b1"). */
 const char *format_npy_descr(graph_dtype dt);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

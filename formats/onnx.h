@@ -162,6 +162,10 @@
 
 #include "../graph/graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The opset export writes (18 for some ScatterElements: see above), and
  * the range import reads. */
 #define FORMAT_ONNX_OPSET 17
@@ -209,5 +213,9 @@ graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
 graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
                             const format_onnx_load_opts *opts, char *err,
                             size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

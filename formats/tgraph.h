@@ -108,6 +108,10 @@
 
 #include "../graph/graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The newest format version this build reads and the one it writes. */
 #define FORMAT_VERSION 1
 /* Most sections a file may list. */
@@ -177,5 +181,9 @@ tg_status format_info_mem(const void *buf, size_t len, const char *name,
                           format_info *info, char *err, size_t errlen);
 tg_status format_info_file(const char *path, format_info *info, char *err,
                            size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

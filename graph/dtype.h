@@ -10,6 +10,10 @@
 
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Most dims a tensor may have. */
 #define GRAPH_MAX_DIMS 8
 /* Most entries of a graph_ints list (pads need 2 per dim). */
@@ -141,5 +145,9 @@ static inline int graph_size_mul(int64_t a, int64_t b, int64_t *out)
 char *graph_shape_str(const graph_type *t, char *buf, size_t len);
 /* Writes "[1,2]" for an int list; returns buf (NULL or bad n as above). */
 char *graph_ints_str(const graph_ints *v, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

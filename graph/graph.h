@@ -29,6 +29,10 @@
 
 #include "op.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Most inputs or outputs one node may have. */
 #define GRAPH_MAX_NODE_IO 64
 
@@ -300,5 +304,9 @@ tg_status graph_toposort(graph *g);
  * unique too (replay matches inputs by name).
  */
 tg_status graph_verify(graph *g, int allow_elided);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 
 #include "dtype.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Op properties the optimizer relies on. */
 enum {
     GRAPH_PROP_ELEMENTWISE = 1u << 0, /* out[i] depends on in[i] only */
@@ -196,5 +200,9 @@ int graph_axis(int64_t axis, int ndim);
  * TG_ERR_NULL if any is NULL. */
 tg_status graph_broadcast(const graph_type *a, const graph_type *b,
                           graph_type *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

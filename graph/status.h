@@ -7,6 +7,10 @@
 #ifndef TG_GRAPH_STATUS_H
 #define TG_GRAPH_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TG_STATUS_LIST(X)                                                  \
     X(OK, "ok")                                                            \
     X(ERR_NULL, "null argument")                                           \
@@ -32,5 +36,9 @@ typedef enum tg_status {
 
 /* Short fixed text for a status code; never NULL, even for unknown codes. */
 const char *tg_status_str(tg_status s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -106,6 +106,10 @@
 
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct graph_print_opts {
     /* Params/consts with data and at most this many elements are printed
      * inline; others as 'elided HASH'.  Default 16. */
@@ -152,5 +156,9 @@ graph *graph_parse(const char *text, size_t len, char *err, size_t errlen);
  * Returns TG_OK, TG_ERR_NOMEM or TG_ERR_IO.
  */
 tg_status graph_write_dot(const graph *g, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -30,6 +30,10 @@
 
 #include "../graph/graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct opt_options {
     int level;            /* 0..3 (default 2) */
     int keep_params;      /* params stay swappable params at -O2+ (default 0) */
@@ -153,5 +157,9 @@ void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ..
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -36,6 +36,10 @@
 
 #include "../graph/graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum replay_backend_kind {
     REPLAY_CPU,
     REPLAY_OPENCL, /* OpenCL 1.2+ device (opts.device picks it) */
@@ -161,5 +165,9 @@ const graph_type *replay_input_type(const replay_plan *p, int i);
 const graph_type *replay_output_type(const replay_plan *p, int i);
 /* Steps a run executes at the traced shapes (nodes + guard checks). */
 int replay_num_steps(const replay_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -41,6 +41,10 @@
 #include "../eager/eager.h"
 #include "../graph/graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct trace_opts {
     const char *name;     /* graph name (default "main") */
     int capture_stack;    /* capture call stacks with libunwind (default 1) */
@@ -82,5 +86,9 @@ int trace_active(void);
  * when g or f is NULL).
  */
 void trace_summary(const graph *g, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
