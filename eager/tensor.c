@@ -13,6 +13,8 @@ eager_tensor eager_none_ = {.refs = 1, .flags = EAGER_T_STATIC, .block = -1,
 
 /* Header rounded up so the data after it stays 64-byte aligned. */
 #define HEADER_BYTES ((sizeof(eager_tensor) + 63) & ~(size_t)63)
+/* The block of a tensor owning `bytes` of data (a view owns none). */
+#define BLOCK_BYTES(bytes) (HEADER_BYTES + (((bytes) + 63) & ~(size_t)63))
 
 int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
                     const char *what, const eager_site *site)
@@ -278,18 +280,16 @@ static void block_free(void *p, int16_t cls, size_t total)
 
 eager_tensor *eager_alloc(const graph_type *t, const eager_site *site)
 {
-    int64_t numel = graph_type_numel(t);
-    size_t bytes = (size_t)numel * graph_dtype_size(t->dtype);
-    size_t total = HEADER_BYTES + ((bytes + 63) & ~(size_t)63);
+    size_t bytes = graph_type_bytes(t);
     int16_t cls;
-    eager_tensor *x = block_alloc(total, &cls);
+    eager_tensor *x = block_alloc(BLOCK_BYTES(bytes), &cls);
     if (!x) {
         eager_set_error(TG_ERR_NOMEM, site, "cannot allocate %zu bytes",
                         bytes);
         return NULL;
     }
     x->type = *t;
-    x->numel = numel;
+    x->numel = graph_type_numel(t);
     x->data = (char *)x + HEADER_BYTES;
     x->refs = 1;
     x->flags = 0;
@@ -359,8 +359,8 @@ static void drop(eager_tensor *t)
 {
     while (t && !(t->flags & EAGER_T_STATIC) && --t->refs <= 0) {
         eager_tensor *base = t->base;
-        size_t bytes = (size_t)t->numel * graph_dtype_size(t->type.dtype);
-        size_t total = HEADER_BYTES + (base ? 0 : (bytes + 63) & ~(size_t)63);
+        size_t total =
+            base ? HEADER_BYTES : BLOCK_BYTES((size_t)t->numel * graph_dtype_size(t->type.dtype));
         t->magic = EAGER_DEAD;
         t->flags = 0;
         block_free(t, t->block, total);

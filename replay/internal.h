@@ -55,9 +55,10 @@ struct replay_plan {
     size_t align;         /* arena offset alignment (the device's for OpenCL) */
 };
 
-/* The variant for these inputs (in signature order; made and cached if
- * new), or NULL with the status in *status and a message in err that
- * names the input or node at fault. */
+/* The variant for these inputs (in signature order, each type already
+ * checked by graph_type_check; made and cached if new), or NULL with the
+ * status in *status and a message in err that names the input or node at
+ * fault. */
 replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *in,
                                    tg_status *status, char *err, size_t errlen);
 
