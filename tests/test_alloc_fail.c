@@ -433,50 +433,61 @@ static void walk_loader(const char *what, loader_fn load, const void *buf, size_
 
 /* ---- no allocation escapes the hook ---- */
 
-/* Calls of libc's allocator in one source file, comments and strings skipped. */
-static int raw_calls(const char *path, int report)
+/* The file at path, NUL-terminated (free() it); NULL if it cannot be read. */
+static char *slurp(const char *path, size_t *len)
 {
-    static const char *names[] = {"malloc", "calloc", "realloc", "aligned_alloc", "strdup",
-                                  "strndup", "free", "posix_memalign"};
     FILE *f = fopen(path, "rb");
     if (!f)
-        return -1;
+        return NULL;
     sbuf b = {0};
     char chunk[4096];
     size_t k;
     while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
         sb_printf(&b, "%.*s", (int)k, chunk);
     fclose(f);
+    *len = b.n;
+    return b.p ? b.p : calloc(1, 1);
+}
+
+/* Calls of libc's allocator in one source file, comments and strings skipped. */
+static int raw_calls(const char *path, int report)
+{
+    static const char *names[] = {"malloc", "calloc", "realloc", "aligned_alloc", "strdup",
+                                  "strndup", "free", "posix_memalign"};
+    size_t n = 0;
+    char *p = slurp(path, &n);
+    if (!p)
+        return -1;
     int found = 0, line = 1;
-    for (size_t i = 0; b.p && i < b.n; i++) {
-        char c = b.p[i];
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
         if (c == '\n')
             line++;
-        else if (c == '/' && b.p[i + 1] == '*') {
-            for (i += 2; i + 1 < b.n && !(b.p[i] == '*' && b.p[i + 1] == '/'); i++)
-                line += b.p[i] == '\n';
+        else if (c == '/' && p[i + 1] == '*') {
+            for (i += 2; i + 1 < n && !(p[i] == '*' && p[i + 1] == '/'); i++)
+                line += p[i] == '\n';
             i++;
-        } else if (c == '/' && b.p[i + 1] == '/') {
-            while (i + 1 < b.n && b.p[i + 1] != '\n')
+        } else if (c == '/' && p[i + 1] == '/') {
+            while (i + 1 < n && p[i + 1] != '\n')
                 i++;
         } else if (c == '"' || c == '\'') {
-            for (i++; i < b.n && b.p[i] != c; i++)
-                if (b.p[i] == '\\')
+            for (i++; i < n && p[i] != c; i++)
+                if (p[i] == '\\')
                     i++;
         } else if ((c >= 'a' && c <= 'z') || c == '_') {
             size_t j = i;
-            while (j < b.n && ((b.p[j] >= 'a' && b.p[j] <= 'z') || (b.p[j] >= 'A' && b.p[j] <= 'Z') ||
-                               (b.p[j] >= '0' && b.p[j] <= '9') || b.p[j] == '_'))
+            while (j < n && ((p[j] >= 'a' && p[j] <= 'z') || (p[j] >= 'A' && p[j] <= 'Z') ||
+                               (p[j] >= '0' && p[j] <= '9') || p[j] == '_'))
                 j++;
-            char prev = i ? b.p[i - 1] : ' ';
+            char prev = i ? p[i - 1] : ' ';
             size_t q = j;
-            while (q < b.n && (b.p[q] == ' ' || b.p[q] == '\t'))
+            while (q < n && (p[q] == ' ' || p[q] == '\t'))
                 q++;
             int member = prev == '.' || prev == '>' || (prev >= '0' && prev <= '9') ||
                          (prev >= 'A' && prev <= 'Z');
-            for (size_t t = 0; !member && q < b.n && b.p[q] == '(' &&
+            for (size_t t = 0; !member && q < n && p[q] == '(' &&
                                t < sizeof names / sizeof *names; t++)
-                if (strlen(names[t]) == j - i && memcmp(b.p + i, names[t], j - i) == 0) {
+                if (strlen(names[t]) == j - i && memcmp(p + i, names[t], j - i) == 0) {
                     if (report)
                         CHECK_MSG(0, "%s:%d calls %s directly (use graph/alloc.h)", path,
                                   line, names[t]);
@@ -485,7 +496,7 @@ static int raw_calls(const char *path, int report)
             i = j - 1;
         }
     }
-    free(b.p);
+    free(p);
     return found;
 }
 
@@ -606,20 +617,6 @@ static void test_pool_push(void)
 
 /* ---- the tool: cli_main run / check ---- */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    sbuf b = {0};
-    char chunk[4096];
-    size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        sb_printf(&b, "%.*s", (int)k, chunk);
-    fclose(f);
-    *len = b.n;
-    return b.p ? b.p : calloc(1, 1);
-}
 
 /* cli_main with stdout and stderr to files; the exit code. */
 static int cli_quiet(int argc, char **argv, const char *errpath)
