@@ -95,14 +95,16 @@ tg_status graph_type_check(const graph_type *t, char *err, size_t errlen)
                          graph_shape_str(t, shape, sizeof shape));
             return TG_ERR_SHAPE;
         }
-        if (t->dim[i] > 1 && n > GRAPH_MAX_NUMEL / t->dim[i]) {
+        /* n <= 2^40 so far: the product overflows int64 or passes the cap
+         * exactly when the dim is too large (no division on this path,
+         * which every eager op takes for its inputs and outputs) */
+        if (t->dim[i] > 1 &&
+            (__builtin_mul_overflow(n, t->dim[i], &n) || n > GRAPH_MAX_NUMEL)) {
             if (err && errlen)
                 snprintf(err, errlen, "shape %s is too large (at most 2^40 elements, a 0 dim "
                          "counted as 1)", graph_shape_str(t, shape, sizeof shape));
             return TG_ERR_SHAPE;
         }
-        if (t->dim[i] > 1)
-            n *= t->dim[i];
     }
     return TG_OK;
 }
