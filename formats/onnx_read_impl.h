@@ -10,7 +10,10 @@
  *                      attributes they share;
  *   onnx_read_shape.c  the converters of shape and data-movement ops;
  *   onnx_read_fold.c   load-time evaluation of ops on constants (shape
- *                      arithmetic: Shape -> Gather -> Concat -> Reshape).
+ *                      arithmetic: Shape -> Gather -> Concat -> Reshape);
+ *                      onnx_read_fold_eval.c the ops evaluated at load
+ *                      time only (ReduceProd, Mod, ScatterND), sharing
+ *                      onnx_read_fold.h.
  *
  * Every ONNX name maps to an entry.  A value computed at run time is a
  * graph value.  A value known at load time (an initializer, a Constant
