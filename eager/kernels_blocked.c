@@ -164,16 +164,22 @@ static void fill_bias_blocked(const eager_kargs *a)
                 out[(i * hw + p) * BLK + k] = b ? b[(i % y->dim[1]) * BLK + k] : 0.0f;
 }
 
-/* x, w, b, y memory descriptors: x / y nChw16c over the plain dims. */
+/*
+ * x, w, b, y memory descriptors: x / y nChw16c over the plain dims, w
+ * plain OIHW (goihw when grouped).
+ */
 static dnnl_status_t blk_mds(const eager_kargs *a, dnnl_memory_desc_t md[4])
 {
     const graph_type *x = &a->in_type[0], *w = &a->in_type[1], *y = a->out_type;
     dnnl_dims_t dx = {x->dim[0], x->dim[1] * BLK, x->dim[2], x->dim[3]};
     dnnl_dims_t dy = {y->dim[0], y->dim[1] * BLK, y->dim[2], y->dim[3]};
+    int64_t g = ((const graph_conv2d_blk_attrs *)a->attrs)->groups;
     dnnl_dims_t dw = {w->dim[0], w->dim[1], w->dim[2], w->dim[3]}, db = {dy[1]};
+    dnnl_dims_t dgw = {g, w->dim[0] / g, w->dim[1], w->dim[2], w->dim[3]};
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32, dnnl_nChw16c);
     if (s == dnnl_success)
-        s = dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_oihw);
+        s = g > 1 ? dnnl_memory_desc_init_by_tag(&md[1], 5, dgw, dnnl_f32, dnnl_goihw)
+                  : dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_oihw);
     if (s == dnnl_success)
         s = dnnl_memory_desc_init_by_tag(&md[2], 1, db, dnnl_f32, dnnl_a);
     if (s == dnnl_success)
@@ -204,7 +210,8 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
     dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
     dnnl_status_t s = blk_mds(a, md);
     if (s == dnnl_success)
-        s = dnnl_memory_desc_init_by_tag(&wany, 4, md[1].dims, dnnl_f32, dnnl_format_tag_any);
+        s = dnnl_memory_desc_init_by_tag(&wany, md[1].ndims, md[1].dims, dnnl_f32,
+                                         dnnl_format_tag_any);
     if (s == dnnl_success)
         s = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, alg,
                                                        &md[0], &wany, &md[2], &md[3], ds, dd,

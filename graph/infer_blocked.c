@@ -11,8 +11,8 @@
  * - block is 16 (the only block oneDNN's AVX-512 kernels use for f32);
  *   other values are rejected so kernels need not handle them.
  * - conv2d_blk takes conv2d_ep's attributes (checked by
- *   graph_infer_conv2d_ep on the unblocked shapes) plus algo 0..2; groups
- *   must be 1 and the output channels a multiple of 16.
+ *   graph_infer_conv2d_ep on the unblocked shapes, groups included) plus
+ *   algo 0..2; the output channels must be a multiple of 16.
  */
 #include "op.h"
 
@@ -85,9 +85,6 @@ tg_status graph_infer_conv2d_blk(graph_infer_ctx *c)
         return graph_infer_fail(c, TG_ERR_ARG,
                                 "algo must be 0 (auto), 1 (direct) or 2 (winograd), got %lld",
                                 (long long)at->algo);
-    if (at->groups != 1)
-        return graph_infer_fail(c, TG_ERR_ARG, "groups must be 1, got %lld",
-                                (long long)at->groups);
     graph_type in[4];
     for (int i = 0; i < c->nin; i++)
         in[i] = c->in[i];

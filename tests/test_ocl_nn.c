@@ -427,6 +427,8 @@ static void test_conv(void)
     conv_geom pointwise = {3, 20, 7, 5, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
     conv_geom blk = {2, 32, 9, 8, 32, 3, 3, 1, 2, 1, 0, 0, 1, 1, 1, 1};
     conv_geom blk_d = {1, 16, 11, 10, 48, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1};
+    conv_geom blk_dw = {2, 32, 9, 10, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 32};
+    conv_geom blk_g = {1, 64, 7, 6, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
     conv_case(tiled, 0, 1, NULL, 0);
     conv_case(tiled, 0, 0, NULL, 0);
     conv_case(plain3, 0, 1, NULL, 0);
@@ -440,6 +442,8 @@ static void test_conv(void)
     conv_case(blk, 2, 1, &add_relu, 0);
     conv_case(blk_d, 2, 1, NULL, 0);
     conv_case(blk_d, 2, 1, &every, -0.1f);
+    conv_case(blk_dw, 2, 1, &relu, 0); /* depthwise, blocked */
+    conv_case(blk_g, 2, 1, NULL, 0);   /* grouped, 16 in / 8 out per group */
 }
 
 /* ---- pools ---- */

@@ -60,7 +60,7 @@ static void test_roundtrip(void)
 /* ---- conv2d_blk vs a naive conv ---- */
 
 typedef struct conv_case {
-    int64_t n, c, h, w, o, k, stride, pad, algo;
+    int64_t n, c, h, w, o, k, stride, pad, algo, groups; /* groups 0: 1 */
 } conv_case;
 
 static double post_ref(double y, const graph_ints *post, double r, double alpha)
@@ -78,7 +78,7 @@ static double post_ref(double y, const graph_ints *post, double r, double alpha)
     return y;
 }
 
-/* Plain NCHW reference in double. */
+/* Plain NCHW reference in double (w [O, C/groups, k, k]). */
 static void naive_conv(const conv_case *k, const float *x, const float *w, const float *b,
                        const float *res, const graph_ints *post, float alpha, int64_t oh,
                        int64_t ow, double *y)
@@ -88,14 +88,15 @@ static void naive_conv(const conv_case *k, const float *x, const float *w, const
             for (int64_t i = 0; i < oh; i++)
                 for (int64_t j = 0; j < ow; j++) {
                     double s = b[o];
-                    for (int64_t c = 0; c < k->c; c++)
+                    int64_t g = k->groups > 1 ? k->groups : 1, cg = k->c / g;
+                    for (int64_t c = o / (k->o / g) * cg; c < (o / (k->o / g) + 1) * cg; c++)
                         for (int64_t u = 0; u < k->k; u++)
                             for (int64_t v = 0; v < k->k; v++) {
                                 int64_t hi = i * k->stride - k->pad + u;
                                 int64_t wi = j * k->stride - k->pad + v;
                                 if (hi >= 0 && hi < k->h && wi >= 0 && wi < k->w)
                                     s += (double)x[((n * k->c + c) * k->h + hi) * k->w + wi] *
-                                         w[((o * k->c + c) * k->k + u) * k->k + v];
+                                         w[((o * cg + c % cg) * k->k + u) * k->k + v];
                             }
                     int64_t at = ((n * k->o + o) * oh + i) * ow + j;
                     y[at] = post_ref(s, post, res ? res[at] : 0, alpha);
@@ -110,12 +111,15 @@ static void check_conv_blk(int line, conv_case k, graph_ints post)
         has_res |= post.v[i] == GRAPH_POST_ADD;
     int64_t oh = (k.h + 2 * k.pad - k.k) / k.stride + 1, ow = (k.w + 2 * k.pad - k.k) / k.stride + 1;
     eager_tensor *x = eager_rand_uniform(TG_INTS(k.n, k.c, k.h, k.w), (uint64_t)line, -1, 1);
-    eager_tensor *w = eager_rand_uniform(TG_INTS(k.o, k.c, k.k, k.k), (uint64_t)line + 1, -0.3f, 0.3f);
+    int64_t groups = k.groups > 1 ? k.groups : 1;
+    eager_tensor *w = eager_rand_uniform(TG_INTS(k.o, k.c / groups, k.k, k.k), (uint64_t)line + 1,
+                                         -0.3f, 0.3f);
     eager_tensor *b = eager_rand_uniform(TG_INTS(k.o), (uint64_t)line + 2, -1, 1);
     eager_tensor *r = eager_rand_uniform(TG_INTS(k.n, k.o, oh, ow), (uint64_t)line + 3, -1, 1);
     eager_tensor *y = eager_from_blocked(eager_conv2d_blk(
         eager_to_blocked(x, 16), w, b, has_res ? eager_to_blocked(r, 16) : EAGER_NONE,
-        TG_INTS(k.stride), TG_INTS(k.pad), TG_INTS(), 1, post, 0.1f, k.algo, -INFINITY, INFINITY));
+        TG_INTS(k.stride), TG_INTS(k.pad), TG_INTS(), groups, post, 0.1f, k.algo, -INFINITY,
+        INFINITY));
     check_report(y != NULL, __FILE__, line, "conv2d_blk runs: %s", eager_error());
     if (y) {
         int64_t n = eager_numel(y);
@@ -153,6 +157,14 @@ static void test_conv_blk(void)
         check_conv_blk(__LINE__, (conv_case){1, 16, 12, 12, 32, 3, 1, 1, 0}, posts[p]);
         check_conv_blk(__LINE__, (conv_case){1, 16, 11, 9, 32, 3, 2, 1, 1}, posts[p]);
         check_conv_blk(__LINE__, (conv_case){1, 16, 7, 7, 16, 1, 1, 0, 0}, posts[p]);
+        /* depthwise 3x3 (stride 1 and 2) and 7x7, grouped with 16 and 8
+         * channels per group, channel multiplier 2 */
+        check_conv_blk(__LINE__, (conv_case){2, 32, 9, 10, 32, 3, 1, 1, 0, 32}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 48, 11, 9, 48, 3, 2, 1, 0, 48}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 16, 10, 10, 16, 7, 1, 3, 0, 16}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 64, 6, 6, 32, 3, 1, 1, 0, 4}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 32, 6, 6, 32, 3, 1, 1, 0, 4}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 16, 6, 6, 32, 3, 1, 1, 0, 16}, posts[p]);
     }
     /* the benchmark shape, both algorithms, with the resblock's epilogue */
     check_conv_blk(__LINE__, (conv_case){1, 64, 56, 56, 64, 3, 1, 1, 1},
@@ -261,6 +273,40 @@ static void test_pass_guarded(void)
     graph_free(ref);
 }
 
+/*
+ * An inverted-residual block (mobilenet's): 1x1 expand + relu6, depthwise
+ * 3x3 (stride 1, then a stride-2 one) + relu6, 1x1 project, a grouped 3x3
+ * with 16 channels per group: one chain, blocked end to end.
+ */
+static void test_pass_depthwise(void)
+{
+    graph *g = PARSE("graph t(%x: f32[B,16,8,8]) -> (y: f32[B,32,4,4]) {\n"
+                     "  sym B = 2\n"
+                     "  %w1: f32[64,16,1,1] = const @R(1024)\n  %b1: f32[64] = const @R(64)\n"
+                     "  %w2: f32[64,1,3,3] = const @R(576)\n  %b2: f32[64] = const @R(64)\n"
+                     "  %w3: f32[64,1,3,3] = const @R(576)\n"
+                     "  %w4: f32[32,64,1,1] = const @R(2048)\n"
+                     "  %w5: f32[32,16,3,3] = const @R(4608)\n"
+                     "  %c1: f32[B,64,8,8] = conv2d_ep(%x, %w1, %b1) {post=[8], clip_min=0, "
+                     "clip_max=6} !p0\n"
+                     "  %c2: f32[B,64,8,8] = conv2d_ep(%c1, %w2, %b2) {padding=[1], groups=64, "
+                     "post=[8], clip_min=0, clip_max=6} !p1\n"
+                     "  %c3: f32[B,64,4,4] = conv2d(%c2, %w3) {stride=[2], padding=[1], "
+                     "groups=64} !p2\n"
+                     "  %c4: f32[B,32,4,4] = conv2d(%c3, %w4) !p3\n"
+                     "  %c5: f32[B,32,4,4] = conv2d(%c4, %w5) {padding=[1], groups=2} !p3\n"
+                     "  return y = %c5\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    CHECK(count_op(g, GRAPH_OP_to_blocked) == 1 && count_op(g, GRAPH_OP_from_blocked) == 1 &&
+          count_op(g, GRAPH_OP_conv2d_blk) == 5);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
 /* The benchmark's residual block through opt_optimize -O3. */
 static void test_pass_resblock(void)
 {
@@ -308,18 +354,6 @@ static void test_pass_declines(void)
                   "  %y: f32[1,8,6,6] = conv2d(%x, %w) !p0\n"
                   "  return y = %y\n}\n" PROV,
                   &opt_pass_layout, "output channels 8 are not a multiple of 16");
-    check_no_fire(__FILE__, __LINE__,
-                  "graph t(%x: f32[1,32,6,6]) -> (y: f32[1,32,6,6]) {\n"
-                  "  %w: f32[32,16,1,1] = const @R(512)\n"
-                  "  %y: f32[1,32,6,6] = conv2d(%x, %w) {groups=2} !p0\n"
-                  "  return y = %y\n}\n" PROV,
-                  &opt_pass_layout, "groups 2 (blocked conv needs groups 1)");
-    check_no_fire(__FILE__, __LINE__, /* depthwise */
-                  "graph t(%x: f32[1,16,6,6]) -> (y: f32[1,16,6,6]) {\n"
-                  "  %w: f32[16,1,3,3] = const @R(144)\n"
-                  "  %y: f32[1,16,6,6] = conv2d(%x, %w) {padding=[1], groups=16} !p0\n"
-                  "  return y = %y\n}\n" PROV,
-                  &opt_pass_layout, "groups 16 (blocked conv needs groups 1)");
     check_no_fire(__FILE__, __LINE__, /* a dynamic spatial dim */
                   "graph t(%x: f32[1,16,H,6]) -> (y: f32[1,16,H,6]) {\n  sym H = 6\n"
                   "  %w: f32[16,16,1,1] = const @R(256)\n"
@@ -342,6 +376,7 @@ static void test_pass(void)
     test_pass_cancel();
     test_pass_guarded();
     test_pass_resblock();
+    test_pass_depthwise();
     test_pass_declines();
     CHECK(eager_live_tensors() == live);
 }
