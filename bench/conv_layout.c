@@ -80,7 +80,7 @@ static void conv_rows(void)
     }
     printf("%-36s %10.1f\n", "to_blocked + from_blocked",
            time_kernel(GRAPH_OP_to_blocked, &(graph_to_blocked_attrs){16}, &x, 1, yb) +
-               time_kernel(GRAPH_OP_from_blocked, NULL, &xb, 1, y));
+               time_kernel(GRAPH_OP_from_blocked, &(graph_from_blocked_attrs){0}, &xb, 1, y));
     eager_tensor *all[] = {x, w, b, xb, y, yb};
     for (int i = 0; i < 6; i++)
         eager_release(all[i]);

@@ -125,18 +125,43 @@ static void unblock_one(const float *restrict s, float *restrict d, int64_t hw)
             d[k * hw + p] = s[p * BLK + k];
 }
 
-/* Runs block_one / unblock_one over every (n, channel block). */
+/*
+ * The last block of a padded tensor: the rem real channels, and zeros in
+ * the lanes past them (to), or only the real channels back (from).
+ */
+static void block_part(const float *restrict s, float *restrict d, int64_t hw, int64_t rem)
+{
+    for (int64_t p = 0; p < hw; p++)
+        for (int k = 0; k < BLK; k++)
+            d[p * BLK + k] = k < rem ? s[k * hw + p] : 0.0f;
+}
+
+static void unblock_part(const float *restrict s, float *restrict d, int64_t hw, int64_t rem)
+{
+    for (int64_t k = 0; k < rem; k++)
+        for (int64_t p = 0; p < hw; p++)
+            d[k * hw + p] = s[p * BLK + k];
+}
+
+/*
+ * Runs block_one / unblock_one over every (n, channel block) of the plain
+ * [N,C,H,W] type; a last block past C takes the _part forms.
+ */
 static tg_status convert(const eager_kargs *a, const graph_type *plain, int to)
 {
-    int64_t nb = plain->dim[0] * (plain->dim[1] / BLK), hw = plain->dim[2] * plain->dim[3];
+    int64_t c = plain->dim[1], cb = (c + BLK - 1) / BLK, nb = plain->dim[0] * cb;
+    int64_t hw = plain->dim[2] * plain->dim[3];
     const float *in = a->in[0];
     float *out = a->out[0];
 #pragma omp parallel for num_threads(a->nthreads) if (nb * hw * BLK >= EAGER_PAR_MIN)
     for (int64_t i = 0; i < nb; i++) {
-        if (to)
-            block_one(in + i * BLK * hw, out + i * BLK * hw, hw);
+        int64_t n = i / cb, b = i % cb, rem = c - b * BLK;
+        const float *s = in + (to ? (n * c + b * BLK) * hw : i * BLK * hw);
+        float *d = out + (to ? i * BLK * hw : (n * c + b * BLK) * hw);
+        if (rem < BLK)
+            (to ? block_part : unblock_part)(s, d, hw, rem);
         else
-            unblock_one(in + i * BLK * hw, out + i * BLK * hw, hw);
+            (to ? block_one : unblock_one)(s, d, hw);
     }
     return TG_OK;
 }
@@ -151,32 +176,58 @@ tg_status eager_kernel_from_blocked(const eager_kargs *a)
     return convert(a, a->out_type, 0);
 }
 
+/* Output channels O of a conv2d_blk (its weights' dim 0). */
+static int64_t blk_out_channels(const eager_kargs *a)
+{
+    return a->in_type[1].dim[0];
+}
+
+/* Zeros into the lanes past O of the blocked output's last block. */
+static void zero_pad_lanes(const eager_kargs *a)
+{
+    const graph_type *y = a->out_type;
+    int64_t o = blk_out_channels(a), cb = y->dim[1], hw = y->dim[2] * y->dim[3];
+    if (o % BLK == 0 || cb == 0)
+        return;
+    float *out = a->out[0];
+    for (int64_t n = 0; n < y->dim[0]; n++) {
+        float *d = out + (n * cb + cb - 1) * hw * BLK;
+        for (int64_t p = 0; p < hw; p++)
+            for (int64_t k = o % BLK; k < BLK; k++)
+                d[p * BLK + k] = 0.0f;
+    }
+}
+
 /* Every output element its channel's bias (empty input: no taps). */
 static void fill_bias_blocked(const eager_kargs *a)
 {
     const graph_type *y = a->out_type;
-    int64_t nb = y->dim[0] * y->dim[1], hw = y->dim[2] * y->dim[3];
+    int64_t nb = y->dim[0] * y->dim[1], hw = y->dim[2] * y->dim[3], o = blk_out_channels(a);
     const float *b = a->nin > 2 ? a->in[2] : NULL;
     float *out = a->out[0];
     for (int64_t i = 0; i < nb; i++)
         for (int64_t p = 0; p < hw; p++)
-            for (int k = 0; k < BLK; k++)
-                out[(i * hw + p) * BLK + k] = b ? b[(i % y->dim[1]) * BLK + k] : 0.0f;
+            for (int k = 0; k < BLK; k++) {
+                int64_t ch = (i % y->dim[1]) * BLK + k;
+                out[(i * hw + p) * BLK + k] = b && ch < o ? b[ch] : 0.0f;
+            }
 }
 
 /*
- * x, w, b, y memory descriptors: x / y nChw16c over the plain dims, w
- * plain OIHW (goihw when grouped).
+ * x, w, b, y memory descriptors: x / y nChw16c over the plain dims (x
+ * nchw when it is plain: a stem), w plain OIHW (goihw when grouped).
  */
 static dnnl_status_t blk_mds(const eager_kargs *a, dnnl_memory_desc_t md[4])
 {
     const graph_type *x = &a->in_type[0], *w = &a->in_type[1], *y = a->out_type;
-    dnnl_dims_t dx = {x->dim[0], x->dim[1] * BLK, x->dim[2], x->dim[3]};
-    dnnl_dims_t dy = {y->dim[0], y->dim[1] * BLK, y->dim[2], y->dim[3]};
     int64_t g = ((const graph_conv2d_blk_attrs *)a->attrs)->groups;
+    /* C and O from the weights (the blocks may be padded) */
+    dnnl_dims_t dx = {x->dim[0], w->dim[1] * g, x->dim[2], x->dim[3]};
+    dnnl_dims_t dy = {y->dim[0], w->dim[0], y->dim[2], y->dim[3]};
     dnnl_dims_t dw = {w->dim[0], w->dim[1], w->dim[2], w->dim[3]}, db = {dy[1]};
     dnnl_dims_t dgw = {g, w->dim[0] / g, w->dim[1], w->dim[2], w->dim[3]};
-    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32, dnnl_nChw16c);
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32,
+                                                   x->ndim == 4 ? dnnl_nchw : dnnl_nChw16c);
     if (s == dnnl_success)
         s = g > 1 ? dnnl_memory_desc_init_by_tag(&md[1], 5, dgw, dnnl_f32, dnnl_goihw)
                   : dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_oihw);
@@ -299,6 +350,7 @@ static tg_status blk_run(const eager_kargs *a)
         fill_bias_blocked(a);
         eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post,
                          GRAPH_POST_PRM(at), res, a->nthreads);
+        zero_pad_lanes(a);
         return TG_OK;
     }
     blk_state *bs = a->state ? (blk_state *)*a->state : NULL;
@@ -321,6 +373,10 @@ static tg_status blk_run(const eager_kargs *a)
     if ((st = eager_dnnl_prim_finish(&b, p, data)) == TG_OK && post_in_c)
         eager_post_apply(a->out[0], graph_type_numel(a->out_type), &at->post,
                          GRAPH_POST_PRM(at), res, a->nthreads);
+    /* The epilogue in C may leave the lanes past O nonzero, and the next
+     * conv reads them (times zero weights: a NaN or inf there spreads) */
+    if (st == TG_OK)
+        zero_pad_lanes(a);
     return st;
 }
 

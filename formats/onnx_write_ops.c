@@ -598,12 +598,16 @@ static tg_status emit_conv2d_blk(onnx_w *w)
     const graph_node *n = w->cur;
     const graph_conv2d_blk_attrs *a = graph_node_attrs(n);
     const graph_value *x = &w->g->values[n->in[0]], *y = &w->g->values[n->out[0]];
-    const char *xp = onnxw_tmp(w, "x_plain"), *res = NULL, *yp = onnxw_tmp(w, "y_plain");
-    onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, xp);
+    const graph_type *wt = &w->g->values[n->in[1]].type;
+    const char *xp = onnxw_in(w, 0), *res = NULL, *yp = onnxw_tmp(w, "y_plain");
+    if (x->type.ndim == 5) { /* else plain already (a stem) */
+        xp = onnxw_tmp(w, "x_plain");
+        onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, wt->dim[1] * a->groups, xp);
+    }
     if (n->nin > 3) {
         const graph_value *r = &w->g->values[n->in[3]];
         res = onnxw_tmp(w, "residual_plain");
-        onnxw_from_blocked(w, onnxw_in(w, 3), &r->type, r->dyn, res);
+        onnxw_from_blocked(w, onnxw_in(w, 3), &r->type, r->dyn, wt->dim[0], res);
     }
     conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
     const char *base = base_out(w, &a->post, yp);
@@ -611,7 +615,7 @@ static tg_status emit_conv2d_blk(onnx_w *w)
     posts(w, &a->post, GRAPH_POST_PRM(a), base, res, yp);
     graph_type plain = y->type;
     plain.ndim = 4;
-    plain.dim[1] = y->type.dim[1] * 16;
+    plain.dim[1] = wt->dim[0];
     onnxw_to_blocked(w, yp, &plain, y->dyn, onnxw_out(w, 0));
     return w->st;
 }

@@ -263,14 +263,23 @@ static tg_status emit_elements(onnx_w *w)
 /* ---- blocked layout ---- */
 
 /*
- * Plain [N,C,H,W] x to blocked [N,C/16,H,W,16].  N, H and W sit at
+ * Plain [N,C,H,W] x to blocked [N,ceil(C/16),H,W,16] (a C that is not a
+ * multiple of 16 is first padded with zero channels).  N, H and W sit at
  * dims 0, 2, 3 in both layouts: a dynamic one (bit in dyn) is copied
  * from x at run time.
  */
 void onnxw_to_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dyn,
                        const char *y)
 {
-    int64_t lit[5] = {t->dim[0], t->dim[1] / 16, 16, t->dim[2], t->dim[3]};
+    int64_t cb = (t->dim[1] + 15) / 16;
+    int64_t lit[5] = {t->dim[0], cb, 16, t->dim[2], t->dim[3]};
+    if (t->dim[1] % 16) {
+        const int64_t pads[8] = {0, 0, 0, 0, 0, cb * 16 - t->dim[1], 0, 0};
+        const char *in[2] = {x, onnxw_const_i64s(w, "pads", pads, 8)};
+        const char *xp = onnxw_tmp(w, "x_padded");
+        onnxw_node(w, "Pad", in, 2, &xp, 1);
+        x = xp;
+    }
     int copy[5] = {dyn & 1 ? 0 : -1, -1, -1, dyn >> 2 & 1 ? 2 : -1, dyn >> 3 & 1 ? 3 : -1};
     static const int64_t perm[5] = {0, 1, 3, 4, 2};
     const char *r = onnxw_tmp(w, "nc16hw");
@@ -278,9 +287,12 @@ void onnxw_to_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dy
     onnxw_attr_ints(w, onnxw_node1(w, "Transpose", r, y), "perm", perm, 5);
 }
 
-/* Blocked [N,C/16,H,W,16] x (type t) back to plain [N,C,H,W]. */
+/*
+ * Blocked [N,ceil(C/16),H,W,16] x (type t) back to plain [N,C,H,W]
+ * (channels: C; 0 for every lane), the padded lanes sliced off.
+ */
 void onnxw_from_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dyn,
-                         const char *y)
+                         int64_t channels, const char *y)
 {
     /* Dims copied from the transposed tensor [N,C/16,16,H,W]: N, H, W at
      * 0, 3, 4. */
@@ -289,7 +301,17 @@ void onnxw_from_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t 
     static const int64_t perm[5] = {0, 1, 4, 2, 3};
     const char *tr = onnxw_tmp(w, "nc16hw");
     onnxw_attr_ints(w, onnxw_node1(w, "Transpose", x, tr), "perm", perm, 5);
-    reshape_to(w, tr, 5, lit, copy, 4, y);
+    if (!channels || channels == lit[1]) {
+        reshape_to(w, tr, 5, lit, copy, 4, y);
+        return;
+    }
+    const char *yp = onnxw_tmp(w, "y_padded");
+    reshape_to(w, tr, 5, lit, copy, 4, yp);
+    const int64_t zero = 0, one = 1;
+    const char *in[4] = {yp, onnxw_const_i64s(w, "starts", &zero, 1),
+                         onnxw_const_i64s(w, "ends", &channels, 1),
+                         onnxw_const_i64s(w, "axes", &one, 1)};
+    onnxw_node(w, "Slice", in, 4, &y, 1);
 }
 
 static tg_status emit_blocked(onnx_w *w)
@@ -298,7 +320,9 @@ static tg_status emit_blocked(onnx_w *w)
     if (w->cur->op == GRAPH_OP_to_blocked)
         onnxw_to_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, onnxw_out(w, 0));
     else
-        onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, onnxw_out(w, 0));
+        onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn,
+                           ((const graph_from_blocked_attrs *)graph_node_attrs(w->cur))->channels,
+                           onnxw_out(w, 0));
     return w->st;
 }
 

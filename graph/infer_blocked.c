@@ -3,34 +3,40 @@
  * layout pass (optimize/layout.c): to_blocked, from_blocked, conv2d_blk.
  *
  * A blocked tensor is oneDNN's nChw16c as a plain 5-D tensor
- * [N, C/16, H, W, 16]: element (n, c, h, w) of the plain [N,C,H,W] tensor
- * sits at [n][c/16][h][w][c%16].  Keeping the layout in the shape keeps
- * the IR plain: elementwise ops run unchanged on blocked tensors.
+ * [N, ceil(C/16), H, W, 16]: element (n, c, h, w) of the plain [N,C,H,W]
+ * tensor sits at [n][c/16][h][w][c%16].  Keeping the layout in the shape
+ * keeps the IR plain: elementwise ops run unchanged on blocked tensors.
+ * When C is not a multiple of 16 the last block is padded: its lanes past
+ * C hold zeros (to_blocked and conv2d_blk write them so; oneDNN reads
+ * them, multiplied by zero-padded weights), and the shape does not say C:
+ * from_blocked takes it as an attribute, conv2d_blk from its weights.
  *
  * Choices:
  * - block is 16 (the only block oneDNN's AVX-512 kernels use for f32);
  *   other values are rejected so kernels need not handle them.
  * - conv2d_blk takes conv2d_ep's attributes (checked by
  *   graph_infer_conv2d_ep on the unblocked shapes, groups included) plus
- *   algo 0..2; the output channels must be a multiple of 16.
+ *   algo 0..2.  Its x is blocked, or plain [N,C,H,W] (a 3-channel stem
+ *   reads the image as it is and writes blocked); C is the weights'
+ *   dim 1 times groups, O their dim 0.
  */
 #include "op.h"
 
 #define BLK 16
 
-/* The plain [N,C,H,W] type of a blocked [N,C/16,H,W,16] one. */
-static void unblock(const graph_type *b, graph_type *p)
+/* The plain [N,C,H,W] type of a blocked [N,ceil(C/16),H,W,16] one. */
+static void unblock(const graph_type *b, int64_t c, graph_type *p)
 {
     *p = *b;
     p->ndim = 4;
-    p->dim[1] = b->dim[1] * BLK;
+    p->dim[1] = c;
 }
 
 static void block(const graph_type *p, graph_type *b)
 {
     *b = *p;
     b->ndim = 5;
-    b->dim[1] = p->dim[1] / BLK;
+    b->dim[1] = (p->dim[1] + BLK - 1) / BLK;
     b->dim[4] = BLK;
 }
 
@@ -47,6 +53,17 @@ static tg_status need_blocked(graph_infer_ctx *c, int i, const char *name)
     return TG_OK;
 }
 
+/* Blocked input i holds channels ch: ceil(ch/16) blocks. */
+static tg_status need_blocks(graph_infer_ctx *c, int i, const char *name, int64_t ch)
+{
+    if (c->in[i].dim[1] != (ch + BLK - 1) / BLK)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "%s has %lld channel blocks, %lld channels need %lld", name,
+                                (long long)c->in[i].dim[1], (long long)ch,
+                                (long long)((ch + BLK - 1) / BLK));
+    return TG_OK;
+}
+
 tg_status graph_infer_to_blocked(graph_infer_ctx *c)
 {
     const graph_to_blocked_attrs *at = c->attrs;
@@ -57,26 +74,31 @@ tg_status graph_infer_to_blocked(graph_infer_ctx *c)
     if (x->ndim != 4)
         return graph_infer_fail(c, TG_ERR_SHAPE, "x must be [N,C,H,W], got rank %d",
                                 (int)x->ndim);
-    if (x->dim[1] % BLK)
-        return graph_infer_fail(c, TG_ERR_SHAPE,
-                                "channels %lld are not a multiple of the block 16",
-                                (long long)x->dim[1]);
     block(x, &c->out[0]);
     return TG_OK;
 }
 
 tg_status graph_infer_from_blocked(graph_infer_ctx *c)
 {
+    const graph_from_blocked_attrs *at = c->attrs;
     tg_status st = need_blocked(c, 0, "x");
-    if (st == TG_OK)
-        unblock(&c->in[0], &c->out[0]);
-    return st;
+    if (st != TG_OK)
+        return st;
+    int64_t nb = c->in[0].dim[1], ch = at->channels ? at->channels : nb * BLK;
+    if (ch < 0 || (ch + BLK - 1) / BLK != nb)
+        return graph_infer_fail(c, TG_ERR_ARG,
+                                "channels %lld do not fill the %lld blocks of 16 of x",
+                                (long long)at->channels, (long long)nb);
+    unblock(&c->in[0], ch, &c->out[0]);
+    return TG_OK;
 }
 
 tg_status graph_infer_conv2d_blk(graph_infer_ctx *c)
 {
     const graph_conv2d_blk_attrs *at = c->attrs;
-    tg_status st = need_blocked(c, 0, "x");
+    const graph_type *w = &c->in[1];
+    int plain_x = c->in[0].ndim == 4;
+    tg_status st = plain_x ? TG_OK : need_blocked(c, 0, "x");
     if (st == TG_OK && c->nin > 3)
         st = need_blocked(c, 3, "residual");
     if (st != TG_OK)
@@ -85,12 +107,25 @@ tg_status graph_infer_conv2d_blk(graph_infer_ctx *c)
         return graph_infer_fail(c, TG_ERR_ARG,
                                 "algo must be 0 (auto), 1 (direct) or 2 (winograd), got %lld",
                                 (long long)at->algo);
+    if (w->ndim != 4)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "w must be [O,C/groups,kh,kw], got rank %d",
+                                (int)w->ndim);
+    /* C and O from the weights: the blocks may be padded */
+    if (at->groups < 1 || (w->dim[1] > 0 && at->groups > GRAPH_MAX_NUMEL / w->dim[1]))
+        return graph_infer_fail(c, TG_ERR_ARG, "groups %lld: must be >= 1 and fit the weights",
+                                (long long)at->groups);
+    int64_t ch = w->dim[1] * at->groups;
+    if (!plain_x && (st = need_blocks(c, 0, "x", ch)) != TG_OK)
+        return st;
+    if (c->nin > 3 && (st = need_blocks(c, 3, "residual", w->dim[0])) != TG_OK)
+        return st;
     graph_type in[4];
     for (int i = 0; i < c->nin; i++)
         in[i] = c->in[i];
-    unblock(&c->in[0], &in[0]);
+    if (!plain_x)
+        unblock(&c->in[0], ch, &in[0]);
     if (c->nin > 3)
-        unblock(&c->in[3], &in[3]);
+        unblock(&c->in[3], w->dim[0], &in[3]);
     graph_conv2d_ep_attrs ep = {at->stride, at->padding, at->dilation, at->groups,
                                 at->post, at->alpha, at->clip_min, at->clip_max};
     graph_infer_ctx base = *c;
@@ -98,10 +133,6 @@ tg_status graph_infer_conv2d_blk(graph_infer_ctx *c)
     base.attrs = &ep;
     if ((st = graph_infer_conv2d_ep(&base)) != TG_OK)
         return st;
-    if (c->out[0].dim[1] % BLK)
-        return graph_infer_fail(c, TG_ERR_SHAPE,
-                                "output channels %lld are not a multiple of the block 16",
-                                (long long)c->out[0].dim[1]);
     graph_type y = c->out[0];
     block(&y, &c->out[0]);
     return TG_OK;

@@ -5,20 +5,39 @@
  * values between them stay blocked, so the layout is converted only where
  * a chain starts and where a value leaves it.
  *
- * A blocked value is a plain 5-D tensor [N,C/16,H,W,16] (graph/
+ * A blocked value is a plain 5-D tensor [N,ceil(C/16),H,W,16] (graph/
  * infer_blocked.c), so the IR needs no layout attribute:
- *   - every conv2d / conv2d_ep (grouped and depthwise ones too: oneDNN
- *     runs a depthwise conv in nChw16c with its jit_dw kernel, 20-50x
- *     faster than the per-group GEMM it gets in NCHW) with an f32
- *     [N,C,H,W] input, C and the output channels multiples of 16, and
- *     only N dynamic becomes
- *     conv2d_blk (algo auto: the kernel picks Winograd for 3x3 stride 1),
- *     its input and residual taken blocked (a to_blocked is made once per
- *     plain value entering the chain); a missing bias becomes zeros;
+ *   - every conv2d / conv2d_ep with an f32 [N,C,H,W] input and only N
+ *     dynamic becomes conv2d_blk (algo auto: the kernel picks Winograd
+ *     for 3x3 stride 1), its input and residual taken blocked (a
+ *     to_blocked is made once per plain value entering the chain); a
+ *     missing bias becomes zeros.  Grouped and depthwise convs too:
+ *     oneDNN runs a depthwise conv in nChw16c with its jit_dw kernel,
+ *     20-50x faster than the per-group GEMM it gets in NCHW.  Any channel
+ *     count: a C that is not a multiple of 16 has its last block padded
+ *     with zero lanes (mobilenet's 24, shufflenet's 58...: measured on
+ *     mobilenet_v3_small, 3.2 ms with such convs plain, 1.7 ms padded);
+ *   - a conv whose x has fewer than 16 channels and is not in a chain yet
+ *     (an RGB stem) reads x plain and writes blocked (oneDNN's nchw ->
+ *     nChw16c kernel), rather than padding 3 channels to 16;
  *   - an elementwise op with an f32 output of such a 4-D shape, at least
  *     one input already blocked and every input either of the output's
  *     exact type or a one-element value, is rebuilt on blocked inputs
- *     (relu, a residual add, a fused chain...);
+ *     (relu, a residual add, a fused chain...).  When the output's blocks
+ *     are padded, only if the op maps zero lanes to zeros (run once on
+ *     zeros here: add, mul, relu, silu do; sigmoid, x + 3 do not), so the
+ *     padded lanes stay zeros for the next conv, which reads them against
+ *     zero weights (a NaN or inf there would spread);
+ *   - an elementwise input of the output's channels broadcast over N, H
+ *     or W ([N,C,1,1], [1,C,1,1]) is taken blocked too, and the
+ *     global_avg_pool of a chain value becomes reduce_mean over the
+ *     blocked H and W: a squeeze-and-excitation block (pool, two 1x1
+ *     convs, the gate's mul) stays in the chain;
+ *   - a channel concat of values whose channels are multiples of 16, one
+ *     of them in the chain, concatenates their blocks;
+ *   - a batch_norm of a chain value with constant statistics becomes a
+ *     fused (x - mean) * f + bias on blocked per-channel constants (with
+ *     the relu that alone reads it);
  *   - a from_blocked is made for each chain value still read by an
  *     unconverted node or named as a graph output, which then read it.
  * Nodes are visited in order (the manager keeps them sorted), so a
@@ -26,10 +45,11 @@
  * never replaced: its producer stays plain (declined with a reason).
  *
  * Also, every to_blocked(from_blocked(v)) becomes v (this pass never makes
- * such a pair, but a graph may hold one), so running twice is a no-op.
+ * such a pair, but a graph may hold one) where v's padded lanes are known
+ * zeros (v made by to_blocked or conv2d_blk), so running twice is a no-op.
  *
- * Declines are explained: "input channels 3 are not a multiple of 16",
- * "a dynamic dim other than the batch", ...
+ * Declines are explained: "a dynamic dim other than the batch", "output
+ * is guarded (must stay plain)", "oneDNN has only a reference kernel...".
  *
  * oneDNN is asked, for each conv that fits, which implementation its
  * conv2d_blk kernel would run (eager_dnnl_impl_of, on one thread): where
@@ -38,6 +58,7 @@
  * ~1.2 s each against ~33 ms plain, which runs gemm:jit), or cannot make
  * the blocked primitive at all, the conv stays plain.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +74,7 @@ typedef struct lay {
     int32_t *blk;  /* plain value -> its blocked counterpart, or -1 */
     uint8_t *made; /* plain value produced by a converted node */
     int32_t nv;    /* values when the pass started */
+    const opt_uses *u;
 } lay;
 
 static int is_output(const graph *g, int32_t v)
@@ -63,12 +85,11 @@ static int is_output(const graph *g, int32_t v)
     return 0;
 }
 
-/* f32 [N,C,H,W] with C % 16 == 0 and only N dynamic. */
+/* f32 [N,C,H,W] with only N dynamic. */
 static int blockable(const graph *g, int32_t v)
 {
     const graph_value *val = &g->values[v];
-    return val->type.dtype == GRAPH_F32 && val->type.ndim == 4 && val->type.dim[1] % BLK == 0 &&
-           !(val->dyn & ~1u);
+    return val->type.dtype == GRAPH_F32 && val->type.ndim == 4 && !(val->dyn & ~1u);
 }
 
 /* The blocked counterpart of plain v, made on first use (prov of node). */
@@ -85,20 +106,33 @@ static int32_t get_blocked(lay *L, int32_t v, int32_t node)
     return out;
 }
 
-/* [N,C,H,W] -> the blocked [N,C/16,H,W,16]. */
+/* [N,C,H,W] -> the blocked [N,ceil(C/16),H,W,16]. */
 static graph_type blocked_type(const graph_type *t)
 {
-    graph_type b = {GRAPH_F32, 5, {t->dim[0], t->dim[1] / BLK, t->dim[2], t->dim[3], BLK}};
+    graph_type b = {GRAPH_F32, 5,
+                    {t->dim[0], (t->dim[1] + BLK - 1) / BLK, t->dim[2], t->dim[3], BLK}};
     return b;
+}
+
+/*
+ * Conv node i reads its x plain (a stem: oneDNN reads NCHW and writes
+ * nChw16c, ~2x faster than padding 3 channels to a block of 16): x has
+ * fewer than 16 channels and is not in the chain already.
+ */
+static int stem_input(const lay *L, int32_t i)
+{
+    int32_t v = L->g->nodes[i].in[0];
+    return L->g->values[v].type.dim[1] < BLK && !(v < L->nv && L->blk[v] >= 0);
 }
 
 /*
  * The conv2d_blk node i would become (convert_conv): its attrs and input
  * types, the bias always present.  Returns the input count.
  */
-static int blk_form(const graph *g, int32_t i, graph_conv2d_blk_attrs *at, graph_type in[4],
+static int blk_form(const lay *L, int32_t i, graph_conv2d_blk_attrs *at, graph_type in[4],
                     graph_type *out)
 {
+    const graph *g = L->g;
     const graph_node *n = &g->nodes[i];
     memset(at, 0, sizeof *at);
     if (n->op == GRAPH_OP_conv2d) {
@@ -111,7 +145,7 @@ static int blk_form(const graph *g, int32_t i, graph_conv2d_blk_attrs *at, graph
         at->groups = c->groups, at->post = c->post, at->alpha = c->alpha;
     }
     const graph_type *w = &g->values[n->in[1]].type;
-    in[0] = blocked_type(&g->values[n->in[0]].type);
+    in[0] = stem_input(L, i) ? g->values[n->in[0]].type : blocked_type(&g->values[n->in[0]].type);
     in[1] = *w;
     in[2] = (graph_type){GRAPH_F32, 1, {w->dim[0]}};
     *out = blocked_type(&g->values[n->out[0]].type);
@@ -124,12 +158,12 @@ static int blk_form(const graph *g, int32_t i, graph_conv2d_blk_attrs *at, graph
  * Why oneDNN's blocked kernel does not fit conv node i (a reference
  * implementation, or none), or NULL.
  */
-static const char *impl_decline(const graph *g, int32_t i, char *buf, size_t len)
+static const char *impl_decline(const lay *L, int32_t i, char *buf, size_t len)
 {
     graph_conv2d_blk_attrs at;
     graph_type in[4], out;
     char impl[64], err[160];
-    int nin = blk_form(g, i, &at, in, &out);
+    int nin = blk_form(L, i, &at, in, &out);
     tg_status st = eager_dnnl_impl_of(GRAPH_OP_conv2d_blk, &at, in, nin, &out, 2u, 1, impl,
                                       sizeof impl, err, sizeof err);
     if (st != TG_OK)
@@ -145,22 +179,18 @@ static const char *impl_decline(const graph *g, int32_t i, char *buf, size_t len
 }
 
 /* Why conv node i cannot go blocked, or NULL. */
-static const char *conv_decline(const graph *g, int32_t i, char *buf, size_t len)
+static const char *conv_decline(const lay *L, int32_t i, char *buf, size_t len)
 {
+    const graph *g = L->g;
     const graph_node *n = &g->nodes[i];
-    const graph_value *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
-    if (x->type.ndim != 4 || x->type.dim[1] % BLK)
-        snprintf(buf, len, "input channels %lld are not a multiple of 16",
-                 (long long)x->type.dim[1]);
-    else if (y->type.dim[1] % BLK)
-        snprintf(buf, len, "output channels %lld are not a multiple of 16",
-                 (long long)y->type.dim[1]);
+    if (g->values[n->in[0]].type.dtype != GRAPH_F32)
+        snprintf(buf, len, "not f32");
     else if (!blockable(g, n->in[0]) || !blockable(g, n->out[0]))
         snprintf(buf, len, "a dynamic dim other than the batch");
     else if (fu_guarded(g, n->out[0]))
         snprintf(buf, len, "output is guarded (must stay plain)");
     else
-        return impl_decline(g, i, buf, len);
+        return impl_decline(L, i, buf, len);
     return buf;
 }
 
@@ -180,7 +210,8 @@ static tg_status convert_conv(lay *L, int32_t i)
         at.groups = c->groups, at.post = c->post, at.alpha = c->alpha;
         at.clip_min = c->clip_min, at.clip_max = c->clip_max;
     }
-    int32_t in[4] = {get_blocked(L, n.in[0], i), n.in[1], -1, -1}, out;
+    int32_t in[4] = {stem_input(L, i) ? n.in[0] : get_blocked(L, n.in[0], i), n.in[1], -1, -1};
+    int32_t out;
     if (in[0] < 0)
         return TG_ERR_STATE;
     if (n.nin > 2) {
@@ -205,6 +236,55 @@ static tg_status convert_conv(lay *L, int32_t i)
     return TG_OK;
 }
 
+/*
+ * Input v of an elementwise node with output out is taken blocked: v has
+ * out's type, or is a 4-D f32 of out's channels broadcast over the other
+ * dims (a squeeze-and-excitation gate [N,C,1,1], a per-channel scale
+ * [1,C,1,1]): blocked, both keep N, H, W in place and C in the same two
+ * dims, so the broadcast is the same.
+ */
+static int blocked_input(const graph *g, int32_t v, int32_t out)
+{
+    const graph_value *a = &g->values[v], *y = &g->values[out];
+    return fu_same_type(g, v, out) ||
+           (blockable(g, v) && a->type.dim[1] == y->type.dim[1] && !(y->dyn & 2u) &&
+            graph_type_numel(&a->type) > 1);
+}
+
+/*
+ * Padded lanes stay zero through elementwise node i: the node, run on
+ * zeros for its blocked inputs (its one-element inputs as they are, which
+ * must be constants), gives 0.  relu, add, mul, silu, clip to a range
+ * holding 0 do; sigmoid (0.5) or x + 3 do not.
+ */
+static int keeps_zero_lanes(const graph *g, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
+    const void *ip[GRAPH_MAX_NODE_IO];
+    static const float zeros[1];
+    float y = 1.0f;
+    void *op[1] = {&y};
+    char err[160];
+    int nout = 0;
+    if (n->nin > GRAPH_MAX_NODE_IO)
+        return 0;
+    for (int k = 0; k < n->nin; k++) {
+        const graph_value *v = &g->values[n->in[k]];
+        int blocked = blocked_input(g, n->in[k], n->out[0]);
+        if (!blocked && !v->data)
+            return 0;
+        it[k] = (graph_type){blocked ? GRAPH_F32 : v->type.dtype, 1, {1}};
+        ip[k] = blocked ? (const void *)zeros : v->data;
+    }
+    if (graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot, GRAPH_MAX_NODE_IO, &nout, err,
+                    sizeof err) != TG_OK ||
+        nout != 1 || ot[0].dtype != GRAPH_F32 || graph_type_numel(&ot[0]) != 1)
+        return 0;
+    eager_kargs ka = {it, ip, n->nin, graph_node_attrs(n), ot, op, 1, 1, err, sizeof err, NULL};
+    return eager_kernels[n->op](&ka) == TG_OK && y == 0.0f;
+}
+
 /* Elementwise node i fits the chain: see the file comment. */
 static int ew_fits(const lay *L, int32_t i)
 {
@@ -218,12 +298,12 @@ static int ew_fits(const lay *L, int32_t i)
         int32_t v = n->in[k];
         if (v < L->nv && L->made[v])
             any = 1;
-        if (!fu_same_type(g, v, n->out[0]) &&
+        if (!blocked_input(g, v, n->out[0]) &&
             !(graph_type_numel(&g->values[v].type) == 1 && g->values[v].type.ndim <= 5 &&
               !g->values[v].dyn))
             return 0;
     }
-    return any;
+    return any && (g->values[n->out[0]].type.dim[1] % BLK == 0 || keeps_zero_lanes(g, i));
 }
 
 static tg_status convert_ew(lay *L, int32_t i)
@@ -236,7 +316,7 @@ static tg_status convert_ew(lay *L, int32_t i)
     tg_status st = TG_OK;
     for (int k = 0; k < n.nin && st == TG_OK; k++) {
         in[k] = n.in[k];
-        if (fu_same_type(g, n.in[k], n.out[0]) && (in[k] = get_blocked(L, n.in[k], i)) < 0)
+        if (blocked_input(g, n.in[k], n.out[0]) && (in[k] = get_blocked(L, n.in[k], i)) < 0)
             st = TG_ERR_STATE;
     }
     if (st == TG_OK && fu_add_node(g, L->ctx, n.op, in, n.nin, graph_node_attrs(&n), &out, 1,
@@ -265,7 +345,8 @@ static tg_status exits(lay *L, const opt_uses *u)
         if (!outside)
             continue;
         int32_t src = g->values[v].node, out;
-        if (fu_add_node(g, L->ctx, GRAPH_OP_from_blocked, &L->blk[v], 1, NULL, &out, 1, &src,
+        graph_from_blocked_attrs at = {g->values[v].type.dim[1]};
+        if (fu_add_node(g, L->ctx, GRAPH_OP_from_blocked, &L->blk[v], 1, &at, &out, 1, &src,
                         1) < 0)
             return TG_ERR_STATE;
         opt_replace_uses(g, v, out);
@@ -273,7 +354,10 @@ static tg_status exits(lay *L, const opt_uses *u)
     return TG_OK;
 }
 
-/* to_blocked(from_blocked(v)) -> v. */
+/*
+ * to_blocked(from_blocked(v)) -> v, where v's padded lanes (if any) are
+ * zeros as to_blocked would make them: v made by to_blocked or conv2d_blk.
+ */
 static void cancel_pairs(graph *g, opt_ctx *ctx)
 {
     for (int32_t i = 0; i < g->nnodes; i++) {
@@ -284,11 +368,171 @@ static void cancel_pairs(graph *g, opt_ctx *ctx)
         if (p < 0 || g->nodes[p].op != GRAPH_OP_from_blocked || fu_guarded(g, n->out[0]) ||
             !fu_same_type(g, g->nodes[p].in[0], n->out[0]))
             continue;
+        int32_t q = fu_producer(g, g->nodes[p].in[0]);
+        if (g->values[n->in[0]].type.dim[1] % BLK &&
+            (q < 0 || (g->nodes[q].op != GRAPH_OP_to_blocked &&
+                       g->nodes[q].op != GRAPH_OP_conv2d_blk)))
+            continue;
         opt_replace_uses(g, n->out[0], g->nodes[p].in[0]);
         n->flags |= GRAPH_NODE_DEAD;
         ctx->stats->removed++;
         ctx->changed = 1;
     }
+}
+
+/*
+ * global_avg_pool of a chain value: reduce_mean over H and W of the
+ * blocked [N,CB,H,W,16], which is the blocked [N,C,1,1] (zero lanes give
+ * zero means).  Not for an empty H x W (NaN means in the padded lanes).
+ */
+static int gap_fits(const lay *L, int32_t i)
+{
+    const graph *g = L->g;
+    const graph_node *n = &g->nodes[i];
+    int32_t v = n->in[0];
+    const graph_type *t = &g->values[v].type;
+    return n->op == GRAPH_OP_global_avg_pool && v < L->nv && L->made[v] && t->ndim == 4 &&
+           t->dim[2] * t->dim[3] > 0 && blockable(g, n->out[0]) && !fu_guarded(g, n->out[0]);
+}
+
+static tg_status convert_gap(lay *L, int32_t i)
+{
+    graph *g = L->g;
+    graph_node n = g->nodes[i];
+    graph_reduce_mean_attrs at = {{2, {2, 3}}, 1};
+    int32_t out;
+    if (fu_add_node(g, L->ctx, GRAPH_OP_reduce_mean, &L->blk[n.in[0]], 1, &at, &out, 1, &i,
+                    1) < 0)
+        return TG_ERR_STATE;
+    L->blk[n.out[0]] = out;
+    L->made[n.out[0]] = 1;
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    L->ctx->stats->rewritten++;
+    return TG_OK;
+}
+
+/*
+ * A channel concat with a chain value among its inputs, every input's
+ * channels a multiple of 16: the same concat on the blocked values
+ * (along their dim 1, the blocks), so densenet's and googlenet's
+ * concatenations stay in the chain.
+ */
+static int concat_fits(const lay *L, int32_t i)
+{
+    const graph *g = L->g;
+    const graph_node *n = &g->nodes[i];
+    if (n->op != GRAPH_OP_concat || !blockable(g, n->out[0]) || fu_guarded(g, n->out[0]))
+        return 0;
+    const graph_concat_attrs *at = graph_node_attrs(n);
+    int any = 0;
+    if (at->axis != 1 && at->axis != -3)
+        return 0;
+    for (int k = 0; k < n->nin; k++) {
+        int32_t v = n->in[k];
+        if (!blockable(g, v) || g->values[v].type.dim[1] % BLK)
+            return 0;
+        any |= v < L->nv && L->made[v];
+    }
+    return any;
+}
+
+static tg_status convert_concat(lay *L, int32_t i)
+{
+    graph *g = L->g;
+    graph_node n = g->nodes[i];
+    graph_concat_attrs at = {1};
+    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in), out;
+    if (!in)
+        return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "out of memory");
+    tg_status st = TG_OK;
+    for (int k = 0; k < n.nin && st == TG_OK; k++)
+        if ((in[k] = get_blocked(L, n.in[k], i)) < 0)
+            st = TG_ERR_STATE;
+    if (st == TG_OK &&
+        fu_add_node(g, L->ctx, GRAPH_OP_concat, in, n.nin, &at, &out, 1, &i, 1) < 0)
+        st = TG_ERR_STATE;
+    tg_free(in);
+    if (st != TG_OK)
+        return st;
+    L->blk[n.out[0]] = out;
+    L->made[n.out[0]] = 1;
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    L->ctx->stats->rewritten++;
+    return TG_OK;
+}
+
+/*
+ * batch_norm of a chain value with constant statistics (densenet's
+ * pre-activation BN, which no conv absorbs): a fused node computing
+ * (x - mean) * f + bias on the blocked x, as the batch_norm kernel does
+ * (f = scale / sqrt(var + eps), in double), the three per-channel
+ * vectors as blocked constants [1,CB,1,1,16] with zero lanes past C (so
+ * the padded lanes stay zeros); a relu that is the only reader of the
+ * result joins the program.
+ */
+static int bn_fits(const lay *L, int32_t i)
+{
+    const graph *g = L->g;
+    const graph_node *n = &g->nodes[i];
+    if (n->op != GRAPH_OP_batch_norm || !(n->in[0] < L->nv && L->made[n->in[0]]) ||
+        !blockable(g, n->out[0]) || fu_guarded(g, n->out[0]))
+        return 0;
+    for (int k = 1; k < 5; k++)
+        if (!g->values[n->in[k]].data || g->values[n->in[k]].type.dtype != GRAPH_F32)
+            return 0;
+    return 1;
+}
+
+/* The relu that alone reads v (not an output or guarded), or -1. */
+static int32_t only_relu(const lay *L, int32_t v)
+{
+    const graph *g = L->g;
+    int32_t r = v < L->nv && !is_output(g, v) ? fu_sole_user(L->u, v) : -1;
+    return r >= 0 && g->nodes[r].op == GRAPH_OP_relu && fu_same_type(g, g->nodes[r].out[0], v) &&
+                   !fu_guarded(g, g->nodes[r].out[0])
+               ? r
+               : -1;
+}
+
+static tg_status convert_bn(lay *L, int32_t i)
+{
+    graph *g = L->g;
+    graph_node n = g->nodes[i];
+    const graph_batch_norm_attrs *at = graph_node_attrs(&n);
+    const float *scale = g->values[n.in[1]].data, *bias = g->values[n.in[2]].data;
+    const float *mean = g->values[n.in[3]].data, *var = g->values[n.in[4]].data;
+    int64_t c = g->values[n.in[0]].type.dim[1], cb = (c + BLK - 1) / BLK;
+    graph_type vt = {GRAPH_F32, 5, {1, cb, 1, 1, BLK}};
+    float *v = tg_calloc((size_t)(3 * cb * BLK), sizeof *v);
+    if (!v)
+        return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "out of memory");
+    for (int64_t k = 0; k < c; k++) {
+        v[k] = mean[k];
+        v[cb * BLK + k] = (float)(scale[k] / sqrt((double)var[k] + at->eps));
+        v[2 * cb * BLK + k] = bias[k];
+    }
+    int32_t in[4] = {L->blk[n.in[0]], opt_add_const(g, &vt, v),
+                     opt_add_const(g, &vt, v + cb * BLK), opt_add_const(g, &vt, v + 2 * cb * BLK)};
+    tg_free(v);
+    if (in[1] < 0 || in[2] < 0 || in[3] < 0)
+        return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "cannot add the batch_norm constants");
+    int32_t relu = only_relu(L, n.out[0]), out;
+    graph_fused_attrs fa = {TG_STR("r0=sub(i0,i1);r1=mul(r0,i2);r2=add(r1,i3)")};
+    if (relu >= 0)
+        fa.prog = TG_STR("r0=sub(i0,i1);r1=mul(r0,i2);r2=add(r1,i3);r3=relu(r2)");
+    int32_t prov[2] = {i, relu};
+    if (fu_add_node(g, L->ctx, GRAPH_OP_fused, in, 4, &fa, &out, 1, prov, relu >= 0 ? 2 : 1) < 0)
+        return TG_ERR_STATE;
+    int32_t last = relu >= 0 ? g->nodes[relu].out[0] : n.out[0];
+    L->blk[last] = out;
+    L->made[last] = 1;
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    if (relu >= 0) {
+        g->nodes[relu].flags |= GRAPH_NODE_DEAD;
+        L->ctx->stats->removed++;
+    }
+    L->ctx->stats->rewritten++;
+    return TG_OK;
 }
 
 static tg_status convert_all(lay *L)
@@ -302,13 +546,19 @@ static tg_status convert_all(lay *L)
         if (g->nodes[i].flags & GRAPH_NODE_DEAD)
             continue;
         if (op == GRAPH_OP_conv2d || op == GRAPH_OP_conv2d_ep) {
-            const char *r = conv_decline(g, i, why, sizeof why);
+            const char *r = conv_decline(L, i, why, sizeof why);
             if (r)
                 opt_explain(L->ctx, g, i, "%s", r);
             else
                 st = convert_conv(L, i);
         } else if (ew_fits(L, i)) {
             st = convert_ew(L, i);
+        } else if (gap_fits(L, i)) {
+            st = convert_gap(L, i);
+        } else if (concat_fits(L, i)) {
+            st = convert_concat(L, i);
+        } else if (bn_fits(L, i)) {
+            st = convert_bn(L, i);
         }
         if (st != TG_OK)
             return st;
@@ -319,11 +569,12 @@ static tg_status convert_all(lay *L)
 static tg_status run(graph *g, opt_ctx *ctx)
 {
     cancel_pairs(g, ctx);
-    lay L = {g, ctx, NULL, NULL, g->nvalues};
+    lay L = {g, ctx, NULL, NULL, g->nvalues, NULL};
     opt_uses u;
     tg_status st = opt_uses_build(g, &u);
     if (st != TG_OK)
         return opt_fail(ctx, g, -1, st, "out of memory building uses");
+    L.u = &u;
     L.blk = tg_malloc(((size_t)L.nv + 1) * sizeof *L.blk);
     L.made = tg_calloc((size_t)L.nv + 1, 1);
     if (!L.blk || !L.made) {

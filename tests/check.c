@@ -74,12 +74,22 @@ void check_error(const char *substr, const char *file, int line)
     eager_clear_error();
 }
 
+double check_abs_diff(double got, double want)
+{
+    if (isnan(got) || isnan(want))
+        return isnan(got) && isnan(want) ? 0 : INFINITY;
+    if (isinf(got) || isinf(want))
+        return got == want ? 0 : INFINITY;
+    return fabs(got - want);
+}
+
 double check_normalized_error(const float *got, const float *want, int64_t n)
 {
     double scale = 1e-6, diff = 0;
     for (int64_t i = 0; i < n; i++) {
-        scale = fmax(scale, fabs(want[i]));
-        diff = fmax(diff, fabs((double)got[i] - want[i]));
+        if (isfinite(want[i]))
+            scale = fmax(scale, fabs(want[i]));
+        diff = fmax(diff, check_abs_diff(got[i], want[i]));
     }
     return diff / scale;
 }

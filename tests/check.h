@@ -32,8 +32,17 @@ void check_floats(const float *got, const float *want, int64_t n, double tol,
 void check_error(const char *substr, const char *file, int line);
 
 /*
- * Normalized error of got vs want: max |got - want| / max(max |want|, 1e-6),
- * the measure the optimizer tests use (fused kernels are not bit-exact).
+ * |got - want|, but infinite where one is NaN and the other not, or where
+ * an infinity differs (0 where both are NaN or the same infinity): a max
+ * over it (fmax drops NaN) cannot pass a NaN.
+ */
+double check_abs_diff(double got, double want);
+
+/*
+ * Normalized error of got vs want: max |got - want| / max(max |want|, 1e-6)
+ * (check_abs_diff: a NaN or infinity that does not match makes it
+ * infinite), the measure the optimizer tests use (fused kernels are not
+ * bit-exact).
  */
 double check_normalized_error(const float *got, const float *want, int64_t n);
 

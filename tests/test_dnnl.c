@@ -196,7 +196,7 @@ static void test_wino_prepared(void)
                 eager_tensor *yb = blk_step(eager_to_blocked(x, BLK), w, b,
                                             with_res ? eager_to_blocked(r, BLK) : NULL, &at,
                                             &st);
-                eager_tensor *y = yb ? eager_from_blocked(yb) : NULL;
+                eager_tensor *y = yb ? eager_from_blocked(yb, 0) : NULL;
                 CHECK(y != NULL);
                 if (!y)
                     break;
@@ -234,7 +234,7 @@ static void test_blocked_sizes(void)
         eager_tensor *x = eager_rand_uniform(TG_SHAPE(n, c, h, w), 70 + k, -1, 1);
         eager_tensor *xb = eager_to_blocked(x, BLK);
         eager_tensor *b = eager_rand_uniform(TG_SHAPE(n, cb, h, w, BLK), 80 + k, -1, 1);
-        eager_tensor *y = eager_from_blocked(b);
+        eager_tensor *y = eager_from_blocked(b, 0);
         CHECK(xb && y);
         if (xb && y) {
             const float *px = eager_peek(x), *pxb = eager_peek(xb);

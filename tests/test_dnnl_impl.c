@@ -262,7 +262,7 @@ static void check_dilated(int64_t C, int64_t H, int64_t d)
             double e = 0, m = 0;
             const float *y = out.data;
             for (int64_t i = 0; i < C * H * H; i++) {
-                e = fmax(e, fabs(y[i] - want[i]));
+                e = fmax(e, check_abs_diff(y[i], want[i]));
                 m = fmax(m, fabs(want[i]));
             }
             CHECK_MSG(e <= 1e-4 * fmax(m, 1), "%s: error %g of %g", what, e, m);

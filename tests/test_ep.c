@@ -136,7 +136,7 @@ static void test_clip_post(void)
                                                 eager_to_blocked(zb, 16), NO, NO, NO, 1,
                                                 TG_INTS(ADD, CLIP), 0, algo, lo, hi);
             check_clip_bits(__LINE__, algo ? "conv2d_blk direct" : "conv2d_blk",
-                            yb ? eager_from_blocked(yb) : NULL,
+                            yb ? eager_from_blocked(yb, 0) : NULL,
                             eager_clip(eager_add(eager_conv2d(xb, wb, b, NO, NO, NO, 1), zb), lo,
                                        hi),
                             x, 32, -16, lo, hi);

@@ -172,7 +172,7 @@ static void test_dynamic_and_params(void)
                       (long long)batches[b], replay_session_error(s));
             float worst = 0;
             for (int64_t i = 0; i < n; i++)
-                worst = fmaxf(worst, fabsf(y[i] - ref_small(x[i], wr[i % 8])));
+                worst = fmaxf(worst, (float)check_abs_diff(y[i], ref_small(x[i], wr[i % 8])));
             CHECK_MSG(worst < 1e-5f, "round %d batch %lld: max error %g", round,
                       (long long)batches[b], worst);
             free(x);

@@ -19,6 +19,7 @@
 #include "eager/eager.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "tracer/trace.h"
 
 #define TOL 1e-4
 
@@ -105,12 +106,62 @@ static void test_workload(workload_kind k)
     workload_free(&w);
 }
 
+/*
+ * Channel counts that are not multiples of 16 at -O3: a 3-channel stem
+ * read plain, 24- and 40-channel values in padded blocks (depthwise,
+ * residual add, 1x1), an 8-channel output; OpenCL against the CPU at -O3
+ * and the CPU at -O0.
+ */
+static void test_padded_blocks(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_INTS(2, 3, 16, 16), 3, -1, 1);
+    eager_tensor *w1 = eager_rand_uniform(TG_INTS(24, 3, 3, 3), 4, -0.4f, 0.4f);
+    eager_tensor *w2 = eager_rand_uniform(TG_INTS(24, 1, 3, 3), 5, -0.4f, 0.4f);
+    eager_tensor *w3 = eager_rand_uniform(TG_INTS(40, 24, 1, 1), 6, -0.3f, 0.3f);
+    eager_tensor *w4 = eager_rand_uniform(TG_INTS(8, 40, 3, 3), 7, -0.1f, 0.1f);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    eager_tensor *h = eager_clip(
+        eager_conv2d(x, w1, EAGER_NONE, TG_INTS(2), TG_INTS(1), TG_INTS(), 1), 0.0f, 6.0f);
+    h = eager_add(eager_conv2d(h, w2, EAGER_NONE, TG_INTS(), TG_INTS(1), TG_INTS(), 24), h);
+    h = eager_relu(eager_conv2d(h, w3, EAGER_NONE, TG_INTS(), TG_INTS(), TG_INTS(), 1));
+    trace_output(eager_conv2d(h, w4, EAGER_NONE, TG_INTS(), TG_INTS(1), TG_INTS(), 1), "y");
+    graph *g = trace_freeze();
+    CHECK_MSG(g != NULL, "padded blocks: trace: %s", eager_error());
+    graph *g3 = g ? graph_clone(g) : NULL;
+    opt_options o = opt_default_options();
+    o.level = 3;
+    char err[512] = "";
+    CHECK_MSG(g3 && opt_optimize(g3, &o, NULL, err, sizeof err) == TG_OK, "-O3: %s", err);
+    int blk = 0;
+    for (int32_t i = 0; g3 && i < g3->nnodes; i++)
+        blk += g3->nodes[i].op == GRAPH_OP_conv2d_blk;
+    CHECK_MSG(blk == 4, "padded blocks: 4 blocked convs at -O3, got %d", blk);
+    float *ref = g ? run(g, REPLAY_CPU, x, "padded -O0 cpu") : NULL;
+    float *cpu = g3 ? run(g3, REPLAY_CPU, x, "padded -O3 cpu") : NULL;
+    float *ocl = g3 ? run(g3, REPLAY_OPENCL, x, "padded -O3 opencl") : NULL;
+    if (ref && cpu && ocl) {
+        int64_t n = 2 * 8 * 8 * 8;
+        double e1 = check_normalized_error(cpu, ref, n), e2 = check_normalized_error(ocl, ref, n);
+        CHECK_MSG(e1 <= TOL && e2 <= TOL, "padded blocks: -O3 CPU %.3g, OpenCL %.3g vs -O0", e1,
+                  e2);
+    }
+    free(ref);
+    free(cpu);
+    free(ocl);
+    graph_free(g);
+    graph_free(g3);
+    eager_pool_pop();
+}
+
 int main(void)
 {
     if (!check_opencl_device(NULL))
         return CHECK_SKIP;
     for (int k = 0; k < WL_COUNT; k++)
             test_workload((workload_kind)k);
+    test_padded_blocks();
     replay_opencl_shutdown();
     return check_done();
 }

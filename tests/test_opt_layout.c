@@ -18,38 +18,56 @@ static double g_err_direct, g_err_wino;
 
 /* ---- to_blocked / from_blocked ---- */
 
+/* x [N,C,H,W] to blocked and back; lanes past C must be zeros. */
+static void check_roundtrip(int line, int64_t N, int64_t C, int64_t H, int64_t W)
+{
+    int64_t cb = (C + BLK - 1) / BLK;
+    eager_tensor *x = eager_rand_uniform(TG_INTS(N, C, H, W), (uint64_t)line, -1, 1);
+    eager_tensor *b = eager_to_blocked(x, 16);
+    check_report(b && eager_numel(b) == N * cb * BLK * H * W, __FILE__, line, "to_blocked");
+    if (!b)
+        return;
+    const float *px = eager_peek(x), *pb = eager_peek(b);
+    int ok = 1;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < cb * BLK; c++)
+            for (int64_t p = 0; p < H * W; p++)
+                ok &= pb[(((n * cb + c / BLK) * H * W) + p) * BLK + c % BLK] ==
+                      (c < C ? px[(n * C + c) * H * W + p] : 0.0f);
+    check_report(ok, __FILE__, line, "to_blocked places every element, zeros past C");
+    eager_tensor *y = eager_from_blocked(b, C % BLK ? C : 0);
+    check_report(y != NULL, __FILE__, line, "from_blocked: %s", eager_error());
+    if (y)
+        check_floats(eager_peek(y), px, N * C * H * W, 0, __FILE__, line, "round trip");
+}
+
 static void test_roundtrip(void)
 {
     int64_t live = eager_live_tensors();
     eager_pool_push();
-    int64_t N = 2, C = 32, H = 5, W = 7; /* 35 positions: 2 tiles + a tail */
-    eager_tensor *x = eager_rand_uniform(TG_INTS(N, C, H, W), 7, -1, 1);
-    eager_tensor *b = eager_to_blocked(x, 16);
-    CHECK(b && eager_numel(b) == N * C * H * W);
-    if (b) {
-        const float *px = eager_peek(x), *pb = eager_peek(b);
-        int ok = 1;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t c = 0; c < C; c++)
-                for (int64_t p = 0; p < H * W; p++)
-                    ok &= pb[(((n * (C / BLK) + c / BLK) * H * W) + p) * BLK + c % BLK] ==
-                          px[(n * C + c) * H * W + p];
-        CHECK(ok);
-        eager_tensor *y = eager_from_blocked(b);
-        CHECK(y != NULL);
-        if (y)
-            check_floats(eager_peek(y), px, N * C * H * W, 0, __FILE__, __LINE__, "round trip");
-    }
+    check_roundtrip(__LINE__, 2, 32, 5, 7); /* 35 positions: 2 tiles + a tail */
+    check_roundtrip(__LINE__, 2, 24, 5, 7); /* a padded block */
+    check_roundtrip(__LINE__, 3, 3, 4, 9);  /* one block, 3 channels */
+    check_roundtrip(__LINE__, 1, 40, 8, 8);
+    eager_tensor *x = eager_rand_uniform(TG_INTS(2, 32, 5, 7), 7, -1, 1);
     eager_tensor *z = eager_to_blocked(eager_rand_uniform(TG_INTS(0, 16, 2, 2), 1, -1, 1), 16);
-    CHECK(z && eager_numel(eager_from_blocked(z)) == 0);
+    CHECK(z && eager_numel(eager_from_blocked(z, 0)) == 0);
     /* errors name this file */
-    CHECK(!eager_to_blocked(eager_rand_uniform(TG_INTS(1, 3, 2, 2), 1, -1, 1), 16));
-    CHECK_ERROR("channels 3 are not a multiple of the block 16");
+    eager_tensor *b24 = eager_to_blocked(eager_rand_uniform(TG_INTS(1, 24, 2, 2), 1, -1, 1), 16);
+    CHECK(b24 && !eager_from_blocked(b24, 33));
+    CHECK_ERROR("channels 33 do not fill the 2 blocks of 16 of x");
+    CHECK(!eager_from_blocked(b24, 16));
+    CHECK_ERROR("channels 16 do not fill the 2 blocks of 16 of x");
+    CHECK(!eager_conv2d_blk(b24, eager_rand_uniform(TG_INTS(16, 40, 1, 1), 1, -1, 1),
+                            eager_rand_uniform(TG_INTS(16), 1, -1, 1), EAGER_NONE, TG_INTS(), TG_INTS(), TG_INTS(), 1,
+                            TG_INTS(), 0.0f, 0, -INFINITY, INFINITY));
+    CHECK_ERROR("x has 2 channel blocks, 40 channels need 3");
     CHECK(!eager_to_blocked(x, 8));
     CHECK_ERROR("test_opt_layout.c");
-    CHECK(!eager_from_blocked(x));
+    CHECK(!eager_from_blocked(x, 0));
     CHECK_ERROR("x must be blocked [N,C/16,H,W,16], got rank 4");
-    CHECK(!eager_conv2d_blk(b, eager_rand_uniform(TG_INTS(16, 32, 3, 3), 1, -1, 1),
+    CHECK(!eager_conv2d_blk(eager_to_blocked(x, 16),
+                            eager_rand_uniform(TG_INTS(16, 32, 3, 3), 1, -1, 1),
                             eager_rand_uniform(TG_INTS(16), 1, -1, 1), EAGER_NONE, TG_INTS(),
                             TG_INTS(), TG_INTS(), 1, TG_INTS(), 0.0f, 3, -INFINITY, INFINITY));
     CHECK_ERROR("algo must be 0 (auto), 1 (direct) or 2 (winograd), got 3");
@@ -61,6 +79,7 @@ static void test_roundtrip(void)
 
 typedef struct conv_case {
     int64_t n, c, h, w, o, k, stride, pad, algo, groups; /* groups 0: 1 */
+    int plain_x;                                           /* x given plain (a stem) */
 } conv_case;
 
 static double post_ref(double y, const graph_ints *post, double r, double alpha)
@@ -116,11 +135,21 @@ static void check_conv_blk(int line, conv_case k, graph_ints post)
                                          -0.3f, 0.3f);
     eager_tensor *b = eager_rand_uniform(TG_INTS(k.o), (uint64_t)line + 2, -1, 1);
     eager_tensor *r = eager_rand_uniform(TG_INTS(k.n, k.o, oh, ow), (uint64_t)line + 3, -1, 1);
-    eager_tensor *y = eager_from_blocked(eager_conv2d_blk(
-        eager_to_blocked(x, 16), w, b, has_res ? eager_to_blocked(r, 16) : EAGER_NONE,
-        TG_INTS(k.stride), TG_INTS(k.pad), TG_INTS(), groups, post, 0.1f, k.algo, -INFINITY,
-        INFINITY));
+    eager_tensor *yb = eager_conv2d_blk(
+        k.plain_x ? x : eager_to_blocked(x, 16), w, b,
+        has_res ? eager_to_blocked(r, 16) : EAGER_NONE, TG_INTS(k.stride), TG_INTS(k.pad),
+        TG_INTS(), groups, post, 0.1f, k.algo, -INFINITY, INFINITY);
+    eager_tensor *y = eager_from_blocked(yb, k.o % BLK ? k.o : 0);
     check_report(y != NULL, __FILE__, line, "conv2d_blk runs: %s", eager_error());
+    if (yb && k.o % BLK) { /* the lanes past O are zeros, whatever the epilogue */
+        const float *pb = eager_peek(yb);
+        int64_t cb = (k.o + BLK - 1) / BLK, zero = 1;
+        for (int64_t n = 0; n < k.n; n++)
+            for (int64_t p = 0; p < oh * ow; p++)
+                for (int64_t c = k.o % BLK; c < BLK; c++)
+                    zero &= pb[((n * cb + cb - 1) * oh * ow + p) * BLK + c] == 0.0f;
+        check_report(zero, __FILE__, line, "conv2d_blk: padded lanes are zeros");
+    }
     if (y) {
         int64_t n = eager_numel(y);
         double *want = malloc(sizeof *want * (size_t)(n + 1)), scale = 1e-6, diff = 0;
@@ -129,7 +158,7 @@ static void check_conv_blk(int line, conv_case k, graph_ints post)
         const float *got = eager_peek(y);
         for (int64_t i = 0; i < n; i++) {
             scale = fmax(scale, fabs(want[i]));
-            diff = fmax(diff, fabs(want[i] - got[i]));
+            diff = fmax(diff, check_abs_diff(got[i], want[i]));
         }
         double e = diff / scale, tol = k.algo == 1 || k.stride != 1 || k.k != 3 ? 1e-4 : 1e-3;
         if (tol > 1e-4)
@@ -165,6 +194,15 @@ static void test_conv_blk(void)
         check_conv_blk(__LINE__, (conv_case){1, 64, 6, 6, 32, 3, 1, 1, 0, 4}, posts[p]);
         check_conv_blk(__LINE__, (conv_case){1, 32, 6, 6, 32, 3, 1, 1, 0, 4}, posts[p]);
         check_conv_blk(__LINE__, (conv_case){1, 16, 6, 6, 32, 3, 1, 1, 0, 16}, posts[p]);
+        /* padded blocks: 24 -> 40 channels, 1x1 and 3x3 (Winograd
+         * offered), depthwise on 24, 40 -> 8 */
+        check_conv_blk(__LINE__, (conv_case){2, 24, 7, 6, 40, 1, 1, 0, 0}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 24, 8, 8, 40, 3, 1, 1, 0}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 24, 9, 9, 24, 3, 2, 1, 0, 24}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 40, 5, 5, 8, 1, 1, 0, 0}, posts[p]);
+        /* a stem: 3 plain channels in, 16 / 24 blocked out */
+        check_conv_blk(__LINE__, (conv_case){2, 3, 15, 13, 16, 3, 2, 1, 0, 0, 1}, posts[p]);
+        check_conv_blk(__LINE__, (conv_case){1, 3, 12, 12, 24, 3, 2, 1, 0, 0, 1}, posts[p]);
     }
     /* the benchmark shape, both algorithms, with the resblock's epilogue */
     check_conv_blk(__LINE__, (conv_case){1, 64, 56, 56, 64, 3, 1, 1, 1},
@@ -307,6 +345,123 @@ static void test_pass_depthwise(void)
     graph_free(ref);
 }
 
+/*
+ * Channel counts that are not multiples of 16: a 3-channel stem read
+ * plain, 24- and 40-channel values in padded blocks, a residual add and a
+ * mul kept blocked (0 op 0 = 0 in the padded lanes), a sigmoid left plain
+ * (sigmoid(0) = 0.5 would put nonzeros there), an 8-channel output.
+ */
+static void test_pass_padded(void)
+{
+    graph *g = PARSE("graph t(%x: f32[B,3,16,16]) -> (y: f32[B,8,8,8]) {\n"
+                     "  sym B = 2\n"
+                     "  %w1: f32[24,3,3,3] = const @R(648)\n  %b1: f32[24] = const @R(24)\n"
+                     "  %w2: f32[24,1,3,3] = const @R(216)\n"
+                     "  %w3: f32[40,24,1,1] = const @R(960)\n"
+                     "  %w4: f32[8,40,1,1] = const @R(320)\n"
+                     "  %c1: f32[B,24,8,8] = conv2d_ep(%x, %w1, %b1) {stride=[2], padding=[1], "
+                     "post=[8], clip_min=0, clip_max=6} !p0\n"
+                     "  %c2: f32[B,24,8,8] = conv2d(%c1, %w2) {padding=[1], groups=24} !p1\n"
+                     "  %a: f32[B,24,8,8] = add(%c2, %c1) !p1\n"
+                     "  %c3: f32[B,40,8,8] = conv2d(%a, %w3) !p2\n"
+                     "  %s: f32[B,40,8,8] = sigmoid(%c3) !p2\n"
+                     "  %m: f32[B,40,8,8] = mul(%c3, %s) !p2\n"
+                     "  %c4: f32[B,8,8,8] = conv2d(%m, %w4) !p3\n"
+                     "  return y = %c4\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    int32_t sg = find_op(g, GRAPH_OP_sigmoid), ad = find_op(g, GRAPH_OP_add);
+    CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 4 && count_op(g, GRAPH_OP_to_blocked) == 1 &&
+          count_op(g, GRAPH_OP_from_blocked) == 2 && sg >= 0 && ad >= 0 &&
+          g->values[g->nodes[sg].out[0]].type.ndim == 4 &&
+          g->values[g->nodes[ad].out[0]].type.ndim == 5 &&
+          g->values[g->nodes[find_op(g, GRAPH_OP_mul)].out[0]].type.ndim == 5);
+    for (int32_t i = 0; i < g->nnodes; i++) /* the stem reads x itself */
+        if (g->nodes[i].op == GRAPH_OP_conv2d_blk && g->values[g->nodes[i].in[0]].node < 0)
+            CHECK(g->values[g->nodes[i].in[0]].type.ndim == 4);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
+/*
+ * A squeeze-and-excitation block on 24 channels (padded blocks): the
+ * pool becomes reduce_mean over the blocked H, W, the gate [B,24,1,1]
+ * multiplies the blocked x by broadcast, as does a per-channel scale
+ * [1,24,1,1]: one to_blocked, one from_blocked.
+ */
+static void test_pass_se(void)
+{
+    graph *g = PARSE("graph t(%x: f32[B,16,6,6]) -> (y: f32[B,16,6,6]) {\n"
+                     "  sym B = 2\n"
+                     "  %w1: f32[24,16,1,1] = const @R(384)\n"
+                     "  %w2: f32[8,24,1,1] = const @R(192)\n  %b2: f32[8] = const @R(8)\n"
+                     "  %w3: f32[24,8,1,1] = const @R(192)\n  %b3: f32[24] = const @R(24)\n"
+                     "  %s: f32[1,24,1,1] = const @R(24)\n"
+                     "  %w4: f32[16,24,1,1] = const @R(384)\n"
+                     "  %c1: f32[B,24,6,6] = conv2d(%x, %w1) !p0\n"
+                     "  %p: f32[B,24,1,1] = global_avg_pool(%c1) !p1\n"
+                     "  %c2: f32[B,8,1,1] = conv2d_ep(%p, %w2, %b2) {post=[2]} !p1\n"
+                     "  %c3: f32[B,24,1,1] = conv2d_ep(%c2, %w3, %b3) {post=[4]} !p1\n"
+                     "  %m: f32[B,24,6,6] = mul(%c1, %c3) !p2\n"
+                     "  %m2: f32[B,24,6,6] = mul(%m, %s) !p2\n"
+                     "  %c4: f32[B,16,6,6] = conv2d(%m2, %w4) !p3\n"
+                     "  return y = %c4\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 4 && count_op(g, GRAPH_OP_to_blocked) == 2 &&
+          count_op(g, GRAPH_OP_from_blocked) == 1 && count_op(g, GRAPH_OP_global_avg_pool) == 0 &&
+          count_op(g, GRAPH_OP_reduce_mean) == 1 && count_op(g, GRAPH_OP_mul) == 2);
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == GRAPH_OP_mul && !(g->nodes[i].flags & GRAPH_NODE_DEAD))
+            CHECK(g->values[g->nodes[i].out[0]].type.ndim == 5);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
+/*
+ * densenet's pattern: a channel concat of a conv output and the block's
+ * input, then batch_norm + relu before the next conv (no conv absorbs
+ * that BN), and a BN that is a graph output: the concat joins the
+ * blocks, each BN becomes a fused node on blocked constants (the first
+ * with its relu).
+ */
+static void test_pass_concat_bn(void)
+{
+    graph *g = PARSE("graph t(%x: f32[B,16,5,5]) -> (y: f32[B,16,5,5]) {\n"
+                     "  sym B = 2\n"
+                     "  %w1: f32[32,16,3,3] = const @R(4608)\n"
+                     "  %w2: f32[16,48,1,1] = const @R(768)\n"
+                     "  %s1: f32[48] = const @P(48)\n  %b1: f32[48] = const @R(48)\n"
+                     "  %m1: f32[48] = const @R(48)\n  %v1: f32[48] = const @P(48)\n"
+                     "  %s2: f32[16] = const @P(16)\n  %b2: f32[16] = const @R(16)\n"
+                     "  %m2: f32[16] = const @R(16)\n  %v2: f32[16] = const @P(16)\n"
+                     "  %c1: f32[B,32,5,5] = conv2d(%x, %w1) {padding=[1]} !p0\n"
+                     "  %cat: f32[B,48,5,5] = concat(%c1, %x) {axis=1} !p1\n"
+                     "  %n1: f32[B,48,5,5] = batch_norm(%cat, %s1, %b1, %m1, %v1) !p1\n"
+                     "  %r1: f32[B,48,5,5] = relu(%n1) !p1\n"
+                     "  %c2: f32[B,16,5,5] = conv2d(%r1, %w2) !p2\n"
+                     "  %n2: f32[B,16,5,5] = batch_norm(%c2, %s2, %b2, %m2, %v2) {eps=0.001} !p3\n"
+                     "  return y = %n2\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    int32_t cat = find_op(g, GRAPH_OP_concat);
+    CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 2 && count_op(g, GRAPH_OP_to_blocked) == 1 &&
+          count_op(g, GRAPH_OP_from_blocked) == 1 && count_op(g, GRAPH_OP_batch_norm) == 0 &&
+          count_op(g, GRAPH_OP_relu) == 0 && count_op(g, GRAPH_OP_fused) == 2 && cat >= 0 &&
+          g->values[g->nodes[cat].out[0]].type.ndim == 5);
+    check_pass_rest(__LINE__, g, ref, 1e-5);
+    graph_free(g);
+    graph_free(ref);
+}
+
 /* The benchmark's residual block through opt_optimize -O3. */
 static void test_pass_resblock(void)
 {
@@ -342,18 +497,6 @@ static void test_pass_resblock(void)
 
 static void test_pass_declines(void)
 {
-    check_no_fire(__FILE__, __LINE__,
-                  "graph t(%x: f32[1,3,6,6]) -> (y: f32[1,16,6,6]) {\n"
-                  "  %w: f32[16,3,3,3] = const @R(432)\n"
-                  "  %y: f32[1,16,6,6] = conv2d(%x, %w) {padding=[1]} !p0\n"
-                  "  return y = %y\n}\n" PROV,
-                  &opt_pass_layout, "input channels 3 are not a multiple of 16");
-    check_no_fire(__FILE__, __LINE__,
-                  "graph t(%x: f32[1,16,6,6]) -> (y: f32[1,8,6,6]) {\n"
-                  "  %w: f32[8,16,1,1] = const @R(128)\n"
-                  "  %y: f32[1,8,6,6] = conv2d(%x, %w) !p0\n"
-                  "  return y = %y\n}\n" PROV,
-                  &opt_pass_layout, "output channels 8 are not a multiple of 16");
     check_no_fire(__FILE__, __LINE__, /* a dynamic spatial dim */
                   "graph t(%x: f32[1,16,H,6]) -> (y: f32[1,16,H,6]) {\n  sym H = 6\n"
                   "  %w: f32[16,16,1,1] = const @R(256)\n"
@@ -377,6 +520,9 @@ static void test_pass(void)
     test_pass_guarded();
     test_pass_resblock();
     test_pass_depthwise();
+    test_pass_padded();
+    test_pass_se();
+    test_pass_concat_bn();
     test_pass_declines();
     CHECK(eager_live_tensors() == live);
 }

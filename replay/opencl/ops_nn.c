@@ -276,12 +276,14 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     ints_pair(a.stride, 1, st);
     ints_pair(a.dilation, 1, dil);
     ints_pad4(a.padding, pad);
-    int blk = a.blocked ? 16 : 1;
-    int32_t g0[8] = {(int32_t)(x->dim[1] * blk), (int32_t)x->dim[2], (int32_t)x->dim[3],
-                     (int32_t)(y->dim[1] * blk), (int32_t)y->dim[2], (int32_t)y->dim[3],
+    /* C and O from the weights: blocked values may have padded blocks;
+     * a blocked conv's x may be plain (a stem) */
+    int blk = a.blocked ? (x->ndim == 5) | 2 : 0;
+    int32_t g0[8] = {(int32_t)(w->dim[1] * a.groups), (int32_t)x->dim[2], (int32_t)x->dim[3],
+                     (int32_t)w->dim[0], (int32_t)y->dim[2], (int32_t)y->dim[3],
                      (int32_t)w->dim[2], (int32_t)w->dim[3]};
     int32_t g1[8] = {(int32_t)st[0], (int32_t)st[1], (int32_t)pad[0], (int32_t)pad[1],
-                     (int32_t)dil[0], (int32_t)dil[1], (int32_t)a.groups, a.blocked};
+                     (int32_t)dil[0], (int32_t)dil[1], (int32_t)a.groups, blk};
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
     int64_t n = x->dim[0], o = g0[3], mg = o / a.groups, p = (int64_t)g0[4] * g0[5];
     int tiled = mg >= NN_CONV_TILED_MIN;

@@ -183,27 +183,44 @@ static tg_status split_enqueue(ocl_launch *l)
     return TG_OK;
 }
 
-/* [N,C,H,W] -> [N,C/B,H,W,B]: over the output, reading x at
- * n CHW + cb B HW + h W + w + b HW. */
-static tg_status to_blocked_enqueue(ocl_launch *l)
+/*
+ * [N,C,H,W] <-> [N,ceil(C/B),H,W,B] (to: plain p into blocked b; else
+ * back), as strided copies: the full blocks, then the last block's lanes
+ * below C when C is not a multiple of B.  Plain element (n, c, h, w) sits
+ * at n CHW + c HW + h W + w, blocked at ((n CB + c/B) HW + h W + w) B +
+ * c%B.  to_blocked zero-fills the padded lanes first.
+ */
+static tg_status blocked_copy(ocl_launch *l, const graph_type *b, int64_t C, int to)
 {
-    const graph_type *o = &l->out_type[0];
-    int64_t N = o->dim[0], CB = o->dim[1], H = o->dim[2], W = o->dim[3], B = o->dim[4];
-    int64_t dims[5] = {N, CB, H, W, B}, os[5];
-    int64_t xs[5] = {CB * B * H * W, B * H * W, W, 1, H * W};
-    strides(o, os);
-    return copy(l, l->in[0], l->out[0], 5, dims, xs, os, 0, 0);
+    int64_t N = b->dim[0], CB = b->dim[1], H = b->dim[2], W = b->dim[3], B = b->dim[4];
+    int64_t full = C / B, rem = C % B, bs[5];
+    int64_t ps[5] = {C * H * W, B * H * W, W, 1, H * W};
+    strides(b, bs);
+    if (to && rem && N * H * W > 0) {
+        float zero = 0.0f;
+        cl_int e = clEnqueueFillBuffer(l->q, l->out[0], &zero, sizeof zero, 0,
+                                       (size_t)(N * CB * H * W * B) * sizeof zero, 0, NULL,
+                                       NULL);
+        if (e != CL_SUCCESS)
+            return ocl_fail(l, TG_ERR_BACKEND, "clEnqueueFillBuffer: %s", ocl_errstr(e));
+    }
+    const int64_t *xs = to ? ps : bs, *ys = to ? bs : ps;
+    int64_t dims[5] = {N, full, H, W, B};
+    tg_status st = full ? copy(l, l->in[0], l->out[0], 5, dims, xs, ys, 0, 0) : TG_OK;
+    if (st != TG_OK || !rem)
+        return st;
+    int64_t tail[5] = {N, 1, H, W, rem}, pb = full * B * H * W, bb = full * H * W * B;
+    return copy(l, l->in[0], l->out[0], 5, tail, xs, ys, to ? pb : bb, to ? bb : pb);
 }
 
-/* The inverse: over the blocked input, writing y at the same offsets. */
+static tg_status to_blocked_enqueue(ocl_launch *l)
+{
+    return blocked_copy(l, &l->out_type[0], l->in_type[0].dim[1], 1);
+}
+
 static tg_status from_blocked_enqueue(ocl_launch *l)
 {
-    const graph_type *x = &l->in_type[0];
-    int64_t N = x->dim[0], CB = x->dim[1], H = x->dim[2], W = x->dim[3], B = x->dim[4];
-    int64_t dims[5] = {N, CB, H, W, B}, xs[5];
-    int64_t ys[5] = {CB * B * H * W, B * H * W, W, 1, H * W};
-    strides(x, xs);
-    return copy(l, l->in[0], l->out[0], 5, dims, xs, ys, 0, 0);
+    return blocked_copy(l, &l->in_type[0], l->out_type[0].dim[1], 0);
 }
 
 static const ocl_op transpose_op = {strided_prepare, transpose_enqueue};

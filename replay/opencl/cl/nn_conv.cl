@@ -6,10 +6,11 @@
  * Geometry comes as two int8 arguments:
  *   g0 = (C, H, W, O, OH, OW, KH, KW)
  *   g1 = (stride h, stride w, pad top, pad left, dil h, dil w, groups,
- *         blocked)
- * Weights are plain OIHW (w[o][c/groups][kh][kw]) in every case.  When
- * blocked, x, y and the residual are [N, C/16, H, W, 16]: element
- * (n, c, h, w) at (((n*C/16 + c/16)*H + h)*W + w)*16 + c%16.
+ *         blocked: bit 0 x, bit 1 y and the residual)
+ * Weights are plain OIHW (w[o][c/groups][kh][kw]) in every case.  A
+ * blocked tensor is [N, ceil(C/16), H, W, 16]: element (n, c, h, w) at
+ * (((n*ceil(C/16) + c/16)*H + h)*W + w)*16 + c%16.  The lanes past C (or
+ * O) of a padded last block are never read, nor written here.
  *
  * nn_conv_tiled: the convolution as an implicit GEMM per (image, group):
  * Y[m][p] = sum_k Wt[m][k] * X[k][p] with m an output channel of the
@@ -28,7 +29,7 @@
 /* Offset of channel c's plane in image n, and the pixel stride. */
 inline long chan_off(int n, int c, int C, long HW, int blocked)
 {
-    return blocked ? ((long)n * (C / 16) + c / 16) * HW * 16 + c % 16
+    return blocked ? ((long)n * ((C + 15) / 16) + c / 16) * HW * 16 + c % 16
                    : ((long)n * C + c) * HW;
 }
 
@@ -36,7 +37,7 @@ inline long chan_off(int n, int c, int C, long HW, int blocked)
 inline void conv_store(__global float *y, int n, int o, int p, float v, int O, int P,
                        int blocked, __global const float *bias, __global const float *res)
 {
-    long i = blocked ? (((long)n * (O / 16) + o / 16) * P + p) * 16 + o % 16
+    long i = blocked ? (((long)n * ((O + 15) / 16) + o / 16) * P + p) * 16 + o % 16
                      : ((long)n * O + o) * P + p;
     if (bias)
         v += bias[o];
@@ -53,7 +54,8 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
     __local long t_off[TK]; /* channel plane offset of k, or -1 past K */
     __local int t_dh[TK], t_dw[TK]; /* kernel tap (kh*dil, kw*dil) of k */
     int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
-    int sh = g1.s0, sw = g1.s1, dh = g1.s4, dw = g1.s5, groups = g1.s6, blocked = g1.s7;
+    int sh = g1.s0, sw = g1.s1, dh = g1.s4, dw = g1.s5, groups = g1.s6;
+    int blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
     int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups, KK = KH * KW, K = Cg * KK;
     long HW = (long)H * W;
     int ps = blocked ? 16 : 1;
@@ -103,7 +105,7 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
         for (int j = 0; j < 16; j++) {
             int p = n0 + tx * 16 + j;
             if (m < Mg && p < P)
-                conv_store(y, img, g * Mg + m, p, o[j], O, P, blocked, bias, res);
+                conv_store(y, img, g * Mg + m, p, o[j], O, P, yblocked, bias, res);
         }
     }
 }
@@ -114,7 +116,7 @@ __kernel void nn_conv_direct(__global const float *x, __global const float *w,
                              __global const float *bias, __global const float *res)
 {
     int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
-    int groups = g1.s6, blocked = g1.s7;
+    int groups = g1.s6, blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
     int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups;
     int p = get_global_id(0), o = get_global_id(1), n = get_global_id(2);
     if (p >= P || o >= O)
@@ -137,5 +139,5 @@ __kernel void nn_conv_direct(__global const float *x, __global const float *w,
             }
         }
     }
-    conv_store(y, n, o, p, s, O, P, blocked, bias, res);
+    conv_store(y, n, o, p, s, O, P, yblocked, bias, res);
 }
