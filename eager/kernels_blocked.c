@@ -1,6 +1,7 @@
 /*
  * kernels_blocked.c - CPU kernels of the blocked-layout ops (see
- * graph/infer_blocked.c): to_blocked / from_blocked (one channel block at
+ * graph/infer_blocked.c): max_pool2d_blk / avg_pool2d_blk (at the end),
+ * to_blocked / from_blocked (one channel block at
  * a time, as 16x16 register transposes: the 16 source planes stream and
  * the destination is written 64 bytes at a time) and conv2d_blk (oneDNN
  * convolution on nChw16c source / destination / residual).
@@ -390,4 +391,72 @@ tg_status eager_kernel_conv2d_blk(const eager_kargs *a)
         return blk_run(&b);
     }
     return blk_run(a);
+}
+
+/*
+ * max_pool2d_blk / avg_pool2d_blk: the plain pools' windows and values
+ * (eager/kernels_pool.c: max propagates NaN; avg divides by kh*kw with
+ * count_include_pad, else by the in-bounds count) on [N,CB,H,W,16], each
+ * window combining 16-lane rows, so the lanes are the vector.  Zero lanes
+ * pool to zeros.
+ */
+static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const graph_ints *sl,
+                          const graph_ints *pl, int avg, int include_pad)
+{
+    const graph_type *x = &a->in_type[0], *y = a->out_type;
+    int64_t k[2], s[2], p[4];
+    eager_ints_pair(kl, 1, k);
+    eager_ints_pair(sl, 0, s);
+    if (sl->n == 0)
+        s[0] = k[0], s[1] = k[1];
+    eager_ints_pad4(pl, p);
+    int64_t h = x->dim[2], w = x->dim[3], oh = y->dim[2], ow = y->dim[3];
+    int64_t rows = y->dim[0] * y->dim[1] * oh;
+    const float *in = a->in[0];
+    float *out = a->out[0];
+    int nt = graph_type_numel(x) >= EAGER_PAR_MIN ? a->nthreads : 1;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t b = r / oh, i = r % oh;
+        int64_t h0 = i * s[0] - p[0], h1 = h0 + k[0];
+        h0 = h0 < 0 ? 0 : h0;
+        h1 = h1 > h ? h : h1;
+        const float *xb = in + b * h * w * BLK;
+        float *yr = out + r * ow * BLK;
+        for (int64_t j = 0; j < ow; j++) {
+            int64_t w0 = j * s[1] - p[1], w1 = w0 + k[1];
+            w0 = w0 < 0 ? 0 : w0;
+            w1 = w1 > w ? w : w1;
+            float acc[BLK];
+            for (int l = 0; l < BLK; l++)
+                acc[l] = avg ? 0.0f : -INFINITY;
+            for (int64_t u = h0; u < h1; u++)
+                for (int64_t v = w0; v < w1; v++) {
+                    const float *e = xb + (u * w + v) * BLK;
+                    if (avg)
+                        for (int l = 0; l < BLK; l++)
+                            acc[l] += e[l];
+                    else
+                        for (int l = 0; l < BLK; l++)
+                            acc[l] = (e[l] > acc[l] || e[l] != e[l]) ? e[l] : acc[l];
+                }
+            float cnt = include_pad ? (float)(k[0] * k[1])
+                                    : (float)((h1 > h0 ? h1 - h0 : 0) * (w1 > w0 ? w1 - w0 : 0));
+            for (int l = 0; l < BLK; l++)
+                yr[j * BLK + l] = avg ? acc[l] / cnt : acc[l]; /* 0/0: empty window */
+        }
+    }
+    return TG_OK;
+}
+
+tg_status eager_kernel_max_pool2d_blk(const eager_kargs *a)
+{
+    const graph_max_pool2d_blk_attrs *at = a->attrs;
+    return pool_blk(a, &at->kernel, &at->stride, &at->padding, 0, 0);
+}
+
+tg_status eager_kernel_avg_pool2d_blk(const eager_kargs *a)
+{
+    const graph_avg_pool2d_blk_attrs *at = a->attrs;
+    return pool_blk(a, &at->kernel, &at->stride, &at->padding, 1, (int)at->count_include_pad);
 }

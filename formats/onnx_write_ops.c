@@ -444,18 +444,27 @@ static tg_status emit_conv_transpose(onnx_w *w)
     return w->st;
 }
 
+/* max_pool2d, avg_pool2d; their _blk forms unblock x, pool, block. */
 static tg_status emit_pool(onnx_w *w)
 {
     const graph_node *n = w->cur;
     const graph_ints *kl, *sl, *pl;
-    int avg = n->op == GRAPH_OP_avg_pool2d;
+    int avg = n->op == GRAPH_OP_avg_pool2d || n->op == GRAPH_OP_avg_pool2d_blk;
+    int blk = n->op == GRAPH_OP_max_pool2d_blk || n->op == GRAPH_OP_avg_pool2d_blk;
     int64_t cip = 0;
-    if (avg) {
+    if (avg) { /* the _blk attrs have the same layout */
         const graph_avg_pool2d_attrs *a = graph_node_attrs(n);
         kl = &a->kernel, sl = &a->stride, pl = &a->padding, cip = a->count_include_pad;
     } else {
         const graph_max_pool2d_attrs *a = graph_node_attrs(n);
         kl = &a->kernel, sl = &a->stride, pl = &a->padding;
+    }
+    const graph_value *x = &w->g->values[n->in[0]], *y = &w->g->values[n->out[0]];
+    const char *xp = onnxw_in(w, 0), *yp = onnxw_out(w, 0);
+    if (blk) {
+        xp = onnxw_tmp(w, "x_plain");
+        yp = onnxw_tmp(w, "y_plain");
+        onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, 0, xp);
     }
     int64_t k[2], s[2], p[4];
     pair(kl, 1, k);
@@ -463,13 +472,18 @@ static tg_status emit_pool(onnx_w *w)
     if (sl->n == 0) /* tracegraph's default stride is the kernel, ONNX's 1 */
         s[0] = k[0], s[1] = k[1];
     pads4(pl, p);
-    Onnx__NodeProto *o = onnxw_node1(w, avg ? "AveragePool" : "MaxPool", onnxw_in(w, 0),
-                                     onnxw_out(w, 0));
+    Onnx__NodeProto *o = onnxw_node1(w, avg ? "AveragePool" : "MaxPool", xp, yp);
     onnxw_attr_ints(w, o, "kernel_shape", k, 2);
     onnxw_attr_ints(w, o, "strides", s, 2);
     onnxw_attr_ints(w, o, "pads", p, 4);
     if (avg)
         onnxw_attr_i(w, o, "count_include_pad", cip);
+    if (blk) {
+        graph_type plain = y->type;
+        plain.ndim = 4;
+        plain.dim[1] = y->type.dim[1] * 16;
+        onnxw_to_blocked(w, yp, &plain, y->dyn, onnxw_out(w, 0));
+    }
     return w->st;
 }
 
@@ -643,7 +657,9 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_conv2d_blk: return emit_conv2d_blk(w);
     case GRAPH_OP_conv_transpose2d: return emit_conv_transpose(w);
     case GRAPH_OP_max_pool2d:
-    case GRAPH_OP_avg_pool2d: return emit_pool(w);
+    case GRAPH_OP_avg_pool2d:
+    case GRAPH_OP_max_pool2d_blk:
+    case GRAPH_OP_avg_pool2d_blk: return emit_pool(w);
     case GRAPH_OP_global_avg_pool:
         onnxw_node1(w, "GlobalAveragePool", onnxw_in(w, 0), onnxw_out(w, 0));
         return w->st;

@@ -1,6 +1,7 @@
 /*
  * infer_blocked.c - shape inference of the blocked-layout ops of the -O3
- * layout pass (optimize/layout.c): to_blocked, from_blocked, conv2d_blk.
+ * layout pass (optimize/layout.c): to_blocked, from_blocked, conv2d_blk,
+ * max_pool2d_blk and avg_pool2d_blk.
  *
  * A blocked tensor is oneDNN's nChw16c as a plain 5-D tensor
  * [N, ceil(C/16), H, W, 16]: element (n, c, h, w) of the plain [N,C,H,W]
@@ -132,6 +133,25 @@ tg_status graph_infer_conv2d_blk(graph_infer_ctx *c)
     base.in = in;
     base.attrs = &ep;
     if ((st = graph_infer_conv2d_ep(&base)) != TG_OK)
+        return st;
+    graph_type y = c->out[0];
+    block(&y, &c->out[0]);
+    return TG_OK;
+}
+
+/* The plain pool's checks on the unblocked [N,16*CB,H,W]; y blocked. */
+tg_status graph_infer_pool2d_blk(graph_infer_ctx *c)
+{
+    tg_status st = need_blocked(c, 0, "x");
+    if (st != TG_OK)
+        return st;
+    graph_type in;
+    unblock(&c->in[0], c->in[0].dim[1] * BLK, &in);
+    graph_infer_ctx base = *c;
+    base.in = &in;
+    base.op = &graph_ops[c->op == &graph_ops[GRAPH_OP_avg_pool2d_blk] ? GRAPH_OP_avg_pool2d
+                                                                       : GRAPH_OP_max_pool2d];
+    if ((st = graph_infer_pool2d(&base)) != TG_OK)
         return st;
     graph_type y = c->out[0];
     block(&y, &c->out[0]);

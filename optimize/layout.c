@@ -33,6 +33,7 @@
  *     global_avg_pool of a chain value becomes reduce_mean over the
  *     blocked H and W: a squeeze-and-excitation block (pool, two 1x1
  *     convs, the gate's mul) stays in the chain;
+ *   - max_pool2d / avg_pool2d of a chain value become their _blk forms;
  *   - a channel concat of values whose channels are multiples of 16, one
  *     of them in the chain, concatenates their blocks;
  *   - a batch_norm of a chain value with constant statistics becomes a
@@ -412,6 +413,36 @@ static tg_status convert_gap(lay *L, int32_t i)
 }
 
 /*
+ * max_pool2d / avg_pool2d of a chain value with a nonempty H x W: the
+ * _blk op with the same attributes (zero lanes pool to zeros).
+ */
+static int pool_fits(const lay *L, int32_t i)
+{
+    const graph *g = L->g;
+    const graph_node *n = &g->nodes[i];
+    int32_t v = n->in[0];
+    return (n->op == GRAPH_OP_max_pool2d || n->op == GRAPH_OP_avg_pool2d) && v < L->nv &&
+           L->made[v] && g->values[v].type.dim[2] * g->values[v].type.dim[3] > 0 &&
+           blockable(g, n->out[0]) && !fu_guarded(g, n->out[0]);
+}
+
+static tg_status convert_pool(lay *L, int32_t i)
+{
+    graph *g = L->g;
+    graph_node n = g->nodes[i];
+    graph_op op = n.op == GRAPH_OP_max_pool2d ? GRAPH_OP_max_pool2d_blk : GRAPH_OP_avg_pool2d_blk;
+    int32_t out;
+    if (fu_add_node(g, L->ctx, op, &L->blk[n.in[0]], 1, graph_node_attrs(&n), &out, 1, &i, 1) <
+        0)
+        return TG_ERR_STATE;
+    L->blk[n.out[0]] = out;
+    L->made[n.out[0]] = 1;
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    L->ctx->stats->rewritten++;
+    return TG_OK;
+}
+
+/*
  * A channel concat with a chain value among its inputs, every input's
  * channels a multiple of 16: the same concat on the blocked values
  * (along their dim 1, the blocks), so densenet's and googlenet's
@@ -559,6 +590,8 @@ static tg_status convert_all(lay *L)
             st = convert_concat(L, i);
         } else if (bn_fits(L, i)) {
             st = convert_bn(L, i);
+        } else if (pool_fits(L, i)) {
+            st = convert_pool(L, i);
         }
         if (st != TG_OK)
             return st;

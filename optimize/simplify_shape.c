@@ -1,6 +1,6 @@
 /*
  * simplify_shape.c - shape rules of the simplify pass: no-op shape ops
- * removed, chains of views, transposes, expands and casts merged.  All
+ * removed (a one-input concat and an all-zero pad included), chains of views, transposes, expands and casts merged.  All
  * exact (they move or copy elements).  A chain is merged even when its
  * inner node has other users (then the graph keeps the same node count but
  * a shorter chain; the inner node goes when nothing else reads it).
@@ -73,7 +73,15 @@ static int noop(opt_o1_state *s, int32_t node)
     case GRAPH_OP_squeeze:
     case GRAPH_OP_unsqueeze:
     case GRAPH_OP_expand:
-    case GRAPH_OP_cast: return 1; /* same type: copies every element */
+    case GRAPH_OP_cast:
+    case GRAPH_OP_concat: return 1; /* same type (one input): copies every element */
+    case GRAPH_OP_pad: { /* zero pads (+1 / -1 pairs keep the type but shift) */
+        const graph_pad_attrs *a = graph_node_attrs(n);
+        for (int d = 0; d < a->pads.n; d++)
+            if (a->pads.v[d] != 0)
+                return 0;
+        return 1;
+    }
     case GRAPH_OP_transpose: {
         const graph_transpose_attrs *a = graph_node_attrs(n);
         int perm[GRAPH_MAX_DIMS];

@@ -450,6 +450,31 @@ CASE(conv2d_ep_silu_stride)
 }
 CASE(to_blocked) { ND(c, to_blocked, ATTRS(to_blocked, 16), inpf(c, SH(2, 32, 3, 3))); }
 CASE(from_blocked) { ND(c, from_blocked, NULL, inpf(c, SH(2, 2, 3, 3, 16))); }
+/* padded blocks: 24 channels in 2 blocks (Pad / Slice on the channels) */
+CASE(to_blocked_pad) { ND(c, to_blocked, ATTRS(to_blocked, 16), inpf(c, SH(2, 24, 3, 3))); }
+CASE(from_blocked_pad) { ND(c, from_blocked, ATTRS(from_blocked, 24), inpf(c, SH(2, 2, 3, 3, 16))); }
+CASE(conv2d_blk_stem) /* plain 3-channel x, 24 blocked channels out */
+{
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_RELU), 0, 0};
+    ND(c, conv2d_blk, &a, inpf(c, SH(1, 3, 7, 7)), cst(c, GRAPH_F32, SH(24, 3, 3, 3), -0.3, 0.3),
+       cst(c, GRAPH_F32, SH(24), -0.5, 0.5));
+}
+CASE(conv2d_blk_dw_pad) /* depthwise on 24 padded channels, sigmoid: zero lanes after */
+{
+    graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 24, TG_INTS(GRAPH_POST_SIGMOID), 0, 0};
+    ND(c, conv2d_blk, &a, inpf(c, SH(1, 2, 5, 5, 16)), cst(c, GRAPH_F32, SH(24, 1, 3, 3), -0.5, 0.5),
+       cst(c, GRAPH_F32, SH(24), -0.5, 0.5));
+}
+CASE(max_pool2d_blk)
+{
+    ND(c, max_pool2d_blk, ATTRS(max_pool2d_blk, TG_INTS(3), TG_INTS(2), TG_INTS(1)),
+       inpf(c, SH(2, 2, 9, 9, 16)));
+}
+CASE(avg_pool2d_blk)
+{
+    ND(c, avg_pool2d_blk, ATTRS(avg_pool2d_blk, TG_INTS(3, 2), TG_INTS(1, 2), TG_INTS(1, 0, 2, 1), 0),
+       inpf(c, SH(1, 1, 6, 7, 16)));
+}
 CASE(conv2d_blk_add_relu)
 {
     graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1,
@@ -538,6 +563,12 @@ static const case_def op_cases[] = {
     C_(linear_ep_silu_add_tanh), C_(linear_ep_none), C_(conv2d_ep_add_tanh),
     C_(conv2d_ep_silu_stride), C_(to_blocked), C_(from_blocked), C_(conv2d_blk_add_relu),
     C_(conv2d_blk_stride_gelu),
+    C_(to_blocked_pad),
+    C_(from_blocked_pad),
+    C_(conv2d_blk_stem),
+    C_(conv2d_blk_dw_pad),
+    C_(max_pool2d_blk),
+    C_(avg_pool2d_blk),
     C_(passthrough), C_(name_clash),
 };
 #undef C_

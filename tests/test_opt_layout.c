@@ -214,6 +214,53 @@ static void test_conv_blk(void)
     CHECK(eager_live_tensors() == live);
 }
 
+/* ---- max_pool2d_blk / avg_pool2d_blk vs the plain pools ---- */
+
+static void check_pool_blk(int line, int64_t c, int avg, graph_ints k, graph_ints st,
+                           graph_ints pad, int64_t incl)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_INTS(2, c, 9, 8), (uint64_t)line, -1, 1);
+    float *px = eager_data_mut(x);
+    px[5] = NAN; /* max propagates it, avg too; only its windows */
+    eager_tensor *xb = eager_to_blocked(x, 16);
+    eager_tensor *want = avg ? eager_avg_pool2d(x, k, st, pad, incl) : eager_max_pool2d(x, k, st, pad);
+    eager_tensor *yb = avg ? eager_avg_pool2d_blk(xb, k, st, pad, incl)
+                           : eager_max_pool2d_blk(xb, k, st, pad);
+    eager_tensor *y = eager_from_blocked(yb, c % BLK ? c : 0);
+    check_report(y && want, __FILE__, line, "pools run: %s", eager_error());
+    if (y && want) {
+        int64_t n = eager_numel(want);
+        const float *g = eager_peek(y), *w = eager_peek(want);
+        double e = check_normalized_error(g, w, n);
+        check_report(e <= 1e-6, __FILE__, line, "%s_pool2d_blk vs the plain pool: %g",
+                     avg ? "avg" : "max", e);
+        /* the lanes past C pool to zeros */
+        const float *pb = eager_peek(yb);
+        const graph_type *t = eager_type(yb);
+        int zero = 1;
+        for (int64_t i = 0; i < eager_numel(yb); i++)
+            if ((i / (t->dim[2] * t->dim[3] * BLK)) % t->dim[1] == t->dim[1] - 1 &&
+                (t->dim[1] - 1) * BLK + i % BLK >= c)
+                zero &= pb[i] == 0.0f;
+        check_report(zero, __FILE__, line, "pooled padded lanes are zeros");
+    }
+    eager_clear_error();
+    eager_pool_pop();
+}
+
+static void test_pool_blk(void)
+{
+    int64_t live = eager_live_tensors();
+    for (int avg = 0; avg < 2; avg++) {
+        check_pool_blk(__LINE__, 32, avg, TG_INTS(3), TG_INTS(2), TG_INTS(1), 0);
+        check_pool_blk(__LINE__, 24, avg, TG_INTS(2), TG_INTS(), TG_INTS(), 0);
+        check_pool_blk(__LINE__, 40, avg, TG_INTS(3, 2), TG_INTS(1, 2), TG_INTS(1, 0, 2, 1), 0);
+        check_pool_blk(__LINE__, 24, avg, TG_INTS(3, 2), TG_INTS(1, 2), TG_INTS(1, 0, 2, 1), 1);
+    }
+    CHECK(eager_live_tensors() == live);
+}
+
 /* ---- the layout pass ---- */
 
 /* Normalized error of g vs ref at a tolerance, then idempotence. */
@@ -462,6 +509,31 @@ static void test_pass_concat_bn(void)
     graph_free(ref);
 }
 
+/* googlenet's stem: conv, max pool, conv, avg pool stay blocked. */
+static void test_pass_pool(void)
+{
+    graph *g = PARSE("graph t(%x: f32[B,3,16,16]) -> (y: f32[B,24,4,4]) {\n"
+                     "  sym B = 2\n"
+                     "  %w1: f32[32,3,3,3] = const @R(864)\n"
+                     "  %w2: f32[24,32,1,1] = const @R(768)\n"
+                     "  %c1: f32[B,32,16,16] = conv2d(%x, %w1) {padding=[1]} !p0\n"
+                     "  %p1: f32[B,32,8,8] = max_pool2d(%c1) {kernel=[3], stride=[2], "
+                     "padding=[1]} !p1\n"
+                     "  %c2: f32[B,24,8,8] = conv2d(%p1, %w2) !p2\n"
+                     "  %p2: f32[B,24,4,4] = avg_pool2d(%c2) {kernel=[2]} !p3\n"
+                     "  return y = %p2\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 2 && count_op(g, GRAPH_OP_max_pool2d_blk) == 1 &&
+          count_op(g, GRAPH_OP_avg_pool2d_blk) == 1 && count_op(g, GRAPH_OP_to_blocked) == 0 &&
+          count_op(g, GRAPH_OP_from_blocked) == 1);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
 /* The benchmark's residual block through opt_optimize -O3. */
 static void test_pass_resblock(void)
 {
@@ -523,6 +595,7 @@ static void test_pass(void)
     test_pass_padded();
     test_pass_se();
     test_pass_concat_bn();
+    test_pass_pool();
     test_pass_declines();
     CHECK(eager_live_tensors() == live);
 }
@@ -589,6 +662,7 @@ int main(void)
 {
     test_roundtrip();
     test_conv_blk();
+    test_pool_blk();
     test_pass();
     test_replay_block();
     printf("layout: max normalized error direct %.3g, winograd %.3g\n", g_err_direct,

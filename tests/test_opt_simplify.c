@@ -237,6 +237,16 @@ static void test_transpose(void)
     graph_free(g);
     one("identity transpose", UNARY2("transpose(%x) {perm=[0,1]}", "relu(%a)"), 0,
         "transpose=0", OTHER_SIZES);
+    one("one-input concat", UNARY2("concat(%x) {axis=1}", "relu(%a)"), 0, "concat=0",
+        OTHER_SIZES);
+    one("zero pad", UNARY2("pad(%x) {pads=[0,0,0,0], value=1}", "relu(%a)"), 0, "pad=0",
+        OTHER_SIZES);
+    /* one row cut at the top and one added at the bottom: same type, shifted */
+    one("pad that shifts is not a no-op",
+        "graph t(%x: f32[3,4]) -> (y: f32[3,4]) {\n  %a: f32[3,4] = pad(%x) "
+        "{pads=[-1,0,1,0]}\n"
+        "  %y: f32[3,4] = exp(%a)\n  return y = %y\n}\n",
+        0, "pad=1", SAME_SIZES);
     one("square transpose is not a no-op",
         "graph t(%x: f32[3,3]) -> (y: f32[3,3]) {\n  %a: f32[3,3] = transpose(%x) "
         "{perm=[1,0]}\n"

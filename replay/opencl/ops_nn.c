@@ -362,6 +362,8 @@ static tg_status pool_prepare(ocl_prep *c)
 static tg_status pool2d_enqueue(ocl_launch *l, int avg, const graph_ints *kl,
                                 const graph_ints *sl, const graph_ints *pl, int include_pad)
 {
+    /* blocked [N,CB,H,W,16]: each of the N*CB*16 lanes is a plane */
+    int blk = l->in_type[0].ndim == 5;
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
     int64_t k[2], s[2], p[4];
     ints_pair(kl, 1, k);
@@ -372,10 +374,11 @@ static tg_status pool2d_enqueue(ocl_launch *l, int avg, const graph_ints *kl,
     int32_t g0[8] = {(int32_t)x->dim[2], (int32_t)x->dim[3], (int32_t)y->dim[2],
                      (int32_t)y->dim[3], (int32_t)k[0], (int32_t)k[1], (int32_t)s[0],
                      (int32_t)s[1]};
-    int32_t g1[8] = {(int32_t)p[0], (int32_t)p[1], include_pad, 0, 0, 0, 0, 0};
+    int32_t g1[8] = {(int32_t)p[0], (int32_t)p[1], include_pad, blk, 0, 0, 0, 0};
     cl_kernel kn = l->k[avg];
     tg_status st = ocl_set_args(l, kn, "mmvv", l->in[0], l->out[0], g0, g1);
-    size_t global[3] = {(size_t)y->dim[3], (size_t)y->dim[2], (size_t)(y->dim[0] * y->dim[1])};
+    size_t global[3] = {(size_t)y->dim[3], (size_t)y->dim[2],
+                        (size_t)(y->dim[0] * y->dim[1] * (blk ? 16 : 1))};
     const size_t local[3] = {16, 4, 1};
     return st ? st : run_nd(l, kn, 3, global, local);
 }
@@ -406,7 +409,22 @@ static tg_status global_pool_enqueue(ocl_launch *l)
     return st ? st : ocl_run(l, l->k[2], 2, global, local);
 }
 
+static tg_status max_pool_blk_enqueue(ocl_launch *l)
+{
+    const graph_max_pool2d_blk_attrs *a = l->attrs;
+    return pool2d_enqueue(l, 0, &a->kernel, &a->stride, &a->padding, 0);
+}
+
+static tg_status avg_pool_blk_enqueue(ocl_launch *l)
+{
+    const graph_avg_pool2d_blk_attrs *a = l->attrs;
+    return pool2d_enqueue(l, 1, &a->kernel, &a->stride, &a->padding,
+                          (int)a->count_include_pad);
+}
+
 static const ocl_op max_pool_op = {pool_prepare, max_pool_enqueue};
+static const ocl_op max_pool_blk_op = {pool_prepare, max_pool_blk_enqueue};
+static const ocl_op avg_pool_blk_op = {pool_prepare, avg_pool_blk_enqueue};
 static const ocl_op avg_pool_op = {pool_prepare, avg_pool_enqueue};
 static const ocl_op global_pool_op = {pool_prepare, global_pool_enqueue};
 
@@ -672,6 +690,8 @@ void ocl_register_nn(const ocl_op **t)
     t[GRAPH_OP_conv_transpose2d] = &deconv_op;
     t[GRAPH_OP_max_pool2d] = &max_pool_op;
     t[GRAPH_OP_avg_pool2d] = &avg_pool_op;
+    t[GRAPH_OP_max_pool2d_blk] = &max_pool_blk_op;
+    t[GRAPH_OP_avg_pool2d_blk] = &avg_pool_blk_op;
     t[GRAPH_OP_global_avg_pool] = &global_pool_op;
     t[GRAPH_OP_batch_norm] = &batch_norm_op;
     t[GRAPH_OP_layer_norm] = &layer_norm_op;
