@@ -14,7 +14,7 @@
  *   graph_infer_conv2d_ep on the unblocked shapes) plus algo 0..2; groups
  *   must be 1 and the output channels a multiple of 16.
  */
-#include "op.h"
+#include "infer.h"
 
 #define BLK 16
 
