@@ -5,7 +5,8 @@
 #   make demo      the main job: eager example, trace + save model.tgraph,
 #                  load + replay it in a fresh process, eager vs replay time
 #   make test      plain build + ASan/UBSan build, each running the whole suite,
-#                  an install check (find_package and pkg-config consumers),
+#                  an install check (installed headers compile alone, exported
+#                  symbols = declared ones; find_package and pkg-config consumers),
 #                  then every loader and the tool (fuzz_cli) fuzzed for a bounded time
 #   make bench     run the benchmarks: micro-benchmarks, the workload suite
 #                  and the same workloads in PyTorch (installs python3-torch)

@@ -51,23 +51,23 @@ typedef struct eager_site {
 #define EAGER_SITE __FILE__, __LINE__, __func__
 
 /* Pass for an optional trailing input that is absent (a conv bias). */
-extern eager_tensor eager_none_;
+extern TG_API eager_tensor eager_none_;
 #define EAGER_NONE (&eager_none_)
 
 /* ---- errors ---- */
 
 /* The first error since the last clear; TG_OK if none. */
-tg_status eager_status(void);
+TG_API tg_status eager_status(void);
 /* Its message; "" if none. Valid until the next clear on this thread. */
-const char *eager_error(void);
-void eager_clear_error(void);
+TG_API const char *eager_error(void);
+TG_API void eager_clear_error(void);
 /*
  * Records an error (kept only if none is pending). The site, if not NULL,
  * is appended as " (file:line func)". For layers built on eager.  fmt
  * NULL: the status's own text.
  */
-void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
-                     ...)
+TG_API void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
+                            ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -83,20 +83,20 @@ void eager_set_error(tg_status st, const eager_site *site, const char *fmt,
  * INT32_MAX); bool is value != 0 (NaN gives 1).
  */
 
-eager_tensor *eager_empty_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape);
-eager_tensor *eager_full_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, double value);
+TG_API eager_tensor *eager_empty_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape);
+TG_API eager_tensor *eager_full_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, double value);
 /* Copies numel elements of dt from data. */
-eager_tensor *eager_from_data_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, const void *data);
+TG_API eager_tensor *eager_from_data_at(EAGER_SITE_PARAMS, graph_dtype dt, graph_ints shape, const void *data);
 /* start, start+step, ... while < stop (> stop for a negative step). */
-eager_tensor *eager_arange_at(EAGER_SITE_PARAMS, graph_dtype dt, double start, double stop, double step);
+TG_API eager_tensor *eager_arange_at(EAGER_SITE_PARAMS, graph_dtype dt, double start, double stop, double step);
 /*
  * Seeded random f32 tensors.  Element i takes its bits from SplitMix64
  * applied to (seed + (i+1) * 0x9E3779B97F4A7C15): uniform = top 24 bits /
  * 2^24 in [0,1) scaled to [lo,hi); normal uses Box-Muller on the pair
  * (2k, 2k+1).  The same seed gives the same tensor on every machine.
  */
-eager_tensor *eager_rand_uniform_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t seed, float lo, float hi);
-eager_tensor *eager_rand_normal_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t seed, float mean, float std);
+TG_API eager_tensor *eager_rand_uniform_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t seed, float lo, float hi);
+TG_API eager_tensor *eager_rand_normal_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t seed, float mean, float std);
 
 #define eager_empty(...) eager_empty_at(EAGER_SITE, __VA_ARGS__)
 #define eager_zeros(dt, shape) eager_full_at(EAGER_SITE, dt, shape, 0.0)
@@ -114,7 +114,7 @@ eager_tensor *eager_rand_normal_at(EAGER_SITE_PARAMS, graph_ints shape, uint64_t
  * Takes one more reference; returns t (NULL for NULL, or with an error for
  * a freed tensor).
  */
-eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t);
+TG_API eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t);
 /*
  * Drops one reference; frees at zero.  NULL is a no-op.  Refused, with an
  * error naming the call and nothing freed: a tensor already freed (released
@@ -122,20 +122,20 @@ eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t);
  * eager_pool_push and not retained: the pool drops it at pop, so releasing
  * it here would free it twice).
  */
-void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t);
+TG_API void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t);
 /*
  * For code that releases the tensors it makes but may run inside a
  * caller's pool (libraries): if a pool owns t, takes a reference of the
  * caller's own (as eager_retain), so that one eager_release is right
  * either way.  Returns t; NULL-safe.
  */
-eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t);
+TG_API eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t);
 #define eager_retain(t) eager_retain_at(EAGER_SITE, t)
 #define eager_release(t) eager_release_at(EAGER_SITE, t)
 #define eager_keep(t) eager_keep_at(EAGER_SITE, t)
 /* The same without a call site, for function pointers: (eager_release). */
-eager_tensor *(eager_retain)(eager_tensor *t);
-void (eager_release)(eager_tensor *t);
+TG_API eager_tensor *(eager_retain)(eager_tensor *t);
+TG_API void (eager_release)(eager_tensor *t);
 /*
  * Opens a pool on this thread; pools nest.  TG_OK, or TG_ERR_NOMEM (also
  * recorded as the thread's error) when a level deeper than 8 finds no
@@ -144,14 +144,14 @@ void (eager_release)(eager_tensor *t);
  * pop closes nothing, so pushes and pops stay paired.  The first 8 levels
  * need no memory and never fail.
  */
-tg_status eager_pool_push(void);
+TG_API tg_status eager_pool_push(void);
 /*
  * Closes the innermost pool, dropping its reference to each tensor made in
  * it.  With no pool open: an error, nothing else.
  */
-void eager_pool_pop_at(EAGER_SITE_PARAMS);
+TG_API void eager_pool_pop_at(EAGER_SITE_PARAMS);
 #define eager_pool_pop() eager_pool_pop_at(EAGER_SITE)
-void (eager_pool_pop)(void);
+TG_API void (eager_pool_pop)(void);
 /*
  * Frees this thread's cache of small tensor blocks (kept to make small ops
  * cheap; released automatically when the thread exits).
@@ -163,16 +163,16 @@ void (eager_pool_pop)(void);
  * Builds configured with TG_SANITIZE (make asan) have the cache off unless
  * TG_EAGER_NO_CACHE=0 says otherwise (CMake option TG_EAGER_NO_CACHE).
  */
-void eager_trim_cache(void);
+TG_API void eager_trim_cache(void);
 /* Number of live tensors on all threads (for leak checks in tests). */
-long eager_live_tensors(void);
+TG_API long eager_live_tensors(void);
 /*
  * TG_OK if t is a live tensor.  Otherwise records an error "what: ..."
  * naming the call site and returns its status: TG_ERR_NULL for NULL (no
  * new error if one is pending), TG_ERR_STATE for a tensor already freed.
  * For layers built on eager (the tracer checks what it is given).
  */
-tg_status eager_check_at(EAGER_SITE_PARAMS, const eager_tensor *t, const char *what);
+TG_API tg_status eager_check_at(EAGER_SITE_PARAMS, const eager_tensor *t, const char *what);
 
 /* ---- inspection and element access ---- */
 
@@ -182,13 +182,13 @@ tg_status eager_check_at(EAGER_SITE_PARAMS, const eager_tensor *t, const char *w
  * GRAPH_DTYPE_COUNT, eager_ndim, eager_dim and eager_numel -1,
  * eager_nbytes 0, eager_type NULL.
  */
-graph_dtype eager_dtype_at(EAGER_SITE_PARAMS, const eager_tensor *t);
-int eager_ndim_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API graph_dtype eager_dtype_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API int eager_ndim_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 /* Size of dim i (negative counts from the end); -1 if out of range. */
-int64_t eager_dim_at(EAGER_SITE_PARAMS, const eager_tensor *t, int i);
-int64_t eager_numel_at(EAGER_SITE_PARAMS, const eager_tensor *t);
-size_t eager_nbytes_at(EAGER_SITE_PARAMS, const eager_tensor *t);
-const graph_type *eager_type_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API int64_t eager_dim_at(EAGER_SITE_PARAMS, const eager_tensor *t, int i);
+TG_API int64_t eager_numel_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API size_t eager_nbytes_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API const graph_type *eager_type_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 #define eager_dtype(t) eager_dtype_at(EAGER_SITE, t)
 #define eager_ndim(t) eager_ndim_at(EAGER_SITE, t)
 #define eager_dim(t, i) eager_dim_at(EAGER_SITE, t, i)
@@ -204,30 +204,30 @@ const graph_type *eager_type_at(EAGER_SITE_PARAMS, const eager_tensor *t);
  *   eager_bool: a 1-element tensor read as a decision (nonzero -> 1).
  *   eager_data: pointer to the contiguous row-major elements.
  */
-double eager_item_at(EAGER_SITE_PARAMS, const eager_tensor *t);
-double eager_get_at(EAGER_SITE_PARAMS, const eager_tensor *t, graph_ints index);
-int eager_bool_at(EAGER_SITE_PARAMS, const eager_tensor *t);
-const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API double eager_item_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API double eager_get_at(EAGER_SITE_PARAMS, const eager_tensor *t, graph_ints index);
+TG_API int eager_bool_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+TG_API const void *eager_data_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 #define eager_item(t) eager_item_at(EAGER_SITE, t)
 #define eager_get(t, index) eager_get_at(EAGER_SITE, t, index)
 #define eager_bool(t) eager_bool_at(EAGER_SITE, t)
 #define eager_data(t) eager_data_at(EAGER_SITE, t)
 /* Reads without recording anything, for debugging and tests (NULL for
  * NULL, or with an error for a freed tensor). */
-const void *eager_peek(const eager_tensor *t);
+TG_API const void *eager_peek(const eager_tensor *t);
 /*
  * Writable data.  Writing into a tensor that other tensors view (reshape
  * shares storage) changes them too.  Reported to the hooks (a tracer must
  * know that a captured constant may change).
  */
-void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
+TG_API void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
 #define eager_data_mut(t) eager_data_mut_at(EAGER_SITE, t)
 
 /* ---- settings ---- */
 
 /* Threads each kernel may use (default 1); n < 1 means 1. */
-void eager_set_threads(int n);
-int eager_threads(void);
+TG_API void eager_set_threads(int n);
+TG_API int eager_threads(void);
 
 /* ---- the dispatcher ---- */
 
@@ -240,9 +240,9 @@ int eager_threads(void);
  * in (nin > 0) or out (max_out > 0): -1 and TG_ERR_NULL; a NULL input: -1
  * (no new error if one is pending); a freed input: -1 and TG_ERR_STATE.
  */
-int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
-                   const void *attrs, eager_tensor **out, int max_out,
-                   const eager_site *site);
+TG_API int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
+                          const void *attrs, eager_tensor **out, int max_out,
+                          const eager_site *site);
 
 /* ---- hooks (how the tracer listens without eager knowing it) ---- */
 
@@ -269,15 +269,15 @@ typedef struct eager_hooks {
 } eager_hooks;
 
 /* Installs hooks for this thread (NULL removes); returns the previous. */
-const eager_hooks *eager_set_hooks(const eager_hooks *h);
+TG_API const eager_hooks *eager_set_hooks(const eager_hooks *h);
 
 /*
  * A small word in each tensor that a hook owner may use (the tracer keeps
  * the traced value's id there).  0 on new tensors, and for NULL or a freed
  * tensor (eager_set_tag then does nothing).
  */
-uint64_t eager_tag(const eager_tensor *t);
-void eager_set_tag(eager_tensor *t, uint64_t tag);
+TG_API uint64_t eager_tag(const eager_tensor *t);
+TG_API void eager_set_tag(eager_tensor *t, uint64_t tag);
 
 #include "eager_ops.h"
 

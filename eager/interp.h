@@ -27,9 +27,9 @@ typedef struct eager_interp_report {
  * NULL.  Errors go to the eager error; node errors name the node's site.
  * Hooks are off while it runs (an interpreted graph is not re-traced).
  */
-tg_status eager_interpret(const graph *g, eager_tensor *const *inputs, int nin,
-                          eager_tensor **outputs, int nout,
-                          eager_interp_report *report);
+TG_API tg_status eager_interpret(const graph *g, eager_tensor *const *inputs, int nin,
+                                 eager_tensor **outputs, int nout,
+                                 eager_interp_report *report);
 
 #ifdef __cplusplus
 }

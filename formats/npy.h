@@ -59,14 +59,14 @@ extern "C" {
  * TG_ERR_NOMEM, with a message in err (errlen bytes, always terminated
  * when errlen > 0; err may be NULL).
  */
-tg_status format_npy_load(const char *path, graph_type *type, void **data,
-                          char *err, size_t errlen);
+TG_API tg_status format_npy_load(const char *path, graph_type *type, void **data,
+                                 char *err, size_t errlen);
 
 /* Like format_npy_load, from len bytes at buf; name is used in messages
  * (NULL: "<memory>"). */
-tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
-                              graph_type *type, void **data, char *err,
-                              size_t errlen);
+TG_API tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
+                                     graph_type *type, void **data, char *err,
+                                     size_t errlen);
 
 /*
  * Writes numel(type) elements of data (row-major) to path as a version 1.0
@@ -74,16 +74,16 @@ tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
  * NULL only for zero elements.  Returns TG_OK, TG_ERR_ARG (invalid type)
  * or TG_ERR_IO, with a message in err.
  */
-tg_status format_npy_save(const char *path, const graph_type *type,
-                          const void *data, char *err, size_t errlen);
+TG_API tg_status format_npy_save(const char *path, const graph_type *type,
+                                 const void *data, char *err, size_t errlen);
 
 /* Like format_npy_save, into memory: *buf (free() it) holds *len bytes. */
-tg_status format_npy_save_mem(const graph_type *type, const void *data,
-                              void **buf, size_t *len, char *err,
-                              size_t errlen);
+TG_API tg_status format_npy_save_mem(const graph_type *type, const void *data,
+                                     void **buf, size_t *len, char *err,
+                                     size_t errlen);
 
 /* The NumPy descr of dt ("<f4", "<i8", "<i4", "|b1"). */
-const char *format_npy_descr(graph_dtype dt);
+TG_API const char *format_npy_descr(graph_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -189,30 +189,30 @@ typedef struct format_onnx_load_opts {
  * with a message in err (errlen bytes, always terminated; err may be
  * NULL).
  */
-tg_status format_onnx_save(const graph *g, const char *path,
-                           const format_onnx_save_opts *opts, char *err,
-                           size_t errlen);
+TG_API tg_status format_onnx_save(const graph *g, const char *path,
+                                  const format_onnx_save_opts *opts, char *err,
+                                  size_t errlen);
 
 /*
  * Like format_onnx_save, into memory: *buf (free() it) holds *len bytes;
  * on error *buf is NULL and *len 0.
  */
-tg_status format_onnx_save_mem(const graph *g, const format_onnx_save_opts *opts,
-                               void **buf, size_t *len, char *err,
-                               size_t errlen);
+TG_API tg_status format_onnx_save_mem(const graph *g, const format_onnx_save_opts *opts,
+                                      void **buf, size_t *len, char *err,
+                                      size_t errlen);
 
 /*
  * Loads an ONNX model from path; the caller frees the graph with
  * graph_free.  opts may be NULL.  NULL on error, with a message in err
  * (errlen bytes, always terminated; err may be NULL).
  */
-graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
-                        char *err, size_t errlen);
+TG_API graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
+                               char *err, size_t errlen);
 
 /* Loads from len bytes at buf (not kept); name is used in messages. */
-graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
-                            const format_onnx_load_opts *opts, char *err,
-                            size_t errlen);
+TG_API graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
+                                   const format_onnx_load_opts *opts, char *err,
+                                   size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -122,7 +122,7 @@ typedef struct format_save_opts {
 } format_save_opts;
 
 /* The defaults: level 3. */
-format_save_opts format_save_default_opts(void);
+TG_API format_save_opts format_save_default_opts(void);
 
 /*
  * Writes g to path (through a temporary file renamed into place, so a
@@ -131,28 +131,28 @@ format_save_opts format_save_default_opts(void);
  * TG_ERR_FORMAT (a malformed graph) with a message in err (errlen bytes,
  * always terminated; err may be NULL).
  */
-tg_status format_save(const graph *g, const char *path,
-                      const format_save_opts *opts, char *err, size_t errlen);
+TG_API tg_status format_save(const graph *g, const char *path,
+                             const format_save_opts *opts, char *err, size_t errlen);
 
 /*
  * Like format_save, into memory: *buf (the caller frees it with free())
  * holds *len bytes.  On error *buf is NULL and *len 0.
  */
-tg_status format_save_mem(const graph *g, const format_save_opts *opts,
-                          void **buf, size_t *len, char *err, size_t errlen);
+TG_API tg_status format_save_mem(const graph *g, const format_save_opts *opts,
+                                 void **buf, size_t *len, char *err, size_t errlen);
 
 /*
  * Loads a graph from path; the caller frees it with graph_free.  NULL on
  * error with a message in err naming the file, the section and the byte.
  */
-graph *format_load(const char *path, char *err, size_t errlen);
+TG_API graph *format_load(const char *path, char *err, size_t errlen);
 
 /*
  * Loads a graph from len bytes at buf (not kept).  name is used in
  * messages (NULL: "<memory>").
  */
-graph *format_load_mem(const void *buf, size_t len, const char *name,
-                       char *err, size_t errlen);
+TG_API graph *format_load_mem(const void *buf, size_t len, const char *name,
+                              char *err, size_t errlen);
 
 /* One entry of the section table. */
 typedef struct format_section_info {
@@ -177,10 +177,10 @@ typedef struct format_info {
  * the header.  Returns TG_OK, or an error with a message as for loading
  * (a newer version is TG_ERR_UNSUPPORTED).
  */
-tg_status format_info_mem(const void *buf, size_t len, const char *name,
-                          format_info *info, char *err, size_t errlen);
-tg_status format_info_file(const char *path, format_info *info, char *err,
-                           size_t errlen);
+TG_API tg_status format_info_mem(const void *buf, size_t len, const char *name,
+                                 format_info *info, char *err, size_t errlen);
+TG_API tg_status format_info_file(const char *path, format_info *info, char *err,
+                                  size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,7 @@ typedef enum graph_dtype {
 #define GRAPH_DT_ALL (GRAPH_DT_NUM | GRAPH_DT_BIT(GRAPH_BOOL))
 
 /* "f32", "i64", ...; "?" for an invalid value. */
-const char *graph_dtype_name(graph_dtype dt);
+TG_API const char *graph_dtype_name(graph_dtype dt);
 /* Bytes per element; 0 for an invalid value. */
 static inline size_t graph_dtype_size(graph_dtype dt)
 {
@@ -52,7 +52,7 @@ static inline size_t graph_dtype_size(graph_dtype dt)
 }
 /* Parses "f32" etc.; returns 0 and sets *out, or -1 for an unknown name
  * (or NULL name or out). */
-int graph_dtype_parse(const char *name, size_t len, graph_dtype *out);
+TG_API int graph_dtype_parse(const char *name, size_t len, graph_dtype *out);
 
 /*
  * A short list of integers, passed by value: shapes, axes, strides, pads.
@@ -111,7 +111,7 @@ typedef struct graph_type {
  * 2^31] has more than 2^40 elements") in err (may be NULL); t NULL:
  * TG_ERR_NULL.
  */
-tg_status graph_type_check(const graph_type *t, char *err, size_t errlen);
+TG_API tg_status graph_type_check(const graph_type *t, char *err, size_t errlen);
 
 /* Number of elements of a type (1 for a 0-d scalar); the type must have
  * passed graph_type_check (or be built by code that did). */
@@ -142,9 +142,9 @@ static inline int graph_size_mul(int64_t a, int64_t b, int64_t *out)
 }
 /* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf.  A NULL
  * t or an ndim out of range writes "[?]" / "[? N dims]"; buf NULL: NULL. */
-char *graph_shape_str(const graph_type *t, char *buf, size_t len);
+TG_API char *graph_shape_str(const graph_type *t, char *buf, size_t len);
 /* Writes "[1,2]" for an int list; returns buf (NULL or bad n as above). */
-char *graph_ints_str(const graph_ints *v, char *buf, size_t len);
+TG_API char *graph_ints_str(const graph_ints *v, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

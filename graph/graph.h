@@ -44,7 +44,7 @@ typedef enum graph_value_kind {
 } graph_value_kind;
 
 /* "input", "param", "const", "inter". */
-const char *graph_value_kind_name(graph_value_kind k);
+TG_API const char *graph_value_kind_name(graph_value_kind k);
 
 typedef struct graph_value {
     graph_type type;   /* dims as traced (concrete) */
@@ -175,36 +175,36 @@ typedef struct graph {
  */
 
 /* A new empty graph; NULL on out of memory. */
-graph *graph_new(const char *name);
+TG_API graph *graph_new(const char *name);
 /* Frees g and everything it owns. NULL is a no-op. */
-void graph_free(graph *g);
+TG_API void graph_free(graph *g);
 /* A deep copy; NULL on out of memory. */
-graph *graph_clone(const graph *g);
+TG_API graph *graph_clone(const graph *g);
 /* The last error message of g. */
-const char *graph_error(const graph *g);
+TG_API const char *graph_error(const graph *g);
 /* The status of that error (TG_OK if none was recorded; NULL: TG_ERR_NULL). */
-tg_status graph_error_status(const graph *g);
+TG_API tg_status graph_error_status(const graph *g);
 /* Formats an error into g->err; returns st. */
-tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
+TG_API tg_status graph_fail(graph *g, tg_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
 /* Interns a string (len bytes, or NUL-terminated when len < 0). NULL on OOM. */
-const char *graph_intern(graph *g, const char *s, long len);
+TG_API const char *graph_intern(graph *g, const char *s, long len);
 
 /* Adds a value of kind (not INTER); returns its id or -1. */
-int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
-                        const char *name);
+TG_API int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
+                               const char *name);
 /* Copies nbytes of data into a param/const value (must match its type). */
-tg_status graph_set_data(graph *g, int32_t v, const void *data, size_t nbytes);
+TG_API tg_status graph_set_data(graph *g, int32_t v, const void *data, size_t nbytes);
 /* Adds v to the signature's inputs. */
-tg_status graph_add_input(graph *g, int32_t v);
+TG_API tg_status graph_add_input(graph *g, int32_t v);
 /* Adds an output (v under name; graph_verify rejects duplicate names). */
-tg_status graph_add_output(graph *g, int32_t v, const char *name);
+TG_API tg_status graph_add_output(graph *g, int32_t v, const char *name);
 /* Adds (or finds) a dynamic dim symbol; returns its index or -1. */
-int32_t graph_add_symbol(graph *g, const char *name, int64_t traced);
+TG_API int32_t graph_add_symbol(graph *g, const char *name, int64_t traced);
 
 /*
  * Appends a node: runs shape inference on the inputs' types and creates
@@ -212,44 +212,44 @@ int32_t graph_add_symbol(graph *g, const char *name, int64_t traced);
  * NULL for defaults.  Returns the node id or -1 (message in graph_error,
  * naming the op, the input shapes and the reason).
  */
-int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
-                       const void *attrs, int32_t *out_ids, int max_out);
+TG_API int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
+                              const void *attrs, int32_t *out_ids, int max_out);
 /*
  * Appends a node whose output types the caller already knows (the tracer,
  * which has just run the op); skips inference (graph_verify checks them).
  * prov: its first provenance id, or -1.
  */
-int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
-                             const void *attrs, const graph_type *out_types,
-                             int nout, int32_t *out_ids, int max_out, int32_t prov);
+TG_API int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
+                                    const void *attrs, const graph_type *out_types,
+                                    int nout, int32_t *out_ids, int max_out, int32_t prov);
 /* Makes room for at least nvalues values and nnodes nodes. */
-tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes);
+TG_API tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes);
 /* Adds provenance; returns its id or -1. frames may be NULL (n = 0). */
-int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
-                       const graph_frame *frames, int nframes);
+TG_API int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
+                              const graph_frame *frames, int nframes);
 /* Appends a provenance id to a node (amortized O(1): the list doubles). */
-tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov);
+TG_API tg_status graph_node_add_prov(graph *g, int32_t node, int32_t prov);
 /* Makes room for at least need provenance ids at node's list. */
-tg_status graph_node_reserve_prov(graph *g, int32_t node, int32_t need);
+TG_API tg_status graph_node_reserve_prov(graph *g, int32_t node, int32_t need);
 /*
  * Drops repeated ids from node's provenance list, keeping the first of
  * each in order (O(k log k) for k ids).
  */
-tg_status graph_node_dedup_prov(graph *g, int32_t node);
+TG_API tg_status graph_node_dedup_prov(graph *g, int32_t node);
 /* Adds a guard; returns its index or -1. */
-int32_t graph_add_guard(graph *g, const graph_guard *guard);
+TG_API int32_t graph_add_guard(graph *g, const graph_guard *guard);
 
 /*
  * n value/provenance ids from the graph's arena (freed with the graph).
  * Node in/out/prov arrays live there: to change a node's arity, point it
  * at a new array from here.  NULL on out of memory.
  */
-int32_t *graph_alloc_ids(graph *g, int n);
+TG_API int32_t *graph_alloc_ids(graph *g, int n);
 /* n bytes, 8-byte aligned, from the same arena (attribute structs). */
-void *graph_alloc_bytes(graph *g, size_t n);
+TG_API void *graph_alloc_bytes(graph *g, size_t n);
 /* Bytes the arena holds (every chunk, used or not): it never shrinks
  * before graph_free, so what fills it must grow it at most linearly. */
-size_t graph_arena_bytes(const graph *g);
+TG_API size_t graph_arena_bytes(const graph *g);
 
 /*
  * Checks guard gd against the guarded value's data now (type: its type
@@ -258,26 +258,26 @@ size_t graph_arena_bytes(const graph *g);
  * read's call site and both values.  NULL g, gd, type (or data of a
  * non-empty type): 2.
  */
-int graph_guard_check(const graph *g, const graph_guard *gd,
-                      const graph_type *type, const void *data, char *msg,
-                      size_t len);
+TG_API int graph_guard_check(const graph *g, const graph_guard *gd,
+                             const graph_type *type, const void *data, char *msg,
+                             size_t len);
 
 /* Bytes of a value's data (numel * dtype size). */
-size_t graph_value_nbytes(const graph_value *v);
+TG_API size_t graph_value_nbytes(const graph_value *v);
 /* FNV-1a 64 of bytes (stable across machines). */
-uint64_t graph_hash_bytes(const void *p, size_t n);
+TG_API uint64_t graph_hash_bytes(const void *p, size_t n);
 /* "model.c:42 mlp_forward" for a provenance id (buf always terminated). */
-const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
-                           size_t len);
+TG_API const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
+                                  size_t len);
 /* Number of live (not dead) nodes. */
-int32_t graph_live_nodes(const graph *g);
+TG_API int32_t graph_live_nodes(const graph *g);
 
 /*
  * Drops dead nodes and values no live node, input or output uses, and
  * renumbers ids.  Provenance, frames and guards stay; a live node's
  * provenance list loses repeated ids (graph_node_dedup_prov).
  */
-tg_status graph_compact(graph *g);
+TG_API tg_status graph_compact(graph *g);
 
 /*
  * Marks which dims of intermediates follow the dynamic-dim symbols of the
@@ -285,14 +285,14 @@ tg_status graph_compact(graph *g);
  * flags nodes that only work at the traced sizes GRAPH_NODE_SPECIALIZED.
  * Resets the marks of every intermediate first.  g NULL: TG_ERR_NULL.
  */
-tg_status graph_propagate_dynamic(graph *g);
+TG_API tg_status graph_propagate_dynamic(graph *g);
 
 /*
  * Reorders live nodes so that each comes after the producers of its
  * inputs, keeping the existing order where it already holds (passes append
  * new nodes at the end and call this).  Fails if there is a cycle.
  */
-tg_status graph_toposort(graph *g);
+TG_API tg_status graph_toposort(graph *g);
 
 /*
  * Checks the graph: ids in range, SSA (each input defined before use, one
@@ -303,7 +303,7 @@ tg_status graph_toposort(graph *g);
  * call site; g NULL: TG_ERR_NULL.  Input names must be present and
  * unique too (replay matches inputs by name).
  */
-tg_status graph_verify(graph *g, int allow_elided);
+TG_API tg_status graph_verify(graph *g, int allow_elided);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@
  *   reads the image as it is and writes blocked); C is the weights'
  *   dim 1 times groups, O their dim 0.
  */
-#include "op.h"
+#include "infer.h"
 
 #define BLK 16
 

@@ -9,7 +9,7 @@
  */
 #include <math.h>
 
-#include "op.h"
+#include "infer.h"
 
 /* Checks the float attributes of the unary ops that have any. */
 static tg_status check_unary_attrs(graph_infer_ctx *c)

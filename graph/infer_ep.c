@@ -18,7 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "op.h"
+#include "infer.h"
 
 /* Post codes, the ADD count against the inputs, the residual's type. */
 static tg_status check_epilogue(graph_infer_ctx *c, const graph_ints *post,

@@ -6,6 +6,7 @@
  * inputs (what the chain of elementwise ops it replaces would give).
  */
 #include "fused_prog.h"
+#include "infer.h"
 
 tg_status graph_infer_fused(graph_infer_ctx *c)
 {

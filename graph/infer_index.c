@@ -13,7 +13,7 @@
  */
 #include <stdio.h>
 
-#include "op.h"
+#include "infer.h"
 
 #define LL(x) ((long long)(x))
 

@@ -32,7 +32,7 @@
  */
 #include <stdio.h>
 
-#include "op.h"
+#include "infer.h"
 
 static tg_status need_f32(graph_infer_ctx *c, int i, const char *name)
 {

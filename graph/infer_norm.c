@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "infer.h"
 #include "infer_norm.h"
 
 int graph_norm_axis(int64_t axis, int ndim)

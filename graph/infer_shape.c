@@ -7,6 +7,7 @@
  * so the kernels in eager/kernels_shape.c trust their types and attributes.
  * Output types are built from zeroed structs so unused dims are 0.
  */
+#include "infer.h"
 #include "infer_shape.h"
 
 #include <stdarg.h>

@@ -1,5 +1,6 @@
 /* op.c - the registry table built from ops.def, and the generic checks. */
 #include "op.h"
+#include "infer.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -67,7 +67,7 @@ enum {
 };
 /* A reduction's name as ONNX spells it ("none", "add", ...); NULL for a
  * code that is none of the above (graph/infer_index.c). */
-const char *graph_scatter_reduction_name(int64_t reduction);
+TG_API const char *graph_scatter_reduction_name(int64_t reduction);
 
 typedef enum graph_op {
 #define OP(name, ...) GRAPH_OP_##name,
@@ -157,49 +157,35 @@ typedef struct graph_op_info {
     const graph_attr_desc *(*attr_descs)(void);
 } graph_op_info;
 
-extern const graph_op_info graph_ops[GRAPH_OP_COUNT];
+extern TG_API const graph_op_info graph_ops[GRAPH_OP_COUNT];
 
 /* The info of an op; NULL when op is out of range. */
-const graph_op_info *graph_op_get(graph_op op);
+TG_API const graph_op_info *graph_op_get(graph_op op);
 /* Finds an op by name (len bytes); returns GRAPH_OP_COUNT if unknown or
  * name is NULL. */
-graph_op graph_op_find(const char *name, size_t len);
+TG_API graph_op graph_op_find(const char *name, size_t len);
 /* Fills attrs (attr_size bytes) with the op's defaults; zeroes padding.
  * attrs NULL: nothing. */
-void graph_attrs_default(graph_op op, void *attrs);
+TG_API void graph_attrs_default(graph_op op, void *attrs);
 
 /*
  * Runs the op's checks and infer function: input count, input-0 dtype,
  * then infer.  On error, err holds "<op>: <shapes>: <reason>".  NULL in
  * (with nin > 0), out (with max_out > 0) or nout: TG_ERR_NULL.
  */
-tg_status graph_infer(graph_op op, const graph_type *in, int nin,
-                      const void *attrs, graph_type *out, int max_out,
-                      int *nout, char *err, size_t errlen);
+TG_API tg_status graph_infer(graph_op op, const graph_type *in, int nin,
+                             const void *attrs, graph_type *out, int max_out,
+                             int *nout, char *err, size_t errlen);
 
-/* Infer functions named in ops.def. */
-#define OP(name, v, mi, ma, no, p, dt, inf) tg_status inf(graph_infer_ctx *c);
-#define OPA(name, v, mi, ma, no, p, dt, inf, attrs)                         \
-    tg_status inf(graph_infer_ctx *c);
-#include "ops.def"
-#undef OP
-#undef OPA
+/* The infer functions named in ops.def are internal (graph/infer.h); a
+ * caller reaches them through graph_infer or graph_ops[op].infer. */
 
-/* Helpers for infer functions. */
-
-/* Formats a reason into c->err; returns status. */
-tg_status graph_infer_fail(graph_infer_ctx *c, tg_status status,
-                           const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 /* Normalizes axis against ndim (negative counts from the end); -1 if bad. */
-int graph_axis(int64_t axis, int ndim);
+TG_API int graph_axis(int64_t axis, int ndim);
 /* NumPy broadcast of a and b into out; TG_ERR_SHAPE if incompatible,
  * TG_ERR_NULL if any is NULL. */
-tg_status graph_broadcast(const graph_type *a, const graph_type *b,
-                          graph_type *out);
+TG_API tg_status graph_broadcast(const graph_type *a, const graph_type *b,
+                                 graph_type *out);
 
 #ifdef __cplusplus
 }

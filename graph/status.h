@@ -7,6 +7,8 @@
 #ifndef TG_GRAPH_STATUS_H
 #define TG_GRAPH_STATUS_H
 
+#include "api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,7 +37,7 @@ typedef enum tg_status {
 } tg_status;
 
 /* Short fixed text for a status code; never NULL, even for unknown codes. */
-const char *tg_status_str(tg_status s);
+TG_API const char *tg_status_str(tg_status s);
 
 #ifdef __cplusplus
 }

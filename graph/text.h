@@ -130,14 +130,14 @@ typedef struct graph_print_opts {
  * Never fails on a malformed graph (bad ids print as %bad.N, which the
  * parser rejects).  Returns TG_OK, TG_ERR_NOMEM or TG_ERR_IO (write error).
  */
-tg_status graph_print(const graph *g, FILE *f, const graph_print_opts *opts);
+TG_API tg_status graph_print(const graph *g, FILE *f, const graph_print_opts *opts);
 
 /*
  * The text of g as a NUL-terminated malloc'd string (length in *len if
  * len is not NULL); the caller frees it.  NULL on out of memory.
  */
-char *graph_print_str(const graph *g, const graph_print_opts *opts,
-                      size_t *len);
+TG_API char *graph_print_str(const graph *g, const graph_print_opts *opts,
+                             size_t *len);
 
 /*
  * Parses len bytes of text (not NUL-terminated) into a new graph, which
@@ -147,7 +147,7 @@ char *graph_print_str(const graph *g, const graph_print_opts *opts,
  * writes "line L, col C: <reason>" into err (errlen bytes, always
  * terminated when errlen > 0).
  */
-graph *graph_parse(const char *text, size_t len, char *err, size_t errlen);
+TG_API graph *graph_parse(const char *text, size_t len, char *err, size_t errlen);
 
 /*
  * Writes g as a Graphviz digraph: a box per live node (op, output types,
@@ -155,7 +155,7 @@ graph *graph_parse(const char *text, size_t len, char *err, size_t errlen);
  * consts, octagons for guards, and a double-bordered box for each output.
  * Returns TG_OK, TG_ERR_NOMEM or TG_ERR_IO.
  */
-tg_status graph_write_dot(const graph *g, FILE *f);
+TG_API tg_status graph_write_dot(const graph *g, FILE *f);
 
 #ifdef __cplusplus
 }

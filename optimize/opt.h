@@ -50,7 +50,7 @@ typedef struct opt_options {
 } opt_options;
 
 /* -O2, verify on, verify_each off, rtol 1e-4. */
-opt_options opt_default_options(void);
+TG_API opt_options opt_default_options(void);
 
 /* What one pass did (summed over its runs in a pipeline). */
 typedef struct opt_pass_stats {
@@ -81,12 +81,12 @@ typedef struct opt_report {
  * valid but possibly partly optimized.  g NULL: TG_ERR_NULL.  verify_each
  * may run inside the caller's eager pool: the tensors it makes are its own.
  */
-tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
-                       size_t errlen);
+TG_API tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
+                              size_t errlen);
 
 /* Prints the report as a table (passes, counts, times, node totals);
  * nothing when rep or f is NULL. */
-void opt_report_print(const opt_report *rep, FILE *f);
+TG_API void opt_report_print(const opt_report *rep, FILE *f);
 
 /* ---- for passes ---- */
 
@@ -104,7 +104,7 @@ typedef struct opt_pass {
 } opt_pass;
 
 /* The passes (one per file). */
-extern const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt_pass_dce,
+extern TG_API const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt_pass_dce,
     opt_pass_fold_params, opt_pass_conv_bn, opt_pass_transpose_absorb,
     opt_pass_patterns, opt_pass_horizontal, opt_pass_epilogue, opt_pass_ewchain,
     opt_pass_layout;
@@ -123,36 +123,36 @@ typedef struct opt_uses {
  * no ctx returns st.
  */
 /* Builds uses of live nodes (a node reading v twice is listed twice). */
-tg_status opt_uses_build(const graph *g, opt_uses *u);
-void opt_uses_free(opt_uses *u);
+TG_API tg_status opt_uses_build(const graph *g, opt_uses *u);
+TG_API void opt_uses_free(opt_uses *u);
 static inline int32_t opt_nuses(const opt_uses *u, int32_t v)
 {
     return u->first[v + 1] - u->first[v];
 }
 
 /* Nonzero if v must stay as it is: a graph output or a guarded value. */
-int opt_pinned(const graph *g, int32_t v);
+TG_API int opt_pinned(const graph *g, int32_t v);
 /*
  * Makes every live node (and graph output) that reads from read to instead;
  * returns the number of uses changed.  from must not be guarded.
  */
-int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
+TG_API int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
 /* Adds a constant of type t with data (copied); its id or -1. */
-int32_t opt_add_const(graph *g, const graph_type *t, const void *data);
+TG_API int32_t opt_add_const(graph *g, const graph_type *t, const void *data);
 /* If v is a constant whose elements are all equal, 1 and *x = that value. */
-int opt_const_scalar(const graph *g, int32_t v, double *x);
+TG_API int opt_const_scalar(const graph *g, int32_t v, double *x);
 /* Appends every provenance id of node src to node dst (skipping repeats;
  * a list longer than 16 ids may hold them until graph_compact). */
-tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src);
+TG_API tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src);
 /* Formats a failure into ctx->err naming the node and its call site. */
-tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,
-                   const char *fmt, ...)
+TG_API tg_status opt_fail(opt_ctx *ctx, const graph *g, int32_t node, tg_status st,
+                          const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif
     ;
 /* Writes one --explain line: "<pass>: node N (op at site): <why>". */
-void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ...)
+TG_API void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif

@@ -80,13 +80,13 @@ typedef struct replay_session replay_session;
  * or an OpenCL build error (its log included), fails here with the
  * node's call site, never at run time.
  */
-replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
-                            size_t errlen);
+TG_API replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
+                                   size_t errlen);
 /* Frees a plan; its sessions must be freed first. NULL is a no-op. */
-void replay_plan_free(replay_plan *p);
+TG_API void replay_plan_free(replay_plan *p);
 
 /* Arena bytes a session needs for the traced shapes (0 for NULL). */
-size_t replay_workspace_size(const replay_plan *p);
+TG_API size_t replay_workspace_size(const replay_plan *p);
 /*
  * A session on p.  workspace NULL: the session allocates its own arena;
  * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at
@@ -95,9 +95,9 @@ size_t replay_workspace_size(const replay_plan *p);
  * OpenCL plans: the arena is device memory the session allocates;
  * workspace must be NULL.
  */
-replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size);
+TG_API replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size);
 /* NULL is a no-op; a session another thread is running is not freed. */
-void replay_session_free(replay_session *s);
+TG_API void replay_session_free(replay_session *s);
 
 /*
  * Runs the plan.  outputs[i].data non-NULL: the result is copied there
@@ -105,12 +105,12 @@ void replay_session_free(replay_session *s);
  * valid until the next run on this session, and type is filled in.
  * s NULL: TG_ERR_NULL.  s running on another thread: TG_ERR_STATE.
  */
-tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
-                     replay_tensor *outputs, int nout);
+TG_API tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
+                            replay_tensor *outputs, int nout);
 /* The last error of s ("" if none; "no session" for NULL). */
-const char *replay_session_error(const replay_session *s);
+TG_API const char *replay_session_error(const replay_session *s);
 /* Warn-policy guards that changed during the last run (0 for NULL). */
-int replay_session_guard_warnings(const replay_session *s);
+TG_API int replay_session_guard_warnings(const replay_session *s);
 
 /*
  * Replaces the data of param name (kept as a param in the graph) on a live
@@ -120,8 +120,8 @@ int replay_session_guard_warnings(const replay_session *s);
  * with replay_run on any session of p.  nbytes must equal the param's
  * size.
  */
-tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
-                           size_t nbytes, char *err, size_t errlen);
+TG_API tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
+                                  size_t nbytes, char *err, size_t errlen);
 
 /* ---- OpenCL ---- */
 
@@ -141,30 +141,30 @@ typedef struct replay_device {
  * -1 and a message in err when there is no platform ("no OpenCL platform
  * (...)").
  */
-int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen);
+TG_API int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen);
 /* The cl_context (as void *) of an OpenCL plan, for the caller's own
  * cl_mem inputs and outputs; NULL for other backends. */
-void *replay_opencl_context(const replay_plan *p);
+TG_API void *replay_opencl_context(const replay_plan *p);
 /*
  * Releases the devices, contexts and program caches the OpenCL backend
  * keeps for the process (built programs are shared by every plan on a
  * device).  Optional; a device some plan still uses is kept.
  */
-void replay_opencl_shutdown(void);
+TG_API void replay_opencl_shutdown(void);
 
 /*
  * Signature queries: counts, names, traced types (for callers and the CLI).
  * A NULL plan has 0 inputs, outputs and steps; names and types of a NULL
  * plan or an index out of range are NULL.
  */
-int replay_num_inputs(const replay_plan *p);
-int replay_num_outputs(const replay_plan *p);
-const char *replay_input_name(const replay_plan *p, int i);
-const char *replay_output_name(const replay_plan *p, int i);
-const graph_type *replay_input_type(const replay_plan *p, int i);
-const graph_type *replay_output_type(const replay_plan *p, int i);
+TG_API int replay_num_inputs(const replay_plan *p);
+TG_API int replay_num_outputs(const replay_plan *p);
+TG_API const char *replay_input_name(const replay_plan *p, int i);
+TG_API const char *replay_output_name(const replay_plan *p, int i);
+TG_API const graph_type *replay_input_type(const replay_plan *p, int i);
+TG_API const graph_type *replay_output_type(const replay_plan *p, int i);
 /* Steps a run executes at the traced shapes (nodes + guard checks). */
-int replay_num_steps(const replay_plan *p);
+TG_API int replay_num_steps(const replay_plan *p);
 
 #ifdef __cplusplus
 }

@@ -4,13 +4,127 @@
 # C++ program) and plain compiles using pkg-config (C with cc, C++ with c++:
 # the public headers declare everything extern "C").  Each must build, run
 # and print the right number.
+#
+# Before that it checks the installed surface (graph/api.h): the headers
+# installed are exactly tracegraph.h and what it includes, each compiles
+# alone as C and as C++, and libtracegraph.so exports exactly the functions
+# and variables those headers declare (GCC's -aux-info lists the declared
+# functions; extern variables are read from the preprocessed headers).  A
+# doctored copy of the prefix (an internal header added, a declaration
+# removed) must make the same checks fail.
 set -euo pipefail
 build=${1:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
+
+# check_headers INCLUDE_DIR: every installed header is reached from
+# tracegraph.h and compiles alone (C11 and C++17, -Wall -Wextra -Wpedantic
+# -Werror): a file holding its #include and a typedef (so that a header of
+# macros only is not an empty translation unit).
+check_headers() {
+    local inc=$1 work=$tmp/hdr ok=0 h f
+    rm -rf "$work" && mkdir -p "$work"
+    (cd "$inc" && find . -type f | sed 's|^\./||' | sort) \
+        > "$work/installed"
+    printf '#include <tracegraph.h>\n' > "$work/umbrella.c"
+    gcc -std=c11 -M -I"$inc" "$work/umbrella.c" > "$work/deps"
+    tr -s ' \\' '\n\n' < "$work/deps" | grep -v ':$' | grep . | xargs realpath -s \
+        | sed -n "s|^$inc/||p" | sort -u > "$work/reached"
+    if ! cmp -s "$work/installed" "$work/reached"; then
+        echo "install check: installed headers not reached from tracegraph.h (internal?):" >&2
+        comm -23 "$work/installed" "$work/reached" | sed 's/^/  /' >&2
+        ok=1
+    fi
+    while read -r h; do
+        case $h in *.h) ;; *) continue ;; esac
+        f=$work/$(echo "$h" | tr / _)
+        printf '#include <%s>\ntypedef int tg_alone_check;\n' "$h" > "$f.c"
+        cp "$f.c" "$f.cpp"
+    done < "$work/installed"
+    local flags="-Wall -Wextra -Wpedantic -Werror -fsyntax-only -I$inc"
+    gcc -std=c11 $flags "$work"/*.h.c 2> "$work/c.log" ||
+        { echo "install check: installed headers that do not compile alone (C):" >&2
+          cat "$work/c.log" >&2; ok=1; }
+    g++ -std=c++17 $flags "$work"/*.h.cpp 2> "$work/cxx.log" ||
+        { echo "install check: installed headers that do not compile alone (C++):" >&2
+          cat "$work/cxx.log" >&2; ok=1; }
+    return $ok
+}
+
+# check_symbols INCLUDE_DIR LIB: the dynamic symbols LIB defines are the
+# functions and variables the headers under INCLUDE_DIR declare.
+check_symbols() {
+    local inc=$1 lib=$2 work=$tmp/sym
+    rm -rf "$work" && mkdir -p "$work"
+    printf '#include <tracegraph.h>\n' > "$work/all.c"
+    gcc -std=c11 -fsyntax-only -I"$inc" -aux-info "$work/aux" "$work/all.c"
+    # Declared functions: "/* FILE:LINE:NC */ extern TYPE NAME (ARGS);"
+    # (static inline definitions are :NF and not exported).
+    INC=$inc perl -ne 'print "$2\n" if m{^/\* (\S+):\d+:NC \*/ extern\s+[^(]*?([A-Za-z_]\w*) \(}
+                       && index($1, $ENV{INC} . "/") == 0' "$work/aux" > "$work/declared"
+    # Declared variables: "extern TYPE NAME[...], NAME2;" in those headers.
+    gcc -std=c11 -E -I"$inc" "$work/all.c" | INC=$inc perl -ne '
+        if (/^# \d+ "([^"]*)"/) { $in = index($1, $ENV{INC} . "/") == 0; next }
+        $t .= $_ if $in;
+        END {
+            $t =~ s/__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)//g;
+            while ($t =~ /\bextern\s+([^;{}()"]*);/g) {
+                for my $d (split /,/, $1) {
+                    $d =~ s/[\[=].*//s;
+                    print "$1\n" if $d =~ /(\w+)\s*$/;
+                }
+            }
+        }' >> "$work/declared"
+    sort -u "$work/declared" -o "$work/declared"
+    nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' \
+        | grep -vxE '_init|_fini|_edata|_end|__bss_start' | sort -u > "$work/exported"
+    if [ "$(wc -l < "$work/declared")" -lt 100 ]; then
+        echo "install check: only $(wc -l < "$work/declared") declarations found in $inc" >&2
+        return 1
+    fi
+    comm -13 "$work/declared" "$work/exported" > "$work/extra"
+    comm -23 "$work/declared" "$work/exported" > "$work/missing"
+    if [ -s "$work/extra" ]; then
+        echo "install check: libtracegraph.so exports symbols no installed header declares" \
+             "(internal: declare them without TG_API):" >&2
+        sed 's/^/  /' "$work/extra" >&2
+    fi
+    if [ -s "$work/missing" ]; then
+        echo "install check: installed headers declare symbols libtracegraph.so does not export" \
+             "(TG_API missing, or not defined):" >&2
+        sed 's/^/  /' "$work/missing" >&2
+    fi
+    [ ! -s "$work/extra" ] && [ ! -s "$work/missing" ]
+}
+
+inc=$prefix/include
+lib=$(find "$prefix" -name 'libtracegraph.so' | head -n1)
+check_headers "$inc"
+check_symbols "$inc" "$lib"
+echo "install check: $(find "$inc" -name '*.h' | wc -l) headers compile alone (C, C++)," \
+     "$(wc -l < "$tmp/sym/exported") exported symbols = the declared ones OK"
+
+# The checks must fail on a doctored prefix: an internal header installed,
+# one public declaration removed.
+cp -r "$inc" "$tmp/bad"
+cp "$src/eager/internal.h" "$tmp/bad/tracegraph/eager/"
+if check_headers "$tmp/bad" 2> "$tmp/bad.log" || ! grep -q 'eager/internal.h' "$tmp/bad.log"; then
+    echo "install check: an installed internal header was not caught" >&2
+    exit 1
+fi
+rm "$tmp/bad/tracegraph/eager/internal.h"
+bad_h=$tmp/bad/tracegraph/replay/replay.h
+grep -q '^TG_API int replay_num_steps(.*);$' "$bad_h"
+sed -i '/^TG_API int replay_num_steps(/d' "$bad_h"
+if check_symbols "$tmp/bad" "$lib" 2> "$tmp/bad.log" || ! grep -qx '  replay_num_steps' "$tmp/bad.log"; then
+    echo "install check: an exported symbol no header declares was not caught" >&2
+    exit 1
+fi
+echo "install check: a doctored prefix fails both checks OK"
 
 mkdir -p "$tmp/consumer"
 cat > "$tmp/consumer/main.c" <<'C'

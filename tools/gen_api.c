@@ -1,7 +1,8 @@
 /*
  * gen_api.c - writes eager_ops.h and eager_ops.c from graph/ops.def: one
- * function eager_<op>_at() per op, plus the macro eager_<op>() that passes
- * the caller's site.  Run at build time; its outputs are not edited.
+ * function eager_<op>_at() per op (TG_API: exported), plus the macro
+ * eager_<op>() that passes the caller's site.  Run at build time; its
+ * outputs are not edited.
  *
  *   gen_api OUT_HEADER OUT_SOURCE
  */
@@ -108,11 +109,17 @@ int main(int argc, char **argv)
         return 1;
     }
     size_t nops = sizeof ops / sizeof ops[0];
+    /* eager.h includes this header at its end; included first, it
+     * includes eager.h itself (which then skips it) so it compiles alone.
+     * In the tree it lives in the build's gen/, installed beside eager.h. */
     fprintf(h, "/* eager_ops.h - generated from graph/ops.def by tools/gen_api.c; do not edit. */\n"
-               "#ifndef TG_EAGER_OPS_H\n#define TG_EAGER_OPS_H\n\n");
+               "#ifndef TG_EAGER_OPS_H\n#define TG_EAGER_OPS_H\n\n"
+               "#if defined(TG_IN_TREE)\n#include \"eager/eager.h\"\n#else\n#include \"eager.h\"\n#endif\n\n"
+               "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     fprintf(c, "/* eager_ops.c - generated from graph/ops.def by tools/gen_api.c; do not edit. */\n"
                "#include <string.h>\n\n#include \"eager/eager.h\"\n\n");
     for (size_t i = 0; i < nops; i++) {
+        fprintf(h, "TG_API ");
         prototype(h, &ops[i]);
         fprintf(h, ";\n#define eager_%s(...) eager_%s_at(EAGER_SITE, __VA_ARGS__)\n",
                 ops[i].name, ops[i].name);
@@ -120,7 +127,7 @@ int main(int argc, char **argv)
         fprintf(c, "\n");
         body(c, &ops[i]);
     }
-    fprintf(h, "\n#endif\n");
+    fprintf(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
     if (fclose(h) || fclose(c)) {
         perror("gen_api");
         return 1;

@@ -54,23 +54,23 @@ typedef struct trace_opts {
 } trace_opts;
 
 /* The defaults: {"main", 1, 16, GRAPH_GUARD_STRICT}. */
-trace_opts trace_default_opts(void);
+TG_API trace_opts trace_default_opts(void);
 
-tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts);
-tg_status trace_input_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+TG_API tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts);
+TG_API tg_status trace_input_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
 /* Marks dim of input t as dynamic, named sym ("B"); call after trace_input. */
-tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim, const char *sym);
-tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
-tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+TG_API tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim, const char *sym);
+TG_API tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+TG_API tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
 /*
  * Ends the trace and returns its graph (caller frees with graph_free), or
  * NULL with an error (no outputs, ...); the trace is over either way.
  */
-graph *trace_freeze_at(EAGER_SITE_PARAMS);
+TG_API graph *trace_freeze_at(EAGER_SITE_PARAMS);
 /* Ends the trace, dropping what was recorded. No-op when none is active. */
-void trace_abort(void);
+TG_API void trace_abort(void);
 /* Nonzero while this thread traces. */
-int trace_active(void);
+TG_API int trace_active(void);
 
 #define trace_begin(opts) trace_begin_at(EAGER_SITE, opts)
 #define trace_input(t, name) trace_input_at(EAGER_SITE, t, name)
@@ -85,7 +85,7 @@ int trace_active(void);
  * data-dependent control flow the trace baked in.  Writes to f (nothing
  * when g or f is NULL).
  */
-void trace_summary(const graph *g, FILE *f);
+TG_API void trace_summary(const graph *g, FILE *f);
 
 #ifdef __cplusplus
 }
