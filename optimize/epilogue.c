@@ -25,9 +25,10 @@
  *     1) as ONNX's HardSigmoid (alpha 1/6) and HardSwish import, also
  *     with x / 6; h = clip(x + 3, 0, 6) / 6 (or * (1/6): PyTorch's
  *     relu6(x + 3) / 6); hardswish is x * h (either order), x then
- *     having exactly the two users.  The first form gives the unfused
- *     bits (the step computes it in that order), the others differ in
- *     rounding only; NaN and the infinities as the unfused ops.
+ *     having exactly the two users.  The x * (1/6) form gives the
+ *     unfused bits (the step computes it in that order: HARDSIGMOID in C,
+ *     HARDSWISH as oneDNN's hardswish within rounding), the others differ
+ *     in rounding only; NaN and the infinities as the unfused ops.
  * Each value the chain passes through must have that one user and not be
  * pinned; the value the fused node replaces may be a graph output, not a
  * guarded value (see fuse_util.h).  At most 16 steps (the post list).
@@ -221,7 +222,8 @@ static int k_op(const graph *g, int32_t k, graph_op op, int32_t v, float want)
            is_k(g, n->in[0], want);
 }
 
-/* Nonzero if node k is clip(v, lo, hi). */
+/* Nonzero if node k is clip(v, lo, hi), lo and hi not -0 (a -0 bound
+ * gives -0 where the step gives +0). */
 static int clip_of(const graph *g, int32_t k, int32_t v, float lo, float hi)
 {
     if (k < 0)
@@ -230,7 +232,7 @@ static int clip_of(const graph *g, int32_t k, int32_t v, float lo, float hi)
     if ((n->flags & GRAPH_NODE_DEAD) || n->op != GRAPH_OP_clip || n->in[0] != v)
         return 0;
     const graph_clip_attrs *a = graph_node_attrs(n);
-    return a->min == lo && a->max == hi;
+    return a->min == lo && a->max == hi && !signbit(a->min) && !signbit(a->max);
 }
 
 /* The sole user of node k's output when that output may disappear into a

@@ -268,6 +268,11 @@ static void test_epilogue_hard(void)
             "  %a: " T2 " = add(%m, %half)\n  %y: " T2 " = clip(%a) {min=0, max=1}\n"
             "  return y = %y\n}\n" PROV,
             opt_pass_epilogue, NULL);
+    /* a -0 bound: clip gives -0 below it, the step +0 */
+    NO_FIRE(LIN_HEAD "  %y: " T2 " = add(%c, %three)\n"
+            "  %r: " T2 " = clip(%y) {min=-0, max=6}\n  %h: " T2 " = div(%r, %six)\n"
+            "  return y = %h\n}\n" PROV,
+            opt_pass_epilogue, NULL);
     /* h also a graph output: the hardswish cannot swallow it */
     NO_FIRE("graph t(%x: f32[2,8]) -> (y: f32[2,4], h: f32[2,4]) {\n"
             "  %w: f32[4,8] = const @R(32)\n  %k6: f32[] = const [0.16666667]\n"
