@@ -290,13 +290,15 @@ static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const eager_dnnl_spec 
 
 /* Nonzero if post has a step oneDNN computes differently from our kernels:
  * its clip sends NaN to the lower bound, its relu (a max with 0) sends NaN
- * to 0, where clip and relu pass NaN (kernels_unary.c).  Such an epilogue
+ * to 0, where clip and relu pass NaN (kernels_unary.c); oneDNN 2.6 has no
+ * hardsigmoid (nor bounds that clip could take it from).  Such an epilogue
  * runs in C after the primitive (one more pass over the output, in cache
  * for the rows just written), so fusing never changes a result. */
 static int needs_c_post(const graph_ints *post)
 {
     for (int i = 0; post && i < post->n; i++)
-        if (post->v[i] == GRAPH_POST_CLIP || post->v[i] == GRAPH_POST_RELU)
+        if (post->v[i] == GRAPH_POST_CLIP || post->v[i] == GRAPH_POST_RELU ||
+            post->v[i] == GRAPH_POST_HARDSIGMOID)
             return 1;
     return 0;
 }
@@ -555,6 +557,8 @@ static int post_eltwise(int64_t code, float slope, dnnl_alg_kind_t *alg, float *
     case GRAPH_POST_TANH: *alg = dnnl_eltwise_tanh; return 1;
     case GRAPH_POST_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return 1;
     case GRAPH_POST_LEAKY_RELU: *alg = dnnl_eltwise_relu, *alpha = slope; return 1;
+    case GRAPH_POST_HARDSWISH: *alg = dnnl_eltwise_hardswish; return 1;
+    case GRAPH_POST_HARDSIGMOID: /* a placeholder, as CLIP's: runs in C */
     case GRAPH_POST_CLIP:
         /* a placeholder keeping the post-op indices: an epilogue with a
          * CLIP runs in C (prim_build), oneDNN's clip is not clip at NaN

@@ -4,11 +4,11 @@
  * post-ops on the output while it is still in cache: GRAPH_POST_ADD as a
  * binary add of the residual (same shape as the output), the activations
  * as eltwise post-ops (relu, gelu_erf, logistic, tanh, swish with alpha 1,
- * relu with the leaky slope).  Types and post codes were checked by
- * graph/infer_ep.c.  An epilogue with a CLIP or RELU step runs in C
- * (below) after oneDNN: oneDNN's clip sends NaN to the lower bound and its
- * relu sends NaN to 0, where clip and relu let it pass (dnnl_util.c,
- * prim_build).
+ * relu with the leaky slope, hardswish).  Types and post codes were checked by
+ * graph/infer_ep.c.  An epilogue with a CLIP, RELU or HARDSIGMOID step
+ * runs in C (below) after oneDNN: oneDNN's clip sends NaN to the lower
+ * bound and its relu sends NaN to 0, where clip and relu let it pass, and
+ * oneDNN 2.6 has no hardsigmoid (dnnl_util.c, prim_build).
  *
  * The same epilogue in vectorized C (eager_post_apply) serves the cases
  * that never reach oneDNN (K = 0, an empty conv input: the output is the
@@ -20,6 +20,16 @@
 
 /* Elements per block: a block stays in L1 through every step. */
 #define POST_BLOCK 4096
+
+/* GRAPH_POST_HARDSIGMOID: the ops ONNX's HardSigmoid (alpha 1/6, beta
+ * 1/2) imports as, in their order (no FMA: C11 mode does not contract),
+ * so a fused step gives their bits; NaN passes the clip. */
+static inline float hard_sigmoid(float x)
+{
+    float v = x * (1.0f / 6.0f) + 0.5f;
+    v = v < 0.0f ? 0.0f : v;
+    return v > 1.0f ? 1.0f : v;
+}
 
 /* One step over a block.  relu/leaky as selects so NaN passes through
  * relu as 0 like oneDNN's (x > 0 is false for NaN). */
@@ -62,6 +72,16 @@ static void post_step(float *restrict y, const float *restrict r, int64_t n, int
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
             y[i] = vm_siluf(y[i]);
+        break;
+    case GRAPH_POST_HARDSIGMOID: /* as ONNX HardSigmoid imports: mul, add, clip */
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = hard_sigmoid(y[i]);
+        break;
+    case GRAPH_POST_HARDSWISH:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] * hard_sigmoid(y[i]);
         break;
     case GRAPH_POST_CLIP: /* as the clip kernel (kernels_unary.c): NaN passes */
 #pragma omp simd

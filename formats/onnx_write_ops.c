@@ -263,6 +263,13 @@ static void post_step(onnx_w *w, int64_t code, graph_post_prm prm, const char *x
     case GRAPH_POST_SILU: ew(w, GRAPH_OP_silu, x, NULL, attr, y); break;
     case GRAPH_POST_LEAKY_RELU: ew(w, GRAPH_OP_leaky_relu, x, NULL, attr, y); break;
     case GRAPH_POST_CLIP: ew(w, GRAPH_OP_clip, x, NULL, bounds, y); break;
+    case GRAPH_POST_HARDSIGMOID: {
+        Onnx__NodeProto *h = onnxw_node1(w, "HardSigmoid", x, y);
+        onnxw_attr_f(w, h, "alpha", 1.0f / 6.0f);
+        onnxw_attr_f(w, h, "beta", 0.5f);
+        break;
+    }
+    case GRAPH_POST_HARDSWISH: onnxw_node1(w, "HardSwish", x, y); break;
     default: onnxw_unsupported(w, "unknown epilogue step"); break;
     }
 }

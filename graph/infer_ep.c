@@ -29,9 +29,9 @@ static tg_status check_epilogue(graph_infer_ctx *c, const graph_ints *post,
     if (post->n < 0 || post->n > GRAPH_MAX_INTS)
         return graph_infer_fail(c, TG_ERR_ARG, "post has %d entries", (int)post->n);
     for (int i = 0; i < post->n; i++) {
-        if (post->v[i] < GRAPH_POST_ADD || post->v[i] > GRAPH_POST_CLIP)
+        if (post->v[i] < GRAPH_POST_ADD || post->v[i] > GRAPH_POST_HARDSWISH)
             return graph_infer_fail(c, TG_ERR_ARG,
-                                    "post[%d] = %lld is not an epilogue step (1..8)", i,
+                                    "post[%d] = %lld is not an epilogue step (1..10)", i,
                                     (long long)post->v[i]);
         adds += post->v[i] == GRAPH_POST_ADD;
     }

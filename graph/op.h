@@ -40,6 +40,12 @@ enum {
     GRAPH_POST_SILU = 6,
     GRAPH_POST_LEAKY_RELU = 7, /* slope: the alpha attribute */
     GRAPH_POST_CLIP = 8,       /* clip(x, clip_min, clip_max): NaN passes */
+    /* PyTorch's hardsigmoid and hardswish, computed as ONNX's HardSigmoid
+     * (alpha 1/6, beta 1/2) imports: h = clip(x * (float)(1/6) + 0.5, 0, 1)
+     * (a multiply, then an add), and x * h; NaN passes, hardswish(-inf)
+     * = -inf * 0 = NaN */
+    GRAPH_POST_HARDSIGMOID = 9,
+    GRAPH_POST_HARDSWISH = 10,
 };
 
 /*

@@ -20,6 +20,15 @@
  *     The kernels run an epilogue with a clip in C after oneDNN (whose
  *     clip sends NaN to the lower bound, where clip lets it pass), so the
  *     fused node gives the unfused values bit for bit, NaN included.
+ *   - hardsigmoid and hardswish written as several ops (one step each,
+ *     GRAPH_POST_HARDSIGMOID / _HARDSWISH): h = clip(x * (1/6) + 0.5, 0,
+ *     1) as ONNX's HardSigmoid (alpha 1/6) and HardSwish import, also
+ *     with x / 6; h = clip(x + 3, 0, 6) / 6 (or * (1/6): PyTorch's
+ *     relu6(x + 3) / 6); hardswish is x * h (either order), x then
+ *     having exactly the two users.  The x * (1/6) form gives the
+ *     unfused bits (the step computes it in that order: HARDSIGMOID in C,
+ *     HARDSWISH as oneDNN's hardswish within rounding), the others differ
+ *     in rounding only; NaN and the infinities as the unfused ops.
  * Each value the chain passes through must have that one user and not be
  * pinned; the value the fused node replaces may be a graph output, not a
  * guarded value (see fuse_util.h).  At most 16 steps (the post list).
@@ -38,6 +47,7 @@
 #include "fuse_util.h"
 
 #define CHAIN_MAX GRAPH_MAX_INTS
+#define NODES_MAX (4 * CHAIN_MAX) /* a hardswish step absorbs 4 nodes */
 
 typedef struct chain {
     int32_t p;  /* the linear / conv node */
@@ -48,7 +58,7 @@ typedef struct chain {
     int clip;         /* post has a CLIP step: the bounds are taken */
     int32_t bias_add; /* value added as bias, or -1 */
     int32_t res;      /* residual, or -1 */
-    int32_t node[CHAIN_MAX + 1]; /* absorbed nodes, in order */
+    int32_t node[NODES_MAX + 1]; /* absorbed nodes, in order */
     int n;
     int32_t last; /* the value the fused node replaces */
 } chain;
@@ -189,9 +199,124 @@ static void explain_users(const graph *g, opt_ctx *ctx, const opt_uses *u, const
         }
 }
 
+/* Nonzero if v is a scalar constant equal to want (as a float). */
+static int is_k(const graph *g, int32_t v, float want)
+{
+    double d;
+    return opt_const_scalar(g, v, &d) && (float)d == want;
+}
+
+/* Nonzero if node k is op(v, K) (or op(K, v) for a commutative op) with K
+ * a constant of equal elements, each want, and the output v's type. */
+static int k_op(const graph *g, int32_t k, graph_op op, int32_t v, float want)
+{
+    if (k < 0)
+        return 0;
+    const graph_node *n = &g->nodes[k];
+    if ((n->flags & GRAPH_NODE_DEAD) || n->op != op || n->nin != 2 ||
+        !fu_same_type(g, n->out[0], v))
+        return 0;
+    if (n->in[0] == v && is_k(g, n->in[1], want))
+        return 1;
+    return (graph_ops[op].props & GRAPH_PROP_COMMUTATIVE) && n->in[1] == v &&
+           is_k(g, n->in[0], want);
+}
+
+/* Nonzero if node k is clip(v, lo, hi), lo and hi not -0 (a -0 bound
+ * gives -0 where the step gives +0). */
+static int clip_of(const graph *g, int32_t k, int32_t v, float lo, float hi)
+{
+    if (k < 0)
+        return 0;
+    const graph_node *n = &g->nodes[k];
+    if ((n->flags & GRAPH_NODE_DEAD) || n->op != GRAPH_OP_clip || n->in[0] != v)
+        return 0;
+    const graph_clip_attrs *a = graph_node_attrs(n);
+    return a->min == lo && a->max == hi && !signbit(a->min) && !signbit(a->max);
+}
+
+/* The sole user of node k's output when that output may disappear into a
+ * fused step (one user, not pinned), else -1. */
+static int32_t next_of(const graph *g, const opt_uses *u, int32_t k)
+{
+    int32_t v = g->nodes[k].out[0];
+    return opt_pinned(g, v) ? -1 : fu_sole_user(u, v);
+}
+
+/*
+ * The hardsigmoid of x starting at node a (a reads x): its three nodes in
+ * nodes[] and its output value, or -1.  The output may be pinned only as
+ * the chain's value is (checked by the caller), the others not at all.
+ */
+static int32_t match_hsig(const graph *g, const opt_uses *u, int32_t x, int32_t a,
+                          int32_t nodes[3])
+{
+    const float sixth = 1.0f / 6.0f;
+    int32_t b, d;
+    nodes[0] = a;
+    if (k_op(g, a, GRAPH_OP_mul, x, sixth) || k_op(g, a, GRAPH_OP_div, x, 6.0f)) {
+        /* clip(x * (1/6) + 0.5, 0, 1) */
+        if ((b = next_of(g, u, a)) < 0 || !k_op(g, b, GRAPH_OP_add, g->nodes[a].out[0], 0.5f))
+            return -1;
+        if ((d = next_of(g, u, b)) < 0 || !clip_of(g, d, g->nodes[b].out[0], 0.0f, 1.0f))
+            return -1;
+    } else if (k_op(g, a, GRAPH_OP_add, x, 3.0f)) {
+        /* clip(x + 3, 0, 6) / 6 */
+        if ((b = next_of(g, u, a)) < 0 || !clip_of(g, b, g->nodes[a].out[0], 0.0f, 6.0f))
+            return -1;
+        int32_t r = g->nodes[b].out[0];
+        if ((d = next_of(g, u, b)) < 0 ||
+            !(k_op(g, d, GRAPH_OP_div, r, 6.0f) || k_op(g, d, GRAPH_OP_mul, r, sixth)))
+            return -1;
+    } else {
+        return -1;
+    }
+    nodes[1] = b, nodes[2] = d;
+    return fu_guarded(g, g->nodes[d].out[0]) ? -1 : g->nodes[d].out[0];
+}
+
+/* A hardsigmoid or hardswish of c->last as one step; 0 if there is none
+ * (or no room for it). */
+static int take_hard(const graph *g, opt_ctx *ctx, const opt_uses *u, chain *c)
+{
+    int32_t x = c->last, nodes[4], h;
+    int nu = opt_nuses(u, x);
+    if (c->post.n == CHAIN_MAX || c->n + 4 > NODES_MAX || opt_pinned(g, x) || nu < 1 || nu > 2)
+        return 0;
+    for (int32_t k = u->first[x]; k < u->first[x + 1]; k++) {
+        int32_t a = u->list[k], m;
+        if ((h = match_hsig(g, u, x, a, nodes)) < 0)
+            continue;
+        if (nu == 1) {
+            c->post.v[c->post.n++] = GRAPH_POST_HARDSIGMOID;
+        } else {
+            /* x * h: the other user of x, h's only one */
+            m = u->list[k == u->first[x] ? k + 1 : u->first[x]];
+            const graph_node *n = &g->nodes[m];
+            if (opt_pinned(g, h) || fu_sole_user(u, h) != m) {
+                if (opt_pinned(g, h) || opt_nuses(u, h) > 1)
+                    opt_explain(ctx, g, nodes[2],
+                                "hardswish not fused: its hardsigmoid is also read elsewhere");
+                return 0;
+            }
+            if (n->op != GRAPH_OP_mul || fu_guarded(g, n->out[0]) ||
+                !((n->in[0] == x && n->in[1] == h) || (n->in[0] == h && n->in[1] == x)))
+                return 0;
+            nodes[3] = m;
+            c->post.v[c->post.n++] = GRAPH_POST_HARDSWISH;
+        }
+        for (int i = 0; i < (nu == 1 ? 3 : 4); i++)
+            absorb(c, g, nodes[i]);
+        return 1;
+    }
+    return 0;
+}
+
 /* Absorbs the user of c->last if it can; 0 when the chain ends. */
 static int step(const graph *g, opt_ctx *ctx, const opt_uses *u, chain *c)
 {
+    if (take_hard(g, ctx, u, c))
+        return 1;
     int32_t user = fu_sole_user(u, c->last);
     if (user >= 0 && (g->nodes[user].flags & GRAPH_NODE_DEAD))
         return 0; /* absorbed by an earlier chain of this run */
@@ -306,7 +431,7 @@ static tg_status fuse(graph *g, opt_ctx *ctx, const chain *c)
     if (bias == -2)
         return opt_fail(ctx, g, c->p, TG_ERR_NOMEM, "cannot add the fused bias");
     const graph_node *p = &g->nodes[c->p];
-    int32_t in[4] = {p->in[0], p->in[1], bias, c->res}, out = -1, src[CHAIN_MAX + 2];
+    int32_t in[4] = {p->in[0], p->in[1], bias, c->res}, out = -1, src[NODES_MAX + 2];
     int nin = bias < 0 ? 2 : c->res < 0 ? 3 : 4;
     src[0] = c->p;
     memcpy(src + 1, c->node, sizeof *src * (size_t)c->n);

@@ -11,8 +11,11 @@
  *      -> linear(x, w)   (x·wᵀ is what linear computes; x may have any
  *      batch dims, and a 1-D x gives [N] either way)
  *   3. matmul(x, c) {transpose_a=0, transpose_b=0} with a 2-D constant c
- *      [K, N] read by this node only -> linear(x, cᵀ), cᵀ a new [N, K]
- *      constant of the same size.
+ *      [K, N] -> linear(x, cᵀ), cᵀ a new [N, K] constant of the same
+ *      size, when every reader of c is such a matmul (c as its second
+ *      operand): weights shared between layers get one cᵀ that all of
+ *      them read, and c goes.  A c also read otherwise stays a matmul
+ *      operand rather than being held twice.
  *   4. linear(x, transpose(t)) without bias, t 2-D and not a constant
  *      -> matmul(x, t)  (a constant t is folded by the fold pass instead,
  *      which keeps the linear form; with a bias the transpose stays, as
@@ -23,6 +26,7 @@
  *
  * Never fires on a node whose output is guarded (it must be computed as
  * traced); the output may be a graph output (same value and type).
+ * A matmul with 2-D weights that stays a matmul says why (--explain).
  */
 #include <stdlib.h>
 
@@ -118,22 +122,59 @@ static tg_status replace(graph *g, opt_ctx *ctx, int32_t old, int32_t also, grap
     return TG_OK;
 }
 
-/* Rules 2 and 3 on matmul node m. */
-static tg_status to_linear(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t m)
+/* Nonzero if node k will be a rule-3 matmul on w: w its second operand
+ * only, neither operand transposed once rule 1 has run, not guarded. */
+static int rule3_reader(const graph *g, int32_t k, int32_t w)
+{
+    const graph_node *n = &g->nodes[k];
+    if (n->op != GRAPH_OP_matmul || n->in[0] == w || n->in[1] != w || fu_guarded(g, n->out[0]))
+        return 0;
+    const graph_matmul_attrs *at = graph_node_attrs(n);
+    int32_t t = fu_producer(g, n->in[0]);
+    int ta = (int)at->transpose_a ^ (t >= 0 && swaps_last_two(g, t));
+    return !ta && !at->transpose_b;
+}
+
+/* Rules 2 and 3 on matmul node m.  wt_of[w] (w a value id below u's
+ * count) is -1 until rule 3 first meets w, then w's transpose, or -2
+ * when w has a reader other than rule-3 matmuls. */
+static tg_status to_linear(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t *wt_of,
+                           int32_t m)
 {
     const graph_node *n = &g->nodes[m];
     const graph_matmul_attrs *at = graph_node_attrs(n);
     int32_t x = n->in[0], w = n->in[1];
-    if (at->transpose_a || g->values[w].type.ndim != 2)
+    if (g->values[w].type.ndim != 2)
         return TG_OK;
+    if (at->transpose_a) {
+        opt_explain(ctx, g, m, "first operand transposed: not linear's x @ wT");
+        return TG_OK;
+    }
     if (at->transpose_b)
         return replace(g, ctx, m, -1, GRAPH_OP_linear, (int32_t[]){x, w}, 2, NULL);
-    if (!fu_const_f32(g, w) || opt_nuses(u, w) != 1 || opt_pinned(g, w))
+    if (!fu_const_f32(g, w) || w >= u->nvalues) {
+        opt_explain(ctx, g, m, "weights are not a constant: x @ w stays a matmul");
         return TG_OK;
-    int32_t wt = transposed_const(g, w);
-    if (wt < 0)
-        return opt_fail(ctx, g, m, TG_ERR_NOMEM, "cannot add the transposed weights");
-    return replace(g, ctx, m, -1, GRAPH_OP_linear, (int32_t[]){x, wt}, 2, NULL);
+    }
+    if (opt_pinned(g, w)) {
+        opt_explain(ctx, g, m, "weights are a graph output: x @ w stays a matmul");
+        return TG_OK;
+    }
+    if (wt_of[w] == -1) {
+        for (int32_t k = u->first[w]; k < u->first[w + 1] && wt_of[w] == -1; k++)
+            if (!rule3_reader(g, u->list[k], w)) {
+                int32_t r = u->list[k];
+                opt_explain(ctx, g, m,
+                            "weights also read by node %d (%s): linear would hold them twice, "
+                            "transposed", (int)r, graph_ops[g->nodes[r].op].name);
+                wt_of[w] = -2;
+            }
+        if (wt_of[w] == -1 && (wt_of[w] = transposed_const(g, w)) < 0)
+            return opt_fail(ctx, g, m, TG_ERR_NOMEM, "cannot add the transposed weights");
+    }
+    if (wt_of[w] == -2)
+        return TG_OK;
+    return replace(g, ctx, m, -1, GRAPH_OP_linear, (int32_t[]){x, wt_of[w]}, 2, NULL);
 }
 
 /* Rule 4 on linear node l. */
@@ -163,6 +204,13 @@ static tg_status run(graph *g, opt_ctx *ctx)
     opt_uses u;
     if (opt_uses_build(g, &u) != TG_OK)
         return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "transpose-absorb: out of memory");
+    int32_t *wt_of = tg_malloc(sizeof *wt_of * (size_t)(u.nvalues + 1));
+    if (!wt_of) {
+        opt_uses_free(&u);
+        return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "transpose-absorb: out of memory");
+    }
+    for (int32_t v = 0; v < u.nvalues; v++)
+        wt_of[v] = -1;
     tg_status st = TG_OK;
     for (int32_t i = 0, end = g->nnodes; i < end && st == TG_OK; i++) {
         const graph_node *n = &g->nodes[i];
@@ -176,12 +224,13 @@ static tg_status run(graph *g, opt_ctx *ctx)
         if (n->op == GRAPH_OP_matmul) {
             st = absorb_operands(g, ctx, i);
             if (st == TG_OK)
-                st = to_linear(g, ctx, &u, i);
+                st = to_linear(g, ctx, &u, wt_of, i);
         } else if (n->op == GRAPH_OP_linear) {
             st = linear_to_matmul(g, ctx, i);
         }
     }
     opt_uses_free(&u);
+    tg_free(wt_of);
     return st;
 }
 

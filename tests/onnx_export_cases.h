@@ -433,6 +433,7 @@ CASE(linear_ep_gelu) { linear_ep(c, SH(2, 3, 8), TG_INTS(GRAPH_POST_GELU), 0, 0)
 CASE(linear_ep_leaky_sigmoid) { linear_ep(c, SH(3, 8), TG_INTS(GRAPH_POST_LEAKY_RELU, GRAPH_POST_SIGMOID), 0.1f, 0); }
 CASE(linear_ep_silu_add_tanh) { linear_ep(c, SH(3, 8), TG_INTS(GRAPH_POST_SILU, GRAPH_POST_ADD, GRAPH_POST_TANH), 0, 1); }
 CASE(linear_ep_none) { linear_ep(c, SH(3, 8), TG_NOINTS, 0, 0); }
+CASE(linear_ep_hardswish_add) { linear_ep(c, SH(3, 8), TG_INTS(GRAPH_POST_HARDSWISH, GRAPH_POST_ADD), 0, 1); }
 
 CASE(conv2d_ep_add_tanh)
 {
@@ -440,6 +441,13 @@ CASE(conv2d_ep_add_tanh)
                                TG_INTS(GRAPH_POST_ADD, GRAPH_POST_TANH), 0};
     ND(c, conv2d_ep, &a, inpf(c, SH(1, 3, 6, 6)), cst(c, GRAPH_F32, SH(4, 3, 3, 3), -0.5, 0.5),
        cst(c, GRAPH_F32, SH(4), -0.5, 0.5), inpf(c, SH(1, 4, 6, 6)));
+}
+CASE(conv2d_ep_hardsigmoid)
+{
+    graph_conv2d_ep_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1,
+                               TG_INTS(GRAPH_POST_HARDSIGMOID), 0};
+    ND(c, conv2d_ep, &a, inpf(c, SH(1, 3, 6, 6)), cst(c, GRAPH_F32, SH(4, 3, 3, 3), -2, 2),
+       cst(c, GRAPH_F32, SH(4), -0.5, 0.5));
 }
 CASE(conv2d_ep_silu_stride)
 {
@@ -560,8 +568,9 @@ static const case_def op_cases[] = {
     C_(scatter_elements_bool), C_(scatter_max_reduce),
     C_(fused), C_(fused_all_ops), C_(fused_rounding), C_(fused_bcast_out),
     C_(linear_ep_add_relu), C_(linear_ep_gelu), C_(linear_ep_leaky_sigmoid),
-    C_(linear_ep_silu_add_tanh), C_(linear_ep_none), C_(conv2d_ep_add_tanh),
-    C_(conv2d_ep_silu_stride), C_(to_blocked), C_(from_blocked), C_(conv2d_blk_add_relu),
+    C_(linear_ep_silu_add_tanh), C_(linear_ep_none), C_(linear_ep_hardswish_add),
+    C_(conv2d_ep_add_tanh), C_(conv2d_ep_silu_stride), C_(conv2d_ep_hardsigmoid), C_(to_blocked),
+    C_(from_blocked), C_(conv2d_blk_add_relu),
     C_(conv2d_blk_stride_gelu),
     C_(to_blocked_pad),
     C_(from_blocked_pad),

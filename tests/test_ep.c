@@ -24,7 +24,7 @@
 
 #define NO TG_NOINTS
 #define NOCLIP -INFINITY, INFINITY /* clip_min, clip_max when post has no CLIP */
-enum { ADD = GRAPH_POST_ADD, RELU, GELU, SIGMOID, TANH, SILU, LEAKY, CLIP };
+enum { ADD = GRAPH_POST_ADD, RELU, GELU, SIGMOID, TANH, SILU, LEAKY, CLIP, HSIG, HSWISH };
 
 /* The epilogue in double: the reference every kernel result meets. */
 static double post_ref(const graph_ints *post, float alpha, double v, double res)
@@ -38,6 +38,8 @@ static double post_ref(const graph_ints *post, float alpha, double v, double res
         case TANH: v = tanh(v); break;
         case SILU: v = v / (1 + exp(-v)); break;
         case LEAKY: v = v > 0 ? v : alpha * v; break;
+        case HSIG: v = fmin(fmax(v / 6 + 0.5, 0), 1); break;
+        case HSWISH: v = v * fmin(fmax(v / 6 + 0.5, 0), 1); break;
         }
     }
     return v;
@@ -158,6 +160,20 @@ static int same_class(float a, float b)
     return fabsf(a - b) <= 1e-4f * fabsf(b) + 1e-10f;
 }
 
+/* hardsigmoid and hardswish unfused, as ONNX's HardSigmoid (alpha 1/6,
+ * beta 1/2) and HardSwish import (formats/onnx_read_compose.c). */
+static eager_tensor *hsig_at(const char *file, int line, const char *func, eager_tensor *x)
+{
+    eager_tensor *k = eager_full(GRAPH_F32, TG_SHAPE(1), 1.0 / 6.0);
+    eager_tensor *h = eager_full(GRAPH_F32, TG_SHAPE(1), 0.5);
+    return eager_clip_at(file, line, func, eager_add(eager_mul(x, k), h), 0.0f, 1.0f);
+}
+
+static eager_tensor *hswish_at(const char *file, int line, const char *func, eager_tensor *x)
+{
+    return eager_mul(x, hsig_at(file, line, func, x));
+}
+
 /*
  * Every activation step at the edges (NaN, +-inf, +-0, huge, tiny), fused
  * (oneDNN post-ops, or the C epilogue) against the op applied to the
@@ -176,7 +192,8 @@ static void test_edge_posts(void)
         const char *name;
     } steps[] = {{RELU, eager_relu_at, "relu"},       {GELU, eager_gelu_at, "gelu"},
                  {SIGMOID, eager_sigmoid_at, "sigmoid"}, {TANH, eager_tanh_at, "tanh"},
-                 {SILU, eager_silu_at, "silu"}};
+                 {SILU, eager_silu_at, "silu"},  {HSIG, hsig_at, "hardsigmoid"},
+                 {HSWISH, hswish_at, "hardswish"}};
     for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
         eager_pool_push();
         eager_tensor *xl = eager_from_data(GRAPH_F32, TG_SHAPE(24, 1), x);
@@ -260,8 +277,11 @@ static void check_linear(int line, int nd, const int64_t *xs, int64_t n, graph_i
 static void test_linear_ep(void)
 {
     const int64_t m2[] = {5, 24}, m1[] = {24}, m3[] = {2, 3, 17}, k0[] = {3, 0}, r0[] = {0, 8};
-    for (int code = ADD; code <= LEAKY; code++)
-        check_linear(__LINE__ + code * 1000, 2, m2, 7, (graph_ints){1, {code}}, 0.1f);
+    for (int code = ADD; code <= HSWISH; code++)
+        if (code != CLIP)
+            check_linear(__LINE__ + code * 1000, 2, m2, 7, (graph_ints){1, {code}}, 0.1f);
+    check_linear(__LINE__, 2, m2, 7, TG_INTS(ADD, HSWISH, HSIG), 0);
+    check_linear(__LINE__, 2, k0, 4, TG_INTS(ADD, HSWISH), 0); /* K = 0: C path */
     check_linear(__LINE__, 2, m2, 7, NO, 0);
     check_linear(__LINE__, 2, m2, 7, TG_INTS(ADD, RELU), 0);
     check_linear(__LINE__, 2, m2, 7, TG_INTS(GELU, ADD, TANH), 0);
@@ -343,8 +363,13 @@ static void check_conv(int line, conv_case k, graph_ints post, float alpha)
 static void test_conv2d_ep(void)
 {
     conv_case c3 = {2, 3, 8, 8, 4, 3, 3, NO, TG_INTS(1), 1};
-    for (int code = ADD; code <= LEAKY; code++)
-        check_conv(__LINE__ + code * 1000, c3, (graph_ints){1, {code}}, 0.2f);
+    for (int code = ADD; code <= HSWISH; code++)
+        if (code != CLIP)
+            check_conv(__LINE__ + code * 1000, c3, (graph_ints){1, {code}}, 0.2f);
+    /* oneDNN's direct conv, its hardswish post-op; hardsigmoid in C */
+    check_conv(__LINE__, (conv_case){1, 64, 14, 14, 64, 3, 3, NO, TG_INTS(1), 1},
+               TG_INTS(ADD, HSWISH), 0);
+    check_conv(__LINE__, (conv_case){1, 64, 14, 14, 64, 1, 1, NO, NO, 1}, TG_INTS(HSIG), 0);
     check_conv(__LINE__, c3, NO, 0);
     check_conv(__LINE__, c3, TG_INTS(ADD, RELU), 0);
     check_conv(__LINE__, c3, TG_INTS(RELU, ADD), 0);
@@ -393,10 +418,10 @@ static void test_errors(void)
     eager_tensor *cr = eager_zeros(GRAPH_F32, TG_SHAPE(1, 6, 3, 3));
     eager_tensor *cr2 = eager_zeros(GRAPH_F32, TG_SHAPE(1, 6, 1, 1));
     long live = eager_live_tensors();
-    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(RELU, 9), 0, NOCLIP),
-                 TG_ERR_ARG, "linear_ep: [2,4] x [3,4] x [3]: post[1] = 9 is not an epilogue step (1..8)");
+    EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(RELU, 11), 0, NOCLIP),
+                 TG_ERR_ARG, "linear_ep: [2,4] x [3,4] x [3]: post[1] = 11 is not an epilogue step (1..10)");
     EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(0), 0, NOCLIP),
-                 TG_ERR_ARG, "post[0] = 0 is not an epilogue step (1..8)");
+                 TG_ERR_ARG, "post[0] = 0 is not an epilogue step (1..10)");
     EXPECT_ERROR(eager_linear_ep(x, w, b, r, TG_INTS(ADD, ADD), 0, NOCLIP),
                  TG_ERR_ARG, "post has 2 ADD steps, at most 1 (one residual input)");
     EXPECT_ERROR(eager_linear_ep(x, w, b, EAGER_NONE, TG_INTS(ADD), 0, NOCLIP),
@@ -419,8 +444,8 @@ static void test_errors(void)
                  TG_ERR_SHAPE, "groups 3 must divide the input channels 4 and the output channels 6");
     EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, cr, TG_INTS(0), NO, NO, 1, TG_INTS(ADD), 0, NOCLIP),
                  TG_ERR_ARG, "stride must be >= 1, got [0]");
-    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, EAGER_NONE, NO, NO, NO, 1, TG_INTS(9), 0, NOCLIP),
-                 TG_ERR_ARG, "post[0] = 9 is not an epilogue step (1..8)");
+    EXPECT_ERROR(eager_conv2d_ep(cx, cw, cb, EAGER_NONE, NO, NO, NO, 1, TG_INTS(11), 0, NOCLIP),
+                 TG_ERR_ARG, "post[0] = 11 is not an epilogue step (1..10)");
     CHECK_MSG(eager_live_tensors() == live, "errors leaked %ld tensors",
               eager_live_tensors() - live);
     eager_pool_pop();

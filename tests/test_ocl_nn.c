@@ -166,6 +166,8 @@ static double post_ref(double v, const graph_ints *post, float alpha, const floa
         case GRAPH_POST_SILU: v = v / (1 + exp(-v)); break;
         case GRAPH_POST_LEAKY_RELU: v = v > 0 ? v : alpha * v; break;
         case GRAPH_POST_CLIP: v = v < -1 ? -1 : v > 1 ? 1 : v; break; /* CLIP_BOUNDS */
+        case GRAPH_POST_HARDSIGMOID: v = fmin(fmax(v / 6 + 0.5, 0), 1); break;
+        case GRAPH_POST_HARDSWISH: v = v * fmin(fmax(v / 6 + 0.5, 0), 1); break;
         }
     }
     return v;
@@ -305,6 +307,8 @@ static void test_linear(void)
     graph_ints clip = {3, {GRAPH_POST_LEAKY_RELU, GRAPH_POST_ADD, GRAPH_POST_CLIP}};
     linear_case(F32(66, 45), 70, 1, &clip, 1.0f); /* slope 1: a whole-number literal */
     linear_case(F32(6, 45), 9, 1, &clip, 2.0f);
+    graph_ints hard = {3, {GRAPH_POST_HARDSWISH, GRAPH_POST_ADD, GRAPH_POST_HARDSIGMOID}};
+    linear_case(F32(66, 45), 70, 1, &hard, 0);
     linear_case(F32(20, 30), 24, 1, &none, 0);
     linear_case(F32(4, 0), 24, 1, &relu, 0);     /* K = 0: the bias */
 }
@@ -444,6 +448,9 @@ static void test_conv(void)
     conv_case(blk_d, 2, 1, &every, -0.1f);
     conv_case(blk_dw, 2, 1, &relu, 0); /* depthwise, blocked */
     conv_case(blk_g, 2, 1, NULL, 0);   /* grouped, 16 in / 8 out per group */
+    graph_ints hard = {2, {GRAPH_POST_HARDSWISH, GRAPH_POST_HARDSIGMOID}};
+    conv_case(plain3, 1, 1, &hard, 0);
+    conv_case(blk, 2, 1, &hard, 0);
 }
 
 /* ---- pools ---- */

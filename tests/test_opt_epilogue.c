@@ -198,6 +198,95 @@ static void test_epilogue_clip(void)
     graph_free(ref);
 }
 
+/* hardsigmoid / hardswish written as several ops, in the forms ONNX's
+ * HardSigmoid / HardSwish import as and PyTorch's relu6(x + 3) / 6: one
+ * step each, the chain going on after it. */
+static void test_epilogue_hard(void)
+{
+#define CONV_HEAD "graph t(%x: f32[1,3,6,6]) -> (y: f32[1,4,4,4]) {\n" \
+                  "  %w: f32[4,3,3,3] = const @R(108)\n  %b: f32[4] = const @R(4)\n" \
+                  "  %k6: f32[] = const [0.16666667]\n  %half: f32[] = const [0.5]\n" \
+                  "  %three: f32[1,1,1,1] = const [3]\n  %six: f32[] = const [6]\n" \
+                  "  %c: f32[1,4,4,4] = conv2d(%x, %w, %b) !p0\n"
+#define LIN_HEAD "graph t(%x: f32[2,8]) -> (y: f32[2,4]) {\n  %w: f32[4,8] = const @R(32)\n" \
+                 "  %k6: f32[] = const [0.16666667]\n  %half: f32[] = const [0.5]\n" \
+                 "  %three: f32[] = const [3]\n  %six: f32[] = const [6]\n" \
+                 "  %c: f32[2,4] = linear(%x, %w) !p0\n"
+#define T4 "f32[1,4,4,4]"
+#define T2 "f32[2,4]"
+    static const struct {
+        int line, conv;
+        const char *text;
+        int64_t post[2];
+        int npost;
+    } cases[] = {
+        {__LINE__, 1, /* ONNX HardSwish */
+         CONV_HEAD "  %m: " T4 " = mul(%c, %k6) !p1\n  %a: " T4 " = add(%m, %half) !p1\n"
+         "  %h: " T4 " = clip(%a) {min=0, max=1} !p1\n  %y: " T4 " = mul(%c, %h) !p1\n"
+         "  return y = %y\n}\n" PROV,
+         {GRAPH_POST_HARDSWISH}, 1},
+        {__LINE__, 1, /* relu6(x + 3) / 6 */
+         CONV_HEAD "  %a: " T4 " = add(%c, %three) !p1\n"
+         "  %r: " T4 " = clip(%a) {min=0, max=6} !p1\n  %y: " T4 " = div(%r, %six) !p1\n"
+         "  return y = %y\n}\n" PROV,
+         {GRAPH_POST_HARDSIGMOID}, 1},
+        {__LINE__, 0, /* h * x, h from x / 6 */
+         LIN_HEAD "  %m: " T2 " = div(%c, %six) !p1\n  %a: " T2 " = add(%half, %m) !p1\n"
+         "  %h: " T2 " = clip(%a) {min=0, max=1} !p1\n  %s: " T2 " = mul(%h, %c) !p1\n"
+         "  %y: " T2 " = tanh(%s) !p2\n  return y = %y\n}\n" PROV,
+         {GRAPH_POST_HARDSWISH, GRAPH_POST_TANH}, 2},
+        {__LINE__, 0, /* (3 + x) clipped, times 1/6, then relu */
+         LIN_HEAD "  %a: " T2 " = add(%three, %c) !p1\n"
+         "  %r: " T2 " = clip(%a) {min=0, max=6} !p1\n  %h: " T2 " = mul(%k6, %r) !p1\n"
+         "  %y: " T2 " = relu(%h) !p2\n  return y = %y\n}\n" PROV,
+         {GRAPH_POST_HARDSIGMOID, GRAPH_POST_RELU}, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        graph *g = parse_at(__FILE__, cases[i].line, cases[i].text), *ref = g ? graph_clone(g) : NULL;
+        if (!g)
+            continue;
+        check_report(run_pass_at(__FILE__, cases[i].line, g, &opt_pass_epilogue, NULL, 0) &&
+                         graph_live_nodes(g) == 1,
+                     __FILE__, cases[i].line, "fused into one node (%d live)",
+                     (int)graph_live_nodes(g));
+        int32_t e = find_op(g, cases[i].conv ? GRAPH_OP_conv2d_ep : GRAPH_OP_linear_ep);
+        const graph_ints *post = e < 0 ? NULL
+                                 : cases[i].conv
+                                     ? &((const graph_conv2d_ep_attrs *)graph_node_attrs(
+                                            &g->nodes[e]))->post
+                                     : &((const graph_linear_ep_attrs *)graph_node_attrs(
+                                            &g->nodes[e]))->post;
+        check_report(post && post->n == cases[i].npost &&
+                         !memcmp(post->v, cases[i].post, sizeof(int64_t) * (size_t)post->n),
+                     __FILE__, cases[i].line, "post steps as expected");
+        check_rest(__FILE__, cases[i].line, g, ref, &opt_pass_epilogue);
+        graph_free(g);
+        graph_free(ref);
+    }
+    /* not PyTorch's slope (ONNX's default HardSigmoid alpha 0.2): stays */
+    NO_FIRE(LIN_HEAD "  %k: f32[] = const [0.2]\n  %m: " T2 " = mul(%c, %k)\n"
+            "  %a: " T2 " = add(%m, %half)\n  %y: " T2 " = clip(%a) {min=0, max=1}\n"
+            "  return y = %y\n}\n" PROV,
+            opt_pass_epilogue, NULL);
+    /* a -0 bound: clip gives -0 below it, the step +0 */
+    NO_FIRE(LIN_HEAD "  %y: " T2 " = add(%c, %three)\n"
+            "  %r: " T2 " = clip(%y) {min=-0, max=6}\n  %h: " T2 " = div(%r, %six)\n"
+            "  return y = %h\n}\n" PROV,
+            opt_pass_epilogue, NULL);
+    /* h also a graph output: the hardswish cannot swallow it */
+    NO_FIRE("graph t(%x: f32[2,8]) -> (y: f32[2,4], h: f32[2,4]) {\n"
+            "  %w: f32[4,8] = const @R(32)\n  %k6: f32[] = const [0.16666667]\n"
+            "  %half: f32[] = const [0.5]\n  %c: f32[2,4] = linear(%x, %w)\n"
+            "  %m: " T2 " = mul(%c, %k6)\n  %a: " T2 " = add(%m, %half)\n"
+            "  %h: " T2 " = clip(%a) {min=0, max=1}\n  %y: " T2 " = mul(%c, %h)\n"
+            "  return y = %y\n  return h = %h\n}\n",
+            opt_pass_epilogue, "hardswish not fused: its hardsigmoid is also read elsewhere");
+#undef CONV_HEAD
+#undef LIN_HEAD
+#undef T4
+#undef T2
+}
+
 /* Chains that stop early, with the reason. */
 static void test_epilogue_partial(void)
 {
@@ -352,6 +441,7 @@ int main(void)
     test_epilogue_linear();
     test_epilogue_conv();
     test_epilogue_clip();
+    test_epilogue_hard();
     test_epilogue_partial();
     test_epilogue_declined();
     test_models();

@@ -251,12 +251,53 @@ static void test_transpose_declined(void)
             opt_pass_transpose_absorb, "linear has a bias: the transpose of its weights stays");
     NO_FIRE("graph t(%x: f32[2,3], %w: f32[3,4]) -> (y: f32[2,4]) {\n"
             "  %y: f32[2,4] = matmul(%x, %w)\n  return y = %y\n}\n",
-            opt_pass_transpose_absorb, NULL); /* not constant: stays a matmul */
+            opt_pass_transpose_absorb, "weights are not a constant: x @ w stays a matmul");
     NO_FIRE("graph t(%x: f32[2,3]) -> (y: f32[2,4], z: f32[4,3]) {\n"
             "  %c: f32[3,4] = const @R(12)\n"
             "  %y: f32[2,4] = matmul(%x, %c)\n  %z: f32[4,3] = transpose(%c) {perm=[1,0]}\n"
             "  return y = %y\n  return z = %z\n}\n",
-            opt_pass_transpose_absorb, NULL); /* the constant has another reader */
+            opt_pass_transpose_absorb,
+            "weights also read by node 1 (transpose): linear would hold them twice");
+    NO_FIRE("graph t(%x: f32[3,2]) -> (y: f32[2,4]) {\n"
+            "  %c: f32[3,4] = const @R(12)\n"
+            "  %y: f32[2,4] = matmul(%x, %c) {transpose_a=1}\n  return y = %y\n}\n",
+            opt_pass_transpose_absorb, "first operand transposed: not linear's x @ wT");
+    NO_FIRE("graph t(%x: f32[2,3]) -> (y: f32[2,4], c: f32[3,4]) {\n"
+            "  %c: f32[3,4] = const @R(12)\n"
+            "  %y: f32[2,4] = matmul(%x, %c)\n  return y = %y\n  return c = %c\n}\n",
+            opt_pass_transpose_absorb, "weights are a graph output: x @ w stays a matmul");
+}
+
+/* Weights shared by several matmuls (layers sharing parameters): every one
+ * becomes a linear, all reading one transposed constant. */
+static void test_transpose_shared(void)
+{
+    graph *g = PARSE("graph t(%x: f32[2,3]) -> (y: f32[2,3]) {\n"
+                     "  %c: f32[3,3] = const [1, 2, 3, 4, 5, 6, 7, 8, 9]\n"
+                     "  %h: f32[2,3] = matmul(%x, %c) !p0\n  %r: f32[2,3] = relu(%h) !p1\n"
+                     "  %y: f32[2,3] = matmul(%r, %c) !p2\n  return y = %y\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (g) {
+        CHECK(RUN(g, opt_pass_transpose_absorb));
+        CHECK(count_op(g, GRAPH_OP_matmul) == 0 && count_op(g, GRAPH_OP_linear) == 2);
+        int32_t w = -1, nlin = 0;
+        for (int32_t i = 0; i < g->nnodes; i++) {
+            const graph_node *n = &g->nodes[i];
+            if ((n->flags & GRAPH_NODE_DEAD) || n->op != GRAPH_OP_linear)
+                continue;
+            CHECK_MSG(w < 0 || n->in[1] == w, "both linears read one transposed constant");
+            w = n->in[1];
+            nlin++;
+        }
+        CHECK(nlin == 2 && w >= 0);
+        if (w >= 0) {
+            const float *d = g->values[w].data, want[9] = {1, 4, 7, 2, 5, 8, 3, 6, 9};
+            CHECK(g->values[w].kind == GRAPH_VALUE_CONST && d && !memcmp(d, want, sizeof want));
+        }
+        check_rest(__FILE__, __LINE__, g, ref, &opt_pass_transpose_absorb);
+    }
+    graph_free(g);
+    graph_free(ref);
 }
 
 /* A guarded matmul keeps its transpose; its unguarded sibling does not. */
@@ -370,6 +411,7 @@ int main(void)
     test_transpose_matmul();
     test_transpose_linear();
     test_transpose_declined();
+    test_transpose_shared();
     test_transpose_guarded();
     test_horizontal();
     test_horizontal_mixed();

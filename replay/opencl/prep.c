@@ -247,6 +247,12 @@ int ocl_epilogue_src(const graph_ints *post, graph_post_prm prm, char *buf, size
             snprintf(tmp, sizeof tmp, "    v = tg_leaky_relu(v, %s);\n", a);
             s = tmp;
             break;
+        case GRAPH_POST_HARDSIGMOID: /* as eager/kernels_ep.c */
+            s = "    v = tg_clip(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);\n";
+            break;
+        case GRAPH_POST_HARDSWISH:
+            s = "    v = v * tg_clip(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);\n";
+            break;
         case GRAPH_POST_CLIP:
             cl_fliteral(prm.clip_min, a, sizeof a);
             cl_fliteral(prm.clip_max, b, sizeof b);
