@@ -74,6 +74,8 @@ typedef struct onnx_reader {
     const char *file; /* for messages and provenance */
     int params;
     int64_t dim_default;
+    void (*warn)(void *ctx, const char *msg); /* format_onnx_load_opts' */
+    void *warn_ctx;
     int64_t opset; /* of the default domain */
     onnx_entry *names;
     /* The node being converted (NULL outside the node loop). */
