@@ -76,24 +76,31 @@
  * ScatterND and its result has at
  * most 4096 elements
  * (ONNX_MAX_FOLD_ELEMS; a larger one is a graph node, and a larger Range
- * is refused).  Shape, Size and ConstantOfShape always make constants.
+ * is refused).  Shape and Size always make constants, ConstantOfShape
+ * too unless its shape follows dynamic dims (below).
  * Shape of a value with dynamic dims gives their traced sizes, each
- * remembered as following its symbol; what is computed from them (the
- * Shape -> Gather -> Unsqueeze -> Concat -> Reshape of PyTorch's dynamic
- * batch) stays marked as following the sizes.  Consumers of such values:
+ * remembered as following its symbol (or as derived from the symbols: a
+ * dim such as B*heads after a reshape), and as a copy of that dim; what
+ * is computed from them (the Shape -> Gather -> Unsqueeze -> Concat ->
+ * Reshape of PyTorch's dynamic batch) stays marked as following the
+ * sizes, and data movement keeps the copies.  Consumers of such values:
  * a Reshape shape with exactly one entry that follows a dynamic dim and
  * no -1 gets -1 there (also a copied dynamic dim, ONNX's 0), and with a
  * -1 as well (view(x.shape[0], -1)) the -1 becomes its traced value and
  * the entry the -1, when the input has that one dynamic dim; an Expand
  * shape entry that is the same dynamic dim as the input's becomes 1, and
- * one over an input dim of 1 follows its symbol (a where() broadcast
- * against a slice of the graph input that defines it); a Slice end equal
- * to the dynamic dim it slices becomes "to the end".  Everywhere else
- * (two dynamic entries in one shape, ConstantOfShape, Range, Slice
- * starts, a graph output or tensor operand made of such values) the
- * traced sizes are used: the node that uses them is flagged specialized
- * (GRAPH_NODE_SPECIALIZED: it runs at the traced sizes only, and a run at
- * others fails naming it) rather than refused.
+ * one over an input dim of 1 follows the dim it copies or its symbol (a
+ * where() broadcast against a slice of that value, or of the graph input
+ * that defines the symbol); ConstantOfShape whose dynamic entries all
+ * have such a carrier (zeros_like(x), torch.zeros(x.size(0), 4)) is a
+ * constant with those entries 1 broadcast the same way; a Slice end
+ * equal to the dynamic dim it slices becomes "to the end".  Everywhere
+ * else (two dynamic entries in one shape, a ConstantOfShape entry
+ * computed by arithmetic, Range, Slice starts, a graph output or tensor
+ * operand made of such values) the traced sizes are used: the node that
+ * uses them is flagged specialized (GRAPH_NODE_SPECIALIZED: it runs at
+ * the traced sizes only, and a run at others fails naming it) rather
+ * than refused, and reported at load time through opts->warn (below).
  * Ops: Identity, Dropout (inference; its mask is all true), Constant,
  * Neg, Abs, Sign (Sign(-0) = +0, Sign(NaN) = NaN, as ONNX Runtime), Floor,
  * Ceil, Round (half to even), Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu,
@@ -179,6 +186,11 @@ typedef struct format_onnx_save_opts {
 typedef struct format_onnx_load_opts {
     int params;          /* initializers become params, not constants */
     int64_t dim_default; /* size of a dim_param dim (values < 1: 1) */
+    /* Called at load time, once per ONNX node that a size of a dynamic
+     * dim fixes at its traced value (the nodes flagged specialized), with
+     * a message naming the node and the dims; NULL: not called. */
+    void (*warn)(void *ctx, const char *msg);
+    void *warn_ctx;
 } format_onnx_load_opts;
 
 /*

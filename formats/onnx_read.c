@@ -515,6 +515,55 @@ static tg_status check_versions(onnx_reader *r, const Onnx__ModelProto *m)
     return TG_OK;
 }
 
+/*
+ * The import-time check of dynamic dims: every node left flagged
+ * specialized (a converter took a traced size: a shape, a constant, an
+ * attribute computed from a dynamic dim; or its shapes stop following
+ * the dims at other sizes, as propagation found) is reported through
+ * r->warn, once per ONNX node, naming the dims its inputs carry (every
+ * dim when they carry none, or a derived one).  A warning, not an
+ * error: the graph is right at the traced sizes, which is all many
+ * users run; the message says where a run at other sizes would fail.
+ */
+static void warn_specialized(onnx_reader *r)
+{
+    const graph *g = r->g;
+    int32_t last = -2;
+    for (int32_t i = 0; r->warn && i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        int32_t prov = n->nprov ? n->prov[0] : -1;
+        if (!(n->flags & GRAPH_NODE_SPECIALIZED) || (n->flags & GRAPH_NODE_DEAD) ||
+            prov == last)
+            continue; /* the nodes of one ONNX node are adjacent */
+        last = prov;
+        uint64_t syms = 0;
+        int all = 0;
+        for (int k = 0; k < n->nin; k++) {
+            const graph_value *v = &g->values[n->in[k]];
+            all |= v->dder != 0;
+            for (int d = 0; d < v->type.ndim; d++)
+                if (v->dyn >> d & 1 && v->sym[d] >= 0 && v->sym[d] < 64)
+                    syms |= 1ull << v->sym[d];
+        }
+        if (all || !syms)
+            syms = ~0ull;
+        char names[400] = "", site[300], msg[900];
+        size_t at = 0;
+        int count = 0;
+        for (int s = 0; s < g->nsyms && s < 64 && at < sizeof names - 80; s++)
+            if (syms >> s & 1)
+                at += (size_t)snprintf(names + at, sizeof names - at, "%s'%s' (traced as %lld)",
+                                       count++ ? ", " : "", g->syms[s].name,
+                                       LL(g->syms[s].traced));
+        graph_prov_str(g, prov, site, sizeof site);
+        snprintf(msg, sizeof msg, "%s: %s fixes a size computed from dynamic dim%s %s at its "
+                 "traced value (a shape or constant that does not follow the dim): a run at "
+                 "other sizes fails there", site, graph_ops[n->op].name, count > 1 ? "s" : "",
+                 names);
+        r->warn(r->warn_ctx, msg);
+    }
+}
+
 static tg_status read_graph(onnx_reader *r, const Onnx__ModelProto *m)
 {
     const Onnx__GraphProto *gp = m->graph;
@@ -530,6 +579,8 @@ static tg_status read_graph(onnx_reader *r, const Onnx__ModelProto *m)
         st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
     if (st == TG_OK && graph_verify(r->g, 0) != TG_OK)
         st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
+    if (st == TG_OK)
+        warn_specialized(r);
     return st;
 }
 
@@ -560,6 +611,8 @@ graph *onnx_read_mem(const void *buf, size_t len, const char *name,
     r.errlen = errlen;
     r.params = opts && opts->params;
     r.dim_default = opts && opts->dim_default >= 1 ? opts->dim_default : 1;
+    r.warn = opts ? opts->warn : NULL;
+    r.warn_ctx = opts ? opts->warn_ctx : NULL;
     if (err && errlen)
         err[0] = 0;
     if (!buf && len) {

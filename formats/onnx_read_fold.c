@@ -159,8 +159,10 @@ static void where_at(fres *o, int64_t k, const onnx_entry *c, const onnx_entry *
     int64_t ic = bcast_at(&o->t, &c->type, k);
     const onnx_entry *src = get_l(c, ic) ? a : b;
     copy_elem(o, k, src, bcast_at(&o->t, &src->type, k));
-    if (mark(c, ic) != ONNX_SYM_CONST)
+    if (mark(c, ic) != ONNX_SYM_CONST) {
         o->sym[k] = ONNX_SYM_DERIVED;
+        o->src[k] = -1;
+    }
 }
 
 /* The output type of an elementwise op; 0 if it does not apply. */
@@ -204,8 +206,7 @@ static tg_status fold_elementwise(onnx_reader *r, int kind, int *done)
             ok = unary_at((ekind)kind, &o, k, in[0]);
     }
     if (st != TG_OK || !ok) {
-        tg_free(o.data);
-        tg_free(o.sym);
+        res_free(&o);
         return st;
     }
     return res_bind(r, &o, 0, done);
@@ -256,8 +257,7 @@ static tg_status fold_cast(onnx_reader *r, int kind, int *done)
     for (int64_t k = 0; st == TG_OK && ok && k < o.n; k++)
         ok = cast_at(&o, k, a);
     if (st != TG_OK || !ok) {
-        tg_free(o.data);
-        tg_free(o.sym);
+        res_free(&o);
         return st;
     }
     return res_bind(r, &o, 0, done);

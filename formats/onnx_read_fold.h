@@ -19,6 +19,7 @@ typedef struct fres {
     graph_type t;
     char *data;
     int8_t *sym;
+    int32_t *src; /* each element's source (onnx_entry.src), -1: none */
     int64_t n;
     size_t es;
 } fres;
@@ -61,6 +62,17 @@ static inline void put_l(fres *o, int64_t k, int64_t v)
     }
 }
 
+/* Frees a result that is not bound. */
+static inline void res_free(fres *o)
+{
+    tg_free(o->data);
+    tg_free(o->sym);
+    tg_free(o->src);
+    o->data = NULL;
+    o->sym = NULL;
+    o->src = NULL;
+}
+
 /* A result of type t; *ok 0 (nothing allocated) past the fold limit. */
 static inline tg_status res_new(onnx_reader *r, fres *o, const graph_type *t, int *ok)
 {
@@ -75,23 +87,27 @@ static inline tg_status res_new(onnx_reader *r, fres *o, const graph_type *t, in
     o->es = graph_dtype_size(t->dtype);
     o->data = tg_malloc(o->n ? (size_t)o->n * o->es : 1);
     o->sym = tg_malloc(o->n ? (size_t)o->n : 1);
-    if (!o->data || !o->sym) {
-        tg_free(o->data);
-        tg_free(o->sym);
+    o->src = tg_malloc(o->n ? (size_t)o->n * sizeof *o->src : 1);
+    if (!o->data || !o->sym || !o->src) {
+        res_free(o);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     memset(o->sym, (unsigned char)ONNX_SYM_CONST, (size_t)o->n);
+    memset(o->src, 0xff, (size_t)o->n * sizeof *o->src); /* -1 */
     *ok = 1;
     return TG_OK;
 }
 
-/* Binds the result to output 0 (every element derived if `derived`). */
+/* Binds the result to output 0 (every element derived, with no source,
+ * if `derived`: their positions follow traced values). */
 static inline tg_status res_bind(onnx_reader *r, fres *o, int derived, int *done)
 {
-    if (derived)
+    if (derived) {
         memset(o->sym, (unsigned char)ONNX_SYM_DERIVED, (size_t)o->n);
+        memset(o->src, 0xff, (size_t)o->n * sizeof *o->src);
+    }
     *done = 1;
-    return onnx_bind_const_sym(r, 0, &o->t, o->data, o->sym);
+    return onnx_bind_const_src(r, 0, &o->t, o->data, o->sym, o->src);
 }
 
 /* Output element k is element src of e. */
@@ -100,6 +116,7 @@ static inline void copy_elem(fres *o, int64_t k, const onnx_entry *e, int64_t sr
     memcpy(o->data + k * (int64_t)o->es, (const char *)e->data + src * (int64_t)o->es,
            o->es);
     o->sym[k] = mark(e, src);
+    o->src[k] = e->src ? e->src[src] : -1;
 }
 
 /* The one output type of op on in (0: the op refuses them; the

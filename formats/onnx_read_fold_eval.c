@@ -46,7 +46,7 @@ tg_status onnx_fold_reduce_prod(onnx_reader *r, int kind, int *done)
     double *pd = tg_malloc((size_t)(o.n ? o.n : 1) * sizeof *pd);
     uint64_t *pl = tg_malloc((size_t)(o.n ? o.n : 1) * sizeof *pl);
     if (!pd || !pl) {
-        tg_free(pd), tg_free(pl), tg_free(o.data), tg_free(o.sym);
+        tg_free(pd), tg_free(pl), res_free(&o);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     for (int64_t k = 0; k < o.n; k++)
@@ -115,8 +115,7 @@ tg_status onnx_fold_mod(onnx_reader *r, int kind, int *done)
     for (int64_t k = 0; st == TG_OK && ok && k < o.n; k++)
         ok = mod_at(&o, k, a, b, (int)fmod_);
     if (st != TG_OK || !ok) {
-        tg_free(o.data);
-        tg_free(o.sym);
+        res_free(&o);
         return st;
     }
     return res_bind(r, &o, 0, done);
@@ -179,6 +178,7 @@ tg_status onnx_fold_scatter_nd(onnx_reader *r, int kind, int *done)
             }
             if (mark(upd, from) != ONNX_SYM_CONST)
                 o.sym[at] = ONNX_SYM_DERIVED;
+            o.src[at] = -1; /* no longer a copy of a dim */
             if (dt->dtype == GRAPH_F32) {
                 float *p = (float *)o.data + at, x = ((const float *)upd->data)[from];
                 *p = rk == 1 ? *p + x : rk == 2 ? *p * x : rk == 3 ? (x > *p ? x : *p)
@@ -194,8 +194,7 @@ tg_status onnx_fold_scatter_nd(onnx_reader *r, int kind, int *done)
         }
     }
     if (!ok) {
-        tg_free(o.data);
-        tg_free(o.sym);
+        res_free(&o);
         return TG_OK;
     }
     return res_bind(r, &o, derived, done);

@@ -47,6 +47,9 @@
 /* Marks of the elements of a constant (onnx_entry.sym). */
 #define ONNX_SYM_CONST ((int8_t)-1)
 #define ONNX_SYM_DERIVED ((int8_t)-2)
+/* An element's source (onnx_entry.src): dim d of graph value v. */
+#define ONNX_SRC(v, d) ((int32_t)((v) * GRAPH_MAX_DIMS + (d)))
+#define ONNX_SRC_MAX_VALUE (INT32_MAX / GRAPH_MAX_DIMS)
 
 typedef struct onnx_entry {
     const char *key; /* the ONNX name; points into the unpacked model */
@@ -57,6 +60,11 @@ typedef struct onnx_entry {
     void *data;      /* is_const: owned, numel elements (never NULL) */
     int8_t *sym;     /* is_const: owned marks of numel elements, or NULL
                         when every element is ONNX_SYM_CONST */
+    int32_t *src;    /* is_const: owned, numel elements, or NULL: a marked
+                        element that is a copy of dim d of graph value v
+                        (Shape, then data movement) holds ONNX_SRC(v, d),
+                        the others -1; what makes a runtime tensor follow
+                        the dim (ConstantOfShape, Expand) */
     int traced_shape; /* is_const: its dims depend on traced sizes */
     UT_hash_handle hh;
 } onnx_entry;
@@ -66,6 +74,8 @@ typedef struct onnx_reader {
     const char *file; /* for messages and provenance */
     int params;
     int64_t dim_default;
+    void (*warn)(void *ctx, const char *msg); /* format_onnx_load_opts' */
+    void *warn_ctx;
     int64_t opset; /* of the default domain */
     onnx_entry *names;
     /* The node being converted (NULL outside the node loop). */
@@ -162,8 +172,12 @@ static inline const graph_type *onnx_vtype(const onnx_reader *r, int32_t v)
 {
     return &r->g->values[v].type;
 }
-/* The dims of value v that are dynamic (bit d). */
+/* The dims of value v that change with the dynamic dims (bit d): one
+ * symbol's (graph_value.dyn) or derived from them (.dder). */
 uint32_t onnx_dynamic_dims(onnx_reader *r, int32_t v);
+/* The mark of dim d of value v, given dyn = onnx_dynamic_dims(r, v): its
+ * symbol, ONNX_SYM_DERIVED, or ONNX_SYM_CONST (a dim that never changes). */
+int8_t onnx_dim_mark(const onnx_reader *r, int32_t v, uint32_t dyn, int d);
 
 /*
  * Adds a graph node for the ONNX node (with its provenance).  Messages
@@ -179,6 +193,9 @@ tg_status onnx_bind_const(onnx_reader *r, int k, const graph_type *t,
 /* The same with element marks (ownership of sym too; NULL: all known). */
 tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
                               void *data, int8_t *sym);
+/* The same with element sources too (ownership of src; NULL: none). */
+tg_status onnx_bind_const_src(onnx_reader *r, int k, const graph_type *t,
+                              void *data, int8_t *sym, int32_t *src);
 /* Binds output k to a copy of constant e (data and marks). */
 tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e);
 /* A constant of type t holding a copy of data, in the graph. */

@@ -50,6 +50,7 @@ void onnx_free_entries(onnx_reader *r)
         HASH_DEL(r->names, e);
         tg_free(e->data);
         tg_free(e->sym);
+        tg_free(e->src);
         tg_free(e);
     }
 }
@@ -218,7 +219,15 @@ uint32_t onnx_dynamic_dims(onnx_reader *r, int32_t v)
      * the few nodes that ask, Shape and size-dependent attributes). */
     if (graph_propagate_dynamic(r->g) != TG_OK)
         return ~0u; /* cannot tell: treat every dim as dynamic */
-    return r->g->values[v].dyn;
+    return r->g->values[v].dyn | r->g->values[v].dder;
+}
+
+int8_t onnx_dim_mark(const onnx_reader *r, int32_t v, uint32_t dyn, int d)
+{
+    const graph_value *x = &r->g->values[v];
+    if (!(dyn >> d & 1))
+        return ONNX_SYM_CONST;
+    return x->dyn >> d & 1 ? x->sym[d] : ONNX_SYM_DERIVED;
 }
 
 /* ---- adding nodes, binding outputs ---- */
@@ -299,22 +308,37 @@ tg_status onnx_bind_const(onnx_reader *r, int k, const graph_type *t,
 tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
                               void *data, int8_t *sym)
 {
+    return onnx_bind_const_src(r, k, t, data, sym, NULL);
+}
+
+tg_status onnx_bind_const_src(onnx_reader *r, int k, const graph_type *t,
+                              void *data, int8_t *sym, int32_t *src)
+{
     onnx_entry *e;
     tg_status st = bind_entry(r, k, &e);
     if (st != TG_OK || !e) {
         tg_free(data);
         tg_free(sym);
+        tg_free(src);
         return st;
     }
     e->is_const = 1;
     e->type = *t;
     e->data = data;
     e->sym = sym;
+    e->src = NULL;
     e->traced_shape = 0;
     if (sym && !onnx_entry_traced(e)) {
         tg_free(sym);
         e->sym = NULL;
     }
+    int64_t n = graph_type_numel(t), any = 0;
+    for (int64_t i = 0; e->sym && src && i < n; i++)
+        any |= src[i] >= 0;
+    if (any)
+        e->src = src;
+    else
+        tg_free(src);
     return TG_OK;
 }
 
@@ -324,15 +348,19 @@ tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e)
     size_t bytes = graph_dtype_size(e->type.dtype) * n;
     void *data = tg_malloc(bytes ? bytes : 1); /* e exists: the sizes fit */
     int8_t *sym = e->sym ? tg_malloc(n ? n : 1) : NULL;
-    if (!data || (e->sym && !sym)) {
+    int32_t *src = e->src ? tg_malloc(n ? n * sizeof *src : 1) : NULL;
+    if (!data || (e->sym && !sym) || (e->src && !src)) {
         tg_free(data);
         tg_free(sym);
+        tg_free(src);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     memcpy(data, e->data, bytes);
     if (sym)
         memcpy(sym, e->sym, n);
-    return onnx_bind_const_sym(r, k, &e->type, data, sym);
+    if (src)
+        memcpy(src, e->src, n * sizeof *src);
+    return onnx_bind_const_src(r, k, &e->type, data, sym, src);
 }
 
 tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data, int32_t *v)

@@ -56,7 +56,8 @@ static int swap_minus(const graph_value *x, uint32_t dyn, graph_ints *shape,
 {
     int64_t numel = graph_type_numel(&x->type), rest = 1;
     int minus_at = -1;
-    if (s < 0 || __builtin_popcount(dyn) != 1 || x->sym[__builtin_ctz(dyn)] != s)
+    if (s < 0 || __builtin_popcount(dyn) != 1 || !(x->dyn & dyn) ||
+        x->sym[__builtin_ctz(dyn)] != s)
         return 0;
     for (int i = 0; i < shape->n; i++) {
         if (shape->v[i] == -1)
@@ -102,7 +103,7 @@ tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op)
                                  "input's dim), the input has %d dims", i,
                                  (int)x->type.ndim);
             a.shape.v[i] = x->type.dim[i];
-            sym[i] = dyn >> i & 1 ? x->sym[i] : ONNX_SYM_CONST;
+            sym[i] = onnx_dim_mark(r, xv, dyn, i);
         }
         minus |= a.shape.v[i] == -1;
         if (sym[i] != ONNX_SYM_CONST && a.shape.v[i] != -1)
@@ -116,7 +117,8 @@ tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op)
 }
 
 /* Flatten(axis): [prod(dims[:axis]), prod(dims[axis:])] as a reshape; a
- * side with a dynamic dim is the -1. */
+ * side with a dynamic dim is the -1 (both sides: the first, and the node
+ * is specialized). */
 tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
 {
     int64_t axis;
@@ -138,10 +140,13 @@ tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
     for (int d = 0; d < nd; d++)
         *(d < axis ? &outer : &inner) *= t->dim[d]; /* the input exists: no overflow */
     graph_reshape_attrs a = {{2, {outer, inner}}};
-    if (dyn & ((1u << axis) - 1))
+    uint32_t before = dyn & ((1u << axis) - 1), after = dyn & ~((1u << axis) - 1);
+    if (before)
         a.shape.v[0] = -1;
-    else if (dyn)
+    else if (after)
         a.shape.v[1] = -1;
+    if (before && after)
+        r->specialized = 1; /* the side after axis keeps its traced size */
     return unary_node(r, GRAPH_OP_reshape, &a);
 }
 
@@ -272,7 +277,7 @@ static tg_status slice_follow(onnx_reader *r, int32_t xv, graph_slice_attrs *a,
         if (sym[k] == ONNX_SYM_CONST)
             continue;
         int ax = graph_axis(k < a->axes.n ? a->axes.v[k] : k, x->ndim);
-        int8_t want = ax >= 0 ? r->g->values[xv].sym[ax] : 0;
+        int8_t want = ax >= 0 ? onnx_dim_mark(r, xv, dyn, ax) : 0;
         if (ax < 0 || !(dyn >> ax & 1) || ends.v[k] != x->dim[ax] ||
             (k < a->steps.n && a->steps.v[k] < 0) ||
             (sym[k] != ONNX_SYM_DERIVED && sym[k] != want))
@@ -382,15 +387,33 @@ static int sym_carrier(const graph *g, int8_t s, int32_t *v, int *dim)
 }
 
 /*
- * y = where(m, y, y) with m a bool [1,..,s,..,1] (s at dim `at` of nd)
- * cut from the graph input that defines symbol s: broadcasting makes
- * y's dim `at` follow s, whatever m holds.
+ * The graph value and dim that element k (marked m) of the shape operand
+ * e has as its size at run time: the dim it is a copy of (e->src), else
+ * the graph input dim that defines its symbol.  0 if none.
  */
-static tg_status follow_sym(onnx_reader *r, int8_t s, int nd, int at, int32_t *y)
+static int dim_carrier(const onnx_reader *r, const onnx_entry *e, int64_t k, int8_t m,
+                       int32_t *v, int *dim)
 {
-    int32_t c = -1, in[3];
-    int cd = -1;
-    sym_carrier(r->g, s, &c, &cd); /* the caller checked there is one */
+    if (e && e->src && e->src[k] >= 0) {
+        int32_t sv = e->src[k] / GRAPH_MAX_DIMS;
+        int sd = (int)(e->src[k] % GRAPH_MAX_DIMS);
+        if (sv < r->g->nvalues && sd < r->g->values[sv].type.ndim) {
+            *v = sv;
+            *dim = sd;
+            return 1;
+        }
+    }
+    return sym_carrier(r->g, m, v, dim);
+}
+
+/*
+ * y = where(m, y, y) with m a bool [1,..,n,..,1] (n at dim `at` of nd)
+ * cut from dim cd of value c: broadcasting makes y's dim `at` follow
+ * c's dim cd, whatever m holds.
+ */
+static tg_status follow_dim(onnx_reader *r, int32_t c, int cd, int nd, int at, int32_t *y)
+{
+    int32_t in[3];
     const graph_type *ct = onnx_vtype(r, c);
     graph_slice_attrs sa;
     memset(&sa, 0, sizeof sa);
@@ -416,17 +439,19 @@ static tg_status follow_sym(onnx_reader *r, int8_t s, int nd, int at, int32_t *y
 /*
  * Expand: a shape entry computed from Shape that equals a dynamic dim of
  * the input it lines up with becomes 1 (broadcasting keeps the input's
- * dim, so the result follows it); an entry that is a symbol over an
- * input dim of 1 (cls.expand(B, -1, -1)) becomes 1 too, and follow_sym
- * broadcasts the result to the symbol's size; other such entries are
- * taken at their traced sizes (the node is specialized).
+ * dim, so the result follows it); an entry over an input dim of 1 whose
+ * size has a carrier at run time (dim_carrier: the dim it was copied
+ * from, or the input that defines its symbol, as cls.expand(B, -1, -1))
+ * becomes 1 too, and follow_dim broadcasts the result to the carrier's
+ * size; other such entries are taken at their traced sizes (the node is
+ * specialized).
  */
 tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op)
 {
     graph_expand_attrs a;
-    int8_t sym[GRAPH_MAX_DIMS], follow[GRAPH_MAX_DIMS];
-    int32_t xv, y, c;
-    int cd = -1;
+    int8_t sym[GRAPH_MAX_DIMS];
+    int32_t xv, y, fv[GRAPH_MAX_DIMS];
+    int fd[GRAPH_MAX_DIMS];
     tg_status st = onnx_shape_ints(r, 1, "shape", &a.shape, sym, GRAPH_MAX_DIMS);
     if (st == TG_OK)
         st = onnx_input(r, 0, &xv);
@@ -434,25 +459,26 @@ tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op)
         return st;
     const graph_value *x = &r->g->values[xv];
     uint32_t dyn = onnx_dynamic_dims(r, xv);
+    const onnx_entry *se = onnx_find(r, r->node->input[1]);
     int off = a.shape.n - x->type.ndim, nd = off > 0 ? a.shape.n : x->type.ndim;
-    memset(follow, ONNX_SYM_CONST, sizeof follow);
     for (int i = 0; i < a.shape.n; i++) {
         int j = i - off;
+        fv[i] = -1;
         if (sym[i] == ONNX_SYM_CONST)
             continue;
         if (j >= 0 && (dyn >> j & 1) && a.shape.v[i] == x->type.dim[j] &&
-            (sym[i] == ONNX_SYM_DERIVED || sym[i] == x->sym[j]))
+            (sym[i] == ONNX_SYM_DERIVED || sym[i] == onnx_dim_mark(r, xv, dyn, j)))
             a.shape.v[i] = 1;
         else if ((j < 0 || (x->type.dim[j] == 1 && !(dyn >> j & 1))) &&
-                 sym_carrier(r->g, sym[i], &c, &cd))
-            follow[i] = sym[i], a.shape.v[i] = 1;
+                 dim_carrier(r, se, i, sym[i], &fv[i], &fd[i]))
+            a.shape.v[i] = 1;
         else
             r->specialized = 1;
     }
     st = onnx_add(r, GRAPH_OP_expand, &xv, 1, &a, &y, 1);
     for (int i = 0; st == TG_OK && i < a.shape.n; i++)
-        if (follow[i] != ONNX_SYM_CONST)
-            st = follow_sym(r, follow[i], nd, i + (nd - a.shape.n), &y);
+        if (fv[i] >= 0)
+            st = follow_dim(r, fv[i], fd[i], nd, i + (nd - a.shape.n), &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
@@ -532,31 +558,41 @@ tg_status onnx_cv_elements(onnx_reader *r, const onnx_op *op)
 
 /* ---- constants made at load time ---- */
 
-/* The marks of Shape's output: a dynamic dim is its symbol; the dims of
- * a constant that depends on traced sizes are derived from them. */
+/* The marks of Shape's output: a dynamic dim is its symbol, a dim derived
+ * from them ONNX_SYM_DERIVED, and each is a copy of its dim (src); the
+ * dims of a constant that depends on traced sizes are derived from them. */
 static tg_status shape_marks(onnx_reader *r, const onnx_entry *e, int64_t start,
-                             int64_t end, int size, int8_t **sym)
+                             int64_t end, int size, int8_t **sym, int32_t **src)
 {
     uint32_t range = (uint32_t)(((1ull << end) - 1) & ~((1ull << start) - 1));
     uint32_t dyn = e->value >= 0 ? onnx_dynamic_dims(r, e->value) & range : 0;
     int traced = e->is_const && e->traced_shape;
     *sym = NULL;
+    *src = NULL;
     if (!dyn && !traced)
         return TG_OK;
     *sym = tg_malloc((size_t)(end - start + 1));
-    if (!*sym)
+    *src = tg_malloc(sizeof **src * (size_t)(end - start + 1));
+    if (!*sym || !*src) {
+        tg_free(*sym);
+        tg_free(*src);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
-    const graph_value *v = e->value >= 0 ? &r->g->values[e->value] : NULL;
+    }
+    int has_src = !size && !traced && e->value >= 0 && e->value <= ONNX_SRC_MAX_VALUE &&
+                  dyn != ~0u; /* ~0u: propagation failed, the marks are stale */
     for (int64_t d = start; d < end; d++) {
         int8_t m = ONNX_SYM_CONST;
         if (traced)
             m = ONNX_SYM_DERIVED;
-        else if (dyn >> d & 1) /* v->dyn may be stale if propagation failed */
-            m = v->dyn >> d & 1 ? v->sym[d] : ONNX_SYM_DERIVED;
+        else if (dyn >> d & 1)
+            m = onnx_dim_mark(r, e->value, dyn, (int)d);
         (*sym)[d - start] = m;
+        (*src)[d - start] = has_src && m != ONNX_SYM_CONST ? ONNX_SRC(e->value, d) : -1;
     }
-    if (size)
+    if (size) {
         (*sym)[0] = ONNX_SYM_DERIVED;
+        (*src)[0] = -1;
+    }
     return TG_OK;
 }
 
@@ -583,13 +619,15 @@ tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
     start = start < 0 ? 0 : start > nd ? nd : start;
     end = end < start ? start : end > nd ? nd : end;
     int8_t *sym;
-    st = shape_marks(r, onnx_find(r, r->node->input[0]), start, end, size, &sym);
+    int32_t *src;
+    st = shape_marks(r, onnx_find(r, r->node->input[0]), start, end, size, &sym, &src);
     if (st != TG_OK)
         return st;
     graph_type t = {GRAPH_I64, size ? 0 : 1, {size ? 0 : end - start}};
     int64_t *data = tg_malloc(sizeof(int64_t) * (size_t)(end - start + 1));
     if (!data) {
         tg_free(sym);
+        tg_free(src);
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
     }
     data[0] = 1;
@@ -599,7 +637,7 @@ tg_status onnx_cv_shape(onnx_reader *r, const onnx_op *op)
         else
             data[d - start] = x->dim[d];
     }
-    return onnx_bind_const_sym(r, 0, &t, data, sym);
+    return onnx_bind_const_src(r, 0, &t, data, sym, src);
 }
 
 /* The one-element tensor of ConstantOfShape's value (f32 0 if absent). */
@@ -629,9 +667,56 @@ static tg_status fill_value(onnx_reader *r, graph_dtype *dt, void **one)
 }
 
 /*
- * ConstantOfShape: a shape computed from dynamic dims is taken at its
- * traced sizes, and the constant is marked traced_shape (so what uses it
- * is specialized).
+ * ConstantOfShape with a shape computed from dynamic dims whose every
+ * such entry has a carrier at run time (dim_carrier: zeros_like(x) is
+ * ConstantOfShape(Shape(x)), torch.zeros(x.size(0), 4) a Concat of a
+ * Gather of it): the constant with those entries 1, made to follow each
+ * carrier's dim by follow_dim.  1 in *done if it did.
+ */
+static tg_status fill_follow(onnx_reader *r, const graph_ints *shape, const int8_t *marks,
+                             graph_dtype dt, const void *one, int *done)
+{
+    const onnx_entry *se = onnx_find(r, r->node->input[0]);
+    int32_t cv[GRAPH_MAX_DIMS];
+    int cd[GRAPH_MAX_DIMS], any = 0;
+    graph_type t = {dt, (uint8_t)shape->n, {0}};
+    *done = 0;
+    for (int d = 0; d < shape->n; d++) {
+        cv[d] = -1;
+        t.dim[d] = shape->v[d];
+        if (marks[d] == ONNX_SYM_CONST)
+            continue;
+        if (!dim_carrier(r, se, d, marks[d], &cv[d], &cd[d]))
+            return TG_OK;
+        t.dim[d] = 1;
+        any = 1;
+    }
+    int64_t n = graph_type_numel(&t); /* the caller checked the full size */
+    size_t es = graph_dtype_size(dt);
+    char *data = any ? tg_malloc(n ? (size_t)n * es : 1) : NULL;
+    if (!any)
+        return TG_OK;
+    if (!data)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++)
+        memcpy(data + i * (int64_t)es, one, es);
+    int32_t y;
+    tg_status st = onnx_const_value(r, &t, data, &y);
+    tg_free(data);
+    for (int d = 0; st == TG_OK && d < shape->n; d++)
+        if (cv[d] >= 0)
+            st = follow_dim(r, cv[d], cd[d], shape->n, d, &y);
+    if (st == TG_OK)
+        st = onnx_bind(r, 0, y);
+    *done = st == TG_OK;
+    return st;
+}
+
+/*
+ * ConstantOfShape: a shape computed from dynamic dims becomes a tensor
+ * that follows them at run time when fill_follow can; otherwise it is
+ * taken at its traced sizes, and the constant is marked traced_shape (so
+ * what uses it is specialized).
  */
 tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
 {
@@ -639,6 +724,7 @@ tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
     graph_type t;
     void *one = NULL;
     int8_t marks[GRAPH_MAX_DIMS];
+    int done = 0;
     tg_status st = onnx_shape_ints(r, 0, "shape", &shape, marks, GRAPH_MAX_DIMS);
     if (st == TG_OK)
         st = fill_value(r, &t.dtype, &one);
@@ -655,6 +741,12 @@ tg_status onnx_cv_constant_of_shape(onnx_reader *r, const onnx_op *op)
                  bytes > ONNX_MAX_FOLD_BYTES)
             st = onnx_fail(r, TG_ERR_UNSUPPORTED, "a constant of more than %lld bytes "
                            "is not made at load time", LL(ONNX_MAX_FOLD_BYTES));
+    }
+    if (st == TG_OK) /* at most the size just checked */
+        st = fill_follow(r, &shape, marks, t.dtype, one, &done);
+    if (st != TG_OK || done) {
+        tg_free(one);
+        return st;
     }
     char *data = st == TG_OK ? tg_malloc(bytes ? (size_t)bytes : 1) : NULL;
     if (st == TG_OK && !data)

@@ -3,10 +3,14 @@
  * shape inference with every symbol set to a different size.
  *
  * A dim that changes exactly like symbol S (traced size T_S -> probe P_S)
- * is S.  A dim that changes some other way (2*B after a concat, B*T after
- * a reshape) cannot be named by one symbol, and a node whose inference
- * fails at the probe sizes (a reshape to a hard-coded batch) only works at
- * the traced size: both flag the node GRAPH_NODE_SPECIALIZED, which the
+ * is S.  A dim that changes some other way (2*B after a concat, B*H after
+ * the reshape that splits attention heads) cannot be named by one symbol:
+ * it is marked derived (dder) and its probe size flows on, so what is
+ * computed from it still follows the symbols (the reshape that merges the
+ * heads back gives B again) and a node that fixes it at its traced size
+ * fails at the probe sizes.  A node whose inference fails (or changes
+ * rank) at the probe sizes (a reshape to a hard-coded batch) only works
+ * at the traced size: it is flagged GRAPH_NODE_SPECIALIZED, which the
  * trace summary lists and the interpreter names when a run's sizes differ.
  * The tracer runs it at freeze; the optimizer after passes that make new
  * nodes (whose outputs start with no dynamic marks).
@@ -23,27 +27,28 @@ static int64_t probe(const graph *g, int s)
     return g->syms[s].traced + 1009 + 101 * (int64_t)s;
 }
 
-/* Sets out[k]'s dims from the probe types; flags the node when needed. */
-static void classify_output(graph *g, graph_node *n, int k,
+/* Sets out[k]'s marks from its probe type. */
+static void classify_output(graph *g, const graph_node *n, int k,
                             const graph_type *probed, graph_type *ptype)
 {
     graph_value *v = &g->values[n->out[k]];
     v->dyn = 0;
+    v->dder = 0;
     ptype[n->out[k]] = v->type;
     for (int d = 0; d < v->type.ndim; d++) {
         if (probed->dim[d] == v->type.dim[d])
             continue;
+        ptype[n->out[k]].dim[d] = probed->dim[d];
         int s = 0;
         while (s < g->nsyms && !(g->syms[s].traced == v->type.dim[d] &&
                                  probe(g, s) == probed->dim[d]))
             s++;
         if (s == g->nsyms) {
-            n->flags |= GRAPH_NODE_SPECIALIZED;
+            v->dder |= 1u << d;
             continue;
         }
         v->dyn |= 1u << d;
         v->sym[d] = (int8_t)s;
-        ptype[n->out[k]].dim[d] = probed->dim[d];
     }
 }
 
@@ -82,6 +87,7 @@ tg_status graph_propagate_dynamic(graph *g)
             n->flags |= GRAPH_NODE_SPECIALIZED;
             for (int k = 0; k < n->nout; k++) {
                 g->values[n->out[k]].dyn = 0;
+                g->values[n->out[k]].dder = 0;
                 ptype[n->out[k]] = g->values[n->out[k]].type;
             }
             continue;

@@ -50,6 +50,9 @@ typedef struct graph_value {
     graph_type type;   /* dims as traced (concrete) */
     graph_value_kind kind;
     uint32_t dyn;      /* bit i: dim i is dynamic, named by sym[i] */
+    uint32_t dder;     /* bit i: dim i changes with the dynamic dims but is
+                          no one symbol (2*B, B*T): graph_propagate_dynamic
+                          sets it on intermediates; not saved */
     int8_t sym[GRAPH_MAX_DIMS]; /* symbol index for dynamic dims */
     const char *name;  /* interned, or NULL */
     int32_t node;      /* producer of an intermediate; -1 otherwise */
@@ -281,9 +284,14 @@ TG_API tg_status graph_compact(graph *g);
 
 /*
  * Marks which dims of intermediates follow the dynamic-dim symbols of the
- * inputs (by re-running inference with each symbol at a probe size) and
- * flags nodes that only work at the traced sizes GRAPH_NODE_SPECIALIZED.
- * Resets the marks of every intermediate first.  g NULL: TG_ERR_NULL.
+ * inputs (by re-running inference with each symbol at a probe size): a
+ * dim equal to one symbol gets dyn and sym, a dim that changes some other
+ * way (2*B after a concat, B*H after a reshape) dder, and its probe size
+ * keeps flowing to the nodes that read it (a reshape of [B*H, T, 8] back
+ * to [-1, H*T*8] follows B again).  Flags nodes that only work at the
+ * traced sizes (their inference fails or changes rank at the probe sizes)
+ * GRAPH_NODE_SPECIALIZED.  Resets the marks of every intermediate first.
+ * g NULL: TG_ERR_NULL.
  */
 TG_API tg_status graph_propagate_dynamic(graph *g);
 

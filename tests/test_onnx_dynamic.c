@@ -10,8 +10,13 @@
  *     x [N,1]: follows the batch;
  *   - Reshape(x, Concat([-1], Range(2, 4, 1))): folded to [-1,2,3];
  *   - a shape computed by Round, Ceil, Floor and Sign of constants: folded;
+ *   - Add(x, ConstantOfShape(Concat(N, [4]))), x [N,1] (torch.zeros(
+ *     x.size(0), 4)): the zeros follow the batch (they were frozen at the
+ *     loaded size);
  *   - two dynamic dims in one shape: the traced sizes, the node flagged
- *     specialized, a run at other sizes refused with a message saying so.
+ *     specialized and reported by the import's warning (naming the node
+ *     and both dims), a run at other sizes refused with a message saying
+ *     so.  The other models import without a warning.
  *
  * Every result is checked against naive loops written here.
  */
@@ -162,6 +167,17 @@ static void set_one_value(model *b, Onnx__NodeProto *n)
     n->attribute = &b->attrs[i];
 }
 
+/* The import warnings of the last load (format_onnx_load_opts.warn). */
+static char warned[2048];
+static int nwarned;
+
+static void on_warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    snprintf(warned, sizeof warned, "%s", msg);
+    nwarned++;
+}
+
 static graph *load(model *b, int64_t dim_default)
 {
     char err[512] = "";
@@ -169,7 +185,9 @@ static graph *load(model *b, int64_t dim_default)
     size_t len = onnx__model_proto__get_packed_size(&b->m);
     uint8_t *buf = malloc(len + 1);
     onnx__model_proto__pack(&b->m, buf);
-    format_onnx_load_opts o = {0, dim_default};
+    format_onnx_load_opts o = {0, dim_default, on_warn, NULL};
+    warned[0] = 0;
+    nwarned = 0;
     graph *g = onnx_read_mem(buf, len, "dyn.onnx", &o, &st, err, sizeof err);
     free(buf);
     CHECK_MSG(g != NULL, "import: %s", err);
@@ -239,6 +257,7 @@ static void batch_reshape(void)
     graph *g = load(&b, 3);
     if (!g)
         return;
+    CHECK_MSG(nwarned == 0, "no warning, got \"%s\"", warned);
     const graph_node *rs = only_node(g, GRAPH_OP_reshape);
     CHECK_MSG(rs && g->nnodes == 2, "want one reshape and one relu, have %d nodes",
               (int)g->nnodes);
@@ -282,6 +301,7 @@ static void batch_expand(void)
     graph *g = load(&b, 3);
     if (!g)
         return;
+    CHECK_MSG(nwarned == 0, "no warning, got \"%s\"", warned);
     const graph_node *ex = only_node(g, GRAPH_OP_expand);
     CHECK_MSG(ex && g->nnodes == 1, "want one expand, have %d nodes", (int)g->nnodes);
     if (ex) {
@@ -380,6 +400,39 @@ static void folded_rounding(void)
     graph_free(g);
 }
 
+/* y = Add(x, ConstantOfShape(Concat(Unsqueeze(Gather(Shape(x), 0)), [4]))),
+ * x [N,1] (f32 zeros): the zeros follow N, so y is [N,4]. */
+static void batch_zeros(void)
+{
+    model b;
+    model_init(&b, 2, (const int64_t[]){-1, 1});
+    add_ints(&b, "zero", 0, (const int64_t[]){0});
+    add_ints(&b, "axes0", 1, (const int64_t[]){0});
+    add_ints(&b, "c4", 1, (const int64_t[]){4});
+    add_node(&b, "Shape", "s", "x", NULL, NULL);
+    add_node(&b, "Gather", "n", "s", "zero", NULL);
+    add_node(&b, "Unsqueeze", "n1", "n", "axes0", NULL);
+    set_int_attr(&b, add_node(&b, "Concat", "shp", "n1", "c4", NULL), "axis", 0);
+    add_node(&b, "ConstantOfShape", "z", "shp", NULL, NULL);
+    add_node(&b, "Add", "y", "x", "z", NULL);
+    graph *g = load(&b, 3);
+    if (!g)
+        return;
+    CHECK_MSG(nwarned == 0, "no warning, got \"%s\"", warned);
+    for (int32_t i = 0; i < g->nnodes; i++)
+        CHECK_MSG(!(g->nodes[i].flags & GRAPH_NODE_SPECIALIZED), "node %d (%s) specialized",
+                  (int)i, graph_ops[g->nodes[i].op].name);
+    for (int batch = 3; batch <= 5; batch += 2) {
+        int64_t xd[2] = {batch, 1}, yd[2] = {batch, 4};
+        float x[5], ref[20];
+        check_fill(x, batch, 7, -1, 1);
+        for (int i = 0; i < batch * 4; i++)
+            ref[i] = x[i / 4] + 0.0f;
+        check_out(run(g, 2, xd, x), 2, yd, ref, batch * 4, "zeros");
+    }
+    graph_free(g);
+}
+
 /* Reshape(x, Concat(N, M, [4])), x [N,M,4]: two dynamic entries cannot
  * both be -1, so the traced sizes are used and the node is specialized. */
 static void two_dynamic(void)
@@ -402,6 +455,12 @@ static void two_dynamic(void)
         return;
     const graph_node *rs = only_node(g, GRAPH_OP_reshape);
     CHECK(rs && (rs->flags & GRAPH_NODE_SPECIALIZED));
+    CHECK_MSG(nwarned == 1 && !strcmp(warned, "dyn.onnx:7 Reshape: reshape fixes a size "
+                                      "computed from dynamic dims 'N' (traced as 2), 'M' "
+                                      "(traced as 2) at its traced value (a shape or "
+                                      "constant that does not follow the dim): a run at "
+                                      "other sizes fails there"),
+              "one warning naming the node and the dims, got %d: \"%s\"", nwarned, warned);
     if (rs) {
         const graph_reshape_attrs *a = graph_node_attrs(rs);
         CHECK(a->shape.n == 3 && a->shape.v[0] == 2 && a->shape.v[1] == 2);
@@ -424,6 +483,7 @@ int main(void)
     batch_expand();
     folded_range();
     folded_rounding();
+    batch_zeros();
     two_dynamic();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();

@@ -21,11 +21,22 @@ int cli_is_onnx(const char *path)
     return n >= 5 && strcasecmp(path + n - 5, ".onnx") == 0;
 }
 
+/* An ONNX import's warning (format_onnx_load_opts.warn) on stderr. */
+static void load_warning(void *cmd, const char *msg)
+{
+    cli_error(cmd, "warning: %s", msg);
+}
+
 graph *cli_load_graph_onnx(const char *cmd, const char *path,
                            const format_onnx_load_opts *opts)
 {
     char err[1024];
-    graph *g = cli_is_onnx(path) ? format_onnx_load(path, opts, err, sizeof err)
+    format_onnx_load_opts o = {0, 1, NULL, NULL};
+    if (opts)
+        o = *opts;
+    o.warn = load_warning;
+    o.warn_ctx = (void *)cmd;
+    graph *g = cli_is_onnx(path) ? format_onnx_load(path, &o, err, sizeof err)
                                  : format_load(path, err, sizeof err);
     if (!g)
         cli_error(cmd, "%s", err);
