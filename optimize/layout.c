@@ -195,6 +195,23 @@ static const char *conv_decline(const lay *L, int32_t i, char *buf, size_t len)
     return buf;
 }
 
+/*
+ * Adds node i's blocked form (op on in[0..nin), the provenance of src):
+ * its output stands for plain v in the chain, and node i dies.
+ */
+static tg_status add_blocked(lay *L, int32_t i, graph_op op, const int32_t *in, int nin,
+                             const void *attrs, int32_t v, const int32_t *src, int nsrc)
+{
+    int32_t out;
+    if (fu_add_node(L->g, L->ctx, op, in, nin, attrs, &out, 1, src, nsrc) < 0)
+        return TG_ERR_STATE;
+    L->blk[v] = out;
+    L->made[v] = 1;
+    L->g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    L->ctx->stats->rewritten++;
+    return TG_OK;
+}
+
 /* conv2d / conv2d_ep node i -> conv2d_blk on blocked values. */
 static tg_status convert_conv(lay *L, int32_t i)
 {
@@ -212,7 +229,6 @@ static tg_status convert_conv(lay *L, int32_t i)
         at.clip_min = c->clip_min, at.clip_max = c->clip_max;
     }
     int32_t in[4] = {stem_input(L, i) ? n.in[0] : get_blocked(L, n.in[0], i), n.in[1], -1, -1};
-    int32_t out;
     if (in[0] < 0)
         return TG_ERR_STATE;
     if (n.nin > 2) {
@@ -227,14 +243,7 @@ static tg_status convert_conv(lay *L, int32_t i)
     }
     if (n.nin > 3 && (in[3] = get_blocked(L, n.in[3], i)) < 0)
         return TG_ERR_STATE;
-    if (fu_add_node(g, L->ctx, GRAPH_OP_conv2d_blk, in, n.nin > 3 ? 4 : 3, &at, &out, 1, &i,
-                    1) < 0)
-        return TG_ERR_STATE;
-    L->blk[n.out[0]] = out;
-    L->made[n.out[0]] = 1;
-    g->nodes[i].flags |= GRAPH_NODE_DEAD;
-    L->ctx->stats->rewritten++;
-    return TG_OK;
+    return add_blocked(L, i, GRAPH_OP_conv2d_blk, in, n.nin > 3 ? 4 : 3, &at, n.out[0], &i, 1);
 }
 
 /*
@@ -307,32 +316,31 @@ static int ew_fits(const lay *L, int32_t i)
     return any && (g->values[n->out[0]].type.dim[1] % BLK == 0 || keeps_zero_lanes(g, i));
 }
 
-static tg_status convert_ew(lay *L, int32_t i)
+/*
+ * Node i as op (attrs; NULL: node i's own) on its inputs, those for which
+ * take(g, input, output) holds (every one when take is NULL) taken
+ * blocked.
+ */
+static tg_status convert_as(lay *L, int32_t i, graph_op op, const void *attrs,
+                            int (*take)(const graph *, int32_t, int32_t))
 {
     graph *g = L->g;
     graph_node n = g->nodes[i];
-    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in), out;
+    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in);
     if (!in)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "out of memory");
     tg_status st = TG_OK;
     for (int k = 0; k < n.nin && st == TG_OK; k++) {
         in[k] = n.in[k];
-        if (blocked_input(g, n.in[k], n.out[0]) && (in[k] = get_blocked(L, n.in[k], i)) < 0)
+        if ((!take || take(g, n.in[k], n.out[0])) && (in[k] = get_blocked(L, n.in[k], i)) < 0)
             st = TG_ERR_STATE;
     }
-    if (st == TG_OK && fu_add_node(g, L->ctx, n.op, in, n.nin, graph_node_attrs(&n), &out, 1,
-                                   &i, 1) < 0)
-        st = TG_ERR_STATE;
+    if (st == TG_OK) /* n, a copy: adding nodes may move g->nodes */
+        st = add_blocked(L, i, op, in, n.nin, attrs ? attrs : graph_node_attrs(&n), n.out[0],
+                         &i, 1);
     tg_free(in);
-    if (st != TG_OK)
-        return st;
-    L->blk[n.out[0]] = out;
-    L->made[n.out[0]] = 1;
-    g->nodes[i].flags |= GRAPH_NODE_DEAD;
-    L->ctx->stats->rewritten++;
-    return TG_OK;
+    return st;
 }
-
 /* from_blocked for every chain value read outside the chain. */
 static tg_status exits(lay *L, const opt_uses *u)
 {
@@ -396,22 +404,6 @@ static int gap_fits(const lay *L, int32_t i)
            t->dim[2] * t->dim[3] > 0 && blockable(g, n->out[0]) && !fu_guarded(g, n->out[0]);
 }
 
-static tg_status convert_gap(lay *L, int32_t i)
-{
-    graph *g = L->g;
-    graph_node n = g->nodes[i];
-    graph_reduce_mean_attrs at = {{2, {2, 3}}, 1};
-    int32_t out;
-    if (fu_add_node(g, L->ctx, GRAPH_OP_reduce_mean, &L->blk[n.in[0]], 1, &at, &out, 1, &i,
-                    1) < 0)
-        return TG_ERR_STATE;
-    L->blk[n.out[0]] = out;
-    L->made[n.out[0]] = 1;
-    g->nodes[i].flags |= GRAPH_NODE_DEAD;
-    L->ctx->stats->rewritten++;
-    return TG_OK;
-}
-
 /*
  * max_pool2d / avg_pool2d of a chain value with a nonempty H x W: the
  * _blk op with the same attributes (zero lanes pool to zeros).
@@ -424,22 +416,6 @@ static int pool_fits(const lay *L, int32_t i)
     return (n->op == GRAPH_OP_max_pool2d || n->op == GRAPH_OP_avg_pool2d) && v < L->nv &&
            L->made[v] && g->values[v].type.dim[2] * g->values[v].type.dim[3] > 0 &&
            blockable(g, n->out[0]) && !fu_guarded(g, n->out[0]);
-}
-
-static tg_status convert_pool(lay *L, int32_t i)
-{
-    graph *g = L->g;
-    graph_node n = g->nodes[i];
-    graph_op op = n.op == GRAPH_OP_max_pool2d ? GRAPH_OP_max_pool2d_blk : GRAPH_OP_avg_pool2d_blk;
-    int32_t out;
-    if (fu_add_node(g, L->ctx, op, &L->blk[n.in[0]], 1, graph_node_attrs(&n), &out, 1, &i, 1) <
-        0)
-        return TG_ERR_STATE;
-    L->blk[n.out[0]] = out;
-    L->made[n.out[0]] = 1;
-    g->nodes[i].flags |= GRAPH_NODE_DEAD;
-    L->ctx->stats->rewritten++;
-    return TG_OK;
 }
 
 /*
@@ -465,31 +441,6 @@ static int concat_fits(const lay *L, int32_t i)
         any |= v < L->nv && L->made[v];
     }
     return any;
-}
-
-static tg_status convert_concat(lay *L, int32_t i)
-{
-    graph *g = L->g;
-    graph_node n = g->nodes[i];
-    graph_concat_attrs at = {1};
-    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in), out;
-    if (!in)
-        return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "out of memory");
-    tg_status st = TG_OK;
-    for (int k = 0; k < n.nin && st == TG_OK; k++)
-        if ((in[k] = get_blocked(L, n.in[k], i)) < 0)
-            st = TG_ERR_STATE;
-    if (st == TG_OK &&
-        fu_add_node(g, L->ctx, GRAPH_OP_concat, in, n.nin, &at, &out, 1, &i, 1) < 0)
-        st = TG_ERR_STATE;
-    tg_free(in);
-    if (st != TG_OK)
-        return st;
-    L->blk[n.out[0]] = out;
-    L->made[n.out[0]] = 1;
-    g->nodes[i].flags |= GRAPH_NODE_DEAD;
-    L->ctx->stats->rewritten++;
-    return TG_OK;
 }
 
 /*
@@ -547,23 +498,19 @@ static tg_status convert_bn(lay *L, int32_t i)
     tg_free(v);
     if (in[1] < 0 || in[2] < 0 || in[3] < 0)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "cannot add the batch_norm constants");
-    int32_t relu = only_relu(L, n.out[0]), out;
+    int32_t relu = only_relu(L, n.out[0]);
     graph_fused_attrs fa = {TG_STR("r0=sub(i0,i1);r1=mul(r0,i2);r2=add(r1,i3)")};
     if (relu >= 0)
         fa.prog = TG_STR("r0=sub(i0,i1);r1=mul(r0,i2);r2=add(r1,i3);r3=relu(r2)");
     int32_t prov[2] = {i, relu};
-    if (fu_add_node(g, L->ctx, GRAPH_OP_fused, in, 4, &fa, &out, 1, prov, relu >= 0 ? 2 : 1) < 0)
-        return TG_ERR_STATE;
-    int32_t last = relu >= 0 ? g->nodes[relu].out[0] : n.out[0];
-    L->blk[last] = out;
-    L->made[last] = 1;
-    g->nodes[i].flags |= GRAPH_NODE_DEAD;
-    if (relu >= 0) {
+    tg_status st = add_blocked(L, i, GRAPH_OP_fused, in, 4, &fa,
+                               relu >= 0 ? g->nodes[relu].out[0] : n.out[0], prov,
+                               relu >= 0 ? 2 : 1);
+    if (st == TG_OK && relu >= 0) {
         g->nodes[relu].flags |= GRAPH_NODE_DEAD;
         L->ctx->stats->removed++;
     }
-    L->ctx->stats->rewritten++;
-    return TG_OK;
+    return st;
 }
 
 static tg_status convert_all(lay *L)
@@ -583,15 +530,19 @@ static tg_status convert_all(lay *L)
             else
                 st = convert_conv(L, i);
         } else if (ew_fits(L, i)) {
-            st = convert_ew(L, i);
+            st = convert_as(L, i, op, NULL, blocked_input);
         } else if (gap_fits(L, i)) {
-            st = convert_gap(L, i);
+            st = convert_as(L, i, GRAPH_OP_reduce_mean,
+                            &(graph_reduce_mean_attrs){{2, {2, 3}}, 1}, NULL);
         } else if (concat_fits(L, i)) {
-            st = convert_concat(L, i);
+            st = convert_as(L, i, GRAPH_OP_concat, &(graph_concat_attrs){1}, NULL);
         } else if (bn_fits(L, i)) {
             st = convert_bn(L, i);
         } else if (pool_fits(L, i)) {
-            st = convert_pool(L, i);
+            st = convert_as(L, i,
+                            op == GRAPH_OP_max_pool2d ? GRAPH_OP_max_pool2d_blk
+                                                      : GRAPH_OP_avg_pool2d_blk,
+                            NULL, NULL);
         }
         if (st != TG_OK)
             return st;
