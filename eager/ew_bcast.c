@@ -12,6 +12,7 @@
 #include "ew_bcast.h"
 
 #include <omp.h>
+#include <string.h>
 
 /* Below this many elements per thread, extra threads cost more than they
  * bring. */
@@ -37,6 +38,31 @@ void eager_ew_parallel(int64_t n, int nthreads,
         int64_t chunk = ((n + tn - 1) / tn + 15) & ~(int64_t)15;
         int64_t start = (int64_t)t * chunk;
         int64_t end = start + chunk < n ? start + chunk : n;
+        if (start < end)
+            fn(start, end, ctx);
+    }
+}
+
+/*
+ * As eager_ew_parallel over units of per elements each: whole units per
+ * thread, split only past EAGER_PAR_MIN elements in all.
+ */
+static void eager_ew_parallel_units(int64_t units, int64_t per, int nthreads,
+                                    void (*fn)(int64_t start, int64_t end, void *ctx),
+                                    void *ctx)
+{
+    if (units <= 0)
+        return;
+    if (units * per < EAGER_PAR_MIN || nthreads <= 1 || units == 1) {
+        fn(0, units, ctx);
+        return;
+    }
+    int nt = nthreads < units ? nthreads : (int)units;
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), tn = omp_get_num_threads();
+        int64_t chunk = (units + tn - 1) / tn, start = (int64_t)t * chunk;
+        int64_t end = start + chunk < units ? start + chunk : units;
         if (start < end)
             fn(start, end, ctx);
     }
@@ -98,6 +124,79 @@ static void walk_range(int64_t start, int64_t end, void *ctx)
                 off[i] -= idx[d] * w->stride[i][d];
             idx[d] = 0;
         }
+    }
+}
+
+/*
+ * Short rows repeated: the inner dim is at most TILE_ROW elements, and
+ * along the next dim every input either continues contiguously or repeats
+ * the same row, at least one repeating a row that advances (blocked
+ * [N,CB,H,W,16] * [N,CB,1,1,16], a squeeze-and-excitation gate).  One call
+ * per row would run 16 elements at a time; instead a unit of R rows is
+ * run as one stretch, each repeating input read from a tile holding R
+ * copies of its row (measured on [1,6,56,56,16] * [1,6,1,1,16], one
+ * thread: 0.104 ms row by row, the plain [1,96,56,56] * [1,96,1,1] took
+ * 0.027).
+ */
+#define TILE_ROW 64
+#define TILE_BYTES 4096
+
+static int tiled(const ew_walk *w)
+{
+    int nd = w->nd, rep = 0;
+    if (nd < 2 || w->dim[nd - 1] > TILE_ROW)
+        return 0;
+    for (int i = 0; i < w->nin; i++) {
+        int64_t s = w->stride[i][nd - 2];
+        if (s == 0)
+            rep |= (w->mode >> i & 1u) != 0;
+        else if (!(w->mode >> i & 1u) || s != w->dim[nd - 1])
+            return 0;
+    }
+    return rep;
+}
+
+typedef struct ew_tiles {
+    const ew_walk *w;
+    int64_t rows_per_unit, units_per_group; /* group: one index of dims < nd-2 */
+} ew_tiles;
+
+/* Units [start, end): R rows of one group each. */
+static void tile_range(int64_t start, int64_t end, void *ctx)
+{
+    const ew_tiles *t = ctx;
+    const ew_walk *w = t->w;
+    int nd = w->nd, nin = w->nin;
+    int64_t len = w->dim[nd - 1], rows = w->dim[nd - 2];
+    _Alignas(64) char tile[EW_MAX_IN][TILE_BYTES];
+    int64_t filled = -1; /* the group the tiles hold (same rows for all its units) */
+    unsigned mode = 0;
+    for (int i = 0; i < nin; i++)
+        mode |= (w->mode >> i & 1u) ? 1u << i : 0u;
+    for (int64_t u = start; u < end; u++) {
+        int64_t grp = u / t->units_per_group, r0 = u % t->units_per_group * t->rows_per_unit;
+        int64_t nr = rows - r0 < t->rows_per_unit ? rows - r0 : t->rows_per_unit;
+        int64_t off[EW_MAX_IN] = {0}, g = grp;
+        for (int d = nd - 3; d >= 0; d--) {
+            int64_t idx = g % w->dim[d];
+            g /= w->dim[d];
+            for (int i = 0; i < nin; i++)
+                off[i] += idx * w->stride[i][d];
+        }
+        const void *p[EW_MAX_IN];
+        for (int i = 0; i < nin; i++) {
+            const char *src = w->in[i] + (size_t)(off[i] + r0 * w->stride[i][nd - 2]) * w->esize[i];
+            if (w->stride[i][nd - 2] == 0 && (w->mode >> i & 1u)) {
+                size_t rb = (size_t)len * w->esize[i];
+                if (filled != grp) /* every unit's R rows fit: fill all R */
+                    for (int64_t r = 0; r < t->rows_per_unit; r++)
+                        memcpy(tile[i] + r * rb, src, rb);
+                src = tile[i];
+            }
+            p[i] = src;
+        }
+        filled = grp;
+        w->fn(p, w->out + (size_t)((grp * rows + r0) * len) * w->osize, nr * len, mode);
     }
 }
 
@@ -165,5 +264,18 @@ void eager_ew_broadcast(const eager_kargs *a, ew_run_fn fn)
         return;
     }
     collapse(&w, a);
+    if (tiled(&w)) {
+        size_t most = 1;
+        for (int i = 0; i < w.nin; i++)
+            most = w.esize[i] > most ? w.esize[i] : most;
+        int64_t len = w.dim[w.nd - 1], rows = w.dim[w.nd - 2];
+        int64_t r = (int64_t)(TILE_BYTES / ((size_t)len * most));
+        ew_tiles t = {&w, r < rows ? r : rows, 0};
+        t.units_per_group = (rows + t.rows_per_unit - 1) / t.rows_per_unit;
+        int64_t units = n / (rows * len) * t.units_per_group;
+        /* about as many elements per unit as eager_ew_parallel's chunks */
+        eager_ew_parallel_units(units, t.rows_per_unit * len, a->nthreads, tile_range, &t);
+        return;
+    }
     eager_ew_parallel(n, a->nthreads, walk_range, &w);
 }

@@ -40,6 +40,7 @@
  * from_blocked of the 64x56x56 tensor 0.04 ms together (0.075 ms with
  * the plain loops before the register transposes).
  */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -396,10 +397,91 @@ tg_status eager_kernel_conv2d_blk(const eager_kargs *a)
 /*
  * max_pool2d_blk / avg_pool2d_blk: the plain pools' windows and values
  * (eager/kernels_pool.c: max propagates NaN; avg divides by kh*kw with
- * count_include_pad, else by the in-bounds count) on [N,CB,H,W,16], each
- * window combining 16-lane rows, so the lanes are the vector.  Zero lanes
- * pool to zeros.
+ * count_include_pad, else by the in-bounds count) on [N,CB,H,W,16], and
+ * their separable scheme: per output row, the window's input rows are
+ * combined into one padded row of 16-lane pixels (padding columns hold
+ * the identity), then each output pixel combines kw pixels of it; the 16
+ * lanes are the vector (pool_px).  Zero lanes pool to zeros.  (A first version that
+ * walked each window pixel by pixel made googlenet's -O3 48 ms instead of
+ * 28 ms.)
  */
+static inline float pool_max(float acc, float v)
+{
+    return (v > acc || v != v) ? v : acc;
+}
+
+/*
+ * d[0..16) = combination of d and s (max propagating NaN, or sum): one
+ * 16-lane pixel.  With AVX-512 as one vector (GCC left the plain loop
+ * scalar here: 5.8 ms for a 3x3 stride-1 pool of 192x56x56, 0.2 ms vectorized;
+ * the plain NCHW pool takes 0.6 ms).
+ */
+static inline void pool_px(float *restrict d, const float *restrict s, int avg)
+{
+#if defined(__AVX512F__)
+    __m512 a = _mm512_loadu_ps(d), v = _mm512_loadu_ps(s);
+    if (avg) {
+        a = _mm512_add_ps(a, v);
+    } else {
+        __mmask16 m = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        a = _mm512_mask_mov_ps(a, m, v);
+    }
+    _mm512_storeu_ps(d, a);
+#else
+    for (int l = 0; l < BLK; l++)
+        d[l] = avg ? d[l] + s[l] : pool_max(d[l], s[l]);
+#endif
+}
+
+typedef struct pool_blk_geom {
+    int64_t h, w, oh, ow, kh, kw, sh, sw, pt, pl, pr;
+    int include_pad;
+} pool_blk_geom;
+
+/* One output row (oh) of one block plane x; row: (pl + w + pr) * 16. */
+static inline __attribute__((always_inline)) void
+pool_blk_row(const pool_blk_geom *g, const float *restrict x, int64_t oh, float *restrict row,
+             float *restrict y, int avg)
+{
+    const float ident = avg ? 0.0f : -INFINITY;
+    int64_t h0 = oh * g->sh - g->pt, h1 = h0 + g->kh;
+    h0 = h0 < 0 ? 0 : h0;
+    h1 = h1 > g->h ? g->h : h1;
+    int64_t pw = (g->pl + g->w + g->pr) * BLK, in0 = g->pl * BLK, n = g->w * BLK;
+    for (int64_t i = 0; i < in0; i++)
+        row[i] = ident;
+    for (int64_t i = in0 + n; i < pw; i++)
+        row[i] = ident;
+    float *restrict rc = row + in0;
+    if (h0 >= h1) {
+        for (int64_t i = 0; i < n; i++)
+            rc[i] = ident;
+    } else {
+        memcpy(rc, x + h0 * n, (size_t)n * sizeof *rc);
+        for (int64_t r = h0 + 1; r < h1; r++)
+            for (int64_t i = 0; i < n; i += BLK)
+                pool_px(rc + i, x + r * n + i, avg);
+    }
+    float nrows = g->include_pad ? (float)g->kh : (float)(h1 > h0 ? h1 - h0 : 0);
+    for (int64_t o = 0; o < g->ow; o++) {
+        const float *restrict p = row + o * g->sw * BLK;
+        float acc[BLK];
+        memcpy(acc, p, sizeof acc);
+        for (int64_t k = 1; k < g->kw; k++)
+            pool_px(acc, p + k * BLK, avg);
+        if (avg) {
+            int64_t w0 = o * g->sw - g->pl, w1 = w0 + g->kw;
+            w0 = w0 < 0 ? 0 : w0;
+            w1 = w1 > g->w ? g->w : w1;
+            float cnt = nrows * (g->include_pad ? (float)g->kw : (float)(w1 > w0 ? w1 - w0 : 0));
+            for (int l = 0; l < BLK; l++)
+                acc[l] /= cnt; /* 0/0 = NaN: an empty window */
+        }
+        for (int l = 0; l < BLK; l++)
+            y[o * BLK + l] = acc[l];
+    }
+}
+
 static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const graph_ints *sl,
                           const graph_ints *pl, int avg, int include_pad)
 {
@@ -410,42 +492,33 @@ static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const grap
     if (sl->n == 0)
         s[0] = k[0], s[1] = k[1];
     eager_ints_pad4(pl, p);
-    int64_t h = x->dim[2], w = x->dim[3], oh = y->dim[2], ow = y->dim[3];
-    int64_t rows = y->dim[0] * y->dim[1] * oh;
+    pool_blk_geom g = {x->dim[2], x->dim[3], y->dim[2], y->dim[3], k[0], k[1], s[0],
+                       s[1],      p[0],      p[1],      p[3],      include_pad};
+    int64_t planes = y->dim[0] * y->dim[1], rows = planes * g.oh;
+    if (graph_type_numel(y) == 0)
+        return TG_OK;
+    int nt = graph_type_numel(x) >= EAGER_PAR_MIN ? a->nthreads : 1;
+    if (nt > rows)
+        nt = (int)rows;
+    /* one padded row per thread (sizes fit: infer bounds every dim) */
+    int64_t pw = (g.pl + g.w + g.pr) * BLK;
+    float *buf = tg_malloc((size_t)nt * (size_t)pw * sizeof *buf + 1);
+    if (!buf)
+        return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for %d rows of %lld floats", nt,
+                                 (long long)pw);
     const float *in = a->in[0];
     float *out = a->out[0];
-    int nt = graph_type_numel(x) >= EAGER_PAR_MIN ? a->nthreads : 1;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
-        int64_t b = r / oh, i = r % oh;
-        int64_t h0 = i * s[0] - p[0], h1 = h0 + k[0];
-        h0 = h0 < 0 ? 0 : h0;
-        h1 = h1 > h ? h : h1;
-        const float *xb = in + b * h * w * BLK;
-        float *yr = out + r * ow * BLK;
-        for (int64_t j = 0; j < ow; j++) {
-            int64_t w0 = j * s[1] - p[1], w1 = w0 + k[1];
-            w0 = w0 < 0 ? 0 : w0;
-            w1 = w1 > w ? w : w1;
-            float acc[BLK];
-            for (int l = 0; l < BLK; l++)
-                acc[l] = avg ? 0.0f : -INFINITY;
-            for (int64_t u = h0; u < h1; u++)
-                for (int64_t v = w0; v < w1; v++) {
-                    const float *e = xb + (u * w + v) * BLK;
-                    if (avg)
-                        for (int l = 0; l < BLK; l++)
-                            acc[l] += e[l];
-                    else
-                        for (int l = 0; l < BLK; l++)
-                            acc[l] = (e[l] > acc[l] || e[l] != e[l]) ? e[l] : acc[l];
-                }
-            float cnt = include_pad ? (float)(k[0] * k[1])
-                                    : (float)((h1 > h0 ? h1 - h0 : 0) * (w1 > w0 ? w1 - w0 : 0));
-            for (int l = 0; l < BLK; l++)
-                yr[j * BLK + l] = avg ? acc[l] / cnt : acc[l]; /* 0/0: empty window */
-        }
+        float *row = buf + (int64_t)omp_get_thread_num() * pw;
+        const float *xp = in + r / g.oh * g.h * g.w * BLK;
+        float *yr = out + r * g.ow * BLK;
+        if (avg)
+            pool_blk_row(&g, xp, r % g.oh, row, yr, 1);
+        else
+            pool_blk_row(&g, xp, r % g.oh, row, yr, 0);
     }
+    tg_free(buf);
     return TG_OK;
 }
 

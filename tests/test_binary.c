@@ -229,6 +229,15 @@ static const shape_pair pairs[] = {
     {TG_SHAPE(1000, 1), TG_SHAPE(1, 67)},    /* threads, general walk */
     {TG_SHAPE(70001), TG_SHAPE(70001)},      /* threads, flat */
     {TG_SHAPE(3, 1, 40000), TG_NOINTS},      /* threads, scalar */
+    /* short rows repeated along the next dim (ew_bcast.c's tiles): a
+     * blocked squeeze-and-excitation gate, either side, few rows, many
+     * rows and units across threads, a 64-element row (the largest) */
+    {TG_SHAPE(2, 3, 5, 7, 16), TG_SHAPE(2, 3, 1, 1, 16)},
+    {TG_SHAPE(2, 3, 1, 1, 16), TG_SHAPE(2, 3, 5, 7, 16)},
+    {TG_SHAPE(4, 3, 8), TG_SHAPE(4, 1, 8)},
+    {TG_SHAPE(2, 4, 61, 33, 16), TG_SHAPE(2, 4, 1, 1, 16)},
+    {TG_SHAPE(3, 300, 64), TG_SHAPE(3, 1, 64)},
+    {TG_SHAPE(3, 300, 65), TG_SHAPE(3, 1, 65)},
 };
 
 typedef struct op_case {

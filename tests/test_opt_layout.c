@@ -475,8 +475,8 @@ static void test_pass_se(void)
  * densenet's pattern: a channel concat of a conv output and the block's
  * input, then batch_norm + relu before the next conv (no conv absorbs
  * that BN), and a BN that is a graph output: the concat joins the
- * blocks, each BN becomes a fused node on blocked constants (the first
- * with its relu).
+ * blocks, each BN becomes a depthwise 1x1 blocked conv (the first with
+ * its relu as epilogue).
  */
 static void test_pass_concat_bn(void)
 {
@@ -500,9 +500,9 @@ static void test_pass_concat_bn(void)
         return;
     CHECK(RUN(g, opt_pass_layout));
     int32_t cat = find_op(g, GRAPH_OP_concat);
-    CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 2 && count_op(g, GRAPH_OP_to_blocked) == 1 &&
+    CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 4 && count_op(g, GRAPH_OP_to_blocked) == 1 &&
           count_op(g, GRAPH_OP_from_blocked) == 1 && count_op(g, GRAPH_OP_batch_norm) == 0 &&
-          count_op(g, GRAPH_OP_relu) == 0 && count_op(g, GRAPH_OP_fused) == 2 && cat >= 0 &&
+          count_op(g, GRAPH_OP_relu) == 0 && cat >= 0 &&
           g->values[g->nodes[cat].out[0]].type.ndim == 5);
     check_pass_rest(__LINE__, g, ref, 1e-5);
     graph_free(g);
