@@ -105,7 +105,7 @@ typedef struct opt_pass {
 
 /* The passes (one per file). */
 extern TG_API const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt_pass_dce,
-    opt_pass_fold_params, opt_pass_conv_bn, opt_pass_transpose_absorb,
+    opt_pass_fold_params, opt_pass_conv_bn, opt_pass_conv_taps, opt_pass_transpose_absorb,
     opt_pass_patterns, opt_pass_horizontal, opt_pass_epilogue, opt_pass_ewchain,
     opt_pass_layout;
 

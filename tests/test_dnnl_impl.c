@@ -285,6 +285,6 @@ int main(void)
     test_workloads();
     test_imported();
     check_dilated(32, 33, 24);
-    check_dilated(32, 33, 36);
+    check_dilated(32, 40, 36); /* at 33x33 only the centre tap is live: conv-taps */
     return check_done();
 }

@@ -142,6 +142,82 @@ static void test_conv_bn_declined(void)
 
 /* ---- transpose-absorb ---- */
 
+/*
+ * conv-taps: kernel rows / columns that read only padding are dropped.
+ * Each case: the kernel left, its padding and dilation, then numerics.
+ */
+static void check_taps(int line, const char *text, int64_t kh, int64_t kw, graph_ints pad,
+                       graph_ints dil)
+{
+    graph *g = parse_at(__FILE__, line, text), *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    check_report(run_pass_at(__FILE__, line, g, &opt_pass_conv_taps, why_buf, sizeof why_buf),
+                 __FILE__, line, "conv-taps fires");
+    int32_t c = find_op(g, GRAPH_OP_conv2d);
+    if (c < 0)
+        c = find_op(g, GRAPH_OP_conv2d_ep);
+    check_report(c >= 0, __FILE__, line, "a conv is left");
+    if (c >= 0) {
+        const graph_node *n = &g->nodes[c];
+        const graph_type *w = &g->values[n->in[1]].type;
+        const graph_conv2d_attrs *at = graph_node_attrs(n); /* ep: same leading fields */
+        int ok = w->dim[2] == kh && w->dim[3] == kw && at->padding.n == pad.n &&
+                 at->dilation.n == dil.n;
+        for (int i = 0; ok && i < pad.n; i++)
+            ok = at->padding.v[i] == pad.v[i];
+        for (int i = 0; ok && i < dil.n; i++)
+            ok = at->dilation.v[i] == dil.v[i];
+        check_report(ok, __FILE__, line, "kernel %lldx%lld, padding and dilation as expected",
+                     (long long)w->dim[2], (long long)w->dim[3]);
+    }
+    check_rest(__FILE__, line, g, ref, &opt_pass_conv_taps);
+    graph_free(g);
+    graph_free(ref);
+}
+
+static void test_conv_taps(void)
+{
+    /* DeepLabV3's ASPP: a 3x3 conv at dilation 24 on a 14x14 map is its
+     * centre tap (with a bias and a relu epilogue) */
+    check_taps(__LINE__,
+               "graph t(%x: f32[B,4,14,14]) -> (y: f32[B,3,14,14]) {\n  sym B = 2\n"
+               "  %w: f32[3,4,3,3] = const @R(108)\n  %b: f32[3] = const @R(3)\n"
+               "  %y: f32[B,3,14,14] = conv2d_ep(%x, %w, %b) {padding=[24], dilation=[24], "
+               "post=[2]} !p0\n  return y = %y\n}\n" PROV,
+               1, 1, TG_INTS(0, 0, 0, 0), TG_INTS(1, 1));
+    /* one axis only: a 5x3 kernel on a 2-row map with padding 3 on H: rows
+     * 0 and 4 read only padding; W keeps its 3 taps and dilation 2 */
+    check_taps(__LINE__,
+               "graph t(%x: f32[1,2,2,9]) -> (y: f32[1,2,2,5]) {\n"
+               "  %w: f32[2,2,5,3] = const @R(60)\n"
+               "  %y: f32[1,2,2,5] = conv2d(%x, %w) {padding=[2,0], dilation=[1,2]} !p0\n"
+               "  return y = %y\n}\n" PROV,
+               3, 3, TG_INTS(1, 0, 1, 0), TG_INTS(1, 2));
+    /* grouped, strided, asymmetric padding: the last row reads only padding */
+    check_taps(__LINE__,
+               "graph t(%x: f32[1,4,2,3]) -> (y: f32[1,4,1,2]) {\n"
+               "  %w: f32[4,2,3,2] = const @R(48)\n"
+               "  %y: f32[1,4,1,2] = conv2d(%x, %w) {stride=[2], padding=[0,0,2,1], groups=2} !p0\n"
+               "  return y = %y\n}\n" PROV,
+               2, 2, TG_INTS(0, 0, 1, 1), TG_INTS(1, 1));
+    /* declined: every tap live; non-finite weights; a dynamic H */
+    NO_FIRE("graph t(%x: f32[1,2,5,5]) -> (y: f32[1,2,5,5]) {\n"
+            "  %w: f32[2,2,3,3] = const @R(36)\n"
+            "  %y: f32[1,2,5,5] = conv2d(%x, %w) {padding=[1]}\n  return y = %y\n}\n",
+            opt_pass_conv_taps, NULL);
+    NO_FIRE("graph t(%x: f32[1,1,2,2]) -> (y: f32[1,1,2,2]) {\n"
+            "  %w: f32[1,1,3,3] = const [1, 2, 3, 4, 5, 6, 7, 8, inf]\n"
+            "  %y: f32[1,1,2,2] = conv2d(%x, %w) {padding=[4], dilation=[4]}\n"
+            "  return y = %y\n}\n",
+            opt_pass_conv_taps, "taps read only padding, but the weights are not finite");
+    NO_FIRE("graph t(%x: f32[1,1,H,2]) -> (y: f32[1,1,H,2]) {\n  sym H = 2\n"
+            "  %w: f32[1,1,3,3] = const @R(9)\n"
+            "  %y: f32[1,1,H,2] = conv2d(%x, %w) {padding=[4], dilation=[4]}\n"
+            "  return y = %y\n}\n",
+            opt_pass_conv_taps, NULL);
+}
+
 static void test_transpose_matmul(void)
 {
     /* transpose of a's last two dims, batch dim dynamic -> transpose_a */
@@ -408,6 +484,7 @@ int main(void)
     test_conv_bn();
     test_conv_bn_variants();
     test_conv_bn_declined();
+    test_conv_taps();
     test_transpose_matmul();
     test_transpose_linear();
     test_transpose_declined();
