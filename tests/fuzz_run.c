@@ -26,7 +26,7 @@
  * (worked out here by graph_infer, node by node) are not run: a huge
  * legitimate allocation is not a finding.  Not named test_*.c, so ctest
  * does not pick it up; scripts/fuzz.sh builds and runs it with seeds from
- * tests/corpus/run (written by tests/make_run_seeds.sh).
+ * tests/corpus/run (hand-written: byte 0, the sizes, then text IR).
  */
 #include <math.h>
 #include <stdint.h>

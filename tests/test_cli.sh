@@ -81,6 +81,7 @@ grep -qE "fc1.weight +f32\[16,32\] +2048 bytes" out && good || bad "info lists f
 has out "constants: 0, 0 bytes"
 has out "guards: 0"
 has out "specialized: none"
+has out "oneDNN kernels (2 conv / matmul nodes, CPU, 1 thread):"
 expect 0 "$TG" info branchy.tgraph
 has out "guards: 1"
 has out "strict decision of %3[0] == 1 at $site"

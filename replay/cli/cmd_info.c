@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../eager/dnnl_util.h"
 #include "../../graph/alloc.h"
 #include "../../formats/file.h"
 #include "../../formats/tgraph.h"
@@ -57,8 +58,55 @@ static void info_help(void)
     printf("Describes a saved graph: the file's format version and sections (compressed\n"
            "and raw bytes), node count and ops, inputs and outputs with their types\n"
            "(dynamic dims by symbol), params (names, shapes, bytes), constants, guards\n"
-           "(kind, policy, call site) and specialized nodes.\n\n"
+           "(kind, policy, call site), specialized nodes, and the oneDNN kernel each\n"
+           "conv / matmul node gets on the CPU (counted by name; a reference kernel is\n"
+           "named with its node).\n\n"
            "example:\n  tracegraph info model.tgraph\n");
+}
+
+/*
+ * The oneDNN implementation each conv / matmul node gets when a CPU plan
+ * prepares it on one thread (what `opt --explain` lists node by node),
+ * counted by name; a reference kernel, or a node oneDNN cannot run, is
+ * listed with its node.  Nothing runs: oneDNN only picks.
+ */
+static void print_impls(const graph *g)
+{
+    enum { MAX_IMPLS = 32 };
+    char names[MAX_IMPLS][64], impl[64], why[200], site[300];
+    int counts[MAX_IMPLS] = {0}, n = 0, nodes = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *nd = &g->nodes[i];
+        if ((nd->flags & GRAPH_NODE_DEAD) || !eager_dnnl_op_has_impl(nd->op))
+            continue;
+        nodes++;
+        tg_status st = eager_dnnl_node_impl(g, i, impl, sizeof impl, why, sizeof why);
+        const char *where = graph_prov_str(g, nd->nprov ? nd->prov[0] : -1, site, sizeof site);
+        if (st != TG_OK) {
+            printf("  oneDNN: node %d %s at %s: no implementation (%s)\n", i,
+                   graph_ops[nd->op].name, where, why[0] ? why : tg_status_str(st));
+            continue;
+        }
+        if (!impl[0])
+            snprintf(impl, sizeof impl, "(not called: an empty operand)");
+        else if (eager_dnnl_impl_is_ref(impl))
+            printf("  oneDNN: node %d %s at %s runs a reference kernel (%s): slow\n", i,
+                   graph_ops[nd->op].name, where, impl);
+        int k = 0;
+        while (k < n && strcmp(names[k], impl) != 0)
+            k++;
+        if (k == n && n < MAX_IMPLS)
+            snprintf(names[n++], sizeof names[0], "%s", impl);
+        if (k < n)
+            counts[k]++;
+    }
+    eager_clear_error();
+    if (!nodes)
+        return;
+    printf("  oneDNN kernels (%d conv / matmul nodes, CPU, 1 thread):", nodes);
+    for (int k = 0; k < n; k++)
+        printf(" %s=%d", names[k], counts[k]);
+    printf("\n");
 }
 
 /* Params and constants with their sizes (trace_summary lists names only). */
@@ -139,6 +187,7 @@ int cli_info(int argc, char **argv)
                 GRAPH_NODE_SPECIALIZED;
     if (!spec && g->nsyms)
         printf("  specialized: none (every node follows the dynamic dims)\n");
+    print_impls(g);
     print_storage(g);
     graph_free(g);
     return CLI_OK;
