@@ -509,6 +509,44 @@ static void test_pass_concat_bn(void)
     graph_free(ref);
 }
 
+/*
+ * regnet's grouped convs, 8 channels per group: oneDNN has only its
+ * reference kernel for them blocked, so pairs of groups are packed into
+ * blocked groups of 16 (40 channels: 5 groups -> 3, the last half empty),
+ * with a relu epilogue and a residual; with a sigmoid epilogue (0 -> 0.5
+ * in the empty half) the conv is left plain.
+ */
+static void test_pass_regroup(void)
+{
+    graph *g = PARSE("graph t(%x: f32[B,40,7,7]) -> (y: f32[B,40,7,7], z: f32[B,40,7,7]) {\n"
+                     "  sym B = 2\n"
+                     "  %w0: f32[40,40,1,1] = const @R(1600)\n"
+                     "  %w1: f32[40,8,3,3] = const @R(2880)\n  %b1: f32[40] = const @R(40)\n"
+                     "  %w2: f32[40,8,3,3] = const @R(2880)\n"
+                     "  %c0: f32[B,40,7,7] = conv2d(%x, %w0) !p0\n"
+                     "  %c1: f32[B,40,7,7] = conv2d_ep(%c0, %w1, %b1, %x) {padding=[1], "
+                     "groups=5, post=[1, 2]} !p1\n"
+                     "  %c2: f32[B,40,7,7] = conv2d_ep(%c1, %w2, %b1) {padding=[1], groups=5, "
+                     "post=[4]} !p2\n"
+                     "  return y = %c1\n  return z = %c2\n}\n" PROV);
+    graph *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    CHECK(RUN(g, opt_pass_layout));
+    int packed = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (!(n->flags & GRAPH_NODE_DEAD) && n->op == GRAPH_OP_conv2d_blk &&
+            ((const graph_conv2d_blk_attrs *)graph_node_attrs(n))->groups == 3)
+            packed += g->values[n->in[1]].type.dim[0] == 48 && g->values[n->in[1]].type.dim[1] == 16;
+    }
+    CHECK(packed == 1 && count_op(g, GRAPH_OP_conv2d_blk) == 2 &&
+          count_op(g, GRAPH_OP_conv2d_ep) == 1);
+    check_pass_rest(__LINE__, g, ref, 1e-4);
+    graph_free(g);
+    graph_free(ref);
+}
+
 /* googlenet's stem: conv, max pool, conv, avg pool stay blocked. */
 static void test_pass_pool(void)
 {
@@ -596,6 +634,7 @@ static void test_pass(void)
     test_pass_se();
     test_pass_concat_bn();
     test_pass_pool();
+    test_pass_regroup();
     test_pass_declines();
     CHECK(eager_live_tensors() == live);
 }
