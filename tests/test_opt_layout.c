@@ -435,7 +435,7 @@ static void test_pass_padded(void)
 
 /*
  * A squeeze-and-excitation block on 24 channels (padded blocks): the
- * pool becomes reduce_mean over the blocked H, W, the gate [B,24,1,1]
+ * pool becomes an H x W avg_pool2d_blk, the gate [B,24,1,1]
  * multiplies the blocked x by broadcast, as does a per-channel scale
  * [1,24,1,1]: one to_blocked, one from_blocked.
  */
@@ -462,7 +462,7 @@ static void test_pass_se(void)
     CHECK(RUN(g, opt_pass_layout));
     CHECK(count_op(g, GRAPH_OP_conv2d_blk) == 4 && count_op(g, GRAPH_OP_to_blocked) == 2 &&
           count_op(g, GRAPH_OP_from_blocked) == 1 && count_op(g, GRAPH_OP_global_avg_pool) == 0 &&
-          count_op(g, GRAPH_OP_reduce_mean) == 1 && count_op(g, GRAPH_OP_mul) == 2);
+          count_op(g, GRAPH_OP_avg_pool2d_blk) == 1 && count_op(g, GRAPH_OP_mul) == 2);
     for (int32_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].op == GRAPH_OP_mul && !(g->nodes[i].flags & GRAPH_NODE_DEAD))
             CHECK(g->values[g->nodes[i].out[0]].type.ndim == 5);
