@@ -114,7 +114,12 @@
  * refused), GlobalAveragePool,
  * BatchNormalization (inference), InstanceNormalization (layer_norm
  * over the dims from 2 on, then scale and B per channel: PyTorch's
- * GroupNorm export), LayerNormalization (with its Mean and
+ * GroupNorm export), RNN, GRU and LSTM (unrolled over a fixed sequence
+ * length into linear and elementwise ops, onnx_read_rnn.c: forward,
+ * reverse, bidirectional, layout 0 and 1, clip, peepholes, GRU's
+ * linear_before_reset; not: a shorter sequence_lens, input_forget,
+ * activation_alpha/beta, activations other than Sigmoid, Tanh, Relu),
+ * LayerNormalization (with its Mean and
  * InvStdDev outputs), Softmax, LogSoftmax (before opset 13 only on the
  * last axis), ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin (with
  * select_last_index; a NaN counts as the extreme, as in NumPy, where ONNX

@@ -527,6 +527,10 @@ static const onnx_op table[] = {
     {"BatchNormalization", cv_batch_norm, 0, 5, 5, 1,
      "epsilon,momentum,spatial,training_mode"},
     {"InstanceNormalization", onnx_cv_instance_norm, 0, 3, 3, 1, "epsilon"},
+#define RNN_ATTRS "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout"
+    {"RNN", onnx_cv_rnn, 0, 3, 6, 2, RNN_ATTRS},
+    {"GRU", onnx_cv_rnn, 0, 3, 6, 2, RNN_ATTRS ",linear_before_reset"},
+    {"LSTM", onnx_cv_rnn, 0, 3, 8, 3, RNN_ATTRS ",input_forget"},
     {"LayerNormalization", cv_layer_norm, 0, 2, 3, 3, "axis,epsilon,stash_type"},
     {"Softmax", cv_softmax, GRAPH_OP_softmax, 1, 1, 1, "axis"},
     {"LogSoftmax", cv_softmax, GRAPH_OP_log_softmax, 1, 1, 1, "axis"},

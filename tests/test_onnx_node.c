@@ -38,6 +38,10 @@
 /* Tests that must import and pass: at least one per supported op. */
 static const char *const must_pass[] = {
     "test_identity", "test_dropout_default", "test_dropout_default_mask",
+    "test_lstm_defaults", "test_lstm_with_initial_bias", "test_lstm_with_peepholes",
+    "test_lstm_batchwise", "test_gru_defaults", "test_gru_with_initial_bias",
+    "test_gru_seq_length", "test_gru_batchwise", "test_simple_rnn_defaults",
+    "test_simple_rnn_with_initial_bias", "test_simple_rnn_batchwise", "test_rnn_seq_length",
     "test_constant", "test_neg", "test_abs", "test_sign", "test_floor", "test_floor_example",
     "test_ceil", "test_ceil_example", "test_round", "test_exp", "test_log",
     "test_sqrt", "test_reciprocal", "test_relu", "test_sigmoid", "test_tanh",

@@ -73,6 +73,8 @@ int main(void)
     test_model("classify", 1); /* torch.argmax (ArgMax): int64 output, compared exactly */
     test_model("upconv", 1);   /* ConvTranspose2d (stride 2, padding 1, output_padding 1;
                                   grouped), dilated ConvTranspose1d */
+    test_model("recurrent", 1); /* nn.LSTM (2 layers, bidirectional, batch_first), nn.GRU,
+                                 * nn.RNN (relu): LSTM, GRU, RNN unrolled at import */
     test_model("gatherscatter", 1); /* torch.gather, Tensor.scatter, scatter_add
                                        (GatherElements, ScatterElements none and add)
                                        with indices from ArgMax / ArgMin at run time */

@@ -191,6 +191,24 @@ class GatherScatter(nn.Module):
         return y * torch.sigmoid(x)
 
 
+class Recurrent(nn.Module):
+    """nn.LSTM (2 layers, bidirectional, batch_first) then nn.GRU and
+    nn.RNN (relu) on its output: ONNX LSTM, GRU, RNN, unrolled at import;
+    PyTorch makes the zero initial states from the input's batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(10, 4, batch_first=True)
+        self.rnn = nn.RNN(4, 3, nonlinearity="relu", batch_first=True)
+
+    def forward(self, x):  # [B, 7, 6]
+        y, _ = self.lstm(x)
+        y, _ = self.gru(y)
+        y, _ = self.rnn(y)
+        return y
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -206,6 +224,7 @@ MODELS = [
     ("upsample", Upsample, (2, 3, 6, 4), True),
     ("upconv", UpConv, (2, 4, 3, 4), True),
     ("gatherscatter", GatherScatter, (3, 6, 5), True),
+    ("recurrent", Recurrent, (2, 7, 6), True),
 ]
 
 
