@@ -2,8 +2,9 @@
  * onnx_read_rnn.c - the ONNX recurrent ops RNN, GRU and LSTM, unrolled
  * over the sequence into tracegraph's own ops (linear, slice, add, mul,
  * sigmoid, tanh, relu, clip, concat), by the equations of the ONNX spec.
- * The sequence length is fixed by the model (a dynamic one is refused);
- * the batch may be dynamic.
+ * The sequence length is fixed by the model (a dynamic one is refused,
+ * and so is one past RNN_MAX_STEPS: each step is some 30 nodes); the
+ * batch may be dynamic.
  *
  * Per direction d (forward, reverse, or both for bidirectional) and gate
  * count G (RNN 1, GRU 3: z r h, LSTM 4: i o f c):
@@ -27,7 +28,7 @@
 #include "../graph/alloc.h"
 #include "onnx_read_impl.h"
 
-enum { RNN_MAX_GATES = 4 };
+enum { RNN_MAX_GATES = 4, RNN_MAX_STEPS = 4096 };
 
 typedef struct rnn {
     onnx_reader *r;
@@ -384,6 +385,12 @@ tg_status onnx_cv_rnn(onnx_reader *r, const onnx_op *op)
                          "a dynamic sequence length: the recurrence is unrolled at load time");
     n.seq = xt->dim[seq_axis];
     n.in = xt->dim[2];
+    /* every step is some 30 nodes: a crafted sequence length must not
+     * make the importer build millions of them */
+    if (n.seq < 1 || n.seq * ndir > RNN_MAX_STEPS)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED,
+                         "a sequence of %lld steps%s (unrolled at load time: 1 to %d)",
+                         LL(n.seq), ndir > 1 ? " in both directions" : "", RNN_MAX_STEPS);
     n.h = hidden;
     if (hidden <= 0)
         return onnx_fail(r, TG_ERR_FORMAT, "hidden_size must be positive, got %lld", LL(hidden));

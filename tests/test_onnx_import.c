@@ -727,11 +727,57 @@ static void instance_norm(void)
                 "want [C] = [3]");
 }
 
+/* LSTM refusals: a sequence too long to unroll (a crafted X of 5000
+ * steps must not make the importer build 150000 nodes), input_forget. */
+static void rnn_refusals(void)
+{
+    mb b;
+    static const int64_t xs[3] = {5000, 1, 2}, ws[3] = {1, 4, 2}, rs[3] = {1, 4, 1};
+    mb_init(&b, "LSTM", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 3, xs);
+    char *nin[3] = {"x", "W", "R"};
+    b.node.input = nin;
+    b.node.n_input = 3;
+    float wd[8] = {0.5f, -1, 0.25f, 2, 1, 0, -0.5f, 1}, rd[4] = {1, -1, 0.5f, 0.25f};
+    Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+    for (int i = 0; i < 2; i++) {
+        t[i] = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+        t[i].name = nin[1 + i];
+        t[i].has_data_type = 1;
+        t[i].data_type = 1;
+        t[i].n_dims = 3;
+        t[i].dims = (int64_t *)(i ? rs : ws);
+        t[i].n_float_data = i ? 4 : 8;
+        t[i].float_data = i ? rd : wd;
+    }
+    b.g.n_initializer = 2;
+    b.g.initializer = ts;
+    Onnx__AttributeProto at[2] = {ONNX__ATTRIBUTE_PROTO__INIT, ONNX__ATTRIBUTE_PROTO__INIT};
+    Onnx__AttributeProto *ats[2] = {&at[0], &at[1]};
+    at[0].name = "hidden_size";
+    at[1].name = "input_forget";
+    for (int i = 0; i < 2; i++) {
+        at[i].has_type = 1;
+        at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        at[i].has_i = 1;
+        at[i].i = 1;
+    }
+    b.node.n_attribute = 1;
+    b.node.attribute = ats;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (LSTM): a sequence of 5000 steps (unrolled at load "
+                "time: 1 to 4096)");
+    b.node.n_attribute = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (LSTM): input_forget is not supported");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
     bad_inputs();
     bad_composed();
+    rnn_refusals();
     hardmax_flat();
     conv_transpose();
     features();
