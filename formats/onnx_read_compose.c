@@ -584,3 +584,85 @@ tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads)
     }
     return onnx_bind(r, 0, x);
 }
+
+/*
+ * GatherND (batch_dims b, index tuples of k coordinates) with constant
+ * indices, as one gather: data reshaped to [d_0 * ... * d_(b+k-1),
+ * d_(b+k), ...] and each tuple, with its batch position, turned into one
+ * row index at load time, every coordinate checked there (a negative one
+ * counts from the end; one out of range is an error naming it).  Indices
+ * computed at run time are refused: their coordinates could not be
+ * checked one by one, and one flat index in range could hide a coordinate
+ * that is not.  A dynamic dim among the indexed ones is fixed at its
+ * traced size (the node is flagged specialized).
+ */
+tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    int64_t b;
+    int32_t x, y, xi;
+    const onnx_entry *ie;
+    tg_status st = onnx_attr_int(r, "batch_dims", 0, &b);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_const_input(r, 1, "indices", &ie);
+    if (st != TG_OK)
+        return st;
+    const graph_type *xt = onnx_vtype(r, x), *it = &ie->type;
+    if (it->dtype != GRAPH_I64 && it->dtype != GRAPH_I32)
+        return onnx_fail(r, TG_ERR_FORMAT, "indices have dtype %s, want int64",
+                         graph_dtype_name(it->dtype));
+    int q = it->ndim, rk = xt->ndim;
+    int64_t k = q ? it->dim[q - 1] : 0;
+    if (q < 1 || b < 0 || b >= q || b >= rk || k < 1 || k > rk - b)
+        return onnx_fail(r, TG_ERR_FORMAT,
+                         "indices of %d dims (tuples of %lld) and batch_dims %lld do not fit "
+                         "data of %d dims", q, LL(k), LL(b), rk);
+    for (int d = 0; d < b; d++)
+        if (it->dim[d] != xt->dim[d])
+            return onnx_fail(r, TG_ERR_FORMAT, "batch dim %d: indices have %lld, data %lld", d,
+                             LL(it->dim[d]), LL(xt->dim[d]));
+    if (onnx_dynamic_dims(r, x) & ((1u << (b + k)) - 1))
+        r->specialized = 1; /* the row indices use the traced sizes */
+    int64_t rows = 1, per = 1, ntup = graph_type_numel(it) / k, inner = 1;
+    for (int d = 0; d < b + k; d++)
+        rows *= xt->dim[d];
+    for (int d = (int)b; d < b + k; d++)
+        per *= xt->dim[d];
+    for (int d = (int)b; d < q - 1; d++)
+        inner *= it->dim[d]; /* tuples per batch position */
+    int64_t *flat = tg_malloc((size_t)(ntup + 1) * sizeof *flat);
+    if (!flat)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    for (int64_t t = 0; st == TG_OK && t < ntup; t++) {
+        int64_t off = 0, stride = 1;
+        for (int64_t j = k - 1; j >= 0; j--) {
+            int64_t e = t * k + j, dim = xt->dim[b + j];
+            int64_t c = it->dtype == GRAPH_I64 ? ((const int64_t *)ie->data)[e]
+                                               : ((const int32_t *)ie->data)[e];
+            if (c < -dim || c >= dim)
+                st = onnx_fail(r, TG_ERR_FORMAT,
+                               "indices element %lld is %lld, out of range for data dim %lld "
+                               "(%lld)", LL(e), LL(c), LL(b + j), LL(dim));
+            off += (c < 0 ? c + dim : c) * stride;
+            stride *= dim;
+        }
+        flat[t] = t / inner * per + off;
+    }
+    graph_type ft = {GRAPH_I64, q - 1, {0}}, rt = {xt->dtype, 0, {0}};
+    for (int d = 0; d < q - 1; d++)
+        ft.dim[d] = it->dim[d];
+    rt.dim[rt.ndim++] = rows;
+    for (int d = (int)(b + k); d < rk; d++)
+        rt.dim[rt.ndim++] = xt->dim[d];
+    if (st == TG_OK)
+        st = onnx_const_value(r, &ft, flat, &xi);
+    tg_free(flat);
+    if (st == TG_OK)
+        st = reshape_to(r, x, 0, rt.dim, rt.ndim, &x);
+    int32_t in[2] = {x, xi};
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_gather, in, 2, NULL, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}

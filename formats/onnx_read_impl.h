@@ -252,6 +252,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op);
+/* GatherND with constant indices, as one gather (onnx_read_compose.c). */
+tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op);
 /* RNN, GRU, LSTM, unrolled (onnx_read_rnn.c). */
 tg_status onnx_cv_rnn(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op);

@@ -772,12 +772,49 @@ static void rnn_refusals(void)
                 "mem.onnx: node 0 'n0' (LSTM): input_forget is not supported");
 }
 
+/* GatherND: a coordinate out of range is an error at load time, naming
+ * it; a negative one counts from the end (x[1][-1] = x[1][2]). */
+static void gather_nd(void)
+{
+    mb b;
+    char err[512];
+    tg_status st;
+    mb_init(&b, "GatherND", "x", "idx");
+    int64_t id[2] = {1, -1}, dims[2] = {1, 2};
+    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT, *ts[1] = {&t};
+    t.name = "idx";
+    t.has_data_type = 1;
+    t.data_type = 7;
+    t.n_dims = 2;
+    t.dims = dims;
+    t.n_int64_data = 2;
+    t.int64_data = id;
+    b.g.n_initializer = 1;
+    b.g.initializer = ts;
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "GatherND imports: %s", err);
+    if (g) {
+        float x[6] = {1, 2, 3, 4, 5, 6};
+        eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 3), x), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        CHECK(out && eager_numel(out) == 1 && ((const float *)eager_peek(out))[0] == 6.0f);
+        eager_release(in);
+        eager_release(out);
+    }
+    graph_free(g);
+    id[1] = 5;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (GatherND): indices element 1 is 5, out of range for "
+                "data dim 1 (3)");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
     bad_inputs();
     bad_composed();
     rnn_refusals();
+    gather_nd();
     hardmax_flat();
     conv_transpose();
     features();
