@@ -201,8 +201,11 @@ TG_API const graph_type *eager_type_at(EAGER_SITE_PARAMS, const eager_tensor *t)
  * guards (see tracer/), so each takes the call site.
  *   eager_item: the value of a 1-element tensor as double (NaN + error
  *     otherwise).  eager_get: element at a full index.
- *   eager_bool: a 1-element tensor read as a decision (nonzero -> 1).
- *   eager_data: pointer to the contiguous row-major elements.
+ *   eager_bool: a 1-element tensor read as a decision (nonzero -> 1); a
+ *     trace records only the decision, so branch on eager_bool of a
+ *     comparison rather than on eager_item, which records the exact value.
+ *   eager_data: pointer to the contiguous row-major elements; a trace
+ *     records a hash of all of them (use eager_peek for a debug print).
  */
 TG_API double eager_item_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 TG_API double eager_get_at(EAGER_SITE_PARAMS, const eager_tensor *t, graph_ints index);

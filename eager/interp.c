@@ -12,7 +12,7 @@
 static tg_status check_guard(const graph *g, const graph_guard *gd,
                              const eager_tensor *t, eager_interp_report *rep)
 {
-    char msg[768];
+    char msg[1024];
     int r = graph_guard_check(g, gd, &t->type, t->data, msg, sizeof msg);
     if (r == 1 && rep && rep->guard_warnings++ == 0)
         snprintf(rep->first_warning, sizeof rep->first_warning, "%s", msg);

@@ -15,7 +15,7 @@ extern "C" {
 
 typedef struct eager_interp_report {
     int guard_warnings;       /* warn-policy guards whose value changed */
-    char first_warning[768];
+    char first_warning[1024]; /* the first one's message */
 } eager_interp_report;
 
 /*

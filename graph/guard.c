@@ -14,18 +14,33 @@ static double element(const void *data, graph_dtype dt, int64_t i)
     }
 }
 
-static const char *guard_what(graph_guard_kind k)
+/* The guarded value as a user knows it: input "x", param "w", or the
+ * intermediate's id and the op that made it. */
+static const char *value_str(const graph *g, int32_t v, char *buf, size_t len)
 {
-    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER
-                                                        ? "buffer read"
-                                                        : "value read";
+    if (v < 0 || v >= g->nvalues) {
+        snprintf(buf, len, "value %%%d (out of range)", v);
+        return buf;
+    }
+    const graph_value *val = &g->values[v];
+    if ((val->kind == GRAPH_VALUE_INPUT || val->kind == GRAPH_VALUE_PARAM) && val->name)
+        snprintf(buf, len, "%s \"%s\"", graph_value_kind_name(val->kind), val->name);
+    else if (val->kind == GRAPH_VALUE_INTER && val->node >= 0 && val->node < g->nnodes)
+        snprintf(buf, len, "%%%d (the output of %s)", v, graph_ops[g->nodes[val->node].op].name);
+    else
+        snprintf(buf, len, "%%%d", v);
+    return buf;
 }
+
+/* What to do instead, by what the trace recorded. */
+#define PEEK_HINT "for a read that decides nothing (a debug print) use eager_peek, which records nothing"
+#define POLICY_HINT "or trace with trace_opts.value_reads = GRAPH_GUARD_WARN (report only) or GRAPH_GUARD_OFF"
+#define BOOL_HINT "eager_bool(eager_gt(t, eager_scalar(0)))"
 
 int graph_guard_check(const graph *g, const graph_guard *gd,
                       const graph_type *type, const void *data, char *msg,
                       size_t len)
 {
-    char site[300], now[64], then[64];
     if (!g || !gd || !type || (!data && graph_type_numel(type) > 0)) {
         if (msg && len)
             snprintf(msg, len, "guard check: NULL %s", !g ? "graph" : !gd ? "guard"
@@ -33,34 +48,59 @@ int graph_guard_check(const graph *g, const graph_guard *gd,
         return 2;
     }
     int64_t numel = graph_type_numel(type);
+    int in_range = gd->index >= 0 && gd->index < numel;
+    double v = 0;
+    uint64_t hash = 0;
     int changed;
     if (gd->kind == GRAPH_GUARD_BUFFER) {
         size_t bytes = (size_t)numel * graph_dtype_size(type->dtype);
-        changed = graph_hash_bytes(data, bytes) != gd->hash;
-        snprintf(then, sizeof then, "hash %016llx", (unsigned long long)gd->hash);
-        snprintf(now, sizeof now, "different data");
-    } else if (gd->index < 0 || gd->index >= numel) {
+        hash = graph_hash_bytes(data, bytes);
+        changed = hash != gd->hash;
+    } else if (!in_range) {
         changed = 1;
-        snprintf(then, sizeof then, "%.9g", gd->expect);
-        snprintf(now, sizeof now, "out of range (%lld elements)", (long long)numel);
     } else {
-        double v = element(data, type->dtype, gd->index);
+        v = element(data, type->dtype, gd->index);
         changed = gd->kind == GRAPH_GUARD_DECISION
                       ? (v != 0.0) != (gd->expect != 0.0)
                       : !(v == gd->expect || (isnan(v) && isnan(gd->expect)));
-        snprintf(then, sizeof then, "%.9g", gd->expect);
-        snprintf(now, sizeof now, "%.9g", v);
     }
     if (!changed || gd->policy == GRAPH_GUARD_OFF)
         return 0;
+    if (!msg || !len)
+        return gd->policy == GRAPH_GUARD_WARN ? 1 : 2;
+    char site[300], what[160], now[96];
     graph_prov_str(g, gd->prov, site, sizeof site);
-    if (gd->policy == GRAPH_GUARD_WARN) {
-        snprintf(msg, len, "%s at %s was %s when traced, now %s",
-                 guard_what(gd->kind), site, then, now);
-        return 1;
+    value_str(g, gd->value, what, sizeof what);
+    const char *head = gd->policy == GRAPH_GUARD_WARN
+                           ? "warn-policy guard changed (the run went on; what the trace "
+                             "derived from the read may be wrong)"
+                           : "guard failed";
+    if (gd->kind != GRAPH_GUARD_BUFFER && !in_range)
+        snprintf(now, sizeof now, "replay's %s has %lld elements", gd->kind == GRAPH_GUARD_DECISION
+                 ? "condition" : "tensor", (long long)numel);
+    if (gd->kind == GRAPH_GUARD_DECISION) {
+        if (in_range)
+            snprintf(now, sizeof now, "replay's data makes it %s", v != 0.0 ? "true" : "false");
+        snprintf(msg, len, "%s: the decision at %s (eager_bool of %s) recorded the branch taken, "
+                 "%s, and the trace followed that branch only; %s, a path the graph does not hold: "
+                 "trace it with data that takes it, or compute both sides and pick with "
+                 "eager_where",
+                 head, site, what, gd->expect != 0.0 ? "true" : "false", now);
+    } else if (gd->kind == GRAPH_GUARD_BUFFER) {
+        snprintf(msg, len, "%s: the buffer read at %s (eager_data of %s) recorded the hash of "
+                 "all its data, %016llx, and replay's data differs (hash %016llx); " PEEK_HINT
+                 "; if a branch depends on it, compute the condition as a tensor and read it "
+                 "with eager_bool; " POLICY_HINT,
+                 head, site, what, (unsigned long long)gd->hash, (unsigned long long)hash);
+    } else {
+        if (in_range)
+            snprintf(now, sizeof now, "replay read %.9g", v);
+        snprintf(msg, len, "%s: the value read at %s (eager_item / eager_get) took element "
+                 "%lld of %s and recorded its exact value %.9g; %s; if only the branch taken "
+                 "on it matters, record the decision instead: eager_bool on a comparison ("
+                 BOOL_HINT ") holds for all data that takes the same branch; " PEEK_HINT "; "
+                 POLICY_HINT,
+                 head, site, (long long)gd->index, what, gd->expect, now);
     }
-    snprintf(msg, len, "guard failed: the %s at %s was %s when traced and is %s "
-             "now; the trace followed a branch that depends on it",
-             guard_what(gd->kind), site, then, now);
-    return 2;
+    return gd->policy == GRAPH_GUARD_WARN ? 1 : 2;
 }

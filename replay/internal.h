@@ -62,6 +62,24 @@ struct replay_plan {
 replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *in,
                                    tg_status *status, char *err, size_t errlen);
 
+/*
+ * Warn-policy guards that changed (replay.h): a session's record of its
+ * last run, and which guards it has already written to stderr.
+ */
+typedef struct replay_guard_warns {
+    int count;           /* changed warn-policy guards in the last run */
+    char first[1024];    /* the first one's message ("" if none) */
+    unsigned char *told; /* per guard: written to stderr by this session */
+    void (*fn)(void *ctx, const char *msg); /* replay_opts.guard_warn */
+    void *ctx;
+} replay_guard_warns;
+
+/* Records that warn-policy guard `guard` changed, with its message (from
+ * graph_guard_check): counts it, keeps the run's first message, hands it
+ * to the plan's guard_warn or (none given) writes it to stderr the first
+ * time this session sees that guard change. */
+void replay_guard_warned(replay_guard_warns *w, int32_t guard, const char *msg);
+
 /* "node 12 (matmul at model.c:42 fn)" */
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len);
 

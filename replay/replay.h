@@ -22,9 +22,20 @@
  * Inputs are matched by name (replay_tensor.name) or, when name is NULL, by
  * position; their dtype and shape are checked.  Dynamic dims (marked at
  * trace time) may differ from the traced sizes, consistently per symbol;
- * each distinct set of input shapes is planned once and cached.  Guards are
- * checked as their values are computed; a strict guard that fails stops the
- * run with TG_ERR_GUARD and names the call site of the read.
+ * each distinct set of input shapes is planned once and cached.
+ *
+ * Guards (tracer/trace.h records them) are checked as their values are
+ * computed.  A strict guard that fails stops the run with TG_ERR_GUARD; the
+ * message says what the trace recorded and where (the exact value an
+ * eager_item / eager_get read, the branch an eager_bool decision took, the
+ * hash of a buffer eager_data read), what the replay saw, and the remedy.
+ * A warn-policy guard (trace_opts.value_reads = GRAPH_GUARD_WARN) that
+ * changed does not stop the run: replay_run returns TG_OK, and the change
+ * is reported three ways: the message goes to opts.guard_warn, or, when
+ * that is NULL, to stderr (once per guard and session, so a loop of runs
+ * does not flood it); replay_session_guard_warnings counts the changed
+ * guards of the last run and replay_session_guard_warning gives the first
+ * one's message.
  *
  * Errors: functions return a status; the message is replay_session_error()
  * (or the err buffer of replay_compile), naming the node and its call site.
@@ -50,6 +61,13 @@ typedef struct replay_opts {
     int threads;        /* threads each kernel may use (default 1) */
     int no_inplace;     /* disable in-place buffer reuse (debugging) */
     const char *device; /* backend device (OpenCL: index or name substring) */
+    /*
+     * Called, on the thread running replay_run, for each warn-policy guard
+     * whose data changed in a run (see "Guards" above), with its message.
+     * NULL: the message goes to stderr, once per guard and session.
+     */
+    void (*guard_warn)(void *ctx, const char *msg);
+    void *guard_warn_ctx;
 } replay_opts;
 
 typedef struct replay_tensor {
@@ -111,6 +129,10 @@ TG_API tg_status replay_run(replay_session *s, const replay_tensor *inputs, int 
 TG_API const char *replay_session_error(const replay_session *s);
 /* Warn-policy guards that changed during the last run (0 for NULL). */
 TG_API int replay_session_guard_warnings(const replay_session *s);
+/* The message of the last run's first warn-policy guard that changed ("" if
+ * none changed or s is NULL): what was recorded, where, and what the run
+ * saw.  Valid until the next run on s. */
+TG_API const char *replay_session_guard_warning(const replay_session *s);
 
 /*
  * Replaces the data of param name (kept as a param in the graph) on a live

@@ -17,7 +17,7 @@
 typedef struct guard_ctx {
     const graph *g;
     const graph_guard *gd;
-    int *warnings;
+    replay_guard_warns *warns;
 } guard_ctx;
 
 typedef struct bound_step {
@@ -51,11 +51,11 @@ struct replay_session {
     bound *bounds;
     bound *last;
     const replay_tensor **in; /* a run's inputs in signature order (ninputs) */
-    int guard_warnings;
+    replay_guard_warns warns;
     uint64_t param_gen; /* of the plan when the kernel states were made */
     tg_status status; /* of the last fail() */
-    char kerr[512];
-    char err[1024];
+    char kerr[1024];
+    char err[1536];
     atomic_int busy; /* a thread is inside replay_run (see acquire) */
 };
 
@@ -95,8 +95,21 @@ static tg_status guard_step(const eager_kargs *a)
     const guard_ctx *c = a->attrs;
     int r = graph_guard_check(c->g, c->gd, &a->in_type[0], a->in[0], a->err, a->errlen);
     if (r == 1)
-        (*c->warnings)++;
+        replay_guard_warned(c->warns, (int32_t)(c->gd - c->g->guards), a->err);
     return r == 2 ? TG_ERR_GUARD : TG_OK;
+}
+
+void replay_guard_warned(replay_guard_warns *w, int32_t guard, const char *msg)
+{
+    if (w->count++ == 0)
+        snprintf(w->first, sizeof w->first, "%s", msg);
+    if (w->fn) {
+        w->fn(w->ctx, msg);
+    } else if (w->told && !w->told[guard]) {
+        w->told[guard] = 1;
+        fprintf(stderr, "tracegraph: replay: %s (written once per session; replay_opts."
+                "guard_warn takes these messages instead)\n", msg);
+    }
 }
 
 static void bound_free(bound *b)
@@ -182,7 +195,7 @@ static bound *bind(replay_session *s, replay_variant *v)
         if (it->node < 0) {
             const graph_guard *gd = &g->guards[it->guard];
             guard_ctx *c = &b->gctx[it->guard];
-            *c = (guard_ctx){g, gd, &s->guard_warnings};
+            *c = (guard_ctx){g, gd, &s->warns};
             b->types[used] = v->types[gd->value];
             bind_slot(s, b, v, &b->ptrs[used], gd->value);
             a->in_type = &b->types[used];
@@ -228,7 +241,12 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
     s->p = p;
     s->param_gen = p->param_gen;
     s->in = tg_malloc(sizeof *s->in * ((size_t)p->g->ninputs + 1));
-    if (!s->in) {
+    s->warns.told = tg_calloc((size_t)p->g->nguards + 1, 1);
+    s->warns.fn = p->opts.guard_warn;
+    s->warns.ctx = p->opts.guard_warn_ctx;
+    if (!s->in || !s->warns.told) {
+        tg_free(s->in);
+        tg_free(s->warns.told);
         tg_free(s);
         return NULL;
     }
@@ -237,6 +255,7 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         s->ocl = workspace ? NULL : ocl_session_new(p, err, sizeof err);
         if (!s->ocl) {
             tg_free(s->in);
+            tg_free(s->warns.told);
             tg_free(s);
             return NULL;
         }
@@ -251,6 +270,7 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         s->own_arena = 1;
         if (!s->arena) {
             tg_free(s->in);
+            tg_free(s->warns.told);
             tg_free(s);
             return NULL;
         }
@@ -290,6 +310,7 @@ void replay_session_free(replay_session *s)
     if (s->own_arena)
         tg_free(s->arena);
     tg_free(s->in);
+    tg_free(s->warns.told);
     tg_free(s);
 }
 
@@ -299,7 +320,8 @@ const char *replay_session_error(const replay_session *s)
         return BUSY_MSG;
     return s ? s->err : "no session";
 }
-int replay_session_guard_warnings(const replay_session *s) { return s ? s->guard_warnings : 0; }
+int replay_session_guard_warnings(const replay_session *s) { return s ? s->warns.count : 0; }
+const char *replay_session_guard_warning(const replay_session *s) { return s ? s->warns.first : ""; }
 
 static tg_status fail(replay_session *s, tg_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -463,7 +485,8 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
                      replay_tensor *outputs, int nout)
 {
     s->err[0] = '\0';
-    s->guard_warnings = 0;
+    s->warns.count = 0;
+    s->warns.first[0] = '\0';
     const replay_tensor **in = s->in;
     if (nout < 0 || nout > s->p->g->noutputs)
         return fail(s, TG_ERR_ARG, "replay: the plan makes %d outputs, asked for %d",
@@ -474,7 +497,7 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
     if (st != TG_OK)
         return st;
     if (s->ocl) {
-        st = ocl_session_run(s->ocl, in, nin, outputs, nout, &s->guard_warnings, s->err,
+        st = ocl_session_run(s->ocl, in, nin, outputs, nout, &s->warns, s->err,
                              sizeof s->err);
         return s->status = st;
     }

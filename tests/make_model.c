@@ -13,6 +13,11 @@
  *                  a decision guard; branchy_x.npy -> branchy_y.npy takes the
  *                  traced branch, branchy_other.npy the other one;
  *                  branchy_site.txt holds the guard's "make_model.c:LINE branchy"
+ *   warnread.tgraph  relu(x) traced with value_reads = GRAPH_GUARD_WARN and a
+ *                  "printed" eager_item of max(x) (2 when traced): a warn-policy
+ *                  value guard; warnread_x.npy takes it as traced,
+ *                  warnread_other.npy (max 5) changes it; warnread_site.txt
+ *                  holds "make_model.c:LINE warnread"
  *   pair.tgraph    two inputs a, b (f32[2,3]) and two outputs sum = a + 2b,
  *                  prod = a * b: pair_a.npy, pair_b.npy -> pair_sum.npy,
  *                  pair_prod.npy; pair_nan_a.npy, pair_nan_b.npy hold NaN and
@@ -112,6 +117,38 @@ static int make_branchy(void)
     snprintf(path, sizeof path, "%s/branchy_site.txt", outdir);
     FILE *f = fopen(path, "w");
     if (!f || fprintf(f, "make_model.c:%d branchy\n", read_line) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "make_model: cannot write %s\n", path);
+        return -1;
+    }
+    return rc;
+}
+
+/* A read that decides nothing, like printing a loss; under the warn policy. */
+static eager_tensor *warnread(eager_tensor *x)
+{
+    read_line = __LINE__ + 1;
+    double max = eager_item(eager_reduce_max(x, TG_NOINTS, 0));
+    (void)max;
+    return eager_relu(x);
+}
+
+static int make_warnread(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(3), ((float[]){1, 2, -0.5f}));
+    eager_tensor *other = eager_from_data(GRAPH_F32, TG_SHAPE(3), ((float[]){5, 2, -0.5f}));
+    trace_opts o = trace_default_opts();
+    o.value_reads = GRAPH_GUARD_WARN;
+    trace_begin(&o);
+    trace_input(x, "x");
+    trace_output(warnread(x), "y");
+    int rc = save_graph("warnread.tgraph", trace_freeze());
+    rc |= save_npy("warnread_x.npy", x) | save_npy("warnread_other.npy", other);
+    eager_pool_pop();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/warnread_site.txt", outdir);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "make_model.c:%d warnread\n", read_line) < 0 || fclose(f) != 0) {
         fprintf(stderr, "make_model: cannot write %s\n", path);
         return -1;
     }
@@ -258,7 +295,7 @@ int main(int argc, char **argv)
         return 2;
     }
     outdir = argv[1];
-    int rc = make_mlp() | make_branchy() | make_pair() | make_pair_nan() | make_esc();
+    int rc = make_mlp() | make_branchy() | make_warnread() | make_pair() | make_pair_nan() | make_esc();
     rc |= make_wide_inputs(200) | make_wide(1, 65) | make_wide(2, 200) | make_wide(65, 65) |
           make_wide(65, 1) | make_wide(200, 200);
     return rc ? 1 : 0;

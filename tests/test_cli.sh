@@ -166,6 +166,19 @@ expect 1 "$TG" run mlp.tgraph -i x=mlp_int.npy
 has err 'tracegraph run: replay: input "x" is i32[4,32], the plan takes f32[B,32]'
 expect 3 "$TG" run branchy.tgraph -i branchy_other.npy
 has err "tracegraph run: replay: guard failed: the decision at $site"
+# a warn-policy guard that changed: exit 0, its message on stderr (once)
+wsite=$(cat warnread_site.txt) # "make_model.c:LINE warnread"
+expect 0 "$TG" run warnread.tgraph -i warnread_x.npy
+lacks err "warn-policy"
+expect 0 "$TG" run warnread.tgraph -i warnread_other.npy
+has err "tracegraph: replay: warn-policy guard changed (the run went on; what the trace derived from the read may be wrong): the value read at $wsite (eager_item / eager_get) took element 0 of %1 (the output of reduce_max) and recorded its exact value 2; replay read 5; "
+has err "use eager_peek, which records nothing"
+has err "(written once per session; replay_opts.guard_warn takes these messages instead)"
+has out "y: f32[3] = ["
+expect 0 "$TG" check warnread.tgraph -i warnread_other.npy
+has err "warn-policy guard changed"
+expect 0 "$TG" bench warnread.tgraph -i warnread_other.npy --runs 3 --warmup 1
+[ "$(grep -c "warn-policy guard changed" err)" = 1 ] && good || bad "bench: the warning is not written exactly once"
 expect 1 "$TG" run mlp.tgraph
 has err "tracegraph run: missing input 'x' (f32[B,32]): give it with -i x=FILE.npy"
 expect 1 "$TG" run pair.tgraph -i c=pair_a.npy

@@ -21,10 +21,17 @@
  *     first use; writing to it through eager_data_mut afterwards makes the
  *     next use capture a fresh constant;
  *   - reading data (eager_item, eager_get, eager_bool, eager_data) of a
- *     traced value records a guard: the value seen and the call site.  A
- *     replay whose guard fails reports that site.  eager_bool reads are
- *     decisions (always strict: they steer control flow); the policy for
- *     plain value reads is trace_opts.value_reads.
+ *     traced value records a guard with the call site, and what it records
+ *     is exact: eager_item / eager_get the element's value (so
+ *     `if (eager_item(s) > 0)` fails at replay for any other s, even one on
+ *     the same branch), eager_bool the decision (any data that takes the same
+ *     branch replays: write eager_bool(eager_gt(s, eager_scalar(0)))),
+ *     eager_data a hash of the whole buffer (a debug print through it fails
+ *     every replay on other data).  eager_peek reads without recording.
+ *     A replay whose guard fails says which kind, where, what was recorded
+ *     and what it saw.  eager_bool reads are always strict (they steer
+ *     control flow); the policy for the others is trace_opts.value_reads
+ *     (GRAPH_GUARD_WARN: replay reports a change, see replay/replay.h).
  * Out of memory is an error of the call that needed the memory
  * (TG_ERR_NOMEM; trace_freeze repeats it), never a graph with provenance
  * or call stacks missing; only the caches of walked stacks and provenance

@@ -87,13 +87,15 @@ tg_status ocl_plan_param_changed(ocl_plan *op, const graph_value *v, int32_t id,
 
 /* ---- run.c: the session side ---- */
 
+struct replay_guard_warns; /* replay/internal.h */
+
 ocl_session *ocl_session_new(struct replay_plan *p, char *err, size_t errlen);
 void ocl_session_free(ocl_session *s);
 /* The scratch buffer of ocl.h's ocl_scratch. */
 cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, size_t errlen);
 /* A run with inputs in signature order; outputs as replay_run. */
 tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
-                          replay_tensor *outputs, int nout, int *guard_warnings, char *err,
+                          replay_tensor *outputs, int nout, struct replay_guard_warns *warns, char *err,
                           size_t errlen);
 
 /* ---- prepared nodes, shared by backend.c and run.c ---- */

@@ -329,8 +329,8 @@ static tg_status put_inputs(ocl_session *s, obound *b, const replay_tensor *cons
 }
 
 /* A guard: its value read back (waiting for the steps before it). */
-static tg_status guard_step(ocl_session *s, obound *b, int32_t gi, int *warnings, char *err,
-                            size_t errlen)
+static tg_status guard_step(ocl_session *s, obound *b, int32_t gi, replay_guard_warns *warnings,
+                            char *err, size_t errlen)
 {
     const graph *g = s->p->g;
     const graph_guard *gd = &g->guards[gi];
@@ -355,7 +355,7 @@ static tg_status guard_step(ocl_session *s, obound *b, int32_t gi, int *warnings
     }
     int r = graph_guard_check(g, gd, t, s->host_tmp, s->kerr, sizeof s->kerr);
     if (r == 1)
-        (*warnings)++;
+        replay_guard_warned(warnings, gi, s->kerr);
     if (r == 2) {
         snprintf(err, errlen, "replay: %s", s->kerr);
         return TG_ERR_GUARD;
@@ -457,7 +457,8 @@ static tg_status get_outputs(ocl_session *s, obound *b, replay_tensor *outputs, 
     return TG_OK;
 }
 
-static tg_status steps(ocl_session *s, obound *b, int *warnings, char *err, size_t errlen)
+static tg_status steps(ocl_session *s, obound *b, replay_guard_warns *warnings, char *err,
+                       size_t errlen)
 {
     const replay_plan *p = s->p;
     for (int32_t k = 0; k < p->nitems; k++) {
@@ -471,8 +472,8 @@ static tg_status steps(ocl_session *s, obound *b, int *warnings, char *err, size
 }
 
 tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
-                          replay_tensor *outputs, int nout, int *warnings, char *err,
-                          size_t errlen)
+                          replay_tensor *outputs, int nout, replay_guard_warns *warnings,
+                          char *err, size_t errlen)
 {
     tg_status st;
     obound *b = bound_for(s, in, &st, err, errlen);
