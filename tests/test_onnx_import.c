@@ -560,6 +560,25 @@ static void mb_init_i64(mb *b, Onnx__TensorProto *t, Onnx__TensorProto **ts, con
     b->g.initializer = ts;
 }
 
+/* An initializer: name, f32 (1) or int64 (7) data of nd dims. */
+static void tensor_init(Onnx__TensorProto *t, const char *name, int32_t dtype, int nd,
+                        const int64_t *dims, void *data, size_t n)
+{
+    *t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = dtype;
+    t->n_dims = (size_t)nd;
+    t->dims = (int64_t *)dims;
+    if (dtype == 7) {
+        t->n_int64_data = n;
+        t->int64_data = data;
+    } else {
+        t->n_float_data = n;
+        t->float_data = data;
+    }
+}
+
 /* Tile, Pad's edge and reflect modes, and the ops evaluated at load time
  * only (ReduceProd, Mod, ScatterND) on what they refuse. */
 static void coverage_refusals(void)
@@ -676,16 +695,8 @@ static void instance_norm(void)
     float sc[3] = {1.5f, -0.5f, 2.0f}, bi[3] = {0.25f, 1.0f, -3.0f};
     Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
     int64_t td[1] = {3};
-    for (int i = 0; i < 2; i++) {
-        t[i] = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
-        t[i].name = nin[1 + i];
-        t[i].has_data_type = 1;
-        t[i].data_type = 1;
-        t[i].n_dims = 1;
-        t[i].dims = td;
-        t[i].n_float_data = 3;
-        t[i].float_data = i ? bi : sc;
-    }
+    for (int i = 0; i < 2; i++)
+        tensor_init(&t[i], nin[1 + i], 1, 1, td, i ? bi : sc, 3);
     b.g.n_initializer = 2;
     b.g.initializer = ts;
     Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
@@ -740,16 +751,8 @@ static void rnn_refusals(void)
     b.node.n_input = 3;
     float wd[8] = {0.5f, -1, 0.25f, 2, 1, 0, -0.5f, 1}, rd[4] = {1, -1, 0.5f, 0.25f};
     Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
-    for (int i = 0; i < 2; i++) {
-        t[i] = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
-        t[i].name = nin[1 + i];
-        t[i].has_data_type = 1;
-        t[i].data_type = 1;
-        t[i].n_dims = 3;
-        t[i].dims = (int64_t *)(i ? rs : ws);
-        t[i].n_float_data = i ? 4 : 8;
-        t[i].float_data = i ? rd : wd;
-    }
+    for (int i = 0; i < 2; i++)
+        tensor_init(&t[i], nin[1 + i], 1, 3, i ? rs : ws, i ? (void *)rd : wd, i ? 4 : 8);
     b.g.n_initializer = 2;
     b.g.initializer = ts;
     Onnx__AttributeProto at[2] = {ONNX__ATTRIBUTE_PROTO__INIT, ONNX__ATTRIBUTE_PROTO__INIT};
@@ -781,14 +784,8 @@ static void gather_nd(void)
     tg_status st;
     mb_init(&b, "GatherND", "x", "idx");
     int64_t id[2] = {1, -1}, dims[2] = {1, 2};
-    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT, *ts[1] = {&t};
-    t.name = "idx";
-    t.has_data_type = 1;
-    t.data_type = 7;
-    t.n_dims = 2;
-    t.dims = dims;
-    t.n_int64_data = 2;
-    t.int64_data = id;
+    Onnx__TensorProto t, *ts[1] = {&t};
+    tensor_init(&t, "idx", 7, 2, dims, id, 2);
     b.g.n_initializer = 1;
     b.g.initializer = ts;
     graph *g = mb_load(&b, NULL, &st, err, sizeof err);
