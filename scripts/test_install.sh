@@ -195,7 +195,7 @@ echo "install check: find_package(tracegraph) consumers (C, C++) OK"
 ops_h=$inc/tracegraph/eager/eager_ops.h
 bn_proto='TG_API eager_tensor *eager_batch_norm_at(EAGER_SITE_PARAMS, eager_tensor *x, eager_tensor *scale, eager_tensor *bias, eager_tensor *mean, eager_tensor *var, float eps);'
 for want in "$bn_proto" ' *   scale        gamma [C] (nn.BatchNorm2d'"'"'s weight)' \
-            ' *   var          running variance [C]' ' *   eps          added to var; finite, >= 0 (default 1e-5)'; do
+            ' *   var          running variance [C]' ' *   eps          added to var; finite, >= 0; default 1e-5'; do
     if ! grep -qxF -- "$want" "$ops_h"; then
         echo "install check: $ops_h lacks the line: $want" >&2
         exit 1

@@ -261,7 +261,7 @@ static void header_comment(FILE *h, const opdesc *o, const opdoc *d)
         fprintf(h, " *   %-12s %s%s\n", d->in[i].name, o->max_in < 0 ? "(n of them) " : "",
                 d->in[i].doc);
     for (int i = 0; i < nattrs(o); i++)
-        fprintf(h, " *   %-12s %s (default %s)\n", o->attrs[i].name, d->at[i].doc,
+        fprintf(h, " *   %-12s %s; default %s\n", o->attrs[i].name, d->at[i].doc,
                 def_text(&o->attrs[i]));
     if (o->nout < 0)
         fprintf(h, " *   %-12s room for max_out outputs; returns how many were made, -1 on error\n",
@@ -295,7 +295,7 @@ static void write_ops_md(FILE *m)
             "  every attribute, in the order listed (C has no defaults: pass each; the default shown is\n"
             "  what a file or an ONNX node that leaves it out gets). Ops return a new tensor, or NULL\n"
             "  with the error in `eager_error()` (a NULL input gives NULL and no new error).\n"
-            "- An optional input (marked so) is passed as `EAGER_NONE`.\n"
+            "- An optional input (marked so) is passed as `EAGER_NONE`; only trailing inputs may be left out.\n"
             "- A list attribute (`graph_ints`) is `TG_INTS(1, 2)`, or `TG_NOINTS` for an empty list;\n"
             "  what an empty list means is said per attribute. A string is `TG_STR(\"...\")`.\n"
             "- Images are NCHW: `[N, C, H, W]`. Weights: `linear` `[N, K]` (out, in, as\n"
