@@ -188,7 +188,65 @@ LD_LIBRARY_PATH="$prefix/lib" "$tmp/consumer/build/consumer"
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/consumer/build/consumer_cxx"
 echo "install check: find_package(tracegraph) consumers (C, C++) OK"
 
+# An op called from its installed documentation alone: the generated
+# header names batch_norm's inputs and says what each one is.  The program
+# passes them by those roles (not PyTorch's F.batch_norm order) and checks
+# every element against a naive loop.
+ops_h=$inc/tracegraph/eager/eager_ops.h
+bn_proto='TG_API eager_tensor *eager_batch_norm_at(EAGER_SITE_PARAMS, eager_tensor *x, eager_tensor *scale, eager_tensor *bias, eager_tensor *mean, eager_tensor *var, float eps);'
+for want in "$bn_proto" ' *   scale        gamma [C] (nn.BatchNorm2d'"'"'s weight)' \
+            ' *   var          running variance [C]' ' *   eps          added to var; finite, >= 0; default 1e-5'; do
+    if ! grep -qxF -- "$want" "$ops_h"; then
+        echo "install check: $ops_h lacks the line: $want" >&2
+        exit 1
+    fi
+done
+if grep -q 'eager_tensor \*x[0-9]' "$ops_h"; then
+    echo "install check: $ops_h has unnamed inputs (x0, x1, ...):" >&2
+    grep -n 'eager_tensor \*x[0-9]' "$ops_h" | head -5 >&2
+    exit 1
+fi
+cat > "$tmp/consumer/bn.c" <<'C'
+#include <math.h>
+#include <stdio.h>
+#include <tracegraph.h>
+
+int main(void)
+{
+    enum { N = 2, C = 3, HW = 4 };
+    float xd[N * C * HW], scd[C] = {0.5f, -2, 1.5f}, bd[C] = {0.25f, 1, -3},
+          md[C] = {1, -0.5f, 4}, vd[C] = {0.25f, 2, 9}, eps = 1e-3f;
+    for (int i = 0; i < N * C * HW; i++)
+        xd[i] = (float)((i * 7) % 11) - 5.0f;
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_INTS(N, C, 2, 2), xd);
+    eager_tensor *scale = eager_from_data(GRAPH_F32, TG_INTS(C), scd);
+    eager_tensor *bias = eager_from_data(GRAPH_F32, TG_INTS(C), bd);
+    eager_tensor *mean = eager_from_data(GRAPH_F32, TG_INTS(C), md);
+    eager_tensor *var = eager_from_data(GRAPH_F32, TG_INTS(C), vd);
+    eager_tensor *y = eager_batch_norm(x, scale, bias, mean, var, eps);
+    const float *yd = y ? eager_data(y) : NULL;
+    int bad = !yd;
+    if (!yd)
+        fprintf(stderr, "batch_norm: %s\n", eager_error());
+    for (int i = 0; yd && i < N * C * HW; i++) {
+        int c = i / HW % C;
+        double want = (xd[i] - md[c]) / sqrt((double)vd[c] + eps) * scd[c] + bd[c];
+        if (fabs(yd[i] - want) > 1e-5 * (1 + fabs(want))) {
+            fprintf(stderr, "batch_norm: y[%d] = %g, want %g\n", i, yd[i], want);
+            bad = 1;
+        }
+    }
+    eager_pool_pop();
+    printf("batch_norm from the installed header: %s\n", bad ? "WRONG" : "ok");
+    return bad;
+}
+C
 libdir=$(dirname "$(find "$prefix" -name tracegraph.pc | head -n1)")
+PKG_CONFIG_PATH="$libdir" cc -std=c11 -Wall -Wextra -Werror "$tmp/consumer/bn.c" -o "$tmp/consumer/bn" \
+    $(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs tracegraph) -lm
+LD_LIBRARY_PATH="$(dirname "$libdir")" "$tmp/consumer/bn"
+
 PKG_CONFIG_PATH="$libdir" cc -std=c11 "$tmp/consumer/main.c" -o "$tmp/consumer/pc" \
     $(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs tracegraph)
 LD_LIBRARY_PATH="$(dirname "$libdir")" "$tmp/consumer/pc"
