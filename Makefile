@@ -10,7 +10,8 @@
 #                  then every loader and the tool (fuzz_cli) fuzzed for a bounded time
 #   make bench     run the benchmarks: micro-benchmarks, the workload suite
 #                  and the same workloads in PyTorch (installs python3-torch)
-#                  (bench/results/{latest,peers}.json, latest.{md,png}, README table),
+#                  (bench/results/{latest,peers}.json, latest.{md,png}, the tables of
+#                  docs/PERFORMANCE.md),
 #                  then make bench-real
 #   make bench-real  real models (torchvision CNNs, ViT, a TransformerEncoder)
 #                  imported -O0/-O3, checked against PyTorch, timed against
@@ -83,7 +84,8 @@ test-install: build
 # machine (bench/peers/run.sh: installs python3-torch here only, never for
 # `make test`; without it the peer columns say why they are missing):
 # bench/results/peers.json.  Then the Markdown tables (latest.md, embedded
-# in README.md between the bench markers) and chart (latest.png, gnuplot).
+# in docs/PERFORMANCE.md between the bench markers) and chart (latest.png,
+# gnuplot).
 # The tables and chart are written even when the suite fails (replay
 # differing from eager is a bug); make then fails.  SUITE_FLAGS: e.g.
 # --quick, --workloads mlp,tiny, --threads 1.  PEER_FLAGS: flags of
@@ -101,12 +103,12 @@ bench: build
 	@mkdir -p bench/results
 	@st=0; mkdir -p $(BUILD)/bench-tgraph; \
 	  rev=$$(git rev-parse --short HEAD 2>/dev/null) && \
-	    { git diff --quiet HEAD -- . ':!bench/results' ':!README.md' || rev="$$rev+changes"; }; \
+	    { git diff --quiet HEAD -- . ':!bench/results' ':!docs/PERFORMANCE.md' || rev="$$rev+changes"; }; \
 	  ./$(BUILD)/suite --out bench/results/latest.json --save-dir $(BUILD)/bench-tgraph \
 	    $${rev:+--commit $$rev} $(SUITE_FLAGS) || st=$$?; \
 	  bench/peers/run.sh bench/results/peers.json $(PEER_FLAGS) --tgraph-dir $(BUILD)/bench-tgraph \
 	    --suite-json bench/results/latest.json --tracegraph $(BUILD)/tracegraph; \
-	  bench/table.sh bench/results/latest.json bench/results/latest.md README.md && \
+	  bench/table.sh bench/results/latest.json bench/results/latest.md docs/PERFORMANCE.md && \
 	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
 	@$(MAKE) --no-print-directory bench-real || \
 	  echo "bench: make bench-real failed (above); the other results stand" >&2

@@ -1,29 +1,45 @@
 #!/bin/sh
 # table.sh - the Markdown tables of a bench/suite.c result file, embedded in
-# the README between <!-- bench:begin --> and <!-- bench:end -->.
+# docs/PERFORMANCE.md between <!-- bench:begin --> and <!-- bench:end -->.
 #
-#   bench/table.sh [RESULT.json [OUT.md [README.md [PEERS.json]]]]
+#   bench/table.sh [RESULT.json [OUT.md [DOC.md [PEERS.json]]]]
 #
-# Defaults: bench/results/latest.json, bench/results/latest.md, README.md,
-# and PEERS.json = peers.json next to RESULT.json (paths from the
-# repository root).  PEERS.json (bench/peers/torch_workloads.py: PyTorch
-# and ONNX Runtime measured in the same `make bench` run) gives the peer
-# table; where ONNX Runtime could not be measured it quotes the issue's
-# figure (bench/peers/issue6_reported.json, another machine), marked so;
-# without PEERS.json the peer table says why it is missing.
-# The README is only rewritten when it holds both markers; everything
+# Defaults: bench/results/latest.json, bench/results/latest.md,
+# docs/PERFORMANCE.md, and PEERS.json = peers.json next to RESULT.json
+# (paths from the repository root).  The tables end with a link to the
+# chart that bench/plot.sh draws next to OUT.md (OUT.png), relative to the
+# file holding it (OUT.md, DOC.md).  PEERS.json (bench/peers/
+# torch_workloads.py: PyTorch and ONNX Runtime measured in the same
+# `make bench` run) gives the peer table; where ONNX Runtime could not be
+# measured it quotes the issue's figure (bench/peers/issue6_reported.json,
+# another machine), marked so; without PEERS.json the peer table says why
+# it is missing.
+# DOC.md is only rewritten when it holds both markers; everything
 # between them is replaced.  POSIX sh + awk.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 json=${1:-$root/bench/results/latest.json}
 out=${2:-$root/bench/results/latest.md}
-readme=${3:-$root/README.md}
+doc=${3:-$root/docs/PERFORMANCE.md}
 peers=${4:-$(dirname "$json")/peers.json}
 reported=$root/bench/peers/issue6_reported.json
 [ -r "$json" ] || { echo "table.sh: cannot read $json" >&2; exit 1; }
 have_peers=0
 [ ! -r "$peers" ] || have_peers=1
+
+# abspath FILE: FILE with an absolute directory (the directory must exist).
+abspath() { printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"; }
+# relpath FILE DIR: the path of FILE (absolute) as seen from DIR (absolute).
+relpath() {
+    base=$2 up=
+    while [ "$base" != / ]; do
+        case $1 in "$base"/*) printf '%s%s\n' "$up" "${1#"$base"/}"; return ;; esac
+        base=$(dirname "$base") up=../$up
+    done
+    printf '%s%s\n' "$up" "${1#/}"
+}
+chart=$(abspath "${out%.md}").png
 
 # One key<TAB>value stream: the suite's keys as they are, the peers' and
 # the issue's prefixed with "peers:" and "issue:".
@@ -31,7 +47,8 @@ have_peers=0
     awk -f "$root/bench/json_flat.awk" "$json"
     [ $have_peers = 0 ] || awk -f "$root/bench/json_flat.awk" "$peers" | sed 's/^/peers:/'
     [ ! -r "$reported" ] || awk -f "$root/bench/json_flat.awk" "$reported" | sed 's/^/issue:/'
-} | awk -F '\t' -v have_peers=$have_peers -v peers_file="$peers" '
+} | awk -F '\t' -v have_peers=$have_peers -v peers_file="$peers" \
+    -v chart="$(relpath "$chart" "$(dirname "$(abspath "$out")")")" '
 function ms(x) {
     if (x == "" || x == "null") return "FAIL"
     x += 0
@@ -239,16 +256,25 @@ END {
         }
     }
     print ""
-    print "![eager vs replay per level](bench/results/latest.png)"
+    printf "![eager vs replay per level](%s)\n", chart
 }' >"$out"
 echo "table.sh: wrote $out"
 
-if [ -w "$readme" ] && grep -q '<!-- bench:begin -->' "$readme" &&
-    grep -q '<!-- bench:end -->' "$readme"; then
-    tmp=$readme.tmp.$$
-    awk -v table="$out" '
-        /<!-- bench:begin -->/ { print; while ((getline l < table) > 0) print l; skip = 1; next }
+if [ -w "$doc" ] && grep -q '<!-- bench:begin -->' "$doc" &&
+    grep -q '<!-- bench:end -->' "$doc"; then
+    doc=$(abspath "$doc")
+    tmp=$doc.tmp.$$
+    # The chart's link, relative to DOC.md instead of OUT.md.
+    awk -v table="$out" -v chart="$(relpath "$chart" "$(dirname "$doc")")" '
+        /<!-- bench:begin -->/ {
+            print
+            while ((getline l < table) > 0) {
+                if (l ~ /^!\[eager vs replay per level\]\(/) l = "![eager vs replay per level](" chart ")"
+                print l
+            }
+            skip = 1; next
+        }
         /<!-- bench:end -->/ { skip = 0 }
-        !skip' "$readme" >"$tmp" && mv "$tmp" "$readme"
-    echo "table.sh: embedded it in $readme"
+        !skip' "$doc" >"$tmp" && mv "$tmp" "$doc"
+    echo "table.sh: embedded it in $doc"
 fi

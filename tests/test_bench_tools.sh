@@ -5,7 +5,8 @@
 # turns it into the Markdown tables without a peer file (and says why) and
 # with a hand-written one (the peer and peak tables); bench/compare.sh
 # compares the file with itself (every ratio 1.000); bench/plot.sh draws
-# the chart when gnuplot is installed.  Helpers: checks.sh.
+# the chart when gnuplot is installed; table.sh embeds its tables between a
+# document's bench markers.  Helpers: checks.sh.
 # Prints "N passed, M failed"; exits non-zero on any failure.
 set -u
 SRC=${1:?usage: test_bench_tools.sh SOURCE_DIR BUILD_DIR}
@@ -62,6 +63,23 @@ has b.md "*(issue)*"                          # tiny: the issue's ORT figure, ma
 has b.md "**The same ONNX file in both engines.**"
 has b.md "| mlp | 1 | 0.500 | 0.300 | 0.250 | 0.60× | 5 -> 3 | 4.0e-07 |"
 has b.md "| tiny | 1 | - | FAIL: tracegraph opt exited 1: boom | - | - | - | - |"
+
+# embedded in a document between the bench markers (as make bench does in
+# docs/PERFORMANCE.md): the text around them kept, what was between them
+# replaced, the chart linked relative to each file (a.png next to b.md)
+mkdir -p sub/docs
+printf 'before\n<!-- bench:begin -->\nold table\n<!-- bench:end -->\nafter\n' >sub/docs/P.md
+expect 0 sh "$SRC/bench/table.sh" a.json b.md sub/docs/P.md peers.json
+has b.md "![eager vs replay per level](b.png)"
+has sub/docs/P.md "![eager vs replay per level](../../b.png)"
+has sub/docs/P.md "| 0.50× | 2.0e-06 / 3.0e-07 |"
+lacks sub/docs/P.md "old table"
+if [ "$(head -n2 sub/docs/P.md)" = "$(printf 'before\n<!-- bench:begin -->')" ] &&
+    [ "$(tail -n2 sub/docs/P.md)" = "$(printf '<!-- bench:end -->\nafter')" ]; then
+    good
+else
+    bad "table.sh did not keep the text around the markers of sub/docs/P.md"
+fi
 
 # compare: a file against itself
 expect 0 sh "$SRC/bench/compare.sh" a.json a.json
