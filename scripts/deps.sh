@@ -4,7 +4,7 @@
 # fails, so `make` never half-builds.  Usage: scripts/deps.sh [extra-pkg...]
 set -euo pipefail
 
-# Why each is here is in README.md ("Dependencies").
+# Why each is here is in docs/GUIDE.md ("Dependencies").
 PKGS=(build-essential cmake pkg-config libzstd-dev libunwind-dev uthash-dev
       libdnnl-dev clang libclang-rt-14-dev
       ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd

@@ -3,7 +3,8 @@
 # builds consumers against it: a CMake project using find_package (a C and a
 # C++ program) and plain compiles using pkg-config (C with cc, C++ with c++:
 # the public headers declare everything extern "C").  Each must build, run
-# and print the right number.
+# and print the right number.  Last, the example of README.md is extracted,
+# built with the README's own command and run.
 #
 # Before that it checks the installed surface (graph/api.h): the headers
 # installed are exactly tracegraph.h and what it includes, each compiles
@@ -254,3 +255,33 @@ PKG_CONFIG_PATH="$libdir" c++ -std=c++17 "$tmp/consumer/main.cpp" -o "$tmp/consu
     $(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs tracegraph)
 LD_LIBRARY_PATH="$(dirname "$libdir")" "$tmp/consumer/pcxx"
 echo "install check: pkg-config consumers (C, C++) OK"
+
+# The README's example, as a newcomer would build it: the C block between
+# <!-- example:begin --> and <!-- example:end -->, compiled with the
+# README's pkg-config command (-Wl,-rpath to the prefix's libdir, so it
+# runs without LD_LIBRARY_PATH: the run-time path note) and run in a
+# directory of its own (it writes model.tgraph).  It checks its replay
+# against eager itself; a non-zero exit, or no model.tgraph, fails.
+readme=$src/README.md
+mkdir -p "$tmp/readme"
+awk '/<!-- example:begin -->/ { on = 1; next }
+     /<!-- example:end -->/ { on = 0 }
+     on && !/^```/' "$readme" > "$tmp/readme/example.c"
+if ! grep -q 'int main' "$tmp/readme/example.c"; then
+    echo "install check: no C example between <!-- example:begin --> and" \
+         "<!-- example:end --> in $readme" >&2
+    exit 1
+fi
+if ! (cd "$tmp/readme" && export PKG_CONFIG_PATH="$libdir" &&
+      cc -std=c11 -Wall -Wextra -Werror example.c -o example \
+          $(pkg-config --cflags --libs tracegraph) \
+          -Wl,-rpath,"$(pkg-config --variable=libdir tracegraph)"); then
+    echo "install check: the README's example (README.md, between the example markers)" \
+         "does not compile against the installed prefix" >&2
+    exit 1
+fi
+if ! (cd "$tmp/readme" && env -u LD_LIBRARY_PATH ./example) || [ ! -s "$tmp/readme/model.tgraph" ]; then
+    echo "install check: the README's example failed when run (above)" >&2
+    exit 1
+fi
+echo "install check: the README's example builds and runs OK"
