@@ -21,6 +21,7 @@
  * from a one-thread run.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -776,4 +777,81 @@ tg_status eager_kernel_argmin(const eager_kargs *a)
     const arg_fns *f = arg_pick(a->in_type[0].dtype, &k_argmin_f32, &k_argmin_i64,
                                 &k_argmin_i32);
     return run_arg(a, f, at->axis, at->select_last != 0);
+}
+
+/* ---- topk ---- */
+
+/*
+ * topk: per line along the axis, the (value, index) pairs sorted by the
+ * op's order (largest: a greater value first, NaN greatest; smallest:
+ * a smaller value first, NaN last; equal values, NaNs among them, by
+ * index) and the first k kept.  qsort on each line's pairs: O(n log n).
+ */
+typedef struct topk_pair {
+    float v;
+    int64_t i;
+} topk_pair;
+
+/* a above b (NaN above every number). */
+static int topk_gt(float a, float b)
+{
+    return a > b || (a != a && b == b);
+}
+
+static int topk_cmp_largest(const void *pa, const void *pb)
+{
+    const topk_pair *a = pa, *b = pb;
+    if (topk_gt(a->v, b->v))
+        return -1;
+    if (topk_gt(b->v, a->v))
+        return 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+static int topk_cmp_smallest(const void *pa, const void *pb)
+{
+    const topk_pair *a = pa, *b = pb;
+    if (topk_gt(b->v, a->v))
+        return -1;
+    if (topk_gt(a->v, b->v))
+        return 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+tg_status eager_kernel_topk(const eager_kargs *a)
+{
+    const graph_topk_attrs *at = a->attrs;
+    const graph_type *x = &a->in_type[0];
+    int axis = graph_norm_axis(at->axis, x->ndim); /* checked by inference */
+    int64_t len = x->dim[axis], k = at->k, outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dim[d];
+    for (int d = axis + 1; d < x->ndim; d++)
+        inner *= x->dim[d];
+    int64_t lines = outer * inner;
+    if (lines == 0 || k == 0)
+        return TG_OK;
+    int nt = lines * len >= EAGER_PAR_MIN ? a->nthreads : 1;
+    topk_pair *buf = tg_malloc((size_t)nt * (size_t)len * sizeof *buf + 1);
+    if (!buf)
+        return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for %d lines of %lld", nt,
+                                 (long long)len);
+    const float *in = a->in[0];
+    float *vals = a->out[0];
+    int64_t *idx = a->out[1];
+    int (*cmp)(const void *, const void *) = at->largest ? topk_cmp_largest : topk_cmp_smallest;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t l = 0; l < lines; l++) {
+        topk_pair *p = buf + (int64_t)omp_get_thread_num() * len;
+        int64_t o = l / inner, j = l % inner;
+        for (int64_t e = 0; e < len; e++)
+            p[e] = (topk_pair){in[(o * len + e) * inner + j], e};
+        qsort(p, (size_t)len, sizeof *p, cmp);
+        for (int64_t r = 0; r < k; r++) {
+            vals[(o * k + r) * inner + j] = p[r].v;
+            idx[(o * k + r) * inner + j] = p[r].i;
+        }
+    }
+    tg_free(buf);
+    return TG_OK;
 }

@@ -485,6 +485,38 @@ static tg_status cv_arg(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
+/* TopK: K an input (opset 10 on, a constant) or the attribute k
+ * (opset 1); Values and Indices. */
+static tg_status cv_topk(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    int64_t axis, largest, sorted, kattr;
+    graph_ints k = {1, {0}};
+    int32_t x, y[2];
+    tg_status st = onnx_attr_int(r, "axis", -1, &axis);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "largest", 1, &largest);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "sorted", 1, &sorted);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "k", -1, &kattr);
+    if (st == TG_OK && onnx_has_input(r, 1))
+        st = onnx_const_ints(r, 1, "K", &k, 1);
+    else if (st == TG_OK)
+        k.v[0] = kattr;
+    if (st == TG_OK && k.n != 1)
+        return onnx_fail(r, TG_ERR_FORMAT, "K has %d entries, want 1", k.n);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    graph_topk_attrs a = {k.v[0], axis, largest, sorted};
+    st = onnx_add(r, GRAPH_OP_topk, &x, 1, &a, y, 2);
+    if (st == TG_OK)
+        st = onnx_bind(r, 0, y[0]);
+    return st == TG_OK ? onnx_bind(r, 1, y[1]) : st;
+}
+
 /* ---- the table ---- */
 
 #define U(name, gop) {name, cv_unary, GRAPH_OP_##gop, 1, 1, 1, ""}
@@ -539,6 +571,7 @@ static const onnx_op table[] = {
     {"ReduceMean", cv_reduce, GRAPH_OP_reduce_mean, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceMax", cv_reduce, GRAPH_OP_reduce_max, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ArgMax", cv_arg, GRAPH_OP_argmax, 1, 1, 1, "axis,keepdims,select_last_index"},
+    {"TopK", cv_topk, 0, 1, 2, 2, "axis,k,largest,sorted"},
     {"ArgMin", cv_arg, GRAPH_OP_argmin, 1, 1, 1, "axis,keepdims,select_last_index"},
     {"ReduceMin", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceSumSquare", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},

@@ -613,6 +613,19 @@ static tg_status emit_arg(onnx_w *w)
     return w->st;
 }
 
+/* topk: TopK with K as an initializer; Values and Indices. */
+static tg_status emit_topk(onnx_w *w)
+{
+    const graph_topk_attrs *a = graph_node_attrs(w->cur);
+    const char *in[2] = {onnxw_in(w, 0), onnxw_const_i64s(w, "k", &a->k, 1)};
+    const char *out[2] = {onnxw_out(w, 0), onnxw_out(w, 1)};
+    Onnx__NodeProto *o = onnxw_node(w, "TopK", in, 2, out, 2);
+    onnxw_attr_i(w, o, "axis", a->axis);
+    onnxw_attr_i(w, o, "largest", a->largest);
+    onnxw_attr_i(w, o, "sorted", a->sorted);
+    return w->st;
+}
+
 /* conv2d_blk: unblock x (and the residual), conv + epilogue, block. */
 static tg_status emit_conv2d_blk(onnx_w *w)
 {
@@ -679,6 +692,7 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_reduce_max: return emit_reduce(w);
     case GRAPH_OP_argmax:
     case GRAPH_OP_argmin: return emit_arg(w);
+    case GRAPH_OP_topk: return emit_topk(w);
     default: return onnxw_emit_shape_op(w);
     }
 }

@@ -224,3 +224,34 @@ tg_status graph_infer_arg(graph_infer_ctx *c)
         return graph_infer_fail(c, TG_ERR_SHAPE, "%s over an empty axis", c->op->name);
     return TG_OK;
 }
+
+/* topk: values (x's dtype) and i64 indices, x's shape with k on axis. */
+tg_status graph_infer_topk(graph_infer_ctx *c)
+{
+    const graph_topk_attrs *a = c->attrs;
+    const graph_type *x = &c->in[0];
+    if (a->largest != 0 && a->largest != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "largest must be 0 or 1, got %lld",
+                                (long long)a->largest);
+    if (a->sorted != 0 && a->sorted != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "sorted must be 0 or 1, got %lld",
+                                (long long)a->sorted);
+    if (x->ndim < 1)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "x must have rank >= 1, got 0-D");
+    int axis = graph_norm_axis(a->axis, x->ndim);
+    if (axis < 0)
+        return graph_infer_fail(c, TG_ERR_AXIS, "axis %lld out of range for %d dims",
+                                (long long)a->axis, x->ndim);
+    if (a->k < 0 || a->k > x->dim[axis])
+        return graph_infer_fail(c, TG_ERR_ARG, "k %lld is not in 0 .. %lld (dim %d)",
+                                (long long)a->k, (long long)x->dim[axis], axis);
+    if (c->max_out < 2)
+        return graph_infer_fail(c, TG_ERR_ARG, "topk makes 2 outputs, room for %d",
+                                c->max_out);
+    c->out[0] = *x;
+    c->out[0].dim[axis] = a->k;
+    c->out[1] = c->out[0];
+    c->out[1].dtype = GRAPH_I64;
+    c->nout = 2;
+    return TG_OK;
+}

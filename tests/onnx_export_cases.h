@@ -336,6 +336,8 @@ CASE(transpose) { ND(c, transpose, ATTRS(transpose, TG_INTS(2, 0, 1)), inpf(c, S
 CASE(transpose_reverse_i64) { ND(c, transpose, ATTRS(transpose, TG_NOINTS), inp(c, GRAPH_I64, SH(2, 3, 4), -9, 9)); }
 CASE(concat) { ND(c, concat, ATTRS(concat, 1), inpf(c, SH(2, 1, 3)), inpf(c, SH(2, 4, 3)), inpf(c, SH(2, 2, 3))); }
 CASE(concat_i32_neg) { ND(c, concat, ATTRS(concat, -1), inp(c, GRAPH_I32, SH(2, 3), -9, 9), inp(c, GRAPH_I32, SH(2, 2), -9, 9)); }
+CASE(topk) { ND(c, topk, ATTRS(topk, 3, 1, 1, 1), inpf(c, SH(2, 7, 3))); }
+CASE(topk_smallest) { ND(c, topk, ATTRS(topk, 2, -1, 0, 1), inpf(c, SH(4, 5))); }
 CASE(split_rest) { ND(c, split, ATTRS(split, 1, TG_INTS(2, -1, 1)), inpf(c, SH(2, 7, 3))); }
 CASE(split_last) { ND(c, split, ATTRS(split, -1, TG_INTS(3, 3)), inp(c, GRAPH_I64, SH(2, 6), -9, 9)); }
 CASE(slice_reverse) { ND(c, slice, ATTRS(slice, TG_INTS(1), TG_INTS(-1), TG_INTS(-100), TG_INTS(-1)), inpf(c, SH(2, 5, 3))); }
@@ -572,6 +574,8 @@ static const case_def op_cases[] = {
     C_(conv2d_ep_add_tanh), C_(conv2d_ep_silu_stride), C_(conv2d_ep_hardsigmoid), C_(to_blocked),
     C_(from_blocked), C_(conv2d_blk_add_relu),
     C_(conv2d_blk_stride_gelu),
+    C_(topk),
+    C_(topk_smallest),
     C_(to_blocked_pad),
     C_(from_blocked_pad),
     C_(conv2d_blk_stem),

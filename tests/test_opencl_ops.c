@@ -138,6 +138,14 @@ static const ocase cases[] = {
     {G1("%x: i64[2,300]", "i64[2,1]", "  %1: i64[2,1] = argmin(%x) {axis=1}"), -3, 3, EW},
     {G1("%x: f32[9,6]", "i64[6]",
         "  %1: i64[6] = argmin(%x) {keepdim=0, select_last=1}"), -2, 2, EW},
+    /* topk: largest along the last axis, smallest along a middle one (ties
+     * from the rounded inputs: the lower index first) */
+    {"graph t(%x: f32[3,70]) -> (y: f32[3,5], i: i64[3,5]) {\n"
+     "  %1: f32[3,5], %2: i64[3,5] = topk(%x) {k=5}\n"
+     "  return y = %1\n  return i = %2\n}\n", -2, 2, EW},
+    {"graph t(%x: f32[2,9,4]) -> (y: f32[2,3,4], i: i64[2,3,4]) {\n"
+     "  %1: f32[2,3,4], %2: i64[2,3,4] = topk(%x) {k=3, axis=1, largest=0}\n"
+     "  return y = %1\n  return i = %2\n}\n", -2, 2, EW},
     /* shape and data movement */
     {G1("%x: f32[3,4,5]", "f32[12,5]", "  %1: f32[12,5] = reshape(%x) {shape=[12,5]}"), -2, 2, EW},
     {G1("%x: f32[3,4,5]", "f32[3,20]", "  %1: f32[3,20] = flatten(%x) {start=1}"), -2, 2, EW},

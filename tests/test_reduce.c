@@ -360,6 +360,75 @@ static void test_errors(void)
     eager_release(e), eager_release(s);
 }
 
+/* ---- topk ---- */
+
+/* Does w at index m come before v at index e (the op's order)? */
+static int topk_before(float w, int64_t m, float v, int64_t e, int largest)
+{
+    int wgt = w > v || (isnan(w) && !isnan(v)), vgt = v > w || (isnan(v) && !isnan(w));
+    return largest ? (wgt || (!vgt && m < e)) : (vgt || (!wgt && m < e));
+}
+
+/*
+ * topk of x [o, n, i] along axis 1 against a reference by rank: the
+ * element with r elements before it in the order is output r; ties from
+ * values rounded to quarters, NaNs at two places.
+ */
+static void check_topk(int line, int64_t o, int64_t n, int64_t in, int64_t k, int largest)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(o, n, in), (uint64_t)line, -2, 2);
+    float *px = eager_data_mut(x);
+    for (int64_t e = 0; e < o * n * in; e++)
+        px[e] = roundf(px[e] * 4) / 4;
+    px[0] = NAN;
+    px[o * n * in - 1] = NAN;
+    eager_tensor *out[2] = {NULL, NULL};
+    int got = eager_topk(x, k, 1, largest, 1, out, 2);
+    check_report(got == 2, __FILE__, line, "topk runs: %s", eager_error());
+    if (got == 2) {
+        const float *v = eager_peek(out[0]);
+        const int64_t *ix = eager_peek(out[1]);
+        int ok = 1;
+        for (int64_t a = 0; a < o; a++)
+            for (int64_t c = 0; c < in; c++)
+                for (int64_t e = 0; e < n; e++) {
+                    float xe = px[(a * n + e) * in + c];
+                    int64_t r = 0;
+                    for (int64_t m = 0; m < n; m++)
+                        r += topk_before(px[(a * n + m) * in + c], m, xe, e, largest);
+                    if (r >= k)
+                        continue;
+                    int64_t at = (a * k + r) * in + c;
+                    ok &= ix[at] == e && (v[at] == xe || (isnan(v[at]) && isnan(xe)));
+                }
+        check_report(ok, __FILE__, line, "topk k=%lld largest=%d matches the rank reference",
+                     (long long)k, largest);
+    }
+    eager_pool_pop();
+}
+
+static void test_topk(void)
+{
+    check_topk(__LINE__, 2, 9, 3, 4, 1);
+    check_topk(__LINE__, 2, 9, 3, 4, 0);
+    check_topk(__LINE__, 1, 50, 1, 50, 1); /* everything, in order */
+    check_topk(__LINE__, 3, 7, 2, 0, 1);   /* k 0: empty outputs */
+    check_topk(__LINE__, 40, 300, 4, 7, 0); /* threads */
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(2, 3), 1, -1, 1), *out[2];
+    CHECK(eager_topk(x, 4, -1, 1, 1, out, 2) < 0);
+    CHECK_ERROR("topk: [2,3]: k 4 is not in 0 .. 3 (dim 1)");
+    CHECK(eager_topk(x, 1, 2, 1, 1, out, 2) < 0);
+    CHECK_ERROR("axis 2 out of range for 2 dims");
+    CHECK(eager_topk(x, 1, 0, 2, 1, out, 2) < 0);
+    CHECK_ERROR("largest must be 0 or 1, got 2");
+    CHECK(eager_topk(eager_full(GRAPH_F32, TG_NOINTS, 1), 1, 0, 1, 1, out, 2) < 0);
+    CHECK_ERROR("x must have rank >= 1, got 0-D");
+    eager_clear_error();
+    eager_pool_pop();
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -368,6 +437,7 @@ int main(void)
     test_scalar_and_empty();
     test_extremes();
     test_errors();
+    test_topk();
     eager_pool_push();
     eager_tensor *x = eager_rand_uniform(TG_SHAPE(8, 9), 3, -1.0f, 1.0f);
     eager_tensor *y = eager_reduce_mean(eager_reduce_sum(x, TG_INTS(0), 1), TG_NOINTS, 0);

@@ -676,6 +676,32 @@ static tg_status argmin_enqueue(ocl_launch *l)
     return arg_enqueue(l, a->axis, a->select_last);
 }
 
+/* topk (f32): nn_topk_f32, one item per element (cl/nn_arg.cl). */
+static tg_status topk_prepare(ocl_prep *c)
+{
+    tg_status st = need_f32(c);
+    if (st == TG_OK)
+        st = ocl_prep_program(c, "nn_arg", NULL, NULL);
+    return st == TG_OK ? ocl_prep_kernel(c, "nn_topk_f32") : st;
+}
+
+static tg_status topk_enqueue(ocl_launch *l)
+{
+    const graph_topk_attrs *a = l->attrs;
+    const graph_type *x = &l->in_type[0];
+    int axis = graph_norm_axis(a->axis, x->ndim); /* checked by inference */
+    int64_t len = x->dim[axis], inner = dims_prod(x, axis + 1, x->ndim);
+    int64_t n = graph_type_numel(x);
+    if (n == 0 || a->k == 0)
+        return TG_OK;
+    tg_status st = ocl_set_args(l, l->k[0], "mmmlllli", l->in[0], l->out[0], l->out[1], n, len,
+                                inner, (int64_t)a->k, (int)a->largest);
+    size_t global[1] = {(size_t)n};
+    const size_t local[1] = {64};
+    return st ? st : run_nd(l, l->k[0], 1, global, local);
+}
+
+static const ocl_op topk_op = {topk_prepare, topk_enqueue};
 static const ocl_op argmax_op = {arg_prepare, argmax_enqueue};
 static const ocl_op argmin_op = {arg_prepare, argmin_enqueue};
 
@@ -702,4 +728,5 @@ void ocl_register_nn(const ocl_op **t)
     t[GRAPH_OP_reduce_max] = &reduce_max_op;
     t[GRAPH_OP_argmax] = &argmax_op;
     t[GRAPH_OP_argmin] = &argmin_op;
+    t[GRAPH_OP_topk] = &topk_op;
 }

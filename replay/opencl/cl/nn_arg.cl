@@ -92,3 +92,31 @@ ARG_KERNELS(nn_argmax_i32, int, IGT, IGE)
 ARG_KERNELS(nn_argmin_f32, float, FLT, FLE)
 ARG_KERNELS(nn_argmin_i64, long, ILT, ILE)
 ARG_KERNELS(nn_argmin_i32, int, ILT, ILE)
+
+/*
+ * topk (f32): one item per element of x, global size n = outer*len*inner.
+ * The element's rank in its line is the count of elements that come
+ * before it in the op's order (largest: greater first; smallest: smaller
+ * first; NaN counts as the largest; equal values by index); an element of
+ * rank below k is written at that rank, with its index.  O(len) per item.
+ */
+__kernel void nn_topk_f32(__global const float *x, __global float *y, __global long *yi,
+                          long n, long len, long inner, long k, int largest)
+{
+    long g = get_global_id(0);
+    if (g >= n)
+        return;
+    long o = g / (len * inner), e = g / inner % len, j = g % inner;
+    __global const float *line = x + o * len * inner + j;
+    float v = line[e * inner];
+    long rank = 0;
+    for (long m = 0; m < len; m++) {
+        float w = line[m * inner];
+        int gt = FGT(w, v), lt = FGT(v, w);
+        rank += largest ? (gt || (!lt && m < e)) : (lt || (!gt && m < e));
+    }
+    if (rank < k) {
+        y[(o * k + rank) * inner + j] = v;
+        yi[(o * k + rank) * inner + j] = e;
+    }
+}
