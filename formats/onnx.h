@@ -114,7 +114,8 @@
  * refused), GlobalAveragePool,
  * BatchNormalization (inference), InstanceNormalization (layer_norm
  * over the dims from 2 on, then scale and B per channel: PyTorch's
- * GroupNorm export), TopK (f32; K a constant), GatherND (constant indices, checked at load time,
+ * GroupNorm export), TopK (f32; K a constant), NonZero (of a load-time
+ * constant only: its result's shape depends on the data), GatherND (constant indices, checked at load time,
  * as one gather of flattened rows), RNN, GRU and LSTM (unrolled over a fixed sequence
  * length into linear and elementwise ops, onnx_read_rnn.c: forward,
  * reverse, bidirectional, layout 0 and 1, clip, peepholes, GRU's

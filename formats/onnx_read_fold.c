@@ -554,6 +554,7 @@ static const struct {
     {"ReduceProd", onnx_fold_reduce_prod, 0},
     {"Mod", onnx_fold_mod, 0},
     {"ScatterND", onnx_fold_scatter_nd, 0},
+    {"NonZero", onnx_fold_nonzero, 0},
 };
 
 tg_status onnx_fold(onnx_reader *r, const onnx_op *op, int *done)

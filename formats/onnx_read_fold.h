@@ -173,5 +173,6 @@ static inline int64_t dims_prod(const graph_type *t, int from, int to)
 tg_status onnx_fold_reduce_prod(onnx_reader *r, int kind, int *done);
 tg_status onnx_fold_mod(onnx_reader *r, int kind, int *done);
 tg_status onnx_fold_scatter_nd(onnx_reader *r, int kind, int *done);
+tg_status onnx_fold_nonzero(onnx_reader *r, int kind, int *done);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * onnx_read_fold_eval.c - ONNX ops the importer evaluates at load time
- * only (their inputs must be constants): ReduceProd, Mod and ScatterND,
+ * only (their inputs must be constants): ReduceProd, Mod, ScatterND and NonZero,
  * with the arithmetic and marks of onnx_read_fold.c, and the refusal of
  * such a node whose inputs are not all constants.
  */
@@ -200,7 +200,43 @@ tg_status onnx_fold_scatter_nd(onnx_reader *r, int kind, int *done)
     return res_bind(r, &o, derived, done);
 }
 
-/* ReduceProd, Mod and ScatterND, which only exist folded. */
+/*
+ * NonZero: the i64 [rank, nnz] coordinates of data's nonzero elements
+ * (NaN included, as NumPy), in row-major order.  Its shape depends on the
+ * data, so it exists only folded; positions that depend on traced values
+ * are marked derived.  A 0-D input is not folded (the converter names it).
+ */
+tg_status onnx_fold_nonzero(onnx_reader *r, int kind, int *done)
+{
+    (void)kind;
+    const onnx_entry *a = arg(r, 0);
+    int nd = a->type.ndim, ok, derived = 0;
+    if (nd < 1)
+        return TG_OK;
+    int64_t n = graph_type_numel(&a->type), nnz = 0;
+    for (int64_t k = 0; k < n; k++) {
+        nnz += get_d(a, k) != 0 || (a->type.dtype == GRAPH_F32 && isnan(get_d(a, k)));
+        derived |= mark(a, k) != ONNX_SYM_CONST;
+    }
+    graph_type t = {GRAPH_I64, 2, {nd, nnz}};
+    fres o;
+    tg_status st = res_new(r, &o, &t, &ok);
+    if (st != TG_OK || !ok)
+        return st;
+    for (int64_t k = 0, j = 0; k < n; k++) {
+        double v = get_d(a, k);
+        if (!(v != 0 || (a->type.dtype == GRAPH_F32 && isnan(v))))
+            continue;
+        for (int64_t d = nd - 1, rest = k; d >= 0; d--) {
+            put_l(&o, d * nnz + j, rest % a->type.dim[d]);
+            rest /= a->type.dim[d];
+        }
+        j++;
+    }
+    return res_bind(r, &o, derived, done);
+}
+
+/* ReduceProd, Mod, ScatterND and NonZero, which only exist folded. */
 tg_status onnx_cv_folded_only(onnx_reader *r, const onnx_op *op)
 {
     const onnx_entry *e;
@@ -218,6 +254,8 @@ tg_status onnx_cv_folded_only(onnx_reader *r, const onnx_op *op)
     const char *what = !strcmp(op->name, "Mod")
         ? "two f32, i64 or i32 operands of one dtype that broadcast, fmod 0 or 1, "
           "no integer divisor 0"
+        : !strcmp(op->name, "NonZero")
+        ? "an input of rank 1 or more (the result's shape depends on the data)"
         : !strcmp(op->name, "ScatterND")
         ? "i64/i32 indices in range whose last dim k is at most data's rank, "
           "updates of shape indices.shape[:-1] + data.shape[k:], and a reduction the "

@@ -620,6 +620,7 @@ static const onnx_op table[] = {
     {"ReduceProd", onnx_cv_folded_only, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"Mod", onnx_cv_folded_only, 0, 2, 2, 1, "fmod"},
     {"ScatterND", onnx_cv_folded_only, 0, 3, 3, 1, "reduction"},
+    {"NonZero", onnx_cv_folded_only, 0, 1, 1, 1, ""},
 };
 
 const onnx_op *onnx_op_find(const char *op_type)

@@ -812,6 +812,13 @@ int main(void)
     bad_composed();
     rnn_refusals();
     gather_nd();
+    {   /* NonZero of a run-time value: its shape would depend on the data */
+        mb b;
+        mb_init(&b, "NonZero", "x", NULL);
+        expect_fail(&b, TG_ERR_UNSUPPORTED,
+                    "mem.onnx: node 0 'n0' (NonZero): input 0 (data) must be a constant known "
+                    "at load time, but 'x' is a graph input");
+    }
     hardmax_flat();
     conv_transpose();
     features();

@@ -38,7 +38,7 @@
 /* Tests that must import and pass: at least one per supported op. */
 static const char *const must_pass[] = {
     "test_identity", "test_dropout_default", "test_dropout_default_mask",
-    "test_top_k", "test_top_k_negative_axis", "test_top_k_smallest",
+    "test_top_k", "test_top_k_negative_axis", "test_top_k_smallest", "test_nonzero_example",
     "test_gathernd_example_float32", "test_gathernd_example_int32",
     "test_gathernd_example_int32_batch_dim1",
     "test_lstm_defaults", "test_lstm_with_initial_bias", "test_lstm_with_peepholes",
