@@ -226,4 +226,17 @@ static inline void eager_ints_pad4(const graph_ints *v, int64_t out[4])
     out[3] = out[1];
 }
 
+/* A pool's window: kernel (h, w), stride (h, w; none: the kernel's) and
+ * padding (top, left, bottom, right). */
+static inline void eager_pool_window(const graph_ints *kl, const graph_ints *sl,
+                                     const graph_ints *pl, int64_t k[2], int64_t s[2],
+                                     int64_t p[4])
+{
+    eager_ints_pair(kl, 1, k);
+    eager_ints_pair(sl, 0, s);
+    if (sl->n == 0)
+        s[0] = k[0], s[1] = k[1];
+    eager_ints_pad4(pl, p);
+}
+
 #endif

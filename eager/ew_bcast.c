@@ -170,9 +170,6 @@ static void tile_range(int64_t start, int64_t end, void *ctx)
     int64_t len = w->dim[nd - 1], rows = w->dim[nd - 2];
     _Alignas(64) char tile[EW_MAX_IN][TILE_BYTES];
     int64_t filled = -1; /* the group the tiles hold (same rows for all its units) */
-    unsigned mode = 0;
-    for (int i = 0; i < nin; i++)
-        mode |= (w->mode >> i & 1u) ? 1u << i : 0u;
     for (int64_t u = start; u < end; u++) {
         int64_t grp = u / t->units_per_group, r0 = u % t->units_per_group * t->rows_per_unit;
         int64_t nr = rows - r0 < t->rows_per_unit ? rows - r0 : t->rows_per_unit;
@@ -196,7 +193,7 @@ static void tile_range(int64_t start, int64_t end, void *ctx)
             p[i] = src;
         }
         filled = grp;
-        w->fn(p, w->out + (size_t)((grp * rows + r0) * len) * w->osize, nr * len, mode);
+        w->fn(p, w->out + (size_t)((grp * rows + r0) * len) * w->osize, nr * len, w->mode);
     }
 }
 

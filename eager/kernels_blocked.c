@@ -487,11 +487,7 @@ static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const grap
 {
     const graph_type *x = &a->in_type[0], *y = a->out_type;
     int64_t k[2], s[2], p[4];
-    eager_ints_pair(kl, 1, k);
-    eager_ints_pair(sl, 0, s);
-    if (sl->n == 0)
-        s[0] = k[0], s[1] = k[1];
-    eager_ints_pad4(pl, p);
+    eager_pool_window(kl, sl, pl, k, s, p);
     pool_blk_geom g = {x->dim[2], x->dim[3], y->dim[2], y->dim[3], k[0], k[1], s[0],
                        s[1],      p[0],      p[1],      p[3],      include_pad};
     int64_t planes = y->dim[0] * y->dim[1], rows = planes * g.oh;

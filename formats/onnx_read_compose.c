@@ -431,7 +431,7 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
 }
 
 /* y = x[start:end:step] along axis ax. */
-static tg_status slice_axis1(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
+tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
                              int64_t step, int32_t *y)
 {
     graph_slice_attrs a;
@@ -565,16 +565,16 @@ tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads)
             r->specialized = 1;
         int32_t parts[3] = {-1, x, -1};
         if (b)
-            st = reflect ? slice_axis1(r, x, d, b, 0, -1, &parts[0])
-                         : slice_axis1(r, x, d, 0, 1, 1, &parts[0]);
+            st = reflect ? onnx_slice_axis(r, x, d, b, 0, -1, &parts[0])
+                         : onnx_slice_axis(r, x, d, 0, 1, 1, &parts[0]);
         if (st == TG_OK && b && !reflect)
             st = expand_axis(r, parts[0], d, b, &parts[0]);
         /* reflect's end n-2-e is >= -1; -1 must mean "before 0", not the
          * last element. */
         if (st == TG_OK && e)
-            st = reflect ? slice_axis1(r, x, d, n - 2, n - 2 - e >= 0 ? n - 2 - e : -n - 1,
+            st = reflect ? onnx_slice_axis(r, x, d, n - 2, n - 2 - e >= 0 ? n - 2 - e : -n - 1,
                                        -1, &parts[2])
-                         : slice_axis1(r, x, d, n - 1, n, 1, &parts[2]);
+                         : onnx_slice_axis(r, x, d, n - 1, n, 1, &parts[2]);
         if (st == TG_OK && e && !reflect)
             st = expand_axis(r, parts[2], d, e, &parts[2]);
         if (st == TG_OK)

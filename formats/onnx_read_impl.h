@@ -252,6 +252,9 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op);
+/* y = x[start:end:step] along axis ax (onnx_read_compose.c). */
+tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
+                          int64_t step, int32_t *y);
 /* GatherND with constant indices, as one gather (onnx_read_compose.c). */
 tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op);
 /* RNN, GRU, LSTM, unrolled (onnx_read_rnn.c). */

@@ -47,17 +47,6 @@ static tg_status add1(rnn *n, graph_op op, int32_t a, int32_t b, const void *att
     return onnx_add(n->r, op, in, b < 0 ? 1 : 2, attrs, y, 1);
 }
 
-/* y = x[.., lo:hi] along axis ax. */
-static tg_status slice(rnn *n, int32_t x, int ax, int64_t lo, int64_t hi, int32_t *y)
-{
-    graph_slice_attrs a;
-    memset(&a, 0, sizeof a);
-    a.axes = (graph_ints){1, {ax}};
-    a.starts = (graph_ints){1, {lo}};
-    a.ends = (graph_ints){1, {hi}};
-    return onnx_add(n->r, GRAPH_OP_slice, &x, 1, &a, y, 1);
-}
-
 static tg_status squeeze0(rnn *n, int32_t x, int32_t *y)
 {
     graph_squeeze_attrs a;
@@ -152,15 +141,15 @@ static tg_status direction(rnn *n, int d, int reverse, int32_t x, int32_t h0, in
     /* GRU without linear_before_reset: Rh alone, for (r * H) Rh^T */
     int32_t rh = -1, rzr = rw;
     if (st == TG_OK && n->gru && !n->lbr) {
-        st = slice(n, rw, 0, 2 * H, 3 * H, &rh);
+        st = onnx_slice_axis(n->r, rw, 0, 2 * H, 3 * H, 1, &rh);
         if (st == TG_OK)
-            st = slice(n, rw, 0, 0, 2 * H, &rzr);
+            st = onnx_slice_axis(n->r, rw, 0, 0, 2 * H, 1, &rzr);
     }
     int32_t h = h0, c = c0;
     for (int64_t s = 0; st == TG_OK && s < n->seq; s++) {
         int64_t t = reverse ? n->seq - 1 - s : s;
         int32_t xt, rp = -1, g[RNN_MAX_GATES];
-        st = slice(n, xp, 0, t, t + 1, &xt);
+        st = onnx_slice_axis(n->r, xp, 0, t, t + 1, 1, &xt);
         if (st == TG_OK)
             st = squeeze0(n, xt, &xt);
         if (st == TG_OK && h >= 0) { /* the recurrent term (absent on zeros) */
@@ -171,9 +160,9 @@ static tg_status direction(rnn *n, int d, int reverse, int32_t x, int32_t h0, in
         int pre = n->gru ? 2 : n->gates;
         for (int k = 0; st == TG_OK && k < n->gates; k++) {
             int32_t a, b = -1;
-            st = slice(n, xt, 1, k * H, (k + 1) * H, &a);
+            st = onnx_slice_axis(n->r, xt, 1, k * H, (k + 1) * H, 1, &a);
             if (st == TG_OK && rp >= 0 && k < pre)
-                st = slice(n, rp, 1, k * H, (k + 1) * H, &b);
+                st = onnx_slice_axis(n->r, rp, 1, k * H, (k + 1) * H, 1, &b);
             if (st == TG_OK)
                 st = add_opt(n, a, b, &g[k]);
         }
@@ -213,7 +202,7 @@ static tg_status direction(rnn *n, int d, int reverse, int32_t x, int32_t h0, in
                 st = activate(n, n->act[0], rr, &rr);
             if (st == TG_OK && h >= 0) {
                 if (n->lbr) { /* r * (H Rh^T + Rbh) */
-                    st = slice(n, rp, 1, 2 * H, 3 * H, &q);
+                    st = onnx_slice_axis(n->r, rp, 1, 2 * H, 3 * H, 1, &q);
                     if (st == TG_OK)
                         st = add1(n, GRAPH_OP_mul, rr, q, NULL, &q);
                 } else { /* (r * H) Rh^T */
@@ -226,7 +215,7 @@ static tg_status direction(rnn *n, int d, int reverse, int32_t x, int32_t h0, in
                     st = add1(n, GRAPH_OP_add, hh, q, NULL, &hh);
             } else if (h < 0 && n->lbr && rb >= 0) { /* H = 0: r * Rbh */
                 int32_t rbh;
-                st = slice(n, rb, 0, 2 * H, 3 * H, &rbh);
+                st = onnx_slice_axis(n->r, rb, 0, 2 * H, 3 * H, 1, &rbh);
                 if (st == TG_OK)
                     st = add1(n, GRAPH_OP_mul, rr, rbh, NULL, &q);
                 if (st == TG_OK)
@@ -331,7 +320,7 @@ static tg_status initial(rnn *n, int i, int d, int ndir, int32_t *v)
     if (st == TG_OK && onnx_vtype(n->r, x)->ndim != 3)
         return onnx_fail(n->r, TG_ERR_FORMAT, "initial state %d must be [%d, B, H]", i, ndir);
     if (st == TG_OK)
-        st = slice(n, x, 0, d, d + 1, &x);
+        st = onnx_slice_axis(n->r, x, 0, d, d + 1, 1, &x);
     if (st == TG_OK)
         st = squeeze0(n, x, v);
     return st;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../eager/dnnl_util.h"
 #include "../graph/alloc.h"
 #include "fuse_util.h"
 
@@ -43,23 +44,6 @@ static int live_taps(int64_t n, int64_t m, int64_t k, int64_t s, int64_t d, int6
         }
     }
     return *u0 >= 0;
-}
-
-static void pair(const graph_ints *v, int64_t def, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-static void pad4(const graph_ints *v, int64_t out[4])
-{
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            out[i] = v->v[i];
-        return;
-    }
-    pair(v, 0, out);
-    out[2] = out[0], out[3] = out[1];
 }
 
 static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
@@ -82,9 +66,9 @@ static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
     }
     int64_t st[2], dil[2], pad[4], u0, u1, v0, v1;
     const graph_type *wt = &w->type;
-    pair(sp, 1, st);
-    pair(dp, 1, dil);
-    pad4(pp, pad);
+    eager_ints_pair(sp, 1, st);
+    eager_ints_pair(dp, 1, dil);
+    eager_ints_pad4(pp, pad);
     if (!live_taps(x->type.dim[2], y->type.dim[2], wt->dim[2], st[0], dil[0], pad[0], &u0, &u1) ||
         !live_taps(x->type.dim[3], y->type.dim[3], wt->dim[3], st[1], dil[1], pad[1], &v0, &v1) ||
         (u0 == 0 && u1 == wt->dim[2] - 1 && v0 == 0 && v1 == wt->dim[3] - 1))

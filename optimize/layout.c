@@ -126,10 +126,29 @@ static int stem_input(const lay *L, int32_t i)
     return L->g->values[v].type.dim[1] < BLK && !(v < L->nv && L->blk[v] >= 0);
 }
 
-/*
- * The conv2d_blk node i would become (convert_conv): its attrs and input
- * types, the bias always present.  Returns the input count.
- */
+/* conv2d / conv2d_ep node n's attributes as conv2d_blk's (algo auto). */
+static graph_conv2d_blk_attrs blk_attrs(const graph_node *n)
+{
+    graph_conv2d_blk_attrs at = {0};
+    if (n->op == GRAPH_OP_conv2d) {
+        const graph_conv2d_attrs *c = graph_node_attrs(n);
+        at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
+        at.groups = c->groups, at.clip_min = -INFINITY, at.clip_max = INFINITY;
+    } else {
+        const graph_conv2d_ep_attrs *c = graph_node_attrs(n);
+        at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
+        at.groups = c->groups, at.post = c->post, at.alpha = c->alpha;
+        at.clip_min = c->clip_min, at.clip_max = c->clip_max;
+    }
+    return at;
+}
+
+/* The groups of a conv with `groups` packed k to a group of 16. */
+static int64_t packed_groups(int64_t groups, int k)
+{
+    return (groups + k - 1) / k;
+}
+
 /*
  * Grouped convs with few channels per group (regnet's 8): oneDNN 2.6 has
  * only its reference kernel for them in nChw16c, and runs them in NCHW as
@@ -148,49 +167,37 @@ static int regroup_k(const graph *g, int32_t i)
 {
     const graph_node *n = &g->nodes[i];
     const graph_type *w = &g->values[n->in[1]].type;
-    int64_t groups;
-    const graph_ints *post = NULL;
-    graph_post_prm prm = {0};
-    if (n->op == GRAPH_OP_conv2d) {
-        groups = ((const graph_conv2d_attrs *)graph_node_attrs(n))->groups;
-    } else {
-        const graph_conv2d_ep_attrs *c = graph_node_attrs(n);
-        groups = c->groups, post = &c->post, prm = GRAPH_POST_PRM(c);
-    }
+    graph_conv2d_blk_attrs at = blk_attrs(n);
     int64_t cg = w->dim[1];
-    if (groups < 2 || w->dim[0] != cg * groups || cg < 2 || BLK % cg || w->dim[0] < BLK ||
+    if (at.groups < 2 || w->dim[0] != cg * at.groups || cg < 2 || BLK % cg || w->dim[0] < BLK ||
         !g->values[n->in[1]].data || (n->nin > 2 && !g->values[n->in[2]].data))
         return 1;
-    if (post && post->n) { /* the epilogue of 0 (a residual's padded lanes are 0) */
+    if (at.post.n) { /* the epilogue of 0 (a residual's padded lanes are 0) */
         float y = 0.0f, zero = 0.0f;
-        eager_post_apply(&y, 1, post, prm, &zero, 1);
+        eager_post_apply(&y, 1, &at.post, GRAPH_POST_PRM(&at), &zero, 1);
         if (y != 0.0f)
             return 1;
     }
     return (int)(BLK / cg);
 }
 
+/*
+ * The conv2d_blk node i would become (convert_conv), its groups packed k
+ * to a group of 16 when k > 1: its attrs and input types, the bias always
+ * present.  Returns the input count.
+ */
 static int blk_form(const lay *L, int32_t i, int k, graph_conv2d_blk_attrs *at, graph_type in[4],
                     graph_type *out)
 {
     const graph *g = L->g;
     const graph_node *n = &g->nodes[i];
-    memset(at, 0, sizeof *at);
-    if (n->op == GRAPH_OP_conv2d) {
-        const graph_conv2d_attrs *c = graph_node_attrs(n);
-        at->stride = c->stride, at->padding = c->padding, at->dilation = c->dilation;
-        at->groups = c->groups;
-    } else {
-        const graph_conv2d_ep_attrs *c = graph_node_attrs(n);
-        at->stride = c->stride, at->padding = c->padding, at->dilation = c->dilation;
-        at->groups = c->groups, at->post = c->post, at->alpha = c->alpha;
-    }
+    *at = blk_attrs(n);
     const graph_type *w = &g->values[n->in[1]].type;
     in[0] = stem_input(L, i) ? g->values[n->in[0]].type : blocked_type(&g->values[n->in[0]].type);
     in[1] = *w;
     in[2] = (graph_type){GRAPH_F32, 1, {w->dim[0]}};
     if (k > 1) { /* packed groups: see regroup_k */
-        at->groups = (at->groups + k - 1) / k;
+        at->groups = packed_groups(at->groups, k);
         in[1] = (graph_type){GRAPH_F32, 4, {at->groups * BLK, BLK, w->dim[2], w->dim[3]}};
         in[2].dim[0] = at->groups * BLK;
     }
@@ -268,7 +275,6 @@ static tg_status add_blocked(lay *L, int32_t i, graph_op op, const int32_t *in, 
     return TG_OK;
 }
 
-/* conv2d / conv2d_ep node i -> conv2d_blk on blocked values. */
 /*
  * The weights and bias of conv node i with its groups packed k to a group
  * of 16 (regroup_k): w' [G'*16, 16, kh, kw] block-diagonal, b' [G'*16],
@@ -280,7 +286,7 @@ static tg_status regroup_consts(lay *L, int32_t i, int k, int32_t in[3])
     const graph_node *n = &g->nodes[i];
     const graph_value *wv = &g->values[n->in[1]];
     int64_t cg = wv->type.dim[1], o = wv->type.dim[0], kk = wv->type.dim[2] * wv->type.dim[3];
-    int64_t groups = (o / cg + k - 1) / k, o2 = groups * BLK;
+    int64_t o2 = packed_groups(o / cg, k) * BLK;
     graph_type wt = {GRAPH_F32, 4, {o2, BLK, wv->type.dim[2], wv->type.dim[3]}};
     graph_type bt = {GRAPH_F32, 1, {o2}};
     float *w = tg_calloc((size_t)(o2 * BLK * kk + o2), sizeof *w), *b = w ? w + o2 * BLK * kk : NULL;
@@ -306,21 +312,12 @@ static tg_status regroup_consts(lay *L, int32_t i, int k, int32_t in[3])
     return TG_OK;
 }
 
+/* conv2d / conv2d_ep node i -> conv2d_blk on blocked values (groups packed k). */
 static tg_status convert_conv(lay *L, int32_t i, int k)
 {
     graph *g = L->g;
     graph_node n = g->nodes[i];
-    graph_conv2d_blk_attrs at = {0};
-    if (n.op == GRAPH_OP_conv2d) {
-        const graph_conv2d_attrs *c = graph_node_attrs(&n);
-        at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
-        at.groups = c->groups, at.clip_min = -INFINITY, at.clip_max = INFINITY;
-    } else {
-        const graph_conv2d_ep_attrs *c = graph_node_attrs(&n);
-        at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
-        at.groups = c->groups, at.post = c->post, at.alpha = c->alpha;
-        at.clip_min = c->clip_min, at.clip_max = c->clip_max;
-    }
+    graph_conv2d_blk_attrs at = blk_attrs(&n);
     int32_t in[4] = {stem_input(L, i) ? n.in[0] : get_blocked(L, n.in[0], i), n.in[1], -1, -1};
     if (in[0] < 0)
         return TG_ERR_STATE;
@@ -338,7 +335,7 @@ static tg_status convert_conv(lay *L, int32_t i, int k)
         tg_status st = regroup_consts(L, i, k, in);
         if (st != TG_OK)
             return st;
-        at.groups = g->values[in[1]].type.dim[0] / BLK;
+        at.groups = packed_groups(at.groups, k);
     }
     if (n.nin > 3 && (in[3] = get_blocked(L, n.in[3], i)) < 0)
         return TG_ERR_STATE;
