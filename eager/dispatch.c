@@ -193,11 +193,3 @@ done:
     }
     return ret;
 }
-
-const eager_kernel_fn eager_kernels[GRAPH_OP_COUNT] = {
-#define OP(name, ...) [GRAPH_OP_##name] = eager_kernel_##name,
-#define OPA(name, ...) [GRAPH_OP_##name] = eager_kernel_##name,
-#include "../graph/ops.def"
-#undef OP
-#undef OPA
-};

@@ -10,6 +10,7 @@
  */
 #include "../graph/alloc.h"
 #include "dnnl_util.h"
+#include "isa.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -511,7 +512,7 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
     if ((s = dnnl_primitive_execute(p->prim, stream, nex, ex)) != dnnl_success)
         return s;
     if ((s = dnnl_stream_wait(stream)) == dnnl_success && p->post_in_c && p->dst >= 0)
-        eager_post_apply((float *)data[p->dst], p->dst_numel, &p->post, p->prm,
+        eager_isa_active->post_apply((float *)data[p->dst], p->dst_numel, &p->post, p->prm,
                          p->res >= 0 ? data[p->res] : NULL, p->nthreads);
     return s;
 }

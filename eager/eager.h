@@ -232,6 +232,15 @@ TG_API void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
 TG_API void eager_set_threads(int n);
 TG_API int eager_threads(void);
 
+/*
+ * The CPU kernel set in use: "avx512", "avx2" or "baseline" (x86-64 with
+ * SSE2) in the portable build, which picks the highest level the CPU
+ * supports when the library loads; the environment variable TG_CPU names
+ * a lower one (e.g. TG_CPU=baseline).  "native" in a TG_NATIVE build.
+ * oneDNN picks its own (its ONEDNN_MAX_CPU_ISA caps it).
+ */
+TG_API const char *eager_cpu_level(void);
+
 /* ---- the dispatcher ---- */
 
 /*

@@ -57,7 +57,8 @@ typedef struct eager_kargs {
  * caller (the replay planner) knows the op is elementwise. */
 typedef tg_status (*eager_kernel_fn)(const eager_kargs *a);
 
-extern const eager_kernel_fn eager_kernels[GRAPH_OP_COUNT];
+/* The kernel set in use (isa.h): eager_isa_active->kernels. */
+extern const eager_kernel_fn *eager_kernels;
 
 #define OP(name, ...) tg_status eager_kernel_##name(const eager_kargs *a);
 #define OPA(name, ...) tg_status eager_kernel_##name(const eager_kargs *a);

@@ -25,6 +25,27 @@ expect 0 "$TG" version
 has out "tracegraph 0.1.0 (.tgraph format 1"
 expect 0 "$TG" --version
 has out "tracegraph 0.1.0"
+# The CPU kernel set (eager/isa.h): what the CPU supports unless TG_CPU
+# asks for less; a native build has one set and says TG_CPU is ignored.
+level=$(TG_CPU= "$TG" version | sed -n 's/^CPU kernels: //p')
+case $level in
+avx512 | avx2 | baseline)
+    good
+    TG_CPU=baseline expect 0 "$TG" version
+    has out "CPU kernels: baseline"
+    TG_CPU=sse9 expect 0 "$TG" version
+    has out "CPU kernels: $level"
+    has err "TG_CPU=sse9 is not a kernel level (baseline, avx2, avx512); using $level"
+    if [ "$level" != avx512 ]; then
+        TG_CPU=avx512 expect 0 "$TG" version
+        has err "TG_CPU=avx512: this CPU supports up to $level"
+    fi ;;
+native)
+    good
+    TG_CPU=baseline expect 0 "$TG" version
+    has err "TG_CPU=baseline ignored: this library was built with one kernel set (native" ;;
+*) bad "tracegraph version: CPU kernels '$level'" ;;
+esac
 expect 0 "$TG" --help
 has out "usage: tracegraph <command>"
 has out "exit codes:"

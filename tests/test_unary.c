@@ -13,7 +13,7 @@
 #include "check.h"
 #include "eager/eager.h"
 #include "eager/vmath.h"
-#include "eager/vmath512.h"
+#include "unary_levels.h"
 
 /* Asserts that call failed with an error containing msg that names this
  * file at the call's line.  Keep each use on one line. */
@@ -146,8 +146,18 @@ static void test_sweep(void)
     eager_pool_push();
     eager_set_threads(2); /* the sweep is far above EAGER_PAR_MIN */
     eager_tensor *x = f32s(TG_SHAPE(n), v);
+    /* The kernels run in the set the library picked (eager/isa.h): the
+     * scalar path compiled as that set is what they must match. */
+    const char *level = eager_cpu_level();
+    int here = strcmp(level, "baseline") == 0 || strcmp(level, "native") == 0;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const sweep_op *op = &ops[k];
+        unary_scalar_fn scalar = here ? op->scalar
+                                 : strcmp(level, "avx2") == 0 ? unary_avx2_scalar(op->name)
+                                                              : unary_avx512_scalar(op->name);
+        CHECK_MSG(scalar != NULL, "%s: a scalar path for kernel level %s", op->name, level);
+        if (!scalar)
+            continue;
         eager_tensor *y = op->run(x);
         CHECK_MSG(y != NULL, "%s ran", op->name);
         if (!y)
@@ -158,8 +168,8 @@ static void test_sweep(void)
         for (int64_t i = 0; i < n; i++) {
             measure(&a, v[i], got[i], op->ref(v[i]));
             /* The header's scalar path gives the same bits as the loop. */
-            if (i % 7 == 0 && vm_asuint(op->scalar(v[i])) != vm_asuint(got[i]) &&
-                !(isnan(got[i]) && isnan(op->scalar(v[i]))))
+            if (i % 7 == 0 && vm_asuint(scalar(v[i])) != vm_asuint(got[i]) &&
+                !(isnan(got[i]) && isnan(scalar(v[i]))))
                 scalar_diff++;
         }
         CHECK_MSG(a.rel <= op->max_rel, "%s: max relative error %.3g at %a (bound %.3g)",
@@ -176,39 +186,6 @@ static void test_sweep(void)
     free(v);
 }
 
-#if defined(VM512)
-/* vmath512.h's exp, sigmoid and tanh give vmath.h's bits (NaN for NaN)
- * over the sweep, 16 lanes at a time, with every lane position used. */
-static void test_avx512_same_bits(void)
-{
-    static const struct {
-        const char *name;
-        float (*scalar)(float);
-        __m512 (*vec)(__m512);
-    } fns[] = {{"exp", vm_expf, vm512_expf},
-               {"sigmoid", vm_sigmoidf, vm512_sigmoidf},
-               {"tanh", vm_tanhf, vm512_tanhf}};
-    int64_t n;
-    float *v = sweep_values(&n);
-    for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
-        long diff = 0;
-        float first = 0;
-        for (int64_t i = 0; i + 16 <= n; i += 13) { /* overlapping, shifting lanes */
-            _Alignas(64) float out[16];
-            _mm512_store_ps(out, fns[k].vec(_mm512_loadu_ps(v + i)));
-            for (int j = 0; j < 16; j++) {
-                float want = fns[k].scalar(v[i + j]);
-                if (vm_asuint(want) != vm_asuint(out[j]) && !(isnan(want) && isnan(out[j])) &&
-                    diff++ == 0)
-                    first = v[i + j];
-            }
-        }
-        CHECK_MSG(diff == 0, "vm512 %s differs from vm_%s at %ld points, first %a",
-                  fns[k].name, fns[k].name, diff, first);
-    }
-    free(v);
-}
-#endif
 
 /* Exact answers at special points, signs of zero included. */
 static void test_special_values(void)
@@ -496,9 +473,13 @@ int main(void)
 {
     long live = eager_live_tensors();
     test_sweep();
-#if defined(VM512)
-    test_avx512_same_bits();
-#endif
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+        int64_t n;
+        float *v = sweep_values(&n);
+        unary_avx512_same_bits(v, n);
+        free(v);
+    }
     test_special_values();
     test_f32_shapes();
     test_attr_ops();

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "../../eager/eager.h"
 #include "../../formats/onnx.h"
 #include "../../formats/tgraph.h"
 #include "cli.h"
@@ -109,7 +110,10 @@ static int cli_version(int argc, char **argv)
     for (int id; (id = cli_next(&a, opts, &arg)) != CLI_END;) {
         if (id == CLI_HELP) {
             printf("usage: %s\n\n", cli_synopsis("version"));
-            printf("Prints the tool's version and the file formats it reads.\n\n"
+            printf("Prints the tool's version, the file formats it reads and the CPU kernel\n"
+                   "set in use (avx512, avx2 or baseline, picked from the CPU; the\n"
+                   "environment variable TG_CPU names a lower one; native in a TG_NATIVE\n"
+                   "build).\n\n"
                    "example:\n  tracegraph version\n");
             return CLI_OK;
         }
@@ -120,6 +124,7 @@ static int cli_version(int argc, char **argv)
     printf("tracegraph %s (.tgraph format %d; ONNX opset %d written, %d..%d read; "
            ".npy 1.0, 2.0, 3.0)\n", TG_VERSION, FORMAT_VERSION, FORMAT_ONNX_OPSET,
            FORMAT_ONNX_MIN_OPSET, FORMAT_ONNX_MAX_OPSET);
+    printf("CPU kernels: %s\n", eager_cpu_level());
     return CLI_OK;
 }
 
