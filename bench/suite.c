@@ -42,7 +42,8 @@
  * could not be measured:
  *
  * { "schema": "tracegraph-bench-1",
- *   "machine": {"cpu", "cores", "compiler", "os", "date" (UTC), "loadavg"
+ *   "machine": {"cpu", "cores", "compiler", "cpu_kernels" (eager_cpu_level():
+ *               avx512, avx2, baseline or native), "os", "date" (UTC), "loadavg"
  *               (1-minute load average when the suite started), "commit"
  *               (with --commit)},
  *   "config": {"min_runs", "budget_ms", "rel_tolerance"},

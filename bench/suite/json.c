@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eager/eager.h"
 #include "suite.h"
 
 static void json_num(FILE *f, double x)
@@ -172,6 +173,8 @@ static void json_machine(FILE *f, double load, const char *commit)
 #else
     json_str(f, "?");
 #endif
+    fputs(", \"cpu_kernels\": ", f);
+    json_str(f, eager_cpu_level());
     fputs(", \"os\": ", f);
     json_str(f, os);
     fputs(", \"date\": ", f);
