@@ -182,12 +182,21 @@ add_executable(consumer main.c)
 target_link_libraries(consumer PRIVATE tracegraph::tracegraph)
 add_executable(consumer_cxx main.cpp)
 target_link_libraries(consumer_cxx PRIVATE tracegraph::tracegraph)
+add_executable(consumer_static main.c)
+target_link_libraries(consumer_static PRIVATE tracegraph::tracegraph_static)
 CM
 cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/cmake.log"
 cmake --build "$tmp/consumer/build" > "$tmp/build.log"
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/consumer/build/consumer"
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/consumer/build/consumer_cxx"
-echo "install check: find_package(tracegraph) consumers (C, C++) OK"
+# The static library carries every kernel set (eager/isa.h): the program
+# runs at each level this CPU has.
+"$tmp/consumer/build/consumer_static"
+for level in baseline avx2 avx512; do
+    TG_CPU=$level "$tmp/consumer/build/consumer_static" 2> "$tmp/static.err" > /dev/null || {
+        cat "$tmp/static.err" >&2; exit 1; }
+done
+echo "install check: find_package(tracegraph) consumers (C, C++, static at every CPU level) OK"
 
 # An op called from its installed documentation alone: the generated
 # header names batch_norm's inputs and says what each one is.  The program
