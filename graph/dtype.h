@@ -127,6 +127,17 @@ static inline size_t graph_type_bytes(const graph_type *t)
 {
     return (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
 }
+/* 1 when two types have the same dtype and shape (dims past ndim are not
+ * compared). */
+static inline int graph_type_eq(const graph_type *a, const graph_type *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dim[d] != b->dim[d])
+            return 0;
+    return 1;
+}
 /*
  * a * b for sizes computed from checked shapes (scratch buffers, products
  * of dims of two tensors): 0 and *out = a * b when both are >= 0 and the

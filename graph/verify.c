@@ -18,16 +18,6 @@ static const char *node_str(const graph *g, int32_t i, char *buf, size_t len)
     return buf;
 }
 
-static int same_type(const graph_type *a, const graph_type *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
-        return 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->dim[i] != b->dim[i])
-            return 0;
-    return 1;
-}
-
 static tg_status check_values(graph *g, int allow_elided)
 {
     for (int32_t i = 0; i < g->nvalues; i++) {
@@ -127,7 +117,7 @@ static tg_status check_nodes(graph *g, char *defined)
             if (defined[v])
                 return graph_fail(g, TG_ERR_FORMAT, "%s: output %%%d is defined twice",
                                   WHAT, v);
-            if (!same_type(&val->type, &otype[k])) {
+            if (!graph_type_eq(&val->type, &otype[k])) {
                 char a[160], b[160];
                 return graph_fail(g, TG_ERR_SHAPE, "%s: output %%%d is %s%s but the op "
                                   "makes %s%s", WHAT, v, graph_dtype_name(val->type.dtype),

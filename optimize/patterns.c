@@ -181,16 +181,6 @@ static int self_contained(const pctx *c, const mset *s)
     return 1;
 }
 
-static int same_type(const graph_type *a, const graph_type *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return 0;
-    return 1;
-}
-
 /*
  * Rewrites the match's root into op(in; attrs) when the pattern is
  * self-contained and op infers the root's type; absorbs the rest.
@@ -212,7 +202,7 @@ static int fire(pctx *c, const mset *s, graph_op op, const int32_t *in, int nin,
     int nout = 0;
     char err[600];
     if (graph_infer(op, it, nin, attrs, &out, 1, &nout, err, sizeof err) != TG_OK ||
-        !same_type(&out, &g->values[node(c, root)->out[0]].type)) {
+        !graph_type_eq(&out, &g->values[node(c, root)->out[0]].type)) {
         opt_explain(c->ctx, g, root, "%s pattern not fused: %s", what,
                     nout ? "the fused op would change the result's shape" : err);
         return 0;

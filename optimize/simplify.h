@@ -66,8 +66,6 @@ int32_t opt_o1_uses(const opt_o1_state *s, int32_t v);
 /* The live producer of v, or -1 for inputs, params and constants. */
 int32_t opt_o1_producer(const opt_o1_state *s, int32_t v);
 
-/* Same dtype and dims. */
-int opt_o1_type_eq(const graph_type *a, const graph_type *b);
 /* Same type and the same dynamic dims (named by the same symbols). */
 int opt_o1_same_type(const opt_o1_state *s, int32_t a, int32_t b);
 /* v's type with each dynamic dim at its symbol's probe size. */

@@ -223,7 +223,7 @@ static int rule_neg_absorb(opt_o1_state *s, int32_t node)
         if (q < 0 || g->nodes[q].op != GRAPH_OP_neg || (k == 0 && n->op == GRAPH_OP_sub))
             continue;
         int32_t b = opt_o1_find(s, g->nodes[q].in[0]);
-        if (!opt_o1_type_eq(&g->values[b].type, &g->values[n->in[k]].type))
+        if (!graph_type_eq(&g->values[b].type, &g->values[n->in[k]].type))
             continue;
         if (opt_merge_prov(g, node, q) != TG_OK) {
             s->st = opt_fail(s->ctx, g, node, TG_ERR_NOMEM, "out of memory");

@@ -181,16 +181,6 @@ int32_t opt_o1_producer(const opt_o1_state *s, int32_t v)
     return (s->g->nodes[val->node].flags & GRAPH_NODE_DEAD) ? -1 : val->node;
 }
 
-int opt_o1_type_eq(const graph_type *a, const graph_type *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return 0;
-    return 1;
-}
-
 static int same_dyn(const graph_value *a, const graph_value *b)
 {
     if (a->dyn != b->dyn)
@@ -204,7 +194,7 @@ static int same_dyn(const graph_value *a, const graph_value *b)
 int opt_o1_same_type(const opt_o1_state *s, int32_t a, int32_t b)
 {
     const graph_value *va = &s->g->values[a], *vb = &s->g->values[b];
-    return opt_o1_type_eq(&va->type, &vb->type) && same_dyn(va, vb);
+    return graph_type_eq(&va->type, &vb->type) && same_dyn(va, vb);
 }
 
 /* The probe size of symbol k: as graph/dynamic.c picks it, so the marks
@@ -237,7 +227,7 @@ int opt_o1_rewire_type_ok(opt_o1_state *s, int32_t node, int k, const graph_type
         nout != n->nout)
         return 0;
     for (int j = 0; j < nout; j++)
-        if (!opt_o1_type_eq(&out[j], &g->values[n->out[j]].type))
+        if (!graph_type_eq(&out[j], &g->values[n->out[j]].type))
             return 0;
     if (g->nsyms == 0)
         return 1;
@@ -252,7 +242,7 @@ int opt_o1_rewire_type_ok(opt_o1_state *s, int32_t node, int k, const graph_type
         return 0;
     for (int j = 0; j < nout; j++) {
         opt_o1_probe_type(s, n->out[j], &ot);
-        if (!opt_o1_type_eq(&out[j], &ot))
+        if (!graph_type_eq(&out[j], &ot))
             return 0;
     }
     return 1;
@@ -306,11 +296,11 @@ static int infer_types(opt_o1_state *s, graph_op op, const graph_type *it, const
     }
     if (graph_infer(op, it, nin, attrs, out, GRAPH_MAX_NODE_IO, nout, NULL, 0) != TG_OK)
         return 0;
-    if (expect >= 0 && (*nout != 1 || !opt_o1_type_eq(&out[0], &g->values[expect].type)))
+    if (expect >= 0 && (*nout != 1 || !graph_type_eq(&out[0], &g->values[expect].type)))
         return 0;
     int any_dyn = 0, pn = 0;
     for (int j = 0; j < nin; j++)
-        any_dyn |= !opt_o1_type_eq(&it[j], &pt[j]);
+        any_dyn |= !graph_type_eq(&it[j], &pt[j]);
     if (any_dyn) {
         if (graph_infer(op, pt, nin, attrs, pout, GRAPH_MAX_NODE_IO, &pn, NULL, 0) != TG_OK ||
             pn != *nout)

@@ -175,16 +175,6 @@ static errors compare(const graph_type *t, const void *a, const void *b, double 
     return e;
 }
 
-static int same_type(const graph_type *a, const graph_type *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return 0;
-    return 1;
-}
-
 /* Prints one line per output; returns how many differ beyond tolerance. */
 static int report(const cli_run_opts *o, const graph *g, const replay_tensor *outs,
                   eager_tensor *const *ref)
@@ -194,7 +184,7 @@ static int report(const cli_run_opts *o, const graph *g, const replay_tensor *ou
         char ty[200], ty2[200];
         const graph_type *rt = eager_type(ref[i]);
         printf("  %s: %s", cli_escs(outs[i].name), cli_type_str(&outs[i].type, ty, sizeof ty));
-        if (!same_type(&outs[i].type, rt)) {
+        if (!graph_type_eq(&outs[i].type, rt)) {
             printf("  type differs: reference %s  FAIL\n", cli_type_str(rt, ty2, sizeof ty2));
             bad++;
             continue;
