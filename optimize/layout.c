@@ -619,7 +619,9 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
  * one conv and two in a row, so the conversions and each conv separate):
  * a 1x1 stride-1 conv runs plain as one GEMM, ~48 MACs/ns, and blocked at
  * ~54 on multiples of 16 channels, ~48 counting the padded lanes' MACs
- * otherwise (24 -> 32 channels: blocked 1.6x slower); a larger kernel or
+ * otherwise (24 -> 32 channels: blocked 1.6x slower), both slower on few
+ * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
+ * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked); a larger kernel or
  * a stride runs plain as im2col + GEMM, ~40, and blocked (direct or
  * Winograd) at 90 to 160 per padded MAC; to_blocked / from_blocked move
  * ~50 bytes/ns (read and write counted) plus a step's ~0.5 us.
@@ -629,6 +631,8 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
 #define RATE_BLK_1X1 54.0
 #define RATE_BLK_1X1_PADDED 48.0
 #define RATE_BLK_KXK 90.0
+#define GEMM_POS 35.0
+#define BLK_POS 10.0
 #define COPY_BYTES_NS 50.0
 #define STEP_NS 500.0
 
@@ -653,11 +657,14 @@ static double conv_gain_ns(const graph *g, int32_t i)
     /* a stem reads its channels plain, unpadded */
     double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
     int strided = 0;
+    if (pos <= 0) /* an empty output: nothing to gain */
+        return 0.0;
     for (int k = 0; k < at.stride.n; k++)
         strided |= at.stride.v[k] != 1;
     if (taps == 1 && !strided)
-        return macs / RATE_GEMM -
-               pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1);
+        return macs / RATE_GEMM * (pos + GEMM_POS) / pos -
+               pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
+                   (pos + BLK_POS) / pos;
     return macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
 }
 
