@@ -623,8 +623,10 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
  * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
  * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked); a larger kernel or
  * a stride runs plain as im2col + GEMM, ~40, and blocked (direct or
- * Winograd) at 90 to 160 per padded MAC; to_blocked / from_blocked move
- * ~50 bytes/ns (read and write counted) plus a step's ~0.5 us.
+ * Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
+ * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
+ * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
+ * write counted) plus a step's ~0.35 us.
  */
 #define RATE_GEMM 48.0
 #define RATE_IM2COL 40.0
@@ -634,7 +636,8 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
 #define GEMM_POS 35.0
 #define BLK_POS 10.0
 #define COPY_BYTES_NS 50.0
-#define STEP_NS 500.0
+#define STEP_NS 350.0
+#define PLAIN_CALL_NS 500.0
 
 /* Channels rounded up to whole blocks. */
 static int64_t padded(int64_t c)
@@ -662,10 +665,10 @@ static double conv_gain_ns(const graph *g, int32_t i)
     for (int k = 0; k < at.stride.n; k++)
         strided |= at.stride.v[k] != 1;
     if (taps == 1 && !strided)
-        return macs / RATE_GEMM * (pos + GEMM_POS) / pos -
+        return PLAIN_CALL_NS + macs / RATE_GEMM * (pos + GEMM_POS) / pos -
                pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
                    (pos + BLK_POS) / pos;
-    return macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
+    return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
 }
 
 /* Bytes to_blocked / from_blocked of plain value v read and write. */
