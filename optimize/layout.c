@@ -45,12 +45,19 @@
  * node's inputs are decided before it.  A chain value read by a guard is
  * never replaced: its producer stays plain (declined with a reason).
  *
+ * The pass plans all that first (plan_all), grouping the nodes into
+ * regions, then a cost model (plan_costs) keeps a region plain where its
+ * conversions cost more than its convs gain blocked: a lone 1x1 conv
+ * between plain ops is not wrapped in two conversions.  Only then does it
+ * rewrite (convert_all).
+ *
  * Also, every to_blocked(from_blocked(v)) becomes v (this pass never makes
  * such a pair, but a graph may hold one) where v's padded lanes are known
  * zeros (v made by to_blocked or conv2d_blk), so running twice is a no-op.
  *
  * Declines are explained: "a dynamic dim other than the batch", "output
- * is guarded (must stay plain)", "oneDNN has only a reference kernel...".
+ * is guarded (must stay plain)", "oneDNN has only a reference kernel...",
+ * "lone conv kept plain: its 2 conversions (...) cost more than...".
  *
  * oneDNN is asked, for each conv that fits, which implementation its
  * conv2d_blk kernel would run (eager_dnnl_impl_of, on one thread): where
@@ -732,7 +739,6 @@ static void plan_all(lay *L, plan *P, int32_t nn)
     for (int32_t i = 0; i < nn; i++) {
         graph_node *n = &g->nodes[i];
         int kind = LK_NONE, k = 1, stem = 0;
-        P->parent[i] = i;
         if ((n->flags & GRAPH_NODE_DEAD) || P->kind[i] == LK_ABSORBED)
             continue;
         if (n->op == GRAPH_OP_conv2d || n->op == GRAPH_OP_conv2d_ep) {
@@ -772,6 +778,7 @@ static void plan_all(lay *L, plan *P, int32_t nn)
         int32_t out = n->out[0], relu = kind == LK_BN ? only_relu(L, out) : -1;
         if (relu >= 0) { /* convert_bn takes it as the epilogue */
             P->kind[relu] = LK_ABSORBED;
+            unite(P->parent, relu, i);
             out = g->nodes[relu].out[0];
         }
         L->made[out] = 1;
@@ -908,9 +915,11 @@ static tg_status plan_run(lay *L, int32_t nn)
     } else {
         for (int32_t v = 0; v < L->nv; v++)
             L->blk[v] = P.enter[v] = P.by[v] = -1;
+        for (int32_t i = 0; i < nn; i++)
+            P.parent[i] = i;
         plan_all(L, &P, nn);
         st = plan_costs(L, &P, nn);
-        for (int32_t v = 0; v < L->nv; v++) /* as plan_all found them */
+        for (int32_t v = 0; v < L->nv; v++) /* nothing is rewritten yet */
             L->blk[v] = -1, L->made[v] = 0;
         if (st == TG_OK)
             st = convert_all(L, &P, nn);

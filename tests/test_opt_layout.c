@@ -556,8 +556,10 @@ static void test_pass_regroup(void)
  * lone 1x1 conv of 64 channels on 56x56 between two softmaxes (measured
  * 1.04x slower blocked with its conversions; 16 channels on 112x112,
  * 1.06x) stays plain, as does a chain of two 1x1 convs of 24 channels
- * (padded blocks: 1.5x slower blocked); the same conv 3x3 (2.2x faster
- * blocked) or depthwise (3.4x) goes blocked, and so do a chain of 1x1
+ * (padded blocks: 1.5x slower blocked) with the batch_norm + relu the
+ * region would have taken (as a depthwise conv2d_blk); a lone 3x3 conv
+ * of 64 channels on 14x14 (2.2x faster blocked) or a depthwise one (3.4x)
+ * goes blocked, and so do a chain of 1x1
  * convs around a 3x3 one and two 1x1 convs of 64 channels on 7x7 (1.2x
  * faster blocked: oneDNN's GEMM is slow on few positions).
  */
@@ -606,7 +608,11 @@ static void test_pass_cost(void)
             "  %a: " COST_T(24, 28) " = softmax(%x) {axis=1} !p0\n"
             "  %c1: " COST_T(24, 28) " = conv2d_ep(%a, %w1, %b1) {post=[2]} !p1\n"
             "  %c2: " COST_T(24, 28) " = conv2d(%c1, %w2) !p1\n"
-            "  %y: " COST_T(24, 28) " = softmax(%c2) {axis=1} !p2\n"
+            "  %s: f32[24] = const @P(24)\n  %m: f32[24] = const @R(24)\n"
+            "  %v: f32[24] = const @P(24)\n"
+            "  %n: " COST_T(24, 28) " = batch_norm(%c2, %s, %b1, %m, %v) !p2\n"
+            "  %r: " COST_T(24, 28) " = relu(%n) !p2\n"
+            "  %y: " COST_T(24, 28) " = softmax(%r) {axis=1} !p2\n"
             "  return y = %y\n}\n" PROV,
             opt_pass_layout, "conv kept plain: its region's 2 conversions");
     check_cost_blocked(__LINE__,
