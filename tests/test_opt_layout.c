@@ -559,9 +559,9 @@ static void test_pass_regroup(void)
  * (padded blocks: 1.5x slower blocked) with the batch_norm + relu the
  * region would have taken (as a depthwise conv2d_blk); a lone 3x3 conv
  * of 64 channels on 14x14 (2.2x faster blocked) or a depthwise one (3.4x)
- * goes blocked, and so do a chain of 1x1
- * convs around a 3x3 one and two 1x1 convs of 64 channels on 7x7 (1.2x
- * faster blocked: oneDNN's GEMM is slow on few positions).
+ * goes blocked, and so do a chain of 1x1 convs around a 3x3 one and two
+ * 1x1 convs of 64 channels on 7x7 (1.2x faster blocked: oneDNN's GEMM is
+ * slow on few positions).
  */
 #define COST_IO(c, h) "graph t(%x: f32[1," #c "," #h "," #h "]) -> (y: f32[1," #c "," #h "," #h "]) {\n"
 #define COST_T(c, h) "f32[1," #c "," #h "," #h "]"
