@@ -628,8 +628,10 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
  * ~54 on multiples of 16 channels, ~48 counting the padded lanes' MACs
  * otherwise (24 -> 32 channels: blocked 1.6x slower), both slower on few
  * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
- * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked); a larger kernel or
- * a stride runs plain as im2col + GEMM, ~40, and blocked (direct or
+ * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked), and the GEMM
+ * on few input channels too (16: ~33, taken as rate * sqrt(C / GEMM_C)
+ * below GEMM_C: two 1x1 convs of 16 channels run ~4% faster blocked); a
+ * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked (direct or
  * Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
  * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
  * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
@@ -642,6 +644,7 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
 #define RATE_BLK_KXK 90.0
 #define GEMM_POS 35.0
 #define BLK_POS 10.0
+#define GEMM_C 32.0
 #define COPY_BYTES_NS 50.0
 #define STEP_NS 350.0
 #define PLAIN_CALL_NS 500.0
@@ -667,12 +670,13 @@ static double conv_gain_ns(const graph *g, int32_t i)
     /* a stem reads its channels plain, unpadded */
     double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
     int strided = 0;
-    if (pos <= 0) /* an empty output: nothing to gain */
+    if (macs <= 0) /* an empty output or no channels: nothing to gain */
         return 0.0;
     for (int k = 0; k < at.stride.n; k++)
         strided |= at.stride.v[k] != 1;
     if (taps == 1 && !strided)
-        return PLAIN_CALL_NS + macs / RATE_GEMM * (pos + GEMM_POS) / pos -
+        return PLAIN_CALL_NS +
+               macs / (RATE_GEMM * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
                pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
                    (pos + BLK_POS) / pos;
     return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
