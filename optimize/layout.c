@@ -631,8 +631,8 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
  * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked), and the GEMM
  * on few input channels too (16: ~33, taken as rate * sqrt(C / GEMM_C)
  * below GEMM_C: two 1x1 convs of 16 channels run ~4% faster blocked); a
- * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked (direct or
- * Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
+ * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked
+ * (direct or Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
  * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
  * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
  * write counted) plus a step's ~0.35 us.
@@ -667,7 +667,7 @@ static double conv_gain_ns(const graph *g, int32_t i)
     int64_t c = w->dim[1], o = w->dim[0], taps = w->dim[2] * w->dim[3];
     double pos = (double)y->dim[0] * (double)y->dim[2] * (double)y->dim[3];
     double macs = pos * (double)(c * o * taps);
-    /* a stem reads its channels plain, unpadded */
+    /* fewer than 16 channels in: a stem, which reads them plain */
     double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
     int strided = 0;
     if (macs <= 0) /* an empty output or no channels: nothing to gain */
@@ -734,7 +734,7 @@ static int takes_blocked(const lay *L, int32_t i, int kind, int k, int stem)
  * does it, and groups the nodes into regions: nodes joined by a blocked
  * value, or sharing the to_blocked of a plain value.  L->made marks the
  * values made blocked and L->blk[v] = v each value in the chain (made or
- * entered), as the rewrite would leave them; run resets both after.
+ * entered), as the rewrite would leave them; plan_run resets both.
  */
 static void plan_all(lay *L, plan *P, int32_t nn)
 {
