@@ -848,14 +848,24 @@ static tg_status plan_costs(lay *L, plan *P, int32_t nn)
         if (r < 0 || grouped[r] ||
             gain[r] >= bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r])
             continue;
-        if (P->kind[i] == LK_CONV)
-            opt_explain(L->ctx, g, i,
-                        "%s kept plain: %s %d conversion%s (%.2f MB, ~%.1f us) cost more than "
-                        "the blocked layout saves (~%.1f us, estimated)",
-                        nconv[r] > 1 ? "conv" : "lone conv",
-                        nconv[r] > 1 ? "its region's" : "its", nconvert[r],
-                        nconvert[r] == 1 ? "" : "s", bytes[r] / 1e6,
-                        (bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r]) / 1e3, gain[r] / 1e3);
+        if (P->kind[i] == LK_CONV) {
+            const char *what = nconv[r] > 1 ? "conv" : "lone conv";
+            const char *whose = nconv[r] > 1 ? "its region's" : "its";
+            double mb = bytes[r] / 1e6, us = (bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r]) / 1e3;
+            if (gain[r] >= 0)
+                opt_explain(L->ctx, g, i,
+                            "%s kept plain: %s %d conversion%s (%.2f MB, ~%.1f us) cost more "
+                            "than the blocked layout saves (~%.1f us, estimated)",
+                            what, whose, nconvert[r], nconvert[r] == 1 ? "" : "s", mb, us,
+                            gain[r] / 1e3);
+            else
+                opt_explain(L->ctx, g, i,
+                            "%s kept plain: the blocked layout would be slower (~%.1f us, "
+                            "estimated: padded channels) and add %s %d conversion%s (%.2f MB, "
+                            "~%.1f us)",
+                            what, -gain[r] / 1e3, whose, nconvert[r],
+                            nconvert[r] == 1 ? "" : "s", mb, us);
+        }
         P->kind[i] = LK_NONE;
     }
     tg_free(gain);
