@@ -45,12 +45,19 @@
  * node's inputs are decided before it.  A chain value read by a guard is
  * never replaced: its producer stays plain (declined with a reason).
  *
+ * The pass plans all that first (plan_all), grouping the nodes into
+ * regions, then a cost model (plan_costs) keeps a region plain where its
+ * conversions cost more than its convs gain blocked: a lone 1x1 conv
+ * between plain ops is not wrapped in two conversions.  Only then does it
+ * rewrite (convert_all).
+ *
  * Also, every to_blocked(from_blocked(v)) becomes v (this pass never makes
  * such a pair, but a graph may hold one) where v's padded lanes are known
  * zeros (v made by to_blocked or conv2d_blk), so running twice is a no-op.
  *
  * Declines are explained: "a dynamic dim other than the batch", "output
- * is guarded (must stay plain)", "oneDNN has only a reference kernel...".
+ * is guarded (must stay plain)", "oneDNN has only a reference kernel...",
+ * "lone conv kept plain: its 2 conversions (...) cost more than...".
  *
  * oneDNN is asked, for each conv that fits, which implementation its
  * conv2d_blk kernel would run (eager_dnnl_impl_of, on one thread): where
@@ -610,43 +617,333 @@ static tg_status convert_bn(lay *L, int32_t i)
     return st;
 }
 
-static tg_status convert_all(lay *L)
+/* What the plan makes of a node (plan_all), before anything is rewritten. */
+enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED };
+
+/*
+ * The cost model's rates, measured with tracegraph bench (replay, one
+ * thread, Zen 5, oneDNN 2.6; a conv between two softmaxes at -O2 and -O3,
+ * one conv and two in a row, so the conversions and each conv separate):
+ * a 1x1 stride-1 conv runs plain as one GEMM, ~48 MACs/ns, and blocked at
+ * ~54 on multiples of 16 channels, ~48 counting the padded lanes' MACs
+ * otherwise (24 -> 32 channels: blocked 1.6x slower), both slower on few
+ * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
+ * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked), and the GEMM
+ * on few input channels too (16: ~33, taken as rate * sqrt(C / GEMM_C)
+ * below GEMM_C: two 1x1 convs of 16 channels run ~4% faster blocked); a
+ * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked
+ * (direct or Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
+ * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
+ * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
+ * write counted) plus a step's ~0.35 us.
+ */
+#define RATE_GEMM 48.0
+#define RATE_IM2COL 40.0
+#define RATE_BLK_1X1 54.0
+#define RATE_BLK_1X1_PADDED 48.0
+#define RATE_BLK_KXK 90.0
+#define GEMM_POS 35.0
+#define BLK_POS 10.0
+#define GEMM_C 32.0
+#define COPY_BYTES_NS 50.0
+#define STEP_NS 350.0
+#define PLAIN_CALL_NS 500.0
+
+/* Channels rounded up to whole blocks. */
+static int64_t padded(int64_t c)
+{
+    return (c + BLK - 1) / BLK * BLK;
+}
+
+/*
+ * Estimated ns saved by running ungrouped conv node i blocked rather
+ * than plain (negative: blocked is slower), from its MACs and kernel.
+ */
+static double conv_gain_ns(const graph *g, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    const graph_type *w = &g->values[n->in[1]].type, *y = &g->values[n->out[0]].type;
+    graph_conv2d_blk_attrs at = blk_attrs(n);
+    int64_t c = w->dim[1], o = w->dim[0], taps = w->dim[2] * w->dim[3];
+    double pos = (double)y->dim[0] * (double)y->dim[2] * (double)y->dim[3];
+    double macs = pos * (double)(c * o * taps);
+    /* fewer than 16 channels in: a stem, which reads them plain */
+    double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
+    int strided = 0;
+    if (macs <= 0) /* an empty output or no channels: nothing to gain */
+        return 0.0;
+    for (int k = 0; k < at.stride.n; k++)
+        strided |= at.stride.v[k] != 1;
+    if (taps == 1 && !strided)
+        return PLAIN_CALL_NS +
+               macs / (RATE_GEMM * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
+               pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
+                   (pos + BLK_POS) / pos;
+    return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
+}
+
+/* Bytes to_blocked / from_blocked of plain value v read and write. */
+static double conversion_bytes(const graph *g, int32_t v)
+{
+    const graph_type *t = &g->values[v].type;
+    graph_type b = blocked_type(t);
+    return 4.0 * (double)(graph_type_numel(t) + graph_type_numel(&b));
+}
+
+/* Union-find over the planned nodes: a blocked region's root. */
+static int32_t root_of(int32_t *parent, int32_t i)
+{
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+static void unite(int32_t *parent, int32_t a, int32_t b)
+{
+    a = root_of(parent, a), b = root_of(parent, b);
+    if (a != b)
+        parent[a > b ? a : b] = a < b ? a : b;
+}
+
+typedef struct plan {
+    int8_t *kind;    /* per node: LK_* */
+    int8_t *k;       /* per conv node: its groups packed k to a group of 16 */
+    int32_t *parent; /* per node: union-find of the regions */
+    int32_t *enter;  /* per plain value: the node whose to_blocked it takes, or -1 */
+    int32_t *by;     /* per value made blocked: the node that makes it, or -1 */
+} plan;
+
+/* Whether node i of kind `kind` takes its input k blocked. */
+static int takes_blocked(const lay *L, int32_t i, int kind, int k, int stem)
+{
+    const graph_node *n = &L->g->nodes[i];
+    switch (kind) {
+    case LK_CONV:
+        return (k == 0 && !stem) || k == 3;
+    case LK_EW:
+        return blocked_input(L->g, n->in[k], n->out[0]);
+    case LK_CONCAT:
+        return 1;
+    default: /* gap, pool, bn: x */
+        return k == 0;
+    }
+}
+
+/*
+ * Decides what every node would become, in order, as convert_all then
+ * does it, and groups the nodes into regions: nodes joined by a blocked
+ * value, or sharing the to_blocked of a plain value.  L->made marks the
+ * values made blocked and L->blk[v] = v each value in the chain (made or
+ * entered), as the rewrite would leave them; plan_run resets both.
+ */
+static void plan_all(lay *L, plan *P, int32_t nn)
 {
     graph *g = L->g;
     char why[320];
-    int32_t nn = g->nnodes;
+    for (int32_t i = 0; i < nn; i++) {
+        graph_node *n = &g->nodes[i];
+        int kind = LK_NONE, k = 1, stem = 0;
+        if ((n->flags & GRAPH_NODE_DEAD) || P->kind[i] == LK_ABSORBED)
+            continue;
+        if (n->op == GRAPH_OP_conv2d || n->op == GRAPH_OP_conv2d_ep) {
+            const char *r = conv_decline(L, i, &k, why, sizeof why);
+            if (r)
+                opt_explain(L->ctx, g, i, "%s", r);
+            else
+                kind = LK_CONV, stem = stem_input(L, i);
+        } else if (ew_fits(L, i)) {
+            kind = LK_EW;
+        } else if (gap_fits(L, i)) {
+            kind = LK_GAP;
+        } else if (concat_fits(L, i)) {
+            kind = LK_CONCAT;
+        } else if (bn_fits(L, i)) {
+            kind = LK_BN;
+        } else if (pool_fits(L, i)) {
+            kind = LK_POOL;
+        }
+        if (kind == LK_NONE)
+            continue;
+        P->kind[i] = (int8_t)kind;
+        P->k[i] = (int8_t)k;
+        for (int j = 0; j < n->nin; j++) {
+            int32_t v = n->in[j];
+            if (!takes_blocked(L, i, kind, j, stem) || v >= L->nv)
+                continue;
+            if (L->made[v]) {
+                unite(P->parent, i, P->by[v]);
+            } else if (P->enter[v] >= 0) {
+                unite(P->parent, i, P->enter[v]);
+            } else {
+                P->enter[v] = i;
+                L->blk[v] = v;
+            }
+        }
+        int32_t out = n->out[0], relu = kind == LK_BN ? only_relu(L, out) : -1;
+        if (relu >= 0) { /* convert_bn takes it as the epilogue */
+            P->kind[relu] = LK_ABSORBED;
+            unite(P->parent, relu, i);
+            out = g->nodes[relu].out[0];
+        }
+        L->made[out] = 1;
+        L->blk[out] = out;
+        P->by[out] = i;
+    }
+}
+
+/*
+ * The cost model: a region stays plain when its conversions (the
+ * to_blocked of each plain value entering it, the from_blocked of each
+ * value leaving it: bytes moved, at COPY_BYTES_NS) cost more than its
+ * convs gain blocked (conv_gain_ns).  A region with a grouped or
+ * depthwise conv always pays (measured 3-8x faster blocked, with the
+ * conversions): it stays blocked.  Measured, a lone 1x1 conv of 16 or 64
+ * channels on 56x56 is ~5% slower blocked with its two conversions, one
+ * of 24 channels ~50% (padded lanes); 3x3 convs are 1.5-4x faster
+ * blocked at every size tried.  The estimate is arithmetic on the traced
+ * shapes, so the output of -O3 does not vary from run to run (a dynamic
+ * batch scales gain and cost alike).
+ */
+static tg_status plan_costs(lay *L, plan *P, int32_t nn)
+{
+    graph *g = L->g;
+    double *gain = tg_calloc((size_t)nn * 2 + 1, sizeof *gain), *bytes = gain + nn;
+    int32_t *nconv = tg_calloc((size_t)nn * 3 + 1, sizeof *nconv), *nconvert = nconv + nn,
+            *grouped = nconv + 2 * nn;
+    if (!gain || !nconv) {
+        tg_free(gain);
+        tg_free(nconv);
+        return opt_fail(L->ctx, g, -1, TG_ERR_NOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < nn; i++) {
+        if (P->kind[i] != LK_CONV)
+            continue;
+        int32_t r = root_of(P->parent, i);
+        nconv[r]++;
+        if (blk_attrs(&g->nodes[i]).groups > 1)
+            grouped[r] = 1;
+        else
+            gain[r] += conv_gain_ns(g, i);
+    }
+    for (int32_t v = 0; v < L->nv; v++) {
+        int32_t r = -1;
+        if (P->enter[v] >= 0) {
+            r = root_of(P->parent, P->enter[v]);
+        } else if (P->by[v] >= 0) {
+            int outside = is_output(g, v);
+            for (int32_t k = L->u->first[v]; k < L->u->first[v + 1] && !outside; k++) {
+                int32_t rd = L->u->list[k];
+                outside = !(g->nodes[rd].flags & GRAPH_NODE_DEAD) && P->kind[rd] == LK_NONE;
+            }
+            if (outside)
+                r = root_of(P->parent, P->by[v]);
+        }
+        if (r >= 0) {
+            bytes[r] += conversion_bytes(g, v);
+            nconvert[r]++;
+        }
+    }
+    for (int32_t i = 0; i < nn; i++) {
+        int32_t r = P->kind[i] != LK_NONE ? root_of(P->parent, i) : -1;
+        if (r < 0 || grouped[r] ||
+            gain[r] >= bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r])
+            continue;
+        if (P->kind[i] == LK_CONV) {
+            const char *what = nconv[r] > 1 ? "conv" : "lone conv";
+            const char *whose = nconv[r] > 1 ? "its region's" : "its";
+            double mb = bytes[r] / 1e6, us = (bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r]) / 1e3;
+            if (gain[r] >= 0)
+                opt_explain(L->ctx, g, i,
+                            "%s kept plain: %s %d conversion%s (%.2f MB, ~%.1f us) cost more "
+                            "than the blocked layout saves (~%.1f us, estimated)",
+                            what, whose, nconvert[r], nconvert[r] == 1 ? "" : "s", mb, us,
+                            gain[r] / 1e3);
+            else
+                opt_explain(L->ctx, g, i,
+                            "%s kept plain: the blocked layout would be slower (~%.1f us, "
+                            "estimated: padded channels) and add %s %d conversion%s (%.2f MB, "
+                            "~%.1f us)",
+                            what, -gain[r] / 1e3, whose, nconvert[r],
+                            nconvert[r] == 1 ? "" : "s", mb, us);
+        }
+        P->kind[i] = LK_NONE;
+    }
+    tg_free(gain);
+    tg_free(nconv);
+    return TG_OK;
+}
+
+/* Rewrites every node the plan keeps, in order. */
+static tg_status convert_all(lay *L, const plan *P, int32_t nn)
+{
+    graph *g = L->g;
     for (int32_t i = 0; i < nn; i++) {
         graph_op op = g->nodes[i].op;
         tg_status st = TG_OK;
         if (g->nodes[i].flags & GRAPH_NODE_DEAD)
             continue;
-        if (op == GRAPH_OP_conv2d || op == GRAPH_OP_conv2d_ep) {
-            int k = 1;
-            const char *r = conv_decline(L, i, &k, why, sizeof why);
-            if (r)
-                opt_explain(L->ctx, g, i, "%s", r);
-            else
-                st = convert_conv(L, i, k);
-        } else if (ew_fits(L, i)) {
+        switch (P->kind[i]) {
+        case LK_CONV:
+            st = convert_conv(L, i, P->k[i]);
+            break;
+        case LK_EW:
             st = convert_as(L, i, op, NULL, blocked_input);
-        } else if (gap_fits(L, i)) {
+            break;
+        case LK_GAP: {
             const graph_type *t = &g->values[g->nodes[i].in[0]].type;
             graph_avg_pool2d_blk_attrs at = {{2, {t->dim[2], t->dim[3]}}, {0}, {0}, 0};
             st = convert_as(L, i, GRAPH_OP_avg_pool2d_blk, &at, NULL);
-        } else if (concat_fits(L, i)) {
+            break;
+        }
+        case LK_CONCAT:
             st = convert_as(L, i, GRAPH_OP_concat, &(graph_concat_attrs){1}, NULL);
-        } else if (bn_fits(L, i)) {
+            break;
+        case LK_BN:
             st = convert_bn(L, i);
-        } else if (pool_fits(L, i)) {
+            break;
+        case LK_POOL:
             st = convert_as(L, i,
                             op == GRAPH_OP_max_pool2d ? GRAPH_OP_max_pool2d_blk
                                                       : GRAPH_OP_avg_pool2d_blk,
                             NULL, NULL);
+            break;
+        default:
+            break;
         }
         if (st != TG_OK)
             return st;
     }
     return TG_OK;
+}
+
+/* Plans, drops the regions that do not pay, then rewrites the rest. */
+static tg_status plan_run(lay *L, int32_t nn)
+{
+    plan P = {tg_calloc((size_t)nn + 1, 1), tg_calloc((size_t)nn + 1, 1),
+              tg_malloc(((size_t)nn + 1) * sizeof(int32_t)),
+              tg_malloc(((size_t)L->nv + 1) * sizeof(int32_t)),
+              tg_malloc(((size_t)L->nv + 1) * sizeof(int32_t))};
+    tg_status st = TG_OK;
+    if (!P.kind || !P.k || !P.parent || !P.enter || !P.by) {
+        st = opt_fail(L->ctx, L->g, -1, TG_ERR_NOMEM, "out of memory");
+    } else {
+        for (int32_t v = 0; v < L->nv; v++)
+            L->blk[v] = P.enter[v] = P.by[v] = -1;
+        for (int32_t i = 0; i < nn; i++)
+            P.parent[i] = i;
+        plan_all(L, &P, nn);
+        st = plan_costs(L, &P, nn);
+        for (int32_t v = 0; v < L->nv; v++) /* nothing is rewritten yet */
+            L->blk[v] = -1, L->made[v] = 0;
+        if (st == TG_OK)
+            st = convert_all(L, &P, nn);
+    }
+    tg_free(P.kind);
+    tg_free(P.k);
+    tg_free(P.parent);
+    tg_free(P.enter);
+    tg_free(P.by);
+    return st;
 }
 
 static tg_status run(graph *g, opt_ctx *ctx)
@@ -663,10 +960,8 @@ static tg_status run(graph *g, opt_ctx *ctx)
     if (!L.blk || !L.made) {
         st = opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
     } else {
-        for (int32_t v = 0; v < L.nv; v++)
-            L.blk[v] = -1;
         int32_t before = g->nnodes;
-        st = convert_all(&L);
+        st = plan_run(&L, before);
         if (st == TG_OK)
             st = exits(&L, &u);
         if (g->nnodes != before)
