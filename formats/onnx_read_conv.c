@@ -254,6 +254,29 @@ static tg_status permute(onnx_reader *r, int32_t x, const int64_t *perm, int n, 
     return onnx_add(r, GRAPH_OP_transpose, &x, 1, &a, y, 1);
 }
 
+/* The taps array of a window along D: [od, kd] depths, the caller's to
+ * fill and free (NULL after a failure, reported). */
+static int64_t *new_taps(onnx_reader *r, int64_t od, int64_t kd)
+{
+    int64_t *t = tg_malloc(sizeof *t * (size_t)(od * kd));
+    if (!t)
+        onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld indices", LL(od * kd));
+    return t;
+}
+
+/* y = x gathered along axis ax at the depths taps ([od, kd], freed
+ * here): x's dim ax becomes od, kd. */
+static tg_status gather_taps(onnx_reader *r, int32_t x, int ax, int64_t *taps, int64_t od,
+                             int64_t kd, int32_t *y)
+{
+    graph_type it = {GRAPH_I64, 2, {od, kd}};
+    int32_t in[2] = {x, -1};
+    tg_status st = onnx_const_value(r, &it, taps, &in[1]);
+    tg_free(taps);
+    graph_gather_attrs ga = {ax};
+    return st == TG_OK ? onnx_add(r, GRAPH_OP_gather, in, 2, &ga, y, 1) : st;
+}
+
 /*
  * A 3-D Conv, X [N, C, D, H, W] and W [O, C/g, kd, kh, kw] (g groups), as
  * one conv2d whose channels are D's taps (an im2col along D only), with
@@ -312,21 +335,13 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     } else if (st == TG_OK) {
         view[4] = hw;
         st = reshape_dims(r, x, db, view, 5, &x);
-        graph_type it = {GRAPH_I64, 2, {od, kd}};
-        int64_t *idx = tg_malloc(sizeof *idx * (size_t)(od * kd));
-        if (st == TG_OK && !idx)
-            st = onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld indices", LL(od * kd));
-        for (int64_t i = 0; st == TG_OK && i < od; i++)
+        int64_t *taps = st == TG_OK ? new_taps(r, od, kd) : NULL;
+        if (!taps)
+            return st == TG_OK ? TG_ERR_NOMEM : st;
+        for (int64_t i = 0; i < od; i++)
             for (int64_t k = 0; k < kd; k++)
-                idx[i * kd + k] = i * sd + k * dd;
-        int32_t iv;
-        if (st == TG_OK)
-            st = onnx_const_value(r, &it, idx, &iv);
-        tg_free(idx);
-        graph_gather_attrs ga = {3};
-        int32_t gin[2] = {x, iv};
-        if (st == TG_OK)
-            st = onnx_add(r, GRAPH_OP_gather, gin, 2, &ga, &x, 1);
+                taps[i * kd + k] = i * sd + k * dd;
+        st = gather_taps(r, x, 3, taps, od, kd, &x);
     }
     /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...]; y [N, Do, O, ...] to [N, O, Do, ...] */
     static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, swap12[5] = {0, 2, 1, 3, 4};
@@ -490,23 +505,27 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
 /*
  * ceil_mode 1 as extra end padding: the window count rounds up, so the
  * last window may hang past the padded input.  Pool kernels skip padding,
- * so the result is the same unless the padding is counted.
+ * so the result is the same unless the padding is counted.  H and W, and
+ * D for a 3-D pool.
  */
 static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
                            int64_t count_pad)
 {
     const graph_type *x = onnx_vtype(r, xv);
-    for (int i = 0; i < 2; i++) {
-        int64_t span = x->dim[2 + i] + w->pads.v[i] + w->pads.v[2 + i] - w->k[i];
+    for (int i = 0; i < 2 + w->three_d; i++) { /* H, W, then D */
+        int ax = i < 2 ? h_axis(w) + i : 2;
+        int64_t begin = i < 2 ? w->pads.v[i] : w->dpads[0];
+        int64_t *end = i < 2 ? &w->pads.v[2 + i] : &w->dpads[1];
+        int64_t span = x->dim[ax] + begin + *end - w->k[i];
         if (span < 0 || span % w->s[i] == 0)
             continue;
         if (count_pad)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 with "
                              "count_include_pad 1 is not supported");
-        if (onnx_dynamic_dims(r, xv) & (4u << i))
+        if (onnx_dynamic_dims(r, xv) & (1u << ax))
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 over a dynamic "
                              "dim is not supported");
-        w->pads.v[2 + i] += w->s[i] - span % w->s[i];
+        *end += w->s[i] - span % w->s[i];
     }
     return TG_OK;
 }
@@ -537,14 +556,101 @@ static tg_status pool_window(onnx_reader *r, int32_t x, window2d *w,
     return st;
 }
 
+/*
+ * A 3-D MaxPool or AveragePool, X [N, C, D, H, W], as the 2-D pool of
+ * every depth, then a pool along D: the window is separable (a max of
+ * maxes; an average of averages, since the H-W count is the same at every
+ * depth of a window).  pool2d(xv) is the 2-D pool of X transposed to
+ * [N, D, C, H, W] and reshaped to [N*D, C, H, W], [N*D, C, H', W']; it is
+ * reshaped to [N, D, C*H'*W'] and gathered at each output depth's kd taps
+ * o*sd + k - pd0 (constant [Do, kd] indices: [N, Do, kd, C*H'*W']):
+ *   max: a tap in the padding reads one of its window inside instead
+ *   (max is idempotent), then reduce_max over the taps;
+ *   average: zero-padded in D first, reduce_sum over the taps, divided by
+ *   the taps counted (kd with count_include_pad, else those inside D: a
+ *   constant [Do, 1]).
+ * Then reshaped to [N, Do, C, H', W'] and transposed to [N, C, Do, H', W'].
+ * A window along D that holds no depth of X (padding only) is refused.
+ * A dynamic batch follows; a dynamic C, D, H or W is fixed at its traced
+ * size (the node is flagged specialized).
+ */
+static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, const window2d *w,
+                            int64_t count_pad)
+{
+    const graph_type *xt = onnx_vtype(r, xv), *yt = onnx_vtype(r, y);
+    int64_t n = xt->dim[0], c = yt->dim[1], d = xt->dim[2], oh = yt->dim[2], ow = yt->dim[3];
+    int64_t kd = w->k[2], sd = w->s[2], p0 = w->dpads[0];
+    /* sizes and pads below 2^31 (window_pads), D's end pad by ceil_mode
+     * at most one stride more: no overflow */
+    int64_t span = d + p0 + w->dpads[1] - kd;
+    if (span < 0)
+        return onnx_fail(r, TG_ERR_SHAPE, "output depth <= 0: the padded input depth %lld "
+                         "is smaller than the kernel depth %lld", LL(span + kd), LL(kd));
+    int64_t od = span / sd + 1;
+    if (od > ONNX_MAX_FOLD_BYTES / (int64_t)sizeof(int64_t) / kd)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "a 3-D pool of %lld output depths and %lld "
+                         "taps is not supported", LL(od), LL(kd));
+    for (int64_t i = 0; i < od; i++)
+        if (i * sd - p0 + kd <= 0 || i * sd - p0 >= d)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "output depth %lld's window holds "
+                             "padding only: not supported", LL(i));
+    int db = onnx_dynamic_dims(r, xv) & 1;
+    int64_t flat[3] = {n, d, c * oh * ow};
+    tg_status st = reshape_dims(r, y, db, flat, 3, &y);
+    if (st == TG_OK && !max && (p0 || w->dpads[1])) {
+        graph_pad_attrs pa;
+        memset(&pa, 0, sizeof pa);
+        pa.pads = (graph_ints){6, {0, p0, 0, 0, w->dpads[1], 0}};
+        st = onnx_add(r, GRAPH_OP_pad, &y, 1, &pa, &y, 1);
+    }
+    int64_t *taps = st == TG_OK ? new_taps(r, od, kd) : NULL;
+    if (!taps)
+        return st == TG_OK ? TG_ERR_NOMEM : st;
+    float *count = max ? NULL : tg_malloc(sizeof *count * (size_t)od);
+    if (!max && !count) {
+        tg_free(taps);
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld counts", LL(od));
+    }
+    for (int64_t i = 0; i < od; i++) {
+        int64_t lo = i * sd - p0, inside = 0; /* the window's first depth in X */
+        for (int64_t k = 0; k < kd; k++) {
+            int64_t t = lo + k;
+            inside += t >= 0 && t < d;
+            /* max: a tap outside reads the window's first or last inside */
+            taps[i * kd + k] = !max ? t + p0 : t < 0 ? 0 : t >= d ? d - 1 : t;
+        }
+        if (count)
+            count[i] = (float)(count_pad ? kd : inside);
+    }
+    st = gather_taps(r, y, 1, taps, od, kd, &y);
+    graph_reduce_sum_attrs ra = {{1, {2}}, 0}; /* reduce_max's layout too */
+    if (st == TG_OK)
+        st = onnx_add(r, max ? GRAPH_OP_reduce_max : GRAPH_OP_reduce_sum, &y, 1, &ra, &y, 1);
+    graph_type ct = {GRAPH_F32, 2, {od, 1}};
+    int32_t div[2] = {y, -1};
+    if (st == TG_OK && count)
+        st = onnx_const_value(r, &ct, count, &div[1]);
+    tg_free(count);
+    if (st == TG_OK && !max)
+        st = onnx_add(r, GRAPH_OP_div, div, 2, NULL, &y, 1);
+    int64_t y5[5] = {n, od, c, oh, ow};
+    static const int64_t swap12[5] = {0, 2, 1, 3, 4};
+    if (st == TG_OK)
+        st = reshape_dims(r, y, db, y5, 5, &y);
+    if (st == TG_OK)
+        st = permute(r, y, swap12, 5, &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
 tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
 {
-    int32_t x, y;
+    int32_t x, x0, y;
     window2d w;
     int64_t count_pad = 0, order = 0;
     tg_status st = onnx_input(r, 0, &x);
+    x0 = x;
     if (st == TG_OK)
-        st = need_2d(r, &x, &w, 0);
+        st = need_2d(r, &x, &w, 1);
     if (st == TG_OK && op->op == GRAPH_OP_avg_pool2d)
         st = onnx_attr_int(r, "count_include_pad", 0, &count_pad);
     if (st == TG_OK)
@@ -555,6 +661,19 @@ tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
         st = pool_window(r, x, &w, count_pad);
     if (st != TG_OK)
         return st;
+    if (w.three_d) { /* [N, C, D, H, W] to [N*D, C, H, W] */
+        const graph_type *xt = onnx_vtype(r, x);
+        int64_t rows[4] = {xt->dim[0] * xt->dim[2], xt->dim[1], xt->dim[3], xt->dim[4]};
+        static const int64_t swap12[5] = {0, 2, 1, 3, 4};
+        uint32_t dyn = onnx_dynamic_dims(r, x);
+        if (dyn & ~1u)
+            r->specialized = 1; /* the reshapes and the indices fix C, D, H and W */
+        st = permute(r, x, swap12, 5, &x);
+        if (st == TG_OK)
+            st = reshape_dims(r, x, dyn & 1, rows, 4, &x);
+        if (st != TG_OK)
+            return st;
+    }
     graph_ints k = {2, {w.k[0], w.k[1]}}, s = {2, {w.s[0], w.s[1]}};
     if (op->op == GRAPH_OP_max_pool2d) {
         graph_max_pool2d_attrs a = {k, s, w.pads};
@@ -563,5 +682,7 @@ tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
         graph_avg_pool2d_attrs a = {k, s, w.pads, count_pad};
         st = onnx_add(r, GRAPH_OP_avg_pool2d, &x, 1, &a, &y, 1);
     }
+    if (st == TG_OK && w.three_d)
+        return pool_depth(r, op->op == GRAPH_OP_max_pool2d, x0, y, &w, count_pad);
     return st == TG_OK ? bind_window_out(r, &w, y) : st;
 }

@@ -20,6 +20,7 @@
  * Every result is checked against a naive 3-D convolution written here
  * (pads of auto_pad worked out here from the spec's formula).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +405,156 @@ static void cases(void)
     test_case(&wi, "W a graph input", 2);
 }
 
+/* ---- pools ---- */
+
+/* A 3-D MaxPool or AveragePool case (x as conv3's). */
+typedef struct pool3 {
+    int max;
+    int64_t n, c, d, h, w;
+    int64_t k[3], s[3], pads[6]; /* D H W; pads: begins, then ends */
+    const char *auto_pad;        /* NULL: NOTSET with pads */
+    int64_t ceil_mode, count_pad;
+    int dyn_batch;
+} pool3;
+
+/* The reference: each output the max or the mean of its window (the
+ * mean over the elements inside x, or inside x and its explicit pads with
+ * count_include_pad); the output size rounds up with ceil_mode. */
+static float *naive_pool(const pool3 *p, int64_t n, const float *x, int64_t od[3])
+{
+    int64_t in[3] = {p->d, p->h, p->w}, pb[3], pe[3];
+    for (int a = 0; a < 3; a++) {
+        pb[a] = p->pads[a];
+        pe[a] = p->pads[3 + a];
+        if (p->auto_pad) {
+            int64_t out = (in[a] + p->s[a] - 1) / p->s[a];
+            int64_t total = (out - 1) * p->s[a] + p->k[a] - in[a];
+            total = total < 0 ? 0 : total;
+            pb[a] = !strcmp(p->auto_pad, "SAME_UPPER") ? total / 2 : total - total / 2;
+            pe[a] = total - pb[a];
+        }
+        int64_t span = in[a] + pb[a] + pe[a] - p->k[a];
+        od[a] = (p->ceil_mode ? (span + p->s[a] - 1) / p->s[a] : span / p->s[a]) + 1;
+    }
+    float *y = malloc(sizeof *y * (size_t)(n * p->c * od[0] * od[1] * od[2])), *yp = y;
+    for (int64_t b = 0; b < n * p->c; b++)
+        for (int64_t z = 0; z < od[0]; z++)
+            for (int64_t i = 0; i < od[1]; i++)
+                for (int64_t j = 0; j < od[2]; j++) {
+                    double acc = p->max ? -INFINITY : 0;
+                    int64_t cnt = 0;
+                    for (int64_t u = 0; u < p->k[0]; u++)
+                        for (int64_t v = 0; v < p->k[1]; v++)
+                            for (int64_t t = 0; t < p->k[2]; t++) {
+                                int64_t q[3] = {z * p->s[0] + u - pb[0],
+                                                i * p->s[1] + v - pb[1],
+                                                j * p->s[2] + t - pb[2]};
+                                int inside = 1, padded = 1;
+                                for (int a = 0; a < 3; a++) {
+                                    inside &= q[a] >= 0 && q[a] < in[a];
+                                    padded &= q[a] >= -pb[a] && q[a] < in[a] + pe[a];
+                                }
+                                cnt += p->count_pad ? padded : inside;
+                                if (!inside)
+                                    continue;
+                                double e = x[((b * p->d + q[0]) * p->h + q[1]) * p->w + q[2]];
+                                acc = p->max ? (e > acc ? e : acc) : acc + e;
+                            }
+                    *yp++ = (float)(p->max ? acc : acc / (double)cnt);
+                }
+    return y;
+}
+
+/* Builds pool case p (imported at batch n), runs it at batch n and, with a
+ * dynamic batch, n + 1, interpreted and replayed as is and at -O3. */
+static void test_pool(const pool3 *p, const char *name, int64_t n)
+{
+    model b;
+    model_init(&b, p->max ? "MaxPool" : "AveragePool", 0);
+    b.node.n_input = 1;
+    int64_t xd[5] = {p->dyn_batch ? -1 : n, p->c, p->d, p->h, p->w};
+    add_input(&b, "x", 5, xd);
+    add_ints(&b, "kernel_shape", 3, p->k);
+    add_ints(&b, "strides", 3, p->s);
+    if (p->auto_pad)
+        add_str(&b, "auto_pad", p->auto_pad);
+    else
+        add_ints(&b, "pads", 6, p->pads);
+    add_int(&b, "ceil_mode", p->ceil_mode);
+    if (!p->max)
+        add_int(&b, "count_include_pad", p->count_pad);
+    char err[512] = "", what[160];
+    tg_status st;
+    graph *g = load(&b, n, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "%s imports: %s", name, err);
+    for (int64_t bn = n; g && bn <= n + !!p->dyn_batch; bn++) {
+        int64_t xn = bn * p->c * p->d * p->h * p->w, od[3];
+        float *x = malloc(sizeof *x * (size_t)xn);
+        check_fill(x, xn, 17 + (uint64_t)bn, -1, 1);
+        float *y = naive_pool(p, bn, x, od);
+        conv3 shape = {.o = p->c};
+        graph_type xt = {GRAPH_F32, 5, {bn, p->c, p->d, p->h, p->w}};
+        graph *o3 = graph_clone(g);
+        opt_options oo = opt_default_options();
+        oo.level = 3;
+        st = o3 ? opt_optimize(o3, &oo, NULL, err, sizeof err) : TG_ERR_NOMEM;
+        CHECK_MSG(st == TG_OK, "%s -O3: %s", name, o3 ? err : "out of memory");
+        const graph *graphs[2] = {g, o3};
+        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        for (int k = 0; k < (st == TG_OK ? 2 : 1); k++) {
+            snprintf(what, sizeof what, "%s at batch %lld, %s replay", name, LL(bn),
+                     k ? "-O3" : "as imported");
+            replay_plan *pl = replay_compile(graphs[k], &ro, err, sizeof err);
+            CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
+            replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
+            if (s) {
+                replay_tensor rin = {"x", xt, x, NULL}, rout = {"y", {0}, NULL, NULL};
+                tg_status rs = replay_run(s, &rin, 1, &rout, 1);
+                CHECK_MSG(rs == TG_OK, "%s: %s", what, replay_session_error(s));
+                if (rs == TG_OK)
+                    check_y(&shape, what, &rout.type, rout.data, bn, od, y);
+            }
+            replay_session_free(s);
+            replay_plan_free(pl);
+        }
+        eager_tensor *in = eager_from_data(GRAPH_F32, (graph_ints){5, {bn, p->c, p->d, p->h,
+                                                                       p->w}}, x);
+        eager_tensor *out = NULL;
+        snprintf(what, sizeof what, "%s at batch %lld, interpreted", name, LL(bn));
+        st = eager_interpret(g, &in, 1, &out, 1, NULL);
+        CHECK_MSG(st == TG_OK && out, "%s: %s", what, eager_error());
+        if (st == TG_OK && out)
+            check_y(&shape, what, eager_type(out), eager_peek(out), bn, od, y);
+        eager_release(out);
+        eager_release(in);
+        eager_clear_error();
+        graph_free(o3);
+        free(x);
+        free(y);
+    }
+    graph_free(g);
+}
+
+static void pools(void)
+{
+    pool3 mx = {.max = 1, .n = 2, .c = 3, .d = 8, .h = 6, .w = 7, .k = {3, 3, 2},
+                .s = {2, 1, 2}, .pads = {1, 1, 0, 1, 0, 1}, .ceil_mode = 1, .dyn_batch = 1};
+    test_pool(&mx, "MaxPool, pads, ceil_mode", 2);
+    pool3 av = {.n = 1, .c = 2, .d = 6, .h = 5, .w = 6, .k = {3, 2, 2}, .s = {2, 2, 1},
+                .pads = {1, 0, 1, 0, 1, 1}, .ceil_mode = 1, .dyn_batch = 1};
+    test_pool(&av, "AveragePool, pads, ceil_mode", 1);
+    pool3 ac = {.n = 2, .c = 2, .d = 5, .h = 5, .w = 5, .k = {3, 3, 3}, .s = {2, 2, 2},
+                .pads = {1, 1, 1, 1, 1, 1}, .count_pad = 1};
+    test_pool(&ac, "AveragePool, count_include_pad", 2);
+    pool3 su = {.max = 1, .n = 1, .c = 2, .d = 5, .h = 4, .w = 5, .k = {2, 2, 3},
+                .s = {2, 1, 2}, .auto_pad = "SAME_UPPER"};
+    test_pool(&su, "MaxPool, SAME_UPPER", 1);
+    pool3 sl = su;
+    sl.max = 0;
+    sl.auto_pad = "SAME_LOWER";
+    test_pool(&sl, "AveragePool, SAME_LOWER", 1);
+}
+
 /* ---- refusals ---- */
 
 /* op(x [xd], w [wd] initializer, attributes by the caller) fails with
@@ -481,16 +632,25 @@ static void refusals(void)
 
     model_init(&b, "MaxPool", 0);
     b.node.n_input = 1;
+    add_input(&b, "x", 6, x6);
+    add_ints(&b, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "c3.onnx: node 0 'conv' (MaxPool): only 1-D (NCL), "
+                "2-D (NCHW) and 3-D (NCDHW) are supported, the input has 6 dims");
+
+    model_init(&b, "AveragePool", 0);
+    b.node.n_input = 1;
     add_input(&b, "x", 5, x5);
     add_ints(&b, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
-    expect_fail(&b, TG_ERR_UNSUPPORTED, "c3.onnx: node 0 'conv' (MaxPool): only 1-D (NCL) "
-                "and 2-D (NCHW) are supported, the input has 5 dims");
+    add_ints(&b, "pads", 6, (const int64_t[]){2, 0, 0, 0, 0, 0});
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "c3.onnx: node 0 'conv' (AveragePool): output depth "
+                "0's window holds padding only: not supported");
 }
 
 int main(void)
 {
     long live = eager_live_tensors();
     cases();
+    pools();
     refusals();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
