@@ -297,17 +297,20 @@ static tg_status gather_taps(onnx_reader *r, int32_t x, int ax, int64_t *taps, i
 static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window2d *w,
                         const graph_conv2d_attrs *a)
 {
-    const graph_type *xt = onnx_vtype(r, in[0]), *wt = onnx_vtype(r, in[1]);
-    int64_t n = xt->dim[0], c = xt->dim[1], hw = xt->dim[3] * xt->dim[4], o = wt->dim[0];
+    /* copies: adding nodes may move the graph's values */
+    const graph_type xt = *onnx_vtype(r, in[0]), wt = *onnx_vtype(r, in[1]);
+    int64_t n = xt.dim[0], c = xt.dim[1], hw = xt.dim[3] * xt.dim[4], o = wt.dim[0];
     int64_t g = a->groups, kd = w->k[2], sd = w->s[2], dd = w->d[2];
-    if (g < 1 || c % g || o % g)
+    if (g < 1)
+        return onnx_fail(r, TG_ERR_FORMAT, "group must be >= 1, got %lld", LL(g));
+    if (c % g || o % g)
         return onnx_fail(r, TG_ERR_FORMAT, "group %lld must divide the input channels %lld "
                          "and the output channels %lld", LL(g), LL(c), LL(o));
-    if (wt->dim[1] != c / g)
+    if (wt.dim[1] != c / g)
         return onnx_fail(r, TG_ERR_FORMAT, "W has %lld input channels per group, want %lld "
-                         "(C %lld / group %lld)", LL(wt->dim[1]), LL(c / g), LL(c), LL(g));
+                         "(C %lld / group %lld)", LL(wt.dim[1]), LL(c / g), LL(c), LL(g));
     /* D, the pads, kd and dd are below 2^31 (window_pads): no overflow */
-    int64_t dp = xt->dim[2] + w->dpads[0] + w->dpads[1], eff = (kd - 1) * dd + 1;
+    int64_t dp = xt.dim[2] + w->dpads[0] + w->dpads[1], eff = (kd - 1) * dd + 1;
     if (dp < eff)
         return onnx_fail(r, TG_ERR_SHAPE, "output depth <= 0: the padded input depth %lld "
                          "is smaller than the effective kernel depth %lld", LL(dp), LL(eff));
@@ -345,8 +348,8 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     }
     /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...]; y [N, Do, O, ...] to [N, O, Do, ...] */
     static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, swap12[5] = {0, 2, 1, 3, 4};
-    int64_t x2[4] = {rows, kc, xt->dim[3], xt->dim[4]};
-    int64_t w2[4] = {o, kd * (c / g), wt->dim[3], wt->dim[4]};
+    int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
+    int64_t w2[4] = {o, kd * (c / g), wt.dim[3], wt.dim[4]};
     if (st == TG_OK)
         st = permute(r, x, to_rows, 6, &x);
     if (st == TG_OK)
@@ -361,7 +364,7 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     if (st != TG_OK)
         return st;
     const graph_type *yt = onnx_vtype(r, y);
-    int64_t y5[5] = {n, od, o, yt->dim[2], yt->dim[3]};
+    int64_t y5[5] = {n, od, o, yt->dim[2], yt->dim[3]}; /* read before adding */
     st = reshape_dims(r, y, db, y5, 5, &y);
     if (st == TG_OK)
         st = permute(r, y, swap12, 5, &y);

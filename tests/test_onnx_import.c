@@ -197,7 +197,7 @@ static void bad_composed(void)
 {
     mb b;
     Onnx__AttributeProto a, *as[1];
-    static const int64_t x4[4] = {1, 8, 2, 2}, x5[5] = {1, 1, 2, 2, 2};
+    static const int64_t x4[4] = {1, 8, 2, 2}, x6[6] = {1, 1, 2, 2, 2, 2};
     /* Resize x f32[1,8,2,2] by sizes from graph input s: sizes must be known */
     mb_init(&b, "Resize", "x", "");
     mb_tensor_type(&b, 0, 1, 4, x4);
@@ -261,12 +261,12 @@ static void bad_composed(void)
     mb_tensor_type(&b, 0, 7, 1, x4);
     expect_fail(&b, TG_ERR_FORMAT,
                 "mem.onnx: node 0 'n0' (Trilu): input has 1 dims, want >= 2");
-    /* a 3-D pool (5-D input) */
+    /* a 4-D pool (6-D input; 3-D: test_onnx_conv3d.c) */
     mb_init(&b, "MaxPool", "x", NULL);
-    mb_tensor_type(&b, 0, 1, 5, x5);
+    mb_tensor_type(&b, 0, 1, 6, x6);
     expect_fail(&b, TG_ERR_UNSUPPORTED,
-                "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL) and 2-D (NCHW) are "
-                "supported, the input has 5 dims");
+                "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL), 2-D (NCHW) and 3-D (NCDHW) "
+                "are supported, the input has 6 dims");
 }
 
 /* Attribute i of b's node, as[i] = a: INTS name = v[0..n) (INTS, or a
