@@ -85,6 +85,12 @@ static int h_axis(const window2d *w)
     return 2 + w->three_d;
 }
 
+/* The bits of x's spatial dims (for onnx_dynamic_dims). */
+static uint32_t spatial_mask(const window2d *w)
+{
+    return (0x3u << h_axis(w)) | (w->three_d ? 0x4u : 0);
+}
+
 /*
  * Explicit pads from auto_pad and pads, for input x (value xv).  Sizes,
  * kernel, strides, dilations and pads are all below 2^31 here, so the
@@ -130,8 +136,7 @@ static tg_status window_pads(onnx_reader *r, int32_t xv, window2d *w)
     if (strcmp(mode, "SAME_UPPER") && strcmp(mode, "SAME_LOWER"))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "auto_pad '%s' is not supported", mode);
     /* The pads follow the input size unless the stride is 1. */
-    uint32_t spatial = (0x3u << h) | (w->three_d ? 0x4u : 0);
-    if ((onnx_dynamic_dims(r, xv) & spatial) &&
+    if ((onnx_dynamic_dims(r, xv) & spatial_mask(w)) &&
         (w->s[0] != 1 || w->s[1] != 1 || w->s[2] != 1))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "auto_pad '%s' with a stride over a "
                          "dynamic dim is not supported", mode);
@@ -413,7 +418,7 @@ static int64_t half_floor(int64_t a)
  * does not depend on in, so a dynamic dim is fine; with output_shape it
  * does, and a dynamic H or W is refused.
  */
-static tg_status transpose_pads(onnx_reader *r, int32_t xv, window2d *w, int64_t opad[2],
+static tg_status transpose_pads(onnx_reader *r, int32_t xv, window2d *w, int64_t opad[3],
                                 int *set)
 {
     char mode[32];
@@ -430,17 +435,19 @@ static tg_status transpose_pads(onnx_reader *r, int32_t xv, window2d *w, int64_t
         return TG_OK;
     if (!same && strcmp(mode, "NOTSET") && strcmp(mode, "VALID"))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "auto_pad '%s' is not supported", mode);
-    int nsp = w->one_d ? 1 : 2;
+    int nsp = spatial_dims(w), h = h_axis(w);
     const graph_type *x = onnx_vtype(r, xv);
     if (has_os && os.n != nsp && os.n != nsp + 2) /* spatial dims, or all of them */
         return onnx_fail(r, TG_ERR_FORMAT, "output_shape has %d entries, want %d",
                          (int)os.n, nsp);
-    if (has_os && (onnx_dynamic_dims(r, xv) & 0xC))
+    if (has_os && (onnx_dynamic_dims(r, xv) & spatial_mask(w)))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "output_shape with a dynamic spatial dim "
                          "is not supported");
     w->pads = (graph_ints){4, {0, 0, 0, 0}};
-    for (int i = 2 - nsp; i < 2; i++) {
-        int64_t in = x->dim[2 + i], out = has_os ? os.v[os.n - 2 + i] : 0;
+    w->dpads[0] = w->dpads[1] = 0;
+    for (int i = w->one_d; i < 2 + w->three_d; i++) { /* H, W, then D */
+        int ax = i < 2 ? h + i : 2;
+        int64_t in = x->dim[ax], out = has_os ? os.v[os.n - 2 + (i < 2 ? i : -1)] : 0;
         if (in > INT32_MAX || w->k[i] > INT32_MAX)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "a window over 2^31 is not supported");
         if (has_os && (out < 1 || out > INT32_MAX))
@@ -464,10 +471,120 @@ static tg_status transpose_pads(onnx_reader *r, int32_t xv, window2d *w, int64_t
                                  "stride %lld or the dilation %lld", LL(out), LL(opad[i]),
                                  LL(w->s[i]), LL(w->d[i]));
         }
-        w->pads.v[i] = begin;
-        w->pads.v[2 + i] = end;
+        if (i == 2) {
+            w->dpads[0] = begin;
+            w->dpads[1] = end;
+        } else {
+            w->pads.v[i] = begin;
+            w->pads.v[2 + i] = end;
+        }
     }
     return TG_OK;
+}
+
+/*
+ * A 3-D ConvTranspose, X [N, C, D, H, W] and W [C, M/g, kd, kh, kw] (g
+ * groups), as one conv_transpose2d whose input channels are D's taps, as
+ * conv3d does: output depth z gets tap k of the input depth q with
+ * q*sd + k*dd - pd0 = z, the others nothing.
+ *   X, a zero depth appended (index D) where some tap reads none, viewed
+ *   as [N, g, C/g, D+1, H*W], gathered for each output depth z < D' and
+ *   tap k at that q ((z + pd0 - k*dd) / sd where it divides and lies in
+ *   [0, D), else D): [N, g, C/g, D', kd, H*W]; transposed to
+ *   [N, D', g, kd, C/g, H*W], reshaped to [N*D', kd*C, H, W];
+ *   W viewed as [g, C/g, M/g, kd, kh*kw], transposed to
+ *   [g, kd, C/g, M/g, kh*kw] and reshaped to [kd*C, M/g, kh, kw]: group j's
+ *   rows are its C/g channels at each tap, as in X;
+ *   conv_transpose2d with H and W's window, output padding, the groups and
+ *   B: [N*D', M, H', W'], reshaped to [N, D', M, H', W'] and transposed to
+ *   [N, M, D', H', W'].
+ * D' = sd*(D-1) + opd + (kd-1)*dd + 1 - pd0 - pd1.  With a stride, most
+ * gathered taps are the zero depth (sd times the direct sum's work).  A
+ * dynamic batch follows; a dynamic C, D, H or W is fixed at its traced
+ * size (the node is flagged specialized).
+ */
+static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
+                                  const window2d *w, const graph_conv_transpose2d_attrs *a,
+                                  int64_t opd)
+{
+    /* copies: adding nodes may move the graph's values */
+    const graph_type xt = *onnx_vtype(r, in[0]), wt = *onnx_vtype(r, in[1]);
+    int64_t n = xt.dim[0], c = xt.dim[1], d = xt.dim[2], hw = xt.dim[3] * xt.dim[4];
+    int64_t g = a->groups, kd = w->k[2], sd = w->s[2], dd = w->d[2], p0 = w->dpads[0], m;
+    if (g < 1)
+        return onnx_fail(r, TG_ERR_FORMAT, "group must be >= 1, got %lld", LL(g));
+    if (wt.dim[0] != c || c % g)
+        return onnx_fail(r, TG_ERR_FORMAT, "W has %lld input channels, want %lld (the "
+                         "channels of X), which group %lld must divide", LL(wt.dim[0]),
+                         LL(c), LL(g));
+    if (opd >= sd && opd >= dd)
+        return onnx_fail(r, TG_ERR_FORMAT, "output_padding %lld (D) must be smaller than the "
+                         "stride %lld or the dilation %lld", LL(opd), LL(sd), LL(dd));
+    /* D, the pads, kd, sd, dd and opd are below 2^31: no overflow */
+    int64_t od = sd * (d - 1) + opd + (kd - 1) * dd + 1 - p0 - w->dpads[1], rows, kc;
+    if (od <= 0)
+        return onnx_fail(r, TG_ERR_SHAPE, "output depth %lld <= 0: the pads %lld+%lld remove "
+                         "every depth", LL(od), LL(p0), LL(w->dpads[1]));
+    if (od > ONNX_MAX_FOLD_BYTES / (int64_t)sizeof(int64_t) / kd)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "a 3-D ConvTranspose of %lld output depths "
+                         "and %lld taps is not supported", LL(od), LL(kd));
+    if (__builtin_mul_overflow(n, od, &rows) || __builtin_mul_overflow(kd, c, &kc) ||
+        __builtin_mul_overflow(wt.dim[1], g, &m))
+        return onnx_fail(r, TG_ERR_SHAPE, "sizes overflow int64");
+    uint32_t dyn = onnx_dynamic_dims(r, in[0]);
+    int db = dyn & 1, zero = 0;
+    if (dyn & ~1u)
+        r->specialized = 1; /* the reshapes and the indices fix C, D, H and W */
+    int64_t *taps = new_taps(r, od, kd);
+    if (!taps)
+        return TG_ERR_NOMEM;
+    for (int64_t z = 0; z < od; z++)
+        for (int64_t k = 0; k < kd; k++) {
+            int64_t t = z + p0 - k * dd, q = t >= 0 && t % sd == 0 ? t / sd : d;
+            taps[z * kd + k] = q < d ? q : d;
+            zero |= q >= d;
+        }
+    int32_t x = in[0], wv = in[1], y;
+    tg_status st = TG_OK;
+    if (zero) {
+        graph_pad_attrs pa;
+        memset(&pa, 0, sizeof pa);
+        pa.pads = (graph_ints){10, {0, 0, 0, 0, 0, 0, 0, 1, 0, 0}};
+        st = onnx_add(r, GRAPH_OP_pad, &x, 1, &pa, &x, 1);
+    }
+    int64_t view[5] = {n, g, c / g, d + zero, hw};
+    if (st == TG_OK)
+        st = reshape_dims(r, x, db, view, 5, &x);
+    if (st == TG_OK)
+        st = gather_taps(r, x, 3, taps, od, kd, &x);
+    else
+        tg_free(taps);
+    static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, wtaps[5] = {0, 3, 1, 2, 4};
+    static const int64_t swap12[5] = {0, 2, 1, 3, 4};
+    int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
+    int64_t w5[5] = {g, c / g, wt.dim[1], kd, wt.dim[3] * wt.dim[4]};
+    int64_t w2[4] = {kc, wt.dim[1], wt.dim[3], wt.dim[4]};
+    if (st == TG_OK)
+        st = permute(r, x, to_rows, 6, &x);
+    if (st == TG_OK)
+        st = reshape_dims(r, x, db, x2, 4, &x);
+    if (st == TG_OK)
+        st = reshape_dims(r, wv, 0, w5, 5, &wv);
+    if (st == TG_OK)
+        st = permute(r, wv, wtaps, 5, &wv);
+    if (st == TG_OK)
+        st = reshape_dims(r, wv, 0, w2, 4, &wv);
+    int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_conv_transpose2d, cin, nin, a, &y, 1);
+    if (st != TG_OK)
+        return st;
+    const graph_type *yt = onnx_vtype(r, y);
+    int64_t y5[5] = {n, od, m, yt->dim[2], yt->dim[3]}; /* read before adding */
+    st = reshape_dims(r, y, db, y5, 5, &y);
+    if (st == TG_OK)
+        st = permute(r, y, swap12, 5, &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
 /*
@@ -481,7 +598,7 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
     int nin = onnx_has_input(r, 2) ? 3 : 2, set;
     window2d w;
     int64_t opad[3];
-    tg_status st = conv_window(r, in, nin, &w, 0);
+    tg_status st = conv_window(r, in, nin, &w, 1);
     if (st == TG_OK)
         st = pair_attr(r, &w, "output_padding", 0, 0, opad);
     if (st != TG_OK)
@@ -501,6 +618,8 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
     a.dilation = (graph_ints){2, {w.d[0], w.d[1]}};
     a.padding = w.pads;
     a.output_padding = (graph_ints){2, {opad[0], opad[1]}};
+    if (w.three_d)
+        return conv_transpose3d(r, in, nin, &w, &a, opad[2]);
     st = onnx_add(r, GRAPH_OP_conv_transpose2d, in, nin, &a, &y, 1);
     return st == TG_OK ? bind_window_out(r, &w, y) : st;
 }
