@@ -12,20 +12,22 @@
 
 /*
  * ---- convolution and pooling (2-D NCHW; 1-D NCL as 2-D with H = 1;
- *      3-D NCDHW Conv as conv2d with D's taps as channels) ----
+ *      3-D NCDHW as the 2-D ops with D's taps as channels, or pooled
+ *      apart) ----
  *
  * A 1-D Conv, ConvTranspose or pool runs as the 2-D op on x unsqueezed
  * to [N, C, 1, L] (and W to [M, C/group, 1, K], or ConvTranspose's
  * [C, M/group, 1, K]), its window 1 high with stride and dilation 1 and
  * no padding (or output padding) in H, the output squeezed back: the
- * same sums in the same order.  A 3-D Conv: conv3d below.
+ * same sums in the same order.  3-D: conv3d, conv_transpose3d and
+ * pool_depth below.
  */
 
 /* The window of a Conv, ConvTranspose or pool: kernel, strides,
  * dilations, pads; entry 2 of k, s and d is D's (1 unless 3-D). */
 typedef struct window2d {
     int one_d; /* the ONNX node is 1-D: its attributes have one entry per dim */
-    int three_d; /* 3-D (a Conv only): three entries, D's first */
+    int three_d; /* 3-D (NCDHW): three entries, D's first */
     int64_t k[3], s[3], d[3];
     graph_ints pads; /* top, left, bottom, right */
     int64_t dpads[2]; /* three_d: D's begin and end */
@@ -589,8 +591,8 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
 
 /*
  * ConvTranspose: X [N, C, ...], W [C, M/group, k...] as conv_transpose2d
- * takes them (1-D as 2-D with H = 1, as Conv), output_padding, and the
- * pads of transpose_pads or of the pads attribute.
+ * takes them (1-D as 2-D with H = 1, as Conv; 3-D: conv_transpose3d),
+ * output_padding, and the pads of transpose_pads or of the pads attribute.
  */
 tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
 {

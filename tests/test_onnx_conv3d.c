@@ -1,7 +1,9 @@
 /*
- * test_onnx_conv3d.c - ONNX import of a 3-D Conv (formats/onnx_read_conv.c:
- * X [N, C, D, H, W] as one conv2d whose channels are D's taps, no op of
- * its own), on one-node models built here in memory with protobuf-c:
+ * test_onnx_conv3d.c - ONNX import of 3-D Conv, ConvTranspose, MaxPool and
+ * AveragePool (formats/onnx_read_conv.c: X [N, C, D, H, W] as one conv2d
+ * or conv_transpose2d whose channels are D's taps, a pool as the 2-D pool
+ * of each depth then one along D; no op of their own), on one-node models
+ * built here in memory with protobuf-c:
  *
  *   - groups, strides, dilations and asymmetric pads in every axis, a
  *     bias, W and B initializers, a dynamic batch: imported at batch 2,
@@ -12,13 +14,21 @@
  *   - a kernel one deep with D padding (the gather becomes a reshape,
  *     the padded depths give the bias alone); depthwise; W a graph input
  *     computed at run time rather than a constant;
- *   - refusals, each with its exact message: 6-D input, W of the wrong
- *     rank, kernel_shape, pads of 4 entries, a group that does not divide
- *     C, a kernel deeper than the padded input; 3-D ConvTranspose and
- *     pools are still refused by name.
+ *   - ConvTranspose: groups, strides, dilations, pads and output_padding,
+ *     a dynamic batch; SAME_UPPER and SAME_LOWER; depthwise with W a
+ *     graph input;
+ *   - MaxPool and AveragePool: pads, strides, ceil_mode, count_include_pad,
+ *     SAME_UPPER / SAME_LOWER, a dynamic batch;
+ *   - refusals, each with its exact message: 6-D inputs, W of the wrong
+ *     rank or channels, kernel_shape, pads of 4 entries, a group that does
+ *     not divide C, a kernel deeper than the padded input, output_padding
+ *     in D, pads that remove every output depth, a pool window of padding
+ *     only in D.
  *
- * Every result is checked against a naive 3-D convolution written here
- * (pads of auto_pad worked out here from the spec's formula).
+ * Every result is checked against naive 3-D loops written here (a
+ * convolution, a transposed one that scatters each input element, pools;
+ * pads of auto_pad worked out here from the spec's formulas), by the
+ * reference interpreter and by replays as imported and at -O3.
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +57,8 @@ typedef struct conv3 {
     int w_input;             /* W a graph input (else an initializer) */
     int dyn_batch;           /* x's N a dim_param */
     int kernel_shape;        /* kernel_shape given */
+    int transpose;           /* ConvTranspose: W [c, o/g, kd, kh, kw] */
+    int64_t opad[3];         /* its output_padding, D H W */
 } conv3;
 
 /* The model of a case: up to two graph inputs, two initializers, one
@@ -194,13 +206,24 @@ static graph *load(model *b, int64_t dim_default, tg_status *st, char *err, size
 
 /* ---- the reference ---- */
 
-/* Pads and output size of one axis (the spec's auto_pad formula). */
+/* Pads and output size of one axis (the spec's auto_pad formulas). */
 static int64_t axis_out(const conv3 *p, int ax, int64_t in, int64_t k, int64_t *begin,
                         int64_t *end)
 {
     int64_t s = p->s[ax], dl = p->dl[ax];
     *begin = p->pads[ax];
     *end = p->pads[3 + ax];
+    if (p->transpose) { /* SAME_*: out = in * s, the smaller half first for UPPER */
+        int64_t full = s * (in - 1) + p->opad[ax] + (k - 1) * dl + 1;
+        if (p->auto_pad && strcmp(p->auto_pad, "VALID")) {
+            int64_t total = full - in * s;
+            *begin = !strcmp(p->auto_pad, "SAME_UPPER") ? total / 2 : total - total / 2;
+            *end = total - *begin;
+        } else if (p->auto_pad) {
+            *begin = *end = 0;
+        }
+        return full - *begin - *end;
+    }
     if (p->auto_pad && strcmp(p->auto_pad, "VALID")) {
         int64_t out = (in + s - 1) / s, total = (out - 1) * s + (k - 1) * dl + 1 - in;
         total = total < 0 ? 0 : total;
@@ -250,6 +273,45 @@ static float *naive(const conv3 *p, int64_t n, const float *x, const float *w,
     return y;
 }
 
+/* y [n, o, od...] of the transposed convolution: every input element
+ * times each tap of its group's filters, added at z = q*s + u*dl - pad
+ * in each axis (where that lies in the output), plus b. */
+static float *naive_t(const conv3 *p, int64_t n, const float *x, const float *w,
+                      const float *bias, int64_t od[3])
+{
+    int64_t pb[3], pe[3], in[3] = {p->d, p->h, p->w}, k[3] = {p->kd, p->kh, p->kw};
+    for (int a = 0; a < 3; a++)
+        od[a] = axis_out(p, a, in[a], k[a], &pb[a], &pe[a]);
+    int64_t cg = p->c / p->g, og = p->o / p->g, plane = od[0] * od[1] * od[2];
+    double *acc = calloc((size_t)(n * p->o * plane), sizeof *acc);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ci = 0; ci < p->c; ci++)
+            for (int64_t q = 0; q < p->d * p->h * p->w; q++) {
+                int64_t qd = q / (p->h * p->w), qh = q / p->w % p->h, qw = q % p->w;
+                double xv = x[(b * p->c + ci) * p->d * p->h * p->w + q];
+                for (int64_t m = 0; m < og; m++)
+                    for (int64_t u = 0; u < p->kd; u++)
+                        for (int64_t v = 0; v < p->kh; v++)
+                            for (int64_t t = 0; t < p->kw; t++) {
+                                int64_t z = qd * p->s[0] + u * p->dl[0] - pb[0];
+                                int64_t i = qh * p->s[1] + v * p->dl[1] - pb[1];
+                                int64_t j = qw * p->s[2] + t * p->dl[2] - pb[2];
+                                if (z < 0 || z >= od[0] || i < 0 || i >= od[1] || j < 0 ||
+                                    j >= od[2])
+                                    continue;
+                                int64_t o = ci / cg * og + m;
+                                acc[((b * p->o + o) * od[0] + z) * od[1] * od[2] +
+                                    i * od[2] + j] +=
+                                    xv * w[(((ci * og + m) * p->kd + u) * p->kh + v) * p->kw + t];
+                            }
+            }
+    float *y = malloc(sizeof *y * (size_t)(n * p->o * plane));
+    for (int64_t e = 0; e < n * p->o * plane; e++)
+        y[e] = (float)(acc[e] + (bias ? bias[e / plane % p->o] : 0));
+    free(acc);
+    return y;
+}
+
 /* ---- running ---- */
 
 /* Checks out (type ot, data) against y [n, o, od...]. */
@@ -275,14 +337,15 @@ static void run_all(const conv3 *p, const graph *g, const char *name, int64_t n,
     int64_t xn = n * p->c * p->d * p->h * p->w, od[3];
     float *x = malloc(sizeof *x * (size_t)xn);
     check_fill(x, xn, 7 + (uint64_t)n, -1, 1);
-    float *y = naive(p, n, x, w, bias, od);
+    float *y = (p->transpose ? naive_t : naive)(p, n, x, w, bias, od);
+    int64_t w0 = p->transpose ? p->c : p->o, w1 = p->transpose ? p->o / p->g : p->c / p->g;
     graph_type xt = {GRAPH_F32, 5, {n, p->c, p->d, p->h, p->w}};
-    graph_type wt = {GRAPH_F32, 5, {p->o, p->c / p->g, p->kd, p->kh, p->kw}};
+    graph_type wt = {GRAPH_F32, 5, {w0, w1, p->kd, p->kh, p->kw}};
     int nin = p->w_input ? 2 : 1;
 
     eager_tensor *in[2], *out = NULL;
     graph_ints xs = {5, {n, p->c, p->d, p->h, p->w}};
-    graph_ints ws = {5, {p->o, p->c / p->g, p->kd, p->kh, p->kw}};
+    graph_ints ws = {5, {w0, w1, p->kd, p->kh, p->kw}};
     in[0] = eager_from_data(GRAPH_F32, xs, x);
     in[1] = p->w_input ? eager_from_data(GRAPH_F32, ws, w) : NULL;
     tg_status st = eager_interpret(g, in, nin, &out, 1, NULL);
@@ -333,9 +396,10 @@ static void test_case(const conv3 *p, const char *name, int64_t n)
     float *w = malloc(sizeof *w * (size_t)wn), bias[64];
     check_fill(w, wn, 3, -1, 1);
     check_fill(bias, p->o, 5, -1, 1);
-    model_init(&b, "Conv", p->bias);
-    int64_t xd[5] = {p->dyn_batch ? -1 : n, p->c, p->d, p->h, p->w};
-    int64_t wd[5] = {p->o, p->c / p->g, p->kd, p->kh, p->kw}, bd[1] = {p->o};
+    model_init(&b, p->transpose ? "ConvTranspose" : "Conv", p->bias);
+    int64_t xd[5] = {p->dyn_batch ? -1 : n, p->c, p->d, p->h, p->w}, bd[1] = {p->o};
+    int64_t wd[5] = {p->transpose ? p->c : p->o, p->transpose ? p->o / p->g : p->c / p->g,
+                     p->kd, p->kh, p->kw};
     add_input(&b, "x", 5, xd);
     if (p->w_input)
         add_input(&b, "w", 5, wd);
@@ -352,6 +416,8 @@ static void test_case(const conv3 *p, const char *name, int64_t n)
         add_ints(&b, "pads", 6, p->pads);
     if (p->kernel_shape)
         add_ints(&b, "kernel_shape", 3, (const int64_t[]){p->kd, p->kh, p->kw});
+    if (p->transpose)
+        add_ints(&b, "output_padding", 3, p->opad);
     char err[512] = "";
     tg_status st;
     graph *g = load(&b, n, &st, err, sizeof err);
@@ -359,11 +425,12 @@ static void test_case(const conv3 *p, const char *name, int64_t n)
     if (g) {
         int convs = 0, spec = 0;
         for (int32_t i = 0; i < g->nnodes; i++) {
-            convs += g->nodes[i].op == GRAPH_OP_conv2d;
+            convs += g->nodes[i].op == (p->transpose ? GRAPH_OP_conv_transpose2d
+                                                     : GRAPH_OP_conv2d);
             spec += !!(g->nodes[i].flags & GRAPH_NODE_SPECIALIZED);
         }
-        CHECK_MSG(convs == 1 && g->nnodes <= 10, "%s: want one conv2d in at most 10 nodes, "
-                  "have %d in %d", name, convs, (int)g->nnodes);
+        CHECK_MSG(convs == 1 && g->nnodes <= 11, "%s: want one 2-D conv in at most 11 "
+                  "nodes, have %d in %d", name, convs, (int)g->nnodes);
         CHECK_MSG(spec == 0, "%s: %d nodes specialized", name, spec);
         for (int64_t k = n; k <= n + !!p->dyn_batch; k++)
             run_all(p, g, name, k, w, p->bias ? bias : NULL);
@@ -403,6 +470,25 @@ static void cases(void)
                 .g = 2, .s = {3, 1, 1}, .dl = {1, 2, 1}, .pads = {0, 1, 0, 1, 0, 1},
                 .w_input = 1};
     test_case(&wi, "W a graph input", 2);
+
+    /* ConvTranspose: groups, strides, dilations, pads, output_padding in
+     * each axis where it may be */
+    conv3 t = {.n = 2, .c = 4, .d = 4, .h = 3, .w = 5, .o = 6, .kd = 3, .kh = 2, .kw = 3,
+               .g = 2, .s = {2, 1, 3}, .dl = {2, 1, 1}, .pads = {1, 0, 2, 2, 1, 0},
+               .opad = {1, 0, 2}, .bias = 1, .dyn_batch = 1, .transpose = 1};
+    test_case(&t, "ConvTranspose, groups, strides, dilations, pads", 2);
+    conv3 tu = {.n = 1, .c = 3, .d = 3, .h = 4, .w = 3, .o = 2, .kd = 3, .kh = 3, .kw = 2,
+                .g = 1, .s = {2, 2, 1}, .dl = {1, 1, 1}, .auto_pad = "SAME_UPPER",
+                .transpose = 1, .kernel_shape = 1};
+    test_case(&tu, "ConvTranspose, SAME_UPPER", 1);
+    conv3 tl = tu;
+    tl.auto_pad = "SAME_LOWER";
+    tl.bias = 1;
+    test_case(&tl, "ConvTranspose, SAME_LOWER", 1);
+    conv3 tw = {.n = 1, .c = 4, .d = 3, .h = 3, .w = 3, .o = 4, .kd = 2, .kh = 2, .kw = 2,
+                .g = 4, .s = {1, 2, 1}, .dl = {1, 1, 2}, .pads = {0, 1, 0, 1, 0, 1},
+                .transpose = 1, .w_input = 1};
+    test_case(&tw, "ConvTranspose, depthwise, W a graph input", 1);
 }
 
 /* ---- pools ---- */
@@ -625,10 +711,30 @@ static void refusals(void)
                 "padded input depth 3 is smaller than the effective kernel depth 5");
 
     model_init(&b, "ConvTranspose", 0);
+    add_input(&b, "x", 6, x6);
+    add_init(&b, "w", 4, w4, wdata);
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "c3.onnx: node 0 'conv' (ConvTranspose): only 1-D "
+                "(NCL), 2-D (NCHW) and 3-D (NCDHW) are supported, the input has 6 dims");
+
+    model_init(&b, "ConvTranspose", 0); /* W [4, 2, 3, 3, 3]: 4 input channels */
+    add_input(&b, "x", 5, (const int64_t[]){1, 2, 3, 5, 5});
+    add_init(&b, "w", 5, w5, wdata);
+    expect_fail(&b, TG_ERR_FORMAT, "c3.onnx: node 0 'conv' (ConvTranspose): W has 4 input "
+                "channels, want 2 (the channels of X), which group 1 must divide");
+
+    model_init(&b, "ConvTranspose", 0);
     add_input(&b, "x", 5, x5);
     add_init(&b, "w", 5, w5, wdata);
-    expect_fail(&b, TG_ERR_UNSUPPORTED, "c3.onnx: node 0 'conv' (ConvTranspose): only 1-D "
-                "(NCL) and 2-D (NCHW) are supported, the input has 5 dims");
+    add_ints(&b, "output_padding", 3, (const int64_t[]){1, 0, 0});
+    expect_fail(&b, TG_ERR_FORMAT, "c3.onnx: node 0 'conv' (ConvTranspose): output_padding 1 "
+                "(D) must be smaller than the stride 1 or the dilation 1");
+
+    model_init(&b, "ConvTranspose", 0);
+    add_input(&b, "x", 5, x5);
+    add_init(&b, "w", 5, w5, wdata);
+    add_ints(&b, "pads", 6, (const int64_t[]){3, 0, 0, 2, 0, 0});
+    expect_fail(&b, TG_ERR_SHAPE, "c3.onnx: node 0 'conv' (ConvTranspose): output depth 0 "
+                "<= 0: the pads 3+2 remove every depth");
 
     model_init(&b, "MaxPool", 0);
     b.node.n_input = 1;

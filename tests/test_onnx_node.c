@@ -58,7 +58,7 @@ static const char *const must_pass[] = {
     "test_gemm_transposeB", "test_gemm_default_vector_bias",
     "test_conv_with_strides_padding", "test_conv_with_autopad_same",
     "test_conv_with_strides_and_asymmetric_padding", "test_basic_conv_without_padding",
-    "test_convtranspose", "test_convtranspose_1d", "test_convtranspose_autopad_same",
+    "test_convtranspose", "test_convtranspose_1d", "test_convtranspose_3d", "test_convtranspose_autopad_same",
     "test_convtranspose_dilations", "test_convtranspose_kernel_shape",
     "test_convtranspose_output_shape", "test_convtranspose_pad", "test_convtranspose_pads",
     "test_convtranspose_with_kernel",
