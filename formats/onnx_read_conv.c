@@ -353,7 +353,8 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
                 taps[i * kd + k] = i * sd + k * dd;
         st = gather_taps(r, x, 3, taps, od, kd, &x);
     }
-    /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...]; y [N, Do, O, ...] to [N, O, Do, ...] */
+    /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...], y [N, Do, O, ...] to
+     * [N, O, Do, ...] */
     static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, swap12[5] = {0, 2, 1, 3, 4};
     int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
     int64_t w2[4] = {o, kd * (c / g), wt.dim[3], wt.dim[4]};

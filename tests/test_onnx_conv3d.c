@@ -302,7 +302,8 @@ static float *naive_t(const conv3 *p, int64_t n, const float *x, const float *w,
                                 int64_t o = ci / cg * og + m;
                                 acc[((b * p->o + o) * od[0] + z) * od[1] * od[2] +
                                     i * od[2] + j] +=
-                                    xv * w[(((ci * og + m) * p->kd + u) * p->kh + v) * p->kw + t];
+                                    xv *
+                                    w[(((ci * og + m) * p->kd + u) * p->kh + v) * p->kw + t];
                             }
             }
     float *y = malloc(sizeof *y * (size_t)(n * p->o * plane));
