@@ -108,7 +108,11 @@
  * Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor
  * (as eq, lt, gt and where on bools), Where, MatMul, Gemm, Conv,
  * ConvTranspose, MaxPool, AveragePool (2-D NCHW, and 1-D NCL as 2-D with
- * H = 1; auto_pad, ceil_mode as extra end padding; ConvTranspose's
+ * H = 1; auto_pad, ceil_mode as extra end padding; a 3-D NCDHW Conv as
+ * one conv2d whose channels are D's taps (X gathered at each output
+ * depth's taps into [N*D', kd*C, H, W]), a 3-D ConvTranspose likewise as
+ * one conv_transpose2d, a 3-D pool as the 2-D pool of each depth then a
+ * gather and reduction along D, no op of their own; ConvTranspose's
  * output_shape and SAME_UPPER / SAME_LOWER as the spec's pads, a
  * negative end pad as more output_padding, a negative start pad
  * refused), GlobalAveragePool,

@@ -197,7 +197,7 @@ static void bad_composed(void)
 {
     mb b;
     Onnx__AttributeProto a, *as[1];
-    static const int64_t x4[4] = {1, 8, 2, 2}, x5[5] = {1, 1, 2, 2, 2};
+    static const int64_t x4[4] = {1, 8, 2, 2}, x6[6] = {1, 1, 2, 2, 2, 2};
     /* Resize x f32[1,8,2,2] by sizes from graph input s: sizes must be known */
     mb_init(&b, "Resize", "x", "");
     mb_tensor_type(&b, 0, 1, 4, x4);
@@ -261,12 +261,12 @@ static void bad_composed(void)
     mb_tensor_type(&b, 0, 7, 1, x4);
     expect_fail(&b, TG_ERR_FORMAT,
                 "mem.onnx: node 0 'n0' (Trilu): input has 1 dims, want >= 2");
-    /* a 3-D pool (5-D input) */
+    /* a 4-D pool (6-D input; 3-D: test_onnx_conv3d.c) */
     mb_init(&b, "MaxPool", "x", NULL);
-    mb_tensor_type(&b, 0, 1, 5, x5);
+    mb_tensor_type(&b, 0, 1, 6, x6);
     expect_fail(&b, TG_ERR_UNSUPPORTED,
-                "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL) and 2-D (NCHW) are "
-                "supported, the input has 5 dims");
+                "mem.onnx: node 0 'n0' (MaxPool): only 1-D (NCL), 2-D (NCHW) and 3-D (NCDHW) "
+                "are supported, the input has 6 dims");
 }
 
 /* Attribute i of b's node, as[i] = a: INTS name = v[0..n) (INTS, or a
@@ -295,7 +295,7 @@ static void mb_attr_at(mb *b, Onnx__AttributeProto *a, Onnx__AttributeProto **as
 /*
  * ConvTranspose: what it refuses (output_shape that needs a negative pad
  * or an output padding that reaches the stride, or that follows a dynamic
- * dim; an unknown auto_pad; 3-D), and pads it works out where the node
+ * dim; an unknown auto_pad; 4-D), and pads it works out where the node
  * tests do not look: SAME_LOWER over a dynamic H, 1-D with
  * output_padding.
  */
@@ -305,7 +305,9 @@ static void conv_transpose(void)
     Onnx__AttributeProto a[2], *as[2];
     int64_t os1[1] = {5}, os85[2] = {8, 5}, os65[2] = {6, 5}, s2[2] = {2, 2};
     static const int64_t x4[4] = {1, 1, 3, 3}, w4[4] = {1, 2, 3, 3}, xd[4] = {1, 1, -1, 3};
-    static const int64_t x5[5] = {1, 1, 2, 2, 2}, w5[5] = {1, 2, 2, 2, 2};
+    static const int64_t x5d[5] = {1, 1, 2, 2, -1}, w5[5] = {1, 2, 2, 2, 2};
+    static const int64_t x6[6] = {1, 1, 2, 2, 2, 2};
+    int64_t os553[3] = {5, 5, 3};
     const char *pre = "mem.onnx: node 0 'n0' (ConvTranspose): ";
     char want[512];
 #define CT_FAIL(st, msg) \
@@ -329,11 +331,15 @@ static void conv_transpose(void)
     mb_tensor_type(&b, 0, 1, 4, xd);
     mb_attr_at(&b, &a[0], as, 0, "output_shape", os65, 2, NULL);
     CT_FAIL(TG_ERR_UNSUPPORTED, "output_shape with a dynamic spatial dim is not supported");
-    mb_tensor_type(&b, 0, 1, 5, x5);
+    mb_tensor_type(&b, 0, 1, 5, x5d); /* 3-D: W is dim 4 */
     mb_tensor_type(&b, 1, 1, 5, w5);
+    mb_attr_at(&b, &a[0], as, 0, "output_shape", os553, 3, NULL);
+    b.node.n_attribute = 1;
+    CT_FAIL(TG_ERR_UNSUPPORTED, "output_shape with a dynamic spatial dim is not supported");
+    mb_tensor_type(&b, 0, 1, 6, x6);
     b.node.n_attribute = 0;
-    CT_FAIL(TG_ERR_UNSUPPORTED, "only 1-D (NCL) and 2-D (NCHW) are supported, the input has "
-                                "5 dims");
+    CT_FAIL(TG_ERR_UNSUPPORTED, "only 1-D (NCL), 2-D (NCHW) and 3-D (NCDHW) are supported, "
+                                "the input has 6 dims");
 #undef CT_FAIL
 
     /* SAME_LOWER, stride 2 over a dynamic H: out = in * 2, total padding
