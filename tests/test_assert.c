@@ -120,6 +120,12 @@ static void test_local_assert(void)
 #endif
     /* The library and this test agree on the build mode (one definition in CMake). */
     CHECK_MSG(tg_asserts_enabled() == on, "library %d, test %d", tg_asserts_enabled(), on);
+    /* ... and it is the one CMake promises: on in Debug (no NDEBUG) and sanitized builds. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+    CHECK_MSG(on, "a Debug or sanitized build without TG_ASSERTS");
+#else
+    CHECK_MSG(!on, "a release build with TG_ASSERTS");
+#endif
     CHECK(tg_set_assert_handler(record) == NULL); /* the default was set */
     calls = 0;
     evaluated = 0;
