@@ -98,7 +98,7 @@ static void default_handler(const char *expr, const char *file, int line, const 
     fflush(stderr);
 }
 
-static _Atomic(tg_assert_handler) handler = NULL;
+static _Atomic(tg_assert_handler) handler; /* NULL: the default */
 
 tg_assert_handler tg_set_assert_handler(tg_assert_handler h)
 {
