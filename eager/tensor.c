@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../graph/alloc.h"
+#include "../graph/errors.h"
 #include "internal.h"
 
 eager_tensor eager_none_ = {.refs = 1, .flags = EAGER_T_STATIC, .block = -1,
@@ -228,6 +229,7 @@ long eager_live_tensors(void)
 static void *block_alloc(size_t total, int16_t *cls)
 {
     thread_state *t = tl_state ? tl_state : get_state();
+    TG_ASSERT(total >= HEADER_BYTES && total % 64 == 0); /* BLOCK_BYTES */
     size_t k = total / 64 - 1;
     void *p = NULL;
     *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
@@ -361,6 +363,11 @@ static void drop(eager_tensor *t)
         eager_tensor *base = t->base;
         size_t total =
             base ? HEADER_BYTES : BLOCK_BYTES((size_t)t->numel * graph_dtype_size(t->type.dtype));
+        /* The header still describes the block it came with (its cache
+         * class): else the block would go back to another size's list. */
+        TG_ASSERT(t->magic == EAGER_LIVE && t->refs == 0 &&
+                  t->block == (total / 64 - 1 < CACHE_CLASSES ? (int16_t)(total / 64 - 1)
+                                                               : BLOCK_LARGE));
         t->magic = EAGER_DEAD;
         t->flags = 0;
         block_free(t, t->block, total);

@@ -11,6 +11,7 @@
  * by the header length, itself checked against the file size.
  */
 #include "../graph/alloc.h"
+#include "../graph/errors.h"
 #include "npy.h"
 #include "file.h"
 
@@ -29,20 +30,6 @@
 #define NPY_GROWTH_DIGITS 21
 /* Longest descr or key we keep for comparison and messages. */
 #define NPY_TOKEN_MAX 40
-
-/* Writes the message into err (if any) and returns st. */
-static tg_status fail(tg_status st, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static tg_status fail(tg_status st, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 const char *format_npy_descr(graph_dtype dt)
 {
@@ -73,12 +60,12 @@ static tg_status perr(parser *ps, tg_status st, size_t at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static tg_status perr(parser *ps, tg_status st, size_t at, const char *fmt, ...)
 {
-    char msg[384];
+    tg_errpos where = {.file = ps->name, .unit = "byte", .offset = ps->base + at};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = tg_vfail_at(st, ps->err, ps->errlen, &where, fmt, ap);
     va_end(ap);
-    return fail(st, ps->err, ps->errlen, "%s: at byte %zu: %s", ps->name, ps->base + at, msg);
+    return st;
 }
 
 /* Copies s into out with anything unprintable as '?' (file text in messages). */
@@ -323,9 +310,6 @@ static char *shape_repr(const graph_type *t, char *buf, size_t len)
 
 /* ---- the container ---- */
 
-/* In functions that have err and errlen: fail with a message. */
-#define FAIL(st, ...) return fail(st, err, errlen, __VA_ARGS__)
-
 typedef struct layout {
     size_t hstart, hlen; /* the header's bytes */
     size_t data_off, nbytes;
@@ -337,28 +321,28 @@ static tg_status parse_prefix(const uint8_t *b, size_t avail, uint64_t flen,
 {
     size_t m = avail < NPY_MAGIC_LEN ? avail : NPY_MAGIC_LEN;
     if (m && memcmp(b, NPY_MAGIC, m) != 0)
-        FAIL(TG_ERR_FORMAT, "%s: not a .npy file (bad magic)", name);
+        TG_FAIL(TG_ERR_FORMAT, "%s: not a .npy file (bad magic)", name);
     if (avail < NPY_MAGIC_LEN)
-        FAIL(TG_ERR_FORMAT, "%s: %zu bytes, too short for a .npy file", name, avail);
+        TG_FAIL(TG_ERR_FORMAT, "%s: %zu bytes, too short for a .npy file", name, avail);
     if (avail < 8)
-        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the file ends inside the version", name,
-             avail);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the file ends inside the version", name,
+                avail);
     unsigned major = b[6], minor = b[7];
     if (major < 1 || major > 3 || minor != 0)
-        FAIL(TG_ERR_UNSUPPORTED, "%s: at byte 6: .npy format version %u.%u is not "
-             "supported (this build reads 1.0, 2.0 and 3.0)", name, major, minor);
+        TG_FAIL(TG_ERR_UNSUPPORTED, "%s: at byte 6: .npy format version %u.%u is not "
+                "supported (this build reads 1.0, 2.0 and 3.0)", name, major, minor);
     size_t lensz = major == 1 ? 2 : 4;
     if (avail < 8 + lensz)
-        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the file ends inside the header length",
-             name, avail);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the file ends inside the header length",
+                name, avail);
     uint64_t hlen = b[8] | (uint64_t)b[9] << 8;
     if (lensz == 4)
         hlen |= (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24;
     lay->hstart = 8 + lensz;
     if (hlen > flen - lay->hstart)
-        FAIL(TG_ERR_FORMAT, "%s: at byte 8: a header of %llu bytes runs past the end of "
-             "the file (%llu bytes)", name, (unsigned long long)hlen,
-             (unsigned long long)flen);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte 8: a header of %llu bytes runs past the end of "
+                "the file (%llu bytes)", name, (unsigned long long)hlen,
+                (unsigned long long)flen);
     lay->hlen = (size_t)hlen;
     lay->data_off = lay->hstart + lay->hlen;
     return TG_OK;
@@ -381,18 +365,18 @@ static tg_status parse_body(const uint8_t *b, uint64_t flen, const char *name,
      * (a (0, 2^31, 2^31) array would let a reduction over its empty axis
      * make 2^62 elements), so no size derived from it can wrap. */
     if (graph_type_check(t, NULL, 0) != TG_OK)
-        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: shape %s of '%s' is too large (at most 2^40 "
-             "elements, a 0 dim counted as 1)", name, lay->data_off, shp, descr);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: shape %s of '%s' is too large (at most 2^40 "
+                "elements, a 0 dim counted as 1)", name, lay->data_off, shp, descr);
     uint64_t nbytes = graph_type_bytes(t);
     if (nbytes > have)
-        FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the data is truncated: shape %s of '%s' "
-             "needs %llu bytes, the file has %llu", name, lay->data_off, shp, descr,
-             (unsigned long long)nbytes, (unsigned long long)have);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the data is truncated: shape %s of '%s' "
+                "needs %llu bytes, the file has %llu", name, lay->data_off, shp, descr,
+                (unsigned long long)nbytes, (unsigned long long)have);
     if (nbytes < have)
-        FAIL(TG_ERR_FORMAT, "%s: at byte %llu: %llu unexpected bytes after the data "
-             "(shape %s of '%s' is %llu bytes)", name,
-             (unsigned long long)(lay->data_off + nbytes),
-             (unsigned long long)(have - nbytes), shp, descr, (unsigned long long)nbytes);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte %llu: %llu unexpected bytes after the data "
+                "(shape %s of '%s' is %llu bytes)", name,
+                (unsigned long long)(lay->data_off + nbytes),
+                (unsigned long long)(have - nbytes), shp, descr, (unsigned long long)nbytes);
     lay->nbytes = (size_t)nbytes;
     return TG_OK;
 }
@@ -412,8 +396,8 @@ static tg_status check_bools(const uint8_t *p, size_t n, size_t off, const char 
 {
     for (size_t i = 0; i < n; i++)
         if (p[i] > 1)
-            FAIL(TG_ERR_FORMAT, "%s: at byte %zu: bool element %zu is %u (must be 0 or 1)",
-                 name, off + i, i, p[i]);
+            TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: bool element %zu is %u (must be 0 or 1)",
+                    name, off + i, i, p[i]);
     return TG_OK;
 }
 
@@ -423,10 +407,10 @@ tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
     const uint8_t *b = buf;
     name = name ? name : "<memory>";
     if (!type || !data)
-        FAIL(TG_ERR_NULL, "%s: no place for the type or the data", name);
+        TG_FAIL(TG_ERR_NULL, "%s: no place for the type or the data", name);
     *data = NULL;
     if (!buf && len)
-        FAIL(TG_ERR_NULL, "%s: no buffer", name);
+        TG_FAIL(TG_ERR_NULL, "%s: no buffer", name);
     layout lay = {0};
     graph_type t;
     tg_status st = parse_prefix(b, len, len, name, &lay, err, errlen);
@@ -438,7 +422,7 @@ tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
         return st;
     void *d = alloc_data(lay.nbytes);
     if (!d)
-        FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", name, lay.nbytes);
+        TG_FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", name, lay.nbytes);
     if (lay.nbytes)
         memcpy(d, b + lay.data_off, lay.nbytes);
     *type = t;
@@ -462,28 +446,28 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
         return st;
     uint8_t *head = tg_malloc(lay.data_off);
     if (!head)
-        FAIL(TG_ERR_NOMEM, "%s: out of memory for a %zu-byte header", path, lay.hlen);
+        TG_FAIL(TG_ERR_NOMEM, "%s: out of memory for a %zu-byte header", path, lay.hlen);
     size_t have = got < lay.data_off ? got : lay.data_off;
     memcpy(head, pre, have);
     graph_type t;
     if (fread(head + have, 1, lay.data_off - have, f) != lay.data_off - have)
-        st = fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: read error in the header",
-                  path, have);
+        st = tg_fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: read error in the header",
+                     path, have);
     else
         st = parse_body(head, flen, path, &lay, &t, err, errlen);
     tg_free(head);
     if (st != TG_OK)
         return st;
     if (fseek(f, (long)lay.data_off, SEEK_SET) != 0)
-        FAIL(TG_ERR_IO, "%s: cannot seek to byte %zu: %s", path, lay.data_off,
-             strerror(errno));
+        TG_FAIL(TG_ERR_IO, "%s: cannot seek to byte %zu: %s", path, lay.data_off,
+                strerror(errno));
     uint8_t *d = alloc_data(lay.nbytes);
     if (!d)
-        FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", path, lay.nbytes);
+        TG_FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", path, lay.nbytes);
     size_t n = lay.nbytes ? fread(d, 1, lay.nbytes, f) : 0;
     if (n != lay.nbytes)
-        st = fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: the file ends inside the data "
-                  "(did it change while being read?)", path, lay.data_off + n);
+        st = tg_fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: the file ends inside the data "
+                     "(did it change while being read?)", path, lay.data_off + n);
     else if (t.dtype == GRAPH_BOOL)
         st = check_bools(d, n, lay.data_off, path, err, errlen);
     if (st != TG_OK) {
@@ -512,19 +496,19 @@ tg_status format_npy_load(const char *path, graph_type *type, void **data, char 
                           size_t errlen)
 {
     if (!type || !data)
-        FAIL(TG_ERR_NULL, "%s: no place for the type or the data", path ? path : "npy");
+        TG_FAIL(TG_ERR_NULL, "%s: no place for the type or the data", path ? path : "npy");
     *data = NULL;
     if (!path)
-        FAIL(TG_ERR_NULL, "no path given");
+        TG_FAIL(TG_ERR_NULL, "no path given");
     FILE *f = fopen(path, "rb");
     if (!f)
-        FAIL(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        TG_FAIL(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     tg_status st;
     if (fstat(fileno(f), &sb) != 0)
-        st = fail(TG_ERR_IO, err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        st = tg_fail(TG_ERR_IO, err, errlen, "%s: cannot stat: %s", path, strerror(errno));
     else if (S_ISDIR(sb.st_mode))
-        st = fail(TG_ERR_IO, err, errlen, "%s: is a directory", path);
+        st = tg_fail(TG_ERR_IO, err, errlen, "%s: is a directory", path);
     else if (S_ISREG(sb.st_mode))
         st = load_file(f, (uint64_t)sb.st_size, path, type, data, err, errlen);
     else
@@ -539,21 +523,21 @@ tg_status format_npy_save_mem(const graph_type *type, const void *data, void **b
                               size_t *len, char *err, size_t errlen)
 {
     if (!buf || !len)
-        FAIL(TG_ERR_NULL, "npy: no place for the buffer or its length");
+        TG_FAIL(TG_ERR_NULL, "npy: no place for the buffer or its length");
     *buf = NULL;
     *len = 0;
     if (!type || (int)type->dtype < 0 || (int)type->dtype >= GRAPH_DTYPE_COUNT ||
         type->ndim < 0 || type->ndim > GRAPH_MAX_DIMS)
-        FAIL(TG_ERR_ARG, "npy: invalid type");
+        TG_FAIL(TG_ERR_ARG, "npy: invalid type");
     for (int d = 0; d < type->ndim; d++)
         if (type->dim[d] < 0)
-            FAIL(TG_ERR_ARG, "npy: negative dim %lld", (long long)type->dim[d]);
+            TG_FAIL(TG_ERR_ARG, "npy: negative dim %lld", (long long)type->dim[d]);
     char why[200];
     if (graph_type_check(type, why, sizeof why) != TG_OK)
-        FAIL(TG_ERR_ARG, "npy: %s", why);
+        TG_FAIL(TG_ERR_ARG, "npy: %s", why);
     size_t nbytes = graph_type_bytes(type);
     if (nbytes && !data)
-        FAIL(TG_ERR_NULL, "npy: no data");
+        TG_FAIL(TG_ERR_NULL, "npy: no data");
     char shp[GRAPH_MAX_DIMS * 22 + 8], dict[512];
     int k = snprintf(dict, sizeof dict,
                      "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
@@ -567,11 +551,11 @@ tg_status format_npy_save_mem(const graph_type *type, const void *data, void **b
     size_t hlen = (size_t)k + 1;
     size_t pad = NPY_ALIGN - (10 + hlen) % NPY_ALIGN;
     if (nbytes > SIZE_MAX - (10 + hlen + pad))
-        FAIL(TG_ERR_ARG, "npy: the array is too large");
+        TG_FAIL(TG_ERR_ARG, "npy: the array is too large");
     size_t total = 10 + hlen + pad + nbytes;
     uint8_t *p = tg_malloc(total ? total : 1);
     if (!p)
-        FAIL(TG_ERR_NOMEM, "npy: out of memory for %zu bytes", total);
+        TG_FAIL(TG_ERR_NOMEM, "npy: out of memory for %zu bytes", total);
     memcpy(p, NPY_MAGIC "\x01\x00", 8);
     p[8] = (uint8_t)((hlen + pad) & 0xff);
     p[9] = (uint8_t)((hlen + pad) >> 8);
@@ -589,7 +573,7 @@ tg_status format_npy_save(const char *path, const graph_type *type, const void *
                           char *err, size_t errlen)
 {
     if (!path)
-        FAIL(TG_ERR_NULL, "no path given");
+        TG_FAIL(TG_ERR_NULL, "no path given");
     void *buf;
     size_t len;
     tg_status st = format_npy_save_mem(type, data, &buf, &len, err, errlen);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../graph/alloc.h"
+#include "../graph/errors.h"
 #include "file.h"
 #include "onnx_read_impl.h"
 
@@ -30,19 +31,17 @@
 
 tg_status onnx_fail(onnx_reader *r, tg_status st, const char *fmt, ...)
 {
-    char msg[400];
+    tg_errpos at = {.file = r->file};
+    if (r->node) {
+        at.item = "node";
+        at.index = r->index;
+        at.name = r->node->name ? r->node->name : "";
+        at.op = r->node->op_type;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = tg_vfail_at(st, r->err, r->errlen, &at, fmt, ap);
     va_end(ap);
-    if (!r->err || !r->errlen)
-        return st;
-    if (r->node)
-        snprintf(r->err, r->errlen, "%s: node %ld '%s' (%s): %s", r->file,
-                 (long)r->index, r->node->name ? r->node->name : "",
-                 r->node->op_type ? r->node->op_type : "", msg);
-    else
-        snprintf(r->err, r->errlen, "%s: %s", r->file, msg);
     return st;
 }
 
@@ -59,23 +58,6 @@ const char *onnx_code_name(int32_t code)
 
 /* ---- tensors ---- */
 
-static tg_status why_fail(char *why, size_t len, tg_status st, const char *fmt,
-                          ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-static tg_status why_fail(char *why, size_t len, tg_status st, const char *fmt,
-                          ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 /* The dtype and dims of t, with the element count checked for overflow. */
 static tg_status tensor_type(const Onnx__TensorProto *t, graph_type *type,
                              int64_t *nbytes, char *why, size_t len)
@@ -83,27 +65,27 @@ static tg_status tensor_type(const Onnx__TensorProto *t, graph_type *type,
     memset(type, 0, sizeof *type);
     if (t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL ||
         t->n_external_data)
-        return why_fail(why, len, TG_ERR_UNSUPPORTED,
-                        "external data is not supported");
+        return tg_fail(TG_ERR_UNSUPPORTED, why, len,
+                       "external data is not supported");
     if (t->segment)
-        return why_fail(why, len, TG_ERR_UNSUPPORTED,
-                        "segmented tensors are not supported");
+        return tg_fail(TG_ERR_UNSUPPORTED, why, len,
+                       "segmented tensors are not supported");
     if (!onnx_dtype_from_code(t->data_type, &type->dtype))
-        return why_fail(why, len, TG_ERR_UNSUPPORTED,
-                        "dtype %s is not supported", onnx_code_name(t->data_type));
+        return tg_fail(TG_ERR_UNSUPPORTED, why, len,
+                       "dtype %s is not supported", onnx_code_name(t->data_type));
     if (t->n_dims > GRAPH_MAX_DIMS)
-        return why_fail(why, len, TG_ERR_UNSUPPORTED,
-                        "%zu dims (at most %d)", t->n_dims, GRAPH_MAX_DIMS);
+        return tg_fail(TG_ERR_UNSUPPORTED, why, len,
+                       "%zu dims (at most %d)", t->n_dims, GRAPH_MAX_DIMS);
     type->ndim = (int32_t)t->n_dims;
     for (size_t d = 0; d < t->n_dims; d++) {
         if (t->dims[d] < 0)
-            return why_fail(why, len, TG_ERR_FORMAT, "dim %zu is negative (%lld)",
-                            d, LL(t->dims[d]));
+            return tg_fail(TG_ERR_FORMAT, why, len, "dim %zu is negative (%lld)",
+                           d, LL(t->dims[d]));
         type->dim[d] = t->dims[d];
     }
     char cap[200];
     if (graph_type_check(type, cap, sizeof cap) != TG_OK)
-        return why_fail(why, len, TG_ERR_FORMAT, "%s", cap);
+        return tg_fail(TG_ERR_FORMAT, why, len, "%s", cap);
     *nbytes = (int64_t)graph_type_bytes(type);
     return TG_OK;
 }
@@ -148,19 +130,19 @@ tg_status onnx_tensor_decode(const Onnx__TensorProto *t, graph_type *type,
     else
         have = t->n_int32_data, field = "int32_data";
     if (t->has_raw_data && have)
-        return why_fail(why, len, TG_ERR_FORMAT, "has both raw_data and %s", field);
+        return tg_fail(TG_ERR_FORMAT, why, len, "has both raw_data and %s", field);
     if (t->has_raw_data && (uint64_t)nbytes != t->raw_data.len)
-        return why_fail(why, len, TG_ERR_FORMAT,
-                        "raw_data has %zu bytes, %s %s needs %lld", t->raw_data.len,
-                        dn, shape, LL(nbytes));
+        return tg_fail(TG_ERR_FORMAT, why, len,
+                       "raw_data has %zu bytes, %s %s needs %lld", t->raw_data.len,
+                       dn, shape, LL(nbytes));
     if (!t->has_raw_data && (uint64_t)numel != have)
-        return why_fail(why, len, TG_ERR_FORMAT, "%s has %zu values, %s %s needs %lld",
-                        field, have, dn, shape, LL(numel));
+        return tg_fail(TG_ERR_FORMAT, why, len, "%s has %zu values, %s %s needs %lld",
+                       field, have, dn, shape, LL(numel));
     /* nbytes is now bounded by what the message holds. */
     *data = tg_malloc(nbytes ? (size_t)nbytes : 1);
     if (!*data)
-        return why_fail(why, len, TG_ERR_NOMEM, "out of memory (%lld bytes)",
-                        LL(nbytes));
+        return tg_fail(TG_ERR_NOMEM, why, len, "out of memory (%lld bytes)",
+                       LL(nbytes));
     if (t->has_raw_data) {
         if (nbytes)
             memcpy(*data, t->raw_data.data, (size_t)nbytes);
@@ -658,8 +640,7 @@ graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
     uint8_t *buf;
     size_t len;
     if (!path) {
-        if (err && errlen)
-            snprintf(err, errlen, "format_onnx_load: NULL path");
+        tg_errf(err, errlen, "format_onnx_load: NULL path");
         return NULL;
     }
     if (format_read_file(path, SIZE_MAX, &buf, &len, NULL, err, errlen) != TG_OK)

@@ -36,16 +36,6 @@ int format_dtype_from_code(unsigned code, graph_dtype *dt)
     return 0;
 }
 
-void format_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /*
  * XXH64 (Yann Collet's published algorithm): four independent lanes over
  * 32-byte stripes, so it runs at several GB/s where a byte-at-a-time hash

@@ -13,17 +13,12 @@
 
 int format_load_fail(format_loader *L, size_t pos, const char *fmt, ...)
 {
-    char msg[400];
+    tg_errpos at = {.file = L->name, .section = L->sec, .unit = "byte", .offset = pos,
+                    .item = L->item, .index = L->index};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    tg_vfail_at(TG_ERR_FORMAT, L->err, L->errlen, &at, fmt, ap);
     va_end(ap);
-    if (L->item)
-        format_errf(L->err, L->errlen, "%s: section '%s' at byte %zu: %s %ld: %s",
-                    L->name, L->sec, pos, L->item, L->index, msg);
-    else
-        format_errf(L->err, L->errlen, "%s: section '%s' at byte %zu: %s", L->name,
-                    L->sec, pos, msg);
     return -1;
 }
 

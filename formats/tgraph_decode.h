@@ -29,7 +29,8 @@ typedef struct format_loader {
     long index;        /* which one */
 } format_loader;
 
-/* Formats "name: section 'S' at byte pos: [item index: ]msg"; returns -1. */
+/* Formats "name: section 'S' at byte pos: [item index: ]msg" (tg_errpos,
+   graph/errors.h); returns -1. */
 int format_load_fail(format_loader *L, size_t pos, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <zstd.h>
 
+#include "../graph/errors.h"
 #include "bytes.h"
 #include "tgraph.h"
 
@@ -77,13 +78,6 @@ static inline int format_code_of(const int *table, unsigned n, int v)
     return -1;
 }
 #define FORMAT_CODE(table, v) format_code_of(table, FORMAT_NCODES(table), (int)(v))
-
-/* Writes "fmt..." into err (errlen bytes; err may be NULL). */
-void format_errf(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* zstd contexts allocating through tg_malloc (graph/alloc.h); NULL when
    out of memory.  Freed by ZSTD_freeCCtx/ZSTD_freeDCtx. */

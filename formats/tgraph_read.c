@@ -32,28 +32,22 @@ static const uint32_t decode_order[FORMAT_NSEC] = {
     FORMAT_SEC_STRINGS, FORMAT_SEC_SYMBOLS, FORMAT_SEC_PROVENANCE, FORMAT_SEC_VALUES,
     FORMAT_SEC_NODES, FORMAT_SEC_GUARDS, FORMAT_SEC_SIGNATURE, FORMAT_SEC_CONSTANTS};
 
-#define FAIL(st, ...)                                                         \
-    do {                                                                      \
-        format_errf(err, errlen, __VA_ARGS__);                                \
-        return st;                                                            \
-    } while (0)
-
 /* Magic and version: the part of the header every version shares. */
 static tg_status check_start(const uint8_t *b, size_t avail, const char *name,
                              char *err, size_t errlen)
 {
     if (avail < 8 && memcmp(b, FORMAT_MAGIC, avail) == 0)
-        FAIL(TG_ERR_FORMAT, "%s: %zu bytes, too short for a .tgraph file", name, avail);
+        TG_FAIL(TG_ERR_FORMAT, "%s: %zu bytes, too short for a .tgraph file", name, avail);
     if (avail < 8 || memcmp(b, FORMAT_MAGIC, 8) != 0)
-        FAIL(TG_ERR_FORMAT, "%s: not a .tgraph file (bad magic)", name);
+        TG_FAIL(TG_ERR_FORMAT, "%s: not a .tgraph file (bad magic)", name);
     if (avail < 12)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte 8: the file ends inside the header", name);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte 8: the file ends inside the header", name);
     uint32_t version = (uint32_t)format_get_le(b + 8, 4);
     if (version > FORMAT_VERSION)
-        FAIL(TG_ERR_UNSUPPORTED, "%s: format version %u is newer than this build "
-             "reads (%d)", name, version, FORMAT_VERSION);
+        TG_FAIL(TG_ERR_UNSUPPORTED, "%s: format version %u is newer than this build "
+                "reads (%d)", name, version, FORMAT_VERSION);
     if (version == 0)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte 8: format version 0 is invalid", name);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte 8: format version 0 is invalid", name);
     return TG_OK;
 }
 
@@ -64,23 +58,23 @@ static tg_status check_entry(const entry *e, int i, uint64_t expect_off, uint64_
     size_t at = FORMAT_HEADER_SIZE + (size_t)FORMAT_ENTRY_SIZE * (size_t)i;
     const char *sn = format_section_name(e->id);
     if (e->codec != FORMAT_CODEC_ZSTD)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' has unknown codec %u",
-             name, at + 4, sn, e->codec);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' has unknown codec %u",
+                name, at + 4, sn, e->codec);
     if (e->offset != expect_off || e->stored > flen - e->offset)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' spans bytes %llu+%llu; "
-             "sections must follow each other from byte %llu to the end (%llu)",
-             name, at + 8, sn, (unsigned long long)e->offset,
-             (unsigned long long)e->stored, (unsigned long long)expect_off,
-             (unsigned long long)flen);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' spans bytes %llu+%llu; "
+                "sections must follow each other from byte %llu to the end (%llu)",
+                name, at + 8, sn, (unsigned long long)e->offset,
+                (unsigned long long)e->stored, (unsigned long long)expect_off,
+                (unsigned long long)flen);
     uint64_t cap = e->id == FORMAT_SEC_CONSTANTS ? FORMAT_MAX_CONST_RAW : FORMAT_MAX_META_RAW;
     if (e->raw > cap)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' claims %llu raw bytes "
-             "(at most %llu)", name, at + 24, sn, (unsigned long long)e->raw,
-             (unsigned long long)cap);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' claims %llu raw bytes "
+                "(at most %llu)", name, at + 24, sn, (unsigned long long)e->raw,
+                (unsigned long long)cap);
     if (e->id >= 1 && e->id <= FORMAT_NSEC) {
         if (*have >> e->id & 1)
-            FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' appears twice",
-                 name, at, sn);
+            TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: section '%s' appears twice",
+                    name, at, sn);
         *have |= 1u << e->id;
     }
     return TG_OK;
@@ -98,26 +92,26 @@ static tg_status parse_header(const uint8_t *b, size_t avail, uint64_t flen,
     if (st != TG_OK)
         return st;
     if (avail < FORMAT_HEADER_SIZE)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: the file ends inside the header",
-             name, avail);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: the file ends inside the header",
+                name, avail);
     uint32_t n = (uint32_t)format_get_le(b + 12, 4);
     if (n < 1 || n > FORMAT_MAX_SECTIONS)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte 12: %u sections (1..%d)", name, n,
-             FORMAT_MAX_SECTIONS);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte 12: %u sections (1..%d)", name, n,
+                FORMAT_MAX_SECTIONS);
     size_t hdr = FORMAT_HEADER_SIZE + (size_t)FORMAT_ENTRY_SIZE * n;
     if (avail < hdr + 8)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: the file ends inside the section "
-             "table", name, avail);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: the file ends inside the section "
+                "table", name, avail);
     if (format_xxh64(b, hdr, 0) != format_get_le(b + hdr, 8))
-        FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: header checksum mismatch (damaged "
-             "file)", name, hdr);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte %zu: header checksum mismatch (damaged "
+                "file)", name, hdr);
     uint64_t declared = format_get_le(b + 16, 8);
     if (declared != flen)
-        FAIL(TG_ERR_FORMAT, "%s: the header says %llu bytes, the file has %llu "
-             "(truncated or extended)", name, (unsigned long long)declared,
-             (unsigned long long)flen);
+        TG_FAIL(TG_ERR_FORMAT, "%s: the header says %llu bytes, the file has %llu "
+                "(truncated or extended)", name, (unsigned long long)declared,
+                (unsigned long long)flen);
     if (format_get_le(b + 24, 8) != 0)
-        FAIL(TG_ERR_FORMAT, "%s: at file byte 24: unknown header flags", name);
+        TG_FAIL(TG_ERR_FORMAT, "%s: at file byte 24: unknown header flags", name);
     memset(info, 0, sizeof *info);
     info->version = (uint32_t)format_get_le(b + 8, 4);
     info->file_size = flen;
@@ -141,12 +135,12 @@ static tg_status parse_header(const uint8_t *b, size_t avail, uint64_t flen,
                                                   e->offset, e->stored, e->raw};
     }
     if (off != flen)
-        FAIL(TG_ERR_FORMAT, "%s: sections end at byte %llu, the file has %llu bytes",
-             name, (unsigned long long)off, (unsigned long long)flen);
+        TG_FAIL(TG_ERR_FORMAT, "%s: sections end at byte %llu, the file has %llu bytes",
+                name, (unsigned long long)off, (unsigned long long)flen);
     for (uint32_t id = 1; id <= FORMAT_NSEC; id++)
         if (!(have >> id & 1))
-            FAIL(TG_ERR_FORMAT, "%s: section '%s' is missing", name,
-                 format_section_name(id));
+            TG_FAIL(TG_ERR_FORMAT, "%s: section '%s' is missing", name,
+                    format_section_name(id));
     return TG_OK;
 }
 
@@ -157,7 +151,7 @@ tg_status format_info_mem(const void *buf, size_t len, const char *name,
     if (!name)
         name = "<memory>";
     if (!buf || !info)
-        FAIL(TG_ERR_NULL, "%s: NULL argument", name);
+        TG_FAIL(TG_ERR_NULL, "%s: NULL argument", name);
     return parse_header(buf, len, len, name, info, ents, err, errlen);
 }
 
@@ -171,20 +165,20 @@ static tg_status inflate(ZSTD_DCtx *dc, const uint8_t *src, const entry *e,
     size_t n = (size_t)e->stored;
     *out = NULL;
     if (n < 6 || format_get_le(src, 4) != 0xFD2FB528u || !(src[4] & 4))
-        FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: not a zstd frame with "
-             "a content checksum", name, sn, (unsigned long long)e->offset);
+        TG_FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: not a zstd frame with "
+                "a content checksum", name, sn, (unsigned long long)e->offset);
     unsigned long long cs = ZSTD_getFrameContentSize(src, n);
     if (cs != e->raw)
-        FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: the zstd frame holds "
-             "%lld bytes, the table says %llu", name, sn, (unsigned long long)e->offset,
-             cs >= ZSTD_CONTENTSIZE_ERROR ? -1LL : (long long)cs,
-             (unsigned long long)e->raw);
+        TG_FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: the zstd frame holds "
+                "%lld bytes, the table says %llu", name, sn, (unsigned long long)e->offset,
+                cs >= ZSTD_CONTENTSIZE_ERROR ? -1LL : (long long)cs,
+                (unsigned long long)e->raw);
     size_t raw = (size_t)e->raw;
     /* Start near the compressed size; grow only as output arrives. */
     size_t cap = raw < (size_t)4 * n + 65536 ? raw : (size_t)4 * n + 65536;
     uint8_t *buf = tg_malloc(cap ? cap : 1);
     if (!buf)
-        FAIL(TG_ERR_NOMEM, "%s: section '%s': out of memory", name, sn);
+        TG_FAIL(TG_ERR_NOMEM, "%s: section '%s': out of memory", name, sn);
     ZSTD_DCtx_reset(dc, ZSTD_reset_session_only);
     ZSTD_inBuffer in = {src, n, 0};
     ZSTD_outBuffer o = {buf, cap, 0};
@@ -218,8 +212,8 @@ static tg_status inflate(ZSTD_DCtx *dc, const uint8_t *src, const entry *e,
         why = in.pos != in.size ? "bytes after the frame" : "less data than declared";
     if (why) {
         tg_free(buf);
-        FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: zstd: %s", name, sn,
-             (unsigned long long)(e->offset + in.pos), why);
+        TG_FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: zstd: %s", name, sn,
+                (unsigned long long)(e->offset + in.pos), why);
     }
     *out = buf;
     return TG_OK;
@@ -252,20 +246,22 @@ static tg_status load_sections(format_loader *L, const uint8_t *b, const entry *
     size_t errlen = L->errlen;
     for (int i = 0; i < n; i++)
         if (format_xxh64(b + ents[i].offset, (size_t)ents[i].stored, 0) != ents[i].sum)
-            FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: checksum mismatch "
-                 "(damaged file)", L->name, format_section_name(ents[i].id),
-                 (unsigned long long)ents[i].offset);
+            TG_FAIL(TG_ERR_FORMAT, "%s: section '%s' at file byte %llu: checksum mismatch "
+                    "(damaged file)", L->name, format_section_name(ents[i].id),
+                    (unsigned long long)ents[i].offset);
     ZSTD_DCtx *dc = format_zstd_dctx();
     if (!dc || ZSTD_isError(ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax,
                                                    FORMAT_WINDOW_LOG_MAX))) {
         ZSTD_freeDCtx(dc);
-        FAIL(TG_ERR_NOMEM, "%s: out of memory", L->name);
+        TG_FAIL(TG_ERR_NOMEM, "%s: out of memory", L->name);
     }
     tg_status st = TG_OK;
     for (int k = 0; st == TG_OK && k < FORMAT_NSEC; k++) {
         int i = 0;
-        while (ents[i].id != decode_order[k])
+        while (ents[i].id != decode_order[k]) {
             i++; /* parse_header made sure it is there */
+            TG_ASSERT(i < n);
+        }
         const uint8_t *src = b + ents[i].offset;
         if (ents[i].id == FORMAT_SEC_CONSTANTS) {
             if (format_dec_constants(L, src, (size_t)ents[i].stored, ents[i].raw) < 0)
@@ -290,7 +286,7 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
     if (!name)
         name = "<memory>";
     if (!buf && len) {
-        format_errf(err, errlen, "%s: NULL buffer", name);
+        tg_errf(err, errlen, "%s: NULL buffer", name);
         return NULL;
     }
     if (parse_header(buf ? buf : "", len, len, name, &info, ents, err, errlen) != TG_OK)
@@ -298,13 +294,13 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
     format_loader L = {.name = name, .err = err, .errlen = errlen};
     L.g = graph_new(NULL);
     if (!L.g) {
-        format_errf(err, errlen, "%s: out of memory", name);
+        tg_errf(err, errlen, "%s: out of memory", name);
         return NULL;
     }
     tg_status st = load_sections(&L, buf, ents, info.nsections);
     if (st == TG_OK && graph_verify(L.g, 0) != TG_OK) {
-        format_errf(err, errlen, "%s: the graph does not verify: %s", name,
-                    graph_error(L.g));
+        tg_errf(err, errlen, "%s: the graph does not verify: %s", name,
+                graph_error(L.g));
         st = TG_ERR_FORMAT;
     }
     tg_free(L.strs);
@@ -326,7 +322,7 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
 graph *format_load(const char *path, char *err, size_t errlen)
 {
     if (!path) {
-        format_errf(err, errlen, "format_load: NULL path");
+        tg_errf(err, errlen, "format_load: NULL path");
         return NULL;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -362,7 +358,7 @@ tg_status format_info_file(const char *path, format_info *info, char *err,
     size_t len;
     uint64_t flen;
     if (!path || !info)
-        FAIL(TG_ERR_NULL, "format_info_file: NULL argument");
+        TG_FAIL(TG_ERR_NULL, "format_info_file: NULL argument");
     size_t hmax = FORMAT_HEADER_SIZE + FORMAT_ENTRY_SIZE * FORMAT_MAX_SECTIONS + 8;
     tg_status st = format_read_file(path, hmax, &buf, &len, &flen, err, errlen);
     if (st != TG_OK)

@@ -48,8 +48,8 @@ format_save_opts format_save_default_opts(void)
 
 static tg_status fail(encoder *e, tg_status st, const char *what, long index)
 {
-    format_errf(e->err, e->errlen, "cannot save graph '%s': %s %ld is malformed",
-                e->g->name ? e->g->name : "?", what, index);
+    tg_errf(e->err, e->errlen, "cannot save graph '%s': %s %ld is malformed",
+            e->g->name ? e->g->name : "?", what, index);
     return st;
 }
 
@@ -285,9 +285,9 @@ static tg_status layout_constants(encoder *e)
         if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
             continue;
         if (!v->data) { /* the loader verifies with data required */
-            format_errf(e->err, e->errlen, "cannot save graph '%s': %s value %%%d has no "
-                        "data (elided)", g->name ? g->name : "?",
-                        graph_value_kind_name(v->kind), i);
+            tg_errf(e->err, e->errlen, "cannot save graph '%s': %s value %%%d has no "
+                    "data (elided)", g->name ? g->name : "?",
+                    graph_value_kind_name(v->kind), i);
             return TG_ERR_ARG;
         }
         if (v->type.ndim < 0 || v->type.ndim > GRAPH_MAX_DIMS)
@@ -334,8 +334,8 @@ static tg_status encode(encoder *e)
     for (int i = 0; i < FORMAT_NSEC; i++)
         oom |= e->sec[i].oom;
     if (st == TG_ERR_NOMEM || (st == TG_OK && oom)) {
-        format_errf(e->err, e->errlen, "cannot save graph '%s': out of memory",
-                    e->g->name ? e->g->name : "?");
+        tg_errf(e->err, e->errlen, "cannot save graph '%s': out of memory",
+                e->g->name ? e->g->name : "?");
         return TG_ERR_NOMEM;
     }
     return st;
@@ -410,8 +410,8 @@ static int make_header(packed *k)
 static tg_status check_level(int level, char *err, size_t errlen)
 {
     if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
-        format_errf(err, errlen, "zstd level %d is out of range (%d..%d)",
-                    level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+        tg_errf(err, errlen, "zstd level %d is out of range (%d..%d)",
+                level, ZSTD_minCLevel(), ZSTD_maxCLevel());
         return TG_ERR_ARG;
     }
     return TG_OK;
@@ -442,8 +442,8 @@ static tg_status pack_graph(const graph *g, int level, packed *k, char *err, siz
     if (st == TG_OK && make_header(k) < 0)
         st = TG_ERR_NOMEM;
     if (st == TG_ERR_NOMEM)
-        format_errf(err, errlen, "cannot save graph '%s': out of memory compressing",
-                    g->name ? g->name : "?");
+        tg_errf(err, errlen, "cannot save graph '%s': out of memory compressing",
+                g->name ? g->name : "?");
     ZSTD_freeCCtx(cc);
     encoder_free(&e);
     return st;
@@ -456,7 +456,7 @@ static tg_status concat(packed *k, void **buf, size_t *len, char *err, size_t er
         total += k->comp[i].len;
     uint8_t *p = tg_malloc(total);
     if (!p) {
-        format_errf(err, errlen, "cannot allocate %zu bytes for the file", total);
+        tg_errf(err, errlen, "cannot allocate %zu bytes for the file", total);
         return TG_ERR_NOMEM;
     }
     memcpy(p, k->head.p, k->head.len);
@@ -479,7 +479,7 @@ tg_status format_save_mem(const graph *g, const format_save_opts *opts,
     if (len)
         *len = 0;
     if (!g || !buf || !len) {
-        format_errf(err, errlen, "format_save_mem: NULL argument");
+        tg_errf(err, errlen, "format_save_mem: NULL argument");
         return TG_ERR_NULL;
     }
     int level = opts ? opts->level : 3;
@@ -498,7 +498,7 @@ tg_status format_save(const graph *g, const char *path,
                       const format_save_opts *opts, char *err, size_t errlen)
 {
     if (!g || !path) {
-        format_errf(err, errlen, "format_save: NULL argument");
+        tg_errf(err, errlen, "format_save: NULL argument");
         return TG_ERR_NULL;
     }
     int level = opts ? opts->level : 3;
@@ -539,7 +539,7 @@ tg_status format_encode_raw(const graph *g, format_raw_sections *out,
     tg_status st = encode(&e);
     uint8_t *c = st == TG_OK ? tg_malloc((size_t)e.const_size + 1) : NULL;
     if (st == TG_OK && !c) {
-        format_errf(err, errlen, "out of memory");
+        tg_errf(err, errlen, "out of memory");
         st = TG_ERR_NOMEM;
     }
     if (st == TG_OK)
@@ -581,7 +581,7 @@ tg_status format_pack(const format_raw_sections *s, int level, void **buf,
     if (st == TG_OK)
         st = concat(&k, buf, len, err, errlen);
     else if (st == TG_ERR_NOMEM)
-        format_errf(err, errlen, "out of memory packing sections");
+        tg_errf(err, errlen, "out of memory packing sections");
     ZSTD_freeCCtx(cc);
     packed_free(&k);
     return st;

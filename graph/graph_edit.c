@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "errors.h"
 #include "graph.h"
 
 /* Re-interns a string of src into dst (NULL stays NULL). */
@@ -135,10 +136,14 @@ tg_status graph_compact(graph *g)
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
             continue;
-        for (int k = 0; k < n->nin; k++)
+        for (int k = 0; k < n->nin; k++) {
+            TG_ASSERT(n->in[k] >= 0 && n->in[k] < g->nvalues);
             vmap[n->in[k]] = 0;
-        for (int k = 0; k < n->nout; k++)
+        }
+        for (int k = 0; k < n->nout; k++) {
+            TG_ASSERT(n->out[k] >= 0 && n->out[k] < g->nvalues);
             vmap[n->out[k]] = 0;
+        }
     }
     int32_t nv = 0;
     for (int32_t i = 0; i < g->nvalues; i++) {
@@ -232,6 +237,7 @@ tg_status graph_toposort(graph *g)
         }
     }
     if (st == TG_OK) {
+        TG_ASSERT(placed == n); /* else order[] has holes */
         /* order[k] is the old id of the node that goes to slot k */
         int32_t *newid = cursor; /* reuse: cursors are no longer needed */
         for (int32_t k = 0; k < n; k++) {

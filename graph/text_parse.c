@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "errors.h"
 #include "text.h"
 #include "text_parse.h"
 
@@ -26,15 +27,12 @@ int graph_text_fail(text_parser *p, size_t pos, const char *fmt, ...)
     p->failed = 1;
     if (!p->err || !p->errlen)
         return -1;
-    int line, col;
-    graph_text_line_col(p->s, p->len, pos, &line, &col);
-    int n = snprintf(p->err, p->errlen, "line %d, col %d: ", line, col);
-    if (n >= 0 && (size_t)n < p->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
+    tg_errpos at = {0};
+    graph_text_line_col(p->s, p->len, pos, &at.line, &at.col);
+    va_list ap;
+    va_start(ap, fmt);
+    tg_verrf_at(p->err, p->errlen, &at, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

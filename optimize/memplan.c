@@ -1,5 +1,6 @@
 /* memplan.c - lifetimes, in-place reuse and greedy-by-size placement. */
 #include "../graph/alloc.h"
+#include "../graph/errors.h"
 #include "memplan.h"
 
 #include <stdlib.h>
@@ -297,6 +298,7 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
     for (int32_t k = 0; k < n; k++) {
         const opt_memplan_buf *b = &bs[ids[k].id];
         int32_t f = b->first, l = b->last;
+        TG_ASSERT(0 <= f && f <= l && l < steps); /* the segment tree's leaves */
         if (!b->size) { /* no bytes: anywhere will do */
             offset[ids[k].id] = 0;
             continue;
@@ -318,6 +320,7 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
             if ((uint64_t)at > PLAN_MAX_BYTES - align_up(b->size, align))
                 goto oom; /* no arena that large (a file with many huge values) */
             size_t end = (size_t)at + align_up(b->size, align);
+            TG_ASSERT(at % (int64_t)align == 0);
             offset[ids[k].id] = at;
             examined++;
             if (seg_insert(&t, f, l, at, (int64_t)end) < 0)
@@ -361,6 +364,7 @@ size_t opt_memplan_place(const opt_memplan_buf *bs, int32_t n, size_t align,
         if ((uint64_t)at > PLAN_MAX_BYTES - align_up(b->size, align))
             goto oom; /* no arena that large (a file with many huge values) */
         size_t end = (size_t)at + align_up(b->size, align);
+        TG_ASSERT(at % (int64_t)align == 0);
         offset[ids[k].id] = at;
         if (seg_insert(&t, f, l, at, (int64_t)end) < 0)
             goto oom;
@@ -472,6 +476,7 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
                 }
             }
             if (reuse >= 0) {
+                TG_ASSERT(reuse < nb && bs[reuse].size == bytes); /* v fits where u was */
                 mp->buffer[v] = reuse;
                 bs[reuse].last = last[v] > s ? last[v] : s;
                 mp->inplace++;
@@ -529,8 +534,12 @@ tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
         return TG_ERR_NOMEM;
     }
     for (int32_t v = 0; v < g->nvalues; v++)
-        if (mp->buffer[v] >= 0)
-            mp->offset[v] = bs[mp->buffer[v]].offset;
+        if (mp->buffer[v] >= 0) {
+            const buf *b = &bs[mp->buffer[v]];
+            /* Replay binds each value at its offset: the buffer lies in the arena. */
+            TG_ASSERT(b->offset >= 0 && (size_t)b->offset + b->size <= mp->arena_bytes);
+            mp->offset[v] = b->offset;
+        }
     tg_free(bs);
     return TG_OK;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../graph/alloc.h"
+#include "../graph/errors.h"
 #include "internal.h"
 #include "opencl/ocl_rt.h"
 
@@ -132,8 +133,12 @@ static void bound_free(bound *b)
 static const void *value_ptr(const replay_session *s, const replay_variant *v, int32_t id)
 {
     const graph_value *val = &s->p->g->values[id];
-    if (val->kind == GRAPH_VALUE_INTER)
+    if (val->kind == GRAPH_VALUE_INTER) {
+        /* A step's buffer lies inside the arena (grown to the variant's plan). */
+        TG_ASSERT(v->mp.offset[id] >= 0 &&
+                  (size_t)v->mp.offset[id] + graph_type_bytes(&v->types[id]) <= s->arena_size);
         return s->arena + v->mp.offset[id];
+    }
     if (val->kind == GRAPH_VALUE_INPUT)
         return NULL;
     return val->data;
@@ -153,8 +158,10 @@ static void bind_slot(replay_session *s, bound *b, replay_variant *v, const void
 {
     *slot = value_ptr(s, v, id);
     if (s->p->g->values[id].kind == GRAPH_VALUE_INPUT) {
+        int i = input_index(s->p->g, id);
+        TG_ASSERT(i >= 0); /* an input value is in the signature (verified) */
         b->patch[b->npatch] = slot;
-        b->patch_input[b->npatch++] = input_index(s->p->g, id);
+        b->patch_input[b->npatch++] = i;
     }
 }
 
@@ -227,6 +234,7 @@ static bound *bind(replay_session *s, replay_variant *v)
         }
         a->attrs = graph_node_attrs(n);
     }
+    TG_ASSERT(used == nslots && (size_t)b->npatch <= nslots);
     b->nsteps = p->nitems;
     return b;
 }

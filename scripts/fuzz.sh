@@ -46,7 +46,9 @@ fi
 omp=(-fopenmp)
 printf '#include <omp.h>\nint main(void) { return omp_get_max_threads() < 0; }\n' |
     "$CC" -fopenmp -x c - -o /dev/null 2>/dev/null || omp=()
-flags=(-g -O1 -std=c11 -D_GNU_SOURCE -DTG_IN_TREE "${omp[@]}" -fno-omit-frame-pointer
+# TG_ASSERTS: the library's internal asserts on, as in every sanitized build
+# (graph/errors.h): no input may reach one.
+flags=(-g -O1 -std=c11 -D_GNU_SOURCE -DTG_IN_TREE -DTG_ASSERTS "${omp[@]}" -fno-omit-frame-pointer
        -fsanitize=address,undefined -fno-sanitize-recover=undefined
        -I"$root" -I"$build/gen")
 mkdir -p "$out/obj" "$out/artifacts"
