@@ -14,7 +14,7 @@
  * names the code measured in the results (`make bench` passes git's
  * short hash, with "+changes" when tracked files differ from it).
  *
- * For each workload (bench/workloads.h) at each thread count it measures:
+ * For each workload (workloads/workloads.h) at each thread count it measures:
  * eager time (a forward inside a pool, popped: what a user's loop pays),
  * trace time (trace_begin .. trace_freeze with call stacks, one eager run
  * included), then for each level -O0..-O3, on a fresh copy of the traced
@@ -101,7 +101,7 @@
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #include "tracegraph.h"
-#include "workloads.h"
+#include "../workloads/workloads.h"
 
 #include "suite/suite.h"
 

@@ -2,7 +2,7 @@
  * alloc.h - the one allocator entry point of tracegraph's own code.
  *
  * Every allocation the library makes itself (graph/, eager/, tracer/,
- * optimize/, formats/, replay/ and replay/cli/, including the contexts it
+ * optimize/, formats/, replay/ and cli/, including the contexts it
  * hands to zstd and protobuf-c) goes through these functions, never through
  * malloc/calloc/realloc/aligned_alloc/strdup/free directly
  * (tests/test_alloc_fail.c checks the sources).  They are plain malloc,

@@ -313,6 +313,14 @@ TG_API tg_status graph_toposort(graph *g);
  */
 TG_API tg_status graph_verify(graph *g, int allow_elided);
 
+/*
+ * A readable summary of a frozen graph: node count by op, inputs, params,
+ * outputs, dynamic dims, and every guard (kind, value, call site): the
+ * data-dependent control flow the trace baked in.  Writes to f (nothing
+ * when g or f is NULL).
+ */
+TG_API void trace_summary(const graph *g, FILE *f);
+
 #ifdef __cplusplus
 }
 #endif

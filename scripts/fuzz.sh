@@ -56,7 +56,7 @@ mkdir -p "$out/obj" "$out/artifacts"
 # Objects are rebuilt when their source changes, and all of them when a
 # header or the flags change (a stale struct layout would be a false bug).
 stamp=$out/obj/.stamp
-dirs=("$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl,replay/cli} "$build/gen")
+dirs=("$root"/{graph,eager,tracer,optimize,formats,formats/onnx,replay,replay/opencl,cli} "$build/gen")
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
    [ -n "$(find "${dirs[@]}" \( -name '*.h' -o -name '*.def' \) -newer "$stamp" \
            -print -quit 2>/dev/null)" ]; then
@@ -64,13 +64,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${flags[*]}" ] ||
     echo "${flags[*]}" >"$stamp"
 fi
 
-# The library and the tool (but its main(), replay/cli/entry.c) as an
+# The library and the tool (but its main(), cli/entry.c) as an
 # archive: each target pulls in only what it uses.
 objs=()
-for src in "$root"/{graph,eager,tracer,optimize,formats,replay,replay/opencl,replay/cli}/*.c \
+for src in "$root"/{graph,eager,tracer,optimize,formats,formats/onnx,replay,replay/opencl,cli}/*.c \
            "$build/gen/eager_ops.c" "$build/gen/onnx.pb-c.c" "$build/gen/ocl_sources.c"; do
     [ -f "$src" ] || continue
-    [ "$src" = "$root/replay/cli/entry.c" ] && continue
+    [ "$src" = "$root/cli/entry.c" ] && continue
     obj=$out/obj/$(echo "${src#"$root"/}" | tr '/' '_').o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
         if ! "$CC" "${flags[@]}" -w -fsanitize=fuzzer-no-link -c "$src" -o "$obj"; then

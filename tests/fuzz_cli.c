@@ -1,7 +1,7 @@
 /*
  * fuzz_cli.c - libFuzzer target for the `tracegraph` tool's input and
  * output handling: the fuzz bytes make a graph, .npy inputs and a command
- * line, and cli_main (replay/cli/main.c) runs it in-process, the way
+ * line, and cli_main (cli/main.c) runs it in-process, the way
  * `tracegraph run|check|bench|info|dump|dot ...` would.  It must never
  * crash, leak or write outside its temporary directory.  Not named
  * test_*.c, so ctest does not pick it up; scripts/fuzz.sh builds and runs
@@ -40,7 +40,7 @@
 #include "formats/onnx.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
-#include "replay/cli/cli.h"
+#include "cli/cli.h"
 
 #define MAX_ARGS 600
 #define MAX_NPY_NUMEL 4096

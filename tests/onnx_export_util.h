@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "formats/onnx_write_impl.h"
+#include "formats/onnx/onnx_write_impl.h"
 
 /* ---- reading an exported model back ---- */
 

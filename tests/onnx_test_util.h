@@ -6,7 +6,7 @@
 #ifndef TG_TESTS_ONNX_TEST_UTIL_H
 #define TG_TESTS_ONNX_TEST_UTIL_H
 
-#include "formats/onnx_impl.h"
+#include "formats/onnx/onnx_impl.h"
 
 /*
  * The parts of a model above its nodes, in the caller's storage: IR 8,

@@ -5,7 +5,7 @@
  * 2.5 s at -O3 in the blocked layout against 33 ms plain):
  *   - eager_dnnl_impl_is_ref on known names;
  *   - every conv / matmul / linear node of the suite's workloads
- *     (bench/workloads.c, default sizes) at -O0..-O3 names a JIT one;
+ *     (workloads/workloads.c, default sizes) at -O0..-O3 names a JIT one;
  *   - the probe agrees with oneDNN asked directly here (the test's own
  *     descriptors) for plain and blocked dilated 3x3 convs;
  *   - dilated 3x3 convs (dilation 24 and 36, 32 channels at 33x33, the
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/workloads.h"
+#include "workloads/workloads.h"
 #ifndef TG_TEST_DATA
 #define TG_TEST_DATA "tests/data"
 #endif

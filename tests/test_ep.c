@@ -161,7 +161,7 @@ static int same_class(float a, float b)
 }
 
 /* hardsigmoid and hardswish unfused, as ONNX's HardSigmoid (alpha 1/6,
- * beta 1/2) and HardSwish import (formats/onnx_read_compose.c). */
+ * beta 1/2) and HardSwish import (formats/onnx/onnx_read_compose.c). */
 static eager_tensor *hsig_at(const char *file, int line, const char *func, eager_tensor *x)
 {
     eager_tensor *k = eager_full(GRAPH_F32, TG_SHAPE(1), 1.0 / 6.0);

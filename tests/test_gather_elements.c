@@ -26,7 +26,7 @@
 #include "eager/interp.h"
 #include "eager/kernel.h"
 #include "formats/onnx.h"
-#include "formats/onnx_impl.h"
+#include "formats/onnx/onnx_impl.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
 #include "graph_query.h"

@@ -1,6 +1,6 @@
 /*
  * test_onnx_conv3d.c - ONNX import of 3-D Conv, ConvTranspose, MaxPool and
- * AveragePool (formats/onnx_read_conv.c: X [N, C, D, H, W] as one conv2d
+ * AveragePool (formats/onnx/onnx_read_conv.c: X [N, C, D, H, W] as one conv2d
  * or conv_transpose2d whose channels are D's taps, a pool as the 2-D pool
  * of each depth then one along D; no op of their own), on one-node models
  * built here in memory with protobuf-c:
@@ -38,7 +38,7 @@
 #include "check.h"
 #include "eager/eager.h"
 #include "eager/interp.h"
-#include "formats/onnx_read_impl.h"
+#include "formats/onnx/onnx_read_impl.h"
 #include "onnx_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"

@@ -24,7 +24,7 @@
 
 #include "check.h"
 #include "eager/interp.h"
-#include "formats/onnx_write_impl.h"
+#include "formats/onnx/onnx_write_impl.h"
 #include "onnx_export_cases.h"
 #include "onnx_export_util.h"
 #include "tracer/trace.h"

@@ -30,7 +30,7 @@
 #include "check.h"
 #include "eager/eager.h"
 #include "eager/interp.h"
-#include "formats/onnx_read_impl.h"
+#include "formats/onnx/onnx_read_impl.h"
 #include "onnx_test_util.h"
 
 #define MAX_IO 16

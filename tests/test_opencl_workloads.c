@@ -1,5 +1,5 @@
 /*
- * test_opencl_workloads.c - the benchmark workloads (bench/workloads.c)
+ * test_opencl_workloads.c - the benchmark workloads (workloads/workloads.c)
  * replayed on OpenCL at -O0, -O2 and -O3 against replay-CPU at the same
  * level (and the CPU at -O0 against eager): normalized error <= 1e-4.
  * Sizes are reduced (the suite runs the full ones) but keep every
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/workloads.h"
+#include "workloads/workloads.h"
 #include "check.h"
 #include "eager/eager.h"
 #include "optimize/opt.h"

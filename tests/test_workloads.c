@@ -1,5 +1,5 @@
 /*
- * test_workloads.c - the benchmark workloads (bench/workloads.c) at small
+ * test_workloads.c - the benchmark workloads (workloads/workloads.c) at small
  * sizes, so they cannot rot: each is checked against a naive reference
  * written here (double precision loops; the primitive encoder against the
  * one with fused layer_norm/gelu ops), then traced, saved and loaded
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/workloads.h"
+#include "workloads/workloads.h"
 #include "check.h"
 #include "eager/eager.h"
 #include "formats/tgraph.h"

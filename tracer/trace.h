@@ -86,13 +86,8 @@ TG_API int trace_active(void);
 #define trace_output(t, name) trace_output_at(EAGER_SITE, t, name)
 #define trace_freeze() trace_freeze_at(EAGER_SITE)
 
-/*
- * A readable summary of a frozen graph: node count by op, inputs, params,
- * outputs, dynamic dims, and every guard (kind, value, call site): the
- * data-dependent control flow the trace baked in.  Writes to f (nothing
- * when g or f is NULL).
- */
-TG_API void trace_summary(const graph *g, FILE *f);
+/* trace_summary(g, f), a readable account of a frozen graph, is declared
+ * in graph/graph.h (it is graph code). */
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_workloads.py - the five workloads of bench/workloads.c in PyTorch,
+"""torch_workloads.py - the five workloads of workloads/workloads.c in PyTorch,
 and the same modules exported to ONNX in ONNX Runtime, timed on this machine
 as the peers of issue 6 (run by `make bench` through bench/peers/run.sh, in
 the same run as bench/suite.c).
@@ -10,7 +10,7 @@ the same run as bench/suite.c).
 Use Debian's /usr/bin/python3 (3.11, with python3-torch 1.13), not a pyenv
 python3 that comes first on PATH.
 
-Workloads (same shapes, ops and weight scales as bench/workloads.c; float32,
+Workloads (same shapes, ops and weight scales as workloads/workloads.c; float32,
 weights from torch.manual_seed, so the values differ from ours but the work
 does not): mlp, resblock (conv/batch_norm in eval mode: running statistics,
 as our batch_norm), encoder (layer_norm and the erf GELU written out of
@@ -138,7 +138,7 @@ def cpu_name():
     return "%s (family %s model %s, %s)" % (name, family, model, simd)
 
 
-# ---- the workloads (see bench/workloads.c) ----
+# ---- the workloads (see workloads/workloads.c) ----
 
 def build(name, torch):
     """(module, input) of workload name, seeded, float32, in eval mode."""

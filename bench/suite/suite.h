@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../workloads.h"
+#include "../../workloads/workloads.h"
 
 #define NLEVELS 4
 #define MAX_RUNS 5000

@@ -10,12 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../eager/dnnl_util.h"
-#include "../../graph/alloc.h"
-#include "../../formats/file.h"
-#include "../../formats/tgraph.h"
-#include "../../graph/text.h"
-#include "../../tracer/trace.h"
+#include "../eager/dnnl_util.h"
+#include "../eager/eager.h"
+#include "../graph/alloc.h"
+#include "../formats/file.h"
+#include "../formats/tgraph.h"
+#include "../graph/text.h"
 #include "cli.h"
 
 /* Parses "CMD [opts] FILE": the one operand in *file.  CLI_OK to go on,

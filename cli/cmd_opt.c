@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../optimize/memplan.h"
-#include "../../optimize/opt.h"
+#include "../optimize/memplan.h"
+#include "../optimize/opt.h"
 #include "cli.h"
 
 enum { OPT_O0, OPT_O1, OPT_O2, OPT_O3, OPT_STATS, OPT_EXPLAIN, OPT_KEEP, OPT_FINITE,

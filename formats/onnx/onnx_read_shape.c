@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
+#include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
+#include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 enum { RNN_MAX_GATES = 4, RNN_MAX_STEPS = 4096 };

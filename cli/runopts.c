@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../graph/alloc.h"
+#include "../graph/alloc.h"
 #include "cli.h"
 
 static const cli_opt run_opts[] = {

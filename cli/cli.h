@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../graph/graph.h"
-#include "../replay.h"
+#include "../graph/graph.h"
+#include "../replay/replay.h"
 
 /* Exit codes, the same for every command (listed in `tracegraph --help`). */
 enum {

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
+#include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 /*

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
-#include "../graph/tg_hash.h"
-#include "file.h"
+#include "../../graph/alloc.h"
+#include "../../graph/tg_hash.h"
+#include "../file.h"
 #include "onnx_write_impl.h"
 
 _Thread_local long onnxw_fail_countdown;

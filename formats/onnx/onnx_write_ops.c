@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../graph/fused_prog.h"
+#include "../../graph/fused_prog.h"
 #include "onnx_write_impl.h"
 
 /* ---- elementwise ---- */

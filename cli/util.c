@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../graph/text_impl.h"
+#include "../graph/text_impl.h"
 #include "cli.h"
 
 /*

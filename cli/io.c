@@ -9,10 +9,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../../graph/alloc.h"
-#include "../../formats/npy.h"
-#include "../../formats/onnx.h"
-#include "../../formats/tgraph.h"
+#include "../graph/alloc.h"
+#include "../formats/npy.h"
+#include "../formats/onnx.h"
+#include "../formats/tgraph.h"
 #include "cli.h"
 
 int cli_is_onnx(const char *path)

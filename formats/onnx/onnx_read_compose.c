@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
+#include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
 /* y = op(a, b) (b < 0: unary; attrs NULL: defaults). */

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
-#include "../graph/errors.h"
-#include "file.h"
+#include "../../graph/alloc.h"
+#include "../../graph/errors.h"
+#include "../file.h"
 #include "onnx_read_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

@@ -12,7 +12,7 @@
  */
 #include <stdio.h>
 
-#include "../graph/infer_shape.h"
+#include "../../graph/infer_shape.h"
 #include "onnx_write_impl.h"
 
 /* ---- shapes ---- */

@@ -32,7 +32,7 @@
 #ifndef TG_FORMATS_ONNX_READ_IMPL_H
 #define TG_FORMATS_ONNX_READ_IMPL_H
 
-#include "../graph/tg_hash.h"
+#include "../../graph/tg_hash.h"
 #include "onnx_impl.h"
 
 /* An int64 for printf's %lld. */

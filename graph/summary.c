@@ -1,7 +1,8 @@
-/* summary.c - a readable account of a frozen trace. */
+/* summary.c - a readable account of a frozen trace (trace_summary, graph.h):
+ * graph code only, so the tool prints it without the tracer. */
 #include <string.h>
 
-#include "trace.h"
+#include "graph.h"
 
 static const char *guard_kind(graph_guard_kind k)
 {

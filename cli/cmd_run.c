@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../graph/alloc.h"
-#include "../../eager/interp.h"
-#include "../../formats/npy.h"
+#include "../graph/alloc.h"
+#include "../eager/interp.h"
+#include "../formats/npy.h"
 #include "cli.h"
 
 /* ---- run ---- */

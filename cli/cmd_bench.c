@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../graph/alloc.h"
+#include "../graph/alloc.h"
 #include "cli.h"
 
 /* Progress appears after this many seconds. */

@@ -10,8 +10,8 @@
 
 #include <string.h>
 
-#include "../graph/alloc.h"
-#include "../graph/infer_shape.h"
+#include "../../graph/alloc.h"
+#include "../../graph/infer_shape.h"
 #include "onnx_read_impl.h"
 
 /* A result under construction. */
