@@ -1,8 +1,9 @@
 /*
- * plan.c - replay_compile: copy and verify the graph, ask the backend about
- * every node, build the schedule (nodes, each followed by the guard checks
- * of the values it makes) and plan memory for the traced shapes.  Other
- * dynamic sizes get their own variant on first use.
+ * plan.c - replay_compile: copy and verify the graph, pick the backend
+ * from the table (internal.h), ask it about every node, build the schedule
+ * (nodes, each followed by the guard checks of the values it makes), let
+ * the backend prepare every node and plan memory for the traced shapes.
+ * Other dynamic sizes get their own variant on first use.
  */
 #include <stdlib.h>
 #include <string.h>
