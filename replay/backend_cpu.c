@@ -1,9 +1,13 @@
-/* backend_cpu.c - the CPU backend: eager's kernels, every op. */
+/*
+ * backend_cpu.c - the CPU backend: eager's kernels, every op.  Every other
+ * entry is the generic code's default (internal.h): a host arena and the
+ * bound steps of session.c.
+ */
 #include "internal.h"
 
-static int cpu_supports(const graph *g, const graph_node *n, char *why, size_t len)
+static int cpu_supports(const replay_plan *p, const graph_node *n, char *why, size_t len)
 {
-    (void)g;
+    (void)p;
     if ((unsigned)n->op < GRAPH_OP_COUNT && eager_kernels[n->op])
         return 1;
     snprintf(why, len, "no CPU kernel");
@@ -12,4 +16,8 @@ static int cpu_supports(const graph *g, const graph_node *n, char *why, size_t l
 
 static eager_kernel_fn cpu_kernel(graph_op op) { return eager_kernels[op]; }
 
-const replay_backend replay_backend_cpu = {"cpu", cpu_supports, cpu_kernel};
+const replay_backend replay_backend_cpu = {
+    .name = "cpu",
+    .supports_op = cpu_supports,
+    .kernel = cpu_kernel,
+};

@@ -8,20 +8,55 @@
 #include "../optimize/memplan.h"
 #include "replay.h"
 
+struct replay_guard_warns;
+
 /*
- * A backend: a struct of function pointers, asked up front at compile
- * (ggml-backend style).  The CPU backend binds eager's kernels; the OpenCL
- * backend (its own issue) will add memory and queue entries here.
+ * A backend: a struct of function pointers (ggml-backend style), one per
+ * replay_backend_kind in plan.c's table.  replay_compile calls plan_new
+ * (the backend's per-plan state: a device opened, constants uploaded),
+ * asks supports_op for every live node, builds the schedule, then calls
+ * prepare_op for every live node (kernels built).  A session calls
+ * session_new; replay_run checks and orders the inputs, then calls run.
+ * An entry left NULL gets the generic code's default, the one the CPU
+ * backend uses: no plan state, nothing prepared, a host arena with every
+ * step bound once to kernel(op) (session.c), param_changed a no-op.  A
+ * backend with its own run sets session_new, session_free and run
+ * together.  A new backend is a folder with its table and one entry in
+ * plan.c's table.
  */
 typedef struct replay_backend {
     const char *name;
-    /* Nonzero if the backend runs node n; else a reason in why. */
-    int (*supports_op)(const graph *g, const graph_node *n, char *why, size_t len);
-    /* The kernel for op (CPU-style backends). */
+    /* Required. Nonzero if the backend runs live node n of p; else a
+     * reason in why ("op X is not supported on <p->target>: why (node)"). */
+    int (*supports_op)(const replay_plan *p, const graph_node *n, char *why, size_t len);
+    /* Sets p->bplan (and may raise p->align, rename p->target) before
+     * any node is asked; err on failure. */
+    tg_status (*plan_new)(replay_plan *p, char *err, size_t errlen);
+    /* Prepares live node i after the schedule; err names the node. */
+    tg_status (*prepare_op)(replay_plan *p, int32_t i, char *err, size_t errlen);
+    void (*plan_free)(void *bplan); /* p->bplan (a failed plan_new sets none) */
+    /* Param value id's host data was replaced (replay_set_param; no run
+     * is in progress on the plan's sessions). */
+    tg_status (*param_changed)(replay_plan *p, const graph_value *v, int32_t id, char *err,
+                               size_t errlen);
+    /* The session state (workspace: the caller's, as replay_session_new);
+     * NULL if refused or out of memory. */
+    void *(*session_new)(replay_plan *p, void *workspace, size_t size);
+    void (*session_free)(void *bsession);
+    /* A run with inputs in signature order (each checked by
+     * graph_type_check, data or buffer present); outputs as replay_run;
+     * warn-policy guards through replay_guard_warned(warns). */
+    tg_status (*run)(void *bsession, const replay_tensor *const *in, int nin,
+                     replay_tensor *outputs, int nout, struct replay_guard_warns *warns,
+                     char *err, size_t errlen);
+    /* The generic run's kernel for op (bound once per variant). */
     eager_kernel_fn (*kernel)(graph_op op);
+    /* Nonzero: replay_tensor.buffer (a device buffer) is accepted. */
+    int device_buffers;
 } replay_backend;
 
 extern const replay_backend replay_backend_cpu;
+extern const replay_backend replay_backend_opencl; /* opencl/backend.c */
 
 /* One set of input shapes, planned: value types and arena layout. */
 typedef struct replay_variant {
@@ -51,8 +86,9 @@ struct replay_plan {
      * from the old param data (reordered weights) drops it before its
      * next run (replay_run compares it with its own copy). */
     uint64_t param_gen;
-    struct ocl_plan *ocl; /* REPLAY_OPENCL: prepared nodes, device constants */
-    size_t align;         /* arena offset alignment (the device's for OpenCL) */
+    void *bplan;     /* the backend's (plan_new), or NULL */
+    size_t align;    /* arena offset alignment (OPT_ARENA_ALIGN, or the backend's) */
+    char target[192]; /* what refusals name: "backend cpu", "device X" */
 };
 
 /* The variant for these inputs (in signature order, each type already

@@ -1,15 +1,21 @@
 /*
- * plan.c - replay_compile: copy and verify the graph, ask the backend about
- * every node, build the schedule (nodes, each followed by the guard checks
- * of the values it makes) and plan memory for the traced shapes.  Other
- * dynamic sizes get their own variant on first use.
+ * plan.c - replay_compile: copy and verify the graph, pick the backend
+ * from the table (internal.h), ask it about every node, build the schedule
+ * (nodes, each followed by the guard checks of the values it makes), let
+ * the backend prepare every node and plan memory for the traced shapes.
+ * Other dynamic sizes get their own variant on first use.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../graph/alloc.h"
 #include "internal.h"
-#include "opencl/ocl_rt.h"
+
+/* The backends, by replay_backend_kind. */
+static const replay_backend *const backends[] = {
+    [REPLAY_CPU] = &replay_backend_cpu,
+    [REPLAY_OPENCL] = &replay_backend_opencl,
+};
 
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len)
 {
@@ -260,7 +266,7 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     replay_opts o = opts ? *opts : (replay_opts){REPLAY_CPU, 1, 0, NULL};
     if (o.threads < 1)
         o.threads = 1;
-    if (o.backend != REPLAY_CPU && o.backend != REPLAY_OPENCL) {
+    if ((unsigned)o.backend >= sizeof backends / sizeof *backends || !backends[o.backend]) {
         snprintf(err, errlen, "replay: unknown backend %d", (int)o.backend);
         return NULL;
     }
@@ -276,18 +282,21 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     }
     pthread_mutex_init(&p->mu, NULL);
     p->opts = o;
-    p->backend = &replay_backend_cpu;
+    const replay_backend *be = p->backend = backends[o.backend];
     if (graph_verify(p->g, 0) != TG_OK) {
         snprintf(err, errlen, "replay: invalid graph: %s", graph_error(p->g));
         goto fail;
     }
     p->align = OPT_ARENA_ALIGN;
-    for (int32_t i = 0; o.backend == REPLAY_CPU && i < p->g->nnodes; i++) {
+    snprintf(p->target, sizeof p->target, "backend %s", be->name);
+    if (be->plan_new && be->plan_new(p, err, errlen) != TG_OK)
+        goto fail;
+    for (int32_t i = 0; i < p->g->nnodes; i++) {
         const graph_node *n = &p->g->nodes[i];
-        char why[200], what[400];
-        if (!(n->flags & GRAPH_NODE_DEAD) && !p->backend->supports_op(p->g, n, why, sizeof why)) {
-            snprintf(err, errlen, "replay: op %s is not supported on backend %s: %s (%s)",
-                     graph_ops[n->op].name, p->backend->name, why,
+        char why[400], what[400];
+        if (!(n->flags & GRAPH_NODE_DEAD) && !be->supports_op(p, n, why, sizeof why)) {
+            snprintf(err, errlen, "replay: op %s is not supported on %s: %s (%s)",
+                     graph_ops[n->op].name, p->target, why,
                      replay_node_str(p, i, what, sizeof what));
             goto fail;
         }
@@ -298,12 +307,10 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
-    if (o.backend == REPLAY_OPENCL) {
-        /* every node prepared (kernels built) now, not at the first run */
-        if (!(p->ocl = ocl_plan_new(p, err, errlen)))
+    /* every node prepared (kernels built) now, not at the first run */
+    for (int32_t i = 0; be->prepare_op && i < p->g->nnodes; i++)
+        if (!(p->g->nodes[i].flags & GRAPH_NODE_DEAD) && be->prepare_op(p, i, err, errlen) != TG_OK)
             goto fail;
-        p->align = ocl_plan_align(p->ocl);
-    }
     /* the traced variant: the signature's own types as inputs */
     size_t nin = (size_t)p->g->ninputs;
     replay_tensor *sig = tg_calloc(nin + 1, sizeof *sig);
@@ -337,7 +344,8 @@ void replay_plan_free(replay_plan *p)
         variant_free(v);
     }
     pthread_mutex_destroy(&p->mu);
-    ocl_plan_free(p->ocl);
+    if (p->bplan && p->backend->plan_free)
+        p->backend->plan_free(p->bplan);
     tg_free(p->items);
     graph_free(p->g);
     tg_free(p);
@@ -374,40 +382,14 @@ tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
         memcpy(v->data, data, nbytes); /* sessions point at this buffer */
         v->hash = graph_hash_bytes(v->data, nbytes);
         p->param_gen++; /* kernel states built from the old data are stale */
-        if (p->ocl)
-            return ocl_plan_param_changed(p->ocl, v, i, err, errlen);
+        if (p->backend->param_changed)
+            return p->backend->param_changed(p, v, i, err, errlen);
         return TG_OK;
     }
     snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "
              "into constants by the optimizer cannot be swapped)", name);
     return TG_ERR_ARG;
 }
-
-int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
-{
-    char tmp[1];
-    if (!err || !errlen) {
-        err = tmp;
-        errlen = sizeof tmp;
-    }
-    ocl_device_info info[64];
-    int n = ocl_list_devices(info, 64, err, errlen);
-    for (int i = 0; out && i < n && i < max && i < 64; i++) {
-        replay_device *d = &out[i];
-        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
-        snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
-        snprintf(d->name, sizeof d->name, "%s", info[i].name);
-        snprintf(d->version, sizeof d->version, "%s", info[i].version);
-    }
-    return n;
-}
-
-void *replay_opencl_context(const replay_plan *p)
-{
-    return p && p->ocl ? (void *)ocl_plan_context(p->ocl) : NULL;
-}
-
-void replay_opencl_shutdown(void) { ocl_shutdown(); }
 
 int replay_num_inputs(const replay_plan *p) { return p ? p->g->ninputs : 0; }
 int replay_num_outputs(const replay_plan *p) { return p ? p->g->noutputs : 0; }

@@ -1,6 +1,9 @@
 /*
- * session.c - sessions and runs.  A session binds the plan's schedule to
- * its arena once per variant: every step is a kernel pointer plus a
+ * session.c - sessions and runs.  The checks common to every backend
+ * (threads, inputs, output count) are here; a backend with its own run
+ * (internal.h) gets the ordered inputs.  The generic run, the CPU
+ * backend's: a session binds the plan's schedule to its arena once per
+ * variant, every step a kernel pointer (the backend's kernel(op)) plus a
  * complete eager_kargs (types and data pointers), so a run patches the
  * input pointers and calls the steps in a flat loop.
  */
@@ -13,7 +16,6 @@
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "internal.h"
-#include "opencl/ocl_rt.h"
 
 typedef struct guard_ctx {
     const graph *g;
@@ -45,7 +47,7 @@ typedef struct bound {
 
 struct replay_session {
     replay_plan *p;
-    ocl_session *ocl; /* OpenCL plans: queue, device arena, kernels */
+    void *bsession; /* the backend's own (session_new), or NULL */
     char *arena;
     size_t arena_size;
     int own_arena;
@@ -258,10 +260,9 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         tg_free(s);
         return NULL;
     }
-    if (p->ocl) {
-        char err[512];
-        s->ocl = workspace ? NULL : ocl_session_new(p, err, sizeof err);
-        if (!s->ocl) {
+    if (p->backend->session_new) {
+        s->bsession = p->backend->session_new(p, workspace, size);
+        if (!s->bsession) {
             tg_free(s->in);
             tg_free(s->warns.told);
             tg_free(s);
@@ -314,7 +315,8 @@ void replay_session_free(replay_session *s)
     if (!s || !acquire(s)) /* running on another thread: freeing it is refused */
         return;
     drop_bounds(s);
-    ocl_session_free(s->ocl);
+    if (s->bsession)
+        s->p->backend->session_free(s->bsession);
     if (s->own_arena)
         tg_free(s->arena);
     tg_free(s->in);
@@ -377,7 +379,7 @@ static tg_status order_inputs(replay_session *s, const replay_tensor *inputs, in
             return fail(s, st, "replay: input %d: %s", i, why);
         if (!inputs[k].data && !inputs[k].buffer && graph_type_numel(&inputs[k].type) > 0)
             return fail(s, TG_ERR_NULL, "replay: input %d (\"%s\") has no data", i, name);
-        if (inputs[k].buffer && !s->ocl)
+        if (inputs[k].buffer && !s->p->backend->device_buffers)
             return fail(s, TG_ERR_ARG, "replay: input %d is a device buffer, but the plan "
                         "runs on the CPU (buffer is for OpenCL plans)", k);
         ordered[i] = &inputs[k];
@@ -504,9 +506,9 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
     tg_status st = order_inputs(s, inputs, nin, in);
     if (st != TG_OK)
         return st;
-    if (s->ocl) {
-        st = ocl_session_run(s->ocl, in, nin, outputs, nout, &s->warns, s->err,
-                             sizeof s->err);
+    if (s->p->backend->run) {
+        st = s->p->backend->run(s->bsession, in, nin, outputs, nout, &s->warns, s->err,
+                                sizeof s->err);
         return s->status = st;
     }
     /* dtype and rank are part of the check even on the fast path */

@@ -120,6 +120,17 @@ static void test_refusals(void)
     CHECK(replay_compile(g, &OCL, err, sizeof err) == NULL);
     CHECK_MSG(strstr(err, "OpenCL build failed") && strstr(err, "build log") &&
               strstr(err, "nope") && strstr(err, site), "build failure: %s", err);
+    /* supports_op is asked for every node before any is prepared: sub,
+     * after the broken gelu, is refused and nothing is built */
+    const ocl_op *sub = ocl_ops_replace(GRAPH_OP_sub, NULL);
+    long builds = ocl_builds();
+    CHECK(replay_compile(g, &OCL, err, sizeof err) == NULL);
+    snprintf(want, sizeof want, "op sub is not supported on device %s: no OpenCL kernel", devname);
+    CHECK_MSG(strstr(err, want) && strstr(err, site) && !strstr(err, "nope"),
+              "\"%s\" says %s at %s", err, want, site);
+    CHECK_MSG(ocl_builds() == builds, "%ld programs built before the refusal",
+              ocl_builds() - builds);
+    ocl_ops_replace(GRAPH_OP_sub, sub);
     ocl_ops_replace(GRAPH_OP_gelu, gelu);
     replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
     CHECK_MSG(p != NULL, "restored: %s", err);

@@ -252,12 +252,18 @@ static void test_workspace_and_errors(void)
     eager_pool_pop();
     replay_session_free(s);
     free(mem);
+    CHECK(replay_opencl_context(p) == NULL); /* a CPU plan has no OpenCL context */
     replay_plan_free(p);
 
-    /* compile errors: another backend; an invalid graph */
+    /* compile errors: another backend (past either end of the table); an
+     * invalid graph */
     char err[512];
     replay_opts o = {(replay_backend_kind)7, 1, 0, NULL};
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend 7"));
+    o.backend = (replay_backend_kind)(REPLAY_OPENCL + 1);
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend 2"));
+    o.backend = (replay_backend_kind)-1;
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend -1"));
     g->nodes[1].in[0] = g->nodes[3].out[0]; /* use before definition */
     CHECK(replay_compile(g, NULL, err, sizeof err) == NULL);
     CHECK_MSG(strstr(err, "invalid graph") && strstr(err, "before it is defined") &&

@@ -1,8 +1,10 @@
 /*
- * backend.c - the OpenCL plan: open the device, upload every constant and
- * param once, and prepare every live node through its op (ocl.h), so
- * that an unsupported op or a failed build stops replay_compile with the
- * node's call site, never a run.
+ * backend.c - the OpenCL backend's table (replay_backend_opencl) and its
+ * plan side: open the device and upload every constant and param once
+ * (plan_new), refuse what no kernel runs (supports_op) and prepare every
+ * live node through its op (ocl.h), so that an unsupported op or a failed
+ * build stops replay_compile with the node's call site, never a run.
+ * Sessions and runs are run.c's.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -12,9 +14,6 @@
 #include "../../graph/alloc.h"
 #include "../internal.h"
 #include "ocl_rt.h"
-
-size_t ocl_plan_align(const ocl_plan *op) { return op->dev->align; }
-cl_context ocl_plan_context(const ocl_plan *op) { return op->dev->ctx; }
 
 static tg_status upload(ocl_plan *op, const graph_value *v, cl_mem *out, char *err,
                         size_t errlen)
@@ -42,9 +41,11 @@ static tg_status upload(ocl_plan *op, const graph_value *v, cl_mem *out, char *e
     return TG_OK;
 }
 
-tg_status ocl_plan_param_changed(ocl_plan *op, const graph_value *v, int32_t id, char *err,
-                                 size_t errlen)
+/* Replaces value id's device copy with v's (new) host data. */
+static tg_status param_changed(replay_plan *p, const graph_value *v, int32_t id, char *err,
+                               size_t errlen)
 {
+    ocl_plan *op = p->bplan;
     /* Sessions look fixed buffers up at every step, so a fresh buffer is
      * seen by the next run (replay_set_param excludes concurrent runs). */
     cl_mem fresh;
@@ -59,19 +60,35 @@ tg_status ocl_plan_param_changed(ocl_plan *op, const graph_value *v, int32_t id,
     return TG_OK;
 }
 
-/* Prepares node i; on failure err names the node. */
-static tg_status prepare_node(replay_plan *p, ocl_plan *op, int32_t i, char *err,
-                              size_t errlen)
+/* An op with a kernel whose tensors the kernels' 32-bit indices reach. */
+static int supports_op(const replay_plan *p, const graph_node *n, char *why, size_t len)
 {
+    if (!ocl_ops()[n->op]) {
+        snprintf(why, len, "no OpenCL kernel");
+        return 0;
+    }
+    /* The kernels index elements with 32-bit ints (run.c re-checks the
+     * sizes of each dynamic-shape variant). */
+    for (int k = 0; k < n->nin + n->nout; k++) {
+        const graph_value *v = &p->g->values[k < n->nin ? n->in[k] : n->out[k - n->nin]];
+        int64_t numel = graph_type_numel(&v->type);
+        if (numel > INT32_MAX) {
+            snprintf(why, len, "a tensor of %lld elements exceeds the OpenCL kernels' 32-bit "
+                     "indexing", (long long)numel);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Prepares node i (supported: supports_op); on failure err names the node. */
+static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
+{
+    ocl_plan *op = p->bplan;
     const graph *g = p->g;
     const graph_node *n = &g->nodes[i];
     const ocl_op *impl = ocl_ops()[n->op];
     char what[400], why[4096] = "";
-    if (!impl) {
-        snprintf(err, errlen, "replay: op %s is not supported on device %s: no OpenCL kernel (%s)",
-                 graph_ops[n->op].name, op->dev->info.name, replay_node_str(p, i, what, sizeof what));
-        return TG_ERR_UNSUPPORTED;
-    }
     graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
     const void *host[GRAPH_MAX_NODE_IO];
     for (int k = 0; k < n->nin; k++) {
@@ -81,18 +98,6 @@ static tg_status prepare_node(replay_plan *p, ocl_plan *op, int32_t i, char *err
     }
     for (int k = 0; k < n->nout; k++)
         ot[k] = g->values[n->out[k]].type;
-    /* The kernels index elements with 32-bit ints (run.c re-checks the
-     * sizes of each dynamic-shape variant). */
-    for (int k = 0; k < n->nin + n->nout; k++) {
-        int64_t numel = graph_type_numel(k < n->nin ? &it[k] : &ot[k - n->nin]);
-        if (numel > INT32_MAX) {
-            snprintf(err, errlen, "replay: op %s is not supported on device %s: a tensor of "
-                     "%lld elements exceeds the OpenCL kernels' 32-bit indexing (%s)",
-                     graph_ops[n->op].name, op->dev->info.name, (long long)numel,
-                     replay_node_str(p, i, what, sizeof what));
-            return TG_ERR_UNSUPPORTED;
-        }
-    }
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
                   .node = n, .attrs = graph_node_attrs(n), .in_type = it, .nin = n->nin,
                   .out_type = ot, .nout = n->nout, .in_host = host, .err = why,
@@ -105,32 +110,36 @@ static tg_status prepare_node(replay_plan *p, ocl_plan *op, int32_t i, char *err
         return TG_OK;
     replay_node_str(p, i, what, sizeof what);
     if (st == TG_ERR_UNSUPPORTED)
-        snprintf(err, errlen, "replay: op %s is not supported on device %s: %s (%s)",
-                 graph_ops[n->op].name, op->dev->info.name, why, what);
+        snprintf(err, errlen, "replay: op %s is not supported on %s: %s (%s)",
+                 graph_ops[n->op].name, p->target, why, what);
     else
         snprintf(err, errlen, "replay: %s: OpenCL: %s", what, why);
     return st;
 }
 
-ocl_plan *ocl_plan_new(replay_plan *p, char *err, size_t errlen)
+static void plan_free(void *bplan);
+
+/* Opens the device of p->opts.device, uploads constants and params. */
+static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
 {
     const graph *g = p->g;
     char msg[512];
     ocl_plan *op = tg_calloc(1, sizeof *op);
     if (!op) {
         snprintf(err, errlen, "replay: out of memory");
-        return NULL;
+        return TG_ERR_NOMEM;
     }
     op->dev = ocl_dev_open(p->opts.device, msg, sizeof msg);
     if (!op->dev) {
         snprintf(err, errlen, "replay: OpenCL: %s", msg);
         tg_free(op);
-        return NULL;
+        return TG_ERR_BACKEND;
     }
     op->nvalues = g->nvalues;
     op->nnodes = g->nnodes;
     op->nodes = tg_calloc((size_t)g->nnodes + 1, sizeof *op->nodes);
     op->fixed = tg_calloc((size_t)g->nvalues + 1, sizeof *op->fixed);
+    tg_status st = TG_ERR_NOMEM;
     if (!op->nodes || !op->fixed) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
@@ -138,20 +147,21 @@ ocl_plan *ocl_plan_new(replay_plan *p, char *err, size_t errlen)
     for (int32_t v = 0; v < g->nvalues; v++) {
         const graph_value *val = &g->values[v];
         if ((val->kind == GRAPH_VALUE_CONST || val->kind == GRAPH_VALUE_PARAM) &&
-            upload(op, val, &op->fixed[v], err, errlen) != TG_OK)
+            (st = upload(op, val, &op->fixed[v], err, errlen)) != TG_OK)
             goto fail;
     }
-    for (int32_t i = 0; i < g->nnodes; i++)
-        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && prepare_node(p, op, i, err, errlen) != TG_OK)
-            goto fail;
-    return op;
+    p->bplan = op;
+    p->align = op->dev->align;
+    snprintf(p->target, sizeof p->target, "device %s", op->dev->info.name);
+    return TG_OK;
 fail:
-    ocl_plan_free(op);
-    return NULL;
+    plan_free(op);
+    return st;
 }
 
-void ocl_plan_free(ocl_plan *op)
+static void plan_free(void *bplan)
 {
+    ocl_plan *op = bplan;
     if (!op)
         return;
     for (int32_t i = 0; op->nodes && i < op->nnodes; i++) {
@@ -174,3 +184,62 @@ void ocl_plan_free(ocl_plan *op)
         ocl_dev_close(op->dev);
     tg_free(op);
 }
+
+/* A caller's host workspace cannot hold a device arena: refused. */
+static void *session_new(replay_plan *p, void *workspace, size_t size)
+{
+    (void)size;
+    char err[512];
+    return workspace ? NULL : ocl_session_new(p, err, sizeof err);
+}
+
+static void session_free(void *bsession) { ocl_session_free(bsession); }
+
+static tg_status run(void *bsession, const replay_tensor *const *in, int nin,
+                     replay_tensor *outputs, int nout, replay_guard_warns *warns, char *err,
+                     size_t errlen)
+{
+    return ocl_session_run(bsession, in, nin, outputs, nout, warns, err, errlen);
+}
+
+const replay_backend replay_backend_opencl = {
+    .name = "opencl",
+    .supports_op = supports_op,
+    .plan_new = plan_new,
+    .prepare_op = prepare_op,
+    .plan_free = plan_free,
+    .param_changed = param_changed,
+    .session_new = session_new,
+    .session_free = session_free,
+    .run = run,
+    .device_buffers = 1,
+};
+
+int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    ocl_device_info info[64];
+    int n = ocl_list_devices(info, 64, err, errlen);
+    for (int i = 0; out && i < n && i < max && i < 64; i++) {
+        replay_device *d = &out[i];
+        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
+        snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
+        snprintf(d->name, sizeof d->name, "%s", info[i].name);
+        snprintf(d->version, sizeof d->version, "%s", info[i].version);
+    }
+    return n;
+}
+
+void *replay_opencl_context(const replay_plan *p)
+{
+    if (!p || p->backend != &replay_backend_opencl || !p->bplan)
+        return NULL;
+    return (void *)((const ocl_plan *)p->bplan)->dev->ctx;
+}
+
+void replay_opencl_shutdown(void) { ocl_shutdown(); }
+

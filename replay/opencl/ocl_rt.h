@@ -1,7 +1,8 @@
 /*
- * ocl_rt.h - the OpenCL backend's runtime, as the rest of replay/ sees it:
+ * ocl_rt.h - the OpenCL backend's runtime, shared inside replay/opencl/
+ * (plan.c and session.c see only its table, replay_backend_opencl):
  * devices (runtime.c), the per-plan prepared nodes and constant buffers
- * and the per-session run path (backend.c, run.c).  Op implementations
+ * (backend.c) and the per-session run path (run.c).  Op implementations
  * use ocl.h only.
  */
 #ifndef TG_REPLAY_OCL_RT_H
@@ -71,19 +72,9 @@ cl_program ocl_disk_load(ocl_dev *d, const char *src, const char *options);
 /* Saves prog's binary (best effort: errors only lose the cache entry). */
 void ocl_disk_store(ocl_dev *d, cl_program prog, const char *src, const char *options);
 
-/* ---- backend.c: the plan side ---- */
+/* ---- backend.c: the plan side (replay_backend_opencl; p->bplan) ---- */
 
 typedef struct ocl_plan ocl_plan;
-
-/* Opens the device of p->opts.device, prepares every live node, uploads
- * constants and params. NULL with err (naming the node) on failure. */
-ocl_plan *ocl_plan_new(struct replay_plan *p, char *err, size_t errlen);
-void ocl_plan_free(ocl_plan *op);
-size_t ocl_plan_align(const ocl_plan *op);
-cl_context ocl_plan_context(const ocl_plan *op);
-/* Replaces value id's device copy with v's (new) host data. */
-tg_status ocl_plan_param_changed(ocl_plan *op, const graph_value *v, int32_t id, char *err,
-                                 size_t errlen);
 
 /* ---- run.c: the session side ---- */
 

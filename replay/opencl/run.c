@@ -144,7 +144,7 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
     if (!s)
         return NULL;
     s->p = p;
-    s->op = p->ocl;
+    s->op = p->bplan;
     cl_int e;
     s->q = clCreateCommandQueue(s->op->dev->ctx, s->op->dev->id, 0, &e);
     if (!s->q) {
