@@ -5,7 +5,8 @@
 #   make demo      the main job: eager example, trace + save model.tgraph,
 #                  load + replay it in a fresh process, eager vs replay time
 #   make test      plain build + ASan/UBSan build, each running the whole suite
-#                  (the plain one twice: the CPU's kernels, then TG_CPU=baseline),
+#                  (the plain one three times: the CPU's kernels, then as on an
+#                  AVX2 machine and as on one without AVX),
 #                  an install check (installed headers compile alone, exported
 #                  symbols = declared ones; find_package and pkg-config consumers),
 #                  then every loader and the tool (fuzz_cli) fuzzed for a bounded time
@@ -65,12 +66,14 @@ TEST_FUZZ_SECONDS ?= 25
 test-fuzz: build
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS) $(BUILD)
 
-# The suite runs twice: with the kernel set the CPU picks (AVX-512 or AVX2
-# where it has them), and with TG_CPU=baseline, the x86-64 kernels every
-# machine runs (eager/isa.h).
+# The suite runs three times: with the kernels the CPU picks (AVX-512 or
+# AVX2 where it has them, eager/isa.h), then as on an AVX2 machine and as on
+# an x86-64 without AVX: our kernels at that level (TG_CPU) and oneDNN's
+# capped there too (ONEDNN_MAX_CPU_ISA; tests/cpu_caps.h says what changes).
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	cd $(BUILD) && TG_CPU=baseline ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && TG_CPU=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && TG_CPU=baseline ONEDNN_MAX_CPU_ISA=SSE41 ctest --output-on-failure -j $(JOBS)
 
 # ASAN_OPTIONS: oneDNN's JIT and OpenMP runtime are fine under ASan; leaks
 # are checked (detect_leaks=1) so every test must free what it makes.

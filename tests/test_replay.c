@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cpu_caps.h"
 #include "eager/interp.h"
 #include "formats/tgraph.h"
 #include "models.h"
@@ -65,9 +66,17 @@ static void test_models(void)
                       replay_session_error(s));
             if (st == TG_OK && want && interp[0]) {
                 CHECK(graph_type_numel(&out.type) == eager_numel(want));
-                CHECK_MSG(same_bits(out.data, eager_peek(interp[0]), eager_nbytes(want)),
+                /* Bit for bit where oneDNN has AVX-512.  Below it, a plan keeps
+                 * matmul weights packed in the layout oneDNN prefers and eager
+                 * does not, and oneDNN's GEMM then sums in another order
+                 * (cpu_caps.h): equal to a few ulp. */
+                int64_t n = eager_numel(want);
+                int exact = test_blocked_convs();
+                CHECK_MSG(exact ? same_bits(out.data, eager_peek(interp[0]), eager_nbytes(want))
+                                : check_normalized_error(out.data, eager_peek(interp[0]), n) < 1e-6,
                           "%s batch %lld: replay == interpreter", m.name, (long long)batch);
-                CHECK_MSG(same_bits(out.data, eager_peek(want), eager_nbytes(want)),
+                CHECK_MSG(exact ? same_bits(out.data, eager_peek(want), eager_nbytes(want))
+                                : check_normalized_error(out.data, eager_peek(want), n) < 1e-6,
                           "%s batch %lld: replay == eager", m.name, (long long)batch);
             }
             eager_release(interp[0]);
