@@ -285,6 +285,23 @@ static tg_status gather_taps(onnx_reader *r, int32_t x, int ax, int64_t *taps, i
 }
 
 /*
+ * The 3-D output of a 2-D op run on every output depth: y [N*Do, c, H', W']
+ * reshaped to [N, Do, c, H', W'] (db: N is dynamic), transposed to
+ * [N, c, Do, H', W'] and bound as the node's output.
+ */
+static tg_status bind_depth_out(onnx_reader *r, int32_t y, int db, int64_t n, int64_t od,
+                                int64_t c)
+{
+    static const int64_t swap12[5] = {0, 2, 1, 3, 4};
+    const graph_type *yt = onnx_vtype(r, y);
+    int64_t y5[5] = {n, od, c, yt->dim[2], yt->dim[3]}; /* read before adding */
+    tg_status st = reshape_dims(r, y, db, y5, 5, &y);
+    if (st == TG_OK)
+        st = permute(r, y, swap12, 5, &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
  * A 3-D Conv, X [N, C, D, H, W] and W [O, C/g, kd, kh, kw] (g groups), as
  * one conv2d whose channels are D's taps (an im2col along D only), with
  * no op of its own:
@@ -353,8 +370,7 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
                 taps[i * kd + k] = i * sd + k * dd;
         st = gather_taps(r, x, 3, taps, od, kd, &x);
     }
-    /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...], y [N, Do, O, ...] to
-     * [N, O, Do, ...] */
+    /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...] */
     static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, swap12[5] = {0, 2, 1, 3, 4};
     int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
     int64_t w2[4] = {o, kd * (c / g), wt.dim[3], wt.dim[4]};
@@ -369,14 +385,7 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_conv2d, cin, nin, a, &y, 1);
-    if (st != TG_OK)
-        return st;
-    const graph_type *yt = onnx_vtype(r, y);
-    int64_t y5[5] = {n, od, o, yt->dim[2], yt->dim[3]}; /* read before adding */
-    st = reshape_dims(r, y, db, y5, 5, &y);
-    if (st == TG_OK)
-        st = permute(r, y, swap12, 5, &y);
-    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+    return st == TG_OK ? bind_depth_out(r, y, db, n, od, o) : st;
 }
 
 tg_status onnx_cv_conv(onnx_reader *r, const onnx_op *op)
@@ -563,7 +572,6 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     else
         tg_free(taps);
     static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, wtaps[5] = {0, 3, 1, 2, 4};
-    static const int64_t swap12[5] = {0, 2, 1, 3, 4};
     int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
     int64_t w5[5] = {g, c / g, wt.dim[1], kd, wt.dim[3] * wt.dim[4]};
     int64_t w2[4] = {kc, wt.dim[1], wt.dim[3], wt.dim[4]};
@@ -580,14 +588,7 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_conv_transpose2d, cin, nin, a, &y, 1);
-    if (st != TG_OK)
-        return st;
-    const graph_type *yt = onnx_vtype(r, y);
-    int64_t y5[5] = {n, od, m, yt->dim[2], yt->dim[3]}; /* read before adding */
-    st = reshape_dims(r, y, db, y5, 5, &y);
-    if (st == TG_OK)
-        st = permute(r, y, swap12, 5, &y);
-    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+    return st == TG_OK ? bind_depth_out(r, y, db, n, od, m) : st;
 }
 
 /*
