@@ -9,8 +9,10 @@
  *     tile instructions 128 elements at a time with values forwarded in
  *     registers (kernels_fused_reg.c; ~12% faster than the tiles on the
  *     benchmark chain at 4M elements);
- *   - the rest (broadcast inputs; log, erf, gelu, silu, pow; builds
- *     without AVX-512): tile by tile, below.
+ *   - the rest (broadcast inputs; the ops without an AVX-512 form in
+ *     graph/ew_ops.def: log, erf, gelu, silu, pow; builds without
+ *     AVX-512): tile by tile, below.  The loop of each op is its tile
+ *     form in graph/ew_ops.def.
  *
  * Compilation (once per replay step, kept in eager_kargs.state; per call
  * in eager) turns the program into two instruction lists:

@@ -55,7 +55,8 @@
  * Lanes past the output's size hold zeros or copies and are computed and
  * thrown away; floating-point exceptions are masked, as everywhere in C.
  * Each case is the tile path's expression (kernels_fused.c), operand
- * order and NaN handling included, so all paths give the same bits.
+ * order and NaN handling included, so all paths give the same bits: the
+ * vec column of graph/ew_ops.def, which the cases expand.
  */
 #include <string.h>
 
