@@ -17,8 +17,10 @@
  *   - OpenCL: the generated source of each op's program (scalar and
  *     float8 forms) holds its expression with the operands and
  *     attributes substituted; a few known answers;
- *   - ONNX: each op's one-node graph exports, loads back and computes the
- *     same values in the interpreter as the original.
+ *   - formats: each op's one-node graph prints and parses back as text
+ *     IR, saves and loads as .tgraph, exports to ONNX and reads back, and
+ *     each copy computes the original's values in the interpreter
+ *     (exactly, but for ONNX's expansions: within 1e-6).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include "eager/interp.h"
 #include "eager/kernel.h"
 #include "formats/onnx.h"
+#include "formats/tgraph.h"
 #include "graph/fused_prog.h"
 #include "graph/infer.h"
 #include "graph/text.h"
@@ -319,9 +322,39 @@ static void test_opencl_source(void)
     }
 }
 
-/* ---- ONNX ---- */
+/* ---- text IR, .tgraph and ONNX ---- */
 
-static void check_onnx(graph_op op, int nargs)
+/* back (read from what) computes g's values, within tol relative. */
+static void check_same_run(const graph *g, const graph *back, int nargs, const char *op,
+                           const char *what, double tol)
+{
+    eager_pool_push();
+    float xv[36], zv[36];
+    for (int i = 0; i < 36; i++) {
+        xv[i] = value(0, i);
+        zv[i] = value(1, i);
+    }
+    eager_tensor *in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(4, 9), xv),
+                           eager_from_data(GRAPH_F32, TG_SHAPE(4, 9), zv)};
+    eager_tensor *want = NULL, *got = NULL;
+    CHECK_MSG(eager_interpret(g, in, nargs, &want, 1, NULL) == TG_OK &&
+                  eager_interpret(back, in, nargs, &got, 1, NULL) == TG_OK,
+              "%s through %s: %s", op, what, eager_error());
+    const float *w = want ? eager_peek(want) : NULL, *o = got ? eager_peek(got) : NULL;
+    for (int i = 0; w && o && i < 36; i++)
+        CHECK_MSG(check_abs_diff(o[i], w[i]) == 0 ||
+                      check_abs_diff(o[i], w[i]) <= tol * fmax(1, fabs(w[i])),
+                  "%s: element %d (x %.9g, z %.9g): %.9g through %s, %.9g", op, i,
+                  (double)xv[i], (double)zv[i], (double)o[i], what, (double)w[i]);
+    if (want)
+        eager_release(want);
+    if (got)
+        eager_release(got);
+    eager_pool_pop();
+    eager_clear_error();
+}
+
+static void check_formats(graph_op op, int nargs)
 {
     char text[1024], attrs[128] = "";
     const graph_op_info *info = &graph_ops[op];
@@ -337,53 +370,54 @@ static void check_onnx(graph_op op, int nargs)
     char err[512];
     graph *g = graph_parse(text, strlen(text), err, sizeof err);
     CHECK_MSG(g != NULL, "%s: %s\n%s", info->name, err, text);
+    if (!g)
+        return;
+    /* the text IR prints it back as parsed */
+    char *printed = graph_print_str(g, NULL, NULL);
+    graph *back = printed ? graph_parse(printed, strlen(printed), err, sizeof err) : NULL;
+    CHECK_MSG(back != NULL, "%s: printed text not parsed: %s", info->name, err);
+    if (back) {
+        char *again = graph_print_str(back, NULL, NULL);
+        CHECK_MSG(again && !strcmp(again, printed), "%s: text changed:\n%s\n%s", info->name,
+                  printed, again ? again : "");
+        free(again);
+        check_same_run(g, back, nargs, info->name, "the text IR", 0);
+        graph_free(back);
+    }
+    free(printed);
+    /* .tgraph: the same values exactly */
     void *buf = NULL;
     size_t len = 0;
-    graph *back = NULL;
-    if (g) {
-        tg_status st = format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err);
-        CHECK_MSG(st == TG_OK, "%s: not exported: %s", info->name, err);
-    }
-    if (buf) {
-        back = format_onnx_load_mem(buf, len, info->name, NULL, err, sizeof err);
-        CHECK_MSG(back != NULL, "%s: exported model not read back: %s", info->name, err);
-    }
+    CHECK_MSG(format_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_OK,
+              "%s: not saved: %s", info->name, err);
+    back = buf ? format_load_mem(buf, len, info->name, err, sizeof err) : NULL;
+    CHECK_MSG(back != NULL, "%s: .tgraph not loaded: %s", info->name, err);
     if (back) {
-        eager_pool_push();
-        float xv[36], zv[36];
-        for (int i = 0; i < 36; i++) {
-            xv[i] = value(0, i);
-            zv[i] = value(1, i);
-        }
-        eager_tensor *in[2] = {eager_from_data(GRAPH_F32, TG_SHAPE(4, 9), xv),
-                               eager_from_data(GRAPH_F32, TG_SHAPE(4, 9), zv)};
-        eager_tensor *want = NULL, *got = NULL;
-        CHECK_MSG(eager_interpret(g, in, nargs, &want, 1, NULL) == TG_OK &&
-                      eager_interpret(back, in, nargs, &got, 1, NULL) == TG_OK,
-                  "%s: %s", info->name, eager_error());
-        const float *w = want ? eager_peek(want) : NULL, *o = got ? eager_peek(got) : NULL;
-        for (int i = 0; w && o && i < 36; i++)
-            CHECK_MSG(check_abs_diff(o[i], w[i]) <= 1e-6 * fmax(1, fabs(w[i])),
-                      "%s: element %d (x %.9g, z %.9g): %.9g through ONNX, %.9g", info->name,
-                      i, (double)xv[i], (double)zv[i], (double)o[i], (double)w[i]);
-        if (want)
-            eager_release(want);
-        if (got)
-            eager_release(got);
-        eager_pool_pop();
-        eager_clear_error();
+        check_same_run(g, back, nargs, info->name, ".tgraph", 0);
+        graph_free(back);
+    }
+    free(buf);
+    /* ONNX: exported, read back, the same values (an expansion such as
+     * gelu's rounds differently) */
+    buf = NULL;
+    CHECK_MSG(format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_OK,
+              "%s: not exported: %s", info->name, err);
+    back = buf ? format_onnx_load_mem(buf, len, info->name, NULL, err, sizeof err) : NULL;
+    CHECK_MSG(!buf || back != NULL, "%s: exported model not read back: %s", info->name, err);
+    if (back) {
+        check_same_run(g, back, nargs, info->name, "ONNX", 1e-6);
         graph_free(back);
     }
     free(buf);
     graph_free(g);
 }
 
-static void test_onnx(void)
+static void test_formats(void)
 {
     for (int op = 0; op < GRAPH_OP_COUNT; op++) {
         int nargs;
         if (fused_op_ok((graph_op)op, &nargs))
-            check_onnx((graph_op)op, nargs);
+            check_formats((graph_op)op, nargs);
     }
 }
 
@@ -392,6 +426,6 @@ int main(void)
     test_registry();
     test_cpu();
     test_opencl_source();
-    test_onnx();
+    test_formats();
     return check_done();
 }
