@@ -580,7 +580,6 @@ static const onnx_op table[] = {
     {"HardSigmoid", onnx_cv_activation, 0, 1, 1, 1, "alpha,beta"},
     {"HardSwish", onnx_cv_activation, 0, 1, 1, 1, ""},
     {"Softsign", onnx_cv_activation, 0, 1, 1, 1, ""},
-    {"Softplus", onnx_cv_activation, 0, 1, 1, 1, ""},
     {"Elu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"Selu", onnx_cv_activation, 0, 1, 1, 1, "alpha,gamma"},
     {"Celu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
