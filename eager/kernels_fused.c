@@ -10,7 +10,7 @@
  *     registers (kernels_fused_reg.c; ~12% faster than the tiles on the
  *     benchmark chain at 4M elements);
  *   - the rest (broadcast inputs; the ops without an AVX-512 form in
- *     graph/ew_ops.def: log, erf, gelu, silu, pow; builds without
+ *     graph/ew_ops.def: log, erf, gelu, silu, softplus, pow; builds without
  *     AVX-512): tile by tile, below.  The loop of each op is its tile
  *     form in graph/ew_ops.def.
  *

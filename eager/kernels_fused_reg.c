@@ -49,7 +49,8 @@
  * the 8 vectors in lock step spilled and lost (37 against 33).  Software prefetch (256 to 4096 elements ahead)
  * did not help: the steps read the inputs as one stream the hardware
  * prefetcher follows.  Kept on the tiles: broadcast inputs (gathered per tile) and
- * the ops without an inline form (log, erf, gelu, silu, pow: fused_exec
+ * the ops without an inline form (inl 0 in graph/ew_ops.def: log, erf,
+ * gelu, silu, softplus, pow; fused_exec
  * per 64 elements was 1.22x slower than the tiles on erf + log at 64K).
  *
  * Lanes past the output's size hold zeros or copies and are computed and
