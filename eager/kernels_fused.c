@@ -9,8 +9,10 @@
  *     tile instructions 128 elements at a time with values forwarded in
  *     registers (kernels_fused_reg.c; ~12% faster than the tiles on the
  *     benchmark chain at 4M elements);
- *   - the rest (broadcast inputs; log, erf, gelu, silu, pow; builds
- *     without AVX-512): tile by tile, below.
+ *   - the rest (broadcast inputs; the ops without an AVX-512 form in
+ *     graph/ew_ops.def: log, erf, gelu, silu, softplus, pow; builds without
+ *     AVX-512): tile by tile, below.  The loop of each op is its tile
+ *     form in graph/ew_ops.def.
  *
  * Compilation (once per replay step, kept in eager_kargs.state; per call
  * in eager) turns the program into two instruction lists:
@@ -94,120 +96,82 @@ static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsign
         d[i] = powf(a[i * sa], b[i * sb]);
 }
 
-#define UN(OP, EXPR)                                                       \
-    case GRAPH_OP_##OP:                                                    \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
-        {                                                                  \
-            float v = a[i];                                                \
-            d[i] = (EXPR);                                                 \
-        }                                                                  \
-        break;
+/* One unary loop: d[i] = EXPR of x = a[i]. */
+#define UN(EXPR)                                                           \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                    \
+    {                                                                      \
+        float x = a[i];                                                    \
+        d[i] = (EXPR);                                                     \
+    }
 
 /* Three loops: both operands advance, b repeats, a repeats. */
-#define BI(OP, EXPR)                                                       \
-    case GRAPH_OP_##OP:                                                    \
-        if (mode == 3u) {                                                  \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)            \
-            {                                                              \
-                float x = a[i], y = b[i];                                  \
-                d[i] = (EXPR);                                             \
-            }                                                              \
-        } else if (mode == 1u) {                                           \
-            const float y = b[0];                                          \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)            \
-            {                                                              \
-                float x = a[i];                                            \
-                d[i] = (EXPR);                                             \
-            }                                                              \
-        } else {                                                           \
-            const float x = a[0];                                          \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)            \
-            {                                                              \
-                float y = b[i];                                            \
-                d[i] = (EXPR);                                             \
-            }                                                              \
+#define BI(EXPR)                                                           \
+    if (mode == 3u) {                                                      \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
+        {                                                                  \
+            float x = a[i], y = b[i];                                      \
+            d[i] = (EXPR);                                                 \
         }                                                                  \
-        break;
+    } else if (mode == 1u) {                                               \
+        const float y = b[0];                                              \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
+        {                                                                  \
+            float x = a[i];                                                \
+            d[i] = (EXPR);                                                 \
+        }                                                                  \
+    } else {                                                               \
+        const float x = a[0];                                              \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
+        {                                                                  \
+            float y = b[i];                                                \
+            d[i] = (EXPR);                                                 \
+        }                                                                  \
+    }
 
+/* The tile forms of ew_ops.def, each given (nargs, scalar, vec). */
+#define TILE_SIMD(N, S, V) TILE_SIMD##N(S)
+#define TILE_SIMD1(S) UN(S)
+#define TILE_SIMD2(S) BI(S)
+#define TILE_LOOP(STMT) STMT; TILE_IGNORE_
+#define TILE_IGNORE_(N, S, V)
 #if defined(VM512)
-#define VM_EXP vm512_expf
-#define VM_SIGMOID vm512_sigmoidf
-#define VM_TANH vm512_tanhf
-#define VM_SIGN vm512_sign
-#else
-#define VM_EXP vm_expf
-#define VM_SIGMOID vm_sigmoidf
-#define VM_TANH vm_tanhf
-#define VM_SIGN vm_signf
-#endif
-
-#if defined(VM512)
-/* The AVX-512 forms of vmath.h's functions (same bits), with a masked
- * tail instead of a scalar epilogue. */
-#define UNV(OP, FN)                                                        \
-    case GRAPH_OP_##OP: {                                                  \
+/* The AVX-512 form (vmath512.h: vmath.h's bits), with a masked tail
+ * instead of a scalar epilogue. */
+#define TILE_VEC(N, S, V)                                                  \
+    {                                                                      \
         int64_t i = 0;                                                     \
-        for (; i + 16 <= n; i += 16)                                       \
-            _mm512_storeu_ps(d + i, FN(_mm512_loadu_ps(a + i)));           \
+        for (; i + 16 <= n; i += 16) {                                     \
+            __m512 x = _mm512_loadu_ps(a + i);                             \
+            _mm512_storeu_ps(d + i, V);                                    \
+        }                                                                  \
         if (i < n) {                                                       \
             __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);               \
-            _mm512_mask_storeu_ps(d + i, m, FN(_mm512_maskz_loadu_ps(m, a + i))); \
+            __m512 x = _mm512_maskz_loadu_ps(m, a + i);                    \
+            _mm512_mask_storeu_ps(d + i, m, V);                            \
         }                                                                  \
-        break;                                                             \
     }
 #else
-#define UNV(OP, FN) UN(OP, FN(v))
+#define TILE_VEC(N, S, V) TILE_SIMD(N, S, V)
 #endif
 
 /*
  * d[0..n) = op(a, b).  d may be a or b (not restrict: `omp simd` states
  * there is no loop-carried dependence, which holds for d == a).  Unary
  * operands always advance here; uniform instructions run with n = 1.
+ * One case per op of graph/ew_ops.def, its tile form.
  */
 void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_t n)
 {
     const unsigned mode = I->mode;
     const float p0 = I->p0, p1 = I->p1;
+    (void)p0;
+    (void)p1;
     switch (I->op) {
-        UN(neg, -v)
-        UN(abs, fabsf(v))
-        UNV(sign, VM_SIGN)
-        UNV(exp, VM_EXP)
-        UN(log, vm_logf(v))
-        UN(reciprocal, 1.0f / v)
-        UN(relu, v <= 0.0f ? 0.0f : v)
-        UN(leaky_relu, v < 0.0f ? p0 * v : v)
-        UNV(sigmoid, VM_SIGMOID)
-        UNV(tanh, VM_TANH)
-        UN(gelu, vm_geluf(v))
-        UN(silu, vm_siluf(v))
-        UN(erf, vm_erff(v))
-        /* comparisons let NaN through, as kernels_unary.c's clip */
-        UN(clip, (v < p0 ? p0 : v) > p1 ? p1 : (v < p0 ? p0 : v))
-        BI(add, x + y)
-        BI(sub, x - y)
-        BI(mul, x * y)
-        BI(div, x / y)
-        BI(maximum, (x > y || x != x) ? x : y)
-        BI(minimum, (x < y || x != x) ? x : y)
-    case GRAPH_OP_sqrt:
-        vm_sqrt_loop(a, d, n, 0);
-        break;
-    case GRAPH_OP_rsqrt:
-        vm_sqrt_loop(a, d, n, 1);
-        break;
-    case GRAPH_OP_floor:
-        vm_round_loop(a, d, n, VM_FLOOR);
-        break;
-    case GRAPH_OP_ceil:
-        vm_round_loop(a, d, n, VM_CEIL);
-        break;
-    case GRAPH_OP_round:
-        vm_round_loop(a, d, n, VM_RINT);
-        break;
-    case GRAPH_OP_pow:
-        pow_loop(a, b, d, n, mode);
-        break;
+#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX)                  \
+    case GRAPH_OP_##OP:                                                    \
+        TILE_##TILE(N, S, VEC) break;
+#include "../graph/ew_ops.def"
+#undef EW
     default:
         break; /* fused_op_ok admits only the ops above */
     }
@@ -339,16 +303,7 @@ static void assign_slots(fplan *P, const fused_prog *p, cval *cv, const int *stm
 
 /* Ops whose loops compute for a while per element (the rest are one or
  * two instructions per vector and wait on their loads and stores). */
-static int heavy_op(graph_op op)
-{
-    switch (op) {
-    case GRAPH_OP_exp: case GRAPH_OP_log: case GRAPH_OP_sigmoid: case GRAPH_OP_tanh:
-    case GRAPH_OP_gelu: case GRAPH_OP_silu: case GRAPH_OP_erf: case GRAPH_OP_pow:
-        return 1;
-    default:
-        return 0;
-    }
-}
+static int heavy_op(graph_op op) { return fused_op_cost(op) == FUSED_COST_HEAVY; }
 
 /*
  * The order statements are compiled in: a topological order of the
@@ -382,6 +337,8 @@ static void schedule(const fused_prog *p, const cval *cv, int *order)
             for (int k = 0; k < p->nstmts && pick < 0; k++)
                 if (!done[k])
                     pick = k;
+        if (pick < 0)
+            break; /* not reached: n < nstmts statements are done */
         order[n] = pick;
         done[pick] = 1;
     }

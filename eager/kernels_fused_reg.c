@@ -49,13 +49,15 @@
  * the 8 vectors in lock step spilled and lost (37 against 33).  Software prefetch (256 to 4096 elements ahead)
  * did not help: the steps read the inputs as one stream the hardware
  * prefetcher follows.  Kept on the tiles: broadcast inputs (gathered per tile) and
- * the ops without an inline form (log, erf, gelu, silu, pow: fused_exec
+ * the ops without an inline form (inl 0 in graph/ew_ops.def: log, erf,
+ * gelu, silu, softplus, pow; fused_exec
  * per 64 elements was 1.22x slower than the tiles on erf + log at 64K).
  *
  * Lanes past the output's size hold zeros or copies and are computed and
  * thrown away; floating-point exceptions are masked, as everywhere in C.
  * Each case is the tile path's expression (kernels_fused.c), operand
- * order and NaN handling included, so all paths give the same bits.
+ * order and NaN handling included, so all paths give the same bits: the
+ * vec column of graph/ew_ops.def, which the cases expand.
  */
 #include <string.h>
 
@@ -63,22 +65,39 @@
 
 #if defined(VM512)
 
+/* Keeps an X-macro item when its flag (ew_ops.def's inl column) is 1. */
+#define IF_1(...) __VA_ARGS__
+#define IF_0(...)
+
+/* 1: the result is also kept in the second register (the ops with a
+ * long latency, whose consumers are worth sparing a reload). */
+#define KEEP_LIGHT 0
+#define KEEP_SLOW 1
+#define KEEP_HEAVY 1
+
+/* The ops of graph/ew_ops.def with an inline form: X(OP, N, EXPR, KEEP)
+ * for each, written as
+ *   #define EW(...) INLINE_OP(X, ...)  #include  #undef EW */
+#define INLINE_OP(X, OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX)     \
+    IF_##INL(X(OP, N, VEC, KEEP_##COST))
+
 /* The inline operations (fsinst.code / 16). */
 enum {
-    FS_OP_add, FS_OP_sub, FS_OP_mul, FS_OP_div, FS_OP_maximum, FS_OP_minimum,
-    FS_OP_neg, FS_OP_abs, FS_OP_sign, FS_OP_floor, FS_OP_ceil, FS_OP_round, FS_OP_relu,
-    FS_OP_leaky_relu, FS_OP_clip,
-    FS_OP_reciprocal, FS_OP_sqrt, FS_OP_rsqrt, FS_OP_exp, FS_OP_sigmoid, FS_OP_tanh,
+#define CODE(OP, N, EXPR, KEEP) FS_OP_##OP,
+#define EW(...) INLINE_OP(CODE, __VA_ARGS__)
+#include "../graph/ew_ops.def"
+#undef EW
+#undef CODE
     FS_OP_EXEC, /* no inline form: fused_exec on the rows */
 };
 
 static uint8_t op_code(graph_op op)
 {
     switch (op) {
-#define C(o) case GRAPH_OP_##o: return FS_OP_##o;
-        C(add) C(sub) C(mul) C(div) C(maximum) C(minimum) C(neg) C(abs) C(sign) C(floor)
-        C(ceil) C(round) C(relu) C(leaky_relu) C(clip) C(reciprocal) C(sqrt) C(rsqrt) C(exp)
-        C(sigmoid) C(tanh)
+#define C(OP, N, EXPR, KEEP) case GRAPH_OP_##OP: return FS_OP_##OP;
+#define EW(...) INLINE_OP(C, __VA_ARGS__)
+#include "../graph/ew_ops.def"
+#undef EW
 #undef C
     default: return FS_OP_EXEC;
     }
@@ -91,39 +110,8 @@ static uint8_t op_code(graph_op op)
 #define ONE _mm512_set1_ps(1.0f)
 #define ZERO _mm512_setzero_ps()
 
-/* Each case is the tile path's expression (fused_exec): NaN handling and
- * the sign of zero included.  Binary ops take x, y; unary ones x.  The
- * last column: the result is also kept in the second register (the ops
- * with a long latency, whose consumers are worth sparing a reload). */
-#define BINARY_OPS(X)                                                      \
-    X(add, _mm512_add_ps(x, y), 0)                                         \
-    X(sub, _mm512_sub_ps(x, y), 0)                                         \
-    X(mul, _mm512_mul_ps(x, y), 0)                                         \
-    X(div, _mm512_div_ps(x, y), 1)                                         \
-    /* (x > y || x != x) ? x : y, and the same with < */                   \
-    X(maximum, BLEND(CMP(x, y, _CMP_GT_OQ) | CMP(x, x, _CMP_UNORD_Q), y, x), 0) \
-    X(minimum, BLEND(CMP(x, y, _CMP_LT_OQ) | CMP(x, x, _CMP_UNORD_Q), y, x), 0)
-
-#define UNARY_OPS(X)                                                       \
-    X(neg, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), SIGN)), 0) \
-    X(abs, vm512_abs(x), 0)                                                \
-    X(sign, vm512_sign(x), 0)                                              \
-    X(floor, vm512_floor(x), 0)                                            \
-    X(ceil, vm512_ceil(x), 0)                                              \
-    X(round, vm512_rint(x), 0)                                             \
-    /* v <= 0 ? 0 : v: NaN passes, -0 becomes +0 */                        \
-    X(relu, BLEND(CMP(x, ZERO, _CMP_LE_OQ), x, ZERO), 0)                   \
-    X(leaky_relu, BLEND(CMP(x, ZERO, _CMP_LT_OQ), x, _mm512_mul_ps(_mm512_set1_ps(I->f.p0), x)), 0) \
-    X(clip, clip(x, I->f.p0, I->f.p1), 0)                                  \
-    X(reciprocal, _mm512_div_ps(ONE, x), 1)                                \
-    X(sqrt, _mm512_sqrt_ps(x), 1)                                          \
-    X(rsqrt, _mm512_div_ps(ONE, _mm512_sqrt_ps(x)), 1)                     \
-    X(exp, vm512_expf(x), 1)                                               \
-    X(sigmoid, vm512_sigmoidf(x), 1)                                       \
-    X(tanh, vm512_tanhf(x), 1)
-
 /* (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v): NaN passes */
-static inline __m512 clip(__m512 x, float lo, float hi)
+static inline __m512 vm512_clip(__m512 x, float lo, float hi)
 {
     __m512 w = BLEND(CMP(x, _mm512_set1_ps(lo), _CMP_LT_OQ), x, _mm512_set1_ps(lo));
     return BLEND(CMP(w, _mm512_set1_ps(hi), _CMP_GT_OQ), w, _mm512_set1_ps(hi));
@@ -133,21 +121,22 @@ static inline __m512 clip(__m512 x, float lo, float hi)
 static int op_keeps(uint8_t c)
 {
     switch (c) {
-#define K(OP, EXPR, KEEP) case FS_OP_##OP: return KEEP;
-        BINARY_OPS(K)
-        UNARY_OPS(K)
+#define K(OP, N, EXPR, KEEP) case FS_OP_##OP: return KEEP;
+#define EW(...) INLINE_OP(K, __VA_ARGS__)
+#include "../graph/ew_ops.def"
+#undef EW
 #undef K
     default: return 1; /* FS_OP_EXEC */
     }
 }
 
-/* Rough latency in cycles of one statement, for scheduling only. */
-static int op_latency(uint8_t code)
+/* Rough latency in cycles of one statement of op, for scheduling only. */
+static int op_latency(graph_op op)
 {
-    switch (code) {
-    case FS_OP_exp: case FS_OP_sigmoid: case FS_OP_tanh: case FS_OP_EXEC: return 40;
-    case FS_OP_div: case FS_OP_reciprocal: case FS_OP_sqrt: case FS_OP_rsqrt: return 14;
-    default: return 4;
+    switch (fused_op_cost(op)) {
+    case FUSED_COST_LIGHT: return 4;
+    case FUSED_COST_SLOW: return 14;
+    default: return 40;
     }
 }
 
@@ -173,7 +162,7 @@ static int schedule(const fused_prog *p, const uint8_t *needed, int *order)
     for (int k = p->nstmts - 1; k >= 0; k--) {
         if (!needed[k])
             continue;
-        prio[k] += op_latency(op_code(p->stmt[k].op));
+        prio[k] += op_latency(p->stmt[k].op);
         for (int j = 0; j < p->stmt[k].nargs; j++) {
             const fused_arg *g = &p->stmt[k].arg[j];
             if (g->kind == FUSED_ARG_REG && prio[g->index] < prio[k])
@@ -324,17 +313,19 @@ static __m512 load_input(const fplan *P, const eager_kargs *a, int k, __mmask16 
  * quiet (0.0018 against 0.0017-0.0021 ms, eager 0.038 ms).
  */
 #define TAB_ENTRY(OP, SA, SB) [FS_OP_##OP * 16 + SA * 4 + SB] = &&L_##OP##_##SA##SB,
-#define TAB_BINARY(OP, EXPR, KEEP)                                         \
+#define TAB(OP, N, EXPR, KEEP) TAB_##N(OP)
+#define TAB_2(OP)                                                          \
     TAB_ENTRY(OP, 0, 0) TAB_ENTRY(OP, 0, 1) TAB_ENTRY(OP, 0, 2)            \
     TAB_ENTRY(OP, 1, 0) TAB_ENTRY(OP, 1, 1) TAB_ENTRY(OP, 1, 2)            \
     TAB_ENTRY(OP, 2, 0) TAB_ENTRY(OP, 2, 1) TAB_ENTRY(OP, 2, 2)
-#define TAB_UNARY(OP, EXPR, KEEP) TAB_ENTRY(OP, 0, 0) TAB_ENTRY(OP, 1, 1) TAB_ENTRY(OP, 2, 2)
+#define TAB_1(OP) TAB_ENTRY(OP, 0, 0) TAB_ENTRY(OP, 1, 1) TAB_ENTRY(OP, 2, 2)
 
 /* Runs one statement, stores its row and jumps to the next one's case. */
 #define CASE(OP, EXPR, KEEP, SA, SB)                                       \
     L_##OP##_##SA##SB: {                                                   \
         __m512 x = SRC##SA(a), y = SRC##SB(b);                             \
-        (void)y;                                                           \
+        const float p0 = I->f.p0, p1 = I->f.p1;                            \
+        (void)y, (void)p0, (void)p1;                                       \
         acc = (EXPR);                                                      \
         if (KEEP)                                                          \
             acc2 = acc;                                                    \
@@ -343,11 +334,12 @@ static __m512 load_input(const fplan *P, const eager_kargs *a, int k, __mmask16 
             goto done;                                                     \
         goto *tab[I->code];                                                \
     }
-#define BINARY_CASES(OP, EXPR, KEEP)                                       \
+#define CASES(OP, N, EXPR, KEEP) CASES_##N(OP, EXPR, KEEP)
+#define CASES_2(OP, EXPR, KEEP)                                            \
     CASE(OP, EXPR, KEEP, 0, 0) CASE(OP, EXPR, KEEP, 0, 1) CASE(OP, EXPR, KEEP, 0, 2) \
     CASE(OP, EXPR, KEEP, 1, 0) CASE(OP, EXPR, KEEP, 1, 1) CASE(OP, EXPR, KEEP, 1, 2) \
     CASE(OP, EXPR, KEEP, 2, 0) CASE(OP, EXPR, KEEP, 2, 1) CASE(OP, EXPR, KEEP, 2, 2)
-#define UNARY_CASES(OP, EXPR, KEEP)                                        \
+#define CASES_1(OP, EXPR, KEEP)                                            \
     CASE(OP, EXPR, KEEP, 0, 0) CASE(OP, EXPR, KEEP, 1, 1) CASE(OP, EXPR, KEEP, 2, 2)
 
 void fused_small_run(const fplan *P, const eager_kargs *a)
@@ -355,7 +347,9 @@ void fused_small_run(const fplan *P, const eager_kargs *a)
     /* fused_small_compile makes no other codes; fused_exec reads the
      * rows, always written, so its source combinations share a case */
     static const void *const tab[FS_OP_EXEC * 16 + 16] = {
-        BINARY_OPS(TAB_BINARY) UNARY_OPS(TAB_UNARY)
+#define EW(...) INLINE_OP(TAB, __VA_ARGS__)
+#include "../graph/ew_ops.def"
+#undef EW
         [FS_OP_EXEC * 16 + 0] = &&L_exec, [FS_OP_EXEC * 16 + 1] = &&L_exec,
         [FS_OP_EXEC * 16 + 2] = &&L_exec, [FS_OP_EXEC * 16 + 4] = &&L_exec,
         [FS_OP_EXEC * 16 + 5] = &&L_exec, [FS_OP_EXEC * 16 + 6] = &&L_exec,
@@ -376,8 +370,9 @@ void fused_small_run(const fplan *P, const eager_kargs *a)
      * statement is always needed */
     const fsinst *I = S->inst, *const end = S->inst + S->ninst;
     goto *tab[I->code];
-    BINARY_OPS(BINARY_CASES)
-    UNARY_OPS(UNARY_CASES)
+#define EW(...) INLINE_OP(CASES, __VA_ARGS__)
+#include "../graph/ew_ops.def"
+#undef EW
 L_exec:
     fused_exec(&I->f, (const float *)(file + I->a), (const float *)(file + I->b),
                (float *)(file + I->d), 16);
@@ -479,20 +474,22 @@ void fused_stream_compile(fplan *P)
         UNROLL(FUSED_STREAM_U) for (int u = 0; u < U; u++)                 \
         {                                                                  \
             __m512 x = SSRC##SA(a, u), y = SSRC##SB(b, u);                 \
-            (void)y;                                                       \
+            const float p0 = I->f.p0, p1 = I->f.p1;                        \
+            (void)y, (void)p0, (void)p1;                                   \
             acc[u] = (EXPR);                                               \
             if (KEEP)                                                      \
                 acc2[u] = acc[u];                                          \
         }                                                                  \
         break;
-#define SBINARY_CASES(OP, EXPR, KEEP)                                      \
+#define SCASES(OP, N, EXPR, KEEP) SCASES_##N(OP, EXPR, KEEP)
+#define SCASES_2(OP, EXPR, KEEP)                                           \
     SCASE(OP, EXPR, KEEP, 0, 0) SCASE(OP, EXPR, KEEP, 0, 1) SCASE(OP, EXPR, KEEP, 0, 2) \
     SCASE(OP, EXPR, KEEP, 0, 3) SCASE(OP, EXPR, KEEP, 1, 0) SCASE(OP, EXPR, KEEP, 1, 1) \
     SCASE(OP, EXPR, KEEP, 1, 2) SCASE(OP, EXPR, KEEP, 1, 3) SCASE(OP, EXPR, KEEP, 2, 0) \
     SCASE(OP, EXPR, KEEP, 2, 1) SCASE(OP, EXPR, KEEP, 2, 2) SCASE(OP, EXPR, KEEP, 2, 3) \
     SCASE(OP, EXPR, KEEP, 3, 0) SCASE(OP, EXPR, KEEP, 3, 1) SCASE(OP, EXPR, KEEP, 3, 2) \
     SCASE(OP, EXPR, KEEP, 3, 3)
-#define SUNARY_CASES(OP, EXPR, KEEP)                                       \
+#define SCASES_1(OP, EXPR, KEEP)                                           \
     SCASE(OP, EXPR, KEEP, 0, 0) SCASE(OP, EXPR, KEEP, 1, 1) SCASE(OP, EXPR, KEEP, 2, 2) \
     SCASE(OP, EXPR, KEEP, 3, 3)
 
@@ -507,8 +504,9 @@ static void stream_steps(const fstream *V, const float *const *in, float *out, c
         for (int t = 0; t < V->ninst; t++) {
             const fsinst *I = &V->inst[t];
             switch (I->code) {
-                BINARY_OPS(SBINARY_CASES)
-                UNARY_OPS(SUNARY_CASES)
+#define EW(...) INLINE_OP(SCASES, __VA_ARGS__)
+#include "../graph/ew_ops.def"
+#undef EW
             default:
                 __builtin_unreachable(); /* fused_stream_compile makes no other code */
             }

@@ -123,16 +123,6 @@ tg_status eager_kernel_sign(const eager_kargs *a)
 
 /* ---- f32 only ---- */
 
-UNARY_FN(exp_f32, float, vm_expf(v))
-UNARY_FN(log_f32, float, vm_logf(v))
-UNARY_FN(reciprocal_f32, float, 1.0f / v)
-UNARY_FN(relu_f32, float, v <= 0.0f ? 0.0f : v)
-UNARY_FN(sigmoid_f32, float, vm_sigmoidf(v))
-UNARY_FN(tanh_f32, float, vm_tanhf(v))
-UNARY_FN(gelu_f32, float, vm_geluf(v))
-UNARY_FN(silu_f32, float, vm_siluf(v))
-UNARY_FN(erf_f32, float, vm_erff(v))
-
 static void sqrt_f32(const void *x, void *y, int64_t n, const void *attrs)
 {
     (void)attrs;
@@ -194,19 +184,30 @@ static void clip_f32(const void *xv, void *yv, int64_t n, const void *attrs)
         return run_unary(a, by_dtype(a, op##_f32, NULL, NULL));            \
     }
 
-F32_KERNEL(exp)
-F32_KERNEL(log)
 F32_KERNEL(sqrt)
 F32_KERNEL(rsqrt)
-F32_KERNEL(reciprocal)
 F32_KERNEL(floor)
 F32_KERNEL(ceil)
 F32_KERNEL(round)
-F32_KERNEL(relu)
 F32_KERNEL(leaky_relu)
-F32_KERNEL(sigmoid)
-F32_KERNEL(tanh)
-F32_KERNEL(gelu)
-F32_KERNEL(silu)
-F32_KERNEL(erf)
 F32_KERNEL(clip)
+
+/* The ops graph/ew_ops.def marks GEN: the loop of their scalar form
+ * (exp, log, reciprocal, relu, sigmoid, tanh, gelu, silu, erf, ...). */
+#define EAGER_GEN(OP, S)                                                   \
+    static void OP##_f32(const void *xv, void *yv, int64_t n, const void *attrs) \
+    {                                                                      \
+        const float *xs = xv;                                              \
+        float *ys = yv;                                                    \
+        (void)attrs;                                                       \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                \
+        {                                                                  \
+            float x = xs[i];                                               \
+            ys[i] = (S);                                                   \
+        }                                                                  \
+    }                                                                      \
+    F32_KERNEL(OP)
+#define EAGER_OWN(OP, S)
+#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) EAGER_##EAGER(OP, S)
+#include "../graph/ew_ops.def"
+#undef EW

@@ -31,7 +31,7 @@
  *   vm_expf, vm_logf, vm_tanhf, vm_sigmoidf (1/(1+e^-x)), vm_erff,
  *   vm_geluf (x/2 (1 + erf(x/sqrt2)), accurate in the far negative tail,
  *   gelu(-inf) = NaN as the formula gives), vm_siluf (x sigmoid(x), silu(-inf) = NaN as the formula gives),
- *   vm_signf; and loops over arrays: vm_sqrt_loop (sqrt, 1/sqrt) and
+ *   vm_softplusf (log(1 + e^x), PyTorch's threshold 20), vm_signf; and loops over arrays: vm_sqrt_loop (sqrt, 1/sqrt) and
  *   vm_round_loop (floor, ceil, round half to even).
  * Without hardware FMA (a build without -march=native) the results are
  * still within the bound above but lose about one bit (gelu's tail keeps
@@ -270,6 +270,24 @@ static inline float vm_siluf(float x)
     /* at -inf the formula's value, -inf * 0 = NaN, as PyTorch's silu (x *
      * sigmoid(x)) and oneDNN's swish epilogue give it */
     return x < -FLT_MAX ? NAN : r;
+}
+
+/*
+ * log(1 + e^x), PyTorch's F.softplus (beta 1, threshold 20: x itself
+ * above 20), as max(x, 0) + log1p(e^-|x|): no overflow for large x, and
+ * e^x rather than 0 far below 0.  log1p(t), t in (0, 1], is
+ * ln(u) t / (u - 1) with u = 1 + t rounded (the quotient corrects u's
+ * rounding), or t where u rounds to 1.  Above 20, e^-x is below half
+ * an ulp of x, so the threshold changes nothing but is kept as PyTorch
+ * states it; softplus(-inf) = 0, softplus(inf) = inf.
+ */
+static inline float vm_softplusf(float x)
+{
+    float t = vm_expf(-fabsf(x));
+    float u = 1.0f + t, d = u - 1.0f;
+    float l = vm_sel_(d == 0.0f, t, vm_logf(u) * (t / vm_sel_(d == 0.0f, 1.0f, d)));
+    float r = (x > 0.0f ? x : 0.0f) + l;
+    return vm_sel_(x > 20.0f, x, r);
 }
 
 /* erf(a)/a = P(a^2) for |a| < 0.875. */

@@ -104,7 +104,8 @@
  * Ops: Identity, Dropout (inference; its mask is all true), Constant,
  * Neg, Abs, Sign (Sign(-0) = +0, Sign(NaN) = NaN, as ONNX Runtime), Floor,
  * Ceil, Round (half to even), Exp, Log, Sqrt, Reciprocal, Relu, LeakyRelu,
- * Sigmoid, Tanh, Erf, Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean,
+ * Sigmoid, Tanh, Erf, Softplus (and any unary op of graph/ew_ops.def
+ * with an ONNX name), Clip, Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean,
  * Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor
  * (as eq, lt, gt and where on bools), Where, MatMul, Gemm, Conv,
  * ConvTranspose, MaxPool, AveragePool (2-D NCHW, and 1-D NCL as 2-D with
@@ -132,7 +133,7 @@
  * leaves it open), and as a few of ours
  * (onnx_read_compose.c): ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2,
  * ReduceLogSum, ReduceLogSumExp, PRelu, HardSigmoid, HardSwish, Softsign,
- * Softplus, Elu, Selu, Celu, ThresholdedRelu, Trilu (a select by a
+ * Elu, Selu, Celu, ThresholdedRelu, Trilu (a select by a
  * constant mask), DepthToSpace, SpaceToDepth (reshape, transpose,
  * reshape); Resize (opset 11 on; nearest, linear, cubic, every
  * coordinate transformation but tf_crop_and_resize) and Upsample

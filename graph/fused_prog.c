@@ -16,30 +16,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The ops of ew_ops.def: operand count and cost class (0: not listed). */
+static const struct {
+    uint8_t nargs, cost;
+} ew_ops[GRAPH_OP_COUNT] = {
+#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) \
+    [GRAPH_OP_##OP] = {N, FUSED_COST_##COST},
+#include "ew_ops.def"
+#undef EW
+};
+
 int fused_op_ok(graph_op op, int *nargs)
 {
-    if ((unsigned)op >= GRAPH_OP_COUNT || op == GRAPH_OP_fused)
+    if ((unsigned)op >= GRAPH_OP_COUNT || !ew_ops[op].nargs)
         return 0;
-    /* The ops eager/kernels_fused.c implements.  The registry checks
-     * below say why each qualifies; an op added to ops.def later must
-     * also be given a loop in the kernel before it is listed here. */
-    switch (op) {
-    case GRAPH_OP_neg: case GRAPH_OP_abs: case GRAPH_OP_sign: case GRAPH_OP_floor:
-    case GRAPH_OP_ceil: case GRAPH_OP_round: case GRAPH_OP_exp: case GRAPH_OP_log:
-    case GRAPH_OP_sqrt: case GRAPH_OP_rsqrt: case GRAPH_OP_reciprocal:
-    case GRAPH_OP_relu: case GRAPH_OP_leaky_relu: case GRAPH_OP_sigmoid:
-    case GRAPH_OP_tanh: case GRAPH_OP_gelu: case GRAPH_OP_silu: case GRAPH_OP_erf:
-    case GRAPH_OP_clip: case GRAPH_OP_add: case GRAPH_OP_sub: case GRAPH_OP_mul:
-    case GRAPH_OP_div: case GRAPH_OP_pow: case GRAPH_OP_maximum:
-    case GRAPH_OP_minimum:
-        break;
-    default:
-        return 0;
-    }
+    /* The registry checks below say why each op of ew_ops.def qualifies
+     * (tests/test_ew_table.c checks that every listed op passes them and
+     * that every op passing them is listed). */
     const graph_op_info *info = &graph_ops[op];
     int n = info->infer == graph_infer_unary ? 1 : info->infer == graph_infer_binary ? 2 : 0;
-    if (!n || !(info->props & GRAPH_PROP_ELEMENTWISE) || !(info->dtypes & GRAPH_DT_F32) ||
-        info->min_in != n || info->max_in != n || info->nout != 1 ||
+    if (n != ew_ops[op].nargs || !(info->props & GRAPH_PROP_ELEMENTWISE) ||
+        !(info->dtypes & GRAPH_DT_F32) || info->min_in != n || info->max_in != n || info->nout != 1 ||
         info->nattrs > FUSED_MAX_ATTRS)
         return 0;
     for (int k = 0; k < info->nattrs; k++)
@@ -48,6 +45,12 @@ int fused_op_ok(graph_op op, int *nargs)
     if (nargs)
         *nargs = n;
     return 1;
+}
+
+fused_cost fused_op_cost(graph_op op)
+{
+    return (unsigned)op < GRAPH_OP_COUNT && ew_ops[op].nargs ? (fused_cost)ew_ops[op].cost
+                                                             : FUSED_COST_HEAVY;
 }
 
 /* ---- parsing ---- */

@@ -26,12 +26,10 @@
  * leaky_relu(r0,0.2), clip(r0,-1,1), clip(r0,0) (= max(x, 0)).
  *
  * Rules (each broken rule is an error naming the byte offset in prog):
- *   - OP is an f32 elementwise op of the registry with unary or binary
- *     NumPy inference and only f32 attributes: neg abs sign floor ceil
- *     round exp log sqrt rsqrt reciprocal relu leaky_relu sigmoid tanh
- *     gelu silu erf clip add sub mul div pow maximum minimum
- *     (comparisons, where, cast and fused itself are not); its
- *     attributes pass the op's own checks;
+ *   - OP is an op of graph/ew_ops.def (the f32 elementwise ops of the
+ *     registry with unary or binary NumPy inference and only f32
+ *     attributes: neg abs exp add mul pow ...; comparisons, where, cast
+ *     and fused itself are not); its attributes pass the op's own checks;
  *   - every register is written once and read only after it is written;
  *   - at most FUSED_MAX_STMTS statements and FUSED_MAX_INPUTS inputs;
  *     every input i0 .. i(nin-1) of the node is read at least once.
@@ -93,6 +91,16 @@ tg_status fused_prog_parse(const char *prog, int nin, fused_prog *p, char *err,
  * tensor operand count in *nargs when not NULL.
  */
 int fused_op_ok(graph_op op, int *nargs);
+
+/* How long an op's statement computes (ew_ops.def's cost column). */
+typedef enum fused_cost {
+    FUSED_COST_LIGHT, /* one or two instructions per vector */
+    FUSED_COST_SLOW,  /* a divide or a square root */
+    FUSED_COST_HEAVY, /* a polynomial or a libm call */
+} fused_cost;
+
+/* op's cost class; FUSED_COST_HEAVY for an op fused_op_ok refuses. */
+fused_cost fused_op_cost(graph_op op);
 
 /*
  * Writes p as canonical text (registers r0.. in statement order, floats

@@ -171,6 +171,7 @@ CASE(tanh) { unary(c, GRAPH_OP_tanh, NULL, -3, 3); }
 CASE(gelu) { unary(c, GRAPH_OP_gelu, NULL, -5, 5); }
 CASE(silu) { unary(c, GRAPH_OP_silu, NULL, -6, 6); }
 CASE(erf) { unary(c, GRAPH_OP_erf, NULL, -3, 3); }
+CASE(softplus) { unary(c, GRAPH_OP_softplus, NULL, -30, 30); }
 CASE(clip) { unary(c, GRAPH_OP_clip, ATTRS(clip, -0.5f, 0.7f), -2, 2); }
 CASE(clip_min_only) { unary(c, GRAPH_OP_clip, ATTRS(clip, 0.25f, INFINITY), -2, 2); }
 CASE(clip_max_only) { unary(c, GRAPH_OP_clip, ATTRS(clip, -INFINITY, 1.0f), -2, 2); }
@@ -536,7 +537,7 @@ typedef struct case_def {
 #define C_(n) {#n, case_##n}
 static const case_def op_cases[] = {
     C_(neg), C_(abs), C_(exp), C_(log), C_(sqrt), C_(rsqrt), C_(reciprocal), C_(relu),
-    C_(leaky_relu), C_(sigmoid), C_(tanh), C_(gelu), C_(silu), C_(erf), C_(clip),
+    C_(leaky_relu), C_(sigmoid), C_(tanh), C_(gelu), C_(silu), C_(erf), C_(softplus), C_(clip),
     C_(clip_min_only), C_(clip_max_only), C_(neg_i64), C_(abs_i32), C_(sign), C_(sign_i64),
     C_(floor), C_(ceil), C_(round), C_(round_halves),
     C_(add_bcast), C_(sub_bcast), C_(mul_scalar), C_(div), C_(pow), C_(maximum), C_(minimum),

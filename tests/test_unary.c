@@ -42,6 +42,8 @@ static const float *fdata(const eager_tensor *t) { return eager_peek(t); }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 /* silu(-inf) = -inf * sigmoid(-inf) = NaN, as PyTorch and oneDNN's swish */
 static double ref_silu(double x) { return isinf(x) && x < 0 ? NAN : x / (1.0 + exp(-x)); }
+/* PyTorch's F.softplus: x above its threshold 20, else log1p(exp(x)) */
+static double ref_softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
 static double ref_gelu(double x)
 {
     /* at -inf the formula x/2 (1 + erf(x/sqrt2)) is -inf * 0 = NaN (PyTorch,
@@ -127,6 +129,7 @@ static eager_tensor *run_sigmoid(eager_tensor *x) { return eager_sigmoid(x); }
 static eager_tensor *run_erf(eager_tensor *x) { return eager_erf(x); }
 static eager_tensor *run_gelu(eager_tensor *x) { return eager_gelu(x); }
 static eager_tensor *run_silu(eager_tensor *x) { return eager_silu(x); }
+static eager_tensor *run_softplus(eager_tensor *x) { return eager_softplus(x); }
 
 static void test_sweep(void)
 {
@@ -140,6 +143,7 @@ static void test_sweep(void)
         {"erf", run_erf, erf, vm_erff, 2e-6},
         {"gelu", run_gelu, ref_gelu, vm_geluf, 2e-6},
         {"silu", run_silu, ref_silu, vm_siluf, 2e-6},
+        {"softplus", run_softplus, ref_softplus, vm_softplusf, 4e-7},
     };
     int64_t n;
     float *v = sweep_values(&n);
@@ -207,13 +211,14 @@ static void test_special_values(void)
         {"sqrt", {0.0f, -0.0f, INFINITY, NAN, NAN, 1, NAN}},
         {"rsqrt", {INFINITY, -INFINITY, 0.0f, NAN, NAN, 1, NAN}},
         {"reciprocal", {INFINITY, -INFINITY, 0.0f, -0.0f, NAN, 1, -1}},
+        {"softplus", {0.69314718f, 0.69314718f, INFINITY, 0.0f, NAN, 1.31326169f, 0.31326169f}},
     };
     eager_pool_push();
     eager_tensor *x = f32s(TG_SHAPE(N), in);
     eager_tensor *outs[] = {eager_exp(x), eager_log(x), eager_tanh(x), eager_sigmoid(x),
                             eager_erf(x), eager_gelu(x), eager_silu(x), eager_relu(x),
                             eager_abs(x), eager_neg(x), eager_sqrt(x), eager_rsqrt(x),
-                            eager_reciprocal(x)};
+                            eager_reciprocal(x), eager_softplus(x)};
     for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
         const float *g = outs[k] ? fdata(outs[k]) : NULL;
         for (int i = 0; g && i < N; i++) {
@@ -277,6 +282,7 @@ static void test_f32_shapes(void)
         {"erf", run_erf, erf, 2e-6, -5, 5},
         {"gelu", run_gelu, ref_gelu, 2e-6, -12, 12},
         {"silu", run_silu, ref_silu, 2e-6, -30, 30},
+        {"softplus", run_softplus, ref_softplus, 2e-6, -80, 100},
     };
     const graph_ints shapes[] = {TG_NOINTS, TG_SHAPE(0, 3), TG_SHAPE(1), TG_SHAPE(2, 3, 4),
                                  TG_SHAPE(37), TG_SHAPE(3, 70001)};

@@ -140,7 +140,8 @@ static tg_status piecewise(onnx_reader *r, const char *name, int32_t x, int32_t 
 /*
  * PRelu = where(x < 0, x * slope, x); HardSigmoid; HardSwish =
  * x * HardSigmoid(x) with alpha 1/6, beta 1/2; Softsign = x / (1 + |x|);
- * Softplus = log(exp(x) + 1); and the piecewise ones above.
+ * and the piecewise ones above.  (Softplus is the op softplus: the unary
+ * ops of graph/ew_ops.def are read as themselves, onnx_read_ops.c.)
  */
 tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
 {
@@ -175,12 +176,6 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
             st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
         if (st == TG_OK)
             st = node(r, GRAPH_OP_div, x, t, NULL, &y);
-    } else if (!strcmp(name, "Softplus")) {
-        st = node(r, GRAPH_OP_exp, x, -1, NULL, &t);
-        if (st == TG_OK)
-            st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
-        if (st == TG_OK)
-            st = node(r, GRAPH_OP_log, t, -1, NULL, &y);
     } else {
         st = piecewise(r, name, x, &y);
     }

@@ -528,10 +528,6 @@ static const onnx_op table[] = {
     {"Dropout", cv_dropout, 0, 1, 3, 2, "ratio,seed"},
     {"Constant", onnx_cv_constant, 0, 0, 0, 1,
      "value,value_float,value_floats,value_int,value_ints"},
-    U("Neg", neg), U("Abs", abs), U("Sign", sign), U("Floor", floor), U("Ceil", ceil),
-    U("Round", round), U("Exp", exp), U("Log", log), U("Sqrt", sqrt),
-    U("Reciprocal", reciprocal), U("Relu", relu), U("Sigmoid", sigmoid),
-    U("Tanh", tanh), U("Erf", erf),
     {"LeakyRelu", cv_leaky_relu, 0, 1, 1, 1, "alpha"},
     {"Clip", cv_clip, 0, 1, 3, 1, "min,max"},
     B("Add", add), B("Sub", sub), B("Mul", mul), B("Div", div),
@@ -584,7 +580,6 @@ static const onnx_op table[] = {
     {"HardSigmoid", onnx_cv_activation, 0, 1, 1, 1, "alpha,beta"},
     {"HardSwish", onnx_cv_activation, 0, 1, 1, 1, ""},
     {"Softsign", onnx_cv_activation, 0, 1, 1, 1, ""},
-    {"Softplus", onnx_cv_activation, 0, 1, 1, 1, ""},
     {"Elu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
     {"Selu", onnx_cv_activation, 0, 1, 1, 1, "alpha,gamma"},
     {"Celu", onnx_cv_activation, 0, 1, 1, 1, "alpha"},
@@ -623,8 +618,22 @@ static const onnx_op table[] = {
     {"NonZero", onnx_cv_folded_only, 0, 1, 1, 1, ""},
 };
 
+/* The unary ops of graph/ew_ops.def that are one ONNX node (its onnx
+ * column; NULL: the op is not, and the table above converts any ONNX
+ * node that becomes it).  Looked up first. */
+#define U_1(name, gop) {name, cv_unary, GRAPH_OP_##gop, 1, 1, 1, ""},
+#define U_2(name, gop)
+static const onnx_op ew_table[] = {
+#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) U_##N(ONNX, OP)
+#include "../graph/ew_ops.def"
+#undef EW
+};
+
 const onnx_op *onnx_op_find(const char *op_type)
 {
+    for (size_t i = 0; i < sizeof ew_table / sizeof ew_table[0]; i++)
+        if (ew_table[i].name && !strcmp(ew_table[i].name, op_type))
+            return &ew_table[i];
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(table[i].name, op_type))
             return &table[i];

@@ -30,36 +30,19 @@
 
 /* ---- elementwise ---- */
 
-/* ONNX op types of the ops that map one to one (NULL for the rest). */
+/* ONNX op types of the ops that map one to one (NULL for the rest):
+ * graph/ew_ops.def's onnx column, and the comparisons. */
 static const char *simple_ew(graph_op op)
 {
-    switch (op) {
-    case GRAPH_OP_neg: return "Neg";
-    case GRAPH_OP_abs: return "Abs";
-    case GRAPH_OP_sign: return "Sign";
-    case GRAPH_OP_floor: return "Floor";
-    case GRAPH_OP_ceil: return "Ceil";
-    case GRAPH_OP_round: return "Round";
-    case GRAPH_OP_exp: return "Exp";
-    case GRAPH_OP_log: return "Log";
-    case GRAPH_OP_sqrt: return "Sqrt";
-    case GRAPH_OP_reciprocal: return "Reciprocal";
-    case GRAPH_OP_relu: return "Relu";
-    case GRAPH_OP_sigmoid: return "Sigmoid";
-    case GRAPH_OP_tanh: return "Tanh";
-    case GRAPH_OP_erf: return "Erf";
-    case GRAPH_OP_add: return "Add";
-    case GRAPH_OP_sub: return "Sub";
-    case GRAPH_OP_mul: return "Mul";
-    case GRAPH_OP_div: return "Div";
-    case GRAPH_OP_pow: return "Pow";
-    case GRAPH_OP_maximum: return "Max";
-    case GRAPH_OP_minimum: return "Min";
-    case GRAPH_OP_eq: return "Equal";
-    case GRAPH_OP_lt: return "Less";
-    case GRAPH_OP_gt: return "Greater";
-    default: return NULL;
-    }
+    static const char *const name[GRAPH_OP_COUNT] = {
+#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) [GRAPH_OP_##OP] = ONNX,
+#include "../graph/ew_ops.def"
+#undef EW
+        [GRAPH_OP_eq] = "Equal",
+        [GRAPH_OP_lt] = "Less",
+        [GRAPH_OP_gt] = "Greater",
+    };
+    return name[op];
 }
 
 static void gelu(onnx_w *w, const char *x, const char *y)
@@ -130,17 +113,17 @@ static void ew(onnx_w *w, graph_op op, const char *a, const char *b,
     }
 }
 
-/* The f32 attributes of an elementwise node, as ew() takes them. */
+/* The f32 attributes of an elementwise node, as ew() takes them (those
+ * of graph/ew_ops.def's ops, in ops.def order). */
 static void ew_attrs(const graph_node *n, float attr[2])
 {
     attr[0] = attr[1] = 0;
-    if (n->op == GRAPH_OP_leaky_relu) {
-        attr[0] = ((const graph_leaky_relu_attrs *)graph_node_attrs(n))->alpha;
-    } else if (n->op == GRAPH_OP_clip) {
-        const graph_clip_attrs *a = graph_node_attrs(n);
-        attr[0] = a->min;
-        attr[1] = a->max;
-    }
+    if (!fused_op_ok(n->op, NULL))
+        return;
+    const graph_op_info *info = &graph_ops[n->op];
+    for (int k = 0; k < info->nattrs && k < 2; k++)
+        memcpy(&attr[k], (const char *)graph_node_attrs(n) + info->attr_descs()[k].offset,
+               sizeof(float));
 }
 
 static tg_status emit_ew(onnx_w *w)

@@ -80,6 +80,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../graph/fused_prog.h"
 #include "../../graph/graph.h"
 
 #define OCL_MAX_KERNELS 4
@@ -267,6 +268,16 @@ int ocl_bcast_plan(const graph_type *out, const graph_type *in, int nin, ocl_bca
  * full-size or scalars.  ops_ew.c routes f32 through these.
  */
 tg_status ocl_fused_single_prepare(ocl_prep *c);
+
+/*
+ * The OpenCL C source of fused program fp with nin inputs (its kernels
+ * fused_flat8, fused and fused_rows; cl/common.cl's helpers come first at
+ * build) into buf, without a device: 0, -1 for an op without an OpenCL
+ * expression (graph/ew_ops.def), -2 if len bytes do not hold it.
+ * ocl_fused_source_bound(fp, nin) bytes always do.
+ */
+int ocl_fused_source(const fused_prog *fp, int nin, char *buf, size_t len);
+size_t ocl_fused_source_bound(const fused_prog *fp, int nin);
 tg_status ocl_fused_enqueue(ocl_launch *l);
 
 /* Embedded sources (generated from cl/NAME.cl): the text of name, or NULL. */

@@ -11,16 +11,15 @@
 
 /* ---- unary ---- */
 
+/* The integer kernels of cl/ew_unary.cl (f32 unary ops run as generated
+ * fused kernels: every unary op of graph/ew_ops.def). */
 static const char *unary_kernel(graph_op op)
 {
     switch (op) {
-#define K_(o) case GRAPH_OP_##o: return "unary_" #o;
-        K_(neg) K_(abs) K_(sign) K_(floor) K_(ceil) K_(round) K_(exp) K_(log) K_(sqrt)
-        K_(rsqrt) K_(reciprocal) K_(relu) K_(leaky_relu) K_(sigmoid) K_(tanh) K_(gelu)
-        K_(silu) K_(erf) K_(clip)
-#undef K_
-    default:
-        return NULL;
+    case GRAPH_OP_neg: return "unary_neg";
+    case GRAPH_OP_abs: return "unary_abs";
+    case GRAPH_OP_sign: return "unary_sign";
+    default: return NULL;
     }
 }
 
@@ -42,7 +41,7 @@ static tg_status unary_prepare(ocl_prep *c)
 {
     graph_dtype dt = c->in_type[0].dtype;
     graph_op op = c->node->op;
-    if (dt != GRAPH_F32 && !(op == GRAPH_OP_neg || op == GRAPH_OP_abs || op == GRAPH_OP_sign))
+    if (dt != GRAPH_F32 && !unary_kernel(op))
         return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
     if (dt == GRAPH_BOOL)
         return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype bool");
@@ -91,11 +90,13 @@ static tg_status binary_prepare(ocl_prep *c)
     for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
         if (bins[i].op == op)
             b = &bins[i];
+    /* the binary ops of graph/ew_ops.def (add sub mul div pow maximum
+     * minimum ...) on f32 */
+    if (dt == GRAPH_F32 && c->out_type[0].dtype == GRAPH_F32 && fused_op_ok(op, NULL))
+        return ocl_fused_single_prepare(c);
     if (!b || (op == GRAPH_OP_pow && dt != GRAPH_F32) ||
         (dt == GRAPH_BOOL && op != GRAPH_OP_eq))
         return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
-    if (dt == GRAPH_F32 && c->out_type[0].dtype == GRAPH_F32)
-        return ocl_fused_single_prepare(c); /* add sub mul div pow maximum minimum */
     tg_status st = ocl_prep_program(c, "ew_binary", NULL, type_opts(dt));
     if (dt == GRAPH_BOOL)
         return st ? st : (st = ocl_prep_kernel(c, "cmp_eq_bool")) ? st
@@ -201,9 +202,10 @@ static const ocl_op cast_op = {cast_prepare, cast_enqueue};
 
 void ocl_register_ew(const ocl_op **t)
 {
+    int nargs;
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
-        if (unary_kernel((graph_op)op))
-            t[op] = &unary_op;
+        if (fused_op_ok((graph_op)op, &nargs))
+            t[op] = nargs == 1 ? &unary_op : &binary_op;
     for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
         t[bins[i].op] = &binary_op;
     t[GRAPH_OP_where] = &where_op;

@@ -75,48 +75,40 @@ static void fnum(float v, char *buf, size_t len)
     operand(&a, buf, len, 0);
 }
 
+/* Each op's OpenCL C expression (graph/ew_ops.def's ocl column). */
+static const char *const ocl_expr[GRAPH_OP_COUNT] = {
+#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) [GRAPH_OP_##OP] = OCL,
+#include "../../graph/ew_ops.def"
+#undef EW
+};
+
 /* One statement: "float rK = <expr>;" (float8 when vec), or -1 for an op
- * it does not know.  Attributes stay scalar. */
+ * without an expression (or with a `$` other than $a $b $0 $1 in it).
+ * Attributes stay scalar. */
 static int stmt(gen *g, int k, const fused_stmt *s, int vec)
 {
     char a[64], b[64] = "", p0[48], p1[48];
+    const char *e = (unsigned)s->op < GRAPH_OP_COUNT ? ocl_expr[s->op] : NULL;
+    if (!e)
+        return -1;
     operand(&s->arg[0], a, sizeof a, vec);
     if (s->nargs > 1)
         operand(&s->arg[1], b, sizeof b, vec);
     fnum(s->attr[0], p0, sizeof p0);
     fnum(s->attr[1], p1, sizeof p1);
     put(g, "    %s r%d = ", vec ? "float8" : "float", k);
-    switch (s->op) {
-    case GRAPH_OP_neg: put(g, "-%s", a); break;
-    case GRAPH_OP_abs: put(g, "fabs(%s)", a); break;
-    case GRAPH_OP_sign: put(g, "tg_sign(%s)", a); break;
-    case GRAPH_OP_floor: put(g, "floor(%s)", a); break;
-    case GRAPH_OP_ceil: put(g, "ceil(%s)", a); break;
-    /* rint rounds in the current mode, which OpenCL C fixes at to
-     * nearest, ties to even */
-    case GRAPH_OP_round: put(g, "rint(%s)", a); break;
-    case GRAPH_OP_exp: put(g, "exp(%s)", a); break;
-    case GRAPH_OP_log: put(g, "log(%s)", a); break;
-    case GRAPH_OP_sqrt: put(g, "sqrt(%s)", a); break;
-    case GRAPH_OP_rsqrt: put(g, "1.0f / sqrt(%s)", a); break;
-    case GRAPH_OP_reciprocal: put(g, "1.0f / %s", a); break;
-    case GRAPH_OP_relu: put(g, "tg_relu(%s)", a); break;
-    case GRAPH_OP_leaky_relu: put(g, "tg_leaky_relu(%s, %s)", a, p0); break;
-    case GRAPH_OP_sigmoid: put(g, "tg_sigmoid(%s)", a); break;
-    case GRAPH_OP_tanh: put(g, "tanh(%s)", a); break;
-    case GRAPH_OP_gelu: put(g, "tg_gelu(%s)", a); break;
-    case GRAPH_OP_silu: put(g, "tg_silu(%s)", a); break;
-    case GRAPH_OP_erf: put(g, "tg_erf(%s)", a); break;
-    case GRAPH_OP_clip: put(g, "tg_clip(%s, %s, %s)", a, p0, p1); break;
-    case GRAPH_OP_add: put(g, "%s + %s", a, b); break;
-    case GRAPH_OP_sub: put(g, "%s - %s", a, b); break;
-    case GRAPH_OP_mul: put(g, "%s * %s", a, b); break;
-    case GRAPH_OP_div: put(g, "%s / %s", a, b); break;
-    case GRAPH_OP_pow: put(g, "pow(%s, %s)", a, b); break;
-    case GRAPH_OP_maximum: put(g, "tg_max(%s, %s)", a, b); break;
-    case GRAPH_OP_minimum: put(g, "tg_min(%s, %s)", a, b); break;
-    default:
-        return -1;
+    for (; *e; e++) {
+        if (*e != '$') {
+            put(g, "%c", *e);
+            continue;
+        }
+        switch (*++e) {
+        case 'a': put(g, "%s", a); break;
+        case 'b': put(g, "%s", s->nargs > 1 ? b : a); break;
+        case '0': put(g, "%s", p0); break;
+        case '1': put(g, "%s", p1); break;
+        default: return -1;
+        }
     }
     put(g, ";\n");
     return 0;
@@ -198,22 +190,38 @@ static int generate(gen *g, const fused_prog *fp, int nin)
     return 0;
 }
 
+size_t ocl_fused_source_bound(const fused_prog *fp, int nin)
+{
+    return 4096 + (size_t)fp->nstmts * 320 + (size_t)nin * 160;
+}
+
+int ocl_fused_source(const fused_prog *fp, int nin, char *buf, size_t len)
+{
+    gen g = {buf, len, 0};
+    if (len)
+        buf[0] = '\0';
+    if (generate(&g, fp, nin) < 0)
+        return -1;
+    return g.at < g.len ? 0 : -2;
+}
+
 /* Generates, builds and names the kernels of fp (c->nin inputs). */
 static tg_status prepare_prog(ocl_prep *c, const fused_prog *fp)
 {
-    size_t len = 4096 + (size_t)fp->nstmts * 320 + (size_t)c->nin * 160;
-    gen g = {tg_malloc(len), len, 0};
-    if (!g.buf)
+    size_t len = ocl_fused_source_bound(fp, c->nin);
+    char *buf = tg_malloc(len);
+    if (!buf)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     tg_status st = TG_OK;
-    if (generate(&g, fp, c->nin) < 0)
+    int r = ocl_fused_source(fp, c->nin, buf, len);
+    if (r == -1)
         st = ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "an op of the fused program has no "
                            "OpenCL form");
-    else if (g.at >= g.len)
+    else if (r < 0)
         st = ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long");
     if (st == TG_OK)
-        st = ocl_prep_program(c, "fused", g.buf, NULL);
-    tg_free(g.buf);
+        st = ocl_prep_program(c, "fused", buf, NULL);
+    tg_free(buf);
     if (st == TG_OK)
         st = ocl_prep_kernel(c, "fused");
     if (st == TG_OK)
@@ -250,12 +258,11 @@ tg_status ocl_fused_single_prepare(ocl_prep *c)
     s->nargs = (uint8_t)nargs;
     for (int j = 0; j < nargs; j++)
         s->arg[j] = (fused_arg){FUSED_ARG_INPUT, (uint8_t)j, 0};
-    if (op == GRAPH_OP_leaky_relu)
-        s->attr[0] = ((const graph_leaky_relu_attrs *)c->attrs)->alpha;
-    if (op == GRAPH_OP_clip) {
-        s->attr[0] = ((const graph_clip_attrs *)c->attrs)->min;
-        s->attr[1] = ((const graph_clip_attrs *)c->attrs)->max;
-    }
+    /* the op's f32 attributes (fused_op_ok: at most FUSED_MAX_ATTRS) */
+    const graph_op_info *info = &graph_ops[op];
+    for (int k = 0; k < info->nattrs; k++)
+        memcpy(&s->attr[k], (const char *)c->attrs + info->attr_descs()[k].offset,
+               sizeof(float));
     return prepare_prog(c, &fp);
 }
 
