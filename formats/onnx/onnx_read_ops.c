@@ -625,7 +625,7 @@ static const onnx_op table[] = {
 #define U_2(name, gop)
 static const onnx_op ew_table[] = {
 #define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) U_##N(ONNX, OP)
-#include "../graph/ew_ops.def"
+#include "../../graph/ew_ops.def"
 #undef EW
 };
 
