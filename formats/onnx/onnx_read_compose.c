@@ -232,9 +232,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-/* y = reshape(x, shape): a dynamic batch (dim 0) stays -1 when x's is. */
-static tg_status reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
-                            int n, int32_t *y)
+tg_status onnx_reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
+                          int n, int32_t *y)
 {
     graph_reshape_attrs a;
     memset(&a, 0, sizeof a);
@@ -303,11 +302,11 @@ tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op)
         memcpy(out, o, sizeof o);
     }
     memcpy(p.perm.v, perm, sizeof dcr);
-    st = reshape_to(r, x, dyn & 1, mid, 6, &y);
+    st = onnx_reshape_to(r, x, dyn & 1, mid, 6, &y);
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_transpose, &y, 1, &p, &y, 1);
     if (st == TG_OK)
-        st = reshape_to(r, y, dyn & 1, out, 4, &y);
+        st = onnx_reshape_to(r, y, dyn & 1, out, 4, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
@@ -346,7 +345,7 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
             two[d >= axis] *= xt.dim[d];
         if (dyn & ~(uint32_t)1)
             r->specialized = 1;
-        st = reshape_to(r, x, dyn & 1 && axis > 0, two, 2, &x);
+        st = onnx_reshape_to(r, x, dyn & 1 && axis > 0, two, 2, &x);
         axis = 1;
     }
     const graph_type *t = onnx_vtype(r, x);
@@ -375,7 +374,7 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK)
         st = node(r, GRAPH_OP_cast, y, -1, &ca, &y);
     if (st == TG_OK && reshape)
-        st = reshape_to(r, y, dyn & 1, xt.dim, nd, &y);
+        st = onnx_reshape_to(r, y, dyn & 1, xt.dim, nd, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
@@ -418,7 +417,7 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
     st = onnx_add(r, GRAPH_OP_layer_norm, in, 1, &a, &y, 1);
     for (int i = 1; st == TG_OK && i < 3; i++) {
         int32_t p;
-        st = reshape_to(r, in[i], 0, shape, n, &p);
+        st = onnx_reshape_to(r, in[i], 0, shape, n, &p);
         if (st == TG_OK)
             st = node(r, i == 1 ? GRAPH_OP_mul : GRAPH_OP_add, y, p, NULL, &y);
     }
@@ -514,12 +513,12 @@ tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op)
                 shape[j++] = 1;
             shape[j++] = t.dim[i];
         }
-        st = reshape_to(r, x, 0, shape, t.ndim + 1, &x);
+        st = onnx_reshape_to(r, x, 0, shape, t.ndim + 1, &x);
         if (st == TG_OK)
             st = expand_axis(r, x, d, rep.v[d], &x);
         t.dim[d] *= rep.v[d];
         if (st == TG_OK)
-            st = reshape_to(r, x, 0, t.dim, t.ndim, &x);
+            st = onnx_reshape_to(r, x, 0, t.dim, t.ndim, &x);
     }
     return st == TG_OK ? onnx_bind(r, 0, x) : st;
 }
@@ -655,7 +654,7 @@ tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op)
         st = onnx_const_value(r, &ft, flat, &xi);
     tg_free(flat);
     if (st == TG_OK)
-        st = reshape_to(r, x, 0, rt.dim, rt.ndim, &x);
+        st = onnx_reshape_to(r, x, 0, rt.dim, rt.ndim, &x);
     int32_t in[2] = {x, xi};
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_gather, in, 2, NULL, &y, 1);

@@ -238,19 +238,6 @@ static tg_status conv_window(onnx_reader *r, int32_t *in, int nin, window2d *w,
     return st;
 }
 
-/* y = reshape(x, shape of n dims); dim 0 is -1 where dyn_batch (it
- * follows x's dynamic batch). */
-static tg_status reshape_dims(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
-                              int n, int32_t *y)
-{
-    graph_reshape_attrs a;
-    memset(&a, 0, sizeof a);
-    a.shape.n = n;
-    for (int i = 0; i < n; i++)
-        a.shape.v[i] = i == 0 && dyn_batch ? -1 : shape[i];
-    return onnx_add(r, GRAPH_OP_reshape, &x, 1, &a, y, 1);
-}
-
 /* y = transpose(x, perm of n entries). */
 static tg_status permute(onnx_reader *r, int32_t x, const int64_t *perm, int n, int32_t *y)
 {
@@ -295,7 +282,7 @@ static tg_status bind_depth_out(onnx_reader *r, int32_t y, int db, int64_t n, in
     static const int64_t swap12[5] = {0, 2, 1, 3, 4};
     const graph_type *yt = onnx_vtype(r, y);
     int64_t y5[5] = {n, od, c, yt->dim[2], yt->dim[3]}; /* read before adding */
-    tg_status st = reshape_dims(r, y, db, y5, 5, &y);
+    tg_status st = onnx_reshape_to(r, y, db, y5, 5, &y);
     if (st == TG_OK)
         st = permute(r, y, swap12, 5, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
@@ -358,10 +345,10 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     }
     int64_t view[6] = {n, g, c / g, dp, 1, hw};
     if (st == TG_OK && kd == 1 && sd == 1) { /* every depth is its own tap */
-        st = reshape_dims(r, x, db, view, 6, &x);
+        st = onnx_reshape_to(r, x, db, view, 6, &x);
     } else if (st == TG_OK) {
         view[4] = hw;
-        st = reshape_dims(r, x, db, view, 5, &x);
+        st = onnx_reshape_to(r, x, db, view, 5, &x);
         int64_t *taps = st == TG_OK ? new_taps(r, od, kd) : NULL;
         if (!taps)
             return st == TG_OK ? TG_ERR_NOMEM : st;
@@ -377,11 +364,11 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     if (st == TG_OK)
         st = permute(r, x, to_rows, 6, &x);
     if (st == TG_OK)
-        st = reshape_dims(r, x, db, x2, 4, &x);
+        st = onnx_reshape_to(r, x, db, x2, 4, &x);
     if (st == TG_OK && kd > 1)
         st = permute(r, wv, swap12, 5, &wv);
     if (st == TG_OK)
-        st = reshape_dims(r, wv, 0, w2, 4, &wv);
+        st = onnx_reshape_to(r, wv, 0, w2, 4, &wv);
     int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_conv2d, cin, nin, a, &y, 1);
@@ -566,7 +553,7 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     }
     int64_t view[5] = {n, g, c / g, d + zero, hw};
     if (st == TG_OK)
-        st = reshape_dims(r, x, db, view, 5, &x);
+        st = onnx_reshape_to(r, x, db, view, 5, &x);
     if (st == TG_OK)
         st = gather_taps(r, x, 3, taps, od, kd, &x);
     else
@@ -578,13 +565,13 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     if (st == TG_OK)
         st = permute(r, x, to_rows, 6, &x);
     if (st == TG_OK)
-        st = reshape_dims(r, x, db, x2, 4, &x);
+        st = onnx_reshape_to(r, x, db, x2, 4, &x);
     if (st == TG_OK)
-        st = reshape_dims(r, wv, 0, w5, 5, &wv);
+        st = onnx_reshape_to(r, wv, 0, w5, 5, &wv);
     if (st == TG_OK)
         st = permute(r, wv, wtaps, 5, &wv);
     if (st == TG_OK)
-        st = reshape_dims(r, wv, 0, w2, 4, &wv);
+        st = onnx_reshape_to(r, wv, 0, w2, 4, &wv);
     int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_conv_transpose2d, cin, nin, a, &y, 1);
@@ -722,7 +709,7 @@ static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, cons
                              "padding only: not supported", LL(i));
     int db = onnx_dynamic_dims(r, xv) & 1;
     int64_t flat[3] = {n, d, c * oh * ow};
-    tg_status st = reshape_dims(r, y, db, flat, 3, &y);
+    tg_status st = onnx_reshape_to(r, y, db, flat, 3, &y);
     if (st == TG_OK && !max && (p0 || w->dpads[1])) {
         graph_pad_attrs pa;
         memset(&pa, 0, sizeof pa);
@@ -762,7 +749,7 @@ static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, cons
     int64_t y5[5] = {n, od, c, oh, ow};
     static const int64_t swap12[5] = {0, 2, 1, 3, 4};
     if (st == TG_OK)
-        st = reshape_dims(r, y, db, y5, 5, &y);
+        st = onnx_reshape_to(r, y, db, y5, 5, &y);
     if (st == TG_OK)
         st = permute(r, y, swap12, 5, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
@@ -796,7 +783,7 @@ tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
             r->specialized = 1; /* the reshapes and the indices fix C, D, H and W */
         st = permute(r, x, swap12, 5, &x);
         if (st == TG_OK)
-            st = reshape_dims(r, x, dyn & 1, rows, 4, &x);
+            st = onnx_reshape_to(r, x, dyn & 1, rows, 4, &x);
         if (st != TG_OK)
             return st;
     }

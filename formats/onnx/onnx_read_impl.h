@@ -252,6 +252,10 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op);
+/* y = reshape(x, shape of n dims); dim 0 is -1 where dyn_batch (it follows
+ * x's dynamic batch). */
+tg_status onnx_reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
+                          int n, int32_t *y);
 /* y = x[start:end:step] along axis ax (onnx_read_compose.c). */
 tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
                           int64_t step, int32_t *y);
