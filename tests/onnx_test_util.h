@@ -1,7 +1,8 @@
 /*
  * onnx_test_util.h - what the ONNX tests that build models in memory
- * (test_onnx_node.c, test_onnx_dynamic.c) share: the model header and
- * its output.
+ * (test_onnx_node.c, test_onnx_dynamic.c, test_onnx_import.c,
+ * test_onnx_conv3d.c) share: the model header, a tensor type and the
+ * output.
  */
 #ifndef TG_TESTS_ONNX_TEST_UTIL_H
 #define TG_TESTS_ONNX_TEST_UTIL_H
@@ -30,6 +31,47 @@ static inline void onnx_test_header_init(Onnx__ModelProto *m, Onnx__GraphProto *
     *g = (Onnx__GraphProto)ONNX__GRAPH_PROTO__INIT;
     g->name = "g";
     m->graph = g;
+}
+
+/* The storage of one tensor type of up to 8 dims (onnx_test_tensor_type). */
+typedef struct onnx_test_tensor {
+    Onnx__TypeProto type;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto shape;
+    Onnx__TensorShapeProto__Dimension dim[8], *dims[8];
+} onnx_test_tensor;
+
+/*
+ * t as a tensor type of ONNX elem_type (1 f32, 7 i64) with nd (<= 8) dims
+ * dv; a dim -j-1 is the dim_param params[j].  Returns &t->type.
+ */
+static inline Onnx__TypeProto *onnx_test_tensor_type(onnx_test_tensor *t, int32_t elem_type,
+                                                     int nd, const int64_t *dv,
+                                                     const char *const *params)
+{
+    t->tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
+    t->tt.has_elem_type = 1;
+    t->tt.elem_type = elem_type;
+    t->shape = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
+    for (int k = 0; k < nd; k++) {
+        Onnx__TensorShapeProto__Dimension *dm = &t->dim[k];
+        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        if (dv[k] < 0) {
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            dm->dim_param = (char *)params[-dv[k] - 1];
+        } else {
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            dm->dim_value = dv[k];
+        }
+        t->dims[k] = dm;
+    }
+    t->shape.n_dim = (size_t)nd;
+    t->shape.dim = t->dims;
+    t->tt.shape = &t->shape;
+    t->type = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
+    t->type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    t->type.tensor_type = &t->tt;
+    return &t->type;
 }
 
 /* Graph output `name` (no type given: the importer infers it), one only. */

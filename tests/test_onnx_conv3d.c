@@ -74,41 +74,17 @@ typedef struct model {
     Onnx__TensorProto init[2], *inits[2];
     int64_t init_dims[2][5];
     Onnx__ValueInfoProto in[2], out, *ins[2], *outs[1];
-    Onnx__TypeProto type[2];
-    Onnx__TypeProto__Tensor tt[2];
-    Onnx__TensorShapeProto shape[2];
-    Onnx__TensorShapeProto__Dimension dim[2][6], *dims[2][6];
+    onnx_test_tensor type[2];
 } model;
 
 /* Graph input i, f32 of nd dims (a dim < 0 is the dim_param "N"). */
 static void add_input(model *b, const char *name, int nd, const int64_t *dv)
 {
+    static const char *const params[] = {"N"};
     int i = (int)b->g.n_input++;
-    b->tt[i] = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
-    b->tt[i].has_elem_type = 1;
-    b->tt[i].elem_type = 1;
-    b->shape[i] = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    for (int k = 0; k < nd; k++) {
-        Onnx__TensorShapeProto__Dimension *dm = &b->dim[i][k];
-        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        if (dv[k] < 0) {
-            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            dm->dim_param = "N";
-        } else {
-            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            dm->dim_value = dv[k];
-        }
-        b->dims[i][k] = dm;
-    }
-    b->shape[i].n_dim = (size_t)nd;
-    b->shape[i].dim = b->dims[i];
-    b->tt[i].shape = &b->shape[i];
-    b->type[i] = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    b->type[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    b->type[i].tensor_type = &b->tt[i];
     b->in[i] = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
     b->in[i].name = (char *)name;
-    b->in[i].type = &b->type[i];
+    b->in[i].type = onnx_test_tensor_type(&b->type[i], 1, nd, dv, params);
     b->ins[i] = &b->in[i];
     b->g.input = b->ins;
 }

@@ -43,10 +43,7 @@ typedef struct model {
     Onnx__TensorProto init[MAXN], *inits[MAXN], value[MAXN];
     int64_t init_data[MAXN][4], init_dims[MAXN][1], one[1];
     Onnx__ValueInfoProto in, out, *ins[1], *outs[1];
-    Onnx__TypeProto type;
-    Onnx__TypeProto__Tensor tt;
-    Onnx__TensorShapeProto shape;
-    Onnx__TensorShapeProto__Dimension dim[4], *dims[4];
+    onnx_test_tensor type;
 } model;
 
 /* x: f32 with nd dims; a dim < 0 is a dim_param, "N" (-1) or "M" (-2). */
@@ -56,31 +53,10 @@ static void model_init(model *b, int nd, const int64_t *dv)
     onnx_test_header_init(&b->m, &b->g, &b->opset, b->opsets);
     b->g.node = b->nodes;
     b->g.initializer = b->inits;
-    b->tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
-    b->tt.has_elem_type = 1;
-    b->tt.elem_type = 1;
-    b->shape = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    for (int k = 0; k < nd; k++) {
-        Onnx__TensorShapeProto__Dimension *dm = &b->dim[k];
-        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        if (dv[k] < 0) {
-            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            dm->dim_param = dv[k] == -1 ? "N" : "M";
-        } else {
-            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            dm->dim_value = dv[k];
-        }
-        b->dims[k] = dm;
-    }
-    b->shape.n_dim = (size_t)nd;
-    b->shape.dim = b->dims;
-    b->tt.shape = &b->shape;
-    b->type = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    b->type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    b->type.tensor_type = &b->tt;
     b->in = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
     b->in.name = "x";
-    b->in.type = &b->type;
+    static const char *const params[] = {"N", "M"};
+    b->in.type = onnx_test_tensor_type(&b->type, 1, nd, dv, params);
     b->ins[0] = &b->in;
     b->g.n_input = 1;
     b->g.input = b->ins;

@@ -26,38 +26,15 @@ typedef struct mb { /* a one-node model under construction */
     Onnx__OperatorSetIdProto opset, *opsets[1];
     Onnx__NodeProto node, *nodes[1];
     Onnx__ValueInfoProto in[2], out, *ins[2], *outs[1];
-    Onnx__TypeProto type[3];
-    Onnx__TypeProto__Tensor tt[3];
-    Onnx__TensorShapeProto shape[3];
-    Onnx__TensorShapeProto__Dimension dim[3][6], *dims[3][6];
+    onnx_test_tensor type[3];
     char *node_in[2], *node_out[1];
 } mb;
 
 /* Value info i: dtype with nd dims dv (a negative dim: the dim_param "B"). */
 static void mb_tensor_type(mb *b, int i, int32_t dtype, int nd, const int64_t *dv)
 {
-    b->tt[i] = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
-    b->tt[i].has_elem_type = 1;
-    b->tt[i].elem_type = dtype;
-    b->shape[i] = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    for (int k = 0; k < nd; k++) {
-        Onnx__TensorShapeProto__Dimension *dm = &b->dim[i][k];
-        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        if (dv[k] < 0) {
-            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            dm->dim_param = "B";
-        } else {
-            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            dm->dim_value = dv[k];
-        }
-        b->dims[i][k] = dm;
-    }
-    b->shape[i].n_dim = (size_t)nd;
-    b->shape[i].dim = b->dims[i];
-    b->tt[i].shape = &b->shape[i];
-    b->type[i] = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    b->type[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    b->type[i].tensor_type = &b->tt[i];
+    static const char *const params[] = {"B"};
+    onnx_test_tensor_type(&b->type[i], dtype, nd, dv, params);
 }
 
 /* One node `op` with inputs in0 (, in1) from graph inputs x (, s). */
@@ -84,7 +61,7 @@ static void mb_init(mb *b, const char *op, const char *in0, const char *in1)
         b->in[i] = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
         b->in[i].name = (char *)in_names[i];
         mb_tensor_type(b, i, i == 0 ? 1 : 7, i == 0 ? 2 : 1, x23); /* x f32[2,3], s i64[2] */
-        b->in[i].type = &b->type[i];
+        b->in[i].type = &b->type[i].type;
         b->ins[i] = &b->in[i];
     }
     b->g.n_input = 1;
@@ -463,7 +440,7 @@ static void features(void)
     /* a declared output type that is not what the graph computes */
     mb_init(&b, "Relu", "x", NULL);
     mb_tensor_type(&b, 2, 1, 2, (const int64_t[]){3, 2});
-    b.out.type = &b.type[2];
+    b.out.type = &b.type[2].type;
     expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: graph output 'y' is declared FLOAT[3,2], "
                 "the graph computes f32[2,3]");
 }
