@@ -46,7 +46,7 @@
  * never replaced: its producer stays plain (declined with a reason).
  *
  * The pass plans all that first (plan_all), grouping the nodes into
- * regions, then a cost model (plan_costs) keeps a region plain where its
+ * regions, then a cost model (layout_cost.c) keeps a region plain where its
  * conversions cost more than its convs gain blocked: a lone 1x1 conv
  * between plain ops is not wrapped in two conversions.  Only then does it
  * rewrite (convert_all).
@@ -72,20 +72,9 @@
 
 #include "../eager/dnnl_util.h"
 #include "../graph/alloc.h"
-#include "fuse_util.h"
+#include "layout_impl.h"
 
-#define BLK 16
-
-typedef struct lay {
-    graph *g;
-    opt_ctx *ctx;
-    int32_t *blk;  /* plain value -> its blocked counterpart, or -1 */
-    uint8_t *made; /* plain value produced by a converted node */
-    int32_t nv;    /* values when the pass started */
-    const opt_uses *u;
-} lay;
-
-static int is_output(const graph *g, int32_t v)
+int layout_is_output(const graph *g, int32_t v)
 {
     for (int32_t i = 0; i < g->noutputs; i++)
         if (g->outputs[i].value == v)
@@ -115,7 +104,7 @@ static int32_t get_blocked(lay *L, int32_t v, int32_t node)
 }
 
 /* [N,C,H,W] -> the blocked [N,ceil(C/16),H,W,16]. */
-static graph_type blocked_type(const graph_type *t)
+graph_type layout_blocked_type(const graph_type *t)
 {
     graph_type b = {GRAPH_F32, 5,
                     {t->dim[0], (t->dim[1] + BLK - 1) / BLK, t->dim[2], t->dim[3], BLK}};
@@ -134,7 +123,7 @@ static int stem_input(const lay *L, int32_t i)
 }
 
 /* conv2d / conv2d_ep node n's attributes as conv2d_blk's (algo auto). */
-static graph_conv2d_blk_attrs blk_attrs(const graph_node *n)
+graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n)
 {
     graph_conv2d_blk_attrs at = {0};
     if (n->op == GRAPH_OP_conv2d) {
@@ -174,7 +163,7 @@ static int regroup_k(const graph *g, int32_t i)
 {
     const graph_node *n = &g->nodes[i];
     const graph_type *w = &g->values[n->in[1]].type;
-    graph_conv2d_blk_attrs at = blk_attrs(n);
+    graph_conv2d_blk_attrs at = layout_blk_attrs(n);
     int64_t cg = w->dim[1];
     if (at.groups < 2 || w->dim[0] != cg * at.groups || cg < 2 || BLK % cg || w->dim[0] < BLK ||
         !g->values[n->in[1]].data || (n->nin > 2 && !g->values[n->in[2]].data))
@@ -198,9 +187,10 @@ static int blk_form(const lay *L, int32_t i, int k, graph_conv2d_blk_attrs *at, 
 {
     const graph *g = L->g;
     const graph_node *n = &g->nodes[i];
-    *at = blk_attrs(n);
+    *at = layout_blk_attrs(n);
     const graph_type *w = &g->values[n->in[1]].type;
-    in[0] = stem_input(L, i) ? g->values[n->in[0]].type : blocked_type(&g->values[n->in[0]].type);
+    const graph_type *x = &g->values[n->in[0]].type;
+    in[0] = stem_input(L, i) ? *x : layout_blocked_type(x);
     in[1] = *w;
     in[2] = (graph_type){GRAPH_F32, 1, {w->dim[0]}};
     if (k > 1) { /* packed groups: see regroup_k */
@@ -208,9 +198,9 @@ static int blk_form(const lay *L, int32_t i, int k, graph_conv2d_blk_attrs *at, 
         in[1] = (graph_type){GRAPH_F32, 4, {at->groups * BLK, BLK, w->dim[2], w->dim[3]}};
         in[2].dim[0] = at->groups * BLK;
     }
-    *out = blocked_type(&g->values[n->out[0]].type);
+    *out = layout_blocked_type(&g->values[n->out[0]].type);
     if (n->nin > 3)
-        in[3] = blocked_type(&g->values[n->in[3]].type);
+        in[3] = layout_blocked_type(&g->values[n->in[3]].type);
     return n->nin > 3 ? 4 : 3;
 }
 
@@ -324,7 +314,7 @@ static tg_status convert_conv(lay *L, int32_t i, int k)
 {
     graph *g = L->g;
     graph_node n = g->nodes[i];
-    graph_conv2d_blk_attrs at = blk_attrs(&n);
+    graph_conv2d_blk_attrs at = layout_blk_attrs(&n);
     int32_t in[4] = {stem_input(L, i) ? n.in[0] : get_blocked(L, n.in[0], i), n.in[1], -1, -1};
     if (in[0] < 0)
         return TG_ERR_STATE;
@@ -451,7 +441,7 @@ static tg_status exits(lay *L, const opt_uses *u)
     for (int32_t v = 0; v < L->nv; v++) {
         if (!L->made[v])
             continue;
-        int outside = is_output(g, v);
+        int outside = layout_is_output(g, v);
         for (int32_t k = u->first[v]; k < u->first[v + 1] && !outside; k++)
             outside = !(g->nodes[u->list[k]].flags & GRAPH_NODE_DEAD);
         if (!outside)
@@ -575,7 +565,7 @@ static int bn_fits(const lay *L, int32_t i)
 static int32_t only_relu(const lay *L, int32_t v)
 {
     const graph *g = L->g;
-    int32_t r = v < L->nv && !is_output(g, v) ? fu_sole_user(L->u, v) : -1;
+    int32_t r = v < L->nv && !layout_is_output(g, v) ? fu_sole_user(L->u, v) : -1;
     return r >= 0 && g->nodes[r].op == GRAPH_OP_relu && fu_same_type(g, g->nodes[r].out[0], v) &&
                    !fu_guarded(g, g->nodes[r].out[0])
                ? r
@@ -617,101 +607,6 @@ static tg_status convert_bn(lay *L, int32_t i)
     return st;
 }
 
-/* What the plan makes of a node (plan_all), before anything is rewritten. */
-enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED };
-
-/*
- * The cost model's rates, measured with tracegraph bench (replay, one
- * thread, Zen 5, oneDNN 2.6; a conv between two softmaxes at -O2 and -O3,
- * one conv and two in a row, so the conversions and each conv separate):
- * a 1x1 stride-1 conv runs plain as one GEMM, ~48 MACs/ns, and blocked at
- * ~54 on multiples of 16 channels, ~48 counting the padded lanes' MACs
- * otherwise (24 -> 32 channels: blocked 1.6x slower), both slower on few
- * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
- * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked), and the GEMM
- * on few input channels too (16: ~33, taken as rate * sqrt(C / GEMM_C)
- * below GEMM_C: two 1x1 convs of 16 channels run ~4% faster blocked); a
- * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked
- * (direct or Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
- * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
- * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
- * write counted) plus a step's ~0.35 us.
- */
-#define RATE_GEMM 48.0
-#define RATE_IM2COL 40.0
-#define RATE_BLK_1X1 54.0
-#define RATE_BLK_1X1_PADDED 48.0
-#define RATE_BLK_KXK 90.0
-#define GEMM_POS 35.0
-#define BLK_POS 10.0
-#define GEMM_C 32.0
-#define COPY_BYTES_NS 50.0
-#define STEP_NS 350.0
-#define PLAIN_CALL_NS 500.0
-
-/* Channels rounded up to whole blocks. */
-static int64_t padded(int64_t c)
-{
-    return (c + BLK - 1) / BLK * BLK;
-}
-
-/*
- * Estimated ns saved by running ungrouped conv node i blocked rather
- * than plain (negative: blocked is slower), from its MACs and kernel.
- */
-static double conv_gain_ns(const graph *g, int32_t i)
-{
-    const graph_node *n = &g->nodes[i];
-    const graph_type *w = &g->values[n->in[1]].type, *y = &g->values[n->out[0]].type;
-    graph_conv2d_blk_attrs at = blk_attrs(n);
-    int64_t c = w->dim[1], o = w->dim[0], taps = w->dim[2] * w->dim[3];
-    double pos = (double)y->dim[0] * (double)y->dim[2] * (double)y->dim[3];
-    double macs = pos * (double)(c * o * taps);
-    /* fewer than 16 channels in: a stem, which reads them plain */
-    double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
-    int strided = 0;
-    if (macs <= 0) /* an empty output or no channels: nothing to gain */
-        return 0.0;
-    for (int k = 0; k < at.stride.n; k++)
-        strided |= at.stride.v[k] != 1;
-    if (taps == 1 && !strided)
-        return PLAIN_CALL_NS +
-               macs / (RATE_GEMM * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
-               pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
-                   (pos + BLK_POS) / pos;
-    return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
-}
-
-/* Bytes to_blocked / from_blocked of plain value v read and write. */
-static double conversion_bytes(const graph *g, int32_t v)
-{
-    const graph_type *t = &g->values[v].type;
-    graph_type b = blocked_type(t);
-    return 4.0 * (double)(graph_type_numel(t) + graph_type_numel(&b));
-}
-
-/* Union-find over the planned nodes: a blocked region's root. */
-static int32_t root_of(int32_t *parent, int32_t i)
-{
-    while (parent[i] != i)
-        i = parent[i] = parent[parent[i]];
-    return i;
-}
-
-static void unite(int32_t *parent, int32_t a, int32_t b)
-{
-    a = root_of(parent, a), b = root_of(parent, b);
-    if (a != b)
-        parent[a > b ? a : b] = a < b ? a : b;
-}
-
-typedef struct plan {
-    int8_t *kind;    /* per node: LK_* */
-    int8_t *k;       /* per conv node: its groups packed k to a group of 16 */
-    int32_t *parent; /* per node: union-find of the regions */
-    int32_t *enter;  /* per plain value: the node whose to_blocked it takes, or -1 */
-    int32_t *by;     /* per value made blocked: the node that makes it, or -1 */
-} plan;
 
 /* Whether node i of kind `kind` takes its input k blocked. */
 static int takes_blocked(const lay *L, int32_t i, int kind, int k, int stem)
@@ -791,88 +686,6 @@ static void plan_all(lay *L, plan *P, int32_t nn)
     }
 }
 
-/*
- * The cost model: a region stays plain when its conversions (the
- * to_blocked of each plain value entering it, the from_blocked of each
- * value leaving it: bytes moved, at COPY_BYTES_NS) cost more than its
- * convs gain blocked (conv_gain_ns).  A region with a grouped or
- * depthwise conv always pays (measured 3-8x faster blocked, with the
- * conversions): it stays blocked.  Measured, a lone 1x1 conv of 16 or 64
- * channels on 56x56 is ~5% slower blocked with its two conversions, one
- * of 24 channels ~50% (padded lanes); 3x3 convs are 1.5-4x faster
- * blocked at every size tried.  The estimate is arithmetic on the traced
- * shapes, so the output of -O3 does not vary from run to run (a dynamic
- * batch scales gain and cost alike).
- */
-static tg_status plan_costs(lay *L, plan *P, int32_t nn)
-{
-    graph *g = L->g;
-    double *gain = tg_calloc((size_t)nn * 2 + 1, sizeof *gain), *bytes = gain + nn;
-    int32_t *nconv = tg_calloc((size_t)nn * 3 + 1, sizeof *nconv), *nconvert = nconv + nn,
-            *grouped = nconv + 2 * nn;
-    if (!gain || !nconv) {
-        tg_free(gain);
-        tg_free(nconv);
-        return opt_fail(L->ctx, g, -1, TG_ERR_NOMEM, "out of memory");
-    }
-    for (int32_t i = 0; i < nn; i++) {
-        if (P->kind[i] != LK_CONV)
-            continue;
-        int32_t r = root_of(P->parent, i);
-        nconv[r]++;
-        if (blk_attrs(&g->nodes[i]).groups > 1)
-            grouped[r] = 1;
-        else
-            gain[r] += conv_gain_ns(g, i);
-    }
-    for (int32_t v = 0; v < L->nv; v++) {
-        int32_t r = -1;
-        if (P->enter[v] >= 0) {
-            r = root_of(P->parent, P->enter[v]);
-        } else if (P->by[v] >= 0) {
-            int outside = is_output(g, v);
-            for (int32_t k = L->u->first[v]; k < L->u->first[v + 1] && !outside; k++) {
-                int32_t rd = L->u->list[k];
-                outside = !(g->nodes[rd].flags & GRAPH_NODE_DEAD) && P->kind[rd] == LK_NONE;
-            }
-            if (outside)
-                r = root_of(P->parent, P->by[v]);
-        }
-        if (r >= 0) {
-            bytes[r] += conversion_bytes(g, v);
-            nconvert[r]++;
-        }
-    }
-    for (int32_t i = 0; i < nn; i++) {
-        int32_t r = P->kind[i] != LK_NONE ? root_of(P->parent, i) : -1;
-        if (r < 0 || grouped[r] ||
-            gain[r] >= bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r])
-            continue;
-        if (P->kind[i] == LK_CONV) {
-            const char *what = nconv[r] > 1 ? "conv" : "lone conv";
-            const char *whose = nconv[r] > 1 ? "its region's" : "its";
-            double mb = bytes[r] / 1e6, us = (bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r]) / 1e3;
-            if (gain[r] >= 0)
-                opt_explain(L->ctx, g, i,
-                            "%s kept plain: %s %d conversion%s (%.2f MB, ~%.1f us) cost more "
-                            "than the blocked layout saves (~%.1f us, estimated)",
-                            what, whose, nconvert[r], nconvert[r] == 1 ? "" : "s", mb, us,
-                            gain[r] / 1e3);
-            else
-                opt_explain(L->ctx, g, i,
-                            "%s kept plain: the blocked layout would be slower (~%.1f us, "
-                            "estimated: padded channels) and add %s %d conversion%s (%.2f MB, "
-                            "~%.1f us)",
-                            what, -gain[r] / 1e3, whose, nconvert[r],
-                            nconvert[r] == 1 ? "" : "s", mb, us);
-        }
-        P->kind[i] = LK_NONE;
-    }
-    tg_free(gain);
-    tg_free(nconv);
-    return TG_OK;
-}
-
 /* Rewrites every node the plan keeps, in order. */
 static tg_status convert_all(lay *L, const plan *P, int32_t nn)
 {
@@ -932,7 +745,7 @@ static tg_status plan_run(lay *L, int32_t nn)
         for (int32_t i = 0; i < nn; i++)
             P.parent[i] = i;
         plan_all(L, &P, nn);
-        st = plan_costs(L, &P, nn);
+        st = layout_plan_costs(L, &P, nn);
         for (int32_t v = 0; v < L->nv; v++) /* nothing is rewritten yet */
             L->blk[v] = -1, L->made[v] = 0;
         if (st == TG_OK)

@@ -1,0 +1,161 @@
+/*
+ * layout_cost.c - the layout pass's cost model (layout.c plans, this
+ * decides, layout.c rewrites): which blocked regions pay for their
+ * conversions.
+ */
+#include <math.h>
+
+#include "../graph/alloc.h"
+#include "layout_impl.h"
+
+/*
+ * The cost model's rates, measured with tracegraph bench (replay, one
+ * thread, Zen 5, oneDNN 2.6; a conv between two softmaxes at -O2 and -O3,
+ * one conv and two in a row, so the conversions and each conv separate):
+ * a 1x1 stride-1 conv runs plain as one GEMM, ~48 MACs/ns, and blocked at
+ * ~54 on multiples of 16 channels, ~48 counting the padded lanes' MACs
+ * otherwise (24 -> 32 channels: blocked 1.6x slower), both slower on few
+ * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
+ * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked), and the GEMM
+ * on few input channels too (16: ~33, taken as rate * sqrt(C / GEMM_C)
+ * below GEMM_C: two 1x1 convs of 16 channels run ~4% faster blocked); a
+ * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked
+ * (direct or Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
+ * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
+ * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
+ * write counted) plus a step's ~0.35 us.
+ */
+#define RATE_GEMM 48.0
+#define RATE_IM2COL 40.0
+#define RATE_BLK_1X1 54.0
+#define RATE_BLK_1X1_PADDED 48.0
+#define RATE_BLK_KXK 90.0
+#define GEMM_POS 35.0
+#define BLK_POS 10.0
+#define GEMM_C 32.0
+#define COPY_BYTES_NS 50.0
+#define STEP_NS 350.0
+#define PLAIN_CALL_NS 500.0
+
+/* Channels rounded up to whole blocks. */
+static int64_t padded(int64_t c)
+{
+    return (c + BLK - 1) / BLK * BLK;
+}
+
+/*
+ * Estimated ns saved by running ungrouped conv node i blocked rather
+ * than plain (negative: blocked is slower), from its MACs and kernel.
+ */
+static double conv_gain_ns(const graph *g, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    const graph_type *w = &g->values[n->in[1]].type, *y = &g->values[n->out[0]].type;
+    graph_conv2d_blk_attrs at = layout_blk_attrs(n);
+    int64_t c = w->dim[1], o = w->dim[0], taps = w->dim[2] * w->dim[3];
+    double pos = (double)y->dim[0] * (double)y->dim[2] * (double)y->dim[3];
+    double macs = pos * (double)(c * o * taps);
+    /* fewer than 16 channels in: a stem, which reads them plain */
+    double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
+    int strided = 0;
+    if (macs <= 0) /* an empty output or no channels: nothing to gain */
+        return 0.0;
+    for (int k = 0; k < at.stride.n; k++)
+        strided |= at.stride.v[k] != 1;
+    if (taps == 1 && !strided)
+        return PLAIN_CALL_NS +
+               macs / (RATE_GEMM * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
+               pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
+                   (pos + BLK_POS) / pos;
+    return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
+}
+
+/* Bytes to_blocked / from_blocked of plain value v read and write. */
+static double conversion_bytes(const graph *g, int32_t v)
+{
+    const graph_type *t = &g->values[v].type;
+    graph_type b = layout_blocked_type(t);
+    return 4.0 * (double)(graph_type_numel(t) + graph_type_numel(&b));
+}
+
+/*
+ * The cost model: a region stays plain when its conversions (the
+ * to_blocked of each plain value entering it, the from_blocked of each
+ * value leaving it: bytes moved, at COPY_BYTES_NS) cost more than its
+ * convs gain blocked (conv_gain_ns).  A region with a grouped or
+ * depthwise conv always pays (measured 3-8x faster blocked, with the
+ * conversions): it stays blocked.  Measured, a lone 1x1 conv of 16 or 64
+ * channels on 56x56 is ~5% slower blocked with its two conversions, one
+ * of 24 channels ~50% (padded lanes); 3x3 convs are 1.5-4x faster
+ * blocked at every size tried.  The estimate is arithmetic on the traced
+ * shapes, so the output of -O3 does not vary from run to run (a dynamic
+ * batch scales gain and cost alike).
+ */
+tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
+{
+    graph *g = L->g;
+    double *gain = tg_calloc((size_t)nn * 2 + 1, sizeof *gain), *bytes = gain + nn;
+    int32_t *nconv = tg_calloc((size_t)nn * 3 + 1, sizeof *nconv), *nconvert = nconv + nn,
+            *grouped = nconv + 2 * nn;
+    if (!gain || !nconv) {
+        tg_free(gain);
+        tg_free(nconv);
+        return opt_fail(L->ctx, g, -1, TG_ERR_NOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < nn; i++) {
+        if (P->kind[i] != LK_CONV)
+            continue;
+        int32_t r = root_of(P->parent, i);
+        nconv[r]++;
+        if (layout_blk_attrs(&g->nodes[i]).groups > 1)
+            grouped[r] = 1;
+        else
+            gain[r] += conv_gain_ns(g, i);
+    }
+    for (int32_t v = 0; v < L->nv; v++) {
+        int32_t r = -1;
+        if (P->enter[v] >= 0) {
+            r = root_of(P->parent, P->enter[v]);
+        } else if (P->by[v] >= 0) {
+            int outside = layout_is_output(g, v);
+            for (int32_t k = L->u->first[v]; k < L->u->first[v + 1] && !outside; k++) {
+                int32_t rd = L->u->list[k];
+                outside = !(g->nodes[rd].flags & GRAPH_NODE_DEAD) && P->kind[rd] == LK_NONE;
+            }
+            if (outside)
+                r = root_of(P->parent, P->by[v]);
+        }
+        if (r >= 0) {
+            bytes[r] += conversion_bytes(g, v);
+            nconvert[r]++;
+        }
+    }
+    for (int32_t i = 0; i < nn; i++) {
+        int32_t r = P->kind[i] != LK_NONE ? root_of(P->parent, i) : -1;
+        if (r < 0 || grouped[r] ||
+            gain[r] >= bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r])
+            continue;
+        if (P->kind[i] == LK_CONV) {
+            const char *what = nconv[r] > 1 ? "conv" : "lone conv";
+            const char *whose = nconv[r] > 1 ? "its region's" : "its";
+            double mb = bytes[r] / 1e6, us = (bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r]) / 1e3;
+            if (gain[r] >= 0)
+                opt_explain(L->ctx, g, i,
+                            "%s kept plain: %s %d conversion%s (%.2f MB, ~%.1f us) cost more "
+                            "than the blocked layout saves (~%.1f us, estimated)",
+                            what, whose, nconvert[r], nconvert[r] == 1 ? "" : "s", mb, us,
+                            gain[r] / 1e3);
+            else
+                opt_explain(L->ctx, g, i,
+                            "%s kept plain: the blocked layout would be slower (~%.1f us, "
+                            "estimated: padded channels) and add %s %d conversion%s (%.2f MB, "
+                            "~%.1f us)",
+                            what, -gain[r] / 1e3, whose, nconvert[r],
+                            nconvert[r] == 1 ? "" : "s", mb, us);
+        }
+        P->kind[i] = LK_NONE;
+    }
+    tg_free(gain);
+    tg_free(nconv);
+    return TG_OK;
+}
