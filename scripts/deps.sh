@@ -7,7 +7,7 @@ set -euo pipefail
 # Why each is here is in docs/GUIDE.md ("Dependencies").
 PKGS=(build-essential cmake pkg-config libzstd-dev libunwind-dev uthash-dev
       libdnnl-dev clang libclang-rt-14-dev
-      ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
+      ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata)
 PKGS+=("$@")
 
