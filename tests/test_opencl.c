@@ -530,6 +530,52 @@ static void test_out_of_memory(void)
     graph_free(g);
 }
 
+/*
+ * The book of cl objects (objects.c) catches the release orders NVIDIA's
+ * driver does not forgive: a buffer released before its sub-buffers, and
+ * a second release (not passed on to OpenCL).  The parent gets one more
+ * reference outside the book, so OpenCL itself sees a legal order.
+ */
+static void test_object_book(void)
+{
+    char err[512] = "", first[512] = "";
+    ocl_dev *d = ocl_dev_open(NULL, err, sizeof err);
+    CHECK_MSG(d != NULL, "open the device: %s", err);
+    if (!d)
+        return;
+    long live = ocl_live_objects(), nv0 = ocl_obj_violations(NULL, 0);
+    cl_int e;
+    cl_mem parent = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, 4096, NULL, &e);
+    CHECK_MSG(parent != NULL, "clCreateBuffer: %s", ocl_errstr(e));
+    if (!parent) {
+        ocl_dev_close(d);
+        return;
+    }
+    ocl_obj_made(OCL_OBJ_BUFFER, parent, d->ctx);
+    cl_buffer_region r = {d->align, 256};
+    cl_mem sub = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r,
+                                   &e);
+    CHECK_MSG(sub != NULL, "clCreateSubBuffer: %s", ocl_errstr(e));
+    ocl_obj_made(OCL_OBJ_SUBBUFFER, sub, parent);
+    CHECK_MSG(ocl_live_objects() == live + 2, "two objects in the book: %ld",
+              ocl_live_objects() - live);
+    clRetainMemObject(parent); /* outside the book: keeps the order legal for OpenCL */
+    ocl_obj_release(OCL_OBJ_BUFFER, parent);
+    long nv = ocl_obj_violations(first, sizeof first);
+    CHECK_MSG(nv == nv0 + 1 && strstr(first, "buffer") && strstr(first, "1 objects made from it"),
+              "the parent released first is a violation: %ld, \"%s\"", nv - nv0, first);
+    ocl_obj_release(OCL_OBJ_SUBBUFFER, sub);
+    ocl_obj_release(OCL_OBJ_SUBBUFFER, sub); /* twice: counted, not passed on */
+    nv = ocl_obj_violations(first, sizeof first);
+    CHECK_MSG(nv == nv0 + 2, "a second release is a violation: %ld", nv - nv0);
+    clReleaseMemObject(parent);
+    CHECK_MSG(ocl_live_objects() == live, "the book is back where it was: %ld",
+              ocl_live_objects() - live);
+    ocl_obj_reset_violations();
+    CHECK_MSG(ocl_obj_violations(NULL, 0) == 0, "reset");
+    ocl_dev_close(d);
+}
+
 int main(void)
 {
     char err[512] = "";
@@ -547,6 +593,10 @@ int main(void)
     test_threads_and_cache();
     test_out_of_memory();
     test_disk_cache();
+    char first[512];
+    long nv = ocl_obj_violations(first, sizeof first);
+    CHECK_MSG(nv == 0, "%ld cl objects released out of order, the first: %s", nv, first);
+    test_object_book();
     CHECK_MSG(ocl_live_objects() > 0, "the device and its programs stay open for later plans");
     graph *g = trace_small(2, 0);
     replay_plan *p = replay_compile(g, &OCL, err, sizeof err);

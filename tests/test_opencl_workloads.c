@@ -8,6 +8,12 @@
  * layer_norm forms, fused chains.  Also a second batch size on the same
  * plans (dynamic batch).
  *
+ * Every OpenCL plan and session is freed after its run, and the book of
+ * cl objects (replay/opencl/objects.c) must have seen no release out of
+ * order (a second release, a buffer before its sub-buffers, a program
+ * before its kernels) at any workload and level, and nothing alive after
+ * the runtime shuts down.
+ *
  * No OpenCL platform: "SKIP: ..." and exit 77.
  */
 #include <stdio.h>
@@ -19,6 +25,7 @@
 #include "cpu_caps.h"
 #include "eager/eager.h"
 #include "optimize/opt.h"
+#include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
 
@@ -57,6 +64,11 @@ static float *run(const graph *g, replay_backend_kind kind, const eager_tensor *
     }
     replay_session_free(s);
     replay_plan_free(p);
+    char first[512];
+    long nv = ocl_obj_violations(first, sizeof first);
+    CHECK_MSG(nv == 0, "%s: %ld cl objects released out of order, the first: %s", what, nv,
+              first);
+    ocl_obj_reset_violations();
     return y;
 }
 
@@ -165,5 +177,7 @@ int main(void)
             test_workload((workload_kind)k);
     test_padded_blocks();
     replay_opencl_shutdown();
+    CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",
+              ocl_live_objects());
     return check_done();
 }

@@ -37,7 +37,7 @@ static tg_status upload(ocl_plan *op, const graph_value *v, cl_mem *out, char *e
                  bytes, ocl_errstr(e));
         return TG_ERR_NOMEM;
     }
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_BUFFER, *out, op->dev->ctx);
     return TG_OK;
 }
 
@@ -52,10 +52,7 @@ static tg_status param_changed(replay_plan *p, const graph_value *v, int32_t id,
     tg_status st = upload(op, v, &fresh, err, errlen);
     if (st != TG_OK)
         return st;
-    if (op->fixed[id]) {
-        clReleaseMemObject(op->fixed[id]);
-        ocl_track(-1);
-    }
+    ocl_obj_release(OCL_OBJ_BUFFER, op->fixed[id]);
     op->fixed[id] = fresh;
     return TG_OK;
 }
@@ -168,16 +165,10 @@ static void plan_free(void *bplan)
         ocl_node *n = &op->nodes[i];
         if (n->data_free)
             n->data_free(n->data);
-        if (n->prog) {
-            clReleaseProgram(n->prog);
-            ocl_track(-1);
-        }
+        ocl_obj_release(OCL_OBJ_PROGRAM, n->prog);
     }
     for (int32_t v = 0; op->fixed && v < op->nvalues; v++)
-        if (op->fixed[v]) {
-            clReleaseMemObject(op->fixed[v]);
-            ocl_track(-1);
-        }
+        ocl_obj_release(OCL_OBJ_BUFFER, op->fixed[v]);
     tg_free(op->nodes);
     tg_free(op->fixed);
     if (op->dev)

@@ -99,7 +99,7 @@ cl_program ocl_disk_load(ocl_dev *d, const char *src, const char *options)
     tg_free(bin);
     fclose(f);
     if (prog)
-        ocl_track(1);
+        ocl_obj_made(OCL_OBJ_PROGRAM, prog, d->ctx);
     return prog;
 }
 

@@ -38,11 +38,33 @@ struct ocl_dev {
     struct ocl_dev *next;
 };
 
+/* ---- objects.c: the book of cl objects (made, retained, released) ---- */
+
+typedef enum ocl_obj_kind {
+    OCL_OBJ_CONTEXT,
+    OCL_OBJ_QUEUE,
+    OCL_OBJ_PROGRAM,
+    OCL_OBJ_KERNEL,
+    OCL_OBJ_BUFFER,
+    OCL_OBJ_SUBBUFFER
+} ocl_obj_kind;
+/* obj was made (one reference) from parent: a sub-buffer's buffer, a
+ * kernel's program, else the context (NULL for a context). */
+void ocl_obj_made(ocl_obj_kind kind, const void *obj, const void *parent);
+/* One more reference (clRetain*). */
+void ocl_obj_retain(const void *obj);
+/* Drops one reference (clRelease*), after checking the order: see
+ * objects.c.  NULL: nothing. */
+void ocl_obj_release(ocl_obj_kind kind, const void *obj);
+/* References held, over all objects. */
+long ocl_live_objects(void);
+/* Violations of the release order since the start (or the last reset);
+ * the first one's description into msg. */
+long ocl_obj_violations(char *msg, size_t len);
+void ocl_obj_reset_violations(void);
+
 /* ---- runtime.c ---- */
 
-/* Counts cl objects made (+1) and released (-1) by the backend. */
-void ocl_track(int delta);
-long ocl_live_objects(void);
 /* Programs built from source, and loaded from the disk cache, since the
  * process started. */
 long ocl_builds(void);

@@ -65,10 +65,7 @@ tg_status ocl_prep_program(ocl_prep *c, const char *name, const char *prefix,
     tg_free(src);
     if (!p)
         return strstr(c->err, "out of memory") ? TG_ERR_NOMEM : TG_ERR_BACKEND;
-    if (c->prog) {
-        clReleaseProgram(c->prog);
-        ocl_track(-1);
-    }
+    ocl_obj_release(OCL_OBJ_PROGRAM, c->prog);
     c->prog = p;
     c->nkernels = 0;
     return TG_OK;
@@ -103,7 +100,7 @@ tg_status ocl_prep_upload(ocl_prep *c, const void *host, size_t bytes, cl_mem *o
                                     ? TG_ERR_NOMEM : TG_ERR_BACKEND,
                              "device out of memory uploading %zu bytes to %s (%s)", bytes,
                              c->dev->info.name, ocl_errstr(e));
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_BUFFER, *out, c->ctx);
     return TG_OK;
 }
 

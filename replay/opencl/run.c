@@ -8,6 +8,9 @@
  * A run: write host inputs (or take the caller's cl_mem), clear the flag,
  * enqueue every step (guards read their value back and check it on the
  * host), copy or read the outputs, wait once, then check the flag.
+ * TG_OPENCL_SYNC=1 in the environment waits after every node instead, so
+ * that a kernel failing on the device (an illegal address: the driver
+ * reports it only at the next wait) is named with its node and call site.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,16 +48,14 @@ struct ocl_session {
     cl_mem scratch[OCL_MAX_SCRATCH];
     size_t scratch_size[OCL_MAX_SCRATCH];
     cl_mem flag;
+    int sync; /* TG_OPENCL_SYNC: wait after every node, to name the one that fails */
     char kerr[4096];
 };
 
 static void release_mem(cl_mem *m)
 {
-    if (*m) {
-        clReleaseMemObject(*m);
-        ocl_track(-1);
-        *m = NULL;
-    }
+    ocl_obj_release(OCL_OBJ_BUFFER, *m);
+    *m = NULL;
 }
 
 static tg_status cl_st(cl_int e)
@@ -75,7 +76,7 @@ static cl_mem new_buffer(ocl_session *s, size_t bytes, const char *what, char *e
                  "bytes for %s (%s)", s->op->dev->info.name, bytes, what, ocl_errstr(e));
         return NULL;
     }
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_BUFFER, m, s->op->dev->ctx);
     return m;
 }
 
@@ -92,7 +93,7 @@ cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, si
 static void bound_free(obound *b)
 {
     for (int32_t i = 0; b->subs && i < b->nsubs; i++)
-        release_mem(&b->subs[i]);
+        ocl_obj_release(OCL_OBJ_SUBBUFFER, b->subs[i]);
     tg_free(b->subs);
     tg_free(b->mem);
     tg_free(b);
@@ -111,12 +112,11 @@ void ocl_session_free(ocl_session *s)
 {
     if (!s)
         return;
-    drop_bounds(s);
+    /* Kernels first (their arguments name the buffers), then the
+     * sub-buffers, then the buffers they are views of, the queue last. */
     for (int32_t i = 0; s->k && i < s->op->nnodes * OCL_MAX_KERNELS; i++)
-        if (s->k[i]) {
-            clReleaseKernel(s->k[i]);
-            ocl_track(-1);
-        }
+        ocl_obj_release(OCL_OBJ_KERNEL, s->k[i]);
+    drop_bounds(s);
     for (int32_t i = 0; s->in && i < s->nin; i++)
         release_mem(&s->in[i]);
     for (int32_t i = 0; s->host_out && i < s->nout; i++)
@@ -129,10 +129,7 @@ void ocl_session_free(ocl_session *s)
         release_mem(&s->scratch[i]);
     release_mem(&s->flag);
     release_mem(&s->arena);
-    if (s->q) {
-        clReleaseCommandQueue(s->q);
-        ocl_track(-1);
-    }
+    ocl_obj_release(OCL_OBJ_QUEUE, s->q);
     tg_free(s->k);
     tg_free(s->host_tmp);
     tg_free(s);
@@ -152,7 +149,9 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
         tg_free(s);
         return NULL;
     }
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_QUEUE, s->q, s->op->dev->ctx);
+    const char *sync = getenv("TG_OPENCL_SYNC");
+    s->sync = sync && *sync && strcmp(sync, "0") != 0;
     s->k = tg_calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
     s->nin = p->g->ninputs;
     s->nout = p->g->noutputs;
@@ -176,7 +175,7 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
                          ocl_errstr(e));
                 goto fail;
             }
-            ocl_track(1);
+            ocl_obj_made(OCL_OBJ_KERNEL, k, n->prog);
             s->k[(size_t)i * OCL_MAX_KERNELS + (size_t)j] = k;
         }
     }
@@ -233,7 +232,7 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
         b->subs[k] = clCreateSubBuffer(s->arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
                                        &r, &e);
         if (b->subs[k])
-            ocl_track(1);
+            ocl_obj_made(OCL_OBJ_SUBBUFFER, b->subs[k], s->arena);
     }
     tg_free(size);
     tg_free(off);
@@ -384,6 +383,14 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
                     n->nout, &s->k[(size_t)ni * OCL_MAX_KERNELS], on->data, s->flag,
                     item + 1, s->kerr, sizeof s->kerr};
     tg_status st = on->op->enqueue(&l);
+    if (st == TG_OK && s->sync) {
+        cl_int e = clFinish(s->q);
+        if (e != CL_SUCCESS) {
+            snprintf(s->kerr, sizeof s->kerr, "the kernel failed (TG_OPENCL_SYNC): %s",
+                     ocl_errstr(e));
+            st = cl_st(e);
+        }
+    }
     if (st != TG_OK) {
         char what[400];
         snprintf(err, errlen, "replay: %s: OpenCL: %s", replay_node_str(s->p, ni, what,

@@ -9,7 +9,7 @@
  * plans on it.  Generated sources (fused nodes) are cached too, keyed by
  * their full text: two plans with the same fused program build it once.
  *
- * Every cl object the backend makes or releases goes through ocl_track,
+ * Every cl object the backend makes or releases goes through objects.c,
  * so tests can check that freeing every plan and session (and shutting
  * the runtime down) leaves none alive.
  */
@@ -23,10 +23,8 @@
 #include "../../graph/alloc.h"
 #include "ocl_rt.h"
 
-static atomic_long live_objects, builds, disk_hits;
+static atomic_long builds, disk_hits;
 
-void ocl_track(int delta) { atomic_fetch_add(&live_objects, delta); }
-long ocl_live_objects(void) { return atomic_load(&live_objects); }
 long ocl_builds(void) { return atomic_load(&builds); }
 long ocl_disk_hits(void) { return atomic_load(&disk_hits); }
 
@@ -200,7 +198,7 @@ static ocl_dev *dev_new(cl_device_id id, char *err, size_t errlen)
         tg_free(d);
         return NULL;
     }
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_CONTEXT, d->ctx, NULL);
     cl_uint bits = 0;
     clGetDeviceInfo(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL);
     d->align = bits / 8 < 64 ? 64 : bits / 8;
@@ -246,13 +244,11 @@ static void dev_free(ocl_dev *d)
 {
     for (prog_entry *e = d->progs, *next; e; e = next) {
         next = e->next;
-        clReleaseProgram(e->prog);
-        ocl_track(-1);
+        ocl_obj_release(OCL_OBJ_PROGRAM, e->prog);
         tg_free(e->key);
         tg_free(e);
     }
-    clReleaseContext(d->ctx);
-    ocl_track(-1);
+    ocl_obj_release(OCL_OBJ_CONTEXT, d->ctx);
     pthread_mutex_destroy(&d->mu);
     tg_free(d);
 }
@@ -304,7 +300,7 @@ static cl_program build(ocl_dev *d, const char *src, const char *options, char *
         snprintf(err, errlen, "clCreateProgramWithSource: %s", ocl_errstr(e));
         return NULL;
     }
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_PROGRAM, prog, d->ctx);
     atomic_fetch_add(&builds, 1);
     e = clBuildProgram(prog, 1, &d->id, options, NULL, NULL);
     if (e != CL_SUCCESS) {
@@ -312,8 +308,7 @@ static cl_program build(ocl_dev *d, const char *src, const char *options, char *
         build_log(prog, d->id, log, sizeof log);
         snprintf(err, errlen, "OpenCL build failed on %s (%s, options \"%s\"); build log:\n%s",
                  d->info.name, ocl_errstr(e), options ? options : "", log);
-        clReleaseProgram(prog);
-        ocl_track(-1);
+        ocl_obj_release(OCL_OBJ_PROGRAM, prog);
         return NULL;
     }
     ocl_disk_store(d, prog, src, options);
@@ -333,8 +328,7 @@ cl_program ocl_dev_program(ocl_dev *d, const char *src, const char *options, cha
     for (prog_entry *e = d->progs; e; e = e->next)
         if (e->hash == h && strncmp(e->key, options, ol) == 0 && e->key[ol] == '\n' &&
             strcmp(e->key + ol + 1, src) == 0) {
-            clRetainProgram(e->prog);
-            ocl_track(1);
+            ocl_obj_retain(e->prog);
             pthread_mutex_unlock(&d->mu);
             return e->prog;
         }
@@ -349,8 +343,7 @@ cl_program ocl_dev_program(ocl_dev *d, const char *src, const char *options, cha
         memcpy(key + ol + 1, src, sl + 1);
         *e = (prog_entry){h, key, prog, d->progs};
         d->progs = e;
-        clRetainProgram(prog); /* one for the cache, one for the caller */
-        ocl_track(1);
+        ocl_obj_retain(prog); /* one for the cache, one for the caller */
         e = NULL;
         key = NULL;
     }
