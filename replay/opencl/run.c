@@ -49,6 +49,12 @@ struct ocl_session {
     size_t scratch_size[OCL_MAX_SCRATCH];
     cl_mem flag;
     int sync; /* TG_OPENCL_SYNC: wait after every node, to name the one that fails */
+    /* TG_OPENCL_PROFILE: a marker after every node; per node, the device
+     * time since the previous marker, summed over runs (printed at free) */
+    int prof;
+    cl_event *ev;      /* nitems + 1 markers of the current run */
+    cl_ulong *prof_ns; /* per node */
+    long prof_runs;
     char kerr[4096];
 };
 
@@ -108,10 +114,60 @@ static void drop_bounds(ocl_session *s)
     s->bounds = NULL;
 }
 
+/* The profile of TG_OPENCL_PROFILE, per op and the costliest nodes, to
+ * stderr. */
+static void print_profile(const ocl_session *s)
+{
+    const graph *g = s->p->g;
+    double per_op[GRAPH_OP_COUNT] = {0}, total = 0;
+    int count[GRAPH_OP_COUNT] = {0};
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        double ms = (double)s->prof_ns[i] / 1e6 / (double)s->prof_runs;
+        per_op[g->nodes[i].op] += ms;
+        count[g->nodes[i].op] += s->prof_ns[i] > 0;
+        total += ms;
+    }
+    fprintf(stderr, "opencl profile (%s, %ld runs): %.4f ms of device time per run\n",
+            s->op->dev->info.name, s->prof_runs, total);
+    for (;;) { /* ops, costliest first */
+        int best = -1;
+        for (int o = 0; o < GRAPH_OP_COUNT; o++)
+            if (per_op[o] > 0 && (best < 0 || per_op[o] > per_op[best]))
+                best = o;
+        if (best < 0)
+            break;
+        fprintf(stderr, "  %-18s %4d nodes %9.4f ms %5.1f%%\n", graph_ops[best].name,
+                count[best], per_op[best], 100 * per_op[best] / (total > 0 ? total : 1));
+        per_op[best] = 0;
+    }
+    cl_ulong *ns = tg_malloc(sizeof *ns * ((size_t)g->nnodes + 1));
+    if (!ns)
+        return;
+    memcpy(ns, s->prof_ns, sizeof *ns * (size_t)g->nnodes);
+    fprintf(stderr, "  costliest nodes:\n");
+    for (int r = 0; r < 8; r++) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < g->nnodes; i++)
+            if (ns[i] > 0 && (best < 0 || ns[i] > ns[best]))
+                best = i;
+        if (best < 0)
+            break;
+        char what[400];
+        fprintf(stderr, "  %9.4f ms  %s\n", (double)ns[best] / 1e6 / (double)s->prof_runs,
+                replay_node_str(s->p, best, what, sizeof what));
+        ns[best] = 0;
+    }
+    tg_free(ns);
+}
+
 void ocl_session_free(ocl_session *s)
 {
     if (!s)
         return;
+    if (s->prof && s->prof_runs > 0)
+        print_profile(s);
+    tg_free(s->ev);
+    tg_free(s->prof_ns);
     /* Kernels first (their arguments name the buffers), then the
      * sub-buffers, then the buffers they are views of, the queue last. */
     for (int32_t i = 0; s->k && i < s->op->nnodes * OCL_MAX_KERNELS; i++)
@@ -143,7 +199,10 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
     s->p = p;
     s->op = p->bplan;
     cl_int e;
-    s->q = clCreateCommandQueue(s->op->dev->ctx, s->op->dev->id, 0, &e);
+    const char *prof = getenv("TG_OPENCL_PROFILE");
+    s->prof = prof && *prof && strcmp(prof, "0") != 0;
+    s->q = clCreateCommandQueue(s->op->dev->ctx, s->op->dev->id,
+                                s->prof ? CL_QUEUE_PROFILING_ENABLE : 0, &e);
     if (!s->q) {
         snprintf(err, errlen, "replay: clCreateCommandQueue: %s", ocl_errstr(e));
         tg_free(s);
@@ -159,7 +218,12 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
     s->in_size = tg_calloc((size_t)s->nin + 1, sizeof *s->in_size);
     s->host_out = tg_calloc((size_t)s->nout + 1, sizeof *s->host_out);
     s->host_out_size = tg_calloc((size_t)s->nout + 1, sizeof *s->host_out_size);
-    if (!s->k || !s->in || !s->in_size || !s->host_out || !s->host_out_size) {
+    if (s->prof) {
+        s->ev = tg_calloc((size_t)p->nitems + 1, sizeof *s->ev);
+        s->prof_ns = tg_calloc((size_t)s->op->nnodes + 1, sizeof *s->prof_ns);
+    }
+    if (!s->k || !s->in || !s->in_size || !s->host_out || !s->host_out_size ||
+        (s->prof && (!s->ev || !s->prof_ns))) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
@@ -468,14 +532,39 @@ static tg_status steps(ocl_session *s, obound *b, replay_guard_warns *warnings, 
                        size_t errlen)
 {
     const replay_plan *p = s->p;
+    if (s->prof)
+        clEnqueueMarkerWithWaitList(s->q, 0, NULL, &s->ev[0]);
     for (int32_t k = 0; k < p->nitems; k++) {
         tg_status st = p->items[k].node < 0
                            ? guard_step(s, b, p->items[k].guard, warnings, err, errlen)
                            : node_step(s, b, k, err, errlen);
         if (st != TG_OK)
             return st;
+        if (s->prof)
+            clEnqueueMarkerWithWaitList(s->q, 0, NULL, &s->ev[k + 1]);
     }
     return TG_OK;
+}
+
+/* After the wait: each node's time between its markers, then the markers
+ * released. */
+static void collect_profile(ocl_session *s, int complete)
+{
+    const replay_plan *p = s->p;
+    cl_ulong prev = 0;
+    for (int32_t k = 0; k <= p->nitems; k++) {
+        cl_ulong end = 0;
+        if (s->ev[k] && clGetEventProfilingInfo(s->ev[k], CL_PROFILING_COMMAND_END, sizeof end,
+                                                &end, NULL) == CL_SUCCESS) {
+            if (complete && k > 0 && prev && end >= prev && p->items[k - 1].node >= 0)
+                s->prof_ns[p->items[k - 1].node] += end - prev;
+            prev = end;
+        }
+        if (s->ev[k])
+            clReleaseEvent(s->ev[k]);
+        s->ev[k] = NULL;
+    }
+    s->prof_runs += complete;
 }
 
 tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
@@ -509,6 +598,8 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
     }
     /* Always wait: enqueued writes still read the caller's input data. */
     e = clFinish(s->q);
+    if (s->prof)
+        collect_profile(s, st == TG_OK && e == CL_SUCCESS);
     if (st == TG_OK && e != CL_SUCCESS) {
         snprintf(err, errlen, "replay: OpenCL: clFinish: %s%s", ocl_errstr(e),
                  cl_st(e) == TG_ERR_NOMEM ? " (device out of memory)" : "");
