@@ -179,5 +179,9 @@ int main(void)
     replay_opencl_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",
               ocl_live_objects());
+    long subs;
+    ocl_obj_counts(OCL_OBJ_SUBBUFFER, &subs, NULL);
+    CHECK_MSG(subs == 0, "no sub-buffers (NVIDIA's driver crashed releasing them): %ld made",
+              subs);
     return check_done();
 }

@@ -148,7 +148,6 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
             goto fail;
     }
     p->bplan = op;
-    p->align = op->dev->align;
     snprintf(p->target, sizeof p->target, "device %s", op->dev->info.name);
     return TG_OK;
 fail:

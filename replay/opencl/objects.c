@@ -8,7 +8,7 @@
  * ocl_obj_release, which make the clRetain / clRelease call themselves.
  * The book checks the order the OpenCL specification leaves to the
  * implementation: releasing an object the backend does not hold (a second
- * release: PoCL tolerates it, NVIDIA's driver crashes later), or dropping
+ * release), or dropping
  * the last reference to an object while objects made from it are still
  * alive (a buffer before its sub-buffers, a program before its kernels, a
  * context before anything).  Such a release is counted as a violation,
@@ -45,7 +45,7 @@ typedef struct entry {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static entry *book;
-static long live, violations;
+static long live, violations, made[OCL_OBJ_SUBBUFFER + 1], alive[OCL_OBJ_SUBBUFFER + 1];
 static char first[512];
 
 static const char *kind_name(ocl_obj_kind k)
@@ -83,6 +83,8 @@ void ocl_obj_made(ocl_obj_kind kind, const void *obj, const void *parent)
         pthread_mutex_unlock(&mu);
         return;
     }
+    made[kind]++;
+    alive[kind]++;
     e = tg_calloc(1, sizeof *e);
     if (e) {
         *e = (entry){obj, parent, kind, 1, 0, {0}};
@@ -140,6 +142,7 @@ void ocl_obj_release(ocl_obj_kind kind, const void *obj)
         entry *p = e->parent ? find(e->parent) : NULL;
         if (p)
             p->children--;
+        alive[e->kind]--;
         HASH_DEL(book, e);
         tg_free(e);
     } else {
@@ -163,6 +166,16 @@ long ocl_live_objects(void)
     long n = live;
     pthread_mutex_unlock(&mu);
     return n;
+}
+
+void ocl_obj_counts(ocl_obj_kind kind, long *n_made, long *n_alive)
+{
+    pthread_mutex_lock(&mu);
+    if (n_made)
+        *n_made = made[kind];
+    if (n_alive)
+        *n_alive = alive[kind];
+    pthread_mutex_unlock(&mu);
 }
 
 long ocl_obj_violations(char *msg, size_t len)

@@ -25,7 +25,7 @@
  *            refused is refused at prepare.
  *
  * Memory: every input/output is a cl_mem whose first byte is the tensor's
- * first element (a sub-buffer of the session's arena, a constant's own
+ * first element (a buffer of the session's pool, a constant's own
  * buffer, a graph input's buffer or a caller's cl_mem), dense row-major.
  * It is NULL when the tensor has no elements (ocl_run skips empty
  * launches).  An elementwise op may get the same cl_mem as an input and

@@ -29,7 +29,7 @@ struct ocl_dev {
     cl_device_id id;
     cl_context ctx;
     ocl_device_info info;
-    size_t align; /* bytes: sub-buffer offsets are multiples of this */
+    size_t align; /* bytes: CL_DEVICE_MEM_BASE_ADDR_ALIGN (at least 64) */
     size_t max_alloc;
     int fp64;
     pthread_mutex_t mu; /* guards progs */
@@ -58,6 +58,8 @@ void ocl_obj_retain(const void *obj);
 void ocl_obj_release(ocl_obj_kind kind, const void *obj);
 /* References held, over all objects. */
 long ocl_live_objects(void);
+/* Objects of a kind made since the start, and alive now. */
+void ocl_obj_counts(ocl_obj_kind kind, long *made, long *alive);
 /* Violations of the release order since the start (or the last reset);
  * the first one's description into msg. */
 long ocl_obj_violations(char *msg, size_t len);

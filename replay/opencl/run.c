@@ -1,8 +1,8 @@
 /*
  * run.c - OpenCL sessions and runs.  A session owns an in-order queue,
  * its own cl_kernel objects (one set per node: cl_kernel is not
- * thread-safe and sessions run concurrently), the arena as one cl_mem
- * with a sub-buffer per planned buffer (per variant), staging buffers
+ * thread-safe and sessions run concurrently), a pool of buffers that the
+ * planned buffers of each variant share out by lifetime (bind), staging buffers
  * for host inputs/outputs, scratch and the data-error flag.
  *
  * A run: write host inputs (or take the caller's cl_mem), clear the flag,
@@ -23,9 +23,10 @@
 
 typedef struct obound {
     replay_variant *v;
-    cl_mem *mem;  /* per value, this variant (inputs patched per run) */
-    cl_mem *subs; /* per planned buffer */
-    int32_t nsubs;
+    cl_mem *mem;      /* per value, this variant (inputs patched per run) */
+    int32_t *slot_of; /* per planned buffer: its slot of the pool, -1 if empty */
+    size_t *need;     /* per slot: bytes this variant needs */
+    int32_t nslots;
     struct obound *next;
 } obound;
 
@@ -34,8 +35,9 @@ struct ocl_session {
     ocl_plan *op;
     cl_command_queue q;
     cl_kernel *k; /* nnodes x OCL_MAX_KERNELS */
-    cl_mem arena;
-    size_t arena_size;
+    cl_mem *slot; /* the pool: intermediate values, shared by the variants */
+    size_t *slot_size;
+    int32_t nslots;
     obound *bounds;
     /* per graph input and output (as many as the graph has, no fixed cap) */
     int32_t nin, nout;
@@ -98,9 +100,8 @@ cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, si
 
 static void bound_free(obound *b)
 {
-    for (int32_t i = 0; b->subs && i < b->nsubs; i++)
-        ocl_obj_release(OCL_OBJ_SUBBUFFER, b->subs[i]);
-    tg_free(b->subs);
+    tg_free(b->slot_of);
+    tg_free(b->need);
     tg_free(b->mem);
     tg_free(b);
 }
@@ -169,7 +170,7 @@ void ocl_session_free(ocl_session *s)
     tg_free(s->ev);
     tg_free(s->prof_ns);
     /* Kernels first (their arguments name the buffers), then the
-     * sub-buffers, then the buffers they are views of, the queue last. */
+     * buffers, the queue last. */
     for (int32_t i = 0; s->k && i < s->op->nnodes * OCL_MAX_KERNELS; i++)
         ocl_obj_release(OCL_OBJ_KERNEL, s->k[i]);
     drop_bounds(s);
@@ -184,7 +185,10 @@ void ocl_session_free(ocl_session *s)
     for (int i = 0; i < OCL_MAX_SCRATCH; i++)
         release_mem(&s->scratch[i]);
     release_mem(&s->flag);
-    release_mem(&s->arena);
+    for (int32_t j = 0; j < s->nslots; j++)
+        release_mem(&s->slot[j]);
+    tg_free(s->slot);
+    tg_free(s->slot_size);
     ocl_obj_release(OCL_OBJ_QUEUE, s->q);
     tg_free(s->k);
     tg_free(s->host_tmp);
@@ -249,7 +253,57 @@ fail:
     return NULL;
 }
 
-/* Sub-buffers of the arena for variant v. */
+/* Each planned buffer's steps: [first[k], last[k]] over p->items (a
+ * graph output lives to the end). */
+static void buffer_steps(const replay_plan *p, const replay_variant *v, int32_t *first,
+                         int32_t *last)
+{
+    const graph *g = p->g;
+    for (int32_t k = 0; k < v->mp.nbuffers; k++)
+        first[k] = INT32_MAX, last[k] = -1;
+#define TOUCH(id, t)                                                                        \
+    do {                                                                                    \
+        int32_t k_ = v->mp.buffer[(id)];                                                    \
+        if (k_ >= 0) {                                                                      \
+            first[k_] = (t) < first[k_] ? (t) : first[k_];                                  \
+            last[k_] = (t) > last[k_] ? (t) : last[k_];                                     \
+        }                                                                                   \
+    } while (0)
+    for (int32_t t = 0; t < p->nitems; t++) {
+        if (p->items[t].node < 0) {
+            TOUCH(g->guards[p->items[t].guard].value, t);
+            continue;
+        }
+        const graph_node *n = &g->nodes[p->items[t].node];
+        for (int j = 0; j < n->nin; j++)
+            TOUCH(n->in[j], t);
+        for (int j = 0; j < n->nout; j++)
+            TOUCH(n->out[j], t);
+    }
+    for (int32_t i = 0; i < g->noutputs; i++)
+        TOUCH(g->outputs[i].value, p->nitems);
+#undef TOUCH
+}
+
+static const size_t *sort_size; /* for by_size, under bind's sort_mu */
+
+static int by_size(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (sort_size[x] != sort_size[y])
+        return sort_size[x] > sort_size[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * The device memory of variant v: its planned buffers shared out over
+ * slots, each slot one cl_mem of the session's pool, by greedy-by-size
+ * (largest buffer first, into the smallest slot none of whose buffers is
+ * alive at the same steps, else a new slot).  No sub-buffers: NVIDIA's
+ * driver (H100, driver 580) crashed releasing sub-buffers of one arena
+ * buffer (the mlp workload), with standalone buffers it does not; the
+ * arena's offsets are still the CPU's plan.
+ */
 static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
 {
     const graph *g = s->p->g;
@@ -266,19 +320,28 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
             return NULL;
         }
     }
+    int32_t nb = v->mp.nbuffers;
     obound *b = tg_calloc(1, sizeof *b);
-    if (!b)
-        goto oom;
-    b->v = v;
-    b->nsubs = v->mp.nbuffers;
-    b->mem = tg_calloc((size_t)g->nvalues + 1, sizeof *b->mem);
-    b->subs = tg_calloc((size_t)b->nsubs + 1, sizeof *b->subs);
-    size_t *size = tg_calloc((size_t)b->nsubs + 1, sizeof *size);
-    int64_t *off = tg_calloc((size_t)b->nsubs + 1, sizeof *off);
-    if (!b->mem || !b->subs || !size || !off) {
-        tg_free(size);
-        tg_free(off);
-        goto oom;
+    size_t *size = tg_calloc((size_t)nb + 1, sizeof *size);
+    int32_t *first = tg_calloc((size_t)nb + 1, sizeof *first);
+    int32_t *last = tg_calloc((size_t)nb + 1, sizeof *last);
+    int32_t *order = tg_calloc((size_t)nb + 1, sizeof *order);
+    int32_t *next = tg_calloc((size_t)nb + 1, sizeof *next); /* a slot's buffers, listed */
+    int32_t *head = tg_calloc((size_t)nb + 1, sizeof *head); /* per slot: first buffer */
+    if (b) {
+        b->v = v;
+        b->mem = tg_calloc((size_t)g->nvalues + 1, sizeof *b->mem);
+        b->slot_of = tg_calloc((size_t)nb + 1, sizeof *b->slot_of);
+        b->need = tg_calloc((size_t)nb + 1, sizeof *b->need);
+    }
+    if (!b || !b->mem || !b->slot_of || !b->need || !size || !first || !last || !order ||
+        !next || !head) {
+        tg_free(size), tg_free(first), tg_free(last), tg_free(order), tg_free(next);
+        tg_free(head);
+        if (b)
+            bound_free(b);
+        snprintf(err, errlen, "replay: out of memory binding the plan");
+        return NULL;
     }
     for (int32_t i = 0; i < g->nvalues; i++) {
         int32_t k = v->mp.buffer[i];
@@ -286,35 +349,94 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
             continue;
         size_t bytes = (size_t)graph_type_numel(&v->types[i]) * graph_dtype_size(v->types[i].dtype);
         size[k] = bytes > size[k] ? bytes : size[k];
-        off[k] = v->mp.offset[i];
     }
-    cl_int e = CL_SUCCESS;
-    for (int32_t k = 0; k < b->nsubs && e == CL_SUCCESS; k++) {
-        if (!size[k])
-            continue;
-        cl_buffer_region r = {(size_t)off[k], size[k]};
-        b->subs[k] = clCreateSubBuffer(s->arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
-                                       &r, &e);
-        if (b->subs[k])
-            ocl_obj_made(OCL_OBJ_SUBBUFFER, b->subs[k], s->arena);
+    buffer_steps(s->p, v, first, last);
+    int32_t n = 0;
+    for (int32_t k = 0; k < nb; k++) {
+        b->slot_of[k] = -1;
+        if (size[k])
+            order[n++] = k;
     }
-    tg_free(size);
-    tg_free(off);
-    if (e != CL_SUCCESS) {
-        snprintf(err, errlen, "replay: clCreateSubBuffer: %s", ocl_errstr(e));
-        bound_free(b);
-        return NULL;
+    /* qsort has no context argument and sessions bind concurrently */
+    static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&sort_mu);
+    sort_size = size;
+    qsort(order, (size_t)n, sizeof *order, by_size);
+    pthread_mutex_unlock(&sort_mu);
+    for (int32_t r = 0; r < n; r++) {
+        int32_t k = order[r], best = -1;
+        for (int32_t j = 0; j < b->nslots; j++) {
+            if (best >= 0 && b->need[j] >= b->need[best])
+                continue;
+            int clash = 0;
+            for (int32_t m = head[j]; m >= 0 && !clash; m = next[m])
+                clash = first[m] <= last[k] && first[k] <= last[m];
+            if (!clash)
+                best = j;
+        }
+        if (best < 0) {
+            best = b->nslots++;
+            head[best] = -1;
+            b->need[best] = size[k];
+        }
+        next[k] = head[best];
+        head[best] = k;
+        b->slot_of[k] = best;
     }
-    for (int32_t i = 0; i < g->nvalues; i++) {
-        int32_t k = v->mp.buffer[i];
-        b->mem[i] = k >= 0 ? b->subs[k] : NULL;
-    }
+    tg_free(size), tg_free(first), tg_free(last), tg_free(order), tg_free(next), tg_free(head);
     return b;
-oom:
-    if (b)
-        bound_free(b);
-    snprintf(err, errlen, "replay: out of memory binding the plan");
-    return NULL;
+}
+
+/* Grows the session's pool to hold bound b's slots (dropping the other
+ * bounds when a buffer they use is replaced), then points b's values at
+ * them.  Returns 0, or -1 with err. */
+static int fill_slots(ocl_session *s, obound *b, char *err, size_t errlen)
+{
+    /* Refused before allocating: drivers may allocate lazily and fail (or
+     * swap) only when a kernel touches the memory. */
+    const ocl_dev *d = s->op->dev;
+    size_t total = 0, big = 0;
+    for (int32_t j = 0; j < b->nslots; j++) {
+        total += b->need[j];
+        big = b->need[j] > big ? b->need[j] : big;
+    }
+    if ((d->max_alloc && big > d->max_alloc) || (d->info.global_mem && total > d->info.global_mem)) {
+        snprintf(err, errlen, "replay: OpenCL device %s out of memory: the intermediate values "
+                 "need %zu bytes (the largest buffer %zu), the device has %zu (at most %zu in "
+                 "one buffer)", d->info.name, total, big, d->info.global_mem, d->max_alloc);
+        return -1;
+    }
+    if (b->nslots > s->nslots) {
+        cl_mem *m = tg_realloc(s->slot, sizeof *m * (size_t)b->nslots);
+        size_t *z = m ? tg_realloc(s->slot_size, sizeof *z * (size_t)b->nslots) : NULL;
+        if (m)
+            s->slot = m;
+        if (z)
+            s->slot_size = z;
+        if (!m || !z) {
+            snprintf(err, errlen, "replay: out of memory binding the plan");
+            return -1;
+        }
+        for (int32_t j = s->nslots; j < b->nslots; j++)
+            s->slot[j] = NULL, s->slot_size[j] = 0;
+        s->nslots = b->nslots;
+    }
+    for (int32_t j = 0; j < b->nslots; j++) {
+        if (s->slot[j] && s->slot_size[j] >= b->need[j])
+            continue;
+        drop_bounds(s); /* they point at the buffer being replaced */
+        release_mem(&s->slot[j]);
+        s->slot_size[j] = 0;
+        if (!(s->slot[j] = new_buffer(s, b->need[j], "intermediate values", err, errlen)))
+            return -1;
+        s->slot_size[j] = b->need[j];
+    }
+    const graph *g = s->p->g;
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        int32_t k = b->v->mp.buffer[i];
+        b->mem[i] = k >= 0 && b->slot_of[k] >= 0 ? s->slot[b->slot_of[k]] : NULL;
+    }
+    return 0;
 }
 
 /* The bound state for these inputs; NULL with *st and err on failure. */
@@ -328,16 +450,11 @@ static obound *bound_for(ocl_session *s, const replay_tensor *const *in, tg_stat
     for (obound *b = s->bounds; b; b = b->next)
         if (b->v == v)
             return b;
-    if (v->mp.arena_bytes > s->arena_size || !s->arena) {
-        drop_bounds(s); /* their sub-buffers are of the old arena */
-        release_mem(&s->arena);
-        s->arena_size = 0;
-        s->arena = new_buffer(s, v->mp.arena_bytes, "the arena", err, errlen);
-        if (!s->arena)
-            return NULL;
-        s->arena_size = v->mp.arena_bytes;
-    }
     obound *b = bind(s, v, err, errlen);
+    if (b && fill_slots(s, b, err, errlen) != 0) {
+        bound_free(b);
+        b = NULL;
+    }
     if (b) {
         b->next = s->bounds;
         s->bounds = b;
