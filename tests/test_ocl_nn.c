@@ -6,9 +6,10 @@
  * (groups, stride, asymmetric padding, dilation, depthwise, blocked
  * layout; depthwise under both TG_OPENCL_DW paths), the pools,
  * batch_norm, layer_norm, softmax, log_softmax, the reductions (f32 / i32 /
- * i64, axes, keepdim, empty, NaN) and argmax / argmin (ties, select_last, NaN; the i64 indices exactly).  Shapes
- * are odd on purpose, so tiles are partial; both the tiled kernels and
- * their one-item-per-output fallbacks run.
+ * i64, axes, keepdim, empty, NaN) and argmax / argmin (ties,
+ * select_last, NaN; the i64 indices exactly).  Shapes are odd on
+ * purpose, so tiles are partial; both the tiled kernels and their
+ * one-item-per-output fallbacks run.
  *
  * Each case is one node: a graph with the node's inputs as graph inputs
  * (or constants, where constant uploads should be covered), compiled for
