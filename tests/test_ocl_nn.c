@@ -4,11 +4,12 @@
  * matmul (batch broadcasting, transposes, 1-D operands), linear and
  * linear_ep (every epilogue step), conv2d / conv2d_ep / conv2d_blk
  * (groups, stride, asymmetric padding, dilation, depthwise, blocked
- * layout), the pools, batch_norm, layer_norm, softmax, log_softmax, the
- * reductions (f32 / i32 / i64, axes, keepdim, empty, NaN) and argmax /
- * argmin (ties, select_last, NaN; the i64 indices exactly).  Shapes
- * are odd on purpose, so tiles are partial; both the tiled kernels and
- * their one-item-per-output fallbacks run.
+ * layout; depthwise under both TG_OPENCL_DW paths), the pools,
+ * batch_norm, layer_norm, softmax, log_softmax, the reductions (f32 / i32 /
+ * i64, axes, keepdim, empty, NaN) and argmax / argmin (ties,
+ * select_last, NaN; the i64 indices exactly).  Shapes are odd on
+ * purpose, so tiles are partial; both the tiled kernels and their
+ * one-item-per-output fallbacks run.
  *
  * Each case is one node: a graph with the node's inputs as graph inputs
  * (or constants, where constant uploads should be covered), compiled for
@@ -453,6 +454,68 @@ static void test_conv(void)
     conv_case(blk, 2, 1, &hard, 0);
 }
 
+/*
+ * Depthwise convs (ops_dw.c, cl/nn_dw.cl): every tile shape of
+ * nn_dw_tiled (outputs >= 24, 12.., 6.. and < 6 wide, several channels per
+ * work-group with a partial last one), strides 1-3, asymmetric pads,
+ * dilations, 3x3 to 7x7 and 1x5, channel multipliers 1 and 2, a halo too
+ * large to stage (the nn_conv_direct fallback), epilogues and the blocked
+ * layout; under TG_OPENCL_DW=tiled and =direct, and a bad value refused.
+ */
+static void test_depthwise(void)
+{
+    graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
+                            GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
+    graph_ints relu = {1, {GRAPH_POST_RELU}}, add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
+    /* n c h w o kh kw sh sw pt pl pb pr dh dw groups */
+    const conv_geom plain[] = {
+        {2, 5, 31, 37, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},     /* 32-wide tiles */
+        {1, 7, 30, 29, 7, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 7},     /* stride 2, 15 wide */
+        {1, 6, 17, 13, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6},     /* 5x5, 13 wide */
+        {3, 9, 14, 14, 9, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 9},     /* 7x7 s2: 7 wide, 4 ch */
+        {2, 19, 5, 4, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 19},    /* 4 wide: 16 ch, partial */
+        {1, 4, 23, 26, 8, 3, 3, 1, 2, 2, 0, 1, 3, 2, 3, 4},     /* multiplier 2, dilated */
+        {1, 3, 40, 40, 3, 7, 7, 1, 1, 36, 36, 36, 36, 12, 12, 3}, /* halo too big: direct */
+        {1, 5, 11, 60, 5, 1, 5, 1, 3, 0, 2, 0, 2, 1, 1, 5},     /* 1x5, stride 3 wide */
+    };
+    const conv_geom blocked[] = {
+        {2, 32, 9, 10, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 32},
+        {1, 16, 28, 27, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 16},
+        {1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16}, /* multiplier 2 */
+    };
+    static const char *const modes[] = {"tiled", "direct"};
+    for (int m = 0; m < 2; m++) {
+        setenv("TG_OPENCL_DW", modes[m], 1);
+        for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+            conv_case(plain[i], 0, i % 2, NULL, 0);
+            conv_case(plain[i], 1, 1, i % 2 ? &every : &relu, 0.2f);
+        }
+        for (size_t i = 0; i < sizeof blocked / sizeof blocked[0]; i++) {
+            conv_case(blocked[i], 2, 1, &add_relu, 0);
+            conv_case(blocked[i], 2, 1, &every, -0.1f);
+        }
+    }
+    /* a value neither tiled nor direct fails the compile, naming it */
+    setenv("TG_OPENCL_DW", "fast", 1);
+    graph *g = graph_new("dw_env");
+    graph_type tx = F32(1, 4, 5, 5), tw = F32(4, 1, 3, 3);
+    int32_t in[2] = {graph_add_value(g, GRAPH_VALUE_INPUT, &tx, "x"),
+                     graph_add_value(g, GRAPH_VALUE_INPUT, &tw, "w")}, y = -1;
+    graph_add_input(g, in[0]);
+    graph_add_input(g, in[1]);
+    graph_conv2d_attrs a = {{0}, {0}, {0}, 4};
+    graph_add_node(g, GRAPH_OP_conv2d, in, 2, &a, &y, 1);
+    graph_add_output(g, y, "y");
+    char err[2048] = "";
+    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p == NULL, "TG_OPENCL_DW=fast compiled");
+    CHECK_MSG(strstr(err, "TG_OPENCL_DW=\"fast\"") != NULL, "TG_OPENCL_DW=fast: %s", err);
+    replay_plan_free(p);
+    graph_free(g);
+    unsetenv("TG_OPENCL_DW");
+}
+
 /* ---- pools ---- */
 
 /* kind 0 max, 1 avg (include_pad as given). */
@@ -857,6 +920,7 @@ int main(void)
     test_matmul();
     test_linear();
     test_conv();
+    test_depthwise();
     test_pool();
     test_norm();
     test_reduce();

@@ -58,8 +58,9 @@
  *
  * Registration: ocl_ops() builds the table once by calling
  * ocl_register_ew (ops_ew.c), ocl_register_shape (ops_shape.c),
- * ocl_register_fused (ops_fused.c) and ocl_register_nn (ops_nn.c); each
- * fills its own slots.  A NULL slot is an unsupported op.
+ * ocl_register_fused (ops_fused.c), ocl_register_nn (ops_nn.c), then
+ * ocl_register_dw (ops_dw.c), which wraps slots ocl_register_nn filled;
+ * each fills its own slots.  A NULL slot is an unsupported op.
  *
  * Data errors found by a kernel (bad gather indices, integer division
  * by zero): see ocl_launch.flag; the run fails after it completes.
@@ -158,6 +159,20 @@ void ocl_register_ew(const ocl_op **t);
 void ocl_register_shape(const ocl_op **t);
 void ocl_register_fused(const ocl_op **t);
 void ocl_register_nn(const ocl_op **t);
+/* Registered after ocl_register_nn: the depthwise conv (ops_dw.c) takes
+ * the shapes it handles and passes the rest to the op it replaces. */
+void ocl_register_dw(const ocl_op **t);
+
+/*
+ * conv2d, conv2d_ep, conv2d_blk (ops_nn.c): groups and epilogue of the
+ * node's attributes, and the int8 geometry of cl/nn_conv.cl (g0 = C, H, W,
+ * O, OH, OW, KH, KW; g1 = strides, pads top/left, dilations, groups,
+ * blocked bits) from this run's types.  post is NULL for plain conv2d.
+ */
+void ocl_conv_describe(graph_op op, const void *attrs, int64_t *groups,
+                       const graph_ints **post, graph_post_prm *prm);
+void ocl_conv_geometry(graph_op op, const void *attrs, const graph_type *x,
+                       const graph_type *w, const graph_type *y, int32_t g0[8], int32_t g1[8]);
 
 /* ---- prepare helpers (each returns TG_OK or an error with c->err set) ---- */
 

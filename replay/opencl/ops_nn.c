@@ -266,12 +266,19 @@ static tg_status conv_prepare(ocl_prep *c)
 /* Output channels per group at or above which the tiled kernel runs. */
 #define NN_CONV_TILED_MIN 16
 
-static tg_status conv_enqueue(ocl_launch *l, graph_op op)
+void ocl_conv_describe(graph_op op, const void *attrs, int64_t *groups,
+                       const graph_ints **post, graph_post_prm *prm)
 {
-    conv_attrs a = conv_attrs_of(op, l->attrs);
-    const graph_type *x = &l->in_type[0], *w = &l->in_type[1], *y = &l->out_type[0];
-    if (graph_type_numel(y) == 0)
-        return TG_OK;
+    conv_attrs a = conv_attrs_of(op, attrs);
+    *groups = a.groups;
+    *post = a.post;
+    *prm = a.prm;
+}
+
+void ocl_conv_geometry(graph_op op, const void *attrs, const graph_type *x,
+                       const graph_type *w, const graph_type *y, int32_t g0[8], int32_t g1[8])
+{
+    conv_attrs a = conv_attrs_of(op, attrs);
     int64_t st[2], dil[2], pad[4];
     ints_pair(a.stride, 1, st);
     ints_pair(a.dilation, 1, dil);
@@ -279,11 +286,23 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     /* C and O from the weights: blocked values may have padded blocks;
      * a blocked conv's x may be plain (a stem) */
     int blk = a.blocked ? (x->ndim == 5) | 2 : 0;
-    int32_t g0[8] = {(int32_t)(w->dim[1] * a.groups), (int32_t)x->dim[2], (int32_t)x->dim[3],
-                     (int32_t)w->dim[0], (int32_t)y->dim[2], (int32_t)y->dim[3],
-                     (int32_t)w->dim[2], (int32_t)w->dim[3]};
-    int32_t g1[8] = {(int32_t)st[0], (int32_t)st[1], (int32_t)pad[0], (int32_t)pad[1],
-                     (int32_t)dil[0], (int32_t)dil[1], (int32_t)a.groups, blk};
+    const int32_t v0[8] = {(int32_t)(w->dim[1] * a.groups), (int32_t)x->dim[2],
+                           (int32_t)x->dim[3], (int32_t)w->dim[0], (int32_t)y->dim[2],
+                           (int32_t)y->dim[3], (int32_t)w->dim[2], (int32_t)w->dim[3]};
+    const int32_t v1[8] = {(int32_t)st[0], (int32_t)st[1], (int32_t)pad[0], (int32_t)pad[1],
+                           (int32_t)dil[0], (int32_t)dil[1], (int32_t)a.groups, blk};
+    memcpy(g0, v0, sizeof v0);
+    memcpy(g1, v1, sizeof v1);
+}
+
+static tg_status conv_enqueue(ocl_launch *l, graph_op op)
+{
+    conv_attrs a = conv_attrs_of(op, l->attrs);
+    const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
+    if (graph_type_numel(y) == 0)
+        return TG_OK;
+    int32_t g0[8], g1[8];
+    ocl_conv_geometry(op, l->attrs, x, &l->in_type[1], y, g0, g1);
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
     int64_t n = x->dim[0], o = g0[3], mg = o / a.groups, p = (int64_t)g0[4] * g0[5];
     int tiled = mg >= NN_CONV_TILED_MIN;

@@ -21,6 +21,7 @@ static void table_init(void)
     ocl_register_shape(table);
     ocl_register_fused(table);
     ocl_register_nn(table);
+    ocl_register_dw(table);
 }
 
 const ocl_op *const *ocl_ops(void)
