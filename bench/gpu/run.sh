@@ -20,7 +20,8 @@
 # assert torch.cuda.is_available()'` succeeds, torch_cuda.py over the same
 # workloads: ours, torch, ours, torch...  merge.py pools every run of every
 # round into medians and writes DIR/gpu.json and DIR/gpu.md (the rounds'
-# own files stay in DIR/rounds/); the table is printed last.
+# own files stay in DIR/rounds/, or travel as DIR/rounds.tar.gz under $OUT);
+# the table is printed last.
 # DIR: --out, else $OUT/gpu when $OUT is set (the GPU machine's folder that
 # comes back), else bench/results/gpu in the build tree, ./gpu-results in a
 # bundle.  PYTHON: the interpreter for the peer and merge.py (default python3).
@@ -70,8 +71,10 @@ else
 fi
 py=${PYTHON:-python3}
 export TG_OPENCL_CACHE=${TG_OPENCL_CACHE:-/tmp/tracegraph-gpu-bench-cache}
-mkdir -p "$out/rounds" || exit 2
-rm -f "$out"/rounds/*.json "$out/gpu.json" "$out/gpu.md" # never mix in an older run's rounds
+rdir=$out/rounds
+case $out in "${OUT:-/nonexistent}"/*) rdir=$(mktemp -d) ;; esac
+mkdir -p "$out" "$rdir" || exit 2
+rm -f "$rdir"/*.json "$out/gpu.json" "$out/gpu.md" "$out/rounds.tar.gz" # never mix in an older run's rounds
 
 # The peer: CUDA through PyTorch, or why not.
 peer_why=
@@ -94,11 +97,11 @@ t0=$(date +%s)
 st=0
 ours=() peers=()
 for r in $(seq 1 "$rounds"); do
-    f=$out/rounds/ours-$r.json
+    f=$rdir/ours-$r.json
     "$bench" "${flags[@]}" --out "$f" || st=1
     [ -s "$f" ] && ours+=("$f")
     if [ -z "$peer_why" ]; then
-        f=$out/rounds/torch-$r.json
+        f=$rdir/torch-$r.json
         "$py" "$here/../peers/torch_cuda.py" --device "$peer_device" \
             ${workloads:+--workloads "$workloads"} $quick --out "$f" ||
             echo "run.sh: the peer's round $r failed (its records say why)" >&2
@@ -110,8 +113,17 @@ echo "run.sh: $rounds rounds in $(( $(date +%s) - t0 )) s" >&2
 if [ ${#peers[@]} -eq 0 ]; then
     why=${peer_why:-the peer wrote no result}
     printf '{"schema": "tracegraph-torch-cuda-round-1", "ok": false, "error": "%s", "device": null, "torch": null, "records": []}\n' \
-        "$(printf '%s' "$why" | tr -d '"\\')" > "$out/rounds/torch-none.json"
-    peers=("$out/rounds/torch-none.json")
+        "$(printf '%s' "$why" | tr -d '"\\')" > "$rdir/torch-none.json"
+    peers=("$rdir/torch-none.json")
 fi
-"$py" "$here/merge.py" "$out/gpu.json" "$out/gpu.md" "${ours[@]}" --peer "${peers[@]}" || st=1
+# Under $OUT (the GPU machine's folder that comes back, at most 8 files) the
+# rounds travel as one archive, made before the table is printed.
+"$py" "$here/merge.py" "$out/gpu.json" "$out/gpu.md" "${ours[@]}" --peer "${peers[@]}" \
+    > "$rdir/table.txt" || st=1
+if [ "$rdir" != "$out/rounds" ]; then
+    tar -czf "$out/rounds.tar.gz" -C "$rdir" --exclude table.txt . || st=1
+fi
+cat "$rdir/table.txt"
+rm -f "$rdir/table.txt"
+[ "$rdir" = "$out/rounds" ] || rm -rf "$rdir"
 exit $st
