@@ -19,6 +19,11 @@
 #                  imported -O0/-O3, checked against PyTorch, timed against
 #                  ONNX Runtime (installs python3-torchvision and onnxruntime-node;
 #                  bench/results/real.{json,md}, docs/PERFORMANCE.md table)
+#   make bench-gpu the GPU benchmark (issue 20): the workloads on an OpenCL
+#                  device (GPU_FLAGS=--device N), host-copy and device-resident,
+#                  vs PyTorch CUDA eager and CUDA graphs where torch has CUDA
+#                  (bench/results/gpu/gpu.{json,md}); make bench-gpu-bundle packs
+#                  it for a machine without a build tree (bench/gpu/run.sh)
 #   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
 #   make install   cmake --install build (PREFIX=/usr/local)
 
@@ -29,7 +34,7 @@ JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 35
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-real fuzz install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-real bench-gpu bench-gpu-bundle fuzz install clean
 
 all: build
 
@@ -135,6 +140,28 @@ bench: build
 REAL_FLAGS ?=
 bench-real: build
 	bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
+
+# The GPU benchmark of issue 20 (bench/gpu/run.sh): the workloads on one
+# OpenCL device, CPU eager vs OpenCL replay -O0..-O3, host-copy and
+# device-resident, checked against the CPU replay, next to PyTorch CUDA
+# eager and CUDA graphs where torch has CUDA (rounds alternating);
+# bench/results/gpu/gpu.{json,md}, the table printed last.  GPU_FLAGS: e.g.
+# --device 1, --quick, --workloads mlp,tiny, --rounds 5.
+# bench-gpu-bundle: the same as a bundle for a machine without a build tree
+# (GPU_BUNDLE, default .gpu; ../shared/gpu/bundle.sh packs the programs and
+# their libraries; the scripts are copied beside them), then run there:
+#   GPU_BUNDLE/bench/gpu/run.sh --quick --device 0
+GPU_FLAGS ?=
+GPU_BUNDLE ?= .gpu
+GPU_BUNDLE_SH ?= ../shared/gpu/bundle.sh
+bench-gpu: build
+	bench/gpu/run.sh $(GPU_FLAGS)
+
+bench-gpu-bundle: build
+	$(GPU_BUNDLE_SH) $(GPU_BUNDLE) $(BUILD)/gpu_bench $(BUILD)/tracegraph
+	mkdir -p $(GPU_BUNDLE)/bench/gpu $(GPU_BUNDLE)/bench/peers
+	cp bench/gpu/run.sh bench/gpu/merge.py $(GPU_BUNDLE)/bench/gpu/
+	cp bench/peers/torch_cuda.py bench/peers/torch_workloads.py $(GPU_BUNDLE)/bench/peers/
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)

@@ -6,7 +6,16 @@
  * bind the plan and warm the caches.  A long benchmark shows progress on
  * stderr: one carriage-return-updated line on a terminal, a plain line
  * every few seconds otherwise (logs, CI), starting once it has run ~2 s.
+ *
+ * --backend opencl times two ways, the same warm-up and runs each (issue
+ * 20): host-copy (host inputs written to the device and outputs read back
+ * into the session's host buffers every run, what replay_run with host data
+ * costs) and device-resident (inputs and outputs as cl_mem in the plan's
+ * context, replay_tensor.buffer: the inputs written once before timing, no
+ * host copy in a run).
  */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -32,6 +41,12 @@ static void bench_help(void)
            "  --seed N          seed of the random inputs (default 1)\n"
            "  --backend B       replay backend, cpu or opencl (default cpu)\n"
            "  --device D        OpenCL device: index or name substring\n\n"
+           "With --backend opencl two lines of times, the same runs each:\n"
+           "  host-copy         replay_run on host data: every run writes the inputs\n"
+           "                    to the device and reads the outputs back\n"
+           "  device-resident   inputs and outputs as cl_mem on the device\n"
+           "                    (replay_tensor.buffer; the inputs written once before\n"
+           "                    timing): no host copies, one wait per run\n\n"
            "exit codes: 0 ok, 1 error, 2 bad command line, 3 a guard failed.\n\n"
            "example:\n  tracegraph bench model.tgraph --runs 1000 --threads 4\n");
 }
@@ -59,18 +74,20 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Runs the warm-up and the timed runs; times[] in seconds. */
-static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
+/* Runs the warm-up and the timed runs of in -> outs; times[] in seconds.
+ * outs NULL: the session's own output buffers (host). */
+static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *in,
+                     replay_tensor *outs, double *times)
 {
-    replay_tensor *outs = cli_outputs_new(o->cmd, s->g);
-    if (!outs)
+    replay_tensor *own = outs ? NULL : cli_outputs_new(o->cmd, s->g);
+    if (!outs && !own)
         return CLI_ERROR;
     progress p = {cli_now(), 0, isatty(2), 0};
     for (long k = 0; k < o->warmup + o->runs; k++) {
-        for (int i = 0; i < s->g->noutputs; i++)
-            outs[i] = (replay_tensor){s->g->outputs[i].name, {0}, NULL};
+        for (int i = 0; own && i < s->g->noutputs; i++)
+            own[i] = (replay_tensor){s->g->outputs[i].name, {0}, NULL, NULL};
         double t0 = cli_now();
-        tg_status st = replay_run(s->session, s->in.t, s->in.n, outs, s->g->noutputs);
+        tg_status st = replay_run(s->session, in, s->in.n, outs ? outs : own, s->g->noutputs);
         double t1 = cli_now();
         if (st != TG_OK) {
             if (p.shown && p.tty)
@@ -79,7 +96,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
             if (st == TG_ERR_GUARD && s->random_inputs)
                 cli_error(o->cmd, "the inputs were random: give inputs that take the traced "
                           "path with -i");
-            tg_free(outs);
+            tg_free(own);
             return cli_exit_code(st);
         }
         if (k >= o->warmup)
@@ -91,28 +108,136 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, double *times)
     }
     if (p.shown && p.tty)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    tg_free(outs);
+    tg_free(own);
     return CLI_OK;
 }
 
-static void print_stats(const cli_run_opts *o, const cli_setup *s, double *times)
+/* "  min .. median .. mean .. max .. ms" after label, then runs/s. */
+static void print_times(const char *label, long n, double *times)
 {
-    long n = o->runs;
     double sum = 0;
     for (long i = 0; i < n; i++)
         sum += times[i];
     qsort(times, (size_t)n, sizeof *times, cmp_double);
     double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    printf("  %smin %.4g ms  median %.4g ms  mean %.4g ms  max %.4g ms\n", label, times[0] * 1e3,
+           median * 1e3, sum / (double)n * 1e3, times[n - 1] * 1e3);
+    printf("  %s%.1f runs/s\n", label, sum > 0 ? (double)n / sum : 0.0);
+}
+
+static void print_header(const cli_run_opts *o, const cli_setup *s)
+{
     printf("bench %s: %s, %d thread%s, %ld runs after %ld warm-up, ", o->file,
            o->replay.backend == REPLAY_CPU ? "cpu" : "opencl", o->replay.threads,
-           o->replay.threads > 1 ? "s" : "", n, o->warmup);
+           o->replay.threads > 1 ? "s" : "", o->runs, o->warmup);
     if (s->random_inputs)
         printf("random inputs (seed %ld)\n", o->seed);
     else
         printf("inputs from .npy\n");
-    printf("  min %.4g ms  median %.4g ms  mean %.4g ms  max %.4g ms\n", times[0] * 1e3,
-           median * 1e3, sum / (double)n * 1e3, times[n - 1] * 1e3);
-    printf("  %.1f runs/s\n", sum > 0 ? (double)n / sum : 0.0);
+}
+
+/* cl_mem buffers for the device-resident runs: the inputs (written once)
+ * and outputs (sized as host run's outputs, in the plan's context). */
+typedef struct dev_io {
+    int nin, nout;
+    replay_tensor *in, *out;
+} dev_io;
+
+static void dev_io_free(dev_io *d)
+{
+    for (int i = 0; d->in && i < d->nin; i++)
+        if (d->in[i].buffer)
+            clReleaseMemObject((cl_mem)d->in[i].buffer);
+    for (int i = 0; d->out && i < d->nout; i++)
+        if (d->out[i].buffer)
+            clReleaseMemObject((cl_mem)d->out[i].buffer);
+    tg_free(d->in);
+    tg_free(d->out);
+}
+
+static size_t tensor_bytes(const graph_type *t)
+{
+    return (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
+}
+
+static int dev_io_new(const cli_run_opts *o, cli_setup *s, dev_io *d)
+{
+    *d = (dev_io){s->in.n, s->g->noutputs, NULL, NULL};
+    cl_context ctx = replay_opencl_context(s->plan);
+    cl_device_id dev = NULL;
+    cl_command_queue q = NULL;
+    cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
+    if (e == CL_SUCCESS)
+        q = clCreateCommandQueue(ctx, dev, 0, &e);
+    /* one host run gives the output types at these inputs */
+    replay_tensor *outs = cli_outputs_new(o->cmd, s->g);
+    d->in = tg_calloc((size_t)d->nin + 1, sizeof *d->in);
+    d->out = tg_calloc((size_t)d->nout + 1, sizeof *d->out);
+    if (!outs || !d->in || !d->out) {
+        if (q)
+            clReleaseCommandQueue(q);
+        tg_free(outs);
+        dev_io_free(d);
+        cli_error(o->cmd, "out of memory");
+        return CLI_ERROR;
+    }
+    tg_status st = replay_run(s->session, s->in.t, s->in.n, outs, d->nout);
+    if (st != TG_OK) {
+        cli_error(o->cmd, "%s", replay_session_error(s->session));
+        e = CL_SUCCESS;
+    }
+    for (int i = 0; st == TG_OK && e == CL_SUCCESS && i < d->nin; i++) {
+        size_t bytes = tensor_bytes(&s->in.t[i].type);
+        d->in[i] = (replay_tensor){s->in.t[i].name, s->in.t[i].type, NULL, NULL};
+        cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
+        d->in[i].buffer = m;
+        if (e == CL_SUCCESS && bytes)
+            e = clEnqueueWriteBuffer(q, m, CL_TRUE, 0, bytes, s->in.t[i].data, 0, NULL, NULL);
+    }
+    for (int i = 0; st == TG_OK && e == CL_SUCCESS && i < d->nout; i++) {
+        size_t bytes = tensor_bytes(&outs[i].type);
+        d->out[i] = (replay_tensor){outs[i].name, outs[i].type, NULL, NULL};
+        d->out[i].buffer = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
+    }
+    if (q)
+        clReleaseCommandQueue(q);
+    tg_free(outs);
+    if (st == TG_OK && e != CL_SUCCESS)
+        cli_error(o->cmd, "cannot make the device buffers of the device-resident runs "
+                  "(OpenCL error %d)", e);
+    if (st != TG_OK || e != CL_SUCCESS) {
+        dev_io_free(d);
+        return st != TG_OK ? cli_exit_code(st) : CLI_ERROR;
+    }
+    return CLI_OK;
+}
+
+/* OpenCL: host-copy runs, then device-resident ones. */
+static int bench_opencl(const cli_run_opts *o, cli_setup *s, double *times)
+{
+    int rc = time_runs(o, s, s->in.t, NULL, times);
+    if (rc != CLI_OK)
+        return rc;
+    double *dtimes = tg_malloc(sizeof(double) * (size_t)o->runs);
+    dev_io d = {0, 0, NULL, NULL};
+    if (!dtimes) {
+        cli_error(o->cmd, "out of memory for %ld timings", o->runs);
+        return CLI_ERROR;
+    }
+    rc = dev_io_new(o, s, &d);
+    if (rc == CLI_OK)
+        rc = time_runs(o, s, d.in, d.out, dtimes);
+    if (rc == CLI_OK) {
+        print_header(o, s);
+        printf("  host-copy (inputs written to the device, outputs read back, each run):\n");
+        print_times("  ", o->runs, times);
+        printf("  device-resident (inputs and outputs as cl_mem on the device, no host copies):\n");
+        print_times("  ", o->runs, dtimes);
+    }
+    if (d.in || d.out)
+        dev_io_free(&d);
+    tg_free(dtimes);
+    return rc;
 }
 
 int cli_bench(int argc, char **argv)
@@ -132,10 +257,15 @@ int cli_bench(int argc, char **argv)
         cli_error(o.cmd, "out of memory for %ld timings", o.runs);
         rc = CLI_ERROR;
     }
-    if (rc == CLI_OK)
-        rc = time_runs(&o, &s, times);
-    if (rc == CLI_OK)
-        print_stats(&o, &s, times);
+    if (rc == CLI_OK && o.replay.backend == REPLAY_OPENCL) {
+        rc = bench_opencl(&o, &s, times);
+    } else if (rc == CLI_OK) {
+        rc = time_runs(&o, &s, s.in.t, NULL, times);
+        if (rc == CLI_OK) {
+            print_header(&o, &s);
+            print_times("", o.runs, times);
+        }
+    }
     tg_free(times);
     cli_teardown(&s);
     cli_run_opts_free(&o);

@@ -265,6 +265,27 @@ PKG_CONFIG_PATH="$libdir" c++ -std=c++17 "$tmp/consumer/main.cpp" -o "$tmp/consu
 LD_LIBRARY_PATH="$(dirname "$libdir")" "$tmp/consumer/pcxx"
 echo "install check: pkg-config consumers (C, C++) OK"
 
+# The device-resident OpenCL example (examples/opencl_device_resident.c)
+# uses the installed headers only, plus the OpenCL API it calls itself
+# (-lOpenCL): cl_mem inputs and outputs in the plan's context, N runs with
+# no host copy, one read back compared with the CPU replay.  It must build
+# here; it must run and match where an OpenCL platform exists (PoCL in CI),
+# and says it skipped (exit 77) where none does.
+PKG_CONFIG_PATH="$libdir" cc -std=c11 -Wall -Wextra -Werror "$src/examples/opencl_device_resident.c" \
+    -o "$tmp/consumer/device_resident" $(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs tracegraph) \
+    -lOpenCL -lm
+st=0
+LD_LIBRARY_PATH="$(dirname "$libdir")" "$tmp/consumer/device_resident" > "$tmp/dr.out" || st=$?
+cat "$tmp/dr.out"
+if [ $st -eq 77 ]; then
+    echo "install check: SKIP the device-resident OpenCL example: no OpenCL platform"
+elif [ $st -ne 0 ] || ! grep -q "device-resident replay matches the CPU replay" "$tmp/dr.out"; then
+    echo "install check: examples/opencl_device_resident.c built against the prefix failed (exit $st)" >&2
+    exit 1
+else
+    echo "install check: the device-resident OpenCL example (installed headers only) OK"
+fi
+
 # The README's example, as a newcomer would build it: the C block between
 # <!-- example:begin --> and <!-- example:end -->, compiled with the
 # README's pkg-config command (-Wl,-rpath to the prefix's libdir, so it

@@ -96,4 +96,54 @@ if command -v gnuplot >/dev/null; then
     [ -s a.png ] && good || bad "plot.sh wrote no a.png"
 fi
 
+# The GPU benchmark (issue 20).  merge.py on hand-written rounds, known
+# answers: every run of every round pooled (device -O2: 3,1,2 and 5 -> median
+# of 1,2,3,5 is 3, the upper middle as suite.c takes it), the largest error
+# of any round, the ratio to the peer's CUDA-graph median (2,4,6 -> 4), and
+# a level above 1e-4 fails the merge and is marked in the table.
+round() { # round FILE DEVICE_O2_TIMES O2_DEVICE_ERR
+    local lv='' l
+    for l in 0 1 2 3; do
+        local dev='[9]' err=0
+        [ $l = 2 ] && dev=$2 && err=$3
+        lv+="${lv:+,}{\"level\": $l, \"ok\": true, \"error\": \"\", \"compile_ms\": 1, \"cpu_vs_eager\": 0,
+          \"host_rel_err\": 0, \"device_rel_err\": $err, \"host_ms\": [10], \"device_ms\": $dev}"
+    done
+    printf '{"schema": "tracegraph-gpu-round-1", "device": "Dev / X", "cpu": "C", "cores": 2,
+      "threads": 2, "date": "D", "ok": true, "records": [{"workload": "mlp", "desc": "", "ok": true,
+      "error": "", "eager_ms": [7, 8], "levels": [%s]}]}\n' "$lv" > "$1"
+}
+round r1.json '[3, 1, 2]' 2e-5
+round r2.json '[5]' 3e-5
+echo '{"schema": "tracegraph-torch-cuda-round-1", "ok": true, "error": "", "device": "GPU Z",
+  "torch": "9.9", "records": [{"workload": "mlp", "ok": true, "error": "", "eager_ms": [1],
+  "graph_ms": [2, 6, 4], "eager_rel_err": 0, "graph_rel_err": 1e-6}]}' > p1.json
+expect 0 python3 "$SRC/bench/gpu/merge.py" m.json m.md r1.json r2.json --peer p1.json
+has m.json '"best_device_ms": 3,'
+has m.json '"best_level": 2,'
+has m.json '"vs_cuda_graph": 0.75'
+has m.json '"device_rel_err": 3e-05'
+has m.md "| mlp | 8 | 10 / 9 | 10 / 9 | 10 / **3** | 10 / 9 | 3.0e-05 | 1 | 4 | 0.75× |"
+[ "$(tail -n 1 out)" = "$(tail -n 1 m.md)" ] && good || bad "merge.py: the table is not printed last"
+round r3.json '[4]' 2e-4
+expect 1 python3 "$SRC/bench/gpu/merge.py" m.json m.md r1.json r3.json --peer p1.json
+has m.md "| 10 / **3** ✗ |"
+has m.md "| 2.0e-04 ✗ |"
+
+# bench/gpu/run.sh end to end on the first OpenCL device (PoCL in CI): one
+# quick round of tiny, no peer; the table last.
+if "$BUILD/tracegraph" devices > /dev/null 2>&1; then
+    expect 0 env BUILD="$BUILD" "$SRC/bench/gpu/run.sh" --quick --rounds 1 --workloads tiny \
+        --no-peer --device 0 --out gpu
+    has err "run.sh: --no-peer, peer skipped"
+    has gpu/gpu.json '"schema": "tracegraph-gpu-1"'
+    has gpu/gpu.md "| tiny | "
+    [ -s gpu/rounds/ours-1.json ] && good || bad "run.sh kept no round file"
+    [ "$(tail -n 1 out)" = "$(tail -n 1 gpu/gpu.md)" ] && good || bad "run.sh: the table is not last"
+    expect 2 "$SRC/bench/gpu/run.sh" --rounds 0
+    has err "--rounds wants a positive number, not '0'"
+else
+    echo "SKIP (GPU benchmark run): tracegraph devices found no OpenCL platform"
+fi
+
 checks_done

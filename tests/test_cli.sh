@@ -327,6 +327,14 @@ if "$TG" devices > /dev/null 2>&1; then
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy
     expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl --device "no such device"
     has err "no OpenCL device matches \"no such device\""
+    # bench: host-copy and device-resident runs, each with its times
+    expect 0 "$TG" bench pair.tgraph -i pair_a.npy -i pair_b.npy --backend opencl --runs 3 --warmup 1
+    has out "host-copy (inputs written to the device, outputs read back, each run):"
+    has out "device-resident (inputs and outputs as cl_mem on the device, no host copies):"
+    [ "$(grep -c "min .* ms  median .* ms  mean .* ms  max .* ms" out)" = 2 ] && good ||
+        bad "bench --backend opencl: not two lines of times"
+    expect 0 "$TG" bench mlp.tgraph --help
+    has out "device-resident   inputs and outputs as cl_mem on the device"
 else
     echo "SKIP (OpenCL part): tracegraph devices found no OpenCL platform"
 fi
