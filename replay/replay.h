@@ -155,6 +155,9 @@ typedef struct replay_device {
     char version[64];
     size_t global_mem;
     int compute_units;
+    /* The GEMM/conv path replay_compile takes on it, and why: "clblast
+     * (GPU or accelerator device)", "own (CPU device)", "... (TG_OPENCL_GEMM)" */
+    char gemm[96];
 } replay_device;
 
 /*

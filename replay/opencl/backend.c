@@ -226,10 +226,11 @@ int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
     int n = ocl_list_devices(info, 64, err, errlen);
     for (int i = 0; out && i < n && i < max && i < 64; i++) {
         replay_device *d = &out[i];
-        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
+        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units, ""};
         snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
         snprintf(d->name, sizeof d->name, "%s", info[i].name);
         snprintf(d->version, sizeof d->version, "%s", info[i].version);
+        snprintf(d->gemm, sizeof d->gemm, "%s", info[i].gemm);
     }
     return n;
 }

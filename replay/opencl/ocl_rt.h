@@ -23,6 +23,7 @@ typedef struct ocl_device_info {
     char version[64];
     size_t global_mem;
     int compute_units;
+    char gemm[96]; /* the GEMM/conv path and why: "clblast (GPU or accelerator device)" */
 } ocl_device_info;
 
 struct ocl_dev {
