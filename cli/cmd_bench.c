@@ -103,9 +103,11 @@ static void print_stats(const cli_run_opts *o, const cli_setup *s, double *times
         sum += times[i];
     qsort(times, (size_t)n, sizeof *times, cmp_double);
     double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-    printf("bench %s: %s, %d thread%s, %ld runs after %ld warm-up, ", o->file,
-           o->replay.backend == REPLAY_CPU ? "cpu" : "opencl", o->replay.threads,
-           o->replay.threads > 1 ? "s" : "", n, o->warmup);
+    const char *gemm = replay_opencl_gemm(s->plan);
+    printf("bench %s: %s%s%s%s, %d thread%s, %ld runs after %ld warm-up, ", o->file,
+           o->replay.backend == REPLAY_CPU ? "cpu" : "opencl", gemm ? " (GEMM " : "",
+           gemm ? gemm : "", gemm ? ")" : "", o->replay.threads, o->replay.threads > 1 ? "s" : "",
+           n, o->warmup);
     if (s->random_inputs)
         printf("random inputs (seed %ld)\n", o->seed);
     else

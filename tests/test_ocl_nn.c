@@ -35,6 +35,11 @@
 #define TOL 1e-4
 #define MAXIN 5
 
+/* The device's GEMM/conv path is CLBlast (TG_OPENCL_GEMM=clblast, or a
+ * GPU's default): every plan must say so, and test_gemm_path's cases take
+ * it. */
+static int blas_on;
+
 /* One node's inputs: types, data; bit j of cmask makes input j a constant. */
 typedef struct ncase {
     graph_op op;
@@ -94,6 +99,9 @@ static void *run_ocl(const ncase *c, graph_type *out)
         replay_opts o = {.backend = REPLAY_OPENCL};
         replay_plan *p = replay_compile(g, &o, err, sizeof err);
         CHECK_MSG(p != NULL, "compile %s: %s", graph_ops[c->op].name, err);
+        if (p)
+            CHECK_MSG(!strcmp(replay_opencl_gemm(p), blas_on ? "clblast" : "own"),
+                      "plan's GEMM path %s", replay_opencl_gemm(p));
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
         if (s) {
             *out = *replay_output_type(p, 0);
@@ -857,10 +865,6 @@ static void test_arg(void)
 }
 
 /* ---- the GEMM path (TG_OPENCL_GEMM) ---- */
-
-/* Whether the cases below should take CLBlast: TG_OPENCL_GEMM=clblast, or
- * a GPU's default. */
-static int blas_on;
 
 /* Checks that the case just run took CLBlast (calls counted since before)
  * exactly when it should (want and blas_on). */

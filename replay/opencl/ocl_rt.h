@@ -104,6 +104,7 @@ typedef struct ocl_node {
 
 struct ocl_plan {
     ocl_dev *dev;
+    int gemm;        /* ocl_gemm_path, chosen at plan_new (ocl_blas.h) */
     ocl_node *nodes; /* per graph node */
     cl_mem *fixed;   /* per value: device copy of consts/params, else NULL */
     int32_t nvalues, nnodes;

@@ -122,10 +122,7 @@ typedef struct blas_node {
 #define POST_GEMM 2
 #define POST_CONV 0
 
-static int blas_wanted(ocl_prep *c)
-{
-    return ocl_gemm_choose(c->device, NULL) == OCL_GEMM_CLBLAST;
-}
+static int blas_wanted(const ocl_prep *c) { return c->blas; }
 
 static tg_status blas_attach(ocl_prep *c, int post)
 {
