@@ -100,10 +100,9 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
     for (int k = 0; k < n->nout; k++)
         ot[k] = g->values[n->out[k]].type;
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
-                 .blas = op->gemm == OCL_GEMM_CLBLAST,
-                  .node = n, .attrs = graph_node_attrs(n), .in_type = it, .nin = n->nin,
-                  .out_type = ot, .nout = n->nout, .in_host = host, .err = why,
-                  .errlen = sizeof why};
+                  .blas = op->gemm == OCL_GEMM_CLBLAST, .node = n, .attrs = graph_node_attrs(n),
+                  .in_type = it, .nin = n->nin, .out_type = ot, .nout = n->nout,
+                  .in_host = host, .err = why, .errlen = sizeof why};
     tg_status st = impl->prepare(&c);
     ocl_node *on = &op->nodes[i];
     *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg};
