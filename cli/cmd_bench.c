@@ -127,9 +127,11 @@ static void print_times(const char *label, long n, double *times)
 
 static void print_header(const cli_run_opts *o, const cli_setup *s)
 {
-    printf("bench %s: %s, %d thread%s, %ld runs after %ld warm-up, ", o->file,
-           o->replay.backend == REPLAY_CPU ? "cpu" : "opencl", o->replay.threads,
-           o->replay.threads > 1 ? "s" : "", o->runs, o->warmup);
+    const char *gemm = replay_opencl_gemm(s->plan);
+    printf("bench %s: %s%s%s%s, %d thread%s, %ld runs after %ld warm-up, ", o->file,
+           o->replay.backend == REPLAY_CPU ? "cpu" : "opencl", gemm ? " (GEMM " : "",
+           gemm ? gemm : "", gemm ? ")" : "", o->replay.threads, o->replay.threads > 1 ? "s" : "",
+           o->runs, o->warmup);
     if (s->random_inputs)
         printf("random inputs (seed %ld)\n", o->seed);
     else

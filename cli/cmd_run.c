@@ -273,9 +273,10 @@ int cli_check(int argc, char **argv)
     if (rc == CLI_OK && !(outs = cli_outputs_new(o.cmd, s.g)))
         rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        printf("check %s: replay (%s, %d thread%s) against the reference interpreter, ",
-               o.file, o.replay.backend == REPLAY_CPU ? "cpu" : "opencl", o.replay.threads,
-               o.replay.threads > 1 ? "s" : "");
+        const char *gemm = replay_opencl_gemm(s.plan);
+        printf("check %s: replay (%s%s%s, %d thread%s) against the reference interpreter, ",
+               o.file, o.replay.backend == REPLAY_CPU ? "cpu" : "opencl", gemm ? ", GEMM " : "",
+               gemm ? gemm : "", o.replay.threads, o.replay.threads > 1 ? "s" : "");
         if (s.random_inputs)
             printf("random inputs (seed %ld)\n", o.seed);
         else

@@ -155,6 +155,9 @@ typedef struct replay_device {
     char version[64];
     size_t global_mem;
     int compute_units;
+    /* The GEMM/conv path replay_compile takes on it, and why: "clblast
+     * (GPU or accelerator device)", "own (CPU device)", "... (TG_OPENCL_GEMM)" */
+    char gemm[96];
 } replay_device;
 
 /*
@@ -167,6 +170,10 @@ TG_API int replay_opencl_devices(replay_device *out, int max, char *err, size_t 
 /* The cl_context (as void *) of an OpenCL plan, for the caller's own
  * cl_mem inputs and outputs; NULL for other backends. */
 TG_API void *replay_opencl_context(const replay_plan *p);
+/* The GEMM/conv path an OpenCL plan was compiled with: "clblast" (GPUs,
+ * accelerators) or "own" (our kernels: CPU devices), TG_OPENCL_GEMM
+ * overriding; NULL for other backends. */
+TG_API const char *replay_opencl_gemm(const replay_plan *p);
 /*
  * Releases the devices, contexts and program caches the OpenCL backend
  * keeps for the process (built programs are shared by every plan on a

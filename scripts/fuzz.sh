@@ -83,7 +83,7 @@ for src in "$root"/{graph,eager,tracer,optimize,formats,formats/onnx,replay,repl
 done
 rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
-libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lm -lpthread)
+libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lclblast -lm -lpthread)
 
 run() { # name seed-dir max-len [extra libFuzzer flags...]
     local name=$1 seeds=$2 maxlen=$3

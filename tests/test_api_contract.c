@@ -166,6 +166,7 @@ static void test_null_graph_opt_replay(void)
     CHECK(replay_session_guard_warnings(NULL) == 0);
     CHECK(replay_set_param(NULL, NULL, NULL, 0, NULL, 0) != TG_OK);
     CHECK(replay_opencl_context(NULL) == NULL);
+    CHECK(replay_opencl_gemm(NULL) == NULL);
     CHECK(replay_num_inputs(NULL) == 0 && replay_num_outputs(NULL) == 0 &&
           replay_num_steps(NULL) == 0);
     CHECK(replay_input_name(NULL, 0) == NULL && replay_output_name(NULL, 0) == NULL);

@@ -320,8 +320,16 @@ esc_ok dot
 if "$TG" devices > /dev/null 2>&1; then
     expect 0 "$TG" devices
     has out "0  "
-    expect 0 "$TG" check mlp.tgraph --backend opencl --device 0 --rtol 1e-4 --atol 1e-5
-    has out "replay (opencl, 1 thread)"
+    has out "GEMM: "
+    TG_OPENCL_GEMM=own expect 0 "$TG" check mlp.tgraph --backend opencl --device 0 --rtol 1e-4 --atol 1e-5
+    has out "replay (opencl, GEMM own, 1 thread)"
+    # the CLBlast path on any device, and its name in devices
+    TG_OPENCL_GEMM=clblast expect 0 "$TG" check mlp.tgraph --backend opencl --rtol 1e-4 --atol 1e-5
+    has out "replay (opencl, GEMM clblast, 1 thread)"
+    TG_OPENCL_GEMM=clblast expect 0 "$TG" devices
+    has out "GEMM: clblast (TG_OPENCL_GEMM)"
+    TG_OPENCL_GEMM=cublas expect 0 "$TG" devices
+    has err "TG_OPENCL_GEMM=cublas is not a GEMM path (clblast, own); using "
     # default tolerance: at the output's scale (sums run in another order)
     expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy

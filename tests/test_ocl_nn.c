@@ -17,6 +17,11 @@
  * matmul/conv/reductions/norms (issue 7), NaN only where NaN is expected.
  * Without an OpenCL platform the test prints "SKIP: no OpenCL platform"
  * and exits 77.
+ *
+ * ctest runs it twice: as the device chooses (PoCL: our kernels) and with
+ * TG_OPENCL_GEMM=clblast, where matmul, linear and plain conv go through
+ * CLBlast (replay/opencl/clblast.c); test_gemm_path checks which path each
+ * of a set of cases took (CLBlast calls counted) and its results.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,10 +30,16 @@
 
 #include "check.h"
 #include "graph/graph.h"
+#include "replay/opencl/ocl_blas.h"
 #include "replay/replay.h"
 
 #define TOL 1e-4
 #define MAXIN 5
+
+/* The device's GEMM/conv path is CLBlast (TG_OPENCL_GEMM=clblast, or a
+ * GPU's default): every plan must say so, and test_gemm_path's cases take
+ * it. */
+static int blas_on;
 
 /* One node's inputs: types, data; bit j of cmask makes input j a constant. */
 typedef struct ncase {
@@ -89,6 +100,9 @@ static void *run_ocl(const ncase *c, graph_type *out)
         replay_opts o = {.backend = REPLAY_OPENCL};
         replay_plan *p = replay_compile(g, &o, err, sizeof err);
         CHECK_MSG(p != NULL, "compile %s: %s", graph_ops[c->op].name, err);
+        if (p)
+            CHECK_MSG(!strcmp(replay_opencl_gemm(p), blas_on ? "clblast" : "own"),
+                      "plan's GEMM path %s", replay_opencl_gemm(p));
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
         if (s) {
             *out = *replay_output_type(p, 0);
@@ -913,10 +927,72 @@ static void test_arg(void)
         }
 }
 
+/* ---- the GEMM path (TG_OPENCL_GEMM) ---- */
+
+/* Checks that the case just run took CLBlast (calls counted since before)
+ * exactly when it should (want and blas_on). */
+static void path_check(const char *what, long before, int want)
+{
+    long calls = ocl_blas_calls() - before;
+    CHECK_MSG((calls > 0) == (want && blas_on), "%s: %ld CLBlast calls, want %s", what, calls,
+              want && blas_on ? "some" : "none");
+}
+
+/* Odd sizes, batches (broadcast: stride 0), every epilogue, conv with
+ * stride, padding and dilation: compared with the naive loops above on
+ * whichever path runs, and the path checked. */
+static void test_gemm_path(void)
+{
+    long b;
+    b = ocl_blas_calls(), matmul_case(F32(37, 29), F32(29, 53), 0, 0, 0);
+    path_check("matmul 37x29x53", b, 1);
+    b = ocl_blas_calls(), matmul_case(F32(13, 31), F32(7, 13), 1, 1, 0);
+    path_check("matmul transposed both", b, 1);
+    b = ocl_blas_calls(), matmul_case(F32(4, 19, 23), F32(1, 23, 31), 0, 0, 0);
+    path_check("matmul batch 4, b broadcast by a size-1 dim", b, 1);
+    b = ocl_blas_calls(), matmul_case(F32(1, 19, 23), F32(3, 5, 23, 31), 0, 0, 1);
+    path_check("matmul batch 3x5, a broadcast", b, 1);
+    b = ocl_blas_calls(), matmul_case(F32(3, 5, 11, 7), F32(3, 5, 7, 9), 0, 0, 0);
+    path_check("matmul batch 3x5 dense", b, 1);
+    b = ocl_blas_calls(), matmul_case(F32(2, 1, 3, 20, 18), F32(4, 1, 18, 17), 0, 0, 0);
+    path_check("matmul batch broadcast no stride expresses", b, 0);
+    b = ocl_blas_calls(), matmul_case(F32(3, 0), F32(0, 20), 0, 0, 0);
+    path_check("matmul K 0", b, 0);
+    graph_ints acts = {4, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SILU}};
+    graph_ints relu_add = {2, {GRAPH_POST_RELU, GRAPH_POST_ADD}};
+    b = ocl_blas_calls(), linear_case(F32(3, 7, 41), 33, 1, &relu_add, 0);
+    path_check("linear_ep bias+relu+residual", b, 1);
+    b = ocl_blas_calls(), linear_case(F32(17, 45), 9, 1, &acts, 0);
+    path_check("linear_ep relu, add, gelu, silu", b, 1);
+    b = ocl_blas_calls(), linear_case(F32(5, 50), 13, 0, NULL, 0);
+    path_check("linear, no bias", b, 1);
+    b = ocl_blas_calls(), linear_case(F32(4, 0), 24, 1, &relu_add, 0);
+    path_check("linear K 0", b, 0);
+    /* n c h w o kh kw sh sw pt pl pb pr dh dw groups */
+    conv_geom sd = {2, 5, 13, 11, 19, 3, 2, 2, 1, 1, 2, 1, 2, 2, 1, 1};
+    conv_geom asym = {2, 6, 13, 11, 10, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 1};
+    conv_geom grouped = {1, 8, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 2, 1, 2};
+    graph_ints add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
+    b = ocl_blas_calls(), conv_case(sd, 0, 1, NULL, 0);
+    path_check("conv2d stride 2,1 pad 1,2 dilation 2,1, bias", b, 1);
+    b = ocl_blas_calls(), conv_case(sd, 0, 0, NULL, 0);
+    path_check("conv2d no bias", b, 1);
+    b = ocl_blas_calls(), conv_case(sd, 1, 1, &add_relu, 0);
+    path_check("conv2d_ep residual+relu", b, 1);
+    b = ocl_blas_calls(), conv_case(asym, 1, 1, &add_relu, 0);
+    path_check("conv2d_ep asymmetric padding", b, 0);
+    b = ocl_blas_calls(), conv_case(grouped, 0, 1, NULL, 0);
+    path_check("conv2d groups 2", b, 0);
+}
+
 int main(void)
 {
-    if (!check_opencl_device(NULL))
+    replay_device dev;
+    if (!check_opencl_device(&dev))
         return CHECK_SKIP;
+    blas_on = !strncmp(dev.gemm, "clblast", 7);
+    printf("GEMM path: %s\n", blas_on ? "clblast" : "own");
+    test_gemm_path();
     test_matmul();
     test_linear();
     test_conv();

@@ -262,6 +262,7 @@ static void test_workspace_and_errors(void)
     replay_session_free(s);
     free(mem);
     CHECK(replay_opencl_context(p) == NULL); /* a CPU plan has no OpenCL context */
+    CHECK(replay_opencl_gemm(p) == NULL);
     replay_plan_free(p);
 
     /* compile errors: another backend (past either end of the table); an

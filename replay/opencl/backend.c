@@ -13,6 +13,7 @@
 
 #include "../../graph/alloc.h"
 #include "../internal.h"
+#include "ocl_blas.h"
 #include "ocl_rt.h"
 
 static tg_status upload(ocl_plan *op, const graph_value *v, cl_mem *out, char *err,
@@ -96,9 +97,9 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
     for (int k = 0; k < n->nout; k++)
         ot[k] = g->values[n->out[k]].type;
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
-                  .node = n, .attrs = graph_node_attrs(n), .in_type = it, .nin = n->nin,
-                  .out_type = ot, .nout = n->nout, .in_host = host, .err = why,
-                  .errlen = sizeof why};
+                  .blas = op->gemm == OCL_GEMM_CLBLAST, .node = n, .attrs = graph_node_attrs(n),
+                  .in_type = it, .nin = n->nin, .out_type = ot, .nout = n->nout,
+                  .in_host = host, .err = why, .errlen = sizeof why};
     tg_status st = impl->prepare(&c);
     ocl_node *on = &op->nodes[i];
     *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg};
@@ -132,6 +133,7 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
         tg_free(op);
         return TG_ERR_BACKEND;
     }
+    op->gemm = ocl_gemm_choose(op->dev->id, NULL);
     op->nvalues = g->nvalues;
     op->nnodes = g->nnodes;
     op->nodes = tg_calloc((size_t)g->nnodes + 1, sizeof *op->nodes);
@@ -216,10 +218,11 @@ int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
     int n = ocl_list_devices(info, 64, err, errlen);
     for (int i = 0; out && i < n && i < max && i < 64; i++) {
         replay_device *d = &out[i];
-        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units};
+        *d = (replay_device){info[i].index, "", "", "", info[i].global_mem, info[i].compute_units, ""};
         snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
         snprintf(d->name, sizeof d->name, "%s", info[i].name);
         snprintf(d->version, sizeof d->version, "%s", info[i].version);
+        snprintf(d->gemm, sizeof d->gemm, "%s", info[i].gemm);
     }
     return n;
 }
@@ -229,6 +232,13 @@ void *replay_opencl_context(const replay_plan *p)
     if (!p || p->backend != &replay_backend_opencl || !p->bplan)
         return NULL;
     return (void *)((const ocl_plan *)p->bplan)->dev->ctx;
+}
+
+const char *replay_opencl_gemm(const replay_plan *p)
+{
+    if (!p || p->backend != &replay_backend_opencl || !p->bplan)
+        return NULL;
+    return ocl_gemm_name(((const ocl_plan *)p->bplan)->gemm);
 }
 
 void replay_opencl_shutdown(void) { ocl_shutdown(); }

@@ -23,6 +23,7 @@ typedef struct ocl_device_info {
     char version[64];
     size_t global_mem;
     int compute_units;
+    char gemm[96]; /* the GEMM/conv path and why: "clblast (GPU or accelerator device)" */
 } ocl_device_info;
 
 struct ocl_dev {
@@ -127,6 +128,7 @@ typedef struct ocl_node {
 
 struct ocl_plan {
     ocl_dev *dev;
+    int gemm;        /* ocl_gemm_path, chosen at plan_new (ocl_blas.h) */
     ocl_node *nodes; /* per graph node */
     cl_mem *fixed;   /* per value: device copy of consts/params, else NULL */
     int32_t nvalues, nnodes;

@@ -17,6 +17,10 @@
  * cl/nn_arg.cl (no sums) and cl/nn_deconv.cl (float sums, as the
  * direct conv kernel) need neither and have no epilogue: no prefix.
  *
+ * On devices whose GEMM path is CLBlast (ocl_blas.h), matmul, linear,
+ * linear_ep and plain conv2d/conv2d_ep call it instead (see "CLBlast
+ * path" below), with nn_gemm_post applying bias and epilogue after.
+ *
  * Shapes are read from the run's types at enqueue (dynamic dims), so every
  * kernel takes sizes as arguments and uses a fixed local size: PoCL
  * compiles a kernel once per local size, so a driver-chosen one would
@@ -29,6 +33,7 @@
 #include "../../graph/alloc.h"
 #include "../../graph/infer_norm.h"
 #include "ocl.h"
+#include "ocl_blas.h"
 
 /* ---- programs ---- */
 
@@ -95,7 +100,119 @@ typedef struct gemm_args {
     cl_mem a, b, c, bias, res;
 } gemm_args;
 
-static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple"};
+static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "nn_gemm_post"};
+
+/* ---- the CLBlast path ---- */
+
+/*
+ * A node on the CLBlast path has a blas_node as its data (none: our
+ * kernels).  The choice is made at prepare from the device's path and
+ * what CLBlast can do with the node's attributes and traced shape (which
+ * are also warmed up there); a run whose shapes CLBlast cannot take
+ * (K 0, a batch broadcast no single stride expresses) uses our kernels,
+ * which every gemm node builds anyway.  Bias and epilogue run after the
+ * call as nn_gemm_post, in place on the output.
+ */
+typedef struct blas_node {
+    int post; /* a bias or an epilogue: nn_gemm_post runs after */
+} blas_node;
+
+/* The post kernel's index in l->k (the gemm program's third kernel, the
+ * CLBlast conv's only one). */
+#define POST_GEMM 2
+#define POST_CONV 0
+
+static int blas_wanted(const ocl_prep *c) { return c->blas; }
+
+static tg_status blas_attach(ocl_prep *c, int post)
+{
+    blas_node *b = tg_malloc(sizeof *b);
+    if (!b)
+        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
+    b->post = post;
+    c->data = b;
+    c->data_free = tg_free;
+    return TG_OK;
+}
+
+/* Runs nn_gemm_post (kernel k) on y's n elements. */
+static tg_status blas_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bias,
+                           int64_t inner, int64_t nb, cl_mem res)
+{
+    tg_status st = ocl_set_args(l, k, "mlmlim", y, n, bias, inner, (int)nb, res);
+    size_t global[1] = {(size_t)n};
+    return st ? st : ocl_run(l, k, 1, global, NULL);
+}
+
+/* One operand (rows x cols, strides rs/cs) as CLBlast's transpose and
+ * leading dimension; -1 if neither stride is 1 with room for a row. */
+static int blas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *t, size_t *ld)
+{
+    if (cs == 1 && rs >= (cols > 1 ? cols : 1)) {
+        *t = 0, *ld = (size_t)rs;
+        return 0;
+    }
+    if (rs == 1 && cs >= (rows > 1 ? rows : 1)) {
+        *t = 1, *ld = (size_t)cs;
+        return 0;
+    }
+    return -1;
+}
+
+/* The one batch stride of an operand with batch strides bs over g's batch
+ * dims and matrices of msize elements: 0 (broadcast) or msize (dense);
+ * -1 when one stride does not express it. */
+static int64_t blas_batch_stride(const gemm_args *g, const int32_t *bs, int64_t msize)
+{
+    int zero = 1, dense = 1;
+    int64_t step = msize;
+    for (int i = g->nbd - 1; i >= 0; i--) {
+        if (g->bdim[i] > 1) {
+            zero &= bs[i] == 0;
+            dense &= bs[i] == step;
+        }
+        step *= g->bdim[i];
+    }
+    return zero ? 0 : dense ? msize : -1;
+}
+
+/* g as a CLBlast call (ms_a, ms_b: the operands' matrix sizes); -1 when
+ * it cannot be one. */
+static int blas_gemm_of(const gemm_args *g, int64_t ms_a, int64_t ms_b, ocl_blas_gemm *o)
+{
+    memset(o, 0, sizeof *o);
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0 ||
+        blas_operand(g->m, g->k, g->ars, g->acs, &o->ta, &o->lda) ||
+        blas_operand(g->k, g->n, g->brs, g->bcs, &o->tb, &o->ldb))
+        return -1;
+    int64_t sa = blas_batch_stride(g, g->bsa, ms_a), sb = blas_batch_stride(g, g->bsb, ms_b);
+    if (sa < 0 || sb < 0)
+        return -1;
+    o->m = (size_t)g->m, o->n = (size_t)g->n, o->k = (size_t)g->k;
+    o->ldc = o->n, o->sc = o->m * o->n, o->sa = (size_t)sa, o->sb = (size_t)sb;
+    o->batch = (size_t)g->batch;
+    return 0;
+}
+
+/* Runs g through CLBlast (then nn_gemm_post with bias, residual and the
+ * epilogue when the node has them), or returns 1 when it cannot. */
+static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_t ms_b,
+                         tg_status *st)
+{
+    const blas_node *b = l->data;
+    ocl_blas_gemm o;
+    if (!b || blas_gemm_of(g, ms_a, ms_b, &o))
+        return 1;
+    char msg[256];
+    if (ocl_blas_gemm_run(l->q, &o, g->a, g->b, g->c, msg, sizeof msg)) {
+        *st = ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
+        return 0;
+    }
+    *st = b->post ? blas_post(l, l->k[POST_GEMM], g->c, g->m * g->n * g->batch, g->bias, 1,
+                              g->n, g->res)
+                  : TG_OK;
+    return 0;
+}
 
 static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
 {
@@ -151,56 +268,101 @@ static void batch_strides(const graph_type *t, int nb, int64_t msize, int32_t *o
     }
 }
 
+/* A matmul of types ta x tb -> to as g (without buffers); the
+ * operands' matrix sizes in ms. */
+static void matmul_args(const graph_matmul_attrs *at, const graph_type *ta,
+                        const graph_type *tb, const graph_type *to, gemm_args *g, int64_t ms[2])
+{
+    int64_t kb;
+    *g = (gemm_args){.batch = 1};
+    ms[0] = operand(ta, 1, ta->ndim >= 2 && at->transpose_a, &g->m, &g->k, &g->ars, &g->acs);
+    ms[1] = operand(tb, 0, tb->ndim >= 2 && at->transpose_b, &kb, &g->n, &g->brs, &g->bcs);
+    int nb = to->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
+    g->nbd = nb;
+    for (int i = 0; i < nb; i++) {
+        g->bdim[i] = (int32_t)to->dim[i];
+        g->batch *= to->dim[i];
+    }
+    batch_strides(ta, nb, ms[0], g->bsa);
+    batch_strides(tb, nb, ms[1], g->bsb);
+}
+
 static tg_status matmul_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
-    return st ? st : nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, 2);
+    if (st == TG_OK)
+        st = nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, 3);
+    if (st != TG_OK || !blas_wanted(c) || graph_type_numel(&c->out_type[0]) == 0)
+        return st;
+    gemm_args g;
+    int64_t ms[2];
+    ocl_blas_gemm o;
+    matmul_args(c->attrs, &c->in_type[0], &c->in_type[1], &c->out_type[0], &g, ms);
+    if (blas_gemm_of(&g, ms[0], ms[1], &o))
+        return TG_OK; /* our kernels for this node */
+    st = ocl_blas_warm_gemm(c, &o);
+    return st ? st : blas_attach(c, 0);
 }
 
 static tg_status matmul_enqueue(ocl_launch *l)
 {
-    const graph_matmul_attrs *at = l->attrs;
-    const graph_type *ta = &l->in_type[0], *tb = &l->in_type[1], *to = &l->out_type[0];
+    const graph_type *to = &l->out_type[0];
     if (graph_type_numel(to) == 0)
         return TG_OK;
-    gemm_args g = {.a = l->in[0], .b = l->in[1], .c = l->out[0], .batch = 1};
-    int64_t kb, ms_a, ms_b;
-    ms_a = operand(ta, 1, ta->ndim >= 2 && at->transpose_a, &g.m, &g.k, &g.ars, &g.acs);
-    ms_b = operand(tb, 0, tb->ndim >= 2 && at->transpose_b, &kb, &g.n, &g.brs, &g.bcs);
-    int nb = to->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
-    g.nbd = nb;
-    for (int i = 0; i < nb; i++) {
-        g.bdim[i] = (int32_t)to->dim[i];
-        g.batch *= to->dim[i];
-    }
-    batch_strides(ta, nb, ms_a, g.bsa);
-    batch_strides(tb, nb, ms_b, g.bsb);
+    gemm_args g;
+    int64_t ms[2];
+    matmul_args(l->attrs, &l->in_type[0], &l->in_type[1], to, &g, ms);
+    g.a = l->in[0], g.b = l->in[1], g.c = l->out[0];
+    tg_status st;
+    if (!blas_gemm_try(l, &g, ms[0], ms[1], &st))
+        return st;
     return gemm_enqueue(l, &g);
+}
+
+/* x [..., K] times w [N, K] transposed, as g (without buffers). */
+static void linear_args(const graph_type *tx, const graph_type *tw, gemm_args *g)
+{
+    *g = (gemm_args){.n = tw->dim[0], .k = tw->dim[1], .m = 1, .batch = 1};
+    for (int i = 0; i < tx->ndim - 1; i++)
+        g->m *= tx->dim[i];
+    g->ars = g->k, g->acs = 1, g->brs = 1, g->bcs = g->k;
 }
 
 static tg_status linear_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
-    if (st == TG_OK && c->node->op == GRAPH_OP_linear_ep) {
+    const graph_ints *post = NULL;
+    graph_post_prm prm = {0};
+    if (c->node->op == GRAPH_OP_linear_ep) {
         const graph_linear_ep_attrs *at = c->attrs;
-        return nn_program(c, "nn_gemm", &at->post, GRAPH_POST_PRM(at), gemm_kernels, 2);
+        post = &at->post, prm = GRAPH_POST_PRM(at);
     }
-    return st ? st : nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, 2);
+    if (st == TG_OK)
+        st = nn_program(c, "nn_gemm", post, prm, gemm_kernels, 3);
+    if (st != TG_OK || !blas_wanted(c))
+        return st;
+    gemm_args g;
+    ocl_blas_gemm o;
+    linear_args(&c->in_type[0], &c->in_type[1], &g);
+    if (g.m > 0 && g.n > 0 && blas_gemm_of(&g, 0, 0, &o) == 0 &&
+        (st = ocl_blas_warm_gemm(c, &o)) != TG_OK)
+        return st;
+    return blas_attach(c, c->nin > 2 || (post && post->n > 0));
 }
 
 /* x [..., K] times w [N, K] transposed (+ b) (+ residual). */
 static tg_status linear_enqueue(ocl_launch *l)
 {
-    const graph_type *tx = &l->in_type[0], *tw = &l->in_type[1];
-    gemm_args g = {.n = tw->dim[0], .k = tw->dim[1], .m = 1, .batch = 1};
-    for (int i = 0; i < tx->ndim - 1; i++)
-        g.m *= tx->dim[i];
+    gemm_args g;
+    linear_args(&l->in_type[0], &l->in_type[1], &g);
     if (g.m == 0 || g.n == 0)
         return TG_OK;
-    g.ars = g.k, g.acs = 1, g.brs = 1, g.bcs = g.k;
     g.a = l->in[0], g.b = l->in[1], g.c = l->out[0];
     g.bias = l->nin > 2 ? l->in[2] : NULL;
     g.res = l->nin > 3 ? l->in[3] : NULL;
+    tg_status st;
+    if (!blas_gemm_try(l, &g, 0, 0, &st))
+        return st;
     return gemm_enqueue(l, &g);
 }
 
@@ -253,6 +415,29 @@ static conv_attrs conv_attrs_of(graph_op op, const void *attrs)
 }
 
 static const char *const conv_kernels[] = {"nn_conv_tiled", "nn_conv_direct"};
+static const char *const conv_blas_kernels[] = {"nn_gemm_post"};
+
+/*
+ * A conv (types x, w, y) as CLBlast's convgemm (NCHW x [O, C, KH, KW]
+ * -> NCHW, which is ours): -1 for what it cannot do (groups, the blocked
+ * layout, padding that differs between the sides).
+ */
+static int conv_blas_of(const conv_attrs *a, const graph_type *x, const graph_type *w,
+                        ocl_blas_conv *v)
+{
+    int64_t st[2], dil[2], pad[4];
+    ints_pair(a->stride, 1, st);
+    ints_pair(a->dilation, 1, dil);
+    ints_pad4(a->padding, pad);
+    if (a->blocked || a->groups != 1 || x->ndim != 4 || w->ndim != 4 || pad[0] != pad[2] ||
+        pad[1] != pad[3] || graph_type_numel(x) == 0 || graph_type_numel(w) == 0)
+        return -1;
+    *v = (ocl_blas_conv){(size_t)x->dim[0], (size_t)x->dim[1], (size_t)x->dim[2],
+                         (size_t)x->dim[3], (size_t)w->dim[0], (size_t)w->dim[2],
+                         (size_t)w->dim[3], (size_t)pad[0], (size_t)pad[1], (size_t)st[0],
+                         (size_t)st[1], (size_t)dil[0], (size_t)dil[1]};
+    return 0;
+}
 
 static tg_status conv_prepare(ocl_prep *c)
 {
@@ -260,7 +445,15 @@ static tg_status conv_prepare(ocl_prep *c)
     if (st != TG_OK)
         return st;
     conv_attrs a = conv_attrs_of(c->node->op, c->attrs);
-    return nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, 2);
+    ocl_blas_conv v;
+    if (!blas_wanted(c) || conv_blas_of(&a, &c->in_type[0], &c->in_type[1], &v) ||
+        graph_type_numel(&c->out_type[0]) == 0)
+        return nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, 2);
+    /* CLBlast: the gemm program for its nn_gemm_post, with this epilogue */
+    st = nn_program(c, "nn_gemm", a.post, a.prm, conv_blas_kernels, 1);
+    if (st == TG_OK)
+        st = ocl_blas_warm_conv(c, &v);
+    return st ? st : blas_attach(c, c->nin > 2 || (a.post && a.post->n > 0));
 }
 
 /* Output channels per group at or above which the tiled kernel runs. */
@@ -304,6 +497,19 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     int32_t g0[8], g1[8];
     ocl_conv_geometry(op, l->attrs, x, &l->in_type[1], y, g0, g1);
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
+    const blas_node *bn = l->data;
+    if (bn) { /* the CLBlast path (prepare checked the attributes) */
+        ocl_blas_conv v;
+        char msg[256];
+        if (conv_blas_of(&a, x, &l->in_type[1], &v))
+            return ocl_fail(l, TG_ERR_BACKEND, "conv: CLBlast cannot run this shape");
+        if (ocl_blas_conv_run(l->q, &v, l->in[0], l->in[1], l->out[0], msg, sizeof msg))
+            return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
+        int64_t plane = y->dim[2] * y->dim[3];
+        return bn->post ? blas_post(l, l->k[POST_CONV], l->out[0], graph_type_numel(y), bias,
+                                    plane, y->dim[1], res)
+                        : TG_OK;
+    }
     int64_t n = x->dim[0], o = g0[3], mg = o / a.groups, p = (int64_t)g0[4] * g0[5];
     int tiled = mg >= NN_CONV_TILED_MIN;
     cl_kernel k = l->k[tiled ? 0 : 1];

@@ -121,3 +121,22 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
         s = mad(a[ao + m * ars + k * acs], b[bo + k * brs + n * bcs], s);
     store_out(c, z * M * N + (long)m * N + n, s, bias, n, res);
 }
+
+/*
+ * nn_gemm_post: the bias and epilogue of a product CLBlast computed
+ * (ops_nn.c's CLBlast path for linear_ep, conv2d_ep and biased linear
+ * and conv2d), in place on y's n elements: y[i] = tg_epilogue(y[i] +
+ * bias[(i / inner) % nb], res, i).  bias may be NULL; inner is 1 for
+ * linear (bias per column), H*W for conv (per channel).
+ */
+__kernel void nn_gemm_post(__global float *y, long n, __global const float *bias, long inner,
+                           int nb, __global const float *res)
+{
+    long i = get_global_id(0);
+    if (i >= n)
+        return;
+    float v = y[i];
+    if (bias)
+        v += bias[(i / inner) % nb];
+    y[i] = tg_epilogue(v, res, i);
+}
