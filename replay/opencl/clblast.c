@@ -156,14 +156,8 @@ typedef struct warm {
 static void warm_end(warm *w)
 {
     for (int i = 0; i < 3; i++)
-        if (w->buf[i]) {
-            clReleaseMemObject(w->buf[i]);
-            ocl_track(-1);
-        }
-    if (w->q) {
-        clReleaseCommandQueue(w->q);
-        ocl_track(-1);
-    }
+        ocl_obj_release(OCL_OBJ_BUFFER, w->buf[i]);
+    ocl_obj_release(OCL_OBJ_QUEUE, w->q);
 }
 
 static tg_status warm_begin(ocl_prep *c, warm *w, const size_t *elems)
@@ -173,7 +167,7 @@ static tg_status warm_begin(ocl_prep *c, warm *w, const size_t *elems)
     w->q = clCreateCommandQueue(c->ctx, c->device, 0, &e);
     if (!w->q)
         return ocl_prep_fail(c, TG_ERR_BACKEND, "clCreateCommandQueue: %s", ocl_errstr(e));
-    ocl_track(1);
+    ocl_obj_made(OCL_OBJ_QUEUE, w->q, c->ctx);
     for (int i = 0; i < 3; i++) {
         w->buf[i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, (elems[i] ? elems[i] : 1) * 4, NULL,
                                    &e);
@@ -183,7 +177,7 @@ static tg_status warm_begin(ocl_prep *c, warm *w, const size_t *elems)
                                  "CLBlast warm-up: clCreateBuffer of %zu bytes: %s",
                                  elems[i] * 4, ocl_errstr(e));
         }
-        ocl_track(1);
+        ocl_obj_made(OCL_OBJ_BUFFER, w->buf[i], c->ctx);
     }
     return TG_OK;
 }
