@@ -264,6 +264,10 @@ static void test_matmul(void)
     matmul_case(F32(6, 37, 29), F32(29), 0, 1, 0);        /* 1-D b */
     matmul_case(F32(300), F32(300), 0, 0, 0);             /* dot */
     matmul_case(F32(3, 0), F32(0, 20), 0, 0, 0);          /* K = 0: zeros */
+    /* K long against few tiles: the GPU tile (TG_OPENCL_TILE=gpu) splits K */
+    matmul_case(F32(3, 20, 600), F32(3, 600, 30), 0, 0, 0);
+    matmul_case(F32(40, 1000), F32(70, 1000), 0, 1, 0);
+    matmul_case(F32(1000, 40), F32(1000, 70), 1, 0, 0);
 }
 
 /* ---- linear, linear_ep ---- */
@@ -326,6 +330,8 @@ static void test_linear(void)
     linear_case(F32(66, 45), 70, 1, &hard, 0);
     linear_case(F32(20, 30), 24, 1, &none, 0);
     linear_case(F32(4, 0), 24, 1, &relu, 0);     /* K = 0: the bias */
+    linear_case(F32(33, 777), 47, 1, &every, 0.1f); /* K split on the GPU tile */
+    linear_case(F32(64, 784), 130, 1, &relu, 0);
 }
 
 /* ---- conv2d, conv2d_ep, conv2d_blk ---- */

@@ -84,7 +84,7 @@
 #include "../../graph/fused_prog.h"
 #include "../../graph/graph.h"
 
-#define OCL_MAX_KERNELS 4
+#define OCL_MAX_KERNELS 6
 #define OCL_MAX_SCRATCH 4
 #define OCL_LOCAL_DEFAULT 256
 

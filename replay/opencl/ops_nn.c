@@ -100,7 +100,11 @@ typedef struct gemm_args {
     cl_mem a, b, c, bias, res;
 } gemm_args;
 
-static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "nn_gemm_post"};
+static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "nn_gemm_post",
+                                           "nn_gemm_sk", "nn_gemm_sk_sum"};
+#define GEMM_NK 5
+#define K_SK 3
+#define K_SK_SUM 4
 
 /* ---- the CLBlast path ---- */
 
@@ -115,6 +119,9 @@ static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "n
  */
 typedef struct blas_node {
     int post; /* a bias or an epilogue: nn_gemm_post runs after */
+    int blas; /* CLBlast (else our kernels: a gemm node always has one) */
+    int sk;   /* our kernels: the GPU tile, nn_gemm_sk (else nn_gemm_tiled) */
+    int cus;  /* the device's compute units (the split of K aims to fill them) */
 } blas_node;
 
 /* The post kernel's index in l->k (the gemm program's third kernel, the
@@ -124,16 +131,33 @@ typedef struct blas_node {
 
 static int blas_wanted(const ocl_prep *c) { return c->blas; }
 
-static tg_status blas_attach(ocl_prep *c, int post)
+static tg_status node_attach(ocl_prep *c, int post, int blas)
 {
-    blas_node *b = tg_malloc(sizeof *b);
+    blas_node *b = tg_calloc(1, sizeof *b);
     if (!b)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     b->post = post;
+    b->blas = blas;
+    /* Our own tile by device type: the 64x128 float16 tile for CPU
+     * devices (PoCL's best), the 16x16-item 64x64 tile with K split to
+     * fill the compute units elsewhere; TG_OPENCL_TILE=cpu|gpu forces. */
+    const char *tile = getenv("TG_OPENCL_TILE");
+    cl_device_type type = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    b->sk = tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
+    if (tile && *tile && strcmp(tile, "gpu") && strcmp(tile, "cpu")) {
+        tg_free(b);
+        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu", tile);
+    }
+    cl_uint cus = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+    b->cus = cus ? (int)cus : 1;
     c->data = b;
     c->data_free = tg_free;
     return TG_OK;
 }
+
+static tg_status blas_attach(ocl_prep *c, int post) { return node_attach(c, post, 1); }
 
 /* Runs nn_gemm_post (kernel k) on y's n elements. */
 static tg_status blas_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bias,
@@ -201,7 +225,7 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
 {
     const blas_node *b = l->data;
     ocl_blas_gemm o;
-    if (!b || blas_gemm_of(g, ms_a, ms_b, &o))
+    if (!b || !b->blas || blas_gemm_of(g, ms_a, ms_b, &o))
         return 1;
     char msg[256];
     if (ocl_blas_gemm_run(l->q, &o, g->a, g->b, g->c, msg, sizeof msg)) {
@@ -214,9 +238,56 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
     return 0;
 }
 
+/*
+ * The GPU tile (nn_gemm_sk): 64x64 tiles, K split so that tiles x splits
+ * reach twice the compute units (each split at least 128 of K, at most 16
+ * splits), the partial tiles summed by nn_gemm_sk_sum.
+ */
+#define SK_TILE 64
+static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus)
+{
+    int64_t tiles = (g->m + SK_TILE - 1) / SK_TILE * ((g->n + SK_TILE - 1) / SK_TILE) * g->batch;
+    int64_t want = (2 * (int64_t)cus + tiles - 1) / tiles, most = g->k / 128;
+    int64_t splits = want < most ? want : most;
+    splits = splits < 1 ? 1 : splits > 16 ? 16 : splits;
+    int64_t kper = ocl_round_up((size_t)((g->k + splits - 1) / splits), 16);
+    splits = kper ? (g->k + kper - 1) / kper : 1;
+    if (splits < 1)
+        splits = 1;
+    cl_mem ws = NULL;
+    if (splits > 1 && !(ws = ocl_scratch(l, 0, (size_t)(splits * g->batch * g->m * g->n) *
+                                                   sizeof(float))))
+        return TG_ERR_NOMEM;
+    cl_kernel k = l->k[K_SK];
+    tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmmiim", g->a, g->ars, g->acs, g->b, g->brs,
+                                g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
+                                g->bdim, g->bsa, g->bsb, g->bias, g->res, (int)splits,
+                                (int)kper, ws);
+    if (st != TG_OK)
+        return st;
+    size_t global[3] = {(size_t)(g->n + SK_TILE - 1) / SK_TILE * 16,
+                        (size_t)(g->m + SK_TILE - 1) / SK_TILE * 16,
+                        (size_t)(g->batch * splits)};
+    const size_t local[3] = {16, 16, 1};
+    st = ocl_run(l, k, 3, global, local);
+    if (st != TG_OK || splits == 1)
+        return st;
+    k = l->k[K_SK_SUM];
+    st = ocl_set_args(l, k, "milmiimm", ws, (int)splits, g->batch, g->c, (int)g->m, (int)g->n,
+                      g->bias, g->res);
+    if (st != TG_OK)
+        return st;
+    size_t g2[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
+    const size_t l2[3] = {16, 4, 1};
+    return run_nd(l, k, 3, g2, l2);
+}
+
 static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
 {
     int simple = g->m < NN_SMALL || g->n < NN_SMALL;
+    const blas_node *bn = l->data;
+    if (!simple && bn && bn->sk)
+        return gemm_sk_enqueue(l, g, bn->cus);
     cl_kernel k = l->k[simple];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
@@ -291,15 +362,17 @@ static tg_status matmul_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
     if (st == TG_OK)
-        st = nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, 3);
-    if (st != TG_OK || !blas_wanted(c) || graph_type_numel(&c->out_type[0]) == 0)
+        st = nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, GEMM_NK);
+    if (st != TG_OK)
         return st;
+    if (!blas_wanted(c) || graph_type_numel(&c->out_type[0]) == 0)
+        return node_attach(c, 0, 0);
     gemm_args g;
     int64_t ms[2];
     ocl_blas_gemm o;
     matmul_args(c->attrs, &c->in_type[0], &c->in_type[1], &c->out_type[0], &g, ms);
     if (blas_gemm_of(&g, ms[0], ms[1], &o))
-        return TG_OK; /* our kernels for this node */
+        return node_attach(c, 0, 0); /* our kernels for this node */
     st = ocl_blas_warm_gemm(c, &o);
     return st ? st : blas_attach(c, 0);
 }
@@ -338,9 +411,11 @@ static tg_status linear_prepare(ocl_prep *c)
         post = &at->post, prm = GRAPH_POST_PRM(at);
     }
     if (st == TG_OK)
-        st = nn_program(c, "nn_gemm", post, prm, gemm_kernels, 3);
-    if (st != TG_OK || !blas_wanted(c))
+        st = nn_program(c, "nn_gemm", post, prm, gemm_kernels, GEMM_NK);
+    if (st != TG_OK)
         return st;
+    if (!blas_wanted(c))
+        return node_attach(c, 0, 0);
     gemm_args g;
     ocl_blas_gemm o;
     linear_args(&c->in_type[0], &c->in_type[1], &g);

@@ -19,6 +19,10 @@
  * nn_gemm_simple: one item per output, for shapes the 64x128 tile would
  * mostly waste (M or N below 16: matrix-vector products, tiny heads).
  *
+ * nn_gemm_sk (+ nn_gemm_sk_sum): our tile for GPUs, below: 64x64 tiles of
+ * 16x16 items with K split over work-groups so that a small product still
+ * fills the device (ops_nn.c picks it by device type, TG_OPENCL_TILE).
+ *
  * bias: bias[n] per column (linear), or NULL.  res: the residual of the
  * epilogue, with C's layout, or NULL.
  */
@@ -139,4 +143,103 @@ __kernel void nn_gemm_post(__global float *y, long n, __global const float *bias
     if (bias)
         v += bias[(i / inner) % nb];
     y[i] = tg_epilogue(v, res, i);
+}
+
+/*
+ * nn_gemm_sk: the GPU-shaped tile.  A work-group of 16x16 items computes a
+ * 64x64 tile of C, item (tx, ty) the rows ty + 16i and columns tx + 16j
+ * (i, j < 4: neighbouring items touch neighbouring columns, so loads from
+ * B, stores to C and reads of the __local tiles are unit-stride across a
+ * warp).  K is walked in slices of 16 staged in __local memory.  Small
+ * products fill a big GPU only if K is split too: NDRange dim 2 is
+ * batch * splits, and split s sums K in [s*kper, (s+1)*kper).  With one
+ * split the tile is finished here (bias, epilogue); with more, each split
+ * writes its partial tile to ws[s][z][M][N] and nn_gemm_sk_sum finishes.
+ */
+#define SK_T 64
+#define SK_K 16
+
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void nn_gemm_sk(__global const float *a, long ars, long acs,
+                __global const float *b, long brs, long bcs,
+                __global float *c, int M, int N, int K,
+                int nbd, int8 bdim, int8 bsa, int8 bsb,
+                __global const float *bias, __global const float *res,
+                int splits, int kper, __global float *ws)
+{
+    __local float As[SK_K][SK_T + 1];
+    __local float Bs[SK_K][SK_T];
+    int tx = get_local_id(0), ty = get_local_id(1);
+    int lid = ty * 16 + tx;
+    int m0 = get_group_id(1) * SK_T, n0 = get_group_id(0) * SK_T;
+    long zs = get_group_id(2), nbatch = get_num_groups(2) / splits;
+    long z = zs / splits;
+    int s = (int)(zs % splits);
+    int kb = s * kper, ke = min(K, kb + kper);
+    long ao, bo;
+    batch_offsets(z, nbd, bdim, bsa, bsb, &ao, &bo);
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+    /* Loads: A along k when its rows are contiguous in k (acs 1), else
+     * along m; B along n unless stored transposed (bcs != 1, brs 1). */
+    int a_kfast = acs == 1;
+    int b_nfast = bcs == 1 || brs != 1;
+    for (int k0 = kb; k0 < ke; k0 += SK_K) {
+        for (int r = 0; r < 4; r++) {
+            int idx = lid + r * 256;
+            int kk = a_kfast ? idx % SK_K : idx / SK_T;
+            int mm = a_kfast ? idx / SK_K : idx % SK_T;
+            int m = m0 + mm, k = k0 + kk;
+            As[kk][mm] = (m < M && k < ke) ? a[ao + m * ars + k * acs] : 0.0f;
+            kk = b_nfast ? idx / SK_T : idx % SK_K;
+            int nn = b_nfast ? idx % SK_T : idx / SK_K;
+            int n = n0 + nn;
+            k = k0 + kk;
+            Bs[kk][nn] = (n < N && k < ke) ? b[bo + k * brs + n * bcs] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < SK_K; kk++) {
+            float av[4], bv[4];
+            for (int i = 0; i < 4; i++)
+                av[i] = As[kk][ty + 16 * i];
+            for (int j = 0; j < 4; j++)
+                bv[j] = Bs[kk][tx + 16 * j];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = mad(av[i], bv[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    long co = z * M * N;
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty + 16 * i;
+        for (int j = 0; j < 4; j++) {
+            int n = n0 + tx + 16 * j;
+            if (m < M && n < N) {
+                if (splits == 1)
+                    store_out(c, co + (long)m * N + n, acc[i][j], bias, n, res);
+                else
+                    ws[((long)s * nbatch + z) * M * N + (long)m * N + n] = acc[i][j];
+            }
+        }
+    }
+}
+
+/* Global size (N, M, batch), any local size: the splits' partial tiles
+ * summed in order, then bias and epilogue. */
+__kernel void nn_gemm_sk_sum(__global const float *ws, int splits, long nbatch,
+                             __global float *c, int M, int N,
+                             __global const float *bias, __global const float *res)
+{
+    int n = get_global_id(0), m = get_global_id(1);
+    long z = get_global_id(2);
+    if (n >= N || m >= M)
+        return;
+    long i = z * M * N + (long)m * N + n, step = nbatch * M * N;
+    float v = 0.0f;
+    for (int s = 0; s < splits; s++)
+        v += ws[i + s * step];
+    store_out(c, i, v, bias, n, res);
 }
