@@ -7,7 +7,9 @@
  *
  * A run: write host inputs (or take the caller's cl_mem), clear the flag,
  * enqueue every step (guards read their value back and check it on the
- * host), copy or read the outputs, wait once, then check the flag.
+ * host), copy or read the outputs, wait once, then check the flag (the
+ * flag only when some node's kernels can raise it: gather and the like;
+ * on a GPU its clear and read-back are a sizeable part of a small run).
  * TG_OPENCL_SYNC=1 in the environment waits after every node instead, so
  * that a kernel failing on the device (an illegal address: the driver
  * reports it only at the next wait) is named with its node and call site.
@@ -50,6 +52,7 @@ struct ocl_session {
     cl_mem scratch[OCL_MAX_SCRATCH];
     size_t scratch_size[OCL_MAX_SCRATCH];
     cl_mem flag;
+    int flags; /* some node's kernels may raise the flag (else it is neither cleared nor read) */
     int sync; /* TG_OPENCL_SYNC: wait after every node, to name the one that fails */
     /* TG_OPENCL_PROFILE: a marker after every node; per node, the device
      * time since the previous marker, summed over runs (printed at free) */
@@ -231,6 +234,8 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
+    for (int32_t i = 0; i < s->op->nnodes; i++)
+        s->flags |= s->op->nodes[i].flag_msg != NULL;
     s->flag = new_buffer(s, sizeof(cl_int), "the error flag", err, errlen);
     if (!s->flag)
         goto fail;
@@ -695,7 +700,7 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
     cl_int zero = 0, flag = 0;
     st = put_inputs(s, b, in, nin, err, errlen);
     cl_int e = CL_SUCCESS;
-    if (st == TG_OK) {
+    if (st == TG_OK && s->flags) {
         e = clEnqueueFillBuffer(s->q, s->flag, &zero, sizeof zero, 0, sizeof zero, 0, NULL, NULL);
         if (e != CL_SUCCESS) {
             snprintf(err, errlen, "replay: clEnqueueFillBuffer: %s", ocl_errstr(e));
@@ -706,7 +711,7 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
         st = steps(s, b, warnings, err, errlen);
     if (st == TG_OK)
         st = get_outputs(s, b, outputs, nout, err, errlen);
-    if (st == TG_OK) {
+    if (st == TG_OK && s->flags) {
         e = clEnqueueReadBuffer(s->q, s->flag, CL_FALSE, 0, sizeof flag, &flag, 0, NULL, NULL);
         if (e != CL_SUCCESS) {
             snprintf(err, errlen, "replay: reading the error flag: %s", ocl_errstr(e));
