@@ -584,6 +584,44 @@ static void test_pool(void)
 }
 
 /*
+ * A view shares its input's device buffer only if nothing writes that
+ * buffer after it: a = -x; r = reshape(a); c = -a, planned in place over
+ * a (a dies there, after the view); y = reshape(r) * c must be -x^2 (x^2
+ * if r saw c's data).
+ */
+static void test_view_sharing(void)
+{
+    graph *g = graph_new("views");
+    graph_type t = {GRAPH_F32, 2, {4, 6}};
+    int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &t, "x"), a, r, c, r2, y;
+    graph_add_input(g, x);
+    graph_reshape_attrs to3 = {TG_SHAPE(2, 3, 4)}, to2 = {TG_SHAPE(4, 6)};
+    CHECK(graph_add_node(g, GRAPH_OP_neg, &x, 1, NULL, &a, 1) >= 0);
+    CHECK(graph_add_node(g, GRAPH_OP_reshape, &a, 1, &to3, &r, 1) >= 0);
+    CHECK(graph_add_node(g, GRAPH_OP_neg, &a, 1, NULL, &c, 1) >= 0);
+    CHECK(graph_add_node(g, GRAPH_OP_reshape, &r, 1, &to2, &r2, 1) >= 0);
+    CHECK(graph_add_node(g, GRAPH_OP_mul, (int32_t[]){r2, c}, 2, NULL, &y, 1) >= 0);
+    graph_add_output(g, y, "y");
+    char err[1024] = "";
+    replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    float xv[24], yv[24];
+    for (int i = 0; i < 24; i++)
+        xv[i] = (float)i * 0.5f - 3;
+    replay_tensor in = {"x", t, xv, NULL}, out = {"y", t, yv, NULL};
+    CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "%s",
+              s ? replay_session_error(s) : err);
+    int ok = 1;
+    for (int i = 0; s && i < 24; i++)
+        ok &= yv[i] == -xv[i] * xv[i];
+    CHECK_MSG(s && ok, "y = reshape(reshape(-x)) * x = -x^2: y[1] %g, x[1] %g", yv[1], xv[1]);
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/*
  * The book of cl objects (objects.c) catches the release orders NVIDIA's
  * driver does not forgive: a buffer released before its sub-buffers, and
  * a second release (not passed on to OpenCL).  The parent gets one more
@@ -647,6 +685,7 @@ int main(void)
     test_out_of_memory();
     test_disk_cache();
     test_pool();
+    test_view_sharing();
     char first[512];
     long nv = ocl_obj_violations(first, sizeof first);
     CHECK_MSG(nv == 0, "%ld cl objects released out of order, the first: %s", nv, first);

@@ -38,7 +38,7 @@
 /* ---- counting wrappers ---- */
 
 typedef struct counts {
-    long finish, waits, blocking, writes, reads, read_bytes, write_bytes, maps;
+    long finish, waits, blocking, writes, reads, read_bytes, write_bytes, maps, copies;
 } counts;
 
 static counts cnt;
@@ -109,6 +109,14 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBufferRect(
                                           ev);
 }
 
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst,
+                                                    size_t so, size_t dof, size_t size, cl_uint n,
+                                                    const cl_event *wl, cl_event *ev)
+{
+    cnt.copies++;
+    return NEXT(clEnqueueCopyBuffer)(q, src, dst, so, dof, size, n, wl, ev);
+}
+
 CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool block,
                                                   cl_map_flags fl, size_t off, size_t size,
                                                   cl_uint n, const cl_event *wl, cl_event *ev,
@@ -163,6 +171,15 @@ static void check_graph(const graph *g, const replay_tensor *x, int guards, cons
     int flag = 0;
     for (int32_t i = 0; i < p->g->nnodes; i++)
         flag |= ((const ocl_plan *)p->bplan)->nodes[i].flag_msg != NULL;
+    /* views (reshape, flatten, squeeze, unsqueeze) of an intermediate share
+     * its device buffer: they copy only a graph input, param or constant */
+    long view_copies = 0;
+    for (int32_t i = 0; i < p->g->nnodes; i++) {
+        graph_op op = p->g->nodes[i].op;
+        if (op == GRAPH_OP_reshape || op == GRAPH_OP_flatten || op == GRAPH_OP_squeeze ||
+            op == GRAPH_OP_unsqueeze)
+            view_copies += p->traced->mp.buffer[p->g->nodes[i].in[0]] < 0;
+    }
     const graph_type *yt = replay_output_type(p, 0);
     size_t xbytes = (size_t)graph_type_numel(&x->type) * sizeof(float);
     size_t ybytes = (size_t)graph_type_numel(yt) * sizeof(float);
@@ -185,6 +202,9 @@ static void check_graph(const graph *g, const replay_tensor *x, int guards, cons
         counts d = counted_run(s, &din, &dout, w);
         if (r == 0)
             continue;
+        CHECK_MSG(h.copies == view_copies && d.copies == view_copies + 1,
+                  "%s: buffer copies per run: %ld host, %ld cl_mem (want %ld views of inputs, "
+                  "+1 for the cl_mem output)", what, h.copies, d.copies, view_copies);
         CHECK_MSG(h.finish == 1 && d.finish == 1, "%s: clFinish per run: %ld host, %ld cl_mem "
                   "(want 1: one wait at the end)", what, h.finish, d.finish);
         CHECK_MSG(h.waits == 0 && d.waits == 0 && h.maps == 0 && d.maps == 0,
