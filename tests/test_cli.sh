@@ -329,7 +329,9 @@ if "$TG" devices > /dev/null 2>&1; then
     TG_OPENCL_GEMM=clblast expect 0 "$TG" devices
     has out "GEMM: clblast (TG_OPENCL_GEMM)"
     TG_OPENCL_GEMM=cublas expect 0 "$TG" devices
-    has err "TG_OPENCL_GEMM=cublas is not a GEMM path (clblast, own); using "
+    has err "TG_OPENCL_GEMM=cublas is not a GEMM path (auto, clblast, own); using "
+    TG_OPENCL_GEMM=auto expect 0 "$TG" check mlp.tgraph --backend opencl --rtol 1e-4 --atol 1e-5
+    has out "replay (opencl, GEMM auto, 1 thread)"
     # default tolerance: at the output's scale (sums run in another order)
     expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy

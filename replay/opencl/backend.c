@@ -97,7 +97,8 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
     for (int k = 0; k < n->nout; k++)
         ot[k] = g->values[n->out[k]].type;
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
-                  .blas = op->gemm == OCL_GEMM_CLBLAST, .node = n, .attrs = graph_node_attrs(n),
+                  .blas = op->gemm != OCL_GEMM_OWN, .probe = op->gemm == OCL_GEMM_AUTO,
+                  .node = n, .attrs = graph_node_attrs(n),
                   .in_type = it, .nin = n->nin, .out_type = ot, .nout = n->nout,
                   .in_host = host, .err = why, .errlen = sizeof why};
     tg_status st = impl->prepare(&c);

@@ -27,25 +27,29 @@ ocl_gemm_path ocl_gemm_choose(cl_device_id device, const char **why)
     cl_device_type type = 0;
     clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     int gpu = (type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR)) != 0;
-    ocl_gemm_path def = gpu ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
+    ocl_gemm_path def = gpu ? OCL_GEMM_AUTO : OCL_GEMM_OWN;
     const char *want = getenv("TG_OPENCL_GEMM");
     if (want && *want) {
-        if (!strcmp(want, "clblast") || !strcmp(want, "own")) {
-            if (why)
-                *why = "TG_OPENCL_GEMM";
-            return !strcmp(want, "clblast") ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
-        }
+        for (int p = OCL_GEMM_OWN; p <= OCL_GEMM_AUTO; p++)
+            if (!strcmp(want, ocl_gemm_name((ocl_gemm_path)p))) {
+                if (why)
+                    *why = "TG_OPENCL_GEMM";
+                return (ocl_gemm_path)p;
+            }
         static atomic_int warned;
         if (!atomic_exchange(&warned, 1))
-            fprintf(stderr, "tracegraph: TG_OPENCL_GEMM=%s is not a GEMM path (clblast, own); "
-                            "using %s\n", want, ocl_gemm_name(def));
+            fprintf(stderr, "tracegraph: TG_OPENCL_GEMM=%s is not a GEMM path (auto, clblast, "
+                            "own); using %s\n", want, ocl_gemm_name(def));
     }
     if (why)
         *why = gpu ? "GPU or accelerator device" : "CPU device";
     return def;
 }
 
-const char *ocl_gemm_name(ocl_gemm_path p) { return p == OCL_GEMM_CLBLAST ? "clblast" : "own"; }
+const char *ocl_gemm_name(ocl_gemm_path p)
+{
+    return p == OCL_GEMM_CLBLAST ? "clblast" : p == OCL_GEMM_AUTO ? "auto" : "own";
+}
 
 static const char *status_name(CLBlastStatusCode s)
 {

@@ -105,7 +105,8 @@ typedef struct ocl_prep {
     const graph_type *out_type;
     int nout;
     const void *const *in_host; /* per input: constant data or NULL */
-    int blas; /* the plan's GEMM/conv path is CLBlast (ocl_blas.h) */
+    int blas;  /* the plan's GEMM/conv path is CLBlast (ocl_blas.h) */
+    int probe; /* ... or auto: matmul/linear time both at prepare */
     /* out (through the helpers below) */
     cl_program prog; /* retained; released with the plan */
     const char *kernel[OCL_MAX_KERNELS]; /* static strings */

@@ -3,11 +3,15 @@
  * matmul, linear, linear_ep, conv2d and conv2d_ep (clblast.c; used by
  * ops_nn.c).
  *
- * The path is chosen per device when a plan is compiled: CLBlast on GPUs
- * and accelerators, the backend's own kernels (cl/nn_gemm.cl,
- * cl/nn_conv.cl) on CPU devices such as PoCL, where CLBlast measured
- * slower.  TG_OPENCL_GEMM=clblast|own overrides it (read at each
- * replay_compile; another value: a warning line naming what is used).
+ * The path is chosen per device when a plan is compiled: auto on GPUs and
+ * accelerators (conv through CLBlast; each matmul/linear through CLBlast
+ * or our GPU tile, whichever is faster for its shape, timed at compile:
+ * on an H200 our tile won every product of the benchmark workloads, which
+ * are small, and CLBlast's convgemm beat our conv 5x), the backend's own
+ * kernels (cl/nn_gemm.cl, cl/nn_conv.cl) on CPU devices such as PoCL, where
+ * CLBlast measured slower.  TG_OPENCL_GEMM=auto|clblast|own overrides it
+ * (read at each replay_compile; another value: a warning line naming what
+ * is used).
  *
  * CLBlast builds its kernels on first use per device and context (tens of
  * seconds on PoCL the first time; PoCL's own kernel cache keeps them for
@@ -23,7 +27,10 @@
 
 #include "ocl.h"
 
-typedef enum ocl_gemm_path { OCL_GEMM_OWN, OCL_GEMM_CLBLAST } ocl_gemm_path;
+/* auto: conv on CLBlast, each matmul/linear node on CLBlast or our GPU
+ * tile, whichever ran its traced shape faster at replay_compile (ops_nn.c,
+ * gemm_probe). */
+typedef enum ocl_gemm_path { OCL_GEMM_OWN, OCL_GEMM_CLBLAST, OCL_GEMM_AUTO } ocl_gemm_path;
 
 /* The path for device (the default by its type, or TG_OPENCL_GEMM) and,
  * in why (may be NULL), a static reason ("GPU device", "TG_OPENCL_GEMM"). */
@@ -60,6 +67,9 @@ tg_status ocl_blas_warm_conv(ocl_prep *c, const ocl_blas_conv *v);
 /* CLBlast calls made so far in this process (warm-ups included): tests
  * check which path a node took. */
 long ocl_blas_calls(void);
+
+/* Forgets the auto path's timings (ops_nn.c), with the contexts. */
+void ocl_gemm_probe_forget(void);
 
 /* Frees CLBlast's caches (programs hold the devices' contexts): called by
  * ocl_shutdown when no plan uses a device. */

@@ -26,14 +26,16 @@
  * compiles a kernel once per local size, so a driver-chosen one would
  * recompile for new shapes.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../graph/alloc.h"
 #include "../../graph/infer_norm.h"
-#include "ocl.h"
 #include "ocl_blas.h"
+#include "ocl_rt.h"
 
 /* ---- programs ---- */
 
@@ -131,6 +133,21 @@ typedef struct blas_node {
 
 static int blas_wanted(const ocl_prep *c) { return c->blas; }
 
+/* 1: our GPU tile for this device, 0: the CPU tile, -1: a bad
+ * TG_OPENCL_TILE; *cus the device's compute units. */
+static int own_tile(const ocl_prep *c, int *cus)
+{
+    const char *tile = getenv("TG_OPENCL_TILE");
+    cl_device_type type = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    cl_uint n = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof n, &n, NULL);
+    *cus = n ? (int)n : 1;
+    if (tile && *tile && strcmp(tile, "gpu") && strcmp(tile, "cpu"))
+        return -1;
+    return tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
+}
+
 static tg_status node_attach(ocl_prep *c, int post, int blas)
 {
     blas_node *b = tg_calloc(1, sizeof *b);
@@ -141,17 +158,12 @@ static tg_status node_attach(ocl_prep *c, int post, int blas)
     /* Our own tile by device type: the 64x128 float16 tile for CPU
      * devices (PoCL's best), the 16x16-item 64x64 tile with K split to
      * fill the compute units elsewhere; TG_OPENCL_TILE=cpu|gpu forces. */
-    const char *tile = getenv("TG_OPENCL_TILE");
-    cl_device_type type = 0;
-    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    b->sk = tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
-    if (tile && *tile && strcmp(tile, "gpu") && strcmp(tile, "cpu")) {
+    b->sk = own_tile(c, &b->cus);
+    if (b->sk < 0) {
         tg_free(b);
-        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu", tile);
+        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu",
+                             getenv("TG_OPENCL_TILE"));
     }
-    cl_uint cus = 0;
-    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
-    b->cus = cus ? (int)cus : 1;
     c->data = b;
     c->data_free = tg_free;
     return TG_OK;
@@ -244,7 +256,7 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
  * splits), the partial tiles summed by nn_gemm_sk_sum.
  */
 #define SK_TILE 64
-static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus)
+static int64_t sk_splits(const gemm_args *g, int cus, int64_t *kper_out)
 {
     int64_t tiles = (g->m + SK_TILE - 1) / SK_TILE * ((g->n + SK_TILE - 1) / SK_TILE) * g->batch;
     int64_t want = (2 * (int64_t)cus + tiles - 1) / tiles, most = g->k / 128;
@@ -252,11 +264,16 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus)
     splits = splits < 1 ? 1 : splits > 16 ? 16 : splits;
     int64_t kper = ocl_round_up((size_t)((g->k + splits - 1) / splits), 16);
     splits = kper ? (g->k + kper - 1) / kper : 1;
-    if (splits < 1)
-        splits = 1;
-    cl_mem ws = NULL;
-    if (splits > 1 && !(ws = ocl_scratch(l, 0, (size_t)(splits * g->batch * g->m * g->n) *
-                                                   sizeof(float))))
+    *kper_out = kper;
+    return splits < 1 ? 1 : splits;
+}
+
+/* ws: the partial tiles' buffer (NULL: the session's scratch). */
+static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus, cl_mem ws)
+{
+    int64_t kper, splits = sk_splits(g, cus, &kper);
+    if (splits > 1 && !ws &&
+        !(ws = ocl_scratch(l, 0, (size_t)(splits * g->batch * g->m * g->n) * sizeof(float))))
         return TG_ERR_NOMEM;
     cl_kernel k = l->k[K_SK];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmmiim", g->a, g->ars, g->acs, g->b, g->brs,
@@ -282,12 +299,13 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus)
     return run_nd(l, k, 3, g2, l2);
 }
 
-static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
+/* ws: as gemm_sk_enqueue's. */
+static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws)
 {
     int simple = g->m < NN_SMALL || g->n < NN_SMALL;
     const blas_node *bn = l->data;
     if (!simple && bn && bn->sk)
-        return gemm_sk_enqueue(l, g, bn->cus);
+        return gemm_sk_enqueue(l, g, bn->cus, ws);
     cl_kernel k = l->k[simple];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
@@ -358,6 +376,147 @@ static void matmul_args(const graph_matmul_attrs *at, const graph_type *ta,
     batch_strides(tb, nb, ms[1], g->bsb);
 }
 
+static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
+{
+    return gemm_enqueue_ws(l, g, NULL);
+}
+
+/* ---- the auto path: CLBlast or our tile, timed per shape ---- */
+
+typedef struct probed {
+    cl_context ctx;
+    ocl_blas_gemm o;
+    int post, bias, res, blas;
+    struct probed *next;
+} probed;
+
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static probed *probe_list;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static cl_mem probe_buffer(ocl_prep *c, size_t elems)
+{
+    cl_int e;
+    cl_mem m = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, (elems ? elems : 1) * sizeof(float), NULL,
+                              &e);
+    if (m)
+        ocl_obj_made(OCL_OBJ_BUFFER, m, c->ctx);
+    return m;
+}
+
+/*
+ * Runs node g (its traced shape; bias, residual and epilogue as the node
+ * has them) both ways on scratch buffers: our kernels (the GPU tile) and
+ * CLBlast (+ nn_gemm_post), once each to build and warm, then 5 times
+ * each timed on the host around one wait.  1 if CLBlast took less time,
+ * 0 if ours did; CLBlast (the call is warmed) if the probe itself fails.
+ * Cached per context, shape and epilogue.
+ */
+static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
+                      int bias, int res)
+{
+    pthread_mutex_lock(&probe_mu);
+    for (probed *p = probe_list; p; p = p->next)
+        if (p->ctx == c->ctx && !memcmp(&p->o, o, sizeof *o) && p->post == post &&
+            p->bias == bias && p->res == res) {
+            int blas = p->blas;
+            pthread_mutex_unlock(&probe_mu);
+            return blas;
+        }
+    pthread_mutex_unlock(&probe_mu);
+    blas_node bn = {post, 0, 0, 1};
+    bn.sk = own_tile(c, &bn.cus) == 1;
+    gemm_args g = *g0;
+    int64_t kper, splits = sk_splits(&g, bn.cus, &kper);
+    size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
+    size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
+    size_t ec = o->m * o->n * o->batch;
+    cl_mem buf[6] = {probe_buffer(c, ea), probe_buffer(c, eb), probe_buffer(c, ec),
+                     probe_buffer(c, o->n), probe_buffer(c, ec),
+                     probe_buffer(c, (size_t)splits * ec)};
+    cl_kernel k[OCL_MAX_KERNELS] = {0};
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(c->ctx, c->device, 0, &e);
+    if (q)
+        ocl_obj_made(OCL_OBJ_QUEUE, q, c->ctx);
+    int ok = q != NULL;
+    for (int i = 0; i < 6; i++)
+        ok &= buf[i] != NULL;
+    for (int i = 0; i < GEMM_NK && ok; i++) {
+        k[i] = clCreateKernel(c->prog, gemm_kernels[i], &e);
+        if (k[i])
+            ocl_obj_made(OCL_OBJ_KERNEL, k[i], c->prog);
+        ok &= k[i] != NULL;
+    }
+    int blas = 1;
+    if (ok) {
+        for (int i = 0; i < 6; i++) { /* defined data: NaNs would time differently */
+            float zero = 0;
+            clEnqueueFillBuffer(q, buf[i], &zero, sizeof zero, 0,
+                                (i == 0 ? ea : i == 1 ? eb : i == 3 ? o->n : i == 5 ?
+                                 (size_t)splits * ec : ec) * sizeof(float), 0, NULL, NULL);
+        }
+        char msg[256];
+        ocl_launch l = {.q = q, .device = c->device, .attrs = c->attrs, .k = k, .data = &bn,
+                        .err = msg, .errlen = sizeof msg};
+        g.a = buf[0], g.b = buf[1], g.c = buf[2];
+        g.bias = bias ? buf[3] : NULL;
+        g.res = res ? buf[4] : NULL;
+        double t[2] = {0, 0};
+        for (int way = 0; way < 2 && ok; way++)
+            for (int rep = 0; rep < 6 && ok; rep++) {
+                if (rep == 1) {
+                    ok &= clFinish(q) == CL_SUCCESS;
+                    t[way] = now_ms();
+                }
+                if (way == 0)
+                    ok &= gemm_enqueue_ws(&l, &g, buf[5]) == TG_OK;
+                else
+                    ok &= !ocl_blas_gemm_run(q, o, g.a, g.b, g.c, msg, sizeof msg) &&
+                          (!post || blas_post(&l, k[POST_GEMM], g.c, (int64_t)ec, g.bias, 1,
+                                              g.n, g.res) == TG_OK);
+                if (rep == 5) {
+                    ok &= clFinish(q) == CL_SUCCESS;
+                    t[way] = now_ms() - t[way];
+                }
+            }
+        if (ok)
+            blas = t[1] < t[0];
+    }
+    for (int i = 0; i < OCL_MAX_KERNELS; i++)
+        ocl_obj_release(OCL_OBJ_KERNEL, k[i]);
+    for (int i = 0; i < 6; i++)
+        ocl_obj_release(OCL_OBJ_BUFFER, buf[i]);
+    ocl_obj_release(OCL_OBJ_QUEUE, q);
+    probed *n = tg_malloc(sizeof *n);
+    if (n && ok) {
+        pthread_mutex_lock(&probe_mu);
+        *n = (probed){c->ctx, *o, post, bias, res, blas, probe_list};
+        probe_list = n;
+        pthread_mutex_unlock(&probe_mu);
+    } else {
+        tg_free(n);
+    }
+    return blas;
+}
+
+void ocl_gemm_probe_forget(void)
+{
+    pthread_mutex_lock(&probe_mu);
+    for (probed *p = probe_list, *next; p; p = next) {
+        next = p->next;
+        tg_free(p);
+    }
+    probe_list = NULL;
+    pthread_mutex_unlock(&probe_mu);
+}
+
 static tg_status matmul_prepare(ocl_prep *c)
 {
     tg_status st = need_f32(c);
@@ -374,6 +533,8 @@ static tg_status matmul_prepare(ocl_prep *c)
     if (blas_gemm_of(&g, ms[0], ms[1], &o))
         return node_attach(c, 0, 0); /* our kernels for this node */
     st = ocl_blas_warm_gemm(c, &o);
+    if (st == TG_OK && c->probe)
+        return node_attach(c, 0, gemm_probe(c, &g, &o, 0, 0, 0));
     return st ? st : blas_attach(c, 0);
 }
 
@@ -419,10 +580,14 @@ static tg_status linear_prepare(ocl_prep *c)
     gemm_args g;
     ocl_blas_gemm o;
     linear_args(&c->in_type[0], &c->in_type[1], &g);
-    if (g.m > 0 && g.n > 0 && blas_gemm_of(&g, 0, 0, &o) == 0 &&
-        (st = ocl_blas_warm_gemm(c, &o)) != TG_OK)
+    int blas_ok = g.m > 0 && g.n > 0 && blas_gemm_of(&g, 0, 0, &o) == 0;
+    if (blas_ok && (st = ocl_blas_warm_gemm(c, &o)) != TG_OK)
         return st;
-    return blas_attach(c, c->nin > 2 || (post && post->n > 0));
+    int has_post = c->nin > 2 || (post && post->n > 0);
+    if (blas_ok && c->probe)
+        return node_attach(c, has_post, gemm_probe(c, &g, &o, has_post, c->nin > 2,
+                                                   c->nin > 3));
+    return blas_attach(c, has_post);
 }
 
 /* x [..., K] times w [N, K] transposed (+ b) (+ residual). */

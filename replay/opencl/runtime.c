@@ -263,6 +263,7 @@ void ocl_shutdown(void)
     /* CLBlast's cached programs hold contexts: dropped first, when no
      * device stays */
     int kept = 0;
+    ocl_gemm_probe_forget(); /* keyed by context: a freed one's address may come back */
     for (ocl_dev *d = devs; d; d = d->next)
         kept |= d->plans > 0;
     if (!kept)
