@@ -19,9 +19,10 @@
  * and exits 77.
  *
  * ctest runs it twice: as the device chooses (PoCL: our kernels) and with
- * TG_OPENCL_GEMM=clblast, where matmul, linear and plain conv go through
- * CLBlast (replay/opencl/clblast.c); test_gemm_path checks which path each
- * of a set of cases took (CLBlast calls counted) and its results.
+ * TG_OPENCL_GEMM=clblast, where matmul, linear and ungrouped conv (the
+ * blocked conv2d_blk too) go through CLBlast (replay/opencl/clblast.c);
+ * test_gemm_path checks which path each of a set of cases took (CLBlast
+ * calls counted) and its results.
  */
 #include <math.h>
 #include <stdio.h>
