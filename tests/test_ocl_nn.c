@@ -19,9 +19,10 @@
  * and exits 77.
  *
  * ctest runs it twice: as the device chooses (PoCL: our kernels) and with
- * TG_OPENCL_GEMM=clblast, where matmul, linear and plain conv go through
- * CLBlast (replay/opencl/clblast.c); test_gemm_path checks which path each
- * of a set of cases took (CLBlast calls counted) and its results.
+ * TG_OPENCL_GEMM=clblast, where matmul, linear and ungrouped conv (the
+ * blocked conv2d_blk too) go through CLBlast (replay/opencl/clblast.c);
+ * test_gemm_path checks which path each of a set of cases took (CLBlast
+ * calls counted) and its results.
  */
 #include <math.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ static void *run_ocl(const ncase *c, graph_type *out)
 static void compare(const char *what, const float *got, const float *want, int64_t n, double tol)
 {
     int64_t bad_nan = -1;
-    float *g = malloc((size_t)(n ? n : 1) * sizeof *g), *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    float *g = calloc((size_t)(n ? n : 1), sizeof *g), *w = calloc((size_t)(n ? n : 1), sizeof *w);
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
         if (isnan(want[i]) != isnan(got[i]) && bad_nan < 0)
@@ -374,14 +375,16 @@ static void conv_ref(const conv_geom *g, const float *x, const float *w, const f
                 }
 }
 
-/* nChw16c <-> NCHW of an [n, c, hw] tensor. */
+/* nChw16c <-> NCHW of an [n, c, hw] tensor (blocked: [n, ceil(c/16),
+ * hw, 16]; its lanes past c are left as they are). */
 static void reblock(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, int to)
 {
+    int64_t cb = (c + 15) / 16;
     for (int64_t a = 0; a < n; a++)
         for (int64_t k = 0; k < c; k++)
             for (int64_t p = 0; p < hw; p++) {
                 int64_t plain = (a * c + k) * hw + p;
-                int64_t blk = ((a * (c / 16) + k / 16) * hw + p) * 16 + k % 16;
+                int64_t blk = ((a * cb + k / 16) * hw + p) * 16 + k % 16;
                 if (to)
                     dst[blk] = src[plain];
                 else
@@ -389,8 +392,26 @@ static void reblock(const float *src, float *dst, int64_t n, int64_t c, int64_t 
             }
 }
 
-/* kind 0 conv2d, 1 conv2d_ep, 2 conv2d_blk. */
-static void conv_case(conv_geom g, int kind, int bias, const graph_ints *post, float alpha)
+/* A blocked [n, c, hw] tensor from plain src, its lanes past c set to
+ * fill (malloc'd; *nb: its elements). */
+static float *to_blk(const float *src, int64_t n, int64_t c, int64_t hw, float fill, int64_t *nb)
+{
+    *nb = n * ((c + 15) / 16) * hw * 16;
+    float *b = malloc((size_t)*nb * sizeof *b);
+    for (int64_t i = 0; i < *nb; i++)
+        b[i] = fill;
+    reblock(src, b, n, c, hw, 1);
+    return b;
+}
+
+/*
+ * kind 0 conv2d, 1 conv2d_ep, 2 conv2d_blk: x, residual and output
+ * blocked, x plain when stem.  Blocked, the lanes past C of x are NaN and
+ * those of the residual 5 (neither may reach the output), and the output's
+ * lanes past O must be exactly 0.
+ */
+static void conv_case_x(conv_geom g, int kind, int stem, int bias, const graph_ints *post,
+                        float alpha)
 {
     int64_t oh = conv_out(g.h, g.pt, g.pb, g.kh, g.dh, g.sh);
     int64_t ow = conv_out(g.w, g.pl, g.pr, g.kw, g.dw, g.sw);
@@ -408,35 +429,57 @@ static void conv_case(conv_geom g, int kind, int bias, const graph_ints *post, f
     const void *attrs[] = {&a0, &a1, &a2};
     ncase c = {ops[kind], attrs[kind], 2 + (bias || kind) + adds, {tx, tw, tb, tr},
                {rnd(&tx, 7), rnd(&tw, 8), rnd(&tb, 9), rnd(&tr, 10)}, kind == 1 ? 2 : 0};
-    int64_t ny = graph_type_numel(&tr), nx = graph_type_numel(&tx);
+    int64_t ny = graph_type_numel(&tr), nx;
     float *want = malloc((size_t)ny * sizeof *want);
     conv_ref(&g, c.d[0], c.d[1], c.nin > 2 ? c.d[2] : NULL, post, alpha, c.d[3], want);
-    if (kind == 2) { /* blocked x, residual and output */
-        float *xb = malloc((size_t)nx * sizeof *xb), *rb = malloc((size_t)ny * sizeof *rb);
-        float *wb = malloc((size_t)ny * sizeof *wb);
-        reblock(c.d[0], xb, g.n, g.c, g.h * g.w, 1);
-        reblock(c.d[3], rb, g.n, g.o, oh * ow, 1);
-        reblock(want, wb, g.n, g.o, oh * ow, 1);
-        free(c.d[0]), free(c.d[3]), free(want);
-        c.d[0] = xb, c.d[3] = rb, want = wb;
-        c.t[0] = F32(g.n, g.c / 16, g.h, g.w, 16);
-        c.t[3] = F32(g.n, g.o / 16, oh, ow, 16);
+    if (kind == 2) { /* blocked residual and output, x unless stem */
+        int64_t nb;
+        if (!stem) {
+            float *xb = to_blk(c.d[0], g.n, g.c, g.h * g.w, NAN, &nx);
+            free(c.d[0]);
+            c.d[0] = xb;
+            c.t[0] = F32(g.n, (g.c + 15) / 16, g.h, g.w, 16);
+        }
+        float *rb = to_blk(c.d[3], g.n, g.o, oh * ow, 5.0f, &nb);
+        float *wb = to_blk(want, g.n, g.o, oh * ow, 0.0f, &ny);
+        free(c.d[3]), free(want);
+        c.d[3] = rb, want = wb;
+        c.t[3] = F32(g.n, (g.o + 15) / 16, oh, ow, 16);
     }
-    char what[200];
+    char what[256];
     snprintf(what, sizeof what,
              "%s x[%lld,%lld,%lld,%lld] o=%lld k=%lldx%lld s=%lld,%lld p=%lld,%lld,%lld,%lld "
-             "d=%lld,%lld g=%lld bias=%d post=%d",
+             "d=%lld,%lld g=%lld bias=%d post=%d%s",
              graph_ops[c.op].name, (long long)g.n, (long long)g.c, (long long)g.h,
              (long long)g.w, (long long)g.o, (long long)g.kh, (long long)g.kw, (long long)g.sh,
              (long long)g.sw, (long long)g.pt, (long long)g.pl, (long long)g.pb, (long long)g.pr,
-             (long long)g.dh, (long long)g.dw, (long long)g.groups, c.nin > 2, np.n);
+             (long long)g.dh, (long long)g.dw, (long long)g.groups, c.nin > 2, np.n,
+             kind == 2 && stem ? " stem" : "");
     for (int i = c.nin; i < 4; i++) {
         free(c.d[i]);
         c.d[i] = NULL;
     }
-    expect(what, &c, want, ny);
+    graph_type ot;
+    float *got = run_ocl(&c, &ot);
+    if (got) {
+        CHECK_MSG(graph_type_numel(&ot) == ny, "%s: %lld outputs, want %lld", what,
+                  (long long)graph_type_numel(&ot), (long long)ny);
+        compare(what, got, want, ny, TOL);
+        int64_t bad = -1, ob = (g.o + 15) / 16;
+        for (int64_t i = 0; kind == 2 && i < ny && bad < 0; i++)
+            if (i / 16 / (oh * ow) % ob * 16 + i % 16 >= g.o && got[i] != 0.0f)
+                bad = i;
+        CHECK_MSG(bad < 0, "%s: padded lane at %lld is %g, want 0", what, (long long)bad,
+                  bad >= 0 ? got[bad] : 0.0);
+    }
+    free(got);
     free(want);
     free_case(&c);
+}
+
+static void conv_case(conv_geom g, int kind, int bias, const graph_ints *post, float alpha)
+{
+    conv_case_x(g, kind, 0, bias, post, alpha);
 }
 
 static void test_conv(void)
@@ -503,6 +546,7 @@ static void test_depthwise(void)
         {2, 32, 9, 10, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 32},
         {1, 16, 28, 27, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 16},
         {1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16}, /* multiplier 2 */
+        {2, 24, 9, 13, 24, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 24}, /* padded lanes */
     };
     static const char *const modes[] = {"tiled", "direct"};
     for (int m = 0; m < 2; m++) {
@@ -979,7 +1023,7 @@ static void test_gemm_path(void)
     conv_geom sd = {2, 5, 13, 11, 19, 3, 2, 2, 1, 1, 2, 1, 2, 2, 1, 1};
     conv_geom asym = {2, 6, 13, 11, 10, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 1};
     conv_geom grouped = {1, 8, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 2, 1, 2};
-    graph_ints add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
+    graph_ints add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}}, relu = {1, {GRAPH_POST_RELU}};
     b = ocl_blas_calls(), conv_case(sd, 0, 1, NULL, 0);
     path_check("conv2d stride 2,1 pad 1,2 dilation 2,1, bias", b, 1);
     b = ocl_blas_calls(), conv_case(sd, 0, 0, NULL, 0);
@@ -990,6 +1034,34 @@ static void test_gemm_path(void)
     path_check("conv2d_ep asymmetric padding", b, 0);
     b = ocl_blas_calls(), conv_case(grouped, 0, 1, NULL, 0);
     path_check("conv2d groups 2", b, 0);
+    /* conv2d_blk: blocked x / residual / output (unblocked around the
+     * call), a plain stem x, channels not a multiple of 16 */
+    conv_geom blk = {2, 32, 9, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    conv_geom blk_sd = {2, 24, 13, 11, 40, 3, 2, 2, 1, 1, 2, 1, 2, 2, 1, 1};
+    conv_geom stem = {2, 3, 15, 14, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+    conv_geom blk_g = {1, 32, 7, 6, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2};
+    conv_geom blk_asym = {1, 16, 9, 8, 16, 3, 3, 1, 1, 1, 0, 0, 1, 1, 1, 1};
+    conv_geom blk_dw = {1, 32, 9, 10, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32};
+    graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
+                            GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
+    b = ocl_blas_calls(), conv_case(blk, 2, 1, &add_relu, 0);
+    path_check("conv2d_blk 32->32 residual+relu", b, 1);
+    b = ocl_blas_calls(), conv_case(blk_sd, 2, 1, &add_relu, 0);
+    path_check("conv2d_blk 24->40 stride 2,1 dilation 2,1 residual+relu", b, 1);
+    b = ocl_blas_calls(), conv_case(blk_sd, 2, 1, &every, -0.1f);
+    path_check("conv2d_blk 24->40 every epilogue", b, 1);
+    b = ocl_blas_calls(), conv_case(blk_sd, 2, 1, NULL, 0);
+    path_check("conv2d_blk 24->40 bias only", b, 1);
+    b = ocl_blas_calls(), conv_case_x(stem, 2, 1, 1, &relu, 0);
+    path_check("conv2d_blk stem 3->20 stride 2", b, 1);
+    b = ocl_blas_calls(), conv_case_x(stem, 2, 1, 1, &add_relu, 0);
+    path_check("conv2d_blk stem 3->20 residual+relu", b, 1);
+    b = ocl_blas_calls(), conv_case(blk_g, 2, 1, &relu, 0);
+    path_check("conv2d_blk groups 2", b, 0);
+    b = ocl_blas_calls(), conv_case(blk_asym, 2, 1, &relu, 0);
+    path_check("conv2d_blk asymmetric padding", b, 0);
+    b = ocl_blas_calls(), conv_case(blk_dw, 2, 1, &relu, 0);
+    path_check("conv2d_blk depthwise", b, 0);
 }
 
 int main(void)

@@ -175,6 +175,10 @@ void ocl_conv_describe(graph_op op, const void *attrs, int64_t *groups,
                        const graph_ints **post, graph_post_prm *prm);
 void ocl_conv_geometry(graph_op op, const void *attrs, const graph_type *x,
                        const graph_type *w, const graph_type *y, int32_t g0[8], int32_t g1[8]);
+/* A conv2d_blk whose O (output channels) is not a multiple of 16: zeroes
+ * its output first, as the lanes past O must be and our conv kernels do
+ * not write them (nothing for other nodes). */
+tg_status ocl_conv_zero_lanes(ocl_launch *l, graph_op op, int64_t O);
 
 /* ---- prepare helpers (each returns TG_OK or an error with c->err set) ---- */
 

@@ -1,7 +1,7 @@
 /*
  * ocl_blas.h - CLBlast (the tuned OpenCL BLAS) for the OpenCL backend's
- * matmul, linear, linear_ep, conv2d and conv2d_ep (clblast.c; used by
- * ops_nn.c).
+ * matmul, linear, linear_ep, conv2d, conv2d_ep and conv2d_blk (clblast.c;
+ * used by ops_nn.c).
  *
  * The path is chosen per device when a plan is compiled: auto on GPUs and
  * accelerators (conv through CLBlast; each matmul/linear through CLBlast

@@ -137,6 +137,9 @@ static tg_status dw_enqueue(ocl_launch *l, graph_op op)
     ocl_conv_geometry(op, l->attrs, x, w, y, g0, g1);
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
     int64_t n = x->dim[0], o = g0[3];
+    tg_status zs = ocl_conv_zero_lanes(l, op, o);
+    if (zs != TG_OK)
+        return zs;
     if (!dw_tile(g0, g1, t)) {
         tg_status s = ocl_set_args(l, l->k[1], "mmmvvmm", l->in[0], l->in[1], l->out[0], g0,
                                    g1, bias, res);

@@ -18,8 +18,10 @@
  * direct conv kernel) need neither and have no epilogue: no prefix.
  *
  * On devices whose GEMM path is CLBlast (ocl_blas.h), matmul, linear,
- * linear_ep and plain conv2d/conv2d_ep call it instead (see "CLBlast
- * path" below), with nn_gemm_post applying bias and epilogue after.
+ * linear_ep, conv2d, conv2d_ep and (ungrouped) conv2d_blk call it instead
+ * (see "CLBlast path" below), with nn_gemm_post applying bias and
+ * epilogue after; conv2d_blk converts to and from the blocked layout
+ * around the call (nn_conv_unblock, nn_conv_blk_post).
  *
  * Shapes are read from the run's types at enqueue (dynamic dims), so every
  * kernel takes sizes as arguments and uses a fixed local size: PoCL
@@ -127,9 +129,11 @@ typedef struct blas_node {
 } blas_node;
 
 /* The post kernel's index in l->k (the gemm program's third kernel, the
- * CLBlast conv's only one). */
+ * CLBlast conv's first: nn_gemm_post, or nn_conv_blk_post for
+ * conv2d_blk, whose nn_conv_unblock is second). */
 #define POST_GEMM 2
 #define POST_CONV 0
+#define UNBLOCK_CONV 1
 
 static int blas_wanted(const ocl_prep *c) { return c->blas; }
 
@@ -656,11 +660,13 @@ static conv_attrs conv_attrs_of(graph_op op, const void *attrs)
 
 static const char *const conv_kernels[] = {"nn_conv_tiled", "nn_conv_direct"};
 static const char *const conv_blas_kernels[] = {"nn_gemm_post"};
+static const char *const conv_blk_blas_kernels[] = {"nn_conv_blk_post", "nn_conv_unblock"};
 
 /*
  * A conv (types x, w, y) as CLBlast's convgemm (NCHW x [O, C, KH, KW]
- * -> NCHW, which is ours): -1 for what it cannot do (groups, the blocked
- * layout, padding that differs between the sides).
+ * -> NCHW, which is ours; a conv2d_blk's blocked x is made plain first,
+ * and its C is the weights'): -1 for what it cannot do (groups, padding
+ * that differs between the sides).
  */
 static int conv_blas_of(const conv_attrs *a, const graph_type *x, const graph_type *w,
                         ocl_blas_conv *v)
@@ -669,10 +675,11 @@ static int conv_blas_of(const conv_attrs *a, const graph_type *x, const graph_ty
     ints_pair(a->stride, 1, st);
     ints_pair(a->dilation, 1, dil);
     ints_pad4(a->padding, pad);
-    if (a->blocked || a->groups != 1 || x->ndim != 4 || w->ndim != 4 || pad[0] != pad[2] ||
-        pad[1] != pad[3] || graph_type_numel(x) == 0 || graph_type_numel(w) == 0)
+    if (a->groups != 1 || x->ndim != (a->blocked && x->ndim == 5 ? 5 : 4) || w->ndim != 4 ||
+        pad[0] != pad[2] || pad[1] != pad[3] || graph_type_numel(x) == 0 ||
+        graph_type_numel(w) == 0)
         return -1;
-    *v = (ocl_blas_conv){(size_t)x->dim[0], (size_t)x->dim[1], (size_t)x->dim[2],
+    *v = (ocl_blas_conv){(size_t)x->dim[0], (size_t)w->dim[1], (size_t)x->dim[2],
                          (size_t)x->dim[3], (size_t)w->dim[0], (size_t)w->dim[2],
                          (size_t)w->dim[3], (size_t)pad[0], (size_t)pad[1], (size_t)st[0],
                          (size_t)st[1], (size_t)dil[0], (size_t)dil[1]};
@@ -689,11 +696,14 @@ static tg_status conv_prepare(ocl_prep *c)
     if (!blas_wanted(c) || conv_blas_of(&a, &c->in_type[0], &c->in_type[1], &v) ||
         graph_type_numel(&c->out_type[0]) == 0)
         return nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, 2);
-    /* CLBlast: the gemm program for its nn_gemm_post, with this epilogue */
-    st = nn_program(c, "nn_gemm", a.post, a.prm, conv_blas_kernels, 1);
+    /* CLBlast: the gemm program for its nn_gemm_post (nn_conv_blk_post and
+     * nn_conv_unblock), with this epilogue */
+    st = a.blocked ? nn_program(c, "nn_gemm", a.post, a.prm, conv_blk_blas_kernels, 2)
+                   : nn_program(c, "nn_gemm", a.post, a.prm, conv_blas_kernels, 1);
     if (st == TG_OK)
         st = ocl_blas_warm_conv(c, &v);
-    return st ? st : blas_attach(c, c->nin > 2 || (a.post && a.post->n > 0));
+    /* conv2d_blk always runs its post kernel: it writes the output */
+    return st ? st : blas_attach(c, a.blocked || c->nin > 2 || (a.post && a.post->n > 0));
 }
 
 /* Output channels per group at or above which the tiled kernel runs. */
@@ -728,6 +738,58 @@ void ocl_conv_geometry(graph_op op, const void *attrs, const graph_type *x,
     memcpy(g1, v1, sizeof v1);
 }
 
+tg_status ocl_conv_zero_lanes(ocl_launch *l, graph_op op, int64_t O)
+{
+    if (op != GRAPH_OP_conv2d_blk || O % 16 == 0)
+        return TG_OK;
+    float zero = 0.0f;
+    cl_int e = clEnqueueFillBuffer(l->q, l->out[0], &zero, sizeof zero, 0,
+                                   (size_t)graph_type_numel(&l->out_type[0]) * sizeof zero, 0,
+                                   NULL, NULL);
+    return e == CL_SUCCESS
+               ? TG_OK
+               : ocl_fail(l, TG_ERR_BACKEND, "clEnqueueFillBuffer: %s", ocl_errstr(e));
+}
+
+/*
+ * conv2d_blk through CLBlast: a blocked x made plain in scratch slot 0 by
+ * nn_conv_unblock (a plain stem x is read as it is), convgemm into slot 1
+ * (plain [N, O, OH, OW]), then nn_conv_blk_post writes y blocked with
+ * bias and epilogue (the residual blocked as y) and the lanes past O 0.
+ */
+static tg_status conv_blk_blas(ocl_launch *l, const conv_attrs *a, cl_mem bias, cl_mem res)
+{
+    const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
+    ocl_blas_conv v;
+    char msg[256];
+    if (conv_blas_of(a, x, &l->in_type[1], &v))
+        return ocl_fail(l, TG_ERR_BACKEND, "conv2d_blk: CLBlast cannot run this shape");
+    int64_t plane = y->dim[2] * y->dim[3], ny = graph_type_numel(y);
+    cl_mem xp = l->in[0];
+    tg_status st;
+    if (x->ndim == 5) {
+        int64_t n = (int64_t)(v.batch * v.c * v.h * v.w);
+        if (!(xp = ocl_scratch(l, 0, (size_t)n * sizeof(float))))
+            return TG_ERR_NOMEM;
+        st = ocl_set_args(l, l->k[UNBLOCK_CONV], "mmlil", l->in[0], xp, n, (int)v.c,
+                          (int64_t)(v.h * v.w));
+        size_t global[1] = {(size_t)n};
+        const size_t local[1] = {64};
+        if (st != TG_OK || (st = run_nd(l, l->k[UNBLOCK_CONV], 1, global, local)) != TG_OK)
+            return st;
+    }
+    cl_mem yp = ocl_scratch(l, 1, (size_t)(v.batch * v.o) * (size_t)plane * sizeof(float));
+    if (!yp)
+        return TG_ERR_NOMEM;
+    if (ocl_blas_conv_run(l->q, &v, xp, l->in[1], yp, msg, sizeof msg))
+        return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
+    st = ocl_set_args(l, l->k[POST_CONV], "mmlilmm", yp, l->out[0], ny, (int)v.o, plane, bias,
+                      res);
+    size_t global[1] = {(size_t)ny};
+    const size_t local[1] = {64};
+    return st ? st : run_nd(l, l->k[POST_CONV], 1, global, local);
+}
+
 static tg_status conv_enqueue(ocl_launch *l, graph_op op)
 {
     conv_attrs a = conv_attrs_of(op, l->attrs);
@@ -738,7 +800,9 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     ocl_conv_geometry(op, l->attrs, x, &l->in_type[1], y, g0, g1);
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
     const blas_node *bn = l->data;
-    if (bn) { /* the CLBlast path (prepare checked the attributes) */
+    if (bn && a.blocked) /* the CLBlast path (prepare checked the attributes) */
+        return conv_blk_blas(l, &a, bias, res);
+    if (bn) {
         ocl_blas_conv v;
         char msg[256];
         if (conv_blas_of(&a, x, &l->in_type[1], &v))
@@ -755,6 +819,8 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     cl_kernel k = l->k[tiled ? 0 : 1];
     tg_status s = ocl_set_args(l, k, "mmmvvmm", l->in[0], l->in[1], l->out[0], g0, g1, bias,
                                res);
+    if (s == TG_OK)
+        s = ocl_conv_zero_lanes(l, op, o);
     if (s != TG_OK)
         return s;
     if (tiled) {

@@ -23,6 +23,9 @@
  * 16x16 items with K split over work-groups so that a small product still
  * fills the device (ops_nn.c picks it by device type, TG_OPENCL_TILE).
  *
+ * nn_gemm_post, nn_conv_unblock, nn_conv_blk_post: around CLBlast's
+ * calls (ops_nn.c's CLBlast path), below.
+ *
  * bias: bias[n] per column (linear), or NULL.  res: the residual of the
  * epilogue, with C's layout, or NULL.
  */
@@ -142,6 +145,50 @@ __kernel void nn_gemm_post(__global float *y, long n, __global const float *bias
     float v = y[i];
     if (bias)
         v += bias[(i / inner) % nb];
+    y[i] = tg_epilogue(v, res, i);
+}
+
+/*
+ * The CLBlast path of conv2d_blk (blocked [N, ceil(C/16), H, W, 16]
+ * tensors, ops_nn.c): CLBlast's convgemm reads and writes NCHW.
+ *
+ * nn_conv_unblock: x blocked -> t plain [N, C, H, W] (n = N*C*HW items,
+ * one per element of t; the lanes past C are not read).
+ */
+__kernel void nn_conv_unblock(__global const float *x, __global float *t, long n, int C,
+                              long HW)
+{
+    long i = get_global_id(0);
+    if (i >= n)
+        return;
+    long p = i % HW, nc = i / HW;
+    int c = (int)(nc % C);
+    long img = nc / C;
+    t[i] = x[((img * ((C + 15) / 16) + c / 16) * HW + p) * 16 + c % 16];
+}
+
+/*
+ * nn_conv_blk_post: t plain [N, O, P] (CLBlast's output) -> y blocked
+ * [N, ceil(O/16), P, 16] with bias and epilogue, the residual blocked as
+ * y (n = y's elements, one item each); the lanes past O are written 0.
+ */
+__kernel void nn_conv_blk_post(__global const float *t, __global float *y, long n, int O,
+                               long P, __global const float *bias,
+                               __global const float *res)
+{
+    long i = get_global_id(0);
+    if (i >= n)
+        return;
+    int lane = (int)(i % 16);
+    long r = i / 16, p = r % P, nb = r / P;
+    int OB = (O + 15) / 16, o = (int)(nb % OB) * 16 + lane;
+    if (o >= O) {
+        y[i] = 0.0f;
+        return;
+    }
+    float v = t[(nb / OB * O + o) * P + p];
+    if (bias)
+        v += bias[o];
     y[i] = tg_epilogue(v, res, i);
 }
 
