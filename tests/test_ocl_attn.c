@@ -8,9 +8,11 @@
  * and without the scale; a dynamic sequence length run at other sizes
  * than traced; and the chains that must run unfused (an intermediate
  * with a second consumer, softmax over another axis, an intermediate
- * that is a graph output, TG_OPENCL_ATTN=off) still correct.  Each plan's
+ * that is a graph output, TG_OPENCL_ATTN=off) still correct.  The test
+ * sets TG_OPENCL_ATTN=fused: the default (auto) fuses on GPUs only.  Each plan's
  * nodes are checked for being fused or not (the backend's plan).
- * Tolerance: normalized error <= 1e-4.  Without an OpenCL platform the
+ * Tolerance: normalized error <= 1e-4.  `test_ocl_attn small` runs one
+ * small case only (for oclgrind --data-races).  Without an OpenCL platform the
  * test prints "SKIP: no OpenCL platform" and exits 77.
  */
 #include <math.h>
@@ -266,15 +268,24 @@ static void test_not_fused(void)
     CHECK_MSG(!p && strstr(err, "TG_OPENCL_ATTN=\"maybe\""), "bad TG_OPENCL_ATTN: %s", err);
     replay_plan_free(p);
     graph_free(g);
-    unsetenv("TG_OPENCL_ATTN");
+    setenv("TG_OPENCL_ATTN", "fused", 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     replay_device dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
-    unsetenv("TG_OPENCL_ATTN");
+    /* the default fuses on GPUs only; PoCL is a CPU */
+    setenv("TG_OPENCL_ATTN", "fused", 1);
+    if (argc > 1 && !strcmp(argv[1], "small")) {
+        /* for oclgrind --data-races: two partial key tiles, a partial
+         * row block, two batch-heads */
+        acase c = {1, 2, 1, 7, 40, 8, 12, SC_DIV, X_NONE, 0, 0};
+        run_case(&c, 1);
+        replay_opencl_shutdown();
+        return check_done();
+    }
     test_sizes();
     test_dynamic();
     test_not_fused();

@@ -154,7 +154,7 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
         goto fail;
     }
     /* The attention chains that run as one kernel (ops_attn.c). */
-    int attn = ocl_attn_mode(msg, sizeof msg);
+    int attn = ocl_attn_mode(op->dev->id, msg, sizeof msg);
     if (attn < 0) {
         snprintf(err, errlen, "replay: OpenCL: %s", msg);
         st = TG_ERR_ARG;

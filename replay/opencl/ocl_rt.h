@@ -119,8 +119,9 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
 /* ---- ops_attn.c: the attention chain as one kernel ---- */
 
 enum { OCL_ATTN_NONE, OCL_ATTN_ABSORBED, OCL_ATTN_FUSED };
-/* TG_OPENCL_ATTN: 1 fused (the default), 0 off, -1 a bad value (err). */
-int ocl_attn_mode(char *err, size_t errlen);
+/* TG_OPENCL_ATTN on device: 1 fused, 0 off, -1 a bad value (err);
+ * unset or auto: fused on devices other than CPUs. */
+int ocl_attn_mode(cl_device_id device, char *err, size_t errlen);
 /* Per node of g (role[nnodes]): OCL_ATTN_FUSED for the last matmul of an
  * attention chain, OCL_ATTN_ABSORBED for the chain's other nodes, else
  * OCL_ATTN_NONE.  TG_ERR_NOMEM or TG_OK. */

@@ -10,9 +10,10 @@
  * One work-group per (block of BM query rows, batch-head).  The q block
  * and each tile of BN keys and values are staged in __local memory; the
  * scores of a tile go to __local, then each row's owner updates the
- * running max m and sum l (online softmax: p = exp(s - m), earlier sums
- * and outputs rescaled by exp(m_old - m_new)), then every item updates
- * its NACC outputs acc += p v.  out = acc / l.  The max ignores NaN as
+ * running max m, every item turns its scores into p = exp(s - m), and
+ * each row's owner adds them to the row's sum l while every item updates
+ * its NACC outputs acc += p v (online softmax: earlier sums and outputs
+ * rescaled by exp(m_old - m_new)).  out = acc / l.  The max ignores NaN as
  * nn_softmax_rows does; a row whose scores are all -inf, or any +inf/NaN,
  * gives NaN as the CPU's softmax; no keys (N = 0) gives 0 as the matmul
  * of an empty product.  Local rows are padded by one float (KS, QS) so
@@ -77,25 +78,32 @@ void nn_attn(__global const float *q, __global const float *k, __global const fl
             sl[r * SS + j] = s;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* each row's max and sum, the scores replaced by exp(s - m) */
+        /* each row's new max and the factor for what it summed so far */
         for (int r = lid; r < BM; r += WG) {
             float mo = mrow[r], mn = mo;
             for (int j = 0; j < nj; j++)
                 mn = sl[r * SS + j] > mn ? sl[r * SS + j] : mn;
-            int none = mn == -INFINITY; /* no finite score yet: nothing to add */
-            float a = none ? 1.0f : exp(mo - mn), sum = 0.0f;
-            for (int j = 0; j < BN; j++) {
-                float s = sl[r * SS + j];
-                /* NaN scores (ignored by the max) still poison the row */
-                float p = j >= nj ? 0.0f : none ? (isnan(s) ? s : 0.0f) : exp(s - mn);
-                sl[r * SS + j] = p;
-                sum += p;
-            }
             mrow[r] = mn;
-            lrow[r] = lrow[r] * a + sum;
-            arow[r] = a;
+            /* no finite score yet: nothing summed to rescale */
+            arow[r] = mn == -INFINITY ? 1.0f : exp(mo - mn);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        /* the scores replaced by exp(s - m), one per item */
+        for (int e = lid; e < BM * BN; e += WG) {
+            int r = e / BN, j = e % BN;
+            float s = sl[r * SS + j], mn = mrow[r];
+            /* NaN scores (ignored by the max) still poison the row */
+            sl[r * SS + j] = j >= nj ? 0.0f
+                             : mn == -INFINITY ? (isnan(s) ? s : 0.0f) : exp(s - mn);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* the sums (lrow, read after the loop) and the outputs */
+        for (int r = lid; r < BM; r += WG) {
+            float sum = 0.0f;
+            for (int j = 0; j < BN; j++)
+                sum += sl[r * SS + j];
+            lrow[r] = lrow[r] * arow[r] + sum;
+        }
         for (int i = 0; i < NACC; i++) {
             int o = lid + i * WG;
             if (o < BM * DV) {
