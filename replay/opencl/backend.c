@@ -86,6 +86,12 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
     const graph *g = p->g;
     const graph_node *n = &g->nodes[i];
     const ocl_op *impl = ocl_ops()[n->op];
+    if (op->attn[i] == OCL_ATTN_ABSORBED) { /* run by the chain's last node */
+        op->nodes[i] = (ocl_node){.op = impl, .absorbed = 1};
+        return TG_OK;
+    }
+    if (op->attn[i] == OCL_ATTN_FUSED)
+        impl = &ocl_attn_op;
     char what[400], why[4096] = "";
     graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
     const void *host[GRAPH_MAX_NODE_IO];
@@ -103,8 +109,10 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
                   .in_host = host, .err = why, .errlen = sizeof why};
     tg_status st = impl->prepare(&c);
     ocl_node *on = &op->nodes[i];
-    *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg};
+    *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg, 0,
+                     {0}, c.nxin};
     memcpy(on->kernel, c.kernel, sizeof c.kernel);
+    memcpy(on->xin, c.xin, sizeof c.xin);
     if (st == TG_OK)
         return TG_OK;
     replay_node_str(p, i, what, sizeof what);
@@ -139,8 +147,20 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
     op->nnodes = g->nnodes;
     op->nodes = tg_calloc((size_t)g->nnodes + 1, sizeof *op->nodes);
     op->fixed = tg_calloc((size_t)g->nvalues + 1, sizeof *op->fixed);
+    op->attn = tg_calloc((size_t)g->nnodes + 1, sizeof *op->attn);
     tg_status st = TG_ERR_NOMEM;
-    if (!op->nodes || !op->fixed) {
+    if (!op->nodes || !op->fixed || !op->attn) {
+        snprintf(err, errlen, "replay: out of memory");
+        goto fail;
+    }
+    /* The attention chains that run as one kernel (ops_attn.c). */
+    int attn = ocl_attn_mode(op->dev->id, msg, sizeof msg);
+    if (attn < 0) {
+        snprintf(err, errlen, "replay: OpenCL: %s", msg);
+        st = TG_ERR_ARG;
+        goto fail;
+    }
+    if (attn && ocl_attn_find(g, op->attn) != TG_OK) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
@@ -173,6 +193,7 @@ static void plan_free(void *bplan)
         ocl_obj_release(OCL_OBJ_BUFFER, op->fixed[v]);
     tg_free(op->nodes);
     tg_free(op->fixed);
+    tg_free(op->attn);
     if (op->dev)
         ocl_dev_close(op->dev);
     tg_free(op);

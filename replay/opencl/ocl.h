@@ -85,6 +85,7 @@
 #include "../../graph/graph.h"
 
 #define OCL_MAX_KERNELS 6
+#define OCL_MAX_XIN 4
 #define OCL_MAX_SCRATCH 4
 #define OCL_LOCAL_DEFAULT 256
 
@@ -117,6 +118,12 @@ typedef struct ocl_prep {
      * integer division by zero): the message the run fails with when a
      * kernel raised l->flag (see ocl_launch).  A static string. */
     const char *flag_msg;
+    /* Values (ids) besides the node's inputs that the enqueue reads, as
+     * l->xin: an op that runs nodes it absorbed reads their inputs (the
+     * attention chain of ops_attn.c reads q and k at its last matmul).
+     * run.c gives each its own buffer, kept alive to this node's step. */
+    int32_t xin[OCL_MAX_XIN];
+    int nxin;
     char *err; /* the reason, on failure */
     size_t errlen;
 } ocl_prep;
@@ -146,6 +153,10 @@ typedef struct ocl_launch {
     int code;
     char *err;
     size_t errlen;
+    /* the values of ocl_prep.xin: their memory and this run's types */
+    const cl_mem *xin;
+    const graph_type *xin_type;
+    int nxin;
 } ocl_launch;
 
 typedef struct ocl_op {

@@ -116,6 +116,19 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
 
 /* ---- prepared nodes, shared by backend.c and run.c ---- */
 
+/* ---- ops_attn.c: the attention chain as one kernel ---- */
+
+enum { OCL_ATTN_NONE, OCL_ATTN_ABSORBED, OCL_ATTN_FUSED };
+/* TG_OPENCL_ATTN on device: 1 fused, 0 off, -1 a bad value (err);
+ * unset or auto: fused on devices other than CPUs. */
+int ocl_attn_mode(cl_device_id device, char *err, size_t errlen);
+/* Per node of g (role[nnodes]): OCL_ATTN_FUSED for the last matmul of an
+ * attention chain, OCL_ATTN_ABSORBED for the chain's other nodes, else
+ * OCL_ATTN_NONE.  TG_ERR_NOMEM or TG_OK. */
+tg_status ocl_attn_find(const graph *g, int8_t *role);
+/* The op that runs a chain at its last matmul's node. */
+extern const ocl_op ocl_attn_op;
+
 typedef struct ocl_node {
     const ocl_op *op;
     cl_program prog;
@@ -124,12 +137,18 @@ typedef struct ocl_node {
     void *data;
     void (*data_free)(void *data);
     const char *flag_msg;
+    /* Run by another node's kernel (ops_attn.c): the step launches
+     * nothing, the outputs get no memory and count as no use. */
+    int absorbed;
+    int32_t xin[OCL_MAX_XIN]; /* ocl_prep.xin */
+    int nxin;
 } ocl_node;
 
 struct ocl_plan {
     ocl_dev *dev;
     int gemm;        /* ocl_gemm_path, chosen at plan_new (ocl_blas.h) */
     ocl_node *nodes; /* per graph node */
+    int8_t *attn;    /* per graph node: OCL_ATTN_* (ocl_attn_find) */
     cl_mem *fixed;   /* per value: device copy of consts/params, else NULL */
     int32_t nvalues, nnodes;
 };

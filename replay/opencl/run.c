@@ -265,13 +265,25 @@ fail:
     return NULL;
 }
 
+/* Planned buffers of this backend beyond the memory plan's: one per
+ * extra input (ocl_node.xin) of any node (view_buffers). */
+static int32_t extra_buffers(const ocl_plan *op)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < op->nnodes; i++)
+        n += op->nodes[i].nxin;
+    return n;
+}
+
 /* Each planned buffer's steps: [first[k], last[k]] over p->items (a
- * graph output lives to the end), with values in buffers vbuf. */
-static void buffer_steps(const replay_plan *p, const replay_variant *v, const int32_t *vbuf,
-                         int32_t *first, int32_t *last)
+ * graph output lives to the end), with values in buffers vbuf (nb of
+ * them).  An absorbed node's step touches nothing; a node's extra inputs
+ * (ocl_node.xin) are read at its step. */
+static void buffer_steps(const replay_plan *p, const ocl_plan *op, int32_t nb,
+                         const int32_t *vbuf, int32_t *first, int32_t *last)
 {
     const graph *g = p->g;
-    for (int32_t k = 0; k < v->mp.nbuffers; k++)
+    for (int32_t k = 0; k < nb; k++)
         first[k] = INT32_MAX, last[k] = -1;
 #define TOUCH(id, t)                                                                        \
     do {                                                                                    \
@@ -287,10 +299,15 @@ static void buffer_steps(const replay_plan *p, const replay_variant *v, const in
             continue;
         }
         const graph_node *n = &g->nodes[p->items[t].node];
+        const ocl_node *on = &op->nodes[p->items[t].node];
+        if (on->absorbed)
+            continue;
         for (int j = 0; j < n->nin; j++)
             TOUCH(n->in[j], t);
         for (int j = 0; j < n->nout; j++)
             TOUCH(n->out[j], t);
+        for (int j = 0; j < on->nxin; j++)
+            TOUCH(on->xin[j], t);
     }
     for (int32_t i = 0; i < g->noutputs; i++)
         TOUCH(g->outputs[i].value, p->nitems);
@@ -304,14 +321,35 @@ static void buffer_steps(const replay_plan *p, const replay_variant *v, const in
  * the view (its lifetime then stretches over the view's uses), so the view
  * copies nothing (the op sees the same cl_mem in and out).  On the H200 the
  * encoder's four reshape copies took a fifth of its device time.
+ *
+ * Before that, the nodes that another node's kernel runs (ocl_node.absorbed):
+ * their outputs are never written and get no buffer; and each extra input
+ * (ocl_node.xin) of an intermediate value moves to a buffer of its own
+ * (nb0, nb0 + 1, ..., nb0 = the memory plan's count): the plan shares a
+ * buffer between values alive at different steps of the CPU's order, and
+ * an extra input is read later than the plan knows, at its reader's step
+ * (buffer_steps stretches the buffer's lifetime to there).
  */
-static void view_buffers(const replay_plan *p, const replay_variant *v, int32_t *vbuf,
-                         int32_t *wlast)
+static void view_buffers(const replay_plan *p, const ocl_plan *op, const replay_variant *v,
+                         int32_t nb, int32_t *vbuf, int32_t *wlast)
 {
     const graph *g = p->g;
     for (int32_t i = 0; i < g->nvalues; i++)
         vbuf[i] = v->mp.buffer[i];
-    for (int32_t k = 0; k < v->mp.nbuffers; k++)
+    int32_t fresh = v->mp.nbuffers;
+    for (int32_t i = 0; i < op->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        const ocl_node *on = &op->nodes[i];
+        for (int j = 0; on->absorbed && j < n->nout; j++)
+            vbuf[n->out[j]] = -1;
+        for (int j = 0; j < on->nxin; j++) {
+            int32_t id = on->xin[j];
+            if (vbuf[id] >= 0 && vbuf[id] < v->mp.nbuffers)
+                vbuf[id] = fresh;
+            fresh++; /* used or not: extra_buffers counts every one */
+        }
+    }
+    for (int32_t k = 0; k < nb; k++)
         wlast[k] = -1;
     for (int32_t t = 0; t < p->nitems; t++) {
         if (p->items[t].node < 0)
@@ -369,7 +407,7 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
             return NULL;
         }
     }
-    int32_t nb = v->mp.nbuffers;
+    int32_t nb = v->mp.nbuffers + extra_buffers(s->op);
     obound *b = tg_calloc(1, sizeof *b);
     size_t *size = tg_calloc((size_t)nb + 1, sizeof *size);
     int32_t *first = tg_calloc((size_t)nb + 1, sizeof *first);
@@ -393,7 +431,7 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
         snprintf(err, errlen, "replay: out of memory binding the plan");
         return NULL;
     }
-    view_buffers(s->p, v, vbuf, first); /* first: scratch here */
+    view_buffers(s->p, s->op, v, nb, vbuf, first); /* first: scratch here */
     for (int32_t i = 0; i < g->nvalues; i++) {
         int32_t k = vbuf[i];
         if (k < 0)
@@ -401,7 +439,7 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
         size_t bytes = (size_t)graph_type_numel(&v->types[i]) * graph_dtype_size(v->types[i].dtype);
         size[k] = bytes > size[k] ? bytes : size[k];
     }
-    buffer_steps(s->p, v, vbuf, first, last);
+    buffer_steps(s->p, s->op, nb, vbuf, first, last);
     int32_t n = 0;
     for (int32_t k = 0; k < nb; k++) {
         b->slot_of[k] = -1;
@@ -601,8 +639,14 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
     int32_t ni = s->p->items[item].node;
     const graph_node *n = &g->nodes[ni];
     const ocl_node *on = &s->op->nodes[ni];
-    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
-    cl_mem im[GRAPH_MAX_NODE_IO], om[GRAPH_MAX_NODE_IO];
+    if (on->absorbed) /* another node's kernel runs it */
+        return TG_OK;
+    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO], xt[OCL_MAX_XIN];
+    cl_mem im[GRAPH_MAX_NODE_IO], om[GRAPH_MAX_NODE_IO], xm[OCL_MAX_XIN];
+    for (int k = 0; k < on->nxin; k++) {
+        xt[k] = b->v->types[on->xin[k]];
+        xm[k] = mem_of(s, b, on->xin[k]);
+    }
     for (int k = 0; k < n->nin; k++) {
         it[k] = b->v->types[n->in[k]];
         im[k] = mem_of(s, b, n->in[k]);
@@ -614,7 +658,7 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
     s->kerr[0] = '\0';
     ocl_launch l = {s, s->q, s->op->dev->id, graph_node_attrs(n), it, im, n->nin, ot, om,
                     n->nout, &s->k[(size_t)ni * OCL_MAX_KERNELS], on->data, s->flag,
-                    item + 1, s->kerr, sizeof s->kerr};
+                    item + 1, s->kerr, sizeof s->kerr, xm, xt, on->nxin};
     tg_status st = on->op->enqueue(&l);
     if (st == TG_OK && s->sync) {
         cl_int e = clFinish(s->q);
