@@ -55,7 +55,6 @@ struct ocl_session {
     cl_mem flag;
     int flags; /* some node's kernels may raise the flag (else it is neither cleared nor read) */
     int sync; /* TG_OPENCL_SYNC: wait after every node, to name the one that fails */
-    int spin; /* the end of a run waited for by polling (wait_done) */
     /* TG_OPENCL_PROFILE: a marker after every node; per node, the device
      * time since the previous marker, summed over runs (printed at free) */
     int prof;
@@ -219,10 +218,6 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
         return NULL;
     }
     ocl_obj_made(OCL_OBJ_QUEUE, s->q, s->op->dev->ctx);
-    const char *wait = getenv("TG_OPENCL_WAIT");
-    cl_device_type type = 0;
-    clGetDeviceInfo(s->op->dev->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    s->spin = wait && *wait ? strcmp(wait, "spin") == 0 : !(type & CL_DEVICE_TYPE_CPU);
     const char *sync = getenv("TG_OPENCL_SYNC");
     s->sync = sync && *sync && strcmp(sync, "0") != 0;
     s->k = tg_calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
@@ -780,29 +775,6 @@ static void collect_profile(ocl_session *s, int complete)
     s->prof_runs += complete;
 }
 
-/*
- * The run's one wait.  On a GPU, clFinish sleeps and wakes tens of
- * microseconds after a small run has finished (NVIDIA's driver); polling a
- * marker's status returns as soon as the queue is done, so a run ends then
- * (clFinish after it returns at once, and reports errors).  On a CPU device
- * (PoCL) polling would take a core from the kernels: there it blocks.
- * TG_OPENCL_WAIT=spin|block overrides.
- */
-static cl_int wait_done(ocl_session *s)
-{
-    cl_event ev;
-    if (s->spin && clEnqueueMarkerWithWaitList(s->q, 0, NULL, &ev) == CL_SUCCESS) {
-        clFlush(s->q);
-        cl_int status = CL_QUEUED;
-        while (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                              NULL) == CL_SUCCESS &&
-               status > CL_COMPLETE)
-            ;
-        clReleaseEvent(ev);
-    }
-    return clFinish(s->q);
-}
-
 tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
                           replay_tensor *outputs, int nout, replay_guard_warns *warnings,
                           char *err, size_t errlen)
@@ -833,7 +805,7 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
         }
     }
     /* Always wait: enqueued writes still read the caller's input data. */
-    e = wait_done(s);
+    e = clFinish(s->q);
     if (s->prof)
         collect_profile(s, st == TG_OK && e == CL_SUCCESS);
     if (st == TG_OK && e != CL_SUCCESS) {
