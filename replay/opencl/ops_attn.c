@@ -17,6 +17,20 @@
  * On a GPU the chain was four launches of a few microseconds of launch
  * overhead each; the encoder workload runs two of them.
  *
+ * The layout around the chain (find_layout), when q, k, v and o are
+ * static: each of q, k, v walks back through split, slice, reshape,
+ * flatten, squeeze, unsqueeze and transpose nodes whose outputs have one
+ * use, while each step is a strided view of its input (reshape: NumPy's
+ * no-copy rule; split and slice: an offset, slice steps >= 1; transpose:
+ * permuted strides) and a split's outputs all feed this chain; o walks on
+ * through the views and transposes that consume it once.  Those nodes are
+ * absorbed as well: the kernel reads q, k, v from the sources (xin, three
+ * of them) and writes the last view's value (ocl_prep.xout; run.c gives
+ * it its own buffer alive from this step), through element strides with
+ * the batch dims merged to at most two (else nothing of the layout is
+ * absorbed).  The encoder's linear -> split -> reshape/transpose x3 ->
+ * attention -> transpose -> reshape is then one launch after the linear.
+ *
  * TG_OPENCL_ATTN=fused|off|auto chooses; auto (the default) fuses on
  * devices other than CPUs.  On PoCL (2 cores) the fused kernel was slower
  * than the four launches (the encoder -O2 10.9 vs 9.2 ms per run): there
