@@ -11,6 +11,16 @@
  * that is a graph output, TG_OPENCL_ATTN=off) still correct.  The test
  * sets TG_OPENCL_ATTN=fused: the default (auto) fuses on GPUs only.  Each plan's
  * nodes are checked for being fused or not (the backend's plan).
+ * The layout around it (test_layout): graphs shaped as the encoder's,
+ * x -> linear -> split -> reshape, transpose (x3) -> the chain ->
+ * transpose -> reshape -> neg, with a second linear alive across the
+ * chain (the memory the absorbed layout must not share), at sequence
+ * lengths 7 and 130, heads 1 and 3, head dims 8 and 80; each node checked
+ * absorbed or not: all of them; a permutation that puts the heads first
+ * (still views); a q transpose or a k split output with a second
+ * consumer, a graph output inside the output's views, the output's last
+ * view a graph output, a reshape that is no view of the split (each
+ * absorbing what it still can).
  * Tolerance: normalized error <= 1e-4.  `test_ocl_attn small` runs one
  * small case only (for oclgrind --data-races).  Without an OpenCL platform the
  * test prints "SKIP: no OpenCL platform" and exits 77.
@@ -271,6 +281,225 @@ static void test_not_fused(void)
     setenv("TG_OPENCL_ATTN", "fused", 1);
 }
 
+/* ---- the layout around the chain ---- */
+
+/* What differs from the encoder's layout: nothing; the heads first
+ * (perm [2,0,1,3], out [1,2,0,3]); q's transpose output also a graph
+ * output; k's split output also negated to an output; the output's
+ * transpose output also a graph output; the last reshape the graph
+ * output; q through transpose, reshape [1,H*S,Dh] (no view of the split),
+ * reshape back. */
+enum { L_ENC, L_PERM, L_Q2, L_SPLIT2, L_OUTMID, L_OUTLAST, L_NOVIEW };
+
+typedef struct lcase {
+    int64_t s, h, dh;
+    int kind; /* L_* */
+} lcase;
+
+/* Encoder-style layout case c: nodes expected absorbed in absorbed[]
+ * (node ids, in[i] 1/0) and compared to the plan. */
+static void run_layout(const lcase *c)
+{
+    char what[200], err[2048];
+    snprintf(what, sizeof what, "layout s=%lld h=%lld dh=%lld kind=%d", (long long)c->s,
+             (long long)c->h, (long long)c->dh, c->kind);
+    const int64_t E = 5, S = c->s, H = c->h, DH = c->dh, HD = H * DH;
+    graph *g = graph_new("ocl_attn_layout");
+    graph_type tx = {GRAPH_F32, 3, {1, S, E}}, tw = {GRAPH_F32, 2, {3 * HD, E}};
+    int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &tx, "x");
+    int32_t w = graph_add_value(g, GRAPH_VALUE_INPUT, &tw, "w");
+    int32_t w2 = graph_add_value(g, GRAPH_VALUE_INPUT, &tw, "w2");
+    graph_type tw3 = {GRAPH_F32, 2, {HD, E}};
+    int32_t w3 = graph_add_value(g, GRAPH_VALUE_INPUT, &tw3, "w3");
+    graph_add_input(g, x);
+    graph_add_input(g, w);
+    graph_add_input(g, w2);
+    graph_add_input(g, w3);
+    int want[64], node[64], nn = 0;
+#define ADD(op, ins, nins, attrs, outs, nouts, absorbed)                                     \
+    do {                                                                                     \
+        node[nn] = graph_add_node(g, op, ins, nins, attrs, outs, nouts);                     \
+        CHECK_MSG(node[nn] >= 0, "%s: graph: %s", what, graph_error(g));                     \
+        want[nn++] = absorbed;                                                               \
+    } while (0)
+    int32_t in2[2] = {x, w}, y, a, a2, qkv[3], r[3], t[3], extra = -1;
+    ADD(GRAPH_OP_linear, in2, 2, NULL, &y, 1, 0);
+    graph_split_attrs sp = {-1, {3, {HD, HD, HD}}};
+    int split_abs = c->kind != L_Q2 && c->kind != L_SPLIT2 && c->kind != L_NOVIEW;
+    ADD(GRAPH_OP_split, &y, 1, &sp, qkv, 3, split_abs);
+    /* alive from here to after the chain: the plan may give it y's
+     * memory (dead after the split in the CPU's order) */
+    in2[1] = w2;
+    ADD(GRAPH_OP_linear, in2, 2, NULL, &a, 1, 0);
+    in2[1] = w3;
+    ADD(GRAPH_OP_linear, in2, 2, NULL, &a2, 1, 0);
+    int heads_first = c->kind == L_PERM;
+    graph_transpose_attrs tp = {{4, {0, 2, 1, 3}}}, tpo = tp;
+    if (heads_first)
+        tp = (graph_transpose_attrs){{4, {2, 0, 1, 3}}},
+        tpo = (graph_transpose_attrs){{4, {1, 2, 0, 3}}};
+    graph_reshape_attrs rs = {{4, {1, S, H, DH}}};
+    for (int i = 0; i < 3; i++) {
+        int keep = i == 0 && c->kind == L_Q2 ? 0 : 1;
+        int noview = i == 0 && c->kind == L_NOVIEW;
+        ADD(GRAPH_OP_reshape, &qkv[i], 1, &rs, &r[i], 1, keep && !noview);
+        ADD(GRAPH_OP_transpose, &r[i], 1, &tp, &t[i], 1, keep && !noview);
+        if (i == 0 && c->kind == L_Q2)
+            graph_add_output(g, t[0], "tq");
+        if (noview) {
+            graph_reshape_attrs m = {{3, {1, H * S, DH}}}, back = {{4, {1, H, S, DH}}};
+            int32_t u;
+            ADD(GRAPH_OP_reshape, &t[0], 1, &m, &u, 1, 1);
+            ADD(GRAPH_OP_reshape, &u, 1, &back, &t[0], 1, 1);
+        }
+    }
+    if (c->kind == L_SPLIT2) {
+        ADD(GRAPH_OP_neg, &qkv[1], 1, NULL, &extra, 1, 0);
+        graph_add_output(g, extra, "k2");
+    }
+    graph_matmul_attrs tb = {0, 1};
+    int32_t in[2] = {t[0], t[1]}, sc, sd, pr, o, ot, oe, z, b;
+    ADD(GRAPH_OP_matmul, in, 2, &tb, &sc, 1, 1);
+    float cval = 8.0f;
+    graph_type tc = {GRAPH_F32, 0, {0}};
+    int32_t cst = graph_add_value(g, GRAPH_VALUE_CONST, &tc, "c");
+    graph_set_data(g, cst, &cval, sizeof cval);
+    in[0] = sc, in[1] = cst;
+    ADD(GRAPH_OP_div, in, 2, NULL, &sd, 1, 1);
+    graph_softmax_attrs sa = {-1};
+    ADD(GRAPH_OP_softmax, &sd, 1, &sa, &pr, 1, 1);
+    in[0] = pr, in[1] = t[2];
+    ADD(GRAPH_OP_matmul, in, 2, NULL, &o, 1, 0);
+    int fused_at = nn - 1;
+    /* a's and a2's last uses after the chain (transposes: not in place):
+     * the plan may give the output's memory to them (the output is
+     * written later in the CPU's order) */
+    graph_transpose_attrs t3 = {{3, {0, 2, 1}}};
+    int32_t b2;
+    ADD(GRAPH_OP_transpose, &a, 1, &t3, &b, 1, 0);
+    graph_add_output(g, b, "b");
+    ADD(GRAPH_OP_transpose, &a2, 1, &t3, &b2, 1, 0);
+    graph_add_output(g, b2, "b2");
+    ADD(GRAPH_OP_transpose, &o, 1, &tpo, &ot, 1, 1);
+    if (c->kind == L_OUTMID)
+        graph_add_output(g, ot, "ot");
+    graph_reshape_attrs rso = {{3, {1, S, HD}}};
+    ADD(GRAPH_OP_reshape, &ot, 1, &rso, &oe, 1, c->kind != L_OUTMID);
+    if (c->kind == L_OUTLAST) {
+        graph_add_output(g, oe, "z");
+        z = oe;
+    } else {
+        ADD(GRAPH_OP_neg, &oe, 1, NULL, &z, 1, 0);
+        graph_add_output(g, z, "z");
+    }
+#undef ADD
+    replay_opts opts = {.backend = REPLAY_OPENCL};
+    replay_plan *pl = replay_compile(g, &opts, err, sizeof err);
+    CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
+    if (pl) {
+        const ocl_plan *op = pl->bplan;
+        CHECK_MSG(op->nodes[node[fused_at]].op == &ocl_attn_op, "%s: the chain is not fused",
+                  what);
+        for (int i = 0; i < nn; i++)
+            CHECK_MSG(op->nodes[node[i]].absorbed == want[i], "%s: node %d (%s) %sabsorbed",
+                      what, node[i], graph_ops[g->nodes[node[i]].op].name,
+                      want[i] ? "not " : "");
+    }
+    /* the reference */
+    float *dx = malloc(sizeof *dx * (size_t)(S * E)), *dw = malloc(sizeof *dw * (size_t)(3 * HD * E));
+    float *dw2 = malloc(sizeof *dw2 * (size_t)(3 * HD * E)), *dw3 = malloc(sizeof *dw3 * (size_t)(HD * E));
+    check_fill(dx, S * E, 21, -1.0f, 1.0f);
+    check_fill(dw, 3 * HD * E, 22, -1.0f, 1.0f);
+    check_fill(dw2, 3 * HD * E, 23, -1.0f, 1.0f);
+    check_fill(dw3, HD * E, 24, -1.0f, 1.0f);
+    /* hb [3HD, S] and hb2 [HD, S]: the transposed side linears */
+    float *hy = malloc(sizeof *hy * (size_t)(S * 3 * HD)), *hb = malloc(sizeof *hb * (size_t)(S * 3 * HD));
+    float *hb2 = malloc(sizeof *hb2 * (size_t)(S * HD));
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t j = 0; j < 3 * HD; j++) {
+            double u = 0, u2 = 0, u3 = 0;
+            for (int64_t e = 0; e < E; e++) {
+                u += (double)dx[i * E + e] * dw[j * E + e];
+                u2 += (double)dx[i * E + e] * dw2[j * E + e];
+                u3 += j < HD ? (double)dx[i * E + e] * dw3[j * E + e] : 0;
+            }
+            hy[i * 3 * HD + j] = (float)u;
+            hb[j * S + i] = (float)u2;
+            if (j < HD)
+                hb2[j * S + i] = (float)u3;
+        }
+    float *hq = malloc(sizeof *hq * (size_t)(3 * S * HD)), *hk = hq + S * HD, *hv = hk + S * HD;
+    for (int64_t h = 0; h < H; h++) /* [H, S, DH] */
+        for (int64_t i = 0; i < S; i++)
+            for (int64_t d = 0; d < DH; d++) {
+                int64_t at = (h * S + i) * DH + d, from = i * 3 * HD + h * DH + d;
+                hq[at] = hy[from], hk[at] = hy[from + HD], hv[at] = hy[from + 2 * HD];
+            }
+    float *ho = malloc(sizeof *ho * (size_t)(S * HD)), *hz = malloc(sizeof *hz * (size_t)(S * HD));
+    attn_ref(hq, hk, hv, H, S, S, DH, DH, SC_DIV, cval, 0, ho);
+    for (int64_t h = 0; h < H; h++) /* [1, S, H*DH] */
+        for (int64_t i = 0; i < S; i++)
+            for (int64_t d = 0; d < DH; d++)
+                hz[i * HD + h * DH + d] = ho[(h * S + i) * DH + d];
+    replay_session *se = pl ? replay_session_new(pl, NULL, 0) : NULL;
+    if (se) {
+        float *gz = calloc((size_t)(S * HD), sizeof *gz), *gb = calloc((size_t)(S * 3 * HD), sizeof *gb);
+        float *gt = calloc((size_t)(3 * S * HD), sizeof *gt), *gb2 = calloc((size_t)(S * HD), sizeof *gb2);
+        graph_type tz = {GRAPH_F32, 3, {1, S, HD}}, tbv = {GRAPH_F32, 3, {1, 3 * HD, S}},
+                   tbv2 = {GRAPH_F32, 3, {1, HD, S}};
+        replay_tensor ri[4] = {{NULL, tx, dx, NULL}, {NULL, tw, dw, NULL}, {NULL, tw, dw2, NULL},
+                               {NULL, tw3, dw3, NULL}};
+        replay_tensor ro[4] = {{"z", tz, gz, NULL}, {"b", tbv, gb, NULL}, {"b2", tbv2, gb2, NULL},
+                               {NULL, {0}, gt, NULL}};
+        int nro = 3;
+        if (c->kind == L_Q2)
+            ro[nro++] = (replay_tensor){"tq", {GRAPH_F32, 4, {1, H, S, DH}}, gt, NULL};
+        if (c->kind == L_OUTMID)
+            ro[nro++] = (replay_tensor){"ot", {GRAPH_F32, 4, {1, S, H, DH}}, gt, NULL};
+        if (c->kind == L_SPLIT2)
+            ro[nro++] = (replay_tensor){"k2", {GRAPH_F32, 3, {1, S, HD}}, gt, NULL};
+        tg_status st = replay_run(se, ri, 4, ro, nro);
+        CHECK_MSG(st == TG_OK, "%s: run: %s", what, replay_session_error(se));
+        if (st == TG_OK) {
+            float *wz = malloc(sizeof *wz * (size_t)(S * HD));
+            for (int64_t i = 0; i < S * HD; i++)
+                wz[i] = c->kind == L_OUTLAST ? hz[i] : -hz[i];
+            compare(what, gz, wz, S * HD);
+            compare(what, gb, hb, S * 3 * HD);
+            compare(what, gb2, hb2, S * HD);
+            if (c->kind == L_Q2)
+                compare(what, gt, hq, S * HD);
+            if (c->kind == L_OUTMID)
+                compare(what, gt, hz, S * HD);
+            if (c->kind == L_SPLIT2) {
+                for (int64_t i = 0; i < S; i++)
+                    for (int64_t j = 0; j < HD; j++)
+                        wz[i * HD + j] = -hy[i * 3 * HD + HD + j];
+                compare(what, gt, wz, S * HD);
+            }
+            free(wz);
+        }
+        free(gz), free(gb), free(gt), free(gb2);
+    }
+    replay_session_free(se);
+    replay_plan_free(pl);
+    graph_free(g);
+    free(dx), free(dw), free(dw2), free(dw3), free(hy), free(hb), free(hb2), free(hq), free(ho);
+    free(hz);
+}
+
+static void test_layout(void)
+{
+    static const lcase sizes[] = {{7, 1, 8, L_ENC}, {7, 3, 80, L_ENC}, {130, 3, 8, L_ENC},
+                                  {130, 1, 80, L_ENC}, {130, 3, 64, L_ENC}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        run_layout(&sizes[i]);
+    for (int kind = L_PERM; kind <= L_NOVIEW; kind++) {
+        lcase c = {7 + 123 * (kind % 2), 3, 8 + 72 * (kind % 2), kind};
+        run_layout(&c);
+    }
+}
+
 int main(int argc, char **argv)
 {
     replay_device dev;
@@ -283,12 +512,16 @@ int main(int argc, char **argv)
          * row block, two batch-heads */
         acase c = {1, 2, 1, 7, 40, 8, 12, SC_DIV, X_NONE, 0, 0};
         run_case(&c, 1);
+        /* and through the encoder's layout: 3 heads, strided q, k, v, out */
+        lcase lc = {7, 3, 8, L_ENC};
+        run_layout(&lc);
         replay_opencl_shutdown();
         return check_done();
     }
     test_sizes();
     test_dynamic();
     test_not_fused();
+    test_layout();
     replay_opencl_shutdown();
     return check_done();
 }

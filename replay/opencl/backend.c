@@ -110,9 +110,10 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
     tg_status st = impl->prepare(&c);
     ocl_node *on = &op->nodes[i];
     *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg, 0,
-                     {0}, c.nxin};
+                     {0}, c.nxin, {0}, c.nxout};
     memcpy(on->kernel, c.kernel, sizeof c.kernel);
     memcpy(on->xin, c.xin, sizeof c.xin);
+    memcpy(on->xout, c.xout, sizeof c.xout);
     if (st == TG_OK)
         return TG_OK;
     replay_node_str(p, i, what, sizeof what);

@@ -86,6 +86,7 @@
 
 #define OCL_MAX_KERNELS 6
 #define OCL_MAX_XIN 4
+#define OCL_MAX_XOUT 1
 #define OCL_MAX_SCRATCH 4
 #define OCL_LOCAL_DEFAULT 256
 
@@ -124,6 +125,13 @@ typedef struct ocl_prep {
      * run.c gives each its own buffer, kept alive to this node's step. */
     int32_t xin[OCL_MAX_XIN];
     int nxin;
+    /* Values (ids) the enqueue writes instead of the node's outputs, as
+     * l->xout: the attention chain writes the value after the transposes
+     * and reshapes it absorbed.  The node's own outputs then get no memory;
+     * run.c gives each of these its own buffer, alive from this node's
+     * step to its last use. */
+    int32_t xout[OCL_MAX_XOUT];
+    int nxout;
     char *err; /* the reason, on failure */
     size_t errlen;
 } ocl_prep;
@@ -157,6 +165,10 @@ typedef struct ocl_launch {
     const cl_mem *xin;
     const graph_type *xin_type;
     int nxin;
+    /* the values of ocl_prep.xout, likewise */
+    const cl_mem *xout;
+    const graph_type *xout_type;
+    int nxout;
 } ocl_launch;
 
 typedef struct ocl_op {

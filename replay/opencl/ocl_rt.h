@@ -142,6 +142,8 @@ typedef struct ocl_node {
     int absorbed;
     int32_t xin[OCL_MAX_XIN]; /* ocl_prep.xin */
     int nxin;
+    int32_t xout[OCL_MAX_XOUT]; /* ocl_prep.xout */
+    int nxout;
 } ocl_node;
 
 struct ocl_plan {

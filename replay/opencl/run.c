@@ -261,19 +261,19 @@ fail:
 }
 
 /* Planned buffers of this backend beyond the memory plan's: one per
- * extra input (ocl_node.xin) of any node (view_buffers). */
+ * extra input or output (ocl_node.xin, xout) of any node (view_buffers). */
 static int32_t extra_buffers(const ocl_plan *op)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < op->nnodes; i++)
-        n += op->nodes[i].nxin;
+        n += op->nodes[i].nxin + op->nodes[i].nxout;
     return n;
 }
 
 /* Each planned buffer's steps: [first[k], last[k]] over p->items (a
  * graph output lives to the end), with values in buffers vbuf (nb of
  * them).  An absorbed node's step touches nothing; a node's extra inputs
- * (ocl_node.xin) are read at its step. */
+ * and outputs (ocl_node.xin, xout) are read and written at its step. */
 static void buffer_steps(const replay_plan *p, const ocl_plan *op, int32_t nb,
                          const int32_t *vbuf, int32_t *first, int32_t *last)
 {
@@ -303,6 +303,8 @@ static void buffer_steps(const replay_plan *p, const ocl_plan *op, int32_t nb,
             TOUCH(n->out[j], t);
         for (int j = 0; j < on->nxin; j++)
             TOUCH(on->xin[j], t);
+        for (int j = 0; j < on->nxout; j++)
+            TOUCH(on->xout[j], t);
     }
     for (int32_t i = 0; i < g->noutputs; i++)
         TOUCH(g->outputs[i].value, p->nitems);
@@ -317,13 +319,17 @@ static void buffer_steps(const replay_plan *p, const ocl_plan *op, int32_t nb,
  * copies nothing (the op sees the same cl_mem in and out).  On the H200 the
  * encoder's four reshape copies took a fifth of its device time.
  *
- * Before that, the nodes that another node's kernel runs (ocl_node.absorbed):
- * their outputs are never written and get no buffer; and each extra input
- * (ocl_node.xin) of an intermediate value moves to a buffer of its own
- * (nb0, nb0 + 1, ..., nb0 = the memory plan's count): the plan shares a
- * buffer between values alive at different steps of the CPU's order, and
- * an extra input is read later than the plan knows, at its reader's step
- * (buffer_steps stretches the buffer's lifetime to there).
+ * Before that, the nodes that another node's kernel runs (ocl_node.absorbed),
+ * and a node with extra outputs (ocl_node.xout): their outputs are never
+ * written and get no buffer; each extra input (ocl_node.xin) of an
+ * intermediate value moves to a buffer of its own (nb0, nb0 + 1, ...,
+ * nb0 = the memory plan's count): the plan shares a buffer between values
+ * alive at different steps of the CPU's order, and an extra input is read
+ * later than the plan knows, at its reader's step (buffer_steps stretches
+ * the buffer's lifetime to there); and each extra output, written earlier
+ * than the plan knows (at its writer's step, not its absorbed producer's),
+ * gets a buffer of its own likewise, after the first pass took its absorbed
+ * producer's outputs away.
  */
 static void view_buffers(const replay_plan *p, const ocl_plan *op, const replay_variant *v,
                          int32_t nb, int32_t *vbuf, int32_t *wlast)
@@ -335,8 +341,13 @@ static void view_buffers(const replay_plan *p, const ocl_plan *op, const replay_
     for (int32_t i = 0; i < op->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         const ocl_node *on = &op->nodes[i];
-        for (int j = 0; on->absorbed && j < n->nout; j++)
+        for (int j = 0; (on->absorbed || on->nxout) && j < n->nout; j++)
             vbuf[n->out[j]] = -1;
+    }
+    for (int32_t i = 0; i < op->nnodes; i++) {
+        const ocl_node *on = &op->nodes[i];
+        for (int j = 0; j < on->nxout; j++)
+            vbuf[on->xout[j]] = fresh++;
         for (int j = 0; j < on->nxin; j++) {
             int32_t id = on->xin[j];
             if (vbuf[id] >= 0 && vbuf[id] < v->mp.nbuffers)
@@ -350,9 +361,12 @@ static void view_buffers(const replay_plan *p, const ocl_plan *op, const replay_
         if (p->items[t].node < 0)
             continue;
         const graph_node *n = &g->nodes[p->items[t].node];
+        const ocl_node *on = &op->nodes[p->items[t].node];
         for (int j = 0; j < n->nout; j++)
             if (vbuf[n->out[j]] >= 0)
                 wlast[vbuf[n->out[j]]] = t;
+        for (int j = 0; j < on->nxout; j++)
+            wlast[vbuf[on->xout[j]]] = t;
     }
     for (int32_t t = 0; t < p->nitems; t++) {
         if (p->items[t].node < 0)
@@ -636,11 +650,15 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
     const ocl_node *on = &s->op->nodes[ni];
     if (on->absorbed) /* another node's kernel runs it */
         return TG_OK;
-    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO], xt[OCL_MAX_XIN];
-    cl_mem im[GRAPH_MAX_NODE_IO], om[GRAPH_MAX_NODE_IO], xm[OCL_MAX_XIN];
+    graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO], xt[OCL_MAX_XIN], yt[OCL_MAX_XOUT];
+    cl_mem im[GRAPH_MAX_NODE_IO], om[GRAPH_MAX_NODE_IO], xm[OCL_MAX_XIN], ym[OCL_MAX_XOUT];
     for (int k = 0; k < on->nxin; k++) {
         xt[k] = b->v->types[on->xin[k]];
         xm[k] = mem_of(s, b, on->xin[k]);
+    }
+    for (int k = 0; k < on->nxout; k++) {
+        yt[k] = b->v->types[on->xout[k]];
+        ym[k] = b->mem[on->xout[k]];
     }
     for (int k = 0; k < n->nin; k++) {
         it[k] = b->v->types[n->in[k]];
@@ -653,7 +671,8 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
     s->kerr[0] = '\0';
     ocl_launch l = {s, s->q, s->op->dev->id, graph_node_attrs(n), it, im, n->nin, ot, om,
                     n->nout, &s->k[(size_t)ni * OCL_MAX_KERNELS], on->data, s->flag,
-                    item + 1, s->kerr, sizeof s->kerr, xm, xt, on->nxin};
+                    item + 1, s->kerr, sizeof s->kerr, xm, xt, on->nxin, ym, yt,
+                    on->nxout};
     tg_status st = on->op->enqueue(&l);
     if (st == TG_OK && s->sync) {
         cl_int e = clFinish(s->q);

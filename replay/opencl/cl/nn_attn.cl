@@ -1,7 +1,13 @@
 /*
  * nn_attn.cl - attention as one kernel (ops_attn.c): out = softmax(q kT
  * (/ or *) scale) v over the last axis, for q [BH, M, D], k [BH, N, D],
- * v [BH, N, DV], out [BH, M, DV], dense.
+ * v [BH, N, DV], out [BH, M, DV], each one read or written through element
+ * strides: the int8 arguments qs, ks, vs, os hold s0 the offset, s1 and s2
+ * the strides of the outer and inner batch index (the second and third
+ * dims of the NDRange: BH = outer x inner), s3 a row's, s4 a column's; so
+ * q, k and v may be strided views (split, reshape, transpose) of the
+ * buffers passed, and out one of the buffer after a transpose and reshape
+ * (ops_attn.c).  Every stride >= 0 and every element's index fits an int.
  *
  * Build options: D, DV (the head dims), BM (query rows per work-group),
  * BN (keys per tile), WG (work-group size), NACC (outputs per item:
@@ -25,7 +31,8 @@
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void nn_attn(__global const float *q, __global const float *k, __global const float *v,
-             __global float *out, int M, int N, float scale)
+             __global float *out, int M, int N, float scale, int8 qs, int8 ks, int8 vs,
+             int8 os)
 {
     __local float ql[BM * QS];
     __local float kl[BN * KS];
@@ -34,15 +41,15 @@ void nn_attn(__global const float *q, __global const float *k, __global const fl
     __local float mrow[BM], lrow[BM], arow[BM];
     int lid = get_local_id(0);
     int r0 = get_group_id(0) * BM;
-    int bh = get_group_id(1);
-    __global const float *qb = q + (long)bh * M * D;
-    __global const float *kb = k + (long)bh * N * D;
-    __global const float *vb = v + (long)bh * N * DV;
-    __global float *ob = out + (long)bh * M * DV;
+    long bo = get_group_id(1), bi = get_group_id(2);
+    __global const float *qb = q + qs.s0 + bo * qs.s1 + bi * qs.s2;
+    __global const float *kb = k + ks.s0 + bo * ks.s1 + bi * ks.s2;
+    __global const float *vb = v + vs.s0 + bo * vs.s1 + bi * vs.s2;
+    __global float *ob = out + os.s0 + bo * os.s1 + bi * os.s2;
 
     for (int e = lid; e < BM * D; e += WG) {
         int r = e / D, d = e % D;
-        ql[r * QS + d] = r0 + r < M ? qb[(long)(r0 + r) * D + d] : 0.0f;
+        ql[r * QS + d] = r0 + r < M ? qb[(r0 + r) * qs.s3 + d * qs.s4] : 0.0f;
     }
     for (int r = lid; r < BM; r += WG) {
         mrow[r] = -INFINITY;
@@ -57,11 +64,11 @@ void nn_attn(__global const float *q, __global const float *k, __global const fl
         int nj = N - j0 < BN ? N - j0 : BN;
         for (int e = lid; e < BN * D; e += WG) {
             int j = e / D, d = e % D;
-            kl[j * KS + d] = j < nj ? kb[(long)(j0 + j) * D + d] : 0.0f;
+            kl[j * KS + d] = j < nj ? kb[(j0 + j) * ks.s3 + d * ks.s4] : 0.0f;
         }
         for (int e = lid; e < BN * DV; e += WG) {
-            int j = e / DV;
-            vl[e] = j < nj ? vb[(long)j0 * DV + e] : 0.0f;
+            int j = e / DV, c = e % DV;
+            vl[e] = j < nj ? vb[(j0 + j) * vs.s3 + c * vs.s4] : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* the scores of this tile */
@@ -121,7 +128,7 @@ void nn_attn(__global const float *q, __global const float *k, __global const fl
         if (o < BM * DV) {
             int r = o / DV, c = o % DV;
             if (r0 + r < M)
-                ob[(long)(r0 + r) * DV + c] = N == 0 ? 0.0f
+                ob[(r0 + r) * os.s3 + c * os.s4] = N == 0 ? 0.0f
                                               : mrow[r] == -INFINITY ? NAN : acc[i] / lrow[r];
         }
     }
