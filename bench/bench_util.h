@@ -2,6 +2,7 @@
 #ifndef TG_BENCH_UTIL_H
 #define TG_BENCH_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,6 +21,69 @@ static inline int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Something to time: run(ctx) is one run, 0 on success; t gets the
+ * times (ms) of the timed runs; a runner that fails stops being timed. */
+typedef struct bench_runner {
+    int (*run)(void *ctx);
+    void *ctx;
+    double *t;
+    int failed;
+} bench_runner;
+
+/*
+ * Times n runners in rounds, one run of each per round, so that a burst of
+ * load from elsewhere on the machine hits every runner alike and their
+ * ratios stay fair.  Warm-up: >= 3 runs and >= 20 ms of each.  Then
+ * rounds until each has >= min_runs runs and the rounds took budget_ms
+ * per runner (at most max_runs).  Returns the rounds timed.
+ */
+static inline int bench_rounds(bench_runner *r, int n, int min_runs, double budget_ms,
+                               int max_runs)
+{
+    for (int k = 0; k < n; k++) {
+        double t0 = bench_now_ns() / 1e6;
+        for (int i = 0; !r[k].failed && (i < 3 || bench_now_ns() / 1e6 - t0 < 20); i++)
+            r[k].failed = r[k].run(r[k].ctx) != 0;
+    }
+    int runs = 0;
+    double t0 = bench_now_ns() / 1e6;
+    while (runs < max_runs && (runs < min_runs || bench_now_ns() / 1e6 - t0 < budget_ms * n)) {
+        for (int k = 0; k < n; k++) {
+            if (r[k].failed)
+                continue;
+            double s = bench_now_ns() / 1e6;
+            r[k].failed = r[k].run(r[k].ctx) != 0;
+            r[k].t[runs] = bench_now_ns() / 1e6 - s;
+        }
+        runs++;
+    }
+    return runs;
+}
+
+/* JSON numbers (null for NaN and infinities) and strings. */
+static inline void bench_json_num(FILE *f, double x)
+{
+    if (isfinite(x))
+        fprintf(f, "%.6g", x);
+    else
+        fputs("null", f);
+}
+
+static inline void bench_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
 }
 
 /* Sorts t[0..n) and returns its median. */

@@ -126,25 +126,14 @@ typedef struct runner {
 /* Warm-up, then rounds of one run of each runner (see the top). */
 static void measure(const config *c, runner *r, int n)
 {
-    for (int k = 0; k < n; k++) {
-        double t0 = now_ms();
-        for (int i = 0; !r[k].failed && (i < 3 || now_ms() - t0 < 20); i++)
-            r[k].failed = r[k].run(r[k].ctx) != 0;
-    }
-    int runs = 0;
-    double t0 = now_ms();
-    while (runs < MAX_RUNS && (runs < c->min_runs || now_ms() - t0 < c->budget_ms * n)) {
-        for (int k = 0; k < n; k++) {
-            if (r[k].failed)
-                continue;
-            double s = now_ms();
-            r[k].failed = r[k].run(r[k].ctx) != 0;
-            r[k].s->t[runs] = now_ms() - s;
-        }
-        runs++;
-    }
+    bench_runner br[2 * NLEVELS];
     for (int k = 0; k < n; k++)
+        br[k] = (bench_runner){r[k].run, r[k].ctx, r[k].s->t, r[k].failed};
+    int runs = bench_rounds(br, n, c->min_runs, c->budget_ms, MAX_RUNS);
+    for (int k = 0; k < n; k++) {
+        r[k].failed = br[k].failed;
         r[k].s->runs = r[k].failed ? 0 : runs;
+    }
 }
 
 static int eager_once(void *p)
@@ -421,35 +410,12 @@ static void run_isolated(const config *c, workload_kind k, record *rec)
 
 /* ---- output ---- */
 
-static void json_num(FILE *f, double x)
-{
-    if (isfinite(x))
-        fprintf(f, "%.6g", x);
-    else
-        fputs("null", f);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static void json_series(FILE *f, const char *key, const series *s)
 {
     fprintf(f, "\"%s\": [", key);
     for (int i = 0; i < s->runs; i++) {
         fputs(i ? ", " : "", f);
-        json_num(f, s->t[i]);
+        bench_json_num(f, s->t[i]);
     }
     fputs("]", f);
 }
@@ -488,11 +454,11 @@ static int write_json(const config *c, const record *recs, const int *kinds, int
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     fputs("{\"schema\": \"tracegraph-gpu-round-1\", \"device\": ", f);
     if (device)
-        json_str(f, device);
+        bench_json_str(f, device);
     else
         fputs("null", f);
     fputs(", \"cpu\": ", f);
-    json_str(f, cpu_model(cpu, sizeof cpu));
+    bench_json_str(f, cpu_model(cpu, sizeof cpu));
     fprintf(f, ", \"cores\": %ld, \"threads\": %d, \"date\": \"%s\",\n", sysconf(_SC_NPROCESSORS_ONLN),
             c->threads, date);
     fprintf(f, " \"config\": {\"min_runs\": %d, \"budget_ms\": %g, \"rel_tolerance\": %g},\n",
@@ -501,26 +467,26 @@ static int write_json(const config *c, const record *recs, const int *kinds, int
     for (int i = 0; i < n; i++) {
         const record *r = &recs[i];
         fputs("  {\"workload\": ", f);
-        json_str(f, workload_name((workload_kind)kinds[i]));
+        bench_json_str(f, workload_name((workload_kind)kinds[i]));
         fputs(", \"desc\": ", f);
-        json_str(f, r->desc);
+        bench_json_str(f, r->desc);
         fprintf(f, ", \"ok\": %s, \"error\": ", r->ok ? "true" : "false");
-        json_str(f, r->error);
+        bench_json_str(f, r->error);
         fputs(",\n   ", f);
         json_series(f, "eager_ms", &r->eager);
         fputs(",\n   \"levels\": [\n", f);
         for (int l = 0; l < NLEVELS; l++) {
             const level_out *lv = &r->lv[l];
             fprintf(f, "    {\"level\": %d, \"ok\": %s, \"error\": ", l, lv->ok ? "true" : "false");
-            json_str(f, lv->error);
+            bench_json_str(f, lv->error);
             fputs(", \"compile_ms\": ", f);
-            json_num(f, lv->compiled ? lv->compile_ms : NAN);
+            bench_json_num(f, lv->compiled ? lv->compile_ms : NAN);
             fputs(", \"cpu_vs_eager\": ", f);
-            json_num(f, lv->ok ? lv->cpu_vs_eager : NAN);
+            bench_json_num(f, lv->ok ? lv->cpu_vs_eager : NAN);
             fputs(", \"host_rel_err\": ", f);
-            json_num(f, lv->host.runs ? lv->host_rel : NAN);
+            bench_json_num(f, lv->host.runs ? lv->host_rel : NAN);
             fputs(", \"device_rel_err\": ", f);
-            json_num(f, lv->dev.runs ? lv->device_rel : NAN);
+            bench_json_num(f, lv->dev.runs ? lv->device_rel : NAN);
             fputs(",\n     ", f);
             json_series(f, "host_ms", &lv->host);
             fputs(",\n     ", f);

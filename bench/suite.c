@@ -134,33 +134,15 @@ typedef struct runner {
     int failed;
 } runner;
 
-/*
- * Times every runner in rounds, one run of each per round, so that a burst
- * of load from elsewhere on the machine hits eager and every level alike
- * and their ratios stay fair.  Warm-up: >= 3 runs and >= 20 ms of each.
- * Then rounds until each has >= c->min_runs runs and the rounds took
- * c->budget_ms per runner.  A runner that fails stops being timed.
- */
+/* Times the runners (bench_rounds), then each one's stats. */
 static void measure(const config *c, runner *r, int n)
 {
+    bench_runner br[2 * NLEVELS + 1];
+    for (int k = 0; k < n; k++)
+        br[k] = (bench_runner){r[k].run, r[k].ctx, r[k].t, r[k].failed};
+    int runs = bench_rounds(br, n, c->min_runs, c->budget_ms, MAX_RUNS);
     for (int k = 0; k < n; k++) {
-        double t0 = now_ms();
-        for (int i = 0; !r[k].failed && (i < 3 || now_ms() - t0 < 20); i++)
-            r[k].failed = r[k].run(r[k].ctx) != 0;
-    }
-    int runs = 0;
-    double t0 = now_ms();
-    while (runs < MAX_RUNS && (runs < c->min_runs || now_ms() - t0 < c->budget_ms * n)) {
-        for (int k = 0; k < n; k++) {
-            if (r[k].failed)
-                continue;
-            double s = now_ms();
-            r[k].failed = r[k].run(r[k].ctx) != 0;
-            r[k].t[runs] = now_ms() - s;
-        }
-        runs++;
-    }
-    for (int k = 0; k < n; k++) {
+        r[k].failed = br[k].failed;
         if (r[k].failed)
             continue;
         r[k].st->median = bench_median(r[k].t, runs); /* sorts t */

@@ -11,39 +11,17 @@
 #include <unistd.h>
 
 #include "eager/eager.h"
+#include "bench/bench_util.h"
 #include "suite.h"
-
-static void json_num(FILE *f, double x)
-{
-    if (isfinite(x))
-        fprintf(f, "%.6g", x);
-    else
-        fputs("null", f);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
 
 static void json_stats(FILE *f, const char *key, const stats *s)
 {
     fprintf(f, "\"%s\": {\"median\": ", key);
-    json_num(f, s->runs ? s->median : NAN);
+    bench_json_num(f, s->runs ? s->median : NAN);
     fputs(", \"min\": ", f);
-    json_num(f, s->runs ? s->min : NAN);
+    bench_json_num(f, s->runs ? s->min : NAN);
     fputs(", \"max\": ", f);
-    json_num(f, s->runs ? s->max : NAN);
+    bench_json_num(f, s->runs ? s->max : NAN);
     fprintf(f, ", \"runs\": %d}", s->runs);
 }
 
@@ -52,70 +30,70 @@ static void json_replay(FILE *f, const stats *s, double eager_median)
 {
     json_stats(f, "replay_ms", s);
     fputs(", \"speedup\": ", f);
-    json_num(f, s->runs ? eager_median / s->median : NAN);
+    bench_json_num(f, s->runs ? eager_median / s->median : NAN);
 }
 
 static void json_level(FILE *f, const record *rec, const level_result *r)
 {
     fprintf(f, "        {\"level\": %d, \"ok\": %s, \"error\": ", r->level, r->ok ? "true" : "false");
-    json_str(f, r->error);
+    bench_json_str(f, r->error);
     fputs(",\n         \"optimize_ms\": ", f);
-    json_num(f, r->optimize_ms);
+    bench_json_num(f, r->optimize_ms);
     fprintf(f, ", \"nodes_before\": %d, \"nodes_after\": %d, \"tgraph_bytes\": %zu,\n",
             r->nodes_before, r->nodes_after, r->tgraph_bytes);
     fputs("         \"load_ms\": ", f);
-    json_num(f, r->load_ms);
+    bench_json_num(f, r->load_ms);
     fputs(", \"compile_ms\": ", f);
-    json_num(f, r->compile_ms);
+    bench_json_num(f, r->compile_ms);
     fputs(",\n         ", f);
     json_replay(f, &r->replay, rec->eager.median);
     fprintf(f, ",\n         \"arena_bytes\": {\"naive\": %zu, \"lower_bound\": %zu, "
             "\"planned\": %zu},\n         \"max_abs_err\": ", r->naive, r->lower, r->planned);
-    json_num(f, r->replay.runs ? r->max_abs : NAN);
+    bench_json_num(f, r->replay.runs ? r->max_abs : NAN);
     fputs(", \"max_rel_err\": ", f);
-    json_num(f, r->replay.runs ? r->max_rel : NAN);
+    bench_json_num(f, r->replay.runs ? r->max_rel : NAN);
     fputs(",\n         \"opencl\": ", f);
     if (!r->ocl_ran) {
         fputs("null}", f);
         return;
     }
     fprintf(f, "{\"ok\": %s, \"error\": ", r->ocl_ok ? "true" : "false");
-    json_str(f, r->ocl_error);
+    bench_json_str(f, r->ocl_error);
     fputs(", \"compile_ms\": ", f);
-    json_num(f, r->ocl_compile_ms);
+    bench_json_num(f, r->ocl_compile_ms);
     fputs(", ", f);
     json_replay(f, &r->ocl, rec->eager.median);
     fputs(", \"max_rel_err\": ", f);
-    json_num(f, r->ocl.runs ? r->ocl_max_rel : NAN);
+    bench_json_num(f, r->ocl.runs ? r->ocl_max_rel : NAN);
     fputs(", \"rel_err_vs_cpu\": ", f);
-    json_num(f, r->ocl.runs ? r->ocl_vs_cpu : NAN);
+    bench_json_num(f, r->ocl.runs ? r->ocl_vs_cpu : NAN);
     fputs("}}", f);
 }
 
 static void json_record(FILE *f, const record *rec)
 {
     fputs("    {\"workload\": ", f);
-    json_str(f, rec->workload);
+    bench_json_str(f, rec->workload);
     fprintf(f, ", \"threads\": %d, \"ok\": %s, \"error\": ", rec->threads,
             rec->ok ? "true" : "false");
-    json_str(f, rec->error);
+    bench_json_str(f, rec->error);
     fputs(",\n      \"desc\": ", f);
-    json_str(f, rec->desc);
+    bench_json_str(f, rec->desc);
     fputs(", \"opencl_device\": ", f);
     if (rec->ocl_device[0])
-        json_str(f, rec->ocl_device);
+        bench_json_str(f, rec->ocl_device);
     else
         fputs("null", f);
     fputs(", \"loadavg\": ", f);
-    json_num(f, rec->loadavg);
+    bench_json_num(f, rec->loadavg);
     fputs(",\n      ", f);
     json_stats(f, "eager_ms", &rec->eager);
     fputs(",\n      \"trace_ms\": ", f);
-    json_num(f, rec->trace_ms);
+    bench_json_num(f, rec->trace_ms);
     fprintf(f, ", \"traced_nodes\": %d, \"gflop\": ", rec->traced_nodes);
-    json_num(f, rec->gflop);
+    bench_json_num(f, rec->gflop);
     fputs(", \"fma_peak_gflops\": ", f);
-    json_num(f, rec->peak_gflops);
+    bench_json_num(f, rec->peak_gflops);
 
     fputs(",\n      \"levels\": [\n", f);
     for (int l = 0; l < NLEVELS; l++) {
@@ -164,26 +142,26 @@ static void json_machine(FILE *f, double load, const char *commit)
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     fputs("  \"machine\": {\"cpu\": ", f);
-    json_str(f, cpu);
+    bench_json_str(f, cpu);
     fprintf(f, ", \"cores\": %ld, \"compiler\": ", sysconf(_SC_NPROCESSORS_ONLN));
 #if defined(__clang__)
-    json_str(f, "clang " __clang_version__);
+    bench_json_str(f, "clang " __clang_version__);
 #elif defined(__GNUC__)
-    json_str(f, "GCC " __VERSION__);
+    bench_json_str(f, "GCC " __VERSION__);
 #else
-    json_str(f, "?");
+    bench_json_str(f, "?");
 #endif
     fputs(", \"cpu_kernels\": ", f);
-    json_str(f, eager_cpu_level());
+    bench_json_str(f, eager_cpu_level());
     fputs(", \"os\": ", f);
-    json_str(f, os);
+    bench_json_str(f, os);
     fputs(", \"date\": ", f);
-    json_str(f, date);
+    bench_json_str(f, date);
     fputs(", \"loadavg\": ", f);
-    json_num(f, load);
+    bench_json_num(f, load);
     if (commit) {
         fputs(", \"commit\": ", f);
-        json_str(f, commit);
+        bench_json_str(f, commit);
     }
     fputs("},\n", f);
 }

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "../../graph/alloc.h"
+#include "../../graph/dtype.h"
 #include "../../graph/infer_shape.h"
 #include "ocl_rt.h"
 
@@ -93,15 +94,6 @@ static int scalar_const(const graph *g, int32_t id, float *out)
     return 1;
 }
 
-static int same_type(const graph_type *a, const graph_type *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return 0;
-    return 1;
-}
 
 /* Batch dim d of q, k and v: equal at every run (static in all three, or
  * one symbol in all three). */
@@ -166,7 +158,7 @@ static int chain_at(const graph *g, int32_t mm2, attn_chain *c)
         c->scale_node = prod;
         c->scale_op = pn->op == GRAPH_OP_div ? 1 : 2;
         c->s = pn->in[at];
-        if (!same_type(&g->values[c->s].type, &g->values[c->t].type) ||
+        if (!graph_type_eq(&g->values[c->s].type, &g->values[c->t].type) ||
             (prod = producer(g, c->s)) < 0)
             return 0;
         pn = &g->nodes[prod];
