@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "workload_sizes.h"
 #include "eager/eager.h"
 #include "optimize/opt.h"
 #include "replay/internal.h"
@@ -129,18 +130,6 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue q, cl_mem m, 
 
 /* ---- the checks ---- */
 
-static workload_size test_size(workload_kind k)
-{
-    switch (k) {
-    case WL_MLP: return (workload_size){.batch = 8, .in = 100, .width = 64, .out = 10};
-    case WL_RESBLOCK: return (workload_size){.batch = 1, .in = 14, .width = 32};
-    case WL_ENCODER:
-    case WL_ENCODER_FUSED:
-        return (workload_size){.batch = 1, .in = 16, .width = 32, .out = 4, .ffn = 64};
-    case WL_CHAIN: return (workload_size){.in = 100000};
-    default: return (workload_size){.in = 16, .iters = 100};
-    }
-}
 
 /* One run of s counted: host data (in/out host) or the cl_mem ones. */
 static counts counted_run(replay_session *s, replay_tensor *in, replay_tensor *out,
@@ -239,7 +228,7 @@ static void check_graph(const graph *g, const replay_tensor *x, int guards, cons
 static void test_workload(workload_kind k)
 {
     workload w;
-    workload_size sz = test_size(k);
+    workload_size sz = test_workload_size(k);
     if (workload_make(&w, k, &sz) != TG_OK) {
         CHECK_MSG(0, "workload %d: %s", (int)k, eager_error());
         return;

@@ -22,6 +22,7 @@
 
 #include "workloads/workloads.h"
 #include "check.h"
+#include "workload_sizes.h"
 #include "cpu_caps.h"
 #include "eager/eager.h"
 #include "optimize/opt.h"
@@ -31,18 +32,6 @@
 
 #define TOL 1e-4
 
-static workload_size test_size(workload_kind k)
-{
-    switch (k) {
-    case WL_MLP: return (workload_size){.batch = 8, .in = 100, .width = 64, .out = 10};
-    case WL_RESBLOCK: return (workload_size){.batch = 1, .in = 14, .width = 32};
-    case WL_ENCODER:
-    case WL_ENCODER_FUSED:
-        return (workload_size){.batch = 1, .in = 16, .width = 32, .out = 4, .ffn = 64};
-    case WL_CHAIN: return (workload_size){.in = 100000};
-    default: return (workload_size){.in = 16, .iters = 100};
-    }
-}
 
 /* Runs g on backend for input x; a malloc'd copy of the output or NULL. */
 static float *run(const graph *g, replay_backend_kind kind, const eager_tensor *x,
@@ -102,7 +91,7 @@ static void check_level(const workload *w, const graph *traced, int level, const
 static void test_workload(workload_kind k)
 {
     workload w;
-    workload_size sz = test_size(k);
+    workload_size sz = test_workload_size(k);
     if (workload_make(&w, k, &sz) != TG_OK) {
         CHECK_MSG(0, "workload %d: %s", (int)k, eager_error());
         return;
