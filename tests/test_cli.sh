@@ -332,6 +332,16 @@ if "$TG" devices > /dev/null 2>&1; then
     has err "TG_OPENCL_GEMM=cublas is not a GEMM path (auto, clblast, own); using "
     TG_OPENCL_GEMM=auto expect 0 "$TG" check mlp.tgraph --backend opencl --rtol 1e-4 --atol 1e-5
     has out "replay (opencl, GEMM auto, 1 thread)"
+    # TG_OPENCL_PROFILE: device time per op, the costliest nodes with how each ran
+    TG_OPENCL_GEMM=clblast TG_OPENCL_PROFILE=1 expect 0 "$TG" bench mlp.tgraph --backend opencl \
+        --runs 2 --warmup 1
+    has err "opencl profile ("
+    has err "ms of device time per run"
+    has err "(linear at "
+    has err "[CLBlast]"
+    TG_OPENCL_GEMM=own TG_OPENCL_TILE=gpu TG_OPENCL_PROFILE=1 expect 0 "$TG" bench mlp.tgraph \
+        --backend opencl --runs 2 --warmup 1
+    has err "[GPU tile]"
     # default tolerance: at the output's scale (sums run in another order)
     expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy

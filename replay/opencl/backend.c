@@ -109,7 +109,7 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
                   .in_host = host, .err = why, .errlen = sizeof why};
     tg_status st = impl->prepare(&c);
     ocl_node *on = &op->nodes[i];
-    *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg, 0,
+    *on = (ocl_node){impl, c.prog, {0}, c.nkernels, c.data, c.data_free, c.flag_msg, c.path, 0,
                      {0}, c.nxin, {0}, c.nxout};
     memcpy(on->kernel, c.kernel, sizeof c.kernel);
     memcpy(on->xin, c.xin, sizeof c.xin);

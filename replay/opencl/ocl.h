@@ -119,6 +119,10 @@ typedef struct ocl_prep {
      * integer division by zero): the message the run fails with when a
      * kernel raised l->flag (see ocl_launch).  A static string. */
     const char *flag_msg;
+    /* How the node runs when its op has more than one way ("CLBlast",
+     * "GPU tile", "fused attention"; a static string, or NULL), named by
+     * TG_OPENCL_PROFILE's list of the costliest nodes. */
+    const char *path;
     /* Values (ids) besides the node's inputs that the enqueue reads, as
      * l->xin: an op that runs nodes it absorbed reads their inputs (the
      * attention chain of ops_attn.c reads q and k at its last matmul).

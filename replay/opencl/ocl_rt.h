@@ -137,6 +137,7 @@ typedef struct ocl_node {
     void *data;
     void (*data_free)(void *data);
     const char *flag_msg;
+    const char *path; /* ocl_prep.path */
     /* Run by another node's kernel (ops_attn.c): the step launches
      * nothing, the outputs get no memory and count as no use. */
     int absorbed;

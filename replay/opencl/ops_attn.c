@@ -695,6 +695,7 @@ static tg_status attn_prepare(ocl_prep *c)
     snprintf(opts, sizeof opts, "-DD=%lld -DDV=%lld -DBM=%d -DBN=%d -DWG=%d -DNACC=%d -DSCALE_OP=%d",
              (long long)D, (long long)DV, bm, bm, ATTN_WG, nacc, ch.scale_op);
     st = ocl_prep_program(c, "nn_attn", NULL, opts);
+    c->path = "fused attention";
     return st ? st : ocl_prep_kernel(c, "nn_attn");
 }
 

@@ -93,8 +93,10 @@ static tg_status dw_prepare(ocl_prep *c)
     tg_free(prefix);
     for (int i = 0; i < 2 && st == TG_OK; i++)
         st = ocl_prep_kernel(c, dw_kernels[i]);
-    if (st == TG_OK)
+    if (st == TG_OK) {
         c->data = (void *)&dw_mark;
+        c->path = "depthwise tile";
+    }
     return st;
 }
 

@@ -170,6 +170,7 @@ static tg_status node_attach(ocl_prep *c, int post, int blas)
     }
     c->data = b;
     c->data_free = tg_free;
+    c->path = blas ? "CLBlast" : b->sk ? "GPU tile" : "CPU tile";
     return TG_OK;
 }
 

@@ -159,8 +159,10 @@ static void print_profile(const ocl_session *s)
         if (best < 0)
             break;
         char what[400];
-        fprintf(stderr, "  %9.4f ms  %s\n", (double)ns[best] / 1e6 / (double)s->prof_runs,
-                replay_node_str(s->p, best, what, sizeof what));
+        const char *path = s->op->nodes[best].path;
+        fprintf(stderr, "  %9.4f ms  %s%s%s%s\n", (double)ns[best] / 1e6 / (double)s->prof_runs,
+                replay_node_str(s->p, best, what, sizeof what), path ? " [" : "",
+                path ? path : "", path ? "]" : "");
         ns[best] = 0;
     }
     tg_free(ns);
