@@ -1,7 +1,7 @@
 /*
  * ocl_blas.h - CLBlast (the tuned OpenCL BLAS) for the OpenCL backend's
  * matmul, linear, linear_ep, conv2d, conv2d_ep and conv2d_blk (clblast.c;
- * used by ops_nn.c).
+ * used by ops_gemm.c and ops_nn.c).
  *
  * The path is chosen per device when a plan is compiled: auto on GPUs and
  * accelerators (conv through CLBlast; each matmul/linear through CLBlast
@@ -28,7 +28,7 @@
 #include "ocl.h"
 
 /* auto: conv on CLBlast, each matmul/linear node on CLBlast or our GPU
- * tile, whichever ran its traced shape faster at replay_compile (ops_nn.c,
+ * tile, whichever ran its traced shape faster at replay_compile (ops_gemm.c,
  * gemm_probe). */
 typedef enum ocl_gemm_path { OCL_GEMM_OWN, OCL_GEMM_CLBLAST, OCL_GEMM_AUTO } ocl_gemm_path;
 
@@ -68,7 +68,7 @@ tg_status ocl_blas_warm_conv(ocl_prep *c, const ocl_blas_conv *v);
  * check which path a node took. */
 long ocl_blas_calls(void);
 
-/* Forgets the auto path's timings (ops_nn.c), with the contexts. */
+/* Forgets the auto path's timings (ops_gemm.c), with the contexts. */
 void ocl_gemm_probe_forget(void);
 
 /* Frees CLBlast's caches (programs hold the devices' contexts): called by

@@ -21,10 +21,10 @@
  *
  * nn_gemm_sk (+ nn_gemm_sk_sum): our tile for GPUs, below: 64x64 tiles of
  * 16x16 items with K split over work-groups so that a small product still
- * fills the device (ops_nn.c picks it by device type, TG_OPENCL_TILE).
+ * fills the device (ops_gemm.c picks it by device type, TG_OPENCL_TILE).
  *
  * nn_gemm_post, nn_conv_unblock, nn_conv_blk_post: around CLBlast's
- * calls (ops_nn.c's CLBlast path), below.
+ * calls (ops_gemm.c's CLBlast path), below.
  *
  * bias: bias[n] per column (linear), or NULL.  res: the residual of the
  * epilogue, with C's layout, or NULL.
@@ -131,7 +131,7 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
 
 /*
  * nn_gemm_post: the bias and epilogue of a product CLBlast computed
- * (ops_nn.c's CLBlast path for linear_ep, conv2d_ep and biased linear
+ * (the CLBlast path, ops_gemm.c and ops_nn.c, for linear_ep, conv2d_ep and biased linear
  * and conv2d), in place on y's n elements: y[i] = tg_epilogue(y[i] +
  * bias[(i / inner) % nb], res, i).  bias may be NULL; inner is 1 for
  * linear (bias per column), H*W for conv (per channel).

@@ -1,0 +1,525 @@
+/*
+ * ops_gemm.c - matmul, linear and linear_ep on OpenCL (cl/nn_gemm.cl):
+ * C = A x B (+ bias) (+ the epilogue) over a broadcast batch, with any
+ * operand strides.  Three ways, chosen per node at prepare (ocl_blas.h):
+ * CLBlast (sgemm, strided-batched sgemm; nn_gemm_post applies bias and
+ * epilogue after), our CPU tile (nn_gemm_tiled, 64x128 float16, PoCL's
+ * best) and our GPU tile (nn_gemm_sk, 64x64 tiles with K split over
+ * work-groups to fill the device); M or N below 16 runs nn_gemm_simple.
+ * On the auto path (GPUs' default) gemm_probe times CLBlast against our
+ * tile for each node's traced shape.  Shared with ops_nn.c: ops_nn.h.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../graph/alloc.h"
+#include "ops_nn.h"
+
+/* ---- matmul, linear, linear_ep ---- */
+
+/* Products with fewer than 16 rows or columns run one item per output
+ * (NN_TM x NN_TN: ops_nn.h). */
+#define NN_SMALL 16
+
+/* A batch of M x K times K x N products: strides in elements. */
+typedef struct gemm_args {
+    int64_t m, n, k, ars, acs, brs, bcs;
+    int32_t nbd, bdim[8], bsa[8], bsb[8];
+    int64_t batch;
+    cl_mem a, b, c, bias, res;
+} gemm_args;
+
+static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "nn_gemm_post",
+                                           "nn_gemm_sk", "nn_gemm_sk_sum"};
+#define GEMM_NK 5
+#define K_SK 3
+#define K_SK_SUM 4
+
+/* ---- the CLBlast path ---- */
+
+#define POST_GEMM 2 /* nn_gemm_post: the gemm program's third kernel */
+
+/* 1: our GPU tile for this device, 0: the CPU tile, -1: a bad
+ * TG_OPENCL_TILE; *cus the device's compute units. */
+static int own_tile(const ocl_prep *c, int *cus)
+{
+    const char *tile = getenv("TG_OPENCL_TILE");
+    cl_device_type type = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    cl_uint n = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof n, &n, NULL);
+    *cus = n ? (int)n : 1;
+    if (tile && *tile && strcmp(tile, "gpu") && strcmp(tile, "cpu"))
+        return -1;
+    return tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
+}
+
+tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
+{
+    ocl_nn_node *b = tg_calloc(1, sizeof *b);
+    if (!b)
+        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
+    b->post = post;
+    b->blas = blas;
+    /* Our own tile by device type: the 64x128 float16 tile for CPU
+     * devices (PoCL's best), the 16x16-item 64x64 tile with K split to
+     * fill the compute units elsewhere; TG_OPENCL_TILE=cpu|gpu forces. */
+    b->sk = own_tile(c, &b->cus);
+    if (b->sk < 0) {
+        tg_free(b);
+        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu",
+                             getenv("TG_OPENCL_TILE"));
+    }
+    c->data = b;
+    c->data_free = tg_free;
+    c->path = blas ? "CLBlast" : b->sk ? "GPU tile" : "CPU tile";
+    return TG_OK;
+}
+
+/* Runs nn_gemm_post (kernel k) on y's n elements. */
+tg_status ocl_nn_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bias,
+                      int64_t inner, int64_t nb, cl_mem res)
+{
+    tg_status st = ocl_set_args(l, k, "mlmlim", y, n, bias, inner, (int)nb, res);
+    size_t global[1] = {(size_t)n};
+    return st ? st : ocl_run(l, k, 1, global, NULL);
+}
+
+/* One operand (rows x cols, strides rs/cs) as CLBlast's transpose and
+ * leading dimension; -1 if neither stride is 1 with room for a row. */
+static int blas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *t, size_t *ld)
+{
+    if (cs == 1 && rs >= (cols > 1 ? cols : 1)) {
+        *t = 0, *ld = (size_t)rs;
+        return 0;
+    }
+    if (rs == 1 && cs >= (rows > 1 ? rows : 1)) {
+        *t = 1, *ld = (size_t)cs;
+        return 0;
+    }
+    return -1;
+}
+
+/* The one batch stride of an operand with batch strides bs over g's batch
+ * dims and matrices of msize elements: 0 (broadcast) or msize (dense);
+ * -1 when one stride does not express it. */
+static int64_t blas_batch_stride(const gemm_args *g, const int32_t *bs, int64_t msize)
+{
+    int zero = 1, dense = 1;
+    int64_t step = msize;
+    for (int i = g->nbd - 1; i >= 0; i--) {
+        if (g->bdim[i] > 1) {
+            zero &= bs[i] == 0;
+            dense &= bs[i] == step;
+        }
+        step *= g->bdim[i];
+    }
+    return zero ? 0 : dense ? msize : -1;
+}
+
+/* g as a CLBlast call (ms_a, ms_b: the operands' matrix sizes); -1 when
+ * it cannot be one. */
+static int blas_gemm_of(const gemm_args *g, int64_t ms_a, int64_t ms_b, ocl_blas_gemm *o)
+{
+    memset(o, 0, sizeof *o);
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0 ||
+        blas_operand(g->m, g->k, g->ars, g->acs, &o->ta, &o->lda) ||
+        blas_operand(g->k, g->n, g->brs, g->bcs, &o->tb, &o->ldb))
+        return -1;
+    int64_t sa = blas_batch_stride(g, g->bsa, ms_a), sb = blas_batch_stride(g, g->bsb, ms_b);
+    if (sa < 0 || sb < 0)
+        return -1;
+    o->m = (size_t)g->m, o->n = (size_t)g->n, o->k = (size_t)g->k;
+    o->ldc = o->n, o->sc = o->m * o->n, o->sa = (size_t)sa, o->sb = (size_t)sb;
+    o->batch = (size_t)g->batch;
+    return 0;
+}
+
+/* Runs g through CLBlast (then nn_gemm_post with bias, residual and the
+ * epilogue when the node has them), or returns 1 when it cannot. */
+static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_t ms_b,
+                         tg_status *st)
+{
+    const ocl_nn_node *b = l->data;
+    ocl_blas_gemm o;
+    if (!b || !b->blas || blas_gemm_of(g, ms_a, ms_b, &o))
+        return 1;
+    char msg[256];
+    if (ocl_blas_gemm_run(l->q, &o, g->a, g->b, g->c, msg, sizeof msg)) {
+        *st = ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
+        return 0;
+    }
+    *st = b->post ? ocl_nn_post(l, l->k[POST_GEMM], g->c, g->m * g->n * g->batch, g->bias, 1,
+                              g->n, g->res)
+                  : TG_OK;
+    return 0;
+}
+
+/*
+ * The GPU tile (nn_gemm_sk): 64x64 tiles, K split so that tiles x splits
+ * reach twice the compute units (each split at least 128 of K, at most 16
+ * splits), the partial tiles summed by nn_gemm_sk_sum.
+ */
+#define SK_TILE 64
+static int64_t sk_splits(const gemm_args *g, int cus, int64_t *kper_out)
+{
+    int64_t tiles = (g->m + SK_TILE - 1) / SK_TILE * ((g->n + SK_TILE - 1) / SK_TILE) * g->batch;
+    int64_t want = (2 * (int64_t)cus + tiles - 1) / tiles, most = g->k / 128;
+    int64_t splits = want < most ? want : most;
+    splits = splits < 1 ? 1 : splits > 16 ? 16 : splits;
+    int64_t kper = ocl_round_up((size_t)((g->k + splits - 1) / splits), 16);
+    splits = kper ? (g->k + kper - 1) / kper : 1;
+    *kper_out = kper;
+    return splits < 1 ? 1 : splits;
+}
+
+/* ws: the partial tiles' buffer (NULL: the session's scratch). */
+static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus, cl_mem ws)
+{
+    int64_t kper, splits = sk_splits(g, cus, &kper);
+    if (splits > 1 && !ws &&
+        !(ws = ocl_scratch(l, 0, (size_t)(splits * g->batch * g->m * g->n) * sizeof(float))))
+        return TG_ERR_NOMEM;
+    cl_kernel k = l->k[K_SK];
+    tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmmiim", g->a, g->ars, g->acs, g->b, g->brs,
+                                g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
+                                g->bdim, g->bsa, g->bsb, g->bias, g->res, (int)splits,
+                                (int)kper, ws);
+    if (st != TG_OK)
+        return st;
+    size_t global[3] = {(size_t)(g->n + SK_TILE - 1) / SK_TILE * 16,
+                        (size_t)(g->m + SK_TILE - 1) / SK_TILE * 16,
+                        (size_t)(g->batch * splits)};
+    const size_t local[3] = {16, 16, 1};
+    st = ocl_run(l, k, 3, global, local);
+    if (st != TG_OK || splits == 1)
+        return st;
+    k = l->k[K_SK_SUM];
+    st = ocl_set_args(l, k, "milmiimm", ws, (int)splits, g->batch, g->c, (int)g->m, (int)g->n,
+                      g->bias, g->res);
+    if (st != TG_OK)
+        return st;
+    size_t g2[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
+    const size_t l2[3] = {16, 4, 1};
+    return ocl_nn_run_nd(l, k, 3, g2, l2);
+}
+
+/* ws: as gemm_sk_enqueue's. */
+static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws)
+{
+    int simple = g->m < NN_SMALL || g->n < NN_SMALL;
+    const ocl_nn_node *bn = l->data;
+    if (!simple && bn && bn->sk)
+        return gemm_sk_enqueue(l, g, bn->cus, ws);
+    cl_kernel k = l->k[simple];
+    tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
+                                g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
+                                g->bdim, g->bsa, g->bsb, g->bias, g->res);
+    if (st != TG_OK)
+        return st;
+    if (simple) {
+        size_t global[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
+        const size_t local[3] = {16, 4, 1};
+        return ocl_nn_run_nd(l, k, 3, global, local);
+    }
+    size_t global[3] = {(size_t)(g->n + NN_TN - 1) / NN_TN * 8,
+                        (size_t)(g->m + NN_TM - 1) / NN_TM * 8, (size_t)g->batch};
+    const size_t local[3] = {8, 8, 1};
+    return ocl_run(l, k, 3, global, local);
+}
+
+/*
+ * One operand as rows x cols matrices with strides (kernels_matmul.c's
+ * view_operand): a 1-D operand is one row (as_row) or one column; with
+ * transpose the stored last two dims swap.  Returns the matrix size.
+ */
+static int64_t operand(const graph_type *t, int as_row, int transpose, int64_t *rows,
+                       int64_t *cols, int64_t *rs, int64_t *cs)
+{
+    if (t->ndim == 1) {
+        int64_t k = t->dim[0];
+        *rows = as_row ? 1 : k, *cols = as_row ? k : 1;
+        *rs = as_row ? k : 1, *cs = 1;
+        return k;
+    }
+    int64_t s0 = t->dim[t->ndim - 2], s1 = t->dim[t->ndim - 1];
+    *rows = transpose ? s1 : s0, *cols = transpose ? s0 : s1;
+    *rs = transpose ? 1 : s1, *cs = transpose ? s1 : 1;
+    return s0 * s1;
+}
+
+/* Batch strides of t's own batch dims, aligned right to nb output dims;
+ * 0 where t has size 1 (broadcast) or no dim. */
+static void batch_strides(const graph_type *t, int nb, int64_t msize, int32_t *out)
+{
+    int tb = t->ndim >= 2 ? t->ndim - 2 : 0;
+    int64_t step = msize;
+    for (int i = nb - 1; i >= 0; i--) {
+        int j = i - (nb - tb);
+        int64_t d = j >= 0 ? t->dim[j] : 1;
+        out[i] = d == 1 ? 0 : (int32_t)step;
+        step *= d;
+    }
+}
+
+/* A matmul of types ta x tb -> to as g (without buffers); the
+ * operands' matrix sizes in ms. */
+static void matmul_args(const graph_matmul_attrs *at, const graph_type *ta,
+                        const graph_type *tb, const graph_type *to, gemm_args *g, int64_t ms[2])
+{
+    int64_t kb;
+    *g = (gemm_args){.batch = 1};
+    ms[0] = operand(ta, 1, ta->ndim >= 2 && at->transpose_a, &g->m, &g->k, &g->ars, &g->acs);
+    ms[1] = operand(tb, 0, tb->ndim >= 2 && at->transpose_b, &kb, &g->n, &g->brs, &g->bcs);
+    int nb = to->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
+    g->nbd = nb;
+    for (int i = 0; i < nb; i++) {
+        g->bdim[i] = (int32_t)to->dim[i];
+        g->batch *= to->dim[i];
+    }
+    batch_strides(ta, nb, ms[0], g->bsa);
+    batch_strides(tb, nb, ms[1], g->bsb);
+}
+
+static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
+{
+    return gemm_enqueue_ws(l, g, NULL);
+}
+
+/* ---- the auto path: CLBlast or our tile, timed per shape ---- */
+
+typedef struct probed {
+    cl_context ctx;
+    ocl_blas_gemm o;
+    int post, bias, res, blas;
+    struct probed *next;
+} probed;
+
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static probed *probe_list;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static cl_mem probe_buffer(ocl_prep *c, size_t elems)
+{
+    cl_int e;
+    cl_mem m = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, (elems ? elems : 1) * sizeof(float), NULL,
+                              &e);
+    if (m)
+        ocl_obj_made(OCL_OBJ_BUFFER, m, c->ctx);
+    return m;
+}
+
+/*
+ * Runs node g (its traced shape; bias, residual and epilogue as the node
+ * has them) both ways on scratch buffers: our kernels (the GPU tile) and
+ * CLBlast (+ nn_gemm_post), once each to build and warm, then 5 times
+ * each timed on the host around one wait.  1 if CLBlast took less time,
+ * 0 if ours did; CLBlast (the call is warmed) if the probe itself fails.
+ * Cached per context, shape and epilogue.
+ */
+static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
+                      int bias, int res)
+{
+    pthread_mutex_lock(&probe_mu);
+    for (probed *p = probe_list; p; p = p->next)
+        if (p->ctx == c->ctx && !memcmp(&p->o, o, sizeof *o) && p->post == post &&
+            p->bias == bias && p->res == res) {
+            int blas = p->blas;
+            pthread_mutex_unlock(&probe_mu);
+            return blas;
+        }
+    pthread_mutex_unlock(&probe_mu);
+    ocl_nn_node bn = {post, 0, 0, 1};
+    bn.sk = own_tile(c, &bn.cus) == 1;
+    gemm_args g = *g0;
+    int64_t kper, splits = sk_splits(&g, bn.cus, &kper);
+    size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
+    size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
+    size_t ec = o->m * o->n * o->batch;
+    cl_mem buf[6] = {probe_buffer(c, ea), probe_buffer(c, eb), probe_buffer(c, ec),
+                     probe_buffer(c, o->n), probe_buffer(c, ec),
+                     probe_buffer(c, (size_t)splits * ec)};
+    cl_kernel k[OCL_MAX_KERNELS] = {0};
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(c->ctx, c->device, 0, &e);
+    if (q)
+        ocl_obj_made(OCL_OBJ_QUEUE, q, c->ctx);
+    int ok = q != NULL;
+    for (int i = 0; i < 6; i++)
+        ok &= buf[i] != NULL;
+    for (int i = 0; i < GEMM_NK && ok; i++) {
+        k[i] = clCreateKernel(c->prog, gemm_kernels[i], &e);
+        if (k[i])
+            ocl_obj_made(OCL_OBJ_KERNEL, k[i], c->prog);
+        ok &= k[i] != NULL;
+    }
+    int blas = 1;
+    if (ok) {
+        for (int i = 0; i < 6; i++) { /* defined data: NaNs would time differently */
+            float zero = 0;
+            clEnqueueFillBuffer(q, buf[i], &zero, sizeof zero, 0,
+                                (i == 0 ? ea : i == 1 ? eb : i == 3 ? o->n : i == 5 ?
+                                 (size_t)splits * ec : ec) * sizeof(float), 0, NULL, NULL);
+        }
+        char msg[256];
+        ocl_launch l = {.q = q, .device = c->device, .attrs = c->attrs, .k = k, .data = &bn,
+                        .err = msg, .errlen = sizeof msg};
+        g.a = buf[0], g.b = buf[1], g.c = buf[2];
+        g.bias = bias ? buf[3] : NULL;
+        g.res = res ? buf[4] : NULL;
+        double t[2] = {0, 0};
+        for (int way = 0; way < 2 && ok; way++)
+            for (int rep = 0; rep < 6 && ok; rep++) {
+                if (rep == 1) {
+                    ok &= clFinish(q) == CL_SUCCESS;
+                    t[way] = now_ms();
+                }
+                if (way == 0)
+                    ok &= gemm_enqueue_ws(&l, &g, buf[5]) == TG_OK;
+                else
+                    ok &= !ocl_blas_gemm_run(q, o, g.a, g.b, g.c, msg, sizeof msg) &&
+                          (!post || ocl_nn_post(&l, k[POST_GEMM], g.c, (int64_t)ec, g.bias, 1,
+                                              g.n, g.res) == TG_OK);
+                if (rep == 5) {
+                    ok &= clFinish(q) == CL_SUCCESS;
+                    t[way] = now_ms() - t[way];
+                }
+            }
+        if (ok)
+            blas = t[1] < t[0];
+    }
+    for (int i = 0; i < OCL_MAX_KERNELS; i++)
+        ocl_obj_release(OCL_OBJ_KERNEL, k[i]);
+    for (int i = 0; i < 6; i++)
+        ocl_obj_release(OCL_OBJ_BUFFER, buf[i]);
+    ocl_obj_release(OCL_OBJ_QUEUE, q);
+    probed *n = tg_malloc(sizeof *n);
+    if (n && ok) {
+        pthread_mutex_lock(&probe_mu);
+        *n = (probed){c->ctx, *o, post, bias, res, blas, probe_list};
+        probe_list = n;
+        pthread_mutex_unlock(&probe_mu);
+    } else {
+        tg_free(n);
+    }
+    return blas;
+}
+
+void ocl_gemm_probe_forget(void)
+{
+    pthread_mutex_lock(&probe_mu);
+    for (probed *p = probe_list, *next; p; p = next) {
+        next = p->next;
+        tg_free(p);
+    }
+    probe_list = NULL;
+    pthread_mutex_unlock(&probe_mu);
+}
+
+static tg_status matmul_prepare(ocl_prep *c)
+{
+    tg_status st = ocl_nn_need_f32(c);
+    if (st == TG_OK)
+        st = ocl_nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, GEMM_NK);
+    if (st != TG_OK)
+        return st;
+    if (!ocl_nn_blas_wanted(c) || graph_type_numel(&c->out_type[0]) == 0)
+        return ocl_nn_attach(c, 0, 0);
+    gemm_args g;
+    int64_t ms[2];
+    ocl_blas_gemm o;
+    matmul_args(c->attrs, &c->in_type[0], &c->in_type[1], &c->out_type[0], &g, ms);
+    if (blas_gemm_of(&g, ms[0], ms[1], &o))
+        return ocl_nn_attach(c, 0, 0); /* our kernels for this node */
+    st = ocl_blas_warm_gemm(c, &o);
+    if (st == TG_OK && c->probe)
+        return ocl_nn_attach(c, 0, gemm_probe(c, &g, &o, 0, 0, 0));
+    return st ? st : ocl_nn_attach(c, 0, 1);
+}
+
+static tg_status matmul_enqueue(ocl_launch *l)
+{
+    const graph_type *to = &l->out_type[0];
+    if (graph_type_numel(to) == 0)
+        return TG_OK;
+    gemm_args g;
+    int64_t ms[2];
+    matmul_args(l->attrs, &l->in_type[0], &l->in_type[1], to, &g, ms);
+    g.a = l->in[0], g.b = l->in[1], g.c = l->out[0];
+    tg_status st;
+    if (!blas_gemm_try(l, &g, ms[0], ms[1], &st))
+        return st;
+    return gemm_enqueue(l, &g);
+}
+
+/* x [..., K] times w [N, K] transposed, as g (without buffers). */
+static void linear_args(const graph_type *tx, const graph_type *tw, gemm_args *g)
+{
+    *g = (gemm_args){.n = tw->dim[0], .k = tw->dim[1], .m = 1, .batch = 1};
+    for (int i = 0; i < tx->ndim - 1; i++)
+        g->m *= tx->dim[i];
+    g->ars = g->k, g->acs = 1, g->brs = 1, g->bcs = g->k;
+}
+
+static tg_status linear_prepare(ocl_prep *c)
+{
+    tg_status st = ocl_nn_need_f32(c);
+    const graph_ints *post = NULL;
+    graph_post_prm prm = {0};
+    if (c->node->op == GRAPH_OP_linear_ep) {
+        const graph_linear_ep_attrs *at = c->attrs;
+        post = &at->post, prm = GRAPH_POST_PRM(at);
+    }
+    if (st == TG_OK)
+        st = ocl_nn_program(c, "nn_gemm", post, prm, gemm_kernels, GEMM_NK);
+    if (st != TG_OK)
+        return st;
+    if (!ocl_nn_blas_wanted(c))
+        return ocl_nn_attach(c, 0, 0);
+    gemm_args g;
+    ocl_blas_gemm o;
+    linear_args(&c->in_type[0], &c->in_type[1], &g);
+    int blas_ok = g.m > 0 && g.n > 0 && blas_gemm_of(&g, 0, 0, &o) == 0;
+    if (blas_ok && (st = ocl_blas_warm_gemm(c, &o)) != TG_OK)
+        return st;
+    int has_post = c->nin > 2 || (post && post->n > 0);
+    if (blas_ok && c->probe)
+        return ocl_nn_attach(c, has_post, gemm_probe(c, &g, &o, has_post, c->nin > 2,
+                                                   c->nin > 3));
+    return ocl_nn_attach(c, has_post, 1);
+}
+
+/* x [..., K] times w [N, K] transposed (+ b) (+ residual). */
+static tg_status linear_enqueue(ocl_launch *l)
+{
+    gemm_args g;
+    linear_args(&l->in_type[0], &l->in_type[1], &g);
+    if (g.m == 0 || g.n == 0)
+        return TG_OK;
+    g.a = l->in[0], g.b = l->in[1], g.c = l->out[0];
+    g.bias = l->nin > 2 ? l->in[2] : NULL;
+    g.res = l->nin > 3 ? l->in[3] : NULL;
+    tg_status st;
+    if (!blas_gemm_try(l, &g, 0, 0, &st))
+        return st;
+    return gemm_enqueue(l, &g);
+}
+
+static const ocl_op matmul_op = {matmul_prepare, matmul_enqueue};
+static const ocl_op linear_op = {linear_prepare, linear_enqueue};
+
+void ocl_register_gemm(const ocl_op **t)
+{
+    t[GRAPH_OP_matmul] = &matmul_op;
+    t[GRAPH_OP_linear] = &linear_op;
+    t[GRAPH_OP_linear_ep] = &linear_op;
+}
