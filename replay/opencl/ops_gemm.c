@@ -345,9 +345,11 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
     size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
     size_t ec = o->m * o->n * o->batch;
-    cl_mem buf[6] = {probe_buffer(c, ea), probe_buffer(c, eb), probe_buffer(c, ec),
-                     probe_buffer(c, o->n), probe_buffer(c, ec),
-                     probe_buffer(c, (size_t)splits * ec)};
+    /* a, b, c, bias, the residual, the split-K partial tiles */
+    const size_t elems[6] = {ea, eb, ec, o->n, ec, (size_t)splits * ec};
+    cl_mem buf[6];
+    for (int i = 0; i < 6; i++)
+        buf[i] = probe_buffer(c, elems[i]);
     cl_kernel k[OCL_MAX_KERNELS] = {0};
     cl_int e;
     cl_command_queue q = clCreateCommandQueue(c->ctx, c->device, 0, &e);
@@ -367,8 +369,7 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
         for (int i = 0; i < 6; i++) { /* defined data: NaNs would time differently */
             float zero = 0;
             clEnqueueFillBuffer(q, buf[i], &zero, sizeof zero, 0,
-                                (i == 0 ? ea : i == 1 ? eb : i == 3 ? o->n : i == 5 ?
-                                 (size_t)splits * ec : ec) * sizeof(float), 0, NULL, NULL);
+                                (elems[i] ? elems[i] : 1) * sizeof(float), 0, NULL, NULL);
         }
         char msg[256];
         ocl_launch l = {.q = q, .device = c->device, .attrs = c->attrs, .k = k, .data = &bn,

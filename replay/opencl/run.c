@@ -383,14 +383,19 @@ static void view_buffers(const replay_plan *p, const ocl_plan *op, const replay_
     }
 }
 
-static const size_t *sort_size; /* for by_size, under bind's sort_mu */
+/* A planned buffer to place: its bytes and index. */
+typedef struct sized {
+    size_t size;
+    int32_t k;
+} sized;
 
+/* Largest first; equal sizes in index order. */
 static int by_size(const void *a, const void *b)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (sort_size[x] != sort_size[y])
-        return sort_size[x] > sort_size[y] ? -1 : 1;
-    return x < y ? -1 : x > y;
+    const sized *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
 }
 
 /*
@@ -423,7 +428,7 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
     size_t *size = tg_calloc((size_t)nb + 1, sizeof *size);
     int32_t *first = tg_calloc((size_t)nb + 1, sizeof *first);
     int32_t *last = tg_calloc((size_t)nb + 1, sizeof *last);
-    int32_t *order = tg_calloc((size_t)nb + 1, sizeof *order);
+    sized *order = tg_calloc((size_t)nb + 1, sizeof *order);
     int32_t *next = tg_calloc((size_t)nb + 1, sizeof *next); /* a slot's buffers, listed */
     int32_t *head = tg_calloc((size_t)nb + 1, sizeof *head); /* per slot: first buffer */
     int32_t *vbuf = tg_calloc((size_t)g->nvalues + 1, sizeof *vbuf);
@@ -455,16 +460,11 @@ static obound *bind(ocl_session *s, replay_variant *v, char *err, size_t errlen)
     for (int32_t k = 0; k < nb; k++) {
         b->slot_of[k] = -1;
         if (size[k])
-            order[n++] = k;
+            order[n++] = (sized){size[k], k};
     }
-    /* qsort has no context argument and sessions bind concurrently */
-    static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&sort_mu);
-    sort_size = size;
     qsort(order, (size_t)n, sizeof *order, by_size);
-    pthread_mutex_unlock(&sort_mu);
     for (int32_t r = 0; r < n; r++) {
-        int32_t k = order[r], best = -1;
+        int32_t k = order[r].k, best = -1;
         for (int32_t j = 0; j < b->nslots; j++) {
             if (best >= 0 && b->need[j] >= b->need[best])
                 continue;
