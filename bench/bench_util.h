@@ -9,6 +9,7 @@
 
 #include "eager/eager.h"
 #include "replay/replay.h"
+#include "workloads/workloads.h"
 
 static inline double bench_now_ns(void)
 {
@@ -84,6 +85,16 @@ static inline void bench_json_str(FILE *f, const char *s)
             fputc(ch, f);
     }
     fputc('"', f);
+}
+
+/* One eager forward of a workload (a bench_runner's run): 0 on success. */
+static inline int bench_workload_once(void *p)
+{
+    const workload *w = p;
+    eager_pool_push();
+    int bad = workload_forward(w, w->x) == NULL;
+    eager_pool_pop();
+    return bad;
 }
 
 /* Sorts t[0..n) and returns its median. */

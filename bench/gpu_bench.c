@@ -136,15 +136,6 @@ static void measure(const config *c, runner *r, int n)
     }
 }
 
-static int eager_once(void *p)
-{
-    const workload *w = p;
-    eager_pool_push();
-    int bad = workload_forward(w, w->x) == NULL;
-    eager_pool_pop();
-    return bad;
-}
-
 /* One replay_run of a level, host or device resident. */
 typedef struct ocl_ctx {
     replay_session *s;
@@ -304,7 +295,7 @@ static void run_record(const config *c, workload_kind k, record *rec)
         snprintf(rec->error, sizeof rec->error, "eager: %s", n ? "out of memory" : eager_error());
         goto done;
     }
-    runner er = {eager_once, &w, &rec->eager, 0};
+    runner er = {bench_workload_once, &w, &rec->eager, 0};
     measure(c, &er, 1); /* before OpenCL: its threads must not disturb it */
     snprintf(rec->stage, sizeof rec->stage, "trace");
     traced = workload_trace(&w, 1);

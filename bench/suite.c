@@ -152,15 +152,6 @@ static void measure(const config *c, runner *r, int n)
     }
 }
 
-static int eager_once(void *p)
-{
-    const workload *w = p;
-    eager_pool_push();
-    int bad = workload_forward(w, w->x) == NULL;
-    eager_pool_pop();
-    return bad;
-}
-
 /* A compiled level ready to run. */
 typedef struct replay_ctx {
     replay_plan *p;
@@ -462,7 +453,7 @@ static void run_levels(const config *c, const workload *w, const graph *g, const
     int n = 0, ocl_ready[NLEVELS];
     memset(rc, 0, sizeof rc);
     memset(rco, 0, sizeof rco);
-    r[n++] = (runner){eager_once, (void *)w, &rec->eager, times[0], 0};
+    r[n++] = (runner){bench_workload_once, (void *)w, &rec->eager, times[0], 0};
     for (int l = 0; l < NLEVELS; l++)
         if (prepare_level(c, g, ref, rec, l, &rc[l], &rco[l], &ocl_ready[l]))
             r[n++] = (runner){replay_once, &rc[l], &rec->lv[l].replay, times[l + 1], 0};

@@ -227,8 +227,7 @@ typedef struct attn_layout {
  * friends, transpose), or also a part of its input (split, slice). */
 static int view_op(graph_op op)
 {
-    return op == GRAPH_OP_reshape || op == GRAPH_OP_flatten || op == GRAPH_OP_squeeze ||
-           op == GRAPH_OP_unsqueeze || op == GRAPH_OP_transpose;
+    return (graph_ops[op].props & GRAPH_PROP_VIEW) || op == GRAPH_OP_transpose;
 }
 
 static int part_op(graph_op op) { return op == GRAPH_OP_split || op == GRAPH_OP_slice; }

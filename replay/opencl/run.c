@@ -374,8 +374,7 @@ static void view_buffers(const replay_plan *p, const ocl_plan *op, const replay_
         if (p->items[t].node < 0)
             continue;
         const graph_node *n = &g->nodes[p->items[t].node];
-        if (n->op != GRAPH_OP_reshape && n->op != GRAPH_OP_flatten &&
-            n->op != GRAPH_OP_squeeze && n->op != GRAPH_OP_unsqueeze)
+        if (!(graph_ops[n->op].props & GRAPH_PROP_VIEW))
             continue;
         int32_t kin = vbuf[n->in[0]], kout = vbuf[n->out[0]];
         if (kin >= 0 && kout >= 0 && kin != kout && wlast[kin] <= t)
