@@ -339,9 +339,16 @@ if "$TG" devices > /dev/null 2>&1; then
     has err "ms of device time per run"
     has err "(linear at "
     has err "[CLBlast]"
+    has err "CLBlast calls, 0 copies/fills"
     TG_OPENCL_GEMM=own TG_OPENCL_TILE=gpu TG_OPENCL_PROFILE=1 expect 0 "$TG" bench mlp.tgraph \
         --backend opencl --runs 2 --warmup 1
     has err "[GPU tile]"
+    has err "enqueued per run: "
+    TG_OPENCL_GEMM=own TG_OPENCL_TILE=gpu TG_OPENCL_SPLITK=off TG_OPENCL_PROFILE=1 expect 0 \
+        "$TG" bench mlp.tgraph --backend opencl --runs 2 --warmup 1
+    has err "[GPU tile, K in one pass]"
+    TG_OPENCL_SPLITK=maybe expect 1 "$TG" bench mlp.tgraph --backend opencl --runs 1
+    has err 'TG_OPENCL_SPLITK="maybe": want auto, on or off'
     # default tolerance: at the output's scale (sums run in another order)
     expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy

@@ -32,6 +32,7 @@
 #include "graph/graph.h"
 #include "ocl_nn_case.h"
 #include "replay/opencl/ocl_blas.h"
+#include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 
 /* ---- epilogue reference ---- */
@@ -532,6 +533,77 @@ static void test_gemm_path(void)
     path_check("conv2d_blk depthwise", b, 0);
 }
 
+/*
+ * The GPU tile's K split (TG_OPENCL_SPLITK): a long K over one tile is
+ * split (nn_gemm_sk, then nn_gemm_sk_sum: two kernels) by default and
+ * walked in one pass (one kernel) with off, with the same results; auto
+ * on the auto path times both against CLBlast.  Forced onto PoCL with
+ * TG_OPENCL_TILE=gpu; the environment is restored after.
+ */
+static void test_splitk(void)
+{
+    const char *names[3] = {"TG_OPENCL_TILE", "TG_OPENCL_GEMM", "TG_OPENCL_SPLITK"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+    }
+    char saved_path[sizeof path_name];
+    memcpy(saved_path, path_name, sizeof path_name);
+    setenv("TG_OPENCL_TILE", "gpu", 1);
+    setenv("TG_OPENCL_GEMM", "own", 1);
+    snprintf(path_name, sizeof path_name, "own"); /* what each plan must report */
+    graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
+                            GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
+    const char *modes[3] = {"on", "off", "auto"};
+    const long want[3] = {2, 1, 2};
+    for (int m = 0; m < 3; m++) {
+        setenv("TG_OPENCL_SPLITK", modes[m], 1);
+        long k0 = ocl_kernels_run();
+        linear_case(F32(33, 777), 47, 1, &every, 0.1f);
+        long ran = ocl_kernels_run() - k0;
+        CHECK_MSG(ran == want[m], "linear 33x777x47 TG_OPENCL_SPLITK=%s: %ld kernels, want %ld",
+                  modes[m], ran, want[m]);
+        k0 = ocl_kernels_run();
+        matmul_case(F32(3, 20, 600), F32(3, 600, 30), 0, 0, 0);
+        ran = ocl_kernels_run() - k0;
+        CHECK_MSG(ran == want[m], "matmul batch 3 20x600x30 TG_OPENCL_SPLITK=%s: %ld kernels, "
+                  "want %ld", modes[m], ran, want[m]);
+    }
+    /* the auto path: whichever of the three ways the probe finds fastest
+     * must give the same results */
+    setenv("TG_OPENCL_GEMM", "auto", 1);
+    setenv("TG_OPENCL_SPLITK", "auto", 1);
+    snprintf(path_name, sizeof path_name, "auto");
+    linear_case(F32(33, 777), 47, 1, &every, 0.1f);
+    matmul_case(F32(40, 1000), F32(70, 1000), 0, 1, 0);
+    setenv("TG_OPENCL_SPLITK", "sometimes", 1);
+    graph *g = graph_new("splitk");
+    graph_type tx = F32(4, 8), tw = F32(3, 8);
+    int32_t in[2] = {graph_add_value(g, GRAPH_VALUE_INPUT, &tx, "x"),
+                     graph_add_value(g, GRAPH_VALUE_INPUT, &tw, "w")}, y = -1;
+    graph_add_input(g, in[0]);
+    graph_add_input(g, in[1]);
+    graph_add_node(g, GRAPH_OP_linear, in, 2, NULL, &y, 1);
+    graph_add_output(g, y, "y");
+    char err[512];
+    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p == NULL, "TG_OPENCL_SPLITK=sometimes compiled");
+    CHECK_MSG(p || strstr(err, "TG_OPENCL_SPLITK=\"sometimes\"") != NULL,
+              "TG_OPENCL_SPLITK=sometimes: %s", err);
+    replay_plan_free(p);
+    graph_free(g);
+    for (int i = 0; i < 3; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        else
+            unsetenv(names[i]);
+        free(saved[i]);
+    }
+    memcpy(path_name, saved_path, sizeof path_name);
+}
+
 int main(void)
 {
     replay_device dev;
@@ -543,6 +615,7 @@ int main(void)
     test_linear();
     test_conv();
     test_depthwise();
+    test_splitk();
     replay_opencl_shutdown();
     return check_done();
 }

@@ -173,7 +173,14 @@ typedef struct ocl_launch {
     const cl_mem *xout;
     const graph_type *xout_type;
     int nxout;
+    /* What this enqueue put on the queue (OCL_ENQ_*), for the profile's
+     * count per run: ocl_run counts the kernels, the op the rest. */
+    long enq[3];
 } ocl_launch;
+
+/* ocl_launch.enq's counts: our kernels, CLBlast calls (one or more
+ * kernels each, CLBlast's own), buffer copies and fills. */
+enum { OCL_ENQ_KERNEL, OCL_ENQ_BLAS, OCL_ENQ_COPY };
 
 typedef struct ocl_op {
     tg_status (*prepare)(ocl_prep *c);

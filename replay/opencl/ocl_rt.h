@@ -66,6 +66,11 @@ void ocl_obj_counts(ocl_obj_kind kind, long *made, long *alive);
 long ocl_obj_violations(char *msg, size_t len);
 void ocl_obj_reset_violations(void);
 
+/* ---- prep.c ---- */
+
+/* Kernels ocl_run enqueued since the process started (tests). */
+long ocl_kernels_run(void);
+
 /* ---- runtime.c ---- */
 
 /* Programs built from source, and loaded from the disk cache, since the

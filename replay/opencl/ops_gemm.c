@@ -57,8 +57,22 @@ static int own_tile(const ocl_prep *c, int *cus)
     return tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
 }
 
+/* TG_OPENCL_SPLITK: 0 auto (the auto path's probe times the GPU tile
+ * with K split and in one pass; elsewhere split), 1 on (always split
+ * when the tile would), 2 off (one pass), -1 anything else. */
+static int splitk_mode(void)
+{
+    const char *v = getenv("TG_OPENCL_SPLITK");
+    if (!v || !*v || !strcmp(v, "auto"))
+        return 0;
+    return !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 2 : -1;
+}
+
 tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
 {
+    if (splitk_mode() < 0)
+        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_SPLITK=\"%s\": want auto, on or off",
+                             getenv("TG_OPENCL_SPLITK"));
     ocl_nn_node *b = tg_calloc(1, sizeof *b);
     if (!b)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
@@ -73,9 +87,11 @@ tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
         return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu",
                              getenv("TG_OPENCL_TILE"));
     }
+    b->onepass = splitk_mode() == 2;
     c->data = b;
     c->data_free = tg_free;
-    c->path = blas ? "CLBlast" : b->sk ? "GPU tile" : "CPU tile";
+    c->path = blas ? "CLBlast" : !b->sk ? "CPU tile" : b->onepass ? "GPU tile, K in one pass"
+                                                                  : "GPU tile";
     return TG_OK;
 }
 
@@ -148,6 +164,7 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
     if (!b || !b->blas || blas_gemm_of(g, ms_a, ms_b, &o))
         return 1;
     char msg[256];
+    l->enq[OCL_ENQ_BLAS]++;
     if (ocl_blas_gemm_run(l->q, &o, g->a, g->b, g->c, msg, sizeof msg)) {
         *st = ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
         return 0;
@@ -164,8 +181,12 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
  * splits), the partial tiles summed by nn_gemm_sk_sum.
  */
 #define SK_TILE 64
-static int64_t sk_splits(const gemm_args *g, int cus, int64_t *kper_out)
+static int64_t sk_splits(const gemm_args *g, int cus, int onepass, int64_t *kper_out)
 {
+    if (onepass) {
+        *kper_out = ocl_round_up((size_t)(g->k > 0 ? g->k : 1), 16);
+        return 1;
+    }
     int64_t tiles = (g->m + SK_TILE - 1) / SK_TILE * ((g->n + SK_TILE - 1) / SK_TILE) * g->batch;
     int64_t want = (2 * (int64_t)cus + tiles - 1) / tiles, most = g->k / 128;
     int64_t splits = want < most ? want : most;
@@ -177,9 +198,10 @@ static int64_t sk_splits(const gemm_args *g, int cus, int64_t *kper_out)
 }
 
 /* ws: the partial tiles' buffer (NULL: the session's scratch). */
-static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, int cus, cl_mem ws)
+static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn_node *bn,
+                                 cl_mem ws)
 {
-    int64_t kper, splits = sk_splits(g, cus, &kper);
+    int64_t kper, splits = sk_splits(g, bn->cus, bn->onepass, &kper);
     if (splits > 1 && !ws &&
         !(ws = ocl_scratch(l, 0, (size_t)(splits * g->batch * g->m * g->n) * sizeof(float))))
         return TG_ERR_NOMEM;
@@ -213,7 +235,7 @@ static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws)
     int simple = g->m < NN_SMALL || g->n < NN_SMALL;
     const ocl_nn_node *bn = l->data;
     if (!simple && bn && bn->sk)
-        return gemm_sk_enqueue(l, g, bn->cus, ws);
+        return gemm_sk_enqueue(l, g, bn, ws);
     cl_kernel k = l->k[simple];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
@@ -291,10 +313,13 @@ static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
 
 /* ---- the auto path: CLBlast or our tile, timed per shape ---- */
 
+/* What gemm_probe found fastest for a node. */
+enum { PROBE_SPLIT, PROBE_BLAS, PROBE_ONEPASS };
+
 typedef struct probed {
     cl_context ctx;
     ocl_blas_gemm o;
-    int post, bias, res, blas;
+    int post, bias, res, way; /* PROBE_* */
     struct probed *next;
 } probed;
 
@@ -320,10 +345,13 @@ static cl_mem probe_buffer(ocl_prep *c, size_t elems)
 
 /*
  * Runs node g (its traced shape; bias, residual and epilogue as the node
- * has them) both ways on scratch buffers: our kernels (the GPU tile) and
- * CLBlast (+ nn_gemm_post), once each to build and warm, then 5 times
- * each timed on the host around one wait.  1 if CLBlast took less time,
- * 0 if ours did; CLBlast (the call is warmed) if the probe itself fails.
+ * has them) each way on scratch buffers: CLBlast (+ nn_gemm_post), our
+ * GPU tile with K split (+ nn_gemm_sk_sum) and in one pass (one launch:
+ * on a GPU whose launches cost more than the split saves, the faster),
+ * once each to build and warm, then 5 times each timed on the host
+ * around one wait; the split way only where the tile splits K, and
+ * TG_OPENCL_SPLITK=on|off keeps one of the two.  Returns the fastest
+ * (PROBE_*); CLBlast (the call is warmed) if the probe itself fails.
  * Cached per context, shape and epilogue.
  */
 static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
@@ -333,15 +361,24 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     for (probed *p = probe_list; p; p = p->next)
         if (p->ctx == c->ctx && !memcmp(&p->o, o, sizeof *o) && p->post == post &&
             p->bias == bias && p->res == res) {
-            int blas = p->blas;
+            int way = p->way;
             pthread_mutex_unlock(&probe_mu);
-            return blas;
+            return way;
         }
     pthread_mutex_unlock(&probe_mu);
-    ocl_nn_node bn = {post, 0, 0, 1};
+    ocl_nn_node bn = {post, 0, 0, 0, 1};
     bn.sk = own_tile(c, &bn.cus) == 1;
     gemm_args g = *g0;
-    int64_t kper, splits = sk_splits(&g, bn.cus, &kper);
+    int64_t kper, splits = sk_splits(&g, bn.cus, 0, &kper);
+    int mode = splitk_mode();
+    /* the ways timed (PROBE_*): the CPU tile as the split way; on the
+     * GPU tile, split only where it splits K and the mode allows, one
+     * pass unless the mode wants the split one */
+    int timed[3] = {1, 1, 0};
+    if (bn.sk) {
+        timed[PROBE_SPLIT] = splits > 1 && mode != 2;
+        timed[PROBE_ONEPASS] = mode != 1 || splits == 1;
+    }
     size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
     size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
     size_t ec = o->m * o->n * o->batch;
@@ -364,7 +401,7 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
             ocl_obj_made(OCL_OBJ_KERNEL, k[i], c->prog);
         ok &= k[i] != NULL;
     }
-    int blas = 1;
+    int way = PROBE_BLAS;
     if (ok) {
         for (int i = 0; i < 6; i++) { /* defined data: NaNs would time differently */
             float zero = 0;
@@ -377,14 +414,15 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
         g.a = buf[0], g.b = buf[1], g.c = buf[2];
         g.bias = bias ? buf[3] : NULL;
         g.res = res ? buf[4] : NULL;
-        double t[2] = {0, 0};
-        for (int way = 0; way < 2 && ok; way++)
-            for (int rep = 0; rep < 6 && ok; rep++) {
+        double t[3] = {0, 0, 0};
+        for (int w = 0; w < 3 && ok; w++)
+            for (int rep = 0; rep < 6 && ok && timed[w]; rep++) {
                 if (rep == 1) {
                     ok &= clFinish(q) == CL_SUCCESS;
-                    t[way] = now_ms();
+                    t[w] = now_ms();
                 }
-                if (way == 0)
+                bn.onepass = w == PROBE_ONEPASS;
+                if (w != PROBE_BLAS)
                     ok &= gemm_enqueue_ws(&l, &g, buf[5]) == TG_OK;
                 else
                     ok &= !ocl_blas_gemm_run(q, o, g.a, g.b, g.c, msg, sizeof msg) &&
@@ -392,11 +430,12 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
                                               g.n, g.res) == TG_OK);
                 if (rep == 5) {
                     ok &= clFinish(q) == CL_SUCCESS;
-                    t[way] = now_ms() - t[way];
+                    t[w] = now_ms() - t[w];
                 }
             }
-        if (ok)
-            blas = t[1] < t[0];
+        for (int w = 0; w < 3 && ok; w++)
+            if (timed[w] && t[w] < t[way])
+                way = w;
     }
     for (int i = 0; i < OCL_MAX_KERNELS; i++)
         ocl_obj_release(OCL_OBJ_KERNEL, k[i]);
@@ -406,13 +445,27 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     probed *n = tg_malloc(sizeof *n);
     if (n && ok) {
         pthread_mutex_lock(&probe_mu);
-        *n = (probed){c->ctx, *o, post, bias, res, blas, probe_list};
+        *n = (probed){c->ctx, *o, post, bias, res, way, probe_list};
         probe_list = n;
         pthread_mutex_unlock(&probe_mu);
     } else {
         tg_free(n);
+        way = PROBE_BLAS;
     }
-    return blas;
+    return way;
+}
+
+/* Gives the node its ocl_nn_node as the probe chose (way: PROBE_*). */
+static tg_status attach_probed(ocl_prep *c, int post, int way)
+{
+    tg_status st = ocl_nn_attach(c, post, way == PROBE_BLAS);
+    if (st == TG_OK && way != PROBE_BLAS) {
+        ocl_nn_node *b = c->data;
+        b->onepass = way == PROBE_ONEPASS;
+        if (b->sk)
+            c->path = b->onepass ? "GPU tile, K in one pass" : "GPU tile";
+    }
+    return st;
 }
 
 void ocl_gemm_probe_forget(void)
@@ -443,7 +496,7 @@ static tg_status matmul_prepare(ocl_prep *c)
         return ocl_nn_attach(c, 0, 0); /* our kernels for this node */
     st = ocl_blas_warm_gemm(c, &o);
     if (st == TG_OK && c->probe)
-        return ocl_nn_attach(c, 0, gemm_probe(c, &g, &o, 0, 0, 0));
+        return attach_probed(c, 0, gemm_probe(c, &g, &o, 0, 0, 0));
     return st ? st : ocl_nn_attach(c, 0, 1);
 }
 
@@ -494,7 +547,7 @@ static tg_status linear_prepare(ocl_prep *c)
         return st;
     int has_post = c->nin > 2 || (post && post->n > 0);
     if (blas_ok && c->probe)
-        return ocl_nn_attach(c, has_post, gemm_probe(c, &g, &o, has_post, c->nin > 2,
+        return attach_probed(c, has_post, gemm_probe(c, &g, &o, has_post, c->nin > 2,
                                                    c->nin > 3));
     return ocl_nn_attach(c, has_post, 1);
 }

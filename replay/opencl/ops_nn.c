@@ -212,6 +212,7 @@ tg_status ocl_conv_zero_lanes(ocl_launch *l, graph_op op, int64_t O)
     cl_int e = clEnqueueFillBuffer(l->q, l->out[0], &zero, sizeof zero, 0,
                                    (size_t)graph_type_numel(&l->out_type[0]) * sizeof zero, 0,
                                    NULL, NULL);
+    l->enq[OCL_ENQ_COPY]++;
     return e == CL_SUCCESS
                ? TG_OK
                : ocl_fail(l, TG_ERR_BACKEND, "clEnqueueFillBuffer: %s", ocl_errstr(e));
@@ -247,6 +248,7 @@ static tg_status conv_blk_blas(ocl_launch *l, const conv_attrs *a, cl_mem bias, 
     cl_mem yp = ocl_scratch(l, 1, (size_t)(v.batch * v.o) * (size_t)plane * sizeof(float));
     if (!yp)
         return TG_ERR_NOMEM;
+    l->enq[OCL_ENQ_BLAS]++;
     if (ocl_blas_conv_run(l->q, &v, xp, l->in[1], yp, msg, sizeof msg))
         return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
     st = ocl_set_args(l, l->k[OCL_NN_POST_CONV], "mmlilmm", yp, l->out[0], ny, (int)v.o, plane, bias,
@@ -273,6 +275,7 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
         char msg[256];
         if (conv_blas_of(&a, x, &l->in_type[1], &v))
             return ocl_fail(l, TG_ERR_BACKEND, "conv: CLBlast cannot run this shape");
+        l->enq[OCL_ENQ_BLAS]++;
         if (ocl_blas_conv_run(l->q, &v, l->in[0], l->in[1], l->out[0], msg, sizeof msg))
             return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
         int64_t plane = y->dim[2] * y->dim[3];

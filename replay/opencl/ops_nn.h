@@ -22,6 +22,7 @@ typedef struct ocl_nn_node {
     int post; /* a bias or an epilogue: nn_gemm_post runs after */
     int blas; /* CLBlast (else our kernels: a gemm node always has one) */
     int sk;   /* our kernels: the GPU tile, nn_gemm_sk (else nn_gemm_tiled) */
+    int onepass; /* the GPU tile walks K in one pass: no split, no nn_gemm_sk_sum */
     int cus;  /* the device's compute units (the split of K aims to fill them) */
 } ocl_nn_node;
 

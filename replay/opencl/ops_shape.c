@@ -40,6 +40,7 @@ static tg_status view_enqueue(ocl_launch *l)
     if (!n || l->in[0] == l->out[0])
         return TG_OK;
     cl_int e = clEnqueueCopyBuffer(l->q, l->in[0], l->out[0], 0, 0, n, 0, NULL, NULL);
+    l->enq[OCL_ENQ_COPY]++;
     return e == CL_SUCCESS ? TG_OK : ocl_fail(l, TG_ERR_BACKEND, "clEnqueueCopyBuffer: %s",
                                               ocl_errstr(e));
 }
@@ -201,6 +202,7 @@ static tg_status blocked_copy(ocl_launch *l, const graph_type *b, int64_t C, int
         cl_int e = clEnqueueFillBuffer(l->q, l->out[0], &zero, sizeof zero, 0,
                                        (size_t)(N * CB * H * W * B) * sizeof zero, 0, NULL,
                                        NULL);
+        l->enq[OCL_ENQ_COPY]++;
         if (e != CL_SUCCESS)
             return ocl_fail(l, TG_ERR_BACKEND, "clEnqueueFillBuffer: %s", ocl_errstr(e));
     }
@@ -378,6 +380,7 @@ static tg_status scatter_el_enqueue(ocl_launch *l)
     size_t bytes = (size_t)graph_type_numel(x) * esize(x);
     if (bytes && l->in[0] != l->out[0]) {
         cl_int e = clEnqueueCopyBuffer(l->q, l->in[0], l->out[0], 0, 0, bytes, 0, NULL, NULL);
+        l->enq[OCL_ENQ_COPY]++;
         if (e != CL_SUCCESS)
             return ocl_fail(l, TG_ERR_BACKEND, "clEnqueueCopyBuffer: %s", ocl_errstr(e));
     }

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,9 @@
 #include "ocl_rt.h"
 
 static const ocl_op *table[GRAPH_OP_COUNT];
+static atomic_long kernels_run;
+
+long ocl_kernels_run(void) { return atomic_load(&kernels_run); }
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void table_init(void)
@@ -187,6 +191,8 @@ tg_status ocl_run(ocl_launch *l, cl_kernel k, int dims, const size_t *global,
     if (e != CL_SUCCESS)
         return ocl_fail(l, cl_status(e), "clEnqueueNDRangeKernel: %s%s", ocl_errstr(e),
                         cl_status(e) == TG_ERR_NOMEM ? " (device out of memory)" : "");
+    l->enq[OCL_ENQ_KERNEL]++;
+    atomic_fetch_add(&kernels_run, 1);
     return TG_OK;
 }
 

@@ -61,6 +61,7 @@ struct ocl_session {
     cl_event *ev;      /* nitems + 1 markers of the current run */
     cl_ulong *prof_ns; /* per node */
     long prof_runs;
+    long enq[3], enq_runs; /* ocl_launch.enq summed over nodes and runs */
     char kerr[4096];
 };
 
@@ -135,6 +136,12 @@ static void print_profile(const ocl_session *s)
     }
     fprintf(stderr, "opencl profile (%s, %ld runs): %.4f ms of device time per run\n",
             s->op->dev->info.name, s->prof_runs, total);
+    /* what the host enqueued for the nodes (each costs host time: on a
+     * GPU, per-launch overhead is a floor under small graphs) */
+    double runs = (double)(s->enq_runs > 0 ? s->enq_runs : 1);
+    fprintf(stderr, "  enqueued per run: %.4g kernels, %.4g CLBlast calls, %.4g copies/fills\n",
+            (double)s->enq[OCL_ENQ_KERNEL] / runs, (double)s->enq[OCL_ENQ_BLAS] / runs,
+            (double)s->enq[OCL_ENQ_COPY] / runs);
     for (;;) { /* ops, costliest first */
         int best = -1;
         for (int o = 0; o < GRAPH_OP_COUNT; o++)
@@ -675,6 +682,8 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
                     item + 1, s->kerr, sizeof s->kerr, xm, xt, on->nxin, ym, yt,
                     on->nxout};
     tg_status st = on->op->enqueue(&l);
+    for (int k = 0; k < 3; k++)
+        s->enq[k] += l.enq[k];
     if (st == TG_OK && s->sync) {
         cl_int e = clFinish(s->q);
         if (e != CL_SUCCESS) {
@@ -815,6 +824,7 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
     }
     if (st == TG_OK)
         st = steps(s, b, warnings, err, errlen);
+    s->enq_runs++;
     if (st == TG_OK)
         st = get_outputs(s, b, outputs, nout, err, errlen);
     if (st == TG_OK && s->flags) {
