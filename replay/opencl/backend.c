@@ -104,6 +104,7 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
         ot[k] = g->values[n->out[k]].type;
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
                   .blas = op->gemm != OCL_GEMM_OWN, .probe = op->gemm == OCL_GEMM_AUTO,
+                  .tail = op->tail[i] >= 0 ? &g->nodes[op->tail[i]] : NULL,
                   .node = n, .attrs = graph_node_attrs(n),
                   .in_type = it, .nin = n->nin, .out_type = ot, .nout = n->nout,
                   .in_host = host, .err = why, .errlen = sizeof why};
@@ -149,8 +150,9 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
     op->nodes = tg_calloc((size_t)g->nnodes + 1, sizeof *op->nodes);
     op->fixed = tg_calloc((size_t)g->nvalues + 1, sizeof *op->fixed);
     op->attn = tg_calloc((size_t)g->nnodes + 1, sizeof *op->attn);
+    op->tail = tg_malloc(((size_t)g->nnodes + 1) * sizeof *op->tail);
     tg_status st = TG_ERR_NOMEM;
-    if (!op->nodes || !op->fixed || !op->attn) {
+    if (!op->nodes || !op->fixed || !op->attn || !op->tail) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
@@ -162,6 +164,19 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
         goto fail;
     }
     if (attn && ocl_attn_find(g, op->attn) != TG_OK) {
+        snprintf(err, errlen, "replay: out of memory");
+        goto fail;
+    }
+    /* The fused nodes a GEMM before them runs (ops_fused.c). */
+    int tail = ocl_tail_mode(msg, sizeof msg);
+    if (tail < 0) {
+        snprintf(err, errlen, "replay: OpenCL: %s", msg);
+        st = TG_ERR_ARG;
+        goto fail;
+    }
+    for (int32_t i = 0; i < g->nnodes; i++)
+        op->tail[i] = -1;
+    if (tail && ocl_tail_find(g, op->attn, op->tail) != TG_OK) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
@@ -195,6 +210,7 @@ static void plan_free(void *bplan)
     tg_free(op->nodes);
     tg_free(op->fixed);
     tg_free(op->attn);
+    tg_free(op->tail);
     if (op->dev)
         ocl_dev_close(op->dev);
     tg_free(op);

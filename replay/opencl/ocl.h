@@ -109,6 +109,10 @@ typedef struct ocl_prep {
     const void *const *in_host; /* per input: constant data or NULL */
     int blas;  /* the plan's GEMM/conv path is CLBlast (ocl_blas.h) */
     int probe; /* ... or auto: matmul/linear time both at prepare */
+    /* A fused node this (matmul/linear) node's kernels run as they store
+     * (ocl_tail_find), or NULL: its other inputs become xin, its output
+     * xout (ocl_tail_source). */
+    const graph_node *tail;
     /* out (through the helpers below) */
     cl_program prog; /* retained; released with the plan */
     const char *kernel[OCL_MAX_KERNELS]; /* static strings */
@@ -334,6 +338,19 @@ tg_status ocl_fused_single_prepare(ocl_prep *c);
 int ocl_fused_source(const fused_prog *fp, int nin, char *buf, size_t len);
 size_t ocl_fused_source_bound(const fused_prog *fp, int nin);
 tg_status ocl_fused_enqueue(ocl_launch *l);
+
+/*
+ * The tail: fused node f, reading GEMM output v (ocl_tail_find), run in
+ * the GEMM's kernels as they store.  The source defines TG_TAIL,
+ * TG_TAIL_PARAMS / TG_TAIL_ARGS (the output tg_ty, then each other input
+ * of f once: tg_t<j> and its stride tg_m<j>, 1 full-size or 0 a scalar),
+ * tg_tail(v, i, ...) (f's program with v for its reads of the GEMM's
+ * output) and TG_STORE(c, i, v), which stores tg_tail of v at tg_ty[i]
+ * instead of v at c[i]; nn_common.cl defines the plain ones otherwise.
+ * Returns as ocl_fused_source; ocl_tail_source_bound(fp, nin) bytes do.
+ */
+int ocl_tail_source(const graph_node *f, int32_t v, const fused_prog *fp, char *buf, size_t len);
+size_t ocl_tail_source_bound(const fused_prog *fp, int nin);
 
 /* Embedded sources (generated from cl/NAME.cl): the text of name, or NULL. */
 const char *ocl_source(const char *name);

@@ -134,6 +134,22 @@ tg_status ocl_attn_find(const graph *g, int8_t *role);
 /* The op that runs a chain at its last matmul's node. */
 extern const ocl_op ocl_attn_op;
 
+/* ---- ops_fused.c: a fused node run by the GEMM before it ---- */
+
+/* TG_OPENCL_TAIL: 1 on (unset), 0 off, -1 a bad value (err). */
+int ocl_tail_mode(char *err, size_t errlen);
+/*
+ * Per node of g (tail[nnodes]): for a matmul/linear/linear_ep whose f32
+ * output's one reader is a fused node of the same output shape whose
+ * other inputs (at most OCL_MAX_XIN) are full-size or scalars ready
+ * before the GEMM runs (no graph output, guard or other reader of the
+ * GEMM's output), that node's index, marked OCL_ATTN_ABSORBED in role
+ * (nodes role already claims are skipped); else -1.  The GEMM's kernels
+ * then compute the fused node's program as they store, and write its
+ * output (ocl_prep.tail).  TG_ERR_NOMEM or TG_OK.
+ */
+tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail);
+
 typedef struct ocl_node {
     const ocl_op *op;
     cl_program prog;
@@ -156,7 +172,8 @@ struct ocl_plan {
     ocl_dev *dev;
     int gemm;        /* ocl_gemm_path, chosen at plan_new (ocl_blas.h) */
     ocl_node *nodes; /* per graph node */
-    int8_t *attn;    /* per graph node: OCL_ATTN_* (ocl_attn_find) */
+    int8_t *attn;    /* per graph node: OCL_ATTN_* (ocl_attn_find, ocl_tail_find) */
+    int32_t *tail;   /* per graph node: the fused node its kernels run, or -1 */
     cl_mem *fixed;   /* per value: device copy of consts/params, else NULL */
     int32_t nvalues, nnodes;
 };

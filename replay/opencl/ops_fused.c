@@ -25,7 +25,7 @@
 
 #include "../../graph/alloc.h"
 #include "../../graph/fused_prog.h"
-#include "ocl.h"
+#include "ocl_rt.h"
 
 typedef struct gen {
     char *buf;
@@ -339,3 +339,147 @@ tg_status ocl_fused_enqueue(ocl_launch *l)
 static const ocl_op fused_op = {fused_prepare, ocl_fused_enqueue};
 
 void ocl_register_fused(const ocl_op **t) { t[GRAPH_OP_fused] = &fused_op; }
+
+/* ---- a fused node run by the GEMM before it (the tail) ---- */
+
+int ocl_tail_mode(char *err, size_t errlen)
+{
+    const char *m = getenv("TG_OPENCL_TAIL");
+    if (!m || !*m || !strcmp(m, "on"))
+        return 1;
+    if (!strcmp(m, "off"))
+        return 0;
+    snprintf(err, errlen, "TG_OPENCL_TAIL=\"%s\": want on or off", m);
+    return -1;
+}
+
+/* 1 when values a and b have the same shape at every run: the same traced
+ * dims, each static in both or the same dynamic symbol in both (a dim
+ * derived from symbols, 2*B, is not compared: 0). */
+static int same_shape(const graph_value *a, const graph_value *b)
+{
+    if (!graph_type_eq(&a->type, &b->type) || a->dder || b->dder)
+        return 0;
+    for (int d = 0; d < a->type.ndim; d++) {
+        int da = (a->dyn >> d) & 1, db = (b->dyn >> d) & 1;
+        if (da != db || (da && a->sym[d] != b->sym[d]))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when value v is an f32 scalar at every run (static dims, one element). */
+static int static_scalar(const graph_value *v)
+{
+    return v->type.dtype == GRAPH_F32 && !v->dyn && !v->dder && graph_type_numel(&v->type) == 1;
+}
+
+tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
+{
+    int32_t *uses = tg_calloc((size_t)g->nvalues + 1, sizeof *uses);
+    if (!uses)
+        return TG_ERR_NOMEM;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        tail[i] = -1;
+        const graph_node *n = &g->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        for (int j = 0; j < n->nin; j++)
+            uses[n->in[j]]++;
+    }
+    /* a guard or an output needs the value itself */
+    for (int32_t i = 0; i < g->nguards; i++)
+        uses[g->guards[i].value] += g->nnodes + 1;
+    for (int32_t i = 0; i < g->noutputs; i++)
+        uses[g->outputs[i].value] += g->nnodes + 1;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if ((n->flags & GRAPH_NODE_DEAD) || role[i] != OCL_ATTN_NONE || n->nout != 1 ||
+            (n->op != GRAPH_OP_matmul && n->op != GRAPH_OP_linear &&
+             n->op != GRAPH_OP_linear_ep))
+            continue;
+        int32_t v = n->out[0];
+        const graph_value *gv = &g->values[v];
+        if (gv->type.dtype != GRAPH_F32 || uses[v] < 1 || uses[v] > g->nnodes)
+            continue;
+        /* its one reader: a fused node after it, reading it as often as
+         * it is used, with the same shape out */
+        int32_t f = -1;
+        for (int32_t j = i + 1; j < g->nnodes && f < 0; j++)
+            if (!(g->nodes[j].flags & GRAPH_NODE_DEAD))
+                for (int k = 0; k < g->nodes[j].nin; k++)
+                    if (g->nodes[j].in[k] == v)
+                        f = j;
+        if (f < 0 || role[f] != OCL_ATTN_NONE || g->nodes[f].op != GRAPH_OP_fused ||
+            g->nodes[f].nout != 1 || !same_shape(&g->values[g->nodes[f].out[0]], gv))
+            continue;
+        const graph_node *fn = &g->nodes[f];
+        int reads = 0, extra = 0, ok = 1;
+        for (int k = 0; k < fn->nin && ok; k++) {
+            int32_t x = fn->in[k];
+            if (x == v) {
+                reads++;
+                continue;
+            }
+            const graph_value *xv = &g->values[x];
+            int dup = 0;
+            for (int q = 0; q < k; q++)
+                dup |= fn->in[q] == x;
+            extra += !dup;
+            /* ready at the GEMM's step: no intermediate written after it */
+            ok = xv->type.dtype == GRAPH_F32 && (same_shape(xv, gv) || static_scalar(xv)) &&
+                 (xv->kind != GRAPH_VALUE_INTER || (xv->node >= 0 && xv->node < i));
+        }
+        if (!ok || reads != uses[v] || extra > OCL_MAX_XIN)
+            continue;
+        tail[i] = f;
+        role[f] = OCL_ATTN_ABSORBED;
+    }
+    tg_free(uses);
+    return TG_OK;
+}
+
+size_t ocl_tail_source_bound(const fused_prog *fp, int nin)
+{
+    return ocl_fused_source_bound(fp, nin);
+}
+
+int ocl_tail_source(const graph_node *f, int32_t v, const fused_prog *fp, char *buf, size_t len)
+{
+    gen g = {buf, len, 0};
+    if (len)
+        buf[0] = '\0';
+    /* parameters: the output, then each other input once, with its
+     * stride (1 full-size, 0 a scalar) */
+    char prm[64 * FUSED_MAX_INPUTS] = ", __global float *tg_ty", arg[32 * FUSED_MAX_INPUTS] =
+        ", tg_ty";
+    size_t ap = strlen(prm), aa = strlen(arg);
+    int slot[GRAPH_MAX_NODE_IO];
+    for (int k = 0, nx = 0; k < f->nin; k++) {
+        slot[k] = -1;
+        if (f->in[k] == v)
+            continue;
+        for (int q = 0; q < k; q++)
+            if (f->in[q] == f->in[k])
+                slot[k] = slot[q];
+        if (slot[k] >= 0)
+            continue;
+        slot[k] = nx++;
+        ap += (size_t)snprintf(prm + ap, sizeof prm - ap,
+                               ", __global const float *tg_t%d, int tg_m%d", slot[k], slot[k]);
+        aa += (size_t)snprintf(arg + aa, sizeof arg - aa, ", tg_t%d, tg_m%d", slot[k], slot[k]);
+    }
+    put(&g, "#define TG_TAIL 1\n#define TG_TAIL_PARAMS %s\n#define TG_TAIL_ARGS %s\n", prm, arg);
+    put(&g, "inline float tg_tail(float v, long i TG_TAIL_PARAMS)\n{\n");
+    for (int k = 0; k < f->nin; k++) {
+        if (slot[k] < 0)
+            put(&g, "    float x%d = v;\n", k);
+        else
+            put(&g, "    float x%d = tg_t%d[i * tg_m%d];\n", k, slot[k], slot[k]);
+    }
+    if (body(&g, fp, 0) < 0)
+        return -1;
+    put(&g, "    return r%d;\n}\n", fp->nstmts - 1);
+    put(&g, "#define TG_STORE(c, i, v) (tg_ty[(i)] = tg_tail((v), (i) TG_TAIL_ARGS))\n");
+    return g.at < g.len ? 0 : -2;
+}

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "../../graph/alloc.h"
+#include "../../graph/fused_prog.h"
 #include "ops_nn.h"
 
 /* ---- matmul, linear, linear_ep ---- */
@@ -95,11 +96,37 @@ tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
     return TG_OK;
 }
 
+tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at)
+{
+    const ocl_nn_node *b = l->data;
+    if (!b || !b->tail)
+        return TG_OK;
+    if (l->nxout < 1 || l->nxin < b->tail - 1)
+        return ocl_fail(l, TG_ERR_STATE, "the fused node after this one has no buffers");
+    int64_t n = graph_type_numel(&l->xout_type[0]);
+    cl_int e = clSetKernelArg(k, at++, sizeof(cl_mem), &l->xout[0]);
+    for (int j = 0; j + 1 < b->tail && e == CL_SUCCESS; j++) {
+        int64_t nj = graph_type_numel(&l->xin_type[j]);
+        if (nj != n && nj != 1) /* ocl_tail_find's shapes hold at every run */
+            return ocl_fail(l, TG_ERR_STATE, "the fused node's input %d has %lld elements, "
+                            "not %lld or 1", j, (long long)nj, (long long)n);
+        cl_int m = nj == n;
+        e = clSetKernelArg(k, at++, sizeof(cl_mem), &l->xin[j]);
+        if (e == CL_SUCCESS)
+            e = clSetKernelArg(k, at++, sizeof m, &m);
+    }
+    return e == CL_SUCCESS ? TG_OK
+                           : ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg %u: %s", at - 1,
+                                      ocl_errstr(e));
+}
+
 /* Runs nn_gemm_post (kernel k) on y's n elements. */
 tg_status ocl_nn_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bias,
                       int64_t inner, int64_t nb, cl_mem res)
 {
     tg_status st = ocl_set_args(l, k, "mlmlim", y, n, bias, inner, (int)nb, res);
+    if (st == TG_OK)
+        st = ocl_nn_tail_args(l, k, 6);
     size_t global[1] = {(size_t)n};
     return st ? st : ocl_run(l, k, 1, global, NULL);
 }
@@ -164,14 +191,21 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
     if (!b || !b->blas || blas_gemm_of(g, ms_a, ms_b, &o))
         return 1;
     char msg[256];
+    int64_t nc = g->m * g->n * g->batch;
+    /* with a tail the product goes to scratch (the node's own output has
+     * no buffer) and nn_gemm_post writes the tail's output */
+    cl_mem c = b->tail ? ocl_scratch(l, 1, (size_t)nc * sizeof(float)) : g->c;
+    if (!c) {
+        *st = TG_ERR_NOMEM;
+        return 0;
+    }
     l->enq[OCL_ENQ_BLAS]++;
-    if (ocl_blas_gemm_run(l->q, &o, g->a, g->b, g->c, msg, sizeof msg)) {
+    if (ocl_blas_gemm_run(l->q, &o, g->a, g->b, c, msg, sizeof msg)) {
         *st = ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
         return 0;
     }
-    *st = b->post ? ocl_nn_post(l, l->k[POST_GEMM], g->c, g->m * g->n * g->batch, g->bias, 1,
-                              g->n, g->res)
-                  : TG_OK;
+    *st = b->post || b->tail ? ocl_nn_post(l, l->k[POST_GEMM], c, nc, g->bias, 1, g->n, g->res)
+                             : TG_OK;
     return 0;
 }
 
@@ -210,6 +244,8 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
                                 g->bdim, g->bsa, g->bsb, g->bias, g->res, (int)splits,
                                 (int)kper, ws);
+    if (st == TG_OK)
+        st = ocl_nn_tail_args(l, k, 19);
     if (st != TG_OK)
         return st;
     size_t global[3] = {(size_t)(g->n + SK_TILE - 1) / SK_TILE * 16,
@@ -222,6 +258,8 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn
     k = l->k[K_SK_SUM];
     st = ocl_set_args(l, k, "milmiimm", ws, (int)splits, g->batch, g->c, (int)g->m, (int)g->n,
                       g->bias, g->res);
+    if (st == TG_OK)
+        st = ocl_nn_tail_args(l, k, 8);
     if (st != TG_OK)
         return st;
     size_t g2[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
@@ -240,6 +278,8 @@ static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws)
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
                                 g->bdim, g->bsa, g->bsb, g->bias, g->res);
+    if (st == TG_OK)
+        st = ocl_nn_tail_args(l, k, 16);
     if (st != TG_OK)
         return st;
     if (simple) {
@@ -319,7 +359,7 @@ enum { PROBE_SPLIT, PROBE_BLAS, PROBE_ONEPASS };
 typedef struct probed {
     cl_context ctx;
     ocl_blas_gemm o;
-    int post, bias, res, way; /* PROBE_* */
+    int post, bias, res, tail, way; /* way: PROBE_* */
     struct probed *next;
 } probed;
 
@@ -355,18 +395,18 @@ static cl_mem probe_buffer(ocl_prep *c, size_t elems)
  * Cached per context, shape and epilogue.
  */
 static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
-                      int bias, int res)
+                      int bias, int res, int tail)
 {
     pthread_mutex_lock(&probe_mu);
     for (probed *p = probe_list; p; p = p->next)
         if (p->ctx == c->ctx && !memcmp(&p->o, o, sizeof *o) && p->post == post &&
-            p->bias == bias && p->res == res) {
+            p->bias == bias && p->res == res && p->tail == tail) {
             int way = p->way;
             pthread_mutex_unlock(&probe_mu);
             return way;
         }
     pthread_mutex_unlock(&probe_mu);
-    ocl_nn_node bn = {post, 0, 0, 0, 1};
+    ocl_nn_node bn = {.post = post, .tail = tail, .cus = 1};
     bn.sk = own_tile(c, &bn.cus) == 1;
     gemm_args g = *g0;
     int64_t kper, splits = sk_splits(&g, bn.cus, 0, &kper);
@@ -409,8 +449,16 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
                                 (elems[i] ? elems[i] : 1) * sizeof(float), 0, NULL, NULL);
         }
         char msg[256];
+        /* a tail reads full-size inputs (the residual's scratch) and
+         * writes the product's */
+        graph_type te = {GRAPH_F32, 1, {(int64_t)ec}}, tt[OCL_MAX_XIN];
+        cl_mem tin[OCL_MAX_XIN];
+        for (int j = 0; j < OCL_MAX_XIN; j++)
+            tt[j] = te, tin[j] = buf[4];
         ocl_launch l = {.q = q, .device = c->device, .attrs = c->attrs, .k = k, .data = &bn,
-                        .err = msg, .errlen = sizeof msg};
+                        .err = msg, .errlen = sizeof msg, .xin = tin, .xin_type = tt,
+                        .nxin = tail ? tail - 1 : 0, .xout = &buf[2], .xout_type = &te,
+                        .nxout = tail ? 1 : 0};
         g.a = buf[0], g.b = buf[1], g.c = buf[2];
         g.bias = bias ? buf[3] : NULL;
         g.res = res ? buf[4] : NULL;
@@ -426,8 +474,8 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
                     ok &= gemm_enqueue_ws(&l, &g, buf[5]) == TG_OK;
                 else
                     ok &= !ocl_blas_gemm_run(q, o, g.a, g.b, g.c, msg, sizeof msg) &&
-                          (!post || ocl_nn_post(&l, k[POST_GEMM], g.c, (int64_t)ec, g.bias, 1,
-                                              g.n, g.res) == TG_OK);
+                          (!(post || tail) || ocl_nn_post(&l, k[POST_GEMM], g.c, (int64_t)ec,
+                                                        g.bias, 1, g.n, g.res) == TG_OK);
                 if (rep == 5) {
                     ok &= clFinish(q) == CL_SUCCESS;
                     t[w] = now_ms() - t[w];
@@ -445,7 +493,7 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     probed *n = tg_malloc(sizeof *n);
     if (n && ok) {
         pthread_mutex_lock(&probe_mu);
-        *n = (probed){c->ctx, *o, post, bias, res, way, probe_list};
+        *n = (probed){c->ctx, *o, post, bias, res, tail, way, probe_list};
         probe_list = n;
         pthread_mutex_unlock(&probe_mu);
     } else {
@@ -455,16 +503,70 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     return way;
 }
 
-/* Gives the node its ocl_nn_node as the probe chose (way: PROBE_*). */
-static tg_status attach_probed(ocl_prep *c, int post, int way)
+/* How a node ran, for the profile: [way][tail]. */
+static const char *const path_names[4][2] = {
+    {"CLBlast", "CLBlast + the fused node after"},
+    {"CPU tile", "CPU tile + the fused node after"},
+    {"GPU tile", "GPU tile + the fused node after"},
+    {"GPU tile, K in one pass", "GPU tile, K in one pass + the fused node after"},
+};
+
+/* Gives the node its ocl_nn_node (blas, or our tile; way: PROBE_*, or -1
+ * when nothing was probed) with the tail c->tail's program has. */
+static tg_status gemm_attach(ocl_prep *c, int post, int blas, int way, int tail)
 {
-    tg_status st = ocl_nn_attach(c, post, way == PROBE_BLAS);
-    if (st == TG_OK && way != PROBE_BLAS) {
-        ocl_nn_node *b = c->data;
+    tg_status st = ocl_nn_attach(c, post, blas);
+    if (st != TG_OK)
+        return st;
+    ocl_nn_node *b = c->data;
+    if (way >= 0 && !blas)
         b->onepass = way == PROBE_ONEPASS;
-        if (b->sk)
-            c->path = b->onepass ? "GPU tile, K in one pass" : "GPU tile";
+    b->tail = tail;
+    c->path = path_names[blas ? 0 : !b->sk ? 1 : b->onepass ? 3 : 2][tail > 0];
+    return TG_OK;
+}
+
+/* The gemm program (post, prm: the epilogue) with the fused node
+ * c->tail (if any) run as the kernels store: its other inputs become
+ * c->xin, its output c->xout; *tail 1 + their count, or 0. */
+static tg_status gemm_program(ocl_prep *c, const graph_ints *post, graph_post_prm prm, int *tail)
+{
+    *tail = 0;
+    if (!c->tail)
+        return ocl_nn_program(c, "nn_gemm", post, prm, gemm_kernels, GEMM_NK);
+    const graph_node *f = c->tail;
+    const graph_fused_attrs *at = graph_node_attrs(f);
+    fused_prog fp;
+    char msg[256];
+    if (fused_prog_parse(at->prog.s, f->nin, &fp, msg, sizeof msg) != TG_OK)
+        return ocl_prep_fail(c, TG_ERR_ARG, "the fused node after it: %s", msg);
+    int32_t v = c->node->out[0];
+    c->nxin = 0;
+    for (int k = 0; k < f->nin; k++) {
+        int seen = f->in[k] == v;
+        for (int j = 0; j < c->nxin; j++)
+            seen |= c->xin[j] == f->in[k];
+        if (!seen) {
+            if (c->nxin == OCL_MAX_XIN)
+                return ocl_prep_fail(c, TG_ERR_STATE, "the fused node after it has more than "
+                                     "%d other inputs", OCL_MAX_XIN);
+            c->xin[c->nxin++] = f->in[k];
+        }
     }
+    c->xout[0] = f->out[0];
+    c->nxout = 1;
+    size_t len = ocl_tail_source_bound(&fp, f->nin);
+    char *src = tg_malloc(len);
+    if (!src)
+        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
+    int r = ocl_tail_source(f, v, &fp, src, len);
+    tg_status st = r == -1 ? ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "an op of the fused node "
+                                           "after it has no OpenCL form")
+                   : r < 0 ? ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long")
+                           : ocl_nn_program_tail(c, "nn_gemm", post, prm, src, gemm_kernels,
+                                                 GEMM_NK);
+    tg_free(src);
+    *tail = 1 + c->nxin;
     return st;
 }
 
@@ -481,23 +583,26 @@ void ocl_gemm_probe_forget(void)
 
 static tg_status matmul_prepare(ocl_prep *c)
 {
+    int tail = 0;
     tg_status st = ocl_nn_need_f32(c);
     if (st == TG_OK)
-        st = ocl_nn_program(c, "nn_gemm", NULL, (graph_post_prm){0}, gemm_kernels, GEMM_NK);
+        st = gemm_program(c, NULL, (graph_post_prm){0}, &tail);
     if (st != TG_OK)
         return st;
     if (!ocl_nn_blas_wanted(c) || graph_type_numel(&c->out_type[0]) == 0)
-        return ocl_nn_attach(c, 0, 0);
+        return gemm_attach(c, 0, 0, -1, tail);
     gemm_args g;
     int64_t ms[2];
     ocl_blas_gemm o;
     matmul_args(c->attrs, &c->in_type[0], &c->in_type[1], &c->out_type[0], &g, ms);
     if (blas_gemm_of(&g, ms[0], ms[1], &o))
-        return ocl_nn_attach(c, 0, 0); /* our kernels for this node */
+        return gemm_attach(c, 0, 0, -1, tail); /* our kernels for this node */
     st = ocl_blas_warm_gemm(c, &o);
-    if (st == TG_OK && c->probe)
-        return attach_probed(c, 0, gemm_probe(c, &g, &o, 0, 0, 0));
-    return st ? st : ocl_nn_attach(c, 0, 1);
+    if (st == TG_OK && c->probe) {
+        int way = gemm_probe(c, &g, &o, 0, 0, 0, tail);
+        return gemm_attach(c, 0, way == PROBE_BLAS, way, tail);
+    }
+    return st ? st : gemm_attach(c, 0, 1, -1, tail);
 }
 
 static tg_status matmul_enqueue(ocl_launch *l)
@@ -533,12 +638,13 @@ static tg_status linear_prepare(ocl_prep *c)
         const graph_linear_ep_attrs *at = c->attrs;
         post = &at->post, prm = GRAPH_POST_PRM(at);
     }
+    int tail = 0;
     if (st == TG_OK)
-        st = ocl_nn_program(c, "nn_gemm", post, prm, gemm_kernels, GEMM_NK);
+        st = gemm_program(c, post, prm, &tail);
     if (st != TG_OK)
         return st;
     if (!ocl_nn_blas_wanted(c))
-        return ocl_nn_attach(c, 0, 0);
+        return gemm_attach(c, 0, 0, -1, tail);
     gemm_args g;
     ocl_blas_gemm o;
     linear_args(&c->in_type[0], &c->in_type[1], &g);
@@ -546,10 +652,11 @@ static tg_status linear_prepare(ocl_prep *c)
     if (blas_ok && (st = ocl_blas_warm_gemm(c, &o)) != TG_OK)
         return st;
     int has_post = c->nin > 2 || (post && post->n > 0);
-    if (blas_ok && c->probe)
-        return attach_probed(c, has_post, gemm_probe(c, &g, &o, has_post, c->nin > 2,
-                                                   c->nin > 3));
-    return ocl_nn_attach(c, has_post, 1);
+    if (blas_ok && c->probe) {
+        int way = gemm_probe(c, &g, &o, has_post, c->nin > 2, c->nin > 3, tail);
+        return gemm_attach(c, has_post, way == PROBE_BLAS, way, tail);
+    }
+    return gemm_attach(c, has_post, 1, -1, tail);
 }
 
 /* x [..., K] times w [N, K] transposed (+ b) (+ residual). */

@@ -42,6 +42,13 @@
 tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
                          graph_post_prm prm, const char *const *kernels, int nk)
 {
+    return ocl_nn_program_tail(c, name, post, prm, NULL, kernels, nk);
+}
+
+tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
+                              graph_post_prm prm, const char *tail, const char *const *kernels,
+                              int nk)
+{
     static const graph_ints none = {0};
     char epi[2048];
     if (ocl_epilogue_src(post ? post : &none, prm, epi, sizeof epi, c->err, c->errlen))
@@ -49,11 +56,13 @@ tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
     const char *common = ocl_source("nn_common");
     if (!common)
         return ocl_prep_fail(c, TG_ERR_ARG, "no OpenCL source named \"nn_common\"");
-    size_t n = strlen(epi) + strlen(common) + 2;
+    if (!tail)
+        tail = "";
+    size_t n = strlen(tail) + strlen(epi) + strlen(common) + 3;
     char *prefix = tg_malloc(n);
     if (!prefix)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
-    snprintf(prefix, n, "%s\n%s", epi, common);
+    snprintf(prefix, n, "%s\n%s\n%s", tail, epi, common);
     tg_status st = ocl_prep_program(c, name, prefix,
                                     ocl_prep_has_fp64(c) ? "-DTG_FP64=1" : "-DTG_FP64=0");
     tg_free(prefix);

@@ -23,6 +23,8 @@ typedef struct ocl_nn_node {
     int blas; /* CLBlast (else our kernels: a gemm node always has one) */
     int sk;   /* our kernels: the GPU tile, nn_gemm_sk (else nn_gemm_tiled) */
     int onepass; /* the GPU tile walks K in one pass: no split, no nn_gemm_sk_sum */
+    int tail;    /* a fused node runs in the storing kernels (ocl_prep.tail): 1 + its
+                    other inputs (l->xin), the kernels' last parameters; else 0 */
     int cus;  /* the device's compute units (the split of K aims to fill them) */
 } ocl_nn_node;
 
@@ -43,6 +45,14 @@ static inline int ocl_nn_blas_wanted(const ocl_prep *c) { return c->blas; }
  * nn_common.cl as the prefix, then names the kernels (ops_nn.c). */
 tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
                          graph_post_prm prm, const char *const *kernels, int nk);
+/* ... with a tail's source (ocl_tail_source; NULL: none) first. */
+tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
+                              graph_post_prm prm, const char *tail, const char *const *kernels,
+                              int nk);
+/* Sets a storing kernel's tail parameters, from index at: the tail's
+ * output (l->xout[0]), then each l->xin with its stride (1 full-size, 0
+ * a scalar); nothing when the node has no tail (ops_gemm.c). */
+tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at);
 /* Refuses a node with an input that is not f32. */
 tg_status ocl_nn_need_f32(ocl_prep *c);
 /* Enqueues k over global (rounded up to local). */

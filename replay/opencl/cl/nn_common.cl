@@ -8,6 +8,18 @@
  * reductions, norms, softmax and average pools accumulate in double, as
  * the CPU kernels do; without it they accumulate in float.
  */
+/*
+ * The tail (ocl_tail_source, before tg_epilogue in the prefix): a fused
+ * node the GEMM kernels run as they store, with its buffers as extra
+ * kernel parameters (TG_TAIL_PARAMS, last in a storing kernel's list,
+ * passed on as TG_TAIL_ARGS).  Without one a store is the plain one.
+ */
+#ifndef TG_TAIL
+#define TG_TAIL_PARAMS
+#define TG_TAIL_ARGS
+#define TG_STORE(c, i, v) ((c)[(i)] = (v))
+#endif
+
 #if TG_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double acc_t;

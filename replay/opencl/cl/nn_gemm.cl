@@ -49,11 +49,11 @@ inline void batch_offsets(long z, int nbd, int8 bdim, int8 bsa, int8 bsb, long *
 
 /* Bias, epilogue and store of output element ci (column n). */
 inline void store_out(__global float *c, long ci, float v, __global const float *bias, int n,
-                      __global const float *res)
+                      __global const float *res TG_TAIL_PARAMS)
 {
     if (bias)
         v += bias[n];
-    c[ci] = tg_epilogue(v, res, ci);
+    TG_STORE(c, ci, tg_epilogue(v, res, ci));
 }
 
 __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
@@ -61,7 +61,8 @@ void nn_gemm_tiled(__global const float *a, long ars, long acs,
                    __global const float *b, long brs, long bcs,
                    __global float *c, int M, int N, int K,
                    int nbd, int8 bdim, int8 bsa, int8 bsb,
-                   __global const float *bias, __global const float *res)
+                   __global const float *bias,
+                   __global const float *res TG_TAIL_PARAMS)
 {
     __local float As[TK][TM];
     __local float Bs[TK][TN];
@@ -105,7 +106,7 @@ void nn_gemm_tiled(__global const float *a, long ars, long acs,
         for (int j = 0; j < 16; j++) {
             int n = n0 + tx * 16 + j;
             if (m < M && n < N)
-                store_out(c, co + (long)m * N + n, o[j], bias, n, res);
+                store_out(c, co + (long)m * N + n, o[j], bias, n, res TG_TAIL_ARGS);
         }
     }
 }
@@ -115,7 +116,8 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
                              __global const float *b, long brs, long bcs,
                              __global float *c, int M, int N, int K,
                              int nbd, int8 bdim, int8 bsa, int8 bsb,
-                             __global const float *bias, __global const float *res)
+                             __global const float *bias,
+                             __global const float *res TG_TAIL_PARAMS)
 {
     int n = get_global_id(0), m = get_global_id(1);
     long z = get_global_id(2);
@@ -126,7 +128,7 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
     float s = 0.0f;
     for (int k = 0; k < K; k++)
         s = mad(a[ao + m * ars + k * acs], b[bo + k * brs + n * bcs], s);
-    store_out(c, z * M * N + (long)m * N + n, s, bias, n, res);
+    store_out(c, z * M * N + (long)m * N + n, s, bias, n, res TG_TAIL_ARGS);
 }
 
 /*
@@ -137,7 +139,7 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
  * linear (bias per column), H*W for conv (per channel).
  */
 __kernel void nn_gemm_post(__global float *y, long n, __global const float *bias, long inner,
-                           int nb, __global const float *res)
+                           int nb, __global const float *res TG_TAIL_PARAMS)
 {
     long i = get_global_id(0);
     if (i >= n)
@@ -145,7 +147,7 @@ __kernel void nn_gemm_post(__global float *y, long n, __global const float *bias
     float v = y[i];
     if (bias)
         v += bias[(i / inner) % nb];
-    y[i] = tg_epilogue(v, res, i);
+    TG_STORE(y, i, tg_epilogue(v, res, i));
 }
 
 /*
@@ -212,7 +214,7 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
                 __global float *c, int M, int N, int K,
                 int nbd, int8 bdim, int8 bsa, int8 bsb,
                 __global const float *bias, __global const float *res,
-                int splits, int kper, __global float *ws)
+                int splits, int kper, __global float *ws TG_TAIL_PARAMS)
 {
     __local float As[SK_K][SK_T + 1];
     __local float Bs[SK_K][SK_T];
@@ -266,7 +268,7 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
             int n = n0 + tx + 16 * j;
             if (m < M && n < N) {
                 if (splits == 1)
-                    store_out(c, co + (long)m * N + n, acc[i][j], bias, n, res);
+                    store_out(c, co + (long)m * N + n, acc[i][j], bias, n, res TG_TAIL_ARGS);
                 else
                     ws[((long)s * nbatch + z) * M * N + (long)m * N + n] = acc[i][j];
             }
@@ -278,7 +280,8 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
  * summed in order, then bias and epilogue. */
 __kernel void nn_gemm_sk_sum(__global const float *ws, int splits, long nbatch,
                              __global float *c, int M, int N,
-                             __global const float *bias, __global const float *res)
+                             __global const float *bias,
+                             __global const float *res TG_TAIL_PARAMS)
 {
     int n = get_global_id(0), m = get_global_id(1);
     long z = get_global_id(2);
@@ -288,5 +291,5 @@ __kernel void nn_gemm_sk_sum(__global const float *ws, int splits, long nbatch,
     float v = 0.0f;
     for (int s = 0; s < splits; s++)
         v += ws[i + s * step];
-    store_out(c, i, v, bias, n, res);
+    store_out(c, i, v, bias, n, res TG_TAIL_ARGS);
 }

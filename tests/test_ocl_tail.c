@@ -1,0 +1,255 @@
+/*
+ * test_ocl_tail.c - the OpenCL backend runs a `fused` node in the kernels
+ * of the matmul/linear/linear_ep before it (ocl_tail_find, ocl_tail_source,
+ * ops_gemm.c): one launch fewer, the fused node's output written as the
+ * product is stored.  Each case is a small graph run on OpenCL and
+ * compared with naive loops here, on every way a product runs (our CPU
+ * tile, the GPU tile with K split and in one pass, CLBlast, the auto
+ * path's choice), with the kernels counted: the fused node must launch
+ * nothing where it can be absorbed, and must run as itself where it
+ * cannot (a second reader, a graph output, a broadcast input, an input
+ * computed after the product) and with TG_OPENCL_TAIL=off.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "graph/graph.h"
+#include "replay/opencl/ocl_rt.h"
+#include "replay/replay.h"
+
+#define TOL 1e-4
+
+static graph_type f32(int nd, const int64_t *d)
+{
+    graph_type t = {GRAPH_F32, nd, {0}};
+    for (int i = 0; i < nd; i++)
+        t.dim[i] = d[i];
+    return t;
+}
+
+static float *rnd(int64_t n, uint64_t seed)
+{
+    float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    check_fill(p, n, seed, -1.0f, 1.0f);
+    return p;
+}
+
+/* The shape of a case: M x K times (N x K)ᵀ (+ bias) (relu), then the
+ * fused node r = tanh(y * e + s) + y with e full-size and s a scalar
+ * constant; variants break one condition of the absorption each. */
+enum {
+    PLAIN,      /* absorbed */
+    MATMUL,     /* matmul [2, M, K] x [2, K, N] (batched), absorbed */
+    NO_EXTRA,   /* fused(y) = gelu-ish of y alone, absorbed */
+    SECOND_USE, /* y also read by another node: not absorbed */
+    Y_OUTPUT,   /* y a graph output too: not absorbed */
+    BROADCAST,  /* e is a row [N] (broadcast): not absorbed */
+    LATE_INPUT, /* e computed after the product: not absorbed */
+};
+
+static const char *const case_names[] = {"linear_ep + fused",   "batched matmul + fused",
+                                         "linear + fused(y)",   "y read twice",
+                                         "y a graph output",    "broadcast input",
+                                         "input made after it"};
+
+/* r = tanh(y * e + s) + y, or for NO_EXTRA r = y * sigmoid(1.702 y). */
+static double tail_ref(int kind, double y, double e, double s)
+{
+    if (kind == NO_EXTRA)
+        return y * (1.0 / (1.0 + exp(-1.702 * y)));
+    return tanh(y * e + s) + y;
+}
+
+/* Builds and runs one case; returns the kernels it launched (-1 on a
+ * failed check). */
+static long run_case(int kind, int64_t M, int64_t K, int64_t N)
+{
+    int mm = kind == MATMUL;
+    int64_t B = mm ? 2 : 1, ny = B * M * N;
+    graph *g = graph_new("tail");
+    int64_t dx[3] = {B, M, K}, dw[3] = {B, K, N}, dl[2] = {N, K}, db[1] = {N};
+    int64_t dy[3] = {B, M, N}, de_row[1] = {N}, d1[1] = {1};
+    graph_type tx = mm ? f32(3, dx) : f32(2, dx + 1), tw = mm ? f32(3, dw) : f32(2, dl);
+    graph_type tb = f32(1, db), ty = mm ? f32(3, dy) : f32(2, dy + 1);
+    graph_type te = kind == BROADCAST ? f32(1, de_row) : ty, ts = f32(1, d1);
+    float *x = rnd(graph_type_numel(&tx), 11), *w = rnd(graph_type_numel(&tw), 12);
+    float *bias = rnd(N, 13), *e = rnd(graph_type_numel(&te), 14), s = 0.375f;
+    int32_t vx = graph_add_value(g, GRAPH_VALUE_INPUT, &tx, "x");
+    int32_t vw = graph_add_value(g, GRAPH_VALUE_CONST, &tw, "w");
+    int32_t vb = graph_add_value(g, GRAPH_VALUE_CONST, &tb, "b");
+    int32_t ve = graph_add_value(g, GRAPH_VALUE_INPUT, &te, "e");
+    int32_t vs = graph_add_value(g, GRAPH_VALUE_CONST, &ts, "s");
+    graph_set_data(g, vw, w, (size_t)graph_type_numel(&tw) * sizeof(float));
+    graph_set_data(g, vb, bias, (size_t)N * sizeof(float));
+    graph_set_data(g, vs, &s, sizeof s);
+    graph_add_input(g, vx);
+    graph_add_input(g, ve);
+    int32_t y = -1, r = -1, extra = -1;
+    if (kind == LATE_INPUT) { /* e' = neg(e) made after the product */
+        graph_add_node(g, GRAPH_OP_linear_ep, (int32_t[]){vx, vw, vb}, 3,
+                       &(graph_linear_ep_attrs){.post = {1, {GRAPH_POST_RELU}}}, &y, 1);
+        graph_add_node(g, GRAPH_OP_neg, &ve, 1, NULL, &extra, 1);
+    } else if (mm) {
+        graph_add_node(g, GRAPH_OP_matmul, (int32_t[]){vx, vw}, 2, &(graph_matmul_attrs){0}, &y,
+                       1);
+    } else if (kind == NO_EXTRA) {
+        graph_add_node(g, GRAPH_OP_linear, (int32_t[]){vx, vw, vb}, 3, NULL, &y, 1);
+    } else {
+        graph_add_node(g, GRAPH_OP_linear_ep, (int32_t[]){vx, vw, vb}, 3,
+                       &(graph_linear_ep_attrs){.post = {1, {GRAPH_POST_RELU}}}, &y, 1);
+    }
+    graph_fused_attrs fa;
+    memset(&fa, 0, sizeof fa);
+    int32_t fin[3] = {y, kind == LATE_INPUT ? extra : ve, vs};
+    if (kind == NO_EXTRA) {
+        snprintf(fa.prog.s, sizeof fa.prog.s, "r0=mul(i0,1.702);r1=sigmoid(r0);r2=mul(i0,r1)");
+        graph_add_node(g, GRAPH_OP_fused, fin, 1, &fa, &r, 1);
+    } else {
+        snprintf(fa.prog.s, sizeof fa.prog.s,
+                 "r0=mul(i0,i1);r1=add(r0,i2);r2=tanh(r1);r3=add(r2,i0)");
+        graph_add_node(g, GRAPH_OP_fused, fin, 3, &fa, &r, 1);
+    }
+    graph_add_output(g, r, "r");
+    int32_t r2 = -1;
+    if (kind == SECOND_USE) {
+        graph_add_node(g, GRAPH_OP_neg, &y, 1, NULL, &r2, 1);
+        graph_add_output(g, r2, "r2");
+    }
+    if (kind == Y_OUTPUT)
+        graph_add_output(g, y, "y");
+
+    /* the reference */
+    double *yr = malloc((size_t)ny * sizeof *yr);
+    for (int64_t z = 0; z < B; z++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double acc = mm ? 0 : bias[n];
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)x[(z * M + m) * K + k] *
+                           (mm ? w[(z * K + k) * N + n] : w[n * K + k]);
+                if (!mm && kind != NO_EXTRA)
+                    acc = acc > 0 ? acc : 0;
+                yr[(z * M + m) * N + n] = acc;
+            }
+
+    long k0 = ocl_kernels_run(), ran = -1;
+    char err[2048];
+    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s: compile: %s", case_names[kind], err);
+    replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
+    if (ss) {
+        replay_tensor in[2] = {{"x", tx, x, NULL}, {"e", te, e, NULL}};
+        float *got = malloc((size_t)ny * sizeof *got), *got2 = malloc((size_t)ny * sizeof *got2);
+        replay_tensor out[2] = {{"r", ty, got, NULL},
+                                {kind == SECOND_USE ? "r2" : "y", ty, got2, NULL}};
+        int nout = kind == SECOND_USE || kind == Y_OUTPUT ? 2 : 1;
+        k0 = ocl_kernels_run();
+        tg_status st = replay_run(ss, in, 2, out, nout);
+        ran = ocl_kernels_run() - k0;
+        CHECK_MSG(st == TG_OK, "%s: run: %s", case_names[kind], replay_session_error(ss));
+        if (st == TG_OK) {
+            int64_t bad = 0, first = -1;
+            for (int64_t i = 0; i < ny; i++) {
+                int64_t col = i % N;
+                double ev = kind == BROADCAST ? e[col] : kind == LATE_INPUT ? -e[i] : e[i];
+                double want = tail_ref(kind, yr[i], ev, s);
+                int b1 = fabs(got[i] - want) > TOL * (1 + fabs(want));
+                if (nout == 2) {
+                    double w2 = kind == SECOND_USE ? -yr[i] : yr[i];
+                    b1 |= fabs(got2[i] - w2) > TOL * (1 + fabs(w2));
+                }
+                if (b1 && first < 0)
+                    first = i;
+                bad += b1;
+            }
+            CHECK_MSG(bad == 0, "%s %lldx%lldx%lld: %lld of %lld wrong, first at %lld: %.7g",
+                      case_names[kind], (long long)M, (long long)K, (long long)N,
+                      (long long)bad, (long long)ny, (long long)first,
+                      first >= 0 ? got[first] : 0.0);
+        }
+        free(got);
+        free(got2);
+        replay_session_free(ss);
+    }
+    replay_plan_free(p);
+    graph_free(g);
+    free(x), free(w), free(bias), free(e), free(yr);
+    return ran;
+}
+
+/* The kernels case kind launches with the tail off (the fused node and
+ * the neg of SECOND_USE / LATE_INPUT run as themselves). */
+static long run_case_off(int kind, int64_t M, int64_t K, int64_t N)
+{
+    setenv("TG_OPENCL_TAIL", "off", 1);
+    long n = run_case(kind, M, K, N);
+    unsetenv("TG_OPENCL_TAIL");
+    return n;
+}
+
+static void cases(const char *way)
+{
+    /* sizes: tiles partial in M and N; a long K (split on the GPU tile);
+     * M < 16 (the one-item-per-output kernel) */
+    const int64_t sz[3][3] = {{37, 29, 53}, {33, 777, 47}, {5, 40, 70}};
+    for (int k = PLAIN; k <= LATE_INPUT; k++)
+        for (int s = 0; s < 3; s++) {
+            long on = run_case(k, sz[s][0], sz[s][1], sz[s][2]);
+            long off = run_case_off(k, sz[s][0], sz[s][1], sz[s][2]);
+            int absorbed = k == PLAIN || k == MATMUL || k == NO_EXTRA;
+            /* absorbed: one launch fewer (the fused node's; on CLBlast
+             * nn_gemm_post runs instead if there was none) */
+            if (on >= 0 && off >= 0)
+                CHECK_MSG(absorbed ? on < off || (on == off && (!strcmp(way, "clblast") || !strcmp(way, "auto")))
+                                   : on == off,
+                          "%s, %s %lldx%lldx%lld: %ld kernels with the tail, %ld without",
+                          way, case_names[k], (long long)sz[s][0], (long long)sz[s][1],
+                          (long long)sz[s][2], on, off);
+        }
+}
+
+int main(void)
+{
+    replay_device dev;
+    if (!check_opencl_device(&dev))
+        return CHECK_SKIP;
+    /* each way a product runs: the environment is read at compile */
+    static const char *const ways[][4] = {
+        /* name, TG_OPENCL_GEMM, TG_OPENCL_TILE, TG_OPENCL_SPLITK */
+        {"cpu tile", "own", "cpu", "auto"},
+        {"gpu tile split", "own", "gpu", "on"},
+        {"gpu tile one pass", "own", "gpu", "off"},
+        {"clblast", "clblast", "cpu", "auto"},
+        {"auto", "auto", "gpu", "auto"},
+    };
+    for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        setenv("TG_OPENCL_GEMM", ways[i][1], 1);
+        setenv("TG_OPENCL_TILE", ways[i][2], 1);
+        setenv("TG_OPENCL_SPLITK", ways[i][3], 1);
+        cases(ways[i][0]);
+    }
+    /* a bad value fails the compile, naming it */
+    setenv("TG_OPENCL_TAIL", "sometimes", 1);
+    graph *g = graph_new("tail_env");
+    int64_t d[2] = {2, 3};
+    graph_type t = f32(2, d);
+    int32_t a = graph_add_value(g, GRAPH_VALUE_INPUT, &t, "a"), y = -1;
+    graph_add_input(g, a);
+    graph_add_node(g, GRAPH_OP_neg, &a, 1, NULL, &y, 1);
+    graph_add_output(g, y, "y");
+    char err[512] = "";
+    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p == NULL, "TG_OPENCL_TAIL=sometimes compiled");
+    CHECK_MSG(p || strstr(err, "TG_OPENCL_TAIL=\"sometimes\"") != NULL, "TG_OPENCL_TAIL: %s",
+              err);
+    replay_plan_free(p);
+    graph_free(g);
+    unsetenv("TG_OPENCL_TAIL");
+    replay_opencl_shutdown();
+    return check_done();
+}
