@@ -8,7 +8,8 @@
  * path's choice), with the kernels counted: the fused node must launch
  * nothing where it can be absorbed, and must run as itself where it
  * cannot (a second reader, a graph output, a broadcast input, an input
- * computed after the product) and with TG_OPENCL_TAIL=off.
+ * computed after the product) and with TG_OPENCL_TAIL=off.  The tail is
+ * forced on (TG_OPENCL_TAIL=on): its default, auto, is off on CPU devices.
  */
 #include <math.h>
 #include <stdio.h>
@@ -187,7 +188,7 @@ static long run_case_off(int kind, int64_t M, int64_t K, int64_t N)
 {
     setenv("TG_OPENCL_TAIL", "off", 1);
     long n = run_case(kind, M, K, N);
-    unsetenv("TG_OPENCL_TAIL");
+    setenv("TG_OPENCL_TAIL", "on", 1);
     return n;
 }
 
@@ -227,10 +228,19 @@ int main(void)
         {"auto", "auto", "gpu", "auto"},
     };
     for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        setenv("TG_OPENCL_TAIL", "on", 1); /* auto, the default, is off on CPU devices */
         setenv("TG_OPENCL_GEMM", ways[i][1], 1);
         setenv("TG_OPENCL_TILE", ways[i][2], 1);
         setenv("TG_OPENCL_SPLITK", ways[i][3], 1);
         cases(ways[i][0]);
+    }
+    /* auto, the default, is off on CPU devices ("own (CPU device)") */
+    if (strstr(dev.gemm, "CPU device")) {
+        setenv("TG_OPENCL_GEMM", "own", 1);
+        setenv("TG_OPENCL_TAIL", "auto", 1);
+        long def = run_case(PLAIN, 37, 29, 53), off = run_case_off(PLAIN, 37, 29, 53);
+        CHECK_MSG(def == off, "TG_OPENCL_TAIL=auto on a CPU device: %ld kernels, off %ld", def,
+                  off);
     }
     /* a bad value fails the compile, naming it */
     setenv("TG_OPENCL_TAIL", "sometimes", 1);

@@ -168,7 +168,7 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
         goto fail;
     }
     /* The fused nodes a GEMM before them runs (ops_fused.c). */
-    int tail = ocl_tail_mode(msg, sizeof msg);
+    int tail = ocl_tail_mode(op->dev->id, msg, sizeof msg);
     if (tail < 0) {
         snprintf(err, errlen, "replay: OpenCL: %s", msg);
         st = TG_ERR_ARG;

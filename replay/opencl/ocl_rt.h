@@ -136,8 +136,9 @@ extern const ocl_op ocl_attn_op;
 
 /* ---- ops_fused.c: a fused node run by the GEMM before it ---- */
 
-/* TG_OPENCL_TAIL: 1 on (unset), 0 off, -1 a bad value (err). */
-int ocl_tail_mode(char *err, size_t errlen);
+/* TG_OPENCL_TAIL on device: 1 on, 0 off, -1 a bad value (err); unset or
+ * auto: on for devices other than CPUs. */
+int ocl_tail_mode(cl_device_id device, char *err, size_t errlen);
 /*
  * Per node of g (tail[nnodes]): for a matmul/linear/linear_ep whose f32
  * output's one reader is a fused node of the same output shape whose
