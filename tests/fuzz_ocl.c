@@ -46,7 +46,8 @@
  * GEMM or depthwise path): seeds are checked that way.  Not named
  * test_*.c, so ctest does not pick it up; scripts/fuzz.sh builds and runs
  * it with seeds from tests/corpus/ocl (hand-written: the three header
- * bytes, the sizes, then text IR).
+ * bytes, the sizes, then text IR; gather_empty_axis.ocl is what it found:
+ * gather_k read row 0 of an empty table for an out-of-range index).
  */
 #include <math.h>
 #include <stdint.h>
@@ -92,18 +93,6 @@ static void check_named(const char *what, const char *msg)
         fprintf(stderr, "  %s: %s\n", what, msg);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    verbose = getenv("FUZZ_RUN_VERBOSE") != NULL;
-    char err[512] = "";
-    int n = replay_opencl_devices(NULL, 0, err, sizeof err);
-    if (n <= 0)
-        fprintf(stderr, "fuzz_ocl: %s: every compile will be refused\n",
-                n < 0 ? err : "no OpenCL device");
-    return 0;
-}
-
 /* The backend's switches of byte 2, in the environment before the
  * compile. */
 static void set_switches(uint8_t b)
@@ -114,6 +103,69 @@ static void set_switches(uint8_t b)
     setenv("TG_OPENCL_GEMM", gemm[b >> 2 & 3], 1);
     setenv("TG_OPENCL_TILE", b >> 4 & 1 ? "gpu" : "cpu", 1);
     setenv("TG_OPENCL_DW", b >> 5 & 1 ? "direct" : "tiled", 1);
+}
+
+static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp);
+
+/* The programs most graphs need, built before the first input: CLBlast's
+ * GEMM (direct and indirect), strided-batched GEMM and convgemm, our GEMM
+ * tiles, conv, depthwise and attention kernels.  On an empty PoCL cache
+ * CLBlast alone takes over 10 s to build, which would be charged to the
+ * first input that uses it (libFuzzer's -timeout). */
+static const char warm_ir[] =
+    "graph warm(%a: f32[320,320], %q: f32[3,8,8], %x: f32[1,8,6,6], %w3: f32[8,8,3,3], "
+    "%w1: f32[8,8,1,1], %wd: f32[8,1,3,3]) -> (y: f32[320,320], z: f32[3,8,8], "
+    "u: f32[1,8,6,6], v: f32[1,8,6,6], w: f32[1,8,6,6]) {\n"
+    "  %c: f32[] = const [2]\n"
+    "  %y: f32[320,320] = matmul(%a, %a)\n"
+    "  %s: f32[3,8,8] = matmul(%q, %q) {transpose_b=1}\n"
+    "  %t: f32[3,8,8] = div(%s, %c)\n"
+    "  %p: f32[3,8,8] = softmax(%t) {axis=-1}\n"
+    "  %z: f32[3,8,8] = matmul(%p, %q)\n"
+    "  %u: f32[1,8,6,6] = conv2d(%x, %w3) {padding=[1]}\n"
+    "  %v: f32[1,8,6,6] = conv2d(%x, %w1)\n"
+    "  %w: f32[1,8,6,6] = conv2d(%x, %wd) {padding=[1], groups=8}\n"
+    "  return y = %y\n  return z = %z\n  return u = %u\n  return v = %v\n  return w = %w\n"
+    "}\n";
+
+static void warm_up(void)
+{
+    static const uint8_t modes[] = {0x04, 0x00, 0x10};
+    char err[4096] = "";
+    graph *g = graph_parse(warm_ir, sizeof warm_ir - 1, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "fuzz_ocl: the warm-up graph: %s\n", err);
+        abort();
+    }
+    for (size_t m = 0; m < sizeof modes; m++) {
+        set_switches(modes[m]);
+        replay_opts ro = {.backend = REPLAY_OPENCL};
+        replay_plan *p = replay_compile(g, &ro, err, sizeof err);
+        if (!p) {
+            fprintf(stderr, "fuzz_ocl: the warm-up graph: %s\n", err);
+            continue;
+        }
+        graph_type t[8];
+        for (int32_t i = 0; i < g->ninputs && i < 8; i++)
+            t[i] = g->values[g->inputs[i]].type;
+        run(g, p, t, 1);
+        replay_plan_free(p);
+    }
+    graph_free(g);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    verbose = getenv("FUZZ_RUN_VERBOSE") != NULL;
+    char err[512] = "";
+    int n = replay_opencl_devices(NULL, 0, err, sizeof err);
+    if (n <= 0)
+        fprintf(stderr, "fuzz_ocl: %s: every compile will be refused\n",
+                n < 0 ? err : "no OpenCL device");
+    else
+        warm_up();
+    return 0;
 }
 
 /* 1 when rounding differences stay within the tolerance through every
@@ -259,6 +311,16 @@ static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp
             goto done;
         if (valid)
             fill(&types[i], in[i].data, (uint64_t)i * 1000003u);
+    }
+    if (verbose) {
+        fprintf(stderr, "  inputs:");
+        for (int i = 0; i < nin; i++) {
+            fprintf(stderr, " %s[", graph_dtype_name(types[i].dtype));
+            for (int d = 0; d < types[i].ndim; d++)
+                fprintf(stderr, "%s%lld", d ? "," : "", (long long)types[i].dim[d]);
+            fprintf(stderr, "]");
+        }
+        fprintf(stderr, "\n");
     }
     tg_status st = replay_run(s, in, nin, out, nout);
     if (st != TG_OK)
