@@ -18,12 +18,12 @@
 #                 optimize, compile,  ONNX seeds above with fuzz_run.c's
 #                 replay and the      header, in $FUZZ_DIR/seeds/run
 #                 interpreter at fuzzed dynamic sizes
-#   fuzz_ocl      the OpenCL backend:  tests/corpus/ocl, and the fuzz_run
-#                 compile (attention   seeds with fuzz_ocl.c's third header
-#                 matcher, fused and   byte (the backend's switches: 0) in
-#                 GEMM/conv sources,   $FUZZ_DIR/seeds/ocl
-#                 the memory pool),
-#                 a run on PoCL, the
+#   fuzz_ocl      the OpenCL backend: tests/corpus/ocl, and the fuzz_run
+#                 compile (attention  seeds with fuzz_ocl.c's third header
+#                 matcher, fused and  byte (the backend's switches: 0) in
+#                 GEMM/conv sources,  $FUZZ_DIR/seeds/ocl
+#                 the memory pool), a
+#                 run on PoCL, the
 #                 interpreter compared
 #   fuzz_cli      the tracegraph tool tests/corpus/cli (+ cli.dict): a graph,
 #                 (run, check, bench,  .npy inputs and -i/-o specs from the
