@@ -65,8 +65,9 @@ demo: build
 test: test-plain test-asan test-install test-fuzz
 	@echo "make test: all suites passed"
 
-# Every loader and the tool fuzzed under ASan+UBSan for a bounded time (5 targets x
-# TEST_FUZZ_SECONDS, 125 s in all); any crash, leak or hang fails.
+# Every loader, the tool and the OpenCL backend fuzzed under ASan+UBSan for a bounded
+# time (7 targets x TEST_FUZZ_SECONDS, 175 s in all, plus the build); any crash, leak
+# or hang fails.
 TEST_FUZZ_SECONDS ?= 25
 test-fuzz: build
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS) $(BUILD)

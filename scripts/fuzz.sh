@@ -18,12 +18,23 @@
 #                 optimize, compile,  ONNX seeds above with fuzz_run.c's
 #                 replay and the      header, in $FUZZ_DIR/seeds/run
 #                 interpreter at fuzzed dynamic sizes
+#   fuzz_ocl      the OpenCL backend: tests/corpus/ocl, and the fuzz_run
+#                 compile (attention  seeds with fuzz_ocl.c's third header
+#                 matcher, fused and  byte (the backend's switches: 0) in
+#                 GEMM/conv sources,  $FUZZ_DIR/seeds/ocl
+#                 the memory pool), a
+#                 run on PoCL, the
+#                 interpreter compared
 #   fuzz_cli      the tracegraph tool tests/corpus/cli (+ cli.dict): a graph,
 #                 (run, check, bench,  .npy inputs and -i/-o specs from the
 #                 info, dump, dot)     bytes, cli_main in-process, files in a
 #                                     temporary directory only
+# FUZZ_TARGETS="fuzz_ocl fuzz_run" runs only the targets named (default: all).
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
-# into the repository.  Needs clang and libclang-rt-14-dev (scripts/deps.sh).
+# into the repository, and so do the OpenCL program caches (PoCL's and the
+# backend's TG_OPENCL_CACHE, $FUZZ_DIR/cache).  The OpenCL driver's own
+# leaks are suppressed as in the sanitized ctest run (tests/lsan_opencl.supp).
+# Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
 
 secs=${1:-35}
@@ -85,9 +96,15 @@ rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
 libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lclblast -lm -lpthread)
 
+# The OpenCL targets' program caches: in the scratch directory only.
+mkdir -p "$out/cache/pocl" "$out/cache/tracegraph-opencl"
+export POCL_CACHE_DIR=$out/cache/pocl XDG_CACHE_HOME=$out/cache
+export TG_OPENCL_CACHE=$out/cache/tracegraph-opencl
+
 run() { # name seed-dir max-len [extra libFuzzer flags...]
     local name=$1 seeds=$2 maxlen=$3
     shift 3
+    case " ${FUZZ_TARGETS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
     local src=$root/tests/$name.c
     if [ ! -f "$src" ]; then
         echo "fuzz.sh: $name: no tests/$name.c, skipped"
@@ -98,7 +115,8 @@ run() { # name seed-dir max-len [extra libFuzzer flags...]
     mkdir -p "$out/corpus/$name"
     [ -d "$seeds" ] && cp -n "$seeds"/* "$out/corpus/$name/" 2>/dev/null || true
     echo "fuzz.sh: running $name for ${secs}s"
-    if ! OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 "$out/$name" \
+    if ! OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 \
+            LSAN_OPTIONS=suppressions=$root/tests/lsan_opencl.supp "$out/$name" \
             -max_total_time="$secs" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" "$@" \
             "$out/corpus/$name" >"$out/$name.log" 2>&1; then
@@ -150,6 +168,15 @@ for f in "$out"/seeds/onnx/*.onnx; do
     { printf '\012\002\007\000'; cat "$f"; } >"$out/seeds/run/dyn_$(basename "$f")"
 done
 run fuzz_run "$out/seeds/run" 16384 "${dict[@]}" || status=1
+# The OpenCL backend: tests/corpus/ocl (attention, epilogues, depthwise,
+# fused chains, views), and fuzz_run's seeds with the switch byte 0
+# inserted after its two header bytes.
+mkdir -p "$out/seeds/ocl"
+cp "$root"/tests/corpus/ocl/* "$out/seeds/ocl/"
+for f in "$out"/seeds/run/*; do
+    { head -c 2 "$f"; printf '\000'; tail -c +3 "$f"; } >"$out/seeds/ocl/run_$(basename "$f")"
+done
+run fuzz_ocl "$out/seeds/ocl" 16384 "${dict[@]}" || status=1
 run fuzz_cli "$root/tests/corpus/cli" 20000 -dict="$root/tests/corpus/cli.dict" || status=1
 [ $status -eq 0 ] && echo "fuzz.sh: all targets ran ${secs}s without a failure"
 exit $status

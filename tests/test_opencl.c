@@ -2,7 +2,8 @@
  * test_opencl.c - the OpenCL replay runtime (replay/opencl): devices,
  * compile-time refusals with call sites and build logs, user cl_mem
  * inputs and outputs, dynamic batch, guards, data errors raised by
- * kernels (gather, integer division, gather_elements, scatter_elements),
+ * kernels (gather, from an empty axis too, integer division,
+ * gather_elements, scatter_elements),
  * param swap, many sessions on threads, the program cache, out
  * of memory, and the count of live cl objects back to zero.  Results are
  * checked against naive loops written here or the reference interpreter.
@@ -327,6 +328,50 @@ static void test_data_errors(void)
     replay_plan_free(p);
     graph_free(g);
     eager_pool_pop();
+}
+
+/*
+ * gather from a table whose gathered axis is empty at run time (a dynamic
+ * dim at 0): every index is out of range, the run fails naming the gather
+ * and reads nothing (gather_k read row 0 of the empty table, a NULL
+ * buffer on PoCL: a crash, found by tests/fuzz_ocl.c); the same plan at 4
+ * rows then matches a naive loop.
+ */
+static void test_gather_empty_axis(void)
+{
+    static const char ir[] = "graph g(%t: f32[A,3], %i: i64[B]) -> (y: f32[B,3]) {\n"
+                             "  sym A = 4\n  sym B = 2\n"
+                             "  %y: f32[B,3] = gather(%t, %i) {axis=0}\n"
+                             "  return y = %y\n}\n";
+    char err[1024] = "";
+    graph *g = graph_parse(ir, sizeof ir - 1, err, sizeof err);
+    replay_plan *p = g ? replay_compile(g, &OCL, err, sizeof err) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    float t[12];
+    for (int i = 0; i < 12; i++)
+        t[i] = (float)i - 5.5f;
+    for (int rows = 0; s && rows <= 4; rows += 4) {
+        int64_t iv[5] = {0, -1, 3, -4, 2};
+        float y[15] = {0};
+        replay_tensor in[2] = {{"t", {GRAPH_F32, 2, {rows, 3}}, t, NULL},
+                               {"i", {GRAPH_I64, 1, {5}}, iv, NULL}};
+        replay_tensor out = {"y", {GRAPH_F32, 2, {5, 3}}, y, NULL};
+        tg_status st = replay_run(s, in, 2, &out, 1);
+        if (rows == 0) {
+            CHECK_MSG(st == TG_ERR_ARG && strstr(replay_session_error(s), "gather: an index is "
+                                                 "out of range for the gathered axis"),
+                      "gather from an empty axis: %s", replay_session_error(s));
+            continue;
+        }
+        CHECK_MSG(st == TG_OK, "%s", replay_session_error(s));
+        for (int k = 0; st == TG_OK && k < 5; k++)
+            for (int c = 0; c < 3; c++)
+                CHECK(y[k * 3 + c] == t[(iv[k] + (iv[k] < 0 ? 4 : 0)) * 3 + c]);
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
 }
 
 /*
@@ -681,6 +726,7 @@ int main(void)
     test_guards();
     test_data_errors();
     test_index_errors();
+    test_gather_empty_axis();
     test_threads_and_cache();
     test_out_of_memory();
     test_disk_cache();

@@ -50,7 +50,8 @@ __kernel void pad_k(__global const T *x, __global T *y, long n, int nd, int8 dim
 
 #ifdef IT
 /* n = outer * K * inner outputs; an index outside [-len, len) raises the
- * flag and reads row 0. */
+ * flag and writes 0 (reading row 0 instead would read past an empty
+ * axis: len 0, every index outside; as gather_elements_k). */
 __kernel void gather_k(__global const T *x, __global const IT *idx, __global T *y, long n,
                        int K, int inner, int len, __global int *flag, int code)
 {
@@ -60,7 +61,8 @@ __kernel void gather_k(__global const T *x, __global const IT *idx, __global T *
         long v = idx[k];
         if (v < -len || v >= len) {
             atomic_cmpxchg(flag, 0, code);
-            v = 0;
+            y[i] = 0;
+            return;
         }
         v += v < 0 ? len : 0;
         y[i] = x[((long)o * len + v) * inner + r];
