@@ -33,7 +33,8 @@
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository, and so do the OpenCL program caches (PoCL's and the
 # backend's TG_OPENCL_CACHE, $FUZZ_DIR/cache).  The OpenCL driver's own
-# leaks are suppressed as in the sanitized ctest run (tests/lsan_opencl.supp).
+# leaks are suppressed as in the sanitized ctest run, plus the unnamed operator new
+# stacks of PoCL compiling new sources (tests/lsan_fuzz.supp).
 # Needs clang and libclang-rt-14-dev (scripts/deps.sh).
 set -euo pipefail
 
@@ -116,7 +117,7 @@ run() { # name seed-dir max-len [extra libFuzzer flags...]
     [ -d "$seeds" ] && cp -n "$seeds"/* "$out/corpus/$name/" 2>/dev/null || true
     echo "fuzz.sh: running $name for ${secs}s"
     if ! OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 \
-            LSAN_OPTIONS=suppressions=$root/tests/lsan_opencl.supp "$out/$name" \
+            LSAN_OPTIONS=suppressions=$root/tests/lsan_fuzz.supp "$out/$name" \
             -max_total_time="$secs" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" "$@" \
             "$out/corpus/$name" >"$out/$name.log" 2>&1; then

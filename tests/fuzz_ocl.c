@@ -17,7 +17,9 @@
  *             fused: auto does not fuse on PoCL's CPU device), bits 2-3
  *             TG_OPENCL_GEMM (own, clblast, auto, own), bit 4
  *             TG_OPENCL_TILE (cpu, gpu), bit 5 TG_OPENCL_DW (tiled,
- *             direct); bits 6-7 unused
+ *             direct), bit 6 TG_OPENCL_TAIL (on, off: the fused node
+ *             after a product run in its kernels; auto is off on PoCL),
+ *             bit 7 TG_OPENCL_SPLITK (auto, off)
  *   n bytes   symbol k's size: 0..239 as is, 240.. picks one of the sizes
  *             that probe the size cap (2^31, 2^40, 2^40 + 1, 2^62, ...)
  *   the rest  the graph file
@@ -103,6 +105,8 @@ static void set_switches(uint8_t b)
     setenv("TG_OPENCL_GEMM", gemm[b >> 2 & 3], 1);
     setenv("TG_OPENCL_TILE", b >> 4 & 1 ? "gpu" : "cpu", 1);
     setenv("TG_OPENCL_DW", b >> 5 & 1 ? "direct" : "tiled", 1);
+    setenv("TG_OPENCL_TAIL", b >> 6 & 1 ? "off" : "on", 1);
+    setenv("TG_OPENCL_SPLITK", b >> 7 & 1 ? "off" : "auto", 1);
 }
 
 static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp);
