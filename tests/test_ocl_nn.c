@@ -627,7 +627,8 @@ static void test_splitk(void)
  * the kernels each case ran are counted (2 where K is split: nn_conv_sk
  * and the sum; the CPU tile would be 1), results against the naive loops.
  * Then the auto path, whose probe may pick any of CLBlast, the split and
- * the one-pass tile: the same results.
+ * the one-pass tile: the same results, and no probe failed (a failed one
+ * falls back to CLBlast unseen).
  */
 static void test_conv_sk(void)
 {
@@ -686,9 +687,14 @@ static void test_conv_sk(void)
     setenv("TG_OPENCL_GEMM", "auto", 1);
     setenv("TG_OPENCL_SPLITK", "auto", 1);
     snprintf(path_name, sizeof path_name, "auto");
-    for (int i = 0; i < ncases; i++)
+    long failed = ocl_probe_failures();
+    for (int i = 0; i < ncases; i++) {
+        ocl_gemm_probe_forget(); /* each case probed, not a cached result */
         conv_case_x(cases[i].g, cases[i].kind, cases[i].stem, cases[i].bias, cases[i].post,
                     cases[i].alpha);
+    }
+    CHECK_MSG(ocl_probe_failures() == failed, "auto path: %ld conv probes failed",
+              ocl_probe_failures() - failed);
     for (int i = 0; i < 3; i++) {
         if (saved[i])
             setenv(names[i], saved[i], 1);
@@ -713,6 +719,7 @@ int main(void)
     test_depthwise();
     test_splitk();
     test_conv_sk();
+    CHECK_MSG(ocl_probe_failures() == 0, "%ld auto-path probes failed", ocl_probe_failures());
     replay_opencl_shutdown();
     return check_done();
 }

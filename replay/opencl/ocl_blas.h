@@ -69,6 +69,10 @@ tg_status ocl_blas_warm_conv(ocl_prep *c, const ocl_blas_conv *v);
  * check which path a node took. */
 long ocl_blas_calls(void);
 
+/* The auto path's probes that failed (each then chose CLBlast, as when
+ * not probed) so far in this process: tests check there were none. */
+long ocl_probe_failures(void);
+
 /* Forgets the auto path's timings (ops_gemm.c's ocl_nn_probe), with the
  * contexts. */
 void ocl_gemm_probe_forget(void);

@@ -10,6 +10,7 @@
  * tile for each node's traced shape.  Shared with ops_nn.c: ops_nn.h.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,9 @@ typedef struct probed {
 
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
 static probed *probe_list;
+static atomic_long probe_failed;
+
+long ocl_probe_failures(void) { return atomic_load(&probe_failed); }
 
 static double now_ms(void)
 {
@@ -461,6 +465,8 @@ int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elem
     } else {
         tg_free(n);
         way = OCL_NN_WAY_BLAS;
+        if (!ok)
+            atomic_fetch_add(&probe_failed, 1);
     }
     return way;
 }

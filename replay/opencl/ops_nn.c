@@ -388,7 +388,7 @@ static tg_status conv_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int
  * our tile with K split, in one pass (ocl_nn_probe, ocl_nn_probe_timed). */
 static int conv_probe(ocl_prep *c, const ocl_blas_conv *v, int post)
 {
-    ocl_nn_node bn = {post, 0, 0, 0, 1};
+    ocl_nn_node bn = {.post = post, .cus = 1};
     bn.sk = ocl_nn_own_tile(c, &bn.cus) == 1;
     struct {
         int kind, op; /* 'c' */
