@@ -21,7 +21,10 @@
  * TG_OPENCL_GEMM=clblast, where matmul, linear and ungrouped conv (the
  * blocked conv2d_blk too) go through CLBlast (replay/opencl/clblast.c);
  * test_gemm_path checks which path each of a set of cases took (CLBlast
- * calls counted) and its results.
+ * calls counted) and its results.  ctest's other copies run it on the auto
+ * path and with TG_OPENCL_TILE=gpu (the conv cases then on nn_conv_sk);
+ * test_splitk and test_conv_sk force the GPU tile themselves and count
+ * the kernels each case ran.
  */
 #include <math.h>
 #include <stdio.h>
@@ -449,8 +452,18 @@ static void test_depthwise(void)
 
 /* ---- the GEMM path (TG_OPENCL_GEMM) ---- */
 
+/* The CLBlast calls so far, the auto path's probe results forgotten: a
+ * conv whose shape and epilogue flags were probed before in this process
+ * makes no CLBlast call on the auto path when our kernels won. */
+static long path_start(void)
+{
+    ocl_gemm_probe_forget();
+    return ocl_blas_calls();
+}
+
 /* Checks that the case just run took CLBlast (calls counted since before)
- * exactly when it should (want and blas_on). */
+ * exactly when it should (want and blas_on; on the auto path: the probe
+ * timed it). */
 static void path_check(const char *what, long before, int want)
 {
     long calls = ocl_blas_calls() - before;
@@ -464,44 +477,44 @@ static void path_check(const char *what, long before, int want)
 static void test_gemm_path(void)
 {
     long b;
-    b = ocl_blas_calls(), matmul_case(F32(37, 29), F32(29, 53), 0, 0, 0);
+    b = path_start(), matmul_case(F32(37, 29), F32(29, 53), 0, 0, 0);
     path_check("matmul 37x29x53", b, 1);
-    b = ocl_blas_calls(), matmul_case(F32(13, 31), F32(7, 13), 1, 1, 0);
+    b = path_start(), matmul_case(F32(13, 31), F32(7, 13), 1, 1, 0);
     path_check("matmul transposed both", b, 1);
-    b = ocl_blas_calls(), matmul_case(F32(4, 19, 23), F32(1, 23, 31), 0, 0, 0);
+    b = path_start(), matmul_case(F32(4, 19, 23), F32(1, 23, 31), 0, 0, 0);
     path_check("matmul batch 4, b broadcast by a size-1 dim", b, 1);
-    b = ocl_blas_calls(), matmul_case(F32(1, 19, 23), F32(3, 5, 23, 31), 0, 0, 1);
+    b = path_start(), matmul_case(F32(1, 19, 23), F32(3, 5, 23, 31), 0, 0, 1);
     path_check("matmul batch 3x5, a broadcast", b, 1);
-    b = ocl_blas_calls(), matmul_case(F32(3, 5, 11, 7), F32(3, 5, 7, 9), 0, 0, 0);
+    b = path_start(), matmul_case(F32(3, 5, 11, 7), F32(3, 5, 7, 9), 0, 0, 0);
     path_check("matmul batch 3x5 dense", b, 1);
-    b = ocl_blas_calls(), matmul_case(F32(2, 1, 3, 20, 18), F32(4, 1, 18, 17), 0, 0, 0);
+    b = path_start(), matmul_case(F32(2, 1, 3, 20, 18), F32(4, 1, 18, 17), 0, 0, 0);
     path_check("matmul batch broadcast no stride expresses", b, 0);
-    b = ocl_blas_calls(), matmul_case(F32(3, 0), F32(0, 20), 0, 0, 0);
+    b = path_start(), matmul_case(F32(3, 0), F32(0, 20), 0, 0, 0);
     path_check("matmul K 0", b, 0);
     graph_ints acts = {4, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SILU}};
     graph_ints relu_add = {2, {GRAPH_POST_RELU, GRAPH_POST_ADD}};
-    b = ocl_blas_calls(), linear_case(F32(3, 7, 41), 33, 1, &relu_add, 0);
+    b = path_start(), linear_case(F32(3, 7, 41), 33, 1, &relu_add, 0);
     path_check("linear_ep bias+relu+residual", b, 1);
-    b = ocl_blas_calls(), linear_case(F32(17, 45), 9, 1, &acts, 0);
+    b = path_start(), linear_case(F32(17, 45), 9, 1, &acts, 0);
     path_check("linear_ep relu, add, gelu, silu", b, 1);
-    b = ocl_blas_calls(), linear_case(F32(5, 50), 13, 0, NULL, 0);
+    b = path_start(), linear_case(F32(5, 50), 13, 0, NULL, 0);
     path_check("linear, no bias", b, 1);
-    b = ocl_blas_calls(), linear_case(F32(4, 0), 24, 1, &relu_add, 0);
+    b = path_start(), linear_case(F32(4, 0), 24, 1, &relu_add, 0);
     path_check("linear K 0", b, 0);
     /* n c h w o kh kw sh sw pt pl pb pr dh dw groups */
     conv_geom sd = {2, 5, 13, 11, 19, 3, 2, 2, 1, 1, 2, 1, 2, 2, 1, 1};
     conv_geom asym = {2, 6, 13, 11, 10, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 1};
     conv_geom grouped = {1, 8, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 2, 1, 2};
     graph_ints add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}}, relu = {1, {GRAPH_POST_RELU}};
-    b = ocl_blas_calls(), conv_case(sd, 0, 1, NULL, 0);
+    b = path_start(), conv_case(sd, 0, 1, NULL, 0);
     path_check("conv2d stride 2,1 pad 1,2 dilation 2,1, bias", b, 1);
-    b = ocl_blas_calls(), conv_case(sd, 0, 0, NULL, 0);
+    b = path_start(), conv_case(sd, 0, 0, NULL, 0);
     path_check("conv2d no bias", b, 1);
-    b = ocl_blas_calls(), conv_case(sd, 1, 1, &add_relu, 0);
+    b = path_start(), conv_case(sd, 1, 1, &add_relu, 0);
     path_check("conv2d_ep residual+relu", b, 1);
-    b = ocl_blas_calls(), conv_case(asym, 1, 1, &add_relu, 0);
+    b = path_start(), conv_case(asym, 1, 1, &add_relu, 0);
     path_check("conv2d_ep asymmetric padding", b, 0);
-    b = ocl_blas_calls(), conv_case(grouped, 0, 1, NULL, 0);
+    b = path_start(), conv_case(grouped, 0, 1, NULL, 0);
     path_check("conv2d groups 2", b, 0);
     /* conv2d_blk: blocked x / residual / output (unblocked around the
      * call), a plain stem x, channels not a multiple of 16 */
@@ -513,23 +526,23 @@ static void test_gemm_path(void)
     conv_geom blk_dw = {1, 32, 9, 10, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32};
     graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
                             GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
-    b = ocl_blas_calls(), conv_case(blk, 2, 1, &add_relu, 0);
+    b = path_start(), conv_case(blk, 2, 1, &add_relu, 0);
     path_check("conv2d_blk 32->32 residual+relu", b, 1);
-    b = ocl_blas_calls(), conv_case(blk_sd, 2, 1, &add_relu, 0);
+    b = path_start(), conv_case(blk_sd, 2, 1, &add_relu, 0);
     path_check("conv2d_blk 24->40 stride 2,1 dilation 2,1 residual+relu", b, 1);
-    b = ocl_blas_calls(), conv_case(blk_sd, 2, 1, &every, -0.1f);
+    b = path_start(), conv_case(blk_sd, 2, 1, &every, -0.1f);
     path_check("conv2d_blk 24->40 every epilogue", b, 1);
-    b = ocl_blas_calls(), conv_case(blk_sd, 2, 1, NULL, 0);
+    b = path_start(), conv_case(blk_sd, 2, 1, NULL, 0);
     path_check("conv2d_blk 24->40 bias only", b, 1);
-    b = ocl_blas_calls(), conv_case_x(stem, 2, 1, 1, &relu, 0);
+    b = path_start(), conv_case_x(stem, 2, 1, 1, &relu, 0);
     path_check("conv2d_blk stem 3->20 stride 2", b, 1);
-    b = ocl_blas_calls(), conv_case_x(stem, 2, 1, 1, &add_relu, 0);
+    b = path_start(), conv_case_x(stem, 2, 1, 1, &add_relu, 0);
     path_check("conv2d_blk stem 3->20 residual+relu", b, 1);
-    b = ocl_blas_calls(), conv_case(blk_g, 2, 1, &relu, 0);
+    b = path_start(), conv_case(blk_g, 2, 1, &relu, 0);
     path_check("conv2d_blk groups 2", b, 0);
-    b = ocl_blas_calls(), conv_case(blk_asym, 2, 1, &relu, 0);
+    b = path_start(), conv_case(blk_asym, 2, 1, &relu, 0);
     path_check("conv2d_blk asymmetric padding", b, 0);
-    b = ocl_blas_calls(), conv_case(blk_dw, 2, 1, &relu, 0);
+    b = path_start(), conv_case(blk_dw, 2, 1, &relu, 0);
     path_check("conv2d_blk depthwise", b, 0);
 }
 
@@ -604,6 +617,95 @@ static void test_splitk(void)
     memcpy(path_name, saved_path, sizeof path_name);
 }
 
+/*
+ * The conv on the GPU tile (nn_conv_sk, nn_conv_sk_sum; TG_OPENCL_TILE=gpu
+ * forces it on PoCL): K split over several work-groups (one output tile,
+ * K >= 256: at least two splits on any device), one split, channel and
+ * pixel counts not multiples of 64, K not a multiple of 16, groups,
+ * stride, padding and dilation, bias, every epilogue and the residual,
+ * blocked x/y and a plain stem x, batches.  TG_OPENCL_SPLITK=on and off:
+ * the kernels each case ran are counted (2 where K is split: nn_conv_sk
+ * and the sum; the CPU tile would be 1), results against the naive loops.
+ * Then the auto path, whose probe may pick any of CLBlast, the split and
+ * the one-pass tile: the same results, and no probe failed (a failed one
+ * falls back to CLBlast unseen).
+ */
+static void test_conv_sk(void)
+{
+    const char *names[3] = {"TG_OPENCL_TILE", "TG_OPENCL_GEMM", "TG_OPENCL_SPLITK"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+    }
+    char saved_path[sizeof path_name];
+    memcpy(saved_path, path_name, sizeof path_name);
+    int saved_blas = blas_on;
+    setenv("TG_OPENCL_TILE", "gpu", 1);
+    setenv("TG_OPENCL_GEMM", "own", 1);
+    snprintf(path_name, sizeof path_name, "own");
+    blas_on = 0;
+    graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
+                            GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
+    graph_ints relu = {1, {GRAPH_POST_RELU}}, add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
+    graph_ints hard = {2, {GRAPH_POST_HARDSWISH, GRAPH_POST_HARDSIGMOID}};
+    /* n c h w o kh kw sh sw pt pl pb pr dh dw groups; split: one output
+     * tile and K >= 256 */
+    struct {
+        conv_geom g;
+        int kind, stem, bias, split;
+        const graph_ints *post;
+        float alpha;
+    } cases[] = {
+        {{1, 64, 8, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 0, 1, 1, NULL, 0},
+        {{1, 64, 8, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0, 1, 1, &every, 0.2f},
+        {{1, 96, 13, 11, 24, 3, 3, 2, 2, 2, 1, 2, 1, 2, 2, 1}, 0, 0, 0, 1, NULL, 0},
+        {{1, 96, 13, 11, 24, 3, 3, 2, 2, 2, 1, 2, 1, 2, 2, 1}, 1, 0, 1, 1, &hard, 0},
+        {{1, 48, 7, 9, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 2, 0, 1, 1, &add_relu, 0},
+        {{1, 30, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 2, 1, 1, 1, &relu, 0},
+        {{1, 48, 7, 9, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 2, 0, 1, 1, &every, -0.1f},
+        {{2, 16, 21, 19, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0, 1, 0, &add_relu, 0},
+        {{2, 32, 10, 9, 48, 3, 3, 1, 2, 1, 0, 1, 2, 1, 2, 2}, 1, 0, 1, 0, &every, 0.3f},
+        {{3, 20, 9, 7, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}, 0, 0, 1, 0, NULL, 0},
+        {{1, 64, 7, 6, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4}, 2, 0, 1, 0, &add_relu, 0},
+        {{2, 40, 17, 15, 33, 5, 3, 2, 1, 2, 1, 1, 1, 1, 2, 1}, 2, 0, 0, 0, &relu, 0},
+    };
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    const char *modes[2] = {"on", "off"};
+    for (int m = 0; m < 2; m++) {
+        setenv("TG_OPENCL_SPLITK", modes[m], 1);
+        for (int i = 0; i < ncases; i++) {
+            long k0 = ocl_kernels_run();
+            conv_case_x(cases[i].g, cases[i].kind, cases[i].stem, cases[i].bias, cases[i].post,
+                        cases[i].alpha);
+            long ran = ocl_kernels_run() - k0, want = m == 0 && cases[i].split ? 2 : 1;
+            CHECK_MSG(ran == want || (m == 0 && !cases[i].split && ran == 2),
+                      "conv case %d TG_OPENCL_SPLITK=%s: %ld kernels, want %ld", i, modes[m],
+                      ran, want);
+        }
+    }
+    setenv("TG_OPENCL_GEMM", "auto", 1);
+    setenv("TG_OPENCL_SPLITK", "auto", 1);
+    snprintf(path_name, sizeof path_name, "auto");
+    long failed = ocl_probe_failures();
+    for (int i = 0; i < ncases; i++) {
+        ocl_gemm_probe_forget(); /* each case probed, not a cached result */
+        conv_case_x(cases[i].g, cases[i].kind, cases[i].stem, cases[i].bias, cases[i].post,
+                    cases[i].alpha);
+    }
+    CHECK_MSG(ocl_probe_failures() == failed, "auto path: %ld conv probes failed",
+              ocl_probe_failures() - failed);
+    for (int i = 0; i < 3; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        else
+            unsetenv(names[i]);
+        free(saved[i]);
+    }
+    memcpy(path_name, saved_path, sizeof path_name);
+    blas_on = saved_blas;
+}
+
 int main(void)
 {
     replay_device dev;
@@ -616,6 +718,8 @@ int main(void)
     test_conv();
     test_depthwise();
     test_splitk();
+    test_conv_sk();
+    CHECK_MSG(ocl_probe_failures() == 0, "%ld auto-path probes failed", ocl_probe_failures());
     replay_opencl_shutdown();
     return check_done();
 }

@@ -108,7 +108,7 @@ typedef struct ocl_prep {
     int nout;
     const void *const *in_host; /* per input: constant data or NULL */
     int blas;  /* the plan's GEMM/conv path is CLBlast (ocl_blas.h) */
-    int probe; /* ... or auto: matmul/linear time both at prepare */
+    int probe; /* ... or auto: matmul/linear/conv time the ways at prepare */
     /* A fused node this (matmul/linear) node's kernels run as they store
      * (ocl_tail_find), or NULL: its other inputs become xin, its output
      * xout (ocl_tail_source). */

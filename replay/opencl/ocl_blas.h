@@ -4,10 +4,11 @@
  * used by ops_gemm.c and ops_nn.c).
  *
  * The path is chosen per device when a plan is compiled: auto on GPUs and
- * accelerators (conv through CLBlast; each matmul/linear through CLBlast
- * or our GPU tile, whichever is faster for its shape, timed at compile:
- * on an H200 our tile won every product of the benchmark workloads, which
- * are small, and CLBlast's convgemm beat our conv 5x), the backend's own
+ * accelerators (each matmul/linear and each conv CLBlast can take through
+ * CLBlast or our GPU tile, whichever is faster for its shape, timed at
+ * compile: on an H200 our tile won every product of the benchmark
+ * workloads, which are small, and CLBlast's convgemm beat our first,
+ * CPU-shaped conv tile 5x), the backend's own
  * kernels (cl/nn_gemm.cl, cl/nn_conv.cl) on CPU devices such as PoCL, where
  * CLBlast measured slower.  TG_OPENCL_GEMM=auto|clblast|own overrides it
  * (read at each replay_compile; another value: a warning line naming what
@@ -27,9 +28,9 @@
 
 #include "ocl.h"
 
-/* auto: conv on CLBlast, each matmul/linear node on CLBlast or our GPU
- * tile, whichever ran its traced shape faster at replay_compile (ops_gemm.c,
- * gemm_probe). */
+/* auto: each matmul/linear node and each conv CLBlast can take on CLBlast
+ * or our GPU tile, whichever ran its traced shape faster at replay_compile
+ * (ops_gemm.c's gemm_probe, ops_nn.c's conv_probe). */
 typedef enum ocl_gemm_path { OCL_GEMM_OWN, OCL_GEMM_CLBLAST, OCL_GEMM_AUTO } ocl_gemm_path;
 
 /* The path for device (the default by its type, or TG_OPENCL_GEMM) and,
@@ -68,7 +69,12 @@ tg_status ocl_blas_warm_conv(ocl_prep *c, const ocl_blas_conv *v);
  * check which path a node took. */
 long ocl_blas_calls(void);
 
-/* Forgets the auto path's timings (ops_gemm.c), with the contexts. */
+/* The auto path's probes that failed (each then chose CLBlast, as when
+ * not probed) so far in this process: tests check there were none. */
+long ocl_probe_failures(void);
+
+/* Forgets the auto path's timings (ops_gemm.c's ocl_nn_probe), with the
+ * contexts. */
 void ocl_gemm_probe_forget(void);
 
 /* Frees CLBlast's caches (programs hold the devices' contexts): called by

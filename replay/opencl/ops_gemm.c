@@ -10,6 +10,7 @@
  * tile for each node's traced shape.  Shared with ops_nn.c: ops_nn.h.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,7 @@ static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "n
 
 #define POST_GEMM 2 /* nn_gemm_post: the gemm program's third kernel */
 
-/* 1: our GPU tile for this device, 0: the CPU tile, -1: a bad
- * TG_OPENCL_TILE; *cus the device's compute units. */
-static int own_tile(const ocl_prep *c, int *cus)
+int ocl_nn_own_tile(const ocl_prep *c, int *cus)
 {
     const char *tile = getenv("TG_OPENCL_TILE");
     cl_device_type type = 0;
@@ -58,10 +57,7 @@ static int own_tile(const ocl_prep *c, int *cus)
     return tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
 }
 
-/* TG_OPENCL_SPLITK: 0 auto (the auto path's probe times the GPU tile
- * with K split and in one pass; elsewhere split), 1 on (always split
- * when the tile would), 2 off (one pass), -1 anything else. */
-static int splitk_mode(void)
+int ocl_nn_splitk_mode(void)
 {
     const char *v = getenv("TG_OPENCL_SPLITK");
     if (!v || !*v || !strcmp(v, "auto"))
@@ -71,7 +67,7 @@ static int splitk_mode(void)
 
 tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
 {
-    if (splitk_mode() < 0)
+    if (ocl_nn_splitk_mode() < 0)
         return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_SPLITK=\"%s\": want auto, on or off",
                              getenv("TG_OPENCL_SPLITK"));
     ocl_nn_node *b = tg_calloc(1, sizeof *b);
@@ -82,13 +78,13 @@ tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
     /* Our own tile by device type: the 64x128 float16 tile for CPU
      * devices (PoCL's best), the 16x16-item 64x64 tile with K split to
      * fill the compute units elsewhere; TG_OPENCL_TILE=cpu|gpu forces. */
-    b->sk = own_tile(c, &b->cus);
+    b->sk = ocl_nn_own_tile(c, &b->cus);
     if (b->sk < 0) {
         tg_free(b);
         return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu",
                              getenv("TG_OPENCL_TILE"));
     }
-    b->onepass = splitk_mode() == 2;
+    b->onepass = ocl_nn_splitk_mode() == 2;
     c->data = b;
     c->data_free = tg_free;
     c->path = blas ? "CLBlast" : !b->sk ? "CPU tile" : b->onepass ? "GPU tile, K in one pass"
@@ -209,26 +205,28 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
     return 0;
 }
 
-/*
- * The GPU tile (nn_gemm_sk): 64x64 tiles, K split so that tiles x splits
- * reach twice the compute units (each split at least 128 of K, at most 16
- * splits), the partial tiles summed by nn_gemm_sk_sum.
- */
-#define SK_TILE 64
-static int64_t sk_splits(const gemm_args *g, int cus, int onepass, int64_t *kper_out)
+int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t *kper_out)
 {
     if (onepass) {
-        *kper_out = ocl_round_up((size_t)(g->k > 0 ? g->k : 1), 16);
+        *kper_out = ocl_round_up((size_t)(k > 0 ? k : 1), 16);
         return 1;
     }
-    int64_t tiles = (g->m + SK_TILE - 1) / SK_TILE * ((g->n + SK_TILE - 1) / SK_TILE) * g->batch;
-    int64_t want = (2 * (int64_t)cus + tiles - 1) / tiles, most = g->k / 128;
+    int64_t want = (2 * (int64_t)cus + tiles - 1) / (tiles > 0 ? tiles : 1), most = k / 128;
     int64_t splits = want < most ? want : most;
     splits = splits < 1 ? 1 : splits > 16 ? 16 : splits;
-    int64_t kper = ocl_round_up((size_t)((g->k + splits - 1) / splits), 16);
-    splits = kper ? (g->k + kper - 1) / kper : 1;
+    int64_t kper = ocl_round_up((size_t)((k + splits - 1) / splits), 16);
+    splits = kper ? (k + kper - 1) / kper : 1;
     *kper_out = kper;
     return splits < 1 ? 1 : splits;
+}
+
+/* The GPU tile (nn_gemm_sk): g's 64x64 tiles, K split as ocl_nn_sk_splits
+ * says, the partial tiles summed by nn_gemm_sk_sum. */
+static int64_t sk_splits(const gemm_args *g, int cus, int onepass, int64_t *kper_out)
+{
+    int64_t tiles = (g->m + NN_SK_TILE - 1) / NN_SK_TILE * ((g->n + NN_SK_TILE - 1) / NN_SK_TILE) *
+                    g->batch;
+    return ocl_nn_sk_splits(tiles, g->k, cus, onepass, kper_out);
 }
 
 /* ws: the partial tiles' buffer (NULL: the session's scratch). */
@@ -248,8 +246,8 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn
         st = ocl_nn_tail_args(l, k, 19);
     if (st != TG_OK)
         return st;
-    size_t global[3] = {(size_t)(g->n + SK_TILE - 1) / SK_TILE * 16,
-                        (size_t)(g->m + SK_TILE - 1) / SK_TILE * 16,
+    size_t global[3] = {(size_t)(g->n + NN_SK_TILE - 1) / NN_SK_TILE * 16,
+                        (size_t)(g->m + NN_SK_TILE - 1) / NN_SK_TILE * 16,
                         (size_t)(g->batch * splits)};
     const size_t local[3] = {16, 16, 1};
     st = ocl_run(l, k, 3, global, local);
@@ -353,18 +351,24 @@ static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
 
 /* ---- the auto path: CLBlast or our tile, timed per shape ---- */
 
-/* What gemm_probe found fastest for a node. */
-enum { PROBE_SPLIT, PROBE_BLAS, PROBE_ONEPASS };
-
+/* A probe's result, per context and key (the op's own bytes, kind first),
+ * the tile and the ways timed (TG_OPENCL_TILE and TG_OPENCL_SPLITK may
+ * change between compiles). */
+#define PROBE_KEY 192
 typedef struct probed {
     cl_context ctx;
-    ocl_blas_gemm o;
-    int post, bias, res, tail, way; /* way: PROBE_* */
+    unsigned char key[PROBE_KEY];
+    size_t keylen;
+    int sk, timed[OCL_NN_WAYS];
+    int way; /* OCL_NN_WAY_* */
     struct probed *next;
 } probed;
 
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
 static probed *probe_list;
+static atomic_long probe_failed;
+
+long ocl_probe_failures(void) { return atomic_load(&probe_failed); }
 
 static double now_ms(void)
 {
@@ -383,49 +387,23 @@ static cl_mem probe_buffer(ocl_prep *c, size_t elems)
     return m;
 }
 
-/*
- * Runs node g (its traced shape; bias, residual and epilogue as the node
- * has them) each way on scratch buffers: CLBlast (+ nn_gemm_post), our
- * GPU tile with K split (+ nn_gemm_sk_sum) and in one pass (one launch:
- * on a GPU whose launches cost more than the split saves, the faster),
- * once each to build and warm, then 5 times each timed on the host
- * around one wait; the split way only where the tile splits K, and
- * TG_OPENCL_SPLITK=on|off keeps one of the two.  Returns the fastest
- * (PROBE_*); CLBlast (the call is warmed) if the probe itself fails.
- * Cached per context, shape and epilogue.
- */
-static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
-                      int bias, int res, int tail)
+int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elems, int nbuf,
+                 ocl_nn_node *bn, const int timed[OCL_NN_WAYS], ocl_nn_probe_way run,
+                 const void *arg)
 {
+    if (keylen > PROBE_KEY || nbuf > OCL_NN_PROBE_BUFS)
+        return OCL_NN_WAY_BLAS;
     pthread_mutex_lock(&probe_mu);
     for (probed *p = probe_list; p; p = p->next)
-        if (p->ctx == c->ctx && !memcmp(&p->o, o, sizeof *o) && p->post == post &&
-            p->bias == bias && p->res == res && p->tail == tail) {
+        if (p->ctx == c->ctx && p->keylen == keylen && !memcmp(p->key, key, keylen) &&
+            p->sk == bn->sk && !memcmp(p->timed, timed, sizeof p->timed)) {
             int way = p->way;
             pthread_mutex_unlock(&probe_mu);
             return way;
         }
     pthread_mutex_unlock(&probe_mu);
-    ocl_nn_node bn = {.post = post, .tail = tail, .cus = 1};
-    bn.sk = own_tile(c, &bn.cus) == 1;
-    gemm_args g = *g0;
-    int64_t kper, splits = sk_splits(&g, bn.cus, 0, &kper);
-    int mode = splitk_mode();
-    /* the ways timed (PROBE_*): the CPU tile as the split way; on the
-     * GPU tile, split only where it splits K and the mode allows, one
-     * pass unless the mode wants the split one */
-    int timed[3] = {1, 1, 0};
-    if (bn.sk) {
-        timed[PROBE_SPLIT] = splits > 1 && mode != 2;
-        timed[PROBE_ONEPASS] = mode != 1 || splits == 1;
-    }
-    size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
-    size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
-    size_t ec = o->m * o->n * o->batch;
-    /* a, b, c, bias, the residual, the split-K partial tiles */
-    const size_t elems[6] = {ea, eb, ec, o->n, ec, (size_t)splits * ec};
-    cl_mem buf[6];
-    for (int i = 0; i < 6; i++)
+    cl_mem buf[OCL_NN_PROBE_BUFS] = {0};
+    for (int i = 0; i < nbuf; i++)
         buf[i] = probe_buffer(c, elems[i]);
     cl_kernel k[OCL_MAX_KERNELS] = {0};
     cl_int e;
@@ -433,74 +411,150 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     if (q)
         ocl_obj_made(OCL_OBJ_QUEUE, q, c->ctx);
     int ok = q != NULL;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < nbuf; i++)
         ok &= buf[i] != NULL;
-    for (int i = 0; i < GEMM_NK && ok; i++) {
-        k[i] = clCreateKernel(c->prog, gemm_kernels[i], &e);
+    for (int i = 0; i < c->nkernels && ok; i++) {
+        k[i] = clCreateKernel(c->prog, c->kernel[i], &e);
         if (k[i])
             ocl_obj_made(OCL_OBJ_KERNEL, k[i], c->prog);
         ok &= k[i] != NULL;
     }
-    int way = PROBE_BLAS;
+    int way = OCL_NN_WAY_BLAS;
     if (ok) {
-        for (int i = 0; i < 6; i++) { /* defined data: NaNs would time differently */
+        for (int i = 0; i < nbuf; i++) { /* defined data: NaNs would time differently */
             float zero = 0;
             clEnqueueFillBuffer(q, buf[i], &zero, sizeof zero, 0,
                                 (elems[i] ? elems[i] : 1) * sizeof(float), 0, NULL, NULL);
         }
         char msg[256];
-        /* a tail reads full-size inputs (the residual's scratch) and
-         * writes the product's */
-        graph_type te = {GRAPH_F32, 1, {(int64_t)ec}}, tt[OCL_MAX_XIN];
-        cl_mem tin[OCL_MAX_XIN];
-        for (int j = 0; j < OCL_MAX_XIN; j++)
-            tt[j] = te, tin[j] = buf[4];
-        ocl_launch l = {.q = q, .device = c->device, .attrs = c->attrs, .k = k, .data = &bn,
-                        .err = msg, .errlen = sizeof msg, .xin = tin, .xin_type = tt,
-                        .nxin = tail ? tail - 1 : 0, .xout = &buf[2], .xout_type = &te,
-                        .nxout = tail ? 1 : 0};
-        g.a = buf[0], g.b = buf[1], g.c = buf[2];
-        g.bias = bias ? buf[3] : NULL;
-        g.res = res ? buf[4] : NULL;
-        double t[3] = {0, 0, 0};
-        for (int w = 0; w < 3 && ok; w++)
+        ocl_launch l = {.q = q, .device = c->device, .attrs = c->attrs, .k = k, .data = bn,
+                        .in_type = c->in_type, .nin = c->nin, .out_type = c->out_type,
+                        .nout = c->nout, .err = msg, .errlen = sizeof msg};
+        double t[OCL_NN_WAYS] = {0};
+        for (int w = 0; w < OCL_NN_WAYS && ok; w++)
             for (int rep = 0; rep < 6 && ok && timed[w]; rep++) {
                 if (rep == 1) {
                     ok &= clFinish(q) == CL_SUCCESS;
                     t[w] = now_ms();
                 }
-                bn.onepass = w == PROBE_ONEPASS;
-                if (w != PROBE_BLAS)
-                    ok &= gemm_enqueue_ws(&l, &g, buf[5]) == TG_OK;
-                else
-                    ok &= !ocl_blas_gemm_run(q, o, g.a, g.b, g.c, msg, sizeof msg) &&
-                          (!(post || tail) || ocl_nn_post(&l, k[POST_GEMM], g.c, (int64_t)ec,
-                                                        g.bias, 1, g.n, g.res) == TG_OK);
+                bn->onepass = w == OCL_NN_WAY_ONEPASS;
+                ok &= run(&l, buf, arg, w) == TG_OK;
                 if (rep == 5) {
                     ok &= clFinish(q) == CL_SUCCESS;
                     t[w] = now_ms() - t[w];
                 }
             }
-        for (int w = 0; w < 3 && ok; w++)
+        for (int w = 0; w < OCL_NN_WAYS && ok; w++)
             if (timed[w] && t[w] < t[way])
                 way = w;
     }
     for (int i = 0; i < OCL_MAX_KERNELS; i++)
         ocl_obj_release(OCL_OBJ_KERNEL, k[i]);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < nbuf; i++)
         ocl_obj_release(OCL_OBJ_BUFFER, buf[i]);
     ocl_obj_release(OCL_OBJ_QUEUE, q);
     probed *n = tg_malloc(sizeof *n);
     if (n && ok) {
         pthread_mutex_lock(&probe_mu);
-        *n = (probed){c->ctx, *o, post, bias, res, tail, way, probe_list};
+        *n = (probed){.ctx = c->ctx, .keylen = keylen, .sk = bn->sk, .way = way,
+                      .next = probe_list};
+        memcpy(n->key, key, keylen);
+        memcpy(n->timed, timed, sizeof n->timed);
         probe_list = n;
         pthread_mutex_unlock(&probe_mu);
     } else {
         tg_free(n);
-        way = PROBE_BLAS;
+        way = OCL_NN_WAY_BLAS;
+        if (!ok)
+            atomic_fetch_add(&probe_failed, 1);
     }
     return way;
+}
+
+void ocl_nn_probe_timed(const ocl_nn_node *bn, int64_t splits, int timed[OCL_NN_WAYS])
+{
+    int mode = ocl_nn_splitk_mode();
+    timed[OCL_NN_WAY_SPLIT] = 1;
+    timed[OCL_NN_WAY_BLAS] = 1;
+    timed[OCL_NN_WAY_ONEPASS] = 0;
+    if (bn->sk) {
+        timed[OCL_NN_WAY_SPLIT] = splits > 1 && mode != 2;
+        timed[OCL_NN_WAY_ONEPASS] = mode != 1 || splits == 1;
+    }
+}
+
+/* What gemm_probe times: the node's product on the probe's buffers (a, b,
+ * c, bias, the residual, the split-K partial tiles) and its CLBlast call;
+ * a tail reads full-size inputs (the residual's buffer) and writes the
+ * product's. */
+typedef struct gemm_probe_arg {
+    gemm_args g;
+    const ocl_blas_gemm *o;
+    int post, bias, res, tail;
+    graph_type te, tt[OCL_MAX_XIN];
+} gemm_probe_arg;
+
+static tg_status gemm_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int way)
+{
+    const gemm_probe_arg *pa = arg;
+    cl_mem tin[OCL_MAX_XIN];
+    for (int j = 0; j < OCL_MAX_XIN; j++)
+        tin[j] = buf[4];
+    l->xin = tin, l->xin_type = pa->tt, l->nxin = pa->tail ? pa->tail - 1 : 0;
+    l->xout = &buf[2], l->xout_type = &pa->te, l->nxout = pa->tail ? 1 : 0;
+    gemm_args g = pa->g;
+    g.a = buf[0], g.b = buf[1], g.c = buf[2];
+    g.bias = pa->bias ? buf[3] : NULL;
+    g.res = pa->res ? buf[4] : NULL;
+    tg_status st;
+    if (way != OCL_NN_WAY_BLAS)
+        st = gemm_enqueue_ws(l, &g, buf[5]);
+    else if (ocl_blas_gemm_run(l->q, pa->o, g.a, g.b, g.c, l->err, l->errlen))
+        st = TG_ERR_BACKEND;
+    else
+        st = pa->post || pa->tail ? ocl_nn_post(l, l->k[POST_GEMM], g.c, g.m * g.n * g.batch,
+                                                g.bias, 1, g.n, g.res)
+                                  : TG_OK;
+    l->xin = NULL, l->xout = NULL; /* tin is this call's */
+    return st;
+}
+
+/*
+ * Runs node g (its traced shape; bias, residual and epilogue as the node
+ * has them) each way on scratch buffers (ocl_nn_probe): CLBlast (+
+ * nn_gemm_post), our GPU tile with K split (+ nn_gemm_sk_sum) and in one
+ * pass (one launch: on a GPU whose launches cost more than the split
+ * saves, the faster); the split way only where the tile splits K, and
+ * TG_OPENCL_SPLITK=on|off keeps one of the two (ocl_nn_probe_timed).
+ * Returns the fastest (OCL_NN_WAY_*); CLBlast (the call is warmed) if the
+ * probe itself fails.  Cached per context, shape and epilogue.
+ */
+static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
+                      int bias, int res, int tail)
+{
+    struct {
+        int kind; /* 'g' */
+        ocl_blas_gemm o;
+        int post, bias, res, tail;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.kind = 'g', key.o = *o, key.post = post, key.bias = bias, key.res = res;
+    key.tail = tail;
+    ocl_nn_node bn = {.post = post, .tail = tail, .cus = 1};
+    bn.sk = ocl_nn_own_tile(c, &bn.cus) == 1;
+    size_t ec = o->m * o->n * o->batch;
+    gemm_probe_arg pa = {.g = *g0, .o = o, .post = post, .bias = bias, .res = res, .tail = tail,
+                         .te = {GRAPH_F32, 1, {(int64_t)ec}}};
+    for (int j = 0; j < OCL_MAX_XIN; j++)
+        pa.tt[j] = pa.te;
+    int64_t kper, splits = sk_splits(&pa.g, bn.cus, 0, &kper);
+    int timed[OCL_NN_WAYS];
+    ocl_nn_probe_timed(&bn, splits, timed);
+    size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
+    size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
+    /* a, b, c, bias, the residual, the split-K partial tiles */
+    const size_t elems[6] = {ea, eb, ec, o->n, ec, (size_t)splits * ec};
+    return ocl_nn_probe(c, &key, sizeof key, elems, 6, &bn, timed, gemm_probe_way, &pa);
 }
 
 /* How a node ran, for the profile: [way][tail]. */
@@ -511,7 +565,7 @@ static const char *const path_names[4][2] = {
     {"GPU tile, K in one pass", "GPU tile, K in one pass + the fused node after"},
 };
 
-/* Gives the node its ocl_nn_node (blas, or our tile; way: PROBE_*, or -1
+/* Gives the node its ocl_nn_node (blas, or our tile; way: OCL_NN_WAY_*, or -1
  * when nothing was probed) with the tail c->tail's program has. */
 static tg_status gemm_attach(ocl_prep *c, int post, int blas, int way, int tail)
 {
@@ -520,7 +574,7 @@ static tg_status gemm_attach(ocl_prep *c, int post, int blas, int way, int tail)
         return st;
     ocl_nn_node *b = c->data;
     if (way >= 0 && !blas)
-        b->onepass = way == PROBE_ONEPASS;
+        b->onepass = way == OCL_NN_WAY_ONEPASS;
     b->tail = tail;
     c->path = path_names[blas ? 0 : !b->sk ? 1 : b->onepass ? 3 : 2][tail > 0];
     return TG_OK;
@@ -600,7 +654,7 @@ static tg_status matmul_prepare(ocl_prep *c)
     st = ocl_blas_warm_gemm(c, &o);
     if (st == TG_OK && c->probe) {
         int way = gemm_probe(c, &g, &o, 0, 0, 0, tail);
-        return gemm_attach(c, 0, way == PROBE_BLAS, way, tail);
+        return gemm_attach(c, 0, way == OCL_NN_WAY_BLAS, way, tail);
     }
     return st ? st : gemm_attach(c, 0, 1, -1, tail);
 }
@@ -654,7 +708,7 @@ static tg_status linear_prepare(ocl_prep *c)
     int has_post = c->nin > 2 || (post && post->n > 0);
     if (blas_ok && c->probe) {
         int way = gemm_probe(c, &g, &o, has_post, c->nin > 2, c->nin > 3, tail);
-        return gemm_attach(c, has_post, way == PROBE_BLAS, way, tail);
+        return gemm_attach(c, has_post, way == OCL_NN_WAY_BLAS, way, tail);
     }
     return gemm_attach(c, has_post, 1, -1, tail);
 }

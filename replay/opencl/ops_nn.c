@@ -18,11 +18,16 @@
  * cl/nn_arg.cl (no sums) and cl/nn_deconv.cl (float sums, as the
  * direct conv kernel) need neither and have no epilogue: no prefix.
  *
- * On devices whose GEMM path is CLBlast or auto (ocl_blas.h), conv2d,
- * conv2d_ep and (ungrouped) conv2d_blk call CLBlast's convgemm instead,
- * with nn_gemm_post applying bias and epilogue after; conv2d_blk converts
- * to and from the blocked layout around the call (nn_conv_unblock,
- * nn_conv_blk_post).
+ * Our conv kernels (cl/nn_conv.cl): nn_conv_tiled on the CPU tile,
+ * nn_conv_sk (+ nn_conv_sk_sum where K is split) on the GPU tile (the
+ * device's, as for matmul: ops_gemm.c's ocl_nn_own_tile), nn_conv_direct
+ * for fewer than 16 output channels per group.  On devices whose GEMM
+ * path is CLBlast, conv2d, conv2d_ep and (ungrouped, symmetric padding)
+ * conv2d_blk call CLBlast's convgemm instead, with nn_gemm_post applying
+ * bias and epilogue after; conv2d_blk converts to and from the blocked
+ * layout around the call (nn_conv_unblock, nn_conv_blk_post).  On the
+ * auto path conv_probe times the two (and the GPU tile split or in one
+ * pass) on the node's traced shape and keeps the fastest.
  *
  * Shapes are read from the run's types at enqueue (dynamic dims), so every
  * kernel takes sizes as arguments and uses a fixed local size: PoCL
@@ -39,36 +44,53 @@
 
 /* ---- programs ---- */
 
-tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
-                         graph_post_prm prm, const char *const *kernels, int nk)
-{
-    return ocl_nn_program_tail(c, name, post, prm, NULL, kernels, nk);
-}
-
-tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
-                              graph_post_prm prm, const char *tail, const char *const *kernels,
-                              int nk)
+/* The program: tail (NULL: none), the epilogue, nn_common.cl and extra's
+ * source (NULL: none) as the prefix of source name. */
+static tg_status nn_program(ocl_prep *c, const char *name, const char *tail, const char *extra,
+                            const graph_ints *post, graph_post_prm prm,
+                            const char *const *kernels, int nk)
 {
     static const graph_ints none = {0};
     char epi[2048];
     if (ocl_epilogue_src(post ? post : &none, prm, epi, sizeof epi, c->err, c->errlen))
         return TG_ERR_ARG;
-    const char *common = ocl_source("nn_common");
-    if (!common)
-        return ocl_prep_fail(c, TG_ERR_ARG, "no OpenCL source named \"nn_common\"");
+    const char *common = ocl_source("nn_common"), *more = extra ? ocl_source(extra) : "";
+    if (!common || !more)
+        return ocl_prep_fail(c, TG_ERR_ARG, "no OpenCL source named \"%s\"",
+                             common ? extra : "nn_common");
     if (!tail)
         tail = "";
-    size_t n = strlen(tail) + strlen(epi) + strlen(common) + 3;
+    size_t n = strlen(tail) + strlen(epi) + strlen(common) + strlen(more) + 4;
     char *prefix = tg_malloc(n);
     if (!prefix)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
-    snprintf(prefix, n, "%s\n%s\n%s", tail, epi, common);
+    snprintf(prefix, n, "%s\n%s\n%s\n%s", tail, epi, common, more);
     tg_status st = ocl_prep_program(c, name, prefix,
                                     ocl_prep_has_fp64(c) ? "-DTG_FP64=1" : "-DTG_FP64=0");
     tg_free(prefix);
     for (int i = 0; i < nk && st == TG_OK; i++)
         st = ocl_prep_kernel(c, kernels[i]);
     return st;
+}
+
+tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
+                         graph_post_prm prm, const char *const *kernels, int nk)
+{
+    return nn_program(c, name, NULL, NULL, post, prm, kernels, nk);
+}
+
+tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
+                              graph_post_prm prm, const char *tail, const char *const *kernels,
+                              int nk)
+{
+    return nn_program(c, name, tail, NULL, post, prm, kernels, nk);
+}
+
+tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *extra,
+                           const graph_ints *post, graph_post_prm prm,
+                           const char *const *kernels, int nk)
+{
+    return nn_program(c, name, NULL, extra, post, prm, kernels, nk);
 }
 
 tg_status ocl_nn_need_f32(ocl_prep *c)
@@ -133,9 +155,18 @@ static conv_attrs conv_attrs_of(graph_op op, const void *attrs)
                         GRAPH_POST_PRM(a), 1};
 }
 
-static const char *const conv_kernels[] = {"nn_conv_tiled", "nn_conv_direct"};
-static const char *const conv_blas_kernels[] = {"nn_gemm_post"};
-static const char *const conv_blk_blas_kernels[] = {"nn_conv_blk_post", "nn_conv_unblock"};
+/* Our kernels (OCL_NN_POST_CONV: ops_nn.h), then, where CLBlast may run
+ * the node, its post kernels. */
+static const char *const conv_kernels[] = {"nn_conv_tiled", "nn_conv_direct", "nn_conv_sk",
+                                           "nn_conv_sk_sum", "nn_gemm_post"};
+static const char *const conv_blk_kernels[] = {"nn_conv_tiled",  "nn_conv_direct",
+                                               "nn_conv_sk",     "nn_conv_sk_sum",
+                                               "nn_conv_blk_post", "nn_conv_unblock"};
+#define CONV_NK 4 /* our kernels */
+#define K_TILED 0
+#define K_DIRECT 1
+#define K_SK 2
+#define K_SK_SUM 3
 
 /*
  * A conv (types x, w, y) as CLBlast's convgemm (NCHW x [O, C, KH, KW]
@@ -161,27 +192,7 @@ static int conv_blas_of(const conv_attrs *a, const graph_type *x, const graph_ty
     return 0;
 }
 
-static tg_status conv_prepare(ocl_prep *c)
-{
-    tg_status st = ocl_nn_need_f32(c);
-    if (st != TG_OK)
-        return st;
-    conv_attrs a = conv_attrs_of(c->node->op, c->attrs);
-    ocl_blas_conv v;
-    if (!ocl_nn_blas_wanted(c) || conv_blas_of(&a, &c->in_type[0], &c->in_type[1], &v) ||
-        graph_type_numel(&c->out_type[0]) == 0)
-        return ocl_nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, 2);
-    /* CLBlast: the gemm program for its nn_gemm_post (nn_conv_blk_post and
-     * nn_conv_unblock), with this epilogue */
-    st = a.blocked ? ocl_nn_program(c, "nn_gemm", a.post, a.prm, conv_blk_blas_kernels, 2)
-                   : ocl_nn_program(c, "nn_gemm", a.post, a.prm, conv_blas_kernels, 1);
-    if (st == TG_OK)
-        st = ocl_blas_warm_conv(c, &v);
-    /* conv2d_blk always runs its post kernel: it writes the output */
-    return st ? st : ocl_nn_attach(c, a.blocked || c->nin > 2 || (a.post && a.post->n > 0), 1);
-}
-
-/* Output channels per group at or above which the tiled kernel runs. */
+/* Output channels per group at or above which the tiled kernels run. */
 #define NN_CONV_TILED_MIN 16
 
 void ocl_conv_describe(graph_op op, const void *attrs, int64_t *groups,
@@ -228,77 +239,122 @@ tg_status ocl_conv_zero_lanes(ocl_launch *l, graph_op op, int64_t O)
 }
 
 /*
- * conv2d_blk through CLBlast: a blocked x made plain in scratch slot 0 by
- * nn_conv_unblock (a plain stem x is read as it is), convgemm into slot 1
- * (plain [N, O, OH, OW]), then nn_conv_blk_post writes y blocked with
- * bias and epilogue (the residual blocked as y) and the lanes past O 0.
+ * The CLBlast path: convgemm, then nn_gemm_post with bias, residual and
+ * the epilogue when the node has them.  conv2d_blk: a blocked x made
+ * plain by nn_conv_unblock in xp (NULL: scratch slot 0; a plain stem x is
+ * read as it is), convgemm into yp (NULL: slot 1; plain [N, O, OH, OW]),
+ * then nn_conv_blk_post writes y blocked with bias and epilogue (the
+ * residual blocked as y) and the lanes past O 0.
  */
-static tg_status conv_blk_blas(ocl_launch *l, const conv_attrs *a, cl_mem bias, cl_mem res)
+static tg_status conv_blas(ocl_launch *l, graph_op op, cl_mem xp, cl_mem yp)
 {
+    conv_attrs a = conv_attrs_of(op, l->attrs);
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
+    cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
+    const ocl_nn_node *bn = l->data;
     ocl_blas_conv v;
     char msg[256];
-    if (conv_blas_of(a, x, &l->in_type[1], &v))
-        return ocl_fail(l, TG_ERR_BACKEND, "conv2d_blk: CLBlast cannot run this shape");
+    if (conv_blas_of(&a, x, &l->in_type[1], &v))
+        return ocl_fail(l, TG_ERR_BACKEND, "%s: CLBlast cannot run this shape",
+                        graph_ops[op].name);
     int64_t plane = y->dim[2] * y->dim[3], ny = graph_type_numel(y);
-    cl_mem xp = l->in[0];
+    if (!a.blocked) {
+        l->enq[OCL_ENQ_BLAS]++;
+        if (ocl_blas_conv_run(l->q, &v, l->in[0], l->in[1], l->out[0], msg, sizeof msg))
+            return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
+        return bn->post ? ocl_nn_post(l, l->k[OCL_NN_POST_CONV], l->out[0], ny, bias, plane,
+                                      y->dim[1], res)
+                        : TG_OK;
+    }
     tg_status st;
     if (x->ndim == 5) {
         int64_t n = (int64_t)(v.batch * v.c * v.h * v.w);
-        if (!(xp = ocl_scratch(l, 0, (size_t)n * sizeof(float))))
+        if (!xp && !(xp = ocl_scratch(l, 0, (size_t)n * sizeof(float))))
             return TG_ERR_NOMEM;
         st = ocl_set_args(l, l->k[OCL_NN_UNBLOCK_CONV], "mmlil", l->in[0], xp, n, (int)v.c,
                           (int64_t)(v.h * v.w));
         size_t global[1] = {(size_t)n};
         const size_t local[1] = {64};
-        if (st != TG_OK || (st = ocl_nn_run_nd(l, l->k[OCL_NN_UNBLOCK_CONV], 1, global, local)) != TG_OK)
+        if (st != TG_OK ||
+            (st = ocl_nn_run_nd(l, l->k[OCL_NN_UNBLOCK_CONV], 1, global, local)) != TG_OK)
             return st;
+    } else {
+        xp = l->in[0];
     }
-    cl_mem yp = ocl_scratch(l, 1, (size_t)(v.batch * v.o) * (size_t)plane * sizeof(float));
-    if (!yp)
+    if (!yp && !(yp = ocl_scratch(l, 1, (size_t)(v.batch * v.o) * (size_t)plane * sizeof(float))))
         return TG_ERR_NOMEM;
     l->enq[OCL_ENQ_BLAS]++;
     if (ocl_blas_conv_run(l->q, &v, xp, l->in[1], yp, msg, sizeof msg))
         return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
-    st = ocl_set_args(l, l->k[OCL_NN_POST_CONV], "mmlilmm", yp, l->out[0], ny, (int)v.o, plane, bias,
-                      res);
+    st = ocl_set_args(l, l->k[OCL_NN_POST_CONV], "mmlilmm", yp, l->out[0], ny, (int)v.o, plane,
+                      bias, res);
     size_t global[1] = {(size_t)ny};
     const size_t local[1] = {64};
     return st ? st : ocl_nn_run_nd(l, l->k[OCL_NN_POST_CONV], 1, global, local);
 }
 
-static tg_status conv_enqueue(ocl_launch *l, graph_op op)
+/* The GPU tile's split of K for a conv of geometry g0/g1 over n images
+ * (one with onepass). */
+static int64_t conv_sk_splits(const int32_t g0[8], const int32_t g1[8], int64_t n, int cus,
+                              int onepass, int64_t *kper)
+{
+    int64_t groups = g1[6], mg = g0[3] / groups, p = (int64_t)g0[4] * g0[5];
+    int64_t k = (int64_t)(g0[0] / groups) * g0[6] * g0[7];
+    int64_t tiles = (mg + NN_SK_TILE - 1) / NN_SK_TILE * ((p + NN_SK_TILE - 1) / NN_SK_TILE) *
+                    n * groups;
+    return ocl_nn_sk_splits(tiles, k, cus, onepass, kper);
+}
+
+/* nn_conv_sk, then nn_conv_sk_sum when K is split (bn: the node's tile
+ * and split); ws: the partial outputs' buffer (NULL: the session's
+ * scratch slot 0). */
+static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8], int64_t n,
+                         cl_mem bias, cl_mem res, const ocl_nn_node *bn, cl_mem ws)
+{
+    int64_t groups = g1[6], o = g0[3], mg = o / groups, p = (int64_t)g0[4] * g0[5];
+    int64_t kper, splits = conv_sk_splits(g0, g1, n, bn->cus, bn->onepass, &kper);
+    if (splits > 1 && !ws &&
+        !(ws = ocl_scratch(l, 0, (size_t)(splits * n * o * p) * sizeof(float))))
+        return TG_ERR_NOMEM;
+    cl_kernel k = l->k[K_SK];
+    tg_status st = ocl_set_args(l, k, "mmmvvmmiim", l->in[0], l->in[1], l->out[0], g0, g1, bias,
+                                res, (int)splits, (int)kper, ws);
+    if (st != TG_OK)
+        return st;
+    size_t global[3] = {(size_t)(p + NN_SK_TILE - 1) / NN_SK_TILE * 16,
+                        (size_t)(mg + NN_SK_TILE - 1) / NN_SK_TILE * 16,
+                        (size_t)(n * groups * splits)};
+    const size_t local[3] = {16, 16, 1};
+    st = ocl_run(l, k, 3, global, local);
+    if (st != TG_OK || splits == 1)
+        return st;
+    k = l->k[K_SK_SUM];
+    st = ocl_set_args(l, k, "mimvvmm", ws, (int)splits, l->out[0], g0, g1, bias, res);
+    size_t g2[3] = {(size_t)p, (size_t)o, (size_t)n};
+    const size_t l2[3] = {16, 4, 1};
+    return st ? st : ocl_nn_run_nd(l, k, 3, g2, l2);
+}
+
+/* Our kernels: nn_conv_direct for few output channels per group, else
+ * the device's tile (nn_conv_sk: the GPU one, ws as conv_sk's;
+ * nn_conv_tiled: the CPU one). */
+static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws)
 {
     conv_attrs a = conv_attrs_of(op, l->attrs);
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
-    if (graph_type_numel(y) == 0)
-        return TG_OK;
     int32_t g0[8], g1[8];
     ocl_conv_geometry(op, l->attrs, x, &l->in_type[1], y, g0, g1);
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
     const ocl_nn_node *bn = l->data;
-    if (bn && a.blocked) /* the CLBlast path (prepare checked the attributes) */
-        return conv_blk_blas(l, &a, bias, res);
-    if (bn) {
-        ocl_blas_conv v;
-        char msg[256];
-        if (conv_blas_of(&a, x, &l->in_type[1], &v))
-            return ocl_fail(l, TG_ERR_BACKEND, "conv: CLBlast cannot run this shape");
-        l->enq[OCL_ENQ_BLAS]++;
-        if (ocl_blas_conv_run(l->q, &v, l->in[0], l->in[1], l->out[0], msg, sizeof msg))
-            return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
-        int64_t plane = y->dim[2] * y->dim[3];
-        return bn->post ? ocl_nn_post(l, l->k[OCL_NN_POST_CONV], l->out[0], graph_type_numel(y), bias,
-                                    plane, y->dim[1], res)
-                        : TG_OK;
-    }
     int64_t n = x->dim[0], o = g0[3], mg = o / a.groups, p = (int64_t)g0[4] * g0[5];
     int tiled = mg >= NN_CONV_TILED_MIN;
-    cl_kernel k = l->k[tiled ? 0 : 1];
-    tg_status s = ocl_set_args(l, k, "mmmvvmm", l->in[0], l->in[1], l->out[0], g0, g1, bias,
-                               res);
-    if (s == TG_OK)
-        s = ocl_conv_zero_lanes(l, op, o);
+    tg_status s = ocl_conv_zero_lanes(l, op, o);
+    if (s != TG_OK)
+        return s;
+    if (tiled && bn && bn->sk)
+        return conv_sk(l, g0, g1, n, bias, res, bn, ws);
+    cl_kernel k = l->k[tiled ? K_TILED : K_DIRECT];
+    s = ocl_set_args(l, k, "mmmvvmm", l->in[0], l->in[1], l->out[0], g0, g1, bias, res);
     if (s != TG_OK)
         return s;
     if (tiled) {
@@ -310,6 +366,106 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     size_t global[3] = {(size_t)p, (size_t)o, (size_t)n};
     const size_t local[3] = {16, 4, 1};
     return ocl_nn_run_nd(l, k, 3, global, local);
+}
+
+/* The auto path's probe of a conv: the buffers x, w, bias, the residual
+ * (l->in), y, the split-K partial outputs, and the CLBlast path's plain
+ * x and y of conv2d_blk. */
+enum { CP_X, CP_W, CP_BIAS, CP_RES, CP_Y, CP_WS, CP_XP, CP_YP, CP_NBUF };
+
+/* OCL_NN_WAY_BLAS: CLBlast (+ its post kernels), else our kernels (the
+ * GPU tile split or in one pass as l->data says). */
+static tg_status conv_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int way)
+{
+    graph_op op = *(const graph_op *)arg;
+    l->in = buf;
+    l->out = &buf[CP_Y];
+    return way == OCL_NN_WAY_BLAS ? conv_blas(l, op, buf[CP_XP], buf[CP_YP])
+                                  : conv_own(l, op, buf[CP_WS]);
+}
+
+/* The fastest way (OCL_NN_WAY_*) for the node's traced shape: CLBlast,
+ * our tile with K split, in one pass (ocl_nn_probe, ocl_nn_probe_timed). */
+static int conv_probe(ocl_prep *c, const ocl_blas_conv *v, int post)
+{
+    ocl_nn_node bn = {.post = post, .cus = 1};
+    bn.sk = ocl_nn_own_tile(c, &bn.cus) == 1;
+    struct {
+        int kind, op; /* 'c' */
+        ocl_blas_conv v;
+        int xblocked, post, nin;
+    } key;
+    memset(&key, 0, sizeof key);
+    graph_op op = c->node->op;
+    const graph_type *x = &c->in_type[0], *y = &c->out_type[0];
+    key.kind = 'c', key.op = (int)op, key.v = *v, key.xblocked = x->ndim == 5;
+    key.post = post, key.nin = c->nin;
+    int32_t g0[8], g1[8];
+    ocl_conv_geometry(op, c->attrs, x, &c->in_type[1], y, g0, g1);
+    int64_t kper, splits = conv_sk_splits(g0, g1, x->dim[0], bn.cus, 0, &kper);
+    if (!bn.sk || (int64_t)(g0[3] / g1[6]) < NN_CONV_TILED_MIN)
+        splits = 1; /* the CPU tile, nn_conv_direct: no split */
+    int timed[OCL_NN_WAYS];
+    ocl_nn_probe_timed(&bn, splits, timed);
+    size_t ny = (size_t)graph_type_numel(y), plain_y = v->batch * v->o * (size_t)g0[4] * (size_t)g0[5];
+    size_t elems[CP_NBUF] = {(size_t)graph_type_numel(x), (size_t)graph_type_numel(&c->in_type[1]),
+                             v->o, ny, ny, (size_t)splits * plain_y,
+                             key.xblocked ? v->batch * v->c * v->h * v->w : 1,
+                             key.op == GRAPH_OP_conv2d_blk ? plain_y : 1};
+    return ocl_nn_probe(c, &key, sizeof key, elems, CP_NBUF, &bn, timed, conv_probe_way, &op);
+}
+
+/*
+ * Our kernels (ocl_nn_program: nn_conv.cl), and, where the device's path
+ * may use CLBlast for the node (not groups, not asymmetric padding), one
+ * program of nn_conv.cl and nn_gemm.cl (CLBlast's post kernels) warmed
+ * up; on the auto path conv_probe then picks the faster.  The profile
+ * names the way: CLBlast, GPU tile (nn_conv_sk), CPU tile
+ * (nn_conv_tiled), direct (nn_conv_direct, few output channels).
+ */
+static tg_status conv_prepare(ocl_prep *c)
+{
+    tg_status st = ocl_nn_need_f32(c);
+    if (st != TG_OK)
+        return st;
+    conv_attrs a = conv_attrs_of(c->node->op, c->attrs);
+    ocl_blas_conv v;
+    int blas_ok = ocl_nn_blas_wanted(c) && !conv_blas_of(&a, &c->in_type[0], &c->in_type[1], &v) &&
+                  graph_type_numel(&c->out_type[0]) > 0;
+    /* conv2d_blk always runs its post kernel on CLBlast: it writes y */
+    int post = a.blocked || c->nin > 2 || (a.post && a.post->n > 0);
+    int way = OCL_NN_WAY_SPLIT;
+    if (!blas_ok)
+        st = ocl_nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, CONV_NK);
+    else if (a.blocked)
+        st = ocl_nn_program_x(c, "nn_conv", "nn_gemm", a.post, a.prm, conv_blk_kernels, 6);
+    else
+        st = ocl_nn_program_x(c, "nn_conv", "nn_gemm", a.post, a.prm, conv_kernels, 5);
+    if (st == TG_OK && blas_ok) {
+        st = ocl_blas_warm_conv(c, &v);
+        if (st == TG_OK)
+            way = c->probe ? conv_probe(c, &v, post) : OCL_NN_WAY_BLAS;
+    }
+    if (st == TG_OK)
+        st = ocl_nn_attach(c, post, way == OCL_NN_WAY_BLAS);
+    if (st != TG_OK)
+        return st;
+    ocl_nn_node *b = c->data;
+    if (blas_ok && c->probe && !b->blas)
+        b->onepass = way == OCL_NN_WAY_ONEPASS;
+    int direct = c->in_type[1].ndim == 4 &&
+                 c->in_type[1].dim[0] / (a.groups > 0 ? a.groups : 1) < NN_CONV_TILED_MIN;
+    c->path = b->blas ? "CLBlast" : direct ? "direct" : !b->sk ? "CPU tile"
+              : b->onepass ? "GPU tile, K in one pass" : "GPU tile";
+    return TG_OK;
+}
+
+static tg_status conv_enqueue(ocl_launch *l, graph_op op)
+{
+    if (graph_type_numel(&l->out_type[0]) == 0)
+        return TG_OK;
+    const ocl_nn_node *bn = l->data;
+    return bn && bn->blas ? conv_blas(l, op, NULL, NULL) : conv_own(l, op, NULL);
 }
 
 static tg_status conv2d_enqueue(ocl_launch *l) { return conv_enqueue(l, GRAPH_OP_conv2d); }

@@ -10,9 +10,9 @@
 #include "ocl_rt.h"
 
 /*
- * A matmul/linear node has an ocl_nn_node as its data (ops_gemm.c), and so
- * does a conv on the CLBlast path (none: our kernels).  The choice is made at prepare from the device's path and
- * what CLBlast can do with the node's attributes and traced shape (which
+ * A matmul/linear or conv node has an ocl_nn_node as its data (ops_gemm.c,
+ * ops_nn.c; a depthwise conv on ops_dw.c's tile has its own).  The choice
+ * is made at prepare from the device's path and what CLBlast can do with the node's attributes and traced shape (which
  * are also warmed up there); a run whose shapes CLBlast cannot take
  * (K 0, a batch broadcast no single stride expresses) uses our kernels,
  * which every gemm node builds anyway.  Bias and epilogue run after the
@@ -21,8 +21,9 @@
 typedef struct ocl_nn_node {
     int post; /* a bias or an epilogue: nn_gemm_post runs after */
     int blas; /* CLBlast (else our kernels: a gemm node always has one) */
-    int sk;   /* our kernels: the GPU tile, nn_gemm_sk (else nn_gemm_tiled) */
-    int onepass; /* the GPU tile walks K in one pass: no split, no nn_gemm_sk_sum */
+    int sk;   /* our kernels: the GPU tile, nn_gemm_sk / nn_conv_sk (else the
+               * CPU tile, nn_gemm_tiled / nn_conv_tiled) */
+    int onepass; /* the GPU tile walks K in one pass: no split, no *_sk_sum */
     int tail;    /* a fused node runs in the storing kernels (ocl_prep.tail): 1 + its
                     other inputs (l->xin), the kernels' last parameters; else 0 */
     int cus;  /* the device's compute units (the split of K aims to fill them) */
@@ -32,11 +33,16 @@ typedef struct ocl_nn_node {
  * CPU tile of matmul and the tiled conv). */
 #define NN_TM 64
 #define NN_TN 128
+/* The GPU tile (nn_gemm_sk, nn_conv_sk): NN_SK_TILE squared per 16x16
+ * work-group. */
+#define NN_SK_TILE 64
 
-/* The CLBlast conv's kernels in l->k: nn_gemm_post (nn_conv_blk_post
- * for conv2d_blk), then conv2d_blk's nn_conv_unblock. */
-#define OCL_NN_POST_CONV 0
-#define OCL_NN_UNBLOCK_CONV 1
+/* A conv's kernels in l->k: ours (nn_conv_tiled, nn_conv_direct,
+ * nn_conv_sk, nn_conv_sk_sum), then, where CLBlast may run it,
+ * nn_gemm_post (nn_conv_blk_post for conv2d_blk) and conv2d_blk's
+ * nn_conv_unblock (ops_nn.c). */
+#define OCL_NN_POST_CONV 4
+#define OCL_NN_UNBLOCK_CONV 5
 
 static inline int ocl_nn_blas_wanted(const ocl_prep *c) { return c->blas; }
 
@@ -49,6 +55,11 @@ tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
 tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
                               graph_post_prm prm, const char *tail, const char *const *kernels,
                               int nk);
+/* ... with source extra (NULL: none) after nn_common.cl in the prefix:
+ * one program with both files' kernels. */
+tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *extra,
+                           const graph_ints *post, graph_post_prm prm,
+                           const char *const *kernels, int nk);
 /* Sets a storing kernel's tail parameters, from index at: the tail's
  * output (l->xout[0]), then each l->xin with its stride (1 full-size, 0
  * a scalar); nothing when the node has no tail (ops_gemm.c). */
@@ -58,6 +69,44 @@ tg_status ocl_nn_need_f32(ocl_prep *c);
 /* Enqueues k over global (rounded up to local). */
 tg_status ocl_nn_run_nd(ocl_launch *l, cl_kernel k, int dims, size_t *global,
                         const size_t *local);
+
+/* 1: our GPU tile (nn_gemm_sk, nn_conv_sk) for c's device, 0: the CPU
+ * tile, -1: a bad TG_OPENCL_TILE; *cus the device's compute units
+ * (ops_gemm.c). */
+int ocl_nn_own_tile(const ocl_prep *c, int *cus);
+/* TG_OPENCL_SPLITK: 0 auto (the auto path's probe times the GPU tile
+ * with K split and in one pass; elsewhere split), 1 on (always split
+ * when the tile would), 2 off (one pass), -1 anything else. */
+int ocl_nn_splitk_mode(void);
+/* The GPU tile's split of K (k long, tiles output tiles): splits so that
+ * tiles x splits reach twice the compute units, each at least 128 of K,
+ * at most 16; one with onepass; *kper the K per split, a multiple of 16
+ * (ops_gemm.c). */
+int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t *kper);
+
+/*
+ * The auto path's probe (ops_gemm.c): runs a node's ways on nbuf scratch
+ * buffers of elems[i] floats (zeroed; at most OCL_NN_PROBE_BUFS), each
+ * way with timed[way] once to build and warm, then 5 times timed on the
+ * host around one wait, and returns the fastest (OCL_NN_WAY_*; CLBlast,
+ * which prepare warmed, if the probe itself fails).  run enqueues one way
+ * on l: a queue of its own, the node's kernels (c->kernel), traced types
+ * and attributes, bn as l->data (its onepass set for the way).  Cached
+ * per context, key (keylen bytes, fully defined: no padding left unset;
+ * beginning with the op's kind so that ops' keys differ), bn's tile and
+ * the ways timed.
+ */
+enum { OCL_NN_WAY_SPLIT, OCL_NN_WAY_BLAS, OCL_NN_WAY_ONEPASS, OCL_NN_WAYS };
+#define OCL_NN_PROBE_BUFS 10
+typedef tg_status (*ocl_nn_probe_way)(ocl_launch *l, cl_mem *buf, const void *arg, int way);
+int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elems, int nbuf,
+                 ocl_nn_node *bn, const int timed[OCL_NN_WAYS], ocl_nn_probe_way run,
+                 const void *arg);
+/* The ways to time for a node of bn's tile whose K the GPU tile splits
+ * splits ways: CLBlast; the CPU tile as the split way; on the GPU tile,
+ * split only where it splits K and TG_OPENCL_SPLITK allows, one pass
+ * unless it wants the split. */
+void ocl_nn_probe_timed(const ocl_nn_node *bn, int64_t splits, int timed[OCL_NN_WAYS]);
 
 /* Gives the node its ocl_nn_node (post: a bias or epilogue follows a
  * CLBlast call; blas: the node runs CLBlast), and c->path (ops_gemm.c). */

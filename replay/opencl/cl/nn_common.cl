@@ -50,3 +50,8 @@ typedef float acc_t;
         for (int i_ = 0; i_ < RM; i_++)                                     \
             (acc)[i_] = mad((float16)((As)[kk_][(ty) * RM + i_]), bv_, (acc)[i_]); \
     }
+
+/* The GPU tile (nn_gemm.cl's nn_gemm_sk, nn_conv.cl's nn_conv_sk): 16x16
+ * items compute an SK_T x SK_T tile, K staged in __local slices of SK_K. */
+#define SK_T 64
+#define SK_K 16

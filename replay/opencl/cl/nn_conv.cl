@@ -20,7 +20,11 @@
  * table (channel offset and kernel tap, one division each, by 16
  * items), then the 16x128 slice of X is gathered from x through it
  * (zero outside the image), and the 64x16 slice of Wt is read from w.
- * The multiply is the register tile of nn_common.cl.
+ * The multiply is the register tile of nn_common.cl (the CPU tile).
+ *
+ * nn_conv_sk (+ nn_conv_sk_sum): the same implicit GEMM on the GPU tile
+ * of nn_gemm.cl's nn_gemm_sk (16x16 items, 64x64 tiles, K split over
+ * work-groups so that small convs fill the device), below.
  *
  * nn_conv_direct: one item per output, the plain loops; used when the
  * group has few output channels (depthwise, tiny convs), where a 64-row
@@ -109,6 +113,119 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
                 conv_store(y, img, g * Mg + m, p, o[j], O, P, yblocked, bias, res);
         }
     }
+}
+
+/*
+ * nn_conv_sk: the implicit GEMM of nn_conv_tiled on the GPU tile (see
+ * nn_gemm.cl's nn_gemm_sk): a work-group of 16x16 items computes a 64x64
+ * tile of Y (output channels m of the group x output pixels p), item
+ * (tx, ty) the rows ty + 16i and pixels tx + 16j (i, j < 4), so that
+ * neighbouring items gather neighbouring pixels of x (unit stride in
+ * NCHW) and store neighbouring outputs.  K = (c, kh, kw) is walked in
+ * slices of SK_K described by the __local table of nn_conv_tiled; item
+ * lid gathers pixel lid % 64 of slice rows lid / 64 + 4r.  K is split
+ * over work-groups: NDRange dim 2 is N * groups * splits, and split s
+ * sums k in [s*kper, (s+1)*kper) (kper a multiple of SK_K).  With one
+ * split the tile is finished here (bias, epilogue, store); with more,
+ * each split writes its partial tile to ws[s][n][o][p] (plain NCHW per
+ * split, whatever y's layout) and nn_conv_sk_sum finishes.
+ *
+ * Global size (ceil(P/64)*16, ceil((O/groups)/64)*16, N*groups*splits),
+ * local (16,16,1).
+ */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void nn_conv_sk(__global const float *x, __global const float *w, __global float *y,
+                int8 g0, int8 g1, __global const float *bias, __global const float *res,
+                int splits, int kper, __global float *ws)
+{
+    __local float As[SK_K][SK_T + 1];
+    __local float Bs[SK_K][SK_T];
+    __local long t_off[SK_K]; /* channel plane offset of k, or -1 past the split's K */
+    __local int t_dh[SK_K], t_dw[SK_K]; /* kernel tap (kh*dil, kw*dil) of k */
+    int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
+    int sh = g1.s0, sw = g1.s1, dh = g1.s4, dw = g1.s5, groups = g1.s6;
+    int blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
+    int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups, KK = KH * KW, K = Cg * KK;
+    long HW = (long)H * W;
+    int ps = blocked ? 16 : 1;
+    int tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+    int m0 = get_group_id(1) * SK_T, n0 = get_group_id(0) * SK_T;
+    int zs = get_group_id(2), z = zs / splits, s = zs % splits;
+    int img = z / groups, g = z % groups;
+    int kb = s * kper, ke = min(K, kb + kper);
+    /* the pixel this item gathers; one past P gets a row no tap brings
+     * into the image */
+    int pc = lid % SK_T, pg = n0 + pc;
+    int ih0 = pg < P ? pg / OW * sh - g1.s2 : -(1 << 30);
+    int iw0 = pg % OW * sw - g1.s3;
+    __global const float *wg = w + (long)g * Mg * K;
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+    for (int k0 = kb; k0 < ke; k0 += SK_K) {
+        if (lid < SK_K) {
+            int k = k0 + lid, c = k / KK, r = k % KK;
+            t_off[lid] = k < ke ? chan_off(img, g * Cg + c, C, HW, blocked) : -1;
+            t_dh[lid] = r / KW * dh;
+            t_dw[lid] = r % KW * dw;
+        }
+        /* weights along k: rows of w are contiguous in k */
+        for (int r = 0; r < 4; r++) {
+            int idx = lid + r * 256, kk = idx % SK_K, mm = idx / SK_K, m = m0 + mm;
+            As[kk][mm] = (m < Mg && k0 + kk < ke) ? wg[(long)m * K + k0 + kk] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = 0; r < 4; r++) {
+            int kk = lid / SK_T + 4 * r;
+            int ih = ih0 + t_dh[kk], iw = iw0 + t_dw[kk];
+            long off = t_off[kk];
+            int ok = off >= 0 && (uint)ih < (uint)H && (uint)iw < (uint)W;
+            Bs[kk][pc] = ok ? x[off + ((long)ih * W + iw) * ps] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < SK_K; kk++) {
+            float av[4], bv[4];
+            for (int i = 0; i < 4; i++)
+                av[i] = As[kk][ty + 16 * i];
+            for (int j = 0; j < 4; j++)
+                bv[j] = Bs[kk][tx + 16 * j];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = mad(av[i], bv[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    long nimg = get_num_groups(2) / splits / groups;
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty + 16 * i;
+        for (int j = 0; j < 4; j++) {
+            int p = n0 + tx + 16 * j;
+            if (m < Mg && p < P) {
+                if (splits == 1)
+                    conv_store(y, img, g * Mg + m, p, acc[i][j], O, P, yblocked, bias, res);
+                else
+                    ws[(((long)s * nimg + img) * O + g * Mg + m) * P + p] = acc[i][j];
+            }
+        }
+    }
+}
+
+/* Global size (P, O, N), any local size: the splits' partial outputs of
+ * nn_conv_sk summed in order, then bias, epilogue and store. */
+__kernel void nn_conv_sk_sum(__global const float *ws, int splits, __global float *y,
+                             int8 g0, int8 g1, __global const float *bias,
+                             __global const float *res)
+{
+    int O = g0.s3, P = g0.s4 * g0.s5;
+    int p = get_global_id(0), o = get_global_id(1), n = get_global_id(2);
+    if (p >= P || o >= O)
+        return;
+    long i = ((long)n * O + o) * P + p, step = (long)get_global_size(2) * O * P;
+    float v = 0.0f;
+    for (int s = 0; s < splits; s++)
+        v += ws[i + s * step];
+    conv_store(y, n, o, p, v, O, P, g1.s7 >> 1 & 1, bias, res);
 }
 
 /* Global size (P, O, N), any local size. */

@@ -204,10 +204,8 @@ __kernel void nn_conv_blk_post(__global const float *t, __global float *y, long 
  * batch * splits, and split s sums K in [s*kper, (s+1)*kper).  With one
  * split the tile is finished here (bias, epilogue); with more, each split
  * writes its partial tile to ws[s][z][M][N] and nn_gemm_sk_sum finishes.
+ * SK_T and SK_K: nn_common.cl (nn_conv.cl's nn_conv_sk has the same tile).
  */
-#define SK_T 64
-#define SK_K 16
-
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void nn_gemm_sk(__global const float *a, long ars, long acs,
                 __global const float *b, long brs, long bcs,
