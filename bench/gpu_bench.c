@@ -39,7 +39,10 @@
  *     "eager_ms": [times...],
  *     "levels": [ { "level", "ok", "error", "compile_ms", "cpu_vs_eager",
  *                   "host_ms": [...], "device_ms": [...],
- *                   "host_rel_err", "device_rel_err" } ] } ] }
+ *                   "host_rel_err", "device_rel_err",
+ *                   "kernels_per_run", "blas_calls_per_run": what one more
+ *                   device-resident run enqueued, our kernels and CLBlast
+ *                   calls } ] } ] }
  * Exit status 1 when a workload or level failed (the file is written
  * anyway), 2 on a bad command line.
  */
@@ -57,6 +60,8 @@
 
 #include "bench_util.h"
 #include "optimize/opt.h"
+#include "replay/opencl/ocl_blas.h"
+#include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracegraph.h"
 #include "../workloads/workloads.h"
@@ -83,6 +88,7 @@ typedef struct level_out {
     int ok, compiled;
     char error[512];
     double compile_ms, cpu_vs_eager, host_rel, device_rel;
+    double kernels, blas_calls; /* what one device-resident run enqueued (NAN: unknown) */
     series host, dev;
 } level_out;
 
@@ -255,6 +261,12 @@ static int prepare_ocl(const config *c, const graph *g, const replay_tensor *x, 
 /* Reads the device-resident output back and checks both ways' errors. */
 static void check_ocl(level_state *ls, const float *cpu_y, int64_t n, level_out *lv)
 {
+    /* one more device-resident run, counting what it enqueued: on a GPU
+     * each launch costs host time, a floor under small graphs */
+    long k0 = ocl_kernels_run(), b0 = ocl_blas_calls();
+    int counted = lv->dev.runs > 0 && ocl_once(&ls->dev) == 0;
+    lv->kernels = counted ? (double)(ocl_kernels_run() - k0) : NAN;
+    lv->blas_calls = counted ? (double)(ocl_blas_calls() - b0) : NAN;
     float *y = malloc((size_t)n * sizeof *y + 1);
     cl_int e = y ? clEnqueueReadBuffer(ls->q, ls->yb, CL_TRUE, 0, (size_t)n * sizeof *y, y, 0,
                                        NULL, NULL)
@@ -482,6 +494,10 @@ static int write_json(const config *c, const record *recs, const int *kinds, int
             json_series(f, "host_ms", &lv->host);
             fputs(",\n     ", f);
             json_series(f, "device_ms", &lv->dev);
+            fprintf(f, ", \"kernels_per_run\": ");
+            bench_json_num(f, lv->dev.runs ? lv->kernels : NAN);
+            fprintf(f, ", \"blas_calls_per_run\": ");
+            bench_json_num(f, lv->dev.runs ? lv->blas_calls : NAN);
             fprintf(f, "}%s\n", l + 1 < NLEVELS ? "," : "");
         }
         fprintf(f, "   ]}%s\n", i + 1 < n ? "," : "");

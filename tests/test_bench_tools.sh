@@ -107,7 +107,8 @@ round() { # round FILE DEVICE_O2_TIMES O2_DEVICE_ERR
         local dev='[9]' err=0
         [ $l = 2 ] && dev=$2 && err=$3
         lv+="${lv:+,}{\"level\": $l, \"ok\": true, \"error\": \"\", \"compile_ms\": 1, \"cpu_vs_eager\": 0,
-          \"host_rel_err\": 0, \"device_rel_err\": $err, \"host_ms\": [10], \"device_ms\": $dev}"
+          \"host_rel_err\": 0, \"device_rel_err\": $err, \"host_ms\": [10], \"device_ms\": $dev,
+          \"kernels_per_run\": $((l + 3)), \"blas_calls_per_run\": $((l % 2))}"
     done
     printf '{"schema": "tracegraph-gpu-round-1", "device": "Dev / X", "cpu": "C", "cores": 2,
       "threads": 2, "date": "D", "ok": true, "records": [{"workload": "mlp", "desc": "", "ok": true,
@@ -123,7 +124,8 @@ has m.json '"best_device_ms": 3,'
 has m.json '"best_level": 2,'
 has m.json '"vs_cuda_graph": 0.75'
 has m.json '"device_rel_err": 3e-05'
-has m.md "| mlp | 8 | 10 / 9 | 10 / 9 | 10 / **3** | 10 / 9 | 3.0e-05 | 1 | 4 | 0.75× |"
+# launches: the best level's (-O2: 5 kernels, no CLBlast call)
+has m.md "| mlp | 8 | 10 / 9 | 10 / 9 | 10 / **3** | 10 / 9 | 3.0e-05 | 5 | 1 | 4 | 0.75× |"
 [ "$(tail -n 1 out)" = "$(tail -n 1 m.md)" ] && good || bad "merge.py: the table is not printed last"
 round r3.json '[4]' 2e-4
 expect 1 python3 "$SRC/bench/gpu/merge.py" m.json m.md r1.json r3.json --peer p1.json
@@ -138,6 +140,7 @@ if "$BUILD/tracegraph" devices > /dev/null 2>&1; then
     has err "run.sh: --no-peer, peer skipped"
     has gpu/gpu.json '"schema": "tracegraph-gpu-1"'
     has gpu/gpu.md "| tiny | "
+    has gpu/gpu.json '"kernels_per_run": '
     [ -s gpu/rounds/ours-1.json ] && good || bad "run.sh kept no round file"
     [ "$(tail -n 1 out)" = "$(tail -n 1 gpu/gpu.md)" ] && good || bad "run.sh: the table is not last"
     expect 2 "$SRC/bench/gpu/run.sh" --rounds 0

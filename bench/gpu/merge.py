@@ -101,10 +101,14 @@ def main(argv):
             for x in lv:
                 if x["error"] and ("-O%d: %s" % (l, x["error"])) not in out["errors"]:
                     out["errors"].append("-O%d: %s" % (l, x["error"]))
+            launches = [(x.get("kernels_per_run"), x.get("blas_calls_per_run")) for x in lv]
+            launches = [k for k in launches if k[0] is not None and k[1] is not None]
             out["levels"].append({"level": l, "ok": ok,
                                   "compile_ms": comp["median"] if comp else None,
                                   "host_ms": host, "device_ms": dev,
-                                  "host_rel_err": he, "device_rel_err": de})
+                                  "host_rel_err": he, "device_rel_err": de,
+                                  "kernels_per_run": launches[0][0] if launches else None,
+                                  "blas_calls_per_run": launches[0][1] if launches else None})
             out["ok"] = out["ok"] and ok
             if dev and (best is None or dev["median"] < best[1]):
                 best = (l, dev["median"])
@@ -151,8 +155,8 @@ def render(r):
            if peer["device"] else "; PyTorch CUDA peer: %s" % (peer["error"] or "not run")),
         "",
         "| workload | CPU eager | -O0 host / dev | -O1 host / dev | -O2 host / dev | -O3 host / dev "
-        "| max rel err | CUDA eager | CUDA graph | best dev / CUDA graph |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| max rel err | launches | CUDA eager | CUDA graph | best dev / CUDA graph |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for rec in r["records"]:
         cells = [rec["workload"] + ("" if rec["ok"] else " ✗"), fmt(rec["eager_ms"]["median"] if rec["eager_ms"] else None)]
@@ -169,13 +173,20 @@ def render(r):
             errs += [lv["host_rel_err"], lv["device_rel_err"]]
         e = worst(errs)
         cells.append(fmt_err(e) + (" ✗" if e is None or e > TOL else ""))
+        bl = [lv for lv in rec["levels"] if lv["level"] == rec["best_level"]]
+        k = bl[0].get("kernels_per_run") if bl else None
+        b = bl[0].get("blas_calls_per_run") if bl else None
+        cells.append("–" if k is None else "%d" % k + (" + %d CLBlast" % b if b else ""))
         te, tg = rec["torch_eager_ms"], rec["torch_graph_ms"]
         cells += [fmt(te["median"] if te else None), fmt(tg["median"] if tg else None),
                   "%.2f×" % rec["vs_cuda_graph"] if rec["vs_cuda_graph"] else "–"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("✗: failed or above the tolerance (the reasons are printed above the table). "
-                 "Bold: the fastest device-resident level, which the ratio uses.")
+                 "Bold: the fastest device-resident level, which the ratio uses. Launches: what "
+                 "one run of that level enqueues, our kernels (+ CLBlast calls, each one or more "
+                 "kernels of its own); through NVIDIA's OpenCL each launch costs microseconds of "
+                 "host time.")
     return "\n".join(lines) + "\n"
 
 
