@@ -55,3 +55,17 @@ typedef float acc_t;
  * items compute an SK_T x SK_T tile, K staged in __local slices of SK_K. */
 #define SK_T 64
 #define SK_K 16
+
+/* acc[i][j] += As[kk][ty + 16 i] * Bs[kk][tx + 16 j] over the slice: item
+ * (tx, ty) holds rows ty, ty+16, .. and columns tx, tx+16, .. of the tile. */
+#define SK_TILE_FMA(As, Bs, acc, tx, ty)                                    \
+    for (int kk_ = 0; kk_ < SK_K; kk_++) {                                  \
+        float av_[4], bv_[4];                                               \
+        for (int i_ = 0; i_ < 4; i_++)                                      \
+            av_[i_] = (As)[kk_][(ty) + 16 * i_];                            \
+        for (int j_ = 0; j_ < 4; j_++)                                      \
+            bv_[j_] = (Bs)[kk_][(tx) + 16 * j_];                            \
+        for (int i_ = 0; i_ < 4; i_++)                                      \
+            for (int j_ = 0; j_ < 4; j_++)                                  \
+                (acc)[i_][j_] = mad(av_[i_], bv_[j_], (acc)[i_][j_]);       \
+    }

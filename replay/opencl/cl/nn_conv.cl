@@ -31,6 +31,18 @@
  * tile would be mostly empty.
  */
 
+/* The geometry arguments unpacked (see the top) for the implicit GEMM
+ * kernels: P output pixels, Cg channels and Mg outputs per group, K =
+ * Cg*KH*KW, ps the pixel stride of x (16 when blocked). */
+#define CONV_GEOMETRY(g0, g1)                                                         \
+    int C = (g0).s0, H = (g0).s1, W = (g0).s2, O = (g0).s3, OW = (g0).s5;             \
+    int KH = (g0).s6, KW = (g0).s7;                                                   \
+    int sh = (g1).s0, sw = (g1).s1, dh = (g1).s4, dw = (g1).s5, groups = (g1).s6;     \
+    int blocked = (g1).s7 & 1, yblocked = (g1).s7 >> 1 & 1;                           \
+    int P = (g0).s4 * OW, Cg = C / groups, Mg = O / groups, KK = KH * KW, K = Cg * KK; \
+    long HW = (long)H * W;                                                            \
+    int ps = blocked ? 16 : 1
+
 /* Offset of channel c's plane in image n, and the pixel stride. */
 inline long chan_off(int n, int c, int C, long HW, int blocked)
 {
@@ -58,12 +70,7 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
     __local float Bs[TK][TN];
     __local long t_off[TK]; /* channel plane offset of k, or -1 past K */
     __local int t_dh[TK], t_dw[TK]; /* kernel tap (kh*dil, kw*dil) of k */
-    int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
-    int sh = g1.s0, sw = g1.s1, dh = g1.s4, dw = g1.s5, groups = g1.s6;
-    int blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
-    int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups, KK = KH * KW, K = Cg * KK;
-    long HW = (long)H * W;
-    int ps = blocked ? 16 : 1;
+    CONV_GEOMETRY(g0, g1);
     int tx = get_local_id(0), ty = get_local_id(1), lid = ty * 8 + tx;
     int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     int z = get_group_id(2), img = z / groups, g = z % groups;
@@ -142,12 +149,7 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
     __local float Bs[SK_K][SK_T];
     __local long t_off[SK_K]; /* channel plane offset of k, or -1 past the split's K */
     __local int t_dh[SK_K], t_dw[SK_K]; /* kernel tap (kh*dil, kw*dil) of k */
-    int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
-    int sh = g1.s0, sw = g1.s1, dh = g1.s4, dw = g1.s5, groups = g1.s6;
-    int blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
-    int P = g0.s4 * OW, Cg = C / groups, Mg = O / groups, KK = KH * KW, K = Cg * KK;
-    long HW = (long)H * W;
-    int ps = blocked ? 16 : 1;
+    CONV_GEOMETRY(g0, g1);
     int tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
     int m0 = get_group_id(1) * SK_T, n0 = get_group_id(0) * SK_T;
     int zs = get_group_id(2), z = zs / splits, s = zs % splits;
@@ -184,16 +186,7 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
             Bs[kk][pc] = ok ? x[off + ((long)ih * W + iw) * ps] : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int kk = 0; kk < SK_K; kk++) {
-            float av[4], bv[4];
-            for (int i = 0; i < 4; i++)
-                av[i] = As[kk][ty + 16 * i];
-            for (int j = 0; j < 4; j++)
-                bv[j] = Bs[kk][tx + 16 * j];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
-                    acc[i][j] = mad(av[i], bv[j], acc[i][j]);
-        }
+        SK_TILE_FMA(As, Bs, acc, tx, ty);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     long nimg = get_num_groups(2) / splits / groups;

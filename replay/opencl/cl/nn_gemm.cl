@@ -247,16 +247,7 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
             Bs[kk][nn] = (n < N && k < ke) ? b[bo + k * brs + n * bcs] : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int kk = 0; kk < SK_K; kk++) {
-            float av[4], bv[4];
-            for (int i = 0; i < 4; i++)
-                av[i] = As[kk][ty + 16 * i];
-            for (int j = 0; j < 4; j++)
-                bv[j] = Bs[kk][tx + 16 * j];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
-                    acc[i][j] = mad(av[i], bv[j], acc[i][j]);
-        }
+        SK_TILE_FMA(As, Bs, acc, tx, ty);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     long co = z * M * N;
