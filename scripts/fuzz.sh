@@ -18,6 +18,8 @@
 #                 optimize, compile,  ONNX seeds above with fuzz_run.c's
 #                 replay and the      header, in $FUZZ_DIR/seeds/run
 #                 interpreter at fuzzed dynamic sizes
+#                 (fuzz_run.c and fuzz_ocl.c share the input layout, the
+#                 loading and the run of both sides: tests/fuzz_graph.h)
 #   fuzz_ocl      the OpenCL backend: tests/corpus/ocl, and the fuzz_run
 #                 compile (attention  seeds with fuzz_ocl.c's third header
 #                 matcher, fused and  byte (the backend's switches: 0) in
@@ -157,8 +159,8 @@ done
 run fuzz_onnx "$out/seeds/onnx" 8192 || status=1
 # Past loading: tests/corpus/run (text IR graphs with dynamic dims at sizes
 # that probe the size cap), and the .tgraph and ONNX seeds above behind the
-# two header bytes fuzz_run.c reads (format; no sizes / ONNX at -O2 with
-# dim_param sizes 7 and 0).
+# two header bytes fuzz_run.c reads (tests/fuzz_graph.h: format; no sizes /
+# ONNX at -O2 with dim_param sizes 7 and 0).
 mkdir -p "$out/seeds/run"
 cp "$root"/tests/corpus/run/* "$out/seeds/run/"
 for f in "$root"/tests/corpus/tgraph/*.tg; do

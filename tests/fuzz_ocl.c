@@ -7,10 +7,11 @@
  * prepare functions) -> one replay_run on small inputs (run.c: bind's
  * pool, fill_slots) -> the reference interpreter on the same inputs.
  *
- * Input layout (fuzz_run.c's, with one byte more):
- *   byte 0    bits 0-1: the graph's format (0, 3 text IR, 1 .tgraph,
- *             2 ONNX); bits 2-3: optimizer level (0..3); bit 4: ONNX
- *             initializers as params; bit 5: keep_params
+ * Input layout: tests/fuzz_graph.h (shared with fuzz_run.c: loading,
+ * optimizing, the input types and data, the run of both sides), with
+ * three header bytes:
+ *   byte 0    the graph's format, optimizer level, ONNX and keep_params
+ *             bits (fuzz_graph.h)
  *   byte 1    n (0..15, low 4 bits): sizes for the dynamic symbols follow
  *   byte 2    the backend's switches, set before the compile (they are
  *             read there): bits 0-1 TG_OPENCL_ATTN (fused, off, auto,
@@ -20,11 +21,10 @@
  *             direct), bit 6 TG_OPENCL_TAIL (on, off: the fused node
  *             after a product run in its kernels; auto is off on PoCL),
  *             bit 7 TG_OPENCL_SPLITK (auto, off)
- *   n bytes   symbol k's size: 0..239 as is, 240.. picks one of the sizes
- *             that probe the size cap (2^31, 2^40, 2^40 + 1, 2^62, ...)
+ *   n bytes   symbol k's size (fuzz_graph.h)
  *   the rest  the graph file
  * Inputs get their signature type with each dynamic dim at its symbol's
- * size, and deterministic data as in fuzz_run.c.
+ * size, and deterministic data (fuzz_graph.h).
  *
  * Must never crash, leak, hang, write out of bounds or fail silently:
  * every refusal (compile, run, interpreter; one side refusing alone is
@@ -57,14 +57,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eager/interp.h"
-#include "formats/onnx.h"
-#include "formats/tgraph.h"
-#include "graph/text.h"
-#include "optimize/opt.h"
+#include "fuzz_graph.h"
 #include "replay/internal.h"
 #include "replay/opencl/ocl_rt.h"
-#include "replay/replay.h"
 
 #define FUZZ_MAX_BYTES (8 << 20)
 #define FUZZ_MAX_INPUT (1 << 18) /* elements of one input */
@@ -72,28 +67,6 @@
 #define FUZZ_RTOL 1e-3
 #define FUZZ_ATOL 1e-3 /* times the output's largest magnitude (at least 1) */
 #define FUZZ_MAX_CONST 8.0f
-
-static const int64_t special[16] = {
-    INT64_C(1) << 31, INT64_C(1) << 40, (INT64_C(1) << 40) + 1, INT64_C(1) << 62,
-    INT64_C(1) << 20, (INT64_C(1) << 20) + 1, INT64_C(1) << 32, INT64_MAX,
-    -1, -2, INT64_MIN, 1 << 16, 65537, 3, 1000003, INT64_C(1) << 41,
-};
-
-static int verbose;
-
-static void die(const char *what, const char *msg)
-{
-    fprintf(stderr, "%s: %s\n", what, msg);
-    abort();
-}
-
-static void check_named(const char *what, const char *msg)
-{
-    if (!msg[0])
-        die(what, "an error without a message");
-    if (verbose)
-        fprintf(stderr, "  %s: %s\n", what, msg);
-}
 
 /* The backend's switches of byte 2, in the environment before the
  * compile. */
@@ -161,7 +134,6 @@ static void warm_up(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    verbose = getenv("FUZZ_RUN_VERBOSE") != NULL;
     char err[512] = "";
     int n = replay_opencl_devices(NULL, 0, err, sizeof err);
     if (n <= 0)
@@ -205,60 +177,6 @@ static int comparable(const graph *g)
     return 1;
 }
 
-/* Bytes of every value at these input types, by inference node by node;
- * -1 when inference refuses (replay must refuse too). */
-static int64_t planned_bytes(const graph *g, const graph_type *in)
-{
-    graph_type *t = malloc(sizeof *t * ((size_t)g->nvalues + 1));
-    if (!t)
-        return -1;
-    for (int32_t v = 0; v < g->nvalues; v++)
-        t[v] = g->values[v].type;
-    for (int32_t i = 0; i < g->ninputs; i++)
-        t[g->inputs[i]] = in[i];
-    int64_t total = 0;
-    for (int32_t v = 0; v < g->nvalues; v++)
-        if (g->values[v].kind != GRAPH_VALUE_INTER)
-            total += (int64_t)graph_type_bytes(&t[v]);
-    for (int32_t i = 0; i < g->nnodes && total >= 0; i++) {
-        const graph_node *n = &g->nodes[i];
-        if (n->flags & GRAPH_NODE_DEAD)
-            continue;
-        graph_type it[GRAPH_MAX_NODE_IO], ot[GRAPH_MAX_NODE_IO];
-        for (int k = 0; k < n->nin; k++)
-            it[k] = t[n->in[k]];
-        int nout = 0;
-        if (graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot, GRAPH_MAX_NODE_IO, &nout,
-                        NULL, 0) != TG_OK || nout != n->nout) {
-            total = -1;
-            break;
-        }
-        for (int k = 0; k < nout; k++) {
-            t[n->out[k]] = ot[k];
-            total += (int64_t)graph_type_bytes(&ot[k]);
-            if (total > FUZZ_MAX_BYTES)
-                break;
-        }
-    }
-    free(t);
-    return total;
-}
-
-static void fill(const graph_type *t, void *data, uint64_t seed)
-{
-    int64_t n = graph_type_numel(t);
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t z = (seed + (uint64_t)i) * 0x9E3779B97F4A7C15ull;
-        z ^= z >> 29;
-        switch (t->dtype) {
-        case GRAPH_F32: ((float *)data)[i] = (float)(z % 4096) / 1024.0f - 2.0f; break;
-        case GRAPH_I64: ((int64_t *)data)[i] = (int64_t)(z % 9) - 3; break;
-        case GRAPH_I32: ((int32_t *)data)[i] = (int32_t)(z % 9) - 3; break;
-        default: ((uint8_t *)data)[i] = (uint8_t)(z & 1); break;
-        }
-    }
-}
-
 /* The first element of got outside the tolerance of want, or -1. */
 static int64_t mismatch(const float *got, const float *want, int64_t n)
 {
@@ -298,25 +216,8 @@ static void print_plan(const graph *g, const replay_plan *p)
  * compared when cmp. */
 static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp)
 {
-    int nin = g->ninputs, nout = g->noutputs;
-    replay_tensor *in = calloc((size_t)nin + 1, sizeof *in);
-    replay_tensor *out = calloc((size_t)nout + 1, sizeof *out);
-    eager_tensor **ein = calloc((size_t)nin + 1, sizeof *ein);
-    eager_tensor **ref = calloc((size_t)nout + 1, sizeof *ref);
-    replay_session *s = replay_session_new(p, NULL, 0);
-    if (!in || !out || !ein || !ref || !s)
-        goto done;
-    for (int i = 0; i < nin; i++) {
-        in[i].type = types[i];
-        int valid = graph_type_check(&types[i], NULL, 0) == TG_OK;
-        /* a type past the cap gets a few bytes: replay must refuse it unread */
-        in[i].data = malloc(valid ? graph_type_bytes(&types[i]) + 1 : 16);
-        if (!in[i].data)
-            goto done;
-        if (valid)
-            fill(&types[i], in[i].data, (uint64_t)i * 1000003u);
-    }
-    if (verbose) {
+    int nin = g->ninputs;
+    if (fuzz_verbose()) {
         fprintf(stderr, "  inputs:");
         for (int i = 0; i < nin; i++) {
             fprintf(stderr, " %s[", graph_dtype_name(types[i].dtype));
@@ -326,92 +227,40 @@ static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp
         }
         fprintf(stderr, "\n");
     }
-    tg_status st = replay_run(s, in, nin, out, nout);
-    if (st != TG_OK)
-        check_named("replay_run", replay_session_error(s));
-    for (int i = 0; st == TG_OK && i < nin; i++)
-        if (graph_type_check(&types[i], NULL, 0) != TG_OK)
-            die("replay_run", "accepted an input past the size cap");
-    if (st == TG_OK && verbose)
-        fprintf(stderr, "  replay_run: ok\n");
-    eager_pool_push();
-    for (int i = 0; i < nin; i++) {
-        graph_ints shape = {types[i].ndim, {0}};
-        memcpy(shape.v, types[i].dim, sizeof(int64_t) * (size_t)shape.n);
-        ein[i] = eager_from_data(types[i].dtype, shape, in[i].data);
-    }
-    tg_status rs = eager_interpret(g, ein, nin, ref, nout, NULL);
-    if (rs != TG_OK)
-        check_named("eager_interpret", eager_error());
-    if (st == TG_OK && rs == TG_OK) {
-        for (int k = 0; k < nout; k++) {
-            const graph_type *rt = eager_type(ref[k]);
-            int same = rt->dtype == out[k].type.dtype && rt->ndim == out[k].type.ndim;
-            for (int d = 0; same && d < rt->ndim; d++)
-                same = rt->dim[d] == out[k].type.dim[d];
-            if (!same)
-                die("opencl vs interpreter", "an output's type differs");
+    fuzz_pair r;
+    if (fuzz_pair_run(&r, g, p, types)) {
+        for (int k = 0; k < r.nout; k++) {
+            fuzz_same_type("opencl vs interpreter", &r, k);
+            const graph_type *rt = eager_type(r.ref[k]);
             if (!cmp || rt->dtype != GRAPH_F32)
                 continue;
-            int64_t at = mismatch(out[k].data, eager_peek(ref[k]), graph_type_numel(rt));
+            const float *got = r.out[k].data, *want = eager_peek(r.ref[k]);
+            int64_t at = mismatch(got, want, graph_type_numel(rt));
             if (at >= 0) {
                 fprintf(stderr, "output %d (%s) element %lld: opencl %.9g, interpreter %.9g\n",
-                        k, g->outputs[k].name, (long long)at,
-                        (double)((const float *)out[k].data)[at],
-                        (double)((const float *)eager_peek(ref[k]))[at]);
+                        k, g->outputs[k].name, (long long)at, (double)got[at], (double)want[at]);
                 die("opencl vs interpreter", "an output differs");
             }
         }
-        if (verbose)
+        if (fuzz_verbose())
             fprintf(stderr, "  outputs %s\n", cmp ? "compared: same" : "not compared");
     }
-    for (int k = 0; k < nout; k++)
-        eager_release(ref[k]);
-    eager_pool_pop();
-    eager_clear_error();
-done:
-    replay_session_free(s);
-    for (int i = 0; in && i < nin; i++)
-        free(in[i].data);
-    free(in);
-    free(out);
-    free(ein);
-    free(ref);
+    fuzz_pair_free(&r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 3)
+    fuzz_input fi;
+    if (!fuzz_split(data, size, 3, &fi))
         return 0;
-    int fmt = data[0] & 3, level = data[0] >> 2 & 3, nsz = data[1] & 15;
-    if (size < 3 + (size_t)nsz)
-        return 0;
-    const uint8_t *sz = data + 3, *file = data + 3 + nsz;
-    size_t flen = size - 3 - (size_t)nsz;
     char err[4096] = "";
-    graph *g;
-    if (fmt == 1) {
-        g = format_load_mem(file, flen, "fuzz", err, sizeof err);
-    } else if (fmt == 2) {
-        format_onnx_load_opts o = {data[0] >> 4 & 1, 3};
-        g = format_onnx_load_mem(file, flen, "fuzz", &o, err, sizeof err);
-    } else {
-        g = graph_parse((const char *)file, flen, err, sizeof err);
-    }
-    if (!g) {
-        check_named("load", err);
+    graph *g = fuzz_load(&fi, err, sizeof err);
+    if (!g)
         return 0;
-    }
     int cmp = comparable(g);
-    if (level) {
-        opt_options o = opt_default_options();
-        o.level = level;
-        o.keep_params = data[0] >> 5 & 1;
-        if (opt_optimize(g, &o, NULL, err, sizeof err) != TG_OK) {
-            check_named("opt_optimize", err);
-            graph_free(g);
-            return 0;
-        }
+    if (!fuzz_optimize(g, &fi, err, sizeof err)) {
+        graph_free(g);
+        return 0;
     }
     set_switches(data[2]);
     replay_opts ro = {.backend = REPLAY_OPENCL};
@@ -421,37 +270,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         graph_free(g);
         return 0;
     }
-    if (verbose)
+    if (fuzz_verbose())
         print_plan(g, p);
     int32_t live = 0;
     for (int32_t i = 0; i < g->nnodes; i++)
         live += !(g->nodes[i].flags & GRAPH_NODE_DEAD);
     /* input types at the fuzzer's sizes */
     graph_type *types = malloc(sizeof *types * ((size_t)g->ninputs + 1));
-    int ok = types != NULL && live <= FUZZ_MAX_NODES;
-    int64_t elems = 0;
-    for (int32_t i = 0; ok && i < g->ninputs; i++) {
-        const graph_value *v = &g->values[g->inputs[i]];
-        types[i] = v->type;
-        for (int d = 0; d < v->type.ndim; d++)
-            if ((v->dyn >> d & 1) && v->sym[d] < nsz)
-                types[i].dim[d] = sz[v->sym[d]] < 240 ? sz[v->sym[d]] : special[sz[v->sym[d]] & 15];
-        if (graph_type_check(&types[i], NULL, 0) == TG_OK) {
-            elems += graph_type_numel(&types[i]);
-            ok = elems <= FUZZ_MAX_INPUT;
-        }
-    }
-    if (ok) {
-        /* a type past the cap must be refused by replay_run, not run */
-        int refused = 0;
-        for (int32_t i = 0; i < g->ninputs; i++)
-            refused |= graph_type_check(&types[i], NULL, 0) != TG_OK;
-        int64_t bytes = refused ? -1 : planned_bytes(g, types);
-        if (refused || bytes <= FUZZ_MAX_BYTES)
+    if (types != NULL && live <= FUZZ_MAX_NODES && fuzz_types(g, &fi, types, FUZZ_MAX_INPUT)) {
+        int64_t bytes = fuzz_bytes(g, types, FUZZ_MAX_BYTES);
+        if (bytes <= FUZZ_MAX_BYTES)
             run(g, p, types, cmp);
-        else if (verbose)
+        else if (fuzz_verbose())
             fprintf(stderr, "  not run: %lld bytes of values\n", (long long)bytes);
-    } else if (verbose) {
+    } else if (fuzz_verbose()) {
         fprintf(stderr, "  not run: %d nodes or inputs of more than %d elements\n", live,
                 FUZZ_MAX_INPUT);
     }
