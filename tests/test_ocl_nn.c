@@ -547,6 +547,46 @@ static void test_gemm_path(void)
 }
 
 /*
+ * What a test forcing our GPU tile (TG_OPENCL_TILE=gpu, TG_OPENCL_GEMM=own
+ * on PoCL) changes: the switches it may set and the path every plan must
+ * report, saved by gpu_env_enter and put back by gpu_env_leave.
+ */
+static const char *const gpu_env_names[3] = {"TG_OPENCL_TILE", "TG_OPENCL_GEMM",
+                                             "TG_OPENCL_SPLITK"};
+typedef struct gpu_env {
+    char *saved[3];
+    char path[sizeof path_name];
+    int blas;
+} gpu_env;
+
+static void gpu_env_enter(gpu_env *e)
+{
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(gpu_env_names[i]);
+        e->saved[i] = v ? strdup(v) : NULL;
+    }
+    memcpy(e->path, path_name, sizeof path_name);
+    e->blas = blas_on;
+    setenv("TG_OPENCL_TILE", "gpu", 1);
+    setenv("TG_OPENCL_GEMM", "own", 1);
+    snprintf(path_name, sizeof path_name, "own"); /* what each plan must report */
+    blas_on = 0;
+}
+
+static void gpu_env_leave(gpu_env *e)
+{
+    for (int i = 0; i < 3; i++) {
+        if (e->saved[i])
+            setenv(gpu_env_names[i], e->saved[i], 1);
+        else
+            unsetenv(gpu_env_names[i]);
+        free(e->saved[i]);
+    }
+    memcpy(path_name, e->path, sizeof path_name);
+    blas_on = e->blas;
+}
+
+/*
  * The GPU tile's K split (TG_OPENCL_SPLITK): a long K over one tile is
  * split (nn_gemm_sk, then nn_gemm_sk_sum: two kernels) by default and
  * walked in one pass (one kernel) with off, with the same results; auto
@@ -555,17 +595,8 @@ static void test_gemm_path(void)
  */
 static void test_splitk(void)
 {
-    const char *names[3] = {"TG_OPENCL_TILE", "TG_OPENCL_GEMM", "TG_OPENCL_SPLITK"};
-    char *saved[3];
-    for (int i = 0; i < 3; i++) {
-        const char *v = getenv(names[i]);
-        saved[i] = v ? strdup(v) : NULL;
-    }
-    char saved_path[sizeof path_name];
-    memcpy(saved_path, path_name, sizeof path_name);
-    setenv("TG_OPENCL_TILE", "gpu", 1);
-    setenv("TG_OPENCL_GEMM", "own", 1);
-    snprintf(path_name, sizeof path_name, "own"); /* what each plan must report */
+    gpu_env e;
+    gpu_env_enter(&e);
     graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
                             GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
     const char *modes[3] = {"on", "off", "auto"};
@@ -607,14 +638,7 @@ static void test_splitk(void)
               "TG_OPENCL_SPLITK=sometimes: %s", err);
     replay_plan_free(p);
     graph_free(g);
-    for (int i = 0; i < 3; i++) {
-        if (saved[i])
-            setenv(names[i], saved[i], 1);
-        else
-            unsetenv(names[i]);
-        free(saved[i]);
-    }
-    memcpy(path_name, saved_path, sizeof path_name);
+    gpu_env_leave(&e);
 }
 
 /*
@@ -632,19 +656,8 @@ static void test_splitk(void)
  */
 static void test_conv_sk(void)
 {
-    const char *names[3] = {"TG_OPENCL_TILE", "TG_OPENCL_GEMM", "TG_OPENCL_SPLITK"};
-    char *saved[3];
-    for (int i = 0; i < 3; i++) {
-        const char *v = getenv(names[i]);
-        saved[i] = v ? strdup(v) : NULL;
-    }
-    char saved_path[sizeof path_name];
-    memcpy(saved_path, path_name, sizeof path_name);
-    int saved_blas = blas_on;
-    setenv("TG_OPENCL_TILE", "gpu", 1);
-    setenv("TG_OPENCL_GEMM", "own", 1);
-    snprintf(path_name, sizeof path_name, "own");
-    blas_on = 0;
+    gpu_env e;
+    gpu_env_enter(&e);
     graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
                             GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
     graph_ints relu = {1, {GRAPH_POST_RELU}}, add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
@@ -695,15 +708,7 @@ static void test_conv_sk(void)
     }
     CHECK_MSG(ocl_probe_failures() == failed, "auto path: %ld conv probes failed",
               ocl_probe_failures() - failed);
-    for (int i = 0; i < 3; i++) {
-        if (saved[i])
-            setenv(names[i], saved[i], 1);
-        else
-            unsetenv(names[i]);
-        free(saved[i]);
-    }
-    memcpy(path_name, saved_path, sizeof path_name);
-    blas_on = saved_blas;
+    gpu_env_leave(&e);
 }
 
 int main(void)
