@@ -1,6 +1,6 @@
 /*
  * test_ocl_tail.c - the OpenCL backend runs a `fused` node in the kernels
- * of the matmul/linear/linear_ep before it (ocl_tail_find, ocl_tail_source,
+ * of the matmul/linear/linear_ep/conv2d/conv2d_ep before it (ocl_tail_find, ocl_tail_source,
  * ops_gemm.c): one launch fewer, the fused node's output written as the
  * product is stored.  Each case is a small graph run on OpenCL and
  * compared with naive loops here, on every way a product runs (our CPU
@@ -193,6 +193,119 @@ static long run_case_off(int kind, int64_t M, int64_t K, int64_t N)
 }
 
 /*
+ * A conv (+ bias) (relu) [N, C, H, W] x [O, C/groups, 3, 3], stride 1,
+ * padding 1, then r = tanh(y * e + s) + y: the fused node absorbed on
+ * each way a conv runs (the tile: O/groups >= 16; direct below; a
+ * depthwise one, which takes ops_nn.c's direct kernel when it has a
+ * tail).  Returns the kernels one run launched (-1 on a failed check).
+ */
+static long conv_case(int64_t N, int64_t C, int64_t HW, int64_t O, int64_t groups, int ep)
+{
+    int64_t dx[4] = {N, C, HW, HW}, dw[4] = {O, C / groups, 3, 3}, db[1] = {O};
+    int64_t dy[4] = {N, O, HW, HW}, d1[1] = {1};
+    graph_type tx = f32(4, dx), tw = f32(4, dw), tb = f32(1, db), ty = f32(4, dy), ts = f32(1, d1);
+    int64_t nx = graph_type_numel(&tx), nw = graph_type_numel(&tw), ny = graph_type_numel(&ty);
+    float *x = rnd(nx, 31), *w = rnd(nw, 32), *bias = rnd(O, 33), *e = rnd(ny, 34), s = -0.25f;
+    graph *g = graph_new("tail_conv");
+    int32_t vx = graph_add_value(g, GRAPH_VALUE_INPUT, &tx, "x");
+    int32_t vw = graph_add_value(g, GRAPH_VALUE_CONST, &tw, "w");
+    int32_t vb = graph_add_value(g, GRAPH_VALUE_CONST, &tb, "b");
+    int32_t ve = graph_add_value(g, GRAPH_VALUE_INPUT, &ty, "e");
+    int32_t vs = graph_add_value(g, GRAPH_VALUE_CONST, &ts, "s");
+    graph_set_data(g, vw, w, (size_t)nw * sizeof(float));
+    graph_set_data(g, vb, bias, (size_t)O * sizeof(float));
+    graph_set_data(g, vs, &s, sizeof s);
+    graph_add_input(g, vx);
+    graph_add_input(g, ve);
+    graph_ints one = {2, {1, 1}}, pad = {4, {1, 1, 1, 1}};
+    int32_t y = -1, r = -1;
+    if (ep) {
+        graph_conv2d_ep_attrs a = {one, pad, one, groups, {1, {GRAPH_POST_RELU}}, 0, -INFINITY,
+                                   INFINITY};
+        graph_add_node(g, GRAPH_OP_conv2d_ep, (int32_t[]){vx, vw, vb}, 3, &a, &y, 1);
+    } else {
+        graph_conv2d_attrs a = {one, pad, one, groups};
+        graph_add_node(g, GRAPH_OP_conv2d, (int32_t[]){vx, vw}, 2, &a, &y, 1);
+    }
+    graph_fused_attrs fa;
+    memset(&fa, 0, sizeof fa);
+    snprintf(fa.prog.s, sizeof fa.prog.s, "r0=mul(i0,i1);r1=add(r0,i2);r2=tanh(r1);r3=add(r2,i0)");
+    graph_add_node(g, GRAPH_OP_fused, (int32_t[]){y, ve, vs}, 3, &fa, &r, 1);
+    graph_add_output(g, r, "r");
+    long ran = -1;
+    char err[2048];
+    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL, "conv tail: compile: %s", err);
+    replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
+    float *got = malloc((size_t)ny * sizeof *got);
+    if (ss) {
+        replay_tensor in[2] = {{"x", tx, x, NULL}, {"e", ty, e, NULL}};
+        replay_tensor out[1] = {{"r", ty, got, NULL}};
+        long k0 = ocl_kernels_run();
+        tg_status st = replay_run(ss, in, 2, out, 1);
+        ran = ocl_kernels_run() - k0;
+        CHECK_MSG(st == TG_OK, "conv tail: run: %s", replay_session_error(ss));
+        int64_t bad = 0, first = -1, cg = C / groups, og = O / groups;
+        for (int64_t n = 0; st == TG_OK && n < N; n++)
+            for (int64_t oc = 0; oc < O; oc++)
+                for (int64_t i = 0; i < HW; i++)
+                    for (int64_t j = 0; j < HW; j++) {
+                        double acc = ep ? bias[oc] : 0;
+                        for (int64_t c = 0; c < cg; c++)
+                            for (int64_t kh = 0; kh < 3; kh++)
+                                for (int64_t kw = 0; kw < 3; kw++) {
+                                    int64_t ih = i + kh - 1, iw = j + kw - 1;
+                                    if (ih < 0 || iw < 0 || ih >= HW || iw >= HW)
+                                        continue;
+                                    int64_t ic = oc / og * cg + c;
+                                    acc += (double)x[((n * C + ic) * HW + ih) * HW + iw] *
+                                           w[((oc * cg + c) * 3 + kh) * 3 + kw];
+                                }
+                        if (ep)
+                            acc = acc > 0 ? acc : 0;
+                        int64_t at = ((n * O + oc) * HW + i) * HW + j;
+                        double want = tail_ref(PLAIN, acc, e[at], s);
+                        if (fabs(got[at] - want) > TOL * (1 + fabs(want))) {
+                            first = first < 0 ? at : first;
+                            bad++;
+                        }
+                    }
+        CHECK_MSG(bad == 0, "conv tail %lldx%lldx%lld^2 -> %lld groups %lld%s: %lld of %lld "
+                  "wrong, first at %lld", (long long)N, (long long)C, (long long)HW,
+                  (long long)O, (long long)groups, ep ? " relu" : "", (long long)bad,
+                  (long long)ny, (long long)first);
+        replay_session_free(ss);
+    }
+    replay_plan_free(p);
+    graph_free(g);
+    free(x), free(w), free(bias), free(e), free(got);
+    return ran;
+}
+
+static void conv_cases(const char *way)
+{
+    /* N C HW O groups ep: the tile, K split on the GPU tile (C*9 long),
+     * direct (few outputs), grouped, depthwise */
+    static const int64_t cs[5][6] = {{2, 5, 11, 19, 1, 1},
+                                     {1, 64, 6, 24, 1, 0},
+                                     {2, 8, 9, 4, 1, 1},
+                                     {1, 8, 7, 32, 2, 1},
+                                     {1, 16, 8, 16, 16, 1}};
+    for (int i = 0; i < 5; i++) {
+        const int64_t *c = cs[i];
+        long on = conv_case(c[0], c[1], c[2], c[3], c[4], (int)c[5]);
+        setenv("TG_OPENCL_TAIL", "off", 1);
+        long off = conv_case(c[0], c[1], c[2], c[3], c[4], (int)c[5]);
+        setenv("TG_OPENCL_TAIL", "on", 1);
+        if (on >= 0 && off >= 0)
+            CHECK_MSG(on < off || (on == off && (!strcmp(way, "clblast") || !strcmp(way, "auto"))),
+                      "%s, conv case %d: %ld kernels with the tail, %ld without", way, i, on,
+                      off);
+    }
+}
+
+/*
  * The fused node's output is written at the product's step, earlier than
  * the memory plan knows, so run.c gives it a buffer of its own
  * (ocl_prep.xout) rather than the plan's.  Here a value made before the
@@ -299,6 +412,7 @@ int main(void)
         setenv("TG_OPENCL_TILE", ways[i][2], 1);
         setenv("TG_OPENCL_SPLITK", ways[i][3], 1);
         cases(ways[i][0]);
+        conv_cases(ways[i][0]);
     }
     setenv("TG_OPENCL_TAIL", "on", 1);
     setenv("TG_OPENCL_GEMM", "own", 1);

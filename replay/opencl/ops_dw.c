@@ -68,7 +68,9 @@ static tg_status dw_prepare(ocl_prep *c)
         return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_DW=\"%s\": want tiled or direct",
                              mode);
     int direct = !mode || strcmp(mode, "direct") == 0;
-    if (direct || c->nin < 2 ||
+    /* a node with a tail (a fused node run as it stores: ocl_prep.tail)
+     * takes ops_nn.c's kernels, whose program has the tail */
+    if (direct || c->tail || c->nin < 2 ||
         !is_depthwise(groups, &c->in_type[1]))
         return dw_base[slot]->prepare(c);
     for (int i = 0; i < c->nin; i++)

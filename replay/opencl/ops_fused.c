@@ -401,9 +401,11 @@ tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
         uses[g->outputs[i].value] += g->nnodes + 1;
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
+        /* not conv2d_blk: its output's padded lanes are zeroed, not stored */
         if ((n->flags & GRAPH_NODE_DEAD) || role[i] != OCL_ATTN_NONE || n->nout != 1 ||
             (n->op != GRAPH_OP_matmul && n->op != GRAPH_OP_linear &&
-             n->op != GRAPH_OP_linear_ep))
+             n->op != GRAPH_OP_linear_ep && n->op != GRAPH_OP_conv2d &&
+             n->op != GRAPH_OP_conv2d_ep))
             continue;
         int32_t v = n->out[0];
         const graph_value *gv = &g->values[v];

@@ -580,14 +580,12 @@ static tg_status gemm_attach(ocl_prep *c, int post, int blas, int way, int tail)
     return TG_OK;
 }
 
-/* The gemm program (post, prm: the epilogue) with the fused node
- * c->tail (if any) run as the kernels store: its other inputs become
- * c->xin, its output c->xout; *tail 1 + their count, or 0. */
-static tg_status gemm_program(ocl_prep *c, const graph_ints *post, graph_post_prm prm, int *tail)
+tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail)
 {
+    *src = NULL;
     *tail = 0;
     if (!c->tail)
-        return ocl_nn_program(c, "nn_gemm", post, prm, gemm_kernels, GEMM_NK);
+        return TG_OK;
     const graph_node *f = c->tail;
     const graph_fused_attrs *at = graph_node_attrs(f);
     fused_prog fp;
@@ -610,17 +608,29 @@ static tg_status gemm_program(ocl_prep *c, const graph_ints *post, graph_post_pr
     c->xout[0] = f->out[0];
     c->nxout = 1;
     size_t len = ocl_tail_source_bound(&fp, f->nin);
-    char *src = tg_malloc(len);
-    if (!src)
+    if (!(*src = tg_malloc(len)))
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
-    int r = ocl_tail_source(f, v, &fp, src, len);
-    tg_status st = r == -1 ? ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "an op of the fused node "
-                                           "after it has no OpenCL form")
-                   : r < 0 ? ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long")
-                           : ocl_nn_program_tail(c, "nn_gemm", post, prm, src, gemm_kernels,
-                                                 GEMM_NK);
-    tg_free(src);
+    int r = ocl_tail_source(f, v, &fp, *src, len);
+    if (r < 0) {
+        tg_free(*src);
+        *src = NULL;
+        return r == -1 ? ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "an op of the fused node after "
+                                       "it has no OpenCL form")
+                       : ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long");
+    }
     *tail = 1 + c->nxin;
+    return TG_OK;
+}
+
+/* The gemm program (post, prm: the epilogue) with the fused node
+ * c->tail (if any) run as the kernels store (ocl_nn_tail_prep). */
+static tg_status gemm_program(ocl_prep *c, const graph_ints *post, graph_post_prm prm, int *tail)
+{
+    char *src;
+    tg_status st = ocl_nn_tail_prep(c, &src, tail);
+    if (st == TG_OK)
+        st = ocl_nn_program_tail(c, "nn_gemm", post, prm, src, gemm_kernels, GEMM_NK);
+    tg_free(src);
     return st;
 }
 

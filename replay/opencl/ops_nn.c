@@ -86,11 +86,11 @@ tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *p
     return nn_program(c, name, tail, NULL, post, prm, kernels, nk);
 }
 
-tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *extra,
+tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *tail, const char *extra,
                            const graph_ints *post, graph_post_prm prm,
                            const char *const *kernels, int nk)
 {
-    return nn_program(c, name, NULL, extra, post, prm, kernels, nk);
+    return nn_program(c, name, tail, extra, post, prm, kernels, nk);
 }
 
 tg_status ocl_nn_need_f32(ocl_prep *c)
@@ -259,12 +259,19 @@ static tg_status conv_blas(ocl_launch *l, graph_op op, cl_mem xp, cl_mem yp)
                         graph_ops[op].name);
     int64_t plane = y->dim[2] * y->dim[3], ny = graph_type_numel(y);
     if (!a.blocked) {
+        /* with a tail the conv goes to scratch (the node's own output has
+         * no buffer) and nn_gemm_post writes the tail's output */
+        cl_mem out = !bn->tail ? l->out[0]
+                     : yp      ? yp
+                               : ocl_scratch(l, 1, (size_t)ny * sizeof(float));
+        if (!out)
+            return TG_ERR_NOMEM;
         l->enq[OCL_ENQ_BLAS]++;
-        if (ocl_blas_conv_run(l->q, &v, l->in[0], l->in[1], l->out[0], msg, sizeof msg))
+        if (ocl_blas_conv_run(l->q, &v, l->in[0], l->in[1], out, msg, sizeof msg))
             return ocl_fail(l, TG_ERR_BACKEND, "%s", msg);
-        return bn->post ? ocl_nn_post(l, l->k[OCL_NN_POST_CONV], l->out[0], ny, bias, plane,
-                                      y->dim[1], res)
-                        : TG_OK;
+        return bn->post || bn->tail ? ocl_nn_post(l, l->k[OCL_NN_POST_CONV], out, ny, bias,
+                                                  plane, y->dim[1], res)
+                                    : TG_OK;
     }
     tg_status st;
     if (x->ndim == 5) {
@@ -319,6 +326,8 @@ static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8]
     cl_kernel k = l->k[K_SK];
     tg_status st = ocl_set_args(l, k, "mmmvvmmiim", l->in[0], l->in[1], l->out[0], g0, g1, bias,
                                 res, (int)splits, (int)kper, ws);
+    if (st == TG_OK)
+        st = ocl_nn_tail_args(l, k, 10);
     if (st != TG_OK)
         return st;
     size_t global[3] = {(size_t)(p + NN_SK_TILE - 1) / NN_SK_TILE * 16,
@@ -330,6 +339,8 @@ static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8]
         return st;
     k = l->k[K_SK_SUM];
     st = ocl_set_args(l, k, "mimvvmm", ws, (int)splits, l->out[0], g0, g1, bias, res);
+    if (st == TG_OK)
+        st = ocl_nn_tail_args(l, k, 7);
     size_t g2[3] = {(size_t)p, (size_t)o, (size_t)n};
     const size_t l2[3] = {16, 4, 1};
     return st ? st : ocl_nn_run_nd(l, k, 3, g2, l2);
@@ -355,6 +366,8 @@ static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws)
         return conv_sk(l, g0, g1, n, bias, res, bn, ws);
     cl_kernel k = l->k[tiled ? K_TILED : K_DIRECT];
     s = ocl_set_args(l, k, "mmmvvmm", l->in[0], l->in[1], l->out[0], g0, g1, bias, res);
+    if (s == TG_OK)
+        s = ocl_nn_tail_args(l, k, 7);
     if (s != TG_OK)
         return s;
     if (tiled) {
@@ -370,36 +383,50 @@ static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws)
 
 /* The auto path's probe of a conv: the buffers x, w, bias, the residual
  * (l->in), y, the split-K partial outputs, and the CLBlast path's plain
- * x and y of conv2d_blk. */
+ * x and y of conv2d_blk (y also the product before a tail). */
 enum { CP_X, CP_W, CP_BIAS, CP_RES, CP_Y, CP_WS, CP_XP, CP_YP, CP_NBUF };
 
 /* OCL_NN_WAY_BLAS: CLBlast (+ its post kernels), else our kernels (the
  * GPU tile split or in one pass as l->data says). */
+typedef struct conv_probe_arg {
+    graph_op op;
+    int tail;
+    graph_type te, tt[OCL_MAX_XIN];
+} conv_probe_arg;
+
 static tg_status conv_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int way)
 {
-    graph_op op = *(const graph_op *)arg;
+    const conv_probe_arg *pa = arg;
+    graph_op op = pa->op;
     l->in = buf;
     l->out = &buf[CP_Y];
+    /* a tail reads full-size inputs (the residual's buffer) and writes y
+     * (l->xin is read only while this enqueues) */
+    cl_mem tin[OCL_MAX_XIN];
+    for (int j = 0; j < OCL_MAX_XIN; j++)
+        tin[j] = buf[CP_RES];
+    l->xin = tin, l->xin_type = pa->tt, l->nxin = pa->tail ? pa->tail - 1 : 0;
+    l->xout = &buf[CP_Y], l->xout_type = &pa->te, l->nxout = pa->tail ? 1 : 0;
     return way == OCL_NN_WAY_BLAS ? conv_blas(l, op, buf[CP_XP], buf[CP_YP])
                                   : conv_own(l, op, buf[CP_WS]);
 }
 
 /* The fastest way (OCL_NN_WAY_*) for the node's traced shape: CLBlast,
  * our tile with K split, in one pass (ocl_nn_probe, ocl_nn_probe_timed). */
-static int conv_probe(ocl_prep *c, const ocl_blas_conv *v, int post)
+static int conv_probe(ocl_prep *c, const ocl_blas_conv *v, int post, int tail)
 {
-    ocl_nn_node bn = {.post = post, .cus = 1};
+    ocl_nn_node bn = {.post = post, .tail = tail, .cus = 1};
     bn.sk = ocl_nn_own_tile(c, &bn.cus) == 1;
     struct {
         int kind, op; /* 'c' */
         ocl_blas_conv v;
-        int xblocked, post, nin;
+        int xblocked, post, nin, tail;
     } key;
     memset(&key, 0, sizeof key);
     graph_op op = c->node->op;
     const graph_type *x = &c->in_type[0], *y = &c->out_type[0];
     key.kind = 'c', key.op = (int)op, key.v = *v, key.xblocked = x->ndim == 5;
-    key.post = post, key.nin = c->nin;
+    key.post = post, key.nin = c->nin, key.tail = tail;
     int32_t g0[8], g1[8];
     ocl_conv_geometry(op, c->attrs, x, &c->in_type[1], y, g0, g1);
     int64_t kper, splits = conv_sk_splits(g0, g1, x->dim[0], bn.cus, 0, &kper);
@@ -411,8 +438,11 @@ static int conv_probe(ocl_prep *c, const ocl_blas_conv *v, int post)
     size_t elems[CP_NBUF] = {(size_t)graph_type_numel(x), (size_t)graph_type_numel(&c->in_type[1]),
                              v->o, ny, ny, (size_t)splits * plain_y,
                              key.xblocked ? v->batch * v->c * v->h * v->w : 1,
-                             key.op == GRAPH_OP_conv2d_blk ? plain_y : 1};
-    return ocl_nn_probe(c, &key, sizeof key, elems, CP_NBUF, &bn, timed, conv_probe_way, &op);
+                             key.op == GRAPH_OP_conv2d_blk || tail ? plain_y : 1};
+    conv_probe_arg pa = {.op = op, .tail = tail, .te = {GRAPH_F32, 1, {(int64_t)ny}}};
+    for (int j = 0; j < OCL_MAX_XIN; j++)
+        pa.tt[j] = pa.te;
+    return ocl_nn_probe(c, &key, sizeof key, elems, CP_NBUF, &bn, timed, conv_probe_way, &pa);
 }
 
 /*
@@ -434,17 +464,20 @@ static tg_status conv_prepare(ocl_prep *c)
                   graph_type_numel(&c->out_type[0]) > 0;
     /* conv2d_blk always runs its post kernel on CLBlast: it writes y */
     int post = a.blocked || c->nin > 2 || (a.post && a.post->n > 0);
-    int way = OCL_NN_WAY_SPLIT;
-    if (!blas_ok)
-        st = ocl_nn_program(c, "nn_conv", a.post, a.prm, conv_kernels, CONV_NK);
-    else if (a.blocked)
-        st = ocl_nn_program_x(c, "nn_conv", "nn_gemm", a.post, a.prm, conv_blk_kernels, 6);
-    else
-        st = ocl_nn_program_x(c, "nn_conv", "nn_gemm", a.post, a.prm, conv_kernels, 5);
+    int way = OCL_NN_WAY_SPLIT, tail = 0;
+    char *src = NULL; /* the fused node after it (ocl_tail_find: never conv2d_blk) */
+    st = ocl_nn_tail_prep(c, &src, &tail);
+    if (st == TG_OK && !blas_ok)
+        st = ocl_nn_program_x(c, "nn_conv", src, NULL, a.post, a.prm, conv_kernels, CONV_NK);
+    else if (st == TG_OK && a.blocked)
+        st = ocl_nn_program_x(c, "nn_conv", src, "nn_gemm", a.post, a.prm, conv_blk_kernels, 6);
+    else if (st == TG_OK)
+        st = ocl_nn_program_x(c, "nn_conv", src, "nn_gemm", a.post, a.prm, conv_kernels, 5);
+    tg_free(src);
     if (st == TG_OK && blas_ok) {
         st = ocl_blas_warm_conv(c, &v);
         if (st == TG_OK)
-            way = c->probe ? conv_probe(c, &v, post) : OCL_NN_WAY_BLAS;
+            way = c->probe ? conv_probe(c, &v, post, tail) : OCL_NN_WAY_BLAS;
     }
     if (st == TG_OK)
         st = ocl_nn_attach(c, post, way == OCL_NN_WAY_BLAS);
@@ -453,10 +486,18 @@ static tg_status conv_prepare(ocl_prep *c)
     ocl_nn_node *b = c->data;
     if (blas_ok && c->probe && !b->blas)
         b->onepass = way == OCL_NN_WAY_ONEPASS;
+    b->tail = tail;
     int direct = c->in_type[1].ndim == 4 &&
                  c->in_type[1].dim[0] / (a.groups > 0 ? a.groups : 1) < NN_CONV_TILED_MIN;
-    c->path = b->blas ? "CLBlast" : direct ? "direct" : !b->sk ? "CPU tile"
-              : b->onepass ? "GPU tile, K in one pass" : "GPU tile";
+    /* how it runs, for the profile: [way][tail] */
+    static const char *const paths[5][2] = {
+        {"CLBlast", "CLBlast + the fused node after"},
+        {"direct", "direct + the fused node after"},
+        {"CPU tile", "CPU tile + the fused node after"},
+        {"GPU tile, K in one pass", "GPU tile, K in one pass + the fused node after"},
+        {"GPU tile", "GPU tile + the fused node after"},
+    };
+    c->path = paths[b->blas ? 0 : direct ? 1 : !b->sk ? 2 : b->onepass ? 3 : 4][tail > 0];
     return TG_OK;
 }
 

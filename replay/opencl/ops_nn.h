@@ -55,11 +55,16 @@ tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
 tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
                               graph_post_prm prm, const char *tail, const char *const *kernels,
                               int nk);
-/* ... with source extra (NULL: none) after nn_common.cl in the prefix:
- * one program with both files' kernels. */
-tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *extra,
+/* ... with a tail (NULL: none) and source extra (NULL: none) after
+ * nn_common.cl in the prefix: one program with both files' kernels. */
+tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *tail, const char *extra,
                            const graph_ints *post, graph_post_prm prm,
                            const char *const *kernels, int nk);
+/* The tail of c->tail (NULL: none; ocl_tail_find): its other inputs become
+ * c->xin, its output c->xout, *src its source (ocl_tail_source; the
+ * caller frees it) and *tail 1 + the other inputs' count; without one
+ * *src NULL and *tail 0 (ops_gemm.c). */
+tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail);
 /* Sets a storing kernel's tail parameters, from index at: the tail's
  * output (l->xout[0]), then each l->xin with its stride (1 full-size, 0
  * a scalar); nothing when the node has no tail (ops_gemm.c). */

@@ -52,19 +52,21 @@ inline long chan_off(int n, int c, int C, long HW, int blocked)
 
 /* Bias, epilogue and store of output (n, o, p). */
 inline void conv_store(__global float *y, int n, int o, int p, float v, int O, int P,
-                       int blocked, __global const float *bias, __global const float *res)
+                       int blocked, __global const float *bias,
+                       __global const float *res TG_TAIL_PARAMS)
 {
     long i = blocked ? (((long)n * ((O + 15) / 16) + o / 16) * P + p) * 16 + o % 16
                      : ((long)n * O + o) * P + p;
     if (bias)
         v += bias[o];
-    y[i] = tg_epilogue(v, res, i);
+    TG_STORE(y, i, tg_epilogue(v, res, i));
 }
 
 /* Global size (ceil(P/128)*8, ceil((O/groups)/64)*8, N*groups), local (8,8,1). */
 __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
 void nn_conv_tiled(__global const float *x, __global const float *w, __global float *y,
-                   int8 g0, int8 g1, __global const float *bias, __global const float *res)
+                   int8 g0, int8 g1, __global const float *bias,
+                   __global const float *res TG_TAIL_PARAMS)
 {
     __local float As[TK][TM];
     __local float Bs[TK][TN];
@@ -117,7 +119,8 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
         for (int j = 0; j < 16; j++) {
             int p = n0 + tx * 16 + j;
             if (m < Mg && p < P)
-                conv_store(y, img, g * Mg + m, p, o[j], O, P, yblocked, bias, res);
+                conv_store(y, img, g * Mg + m, p, o[j], O, P, yblocked, bias,
+                           res TG_TAIL_ARGS);
         }
     }
 }
@@ -143,7 +146,7 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void nn_conv_sk(__global const float *x, __global const float *w, __global float *y,
                 int8 g0, int8 g1, __global const float *bias, __global const float *res,
-                int splits, int kper, __global float *ws)
+                int splits, int kper, __global float *ws TG_TAIL_PARAMS)
 {
     __local float As[SK_K][SK_T + 1];
     __local float Bs[SK_K][SK_T];
@@ -196,7 +199,8 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
             int p = n0 + tx + 16 * j;
             if (m < Mg && p < P) {
                 if (splits == 1)
-                    conv_store(y, img, g * Mg + m, p, acc[i][j], O, P, yblocked, bias, res);
+                    conv_store(y, img, g * Mg + m, p, acc[i][j], O, P, yblocked, bias,
+                               res TG_TAIL_ARGS);
                 else
                     ws[(((long)s * nimg + img) * O + g * Mg + m) * P + p] = acc[i][j];
             }
@@ -208,7 +212,7 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
  * nn_conv_sk summed in order, then bias, epilogue and store. */
 __kernel void nn_conv_sk_sum(__global const float *ws, int splits, __global float *y,
                              int8 g0, int8 g1, __global const float *bias,
-                             __global const float *res)
+                             __global const float *res TG_TAIL_PARAMS)
 {
     int O = g0.s3, P = g0.s4 * g0.s5;
     int p = get_global_id(0), o = get_global_id(1), n = get_global_id(2);
@@ -218,13 +222,14 @@ __kernel void nn_conv_sk_sum(__global const float *ws, int splits, __global floa
     float v = 0.0f;
     for (int s = 0; s < splits; s++)
         v += ws[i + s * step];
-    conv_store(y, n, o, p, v, O, P, g1.s7 >> 1 & 1, bias, res);
+    conv_store(y, n, o, p, v, O, P, g1.s7 >> 1 & 1, bias, res TG_TAIL_ARGS);
 }
 
 /* Global size (P, O, N), any local size. */
 __kernel void nn_conv_direct(__global const float *x, __global const float *w,
                              __global float *y, int8 g0, int8 g1,
-                             __global const float *bias, __global const float *res)
+                             __global const float *bias,
+                             __global const float *res TG_TAIL_PARAMS)
 {
     int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OW = g0.s5, KH = g0.s6, KW = g0.s7;
     int groups = g1.s6, blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
@@ -250,5 +255,5 @@ __kernel void nn_conv_direct(__global const float *x, __global const float *w,
             }
         }
     }
-    conv_store(y, n, o, p, s, O, P, yblocked, bias, res);
+    conv_store(y, n, o, p, s, O, P, yblocked, bias, res TG_TAIL_ARGS);
 }

@@ -22,7 +22,7 @@
 __kernel __attribute__((reqd_work_group_size(DW_ITEMS, 1, 1)))
 void nn_dw_tiled(__global const float *x, __global const float *w, __global float *y,
                  int8 g0, int8 g1, int8 t, __global const float *bias,
-                 __global const float *res)
+                 __global const float *res TG_TAIL_PARAMS)
 {
     __local float lm[DW_LMEM];
     int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OH = g0.s4, OW = g0.s5;
@@ -71,5 +71,6 @@ void nn_dw_tiled(__global const float *x, __global const float *w, __global floa
         return;
     for (int j = 0; j < DW_RW; j++)
         if (ow + j < OW)
-            conv_store(y, n, o, oh * OW + ow + j, acc[j], O, OH * OW, yblocked, bias, res);
+            conv_store(y, n, o, oh * OW + ow + j, acc[j], O, OH * OW, yblocked, bias,
+                       res TG_TAIL_ARGS);
 }
