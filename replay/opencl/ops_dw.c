@@ -11,28 +11,36 @@
  *   tiled:  nn_dw_tiled, a work-group per tile of outputs with its input
  *           staged in __local memory.
  * TG_OPENCL_DW selects: "direct", "rows", "tiled", "auto" (the default)
- * or "probe"; another value fails the compile naming it.  auto: direct on
- * CPU devices and off the auto GEMM path (ocl_prep.probe); elsewhere (a
- * GPU on its default path) the probe: the three ways timed on scratch
- * buffers of the node's traced shape (ocl_nn_probe, cached) and the
- * fastest kept.  probe: the same on any device and path (the tests force
- * it on PoCL).  The profile names the way: "depthwise direct", "depthwise
- * rows", "depthwise tile".  A node whose traced shape the chosen way
- * cannot take (a row window over DW_SPAN_MAX columns, a staged tile over
- * DW_LMEM floats) runs direct; so does a run whose shape changed past
- * what the rows program was built for.
+ * or "probe"; another value fails the compile naming it.  auto: rows on
+ * CPU devices; on others, on the auto GEMM path (ocl_prep.probe, a GPU's
+ * default), the probe: the three ways timed on scratch buffers of the
+ * node's traced shape (ocl_nn_probe, cached) and the fastest kept; off
+ * that path direct.  probe: the probe on any device and path (the tests
+ * force it on PoCL).  The profile names the way: "depthwise direct",
+ * "depthwise rows", "depthwise tile".  A node whose traced shape the
+ * chosen way cannot take (a row window over DW_SPAN_MAX columns, a staged
+ * tile over DW_LMEM floats) runs direct; so does a run whose shape
+ * changed past what the rows program was built for.
  *
- * Measured: direct vs tiled on PoCL (this machine's EPYC) 144-channel
- * depthwise layers 56x56 .. 7x7, median 27 ms direct vs 30-34 ms tiled
- * (noisy shared cores; PoCL vectorizes the direct kernel across
- * neighbouring outputs and its caches do what the __local tile does); on
- * an NVIDIA H200 the same stack 0.073/0.072 ms direct vs 0.093/0.099 ms
- * tiled (device-resident, alternating runs), and MobileNetV2 even
- * (0.86-0.96 vs 0.86-0.87 at -O2, too noisy at -O3).  rows: RESULTS.
+ * Measured on PoCL (this machine's 2-core EPYC, device-resident medians,
+ * three alternating rounds): a stack of seven 144-channel 3x3 depthwise
+ * layers (+ ReLU6) 56x56 .. 7x7, strides 1 and 2: 12.2 ms direct, 4.3 ms
+ * rows, 15.4-15.6 ms tiled; rows wins at every layer, 2.1x (7x7) to 3x
+ * (56x56): PoCL gets the window in vector registers and a third of the
+ * loads.  MobileNetV2 at -O2: 99-103 ms direct, 76-78 rows, 111-113
+ * tiled; at -O3 (conv2d_blk, nChw16c) 100 / 76.6 / 110 ms.  Its cost: a
+ * program per kernel width, stride and dilation (and epilogue), MobileNetV2
+ * cold (empty PoCL cache) 12.1 s to compile instead of 8.2, cached 0.35 s
+ * as before.  Earlier, direct vs tiled: on an NVIDIA H200 the 144-channel
+ * stack 0.073/0.072 ms direct vs 0.093/0.099 ms tiled (device-resident,
+ * alternating runs), MobileNetV2 even (0.86-0.96 vs 0.86-0.87 at -O2);
+ * rows is not yet measured on a GPU (TG_OPENCL_DW=direct|rows|tiled there
+ * compares them; auto times them per node).
  *
  * The program of rows and tiled is nn_dw.cl with tg_epilogue, nn_common.cl
  * and nn_conv.cl as its prefix (its nn_conv_direct the direct way); the
- * direct way alone (the default on CPUs) is ops_nn.c's own node.
+ * direct way alone (TG_OPENCL_DW=direct, or a shape rows cannot take) is
+ * ops_nn.c's own node.
  */
 #include <limits.h>
 #include <stdatomic.h>
@@ -290,19 +298,25 @@ static tg_status dw_prepare(ocl_prep *c)
     if (!d)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     int depthwise = c->nin >= 2 && is_depthwise(groups, &c->in_type[1]);
-    if (mode == DW_MODE_AUTO && (!c->probe || dw_on_cpu(c)))
-        mode = DW_MODE_DIRECT;
-    if (!depthwise || mode == DW_MODE_DIRECT)
-        return dw_prepare_base(c, d, depthwise);
+    if (!depthwise)
+        return dw_prepare_base(c, d, 0);
+    int32_t g0[8], g1[8], t[8];
+    ocl_conv_geometry(c->node->op, c->attrs, &c->in_type[0], &c->in_type[1], &c->out_type[0],
+                      g0, g1);
+    int rows_fit = dw_rows_fit(g0, g1, d);
+    /* auto: rows on CPU devices (it measured faster than direct on PoCL at
+     * every layer we have: see the top), the probe on others on the auto
+     * path, else direct */
+    if (mode == DW_MODE_AUTO)
+        mode = dw_on_cpu(c) ? DW_MODE_ROWS : c->probe ? DW_MODE_PROBE : DW_MODE_DIRECT;
+    if (mode == DW_MODE_DIRECT || (mode == DW_MODE_ROWS && !rows_fit))
+        return dw_prepare_base(c, d, 1);
     c->data = d, c->data_free = dw_node_free;
     for (int i = 0; i < c->nin; i++)
         if (c->in_type[i].dtype != GRAPH_F32)
             return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "input %d has dtype %s, want f32", i,
                                  graph_dtype_name(c->in_type[i].dtype));
-    int32_t g0[8], g1[8], t[8];
-    ocl_conv_geometry(c->node->op, c->attrs, &c->in_type[0], &c->in_type[1], &c->out_type[0],
-                      g0, g1);
-    int rows = dw_rows_fit(g0, g1, d) && mode != DW_MODE_TILED;
+    int rows = rows_fit && mode != DW_MODE_TILED;
     int tiled = dw_tile(g0, g1, t) && mode != DW_MODE_ROWS;
     static const graph_ints none = {0};
     char epi[2048];
@@ -333,7 +347,7 @@ static tg_status dw_prepare(ocl_prep *c)
     if (st != TG_OK)
         return st;
     int post_any = (post && post->n > 0) || c->nin > 2;
-    d->way = mode == DW_MODE_ROWS ? (rows ? DW_ROWS : DW_DIRECT)
+    d->way = mode == DW_MODE_ROWS ? DW_ROWS
              : mode == DW_MODE_TILED ? (tiled ? DW_TILED : DW_DIRECT)
                                      : dw_probe(c, d, rows, tiled, post_any);
     c->path = d->way == DW_ROWS    ? "depthwise rows"

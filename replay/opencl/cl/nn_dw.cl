@@ -13,6 +13,9 @@
  * tile rows, input tile cols, tiles per row, multiplier, 0), chosen by
  * ops_dw.c so that TH * TW / DW_RW * CPG == DW_ITEMS and the staged data
  * fits DW_LMEM floats.
+ *
+ * nn_dw_rows (below): no __local memory, DW_RR outputs of a row per item
+ * from a window of input columns in registers.
  */
 #define DW_ITEMS 64
 #define DW_RW 4
