@@ -5,7 +5,7 @@
  * broadcasting, transposes, 1-D operands), linear and linear_ep (every
  * epilogue step), conv2d / conv2d_ep / conv2d_blk (groups, stride,
  * asymmetric padding, dilation, depthwise, blocked layout; depthwise under
- * both TG_OPENCL_DW paths).  The pools, norms, reductions and arg are
+ * every TG_OPENCL_DW mode).  The pools, norms, reductions and arg are
  * test_ocl_pool_reduce.c's (the one-node case runner both use:
  * ocl_nn_case.h).  Shapes are odd on purpose, so tiles are partial; both
  * the tiled kernels and their one-item-per-output fallbacks run.
@@ -371,7 +371,7 @@ static void test_conv(void)
     conv_case(tiled, 0, 0, NULL, 0);
     conv_case(plain3, 0, 1, NULL, 0);
     conv_case(small, 0, 1, NULL, 0);     /* direct: 5 output channels per group */
-    conv_case(depthwise, 0, 1, NULL, 0); /* direct */
+    conv_case(depthwise, 0, 1, NULL, 0); /* ops_dw.c: test_depthwise */
     conv_case(wide, 0, 1, NULL, 0);
     conv_case(pointwise, 0, 0, NULL, 0);
     conv_case(plain3, 1, 1, &every, 0.2f);
@@ -393,13 +393,22 @@ static void test_conv(void)
  * work-group with a partial last one), strides 1-3, asymmetric pads,
  * dilations, 3x3 to 7x7 and 1x5, channel multipliers 1 and 2, a halo too
  * large to stage (the nn_conv_direct fallback), epilogues and the blocked
- * layout; under TG_OPENCL_DW=tiled and =direct, and a bad value refused.
+ * layout; for nn_dw_rows also outputs 1, 2, 3 and 5 wide (fewer outputs
+ * per item, a ragged row end), rows whose width is no multiple of 4,
+ * stride 2 with 5x5, dilation 2 at stride 1, batches, every epilogue with
+ * the residual, hardswish/hardsigmoid.  Under TG_OPENCL_DW=direct, rows,
+ * tiled, probe (the three timed, on PoCL too) and auto (rows on a CPU
+ * device, the probe on a GPU's auto path), each node's way counted
+ * (ocl_dw_ways), and a bad value refused.
  */
+static int dw_on_cpu; /* the device is a CPU (its default GEMM path says so) */
+
 static void test_depthwise(void)
 {
     graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
                             GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
     graph_ints relu = {1, {GRAPH_POST_RELU}}, add_relu = {2, {GRAPH_POST_ADD, GRAPH_POST_RELU}};
+    graph_ints hard = {2, {GRAPH_POST_HARDSWISH, GRAPH_POST_HARDSIGMOID}};
     /* n c h w o kh kw sh sw pt pl pb pr dh dw groups */
     const conv_geom plain[] = {
         {2, 5, 31, 37, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},     /* 32-wide tiles */
@@ -410,6 +419,13 @@ static void test_depthwise(void)
         {1, 4, 23, 26, 8, 3, 3, 1, 2, 2, 0, 1, 3, 2, 3, 4},     /* multiplier 2, dilated */
         {1, 3, 40, 40, 3, 7, 7, 1, 1, 36, 36, 36, 36, 12, 12, 3}, /* halo too big: direct */
         {1, 5, 11, 60, 5, 1, 5, 1, 3, 0, 2, 0, 2, 1, 1, 5},     /* 1x5, stride 3 wide */
+        {2, 3, 6, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},       /* 1 wide */
+        {1, 4, 7, 2, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4},       /* 2 wide */
+        {1, 2, 5, 3, 4, 3, 3, 1, 1, 0, 1, 2, 1, 1, 1, 2},       /* 3 wide, multiplier 2 */
+        {2, 6, 12, 19, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 6},     /* dilation 2, 19 wide */
+        {1, 4, 19, 21, 4, 5, 5, 2, 2, 2, 1, 2, 3, 1, 1, 4},     /* 5x5 s2, 5 wide.. */
+        {2, 8, 9, 9, 16, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 8},      /* s2 asymmetric, mult 2 */
+        {1, 3, 9, 30, 3, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 3},      /* 7x7 s1, 30 wide */
     };
     const conv_geom blocked[] = {
         {2, 32, 9, 10, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 32},
@@ -417,19 +433,42 @@ static void test_depthwise(void)
         {1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16}, /* multiplier 2 */
         {2, 24, 9, 13, 24, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 24}, /* padded lanes */
     };
-    static const char *const modes[] = {"tiled", "direct"};
-    for (int m = 0; m < 2; m++) {
+    size_t np = sizeof plain / sizeof plain[0], nb = sizeof blocked / sizeof blocked[0];
+    static const char *const modes[] = {"direct", "rows", "tiled", "probe", "auto"};
+    for (int m = 0; m < 5; m++) {
         setenv("TG_OPENCL_DW", modes[m], 1);
-        for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        long before[3], after[3];
+        ocl_dw_ways(before);
+        for (size_t i = 0; i < np; i++) {
             conv_case(plain[i], 0, i % 2, NULL, 0);
-            conv_case(plain[i], 1, 1, i % 2 ? &every : &relu, 0.2f);
+            conv_case(plain[i], 1, 1, i % 3 == 0 ? &every : i % 3 == 1 ? &relu : &hard, 0.2f);
         }
-        for (size_t i = 0; i < sizeof blocked / sizeof blocked[0]; i++) {
+        for (size_t i = 0; i < nb; i++) {
             conv_case(blocked[i], 2, 1, &add_relu, 0);
             conv_case(blocked[i], 2, 1, &every, -0.1f);
         }
+        ocl_dw_ways(after);
+        long n = 2 * (long)(np + nb), got[3];
+        for (int w = 0; w < 3; w++)
+            got[w] = after[w] - before[w];
+        /* auto: rows on a CPU device, else (unless off the auto path) the
+         * probe; "halo too big" fits neither rows nor tiled: direct */
+        printf("TG_OPENCL_DW=%s: %ld direct, %ld rows, %ld tiled\n", modes[m], got[0], got[1],
+               got[2]);
+        if (m == 3 || (m == 4 && !dw_on_cpu))
+            CHECK_MSG(got[0] + got[1] + got[2] == n && got[0] >= 2,
+                      "TG_OPENCL_DW=%s: %ld direct, %ld rows, %ld tiled of %ld nodes", modes[m],
+                      got[0], got[1], got[2], n);
+        else {
+            long want[3] = {n, 0, 0};
+            if (m == 1 || m == 2 || m == 4) /* all but "halo too big" */
+                want[0] = 2, want[m == 4 ? 1 : m] = n - 2;
+            CHECK_MSG(got[0] == want[0] && got[1] == want[1] && got[2] == want[2],
+                      "TG_OPENCL_DW=%s: %ld direct, %ld rows, %ld tiled, want %ld, %ld, %ld",
+                      modes[m], got[0], got[1], got[2], want[0], want[1], want[2]);
+        }
     }
-    /* a value neither tiled nor direct fails the compile, naming it */
+    /* a value none of those fails the compile, naming it */
     setenv("TG_OPENCL_DW", "fast", 1);
     graph *g = graph_new("dw_env");
     graph_type tx = F32(1, 4, 5, 5), tw = F32(4, 1, 3, 3);
@@ -444,7 +483,9 @@ static void test_depthwise(void)
     replay_opts o = {.backend = REPLAY_OPENCL};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p == NULL, "TG_OPENCL_DW=fast compiled");
-    CHECK_MSG(strstr(err, "TG_OPENCL_DW=\"fast\"") != NULL, "TG_OPENCL_DW=fast: %s", err);
+    CHECK_MSG(strstr(err, "TG_OPENCL_DW=\"fast\": want auto, direct, rows, tiled or probe") !=
+                  NULL,
+              "TG_OPENCL_DW=fast: %s", err);
     replay_plan_free(p);
     graph_free(g);
     unsetenv("TG_OPENCL_DW");
@@ -717,6 +758,7 @@ int main(void)
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
     ocl_nn_case_setup(&dev);
+    dw_on_cpu = strstr(dev.gemm, "CPU device") != NULL;
     test_gemm_path();
     test_matmul();
     test_linear();

@@ -73,6 +73,10 @@ long ocl_blas_calls(void);
  * not probed) so far in this process: tests check there were none. */
 long ocl_probe_failures(void);
 
+/* Depthwise conv nodes prepared so far in this process (ops_dw.c), by the
+ * way each runs: n[0] direct, n[1] rows, n[2] tiled; tests check which. */
+void ocl_dw_ways(long n[3]);
+
 /* Forgets the auto path's timings (ops_gemm.c's ocl_nn_probe), with the
  * contexts. */
 void ocl_gemm_probe_forget(void);

@@ -99,7 +99,8 @@ int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t
  * and attributes, bn as l->data (its onepass set for the way).  Cached
  * per context, key (keylen bytes, fully defined: no padding left unset;
  * beginning with the op's kind so that ops' keys differ), bn's tile and
- * the ways timed.
+ * the ways timed.  ops_dw.c's depthwise probe uses the three indices for
+ * its own ways (direct in CLBlast's, the fallback).
  */
 enum { OCL_NN_WAY_SPLIT, OCL_NN_WAY_BLAS, OCL_NN_WAY_ONEPASS, OCL_NN_WAYS };
 #define OCL_NN_PROBE_BUFS 10

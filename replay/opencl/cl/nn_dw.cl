@@ -13,6 +13,9 @@
  * tile rows, input tile cols, tiles per row, multiplier, 0), chosen by
  * ops_dw.c so that TH * TW / DW_RW * CPG == DW_ITEMS and the staged data
  * fits DW_LMEM floats.
+ *
+ * nn_dw_rows (below): no __local memory, DW_RR outputs of a row per item
+ * from a window of input columns in registers.
  */
 #define DW_ITEMS 64
 #define DW_RW 4
@@ -72,5 +75,82 @@ void nn_dw_tiled(__global const float *x, __global const float *w, __global floa
     for (int j = 0; j < DW_RW; j++)
         if (ow + j < OW)
             conv_store(y, n, o, oh * OW + ow + j, acc[j], O, OH * OW, yblocked, bias,
+                       res TG_TAIL_ARGS);
+}
+
+/*
+ * nn_dw_rows: no __local memory; each item computes DW_RR neighbouring
+ * outputs of one output row in registers.  For each kernel row it loads
+ * the DW_SPAN input columns those outputs read once into registers
+ * (3x3 stride 1: DW_RR + 2 loads instead of 3 * DW_RR), zero outside the
+ * image, then multiplies them out with every index known at compile time:
+ * ops_dw.c builds the program with the node's kernel width DW_KW, column
+ * stride DW_SW and column dilation DW_DIL (and DW_RR, from the output's
+ * width), so that the window stays in registers on a GPU.  Neighbouring
+ * items take neighbouring segments of a row (then rows, then channels),
+ * so that a warp's loads cover one stretch of the input row.  The row's
+ * last segment may be ragged: its outputs past OW are computed from
+ * zero-guarded loads and not stored.
+ */
+#ifndef DW_RR
+#define DW_RR 4
+#endif
+#ifndef DW_KW
+#define DW_KW 3
+#endif
+#ifndef DW_SW
+#define DW_SW 1
+#endif
+#ifndef DW_DIL
+#define DW_DIL 1
+#endif
+#define DW_SPAN ((DW_RR - 1) * DW_SW + (DW_KW - 1) * DW_DIL + 1)
+
+/* Global size (O * OH * ceil(OW / DW_RR), N) rounded up to local (64, 1):
+ * the first index is o, oh and the segment of DW_RR columns, the segment
+ * fastest; the program's DW_KW is the weights' width. */
+__kernel void nn_dw_rows(__global const float *x, __global const float *w, __global float *y,
+                         int8 g0, int8 g1, __global const float *bias,
+                         __global const float *res TG_TAIL_PARAMS)
+{
+    int C = g0.s0, H = g0.s1, W = g0.s2, O = g0.s3, OH = g0.s4, OW = g0.s5, KH = g0.s6;
+    int sh = g1.s0, dh = g1.s4, blocked = g1.s7 & 1, yblocked = g1.s7 >> 1 & 1;
+    int segs = (OW + DW_RR - 1) / DW_RR, rows = OH * segs;
+    int i = get_global_id(0), n = get_global_id(1);
+    if (i >= O * rows)
+        return;
+    int o = i / rows, r = i - o * rows, oh = r / segs, ow0 = (r - oh * segs) * DW_RR;
+    int ih0 = oh * sh - g1.s2, iw0 = ow0 * DW_SW - g1.s3;
+    long HW = (long)H * W;
+    int ps = blocked ? 16 : 1;
+    __global const float *xc = x + chan_off(n, o / (O / C), C, HW, blocked);
+    __global const float *wo = w + (long)o * KH * DW_KW;
+    float acc[DW_RR];
+    for (int j = 0; j < DW_RR; j++)
+        acc[j] = 0.0f;
+    for (int kh = 0; kh < KH; kh++) {
+        int ih = ih0 + kh * dh;
+        if ((uint)ih >= (uint)H)
+            continue;
+        __global const float *xr = xc + (long)ih * W * ps;
+        float win[DW_SPAN];
+#pragma unroll
+        for (int m = 0; m < DW_SPAN; m++) {
+            int iw = iw0 + m;
+            win[m] = (uint)iw < (uint)W ? xr[(long)iw * ps] : 0.0f;
+        }
+#pragma unroll
+        for (int kw = 0; kw < DW_KW; kw++) {
+            float wv = wo[kh * DW_KW + kw];
+#pragma unroll
+            for (int j = 0; j < DW_RR; j++)
+                acc[j] = mad(wv, win[j * DW_SW + kw * DW_DIL], acc[j]);
+        }
+    }
+    long p = (long)oh * OW + ow0;
+#pragma unroll
+    for (int j = 0; j < DW_RR; j++)
+        if (ow0 + j < OW)
+            conv_store(y, n, o, (int)(p + j), acc[j], O, OH * OW, yblocked, bias,
                        res TG_TAIL_ARGS);
 }
