@@ -70,6 +70,11 @@ void ocl_obj_reset_violations(void);
 
 /* Kernels ocl_run enqueued since the process started (tests). */
 long ocl_kernels_run(void);
+/* A switch of environment variable var: 1 when it says on, 0 off, -1
+ * anything but on, off or auto (err names it); unset or auto: 1 on
+ * devices other than CPUs. */
+int ocl_device_switch(const char *var, const char *on, cl_device_id device, char *err,
+                      size_t errlen);
 
 /* ---- runtime.c ---- */
 

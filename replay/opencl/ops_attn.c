@@ -60,16 +60,7 @@ typedef struct attn_chain {
 
 int ocl_attn_mode(cl_device_id device, char *err, size_t errlen)
 {
-    const char *m = getenv("TG_OPENCL_ATTN");
-    if (m && *m && strcmp(m, "fused") && strcmp(m, "off") && strcmp(m, "auto")) {
-        snprintf(err, errlen, "TG_OPENCL_ATTN=\"%s\": want fused, off or auto", m);
-        return -1;
-    }
-    if (m && *m && strcmp(m, "auto"))
-        return !strcmp(m, "fused");
-    cl_device_type type = 0;
-    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    return !(type & CL_DEVICE_TYPE_CPU);
+    return ocl_device_switch("TG_OPENCL_ATTN", "fused", device, err, errlen);
 }
 
 static int is_f32(const graph *g, int32_t id) { return g->values[id].type.dtype == GRAPH_F32; }

@@ -344,20 +344,11 @@ void ocl_register_fused(const ocl_op **t) { t[GRAPH_OP_fused] = &fused_op; }
 
 int ocl_tail_mode(cl_device_id device, char *err, size_t errlen)
 {
-    const char *m = getenv("TG_OPENCL_TAIL");
-    if (m && *m && strcmp(m, "on") && strcmp(m, "off") && strcmp(m, "auto")) {
-        snprintf(err, errlen, "TG_OPENCL_TAIL=\"%s\": want on, off or auto", m);
-        return -1;
-    }
-    if (m && *m && strcmp(m, "auto"))
-        return !strcmp(m, "on");
     /* auto: not on CPU devices, where the tile's scalar stores run the
      * program slower than the fused node's float8 kernel (PoCL,
      * convnext_tiny: the 18 linears with GELU after them 904 ms against
      * 775 + 16) */
-    cl_device_type type = 0;
-    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    return !(type & CL_DEVICE_TYPE_CPU);
+    return ocl_device_switch("TG_OPENCL_TAIL", "on", device, err, errlen);
 }
 
 /* 1 when values a and b have the same shape at every run: the same traced

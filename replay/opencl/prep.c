@@ -17,6 +17,21 @@ static const ocl_op *table[GRAPH_OP_COUNT];
 static atomic_long kernels_run;
 
 long ocl_kernels_run(void) { return atomic_load(&kernels_run); }
+
+int ocl_device_switch(const char *var, const char *on, cl_device_id device, char *err,
+                      size_t errlen)
+{
+    const char *m = getenv(var);
+    if (m && *m && strcmp(m, on) && strcmp(m, "off") && strcmp(m, "auto")) {
+        snprintf(err, errlen, "%s=\"%s\": want %s, off or auto", var, m, on);
+        return -1;
+    }
+    if (m && *m && strcmp(m, "auto"))
+        return !strcmp(m, on);
+    cl_device_type type = 0;
+    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    return !(type & CL_DEVICE_TYPE_CPU);
+}
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void table_init(void)
