@@ -48,12 +48,11 @@ out=${FUZZ_DIR:-$root/build-fuzz}
 CC=${FUZZ_CC:-clang}
 
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (scripts/deps.sh)" >&2; exit 1; }
-if [ ! -f "$build/gen/eager_ops.c" ] || [ ! -f "$build/gen/onnx.pb-c.c" ] ||
-   [ ! -f "$build/gen/ocl_sources.c" ]; then
-    echo "fuzz.sh: generating the op API and the embedded OpenCL sources in $build"
-    [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
-    cmake --build "$build" --target tg_obj >/dev/null
-fi
+# The generated sources, brought up to date every time: a build directory
+# older than the .cl files would otherwise embed the old kernels.
+echo "fuzz.sh: the op API and the embedded OpenCL sources in $build/gen, up to date"
+[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
+cmake --build "$build" --target tg_gen_sources >/dev/null
 
 # OpenMP with clang needs libomp's omp.h (libomp-dev); without it the
 # sources that use OpenMP are left out, which the loaders do not need.
