@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "eager/eager.h"
@@ -95,6 +96,25 @@ static inline int bench_workload_once(void *p)
     int bad = workload_forward(w, w->x) == NULL;
     eager_pool_pop();
     return bad;
+}
+
+/* A comma-separated list of workload names (--workloads) into
+ * use[WL_COUNT], 1 for each named; 0 after naming an unknown one on
+ * stderr (prog: the tool's name). */
+static inline int bench_workload_list(const char *prog, const char *arg, int *use)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    memset(use, 0, sizeof(int) * WL_COUNT);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int k = workload_find(tok);
+        if (k < 0) {
+            fprintf(stderr, "%s: unknown workload '%s'\n", prog, tok);
+            return 0;
+        }
+        use[k] = 1;
+    }
+    return 1;
 }
 
 /* Sorts t[0..n) and returns its median. */

@@ -577,17 +577,8 @@ static int parse_args(config *c, int argc, char **argv)
         else if (!strcmp(a, "--budget-ms"))
             c->budget_ms = strtod(v, &end);
         else if (!strcmp(a, "--workloads")) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
-            memset(c->use, 0, sizeof c->use);
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                int k = workload_find(tok);
-                if (k < 0) {
-                    fprintf(stderr, "gpu_bench: unknown workload '%s'\n", tok);
-                    return 0;
-                }
-                c->use[k] = 1;
-            }
+            if (!bench_workload_list("gpu_bench", v, c->use))
+                return 0;
         } else {
             fprintf(stderr, "gpu_bench: unknown option %s\n", a);
             return 0;

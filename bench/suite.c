@@ -586,26 +586,16 @@ static int usage(void)
 /* Parses a comma-separated list of thread counts or workload names. */
 static int parse_list(config *c, const char *arg, int threads)
 {
+    if (!threads)
+        return bench_workload_list("suite", arg, c->use);
     char buf[256];
     snprintf(buf, sizeof buf, "%s", arg);
-    if (threads)
-        c->nthreads = 0;
-    else
-        memset(c->use, 0, sizeof c->use);
+    c->nthreads = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (threads) {
-            int t = atoi(tok);
-            if (t < 1 || t > SUITE_MAX_THREADS || c->nthreads == 4)
-                return 0;
-            c->threads[c->nthreads++] = t;
-        } else {
-            int k = workload_find(tok);
-            if (k < 0) {
-                fprintf(stderr, "suite: unknown workload '%s'\n", tok);
-                return 0;
-            }
-            c->use[k] = 1;
-        }
+        int t = atoi(tok);
+        if (t < 1 || t > SUITE_MAX_THREADS || c->nthreads == 4)
+            return 0;
+        c->threads[c->nthreads++] = t;
     }
     return 1;
 }

@@ -1,6 +1,6 @@
 /*
  * test_ocl_nn.c - the OpenCL backend's products (replay/opencl/ops_gemm.c,
- * ops_nn.c, ops_dw.c; cl/nn_gemm.cl, nn_conv.cl, nn_dw.cl) on
+ * ops_conv.c, ops_dw.c; cl/nn_gemm.cl, nn_conv.cl, nn_dw.cl) on
  * replay-OpenCL against naive references written here: matmul (batch
  * broadcasting, transposes, 1-D operands), linear and linear_ep (every
  * epilogue step), conv2d / conv2d_ep / conv2d_blk (groups, stride,

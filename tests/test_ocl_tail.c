@@ -196,7 +196,7 @@ static long run_case_off(int kind, int64_t M, int64_t K, int64_t N)
  * A conv (+ bias) (relu) [N, C, H, W] x [O, C/groups, 3, 3], stride 1,
  * padding 1, then r = tanh(y * e + s) + y: the fused node absorbed on
  * each way a conv runs (the tile: O/groups >= 16; direct below; a
- * depthwise one, which takes ops_nn.c's direct kernel when it has a
+ * depthwise one, which takes ops_conv.c's direct kernel when it has a
  * tail).  Returns the kernels one run launched (-1 on a failed check).
  */
 static long conv_case(int64_t N, int64_t C, int64_t HW, int64_t O, int64_t groups, int ep)

@@ -163,7 +163,7 @@ int main(void)
     if (!check_opencl_device(NULL))
         return CHECK_SKIP;
     for (int k = 0; k < WL_COUNT; k++)
-            test_workload((workload_kind)k);
+        test_workload((workload_kind)k);
     test_padded_blocks();
     replay_opencl_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",

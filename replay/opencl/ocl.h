@@ -204,7 +204,7 @@ void ocl_register_nn(const ocl_op **t);
 void ocl_register_dw(const ocl_op **t);
 
 /*
- * conv2d, conv2d_ep, conv2d_blk (ops_nn.c): groups and epilogue of the
+ * conv2d, conv2d_ep, conv2d_blk (ops_conv.c): groups and epilogue of the
  * node's attributes, and the int8 geometry of cl/nn_conv.cl (g0 = C, H, W,
  * O, OH, OW, KH, KW; g1 = strides, pads top/left, dilations, groups,
  * blocked bits) from this run's types.  post is NULL for plain conv2d.

@@ -1,7 +1,7 @@
 /*
  * ocl_blas.h - CLBlast (the tuned OpenCL BLAS) for the OpenCL backend's
  * matmul, linear, linear_ep, conv2d, conv2d_ep and conv2d_blk (clblast.c;
- * used by ops_gemm.c and ops_nn.c).
+ * used by ops_gemm.c and ops_conv.c).
  *
  * The path is chosen per device when a plan is compiled: auto on GPUs and
  * accelerators (each matmul/linear and each conv CLBlast can take through
@@ -30,7 +30,7 @@
 
 /* auto: each matmul/linear node and each conv CLBlast can take on CLBlast
  * or our GPU tile, whichever ran its traced shape faster at replay_compile
- * (ops_gemm.c's gemm_probe, ops_nn.c's conv_probe). */
+ * (ops_gemm.c's gemm_probe, ops_conv.c's conv_probe). */
 typedef enum ocl_gemm_path { OCL_GEMM_OWN, OCL_GEMM_CLBLAST, OCL_GEMM_AUTO } ocl_gemm_path;
 
 /* The path for device (the default by its type, or TG_OPENCL_GEMM) and,

@@ -40,7 +40,7 @@
  * The program of rows and tiled is nn_dw.cl with tg_epilogue, nn_common.cl
  * and nn_conv.cl as its prefix (its nn_conv_direct the direct way); the
  * direct way alone (TG_OPENCL_DW=direct, or a shape rows cannot take) is
- * ops_nn.c's own node.
+ * ops_conv.c's own node.
  */
 #include <limits.h>
 #include <stdatomic.h>
@@ -299,7 +299,7 @@ static tg_status dw_prepare(ocl_prep *c)
         return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
     int depthwise = c->nin >= 2 && is_depthwise(groups, &c->in_type[1]);
     /* a node with a tail (a fused node run as it stores: ocl_prep.tail)
-     * takes ops_nn.c's kernels, whose program has the tail */
+     * takes ops_conv.c's kernels, whose program has the tail */
     if (!depthwise || c->tail)
         return dw_prepare_base(c, d, depthwise);
     int32_t g0[8], g1[8], t[8];

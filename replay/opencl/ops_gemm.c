@@ -7,7 +7,7 @@
  * best) and our GPU tile (nn_gemm_sk, 64x64 tiles with K split over
  * work-groups to fill the device); M or N below 16 runs nn_gemm_simple.
  * On the auto path (GPUs' default) gemm_probe times CLBlast against our
- * tile for each node's traced shape.  Shared with ops_nn.c: ops_nn.h.
+ * tile for each node's traced shape.  Shared with ops_nn.c and ops_conv.c: ops_nn.h.
  */
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,7 +1,8 @@
 /*
- * ops_nn.h - what the heavy ops' two files share (replay/opencl/ only):
- * ops_nn.c (conv, deconv, pools, norms, reductions, arg) and ops_gemm.c
- * (matmul, linear, linear_ep: CLBlast, our tiles, the auto path's probe).
+ * ops_nn.h - what the heavy ops' three files share (replay/opencl/ only):
+ * ops_nn.c (deconv, pools, norms, reductions, arg; the programs),
+ * ops_conv.c (conv2d, conv2d_ep, conv2d_blk) and ops_gemm.c (matmul,
+ * linear, linear_ep: CLBlast, our tiles, the auto path's probe).
  */
 #ifndef TG_REPLAY_OCL_OPS_NN_H
 #define TG_REPLAY_OCL_OPS_NN_H
@@ -11,7 +12,7 @@
 
 /*
  * A matmul/linear or conv node has an ocl_nn_node as its data (ops_gemm.c,
- * ops_nn.c; a depthwise conv on ops_dw.c's tile has its own).  The choice
+ * ops_conv.c; a depthwise conv on ops_dw.c's tile has its own).  The choice
  * is made at prepare from the device's path and what CLBlast can do with the node's attributes and traced shape (which
  * are also warmed up there); a run whose shapes CLBlast cannot take
  * (K 0, a batch broadcast no single stride expresses) uses our kernels,
@@ -40,7 +41,7 @@ typedef struct ocl_nn_node {
 /* A conv's kernels in l->k: ours (nn_conv_tiled, nn_conv_direct,
  * nn_conv_sk, nn_conv_sk_sum), then, where CLBlast may run it,
  * nn_gemm_post (nn_conv_blk_post for conv2d_blk) and conv2d_blk's
- * nn_conv_unblock (ops_nn.c). */
+ * nn_conv_unblock (ops_conv.c). */
 #define OCL_NN_POST_CONV 4
 #define OCL_NN_UNBLOCK_CONV 5
 
@@ -69,6 +70,26 @@ tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail);
  * output (l->xout[0]), then each l->xin with its stride (1 full-size, 0
  * a scalar); nothing when the node has no tail (ops_gemm.c). */
 tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at);
+/* (h, w) from a 0-, 1- or 2-entry list (0 entries: def): stride,
+ * dilation of the convs (ops_conv.c) and conv_transpose2d (ops_nn.c). */
+static inline void ocl_nn_ints_pair(const graph_ints *v, int64_t def, int64_t out[2])
+{
+    out[0] = v->n > 0 ? v->v[0] : def;
+    out[1] = v->n > 1 ? v->v[1] : out[0];
+}
+
+/* Padding (top, left, bottom, right) from 0, 1, 2 or 4 entries. */
+static inline void ocl_nn_ints_pad4(const graph_ints *v, int64_t out[4])
+{
+    if (v->n == 4) {
+        for (int i = 0; i < 4; i++)
+            out[i] = v->v[i];
+        return;
+    }
+    ocl_nn_ints_pair(v, 0, out);
+    out[2] = out[0], out[3] = out[1];
+}
+
 /* Refuses a node with an input that is not f32. */
 tg_status ocl_nn_need_f32(ocl_prep *c);
 /* Enqueues k over global (rounded up to local). */
@@ -124,5 +145,8 @@ tg_status ocl_nn_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bi
 /* Fills the matmul, linear and linear_ep slots (ops_gemm.c; called by
  * ocl_register_nn). */
 void ocl_register_gemm(const ocl_op **t);
+/* Fills the conv2d, conv2d_ep and conv2d_blk slots (ops_conv.c; called by
+ * ocl_register_nn). */
+void ocl_register_conv(const ocl_op **t);
 
 #endif

@@ -10,7 +10,7 @@
  * Weights are plain OIHW (w[o][c/groups][kh][kw]) in every case.  A
  * blocked tensor is [N, ceil(C/16), H, W, 16]: element (n, c, h, w) at
  * (((n*ceil(C/16) + c/16)*H + h)*W + w)*16 + c%16.  The lanes past C (or
- * O) of a padded last block are never read, nor written here (ops_nn.c
+ * O) of a padded last block are never read, nor written here (ops_conv.c
  * zeroes the output first: ocl_conv_zero_lanes).
  *
  * nn_conv_tiled: the convolution as an implicit GEMM per (image, group):

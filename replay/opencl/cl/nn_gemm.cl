@@ -133,7 +133,7 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
 
 /*
  * nn_gemm_post: the bias and epilogue of a product CLBlast computed
- * (the CLBlast path, ops_gemm.c and ops_nn.c, for linear_ep, conv2d_ep and biased linear
+ * (the CLBlast path, ops_gemm.c and ops_conv.c, for linear_ep, conv2d_ep and biased linear
  * and conv2d), in place on y's n elements: y[i] = tg_epilogue(y[i] +
  * bias[(i / inner) % nb], res, i).  bias may be NULL; inner is 1 for
  * linear (bias per column), H*W for conv (per channel).
@@ -152,7 +152,7 @@ __kernel void nn_gemm_post(__global float *y, long n, __global const float *bias
 
 /*
  * The CLBlast path of conv2d_blk (blocked [N, ceil(C/16), H, W, 16]
- * tensors, ops_nn.c): CLBlast's convgemm reads and writes NCHW.
+ * tensors, ops_conv.c): CLBlast's convgemm reads and writes NCHW.
  *
  * nn_conv_unblock: x blocked -> t plain [N, C, H, W] (n = N*C*HW items,
  * one per element of t; the lanes past C are not read).
