@@ -374,22 +374,28 @@ static int static_scalar(const graph_value *v)
 
 tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
 {
+    /* per value: its reads by nodes (-1: a guard or an output needs the
+     * value itself), and the last node reading it */
     int32_t *uses = tg_calloc((size_t)g->nvalues + 1, sizeof *uses);
-    if (!uses)
+    int32_t *reader = tg_calloc((size_t)g->nvalues + 1, sizeof *reader);
+    if (!uses || !reader) {
+        tg_free(uses), tg_free(reader);
         return TG_ERR_NOMEM;
+    }
     for (int32_t i = 0; i < g->nnodes; i++) {
         tail[i] = -1;
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
             continue;
-        for (int j = 0; j < n->nin; j++)
+        for (int j = 0; j < n->nin; j++) {
             uses[n->in[j]]++;
+            reader[n->in[j]] = i;
+        }
     }
-    /* a guard or an output needs the value itself */
     for (int32_t i = 0; i < g->nguards; i++)
-        uses[g->guards[i].value] += g->nnodes + 1;
+        uses[g->guards[i].value] = -1;
     for (int32_t i = 0; i < g->noutputs; i++)
-        uses[g->outputs[i].value] += g->nnodes + 1;
+        uses[g->outputs[i].value] = -1;
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         /* not conv2d_blk: its output's padded lanes are zeroed, not stored */
@@ -400,17 +406,12 @@ tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
             continue;
         int32_t v = n->out[0];
         const graph_value *gv = &g->values[v];
-        if (gv->type.dtype != GRAPH_F32 || uses[v] < 1 || uses[v] > g->nnodes)
+        if (gv->type.dtype != GRAPH_F32 || uses[v] < 1)
             continue;
         /* its one reader: a fused node after it, reading it as often as
-         * it is used, with the same shape out */
-        int32_t f = -1;
-        for (int32_t j = i + 1; j < g->nnodes && f < 0; j++)
-            if (!(g->nodes[j].flags & GRAPH_NODE_DEAD))
-                for (int k = 0; k < g->nodes[j].nin; k++)
-                    if (g->nodes[j].in[k] == v)
-                        f = j;
-        if (f < 0 || role[f] != OCL_ATTN_NONE || g->nodes[f].op != GRAPH_OP_fused ||
+         * it is used (checked below), with the same shape out */
+        int32_t f = reader[v];
+        if (f <= i || role[f] != OCL_ATTN_NONE || g->nodes[f].op != GRAPH_OP_fused ||
             g->nodes[f].nout != 1 || !same_shape(&g->values[g->nodes[f].out[0]], gv))
             continue;
         const graph_node *fn = &g->nodes[f];
@@ -436,6 +437,7 @@ tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
         role[f] = OCL_ATTN_ABSORBED;
     }
     tg_free(uses);
+    tg_free(reader);
     return TG_OK;
 }
 
