@@ -16,7 +16,8 @@
  *   byte 2    the backend's switches, set before the compile (they are
  *             read there): bits 0-1 TG_OPENCL_ATTN (fused, off, auto,
  *             fused: auto does not fuse on PoCL's CPU device), bits 2-3
- *             TG_OPENCL_GEMM (own, clblast, auto, own), bit 4
+ *             TG_OPENCL_GEMM (own, clblast, auto, own with
+ *             TG_OPENCL_SPLITK=fixup whatever bit 7 says), bit 4
  *             TG_OPENCL_TILE (cpu, gpu), bit 5 TG_OPENCL_DW (tiled,
  *             rows; direct is their fallback), bit 6 TG_OPENCL_TAIL
  *             (on, off: the fused node after a product run in its
@@ -80,7 +81,7 @@ static void set_switches(uint8_t b)
     setenv("TG_OPENCL_TILE", b >> 4 & 1 ? "gpu" : "cpu", 1);
     setenv("TG_OPENCL_DW", b >> 5 & 1 ? "rows" : "tiled", 1);
     setenv("TG_OPENCL_TAIL", b >> 6 & 1 ? "off" : "on", 1);
-    setenv("TG_OPENCL_SPLITK", b >> 7 & 1 ? "off" : "auto", 1);
+    setenv("TG_OPENCL_SPLITK", (b >> 2 & 3) == 3 ? "fixup" : b >> 7 & 1 ? "off" : "auto", 1);
 }
 
 static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp);

@@ -348,7 +348,7 @@ if "$TG" devices > /dev/null 2>&1; then
         "$TG" bench mlp.tgraph --backend opencl --runs 2 --warmup 1
     has err "[GPU tile, K in one pass]"
     TG_OPENCL_SPLITK=maybe expect 1 "$TG" bench mlp.tgraph --backend opencl --runs 1
-    has err 'TG_OPENCL_SPLITK="maybe": want auto, on or off'
+    has err 'TG_OPENCL_SPLITK="maybe": want auto, on, off or fixup'
     # default tolerance: at the output's scale (sums run in another order)
     expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy

@@ -640,9 +640,9 @@ static void test_splitk(void)
     gpu_env_enter(&e);
     graph_ints every = {7, {GRAPH_POST_RELU, GRAPH_POST_ADD, GRAPH_POST_GELU, GRAPH_POST_SIGMOID,
                             GRAPH_POST_TANH, GRAPH_POST_SILU, GRAPH_POST_LEAKY_RELU}};
-    const char *modes[3] = {"on", "off", "auto"};
-    const long want[3] = {2, 1, 2};
-    for (int m = 0; m < 3; m++) {
+    const char *modes[4] = {"on", "off", "auto", "fixup"};
+    const long want[4] = {2, 1, 2, 1};
+    for (int m = 0; m < 4; m++) {
         setenv("TG_OPENCL_SPLITK", modes[m], 1);
         long k0 = ocl_kernels_run();
         linear_case(F32(33, 777), 47, 1, &every, 0.1f);
@@ -662,6 +662,19 @@ static void test_splitk(void)
     snprintf(path_name, sizeof path_name, "auto");
     linear_case(F32(33, 777), 47, 1, &every, 0.1f);
     matmul_case(F32(40, 1000), F32(70, 1000), 0, 1, 0);
+    /* the probe checks the split summed by the last split against the sum
+     * kernel before it may take it: it must agree here */
+    long fx0[2], fx1[2];
+    ocl_fixup_checks(fx0);
+    ocl_gemm_probe_forget();
+    linear_case(F32(33, 777), 47, 1, &every, 0.1f);
+    setenv("TG_OPENCL_SPLITK", "fixup", 1);
+    ocl_gemm_probe_forget();
+    matmul_case(F32(3, 20, 600), F32(3, 600, 30), 0, 0, 0);
+    ocl_fixup_checks(fx1);
+    CHECK_MSG(fx1[0] - fx0[0] == 2 && fx1[1] == fx0[1],
+              "probe's checks of the split summed by the last split: %ld agreed, %ld did not, "
+              "want 2 and 0", fx1[0] - fx0[0], fx1[1] - fx0[1]);
     setenv("TG_OPENCL_SPLITK", "sometimes", 1);
     graph *g = graph_new("splitk");
     graph_type tx = F32(4, 8), tw = F32(3, 8);
@@ -677,6 +690,92 @@ static void test_splitk(void)
     CHECK_MSG(p == NULL, "TG_OPENCL_SPLITK=sometimes compiled");
     CHECK_MSG(p || strstr(err, "TG_OPENCL_SPLITK=\"sometimes\"") != NULL,
               "TG_OPENCL_SPLITK=sometimes: %s", err);
+    replay_plan_free(p);
+    graph_free(g);
+    gpu_env_leave(&e);
+}
+
+/* y[m][n] = sum_k x[m][k] w[n][k] */
+static void linear_ref(const float *x, const float *w, int64_t M, int64_t N, int64_t K, float *y)
+{
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (double)x[m * K + k] * w[n * K + k];
+            y[m * N + n] = (float)s;
+        }
+}
+
+/*
+ * K split in one launch (TG_OPENCL_SPLITK=fixup): the last split of each
+ * tile sums the partials and sets its counter back to zero.  Two linears
+ * in one session, K split over 1 tile and then 3 (the session's counters
+ * grow), run four times with new inputs each run against naive loops: a
+ * counter left nonzero by a run makes the next one store nothing or sum
+ * partials not yet written.  One kernel per node per run.
+ */
+static void test_fixup_runs(void)
+{
+    gpu_env e;
+    gpu_env_enter(&e);
+    setenv("TG_OPENCL_SPLITK", "fixup", 1);
+    const int64_t dims[2][3] = {{33, 47, 777}, {130, 20, 600}}; /* M N K */
+    graph *g = graph_new("fixup");
+    int32_t ids[4];
+    for (int j = 0; j < 2; j++) {
+        graph_type tx = F32(dims[j][0], dims[j][2]), tw = F32(dims[j][1], dims[j][2]);
+        char nx[8], nw[8], ny[8];
+        snprintf(nx, sizeof nx, "x%d", j);
+        snprintf(nw, sizeof nw, "w%d", j);
+        snprintf(ny, sizeof ny, "y%d", j);
+        int32_t in[2] = {graph_add_value(g, GRAPH_VALUE_INPUT, &tx, nx),
+                         graph_add_value(g, GRAPH_VALUE_INPUT, &tw, nw)}, y = -1;
+        graph_add_input(g, in[0]);
+        graph_add_input(g, in[1]);
+        ids[2 * j] = in[0], ids[2 * j + 1] = in[1];
+        graph_add_node(g, GRAPH_OP_linear, in, 2, NULL, &y, 1);
+        graph_add_output(g, y, ny);
+    }
+    char err[512];
+    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL, "compile: %s", err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(!p || s != NULL, "session: out of memory");
+    for (int run = 0; s && run < 4; run++) {
+        float *in[4], *got[2], *want[2];
+        replay_tensor t[4], out[2];
+        for (int i = 0; i < 4; i++) {
+            const graph_type *ti = &g->values[ids[i]].type;
+            in[i] = rnd(ti, 100 + 10 * (uint64_t)run + (uint64_t)i);
+            t[i] = (replay_tensor){NULL, *ti, in[i], NULL};
+        }
+        for (int j = 0; j < 2; j++) {
+            size_t n = (size_t)(dims[j][0] * dims[j][1]);
+            got[j] = calloc(n, sizeof(float));
+            want[j] = malloc(n * sizeof(float));
+            linear_ref(in[2 * j], in[2 * j + 1], dims[j][0], dims[j][1], dims[j][2], want[j]);
+            out[j] = (replay_tensor){NULL, F32(dims[j][0], dims[j][1]), got[j], NULL};
+        }
+        long k0 = ocl_kernels_run();
+        tg_status st = replay_run(s, t, 4, out, 2);
+        CHECK_MSG(st == TG_OK, "run %d: %s", run, replay_session_error(s));
+        long ran = ocl_kernels_run() - k0;
+        CHECK_MSG(ran == 2, "run %d: %ld kernels, want 2 (one per linear)", run, ran);
+        for (int j = 0; j < 2 && st == TG_OK; j++) {
+            char what[64];
+            snprintf(what, sizeof what, "fixup run %d linear %d", run, j);
+            compare(what, got[j], want[j], dims[j][0] * dims[j][1], 1e-5);
+        }
+        for (int i = 0; i < 4; i++)
+            free(in[i]);
+        for (int j = 0; j < 2; j++) {
+            free(got[j]);
+            free(want[j]);
+        }
+    }
+    replay_session_free(s);
     replay_plan_free(p);
     graph_free(g);
     gpu_env_leave(&e);
@@ -725,8 +824,8 @@ static void test_conv_sk(void)
         {{2, 40, 17, 15, 33, 5, 3, 2, 1, 2, 1, 1, 1, 1, 2, 1}, 2, 0, 0, 0, &relu, 0},
     };
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
-    const char *modes[2] = {"on", "off"};
-    for (int m = 0; m < 2; m++) {
+    const char *modes[3] = {"on", "off", "fixup"};
+    for (int m = 0; m < 3; m++) {
         setenv("TG_OPENCL_SPLITK", modes[m], 1);
         for (int i = 0; i < ncases; i++) {
             long k0 = ocl_kernels_run();
@@ -765,6 +864,7 @@ int main(void)
     test_conv();
     test_depthwise();
     test_splitk();
+    test_fixup_runs();
     test_conv_sk();
     CHECK_MSG(ocl_probe_failures() == 0, "%ld auto-path probes failed", ocl_probe_failures());
     replay_opencl_shutdown();

@@ -403,6 +403,7 @@ int main(void)
         {"cpu tile", "own", "cpu", "auto"},
         {"gpu tile split", "own", "gpu", "on"},
         {"gpu tile one pass", "own", "gpu", "off"},
+        {"gpu tile split in one launch", "own", "gpu", "fixup"},
         {"clblast", "clblast", "cpu", "auto"},
         {"auto", "auto", "gpu", "auto"},
     };

@@ -265,6 +265,10 @@ tg_status ocl_run(ocl_launch *l, cl_kernel k, int dims, const size_t *global,
  * bytes, valid during this enqueue (the queue is in order); NULL with
  * l->err set on failure. */
 cl_mem ocl_scratch(ocl_launch *l, int slot, size_t bytes);
+/* The session's n (at least) tile counters (ints, zeroed when made), NULL
+ * with l->err set on failure.  Shared by every node: a kernel using them
+ * must leave them zero when it completes (nn_common.cl's sk_last_split). */
+cl_mem ocl_counters(ocl_launch *l, size_t n);
 tg_status ocl_fail(ocl_launch *l, tg_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -72,6 +72,10 @@ long ocl_blas_calls(void);
 /* The auto path's probes that failed (each then chose CLBlast, as when
  * not probed) so far in this process: tests check there were none. */
 long ocl_probe_failures(void);
+/* The probes that timed the split summed by the last split, checked
+ * against the sum kernel's bits (ocl_nn_probe): n[0] agreed, n[1]
+ * disagreed (the way then not taken). */
+void ocl_fixup_checks(long n[2]);
 
 /* Depthwise conv nodes prepared so far in this process (ops_dw.c), by the
  * way each runs: n[0] direct, n[1] rows, n[2] tiled; tests check which. */

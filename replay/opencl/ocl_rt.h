@@ -119,6 +119,8 @@ ocl_session *ocl_session_new(struct replay_plan *p, char *err, size_t errlen);
 void ocl_session_free(ocl_session *s);
 /* The scratch buffer of ocl.h's ocl_scratch. */
 cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, size_t errlen);
+/* The tile counters of ocl.h's ocl_counters. */
+cl_mem ocl_session_counters(ocl_session *s, size_t n, char *err, size_t errlen);
 /* A run with inputs in signature order; outputs as replay_run. */
 tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
                           replay_tensor *outputs, int nout, struct replay_guard_warns *warns, char *err,

@@ -193,34 +193,43 @@ static tg_status conv_blas(ocl_launch *l, graph_op op, cl_mem xp, cl_mem yp)
     return st ? st : ocl_nn_run_nd(l, l->k[OCL_NN_POST_CONV], 1, global, local);
 }
 
+/* The GPU tile's output tiles (64x64) of a conv of geometry g0/g1 over n
+ * images. */
+static int64_t conv_sk_tiles(const int32_t g0[8], const int32_t g1[8], int64_t n)
+{
+    int64_t groups = g1[6], mg = g0[3] / groups, p = (int64_t)g0[4] * g0[5];
+    return (mg + NN_SK_TILE - 1) / NN_SK_TILE * ((p + NN_SK_TILE - 1) / NN_SK_TILE) * n * groups;
+}
+
 /* The GPU tile's split of K for a conv of geometry g0/g1 over n images
  * (one with onepass). */
 static int64_t conv_sk_splits(const int32_t g0[8], const int32_t g1[8], int64_t n, int cus,
                               int onepass, int64_t *kper)
 {
-    int64_t groups = g1[6], mg = g0[3] / groups, p = (int64_t)g0[4] * g0[5];
-    int64_t k = (int64_t)(g0[0] / groups) * g0[6] * g0[7];
-    int64_t tiles = (mg + NN_SK_TILE - 1) / NN_SK_TILE * ((p + NN_SK_TILE - 1) / NN_SK_TILE) *
-                    n * groups;
-    return ocl_nn_sk_splits(tiles, k, cus, onepass, kper);
+    int64_t k = (int64_t)(g0[0] / g1[6]) * g0[6] * g0[7];
+    return ocl_nn_sk_splits(conv_sk_tiles(g0, g1, n), k, cus, onepass, kper);
 }
 
 /* nn_conv_sk, then nn_conv_sk_sum when K is split (bn: the node's tile
- * and split); ws: the partial outputs' buffer (NULL: the session's
- * scratch slot 0). */
+ * and split; with bn->fixup the last split sums instead); ws: the partial
+ * outputs' buffer, cnt the tile counters (NULL: the session's scratch
+ * slot 0 and counters). */
 static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8], int64_t n,
-                         cl_mem bias, cl_mem res, const ocl_nn_node *bn, cl_mem ws)
+                         cl_mem bias, cl_mem res, const ocl_nn_node *bn, cl_mem ws, cl_mem cnt)
 {
     int64_t groups = g1[6], o = g0[3], mg = o / groups, p = (int64_t)g0[4] * g0[5];
     int64_t kper, splits = conv_sk_splits(g0, g1, n, bn->cus, bn->onepass, &kper);
+    int fixup = splits > 1 && bn->fixup;
     if (splits > 1 && !ws &&
         !(ws = ocl_scratch(l, 0, (size_t)(splits * n * o * p) * sizeof(float))))
         return TG_ERR_NOMEM;
+    if (fixup && !cnt && !(cnt = ocl_counters(l, (size_t)conv_sk_tiles(g0, g1, n))))
+        return TG_ERR_NOMEM;
     cl_kernel k = l->k[K_SK];
-    tg_status st = ocl_set_args(l, k, "mmmvvmmiim", l->in[0], l->in[1], l->out[0], g0, g1, bias,
-                                res, (int)splits, (int)kper, ws);
+    tg_status st = ocl_set_args(l, k, "mmmvvmmiimm", l->in[0], l->in[1], l->out[0], g0, g1, bias,
+                                res, (int)splits, (int)kper, ws, fixup ? cnt : NULL);
     if (st == TG_OK)
-        st = ocl_nn_tail_args(l, k, 10);
+        st = ocl_nn_tail_args(l, k, 11);
     if (st != TG_OK)
         return st;
     size_t global[3] = {(size_t)(p + NN_SK_TILE - 1) / NN_SK_TILE * 16,
@@ -228,7 +237,7 @@ static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8]
                         (size_t)(n * groups * splits)};
     const size_t local[3] = {16, 16, 1};
     st = ocl_run(l, k, 3, global, local);
-    if (st != TG_OK || splits == 1)
+    if (st != TG_OK || splits == 1 || fixup)
         return st;
     k = l->k[K_SK_SUM];
     st = ocl_set_args(l, k, "mimvvmm", ws, (int)splits, l->out[0], g0, g1, bias, res);
@@ -240,9 +249,9 @@ static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8]
 }
 
 /* Our kernels: nn_conv_direct for few output channels per group, else
- * the device's tile (nn_conv_sk: the GPU one, ws as conv_sk's;
+ * the device's tile (nn_conv_sk: the GPU one, ws and cnt as conv_sk's;
  * nn_conv_tiled: the CPU one). */
-static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws)
+static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws, cl_mem cnt)
 {
     conv_attrs a = conv_attrs_of(op, l->attrs);
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
@@ -256,7 +265,7 @@ static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws)
     if (s != TG_OK)
         return s;
     if (tiled && bn && bn->sk)
-        return conv_sk(l, g0, g1, n, bias, res, bn, ws);
+        return conv_sk(l, g0, g1, n, bias, res, bn, ws, cnt);
     cl_kernel k = l->k[tiled ? K_TILED : K_DIRECT];
     s = ocl_set_args(l, k, "mmmvvmm", l->in[0], l->in[1], l->out[0], g0, g1, bias, res);
     if (s == TG_OK)
@@ -275,9 +284,9 @@ static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws)
 }
 
 /* The auto path's probe of a conv: the buffers x, w, bias, the residual
- * (l->in), y, the split-K partial outputs, and the CLBlast path's plain
- * x and y of conv2d_blk (y also the product before a tail). */
-enum { CP_X, CP_W, CP_BIAS, CP_RES, CP_Y, CP_WS, CP_XP, CP_YP, CP_NBUF };
+ * (l->in), y, the split-K partial outputs, the CLBlast path's plain x and
+ * y of conv2d_blk (y also the product before a tail), the tile counters. */
+enum { CP_X, CP_W, CP_BIAS, CP_RES, CP_Y, CP_WS, CP_XP, CP_YP, CP_CNT, CP_NBUF };
 
 /* OCL_NN_WAY_BLAS: CLBlast (+ its post kernels), else our kernels (the
  * GPU tile split or in one pass as l->data says). */
@@ -301,7 +310,7 @@ static tg_status conv_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int
     l->xin = tin, l->xin_type = pa->tt, l->nxin = pa->tail ? pa->tail - 1 : 0;
     l->xout = &buf[CP_Y], l->xout_type = &pa->te, l->nxout = pa->tail ? 1 : 0;
     return way == OCL_NN_WAY_BLAS ? conv_blas(l, op, buf[CP_XP], buf[CP_YP])
-                                  : conv_own(l, op, buf[CP_WS]);
+                                  : conv_own(l, op, buf[CP_WS], buf[CP_CNT]);
 }
 
 /* The fastest way (OCL_NN_WAY_*) for the node's traced shape: CLBlast,
@@ -331,11 +340,13 @@ static int conv_probe(ocl_prep *c, const ocl_blas_conv *v, int post, int tail)
     size_t elems[CP_NBUF] = {(size_t)graph_type_numel(x), (size_t)graph_type_numel(&c->in_type[1]),
                              v->o, ny, ny, (size_t)splits * plain_y,
                              key.xblocked ? v->batch * v->c * v->h * v->w : 1,
-                             key.op == GRAPH_OP_conv2d_blk || tail ? plain_y : 1};
+                             key.op == GRAPH_OP_conv2d_blk || tail ? plain_y : 1,
+                             (size_t)conv_sk_tiles(g0, g1, x->dim[0])};
     conv_probe_arg pa = {.op = op, .tail = tail, .te = {GRAPH_F32, 1, {(int64_t)ny}}};
     for (int j = 0; j < OCL_MAX_XIN; j++)
         pa.tt[j] = pa.te;
-    return ocl_nn_probe(c, &key, sizeof key, elems, CP_NBUF, &bn, timed, conv_probe_way, &pa);
+    return ocl_nn_probe(c, &key, sizeof key, elems, CP_NBUF, &bn, timed, conv_probe_way, &pa,
+                        CP_WS, CP_Y);
 }
 
 /*
@@ -377,20 +388,24 @@ static tg_status conv_prepare(ocl_prep *c)
     if (st != TG_OK)
         return st;
     ocl_nn_node *b = c->data;
-    if (blas_ok && c->probe && !b->blas)
+    if (blas_ok && c->probe && !b->blas) {
         b->onepass = way == OCL_NN_WAY_ONEPASS;
+        b->fixup = way == OCL_NN_WAY_FIXUP;
+    }
     b->tail = tail;
     int direct = c->in_type[1].ndim == 4 &&
                  c->in_type[1].dim[0] / (a.groups > 0 ? a.groups : 1) < NN_CONV_TILED_MIN;
     /* how it runs, for the profile: [way][tail] */
-    static const char *const paths[5][2] = {
+    static const char *const paths[6][2] = {
         {"CLBlast", "CLBlast + the fused node after"},
         {"direct", "direct + the fused node after"},
         {"CPU tile", "CPU tile + the fused node after"},
         {"GPU tile, K in one pass", "GPU tile, K in one pass + the fused node after"},
         {"GPU tile", "GPU tile + the fused node after"},
+        {"GPU tile, K split in one launch", "GPU tile, K split in one launch + the fused node after"},
     };
-    c->path = paths[b->blas ? 0 : direct ? 1 : !b->sk ? 2 : b->onepass ? 3 : 4][tail > 0];
+    c->path = paths[b->blas ? 0 : direct ? 1 : !b->sk ? 2 : b->onepass ? 3 : b->fixup ? 5 : 4]
+                   [tail > 0];
     return TG_OK;
 }
 
@@ -399,7 +414,7 @@ static tg_status conv_enqueue(ocl_launch *l, graph_op op)
     if (graph_type_numel(&l->out_type[0]) == 0)
         return TG_OK;
     const ocl_nn_node *bn = l->data;
-    return bn && bn->blas ? conv_blas(l, op, NULL, NULL) : conv_own(l, op, NULL);
+    return bn && bn->blas ? conv_blas(l, op, NULL, NULL) : conv_own(l, op, NULL, NULL);
 }
 
 static tg_status conv2d_enqueue(ocl_launch *l) { return conv_enqueue(l, GRAPH_OP_conv2d); }

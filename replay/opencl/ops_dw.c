@@ -72,7 +72,8 @@ static const ocl_op *dw_base[3];
  */
 enum { DW_ROWS = OCL_NN_WAY_SPLIT, DW_DIRECT = OCL_NN_WAY_BLAS, DW_TILED = OCL_NN_WAY_ONEPASS,
        DW_BASE = OCL_NN_WAYS };
-_Static_assert(OCL_NN_WAYS == 3, "the depthwise ways are ocl_nn_probe's three");
+_Static_assert(OCL_NN_WAYS > 3, "the depthwise ways are three of ocl_nn_probe's, the others "
+                                 "never timed");
 
 /* TG_OPENCL_DW's values. */
 enum { DW_MODE_AUTO, DW_MODE_DIRECT, DW_MODE_ROWS, DW_MODE_TILED, DW_MODE_PROBE };
@@ -258,7 +259,8 @@ static int dw_probe(ocl_prep *c, const dw_node *d, int rows, int tiled, int post
                              (size_t)key.g0[3], ny, ny};
     ocl_nn_node bn = {0};
     dw_probe_arg pa = {c->node->op, *d};
-    return ocl_nn_probe(c, &key, sizeof key, elems, DP_NBUF, &bn, timed, dw_probe_way, &pa);
+    return ocl_nn_probe(c, &key, sizeof key, elems, DP_NBUF, &bn, timed, dw_probe_way, &pa, -1,
+                        -1);
 }
 
 static int dw_on_cpu(const ocl_prep *c)

@@ -9,6 +9,7 @@
  * On the auto path (GPUs' default) gemm_probe times CLBlast against our
  * tile for each node's traced shape.  Shared with ops_nn.c and ops_conv.c: ops_nn.h.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -62,13 +63,14 @@ int ocl_nn_splitk_mode(void)
     const char *v = getenv("TG_OPENCL_SPLITK");
     if (!v || !*v || !strcmp(v, "auto"))
         return 0;
-    return !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 2 : -1;
+    return !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 2 : !strcmp(v, "fixup") ? 3 : -1;
 }
 
 tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
 {
     if (ocl_nn_splitk_mode() < 0)
-        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_SPLITK=\"%s\": want auto, on or off",
+        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_SPLITK=\"%s\": want auto, on, off or "
+                             "fixup",
                              getenv("TG_OPENCL_SPLITK"));
     ocl_nn_node *b = tg_calloc(1, sizeof *b);
     if (!b)
@@ -85,10 +87,11 @@ tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
                              getenv("TG_OPENCL_TILE"));
     }
     b->onepass = ocl_nn_splitk_mode() == 2;
+    b->fixup = ocl_nn_splitk_mode() == 3;
     c->data = b;
     c->data_free = tg_free;
     c->path = blas ? "CLBlast" : !b->sk ? "CPU tile" : b->onepass ? "GPU tile, K in one pass"
-                                                                  : "GPU tile";
+              : b->fixup ? "GPU tile, K split in one launch" : "GPU tile";
     return TG_OK;
 }
 
@@ -220,30 +223,39 @@ int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t
     return splits < 1 ? 1 : splits;
 }
 
-/* The GPU tile (nn_gemm_sk): g's 64x64 tiles, K split as ocl_nn_sk_splits
- * says, the partial tiles summed by nn_gemm_sk_sum. */
-static int64_t sk_splits(const gemm_args *g, int cus, int onepass, int64_t *kper_out)
+/* g's output tiles on the GPU tile (nn_gemm_sk: 64x64), over the batch. */
+static int64_t sk_tiles(const gemm_args *g)
 {
-    int64_t tiles = (g->m + NN_SK_TILE - 1) / NN_SK_TILE * ((g->n + NN_SK_TILE - 1) / NN_SK_TILE) *
-                    g->batch;
-    return ocl_nn_sk_splits(tiles, g->k, cus, onepass, kper_out);
+    return (g->m + NN_SK_TILE - 1) / NN_SK_TILE * ((g->n + NN_SK_TILE - 1) / NN_SK_TILE) *
+           g->batch;
 }
 
-/* ws: the partial tiles' buffer (NULL: the session's scratch). */
+/* The GPU tile (nn_gemm_sk): g's 64x64 tiles, K split as ocl_nn_sk_splits
+ * says, the partial tiles summed by nn_gemm_sk_sum or the last split. */
+static int64_t sk_splits(const gemm_args *g, int cus, int onepass, int64_t *kper_out)
+{
+    return ocl_nn_sk_splits(sk_tiles(g), g->k, cus, onepass, kper_out);
+}
+
+/* ws: the partial tiles' buffer, cnt the tile counters (NULL: the
+ * session's scratch and counters). */
 static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn_node *bn,
-                                 cl_mem ws)
+                                 cl_mem ws, cl_mem cnt)
 {
     int64_t kper, splits = sk_splits(g, bn->cus, bn->onepass, &kper);
+    int fixup = splits > 1 && bn->fixup;
     if (splits > 1 && !ws &&
         !(ws = ocl_scratch(l, 0, (size_t)(splits * g->batch * g->m * g->n) * sizeof(float))))
         return TG_ERR_NOMEM;
+    if (fixup && !cnt && !(cnt = ocl_counters(l, (size_t)sk_tiles(g))))
+        return TG_ERR_NOMEM;
     cl_kernel k = l->k[K_SK];
-    tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmmiim", g->a, g->ars, g->acs, g->b, g->brs,
-                                g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
-                                g->bdim, g->bsa, g->bsb, g->bias, g->res, (int)splits,
-                                (int)kper, ws);
+    tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmmiimm", g->a, g->ars, g->acs, g->b,
+                                g->brs, g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k,
+                                (int)g->nbd, g->bdim, g->bsa, g->bsb, g->bias, g->res,
+                                (int)splits, (int)kper, ws, fixup ? cnt : NULL);
     if (st == TG_OK)
-        st = ocl_nn_tail_args(l, k, 19);
+        st = ocl_nn_tail_args(l, k, 20);
     if (st != TG_OK)
         return st;
     size_t global[3] = {(size_t)(g->n + NN_SK_TILE - 1) / NN_SK_TILE * 16,
@@ -251,7 +263,7 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn
                         (size_t)(g->batch * splits)};
     const size_t local[3] = {16, 16, 1};
     st = ocl_run(l, k, 3, global, local);
-    if (st != TG_OK || splits == 1)
+    if (st != TG_OK || splits == 1 || fixup)
         return st;
     k = l->k[K_SK_SUM];
     st = ocl_set_args(l, k, "milmiimm", ws, (int)splits, g->batch, g->c, (int)g->m, (int)g->n,
@@ -265,13 +277,13 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn
     return ocl_nn_run_nd(l, k, 3, g2, l2);
 }
 
-/* ws: as gemm_sk_enqueue's. */
-static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws)
+/* ws, cnt: as gemm_sk_enqueue's. */
+static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws, cl_mem cnt)
 {
     int simple = g->m < NN_SMALL || g->n < NN_SMALL;
     const ocl_nn_node *bn = l->data;
     if (!simple && bn && bn->sk)
-        return gemm_sk_enqueue(l, g, bn, ws);
+        return gemm_sk_enqueue(l, g, bn, ws, cnt);
     cl_kernel k = l->k[simple];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
@@ -346,7 +358,7 @@ static void matmul_args(const graph_matmul_attrs *at, const graph_type *ta,
 
 static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
 {
-    return gemm_enqueue_ws(l, g, NULL);
+    return gemm_enqueue_ws(l, g, NULL, NULL);
 }
 
 /* ---- the auto path: CLBlast or our tile, timed per shape ---- */
@@ -366,9 +378,15 @@ typedef struct probed {
 
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
 static probed *probe_list;
-static atomic_long probe_failed;
+static atomic_long probe_failed, fixup_checked[2];
 
 long ocl_probe_failures(void) { return atomic_load(&probe_failed); }
+
+void ocl_fixup_checks(long n[2])
+{
+    n[0] = atomic_load(&fixup_checked[0]);
+    n[1] = atomic_load(&fixup_checked[1]);
+}
 
 static double now_ms(void)
 {
@@ -387,9 +405,37 @@ static cl_mem probe_buffer(ocl_prep *c, size_t elems)
     return m;
 }
 
+/* Runs the split summed by the sum kernel, then by the last split, each
+ * after filling buf[ws] and buf[out] with NaN: 1 if both give the same
+ * bits (ocl_nn_probe). */
+static int fixup_agrees(ocl_launch *l, cl_mem *buf, const size_t *elems, int ws, int out,
+                        ocl_nn_node *bn, ocl_nn_probe_way run, const void *arg)
+{
+    size_t n = elems[out] ? elems[out] : 1;
+    float *got[2] = {tg_malloc(n * sizeof(float)), tg_malloc(n * sizeof(float))};
+    int ok = got[0] && got[1];
+    for (int v = 0; v < 2 && ok; v++) {
+        const float nan = NAN;
+        ok &= clEnqueueFillBuffer(l->q, buf[ws], &nan, sizeof nan, 0,
+                                  (elems[ws] ? elems[ws] : 1) * sizeof nan, 0, NULL,
+                                  NULL) == CL_SUCCESS;
+        ok &= clEnqueueFillBuffer(l->q, buf[out], &nan, sizeof nan, 0, n * sizeof nan, 0, NULL,
+                                  NULL) == CL_SUCCESS;
+        bn->onepass = 0;
+        bn->fixup = v;
+        ok &= run(l, buf, arg, v ? OCL_NN_WAY_FIXUP : OCL_NN_WAY_SPLIT) == TG_OK;
+        ok &= clEnqueueReadBuffer(l->q, buf[out], CL_TRUE, 0, n * sizeof(float), got[v], 0, NULL,
+                                  NULL) == CL_SUCCESS;
+    }
+    ok = ok && memcmp(got[0], got[1], n * sizeof(float)) == 0;
+    tg_free(got[0]);
+    tg_free(got[1]);
+    return ok;
+}
+
 int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elems, int nbuf,
                  ocl_nn_node *bn, const int timed[OCL_NN_WAYS], ocl_nn_probe_way run,
-                 const void *arg)
+                 const void *arg, int ws_buf, int out_buf)
 {
     if (keylen > PROBE_KEY || nbuf > OCL_NN_PROBE_BUFS)
         return OCL_NN_WAY_BLAS;
@@ -438,12 +484,20 @@ int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elem
                     t[w] = now_ms();
                 }
                 bn->onepass = w == OCL_NN_WAY_ONEPASS;
+                bn->fixup = w == OCL_NN_WAY_FIXUP;
                 ok &= run(&l, buf, arg, w) == TG_OK;
                 if (rep == 5) {
                     ok &= clFinish(q) == CL_SUCCESS;
                     t[w] = now_ms() - t[w];
                 }
             }
+        if (ok && timed[OCL_NN_WAY_FIXUP]) {
+            int agrees = ws_buf >= 0 &&
+                         fixup_agrees(&l, buf, elems, ws_buf, out_buf, bn, run, arg);
+            atomic_fetch_add(&fixup_checked[!agrees], 1);
+            if (!agrees)
+                t[OCL_NN_WAY_FIXUP] = INFINITY;
+        }
         for (int w = 0; w < OCL_NN_WAYS && ok; w++)
             if (timed[w] && t[w] < t[way])
                 way = w;
@@ -477,14 +531,17 @@ void ocl_nn_probe_timed(const ocl_nn_node *bn, int64_t splits, int timed[OCL_NN_
     timed[OCL_NN_WAY_SPLIT] = 1;
     timed[OCL_NN_WAY_BLAS] = 1;
     timed[OCL_NN_WAY_ONEPASS] = 0;
+    timed[OCL_NN_WAY_FIXUP] = 0;
     if (bn->sk) {
-        timed[OCL_NN_WAY_SPLIT] = splits > 1 && mode != 2;
-        timed[OCL_NN_WAY_ONEPASS] = mode != 1 || splits == 1;
+        timed[OCL_NN_WAY_SPLIT] = splits > 1 && (mode == 0 || mode == 1);
+        timed[OCL_NN_WAY_FIXUP] = splits > 1 && (mode == 0 || mode == 3);
+        timed[OCL_NN_WAY_ONEPASS] = mode == 0 || mode == 2 || splits == 1;
     }
 }
 
 /* What gemm_probe times: the node's product on the probe's buffers (a, b,
- * c, bias, the residual, the split-K partial tiles) and its CLBlast call;
+ * c, bias, the residual, the split-K partial tiles, the tile counters)
+ * and its CLBlast call;
  * a tail reads full-size inputs (the residual's buffer) and writes the
  * product's. */
 typedef struct gemm_probe_arg {
@@ -508,7 +565,7 @@ static tg_status gemm_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int
     g.res = pa->res ? buf[4] : NULL;
     tg_status st;
     if (way != OCL_NN_WAY_BLAS)
-        st = gemm_enqueue_ws(l, &g, buf[5]);
+        st = gemm_enqueue_ws(l, &g, buf[5], buf[6]);
     else if (ocl_blas_gemm_run(l->q, pa->o, g.a, g.b, g.c, l->err, l->errlen))
         st = TG_ERR_BACKEND;
     else
@@ -522,10 +579,11 @@ static tg_status gemm_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int
 /*
  * Runs node g (its traced shape; bias, residual and epilogue as the node
  * has them) each way on scratch buffers (ocl_nn_probe): CLBlast (+
- * nn_gemm_post), our GPU tile with K split (+ nn_gemm_sk_sum) and in one
- * pass (one launch: on a GPU whose launches cost more than the split
- * saves, the faster); the split way only where the tile splits K, and
- * TG_OPENCL_SPLITK=on|off keeps one of the two (ocl_nn_probe_timed).
+ * nn_gemm_post), our GPU tile with K split (+ nn_gemm_sk_sum, or summed
+ * by the last split: one launch) and in one pass (one launch, less
+ * parallel: on a GPU whose launches cost more than the split saves, the
+ * faster); the split ways only where the tile splits K, and
+ * TG_OPENCL_SPLITK=on|off|fixup keeps one (ocl_nn_probe_timed).
  * Returns the fastest (OCL_NN_WAY_*); CLBlast (the call is warmed) if the
  * probe itself fails.  Cached per context, shape and epilogue.
  */
@@ -552,17 +610,19 @@ static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, 
     ocl_nn_probe_timed(&bn, splits, timed);
     size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
     size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
-    /* a, b, c, bias, the residual, the split-K partial tiles */
-    const size_t elems[6] = {ea, eb, ec, o->n, ec, (size_t)splits * ec};
-    return ocl_nn_probe(c, &key, sizeof key, elems, 6, &bn, timed, gemm_probe_way, &pa);
+    /* a, b, c, bias, the residual, the split-K partial tiles, the tile
+     * counters */
+    const size_t elems[7] = {ea, eb, ec, o->n, ec, (size_t)splits * ec, (size_t)sk_tiles(&pa.g)};
+    return ocl_nn_probe(c, &key, sizeof key, elems, 7, &bn, timed, gemm_probe_way, &pa, 5, 2);
 }
 
 /* How a node ran, for the profile: [way][tail]. */
-static const char *const path_names[4][2] = {
+static const char *const path_names[5][2] = {
     {"CLBlast", "CLBlast + the fused node after"},
     {"CPU tile", "CPU tile + the fused node after"},
     {"GPU tile", "GPU tile + the fused node after"},
     {"GPU tile, K in one pass", "GPU tile, K in one pass + the fused node after"},
+    {"GPU tile, K split in one launch", "GPU tile, K split in one launch + the fused node after"},
 };
 
 /* Gives the node its ocl_nn_node (blas, or our tile; way: OCL_NN_WAY_*, or -1
@@ -573,10 +633,12 @@ static tg_status gemm_attach(ocl_prep *c, int post, int blas, int way, int tail)
     if (st != TG_OK)
         return st;
     ocl_nn_node *b = c->data;
-    if (way >= 0 && !blas)
+    if (way >= 0 && !blas) {
         b->onepass = way == OCL_NN_WAY_ONEPASS;
+        b->fixup = way == OCL_NN_WAY_FIXUP;
+    }
     b->tail = tail;
-    c->path = path_names[blas ? 0 : !b->sk ? 1 : b->onepass ? 3 : 2][tail > 0];
+    c->path = path_names[blas ? 0 : !b->sk ? 1 : b->onepass ? 3 : b->fixup ? 4 : 2][tail > 0];
     return TG_OK;
 }
 

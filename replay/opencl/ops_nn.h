@@ -25,6 +25,8 @@ typedef struct ocl_nn_node {
     int sk;   /* our kernels: the GPU tile, nn_gemm_sk / nn_conv_sk (else the
                * CPU tile, nn_gemm_tiled / nn_conv_tiled) */
     int onepass; /* the GPU tile walks K in one pass: no split, no *_sk_sum */
+    int fixup;   /* the GPU tile's split K is summed by each tile's last split
+                    (nn_common.cl's sk_last_split): one launch, no *_sk_sum */
     int tail;    /* a fused node runs in the storing kernels (ocl_prep.tail): 1 + its
                     other inputs (l->xin), the kernels' last parameters; else 0 */
     int cus;  /* the device's compute units (the split of K aims to fill them) */
@@ -101,8 +103,11 @@ tg_status ocl_nn_run_nd(ocl_launch *l, cl_kernel k, int dims, size_t *global,
  * (ops_gemm.c). */
 int ocl_nn_own_tile(const ocl_prep *c, int *cus);
 /* TG_OPENCL_SPLITK: 0 auto (the auto path's probe times the GPU tile
- * with K split and in one pass; elsewhere split), 1 on (always split
- * when the tile would), 2 off (one pass), -1 anything else. */
+ * with K split and summed by a second kernel, split and summed by the last
+ * split, and in one pass; elsewhere split and summed by a second kernel),
+ * 1 on (split, summed by a second kernel, when the tile would split),
+ * 2 off (one pass), 3 fixup (split, summed by the last split), -1
+ * anything else. */
 int ocl_nn_splitk_mode(void);
 /* The GPU tile's split of K (k long, tiles output tiles): splits so that
  * tiles x splits reach twice the compute units, each at least 128 of K,
@@ -117,22 +122,28 @@ int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t
  * host around one wait, and returns the fastest (OCL_NN_WAY_*; CLBlast,
  * which prepare warmed, if the probe itself fails).  run enqueues one way
  * on l: a queue of its own, the node's kernels (c->kernel), traced types
- * and attributes, bn as l->data (its onepass set for the way).  Cached
+ * and attributes, bn as l->data (its onepass and fixup set for the way).
+ * The split summed by the last split (OCL_NN_WAY_FIXUP), when timed, must
+ * also give the same bits as the split summed by the sum kernel, with
+ * buffers ws_buf (its partials) and out_buf (the output) filled with NaN
+ * before each: a device on which the last split reads partials not yet
+ * visible fails that (ocl_fixup_checks counts it) and the way is not
+ * taken.  Cached
  * per context, key (keylen bytes, fully defined: no padding left unset;
  * beginning with the op's kind so that ops' keys differ), bn's tile and
  * the ways timed.  ops_dw.c's depthwise probe uses the three indices for
  * its own ways (direct in CLBlast's, the fallback).
  */
-enum { OCL_NN_WAY_SPLIT, OCL_NN_WAY_BLAS, OCL_NN_WAY_ONEPASS, OCL_NN_WAYS };
+enum { OCL_NN_WAY_SPLIT, OCL_NN_WAY_BLAS, OCL_NN_WAY_ONEPASS, OCL_NN_WAY_FIXUP, OCL_NN_WAYS };
 #define OCL_NN_PROBE_BUFS 10
 typedef tg_status (*ocl_nn_probe_way)(ocl_launch *l, cl_mem *buf, const void *arg, int way);
 int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elems, int nbuf,
                  ocl_nn_node *bn, const int timed[OCL_NN_WAYS], ocl_nn_probe_way run,
-                 const void *arg);
+                 const void *arg, int ws_buf, int out_buf);
 /* The ways to time for a node of bn's tile whose K the GPU tile splits
  * splits ways: CLBlast; the CPU tile as the split way; on the GPU tile,
- * split only where it splits K and TG_OPENCL_SPLITK allows, one pass
- * unless it wants the split. */
+ * the two splits only where it splits K and TG_OPENCL_SPLITK allows, one
+ * pass unless it wants a split. */
 void ocl_nn_probe_timed(const ocl_nn_node *bn, int64_t splits, int timed[OCL_NN_WAYS]);
 
 /* Gives the node its ocl_nn_node (post: a bias or epilogue follows a

@@ -220,6 +220,11 @@ cl_mem ocl_scratch(ocl_launch *l, int slot, size_t bytes)
     return ocl_session_scratch(l->sess, slot, bytes, l->err, l->errlen);
 }
 
+cl_mem ocl_counters(ocl_launch *l, size_t n)
+{
+    return ocl_session_counters(l->sess, n ? n : 1, l->err, l->errlen);
+}
+
 const char *ocl_ctype(graph_dtype dt)
 {
     switch (dt) {

@@ -52,6 +52,8 @@ struct ocl_session {
     size_t host_tmp_size;
     cl_mem scratch[OCL_MAX_SCRATCH];
     size_t scratch_size[OCL_MAX_SCRATCH];
+    cl_mem cnt; /* ocl_counters: ints every kernel leaves zero */
+    size_t cnt_n;
     cl_mem flag;
     int flags; /* some node's kernels may raise the flag (else it is neither cleared nor read) */
     int sync; /* TG_OPENCL_SYNC: wait after every node, to name the one that fails */
@@ -101,6 +103,26 @@ cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, si
     s->scratch[slot] = new_buffer(s, bytes, "scratch", err, errlen);
     s->scratch_size[slot] = s->scratch[slot] ? bytes : 0;
     return s->scratch[slot];
+}
+
+cl_mem ocl_session_counters(ocl_session *s, size_t n, char *err, size_t errlen)
+{
+    if (s->cnt && s->cnt_n >= n)
+        return s->cnt;
+    release_mem(&s->cnt);
+    s->cnt_n = 0;
+    if (!(s->cnt = new_buffer(s, n * sizeof(cl_int), "tile counters", err, errlen)))
+        return NULL;
+    cl_int zero = 0;
+    cl_int e = clEnqueueFillBuffer(s->q, s->cnt, &zero, sizeof zero, 0, n * sizeof zero, 0, NULL,
+                                   NULL);
+    if (e != CL_SUCCESS) {
+        snprintf(err, errlen, "replay: zeroing the tile counters: %s", ocl_errstr(e));
+        release_mem(&s->cnt);
+        return NULL;
+    }
+    s->cnt_n = n;
+    return s->cnt;
 }
 
 static void bound_free(obound *b)
@@ -198,6 +220,7 @@ void ocl_session_free(ocl_session *s)
     tg_free(s->host_out_size);
     for (int i = 0; i < OCL_MAX_SCRATCH; i++)
         release_mem(&s->scratch[i]);
+    release_mem(&s->cnt);
     release_mem(&s->flag);
     for (int32_t j = 0; j < s->nslots; j++)
         release_mem(&s->slot[j]);

@@ -69,3 +69,32 @@ typedef float acc_t;
             for (int j_ = 0; j_ < 4; j_++)                                  \
                 (acc)[i_][j_] = mad(av_[i_], bv_[j_], (acc)[i_][j_]);       \
     }
+
+/*
+ * K split in one launch (ocl_nn_node.fixup): every split of a tile writes
+ * its partial tile to the partials' buffer as for the *_sk_sum kernel, then
+ * counts itself in cnt[tile] (zero before the launch); the work-group that
+ * counts last sums the tile's partials in split order (the sum kernel's
+ * order: the same result) and stores them, and sets cnt[tile] back to zero
+ * for the next launch.  Each item fences its partial stores device-wide
+ * before its work-group counts itself, and the last work-group reads the
+ * partials through volatile pointers (not from a cache filled before): the
+ * pattern of CUDA's threadFenceReduction sample.  All items of the
+ * work-group must call it; it returns nonzero in the last one's.  last:
+ * an __local int of the kernel's.
+ */
+inline int sk_last_split(__global volatile int *cnt, long tile, int splits, __local int *last)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && get_local_id(1) == 0) {
+        int is_last = atomic_inc(&cnt[tile]) == splits - 1;
+        if (is_last)
+            atomic_xchg(&cnt[tile], 0);
+        *last = is_last;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int r = *last;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return r;
+}

@@ -138,7 +138,9 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
  * sums k in [s*kper, (s+1)*kper) (kper a multiple of SK_K).  With one
  * split the tile is finished here (bias, epilogue, store); with more,
  * each split writes its partial tile to ws[s][n][o][p] (plain NCHW per
- * split, whatever y's layout) and nn_conv_sk_sum finishes.
+ * split, whatever y's layout) and nn_conv_sk_sum finishes, or, with cnt
+ * (zeroed tile counters, not NULL), the last split of each tile to finish
+ * does (nn_common.cl's sk_last_split): one launch.
  *
  * Global size (ceil(P/64)*16, ceil((O/groups)/64)*16, N*groups*splits),
  * local (16,16,1).
@@ -146,10 +148,12 @@ void nn_conv_tiled(__global const float *x, __global const float *w, __global fl
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void nn_conv_sk(__global const float *x, __global const float *w, __global float *y,
                 int8 g0, int8 g1, __global const float *bias, __global const float *res,
-                int splits, int kper, __global float *ws TG_TAIL_PARAMS)
+                int splits, int kper, __global float *ws,
+                __global volatile int *cnt TG_TAIL_PARAMS)
 {
     __local float As[SK_K][SK_T + 1];
     __local float Bs[SK_K][SK_T];
+    __local int last;
     __local long t_off[SK_K]; /* channel plane offset of k, or -1 past the split's K */
     __local int t_dh[SK_K], t_dw[SK_K]; /* kernel tap (kh*dil, kw*dil) of k */
     CONV_GEOMETRY(g0, g1);
@@ -203,6 +207,26 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
                                res TG_TAIL_ARGS);
                 else
                     ws[(((long)s * nimg + img) * O + g * Mg + m) * P + p] = acc[i][j];
+            }
+        }
+    }
+    if (splits == 1 || !cnt)
+        return;
+    long tile = ((long)z * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) +
+                get_group_id(0);
+    if (!sk_last_split(cnt, tile, splits, &last))
+        return;
+    __global volatile const float *wv = ws;
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty + 16 * i;
+        for (int j = 0; j < 4; j++) {
+            int p = n0 + tx + 16 * j;
+            if (m < Mg && p < P) {
+                long o = ((long)img * O + g * Mg + m) * P + p, step = nimg * O * P;
+                float v = 0.0f;
+                for (int t = 0; t < splits; t++)
+                    v += wv[o + t * step];
+                conv_store(y, img, g * Mg + m, p, v, O, P, yblocked, bias, res TG_TAIL_ARGS);
             }
         }
     }

@@ -203,7 +203,9 @@ __kernel void nn_conv_blk_post(__global const float *t, __global float *y, long 
  * products fill a big GPU only if K is split too: NDRange dim 2 is
  * batch * splits, and split s sums K in [s*kper, (s+1)*kper).  With one
  * split the tile is finished here (bias, epilogue); with more, each split
- * writes its partial tile to ws[s][z][M][N] and nn_gemm_sk_sum finishes.
+ * writes its partial tile to ws[s][z][M][N] and nn_gemm_sk_sum finishes,
+ * or, with cnt (zeroed tile counters, not NULL), the last split of each
+ * tile to finish does (nn_common.cl's sk_last_split): one launch.
  * SK_T and SK_K: nn_common.cl (nn_conv.cl's nn_conv_sk has the same tile).
  */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -212,10 +214,12 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
                 __global float *c, int M, int N, int K,
                 int nbd, int8 bdim, int8 bsa, int8 bsb,
                 __global const float *bias, __global const float *res,
-                int splits, int kper, __global float *ws TG_TAIL_PARAMS)
+                int splits, int kper, __global float *ws,
+                __global volatile int *cnt TG_TAIL_PARAMS)
 {
     __local float As[SK_K][SK_T + 1];
     __local float Bs[SK_K][SK_T];
+    __local int last;
     int tx = get_local_id(0), ty = get_local_id(1);
     int lid = ty * 16 + tx;
     int m0 = get_group_id(1) * SK_T, n0 = get_group_id(0) * SK_T;
@@ -260,6 +264,25 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
                     store_out(c, co + (long)m * N + n, acc[i][j], bias, n, res TG_TAIL_ARGS);
                 else
                     ws[((long)s * nbatch + z) * M * N + (long)m * N + n] = acc[i][j];
+            }
+        }
+    }
+    if (splits == 1 || !cnt)
+        return;
+    long tile = (z * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0);
+    if (!sk_last_split(cnt, tile, splits, &last))
+        return;
+    __global volatile const float *wv = ws;
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty + 16 * i;
+        for (int j = 0; j < 4; j++) {
+            int n = n0 + tx + 16 * j;
+            if (m < M && n < N) {
+                long o = (long)m * N + n;
+                float v = 0.0f;
+                for (int t = 0; t < splits; t++)
+                    v += wv[((long)t * nbatch + z) * M * N + o];
+                store_out(c, co + o, v, bias, n, res TG_TAIL_ARGS);
             }
         }
     }
