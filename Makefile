@@ -161,7 +161,7 @@ bench-gpu: build
 bench-gpu-bundle: build
 	$(GPU_BUNDLE_SH) $(GPU_BUNDLE) $(BUILD)/gpu_bench $(BUILD)/tracegraph
 	mkdir -p $(GPU_BUNDLE)/bench/gpu $(GPU_BUNDLE)/bench/peers
-	cp bench/gpu/run.sh bench/gpu/merge.py $(GPU_BUNDLE)/bench/gpu/
+	cp bench/gpu/run.sh bench/gpu/merge.py bench/gpu/ab.sh bench/gpu/ab.py $(GPU_BUNDLE)/bench/gpu/
 	cp bench/peers/torch_cuda.py bench/peers/torch_workloads.py $(GPU_BUNDLE)/bench/peers/
 
 fuzz: build

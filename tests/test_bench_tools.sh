@@ -132,6 +132,20 @@ expect 1 python3 "$SRC/bench/gpu/merge.py" m.json m.md r1.json r3.json --peer p1
 has m.md "| 10 / **3** ✗ |"
 has m.md "| 2.0e-04 ✗ |"
 
+# bench/gpu/ab.py (ab.sh's table) on known answers: the default's best
+# level (-O2, median 3, 5 launches) against a setting whose -O2 takes 6 and
+# one whose workload failed.
+expect 0 python3 "$SRC/bench/gpu/merge.py" ma.json ma.md r1.json r2.json
+round r4.json '[6, 7, 6]' 0
+expect 0 python3 "$SRC/bench/gpu/merge.py" mb.json mb.md r4.json
+expect 0 python3 "$SRC/bench/gpu/ab.py" ma.json slow=mb.json
+has out "| workload | default | slow |"
+has out "| mlp | 3 O2 5 | 6 (2.00) O2 5 |"
+expect 1 python3 "$SRC/bench/gpu/ab.py" ma.json slow=mb.json bad=m.json
+has out "| mlp | 3 O2 5 | 6 (2.00) O2 5 | FAIL |"
+expect 2 python3 "$SRC/bench/gpu/ab.py" ma.json mb.json
+has err "want NAME=FILE"
+
 # bench/gpu/run.sh end to end on the first OpenCL device (PoCL in CI): one
 # quick round of tiny, no peer; the table last.
 if "$BUILD/tracegraph" devices > /dev/null 2>&1; then
@@ -145,6 +159,19 @@ if "$BUILD/tracegraph" devices > /dev/null 2>&1; then
     [ "$(tail -n 1 out)" = "$(tail -n 1 gpu/gpu.md)" ] && good || bad "run.sh: the table is not last"
     expect 2 "$SRC/bench/gpu/run.sh" --rounds 0
     has err "--rounds wants a positive number, not '0'"
+    # ab.sh: default against one setting, one pass, the profiled round, the
+    # table last
+    expect 0 env BUILD="$BUILD" "$SRC/bench/gpu/ab.sh" --no-main --workloads tiny --passes 1 \
+        --set fx=TG_OPENCL_SPLITK=fixup:TG_OPENCL_TILE=gpu --device 0 --out ab
+    has ab/ab.md "| workload | default | fx |"
+    has ab/ab.md "| tiny | "
+    has ab/profile.txt "opencl profile"
+    [ -s ab/rounds.tar.gz ] && good || bad "ab.sh kept no rounds"
+    [ "$(tail -n 1 out)" = "$(tail -n 1 ab/ab.md)" ] && good || bad "ab.sh: the table is not last"
+    expect 2 "$SRC/bench/gpu/ab.sh" --set 'x y=TG_A=1'
+    has err "the name must be letters"
+    expect 2 "$SRC/bench/gpu/ab.sh" --set x=A=1
+    has err "want NAME=TG_VAR=VALUE"
 else
     echo "SKIP (GPU benchmark run): tracegraph devices found no OpenCL platform"
 fi
