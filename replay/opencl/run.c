@@ -51,10 +51,12 @@ long long ocl_enqueue_ns(void) { return atomic_load(&enqueue_ns); }
 enum { KARG_UNKNOWN, KARG_VALUE, KARG_LOCAL };
 #define KARG_MAX 64
 #define KARG_MAX_ARGS 255
+_Static_assert(KARG_MAX <= UINT8_MAX, "karg.room holds a value's size");
 typedef struct karg {
-    uint32_t size;      /* the value's bytes, or the __local size */
-    uint16_t off, room; /* its bytes at kargs.bytes + off, room of them */
-    uint8_t state;      /* KARG_* */
+    uint32_t size; /* the value's bytes, or the __local size */
+    uint16_t off;  /* its bytes at kargs.bytes + off, room of them */
+    uint8_t room;
+    uint8_t state; /* KARG_* */
 } karg;
 typedef struct kargs {
     cl_kernel k;  /* the kernel recorded (another: nothing holds) */
@@ -177,7 +179,7 @@ cl_int ocl_session_set_arg(ocl_session *s, const cl_kernel *kp, cl_uint index, s
             return e;
         c->bytes = nb;
         a->off = c->nbytes;
-        a->room = (uint16_t)size;
+        a->room = (uint8_t)size;
         c->nbytes = (uint16_t)(c->nbytes + size);
     }
     if (value)
