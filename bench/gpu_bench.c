@@ -42,7 +42,10 @@
  *                   "host_rel_err", "device_rel_err",
  *                   "kernels_per_run", "blas_calls_per_run": what one more
  *                   device-resident run enqueued, our kernels and CLBlast
- *                   calls } ] } ] }
+ *                   calls, "args_set_per_run": the clSetKernelArg calls it
+ *                   made (arguments that changed), "enqueue_us_per_run":
+ *                   host time enqueueing a device-resident run, in us, the
+ *                   mean of 5 more } ] } ] }
  * Exit status 1 when a workload or level failed (the file is written
  * anyway), 2 on a bad command line.
  */
@@ -89,6 +92,7 @@ typedef struct level_out {
     char error[512];
     double compile_ms, cpu_vs_eager, host_rel, device_rel;
     double kernels, blas_calls; /* what one device-resident run enqueued (NAN: unknown) */
+    double args_set, enqueue_us; /* its clSetKernelArg calls; host us enqueueing (mean of 5) */
     series host, dev;
 } level_out;
 
@@ -263,10 +267,16 @@ static void check_ocl(level_state *ls, const float *cpu_y, int64_t n, level_out 
 {
     /* one more device-resident run, counting what it enqueued: on a GPU
      * each launch costs host time, a floor under small graphs */
-    long k0 = ocl_kernels_run(), b0 = ocl_blas_calls();
+    long k0 = ocl_kernels_run(), b0 = ocl_blas_calls(), a0 = ocl_args_set();
     int counted = lv->dev.runs > 0 && ocl_once(&ls->dev) == 0;
     lv->kernels = counted ? (double)(ocl_kernels_run() - k0) : NAN;
     lv->blas_calls = counted ? (double)(ocl_blas_calls() - b0) : NAN;
+    lv->args_set = counted ? (double)(ocl_args_set() - a0) : NAN;
+    long long t0 = ocl_enqueue_ns();
+    int timed = counted;
+    for (int r = 0; r < 5 && timed; r++)
+        timed = ocl_once(&ls->dev) == 0;
+    lv->enqueue_us = timed ? (double)(ocl_enqueue_ns() - t0) / 5e3 : NAN;
     float *y = malloc((size_t)n * sizeof *y + 1);
     cl_int e = y ? clEnqueueReadBuffer(ls->q, ls->yb, CL_TRUE, 0, (size_t)n * sizeof *y, y, 0,
                                        NULL, NULL)
@@ -498,6 +508,10 @@ static int write_json(const config *c, const record *recs, const int *kinds, int
             bench_json_num(f, lv->dev.runs ? lv->kernels : NAN);
             fprintf(f, ", \"blas_calls_per_run\": ");
             bench_json_num(f, lv->dev.runs ? lv->blas_calls : NAN);
+            fprintf(f, ", \"args_set_per_run\": ");
+            bench_json_num(f, lv->dev.runs ? lv->args_set : NAN);
+            fprintf(f, ", \"enqueue_us_per_run\": ");
+            bench_json_num(f, lv->dev.runs ? lv->enqueue_us : NAN);
             fprintf(f, "}%s\n", l + 1 < NLEVELS ? "," : "");
         }
         fprintf(f, "   ]}%s\n", i + 1 < n ? "," : "");

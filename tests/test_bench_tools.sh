@@ -101,21 +101,22 @@ fi
 # of 1,2,3,5 is 3, the upper middle as suite.c takes it), the largest error
 # of any round, the ratio to the peer's CUDA-graph median (2,4,6 -> 4), and
 # a level above 1e-4 fails the merge and is marked in the table.
-round() { # round FILE DEVICE_O2_TIMES O2_DEVICE_ERR
+round() { # round FILE DEVICE_O2_TIMES O2_DEVICE_ERR [MORE_LEVEL_FIELDS]
     local lv='' l
     for l in 0 1 2 3; do
         local dev='[9]' err=0
         [ $l = 2 ] && dev=$2 && err=$3
         lv+="${lv:+,}{\"level\": $l, \"ok\": true, \"error\": \"\", \"compile_ms\": 1, \"cpu_vs_eager\": 0,
           \"host_rel_err\": 0, \"device_rel_err\": $err, \"host_ms\": [10], \"device_ms\": $dev,
-          \"kernels_per_run\": $((l + 3)), \"blas_calls_per_run\": $((l % 2))}"
+          \"kernels_per_run\": $((l + 3)), \"blas_calls_per_run\": $((l % 2))${4:-}}"
     done
     printf '{"schema": "tracegraph-gpu-round-1", "device": "Dev / X", "cpu": "C", "cores": 2,
       "threads": 2, "date": "D", "ok": true, "records": [{"workload": "mlp", "desc": "", "ok": true,
       "error": "", "eager_ms": [7, 8], "levels": [%s]}]}\n' "$lv" > "$1"
 }
-round r1.json '[3, 1, 2]' 2e-5
-round r2.json '[5]' 3e-5
+round r1.json '[3, 1, 2]' 2e-5 ', "args_set_per_run": 2, "enqueue_us_per_run": 10'
+round r2.json '[5]' 3e-5 # older rounds have no argument counts
+round r4.json '[5]' 3e-5 ', "args_set_per_run": 2, "enqueue_us_per_run": 30'
 echo '{"schema": "tracegraph-torch-cuda-round-1", "ok": true, "error": "", "device": "GPU Z",
   "torch": "9.9", "records": [{"workload": "mlp", "ok": true, "error": "", "eager_ms": [1],
   "graph_ms": [2, 6, 4], "eager_rel_err": 0, "graph_rel_err": 1e-6}]}' > p1.json
@@ -127,6 +128,11 @@ has m.json '"device_rel_err": 3e-05'
 # launches: the best level's (-O2: 5 kernels, no CLBlast call)
 has m.md "| mlp | 8 | 10 / 9 | 10 / 9 | 10 / **3** | 10 / 9 | 3.0e-05 | 5 | 1 | 4 | 0.75× |"
 [ "$(tail -n 1 out)" = "$(tail -n 1 m.md)" ] && good || bad "merge.py: the table is not printed last"
+# the clSetKernelArg count of the rounds that have it, the median host time
+# enqueueing (10 and 30: the upper middle)
+expect 0 python3 "$SRC/bench/gpu/merge.py" m2.json m2.md r1.json r2.json r4.json
+has m2.json '"args_set_per_run": 2,'
+has m2.json '"enqueue_us_per_run": 30'
 round r3.json '[4]' 2e-4
 expect 1 python3 "$SRC/bench/gpu/merge.py" m.json m.md r1.json r3.json --peer p1.json
 has m.md "| 10 / **3** ✗ |"

@@ -344,6 +344,9 @@ if "$TG" devices > /dev/null 2>&1; then
         --backend opencl --runs 2 --warmup 1
     has err "[GPU tile]"
     has err "enqueued per run: "
+    has err "kernel arguments per run: "
+    has err " unchanged (skipped)"
+    has err "host time enqueueing: "
     TG_OPENCL_GEMM=own TG_OPENCL_TILE=gpu TG_OPENCL_SPLITK=off TG_OPENCL_PROFILE=1 expect 0 \
         "$TG" bench mlp.tgraph --backend opencl --runs 2 --warmup 1
     has err "[GPU tile, K in one pass]"

@@ -16,7 +16,9 @@ OUT.json: {"schema", "device", "cpu", "cores", "threads", "date", "rounds",
   "ok", "records": [{"workload", "desc", "ok", "errors": [...],
      "eager_ms": {"median", "min", "runs"},
      "levels": [{"level", "ok", "compile_ms", "host_ms": {...}, "device_ms": {...},
-                 "host_rel_err", "device_rel_err"}],
+                 "host_rel_err", "device_rel_err", "kernels_per_run", "blas_calls_per_run",
+                 "args_set_per_run", "enqueue_us_per_run" (host us enqueueing a run, the
+                 median of the rounds)}],
      "best_device_ms", "best_level",
      "torch_eager_ms": {...} or null, "torch_graph_ms": {...} or null,
      "torch_rel_err", "vs_cuda_graph": best_device_ms / torch graph median}]}
@@ -40,6 +42,17 @@ def worst(values):
     if not values or any(v is None for v in values):
         return None
     return max(values)
+
+
+def first_measured(values):
+    """The first value measured (a count every round agrees on), or None."""
+    return next((v for v in values if v is not None), None)
+
+
+def median_measured(values):
+    """The median of the values measured (upper middle), or None."""
+    v = sorted(x for x in values if x is not None)
+    return v[len(v) // 2] if v else None
 
 
 def fmt(ms):
@@ -108,7 +121,11 @@ def main(argv):
                                   "host_ms": host, "device_ms": dev,
                                   "host_rel_err": he, "device_rel_err": de,
                                   "kernels_per_run": launches[0][0] if launches else None,
-                                  "blas_calls_per_run": launches[0][1] if launches else None})
+                                  "blas_calls_per_run": launches[0][1] if launches else None,
+                                  "args_set_per_run": first_measured(
+                                      [x.get("args_set_per_run") for x in lv]),
+                                  "enqueue_us_per_run": median_measured(
+                                      [x.get("enqueue_us_per_run") for x in lv])})
             out["ok"] = out["ok"] and ok
             if dev and (best is None or dev["median"] < best[1]):
                 best = (l, dev["median"])

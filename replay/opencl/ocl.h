@@ -16,7 +16,7 @@
  *            ones: dynamic dims may differ at run time (same dtype and
  *            rank), so shapes must be kernel arguments, not build options.
  *   enqueue  at replay_run, once per step: set the kernel arguments and
- *            enqueue (ocl_set_args, ocl_run) on the session's in-order
+ *            enqueue (ocl_set_args or ocl_set_arg, ocl_run) on the session's in-order
  *            queue.  The kernels in l->k are this session's own objects,
  *            made from the names given at prepare (cl_kernel is not
  *            thread-safe; sessions run concurrently), so an op never makes
@@ -249,6 +249,16 @@ int ocl_prep_has_fp64(const ocl_prep *c);
  *   'v' int8 vector from an int32_t[8] (pointer)
  */
 tg_status ocl_set_args(ocl_launch *l, cl_kernel k, const char *fmt, ...);
+/*
+ * Sets argument index of k to size bytes at value (NULL: a __local
+ * argument of size bytes); what ocl_set_args does per argument.  Every
+ * argument an enqueue sets goes through here (never clSetKernelArg): for
+ * the session's kernels (l->k) it skips the call when the argument
+ * already holds these bytes, as in a steady replay nearly all do (on a
+ * GPU driver each call costs host time).  TG_OPENCL_ARGCACHE=0 sets
+ * every argument every time.
+ */
+tg_status ocl_set_arg(ocl_launch *l, cl_kernel k, cl_uint index, size_t size, const void *value);
 /*
  * Enqueues k over dims global sizes with the given local sizes (the
  * caller rounds each global size up to a multiple of its local size).

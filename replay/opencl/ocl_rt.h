@@ -121,6 +121,17 @@ void ocl_session_free(ocl_session *s);
 cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, size_t errlen);
 /* The tile counters of ocl.h's ocl_counters. */
 cl_mem ocl_session_counters(ocl_session *s, size_t n, char *err, size_t errlen);
+/* clSetKernelArg on the session's kernel *kp (a slot of its kernels, as
+ * ocl_launch.k), skipped when the cache says the argument holds these
+ * bytes already (ocl.h's ocl_set_arg). */
+cl_int ocl_session_set_arg(ocl_session *s, const cl_kernel *kp, cl_uint index, size_t size,
+                           const void *value);
+/* Since the process started, over every session: the clSetKernelArg
+ * calls made for their kernels, those the cache skipped, and the host
+ * time (ns) spent enqueueing the steps of runs (tests, gpu_bench). */
+long ocl_args_set(void);
+long ocl_args_kept(void);
+long long ocl_enqueue_ns(void);
 /* A run with inputs in signature order; outputs as replay_run. */
 tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int nin,
                           replay_tensor *outputs, int nout, struct replay_guard_warns *warns, char *err,

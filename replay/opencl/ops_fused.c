@@ -268,16 +268,16 @@ tg_status ocl_fused_single_prepare(ocl_prep *c)
 
 /* Sets the inputs, the output and n, then the rest: in-order argument
  * setting shared by the three kernels. */
-static cl_int set_io(const ocl_launch *l, cl_kernel k, cl_uint *a, cl_long n)
+static tg_status set_io(ocl_launch *l, cl_kernel k, cl_uint *a, cl_long n)
 {
-    cl_int e = CL_SUCCESS;
-    for (int j = 0; j < l->nin && e == CL_SUCCESS; j++)
-        e = clSetKernelArg(k, (*a)++, sizeof(cl_mem), &l->in[j]);
-    if (e == CL_SUCCESS)
-        e = clSetKernelArg(k, (*a)++, sizeof(cl_mem), &l->out[0]);
-    if (e == CL_SUCCESS)
-        e = clSetKernelArg(k, (*a)++, sizeof n, &n);
-    return e;
+    tg_status st = TG_OK;
+    for (int j = 0; j < l->nin && st == TG_OK; j++)
+        st = ocl_set_arg(l, k, (*a)++, sizeof(cl_mem), &l->in[j]);
+    if (st == TG_OK)
+        st = ocl_set_arg(l, k, (*a)++, sizeof(cl_mem), &l->out[0]);
+    if (st == TG_OK)
+        st = ocl_set_arg(l, k, (*a)++, sizeof n, &n);
+    return st;
 }
 
 /* A row launch of fused_rows (l->k[2]). */
@@ -286,16 +286,16 @@ static tg_status run_rows(ocl_launch *l, const ocl_bcast *b, size_t n, size_t w)
     cl_kernel k = l->k[2];
     cl_uint a = 0;
     int32_t v[8];
-    cl_int e = set_io(l, k, &a, (cl_long)n);
+    tg_status st = set_io(l, k, &a, (cl_long)n);
     ocl_row_align(b->nd, b->dims, 1, v);
-    if (e == CL_SUCCESS)
-        e = clSetKernelArg(k, a++, sizeof(cl_int8), v);
-    for (int j = 0; j < l->nin && e == CL_SUCCESS; j++) {
+    if (st == TG_OK)
+        st = ocl_set_arg(l, k, a++, sizeof(cl_int8), v);
+    for (int j = 0; j < l->nin && st == TG_OK; j++) {
         ocl_row_align(b->nd, b->st[j], 0, v);
-        e = clSetKernelArg(k, a++, sizeof(cl_int8), v);
+        st = ocl_set_arg(l, k, a++, sizeof(cl_int8), v);
     }
-    if (e != CL_SUCCESS)
-        return ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg %u: %s", a - 1, ocl_errstr(e));
+    if (st != TG_OK)
+        return st;
     size_t L = (size_t)b->dims[b->nd - 1], g[2] = {ocl_round_up(L, w), n / L}, lo[2] = {w, 1};
     return ocl_run(l, k, 2, g, lo);
 }
@@ -318,22 +318,20 @@ tg_status ocl_fused_enqueue(ocl_launch *l)
     cl_kernel k = l->k[flat ? 1 : 0];
     size_t items = flat ? (n + 7) / 8 : n;
     cl_uint a = 0;
-    cl_int e = set_io(l, k, &a, (cl_long)n);
+    tg_status st = set_io(l, k, &a, (cl_long)n);
     if (!flat) {
         cl_int nd = b.nd;
-        if (e == CL_SUCCESS)
-            e = clSetKernelArg(k, a++, sizeof nd, &nd);
-        if (e == CL_SUCCESS)
-            e = clSetKernelArg(k, a++, sizeof(cl_int8), b.dims);
+        if (st == TG_OK)
+            st = ocl_set_arg(l, k, a++, sizeof nd, &nd);
+        if (st == TG_OK)
+            st = ocl_set_arg(l, k, a++, sizeof(cl_int8), b.dims);
     }
-    for (int j = 0; j < l->nin && e == CL_SUCCESS; j++) {
+    for (int j = 0; j < l->nin && st == TG_OK; j++) {
         cl_int m = b.st[j][0];
-        e = flat ? clSetKernelArg(k, a++, sizeof m, &m)
-                 : clSetKernelArg(k, a++, sizeof(cl_int8), b.st[j]);
+        st = flat ? ocl_set_arg(l, k, a++, sizeof m, &m)
+                  : ocl_set_arg(l, k, a++, sizeof(cl_int8), b.st[j]);
     }
-    if (e != CL_SUCCESS)
-        return ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg %u: %s", a - 1, ocl_errstr(e));
-    return ocl_run(l, k, 1, &items, NULL);
+    return st != TG_OK ? st : ocl_run(l, k, 1, &items, NULL);
 }
 
 static const ocl_op fused_op = {fused_prepare, ocl_fused_enqueue};

@@ -103,20 +103,18 @@ tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at)
     if (l->nxout < 1 || l->nxin < b->tail - 1)
         return ocl_fail(l, TG_ERR_STATE, "the fused node after this one has no buffers");
     int64_t n = graph_type_numel(&l->xout_type[0]);
-    cl_int e = clSetKernelArg(k, at++, sizeof(cl_mem), &l->xout[0]);
-    for (int j = 0; j + 1 < b->tail && e == CL_SUCCESS; j++) {
+    tg_status st = ocl_set_arg(l, k, at++, sizeof(cl_mem), &l->xout[0]);
+    for (int j = 0; j + 1 < b->tail && st == TG_OK; j++) {
         int64_t nj = graph_type_numel(&l->xin_type[j]);
         if (nj != n && nj != 1) /* ocl_tail_find's shapes hold at every run */
             return ocl_fail(l, TG_ERR_STATE, "the fused node's input %d has %lld elements, "
                             "not %lld or 1", j, (long long)nj, (long long)n);
         cl_int m = nj == n;
-        e = clSetKernelArg(k, at++, sizeof(cl_mem), &l->xin[j]);
-        if (e == CL_SUCCESS)
-            e = clSetKernelArg(k, at++, sizeof m, &m);
+        st = ocl_set_arg(l, k, at++, sizeof(cl_mem), &l->xin[j]);
+        if (st == TG_OK)
+            st = ocl_set_arg(l, k, at++, sizeof m, &m);
     }
-    return e == CL_SUCCESS ? TG_OK
-                           : ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg %u: %s", at - 1,
-                                      ocl_errstr(e));
+    return st;
 }
 
 /* Runs nn_gemm_post (kernel k) on y's n elements. */

@@ -49,21 +49,38 @@ static const ocl_op view_op = {view_prepare, view_enqueue};
 
 /* ---- strided copies ---- */
 
-static tg_status strided_prepare(ocl_prep *c)
+/* The kernels of up to launches copies a run makes: a pair (copy_strided,
+ * copy_rows) per copy, at most OCL_MAX_KERNELS / 2 pairs (later copies
+ * share the last): a kernel launched once per run keeps its arguments
+ * from run to run, and ocl_set_arg skips setting them again. */
+static tg_status strided_prepare_n(ocl_prep *c, int launches)
 {
     tg_status st = ocl_prep_program(c, "shape", NULL, size_opts(c->in_type[0].dtype));
-    if (!st)
+    for (int i = 0; !st && (i == 0 || (i < launches && i < OCL_MAX_KERNELS / 2)); i++) {
         st = ocl_prep_kernel(c, "copy_strided");
-    return st ? st : ocl_prep_kernel(c, "copy_rows");
+        if (!st)
+            st = ocl_prep_kernel(c, "copy_rows");
+    }
+    return st;
 }
 
+static tg_status strided_prepare(ocl_prep *c) { return strided_prepare_n(c, 1); }
+static tg_status concat_prepare(ocl_prep *c) { return strided_prepare_n(c, c->nin); }
+static tg_status split_prepare(ocl_prep *c) { return strided_prepare_n(c, c->nout); }
+static tg_status blocked_prepare(ocl_prep *c) { return strided_prepare_n(c, 2); }
+
 /*
- * One launch: for every coordinate of dims (nd of them), y[yb + c.ys] =
- * x[xb + c.xs].  Size-1 dims are dropped; int ranges are checked.
+ * Copy number i of the run (its kernel pair: strided_prepare_n): for
+ * every coordinate of dims (nd of them), y[yb + c.ys] = x[xb + c.xs].
+ * Size-1 dims are dropped; int ranges are checked.
  */
-static tg_status copy(ocl_launch *l, cl_mem x, cl_mem y, int nd, const int64_t *dims,
+static tg_status copy(ocl_launch *l, int i, cl_mem x, cl_mem y, int nd, const int64_t *dims,
                       const int64_t *xs, const int64_t *ys, int64_t xb, int64_t yb)
 {
+    int pair = i < OCL_MAX_KERNELS / 2 ? i : OCL_MAX_KERNELS / 2 - 1;
+    while (pair > 0 && !l->k[2 * pair])
+        pair--;
+    cl_kernel ks = l->k[2 * pair], kr = l->k[2 * pair + 1];
     int32_t d[8] = {0}, a[8] = {0}, b[8] = {0};
     int m = 0;
     int64_t n = 1;
@@ -93,12 +110,12 @@ static tg_status copy(ocl_launch *l, cl_mem x, cl_mem y, int nd, const int64_t *
         ocl_row_align(m, a, 0, ra);
         ocl_row_align(m, b, 0, rb);
         size_t g[2] = {ocl_round_up((size_t)rd[7], w), (size_t)(n / rd[7])}, lo[2] = {w, 1};
-        tg_status st = ocl_set_args(l, l->k[1], "mmvvvll", x, y, rd, ra, rb, xb, yb);
-        return st ? st : ocl_run(l, l->k[1], 2, g, lo);
+        tg_status st = ocl_set_args(l, kr, "mmvvvll", x, y, rd, ra, rb, xb, yb);
+        return st ? st : ocl_run(l, kr, 2, g, lo);
     }
     size_t g = (size_t)n;
-    tg_status st = ocl_set_args(l, l->k[0], "mmlivvvll", x, y, (int64_t)n, m, d, a, b, xb, yb);
-    return st ? st : ocl_run(l, l->k[0], 1, &g, NULL);
+    tg_status st = ocl_set_args(l, ks, "mmlivvvll", x, y, (int64_t)n, m, d, a, b, xb, yb);
+    return st ? st : ocl_run(l, ks, 1, &g, NULL);
 }
 
 static tg_status transpose_enqueue(ocl_launch *l)
@@ -114,7 +131,7 @@ static tg_status transpose_enqueue(ocl_launch *l)
     strides(o, os);
     for (int i = 0; i < o->ndim; i++)
         ss[i] = is[perm[i]];
-    return copy(l, l->in[0], l->out[0], o->ndim, o->dim, ss, os, 0, 0);
+    return copy(l, 0, l->in[0], l->out[0], o->ndim, o->dim, ss, os, 0, 0);
 }
 
 static tg_status expand_enqueue(ocl_launch *l)
@@ -128,7 +145,7 @@ static tg_status expand_enqueue(ocl_launch *l)
         int j = i - lead;
         ss[i] = (j < 0 || x->dim[j] == 1) ? 0 : is[j];
     }
-    return copy(l, l->in[0], l->out[0], o->ndim, o->dim, ss, os, 0, 0);
+    return copy(l, 0, l->in[0], l->out[0], o->ndim, o->dim, ss, os, 0, 0);
 }
 
 static tg_status slice_enqueue(ocl_launch *l)
@@ -145,7 +162,7 @@ static tg_status slice_enqueue(ocl_launch *l)
         off += plan.start[i] * is[i];
         ss[i] = plan.step[i] * is[i];
     }
-    return copy(l, l->in[0], l->out[0], o->ndim, o->dim, ss, os, off, 0);
+    return copy(l, 0, l->in[0], l->out[0], o->ndim, o->dim, ss, os, off, 0);
 }
 
 static tg_status concat_enqueue(ocl_launch *l)
@@ -158,7 +175,8 @@ static tg_status concat_enqueue(ocl_launch *l)
     for (int i = 0; i < l->nin; i++) {
         const graph_type *x = &l->in_type[i];
         strides(x, is);
-        tg_status st = copy(l, l->in[i], l->out[0], x->ndim, x->dim, is, os, 0, off * os[ax]);
+        tg_status st = copy(l, i, l->in[i], l->out[0], x->ndim, x->dim, is, os, 0,
+                            off * os[ax]);
         if (st != TG_OK)
             return st;
         off += x->dim[ax];
@@ -176,7 +194,7 @@ static tg_status split_enqueue(ocl_launch *l)
     for (int i = 0; i < l->nout; i++) {
         const graph_type *o = &l->out_type[i];
         strides(o, os);
-        tg_status st = copy(l, l->in[0], l->out[i], o->ndim, o->dim, is, os, off * is[ax], 0);
+        tg_status st = copy(l, i, l->in[0], l->out[i], o->ndim, o->dim, is, os, off * is[ax], 0);
         if (st != TG_OK)
             return st;
         off += o->dim[ax];
@@ -208,11 +226,11 @@ static tg_status blocked_copy(ocl_launch *l, const graph_type *b, int64_t C, int
     }
     const int64_t *xs = to ? ps : bs, *ys = to ? bs : ps;
     int64_t dims[5] = {N, full, H, W, B};
-    tg_status st = full ? copy(l, l->in[0], l->out[0], 5, dims, xs, ys, 0, 0) : TG_OK;
+    tg_status st = full ? copy(l, 0, l->in[0], l->out[0], 5, dims, xs, ys, 0, 0) : TG_OK;
     if (st != TG_OK || !rem)
         return st;
     int64_t tail[5] = {N, 1, H, W, rem}, pb = full * B * H * W, bb = full * H * W * B;
-    return copy(l, l->in[0], l->out[0], 5, tail, xs, ys, to ? pb : bb, to ? bb : pb);
+    return copy(l, 1, l->in[0], l->out[0], 5, tail, xs, ys, to ? pb : bb, to ? bb : pb);
 }
 
 static tg_status to_blocked_enqueue(ocl_launch *l)
@@ -228,10 +246,10 @@ static tg_status from_blocked_enqueue(ocl_launch *l)
 static const ocl_op transpose_op = {strided_prepare, transpose_enqueue};
 static const ocl_op expand_op = {strided_prepare, expand_enqueue};
 static const ocl_op slice_op = {strided_prepare, slice_enqueue};
-static const ocl_op concat_op = {strided_prepare, concat_enqueue};
-static const ocl_op split_op = {strided_prepare, split_enqueue};
-static const ocl_op to_blocked_op = {strided_prepare, to_blocked_enqueue};
-static const ocl_op from_blocked_op = {strided_prepare, from_blocked_enqueue};
+static const ocl_op concat_op = {concat_prepare, concat_enqueue};
+static const ocl_op split_op = {split_prepare, split_enqueue};
+static const ocl_op to_blocked_op = {blocked_prepare, to_blocked_enqueue};
+static const ocl_op from_blocked_op = {blocked_prepare, from_blocked_enqueue};
 
 /* ---- pad ---- */
 
@@ -270,9 +288,9 @@ static tg_status pad_enqueue(ocl_launch *l)
     tg_status st = ocl_set_args(l, l->k[0], "mmlivvvv", l->in[0], l->out[0], n, nd, d, xd, s, b);
     if (st != TG_OK)
         return st;
-    cl_int e = clSetKernelArg(l->k[0], 8, esize(o), &v);
-    if (e != CL_SUCCESS)
-        return ocl_fail(l, TG_ERR_BACKEND, "clSetKernelArg 8: %s", ocl_errstr(e));
+    st = ocl_set_arg(l, l->k[0], 8, esize(o), &v);
+    if (st != TG_OK)
+        return st;
     size_t g = (size_t)n;
     return ocl_run(l, l->k[0], 1, &g, NULL);
 }

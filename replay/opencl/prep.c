@@ -140,53 +140,63 @@ static tg_status cl_status(cl_int e)
                ? TG_ERR_NOMEM : TG_ERR_BACKEND;
 }
 
+tg_status ocl_set_arg(ocl_launch *l, cl_kernel k, cl_uint index, size_t size, const void *value)
+{
+    /* a session's kernel (l->k[j]): through its cache of what is set */
+    int j = -1;
+    for (int i = 0; l->sess && i < OCL_MAX_KERNELS && j < 0; i++)
+        if (l->k[i] == k)
+            j = i;
+    cl_int e = j >= 0 ? ocl_session_set_arg(l->sess, &l->k[j], index, size, value)
+                      : clSetKernelArg(k, index, size, value);
+    if (e != CL_SUCCESS)
+        return ocl_fail(l, cl_status(e), "clSetKernelArg %u: %s", index, ocl_errstr(e));
+    return TG_OK;
+}
+
 tg_status ocl_set_args(ocl_launch *l, cl_kernel k, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    cl_int e = CL_SUCCESS;
-    cl_uint i = 0;
-    for (; fmt[i] && e == CL_SUCCESS; i++) {
+    tg_status st = TG_OK;
+    for (cl_uint i = 0; fmt[i] && st == TG_OK; i++) {
         switch (fmt[i]) {
         case 'm': {
             cl_mem m = va_arg(ap, cl_mem);
-            e = clSetKernelArg(k, i, sizeof m, &m);
+            st = ocl_set_arg(l, k, i, sizeof m, &m);
             break;
         }
         case 'i': {
             cl_int v = va_arg(ap, int);
-            e = clSetKernelArg(k, i, sizeof v, &v);
+            st = ocl_set_arg(l, k, i, sizeof v, &v);
             break;
         }
         case 'l': {
             cl_long v = va_arg(ap, int64_t);
-            e = clSetKernelArg(k, i, sizeof v, &v);
+            st = ocl_set_arg(l, k, i, sizeof v, &v);
             break;
         }
         case 'f': {
             cl_float v = (cl_float)va_arg(ap, double);
-            e = clSetKernelArg(k, i, sizeof v, &v);
+            st = ocl_set_arg(l, k, i, sizeof v, &v);
             break;
         }
         case 'L':
-            e = clSetKernelArg(k, i, va_arg(ap, size_t), NULL);
+            st = ocl_set_arg(l, k, i, va_arg(ap, size_t), NULL);
             break;
         case 'v': {
             const int32_t *p = va_arg(ap, const int32_t *);
             cl_int8 v;
             memcpy(&v, p, sizeof v);
-            e = clSetKernelArg(k, i, sizeof v, &v);
+            st = ocl_set_arg(l, k, i, sizeof v, &v);
             break;
         }
         default:
-            va_end(ap);
-            return ocl_fail(l, TG_ERR_ARG, "ocl_set_args: bad format char '%c'", fmt[i]);
+            st = ocl_fail(l, TG_ERR_ARG, "ocl_set_args: bad format char '%c'", fmt[i]);
         }
     }
     va_end(ap);
-    if (e != CL_SUCCESS)
-        return ocl_fail(l, cl_status(e), "clSetKernelArg %u: %s", i - 1, ocl_errstr(e));
-    return TG_OK;
+    return st;
 }
 
 tg_status ocl_run(ocl_launch *l, cl_kernel k, int dims, const size_t *global,

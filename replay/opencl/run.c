@@ -13,15 +13,58 @@
  * TG_OPENCL_SYNC=1 in the environment waits after every node instead, so
  * that a kernel failing on the device (an illegal address: the driver
  * reports it only at the next wait) is named with its node and call site.
+ *
+ * Kernel arguments: a kernel keeps what was set until it is set again, and
+ * in a steady replay nearly every argument is what it was last run, so
+ * ocl_session_set_arg skips clSetKernelArg when the session's record of a
+ * kernel's argument (kargs) holds the same bytes.  A cl_mem is compared as
+ * a handle value, which the allocator may reuse once released (and a
+ * driver may have resolved the old one to an address when it was set): so
+ * every release or allocation of a buffer the session owns, and a change
+ * of the plan's params (whose buffers are replaced), starts a new
+ * generation (gen) in which no record holds; a caller's cl_mem input or
+ * output written in place (replay_tensor.buffer, direct_outputs), whose
+ * life the session does not see, is set every time it is an argument.  An argument is recorded only after its
+ * clSetKernelArg succeeded (it is forgotten before the call).
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../graph/alloc.h"
 #include "../internal.h"
 #include "ocl_rt.h"
+
+static atomic_long args_set, args_kept;
+static atomic_llong enqueue_ns;
+
+long ocl_args_set(void) { return atomic_load(&args_set); }
+long ocl_args_kept(void) { return atomic_load(&args_kept); }
+long long ocl_enqueue_ns(void) { return atomic_load(&enqueue_ns); }
+
+/* One kernel's arguments as last set (ocl_session_set_arg), made when it
+ * is first set: per argument index its state and size, and the value's
+ * bytes (values of at most KARG_MAX bytes; larger ones are always set). */
+enum { KARG_UNKNOWN, KARG_VALUE, KARG_LOCAL };
+#define KARG_MAX 64
+#define KARG_MAX_ARGS 255
+_Static_assert(KARG_MAX <= UINT8_MAX, "karg.room holds a value's size");
+typedef struct karg {
+    uint32_t size; /* the value's bytes, or the __local size */
+    uint16_t off;  /* its bytes at kargs.bytes + off, room of them */
+    uint8_t room;
+    uint8_t state; /* KARG_* */
+} karg;
+typedef struct kargs {
+    cl_kernel k;  /* the kernel recorded (another: nothing holds) */
+    uint64_t gen; /* the session's generation then (another: nothing holds) */
+    uint16_t n, nbytes;
+    karg *a;              /* n */
+    unsigned char *bytes; /* nbytes */
+} kargs;
 
 typedef struct obound {
     replay_variant *v;
@@ -38,6 +81,16 @@ struct ocl_session {
     ocl_plan *op;
     cl_command_queue q;
     cl_kernel *k; /* nnodes x OCL_MAX_KERNELS */
+    /* Per kernel of k, its arguments as set (NULL until set); gen: the
+     * generation of the session's buffers (see the top), param_gen the
+     * plan's when last seen; argcache: TG_OPENCL_ARGCACHE not 0/off. */
+    kargs **args;
+    uint64_t gen, param_gen;
+    int argcache;
+    /* this run's caller cl_mem inputs and directly written outputs (never
+     * recorded), ncaller of them */
+    cl_mem *caller;
+    int32_t ncaller;
     cl_mem *slot; /* the pool: intermediate values, shared by the variants */
     size_t *slot_size;
     int32_t nslots;
@@ -66,13 +119,79 @@ struct ocl_session {
     cl_ulong *prof_ns; /* per node */
     long prof_runs;
     long enq[3], enq_runs; /* ocl_launch.enq summed over nodes and runs */
+    long nset, nkept;      /* kernel arguments set and skipped, over runs */
+    long long enq_ns;      /* host time in steps(), over runs */
     char kerr[4096];
 };
 
-static void release_mem(cl_mem *m)
+static void release_mem(ocl_session *s, cl_mem *m)
 {
+    if (*m)
+        s->gen++; /* its handle may come back for another buffer */
     ocl_obj_release(OCL_OBJ_BUFFER, *m);
     *m = NULL;
+}
+
+cl_int ocl_session_set_arg(ocl_session *s, const cl_kernel *kp, cl_uint index, size_t size,
+                           const void *value)
+{
+    size_t ki = (size_t)(kp - s->k);
+    kargs *c = s->args && s->argcache ? s->args[ki] : NULL;
+    if (!c && s->args && s->argcache && (c = tg_calloc(1, sizeof *c)))
+        s->args[ki] = c;
+    int keep = c && index < KARG_MAX_ARGS && (value ? size <= KARG_MAX : size > 0);
+    for (int32_t j = 0; keep && value && size == sizeof(cl_mem) && j < s->ncaller; j++)
+        keep = memcmp(value, &s->caller[j], sizeof(cl_mem)) != 0;
+    karg *a = NULL;
+    if (c) {
+        if (c->k != *kp || c->gen != s->gen) {
+            for (uint16_t i = 0; i < c->n; i++)
+                c->a[i].state = KARG_UNKNOWN;
+            c->k = *kp;
+            c->gen = s->gen;
+        }
+        a = index < c->n ? &c->a[index] : NULL;
+        if (a && keep && a->size == size &&
+            (value ? a->state == KARG_VALUE && !memcmp(c->bytes + a->off, value, size)
+                   : a->state == KARG_LOCAL)) {
+            s->nkept++;
+            atomic_fetch_add(&args_kept, 1);
+            return CL_SUCCESS;
+        }
+        if (a)
+            a->state = KARG_UNKNOWN; /* whatever the call below leaves */
+    }
+    cl_int e = clSetKernelArg(*kp, index, size, value);
+    s->nset++;
+    atomic_fetch_add(&args_set, 1);
+    if (e != CL_SUCCESS || !keep)
+        return e;
+    if (!a) { /* a new index: its entry (and the ones before it) */
+        karg *na = tg_realloc(c->a, sizeof *na * (index + 1));
+        if (!na)
+            return e;
+        for (cl_uint i = c->n; i <= index; i++)
+            na[i] = (karg){0, 0, 0, KARG_UNKNOWN};
+        c->a = na;
+        c->n = (uint16_t)(index + 1);
+        a = &c->a[index];
+    }
+    if (value && a->room < size) { /* room for its bytes at the end */
+        if ((size_t)c->nbytes + size > UINT16_MAX)
+            return e;
+        unsigned char *nb = tg_realloc(c->bytes, (size_t)c->nbytes + size);
+        if (!nb)
+            return e;
+        c->bytes = nb;
+        a->off = c->nbytes;
+        a->room = (uint8_t)size;
+        c->nbytes = (uint16_t)(c->nbytes + size);
+    }
+    if (value)
+        memcpy(c->bytes + a->off, value, size);
+    a->size = (uint32_t)size;
+    a->state = value ? KARG_VALUE : KARG_LOCAL;
+    return e;
 }
 
 static tg_status cl_st(cl_int e)
@@ -94,6 +213,7 @@ static cl_mem new_buffer(ocl_session *s, size_t bytes, const char *what, char *e
         return NULL;
     }
     ocl_obj_made(OCL_OBJ_BUFFER, m, s->op->dev->ctx);
+    s->gen++;
     return m;
 }
 
@@ -101,7 +221,7 @@ cl_mem ocl_session_scratch(ocl_session *s, int slot, size_t bytes, char *err, si
 {
     if (s->scratch[slot] && s->scratch_size[slot] >= bytes)
         return s->scratch[slot];
-    release_mem(&s->scratch[slot]);
+    release_mem(s, &s->scratch[slot]);
     s->scratch[slot] = new_buffer(s, bytes, "scratch", err, errlen);
     s->scratch_size[slot] = s->scratch[slot] ? bytes : 0;
     return s->scratch[slot];
@@ -111,7 +231,7 @@ cl_mem ocl_session_counters(ocl_session *s, size_t n, char *err, size_t errlen)
 {
     if (s->cnt && s->cnt_n >= n)
         return s->cnt;
-    release_mem(&s->cnt);
+    release_mem(s, &s->cnt);
     s->cnt_n = 0;
     if (!(s->cnt = new_buffer(s, n * sizeof(cl_int), "tile counters", err, errlen)))
         return NULL;
@@ -120,7 +240,7 @@ cl_mem ocl_session_counters(ocl_session *s, size_t n, char *err, size_t errlen)
                                    NULL);
     if (e != CL_SUCCESS) {
         snprintf(err, errlen, "replay: zeroing the tile counters: %s", ocl_errstr(e));
-        release_mem(&s->cnt);
+        release_mem(s, &s->cnt);
         return NULL;
     }
     s->cnt_n = n;
@@ -166,6 +286,9 @@ static void print_profile(const ocl_session *s)
     fprintf(stderr, "  enqueued per run: %.4g kernels, %.4g CLBlast calls, %.4g copies/fills\n",
             (double)s->enq[OCL_ENQ_KERNEL] / runs, (double)s->enq[OCL_ENQ_BLAS] / runs,
             (double)s->enq[OCL_ENQ_COPY] / runs);
+    fprintf(stderr, "  kernel arguments per run: %.4g set (clSetKernelArg), %.4g unchanged "
+            "(skipped)\n", (double)s->nset / runs, (double)s->nkept / runs);
+    fprintf(stderr, "  host time enqueueing: %.1f us per run\n", (double)s->enq_ns / 1e3 / runs);
     for (;;) { /* ops, costliest first */
         int best = -1;
         for (int o = 0; o < GRAPH_OP_COUNT; o++)
@@ -211,9 +334,18 @@ void ocl_session_free(ocl_session *s)
      * buffers, the queue last. */
     for (int32_t i = 0; s->k && i < s->op->nnodes * OCL_MAX_KERNELS; i++)
         ocl_obj_release(OCL_OBJ_KERNEL, s->k[i]);
+    for (int32_t i = 0; s->args && i < s->op->nnodes * OCL_MAX_KERNELS; i++) {
+        if (s->args[i]) {
+            tg_free(s->args[i]->a);
+            tg_free(s->args[i]->bytes);
+            tg_free(s->args[i]);
+        }
+    }
+    tg_free(s->args);
+    tg_free(s->caller);
     drop_bounds(s);
     for (int32_t i = 0; s->in && i < s->nin; i++)
-        release_mem(&s->in[i]);
+        release_mem(s, &s->in[i]);
     for (int32_t i = 0; s->host_out && i < s->nout; i++)
         tg_free(s->host_out[i]);
     tg_free(s->in);
@@ -222,11 +354,11 @@ void ocl_session_free(ocl_session *s)
     tg_free(s->host_out_size);
     tg_free(s->direct);
     for (int i = 0; i < OCL_MAX_SCRATCH; i++)
-        release_mem(&s->scratch[i]);
-    release_mem(&s->cnt);
-    release_mem(&s->flag);
+        release_mem(s, &s->scratch[i]);
+    release_mem(s, &s->cnt);
+    release_mem(s, &s->flag);
     for (int32_t j = 0; j < s->nslots; j++)
-        release_mem(&s->slot[j]);
+        release_mem(s, &s->slot[j]);
     tg_free(s->slot);
     tg_free(s->slot_size);
     ocl_obj_release(OCL_OBJ_QUEUE, s->q);
@@ -256,6 +388,10 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
     const char *sync = getenv("TG_OPENCL_SYNC");
     s->sync = sync && *sync && strcmp(sync, "0") != 0;
     s->k = tg_calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->k);
+    s->args = tg_calloc((size_t)s->op->nnodes * OCL_MAX_KERNELS + 1, sizeof *s->args);
+    const char *ac = getenv("TG_OPENCL_ARGCACHE");
+    s->argcache = !ac || !*ac || (strcmp(ac, "0") != 0 && strcmp(ac, "off") != 0);
+    s->param_gen = p->param_gen;
     s->nin = p->g->ninputs;
     s->nout = p->g->noutputs;
     s->in = tg_calloc((size_t)s->nin + 1, sizeof *s->in);
@@ -267,7 +403,9 @@ ocl_session *ocl_session_new(replay_plan *p, char *err, size_t errlen)
         s->ev = tg_calloc((size_t)p->nitems + 1, sizeof *s->ev);
         s->prof_ns = tg_calloc((size_t)s->op->nnodes + 1, sizeof *s->prof_ns);
     }
-    if (!s->k || !s->in || !s->in_size || !s->host_out || !s->host_out_size || !s->direct ||
+    s->caller = tg_calloc((size_t)s->nin + (size_t)s->nout + 1, sizeof *s->caller);
+    if (!s->k || !s->args || !s->caller || !s->in || !s->in_size || !s->host_out ||
+        !s->host_out_size || !s->direct ||
         (s->prof && (!s->ev || !s->prof_ns))) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
@@ -559,7 +697,7 @@ static int fill_slots(ocl_session *s, obound *b, char *err, size_t errlen)
         if (s->slot[j] && s->slot_size[j] >= b->need[j])
             continue;
         drop_bounds(s); /* they point at the buffer being replaced */
-        release_mem(&s->slot[j]);
+        release_mem(s, &s->slot[j]);
         s->slot_size[j] = 0;
         if (!(s->slot[j] = new_buffer(s, b->need[j], "intermediate values", err, errlen)))
             return -1;
@@ -614,18 +752,20 @@ static tg_status put_inputs(ocl_session *s, obound *b, const replay_tensor *cons
                             char *err, size_t errlen)
 {
     const graph *g = s->p->g;
+    s->ncaller = 0;
     for (int i = 0; i < nin; i++) {
         int32_t id = g->inputs[i];
         size_t bytes = type_bytes(&in[i]->type);
         if (in[i]->buffer) {
             b->mem[id] = (cl_mem)in[i]->buffer;
+            s->caller[s->ncaller++] = b->mem[id];
             continue;
         }
         b->mem[id] = NULL;
         if (!bytes)
             continue;
         if (!s->in[i] || s->in_size[i] < bytes) {
-            release_mem(&s->in[i]);
+            release_mem(s, &s->in[i]);
             s->in_size[i] = 0;
             if (!(s->in[i] = new_buffer(s, bytes, "an input", err, errlen)))
                 return TG_ERR_NOMEM;
@@ -805,6 +945,7 @@ static void direct_outputs(ocl_session *s, obound *b, const replay_tensor *const
             continue;
         s->direct[i] = b->mem[id];
         b->mem[id] = (cl_mem)o->buffer;
+        s->caller[s->ncaller++] = b->mem[id]; /* set every run, as a cl_mem input */
     }
 }
 
@@ -915,6 +1056,10 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
                           char *err, size_t errlen)
 {
     tg_status st;
+    if (s->param_gen != s->p->param_gen) { /* the params' buffers were replaced */
+        s->param_gen = s->p->param_gen;
+        s->gen++;
+    }
     obound *b = bound_for(s, in, &st, err, errlen);
     if (!b)
         return st;
@@ -930,8 +1075,16 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
     }
     if (st == TG_OK)
         direct_outputs(s, b, in, nin, outputs, nout);
-    if (st == TG_OK)
+    if (st == TG_OK) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         st = steps(s, b, warnings, err, errlen);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long long ns = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +
+                       (t1.tv_nsec - t0.tv_nsec);
+        s->enq_ns += ns;
+        atomic_fetch_add(&enqueue_ns, ns);
+    }
     s->enq_runs++;
     if (st == TG_OK)
         st = get_outputs(s, b, outputs, nout, err, errlen);
