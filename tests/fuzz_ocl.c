@@ -18,7 +18,8 @@
  *             fused: auto does not fuse on PoCL's CPU device), bits 2-3
  *             TG_OPENCL_GEMM (own, clblast, auto, own with
  *             TG_OPENCL_SPLITK=fixup whatever bit 7 says), bit 4
- *             TG_OPENCL_TILE (cpu, gpu), bit 5 TG_OPENCL_DW (tiled,
+ *             TG_OPENCL_TILE (cpu, gpu; with gpu TG_OPENCL_HEAD=on, the
+ *             layer norm a linear runs), bit 5 TG_OPENCL_DW (tiled,
  *             rows; direct is their fallback), bit 6 TG_OPENCL_TAIL
  *             (on, off: the fused node after a product run in its
  *             kernels; auto is off on PoCL),
@@ -79,6 +80,7 @@ static void set_switches(uint8_t b)
     setenv("TG_OPENCL_ATTN", attn[b & 3], 1);
     setenv("TG_OPENCL_GEMM", gemm[b >> 2 & 3], 1);
     setenv("TG_OPENCL_TILE", b >> 4 & 1 ? "gpu" : "cpu", 1);
+    setenv("TG_OPENCL_HEAD", b >> 4 & 1 ? "on" : "off", 1);
     setenv("TG_OPENCL_DW", b >> 5 & 1 ? "rows" : "tiled", 1);
     setenv("TG_OPENCL_TAIL", b >> 6 & 1 ? "off" : "on", 1);
     setenv("TG_OPENCL_SPLITK", (b >> 2 & 3) == 3 ? "fixup" : b >> 7 & 1 ? "off" : "auto", 1);

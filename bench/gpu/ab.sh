@@ -16,13 +16,14 @@
 # --set replaces the settings compared (give it once per setting); without
 # it: split2 TG_OPENCL_SPLITK=on, onepass TG_OPENCL_SPLITK=off, fixup
 # TG_OPENCL_SPLITK=fixup, clblast TG_OPENCL_GEMM=clblast, notail
-# TG_OPENCL_TAIL=off, noattn TG_OPENCL_ATTN=off.  --passes: default 2.
+# TG_OPENCL_TAIL=off, nohead TG_OPENCL_HEAD=off, noattn TG_OPENCL_ATTN=off,
+# noargcache TG_OPENCL_ARGCACHE=0.  --passes: default 2.
 # DIR: --out, else $OUT/gpu-ab when $OUT is set (the GPU machine's folder
 # that comes back; run.sh then writes $OUT/gpu), else ./gpu-ab-results.
 # DIR gets ab.md (the table), profile.txt and rounds.tar.gz (every round's
 # gpu_bench and merge.py files).  Works from a bundle (make
 # bench-gpu-bundle) or the build tree, as run.sh.  About 5 minutes on a GPU
-# with the defaults (run.sh's 3 rounds, then 14 quick rounds).
+# with the defaults (run.sh's 3 rounds, then 18 quick rounds).
 # Exit status: 1 when a round failed or differed from the CPU replay, 2 on a
 # bad command line.
 set -uo pipefail
@@ -45,7 +46,8 @@ done
 case $passes in *[!0-9]*|0*|'') echo "ab.sh: --passes wants a positive number, not '$passes'" >&2; exit 2 ;; esac
 [ ${#sets[@]} -gt 0 ] || sets=(split2=TG_OPENCL_SPLITK=on onepass=TG_OPENCL_SPLITK=off
                                fixup=TG_OPENCL_SPLITK=fixup clblast=TG_OPENCL_GEMM=clblast
-                               notail=TG_OPENCL_TAIL=off noattn=TG_OPENCL_ATTN=off)
+                               notail=TG_OPENCL_TAIL=off nohead=TG_OPENCL_HEAD=off
+                               noattn=TG_OPENCL_ATTN=off noargcache=TG_OPENCL_ARGCACHE=0)
 names=(default) envs=("")
 for s in "${sets[@]}"; do
     name=${s%%=*} assign=${s#*=}

@@ -105,6 +105,7 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
     ocl_prep c = {.dev = op->dev, .ctx = op->dev->ctx, .device = op->dev->id, .g = g,
                   .blas = op->gemm != OCL_GEMM_OWN, .probe = op->gemm == OCL_GEMM_AUTO,
                   .tail = op->tail[i] >= 0 ? &g->nodes[op->tail[i]] : NULL,
+                  .head = op->head[i] >= 0 ? &g->nodes[op->head[i]] : NULL,
                   .node = n, .attrs = graph_node_attrs(n),
                   .in_type = it, .nin = n->nin, .out_type = ot, .nout = n->nout,
                   .in_host = host, .err = why, .errlen = sizeof why};
@@ -151,8 +152,9 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
     op->fixed = tg_calloc((size_t)g->nvalues + 1, sizeof *op->fixed);
     op->attn = tg_calloc((size_t)g->nnodes + 1, sizeof *op->attn);
     op->tail = tg_malloc(((size_t)g->nnodes + 1) * sizeof *op->tail);
+    op->head = tg_malloc(((size_t)g->nnodes + 1) * sizeof *op->head);
     tg_status st = TG_ERR_NOMEM;
-    if (!op->nodes || !op->fixed || !op->attn || !op->tail) {
+    if (!op->nodes || !op->fixed || !op->attn || !op->tail || !op->head) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
@@ -177,6 +179,19 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
     for (int32_t i = 0; i < g->nnodes; i++)
         op->tail[i] = -1;
     if (tail && ocl_tail_find(g, op->attn, op->tail) != TG_OK) {
+        snprintf(err, errlen, "replay: out of memory");
+        goto fail;
+    }
+    /* The layer norms a linear after them runs (ops_gemm.c). */
+    int head = ocl_head_mode(op->dev->id, msg, sizeof msg);
+    if (head < 0) {
+        snprintf(err, errlen, "replay: OpenCL: %s", msg);
+        st = TG_ERR_ARG;
+        goto fail;
+    }
+    for (int32_t i = 0; i < g->nnodes; i++)
+        op->head[i] = -1;
+    if (head && ocl_head_find(g, op->dev->id, op->gemm, op->attn, op->head) != TG_OK) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
@@ -211,6 +226,7 @@ static void plan_free(void *bplan)
     tg_free(op->fixed);
     tg_free(op->attn);
     tg_free(op->tail);
+    tg_free(op->head);
     if (op->dev)
         ocl_dev_close(op->dev);
     tg_free(op);

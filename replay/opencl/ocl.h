@@ -85,7 +85,7 @@
 #include "../../graph/graph.h"
 
 #define OCL_MAX_KERNELS 6
-#define OCL_MAX_XIN 4
+#define OCL_MAX_XIN 7
 #define OCL_MAX_XOUT 1
 #define OCL_MAX_SCRATCH 4
 #define OCL_LOCAL_DEFAULT 256
@@ -113,6 +113,11 @@ typedef struct ocl_prep {
      * (ocl_tail_find), or NULL: its other inputs become xin, its output
      * xout (ocl_tail_source). */
     const graph_node *tail;
+    /* A layer_norm node whose output is this linear's A and read by
+     * nothing else (ops_gemm.c's ocl_head_find), or NULL: the linear
+     * reads its input and normalizes it as it loads (its input, gamma and
+     * beta become xin). */
+    const graph_node *head;
     /* out (through the helpers below) */
     cl_program prog; /* retained; released with the plan */
     const char *kernel[OCL_MAX_KERNELS]; /* static strings */

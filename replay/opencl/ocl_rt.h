@@ -169,6 +169,23 @@ int ocl_tail_mode(cl_device_id device, char *err, size_t errlen);
  */
 tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail);
 
+/* ---- ops_gemm.c: a layer_norm run by the linear after it ---- */
+
+/* TG_OPENCL_HEAD on device: 1 on, 0 off, -1 a bad value (err); unset or
+ * auto: on for devices other than CPUs. */
+int ocl_head_mode(cl_device_id device, char *err, size_t errlen);
+/*
+ * Per node of g (head[nnodes]): for a linear/linear_ep whose input x is
+ * the f32 output of a layer_norm over its last dim that nothing else reads
+ * (no other node, graph output or guard; role still OCL_ATTN_NONE for
+ * both), that layer_norm's index, marked OCL_ATTN_ABSORBED in role; else
+ * -1.  Only where the linear runs our GPU tile (ocl_nn_own_tile; not the
+ * CPU tile, not gemm_path clblast).  The linear's kernels then read the
+ * norm's input and normalize it as they load (ocl_prep.head).
+ */
+tg_status ocl_head_find(const graph *g, cl_device_id device, int gemm_path, int8_t *role,
+                        int32_t *head);
+
 typedef struct ocl_node {
     const ocl_op *op;
     cl_program prog;
@@ -193,6 +210,7 @@ struct ocl_plan {
     ocl_node *nodes; /* per graph node */
     int8_t *attn;    /* per graph node: OCL_ATTN_* (ocl_attn_find, ocl_tail_find) */
     int32_t *tail;   /* per graph node: the fused node its kernels run, or -1 */
+    int32_t *head;   /* per graph node: the layer_norm node its kernels run, or -1 */
     cl_mem *fixed;   /* per value: device copy of consts/params, else NULL */
     int32_t nvalues, nnodes;
 };

@@ -429,7 +429,7 @@ tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
             ok = xv->type.dtype == GRAPH_F32 && (same_shape(xv, gv) || static_scalar(xv)) &&
                  (xv->kind != GRAPH_VALUE_INTER || (xv->node >= 0 && xv->node < i));
         }
-        if (!ok || reads != uses[v] || extra > OCL_MAX_XIN)
+        if (!ok || reads != uses[v] || extra > OCL_MAX_XIN - 3) /* 3: a head's (ops_gemm.c) */
             continue;
         tail[i] = f;
         role[f] = OCL_ATTN_ABSORBED;

@@ -19,6 +19,7 @@
 
 #include "../../graph/alloc.h"
 #include "../../graph/fused_prog.h"
+#include "../../graph/infer_norm.h"
 #include "ops_nn.h"
 
 /* ---- matmul, linear, linear_ep ---- */
@@ -45,13 +46,15 @@ static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "n
 
 #define POST_GEMM 2 /* nn_gemm_post: the gemm program's third kernel */
 
-int ocl_nn_own_tile(const ocl_prep *c, int *cus)
+int ocl_nn_own_tile(const ocl_prep *c, int *cus) { return ocl_nn_own_tile_dev(c->device, cus); }
+
+int ocl_nn_own_tile_dev(cl_device_id device, int *cus)
 {
     const char *tile = getenv("TG_OPENCL_TILE");
     cl_device_type type = 0;
-    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     cl_uint n = 0;
-    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof n, &n, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof n, &n, NULL);
     *cus = n ? (int)n : 1;
     if (tile && *tile && strcmp(tile, "gpu") && strcmp(tile, "cpu"))
         return -1;
@@ -88,6 +91,7 @@ tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
     }
     b->onepass = ocl_nn_splitk_mode() == 2;
     b->fixup = ocl_nn_splitk_mode() == 3;
+    b->head_at = b->head_g = b->head_b = -1;
     c->data = b;
     c->data_free = tg_free;
     c->path = blas ? "CLBlast" : !b->sk ? "CPU tile" : b->onepass ? "GPU tile, K in one pass"
@@ -115,6 +119,28 @@ tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at)
             st = ocl_set_arg(l, k, at++, sizeof m, &m);
     }
     return st;
+}
+
+/* A storing kernel's parameters after its own, from index at: the head's
+ * (gamma, beta, eps) when the node has one, then the tail's. */
+static tg_status gemm_more_args(ocl_launch *l, cl_kernel k, cl_uint at)
+{
+    const ocl_nn_node *b = l->data;
+    if (b && b->head_at >= 0) {
+        if (l->nxin <= b->head_at || l->nxin <= b->head_g || l->nxin <= b->head_b)
+            return ocl_fail(l, TG_ERR_STATE, "the layer norm before this one has no buffers");
+        cl_mem hg = b->head_g >= 0 ? l->xin[b->head_g] : NULL;
+        cl_mem hb = b->head_b >= 0 ? l->xin[b->head_b] : NULL;
+        cl_float eps = b->head_eps;
+        tg_status st = ocl_set_arg(l, k, at++, sizeof hg, &hg);
+        if (st == TG_OK)
+            st = ocl_set_arg(l, k, at++, sizeof hb, &hb);
+        if (st == TG_OK)
+            st = ocl_set_arg(l, k, at++, sizeof eps, &eps);
+        if (st != TG_OK)
+            return st;
+    }
+    return ocl_nn_tail_args(l, k, at);
 }
 
 /* Runs nn_gemm_post (kernel k) on y's n elements. */
@@ -253,7 +279,7 @@ static tg_status gemm_sk_enqueue(ocl_launch *l, const gemm_args *g, const ocl_nn
                                 (int)g->nbd, g->bdim, g->bsa, g->bsb, g->bias, g->res,
                                 (int)splits, (int)kper, ws, fixup ? cnt : NULL);
     if (st == TG_OK)
-        st = ocl_nn_tail_args(l, k, 20);
+        st = gemm_more_args(l, k, 20);
     if (st != TG_OK)
         return st;
     size_t global[3] = {(size_t)(g->n + NN_SK_TILE - 1) / NN_SK_TILE * 16,
@@ -282,12 +308,14 @@ static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws, c
     const ocl_nn_node *bn = l->data;
     if (!simple && bn && bn->sk)
         return gemm_sk_enqueue(l, g, bn, ws, cnt);
+    if (!simple && bn && bn->head_at >= 0) /* ocl_head_find: the GPU tile's only */
+        return ocl_fail(l, TG_ERR_STATE, "a layer norm before the CPU tile");
     cl_kernel k = l->k[simple];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
                                 g->bdim, g->bsa, g->bsb, g->bias, g->res);
     if (st == TG_OK)
-        st = ocl_nn_tail_args(l, k, 16);
+        st = simple ? gemm_more_args(l, k, 16) : ocl_nn_tail_args(l, k, 16);
     if (st != TG_OK)
         return st;
     if (simple) {
@@ -496,9 +524,11 @@ int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elem
             if (!agrees)
                 t[OCL_NN_WAY_FIXUP] = INFINITY;
         }
+        int best = -1;
         for (int w = 0; w < OCL_NN_WAYS && ok; w++)
-            if (timed[w] && t[w] < t[way])
-                way = w;
+            if (timed[w] && (best < 0 || t[w] < t[best]))
+                best = w;
+        way = best < 0 ? OCL_NN_WAY_BLAS : best;
     }
     for (int i = 0; i < OCL_MAX_KERNELS; i++)
         ocl_obj_release(OCL_OBJ_KERNEL, k[i]);
@@ -546,6 +576,7 @@ typedef struct gemm_probe_arg {
     gemm_args g;
     const ocl_blas_gemm *o;
     int post, bias, res, tail;
+    int head; /* a head's gamma and beta: l->xin from this index, else 0 */
     graph_type te, tt[OCL_MAX_XIN];
 } gemm_probe_arg;
 
@@ -553,9 +584,9 @@ static tg_status gemm_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int
 {
     const gemm_probe_arg *pa = arg;
     cl_mem tin[OCL_MAX_XIN];
-    for (int j = 0; j < OCL_MAX_XIN; j++)
-        tin[j] = buf[4];
-    l->xin = tin, l->xin_type = pa->tt, l->nxin = pa->tail ? pa->tail - 1 : 0;
+    for (int j = 0; j < OCL_MAX_XIN; j++) /* a head's gamma and beta: K floats */
+        tin[j] = pa->head && j >= pa->head ? buf[7] : buf[4];
+    l->xin = tin, l->xin_type = pa->tt, l->nxin = OCL_MAX_XIN;
     l->xout = &buf[2], l->xout_type = &pa->te, l->nxout = pa->tail ? 1 : 0;
     gemm_args g = pa->g;
     g.a = buf[0], g.b = buf[1], g.c = buf[2];
@@ -586,32 +617,40 @@ static tg_status gemm_probe_way(ocl_launch *l, cl_mem *buf, const void *arg, int
  * probe itself fails.  Cached per context, shape and epilogue.
  */
 static int gemm_probe(ocl_prep *c, const gemm_args *g0, const ocl_blas_gemm *o, int post,
-                      int bias, int res, int tail)
+                      int bias, int res, int tail, const ocl_nn_node *head)
 {
     struct {
         int kind; /* 'g' */
         ocl_blas_gemm o;
-        int post, bias, res, tail;
+        int post, bias, res, tail, head_g, head_b;
     } key;
     memset(&key, 0, sizeof key);
     key.kind = 'g', key.o = *o, key.post = post, key.bias = bias, key.res = res;
     key.tail = tail;
-    ocl_nn_node bn = {.post = post, .tail = tail, .cus = 1};
+    key.head_g = head ? head->head_g : -2, key.head_b = head ? head->head_b : -2;
+    ocl_nn_node bn = {.post = post, .tail = tail, .cus = 1, .head_at = -1, .head_g = -1,
+                      .head_b = -1};
+    if (head) /* the stand-ins: x is a, gamma and beta buffer 7 (gemm_probe_way) */
+        bn.head_at = head->head_at, bn.head_g = head->head_g, bn.head_b = head->head_b,
+        bn.head_eps = head->head_eps;
     bn.sk = ocl_nn_own_tile(c, &bn.cus) == 1;
     size_t ec = o->m * o->n * o->batch;
     gemm_probe_arg pa = {.g = *g0, .o = o, .post = post, .bias = bias, .res = res, .tail = tail,
+                         .head = head ? head->head_at + 1 : 0,
                          .te = {GRAPH_F32, 1, {(int64_t)ec}}};
     for (int j = 0; j < OCL_MAX_XIN; j++)
         pa.tt[j] = pa.te;
     int64_t kper, splits = sk_splits(&pa.g, bn.cus, 0, &kper);
     int timed[OCL_NN_WAYS];
     ocl_nn_probe_timed(&bn, splits, timed);
+    timed[OCL_NN_WAY_BLAS] &= !head; /* CLBlast cannot normalize A */
     size_t ea = (o->batch - 1) * o->sa + (o->ta ? o->k : o->m) * o->lda;
     size_t eb = (o->batch - 1) * o->sb + (o->tb ? o->n : o->k) * o->ldb;
     /* a, b, c, bias, the residual, the split-K partial tiles, the tile
-     * counters */
-    const size_t elems[7] = {ea, eb, ec, o->n, ec, (size_t)splits * ec, (size_t)sk_tiles(&pa.g)};
-    return ocl_nn_probe(c, &key, sizeof key, elems, 7, &bn, timed, gemm_probe_way, &pa, 5, 2);
+     * counters, a head's gamma and beta */
+    const size_t elems[8] = {ea, eb, ec, o->n, ec, (size_t)splits * ec, (size_t)sk_tiles(&pa.g),
+                             o->k};
+    return ocl_nn_probe(c, &key, sizeof key, elems, 8, &bn, timed, gemm_probe_way, &pa, 5, 2);
 }
 
 /* How a node ran, for the profile: [way][tail]. */
@@ -688,10 +727,43 @@ static tg_status gemm_program(ocl_prep *c, const graph_ints *post, graph_post_pr
 {
     char *src;
     tg_status st = ocl_nn_tail_prep(c, &src, tail);
+    if (st == TG_OK && c->head) { /* the head's switch first (nn_common.cl) */
+        static const char def[] = "#define TG_HEAD 1\n";
+        size_t n = src ? strlen(src) : 0;
+        char *both = tg_malloc(sizeof def + n);
+        if (both) {
+            memcpy(both, def, sizeof def - 1);
+            memcpy(both + sizeof def - 1, src ? src : "", n + 1);
+        } else
+            st = ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
+        tg_free(src);
+        src = both;
+    }
     if (st == TG_OK)
         st = ocl_nn_program_tail(c, "nn_gemm", post, prm, src, gemm_kernels, GEMM_NK);
     tg_free(src);
     return st;
+}
+
+/* The head c->head (ocl_head_find): its input, gamma and beta become the
+ * next of c->xin (after the tail's), as hd says. */
+static tg_status head_prep(ocl_prep *c, ocl_nn_node *hd)
+{
+    hd->head_at = hd->head_g = hd->head_b = -1;
+    const graph_node *ln = c->head;
+    if (!ln)
+        return TG_OK;
+    if (c->nxin + ln->nin > OCL_MAX_XIN)
+        return ocl_prep_fail(c, TG_ERR_STATE, "the layer norm before it and the fused node "
+                             "after it read more than %d values", OCL_MAX_XIN);
+    const graph_layer_norm_attrs *at = graph_node_attrs(ln);
+    hd->head_eps = at->eps;
+    int *slot[3] = {&hd->head_at, &hd->head_g, &hd->head_b};
+    for (int j = 0; j < ln->nin && j < 3; j++) {
+        *slot[j] = c->nxin;
+        c->xin[c->nxin++] = ln->in[j];
+    }
+    return TG_OK;
 }
 
 void ocl_gemm_probe_forget(void)
@@ -723,7 +795,7 @@ static tg_status matmul_prepare(ocl_prep *c)
         return gemm_attach(c, 0, 0, -1, tail); /* our kernels for this node */
     st = ocl_blas_warm_gemm(c, &o);
     if (st == TG_OK && c->probe) {
-        int way = gemm_probe(c, &g, &o, 0, 0, 0, tail);
+        int way = gemm_probe(c, &g, &o, 0, 0, 0, tail, NULL);
         return gemm_attach(c, 0, way == OCL_NN_WAY_BLAS, way, tail);
     }
     return st ? st : gemm_attach(c, 0, 1, -1, tail);
@@ -753,6 +825,32 @@ static void linear_args(const graph_type *tx, const graph_type *tw, gemm_args *g
     g->ars = g->k, g->acs = 1, g->brs = 1, g->bcs = g->k;
 }
 
+/* A linear with a head (hd): our GPU tile only (CLBlast cannot normalize
+ * A), split or not as the probe or TG_OPENCL_SPLITK says. */
+static tg_status linear_head_attach(ocl_prep *c, const graph_ints *post, graph_post_prm prm,
+                                    int tail, const ocl_nn_node *hd)
+{
+    (void)prm;
+    int has_post = c->nin > 2 || (post && post->n > 0), way = -1;
+    gemm_args g;
+    ocl_blas_gemm o;
+    linear_args(&c->in_type[0], &c->in_type[1], &g);
+    if (c->probe && g.m > 0 && g.n > 0 && blas_gemm_of(&g, 0, 0, &o) == 0) {
+        way = gemm_probe(c, &g, &o, has_post, c->nin > 2, c->nin > 3, tail, hd);
+        if (way == OCL_NN_WAY_BLAS) /* the probe failed */
+            way = -1;
+    }
+    tg_status st = gemm_attach(c, has_post, 0, way, tail);
+    if (st != TG_OK)
+        return st;
+    ocl_nn_node *b = c->data;
+    if (!b->sk)
+        return ocl_prep_fail(c, TG_ERR_STATE, "the layer norm before it needs the GPU tile");
+    b->head_at = hd->head_at, b->head_g = hd->head_g, b->head_b = hd->head_b;
+    b->head_eps = hd->head_eps;
+    return TG_OK;
+}
+
 static tg_status linear_prepare(ocl_prep *c)
 {
     tg_status st = ocl_nn_need_f32(c);
@@ -763,10 +861,15 @@ static tg_status linear_prepare(ocl_prep *c)
         post = &at->post, prm = GRAPH_POST_PRM(at);
     }
     int tail = 0;
+    ocl_nn_node hd;
     if (st == TG_OK)
         st = gemm_program(c, post, prm, &tail);
+    if (st == TG_OK)
+        st = head_prep(c, &hd);
     if (st != TG_OK)
         return st;
+    if (c->head)
+        return linear_head_attach(c, post, prm, tail, &hd);
     if (!ocl_nn_blas_wanted(c))
         return gemm_attach(c, 0, 0, -1, tail);
     gemm_args g;
@@ -777,7 +880,7 @@ static tg_status linear_prepare(ocl_prep *c)
         return st;
     int has_post = c->nin > 2 || (post && post->n > 0);
     if (blas_ok && c->probe) {
-        int way = gemm_probe(c, &g, &o, has_post, c->nin > 2, c->nin > 3, tail);
+        int way = gemm_probe(c, &g, &o, has_post, c->nin > 2, c->nin > 3, tail, NULL);
         return gemm_attach(c, has_post, way == OCL_NN_WAY_BLAS, way, tail);
     }
     return gemm_attach(c, has_post, 1, -1, tail);
@@ -790,13 +893,69 @@ static tg_status linear_enqueue(ocl_launch *l)
     linear_args(&l->in_type[0], &l->in_type[1], &g);
     if (g.m == 0 || g.n == 0)
         return TG_OK;
-    g.a = l->in[0], g.b = l->in[1], g.c = l->out[0];
+    const ocl_nn_node *b = l->data;
+    /* with a head, A is the layer norm's input (its output has no memory) */
+    g.a = b && b->head_at >= 0 && b->head_at < l->nxin ? l->xin[b->head_at] : l->in[0];
+    g.b = l->in[1], g.c = l->out[0];
     g.bias = l->nin > 2 ? l->in[2] : NULL;
     g.res = l->nin > 3 ? l->in[3] : NULL;
     tg_status st;
     if (!blas_gemm_try(l, &g, 0, 0, &st))
         return st;
     return gemm_enqueue(l, &g);
+}
+
+/* ---- a layer_norm run by the linear after it (the head) ---- */
+
+int ocl_head_mode(cl_device_id device, char *err, size_t errlen)
+{
+    /* auto: not on CPU devices, whose CPU tile does not take it */
+    return ocl_device_switch("TG_OPENCL_HEAD", "on", device, err, errlen);
+}
+
+tg_status ocl_head_find(const graph *g, cl_device_id device, int gemm_path, int8_t *role,
+                        int32_t *head)
+{
+    int cus;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        head[i] = -1;
+    if (gemm_path == OCL_GEMM_CLBLAST || ocl_nn_own_tile_dev(device, &cus) != 1)
+        return TG_OK;
+    /* per value: its reads by live nodes; -1 when a guard or an output
+     * needs the value itself */
+    int32_t *uses = tg_calloc((size_t)g->nvalues + 1, sizeof *uses);
+    if (!uses)
+        return TG_ERR_NOMEM;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
+            for (int j = 0; j < g->nodes[i].nin; j++)
+                uses[g->nodes[i].in[j]]++;
+    for (int32_t i = 0; i < g->nguards; i++)
+        uses[g->guards[i].value] = -1;
+    for (int32_t i = 0; i < g->noutputs; i++)
+        uses[g->outputs[i].value] = -1;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if ((n->flags & GRAPH_NODE_DEAD) || role[i] != OCL_ATTN_NONE || n->nin < 2 ||
+            (n->op != GRAPH_OP_linear && n->op != GRAPH_OP_linear_ep))
+            continue;
+        int32_t v = n->in[0], ln = g->values[v].node;
+        if (uses[v] != 1 || ln < 0 || ln >= i || role[ln] != OCL_ATTN_NONE)
+            continue;
+        const graph_node *L = &g->nodes[ln];
+        const graph_value *x = L->nin > 0 ? &g->values[L->in[0]] : NULL;
+        if (L->op != GRAPH_OP_layer_norm || (L->flags & GRAPH_NODE_DEAD) || L->nout != 1 ||
+            !x || x->type.dtype != GRAPH_F32 || x->type.ndim < 1 ||
+            g->values[v].type.dtype != GRAPH_F32)
+            continue;
+        const graph_layer_norm_attrs *at = graph_node_attrs(L);
+        if (graph_norm_axis(at->axis, x->type.ndim) != x->type.ndim - 1)
+            continue; /* over the rows of A only */
+        head[i] = ln;
+        role[ln] = OCL_ATTN_ABSORBED;
+    }
+    tg_free(uses);
+    return TG_OK;
 }
 
 static const ocl_op matmul_op = {matmul_prepare, matmul_enqueue};

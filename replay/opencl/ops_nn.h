@@ -30,6 +30,11 @@ typedef struct ocl_nn_node {
     int tail;    /* a fused node runs in the storing kernels (ocl_prep.tail): 1 + its
                     other inputs (l->xin), the kernels' last parameters; else 0 */
     int cus;  /* the device's compute units (the split of K aims to fill them) */
+    /* A layer_norm the linear's kernels run as they load A (ocl_prep.head):
+     * l->xin indices of its input (head_at), gamma and beta (-1: none);
+     * head_at -1 without one.  Its eps. */
+    int head_at, head_g, head_b;
+    float head_eps;
 } ocl_nn_node;
 
 /* The register tile of nn_common.cl: TM x TN per 8x8 work-group (the
@@ -102,6 +107,8 @@ tg_status ocl_nn_run_nd(ocl_launch *l, cl_kernel k, int dims, size_t *global,
  * tile, -1: a bad TG_OPENCL_TILE; *cus the device's compute units
  * (ops_gemm.c). */
 int ocl_nn_own_tile(const ocl_prep *c, int *cus);
+/* The same for a device. */
+int ocl_nn_own_tile_dev(cl_device_id device, int *cus);
 /* TG_OPENCL_SPLITK: 0 auto (the auto path's probe times the GPU tile
  * with K split and summed by a second kernel, split and summed by the last
  * split, and in one pass; elsewhere split and summed by a second kernel),

@@ -28,6 +28,26 @@ typedef float acc_t;
 #endif
 
 /*
+ * The head (ops_gemm.c's ocl_head_find; TG_HEAD defined first in the
+ * prefix): a linear whose A is the output of a layer_norm over its rows
+ * that nothing else reads reads the layer norm's input instead and
+ * normalizes each element as it loads it (TG_HEAD_A: ((x - mean) * rstd)
+ * * gamma + beta, as cl/nn_norm.cl's nn_layer_norm computes it), from row
+ * statistics the kernel computes first; gamma (hg) and beta (hb) may be
+ * NULL, heps is the norm's eps.  TG_HEAD_PARAMS / TG_HEAD_ARGS come before
+ * the tail's in the kernels that take them (nn_gemm_sk, nn_gemm_simple).
+ */
+#ifdef TG_HEAD
+#define TG_HEAD_PARAMS , __global const float *hg, __global const float *hb, float heps
+#define TG_HEAD_ARGS , hg, hb, heps
+#define TG_HEAD_A(v, mhi, mlo, rstd, k)                                                   \
+    ((((((v) - (mhi)) - (mlo)) * (rstd)) * (hg ? hg[(k)] : 1.0f)) + (hb ? hb[(k)] : 0.0f))
+#else
+#define TG_HEAD_PARAMS
+#define TG_HEAD_ARGS
+#endif
+
+/*
  * The register tile of the tiled matmul and convolution kernels: a
  * work-group of 8x8 items computes a TM x TN = 64 x 128 tile of the
  * output; item (tx, ty) holds rows ty*8 .. +8 and columns tx*16 .. +16,

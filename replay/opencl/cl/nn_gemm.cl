@@ -47,6 +47,61 @@ inline void batch_offsets(long z, int nbd, int8 bdim, int8 bsa, int8 bsb, long *
     }
 }
 
+#ifdef TG_HEAD
+/* The layer norm statistics of the k elements x[0], x[st], ..: mean as
+ * mhi + mlo (float hi and lo parts) and 1 / sqrt(var + eps), two passes
+ * as nn_layer_norm. */
+inline void head_row_stats(__global const float *x, long st, int k, float eps, float *mhi,
+                           float *mlo, float *rstd)
+{
+    acc_t s = 0;
+    for (int i = 0; i < k; i++)
+        s += x[i * st];
+    acc_t mean = s / (acc_t)k;
+    s = 0;
+    for (int i = 0; i < k; i++) {
+        acc_t t = x[i * st] - mean;
+        s += t * t;
+    }
+    *rstd = (float)(1 / sqrt(s / (acc_t)k + (acc_t)eps));
+    *mhi = (float)mean;
+    *mlo = (float)(mean - (acc_t)*mhi);
+}
+
+/* The statistics of rows m0 .. m0 + SK_T - 1 (those below M) of A (rows
+ * at a + m*ars, elements acs apart) into the __local arrays, by the
+ * 16x16 work-group: 4 items per row, each over a quarter of K, summed
+ * through part; every item must call it (it ends with a barrier). */
+inline void head_tile_stats(__global const float *a, long ars, long acs, int m0, int M, int K,
+                            float eps, __local float *mhi, __local float *mlo,
+                            __local float *rstd, __local acc_t *part)
+{
+    int lid = get_local_id(1) * 16 + get_local_id(0), r = lid / 4, q = lid % 4, m = m0 + r;
+    __global const float *x = a + (long)m * ars;
+    acc_t s = 0;
+    for (int k = q; m < M && k < K; k += 4)
+        s += x[k * acs];
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    acc_t mean = (part[r * 4] + part[r * 4 + 1] + part[r * 4 + 2] + part[r * 4 + 3]) / (acc_t)K;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s = 0;
+    for (int k = q; m < M && k < K; k += 4) {
+        acc_t t = x[k * acs] - mean;
+        s += t * t;
+    }
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (q == 0) {
+        acc_t var = (part[r * 4] + part[r * 4 + 1] + part[r * 4 + 2] + part[r * 4 + 3]) / (acc_t)K;
+        rstd[r] = (float)(1 / sqrt(var + (acc_t)eps));
+        mhi[r] = (float)mean;
+        mlo[r] = (float)(mean - (acc_t)mhi[r]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
 /* Bias, epilogue and store of output element ci (column n). */
 inline void store_out(__global float *c, long ci, float v, __global const float *bias, int n,
                       __global const float *res TG_TAIL_PARAMS)
@@ -117,7 +172,7 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
                              __global float *c, int M, int N, int K,
                              int nbd, int8 bdim, int8 bsa, int8 bsb,
                              __global const float *bias,
-                             __global const float *res TG_TAIL_PARAMS)
+                             __global const float *res TG_HEAD_PARAMS TG_TAIL_PARAMS)
 {
     int n = get_global_id(0), m = get_global_id(1);
     long z = get_global_id(2);
@@ -126,8 +181,17 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
     long ao, bo;
     batch_offsets(z, nbd, bdim, bsa, bsb, &ao, &bo);
     float s = 0.0f;
+#ifdef TG_HEAD
+    /* the row's statistics, then the normalized row times column n */
+    float mhi, mlo, rstd;
+    head_row_stats(a + ao + m * ars, acs, K, heps, &mhi, &mlo, &rstd);
+    for (int k = 0; k < K; k++)
+        s = mad(TG_HEAD_A(a[ao + m * ars + k * acs], mhi, mlo, rstd, k),
+                b[bo + k * brs + n * bcs], s);
+#else
     for (int k = 0; k < K; k++)
         s = mad(a[ao + m * ars + k * acs], b[bo + k * brs + n * bcs], s);
+#endif
     store_out(c, z * M * N + (long)m * N + n, s, bias, n, res TG_TAIL_ARGS);
 }
 
@@ -215,7 +279,7 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
                 int nbd, int8 bdim, int8 bsa, int8 bsb,
                 __global const float *bias, __global const float *res,
                 int splits, int kper, __global float *ws,
-                __global volatile int *cnt TG_TAIL_PARAMS)
+                __global volatile int *cnt TG_HEAD_PARAMS TG_TAIL_PARAMS)
 {
     __local float As[SK_K][SK_T + 1];
     __local float Bs[SK_K][SK_T];
@@ -229,6 +293,11 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
     int kb = s * kper, ke = min(K, kb + kper);
     long ao, bo;
     batch_offsets(z, nbd, bdim, bsa, bsb, &ao, &bo);
+#ifdef TG_HEAD
+    __local float h_mhi[SK_T], h_mlo[SK_T], h_rstd[SK_T];
+    __local acc_t h_part[256];
+    head_tile_stats(a + ao, ars, acs, m0, M, K, heps, h_mhi, h_mlo, h_rstd, h_part);
+#endif
     float acc[4][4];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
@@ -243,7 +312,13 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
             int kk = a_kfast ? idx % SK_K : idx / SK_T;
             int mm = a_kfast ? idx / SK_K : idx % SK_T;
             int m = m0 + mm, k = k0 + kk;
+#ifdef TG_HEAD
+            As[kk][mm] = (m < M && k < ke) ? TG_HEAD_A(a[ao + m * ars + k * acs], h_mhi[mm],
+                                                       h_mlo[mm], h_rstd[mm], k)
+                                           : 0.0f;
+#else
             As[kk][mm] = (m < M && k < ke) ? a[ao + m * ars + k * acs] : 0.0f;
+#endif
             kk = b_nfast ? idx / SK_T : idx % SK_K;
             int nn = b_nfast ? idx % SK_T : idx / SK_K;
             int n = n0 + nn;
