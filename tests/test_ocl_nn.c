@@ -135,6 +135,10 @@ static void test_matmul(void)
     matmul_case(F32(2, 1, 3, 20, 18), F32(4, 1, 18, 17), 0, 0, 0); /* batch broadcast */
     matmul_case(F32(3, 18, 20), F32(3, 17, 18), 1, 1, 0);
     matmul_case(F32(4, 2, 9, 6), F32(2, 6, 40), 0, 0, 0); /* simple: M < 16 */
+    /* M or N below 16 with K of 64 or more: nn_gemm_thin on the GPU tile
+     * (test_ocl_nn_gputile), broadcast batch, transposed operands */
+    matmul_case(F32(3, 4, 100), F32(100, 20), 0, 0, 0);
+    matmul_case(F32(2, 100, 5), F32(2, 7, 100), 1, 1, 0);
     matmul_case(F32(29), F32(29, 53), 0, 0, 0);           /* 1-D a */
     matmul_case(F32(6, 37, 29), F32(29), 0, 1, 0);        /* 1-D b */
     matmul_case(F32(300), F32(300), 0, 0, 0);             /* dot */
@@ -207,6 +211,8 @@ static void test_linear(void)
     linear_case(F32(4, 0), 24, 1, &relu, 0);     /* K = 0: the bias */
     linear_case(F32(33, 777), 47, 1, &every, 0.1f); /* K split on the GPU tile */
     linear_case(F32(64, 784), 130, 1, &relu, 0);
+    linear_case(F32(64, 512), 10, 1, NULL, 0);      /* thin on the GPU tile: few outputs */
+    linear_case(F32(6, 200), 9, 1, &every, 0.1f);   /* thin, every epilogue */
 }
 
 /* ---- conv2d, conv2d_ep, conv2d_blk ---- */

@@ -37,10 +37,13 @@ typedef struct gemm_args {
 } gemm_args;
 
 static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "nn_gemm_post",
-                                           "nn_gemm_sk", "nn_gemm_sk_sum"};
-#define GEMM_NK 5
+                                           "nn_gemm_sk", "nn_gemm_sk_sum", "nn_gemm_thin"};
+#define GEMM_NK 6
 #define K_SK 3
 #define K_SK_SUM 4
+#define K_THIN 5
+/* nn_gemm_thin instead of nn_gemm_simple on the GPU tile from this K */
+#define NN_THIN_K 64
 
 /* ---- the CLBlast path ---- */
 
@@ -310,7 +313,8 @@ static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws, c
         return gemm_sk_enqueue(l, g, bn, ws, cnt);
     if (!simple && bn && bn->head_at >= 0) /* ocl_head_find: the GPU tile's only */
         return ocl_fail(l, TG_ERR_STATE, "a layer norm before the CPU tile");
-    cl_kernel k = l->k[simple];
+    int thin = simple && bn && bn->sk && g->k >= NN_THIN_K;
+    cl_kernel k = l->k[thin ? K_THIN : simple];
     tg_status st = ocl_set_args(l, k, "mllmllmiiiivvvmm", g->a, g->ars, g->acs, g->b, g->brs,
                                 g->bcs, g->c, (int)g->m, (int)g->n, (int)g->k, (int)g->nbd,
                                 g->bdim, g->bsa, g->bsb, g->bias, g->res);
@@ -318,6 +322,11 @@ static tg_status gemm_enqueue_ws(ocl_launch *l, const gemm_args *g, cl_mem ws, c
         st = simple ? gemm_more_args(l, k, 16) : ocl_nn_tail_args(l, k, 16);
     if (st != TG_OK)
         return st;
+    if (thin) {
+        size_t global[3] = {(size_t)g->n * 64, (size_t)g->m, (size_t)g->batch};
+        const size_t local[3] = {64, 1, 1};
+        return ocl_run(l, k, 3, global, local);
+    }
     if (simple) {
         size_t global[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
         const size_t local[3] = {16, 4, 1};

@@ -19,6 +19,9 @@
  * nn_gemm_simple: one item per output, for shapes the 64x128 tile would
  * mostly waste (M or N below 16: matrix-vector products, tiny heads).
  *
+ * nn_gemm_thin: the same shapes on the GPU tile's devices with K of 64 or
+ * more: a work-group of 64 items per output, K split over them.
+ *
  * nn_gemm_sk (+ nn_gemm_sk_sum): our tile for GPUs, below: 64x64 tiles of
  * 16x16 items with K split over work-groups so that a small product still
  * fills the device (ops_gemm.c picks it by device type, TG_OPENCL_TILE).
@@ -193,6 +196,70 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
         s = mad(a[ao + m * ars + k * acs], b[bo + k * brs + n * bcs], s);
 #endif
     store_out(c, z * M * N + (long)m * N + n, s, bias, n, res TG_TAIL_ARGS);
+}
+
+/* The sum of v over the 64-item work-group (every item gets it). */
+inline acc_t thin_sum(acc_t v, __local acc_t *part)
+{
+    int i = get_local_id(0);
+    part[i] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = 32; w > 0; w >>= 1) {
+        if (i < w)
+            part[i] += part[i + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    acc_t s = part[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return s;
+}
+
+/*
+ * nn_gemm_thin: one output element per 64-item work-group, for products
+ * with M or N below 16 on a GPU (few outputs, each a long dot product,
+ * which one item per output walks serially): item i takes k = i, i + 64,
+ * ... (neighbouring items read neighbouring elements where A's rows and
+ * B's columns are contiguous in k, as a linear's are) and the work-group
+ * sums the partial dot products in __local memory.  With a head the
+ * work-group first computes its row's statistics the same way.
+ * Global size (64 * N, M, batch), local (64, 1, 1).
+ */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void nn_gemm_thin(__global const float *a, long ars, long acs,
+                  __global const float *b, long brs, long bcs,
+                  __global float *c, int M, int N, int K,
+                  int nbd, int8 bdim, int8 bsa, int8 bsb,
+                  __global const float *bias,
+                  __global const float *res TG_HEAD_PARAMS TG_TAIL_PARAMS)
+{
+    __local acc_t part[64];
+    int i = get_local_id(0), n = get_group_id(0), m = get_group_id(1);
+    long z = get_group_id(2);
+    long ao, bo;
+    batch_offsets(z, nbd, bdim, bsa, bsb, &ao, &bo);
+    __global const float *ar = a + ao + (long)m * ars, *bn = b + bo + (long)n * bcs;
+    float s = 0.0f;
+#ifdef TG_HEAD
+    acc_t t = 0;
+    for (int k = i; k < K; k += 64)
+        t += ar[k * acs];
+    acc_t mean = thin_sum(t, part) / (acc_t)K;
+    t = 0;
+    for (int k = i; k < K; k += 64) {
+        acc_t d = ar[k * acs] - mean;
+        t += d * d;
+    }
+    float rstd = (float)(1 / sqrt(thin_sum(t, part) / (acc_t)K + (acc_t)heps));
+    float mhi = (float)mean, mlo = (float)(mean - (acc_t)mhi);
+    for (int k = i; k < K; k += 64)
+        s = mad(TG_HEAD_A(ar[k * acs], mhi, mlo, rstd, k), bn[k * brs], s);
+#else
+    for (int k = i; k < K; k += 64)
+        s = mad(ar[k * acs], bn[k * brs], s);
+#endif
+    float v = (float)thin_sum(s, part);
+    if (i == 0)
+        store_out(c, z * M * N + (long)m * N + n, v, bias, n, res TG_TAIL_ARGS);
 }
 
 /*
