@@ -168,6 +168,11 @@ int ocl_tail_mode(cl_device_id device, char *err, size_t errlen);
  * output (ocl_prep.tail).  TG_ERR_NOMEM or TG_OK.
  */
 tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail);
+/* Per value of g (allocated; the caller frees it, NULL when out of
+ * memory): its reads by live nodes, -1 where a guard or a graph output
+ * needs the value itself; reader (if not NULL, nvalues of them) gets the
+ * last live node reading each. */
+int32_t *ocl_value_uses(const graph *g, int32_t *reader);
 
 /* ---- ops_gemm.c: a layer_norm run by the linear after it ---- */
 

@@ -370,30 +370,38 @@ static int static_scalar(const graph_value *v)
     return v->type.dtype == GRAPH_F32 && !v->dyn && !v->dder && graph_type_numel(&v->type) == 1;
 }
 
-tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
+int32_t *ocl_value_uses(const graph *g, int32_t *reader)
 {
-    /* per value: its reads by nodes (-1: a guard or an output needs the
-     * value itself), and the last node reading it */
     int32_t *uses = tg_calloc((size_t)g->nvalues + 1, sizeof *uses);
-    int32_t *reader = tg_calloc((size_t)g->nvalues + 1, sizeof *reader);
-    if (!uses || !reader) {
-        tg_free(uses), tg_free(reader);
-        return TG_ERR_NOMEM;
-    }
+    if (!uses)
+        return NULL;
     for (int32_t i = 0; i < g->nnodes; i++) {
-        tail[i] = -1;
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
             continue;
         for (int j = 0; j < n->nin; j++) {
             uses[n->in[j]]++;
-            reader[n->in[j]] = i;
+            if (reader)
+                reader[n->in[j]] = i;
         }
     }
     for (int32_t i = 0; i < g->nguards; i++)
         uses[g->guards[i].value] = -1;
     for (int32_t i = 0; i < g->noutputs; i++)
         uses[g->outputs[i].value] = -1;
+    return uses;
+}
+
+tg_status ocl_tail_find(const graph *g, int8_t *role, int32_t *tail)
+{
+    int32_t *reader = tg_calloc((size_t)g->nvalues + 1, sizeof *reader);
+    int32_t *uses = reader ? ocl_value_uses(g, reader) : NULL;
+    if (!uses || !reader) {
+        tg_free(uses), tg_free(reader);
+        return TG_ERR_NOMEM;
+    }
+    for (int32_t i = 0; i < g->nnodes; i++)
+        tail[i] = -1;
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         /* not conv2d_blk: its output's padded lanes are zeroed, not stored */

@@ -930,19 +930,9 @@ tg_status ocl_head_find(const graph *g, cl_device_id device, int gemm_path, int8
         head[i] = -1;
     if (gemm_path == OCL_GEMM_CLBLAST || ocl_nn_own_tile_dev(device, &cus) != 1)
         return TG_OK;
-    /* per value: its reads by live nodes; -1 when a guard or an output
-     * needs the value itself */
-    int32_t *uses = tg_calloc((size_t)g->nvalues + 1, sizeof *uses);
+    int32_t *uses = ocl_value_uses(g, NULL);
     if (!uses)
         return TG_ERR_NOMEM;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
-            for (int j = 0; j < g->nodes[i].nin; j++)
-                uses[g->nodes[i].in[j]]++;
-    for (int32_t i = 0; i < g->nguards; i++)
-        uses[g->guards[i].value] = -1;
-    for (int32_t i = 0; i < g->noutputs; i++)
-        uses[g->outputs[i].value] = -1;
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         if ((n->flags & GRAPH_NODE_DEAD) || role[i] != OCL_ATTN_NONE || n->nin < 2 ||
