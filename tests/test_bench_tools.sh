@@ -139,16 +139,17 @@ has m.md "| 10 / **3** ✗ |"
 has m.md "| 2.0e-04 ✗ |"
 
 # bench/gpu/ab.py (ab.sh's table) on known answers: the default's best
-# level (-O2, median 3, 5 launches) against a setting whose -O2 takes 6 and
-# one whose workload failed.
+# level (-O2, median 3, 5 launches, 10 us enqueueing) against a setting
+# whose -O2 takes 6 (a round without the host time) and one whose workload
+# failed.
 expect 0 python3 "$SRC/bench/gpu/merge.py" ma.json ma.md r1.json r2.json
 round r4.json '[6, 7, 6]' 0
 expect 0 python3 "$SRC/bench/gpu/merge.py" mb.json mb.md r4.json
 expect 0 python3 "$SRC/bench/gpu/ab.py" ma.json slow=mb.json
 has out "| workload | default | slow |"
-has out "| mlp | 3 O2 5 | 6 (2.00) O2 5 |"
+has out "| mlp | 3 O2 5 10us | 6 (2.00) O2 5 ? |"
 expect 1 python3 "$SRC/bench/gpu/ab.py" ma.json slow=mb.json bad=m.json
-has out "| mlp | 3 O2 5 | 6 (2.00) O2 5 | FAIL |"
+has out "| mlp | 3 O2 5 10us | 6 (2.00) O2 5 ? | FAIL |"
 expect 2 python3 "$SRC/bench/gpu/ab.py" ma.json mb.json
 has err "want NAME=FILE"
 

@@ -7,7 +7,8 @@ median per workload against the default's, from merge.py's results.
 Each file is merge.py's OUT.json (schema tracegraph-gpu-1) of the same
 workloads on the same device.  A cell is the setting's best device-resident
 median over the levels (ms), its ratio to the default's (below 1: faster),
-and the kernels + CLBlast calls one run of that level enqueued.  A workload
+the kernels + CLBlast calls one run of that level enqueued and the host time
+enqueueing one run (us; near the median, the run waits on the host).  A workload
 that failed or differs from the CPU replay by more than the tolerance shows
 FAIL.  Standard library only.  Exit status 1 when any cell failed.
 """
@@ -16,14 +17,16 @@ import sys
 
 
 def best(rec):
-    """(ms, launches text) of the record's best level, or None when it failed."""
+    """(ms, launches text, level, enqueue us) of the record's best level, or None
+    when it failed."""
     if not rec or not rec.get("ok") or rec.get("best_device_ms") is None:
         return None
     lv = [x for x in rec.get("levels", []) if x.get("level") == rec.get("best_level")]
     k = lv[0].get("kernels_per_run") if lv else None
     b = lv[0].get("blas_calls_per_run") if lv else None
     launches = "?" if k is None else ("%d" % k if not b else "%d+%d" % (k, b))
-    return rec["best_device_ms"], launches, rec.get("best_level")
+    us = lv[0].get("enqueue_us_per_run") if lv else None
+    return rec["best_device_ms"], launches, rec.get("best_level"), us
 
 
 def main(argv):
@@ -49,7 +52,7 @@ def main(argv):
                 names.append(w)
     dev = data[0][2].get("device") or "?"
     print("Best device-resident median per workload (ms; ratio to the default; level; "
-          "launches per run), device %s\n" % dev)
+          "launches per run; host us enqueueing a run), device %s\n" % dev)
     print("| workload | " + " | ".join(n for n, _, _ in data) + " |")
     print("|---|" + "---:|" * len(data))
     failed = False
@@ -62,9 +65,10 @@ def main(argv):
                 cells.append("FAIL" if w in recs else "–")
                 failed |= w in recs
                 continue
-            ms, launches, level = b
+            ms, launches, level, us = b
             ratio = "" if i == 0 or base is None else " (%.2f)" % (ms / base[0])
-            cells.append("%.4g%s O%s %s" % (ms, ratio, level, launches))
+            cells.append("%.4g%s O%s %s %s" % (ms, ratio, level, launches,
+                                              "?" if us is None else "%.0fus" % us))
         print("| %s | %s |" % (w, " | ".join(cells)))
     return 1 if failed else 0
 
