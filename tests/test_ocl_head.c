@@ -14,7 +14,9 @@
  * rows over several tiles, and M or N below 16 (nn_gemm_simple); gamma and
  * beta, gamma alone, neither; bias, ReLU and a residual; the norm's input
  * an intermediate whose buffer the memory plan gives to a later value
- * before the linear reads it; each session run twice with new inputs.
+ * before the linear reads it; a fused node after the linear run as it
+ * stores (the tail, whose input comes before the head's among the extra
+ * inputs); each session run twice with new inputs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,13 +34,15 @@
 enum {
     ABSORBED,   /* x -> layer_norm -> linear_ep: absorbed */
     LATE_REUSE, /* x = neg(in), norm, then z = neg(in2) before the linear: absorbed */
+    WITH_TAIL,  /* and a fused node after the linear, run as it stores (the tail): absorbed */
     READ_TWICE, /* the norm's output also read by neg: not absorbed */
     NORM_OUT,   /* the norm's output a graph output too: not absorbed */
     OTHER_AXIS, /* the norm over axis 0 of [M, K] (all of it): not absorbed */
 };
 
-static const char *const kind_names[] = {"absorbed", "input's buffer reused", "read twice",
-                                         "norm a graph output", "norm over axis 0"};
+static const char *const kind_names[] = {"absorbed", "input's buffer reused",
+                                         "with a tail", "read twice", "norm a graph output",
+                                         "norm over axis 0"};
 
 typedef struct hcase {
     int kind;
@@ -120,6 +124,14 @@ static long run_case(const hcase *c, long *blas)
                        &y, 1);
     else
         graph_add_node(g, GRAPH_OP_linear, (int32_t[]){h, vw}, 2, NULL, &y, 1);
+    if (c->kind == WITH_TAIL) { /* y' = tanh(y * r): the tail's input r after the head's */
+        graph_fused_attrs fa;
+        memset(&fa, 0, sizeof fa);
+        snprintf(fa.prog.s, sizeof fa.prog.s, "r0=mul(i0,i1);r1=tanh(r0)");
+        int32_t t = -1;
+        graph_add_node(g, GRAPH_OP_fused, (int32_t[]){y, vr}, 2, &fa, &t, 1);
+        y = t;
+    }
     graph_add_output(g, y, "y");
     if (c->kind == READ_TWICE) {
         graph_add_node(g, GRAPH_OP_neg, &h, 1, NULL, &h2, 1);
@@ -151,7 +163,7 @@ static long run_case(const hcase *c, long *blas)
         replay_tensor in[2] = {{"x", tx, x, NULL}, {"r", ty, r, NULL}};
         const char *second = c->kind == READ_TWICE ? "h2" : c->kind == NORM_OUT ? "h" : "z";
         replay_tensor out[2] = {{"y", ty, got[0], NULL}, {second, tx, got[1], NULL}};
-        int nout = c->kind == ABSORBED || c->kind == OTHER_AXIS ? 1 : 2;
+        int nout = c->kind == ABSORBED || c->kind == WITH_TAIL || c->kind == OTHER_AXIS ? 1 : 2;
         long k0 = ocl_kernels_run(), b0 = ocl_blas_calls();
         tg_status st = replay_run(ss, in, 2, out, nout);
         ran = ocl_kernels_run() - k0;
@@ -168,6 +180,8 @@ static long run_case(const hcase *c, long *blas)
                     acc += r[m * N + n];
                     acc = acc > 0 ? acc : 0;
                 }
+                if (c->kind == WITH_TAIL)
+                    acc = tanh(acc * r[m * N + n]);
                 if (fabs(got[0][m * N + n] - acc) > TOL * (1 + fabs(acc)) && bad++ == 0)
                     first = m * N + n, fw = acc;
             }
@@ -202,6 +216,7 @@ int main(void)
         {ABSORBED, 33, 777, 47, 2, 1},  {ABSORBED, 130, 100, 70, 1, 0},
         {ABSORBED, 5, 64, 40, 0, 1},    {ABSORBED, 70, 20, 8, 2, 0},
         {ABSORBED, 64, 256, 96, 2, 0},  {LATE_REUSE, 40, 300, 50, 2, 1},
+        {WITH_TAIL, 33, 777, 47, 2, 1}, {WITH_TAIL, 6, 100, 9, 1, 0},
         {READ_TWICE, 33, 200, 47, 2, 1}, {NORM_OUT, 33, 200, 47, 2, 0},
         {OTHER_AXIS, 33, 200, 47, 0, 1},
     };
@@ -217,11 +232,12 @@ int main(void)
         setenv("TG_OPENCL_SPLITK", ways[w][1], 1);
         for (int i = 0; i < ncases; i++) {
             long boff, bon;
+            setenv("TG_OPENCL_TAIL", cases[i].kind == WITH_TAIL ? "on" : "off", 1);
             setenv("TG_OPENCL_HEAD", "off", 1);
             long off = run_case(&cases[i], &boff);
             setenv("TG_OPENCL_HEAD", "on", 1);
             long on = run_case(&cases[i], &bon);
-            int absorbed = cases[i].kind <= LATE_REUSE;
+            int absorbed = cases[i].kind <= WITH_TAIL;
             char what[160];
             snprintf(what, sizeof what, "GEMM %s SPLITK %s, %s %lldx%lldx%lld", ways[w][0],
                      ways[w][1], kind_names[cases[i].kind], (long long)cases[i].m,
