@@ -1098,6 +1098,8 @@ tg_status ocl_session_run(ocl_session *s, const replay_tensor *const *in, int ni
     }
     /* Always wait: enqueued writes still read the caller's input data. */
     e = clFinish(s->q);
+    if (e != CL_SUCCESS) /* a kernel may have stopped with tile counters not back at zero */
+        s->cnt_n = 0;     /* (ocl_counters): made again, zeroed, at the next use */
     if (s->prof)
         collect_profile(s, st == TG_OK && e == CL_SUCCESS);
     if (st == TG_OK && e != CL_SUCCESS) {
