@@ -47,6 +47,24 @@ typedef float acc_t;
 #define TG_HEAD_ARGS
 #endif
 
+/* The sum of v over a work-group of 64 items along dim 0, through part
+ * (64 of them); every item gets it (nn_norm.cl's row kernels,
+ * nn_gemm.cl's nn_gemm_thin). */
+inline acc_t wg_sum64(acc_t v, __local acc_t *part)
+{
+    int i = get_local_id(0);
+    part[i] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = 32; w > 0; w >>= 1) {
+        if (i < w)
+            part[i] += part[i + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    acc_t s = part[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return s;
+}
+
 /*
  * The register tile of the tiled matmul and convolution kernels: a
  * work-group of 8x8 items computes a TM x TN = 64 x 128 tile of the

@@ -198,22 +198,6 @@ __kernel void nn_gemm_simple(__global const float *a, long ars, long acs,
     store_out(c, z * M * N + (long)m * N + n, s, bias, n, res TG_TAIL_ARGS);
 }
 
-/* The sum of v over the 64-item work-group (every item gets it). */
-inline acc_t thin_sum(acc_t v, __local acc_t *part)
-{
-    int i = get_local_id(0);
-    part[i] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = 32; w > 0; w >>= 1) {
-        if (i < w)
-            part[i] += part[i + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    acc_t s = part[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return s;
-}
-
 /*
  * nn_gemm_thin: one output element per 64-item work-group, for products
  * with M or N below 16 on a GPU (few outputs, each a long dot product,
@@ -243,13 +227,13 @@ void nn_gemm_thin(__global const float *a, long ars, long acs,
     acc_t t = 0;
     for (int k = i; k < K; k += 64)
         t += ar[k * acs];
-    acc_t mean = thin_sum(t, part) / (acc_t)K;
+    acc_t mean = wg_sum64(t, part) / (acc_t)K;
     t = 0;
     for (int k = i; k < K; k += 64) {
         acc_t d = ar[k * acs] - mean;
         t += d * d;
     }
-    float rstd = (float)(1 / sqrt(thin_sum(t, part) / (acc_t)K + (acc_t)heps));
+    float rstd = (float)(1 / sqrt(wg_sum64(t, part) / (acc_t)K + (acc_t)heps));
     float mhi = (float)mean, mlo = (float)(mean - (acc_t)mhi);
     for (int k = i; k < K; k += 64)
         s = mad(TG_HEAD_A(ar[k * acs], mhi, mlo, rstd, k), bn[k * brs], s);
@@ -257,7 +241,7 @@ void nn_gemm_thin(__global const float *a, long ars, long acs,
     for (int k = i; k < K; k += 64)
         s = mad(ar[k * acs], bn[k * brs], s);
 #endif
-    float v = (float)thin_sum(s, part);
+    float v = (float)wg_sum64(s, part);
     if (i == 0)
         store_out(c, z * M * N + (long)m * N + n, v, bias, n, res TG_TAIL_ARGS);
 }

@@ -32,22 +32,6 @@ __kernel void nn_batch_norm(__global const float *x, __global const float *scale
     y[r * S + i] = (x[r * S + i] - mean[c]) * f + bias[c];
 }
 
-/* Sum of v over the work-group (every item gets it). */
-inline acc_t wg_sum(acc_t v, __local acc_t *part)
-{
-    int lid = get_local_id(0);
-    part[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = WG / 2; w > 0; w >>= 1) {
-        if (lid < w)
-            part[lid] += part[lid + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    acc_t s = part[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return s;
-}
-
 /* Max of v over the work-group, NaN ignored (every item gets it). */
 inline float wg_max(float v, __local float *part)
 {
@@ -77,13 +61,13 @@ void nn_layer_norm(__global const float *x, __global const float *w,
     acc_t s = 0;
     for (long i = lid; i < d; i += WG)
         s += xr[i];
-    acc_t mean = wg_sum(s, part) / (acc_t)d;
+    acc_t mean = wg_sum64(s, part) / (acc_t)d;
     s = 0;
     for (long i = lid; i < d; i += WG) {
         acc_t t = xr[i] - mean;
         s += t * t;
     }
-    acc_t var = wg_sum(s, part) / (acc_t)d;
+    acc_t var = wg_sum64(s, part) / (acc_t)d;
     float rstd = (float)(1 / sqrt(var + (acc_t)eps));
     float mhi = (float)mean, mlo = (float)(mean - (acc_t)mhi);
     for (long i = lid; i < d; i += WG) {
@@ -113,7 +97,7 @@ void nn_softmax_rows(__global const float *x, __global float *y, long len, int l
     acc_t s = 0;
     for (long i = lid; i < len; i += WG)
         s += exp(xr[i] - m);
-    s = wg_sum(s, part);
+    s = wg_sum64(s, part);
     if (log_sm) {
         float ls = (float)log(s);
         for (long i = lid; i < len; i += WG)
