@@ -1,8 +1,9 @@
 /*
- * ops_nn.h - what the heavy ops' three files share (replay/opencl/ only):
+ * ops_nn.h - what the heavy ops' files share (replay/opencl/ only):
  * ops_nn.c (deconv, pools, norms, reductions, arg; the programs),
- * ops_conv.c (conv2d, conv2d_ep, conv2d_blk) and ops_gemm.c (matmul,
- * linear, linear_ep: CLBlast, our tiles, the auto path's probe).
+ * ops_conv.c (conv2d, conv2d_ep, conv2d_blk), ops_gemm.c (matmul,
+ * linear, linear_ep: CLBlast, our tiles) and ops_probe.c (the auto path's
+ * probe, which ops_dw.c uses too).
  */
 #ifndef TG_REPLAY_OCL_OPS_NN_H
 #define TG_REPLAY_OCL_OPS_NN_H
@@ -123,7 +124,7 @@ int ocl_nn_splitk_mode(void);
 int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t *kper);
 
 /*
- * The auto path's probe (ops_gemm.c): runs a node's ways on nbuf scratch
+ * The auto path's probe (ops_probe.c): runs a node's ways on nbuf scratch
  * buffers of elems[i] floats (zeroed; at most OCL_NN_PROBE_BUFS), each
  * way with timed[way] once to build and warm, then 5 times timed on the
  * host around one wait, and returns the fastest (OCL_NN_WAY_*; CLBlast,
