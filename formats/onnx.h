@@ -198,9 +198,12 @@ typedef struct format_onnx_save_opts {
 typedef struct format_onnx_load_opts {
     int params;          /* initializers become params, not constants */
     int64_t dim_default; /* size of a dim_param dim (values < 1: 1) */
-    /* Called at load time, once per ONNX node that a size of a dynamic
-     * dim fixes at its traced value (the nodes flagged specialized), with
-     * a message naming the node and the dims; NULL: not called. */
+    /* Called at load time with a message naming the node: once per ONNX
+     * node that a size of a dynamic dim fixes at its traced value (the
+     * nodes flagged specialized), naming the dims; and for a graph output
+     * declared larger than a ceil_mode pool computes it (a window that
+     * would start in the end padding is dropped; the computed size holds).
+     * NULL: not called. */
     void (*warn)(void *ctx, const char *msg);
     void *warn_ctx;
 } format_onnx_load_opts;

@@ -23,12 +23,31 @@
 
 static char err[1024];
 
+/* The load's warnings: how many, and the last. */
+static int nwarn;
+static char lastwarn[1024];
+
+static void on_warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    nwarn++;
+    snprintf(lastwarn, sizeof lastwarn, "%s", msg);
+}
+
 static void test_model(const char *name, int dynamic)
 {
     char path[512], what[96];
     snprintf(path, sizeof path, "%s/pytorch/%s.onnx", TG_TEST_DATA, name);
-    graph *g = format_onnx_load(path, NULL, err, sizeof err);
+    format_onnx_load_opts lo = {0};
+    lo.warn = on_warn;
+    nwarn = 0;
+    lastwarn[0] = 0;
+    graph *g = format_onnx_load(path, &lo, err, sizeof err);
     CHECK_MSG(g != NULL, "%s imports: %s", name, err);
+    if (!strcmp(name, "ceilpool")) /* PyTorch 1.13 declares y [2,194] */
+        CHECK_MSG(nwarn == 1 && strstr(lastwarn, "declared [2,194], the graph computes "
+                                       "[2,144]: node 0 '/MaxPool' (MaxPool) has ceil_mode 1"),
+                  "ceilpool: %d warnings, the last: %s", nwarn, lastwarn);
     graph *o = g ? graph_clone(g) : NULL;
     opt_options oo = opt_default_options();
     oo.level = 3;
@@ -78,5 +97,8 @@ int main(void)
     test_model("gatherscatter", 1); /* torch.gather, Tensor.scatter, scatter_add
                                        (GatherElements, ScatterElements none and add)
                                        with indices from ArgMax / ArgMin at run time */
+    test_model("ceilpool", 0); /* ceil_mode pools whose last window would start in the end
+                                  padding (dropped), or hangs over it (kept): max 1-D, 2-D,
+                                  3-D, average without the padding counted */
     return check_done();
 }

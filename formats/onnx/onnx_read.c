@@ -431,6 +431,12 @@ static tg_status check_output_type(onnx_reader *r, const Onnx__ValueInfoProto *v
     }
     if (ok)
         return TG_OK;
+    /* PyTorch 1.13 declares a ceil_mode pool's output with the window that
+     * would start in the end padding, which it does not compute (nor does
+     * ONNX Runtime, nor the ONNX spec since 1.16): the graph's size holds. */
+    int sizes_only = tt->shape && tt->shape->n_dim == (size_t)t->ndim &&
+                     (!tt->elem_type || (onnx_dtype_from_code(tt->elem_type, &dt) &&
+                                         dt == t->dtype));
     char have[160], want[200] = "";
     size_t at = 0;
     for (size_t d = 0; tt->shape && d < tt->shape->n_dim && at < 150; d++) {
@@ -442,6 +448,20 @@ static tg_status check_output_type(onnx_reader *r, const Onnx__ValueInfoProto *v
             at += (size_t)snprintf(want + at, sizeof want - at, "?");
     }
     snprintf(want + at, sizeof want - at, "%s", !tt->shape ? "" : at ? "]" : "[]");
+    if (sizes_only && r->ceil_node) {
+        if (!r->warn)
+            return TG_OK;
+        const Onnx__NodeProto *pool = r->ceil_node;
+        char msg[700];
+        snprintf(msg, sizeof msg, "%s: graph output '%s' is declared %s, the graph computes "
+                 "%s: node %d '%s' (%s) has ceil_mode 1 and drops the window that would "
+                 "start in the end padding, as PyTorch, ONNX Runtime and the ONNX spec (1.16 "
+                 "on) do; the declared size is ignored", r->file, vi->name, want,
+                 graph_shape_str(t, have, sizeof have), (int)r->ceil_index,
+                 pool->name ? pool->name : "", pool->op_type ? pool->op_type : "");
+        r->warn(r->warn_ctx, msg);
+        return TG_OK;
+    }
     return onnx_fail(r, TG_ERR_FORMAT, "graph output '%s' is declared %s%s, the graph "
                      "computes %s%s", vi->name, onnx_code_name(tt->elem_type), want,
                      graph_dtype_name(t->dtype), graph_shape_str(t, have, sizeof have));

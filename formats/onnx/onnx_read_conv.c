@@ -619,7 +619,9 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
  * ceil_mode 1 as extra end padding: the window count rounds up, so the
  * last window may hang past the padded input.  Pool kernels skip padding,
  * so the result is the same unless the padding is counted.  H and W, and
- * D for a 3-D pool.
+ * D for a 3-D pool.  A window that would start in the end padding is not
+ * added (the ONNX spec since 1.16, PyTorch and ONNX Runtime: a MaxPool2d(2,
+ * 2, padding=1, ceil_mode=True) on 5 rows gives 3, not 4).
  */
 static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
                            int64_t count_pad)
@@ -632,6 +634,14 @@ static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
         int64_t span = x->dim[ax] + begin + *end - w->k[i];
         if (span < 0 || span % w->s[i] == 0)
             continue;
+        /* the added window's first row, counted from the input's first */
+        if ((span / w->s[i] + 1) * w->s[i] - begin >= x->dim[ax]) {
+            if (!r->ceil_node) {
+                r->ceil_node = r->node;
+                r->ceil_index = r->index;
+            }
+            continue;
+        }
         if (count_pad)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 with "
                              "count_include_pad 1 is not supported");

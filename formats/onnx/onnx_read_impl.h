@@ -84,6 +84,11 @@ typedef struct onnx_reader {
     int32_t prov;
     uint64_t bound; /* outputs of this node bound so far (bit k) */
     int specialized; /* the node used a traced size: flag what it adds */
+    /* The first pool whose ceil_mode window was dropped (it would start in
+     * the end padding), NULL if none, and its index.  An output declared
+     * with the older, larger size is then warned about, not refused. */
+    const Onnx__NodeProto *ceil_node;
+    int32_t ceil_index;
     char *err;
     size_t errlen;
 } onnx_reader;

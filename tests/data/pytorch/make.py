@@ -209,6 +209,23 @@ class Recurrent(nn.Module):
         return y
 
 
+class CeilPool(nn.Module):
+    """ceil_mode pools whose last window would start in the end padding,
+    which PyTorch drops (and so ONNX Runtime and the ONNX spec from 1.16;
+    PyTorch 1.13 still declares the output with it): max 2-D, 1-D (k < s
+    too) and 3-D, average without the padding counted (its pads in the
+    node); and one whose last window starts inside and hangs over."""
+
+    def forward(self, x):  # [B, 2, 5, 7]
+        ys = [F.max_pool2d(x, 2, 2, padding=1, ceil_mode=True),  # 3x4
+              F.avg_pool2d(x, 2, 2, padding=1, ceil_mode=True, count_include_pad=False),
+              F.max_pool2d(x, 1, (4, 3), ceil_mode=True),  # 2x3: k < s
+              F.max_pool1d(x.flatten(2), 2, 2, padding=1, ceil_mode=True),  # 35 -> 18
+              F.max_pool3d(x.unsqueeze(1), 2, 2, padding=1, ceil_mode=True),  # 2x3x4
+              F.max_pool2d(x, 2, 2, ceil_mode=True)]  # 3x4: the last ones hang over
+        return torch.cat([y.flatten(1) for y in ys], 1)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -225,6 +242,7 @@ MODELS = [
     ("upconv", UpConv, (2, 4, 3, 4), True),
     ("gatherscatter", GatherScatter, (3, 6, 5), True),
     ("recurrent", Recurrent, (2, 7, 6), True),
+    ("ceilpool", CeilPool, (2, 2, 5, 7), False),
 ]
 
 
