@@ -4,23 +4,26 @@
  *
  *   tracegraph opt -O2 in.tgraph out.tgraph [--stats] [--explain]
  *       [--keep-params] [--finite-math] [--print-after-each] [--verify-each]
+ *       [--params] [--dim N]
  *
  * --stats prints the per-pass table and the memory plan of the result;
  * --explain lists every fusion candidate that was not fused, and why,
  * and the oneDNN implementation each conv / matmul node will run;
  * --print-after-each prints the text IR after each pass that changed it;
  * --verify-each runs the graph after every pass against the original on
- * seeded inputs and names the first pass that changes an output.
+ * seeded inputs and names the first pass that changes an output;
+ * --params and --dim N import an ONNX input as `convert` does.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../formats/onnx.h"
 #include "../optimize/memplan.h"
 #include "../optimize/opt.h"
 #include "cli.h"
 
 enum { OPT_O0, OPT_O1, OPT_O2, OPT_O3, OPT_STATS, OPT_EXPLAIN, OPT_KEEP, OPT_FINITE,
-       OPT_PRINT, OPT_VERIFY_EACH };
+       OPT_PRINT, OPT_VERIFY_EACH, OPT_PARAMS, OPT_DIM };
 
 static void opt_help(void)
 {
@@ -40,9 +43,15 @@ static void opt_help(void)
            "  --finite-math       allow rewrites that assume no inf/NaN (x*0 -> 0, ...)\n"
            "  --print-after-each  the text IR after each pass that changed the graph\n"
            "  --verify-each       run after every pass vs the original (seeded inputs);\n"
-           "                      name the first pass that changes an output\n\n"
+           "                      name the first pass that changes an output\n"
+           "  --params            ONNX input: initializers become params (with\n"
+           "                      --keep-params, swappable in the result)\n"
+           "  --dim N             ONNX input: size of dims given by name (dim_param),\n"
+           "                      marked dynamic (default 1); the passes size their\n"
+           "                      choices (layout, memory plan) at it\n\n"
            "example:\n"
-           "  tracegraph opt -O3 model.tgraph model.O3.tgraph --stats --explain\n",
+           "  tracegraph opt -O3 model.tgraph model.O3.tgraph --stats --explain\n"
+           "  tracegraph opt -O3 resnet.onnx resnet.tgraph --dim 8\n",
            cli_synopsis("opt"));
 }
 
@@ -69,7 +78,11 @@ int cli_optimize(int argc, char **argv)
                                    {NULL, "--finite-math", 0, OPT_FINITE},
                                    {NULL, "--print-after-each", 0, OPT_PRINT},
                                    {NULL, "--verify-each", 0, OPT_VERIFY_EACH},
+                                   {NULL, "--params", 0, OPT_PARAMS},
+                                   {NULL, "--dim", 1, OPT_DIM},
                                    {0}};
+    format_onnx_load_opts lo = {0, 1};
+    const char *onnx_only = NULL; /* an import option given */
     opt_options o = opt_default_options();
     int stats = 0;
     const char *files[2] = {NULL, NULL};
@@ -101,11 +114,23 @@ int cli_optimize(int argc, char **argv)
             o.print_after_each = stdout;
         } else if (id == OPT_VERIFY_EACH) {
             o.verify_each = 1;
+        } else if (id == OPT_PARAMS) {
+            lo.params = 1;
+            onnx_only = "--params";
+        } else if (id == OPT_DIM) {
+            long v;
+            if (cli_int("opt", "--dim", arg, 1, 1L << 30, &v) != 0)
+                return CLI_USAGE;
+            lo.dim_default = v;
+            onnx_only = "--dim";
         }
     }
     if (nfiles != 2)
         return cli_usage_error("opt", "needs an input and an output file");
-    graph *g = cli_load_graph("opt", files[0]);
+    if (onnx_only && !cli_is_onnx(files[0]))
+        return cli_usage_error("opt", "%s applies to an ONNX input (named .onnx), not '%s'",
+                               onnx_only, files[0]);
+    graph *g = cli_load_graph_onnx("opt", files[0], &lo);
     if (!g)
         return CLI_ERROR;
     opt_report rep;

@@ -57,7 +57,7 @@ static const command commands[] = {
     {"opt", cli_optimize, "optimize a graph (-O0..-O3) and save it, with --stats and --explain",
      "tracegraph opt [-O0|-O1|-O2|-O3] IN.tgraph OUT.tgraph [--stats] [--explain]\n"
      "                      [--keep-params] [--finite-math] [--print-after-each]\n"
-     "                      [--verify-each]"},
+     "                      [--verify-each] [--params] [--dim N]"},
     {"convert", cli_convert, "convert between .tgraph and ONNX (.onnx), either way",
      "tracegraph convert IN OUT [--drop-guards] [--params] [--dim N]"},
     {"devices", cli_devices, "list the OpenCL platforms and devices (--device takes the index)",

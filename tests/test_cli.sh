@@ -459,6 +459,15 @@ expect 0 "$TG" info mlp_back.tgraph
 has out "fc1.weight"
 expect 0 "$TG" opt -O3 mlp.onnx mlp.O3.tgraph
 has out "saved mlp.O3.tgraph"
+# opt imports as convert does: the traced size of a named dim, params kept
+expect 0 "$TG" opt -O3 mlp.onnx mlp_d7.tgraph --dim 7 --params --keep-params
+expect 0 "$TG" dump mlp_d7.tgraph
+has out "sym B = 7"
+expect 0 "$TG" info mlp_d7.tgraph
+has out "param  fc1.weight"
+expect 0 "$TG" check mlp_d7.tgraph -i mlp_x.npy --rtol 1e-4 --atol 1e-5
+expect 2 "$TG" opt -O3 mlp.tgraph x.tgraph --dim 7
+has err "--dim applies to an ONNX input"
 expect 0 "$TG" check mlp.O3.tgraph -i mlp_x.npy --rtol 1e-4 --atol 1e-5
 expect 0 "$TG" opt -O2 mlp.tgraph mlp.O2.onnx
 expect 0 "$TG" check mlp.O2.onnx -i mlp_x.npy --rtol 1e-4 --atol 1e-5
