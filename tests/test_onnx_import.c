@@ -619,7 +619,7 @@ static void coverage_refusals(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (Mod): Mod is evaluated at load time only, on "
                 "constants: two f32, i64 or i32 operands of one dtype that broadcast, fmod 0 "
-                "or 1, no integer divisor 0, with at most 4096 elements in the result");
+                "or 1, no integer divisor 0, with at most 262144 elements in the result");
     /* ScatterND with an index out of range: refused, naming what it needs */
     int64_t sv[2] = {5, 9};
     char *sin[3] = {"r", "i", "u"};
@@ -646,7 +646,7 @@ static void coverage_refusals(void)
                 "mem.onnx: node 0 'n0' (ScatterND): ScatterND is evaluated at load time "
                 "only, on constants: i64/i32 indices in range whose last dim k is at most "
                 "data's rank, updates of shape indices.shape[:-1] + data.shape[k:], and a "
-                "reduction the opset has, with at most 4096 elements in the result");
+                "reduction the opset has, with at most 262144 elements in the result");
     /* in range (index -1: the last), it is evaluated: [5, 4] */
     iv[0] = -1;
     char err[512];
@@ -788,6 +788,49 @@ static void gather_nd(void)
                 "data dim 1 (3)");
 }
 
+/*
+ * The constants the importer makes at load time are bounded in all: five
+ * ConstantOfShape nodes of 64 MiB each (a file of a few hundred bytes)
+ * pass the 256 MiB a file that small may make, and the fifth is refused;
+ * four are made (unused: y is x).  Two hundred of them took 12 GiB.
+ */
+static void made_budget(void)
+{
+    enum { N = 5 };
+    mb b;
+    mb_init(&b, "Identity", "x", NULL);
+    Onnx__NodeProto nodes[N + 1], *np[N + 1];
+    char *cin[1] = {"shape"}, names[N][8], *couts[N][1];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "c%d", i);
+        couts[i][0] = names[i];
+        nodes[i] = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
+        nodes[i].op_type = "ConstantOfShape";
+        nodes[i].name = names[i];
+        nodes[i].n_input = 1;
+        nodes[i].input = cin;
+        nodes[i].n_output = 1;
+        nodes[i].output = couts[i];
+        np[i + 1] = &nodes[i];
+    }
+    nodes[N] = b.node;
+    np[0] = &nodes[N];
+    b.g.node = np;
+    Onnx__TensorProto t, *ts[1];
+    int64_t dims[1], side[2] = {4096, 4096};
+    mb_init_i64(&b, &t, ts, "shape", dims, side, 2);
+    b.g.n_node = N + 1;
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 5 'c4' (ConstantOfShape): the "
+                "constants made at load time would take 320 MiB in all (this one 67108864 "
+                "bytes), past the 256 MiB a file of its size may make");
+    b.g.n_node = N;
+    tg_status st;
+    char err[512] = "";
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g && st == TG_OK, "four of them: %s", err);
+    graph_free(g);
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -809,6 +852,7 @@ int main(void)
     activations();
     coverage_refusals();
     instance_norm();
+    made_budget();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

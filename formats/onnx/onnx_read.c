@@ -615,6 +615,8 @@ graph *onnx_read_mem(const void *buf, size_t len, const char *name,
     r.dim_default = opts && opts->dim_default >= 1 ? opts->dim_default : 1;
     r.warn = opts ? opts->warn : NULL;
     r.warn_ctx = opts ? opts->warn_ctx : NULL;
+    r.made_limit = len / 2 < (size_t)ONNX_MAX_MADE_BYTES / 2 ? ONNX_MAX_MADE_BYTES
+                                                              : (int64_t)len * 2;
     if (err && errlen)
         err[0] = 0;
     if (!buf && len) {

@@ -41,8 +41,11 @@
 /* Largest constant the importer makes itself (ConstantOfShape, Shape):
  * a folded size comes from the file, not from bytes present in it. */
 #define ONNX_MAX_FOLD_BYTES ((int64_t)1 << 26)
+/* The constants the importer binds at load time, in all: at most this
+ * many bytes, or twice the file's size if that is more. */
+#define ONNX_MAX_MADE_BYTES ((int64_t)1 << 28)
 /* Largest result (elements) of an op the importer evaluates at load time. */
-#define ONNX_MAX_FOLD_ELEMS 4096
+#define ONNX_MAX_FOLD_ELEMS (1 << 18)
 
 /* Marks of the elements of a constant (onnx_entry.sym). */
 #define ONNX_SYM_CONST ((int8_t)-1)
@@ -89,6 +92,10 @@ typedef struct onnx_reader {
      * with the older, larger size is then warned about, not refused. */
     const Onnx__NodeProto *ceil_node;
     int32_t ceil_index;
+    /* Bytes of the constants bound at load time (Constant nodes, folded
+     * results, ConstantOfShape, the tables of lowerings), and their bound:
+     * a few bytes of a file must not make gigabytes (onnx_made). */
+    int64_t made, made_limit;
     char *err;
     size_t errlen;
 } onnx_reader;

@@ -311,11 +311,29 @@ tg_status onnx_bind_const_sym(onnx_reader *r, int k, const graph_type *t,
     return onnx_bind_const_src(r, k, t, data, sym, NULL);
 }
 
+/*
+ * Counts a constant of type t that the importer is about to bind or add
+ * against r->made_limit: a ConstantOfShape of 64 MiB costs a file a few
+ * bytes, and two hundred of them must not take 12 GiB.
+ */
+static tg_status onnx_made(onnx_reader *r, const graph_type *t)
+{
+    int64_t bytes = graph_type_numel(t) * (int64_t)graph_dtype_size(t->dtype);
+    r->made += bytes;
+    if (r->made <= r->made_limit)
+        return TG_OK;
+    return onnx_fail(r, TG_ERR_UNSUPPORTED, "the constants made at load time would take "
+                     "%lld MiB in all (this one %lld bytes), past the %lld MiB a file of its "
+                     "size may make", LL(r->made >> 20), LL(bytes), LL(r->made_limit >> 20));
+}
+
 tg_status onnx_bind_const_src(onnx_reader *r, int k, const graph_type *t,
                               void *data, int8_t *sym, int32_t *src)
 {
-    onnx_entry *e;
-    tg_status st = bind_entry(r, k, &e);
+    onnx_entry *e = NULL;
+    tg_status st = onnx_made(r, t);
+    if (st == TG_OK)
+        st = bind_entry(r, k, &e);
     if (st != TG_OK || !e) {
         tg_free(data);
         tg_free(sym);
@@ -365,6 +383,10 @@ tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e)
 
 tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data, int32_t *v)
 {
+    *v = -1;
+    tg_status st = onnx_made(r, t);
+    if (st != TG_OK)
+        return st;
     *v = graph_add_value(r->g, GRAPH_VALUE_CONST, t, NULL);
     size_t bytes = (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
     if (*v < 0 || graph_set_data(r->g, *v, data, bytes) != TG_OK)

@@ -47,15 +47,22 @@ static tg_status cv_identity(onnx_reader *r, const onnx_op *op)
     return pass_through(r);
 }
 
-/* Inference Dropout: the identity; its mask (if named) is all true. */
+/*
+ * Inference Dropout: the identity; its mask (if named) is all true.  So is
+ * a training-mode one of ratio 0 (scale 1, nothing dropped): PyTorch
+ * exports F.dropout(x, p=0.0), whose training defaults to True, so (swin_t).
+ */
 static tg_status cv_dropout(onnx_reader *r, const onnx_op *op)
 {
-    double training = 0;
+    double training = 0, ratio = 0.5;
     tg_status st = TG_OK;
     if (onnx_has_input(r, 2))
         st = onnx_const_scalar(r, 2, "training_mode", &training);
-    if (st == TG_OK && training != 0)
-        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "training_mode is not supported");
+    if (st == TG_OK && training != 0 && onnx_has_input(r, 1))
+        st = onnx_const_scalar(r, 1, "ratio", &ratio);
+    if (st == TG_OK && training != 0 && ratio != 0)
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "training_mode is not supported (but with a "
+                       "ratio of 0, %g here)", ratio);
     if (st == TG_OK)
         st = pass_through(r);
     if (st != TG_OK || r->node->n_output < 2 || !r->node->output[1][0])
