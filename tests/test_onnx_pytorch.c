@@ -100,5 +100,8 @@ int main(void)
     test_model("ceilpool", 0); /* ceil_mode pools whose last window would start in the end
                                   padding (dropped), or hangs over it (kept): max 1-D, 2-D,
                                   3-D, average without the padding counted */
+    test_model("swinblock", 0); /* swin_t's shifted-window attention: its mask's ScatterND
+                                   (4802 indices from Shapes) folded at load time; Dropout
+                                   in training mode with ratio 0 */
     return check_done();
 }

@@ -226,6 +226,21 @@ class CeilPool(nn.Module):
         return torch.cat([y.flatten(1) for y in ys], 1)
 
 
+class SwinBlock(nn.Module):
+    """torchvision's ShiftedWindowAttention (swin_t's, narrow): its mask is
+    built by slice assignments (ScatterND whose 4802 indices come from
+    Shapes, evaluated at load time) and its F.dropout(p=0.0) calls export
+    as training-mode Dropout of ratio 0."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.swin_transformer import ShiftedWindowAttention
+        self.attn = ShiftedWindowAttention(8, [7, 7], [3, 3], 2)
+
+    def forward(self, x):  # [B, 56, 56, 8]
+        return self.attn(x)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -243,6 +258,7 @@ MODELS = [
     ("gatherscatter", GatherScatter, (3, 6, 5), True),
     ("recurrent", Recurrent, (2, 7, 6), True),
     ("ceilpool", CeilPool, (2, 2, 5, 7), False),
+    ("swinblock", SwinBlock, (1, 56, 56, 8), False),
 ]
 
 
