@@ -273,6 +273,8 @@ tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int6
                           int64_t step, int32_t *y);
 /* GatherND with constant indices, as one gather (onnx_read_compose.c). */
 tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op);
+/* Einsum as transposes, reshapes, reduce_sums and matmuls (onnx_read_einsum.c). */
+tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op);
 /* RNN, GRU, LSTM, unrolled (onnx_read_rnn.c). */
 tg_status onnx_cv_rnn(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op);

@@ -553,6 +553,7 @@ static const onnx_op table[] = {
     {"GreaterOrEqual", cv_logical, 0, 2, 2, 1, ""},
     {"MatMul", cv_matmul, 0, 2, 2, 1, ""},
     {"Gemm", cv_gemm, 0, 2, 3, 1, "alpha,beta,transA,transB"},
+    {"Einsum", onnx_cv_einsum, 0, 1, -1, 1, "equation"},
     {"Conv", onnx_cv_conv, 0, 2, 3, 1, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"ConvTranspose", onnx_cv_conv_transpose, 0, 2, 3, 1,
      "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
