@@ -73,6 +73,8 @@ MODELS = {
     "googlenet": (lambda: tv.googlenet(weights=None, aux_logits=False, init_weights=True),
                   (1, 3, 224, 224)),
     "vit_b_16": (lambda: tv.vit_b_16(weights=None), (1, 3, 224, 224)),
+    "swin_t": (lambda: tv.swin_t(weights=None), (1, 3, 224, 224)),
+    "maxvit_t": (lambda: tv.maxvit_t(weights=None), (1, 3, 224, 224)),
     "deeplabv3_mobilenet_v3_large": (
         lambda: DeepLabOut(tv.segmentation.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, aux_loss=False)), (1, 3, 224, 224)),
