@@ -109,6 +109,21 @@ inline acc_t wg_sum64(acc_t v, __local acc_t *part)
     }
 
 /*
+ * One output's partials from the K splits, summed in split order (the
+ * first's at ws[o], the next ones step floats apart): what the *_sk_sum
+ * kernels and the last split of a tile (sk_last_split) store, so the two
+ * ways give the same bits.  volatile: the last split reads partials that
+ * other work-groups wrote (see below).
+ */
+inline float sk_sum(__global volatile const float *ws, long o, long step, int splits)
+{
+    float v = 0.0f;
+    for (int t = 0; t < splits; t++)
+        v += ws[o + t * step];
+    return v;
+}
+
+/*
  * K split in one launch (ocl_nn_node.fixup): every split of a tile writes
  * its partial tile to the partials' buffer as for the *_sk_sum kernel, then
  * counts itself in cnt[tile] (zero before the launch); the work-group that

@@ -216,16 +216,13 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
                 get_group_id(0);
     if (!sk_last_split(cnt, tile, splits, &last))
         return;
-    __global volatile const float *wv = ws;
     for (int i = 0; i < 4; i++) {
         int m = m0 + ty + 16 * i;
         for (int j = 0; j < 4; j++) {
             int p = n0 + tx + 16 * j;
             if (m < Mg && p < P) {
-                long o = ((long)img * O + g * Mg + m) * P + p, step = nimg * O * P;
-                float v = 0.0f;
-                for (int t = 0; t < splits; t++)
-                    v += wv[o + t * step];
+                long o = ((long)img * O + g * Mg + m) * P + p;
+                float v = sk_sum(ws, o, (long)nimg * O * P, splits);
                 conv_store(y, img, g * Mg + m, p, v, O, P, yblocked, bias, res TG_TAIL_ARGS);
             }
         }
@@ -242,10 +239,8 @@ __kernel void nn_conv_sk_sum(__global const float *ws, int splits, __global floa
     int p = get_global_id(0), o = get_global_id(1), n = get_global_id(2);
     if (p >= P || o >= O)
         return;
-    long i = ((long)n * O + o) * P + p, step = (long)get_global_size(2) * O * P;
-    float v = 0.0f;
-    for (int s = 0; s < splits; s++)
-        v += ws[i + s * step];
+    long i = ((long)n * O + o) * P + p;
+    float v = sk_sum(ws, i, (long)get_global_size(2) * O * P, splits);
     conv_store(y, n, o, p, v, O, P, g1.s7 >> 1 & 1, bias, res TG_TAIL_ARGS);
 }
 

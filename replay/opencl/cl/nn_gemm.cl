@@ -398,16 +398,13 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
     long tile = (z * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0);
     if (!sk_last_split(cnt, tile, splits, &last))
         return;
-    __global volatile const float *wv = ws;
     for (int i = 0; i < 4; i++) {
         int m = m0 + ty + 16 * i;
         for (int j = 0; j < 4; j++) {
             int n = n0 + tx + 16 * j;
             if (m < M && n < N) {
                 long o = (long)m * N + n;
-                float v = 0.0f;
-                for (int t = 0; t < splits; t++)
-                    v += wv[((long)t * nbatch + z) * M * N + o];
+                float v = sk_sum(ws, z * M * N + o, nbatch * M * N, splits);
                 store_out(c, co + o, v, bias, n, res TG_TAIL_ARGS);
             }
         }
@@ -425,9 +422,6 @@ __kernel void nn_gemm_sk_sum(__global const float *ws, int splits, long nbatch,
     long z = get_global_id(2);
     if (n >= N || m >= M)
         return;
-    long i = z * M * N + (long)m * N + n, step = nbatch * M * N;
-    float v = 0.0f;
-    for (int s = 0; s < splits; s++)
-        v += ws[i + s * step];
-    store_out(c, i, v, bias, n, res TG_TAIL_ARGS);
+    long i = z * M * N + (long)m * N + n;
+    store_out(c, i, sk_sum(ws, i, nbatch * M * N, splits), bias, n, res TG_TAIL_ARGS);
 }
