@@ -3,7 +3,8 @@
  * state: what a user calling the public API pays), one thread, medians
  * over rounds that take one call of every case in turn:
  *   conv2d_blk (Winograd and direct shapes, grouped), conv2d, conv2d_ep,
- *   conv_transpose2d, matmul, linear, linear_ep, max_pool2d_blk.
+ *   conv_transpose2d, matmul, linear, linear_ep, max_pool2d_blk; and fused,
+ *   whose kernel compiles its program on every eager call.
  * The machine is shared: compare rows of one run, not runs.
  *
  *   eager_onednn [--reps R] [--only NAME]
@@ -85,6 +86,18 @@ static eager_tensor *pool_blk(eager_tensor **in)
     return eager_max_pool2d_blk(in[0], TG_INTS(3), TG_INTS(2), TG_INTS(1));
 }
 
+static eager_tensor *fused7(eager_tensor **in)
+{
+    return eager_fused(2, in,
+                       TG_STR("r0=mul(i0,i1);r1=add(r0,i0);r2=sigmoid(r1);r3=mul(r2,r1);"
+                              "r4=sub(r3,i1);r5=tanh(r4);r6=add(r5,r0)"));
+}
+
+static eager_tensor *add1(eager_tensor **in)
+{
+    return eager_add(in[0], in[1]);
+}
+
 static eager_tensor *rnd(graph_ints shape, uint64_t seed)
 {
     return eager_rand_uniform(shape, seed, -1, 1);
@@ -144,6 +157,9 @@ int main(int argc, char **argv)
          {rnd(TG_INTS(64, 784), 17), rnd(TG_INTS(512, 784), 19), rnd(TG_INTS(512), 20)}, NULL},
         {"max_pool2d_blk 64 56x56 3x3 s2", pool_blk, {blocked(TG_INTS(1, 64, 112, 112), 21)},
          NULL},
+        /* not oneDNN: the fused kernel compiles its program on every eager call */
+        {"fused 7 statements f32[16]", fused7, {rnd(TG_INTS(16), 22), rnd(TG_INTS(16), 23)}, NULL},
+        {"add f32[16] (for scale)", add1, {rnd(TG_INTS(16), 22), rnd(TG_INTS(16), 23)}, NULL},
     };
     int n = (int)(sizeof cs / sizeof cs[0]);
     for (int i = 0; i < n; i++)
@@ -170,7 +186,7 @@ int main(int argc, char **argv)
         double mn = cs[i].t[0];
         for (int r = 1; r < reps; r++)
             mn = cs[i].t[r] < mn ? cs[i].t[r] : mn;
-        printf("%-40s %10.3f %10.3f\n", cs[i].name, bench_median(cs[i].t, reps), mn);
+        printf("%-40s %10.4f %10.4f\n", cs[i].name, bench_median(cs[i].t, reps), mn);
     }
     for (int i = 0; i < n; i++) {
         free(cs[i].t);
