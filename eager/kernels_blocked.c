@@ -300,10 +300,11 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
  * for (algo 2), or algo auto with a state slot to keep the transformed
  * weights in.  Without one (an eager call, or weights that may change)
  * auto takes direct: oneDNN 2.6's Winograd weight transform
- * ("wino_reorder", plain C) would run on every call, 146 ms for 512->512
- * against 1.9 ms for the whole direct conv on a 7x7 map (0.9 ms for its
- * weights' reorder), and still ~1.9 ms of the 2.6 ms Winograd call at
- * 64->64 56x56, where direct takes 2.0 ms in all.
+ * ("wino_reorder", plain C) would run on every call: 146 ms for 512->512
+ * on a 7x7 map, where direct takes 2.8 ms in all (0.9 ms of it the
+ * weights' reorder); at 64->64 56x56 the transform (1.4-1.7 ms) and the
+ * Winograd conv (1.0 ms) still lose to direct (2.1 ms).  ONEDNN_VERBOSE=2
+ * timings, one thread, shared 2-core AMD EPYC.
  */
 static int wino_shape(const eager_kargs *a)
 {
