@@ -14,7 +14,11 @@
  * call costs about 2 us of lookup, not a JIT compile (measured: first
  * 64x784x512 matmul ~1.6 ms of setup, later calls ~2.7 us).  With a slot
  * (replay), the primitive is built once per step and a call only attaches
- * buffers and executes (see eager_dnnl_prim).
+ * buffers and executes (see eager_dnnl_prim).  The one eager kernel that
+ * also reorders its weights per call is conv2d_blk (oneDNN's blocked
+ * convs take only blocked weights: 0.9 ms for 512x512x3x3), which for
+ * that reason runs direct, never Winograd, unless asked (kernels_blocked.c;
+ * bench/eager_onednn times each eager oneDNN op).
  */
 #ifndef TG_EAGER_DNNL_UTIL_H
 #define TG_EAGER_DNNL_UTIL_H
@@ -133,8 +137,8 @@ int eager_dnnl_impl_is_ref(const char *impl);
  * conv2d_blk, matmul, linear, linear_ep) runs for these input types,
  * attrs and output type, prepared as a replay plan prepares it (a state
  * slot; fixed_in as in eager_kargs: bit 1 set for constant weights): the
- * kernel's own descriptor, attributes and choices (Winograd first, post-
- * ops moved to C), its primitive built (through oneDNN's cache, so a
+ * kernel's own descriptor, attributes and choices (Winograd first when
+ * the weights are fixed, post-ops moved to C), its primitive built (through oneDNN's cache, so a
  * later plan reuses it) but never run, on no data.  Returns TG_OK with
  * the name in impl ("" when oneDNN is not called for these shapes: an
  * empty input or output), TG_ERR_UNSUPPORTED for another op or more than

@@ -13,10 +13,13 @@
  * otherwise (eager, or weights that may change) a fresh prim is made and
  * the weights reordered on every call.
  *
- * Algorithm: algo 2 (winograd) and algo 0 (auto) on a 3x3, stride 1,
- * dilation 1 conv try dnnl_convolution_winograd first; when oneDNN has no
- * Winograd for the case (or not with these post-ops) the direct algorithm
- * is used, so algo is a preference, never a failure.  Among oneDNN 2.6's
+ * Algorithm: algo 2 (winograd), and algo 0 (auto) with prepared state
+ * (a state slot and fixed weights: replay), on a 3x3, stride 1, dilation
+ * 1 conv try dnnl_convolution_winograd first; when oneDNN has no Winograd
+ * for the case (or not with these post-ops) the direct algorithm is used,
+ * so algo is a preference, never a failure.  Auto without prepared state
+ * is direct: the Winograd weight transform is only worth it once
+ * (wino_shape says what it costs per call).  Among oneDNN 2.6's
  * Winograd implementations F(4x4,3x3) ("jit_wino_4x3") is taken whenever
  * offered (eager_dnnl_spec.prefer), though oneDNN lists F(2x2,3x3)
  * ("jit_fp32_wino_2x3") first: 36 multiplies per 2x2 output tile vs 16
@@ -292,7 +295,17 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
     return st;
 }
 
-/* Nonzero when Winograd is worth trying: 3x3, stride 1, dense. */
+/*
+ * Nonzero when Winograd is worth trying: 3x3, stride 1, dense, and asked
+ * for (algo 2), or algo auto with a state slot to keep the transformed
+ * weights in.  Without one (an eager call, or weights that may change)
+ * auto takes direct: oneDNN 2.6's Winograd weight transform
+ * ("wino_reorder", plain C) would run on every call: 146 ms for 512->512
+ * on a 7x7 map, where direct takes 2.8 ms in all (0.9 ms of it the
+ * weights' reorder); at 64->64 56x56 the transform (1.4-1.7 ms) and the
+ * Winograd conv (1.0 ms) still lose to direct (2.1 ms).  ONEDNN_VERBOSE=2
+ * timings, one thread, shared 2-core AMD EPYC.
+ */
 static int wino_shape(const eager_kargs *a)
 {
     const graph_conv2d_blk_attrs *at = a->attrs;
@@ -300,8 +313,8 @@ static int wino_shape(const eager_kargs *a)
     int64_t stride[2], dil[2];
     eager_ints_pair(&at->stride, 1, stride);
     eager_ints_pair(&at->dilation, 1, dil);
-    return at->algo != 1 && w->dim[2] == 3 && w->dim[3] == 3 && stride[0] == 1 &&
-           stride[1] == 1 && dil[0] == 1 && dil[1] == 1;
+    return (at->algo == 2 || (at->algo == 0 && a->state)) && w->dim[2] == 3 && w->dim[3] == 3 &&
+           stride[0] == 1 && stride[1] == 1 && dil[0] == 1 && dil[1] == 1;
 }
 
 /*

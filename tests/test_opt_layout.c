@@ -215,6 +215,70 @@ static void test_conv_blk(void)
     CHECK(eager_live_tensors() == live);
 }
 
+/*
+ * Eager conv2d_blk has no prepared state: every call must see the weights
+ * as they are now.  Two shapes called in turn, the weights of each
+ * changed in place between calls (same buffer, new values), every result
+ * against the naive conv; each algorithm.  Auto without state runs direct
+ * (no per-call Winograd weight transform): the same bits as algo 1.
+ */
+static void test_conv_blk_eager_fresh(void)
+{
+    int64_t live = eager_live_tensors();
+    eager_pool_push();
+    const conv_case cs[2] = {{1, 32, 7, 7, 32, 3, 1, 1, 0}, {2, 16, 9, 6, 48, 3, 1, 1, 0}};
+    eager_tensor *x[2], *xb[2], *w[2], *b[2];
+    for (int i = 0; i < 2; i++) {
+        x[i] = eager_rand_uniform(TG_INTS(cs[i].n, cs[i].c, cs[i].h, cs[i].w), 60 + i, -1, 1);
+        xb[i] = eager_to_blocked(x[i], 16);
+        w[i] = eager_rand_uniform(TG_INTS(cs[i].o, cs[i].c, 3, 3), 70 + i, -0.3f, 0.3f);
+        b[i] = eager_rand_uniform(TG_INTS(cs[i].o), 80 + i, -1, 1);
+    }
+    graph_ints none = TG_INTS();
+    for (int round = 0; round < 6; round++) {
+        int i = round % 2;
+        const conv_case *k = &cs[i];
+        if (round >= 2) { /* new values in the same buffer */
+            float *pw = eager_data_mut(w[i]);
+            int64_t nw = eager_numel(w[i]);
+            for (int64_t j = 0; j < nw; j++)
+                pw[j] = (float)(((j * 7 + round * 13) % 23) - 11) / 40.0f;
+        }
+        double *want = malloc(sizeof *want * (size_t)(k->n * k->o * k->h * k->w));
+        naive_conv(k, eager_peek(x[i]), eager_peek(w[i]), eager_peek(b[i]), NULL, &none, 0, k->h,
+                   k->w, want);
+        const float *ys[3] = {NULL, NULL, NULL};
+        for (int64_t algo = 0; algo < 3; algo++) {
+            eager_tensor *yb = eager_conv2d_blk(xb[i], w[i], b[i], EAGER_NONE, TG_INTS(1),
+                                                TG_INTS(1), TG_INTS(), 1, TG_INTS(), 0.0f, algo,
+                                                -INFINITY, INFINITY);
+            eager_tensor *y = eager_from_blocked(yb, 0);
+            CHECK_MSG(y != NULL, "eager conv2d_blk round %d algo %lld: %s", round,
+                      (long long)algo, eager_error());
+            if (!y)
+                continue;
+            ys[algo] = eager_peek(y);
+            int64_t n = eager_numel(y);
+            double scale = 1e-6, diff = 0;
+            for (int64_t j = 0; j < n; j++) {
+                scale = fmax(scale, fabs(want[j]));
+                diff = fmax(diff, check_abs_diff(ys[algo][j], want[j]));
+            }
+            double tol = algo == 2 ? 1e-3 : 1e-4;
+            CHECK_MSG(diff / scale <= tol, "eager conv2d_blk round %d algo %lld: error %g > %g",
+                      round, (long long)algo, diff / scale, tol);
+        }
+        if (ys[0] && ys[1])
+            CHECK_MSG(!memcmp(ys[0], ys[1], sizeof(float) * (size_t)(k->n * k->o * k->h * k->w)),
+                      "eager conv2d_blk round %d: auto runs direct without prepared state",
+                      round);
+        free(want);
+    }
+    eager_clear_error();
+    eager_pool_pop();
+    CHECK(eager_live_tensors() == live);
+}
+
 /* ---- max_pool2d_blk / avg_pool2d_blk vs the plain pools ---- */
 
 static void check_pool_blk(int line, int64_t c, int avg, graph_ints k, graph_ints st,
@@ -821,6 +885,7 @@ int main(void)
 {
     test_roundtrip();
     test_conv_blk();
+    test_conv_blk_eager_fresh();
     test_pool_blk();
     if (test_blocked_convs())
         test_pass();
