@@ -58,7 +58,7 @@
  * could silently take a branch the trace did not.
  *
  * ---- import ----
- * Reads IR versions 3..9 with default-domain opsets
+ * Reads IR versions 3..13 with default-domain opsets
  * FORMAT_ONNX_MIN_OPSET..FORMAT_ONNX_MAX_OPSET (a node of another domain
  * is unsupported).  Graph inputs that are not initializers are the
  * graph's inputs, in order, with their names.  Initializers and Constant
@@ -189,7 +189,7 @@ extern "C" {
  * the range import reads. */
 #define FORMAT_ONNX_OPSET 17
 #define FORMAT_ONNX_MIN_OPSET 7
-#define FORMAT_ONNX_MAX_OPSET 18
+#define FORMAT_ONNX_MAX_OPSET 25
 
 typedef struct format_onnx_save_opts {
     int drop_guards; /* export a graph with guards, dropping them */

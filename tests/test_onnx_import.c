@@ -118,7 +118,7 @@ static void bad_inputs(void)
                 "graph input, an initializer or an earlier node");
     mb_init(&b, "Relu", "x", NULL);
     b.opset.version = 99;
-    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: opset 99 is not supported (7 to 18)");
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: opset 99 is not supported (7 to 25)");
 
     /* an initializer whose raw_data is shorter than its dims need */
     mb_init(&b, "Add", "x", "w");
@@ -599,7 +599,9 @@ static void coverage_refusals(void)
                 "mem.onnx: node 0 'n0' (Pad): a negative pad (-1) in mode 'edge' is not "
                 "supported");
     mb_attr_str(&b, &a, as, "mode", "wrap");
-    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (Pad): mode 'wrap' is not "
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Pad): mode 'wrap' needs opset 19");
+    mb_attr_str(&b, &a, as, "mode", "circular");
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (Pad): mode 'circular' is not "
                 "supported");
     /* Mod and ReduceProd of a run-time value */
     mb_init(&b, "Mod", "x", "x");
@@ -788,6 +790,157 @@ static void gather_nd(void)
                 "data dim 1 (3)");
 }
 
+/* Interprets g on x f32 of shape xs (n elements) and checks y against
+ * want (wn elements) within tol. */
+static void run_against(const char *what, graph *g, graph_ints xs, const float *x,
+                        const float *want, int64_t wn, double tol)
+{
+    eager_tensor *in = eager_from_data(GRAPH_F32, xs, x), *out = NULL;
+    CHECK_MSG(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK, "%s runs: %s", what,
+              eager_error());
+    if (out) {
+        CHECK_MSG(graph_type_numel(eager_type(out)) == wn, "%s: %lld elements, want %lld",
+                  what, (long long)graph_type_numel(eager_type(out)), (long long)wn);
+        if (graph_type_numel(eager_type(out)) == wn)
+            CHECK_FLOATS((const float *)eager_peek(out), want, wn, tol);
+    }
+    eager_release(in);
+    eager_release(out);
+    eager_clear_error();
+}
+
+static double gelu_erf(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double gelu_tanh(double x)
+{
+    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/*
+ * What opsets 19 to 25 add to the ops the importer reads: Pad's wrap
+ * mode (19), Resize's half_pixel_symmetric (19, ONNX's own known
+ * answers), Gelu (20, both forms) and Swish (24), against their formulas;
+ * each refused below the opset that has it.
+ */
+static void newer_opsets(void)
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    Onnx__AttributeProto a, *as[1];
+    Onnx__TensorProto t, *ts[1];
+    int64_t td[1];
+    const float x6[6] = {-3.0f, -0.7f, -0.0f, 0.25f, 1.5f, 4.0f};
+    /* Pad wrap, x [2,3]: dim 1 by 2 before, 1 after: [b c | a b c | a] */
+    int64_t pads[4] = {0, 2, 0, 1};
+    mb_init(&b, "Pad", "x", "p");
+    mb_init_i64(&b, &t, ts, "p", td, pads, 4);
+    mb_attr_str(&b, &a, as, "mode", "wrap");
+    b.opset.version = 19;
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "Pad wrap imports: %s", err);
+    if (g) {
+        const float want[12] = {-0.7f, -0.0f, -3.0f, -0.7f, -0.0f, -3.0f,
+                                1.5f,  4.0f,  0.25f, 1.5f,  4.0f,  0.25f};
+        run_against("Pad wrap", g, TG_SHAPE(2, 3), x6, want, 12, 0);
+    }
+    graph_free(g);
+    pads[3] = 4;
+    mb_init_i64(&b, &t, ts, "p", td, pads, 4);
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (Pad): mode 'wrap' pads dim 1 "
+                "of size 3 by 4; at most 3 is supported");
+    /* Gelu, Swish */
+    static const struct {
+        const char *op, *attr, *s;
+        float f;
+        int opset;
+        double (*ref)(double);
+    } acts[] = {{"Gelu", NULL, NULL, 0, 20, gelu_erf},
+                {"Gelu", "approximate", "none", 0, 22, gelu_erf},
+                {"Gelu", "approximate", "tanh", 0, 25, gelu_tanh},
+                {"Swish", NULL, NULL, 0, 24, NULL},
+                {"Swish", "alpha", NULL, 0.5f, 25, NULL}};
+    for (size_t k = 0; k < sizeof acts / sizeof acts[0]; k++) {
+        mb_init(&b, acts[k].op, "x", NULL);
+        b.opset.version = acts[k].opset;
+        if (acts[k].s) {
+            mb_attr_str(&b, &a, as, acts[k].attr, acts[k].s);
+        } else if (acts[k].attr) {
+            a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+            a.name = (char *)acts[k].attr;
+            a.has_type = 1;
+            a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+            a.has_f = 1;
+            a.f = acts[k].f;
+            as[0] = &a;
+            b.node.n_attribute = 1;
+            b.node.attribute = as;
+        }
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "%s imports: %s", acts[k].op, err);
+        float want[6];
+        for (int i = 0; i < 6; i++) {
+            double al = acts[k].attr ? acts[k].f : 1.0;
+            want[i] = (float)(acts[k].ref ? acts[k].ref(x6[i])
+                                          : x6[i] / (1 + exp(-al * x6[i])));
+        }
+        if (g)
+            run_against(acts[k].op, g, TG_SHAPE(2, 3), x6, want, 6, 1e-6);
+        graph_free(g);
+    }
+    mb_init(&b, "Gelu", "x", NULL);
+    b.opset.version = 19;
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Gelu): Gelu needs opset 20 (the "
+                "model has 19)");
+    mb_init(&b, "Swish", "x", NULL);
+    b.opset.version = 23;
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Swish): Swish needs opset 24 (the "
+                "model has 23)");
+    /* Resize linear, half_pixel_symmetric: ONNX's test cases and answers */
+    static const struct {
+        int64_t xs[4];
+        float x[4], scales[4], want[20];
+        int nwant;
+    } rs[] = {{{1, 1, 1, 4}, {1, 2, 3, 4}, {1, 1, 1, 0.6f}, {1.6666667f, 3.3333333f}, 2},
+              {{1, 1, 2, 2},
+               {1, 2, 3, 4},
+               {1, 1, 2.3f, 2.94f},
+               {1.f, 1.15986395f, 1.5f, 1.84013605f, 2.f, 1.56521738f, 1.72508133f,
+                2.06521738f, 2.40535343f, 2.56521738f, 2.43478262f, 2.59464657f, 2.93478262f,
+                3.27491867f, 3.43478262f, 3.f, 3.15986395f, 3.5f, 3.84013605f, 4.f},
+               20}};
+    for (int k = 0; k < 2; k++) {
+        mb_init(&b, "Resize", "x", NULL);
+        b.opset.version = 19;
+        mb_tensor_type(&b, 0, 1, 4, rs[k].xs);
+        char *rin[3] = {"x", "", "sc"};
+        b.node.input = rin;
+        b.node.n_input = 3;
+        int64_t sd[1] = {4};
+        tensor_init(&t, "sc", 1, 1, sd, (void *)rs[k].scales, 4);
+        ts[0] = &t;
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
+        mb_attr_str(&b, &ra[0], as, "mode", "linear");
+        mb_attr_str(&b, &ra[1], as, "coordinate_transformation_mode", "half_pixel_symmetric");
+        b.node.n_attribute = 2;
+        b.node.attribute = ras;
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize half_pixel_symmetric imports: %s", err);
+        graph_ints xs = {4, {rs[k].xs[0], rs[k].xs[1], rs[k].xs[2], rs[k].xs[3]}};
+        if (g)
+            run_against("Resize half_pixel_symmetric", g, xs, rs[k].x, rs[k].want,
+                        rs[k].nwant, 1e-6);
+        graph_free(g);
+        if (k == 0) {
+            b.opset.version = 18;
+            expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Resize): "
+                        "coordinate_transformation_mode 'half_pixel_symmetric' is not a known "
+                        "value");
+        }
+    }
+}
+
 /*
  * The constants the importer makes at load time are bounded in all: five
  * ConstantOfShape nodes of 64 MiB each (a file of a few hundred bytes)
@@ -853,6 +1006,7 @@ int main(void)
     coverage_refusals();
     instance_norm();
     made_budget();
+    newer_opsets();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

@@ -12,7 +12,7 @@
 /* IR version export writes; import reads ONNX_MIN_IR..ONNX_MAX_IR. */
 #define ONNX_IR_VERSION 8
 #define ONNX_MIN_IR 3
-#define ONNX_MAX_IR 9
+#define ONNX_MAX_IR 13
 
 /* TensorProto.DataType of a graph dtype. */
 static inline int32_t onnx_dtype_code(graph_dtype dt)

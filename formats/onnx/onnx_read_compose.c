@@ -139,7 +139,8 @@ static tg_status piecewise(onnx_reader *r, const char *name, int32_t x, int32_t 
 
 /*
  * PRelu = where(x < 0, x * slope, x); HardSigmoid; HardSwish =
- * x * HardSigmoid(x) with alpha 1/6, beta 1/2; Softsign = x / (1 + |x|);
+ * x * HardSigmoid(x) with alpha 1/6, beta 1/2; Gelu; Swish; Softsign =
+ * x / (1 + |x|);
  * and the piecewise ones above.  (Softplus is the op softplus: the unary
  * ops of graph/ew_ops.def are read as themselves, onnx_read_ops.c.)
  */
@@ -170,6 +171,49 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
             st = hard_sigmoid(r, x, alpha, beta, &y);
         if (st == TG_OK && swish)
             st = node(r, GRAPH_OP_mul, x, y, NULL, &y);
+    } else if (!strcmp(name, "Gelu") || !strcmp(name, "Swish")) {
+        /* Gelu (opset 20): approximate 'none' is the op gelu, 'tanh'
+         * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); Swish (opset
+         * 24): x sigmoid(alpha x), the op silu at alpha 1. */
+        int gelu = name[0] == 'G';
+        char approx[16] = "none";
+        float alpha = 1.0f;
+        if (r->opset < (gelu ? 20 : 24))
+            return onnx_fail(r, TG_ERR_FORMAT, "%s needs opset %d (the model has %lld)", name,
+                             gelu ? 20 : 24, LL(r->opset));
+        st = gelu ? onnx_attr_str(r, "approximate", "none", approx, sizeof approx)
+                  : onnx_attr_float(r, "alpha", 1.0f, &alpha);
+        if (st == TG_OK && gelu && strcmp(approx, "none") && strcmp(approx, "tanh"))
+            st = onnx_fail(r, TG_ERR_FORMAT, "approximate '%s' (none or tanh)", approx);
+        if (st == TG_OK && gelu && !strcmp(approx, "none")) {
+            st = node(r, GRAPH_OP_gelu, x, -1, NULL, &y);
+        } else if (st == TG_OK && gelu) {
+            st = node(r, GRAPH_OP_mul, x, x, NULL, &t);
+            if (st == TG_OK)
+                st = node(r, GRAPH_OP_mul, t, x, NULL, &t);
+            if (st == TG_OK)
+                st = node_k(r, GRAPH_OP_mul, t, 0.044715, &t);
+            if (st == TG_OK)
+                st = node(r, GRAPH_OP_add, x, t, NULL, &t);
+            if (st == TG_OK)
+                st = node_k(r, GRAPH_OP_mul, t, 0.7978845608028654, &t); /* sqrt(2/pi) */
+            if (st == TG_OK)
+                st = node(r, GRAPH_OP_tanh, t, -1, NULL, &t);
+            if (st == TG_OK)
+                st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
+            if (st == TG_OK)
+                st = node_k(r, GRAPH_OP_mul, x, 0.5, &c);
+            if (st == TG_OK)
+                st = node(r, GRAPH_OP_mul, c, t, NULL, &y);
+        } else if (st == TG_OK && alpha == 1.0f) {
+            st = node(r, GRAPH_OP_silu, x, -1, NULL, &y);
+        } else if (st == TG_OK) {
+            st = node_k(r, GRAPH_OP_mul, x, alpha, &t);
+            if (st == TG_OK)
+                st = node(r, GRAPH_OP_sigmoid, t, -1, NULL, &t);
+            if (st == TG_OK)
+                st = node(r, GRAPH_OP_mul, x, t, NULL, &y);
+        }
     } else if (!strcmp(name, "Softsign")) {
         st = node(r, GRAPH_OP_abs, x, -1, NULL, &t);
         if (st == TG_OK)
@@ -524,20 +568,22 @@ tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op)
 }
 
 /*
- * Pad modes edge and reflect (pads: begins then ends, >= 0), axis by
- * axis as concat(before, x, after):
+ * Pad modes edge, reflect and wrap (opset 19; pads: begins then ends,
+ * >= 0), axis by axis as concat(before, x, after):
  *   edge     before = x[0:1] expanded to b, after = x[n-1:n] expanded to e;
  *   reflect  before = x[b:0:-1], after = x[n-2:n-2-e:-1] (the border
- *            element not repeated: b and e at most n - 1).
+ *            element not repeated: b and e at most n - 1);
+ *   wrap     before = x[n-b:n], after = x[0:e] (b and e at most n).
  * A padded dim that is dynamic is fixed at its traced size (specialized).
  */
-tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads)
+tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads)
 {
     int32_t x;
     tg_status st = onnx_input(r, 0, &x);
     if (st != TG_OK)
         return st;
-    const char *mode = reflect ? "reflect" : "edge";
+    static const char *const names[] = {"edge", "reflect", "wrap"};
+    const char *mode = names[pm];
     int nd = onnx_vtype(r, x)->ndim;
     uint32_t dyn = onnx_dynamic_dims(r, x);
     if (pads->n != 2 * nd)
@@ -550,7 +596,7 @@ tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads)
                              "is not supported", LL(b < 0 ? b : e), mode);
         if (!b && !e)
             continue;
-        int64_t most = reflect ? n - 1 : n ? INT32_MAX : 0;
+        int64_t most = pm == PAD_REFLECT ? n - 1 : pm == PAD_WRAP ? n : n ? INT32_MAX : 0;
         if (b > most || e > most)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' pads dim %d of size %lld by "
                              "%lld; at most %lld is supported", mode, d, LL(n),
@@ -559,17 +605,20 @@ tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads)
             r->specialized = 1;
         int32_t parts[3] = {-1, x, -1};
         if (b)
-            st = reflect ? onnx_slice_axis(r, x, d, b, 0, -1, &parts[0])
-                         : onnx_slice_axis(r, x, d, 0, 1, 1, &parts[0]);
-        if (st == TG_OK && b && !reflect)
+            st = pm == PAD_REFLECT ? onnx_slice_axis(r, x, d, b, 0, -1, &parts[0])
+                 : pm == PAD_WRAP  ? onnx_slice_axis(r, x, d, n - b, n, 1, &parts[0])
+                                   : onnx_slice_axis(r, x, d, 0, 1, 1, &parts[0]);
+        if (st == TG_OK && b && pm == PAD_EDGE)
             st = expand_axis(r, parts[0], d, b, &parts[0]);
         /* reflect's end n-2-e is >= -1; -1 must mean "before 0", not the
          * last element. */
         if (st == TG_OK && e)
-            st = reflect ? onnx_slice_axis(r, x, d, n - 2, n - 2 - e >= 0 ? n - 2 - e : -n - 1,
-                                       -1, &parts[2])
-                         : onnx_slice_axis(r, x, d, n - 1, n, 1, &parts[2]);
-        if (st == TG_OK && e && !reflect)
+            st = pm == PAD_REFLECT
+                     ? onnx_slice_axis(r, x, d, n - 2, n - 2 - e >= 0 ? n - 2 - e : -n - 1, -1,
+                                       &parts[2])
+                 : pm == PAD_WRAP ? onnx_slice_axis(r, x, d, 0, e, 1, &parts[2])
+                                  : onnx_slice_axis(r, x, d, n - 1, n, 1, &parts[2]);
+        if (st == TG_OK && e && pm == PAD_EDGE)
             st = expand_axis(r, parts[2], d, e, &parts[2]);
         if (st == TG_OK)
             st = concat_axis(r, parts, 3, d, &x);

@@ -278,8 +278,9 @@ tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op);
 /* RNN, GRU, LSTM, unrolled (onnx_read_rnn.c). */
 tg_status onnx_cv_rnn(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op);
-/* Pad's modes edge and reflect (reflect 1) with these pads (begins, ends). */
-tg_status onnx_pad_border(onnx_reader *r, int reflect, const graph_ints *pads);
+/* Pad's modes edge, reflect and wrap with these pads (begins, ends). */
+typedef enum { PAD_EDGE, PAD_REFLECT, PAD_WRAP } onnx_pad_mode;
+tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
 /* onnx_read_conv.c: Conv, ConvTranspose, MaxPool and AveragePool. */

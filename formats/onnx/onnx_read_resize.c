@@ -35,7 +35,8 @@
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
-enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL };
+enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL,
+       CT_HALF_PIXEL_SYMMETRIC };
 enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
 enum { MODE_NEAREST, MODE_LINEAR, MODE_CUBIC };
 
@@ -66,7 +67,8 @@ static tg_status read_spec(onnx_reader *r, resize_spec *s)
 {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                         "asymmetric", "tf_half_pixel_for_nn"};
+                                         "asymmetric", "tf_half_pixel_for_nn",
+                                         "half_pixel_symmetric"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     char policy[32];
@@ -74,8 +76,8 @@ static tg_status read_spec(onnx_reader *r, resize_spec *s)
     float a;
     tg_status st = attr_choice(r, "mode", "nearest", modes, 3, &s->mode);
     if (st == TG_OK)
-        st = attr_choice(r, "coordinate_transformation_mode", "half_pixel", coords, 5,
-                         &s->coord);
+        st = attr_choice(r, "coordinate_transformation_mode", "half_pixel", coords,
+                         r->opset >= 19 ? 6 : 5, &s->coord);
     if (st == TG_OK)
         st = attr_choice(r, "nearest_mode", "round_prefer_floor", nearests, 4, &s->nearest);
     if (st == TG_OK)
@@ -99,15 +101,20 @@ static tg_status read_spec(onnx_reader *r, resize_spec *s)
 }
 
 /*
- * The input coordinate of output index o along an axis.  The resized
- * length of align_corners and pytorch_half_pixel is in * scale before
- * rounding down to the output size, as in the reference (it differs when
- * scales, not sizes, are given).
+ * The input coordinate of output index o (of out) along an axis.  The
+ * resized length of align_corners, pytorch_half_pixel and
+ * half_pixel_symmetric is in * scale before rounding down to the output
+ * size, as in the reference (it differs when scales, not sizes, are
+ * given); half_pixel_symmetric (opset 19) shifts half_pixel by
+ * in/2 * (1 - out/len), centring the rounded-down output.
  */
-static double source_coord(const resize_spec *s, int64_t o, int64_t in, double scale)
+static double source_coord(const resize_spec *s, int64_t o, int64_t in, int64_t out,
+                           double scale)
 {
     double len = (double)in * scale;
     switch (s->coord) {
+    case CT_HALF_PIXEL_SYMMETRIC:
+        return (double)in / 2 * (1 - (double)out / len) + (o + 0.5) / scale - 0.5;
     case CT_PYTORCH_HALF_PIXEL: return len > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
     case CT_ALIGN_CORNERS: return len == 1 ? 0.0 : (double)o * (double)(in - 1) / (len - 1);
     case CT_ASYMMETRIC: return o / scale;
@@ -130,10 +137,10 @@ static void cubic_weights(double t, double A, double w[4])
  * The taps of output index o: ntap indices (clamped to the input) and
  * weights.  Returns the tap count (1, 2 or 4).
  */
-static int taps(const resize_spec *s, int64_t o, int64_t in, double scale, int64_t idx[4],
-                double w[4])
+static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double scale,
+                int64_t idx[4], double w[4])
 {
-    double x = source_coord(s, o, in, scale);
+    double x = source_coord(s, o, in, out, scale);
     if (s->mode == MODE_NEAREST) {
         double k;
         switch (s->nearest) {
@@ -199,7 +206,7 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     for (int64_t o = 0; o < out; o++) {
         int64_t ti[4];
         double tw[4];
-        taps(s, o, in, scale, ti, tw);
+        taps(s, o, in, out, scale, ti, tw);
         for (int k = 0; k < ntap; k++) {
             idx[k * out + o] = ti[k];
             w[k * out + o] = (float)tw[k];

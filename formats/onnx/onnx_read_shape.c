@@ -335,7 +335,12 @@ tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
     const graph_type *x;
     graph_attrs_default(GRAPH_OP_pad, &a);
     tg_status st = onnx_attr_str(r, "mode", "constant", mode, sizeof mode);
-    int border = !strcmp(mode, "edge") || !strcmp(mode, "reflect");
+    onnx_pad_mode pm = !strcmp(mode, "reflect") ? PAD_REFLECT
+                       : !strcmp(mode, "wrap")  ? PAD_WRAP
+                                                : PAD_EDGE;
+    int border = pm != PAD_EDGE || !strcmp(mode, "edge");
+    if (st == TG_OK && pm == PAD_WRAP && r->opset < 19)
+        st = onnx_fail(r, TG_ERR_FORMAT, "mode 'wrap' needs opset 19");
     if (st == TG_OK && strcmp(mode, "constant") && !border)
         st = onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
     if (st == TG_OK)
@@ -354,7 +359,7 @@ tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
         st = r->opset >= 18 ? pads_for_axes(r, x->ndim, &a.pads)
                             : onnx_fail(r, TG_ERR_FORMAT, "axes needs opset 18");
     if (st == TG_OK && border)
-        return onnx_pad_border(r, mode[0] == 'r', &a.pads);
+        return onnx_pad_border(r, pm, &a.pads);
     return st == TG_OK ? unary_node(r, GRAPH_OP_pad, &a) : st;
 }
 
