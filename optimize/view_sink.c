@@ -92,8 +92,8 @@ static int common_view(const graph *g, const opt_uses *u, int32_t i,
     return 1;
 }
 
-/* Rewrites node i as view(op(sources)); 1 if it did, 0 if the types did
- * not come out equal (nothing is left behind), -1 on failure. */
+/* Rewrites node i as view(op(sources)); 1 if it did, 0 if the type did
+ * not come out equal (the new nodes are left dead), -1 on failure. */
 static int sink(graph *g, opt_ctx *ctx, int32_t i, const int32_t views[SINK_MAX_IN])
 {
     const graph_node *n = &g->nodes[i];
@@ -120,7 +120,9 @@ static int sink(graph *g, opt_ctx *ctx, int32_t i, const int32_t views[SINK_MAX_
     int32_t b = fu_add_node(g, ctx, kind, &mid, 1, vattr, &out, 1, prov, 1 + nin);
     if (b < 0)
         return -1;
-    if (!fu_same_type(g, out, old)) { /* a dynamic dim that no longer follows */
+    /* new values carry no dynamic marks until the manager re-marks them
+     * (and checks that no output's changed): compare the traced types */
+    if (!graph_type_eq(&g->values[out].type, &g->values[old].type)) {
         g->nodes[a].flags |= GRAPH_NODE_DEAD;
         g->nodes[b].flags |= GRAPH_NODE_DEAD;
         return 0;
@@ -194,6 +196,15 @@ static tg_status run(graph *g, opt_ctx *ctx)
         opt_uses_free(&u);
         if (!moved)
             break;
+        /* as the manager does after a pass: the next sweep compares the
+         * dynamic dims of the values this one made */
+        tg_status st = graph_toposort(g);
+        if (st == TG_OK)
+            st = graph_compact(g);
+        if (st == TG_OK)
+            st = graph_propagate_dynamic(g);
+        if (st != TG_OK)
+            return opt_fail(ctx, g, -1, st, "view-sink: %s", graph_error(g));
     }
     return TG_OK;
 }

@@ -34,6 +34,32 @@ static void on_warn(void *ctx, const char *msg)
     snprintf(lastwarn, sizeof lastwarn, "%s", msg);
 }
 
+/* Live nodes of g running op. */
+static int count_op(const graph *g, graph_op op)
+{
+    int c = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        c += !(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op;
+    return c;
+}
+
+/*
+ * video at -O3: each 3-D Conv is one conv2d between a transpose of its
+ * input to depth-major and one of its output back (the import); the
+ * view-sink pass moves the output's below the relus and residual adds,
+ * where it meets the next conv's and both go, and the epilogue takes
+ * the relus and adds into the conv2ds.  Left: the input's transpose, the
+ * grouped conv's (its taps by group) and the one before the pool.
+ */
+static void check_video_o3(const graph *o)
+{
+    int tr = count_op(o, GRAPH_OP_transpose), relu = count_op(o, GRAPH_OP_relu);
+    int add = count_op(o, GRAPH_OP_add), fused = count_op(o, GRAPH_OP_fused);
+    CHECK_MSG(tr == 3 && relu == 0 && add == 0 && fused == 0,
+              "video -O3: want 3 transposes and every relu and add in a conv's epilogue, "
+              "have %d transposes, %d relu, %d add, %d fused", tr, relu, add, fused);
+}
+
 static void test_model(const char *name, int dynamic)
 {
     char path[512], what[96];
@@ -53,6 +79,8 @@ static void test_model(const char *name, int dynamic)
     oo.level = 3;
     CHECK_MSG(o && opt_optimize(o, &oo, NULL, err, sizeof err) == TG_OK, "%s -O3: %s", name,
               err);
+    if (o && !strcmp(name, "video"))
+        check_video_o3(o);
     const pt_ref r = {"pytorch", 1e-5, 1};
     for (int k = 0; g && k <= dynamic; k++) {
         graph_type xt, yt;
@@ -100,5 +128,8 @@ int main(void)
     test_model("ceilpool", 0); /* ceil_mode pools whose last window would start in the end
                                   padding (dropped), or hangs over it (kept): max 1-D, 2-D,
                                   3-D, average without the padding counted */
+    test_model("video", 1);    /* a video ResNet: Conv3d (3x3x3, strided with a 1x1x1
+                                  downsample, (1,3,3) then (3,1,1), grouped), BatchNorm3d,
+                                  ReLU, residual adds, AdaptiveAvgPool3d; -O3's form */
     return check_done();
 }
