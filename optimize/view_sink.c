@@ -15,13 +15,18 @@
  * then replaces several copies by one); a reshape is free, so shared
  * ones are fine (the old view stays for its other readers).  op's output
  * and the views' must not be pinned (they disappear or change maker).
+ * And a batch_norm whose channels the views keep (sink_bn below):
+ *
+ *   batch_norm(transpose(reshape(y, [A1, A2, C, ...]), p)) with y [A1*A2, C, ...]
+ *     -> transpose(reshape(batch_norm(y), ...), p)
  *
  * Why: the ONNX import runs a 3-D Conv as a conv2d over [N*D', C*kd, H, W]
  * whose output is reshaped to [N, D', O, H', W'] and transposed to NCDHW
  * (formats/onnx/onnx_read_conv.c), and takes its input back to [N, D, C,
  * H, W] with the inverse transpose.  Moving the views below the relu and
  * the residual add of a video ResNet block puts those on the conv2d's
- * output, where the epilogue pass fuses them, and makes the output's
+ * output, where the epilogue pass fuses them (and a BatchNorm3d that
+ * the exporter kept on it, where conv-bn folds it), and makes the output's
  * transpose meet the next conv's, which the -O1 fixed point cancels.
  * Before each sweep a transpose of a transpose that undoes it is dropped
  * (its readers read the first one's input), so that a transpose also read
@@ -140,6 +145,61 @@ static int sink(graph *g, opt_ctx *ctx, int32_t i, const int32_t views[SINK_MAX_
 }
 
 /*
+ * batch_norm(transpose(reshape(y, [A1, A2, C, ...]), p)) with y [A1*A2,
+ * C, ...] (the same trailing elements) and p[1] = 2: the batch_norm's
+ * channels are y's, and every element keeps its channel through the
+ * views, so it moves below both (the form a 3-D Conv's output has, see
+ * above; conv-bn then folds it into the conv2d).  The transpose must be
+ * read by the batch_norm only.  1 if it moved, 0 if not, -1 on failure.
+ */
+static int sink_bn(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    int32_t v = n->in[0], t = fu_producer(g, v);
+    if (t < 0 || g->nodes[t].op != GRAPH_OP_transpose || v >= u->nvalues ||
+        opt_pinned(g, v) || opt_nuses(u, v) != 1)
+        return 0;
+    int32_t rv = g->nodes[t].in[0], r = fu_producer(g, rv);
+    if (r < 0 || g->nodes[r].op != GRAPH_OP_reshape)
+        return 0;
+    int32_t y = g->nodes[r].in[0];
+    const graph_type *yt = &g->values[y].type, *rt = &g->values[rv].type;
+    const graph_ints *perm = &((const graph_transpose_attrs *)graph_node_attrs(&g->nodes[t]))->perm;
+    if (yt->ndim < 2 || rt->ndim < 3 || perm->v[1] != 2 || rt->dim[0] * rt->dim[1] != yt->dim[0] ||
+        rt->dim[2] != yt->dim[1])
+        return 0;
+    int64_t ry = 1, rr = 1;
+    for (int d = 2; d < yt->ndim; d++)
+        ry *= yt->dim[d];
+    for (int d = 3; d < rt->ndim; d++)
+        rr *= rt->dim[d];
+    if (ry != rr)
+        return 0;
+    graph_batch_norm_attrs ba = *(const graph_batch_norm_attrs *)graph_node_attrs(n);
+    graph_reshape_attrs ra = *(const graph_reshape_attrs *)graph_node_attrs(&g->nodes[r]);
+    graph_transpose_attrs ta = *(const graph_transpose_attrs *)graph_node_attrs(&g->nodes[t]);
+    int32_t in[5], old = n->out[0], prov[3] = {i, t, r}, b0, b1, b2;
+    memcpy(in, n->in, sizeof in);
+    in[0] = y;
+    if (fu_add_node(g, ctx, GRAPH_OP_batch_norm, in, 5, &ba, &b0, 1, prov, 1) < 0 ||
+        fu_add_node(g, ctx, GRAPH_OP_reshape, &b0, 1, &ra, &b1, 1, prov, 3) < 0 ||
+        fu_add_node(g, ctx, GRAPH_OP_transpose, &b1, 1, &ta, &b2, 1, prov, 3) < 0)
+        return -1;
+    if (!graph_type_eq(&g->values[b2].type, &g->values[old].type)) {
+        for (int k = 0; k < 3; k++)
+            g->nodes[g->nnodes - 1 - k].flags |= GRAPH_NODE_DEAD;
+        return 0;
+    }
+    opt_replace_uses(g, old, b2);
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    g->nodes[t].flags |= GRAPH_NODE_DEAD;
+    ctx->stats->rewritten++;
+    ctx->stats->removed++;
+    ctx->changed = 1;
+    return 1;
+}
+
+/*
  * transpose(transpose(x, p), q) with q after p the identity -> x, as the
  * -O1 simplify does, so that a transpose that also feeds its inverse
  * (the input of the next 3-D Conv) counts as read by op only.  1 if any.
@@ -183,6 +243,16 @@ static tg_status run(graph *g, opt_ctx *ctx)
         int moved = 0;
         for (int32_t i = 0, end = g->nnodes; i < end; i++) {
             int32_t views[SINK_MAX_IN];
+            if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_batch_norm &&
+                !opt_pinned(g, g->nodes[i].out[0])) {
+                int r = sink_bn(g, ctx, &u, i);
+                if (r < 0) {
+                    opt_uses_free(&u);
+                    return TG_ERR_STATE;
+                }
+                moved += r;
+                continue;
+            }
             if ((g->nodes[i].flags & GRAPH_NODE_DEAD) || !sinkable(g, i) ||
                 opt_pinned(g, g->nodes[i].out[0]) || !common_view(g, &u, i, views))
                 continue;

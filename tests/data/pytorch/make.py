@@ -280,7 +280,11 @@ MODELS = [
     ("recurrent", Recurrent, (2, 7, 6), True),
     ("ceilpool", CeilPool, (2, 2, 5, 7), False),
     ("video", Video, (1, 3, 4, 6, 6), True),
+    ("videobn", Video, (1, 3, 4, 6, 6), True),  # BatchNormalization kept (below)
 ]
+# exported with training=PRESERVE: the eval-mode model, but its
+# BatchNormalization nodes are kept rather than folded into the Convs
+KEEP_BN = {"videobn"}
 
 
 def out_array(y):
@@ -299,8 +303,9 @@ def main():
         x = torch.rand(*shape) * 2 - 1
         axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None
         with torch.no_grad():
+            kw = {"training": torch.onnx.TrainingMode.PRESERVE} if name in KEEP_BN else {}
             torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"), input_names=["x"],
-                              output_names=["y"], opset_version=17, dynamic_axes=axes)
+                              output_names=["y"], opset_version=17, dynamic_axes=axes, **kw)
             np.save(os.path.join(out, name + "_x.npy"), x.numpy().astype(np.float32))
             np.save(os.path.join(out, name + "_y.npy"), out_array(m(x)))
             if dynamic:
