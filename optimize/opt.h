@@ -107,7 +107,7 @@ typedef struct opt_pass {
 extern TG_API const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt_pass_dce,
     opt_pass_fold_params, opt_pass_conv_bn, opt_pass_conv_taps, opt_pass_transpose_absorb,
     opt_pass_patterns, opt_pass_horizontal, opt_pass_epilogue, opt_pass_ewchain,
-    opt_pass_layout;
+    opt_pass_layout, opt_pass_view_sink;
 
 /* Uses of every value: the nodes reading it, as one CSR array. */
 typedef struct opt_uses {

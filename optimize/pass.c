@@ -171,7 +171,7 @@ static tg_status fixed_point(run_state *rs)
 }
 
 static const opt_pass *const o2_passes[] = {
-    &opt_pass_conv_bn, &opt_pass_conv_taps, &opt_pass_transpose_absorb, &opt_pass_patterns,
+    &opt_pass_view_sink, &opt_pass_conv_bn, &opt_pass_conv_taps, &opt_pass_transpose_absorb, &opt_pass_patterns,
     &opt_pass_horizontal, &opt_pass_epilogue, &opt_pass_ewchain};
 
 static tg_status pipeline(run_state *rs)

@@ -34,6 +34,36 @@ static void on_warn(void *ctx, const char *msg)
     snprintf(lastwarn, sizeof lastwarn, "%s", msg);
 }
 
+/* Live nodes of g running op. */
+static int count_op(const graph *g, graph_op op)
+{
+    int c = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        c += !(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == op;
+    return c;
+}
+
+/*
+ * video at -O3: each 3-D Conv is one conv2d between a transpose of its
+ * input to depth-major and one of its output back (the import); the
+ * view-sink pass moves the output's below the relus and residual adds,
+ * where it meets the next conv's and both go, and the epilogue takes
+ * the relus and adds into the conv2ds.  videobn, the same model with its
+ * BatchNormalization nodes kept, comes to the same form: view-sink moves
+ * each batch_norm below the conv's views too, and conv-bn folds it.  Left: the input's transpose, the
+ * grouped conv's (its taps by group) and the one before the pool.
+ */
+static void check_video_o3(const graph *o, const char *name)
+{
+    int tr = count_op(o, GRAPH_OP_transpose), relu = count_op(o, GRAPH_OP_relu);
+    int add = count_op(o, GRAPH_OP_add), fused = count_op(o, GRAPH_OP_fused);
+    int bn = count_op(o, GRAPH_OP_batch_norm);
+    CHECK_MSG(tr == 3 && relu == 0 && add == 0 && fused == 0 && bn == 0,
+              "%s -O3: want 3 transposes, every batch_norm folded and every relu and add in "
+              "a conv's epilogue, have %d transposes, %d batch_norm, %d relu, %d add, "
+              "%d fused", name, tr, bn, relu, add, fused);
+}
+
 static void test_model(const char *name, int dynamic)
 {
     char path[512], what[96];
@@ -53,6 +83,8 @@ static void test_model(const char *name, int dynamic)
     oo.level = 3;
     CHECK_MSG(o && opt_optimize(o, &oo, NULL, err, sizeof err) == TG_OK, "%s -O3: %s", name,
               err);
+    if (o && !strncmp(name, "video", 5))
+        check_video_o3(o, name);
     const pt_ref r = {"pytorch", 1e-5, 1};
     for (int k = 0; g && k <= dynamic; k++) {
         graph_type xt, yt;
@@ -103,5 +135,9 @@ int main(void)
     test_model("swinblock", 0); /* swin_t's shifted-window attention: its mask's ScatterND
                                    (4802 indices from Shapes) folded at load time; Dropout
                                    in training mode with ratio 0 */
+    test_model("video", 1);    /* a video ResNet: Conv3d (3x3x3, strided with a 1x1x1
+                                  downsample, (1,3,3) then (3,1,1), grouped), BatchNorm3d,
+                                  ReLU, residual adds, AdaptiveAvgPool3d; -O3's form */
+    test_model("videobn", 1);  /* the same, its BatchNormalization nodes kept */
     return check_done();
 }

@@ -19,6 +19,9 @@ growing or vanishing with the depth: a check against PyTorch on outputs of
 1e30 or 1e-30 would prove nothing.  Models without BatchNorm (vit_b_16,
 convnext_tiny, the TransformerEncoder) use LayerNorm and need nothing.
 
+The video models (r3d_18, mc3_18, r2plus1d_18: 3-D convolutions on a clip
+of 16 frames of 112x112) are exported only when named.
+
 Prints one line per model: name, parameters, output shape and scale, or the
 error that stopped its export (the model is then left out of OUTDIR).
 """
@@ -79,8 +82,14 @@ MODELS = {
         lambda: DeepLabOut(tv.segmentation.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, aux_loss=False)), (1, 3, 224, 224)),
     "transformer_encoder": (transformer_encoder, (1, 128, 512)),
+    # video models: 3-D convolutions on a 16-frame 112x112 clip (N, C, T, H, W)
+    "r3d_18": (lambda: tv.video.r3d_18(weights=None), (1, 3, 16, 112, 112)),
+    "mc3_18": (lambda: tv.video.mc3_18(weights=None), (1, 3, 16, 112, 112)),
+    "r2plus1d_18": (lambda: tv.video.r2plus1d_18(weights=None), (1, 3, 16, 112, 112)),
 }
-DEFAULT = list(MODELS)
+# the video models are run on request only (bench/real/export.py DIR r3d_18 ...)
+VIDEO = ("r3d_18", "mc3_18", "r2plus1d_18")
+DEFAULT = [n for n in MODELS if n not in VIDEO]
 
 
 def calibrate_bn(model, shape, batches=3, batch=4):

@@ -292,16 +292,22 @@ static tg_status bind_depth_out(onnx_reader *r, int32_t y, int db, int64_t n, in
  * A 3-D Conv, X [N, C, D, H, W] and W [O, C/g, kd, kh, kw] (g groups), as
  * one conv2d whose channels are D's taps (an im2col along D only), with
  * no op of its own:
- *   X zero-padded in D to Dp, viewed as [N, g, C/g, Dp, H*W], gathered at
- *   depth o*sd + k*dd for each output depth o < Do and tap k < kd
- *   (constant [Do, kd] indices): [N, g, C/g, Do, kd, H*W];
- *   transposed to [N, Do, g, kd, C/g, H*W], reshaped to [N*Do, kd*C, H, W];
+ *   X transposed to depth-major [N, D, C, H, W], zero-padded in D to Dp,
+ *   viewed as [N, Dp, C*H*W], gathered at depth o*sd + k*dd for each
+ *   output depth o < Do and tap k < kd (constant [Do, kd] indices): [N,
+ *   Do, kd, C*H*W], whole [C, H, W] slabs; with g > 1 and kd > 1 viewed as
+ *   [N, Do, kd, g, C/g*H*W] and transposed to [N, Do, g, kd, C/g*H*W];
+ *   reshaped to [N*Do, kd*C, H, W];
  *   W transposed to [O, kd, C/g, kh, kw], reshaped to [O, kd*C/g, kh, kw]:
  *   group j's kd*C/g channels are its C/g channels at each tap, as in X;
  *   conv2d with H and W's window, the groups and B: [N*Do, O, H', W'];
  *   reshaped to [N, Do, O, H', W'] and transposed to [N, O, Do, H', W'].
  * The same products as the 3-D sum, added in another order; the gathered
  * copy is kd/sd times X.  With kd = 1 and sd = 1 the gather is a reshape.
+ * The output's transpose and the input's are inverses: between two 3-D
+ * Convs, once the view-sink pass (-O2) has moved the first one below the
+ * relu and residual add between them, the -O1 fixed point cancels the
+ * pair, and the activations stay depth-major from conv to conv.
  * A dynamic batch follows (-1 in the reshapes); a dynamic C, D, H or W is
  * fixed at its traced size (the node is flagged specialized).
  */
@@ -336,33 +342,37 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     if (dyn & ~1u)
         r->specialized = 1; /* the reshapes and the indices fix C, D, H and W */
     int32_t x = in[0], wv = in[1], y;
-    tg_status st = TG_OK;
-    if (w->dpads[0] || w->dpads[1]) {
+    /* swap12: X [N, C, D, ...] to [N, D, C, ...], W [O, C/g, kd, ...] to
+     * [O, kd, C/g, ...] */
+    static const int64_t swap12[5] = {0, 2, 1, 3, 4};
+    tg_status st = permute(r, x, swap12, 5, &x);
+    if (st == TG_OK && (w->dpads[0] || w->dpads[1])) {
         graph_pad_attrs pa;
         memset(&pa, 0, sizeof pa);
-        pa.pads = (graph_ints){10, {0, 0, w->dpads[0], 0, 0, 0, 0, w->dpads[1], 0, 0}};
+        pa.pads = (graph_ints){10, {0, w->dpads[0], 0, 0, 0, 0, w->dpads[1], 0, 0, 0}};
         st = onnx_add(r, GRAPH_OP_pad, &x, 1, &pa, &x, 1);
     }
-    int64_t view[6] = {n, g, c / g, dp, 1, hw};
-    if (st == TG_OK && kd == 1 && sd == 1) { /* every depth is its own tap */
-        st = onnx_reshape_to(r, x, db, view, 6, &x);
-    } else if (st == TG_OK) {
-        view[4] = hw;
-        st = onnx_reshape_to(r, x, db, view, 5, &x);
+    int64_t chw = c * hw; /* below X's element count */
+    if (st == TG_OK && !(kd == 1 && sd == 1)) { /* else every depth is its own tap */
+        int64_t view[3] = {n, dp, chw};
+        st = onnx_reshape_to(r, x, db, view, 3, &x);
         int64_t *taps = st == TG_OK ? new_taps(r, od, kd) : NULL;
         if (!taps)
             return st == TG_OK ? TG_ERR_NOMEM : st;
         for (int64_t i = 0; i < od; i++)
             for (int64_t k = 0; k < kd; k++)
                 taps[i * kd + k] = i * sd + k * dd;
-        st = gather_taps(r, x, 3, taps, od, kd, &x);
+        st = gather_taps(r, x, 1, taps, od, kd, &x);
+        if (st == TG_OK && g > 1 && kd > 1) { /* group j's taps together */
+            static const int64_t group_taps[5] = {0, 1, 3, 2, 4};
+            int64_t v5[5] = {n, od, kd, g, chw / g};
+            st = onnx_reshape_to(r, x, db, v5, 5, &x);
+            if (st == TG_OK)
+                st = permute(r, x, group_taps, 5, &x);
+        }
     }
-    /* swap12: W [O, C/g, kd, ...] to [O, kd, C/g, ...] */
-    static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, swap12[5] = {0, 2, 1, 3, 4};
     int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
     int64_t w2[4] = {o, kd * (c / g), wt.dim[3], wt.dim[4]};
-    if (st == TG_OK)
-        st = permute(r, x, to_rows, 6, &x);
     if (st == TG_OK)
         st = onnx_reshape_to(r, x, db, x2, 4, &x);
     if (st == TG_OK && kd > 1)

@@ -241,6 +241,42 @@ class SwinBlock(nn.Module):
         return self.attn(x)
 
 
+class Video(nn.Module):
+    """A video ResNet, small: 3-D convolutions (each imported as one conv2d
+    over the depth taps) with BatchNorm, ReLU and residual adds between
+    them, as torchvision's r3d_18 (3x3x3, a strided block with a 1x1x1
+    downsample) and r2plus1d_18 ((1,3,3) then (3,1,1)), a grouped one, and
+    AdaptiveAvgPool3d + Linear."""
+
+    def __init__(self):
+        super().__init__()
+
+        def cbn(ci, co, k, s=1, p=0, g=1):
+            return nn.Sequential(nn.Conv3d(ci, co, k, s, p, groups=g, bias=False),
+                                 nn.BatchNorm3d(co))
+        self.stem = cbn(3, 8, 3, (1, 2, 2), 1)
+        self.b1 = nn.ModuleList([cbn(8, 8, 3, 1, 1), cbn(8, 8, 3, 1, 1)])
+        self.b2 = nn.ModuleList([cbn(8, 16, 3, 2, 1), cbn(16, 16, 3, 1, 1), cbn(8, 16, 1, 2)])
+        self.sp = cbn(16, 16, (1, 3, 3), 1, (0, 1, 1))
+        self.tm = cbn(16, 16, (3, 1, 1), 1, (1, 0, 0))
+        self.grp = nn.Conv3d(16, 16, 3, padding=1, groups=4)
+        self.fc = nn.Linear(16, 5)
+        for m in self.modules():  # running statistics that are not the identity
+            if isinstance(m, nn.BatchNorm3d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.data.uniform_(0.5, 1.5)
+                m.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):  # [B, 3, 4, 6, 6]
+        x = F.relu(self.stem(x))
+        x = F.relu(self.b1[1](F.relu(self.b1[0](x))) + x)
+        x = F.relu(self.b2[1](F.relu(self.b2[0](x))) + self.b2[2](x))
+        x = F.relu(self.tm(F.relu(self.sp(x))))
+        x = F.relu(self.grp(x)) + x
+        return self.fc(F.adaptive_avg_pool3d(x, 1).flatten(1))
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -259,7 +295,12 @@ MODELS = [
     ("recurrent", Recurrent, (2, 7, 6), True),
     ("ceilpool", CeilPool, (2, 2, 5, 7), False),
     ("swinblock", SwinBlock, (1, 56, 56, 8), False),
+    ("video", Video, (1, 3, 4, 6, 6), True),
+    ("videobn", Video, (1, 3, 4, 6, 6), True),  # BatchNormalization kept (below)
 ]
+# exported with training=PRESERVE: the eval-mode model, but its
+# BatchNormalization nodes are kept rather than folded into the Convs
+KEEP_BN = {"videobn"}
 
 
 def out_array(y):
@@ -278,8 +319,9 @@ def main():
         x = torch.rand(*shape) * 2 - 1
         axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None
         with torch.no_grad():
+            kw = {"training": torch.onnx.TrainingMode.PRESERVE} if name in KEEP_BN else {}
             torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"), input_names=["x"],
-                              output_names=["y"], opset_version=17, dynamic_axes=axes)
+                              output_names=["y"], opset_version=17, dynamic_axes=axes, **kw)
             np.save(os.path.join(out, name + "_x.npy"), x.numpy().astype(np.float32))
             np.save(os.path.join(out, name + "_y.npy"), out_array(m(x)))
             if dynamic:
