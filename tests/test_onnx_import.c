@@ -895,6 +895,24 @@ static void newer_opsets(void)
     b.opset.version = 23;
     expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Swish): Swish needs opset 24 (the "
                 "model has 23)");
+    /* GridSample (its results: test_onnx_pytorch's gridsample) refuses */
+    mb_init(&b, "GridSample", "x", "s");
+    b.g.n_input = 2;
+    b.opset.version = 16;
+    mb_attr_str(&b, &a, as, "padding_mode", "reflection");
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (GridSample): padding_mode "
+                "'reflection' is not supported (zeros or border)");
+    b.opset.version = 20;
+    mb_attr_str(&b, &a, as, "mode", "cubic");
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (GridSample): mode 'cubic' is "
+                "not supported (linear or nearest)");
+    b.node.n_attribute = 0;
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (GridSample): X of 2 dims and "
+                "grid of 1 dims: only a 2-D sample (X [N, C, H, W], grid [N, Ho, Wo, 2]) is "
+                "supported");
+    b.opset.version = 15;
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (GridSample): GridSample needs "
+                "opset 16 (the model has 15)");
     /* Resize linear, half_pixel_symmetric: ONNX's test cases and answers */
     static const struct {
         int64_t xs[4];

@@ -135,6 +135,8 @@ int main(void)
     test_model("swinblock", 0); /* swin_t's shifted-window attention: its mask's ScatterND
                                    (4802 indices from Shapes) folded at load time; Dropout
                                    in training mode with ratio 0 */
+    test_model("gridsample", 1); /* F.grid_sample: bilinear and nearest, zeros and border,
+                                    align_corners both ways, a grid partly outside */
     test_model("video", 1);    /* a video ResNet: Conv3d (3x3x3, strided with a 1x1x1
                                   downsample, (1,3,3) then (3,1,1), grouped), BatchNorm3d,
                                   ReLU, residual adds, AdaptiveAvgPool3d; -O3's form */

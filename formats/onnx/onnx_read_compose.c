@@ -13,22 +13,6 @@
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
-/* y = op(a, b) (b < 0: unary; attrs NULL: defaults). */
-static tg_status node(onnx_reader *r, graph_op op, int32_t a, int32_t b, const void *attrs,
-                      int32_t *y)
-{
-    int32_t in[2] = {a, b};
-    return onnx_add(r, op, in, b < 0 ? 1 : 2, attrs, y, 1);
-}
-
-/* y = op(a, a scalar constant v of a's dtype). */
-static tg_status node_k(onnx_reader *r, graph_op op, int32_t a, double v, int32_t *y)
-{
-    int32_t k;
-    tg_status st = onnx_scalar(r, onnx_vtype(r, a)->dtype, v, &k);
-    return st == TG_OK ? node(r, op, a, k, NULL, y) : st;
-}
-
 /* y = where(c, a, b). */
 static tg_status select3(onnx_reader *r, int32_t c, int32_t a, int32_t b, int32_t *y)
 {
@@ -59,43 +43,43 @@ tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op)
         return onnx_bind(r, 0, x);
     /* before the reduction */
     if (is_min)
-        st = node(r, GRAPH_OP_neg, x, -1, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_neg, x, -1, NULL, &x);
     else if (!strcmp(name, "SumSquare") || !strcmp(name, "L2"))
-        st = node(r, GRAPH_OP_mul, x, x, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_mul, x, x, NULL, &x);
     else if (!strcmp(name, "L1"))
-        st = node(r, GRAPH_OP_abs, x, -1, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_abs, x, -1, NULL, &x);
     else if (!strcmp(name, "LogSumExp"))
-        st = node(r, GRAPH_OP_exp, x, -1, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_exp, x, -1, NULL, &x);
     graph_reduce_sum_attrs a = {axes, keep != 0}; /* reduce_max's layout too */
     if (st == TG_OK)
-        st = node(r, is_min ? GRAPH_OP_reduce_max : GRAPH_OP_reduce_sum, x, -1, &a, &x);
+        st = onnx_op2(r, is_min ? GRAPH_OP_reduce_max : GRAPH_OP_reduce_sum, x, -1, &a, &x);
     /* after it */
     if (st == TG_OK && is_min)
-        st = node(r, GRAPH_OP_neg, x, -1, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_neg, x, -1, NULL, &x);
     else if (st == TG_OK && !strcmp(name, "L2"))
-        st = node(r, GRAPH_OP_sqrt, x, -1, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_sqrt, x, -1, NULL, &x);
     else if (st == TG_OK && !strncmp(name, "LogSum", 6))
-        st = node(r, GRAPH_OP_log, x, -1, NULL, &x);
+        st = onnx_op2(r, GRAPH_OP_log, x, -1, NULL, &x);
     return st == TG_OK ? onnx_bind(r, 0, x) : st;
 }
 
 /* alpha * (exp(x) - 1), the negative side of Elu and Selu. */
 static tg_status expm1_scaled(onnx_reader *r, int32_t x, float alpha, int32_t *y)
 {
-    tg_status st = node(r, GRAPH_OP_exp, x, -1, NULL, y);
+    tg_status st = onnx_op2(r, GRAPH_OP_exp, x, -1, NULL, y);
     if (st == TG_OK)
-        st = node_k(r, GRAPH_OP_sub, *y, 1.0, y);
-    return st == TG_OK ? node_k(r, GRAPH_OP_mul, *y, alpha, y) : st;
+        st = onnx_op_k(r, GRAPH_OP_sub, *y, 1.0, y);
+    return st == TG_OK ? onnx_op_k(r, GRAPH_OP_mul, *y, alpha, y) : st;
 }
 
 /* clip(alpha * x + beta, 0, 1). */
 static tg_status hard_sigmoid(onnx_reader *r, int32_t x, float alpha, float beta, int32_t *y)
 {
     graph_clip_attrs c = {0.0f, 1.0f};
-    tg_status st = node_k(r, GRAPH_OP_mul, x, alpha, y);
+    tg_status st = onnx_op_k(r, GRAPH_OP_mul, x, alpha, y);
     if (st == TG_OK)
-        st = node_k(r, GRAPH_OP_add, *y, beta, y);
-    return st == TG_OK ? node(r, GRAPH_OP_clip, *y, -1, &c, y) : st;
+        st = onnx_op_k(r, GRAPH_OP_add, *y, beta, y);
+    return st == TG_OK ? onnx_op2(r, GRAPH_OP_clip, *y, -1, &c, y) : st;
 }
 
 /* Elu, Selu, Celu, ThresholdedRelu: y = where(x cmp t, pos, neg). */
@@ -110,30 +94,30 @@ static tg_status piecewise(onnx_reader *r, const char *name, int32_t x, int32_t 
     if (st != TG_OK)
         return st;
     if (thr) { /* x > alpha ? x : 0 */
-        st = node_k(r, GRAPH_OP_gt, x, alpha, &c);
+        st = onnx_op_k(r, GRAPH_OP_gt, x, alpha, &c);
         if (st == TG_OK)
             st = onnx_scalar(r, GRAPH_F32, 0.0, &neg);
         return st == TG_OK ? select3(r, c, x, neg, y) : st;
     }
     if (!strcmp(name, "Celu")) { /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
         int32_t t;
-        st = node_k(r, GRAPH_OP_div, x, alpha, &t);
+        st = onnx_op_k(r, GRAPH_OP_div, x, alpha, &t);
         if (st == TG_OK)
             st = expm1_scaled(r, t, alpha, &t);
         if (st == TG_OK)
-            st = node_k(r, GRAPH_OP_minimum, t, 0.0, &t);
+            st = onnx_op_k(r, GRAPH_OP_minimum, t, 0.0, &t);
         if (st == TG_OK)
-            st = node_k(r, GRAPH_OP_maximum, x, 0.0, &pos);
-        return st == TG_OK ? node(r, GRAPH_OP_add, pos, t, NULL, y) : st;
+            st = onnx_op_k(r, GRAPH_OP_maximum, x, 0.0, &pos);
+        return st == TG_OK ? onnx_op2(r, GRAPH_OP_add, pos, t, NULL, y) : st;
     }
     /* Elu: x < 0 ? alpha (e^x - 1) : x;  Selu: gamma (x <= 0 ? alpha (e^x - 1) : x) */
-    st = node_k(r, selu ? GRAPH_OP_gt : GRAPH_OP_lt, x, 0.0, &c);
+    st = onnx_op_k(r, selu ? GRAPH_OP_gt : GRAPH_OP_lt, x, 0.0, &c);
     if (st == TG_OK)
         st = expm1_scaled(r, x, alpha, &neg);
     if (st == TG_OK)
         st = selu ? select3(r, c, x, neg, y) : select3(r, c, neg, x, y);
     if (st == TG_OK && selu)
-        st = node_k(r, GRAPH_OP_mul, *y, gamma, y);
+        st = onnx_op_k(r, GRAPH_OP_mul, *y, gamma, y);
     return st;
 }
 
@@ -155,9 +139,9 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
         int32_t slope;
         st = onnx_input(r, 1, &slope);
         if (st == TG_OK)
-            st = node(r, GRAPH_OP_mul, x, slope, NULL, &t);
+            st = onnx_op2(r, GRAPH_OP_mul, x, slope, NULL, &t);
         if (st == TG_OK)
-            st = node_k(r, GRAPH_OP_lt, x, 0.0, &c);
+            st = onnx_op_k(r, GRAPH_OP_lt, x, 0.0, &c);
         if (st == TG_OK)
             st = select3(r, c, t, x, &y);
     } else if (!strcmp(name, "HardSigmoid") || !strcmp(name, "HardSwish")) {
@@ -170,7 +154,7 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
         if (st == TG_OK)
             st = hard_sigmoid(r, x, alpha, beta, &y);
         if (st == TG_OK && swish)
-            st = node(r, GRAPH_OP_mul, x, y, NULL, &y);
+            st = onnx_op2(r, GRAPH_OP_mul, x, y, NULL, &y);
     } else if (!strcmp(name, "Gelu") || !strcmp(name, "Swish")) {
         /* Gelu (opset 20): approximate 'none' is the op gelu, 'tanh'
          * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); Swish (opset
@@ -186,40 +170,40 @@ tg_status onnx_cv_activation(onnx_reader *r, const onnx_op *op)
         if (st == TG_OK && gelu && strcmp(approx, "none") && strcmp(approx, "tanh"))
             st = onnx_fail(r, TG_ERR_FORMAT, "approximate '%s' (none or tanh)", approx);
         if (st == TG_OK && gelu && !strcmp(approx, "none")) {
-            st = node(r, GRAPH_OP_gelu, x, -1, NULL, &y);
+            st = onnx_op2(r, GRAPH_OP_gelu, x, -1, NULL, &y);
         } else if (st == TG_OK && gelu) {
-            st = node(r, GRAPH_OP_mul, x, x, NULL, &t);
+            st = onnx_op2(r, GRAPH_OP_mul, x, x, NULL, &t);
             if (st == TG_OK)
-                st = node(r, GRAPH_OP_mul, t, x, NULL, &t);
+                st = onnx_op2(r, GRAPH_OP_mul, t, x, NULL, &t);
             if (st == TG_OK)
-                st = node_k(r, GRAPH_OP_mul, t, 0.044715, &t);
+                st = onnx_op_k(r, GRAPH_OP_mul, t, 0.044715, &t);
             if (st == TG_OK)
-                st = node(r, GRAPH_OP_add, x, t, NULL, &t);
+                st = onnx_op2(r, GRAPH_OP_add, x, t, NULL, &t);
             if (st == TG_OK)
-                st = node_k(r, GRAPH_OP_mul, t, 0.7978845608028654, &t); /* sqrt(2/pi) */
+                st = onnx_op_k(r, GRAPH_OP_mul, t, 0.7978845608028654, &t); /* sqrt(2/pi) */
             if (st == TG_OK)
-                st = node(r, GRAPH_OP_tanh, t, -1, NULL, &t);
+                st = onnx_op2(r, GRAPH_OP_tanh, t, -1, NULL, &t);
             if (st == TG_OK)
-                st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
+                st = onnx_op_k(r, GRAPH_OP_add, t, 1.0, &t);
             if (st == TG_OK)
-                st = node_k(r, GRAPH_OP_mul, x, 0.5, &c);
+                st = onnx_op_k(r, GRAPH_OP_mul, x, 0.5, &c);
             if (st == TG_OK)
-                st = node(r, GRAPH_OP_mul, c, t, NULL, &y);
+                st = onnx_op2(r, GRAPH_OP_mul, c, t, NULL, &y);
         } else if (st == TG_OK && alpha == 1.0f) {
-            st = node(r, GRAPH_OP_silu, x, -1, NULL, &y);
+            st = onnx_op2(r, GRAPH_OP_silu, x, -1, NULL, &y);
         } else if (st == TG_OK) {
-            st = node_k(r, GRAPH_OP_mul, x, alpha, &t);
+            st = onnx_op_k(r, GRAPH_OP_mul, x, alpha, &t);
             if (st == TG_OK)
-                st = node(r, GRAPH_OP_sigmoid, t, -1, NULL, &t);
+                st = onnx_op2(r, GRAPH_OP_sigmoid, t, -1, NULL, &t);
             if (st == TG_OK)
-                st = node(r, GRAPH_OP_mul, x, t, NULL, &y);
+                st = onnx_op2(r, GRAPH_OP_mul, x, t, NULL, &y);
         }
     } else if (!strcmp(name, "Softsign")) {
-        st = node(r, GRAPH_OP_abs, x, -1, NULL, &t);
+        st = onnx_op2(r, GRAPH_OP_abs, x, -1, NULL, &t);
         if (st == TG_OK)
-            st = node_k(r, GRAPH_OP_add, t, 1.0, &t);
+            st = onnx_op_k(r, GRAPH_OP_add, t, 1.0, &t);
         if (st == TG_OK)
-            st = node(r, GRAPH_OP_div, x, t, NULL, &y);
+            st = onnx_op2(r, GRAPH_OP_div, x, t, NULL, &y);
     } else {
         st = piecewise(r, name, x, &y);
     }
@@ -413,10 +397,10 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK)
         st = onnx_add(r, GRAPH_OP_argmax, &x, 1, &aa, &am, 1);
     if (st == TG_OK)
-        st = node(r, GRAPH_OP_eq, am, iv, NULL, &y);
+        st = onnx_op2(r, GRAPH_OP_eq, am, iv, NULL, &y);
     graph_cast_attrs ca = {GRAPH_F32};
     if (st == TG_OK)
-        st = node(r, GRAPH_OP_cast, y, -1, &ca, &y);
+        st = onnx_op2(r, GRAPH_OP_cast, y, -1, &ca, &y);
     if (st == TG_OK && reshape)
         st = onnx_reshape_to(r, y, dyn & 1, xt.dim, nd, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
@@ -463,7 +447,7 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
         int32_t p;
         st = onnx_reshape_to(r, in[i], 0, shape, n, &p);
         if (st == TG_OK)
-            st = node(r, i == 1 ? GRAPH_OP_mul : GRAPH_OP_add, y, p, NULL, &y);
+            st = onnx_op2(r, i == 1 ? GRAPH_OP_mul : GRAPH_OP_add, y, p, NULL, &y);
     }
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }

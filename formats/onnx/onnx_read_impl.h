@@ -212,6 +212,12 @@ tg_status onnx_bind_const_src(onnx_reader *r, int k, const graph_type *t,
 tg_status onnx_bind_copy(onnx_reader *r, int k, const onnx_entry *e);
 /* A constant of type t holding a copy of data, in the graph. */
 tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data, int32_t *v);
+/* y = op(a, b) (b < 0: unary; attrs NULL: defaults), a node of the
+ * ONNX node's. */
+tg_status onnx_op2(onnx_reader *r, graph_op op, int32_t a, int32_t b, const void *attrs,
+                   int32_t *y);
+/* y = op(a, a scalar constant v of a's dtype). */
+tg_status onnx_op_k(onnx_reader *r, graph_op op, int32_t a, double v, int32_t *y);
 /* A 0-d constant of dtype dt holding x, in the graph. */
 tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v);
 
@@ -273,6 +279,8 @@ tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int6
                           int64_t step, int32_t *y);
 /* GatherND with constant indices, as one gather (onnx_read_compose.c). */
 tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op);
+/* GridSample on a 2-D input as elementwise ops and gathers (onnx_read_gridsample.c). */
+tg_status onnx_cv_grid_sample(onnx_reader *r, const onnx_op *op);
 /* Einsum as transposes, reshapes, reduce_sums and matmuls (onnx_read_einsum.c). */
 tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op);
 /* RNN, GRU, LSTM, unrolled (onnx_read_rnn.c). */

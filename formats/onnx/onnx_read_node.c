@@ -394,6 +394,20 @@ tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data
     return TG_OK;
 }
 
+tg_status onnx_op2(onnx_reader *r, graph_op op, int32_t a, int32_t b, const void *attrs,
+                   int32_t *y)
+{
+    int32_t in[2] = {a, b};
+    return onnx_add(r, op, in, b < 0 ? 1 : 2, attrs, y, 1);
+}
+
+tg_status onnx_op_k(onnx_reader *r, graph_op op, int32_t a, double v, int32_t *y)
+{
+    int32_t k;
+    tg_status st = onnx_scalar(r, onnx_vtype(r, a)->dtype, v, &k);
+    return st == TG_OK ? onnx_op2(r, op, a, k, NULL, y) : st;
+}
+
 tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v)
 {
     graph_type t = {dt, 0, {0}};

@@ -554,6 +554,7 @@ static const onnx_op table[] = {
     {"MatMul", cv_matmul, 0, 2, 2, 1, ""},
     {"Gemm", cv_gemm, 0, 2, 3, 1, "alpha,beta,transA,transB"},
     {"Einsum", onnx_cv_einsum, 0, 1, -1, 1, "equation"},
+    {"GridSample", onnx_cv_grid_sample, 0, 2, 2, 1, "align_corners,mode,padding_mode"},
     {"Conv", onnx_cv_conv, 0, 2, 3, 1, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"ConvTranspose", onnx_cv_conv_transpose, 0, 2, 3, 1,
      "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},

@@ -277,6 +277,25 @@ class Video(nn.Module):
         return self.fc(F.adaptive_avg_pool3d(x, 1).flatten(1))
 
 
+class GridSample(nn.Module):
+    """F.grid_sample (GridSample, opset 16) with a grid computed from the
+    input, some of it outside [-1, 1]: bilinear and nearest, zeros and
+    border padding, align_corners both ways (RAFT's lookups are bilinear,
+    zeros, align_corners=True)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 2, 3, padding=1)
+
+    def forward(self, x):  # [B, 3, 7, 9]
+        g = torch.tanh(self.c(x)).permute(0, 2, 3, 1) * 1.3  # [B, 7, 9, 2]
+        ys = [F.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a)
+              for m, p, a in (("bilinear", "zeros", True), ("bilinear", "zeros", False),
+                              ("bilinear", "border", False), ("nearest", "zeros", False),
+                              ("nearest", "border", True))]
+        return torch.cat(ys, 1)
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -295,6 +314,7 @@ MODELS = [
     ("recurrent", Recurrent, (2, 7, 6), True),
     ("ceilpool", CeilPool, (2, 2, 5, 7), False),
     ("swinblock", SwinBlock, (1, 56, 56, 8), False),
+    ("gridsample", GridSample, (2, 3, 7, 9), True),
     ("video", Video, (1, 3, 4, 6, 6), True),
     ("videobn", Video, (1, 3, 4, 6, 6), True),  # BatchNormalization kept (below)
 ]
