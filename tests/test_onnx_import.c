@@ -960,6 +960,126 @@ static void newer_opsets(void)
 }
 
 /*
+ * GroupNormalization (opset 21: scale and bias per channel; 18: per
+ * group) and RMSNormalization (23) against naive loops, with scale and
+ * bias as initializers.
+ */
+static void norms(void)
+{
+    char err[512];
+    tg_status st;
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)((i * 7 % 11) - 5) * 0.3f + (float)(i / 6);
+    /* GroupNormalization: x [2, 4, 3], 2 groups of 2 channels */
+    for (int opset = 18; opset <= 21; opset += 3) {
+        mb b;
+        static const int64_t x3[3] = {2, 4, 3};
+        mb_init(&b, "GroupNormalization", "x", NULL);
+        b.opset.version = opset;
+        mb_tensor_type(&b, 0, 1, 3, x3);
+        char *nin[3] = {"x", "sc", "bi"};
+        b.node.input = nin;
+        b.node.n_input = 3;
+        float sc[4] = {1.5f, -0.5f, 2.0f, 0.75f}, bi[4] = {0.25f, 1.0f, -3.0f, 0.5f};
+        int per = opset >= 21 ? 4 : 2;
+        Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+        int64_t td[1] = {per};
+        for (int i = 0; i < 2; i++)
+            tensor_init(&t[i], nin[1 + i], 1, 1, td, i ? bi : sc, (size_t)per);
+        b.g.n_initializer = 2;
+        b.g.initializer = ts;
+        Onnx__AttributeProto at[2], *ats[2] = {&at[0], &at[1]};
+        at[0] = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+        at[0].name = "num_groups";
+        at[0].has_type = 1;
+        at[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        at[0].has_i = 1;
+        at[0].i = 2;
+        at[1] = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+        at[1].name = "epsilon";
+        at[1].has_type = 1;
+        at[1].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        at[1].has_f = 1;
+        at[1].f = 0.01f;
+        b.node.n_attribute = 2;
+        b.node.attribute = ats;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "GroupNormalization at %d imports: %s", opset, err);
+        float want[24];
+        for (int n = 0; n < 2; n++)
+            for (int gi = 0; gi < 2; gi++) {
+                const float *v = x + n * 12 + gi * 6;
+                double mean = 0, var = 0;
+                for (int k = 0; k < 6; k++)
+                    mean += v[k] / 6.0;
+                for (int k = 0; k < 6; k++)
+                    var += (v[k] - mean) * (v[k] - mean) / 6.0;
+                for (int k = 0; k < 6; k++) {
+                    int ch = gi * 2 + k / 3, p = per == 4 ? ch : gi;
+                    want[n * 12 + gi * 6 + k] =
+                        (float)((v[k] - mean) / sqrt(var + 0.01) * sc[p] + bi[p]);
+                }
+            }
+        if (g)
+            run_against("GroupNormalization", g, TG_SHAPE(2, 4, 3), x, want, 24, 1e-5);
+        graph_free(g);
+        if (opset == 21) {
+            at[0].i = 3;
+            expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (GroupNormalization): "
+                        "num_groups 3 does not divide the 4 channels");
+            at[0].i = 2;
+            b.opset.version = 18; /* [C] scale where 18 wants [G] */
+            expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (GroupNormalization): scale "
+                        "has 1 dims (first 4), want [num_groups] = [2] at opset 18");
+        }
+    }
+    /* RMSNormalization: x [2, 3, 4] over the last dim, then over the last two */
+    for (int axis = -1; axis >= -2; axis--) {
+        mb b;
+        static const int64_t x3[3] = {2, 3, 4};
+        mb_init(&b, "RMSNormalization", "x", "sc");
+        b.opset.version = 23;
+        mb_tensor_type(&b, 0, 1, 3, x3);
+        float sc[12];
+        for (int i = 0; i < 12; i++)
+            sc[i] = 0.5f + 0.125f * (float)i;
+        int ns = axis == -1 ? 4 : 12;
+        Onnx__TensorProto t, *ts[1] = {&t};
+        int64_t td[2] = {axis == -1 ? 4 : 3, 4};
+        tensor_init(&t, "sc", 1, axis == -1 ? 1 : 2, axis == -1 ? td + 1 : td, sc, (size_t)ns);
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
+        at.name = "axis";
+        at.has_type = 1;
+        at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        at.has_i = 1;
+        at.i = axis;
+        b.node.n_attribute = 1;
+        b.node.attribute = ats;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "RMSNormalization imports: %s", err);
+        float want[24];
+        for (int row = 0; row < 24 / ns; row++) {
+            double ms = 0;
+            for (int k = 0; k < ns; k++)
+                ms += (double)x[row * ns + k] * x[row * ns + k] / ns;
+            for (int k = 0; k < ns; k++)
+                want[row * ns + k] = (float)(x[row * ns + k] / sqrt(ms + 1e-5) * sc[k]);
+        }
+        if (g)
+            run_against("RMSNormalization", g, TG_SHAPE(2, 3, 4), x, want, 24, 1e-5);
+        graph_free(g);
+        if (axis == -2) {
+            b.opset.version = 22;
+            expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (RMSNormalization): "
+                        "RMSNormalization needs opset 23 (the model has 22)");
+        }
+    }
+}
+
+/*
  * The constants the importer makes at load time are bounded in all: five
  * ConstantOfShape nodes of 64 MiB each (a file of a few hundred bytes)
  * pass the 256 MiB a file that small may make, and the fifth is refused;
@@ -1025,6 +1145,7 @@ int main(void)
     instance_norm();
     made_budget();
     newer_opsets();
+    norms();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

@@ -452,6 +452,132 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
+static tg_status expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y);
+
+/*
+ * GroupNormalization (opset 18: scale and bias per group; 21: per channel)
+ * on [N, C, D1, ...]: x as [N, G, C/G * D1 * ...], layer_norm over its
+ * last dim (without weight), back to x's shape, then * scale + bias as
+ * [C, 1, ...] (opset 18's [G] repeated C/G times each).  A dynamic batch
+ * follows; a dynamic C or Di is taken at its traced size (specialized).
+ */
+tg_status onnx_cv_group_norm(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    graph_layer_norm_attrs a;
+    graph_attrs_default(GRAPH_OP_layer_norm, &a);
+    a.axis = 2;
+    int64_t groups;
+    int32_t in[3], y;
+    if (r->opset < 18)
+        return onnx_fail(r, TG_ERR_FORMAT, "GroupNormalization needs opset 18 (the model has "
+                         "%lld)", LL(r->opset));
+    tg_status st = onnx_attr_float(r, "epsilon", 1e-5f, &a.eps);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "num_groups", 0, &groups);
+    if (st == TG_OK && !onnx_attr(r, "num_groups"))
+        st = onnx_fail(r, TG_ERR_FORMAT, "num_groups is missing");
+    for (int i = 0; st == TG_OK && i < 3; i++)
+        st = onnx_input(r, i, &in[i]);
+    if (st != TG_OK)
+        return st;
+    const graph_type xt = *onnx_vtype(r, in[0]);
+    if (xt.ndim < 3)
+        return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want at least 3 (N, C, D1, ...)",
+                         xt.ndim);
+    int64_t c = xt.dim[1], per = r->opset >= 21 ? c : groups;
+    if (groups < 1 || c % groups)
+        return onnx_fail(r, TG_ERR_FORMAT, "num_groups %lld does not divide the %lld channels",
+                         LL(groups), LL(c));
+    for (int i = 1; i < 3; i++) {
+        const graph_type *p = onnx_vtype(r, in[i]);
+        if (p->ndim != 1 || p->dim[0] != per)
+            return onnx_fail(r, TG_ERR_FORMAT, "%s has %d dims (first %lld), want [%s] = "
+                             "[%lld] at opset %lld", i == 1 ? "scale" : "bias", p->ndim,
+                             LL(p->ndim ? p->dim[0] : 0), r->opset >= 21 ? "C" : "num_groups",
+                             LL(per), LL(r->opset));
+    }
+    uint32_t dyn = onnx_dynamic_dims(r, in[0]);
+    if (dyn & ~1u)
+        r->specialized = 1;
+    int64_t rest = 1, g3[3], shape[GRAPH_MAX_DIMS];
+    for (int d = 2; d < xt.ndim; d++)
+        rest *= xt.dim[d];
+    g3[0] = xt.dim[0];
+    g3[1] = groups;
+    g3[2] = c / groups * rest;
+    st = onnx_reshape_to(r, in[0], dyn & 1, g3, 3, &y);
+    if (st == TG_OK)
+        st = onnx_add(r, GRAPH_OP_layer_norm, &y, 1, &a, &y, 1);
+    if (st == TG_OK)
+        st = onnx_reshape_to(r, y, dyn & 1, xt.dim, xt.ndim, &y);
+    for (int i = 1; st == TG_OK && i < 3; i++) {
+        int32_t p = in[i];
+        if (per != c) { /* [G] -> [G, 1] -> [G, C/G] -> [C] */
+            int64_t s2[2] = {groups, 1}, s1[1] = {c};
+            st = onnx_reshape_to(r, p, 0, s2, 2, &p);
+            if (st == TG_OK)
+                st = expand_axis(r, p, 1, c / groups, &p);
+            if (st == TG_OK)
+                st = onnx_reshape_to(r, p, 0, s1, 1, &p);
+        }
+        shape[0] = c;
+        for (int d = 1; d < xt.ndim - 1; d++)
+            shape[d] = 1;
+        if (st == TG_OK)
+            st = onnx_reshape_to(r, p, 0, shape, xt.ndim - 1, &p);
+        if (st == TG_OK)
+            st = onnx_op2(r, i == 1 ? GRAPH_OP_mul : GRAPH_OP_add, y, p, NULL, &y);
+    }
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
+/*
+ * RMSNormalization (opset 23): x / sqrt(mean(x^2 over the dims from axis
+ * on) + epsilon) * scale, as mul, reduce_mean (kept dims), add, rsqrt and
+ * two muls.
+ */
+tg_status onnx_cv_rms_norm(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    int64_t axis;
+    float eps;
+    int32_t x, scale, y, t;
+    if (r->opset < 23)
+        return onnx_fail(r, TG_ERR_FORMAT, "RMSNormalization needs opset 23 (the model has "
+                         "%lld)", LL(r->opset));
+    tg_status st = onnx_attr_int(r, "axis", -1, &axis);
+    if (st == TG_OK)
+        st = onnx_attr_float(r, "epsilon", 1e-5f, &eps);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_input(r, 1, &scale);
+    if (st != TG_OK)
+        return st;
+    int nd = onnx_vtype(r, x)->ndim;
+    if (axis < -nd || axis >= nd)
+        return onnx_fail(r, TG_ERR_FORMAT, "axis %lld is out of range for %d dims", LL(axis),
+                         nd);
+    graph_reduce_mean_attrs ra;
+    memset(&ra, 0, sizeof ra);
+    for (int d = (int)(axis < 0 ? axis + nd : axis); d < nd; d++)
+        ra.axes.v[ra.axes.n++] = d;
+    ra.keepdim = 1;
+    st = onnx_op2(r, GRAPH_OP_mul, x, x, NULL, &t);
+    if (st == TG_OK)
+        st = onnx_op2(r, GRAPH_OP_reduce_mean, t, -1, &ra, &t);
+    if (st == TG_OK)
+        st = onnx_op_k(r, GRAPH_OP_add, t, eps, &t);
+    if (st == TG_OK)
+        st = onnx_op2(r, GRAPH_OP_rsqrt, t, -1, NULL, &t);
+    if (st == TG_OK)
+        st = onnx_op2(r, GRAPH_OP_mul, x, t, NULL, &y);
+    if (st == TG_OK)
+        st = onnx_op2(r, GRAPH_OP_mul, y, scale, NULL, &y);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
 /* y = x[start:end:step] along axis ax. */
 tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
                              int64_t step, int32_t *y)

@@ -270,6 +270,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_depth_space(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_group_norm(onnx_reader *r, const onnx_op *op);
+tg_status onnx_cv_rms_norm(onnx_reader *r, const onnx_op *op);
 /* y = reshape(x, shape of n dims); dim 0 is -1 where dyn_batch (it follows
  * x's dynamic batch). */
 tg_status onnx_reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,

@@ -564,6 +564,8 @@ static const onnx_op table[] = {
     {"BatchNormalization", cv_batch_norm, 0, 5, 5, 1,
      "epsilon,momentum,spatial,training_mode"},
     {"InstanceNormalization", onnx_cv_instance_norm, 0, 3, 3, 1, "epsilon"},
+    {"GroupNormalization", onnx_cv_group_norm, 0, 3, 3, 1, "epsilon,num_groups,stash_type"},
+    {"RMSNormalization", onnx_cv_rms_norm, 0, 2, 2, 1, "axis,epsilon,stash_type"},
     {"GatherND", onnx_cv_gather_nd, 0, 2, 2, 1, "batch_dims"},
 #define RNN_ATTRS "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout"
     {"RNN", onnx_cv_rnn, 0, 3, 6, 2, RNN_ATTRS},
