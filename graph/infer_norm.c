@@ -1,7 +1,7 @@
 /*
  * infer_norm.c - shape and dtype inference for normalization, softmax and
  * reductions: batch_norm, layer_norm, softmax, log_softmax, reduce_sum,
- * reduce_mean, reduce_max, argmax, argmin.  Every attribute is validated
+ * reduce_mean, reduce_max, argmax, argmin, topk, cumsum.  Every attribute is validated
  * here, so the kernels in eager/kernels_norm.c and eager/kernels_reduce.c
  * trust them.
  *
@@ -16,6 +16,8 @@
  * - argmax/argmin reduce one axis to i64 indices (ONNX ArgMax/ArgMin);
  *   keepdim and select_last are 0 or 1; an empty axis is an error as for
  *   reduce_max, and a 0-d input gives index 0.
+ * - cumsum keeps x's shape and dtype; exclusive and reverse are 0 or 1;
+ *   an empty axis is fine (no sums), a 0-d x is a line of one.
  * - eps must be finite and >= 0.
  */
 #include <math.h>
@@ -253,5 +255,22 @@ tg_status graph_infer_topk(graph_infer_ctx *c)
     c->out[1] = c->out[0];
     c->out[1].dtype = GRAPH_I64;
     c->nout = 2;
+    return TG_OK;
+}
+
+/* cumsum: x's shape and dtype; axis as softmax's (a 0-d x: 0 or -1). */
+tg_status graph_infer_cumsum(graph_infer_ctx *c)
+{
+    const graph_cumsum_attrs *a = c->attrs;
+    if (a->exclusive != 0 && a->exclusive != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "exclusive must be 0 or 1, got %lld",
+                                (long long)a->exclusive);
+    if (a->reverse != 0 && a->reverse != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "reverse must be 0 or 1, got %lld",
+                                (long long)a->reverse);
+    if (graph_norm_axis(a->axis, c->in[0].ndim) < 0)
+        return graph_infer_fail(c, TG_ERR_AXIS, "axis %lld out of range for %d dims",
+                                (long long)a->axis, c->in[0].ndim);
+    c->out[0] = c->in[0];
     return TG_OK;
 }

@@ -325,6 +325,13 @@ CASE(argmax_i32_row) { ND(c, argmax, ATTRS(argmax, 0, 0, 0), inp(c, GRAPH_I32, S
 CASE(argmax_scalar) { ND(c, argmax, ATTRS(argmax, -1, 1, 0), inpf(c, TG_NOINTS)); }
 CASE(argmin) { ND(c, argmin, ATTRS(argmin, 0, 0, 0), inp_w(c, GRAPH_F32, SH(6, 7), -2, 2, 1)); }
 CASE(argmin_last_i64) { ND(c, argmin, ATTRS(argmin, -2, 1, 1), inp(c, GRAPH_I64, SH(2, 9, 3), -3, 3)); }
+/* cumsum: every combination of exclusive and reverse, each dtype, a
+ * negative axis, a 0-d x (reshaped around CumSum) */
+CASE(cumsum) { ND(c, cumsum, ATTRS(cumsum, 1, 0, 0), inpf(c, SH(3, 5, 4))); }
+CASE(cumsum_excl_neg) { ND(c, cumsum, ATTRS(cumsum, -1, 1, 0), inpf(c, SH(3, 5, 4))); }
+CASE(cumsum_rev_i64) { ND(c, cumsum, ATTRS(cumsum, 0, 0, 1), inp(c, GRAPH_I64, SH(6, 7), -9, 9)); }
+CASE(cumsum_excl_rev_i32) { ND(c, cumsum, ATTRS(cumsum, -2, 1, 1), inp(c, GRAPH_I32, SH(2, 9, 3), -9, 9)); }
+CASE(cumsum_scalar) { ND(c, cumsum, ATTRS(cumsum, -1, 0, 0), inpf(c, TG_NOINTS)); }
 
 /* ---- shape and data movement ---- */
 
@@ -559,7 +566,8 @@ static const case_def op_cases[] = {
     C_(reduce_sum), C_(reduce_sum_all), C_(reduce_sum_i64_keep), C_(reduce_sum_scalar),
     C_(reduce_mean_keep), C_(reduce_mean_all), C_(reduce_max), C_(reduce_max_all_keep),
     C_(reduce_max_i32), C_(argmax), C_(argmax_last_neg), C_(argmax_i32_row), C_(argmax_scalar),
-    C_(argmin), C_(argmin_last_i64),
+    C_(argmin), C_(argmin_last_i64), C_(cumsum), C_(cumsum_excl_neg), C_(cumsum_rev_i64),
+    C_(cumsum_excl_rev_i32), C_(cumsum_scalar),
     C_(reshape), C_(reshape_flat_bool), C_(flatten), C_(flatten_0_2), C_(flatten_scalar),
     C_(transpose), C_(transpose_reverse_i64), C_(concat), C_(concat_i32_neg), C_(split_rest),
     C_(split_last), C_(slice_reverse), C_(slice_neg_step2), C_(slice_multi), C_(slice_no_axes),

@@ -112,6 +112,11 @@ static void bad_inputs(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (Reshape): input 1 (shape) must be a constant "
                 "known at load time, but 's' is a graph input");
+    mb_init(&b, "CumSum", "x", "s"); /* RoBERTa's is a Constant; this one is not */
+    b.g.n_input = 2;
+    expect_fail(&b, TG_ERR_UNSUPPORTED,
+                "mem.onnx: node 0 'n0' (CumSum): input 1 (axis) must be a constant "
+                "known at load time, but 's' is a graph input");
     mb_init(&b, "Relu", "nope", NULL);
     expect_fail(&b, TG_ERR_FORMAT,
                 "mem.onnx: node 0 'n0' (Relu): input 0 ('nope') is not defined by a "

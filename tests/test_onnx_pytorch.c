@@ -106,6 +106,57 @@ static void test_model(const char *name, int dynamic)
     graph_free(g);
 }
 
+/*
+ * RoBERTa-style embeddings and an encoder layer (make.py's Roberta): two
+ * int64 inputs, ids and the attention mask am, whose running count
+ * (CumSum at run time) gives the position ids.  Interpreted as imported
+ * and replayed at -O3, against PyTorch.
+ */
+static void test_roberta(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/pytorch/roberta.onnx", TG_TEST_DATA);
+    graph *g = format_onnx_load(path, NULL, err, sizeof err);
+    CHECK_MSG(g != NULL, "roberta imports: %s", err);
+    graph *o = g ? graph_clone(g) : NULL;
+    opt_options oo = opt_default_options();
+    oo.level = 3;
+    CHECK_MSG(o && opt_optimize(o, &oo, NULL, err, sizeof err) == TG_OK, "roberta -O3: %s", err);
+    const pt_ref r = {"pytorch", 1e-5, 1};
+    graph_type it, at, yt;
+    void *ids = pt_load_npy(&r, "roberta", "ids", &it), *am = pt_load_npy(&r, "roberta", "am", &at);
+    void *y = pt_load_npy(&r, "roberta", "y", &yt);
+    if (g && o && ids && am && y) {
+        eager_pool_push();
+        graph_ints is = {it.ndim, {it.dim[0], it.dim[1]}}, as = {at.ndim, {at.dim[0], at.dim[1]}};
+        eager_tensor *in[2] = {eager_from_data(GRAPH_I64, is, ids), eager_from_data(GRAPH_I64, as, am)};
+        eager_tensor *out = NULL;
+        tg_status st = eager_interpret(g, in, 2, &out, 1, NULL);
+        CHECK_MSG(st == TG_OK && out, "roberta interpreted: %s", eager_error());
+        if (st == TG_OK && out)
+            pt_check_output(&r, "roberta interpreted", eager_type(out), eager_peek(out), &yt, y);
+        eager_release(out);
+        eager_pool_pop();
+        eager_clear_error();
+        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_plan *p = replay_compile(o, &ro, err, sizeof err);
+        CHECK_MSG(p != NULL, "roberta -O3 compile: %s", err);
+        replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+        if (s) {
+            replay_tensor rin[2] = {{"ids", it, ids, NULL}, {"am", at, am, NULL}};
+            replay_tensor rout = {"y", {0}, NULL, NULL};
+            st = replay_run(s, rin, 2, &rout, 1);
+            CHECK_MSG(st == TG_OK, "roberta -O3 replay: %s", replay_session_error(s));
+            if (st == TG_OK)
+                pt_check_output(&r, "roberta -O3 replay", &rout.type, rout.data, &yt, y);
+        }
+        replay_session_free(s);
+        replay_plan_free(p);
+    }
+    free(ids), free(am), free(y);
+    graph_free(o), graph_free(g);
+}
+
 int main(void)
 {
     test_model("mlp", 1);      /* Gemm, dynamic batch */
@@ -141,5 +192,7 @@ int main(void)
                                   downsample, (1,3,3) then (3,1,1), grouped), BatchNorm3d,
                                   ReLU, residual adds, AdaptiveAvgPool3d; -O3's form */
     test_model("videobn", 1);  /* the same, its BatchNormalization nodes kept */
+    test_roberta(); /* torch.cumsum of a run-time int64 mask (CumSum) as position ids,
+                       src_key_padding_mask: two int64 inputs */
     return check_done();
 }

@@ -147,6 +147,15 @@ static const ocase cases[] = {
     {"graph t(%x: f32[2,9,4]) -> (y: f32[2,3,4], i: i64[2,3,4]) {\n"
      "  %1: f32[2,3,4], %2: i64[2,3,4] = topk(%x) {k=3, axis=1, largest=0}\n"
      "  return y = %1\n  return i = %2\n}\n", -2, 2, EW},
+    /* cumsum: one item per line; inner > 1 (neighbouring lines), rows,
+     * every combination of exclusive and reverse, each dtype */
+    {G1("%x: f32[3,9,70]", "f32[3,9,70]", "  %1: f32[3,9,70] = cumsum(%x) {axis=1}"), -2, 2, RED},
+    {G1("%x: f32[4,300]", "f32[4,300]",
+        "  %1: f32[4,300] = cumsum(%x) {axis=-1, exclusive=1}"), -2, 2, RED},
+    {G1("%x: i64[2,70,3]", "i64[2,70,3]",
+        "  %1: i64[2,70,3] = cumsum(%x) {axis=-2, reverse=1}"), -9, 9, EW},
+    {G1("%x: i32[5,6]", "i32[5,6]",
+        "  %1: i32[5,6] = cumsum(%x) {exclusive=1, reverse=1}"), -9, 9, EW},
     /* shape and data movement */
     {G1("%x: f32[3,4,5]", "f32[12,5]", "  %1: f32[12,5] = reshape(%x) {shape=[12,5]}"), -2, 2, EW},
     {G1("%x: f32[3,4,5]", "f32[3,20]", "  %1: f32[3,20] = flatten(%x) {start=1}"), -2, 2, EW},

@@ -524,6 +524,31 @@ static tg_status cv_topk(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 1, y[1]) : st;
 }
 
+/* CumSum: axis an input (int32 or int64, 0-D or one entry), a constant
+ * known at load time; exclusive and reverse 0 or 1 (cumsum's inference
+ * refuses other values, as ONNX Runtime does). */
+static tg_status cv_cumsum(onnx_reader *r, const onnx_op *op)
+{
+    (void)op;
+    int64_t excl, rev;
+    graph_ints axis;
+    int32_t x, y;
+    tg_status st = onnx_attr_int(r, "exclusive", 0, &excl);
+    if (st == TG_OK)
+        st = onnx_attr_int(r, "reverse", 0, &rev);
+    if (st == TG_OK)
+        st = onnx_const_ints(r, 1, "axis", &axis, 1);
+    if (st == TG_OK && axis.n != 1)
+        return onnx_fail(r, TG_ERR_FORMAT, "axis has %d entries, want 1", axis.n);
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &x);
+    if (st != TG_OK)
+        return st;
+    graph_cumsum_attrs a = {axis.v[0], excl, rev};
+    st = onnx_add(r, GRAPH_OP_cumsum, &x, 1, &a, &y, 1);
+    return st == TG_OK ? onnx_bind(r, 0, y) : st;
+}
+
 /* ---- the table ---- */
 
 #define U(name, gop) {name, cv_unary, GRAPH_OP_##gop, 1, 1, 1, ""}
@@ -579,6 +604,7 @@ static const onnx_op table[] = {
     {"ReduceMax", cv_reduce, GRAPH_OP_reduce_max, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ArgMax", cv_arg, GRAPH_OP_argmax, 1, 1, 1, "axis,keepdims,select_last_index"},
     {"TopK", cv_topk, 0, 1, 2, 2, "axis,k,largest,sorted"},
+    {"CumSum", cv_cumsum, 0, 2, 2, 1, "exclusive,reverse"},
     {"ArgMin", cv_arg, GRAPH_OP_argmin, 1, 1, 1, "axis,keepdims,select_last_index"},
     {"ReduceMin", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},
     {"ReduceSumSquare", onnx_cv_reduce_composite, 0, 1, 2, 1, "axes,keepdims,noop_with_empty_axes"},

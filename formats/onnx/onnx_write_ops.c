@@ -18,6 +18,8 @@
  *   conv2d_blk   from_blocked (x, residual), Conv, epilogue, to_blocked
  *   argmax, argmin
  *                of a 0-d x: Reshape to [1], then ArgMax / ArgMin
+ *   cumsum       CumSum with a 0-d int64 axis; a 0-d x is reshaped to [1]
+ *                and back
  * Clip's bounds are f32 initializers (an infinite one left out), the
  * other lists opset 17 takes as inputs int64 initializers.
  */
@@ -609,6 +611,34 @@ static tg_status emit_topk(onnx_w *w)
     return w->st;
 }
 
+/* cumsum: CumSum, axis a 0-d int64 initializer.  ONNX Runtime wants an
+ * axis in [-rank, rank): a 0-d x goes through [1] and back.  Both add f32
+ * in order along the axis (eager/kernels_scan.c). */
+static tg_status emit_cumsum(onnx_w *w)
+{
+    const graph_cumsum_attrs *a = graph_node_attrs(w->cur);
+    const char *x = onnxw_in(w, 0), *y = onnxw_out(w, 0);
+    int64_t axis = a->axis;
+    int scalar = w->g->values[w->cur->in[0]].type.ndim == 0;
+    if (scalar) {
+        const int64_t one = 1;
+        const char *x1 = onnxw_tmp(w, "x1");
+        onnxw_node2(w, "Reshape", x, onnxw_const_i64s(w, "shape", &one, 1), x1);
+        x = x1, y = onnxw_tmp(w, "y1"), axis = 0;
+    }
+    const char *in[2] = {x, onnxw_const_scalar(w, "axis", GRAPH_I64, (double)axis)};
+    Onnx__NodeProto *o = onnxw_node(w, "CumSum", in, 2, &y, 1);
+    if (a->exclusive)
+        onnxw_attr_i(w, o, "exclusive", a->exclusive);
+    if (a->reverse)
+        onnxw_attr_i(w, o, "reverse", a->reverse);
+    if (scalar) {
+        const int64_t none = 0; /* a valid pointer for the empty list */
+        onnxw_node2(w, "Reshape", y, onnxw_const_i64s(w, "shape0", &none, 0), onnxw_out(w, 0));
+    }
+    return w->st;
+}
+
 /* conv2d_blk: unblock x (and the residual), conv + epilogue, block. */
 static tg_status emit_conv2d_blk(onnx_w *w)
 {
@@ -676,6 +706,7 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_argmax:
     case GRAPH_OP_argmin: return emit_arg(w);
     case GRAPH_OP_topk: return emit_topk(w);
+    case GRAPH_OP_cumsum: return emit_cumsum(w);
     default: return onnxw_emit_shape_op(w);
     }
 }

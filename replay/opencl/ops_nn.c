@@ -4,8 +4,9 @@
  * conv2d_ep and conv2d_blk ops_conv.c's; all three share ops_nn.h):
  * conv_transpose2d (cl/nn_deconv.cl), the pools (cl/nn_pool.cl),
  * batch_norm, layer_norm, softmax, log_softmax (cl/nn_norm.cl),
- * reduce_sum/mean/max (cl/nn_reduce.cl) and
- * argmax/argmin (cl/nn_arg.cl), through the interface of ocl.h, and the
+ * reduce_sum/mean/max (cl/nn_reduce.cl),
+ * argmax/argmin (cl/nn_arg.cl) and cumsum (cl/nn_scan.cl), through the
+ * interface of ocl.h, and the
  * programs all three files build.
  * Semantics are the CPU kernels' (eager/kernels_*.c); shapes and
  * attributes were checked by graph/infer_*.c, so prepare only refuses
@@ -16,8 +17,9 @@
  * ops without one) followed by cl/nn_common.cl, and the options say
  * whether the device has fp64 (sums in double, as on the CPU).  Nodes
  * with the same epilogue share one build per device (ocl.h's cache).
- * cl/nn_arg.cl (no sums) and cl/nn_deconv.cl (float sums, as the
- * direct conv kernel) need neither and have no epilogue: no prefix.
+ * cl/nn_arg.cl (no sums), cl/nn_scan.cl (float sums in order, as the
+ * CPU's) and cl/nn_deconv.cl (float sums, as the direct conv kernel)
+ * need neither and have no epilogue: no prefix.
  *
  * Shapes are read from the run's types at enqueue (dynamic dims), so every
  * kernel takes sizes as arguments and uses a fixed local size: PoCL
@@ -491,6 +493,39 @@ static tg_status topk_enqueue(ocl_launch *l)
 }
 
 static const ocl_op topk_op = {topk_prepare, topk_enqueue};
+/* ---- cumsum ---- */
+
+static tg_status cumsum_prepare(ocl_prep *c)
+{
+    static const char *const names[] = {"nn_cumsum_f32", "nn_cumsum_i64", "nn_cumsum_i32"};
+    graph_dtype dt = c->in_type[0].dtype;
+    int row = dt == GRAPH_F32 ? 0 : dt == GRAPH_I64 ? 1 : dt == GRAPH_I32 ? 2 : -1;
+    if (row < 0)
+        return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "dtype %s", graph_dtype_name(dt));
+    tg_status st = ocl_prep_program(c, "nn_scan", NULL, NULL);
+    return st == TG_OK ? ocl_prep_kernel(c, names[row]) : st;
+}
+
+/* One item per line along the axis (cl/nn_scan.cl). */
+static tg_status cumsum_enqueue(ocl_launch *l)
+{
+    const graph_cumsum_attrs *a = l->attrs;
+    const graph_type *x = &l->in_type[0];
+    int axis = graph_norm_axis(a->axis, x->ndim); /* checked by inference */
+    int64_t outer = x->ndim ? dims_prod(x, 0, axis) : 1, len = x->ndim ? x->dim[axis] : 1;
+    int64_t inner = x->ndim ? dims_prod(x, axis + 1, x->ndim) : 1;
+    int64_t nline = outer * inner;
+    if (nline * len == 0)
+        return TG_OK;
+    tg_status st = ocl_set_args(l, l->k[0], "mmlllii", l->in[0], l->out[0], nline, len, inner,
+                                (int)(a->exclusive != 0), (int)(a->reverse != 0));
+    size_t global[1] = {(size_t)nline};
+    const size_t local[1] = {64};
+    return st ? st : ocl_nn_run_nd(l, l->k[0], 1, global, local);
+}
+
+static const ocl_op cumsum_op = {cumsum_prepare, cumsum_enqueue};
+
 static const ocl_op argmax_op = {arg_prepare, argmax_enqueue};
 static const ocl_op argmin_op = {arg_prepare, argmin_enqueue};
 
@@ -514,4 +549,5 @@ void ocl_register_nn(const ocl_op **t)
     t[GRAPH_OP_argmax] = &argmax_op;
     t[GRAPH_OP_argmin] = &argmin_op;
     t[GRAPH_OP_topk] = &topk_op;
+    t[GRAPH_OP_cumsum] = &cumsum_op;
 }

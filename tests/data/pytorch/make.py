@@ -296,6 +296,42 @@ class GridSample(nn.Module):
         return torch.cat(ys, 1)
 
 
+class Roberta(nn.Module):
+    """RoBERTa-style embeddings and an encoder layer on token ids and an int64
+    attention mask: position ids torch.cumsum(am, dim=1) - 1 (CumSum on a
+    mask known only at run time), src_key_padding_mask=(am == 0).  Two
+    inputs, so exported by roberta() below (roberta_ids, roberta_am)."""
+
+    def __init__(self, vocab=50, d=32, maxpos=20):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d, padding_idx=1), nn.Embedding(maxpos, d)
+        self.ln = nn.LayerNorm(d)
+        self.layer = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, ids, am):
+        pos = torch.cumsum(am, dim=1) - 1
+        h = self.ln(self.tok(ids) + self.pos(pos))
+        return self.head(self.layer(h, src_key_padding_mask=(am == 0)))
+
+
+def roberta(out):
+    torch.manual_seed(100)
+    m = Roberta().eval()
+    ids = torch.randint(2, 50, (2, 8))
+    am = torch.ones(2, 8, dtype=torch.int64)
+    am[1, 5:], ids[1, 5:] = 0, 1
+    # outside no_grad: there PyTorch takes the fused encoder-layer kernel,
+    # which has no ONNX export
+    torch.onnx.export(m, (ids, am), os.path.join(out, "roberta.onnx"),
+                      input_names=["ids", "am"], output_names=["y"], opset_version=17)
+    with torch.no_grad():
+        np.save(os.path.join(out, "roberta_ids.npy"), ids.numpy())
+        np.save(os.path.join(out, "roberta_am.npy"), am.numpy())
+        np.save(os.path.join(out, "roberta_y.npy"), out_array(m(ids, am)))
+    print("roberta exported")
+
+
 # name, module, input shape, dynamic batch (then also run at batch 5)
 MODELS = [
     ("mlp", Mlp, (4, 32), True),
@@ -349,6 +385,8 @@ def main():
                 np.save(os.path.join(out, name + "_x2.npy"), x2.numpy().astype(np.float32))
                 np.save(os.path.join(out, name + "_y2.npy"), out_array(m(x2)))
         print(name, "exported")
+    if not only or "roberta" in only:
+        roberta(out)
 
 
 if __name__ == "__main__":
