@@ -1084,6 +1084,41 @@ static void norms(void)
     }
 }
 
+/* Clip on int64 (opset 12 on): minimum(maximum(x, min), max), exactly,
+ * with bounds past 2^53 (a double would round them). */
+static void clip_int(void)
+{
+    char err[512];
+    tg_status st;
+    mb b;
+    static const int64_t x6[1] = {6};
+    mb_init(&b, "Clip", "x", NULL);
+    mb_tensor_type(&b, 0, 7, 1, x6);
+    char *nin[3] = {"x", "lo", "hi"};
+    b.node.input = nin;
+    b.node.n_input = 3;
+    int64_t lo = -((int64_t)1 << 53) - 1, hi = ((int64_t)1 << 53) + 1;
+    Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+    tensor_init(&t[0], "lo", 7, 0, NULL, &lo, 1);
+    tensor_init(&t[1], "hi", 7, 0, NULL, &hi, 1);
+    b.g.n_initializer = 2;
+    b.g.initializer = ts;
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "Clip on int64 imports: %s", err);
+    if (g) {
+        int64_t x[6] = {INT64_MIN, lo - 1, lo, 0, hi + 1, INT64_MAX};
+        const int64_t want[6] = {lo, lo, lo, 0, hi, hi};
+        eager_tensor *in = eager_from_data(GRAPH_I64, TG_SHAPE(6), x), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        if (out)
+            CHECK(eager_type(out)->dtype == GRAPH_I64 &&
+                  !memcmp(eager_peek(out), want, sizeof want));
+        eager_release(in);
+        eager_release(out);
+    }
+    graph_free(g);
+}
+
 /*
  * The constants the importer makes at load time are bounded in all: five
  * ConstantOfShape nodes of 64 MiB each (a file of a few hundred bytes)
@@ -1151,6 +1186,7 @@ int main(void)
     made_budget();
     newer_opsets();
     norms();
+    clip_int();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

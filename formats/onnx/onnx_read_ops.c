@@ -101,12 +101,29 @@ static tg_status cv_leaky_relu(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-/* Clip: bounds are attributes before opset 11, constant inputs after. */
+/*
+ * Clip: bounds are attributes before opset 11, constant inputs after.  On
+ * integers (opset 12) it is minimum(maximum(x, min), max) with the bounds
+ * as they are (the op clip is f32): PyTorch's position_ids.clamp(min=0).
+ */
 static tg_status cv_clip(onnx_reader *r, const onnx_op *op)
 {
     graph_clip_attrs a;
     graph_attrs_default(GRAPH_OP_clip, &a);
     tg_status st = TG_OK;
+    const graph_type *xt;
+    if (r->opset >= 12 && onnx_input_type(r, 0, &xt) == TG_OK && xt->dtype != GRAPH_F32) {
+        int32_t x, b;
+        st = onnx_input(r, 0, &x);
+        for (int i = 1; i < 3 && st == TG_OK; i++) {
+            if (!onnx_has_input(r, i))
+                continue;
+            st = onnx_input(r, i, &b);
+            if (st == TG_OK)
+                st = onnx_op2(r, i == 1 ? GRAPH_OP_maximum : GRAPH_OP_minimum, x, b, NULL, &x);
+        }
+        return st == TG_OK ? onnx_bind(r, 0, x) : st;
+    }
     if (r->opset < 11) {
         st = onnx_attr_float(r, "min", -FLT_MAX, &a.min);
         if (st == TG_OK)
