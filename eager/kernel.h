@@ -30,6 +30,21 @@ static inline void eager_kstate_free(eager_kstate *s)
         s->free(s);
 }
 
+/* t's elements as [outer, len, inner] around axis (in range): the dims
+ * before it, its own (1 for a 0-d t), and the dims after it. */
+static inline void eager_axis_split(const graph_type *t, int axis, int64_t *outer,
+                                    int64_t *len, int64_t *inner)
+{
+    *outer = *inner = 1;
+    *len = t->ndim ? t->dim[axis] : 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d < axis)
+            *outer *= t->dim[d];
+        else if (d > axis)
+            *inner *= t->dim[d];
+    }
+}
+
 typedef struct eager_kargs {
     const graph_type *in_type; /* nin present inputs */
     const void *const *in;

@@ -241,13 +241,8 @@ static tg_status run_softmax(const eager_kargs *a, int64_t axis_attr,
     const float *x = a->in[0];
     float *y = a->out[0];
     int axis = graph_norm_axis(axis_attr, t->ndim);
-    int64_t outer = 1, len = t->ndim ? t->dim[axis] : 1, inner = 1;
-    for (int i = 0; i < t->ndim; i++) {
-        if (i < axis)
-            outer *= t->dim[i];
-        else if (i > axis)
-            inner *= t->dim[i];
-    }
+    int64_t outer, len, inner;
+    eager_axis_split(t, axis, &outer, &len, &inner);
     int64_t numel = outer * len * inner;
     if (numel == 0)
         return TG_OK;

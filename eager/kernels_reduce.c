@@ -742,13 +742,8 @@ static tg_status run_arg(const eager_kargs *a, const arg_fns *f, int64_t axis_at
 {
     const graph_type *t = &a->in_type[0];
     int axis = graph_norm_axis(axis_attr, t->ndim); /* checked by infer */
-    int64_t outer = 1, inner = 1, len = t->ndim ? t->dim[axis] : 1;
-    for (int d = 0; d < t->ndim; d++) {
-        if (d < axis)
-            outer *= t->dim[d];
-        else if (d > axis)
-            inner *= t->dim[d];
-    }
+    int64_t outer, len, inner;
+    eager_axis_split(t, axis, &outer, &len, &inner);
     /* infer refused an empty axis unless the output is empty too */
     if (outer * inner == 0)
         return TG_OK;

@@ -56,13 +56,8 @@ tg_status eager_kernel_cumsum(const eager_kargs *a)
     const graph_cumsum_attrs *at = a->attrs;
     const graph_type *t = &a->in_type[0];
     int axis = graph_norm_axis(at->axis, t->ndim); /* checked by infer */
-    int64_t outer = 1, inner = 1, len = t->ndim ? t->dim[axis] : 1;
-    for (int d = 0; d < t->ndim; d++) {
-        if (d < axis)
-            outer *= t->dim[d];
-        else if (d > axis)
-            inner *= t->dim[d];
-    }
+    int64_t outer, len, inner;
+    eager_axis_split(t, axis, &outer, &len, &inner);
     if (outer * len * inner == 0)
         return TG_OK;
     graph_dtype dt = t->dtype;

@@ -26,6 +26,7 @@
 #include "formats/tgraph.h"
 #include "graph/text.h"
 #include "graph_query.h"
+#include "op_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 
@@ -287,23 +288,6 @@ static void test_errors(void)
 }
 
 /* ---- the op in graphs ---- */
-
-static graph *parse(const char *text)
-{
-    char err[512] = "";
-    graph *g = graph_parse(text, strlen(text), err, sizeof err);
-    CHECK_MSG(g != NULL, "IR parses: %s", err);
-    return g;
-}
-
-/* Runs g on its inputs in the interpreter; outputs into out (noutputs). */
-static int interp(const graph *g, eager_tensor **in, eager_tensor **out)
-{
-    tg_status st = eager_interpret(g, in, g->ninputs, out, g->noutputs, NULL);
-    CHECK_MSG(st == TG_OK, "%s runs: %s", g->name, eager_error());
-    eager_clear_error();
-    return st == TG_OK;
-}
 
 static const char *const ir_cumsum =
     "graph t(%x: f32[4,6]) -> (a: f32[4,6], b: f32[4,6]) {\n"

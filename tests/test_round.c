@@ -29,6 +29,7 @@
 #include "eager/interp.h"
 #include "graph/text.h"
 #include "graph_query.h"
+#include "op_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 
@@ -257,14 +258,6 @@ static void test_errors(void)
 }
 
 /* ---- the optimizer and replay ---- */
-
-static graph *parse(const char *text)
-{
-    char err[512] = "";
-    graph *g = graph_parse(text, strlen(text), err, sizeof err);
-    CHECK_MSG(g != NULL, "IR parses: %s", err);
-    return g;
-}
 
 static tg_status optimize(graph *g, int level)
 {
