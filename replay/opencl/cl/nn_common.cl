@@ -112,16 +112,20 @@ inline acc_t wg_sum64(acc_t v, __local acc_t *part)
  * One output's partials from the K splits, summed in split order (the
  * first's at ws[o], the next ones step floats apart): what the *_sk_sum
  * kernels and the last split of a tile (sk_last_split) store, so the two
- * ways give the same bits.  volatile: the last split reads partials that
- * other work-groups wrote (see below).
+ * ways give the same bits.  sk_sum_volatile is the last split's: it reads
+ * partials that other work-groups wrote (see below); the sum kernels read
+ * plain memory.
  */
-inline float sk_sum(__global volatile const float *ws, long o, long step, int splits)
-{
-    float v = 0.0f;
-    for (int t = 0; t < splits; t++)
-        v += ws[o + t * step];
-    return v;
-}
+#define SK_SUM_FN(name, qual)                                                      \
+    inline float name(__global qual const float *ws, long o, long step, int splits) \
+    {                                                                              \
+        float v = 0.0f;                                                            \
+        for (int t = 0; t < splits; t++)                                           \
+            v += ws[o + t * step];                                                 \
+        return v;                                                                  \
+    }
+SK_SUM_FN(sk_sum, )
+SK_SUM_FN(sk_sum_volatile, volatile)
 
 /*
  * K split in one launch (ocl_nn_node.fixup): every split of a tile writes

@@ -222,7 +222,7 @@ void nn_conv_sk(__global const float *x, __global const float *w, __global float
             int p = n0 + tx + 16 * j;
             if (m < Mg && p < P) {
                 long o = ((long)img * O + g * Mg + m) * P + p;
-                float v = sk_sum(ws, o, (long)nimg * O * P, splits);
+                float v = sk_sum_volatile(ws, o, (long)nimg * O * P, splits);
                 conv_store(y, img, g * Mg + m, p, v, O, P, yblocked, bias, res TG_TAIL_ARGS);
             }
         }

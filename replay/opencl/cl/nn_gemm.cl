@@ -404,7 +404,7 @@ void nn_gemm_sk(__global const float *a, long ars, long acs,
             int n = n0 + tx + 16 * j;
             if (m < M && n < N) {
                 long o = (long)m * N + n;
-                float v = sk_sum(ws, z * M * N + o, nbatch * M * N, splits);
+                float v = sk_sum_volatile(ws, z * M * N + o, nbatch * M * N, splits);
                 store_out(c, co + o, v, bias, n, res TG_TAIL_ARGS);
             }
         }
