@@ -75,16 +75,23 @@ const char *graph_value_kind_name(graph_value_kind k)
 
 /*
  * TG_GROW_MOVES (on in the sanitized builds: CMake's TG_GROW_MOVES, the
- * fuzz build): below GROW_MOVES_BELOW elements an array grows by exactly
- * what is needed, into a fresh block, the old one freed, so every addition
- * of a value or node moves the arrays.  A pointer into g->values or
- * g->nodes held across an addition then reads freed memory, which ASan
- * reports at once; with doubling alone the array seldom moves and such a
- * read goes unseen.  Above that size it doubles as in release builds, so
- * large graphs stay linear.
+ * fuzz build): below 1024 elements an array grows by exactly what is
+ * needed, into a fresh block, the old one freed, so every addition of a
+ * value or node moves the arrays.  A pointer into g->values or g->nodes
+ * held across an addition then reads freed memory, which ASan reports at
+ * once; with doubling alone the array seldom moves and such a read goes
+ * unseen.  Above that size it doubles as in release builds, so large
+ * graphs stay linear (the copies cost O(bound^2) per array).  The
+ * environment variable TG_GROW_MOVES_BELOW=n sets the bound, to check a
+ * whole real model's import and optimization at every addition.
  */
 #ifdef TG_GROW_MOVES
-#define GROW_MOVES_BELOW 4096
+static int32_t grow_moves_below(void)
+{
+    const char *e = getenv("TG_GROW_MOVES_BELOW");
+    long n = e && *e ? strtol(e, NULL, 10) : 1024;
+    return n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
 #endif
 
 /* Grows *arr (element size elem) to hold need elements. */
@@ -93,7 +100,7 @@ static int grow(void *arr, int32_t *cap, int32_t need, size_t elem)
     if (need <= *cap)
         return 0;
 #ifdef TG_GROW_MOVES
-    if (need < GROW_MOVES_BELOW) {
+    if (need < grow_moves_below()) {
         void *p = tg_malloc((size_t)need * elem);
         if (!p)
             return -1;

@@ -374,6 +374,8 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
         if (dyn & ~(uint32_t)1)
             r->specialized = 1;
         st = onnx_reshape_to(r, x, dyn & 1 && axis > 0, two, 2, &x);
+        if (st != TG_OK)
+            return st;
         axis = 1;
     }
     const graph_type *t = onnx_vtype(r, x);
