@@ -73,11 +73,45 @@ const char *graph_value_kind_name(graph_value_kind k)
     return (unsigned)k < 4 ? names[k] : "?";
 }
 
+/*
+ * TG_GROW_MOVES (on in the sanitized builds: CMake's TG_GROW_MOVES, the
+ * fuzz build): below 1024 elements an array grows by exactly what is
+ * needed, into a fresh block, the old one freed, so every addition of a
+ * value or node moves the arrays.  A pointer into g->values or g->nodes
+ * held across an addition then reads freed memory, which ASan reports at
+ * once; with doubling alone the array seldom moves and such a read goes
+ * unseen.  Above that size it doubles as in release builds, so large
+ * graphs stay linear (the copies cost O(bound^2) per array).  The
+ * environment variable TG_GROW_MOVES_BELOW=n sets the bound, to check a
+ * whole real model's import and optimization at every addition.
+ */
+#ifdef TG_GROW_MOVES
+static int32_t grow_moves_below(void)
+{
+    const char *e = getenv("TG_GROW_MOVES_BELOW");
+    long n = e && *e ? strtol(e, NULL, 10) : 1024;
+    return n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
+#endif
+
 /* Grows *arr (element size elem) to hold need elements. */
 static int grow(void *arr, int32_t *cap, int32_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
+#ifdef TG_GROW_MOVES
+    if (need < grow_moves_below()) {
+        void *p = tg_malloc((size_t)need * elem);
+        if (!p)
+            return -1;
+        if (*cap)
+            memcpy(p, *(void **)arr, (size_t)*cap * elem);
+        tg_free(*(void **)arr);
+        *(void **)arr = p;
+        *cap = need;
+        return 0;
+    }
+#endif
     int32_t n = *cap ? *cap : 8;
     while (n < need) {
         if (n > INT32_MAX / 2)
@@ -184,6 +218,7 @@ const char *graph_intern(graph *g, const char *s, long len)
 static int32_t new_value(graph *g, graph_value_kind kind, const graph_type *t,
                          const char *name)
 {
+    const graph_type type = *t; /* t may be a value's type, which growing moves */
     if (GROW(g, values, values, g->nvalues + 1) < 0) {
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
         return -1;
@@ -194,7 +229,7 @@ static int32_t new_value(graph *g, graph_value_kind kind, const graph_type *t,
         return -1;
     }
     /* One initializing store of the record (the tracer's hot path). */
-    g->values[g->nvalues] = (graph_value){.type = *t, .kind = kind, .node = -1,
+    g->values[g->nvalues] = (graph_value){.type = type, .kind = kind, .node = -1,
                                           .name = iname};
     return g->nvalues++;
 }
@@ -350,9 +385,15 @@ static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
                            int nout, int32_t *out_ids, int max_out, int32_t prov)
 {
     const graph_op_info *info = &graph_ops[op];
+    /* otype may be a value's type (in g->values, which growing moves): it
+     * is found again by its offset */
+    uintptr_t ot = (uintptr_t)otype, lo = (uintptr_t)g->values;
+    int in_values = g->values && ot >= lo && ot < (uintptr_t)(g->values + g->nvalues);
     if (GROW(g, nodes, nodes, g->nnodes + 1) < 0 ||
         GROW(g, values, values, g->nvalues + nout) < 0)
         goto oom;
+    if (in_values)
+        otype = (const graph_type *)(void *)((char *)g->values + (ot - lo));
     graph_attrs *attrs = NULL;
     if (info->attr_size) {
         attrs = graph_alloc_bytes(g, info->attr_size);

@@ -184,6 +184,34 @@ static void test_null_graph_opt_replay(void)
     trace_abort();
 }
 
+/* ---- a type given from the graph's own values ---- */
+
+/*
+ * A type given by pointer into the graph's own values (a value's type as
+ * the type of the next): adding moves the values array, so the adders
+ * copy the type first.  The sanitized build moves the array on every
+ * addition (TG_GROW_MOVES), where reading the old copy is a
+ * use-after-free.
+ */
+static void test_type_from_graph(void)
+{
+    graph *g = graph_new("alias");
+    graph_type ty = {GRAPH_F32, 2, {2, 3}};
+    int32_t v = graph_add_value(g, GRAPH_VALUE_INPUT, &ty, "x");
+    CHECK(v >= 0);
+    for (int k = 0; k < 40 && v >= 0; k++) {
+        int32_t y = -1;
+        if (k % 2)
+            v = graph_add_value(g, GRAPH_VALUE_PARAM, &g->values[v].type, NULL);
+        else
+            v = graph_add_node_typed(g, GRAPH_OP_relu, &v, 1, NULL, &g->values[v].type, 1, &y,
+                                     1, -1) >= 0 ? y : -1;
+        CHECK_MSG(v >= 0 && graph_type_eq(&g->values[v].type, &ty),
+                  "value %d (step %d): the type given is not the type kept", v, k);
+    }
+    graph_free(g);
+}
+
 /* ---- one session, two threads ---- */
 
 /* A chain of matmuls long enough (tens of ms) for the other thread to try
@@ -458,6 +486,7 @@ int main(void)
     long live = eager_live_tensors();
     test_null_eager();
     test_null_graph_opt_replay();
+    test_type_from_graph();
     test_session_two_threads();
     test_full_like_cast();
     test_pad_fraction();

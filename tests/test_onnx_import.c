@@ -814,6 +814,48 @@ static void run_against(const char *what, graph *g, graph_ints xs, const float *
     eager_clear_error();
 }
 
+/*
+ * Trilu kept above or below a diagonal k, against the mask written out
+ * here.  It adds its mask constant before reading x's dtype: the ASan
+ * build (TG_GROW_MOVES: every addition moves the graph's values) saw the
+ * type read through a stale pointer.
+ */
+static void trilu(void)
+{
+    static const float x[6] = {1, 2, 3, 4, 5, 6};
+    for (int upper = 0; upper < 2; upper++)
+        for (int64_t k = -1; k <= 1; k++) {
+            char err[512], what[64];
+            tg_status st;
+            mb b;
+            Onnx__TensorProto t, *ts[1] = {&t};
+            int64_t kv = k;
+            mb_init(&b, "Trilu", "x", "k");
+            tensor_init(&t, "k", 7, 0, NULL, &kv, 1);
+            b.g.n_initializer = 1;
+            b.g.initializer = ts;
+            Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, *as[1] = {&a};
+            a.name = "upper";
+            a.has_type = 1;
+            a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+            a.has_i = 1;
+            a.i = upper;
+            b.node.n_attribute = 1;
+            b.node.attribute = as;
+            snprintf(what, sizeof what, "Trilu upper %d k %lld", upper, (long long)k);
+            graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+            CHECK_MSG(g != NULL, "%s imports: %s", what, err);
+            if (!g)
+                continue;
+            float want[6];
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 3; j++)
+                    want[i * 3 + j] = (upper ? j - i >= k : j - i <= k) ? x[i * 3 + j] : 0;
+            run_against(what, g, TG_SHAPE(2, 3), x, want, 6, 0);
+            graph_free(g);
+        }
+}
+
 static double gelu_erf(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
 static double gelu_tanh(double x)
 {
@@ -1177,6 +1219,7 @@ int main(void)
                     "at load time, but 'x' is a graph input");
     }
     hardmax_flat();
+    trilu();
     conv_transpose();
     features();
     global_pool();

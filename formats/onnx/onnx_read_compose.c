@@ -230,12 +230,12 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
         st = onnx_input(r, 0, &x);
     if (st != TG_OK)
         return st;
-    const graph_type *xt = onnx_vtype(r, x);
-    if (xt->ndim < 2)
-        return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt->ndim);
-    if (onnx_dynamic_dims(r, x) >> (xt->ndim - 2))
+    const graph_type xt = *onnx_vtype(r, x); /* a copy: adding nodes moves the values */
+    if (xt.ndim < 2)
+        return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt.ndim);
+    if (onnx_dynamic_dims(r, x) >> (xt.ndim - 2))
         r->specialized = 1;
-    int64_t rows = xt->dim[xt->ndim - 2], cols = xt->dim[xt->ndim - 1];
+    int64_t rows = xt.dim[xt.ndim - 2], cols = xt.dim[xt.ndim - 1];
     /* |k| past both sizes keeps all or nothing; clamping keeps j - i exact */
     int64_t lim = rows + cols, k = kd < (double)-lim ? -lim : kd > (double)lim ? lim : (int64_t)kd;
     graph_type mt = {GRAPH_BOOL, 2, {rows, cols}};
@@ -254,7 +254,7 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     st = onnx_const_value(r, &mt, mask, &m);
     tg_free(mask);
     if (st == TG_OK)
-        st = onnx_scalar(r, xt->dtype, 0.0, &zero);
+        st = onnx_scalar(r, xt.dtype, 0.0, &zero);
     if (st == TG_OK)
         st = select3(r, m, x, zero, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
@@ -374,6 +374,8 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
         if (dyn & ~(uint32_t)1)
             r->specialized = 1;
         st = onnx_reshape_to(r, x, dyn & 1 && axis > 0, two, 2, &x);
+        if (st != TG_OK)
+            return st;
         axis = 1;
     }
     const graph_type *t = onnx_vtype(r, x);

@@ -387,8 +387,9 @@ tg_status onnx_const_value(onnx_reader *r, const graph_type *t, const void *data
     tg_status st = onnx_made(r, t);
     if (st != TG_OK)
         return st;
-    *v = graph_add_value(r->g, GRAPH_VALUE_CONST, t, NULL);
+    /* before adding: t may be a value's type, which adding moves */
     size_t bytes = (size_t)graph_type_numel(t) * graph_dtype_size(t->dtype);
+    *v = graph_add_value(r->g, GRAPH_VALUE_CONST, t, NULL);
     if (*v < 0 || graph_set_data(r->g, *v, data, bytes) != TG_OK)
         return onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
     return TG_OK;
