@@ -157,6 +157,28 @@ static void bad_inputs(void)
     graph_free(g);
 }
 
+/* a as an INT attribute name = v. */
+static void attr_int(Onnx__AttributeProto *a, const char *name, int64_t v)
+{
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a->has_i = 1;
+    a->i = v;
+}
+
+/* a as a FLOAT attribute name = v. */
+static void attr_float(Onnx__AttributeProto *a, const char *name, float v)
+{
+    *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    a->has_f = 1;
+    a->f = v;
+}
+
 /* b's node with one STRING attribute name = v (in a, which b points to). */
 static void mb_attr_str(mb *b, Onnx__AttributeProto *a, Onnx__AttributeProto **as,
                         const char *name, const char *v)
@@ -384,11 +406,7 @@ static void hardmax_flat(void)
         mb_init(&b, "Hardmax", "x", NULL);
         b.opset.version = 11;
         Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, *as[1] = {&a};
-        a.name = "axis";
-        a.has_type = 1;
-        a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        a.has_i = 1;
-        a.i = axis;
+        attr_int(&a, "axis", axis);
         b.node.n_attribute = 1;
         b.node.attribute = as;
         graph *g = mb_load(&b, NULL, &st, err, sizeof err);
@@ -487,11 +505,7 @@ static void activation(const char *op, const char *a, float av, double (*f)(doub
     mb_init(&b, op, "x", NULL);
     Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
     if (a) {
-        at.name = (char *)a;
-        at.has_type = 1;
-        at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-        at.has_f = 1;
-        at.f = av;
+        attr_float(&at, a, av);
         b.node.n_attribute = 1;
         b.node.attribute = ats;
     }
@@ -690,11 +704,7 @@ static void instance_norm(void)
     b.g.n_initializer = 2;
     b.g.initializer = ts;
     Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
-    at.name = "epsilon";
-    at.has_type = 1;
-    at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-    at.has_f = 1;
-    at.f = 0.01f;
+    attr_float(&at, "epsilon", 0.01f);
     b.node.n_attribute = 1;
     b.node.attribute = ats;
     graph *g = mb_load(&b, NULL, &st, err, sizeof err);
@@ -835,11 +845,7 @@ static void trilu(void)
             b.g.n_initializer = 1;
             b.g.initializer = ts;
             Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, *as[1] = {&a};
-            a.name = "upper";
-            a.has_type = 1;
-            a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-            a.has_i = 1;
-            a.i = upper;
+            attr_int(&a, "upper", upper);
             b.node.n_attribute = 1;
             b.node.attribute = as;
             snprintf(what, sizeof what, "Trilu upper %d k %lld", upper, (long long)k);
@@ -912,12 +918,7 @@ static void newer_opsets(void)
         if (acts[k].s) {
             mb_attr_str(&b, &a, as, acts[k].attr, acts[k].s);
         } else if (acts[k].attr) {
-            a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-            a.name = (char *)acts[k].attr;
-            a.has_type = 1;
-            a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-            a.has_f = 1;
-            a.f = acts[k].f;
+            attr_float(&a, acts[k].attr, acts[k].f);
             as[0] = &a;
             b.node.n_attribute = 1;
             b.node.attribute = as;
@@ -1037,18 +1038,8 @@ static void norms(void)
         b.g.n_initializer = 2;
         b.g.initializer = ts;
         Onnx__AttributeProto at[2], *ats[2] = {&at[0], &at[1]};
-        at[0] = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-        at[0].name = "num_groups";
-        at[0].has_type = 1;
-        at[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        at[0].has_i = 1;
-        at[0].i = 2;
-        at[1] = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-        at[1].name = "epsilon";
-        at[1].has_type = 1;
-        at[1].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-        at[1].has_f = 1;
-        at[1].f = 0.01f;
+        attr_int(&at[0], "num_groups", 2);
+        attr_float(&at[1], "epsilon", 0.01f);
         b.node.n_attribute = 2;
         b.node.attribute = ats;
         graph *g = mb_load(&b, NULL, &st, err, sizeof err);
@@ -1098,11 +1089,7 @@ static void norms(void)
         b.g.n_initializer = 1;
         b.g.initializer = ts;
         Onnx__AttributeProto at = ONNX__ATTRIBUTE_PROTO__INIT, *ats[1] = {&at};
-        at.name = "axis";
-        at.has_type = 1;
-        at.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        at.has_i = 1;
-        at.i = axis;
+        attr_int(&at, "axis", axis);
         b.node.n_attribute = 1;
         b.node.attribute = ats;
         graph *g = mb_load(&b, NULL, &st, err, sizeof err);
