@@ -1,6 +1,6 @@
 /*
  * onnx_test_util.h - what the ONNX tests that build models in memory
- * (test_onnx_node.c, test_onnx_dynamic.c, test_onnx_import.c,
+ * (test_onnx_node.c, test_onnx_dynamic.c, onnx_model_builder.h,
  * test_onnx_conv3d.c) share: the model header, a tensor type and the
  * output.
  */
