@@ -19,7 +19,11 @@
  *     folding small blow-ups lets the constants feed later folds;
  *   - a node whose kernel fails on the data (an integer division by zero,
  *     a gather index out of range): it is left to fail at run time, with
- *     the user's call site, as it would have without optimization.
+ *     the user's call site, as it would have without optimization;
+ *   - a node whose result would take the call's folding budget past its
+ *     bound (opt_options.fold_budget): the bound is on all the constants
+ *     folding makes in one opt_optimize call, since a chain of nodes each
+ *     under FOLD_BLOWUP times its input grows geometrically.
  *
  * Shape-only folding: a node whose outputs have no elements is replaced by
  * empty constants whatever its inputs (the result depends only on the
@@ -41,6 +45,22 @@
 
 #define FOLD_BLOWUP 16
 #define FOLD_BIG ((size_t)1 << 20)
+
+int opt_fold_take(opt_ctx *ctx, size_t bytes)
+{
+    if (!ctx || !ctx->fold_left)
+        return 1;
+    if (bytes > (uint64_t)*ctx->fold_left)
+        return 0;
+    *ctx->fold_left -= (int64_t)bytes;
+    return 1;
+}
+
+void opt_fold_give(opt_ctx *ctx, size_t bytes)
+{
+    if (ctx && ctx->fold_left)
+        *ctx->fold_left += (int64_t)bytes;
+}
 
 tg_status opt_fold_eval(graph *g, graph_op op, const int32_t *in, int nin, const void *attrs,
                         int32_t *out, int max_out, int *nout, char *err, size_t errlen)
@@ -154,6 +174,13 @@ static int fold_node(opt_o1_state *s, int32_t node)
                     ob, FOLD_BLOWUP, ib, FOLD_BIG);
         return 0;
     }
+    if (!opt_fold_take(s->ctx, ob)) {
+        opt_explain(s->ctx, g, node,
+                    "not folded: the result (%zu bytes) would pass the folding budget "
+                    "(%lld bytes left of opt_options.fold_budget); left to run at replay",
+                    ob, (long long)*s->ctx->fold_left);
+        return 0;
+    }
     int32_t out[GRAPH_MAX_NODE_IO], in[GRAPH_MAX_NODE_IO];
     int nout = 0;
     char err[512];
@@ -166,6 +193,8 @@ static int fold_node(opt_o1_state *s, int32_t node)
     tg_status st = opt_fold_eval(g, op, in, n->nin, a ? &attrs : NULL, out, GRAPH_MAX_NODE_IO,
                                  &nout, err, sizeof err);
     n = &g->nodes[node];
+    if (st != TG_OK)
+        opt_fold_give(s->ctx, ob);
     if (st == TG_ERR_NOMEM) {
         s->st = opt_fail(s->ctx, g, node, st, "%s", err);
         return -1;

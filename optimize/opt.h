@@ -47,9 +47,18 @@ typedef struct opt_options {
     FILE *print_after_each; /* text IR after every pass that changed it */
     FILE *explain;          /* fusion candidates that were not fused, and why;
                                the oneDNN implementation of each conv / matmul */
+    int64_t fold_budget;    /* bytes of constants that folding may make in one
+                               opt_optimize call, all passes together; 0: the
+                               default, OPT_FOLD_BUDGET_MIN plus twice the bytes
+                               of the graph's constants and params; a fold past
+                               it is not done (--explain says so), the node is
+                               left to run at replay.  Negative: TG_ERR_ARG */
 } opt_options;
 
-/* -O2, verify on, verify_each off, rtol 1e-4. */
+/* The least default folding budget (64 MiB): what a small graph may fold. */
+#define OPT_FOLD_BUDGET_MIN ((int64_t)64 << 20)
+
+/* -O2, verify on, verify_each off, rtol 1e-4, the default fold budget. */
 TG_API opt_options opt_default_options(void);
 
 /* What one pass did (summed over its runs in a pipeline). */
@@ -78,8 +87,10 @@ typedef struct opt_report {
  * Optimizes g in place at o->level (o NULL: defaults).  rep may be NULL.
  * Returns TG_OK, or an error with a message in err naming the pass (and
  * the node and its call site when one is at fault); on error g is left
- * valid but possibly partly optimized.  g NULL: TG_ERR_NULL.  verify_each
- * may run inside the caller's eager pool: the tensors it makes are its own.
+ * valid but possibly partly optimized.  g NULL: TG_ERR_NULL.  A level
+ * outside 0..3, a negative fold_budget or a verify_rtol that is negative or
+ * NaN: TG_ERR_ARG naming the field, g untouched.  verify_each may run
+ * inside the caller's eager pool: the tensors it makes are its own.
  */
 TG_API tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
                               size_t errlen);
@@ -96,6 +107,8 @@ typedef struct opt_ctx {
     int changed;           /* set by a pass that edited the graph */
     char *err;
     size_t errlen;
+    int64_t *fold_left; /* bytes folding may still make in this opt_optimize
+                           call (shared by its passes); NULL: no bound */
 } opt_ctx;
 
 typedef struct opt_pass {

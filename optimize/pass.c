@@ -42,6 +42,7 @@ typedef struct run_state {
     uint32_t *out_dyn;  /* dynamic marks of each output, before */
     eager_tensor **ref; /* verify_each: reference outputs, or NULL */
     eager_tensor **in;  /* verify_each: the inputs */
+    int64_t fold_left;  /* bytes folding may still make (opt_options.fold_budget) */
 } run_state;
 
 static opt_pass_stats *stats_for(opt_report *rep, const char *name)
@@ -121,7 +122,7 @@ static tg_status settle(run_state *rs, const opt_pass *p)
 static tg_status run_pass(run_state *rs, const opt_pass *p, int *changed)
 {
     opt_pass_stats *s = stats_for(rs->rep, p->name);
-    opt_ctx ctx = {rs->o, s, 0, rs->err, rs->errlen};
+    opt_ctx ctx = {rs->o, s, 0, rs->err, rs->errlen, &rs->fold_left};
     double t0 = now_ms();
     tg_status st = p->run(rs->g, &ctx);
     if (st == TG_OK && ctx.changed)
@@ -249,6 +250,28 @@ static void explain_impls(const graph *g, const opt_options *o)
     }
 }
 
+/*
+ * The bytes of constants folding may make in one opt_optimize call: the
+ * caller's fold_budget, or OPT_FOLD_BUDGET_MIN plus twice the graph's
+ * constants and params (which -O2 may fold: a transposed weight is a copy).
+ * One bound for the whole call, not per node: a chain of nodes each 4x its
+ * input passes any per-node ratio while its last constant is 4^n times the
+ * first (a 1.5 KB file folded to 9 GB before this bound).
+ */
+static int64_t fold_budget(const graph *g, const opt_options *o)
+{
+    if (o->fold_budget > 0)
+        return o->fold_budget;
+    int64_t have = 0;
+    for (int32_t v = 0; v < g->nvalues; v++) {
+        const graph_value *val = &g->values[v];
+        if ((val->kind == GRAPH_VALUE_CONST || val->kind == GRAPH_VALUE_PARAM) && val->data)
+            have += (int64_t)graph_value_nbytes(val);
+    }
+    return have > (INT64_MAX - OPT_FOLD_BUDGET_MIN) / 2 ? INT64_MAX
+                                                         : OPT_FOLD_BUDGET_MIN + 2 * have;
+}
+
 tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
                        size_t errlen)
 {
@@ -269,12 +292,27 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
         snprintf(err, errlen, "optimize: no graph (NULL)");
         return TG_ERR_NULL;
     }
+    if (o->level < 0 || o->level > 3) {
+        snprintf(err, errlen, "optimize: level %d is not one of 0, 1, 2, 3 (opt_options.level)",
+                 o->level);
+        return TG_ERR_ARG;
+    }
+    if (o->fold_budget < 0) {
+        snprintf(err, errlen, "optimize: fold_budget %lld is negative (0 takes the default)",
+                 (long long)o->fold_budget);
+        return TG_ERR_ARG;
+    }
+    if (!(o->verify_rtol >= 0)) {
+        snprintf(err, errlen, "optimize: verify_rtol %g is not a tolerance (0 or more)",
+                 o->verify_rtol);
+        return TG_ERR_ARG;
+    }
     rep->nodes_before = rep->nodes_after = graph_live_nodes(g);
-    if (o->level <= 0) {
+    if (o->level == 0) {
         explain_impls(g, o);
         return TG_OK;
     }
-    run_state rs = {g, o, rep, err, errlen, NULL, NULL, NULL};
+    run_state rs = {g, o, rep, err, errlen, NULL, NULL, NULL, fold_budget(g, o)};
     rs.out_dyn = tg_malloc(sizeof(uint32_t) * ((size_t)g->noutputs + 1));
     if (!rs.out_dyn) {
         snprintf(err, errlen, "optimize: out of memory");

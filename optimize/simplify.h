@@ -126,6 +126,16 @@ int opt_o1_const_splat(const opt_o1_state *s, int32_t v, double *x);
 tg_status opt_fold_eval(graph *g, graph_op op, const int32_t *in, int nin, const void *attrs,
                         int32_t *out, int max_out, int *nout, char *err, size_t errlen);
 
+/*
+ * Takes bytes from the call's folding budget (ctx->fold_left, see
+ * opt_options.fold_budget) for a constant about to be folded: 1 if they
+ * fit (and are taken), 0 if not (nothing taken: do not fold).  No budget
+ * (ctx or fold_left NULL): 1.  opt_fold_give gives bytes back (a fold
+ * that then failed).
+ */
+int opt_fold_take(opt_ctx *ctx, size_t bytes);
+void opt_fold_give(opt_ctx *ctx, size_t bytes);
+
 /* The rule groups of the simplify pass: 1 if a rule fired, 0 if none,
  * -1 on error (s->st). */
 int opt_o1_simplify_arith(opt_o1_state *s, int32_t node);

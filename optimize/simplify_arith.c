@@ -191,7 +191,12 @@ static int rule_reassoc(opt_o1_state *s, int32_t node)
         return 0; /* checked first: the folded constant is not made in vain */
     int32_t cin[2] = {c1, c2}, c12, nout;
     char err[256];
+    size_t nb = (size_t)graph_type_numel(&it[1]) * graph_dtype_size(it[1].dtype);
+    if (!opt_fold_take(s->ctx, nb))
+        return 0; /* past the call's folding budget: left as it is */
     tg_status st = opt_fold_eval(g, op, cin, 2, NULL, &c12, 1, &nout, err, sizeof err);
+    if (st != TG_OK)
+        opt_fold_give(s->ctx, nb);
     if (st == TG_ERR_NOMEM || opt_o1_grow(s) != 0) {
         s->st = opt_fail(s->ctx, g, node, TG_ERR_NOMEM, "out of memory");
         return -1;

@@ -157,6 +157,121 @@ static void test_fold_size_cap(void)
     graph_free(g);
 }
 
+/*
+ * A chain of expand/reshape pairs, each 4x its input (under the per-node
+ * FOLD_BLOWUP), from a 16-byte constant: steps pairs make 4^(steps+1)
+ * floats.  Returned as text IR (caller frees); the output adds it to x.
+ */
+static char *expand_chain(int steps)
+{
+    size_t cap = 256 + (size_t)steps * 200, len = 0;
+    char *t = malloc(cap);
+    int64_t n = (int64_t)4 << (2 * steps);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "graph t(%%x: f32[%lld]) -> (y: f32[%lld]) {\n"
+                            "  %%r0: f32[4] = const [1, 2, 3, 4]\n",
+                            (long long)n, (long long)n);
+    int64_t prev = 4;
+    for (int k = 1; k <= steps; k++, prev *= 4)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "  %%e%d: f32[4,%lld] = expand(%%r%d) {shape=[4,%lld]}\n"
+                                "  %%r%d: f32[%lld] = reshape(%%e%d) {shape=[%lld]}\n",
+                                k, (long long)prev, k - 1, (long long)prev, k,
+                                (long long)(4 * prev), k, (long long)(4 * prev));
+    snprintf(t + len, cap - len, "  %%y: f32[%lld] = add(%%x, %%r%d)\n  return y = %%y\n}\n",
+             (long long)n, steps);
+    return t;
+}
+
+/* Bytes of the live constants of g. */
+static int64_t const_bytes(const graph *g)
+{
+    int64_t b = 0;
+    for (int32_t v = 0; v < g->nvalues; v++)
+        if (g->values[v].kind == GRAPH_VALUE_CONST)
+            b += (int64_t)graph_value_nbytes(&g->values[v]);
+    return b;
+}
+
+/*
+ * The folding budget is one bound for the whole opt_optimize call: a chain
+ * of 4x steps, none past the per-node cap, is folded only while the
+ * constants it makes fit (issue 29: a 1.5 KB file folded to 9 GB).
+ */
+static void test_fold_budget(void)
+{
+    /* A small explicit budget: 8 steps make 1 MiB at the end, 1.3 MiB
+     * over the chain; 100 KiB folds the first steps only. */
+    char *text = expand_chain(8);
+    graph *ref = ir(text), *g = ir(text);
+    char *buf = NULL, err[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    opt_options o = opt_default_options();
+    o.level = 1;
+    o.fold_budget = 100 << 10;
+    o.explain = f;
+    tg_status st = g ? opt_optimize(g, &o, NULL, err, sizeof err) : TG_ERR_NULL;
+    fclose(f);
+    CHECK_MSG(st == TG_OK, "-O1 with a 100 KiB fold budget: %s", err);
+    CHECK_MSG(g && count_op(g, GRAPH_OP_expand) >= 1 && count_op(g, GRAPH_OP_expand) < 8,
+              "the first expands fold, the last stay (%d left)",
+              g ? count_op(g, GRAPH_OP_expand) : -1);
+    CHECK_MSG(g && const_bytes(g) <= 100 << 10, "constants within the budget: %lld bytes",
+              g ? (long long)const_bytes(g) : -1LL);
+    CHECK_MSG(buf && strstr(buf, "would pass the folding budget"), "explained: %s",
+              buf ? buf : "");
+    if (ref && g)
+        compare(ref, g, "fold budget");
+    free(buf);
+    graph_free(g);
+    graph_free(ref);
+    free(text);
+
+    /* The default budget (64 MiB + twice the constants): 12 steps end in
+     * 256 MiB and make 341 MiB over the chain; folding stops below 64 MiB. */
+    text = expand_chain(12);
+    g = ir(text);
+    o = opt_default_options();
+    o.level = 1;
+    st = g ? opt_optimize(g, &o, NULL, err, sizeof err) : TG_ERR_NULL;
+    CHECK_MSG(st == TG_OK, "-O1 on the 12-step chain: %s", err);
+    CHECK_MSG(g && const_bytes(g) <= OPT_FOLD_BUDGET_MIN && count_op(g, GRAPH_OP_expand) >= 1,
+              "the default budget holds: %lld bytes of constants, %d expands left",
+              g ? (long long)const_bytes(g) : -1LL, g ? count_op(g, GRAPH_OP_expand) : -1);
+    graph_free(g);
+    free(text);
+}
+
+/* opt_optimize refuses options out of range, naming the field. */
+static void test_options_refused(void)
+{
+    graph *g = ir("graph t(%x: f32[2]) -> (y: f32[2]) {\n  %y: f32[2] = relu(%x)\n"
+                  "  return y = %y\n}\n");
+    const struct {
+        int level;
+        int64_t budget;
+        double rtol;
+        const char *msg;
+    } bad[] = {
+        {99, 0, 1e-4, "optimize: level 99 is not one of 0, 1, 2, 3 (opt_options.level)"},
+        {-5, 0, 1e-4, "optimize: level -5 is not one of 0, 1, 2, 3 (opt_options.level)"},
+        {1, -1, 1e-4, "optimize: fold_budget -1 is negative (0 takes the default)"},
+        {1, 0, NAN, "optimize: verify_rtol nan is not a tolerance (0 or more)"},
+    };
+    for (size_t i = 0; g && i < sizeof bad / sizeof bad[0]; i++) {
+        opt_options o = opt_default_options();
+        o.level = bad[i].level;
+        o.fold_budget = bad[i].budget;
+        o.verify_rtol = bad[i].rtol;
+        char err[256] = "";
+        tg_status st = opt_optimize(g, &o, NULL, err, sizeof err);
+        CHECK_MSG(st == TG_ERR_ARG && strcmp(err, bad[i].msg) == 0, "refused: %s", err);
+        CHECK(count_op(g, GRAPH_OP_relu) == 1);
+    }
+    graph_free(g);
+}
+
 static void test_fold_empty(void)
 {
     opt_pass_stats st;
@@ -517,6 +632,8 @@ int main(void)
     test_fold_shape_ops();
     test_fold_not();
     test_fold_size_cap();
+    test_fold_budget();
+    test_options_refused();
     test_fold_empty();
     test_cse_chain();
     test_cse_attrs_consts_params();

@@ -325,6 +325,22 @@ static void test_errors(void)
     CHECK(trace_output(eager_relu(x), "y") == TG_OK);
     CHECK(trace_output(eager_neg(x), "y") != TG_OK);
     CHECK_ERROR("the name \"y\" is already an output");
+    CHECK(trace_output(eager_neg(x), NULL) == TG_ERR_ARG);
+    CHECK_ERROR("trace_output: a NULL name (every output needs one; replay returns outputs "
+                "by name)");
+    CHECK(trace_output(eager_neg(x), "") == TG_ERR_ARG);
+    CHECK_ERROR("trace_output: an empty name");
+    trace_abort();
+
+    /* params: named (replay_set_param finds them by name) */
+    eager_tensor *w = eager_ones(GRAPH_F32, TG_SHAPE(2, 2));
+    CHECK(trace_begin(NULL) == TG_OK);
+    CHECK(trace_param(w, NULL) == TG_ERR_ARG);
+    CHECK_ERROR("trace_param: a NULL name (every param needs one; replay_set_param finds "
+                "params by name)");
+    CHECK(trace_param(w, "") == TG_ERR_ARG);
+    CHECK_ERROR("trace_param: an empty name");
+    CHECK(trace_param(w, "w") == TG_OK);
     trace_abort();
 
     eager_tensor *c = eager_ones(GRAPH_F32, TG_SHAPE(2));

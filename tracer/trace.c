@@ -528,6 +528,19 @@ static int input_name_ok(const trace_state *st, const char *name, const eager_si
     return 0;
 }
 
+/*
+ * A param's name: given and non-empty (replay_set_param finds params by
+ * name).  0, or -1 and an error.
+ */
+static int param_name_ok(const char *name, const eager_site *site)
+{
+    if (name && *name)
+        return 0;
+    eager_set_error(TG_ERR_ARG, site, "trace_param: %s name (every param needs one; "
+                    "replay_set_param finds params by name)", name ? "an empty" : "a NULL");
+    return -1;
+}
+
 /* Common checks of trace_input/param: an untraced tensor. */
 static trace_state *fresh_tensor(const char *what, eager_tensor *t,
                                  const eager_site *site)
@@ -569,7 +582,7 @@ tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
 {
     eager_site site = {site_file_, site_line_, site_func_};
     trace_state *st = fresh_tensor("trace_param", t, &site);
-    if (!st)
+    if (!st || param_name_ok(name, &site) < 0)
         return eager_status();
     int32_t v = graph_add_value(st->g, GRAPH_VALUE_PARAM, eager_type(t), name);
     if (v < 0 || graph_set_data(st->g, v, eager_peek(t), eager_nbytes(t)) != TG_OK)
@@ -621,33 +634,32 @@ tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
     }
     if (eager_check_at(site_file_, site_line_, site_func_, t, "trace_output") != TG_OK)
         return fail(st, eager_status(), NULL, "%s", eager_error());
+    if (!name || !*name)
+        return fail(st, TG_ERR_ARG, &site, "trace_output: %s name (every output needs one; "
+                    "replay returns outputs by name)", name ? "an empty" : "a NULL");
     int32_t v = traced_value(st, t);
     if (v < 0 || st->g->values[v].kind != GRAPH_VALUE_INTER)
         return fail(st, TG_ERR_ARG, &site, "trace_output: \"%s\" does not depend on "
-                    "any recorded op (it is not computed inside the trace)",
-                    name ? name : "?");
-    const char *iname = name ? graph_intern(st->g, name, -1) : NULL;
+                    "any recorded op (it is not computed inside the trace)", name);
+    const char *iname = graph_intern(st->g, name, -1);
     out_name *o = NULL;
-    if (name && !iname)
+    if (!iname)
         return fail(st, TG_ERR_NOMEM, &site, "%s", "trace_output: out of memory");
-    if (iname)
-        HASH_FIND_PTR(st->outs, &iname, o);
+    HASH_FIND_PTR(st->outs, &iname, o);
     if (o)
         return fail(st, TG_ERR_ARG, &site, "trace_output: the name \"%s\" is already "
                     "an output", name);
     tg_status ast = graph_add_output(st->g, v, name);
     if (ast != TG_OK)
         return fail(st, ast, &site, "trace_output: %s", graph_error(st->g));
-    if (iname) {
-        tg_hash_oom = 0;
-        if ((o = tg_malloc(sizeof *o)) != NULL) {
-            o->name = iname;
-            HASH_ADD_PTR(st->outs, name, o);
-        }
-        if (!o || tg_hash_oom) {
-            tg_free(tg_hash_oom ? o : NULL);
-            return fail(st, TG_ERR_NOMEM, &site, "%s", "trace_output: out of memory");
-        }
+    tg_hash_oom = 0;
+    if ((o = tg_malloc(sizeof *o)) != NULL) {
+        o->name = iname;
+        HASH_ADD_PTR(st->outs, name, o);
+    }
+    if (!o || tg_hash_oom) {
+        tg_free(tg_hash_oom ? o : NULL);
+        return fail(st, TG_ERR_NOMEM, &site, "%s", "trace_output: out of memory");
     }
     return TG_OK;
 }

@@ -16,6 +16,9 @@
  *
  * What becomes what:
  *   - trace_input: a graph input; trace_param: a param (data copied now);
+ *     trace_output: an output.  Each takes a name, non-NULL and non-empty
+ *     (replay finds them by name), and an input's or output's name is not
+ *     one another input / output already has: TG_ERR_ARG otherwise;
  *   - any other tensor used by a recorded op (made before the trace, or by a
  *     creation function during it) becomes a constant, its data copied at
  *     first use; writing to it through eager_data_mut afterwards makes the
