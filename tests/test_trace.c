@@ -5,6 +5,8 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +304,95 @@ static void *other_thread(void *arg)
     return ok ? (void *)1 : NULL;
 }
 
+/* What f(arg) writes to stderr, run in a child process that then exits
+ * (exit(0) unless f returns nonzero).  Caller frees. */
+static char *child_stderr(void (*f)(void))
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return NULL;
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        f();
+        exit(0);
+    }
+    close(fd[1]);
+    size_t cap = 4096, len = 0;
+    char *buf = calloc(1, cap);
+    ssize_t n;
+    while (buf && (n = read(fd[0], buf + len, cap - 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    return buf;
+}
+
+static void *open_in_thread(void *arg)
+{
+    (void)arg;
+    eager_tensor *x = eager_ones(GRAPH_F32, TG_SHAPE(2));
+    trace_begin(NULL); /* the line warn_thread looks for */
+    trace_input(x, "x");
+    eager_release(eager_relu(x));
+    eager_release(x);
+    return NULL; /* the trace is left open */
+}
+
+static void left_open_thread(void)
+{
+    pthread_t th;
+    pthread_create(&th, NULL, open_in_thread, NULL);
+    pthread_join(th, NULL);
+    fprintf(stderr, "joined, active here: %d\n", trace_active());
+}
+
+static void left_open_exit(void)
+{
+    setenv("TG_TRACE_WARN_OPS", "3", 1);
+    eager_tensor *x = eager_ones(GRAPH_F32, TG_SHAPE(2));
+    trace_begin(NULL);
+    trace_input(x, "x");
+    for (int i = 0; i < 5; i++)
+        x = eager_relu(x);
+}
+
+/* A trace left open is not silent: a second trace_begin names where the
+ * first began and what to call, and a thread or process ending with one
+ * open warns (issue 33), as does one growing past TG_TRACE_WARN_OPS. */
+static void test_left_open(void)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_ones(GRAPH_F32, TG_SHAPE(2));
+    int line = __LINE__ + 1;
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    CHECK(trace_begin(NULL) == TG_ERR_STATE);
+    char want[256];
+    snprintf(want, sizeof want, "begun at %s:%d (test_left_open); end it first with "
+             "trace_freeze() (keeps its graph) or trace_abort() (drops it)", __FILE__, line);
+    CHECK_ERROR(want);
+    trace_abort();
+    eager_pool_pop();
+
+    char *out = child_stderr(left_open_thread);
+    CHECK_MSG(out && strstr(out, "tracegraph: warning: the trace begun at ") &&
+                  strstr(out, "(open_in_thread) was never ended when its thread exited (1 ops "
+                              "recorded); end it with trace_freeze() or trace_abort()") &&
+                  strstr(out, "joined, active here: 0"),
+              "thread exit warns: %s", out ? out : "");
+    free(out);
+    out = child_stderr(left_open_exit);
+    CHECK_MSG(out && strstr(out, "(left_open_exit) has recorded 3 ops and grows with every op: "
+                                 "a trace_freeze() or trace_abort() missing?") &&
+                  strstr(out, "(left_open_exit) was never ended when the process exited (5 ops "
+                              "recorded)"),
+              "process exit and size warn: %s", out ? out : "");
+    free(out);
+}
+
 static void test_errors(void)
 {
     eager_pool_push();
@@ -508,6 +599,7 @@ int main(void)
     test_guards();
     test_dynamic();
     test_errors();
+    test_left_open();
     test_constant_capture();
     test_stacks();
     test_stack_paths();

@@ -111,12 +111,57 @@ typedef struct trace_state {
         int32_t prov;
     } recent[256];
     stack_cache *stacks; /* this thread's (NULL: walk every stack) */
+    eager_site begin; /* trace_begin's call site, for "still open" messages */
+    int32_t warn_at;  /* ops recorded past which it warns (TG_TRACE_WARN_OPS) */
+    int warned_size;  /* the "ops recorded" warning was given */
     int broken; /* a recording error happened; freeze fails */
     tg_status first_status; /* and the first one, which freeze repeats */
     char first_err[1024];
 } trace_state;
 
 static _Thread_local trace_state *tl_trace;
+
+/*
+ * A trace left open (no trace_freeze / trace_abort) grows with every op and
+ * would end silently: the thread's exit (a pthread key's destructor, which
+ * frees it) and the process's (atexit, for the thread calling exit) warn on
+ * stderr naming trace_begin's site, and so does the trace passing
+ * TRACE_WARN_NODES recorded ops, once.
+ */
+#define TRACE_WARN_NODES (1 << 20)
+static pthread_key_t open_key;
+static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+static int open_key_ok;
+static graph *end_trace(trace_state *st, int keep_graph);
+
+static void warn_open(const trace_state *st, const char *when)
+{
+    fprintf(stderr, "tracegraph: warning: the trace begun at %s:%d (%s) was never ended %s "
+            "(%d ops recorded); end it with trace_freeze() or trace_abort()\n",
+            st->begin.file ? st->begin.file : "?", st->begin.line,
+            st->begin.func ? st->begin.func : "?", when, st->g ? (int)st->g->nnodes : 0);
+}
+
+static void open_at_thread_exit(void *p)
+{
+    trace_state *st = p;
+    if (st && st == tl_trace) {
+        warn_open(st, "when its thread exited");
+        end_trace(st, 0);
+    }
+}
+
+static void open_at_exit(void)
+{
+    if (tl_trace)
+        warn_open(tl_trace, "when the process exited");
+}
+
+static void open_key_make(void)
+{
+    open_key_ok = pthread_key_create(&open_key, open_at_thread_exit) == 0;
+    atexit(open_at_exit);
+}
 /* Sizes of this thread's last trace: the next one reserves as much. */
 static _Thread_local int32_t last_nvalues, last_nnodes;
 
@@ -369,6 +414,13 @@ static tg_status on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
         return fail_graph(st, site);
     for (int i = 0; i < nout; i++)
         eager_set_tag(out[i], make_tag(st, vout[i]));
+    if (st->g->nnodes >= st->warn_at && !st->warned_size) {
+        st->warned_size = 1;
+        fprintf(stderr, "tracegraph: warning: the trace begun at %s:%d (%s) has recorded %d "
+                "ops and grows with every op: a trace_freeze() or trace_abort() missing?\n",
+                st->begin.file ? st->begin.file : "?", st->begin.line,
+                st->begin.func ? st->begin.func : "?", (int)st->g->nnodes);
+    }
     return TG_OK;
 }
 
@@ -453,6 +505,8 @@ static graph *end_trace(trace_state *st, int keep_graph)
     }
     tg_free(st);
     tl_trace = NULL;
+    if (open_key_ok)
+        pthread_setspecific(open_key, NULL);
     return g;
 }
 
@@ -460,8 +514,11 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
 {
     eager_site site = {site_file_, site_line_, site_func_};
     if (tl_trace) {
-        eager_set_error(TG_ERR_STATE, &site, "trace_begin: a trace is already "
-                        "active on this thread (nested traces are not supported)");
+        const eager_site *b = &tl_trace->begin;
+        eager_set_error(TG_ERR_STATE, &site, "trace_begin: a trace is already active on this "
+                        "thread, begun at %s:%d (%s); end it first with trace_freeze() (keeps "
+                        "its graph) or trace_abort() (drops it): nested traces are not "
+                        "supported", b->file ? b->file : "?", b->line, b->func ? b->func : "?");
         return TG_ERR_STATE;
     }
     trace_opts o = opts ? *opts : trace_default_opts();
@@ -499,9 +556,16 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
                         "are active at once", MAX_ACTIVE);
         return TG_ERR_STATE;
     }
+    st->begin = site;
+    const char *e = getenv("TG_TRACE_WARN_OPS");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    st->warn_at = n > 0 && n < INT32_MAX ? (int32_t)n : TRACE_WARN_NODES;
     st->hooks = (eager_hooks){on_op, NULL, on_read, st};
     st->prev_hooks = eager_set_hooks(&st->hooks);
     tl_trace = st;
+    pthread_once(&open_once, open_key_make);
+    if (open_key_ok)
+        pthread_setspecific(open_key, st);
     return TG_OK;
 }
 

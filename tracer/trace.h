@@ -77,7 +77,13 @@ TG_API tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char 
  * NULL with an error (no outputs, ...); the trace is over either way.
  */
 TG_API graph *trace_freeze_at(EAGER_SITE_PARAMS);
-/* Ends the trace, dropping what was recorded. No-op when none is active. */
+/*
+ * Ends the trace, dropping what was recorded. No-op when none is active.
+ * A trace never ended is freed when its thread exits, with a warning on
+ * stderr naming trace_begin's call site; the thread that calls exit() with
+ * one open, and a trace passing 2^20 recorded ops (TG_TRACE_WARN_OPS=n sets
+ * the bound), warn the same way.
+ */
 TG_API void trace_abort(void);
 /* Nonzero while this thread traces. */
 TG_API int trace_active(void);
