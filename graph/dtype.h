@@ -63,11 +63,13 @@ typedef struct graph_ints {
     int64_t v[GRAPH_MAX_INTS];
 } graph_ints;
 
+#ifndef __cplusplus
 #define TG_INTS(...)                                                       \
     ((graph_ints){(int32_t)(sizeof((int64_t[]){__VA_ARGS__}) /             \
                             sizeof(int64_t)),                              \
                   {__VA_ARGS__}})
 #define TG_NOINTS ((graph_ints){0, {0}})
+#endif /* C++: the same macros through tg_ints_of, at the end of this file */
 #define TG_SHAPE TG_INTS
 
 /* Longest string attribute, with its terminating NUL (a fused node's
@@ -83,7 +85,11 @@ typedef struct graph_str {
     char s[GRAPH_MAX_STR];
 } graph_str;
 
+#ifndef __cplusplus
 #define TG_STR(literal) ((graph_str){literal})
+#else
+#define TG_STR(literal) (graph_str{literal})
+#endif
 
 /* The static type of a tensor: dtype and shape. */
 typedef struct graph_type {
@@ -159,6 +165,24 @@ TG_API char *graph_ints_str(const graph_ints *v, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
+
+/*
+ * C++ has no compound literals (g++ -Wpedantic: "ISO C++ forbids
+ * compound-literals"; MSVC has none): TG_INTS / TG_SHAPE / TG_NOINTS build
+ * the same graph_ints through a function template, checked at compile time
+ * for more than GRAPH_MAX_INTS values, as C's initializer is.
+ */
+template <typename... T> static inline graph_ints tg_ints_of(T... v)
+{
+    static_assert(sizeof...(T) <= GRAPH_MAX_INTS, "TG_INTS: more than GRAPH_MAX_INTS values");
+    const int64_t a[sizeof...(T) + 1] = {static_cast<int64_t>(v)..., 0};
+    graph_ints r = {static_cast<int32_t>(sizeof...(T)), {0}};
+    for (size_t i = 0; i < sizeof...(T); i++)
+        r.v[i] = a[i];
+    return r;
+}
+#define TG_INTS(...) tg_ints_of(__VA_ARGS__)
+#define TG_NOINTS tg_ints_of()
 #endif
 
 #endif

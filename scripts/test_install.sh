@@ -198,6 +198,38 @@ for level in baseline avx2 avx512; do
 done
 echo "install check: find_package(tracegraph) consumers (C, C++, static at every CPU level) OK"
 
+# TG_SHAPE / TG_INTS / TG_NOINTS / TG_STR from C++: C's compound literals
+# are not C++ (-Wpedantic: "ISO C++ forbids compound-literals"), so the
+# header gives C++ its own; the program builds warning-free with g++ and
+# clang++ (where installed) and checks the values it built.
+cat > "$tmp/literals.cpp" <<'CXX'
+#include <tracegraph.h>
+
+int main()
+{
+    size_t n = 3;
+    int k = 2;
+    graph_ints a = TG_SHAPE(2, n, k), none = TG_NOINTS, one = TG_INTS(-1);
+    graph_str s = TG_STR("relu");
+    eager_pool_push();
+    eager_tensor *y = eager_reduce_sum(eager_ones(GRAPH_F32, TG_SHAPE(2, 3)), TG_INTS(0, 1), 0);
+    double v = eager_item(y);
+    eager_pool_pop();
+    return !(a.n == 3 && a.v[0] == 2 && a.v[1] == 3 && a.v[2] == 2 && none.n == 0 && one.n == 1 &&
+             one.v[0] == -1 && s.s[0] == 'r' && s.s[4] == 0 && v == 6.0);
+}
+CXX
+for cxx in g++ clang++; do
+    command -v $cxx > /dev/null || continue
+    $cxx -std=c++17 -Wall -Wextra -Wpedantic -Werror -I"$prefix/include" "$tmp/literals.cpp" \
+        -L"$prefix/lib" -ltracegraph -o "$tmp/literals_$cxx" 2> "$tmp/literals.log" ||
+        { echo "install check: TG_SHAPE/TG_INTS/TG_STR from C++ ($cxx -Wpedantic):" >&2
+          cat "$tmp/literals.log" >&2; exit 1; }
+    LD_LIBRARY_PATH="$prefix/lib" "$tmp/literals_$cxx" ||
+        { echo "install check: the C++ literals built wrong values ($cxx)" >&2; exit 1; }
+done
+echo "install check: TG_SHAPE/TG_INTS/TG_NOINTS/TG_STR from C++ (-Wpedantic -Werror) OK"
+
 # An op called from its installed documentation alone: the generated
 # header names batch_norm's inputs and says what each one is.  The program
 # passes them by those roles (not PyTorch's F.batch_norm order) and checks
