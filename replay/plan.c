@@ -387,7 +387,8 @@ tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
         return TG_OK;
     }
     snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "
-             "into constants by the optimizer cannot be swapped)", name);
+             "into constants by the optimizer cannot be swapped: -O2 and above fold them "
+             "unless opt_options.keep_params is set, tracegraph opt --keep-params)", name);
     return TG_ERR_ARG;
 }
 
