@@ -112,6 +112,12 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
     nin = trim_inputs(op, in, nin, site);
     if (nin < 0)
         return -1;
+    if ((info->props & GRAPH_PROP_VIEW) && nin > 0) {
+        char what[96];
+        snprintf(what, sizeof what, "%s: input 0 (a view takes a reference on it)", info->name);
+        if (eager_foreign(in[0], what, site))
+            return -1;
+    }
 
     graph_type in_type_buf[MAX_FIXED_IN], *in_type = in_type_buf;
     const void *in_data_buf[MAX_FIXED_IN], **in_data = in_data_buf;
