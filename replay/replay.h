@@ -14,7 +14,8 @@
  * flat loop of kernel calls.
  *
  * Threads: a plan may be shared; a session belongs to one thread at a time
- * (one session per thread).  A replay_run on a session that another thread
+ * (one session per thread), and may be handed to another thread between
+ * runs, also after the thread that made it has exited.  A replay_run on a session that another thread
  * is running is refused with TG_ERR_STATE and the message "session used by
  * two threads at once" (replay_session_error, on the refused thread), and
  * replay_session_free of such a session frees nothing.
