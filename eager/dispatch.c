@@ -21,6 +21,11 @@ static atomic_int g_threads = 1;
 
 void eager_set_threads(int n)
 {
+    if (n > TG_MAX_THREADS) {
+        eager_set_error(TG_ERR_ARG, NULL, "eager_set_threads: %d threads (at most %d); the "
+                        "setting stays %d", n, TG_MAX_THREADS, eager_threads());
+        return;
+    }
     atomic_store(&g_threads, n < 1 ? 1 : n);
 }
 

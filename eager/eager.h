@@ -239,7 +239,8 @@ TG_API void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
 
 /* ---- settings ---- */
 
-/* Threads each kernel may use (default 1); n < 1 means 1. */
+/* Threads each kernel may use (default 1); n < 1 means 1.  More than
+ * TG_MAX_THREADS (graph/api.h) is refused: an error, the setting kept. */
 TG_API void eager_set_threads(int n);
 TG_API int eager_threads(void);
 
