@@ -36,7 +36,9 @@ struct eager_tensor {
     int32_t refs; /* references; freed at 0 */
     uint16_t flags;
     int16_t block; /* size class of the data block in the cache, -1: plain free */
-    eager_tensor *base; /* for views: the tensor owning the storage */
+    /* For views: the tensor owning the storage.  In a freed header: the
+     * next one in its slab's queue of freed headers. */
+    eager_tensor *base;
     uint64_t tag;       /* see eager_tag() */
     /* The thread that made it (its state and that state's serial, which
      * changes when the thread exits): references are counted without
@@ -44,7 +46,6 @@ struct eager_tensor {
     struct eager_thread_state *owner;
     uint32_t owner_serial;
     uint32_t magic;     /* EAGER_LIVE or EAGER_DEAD */
-    eager_tensor *next_free; /* in its slab's queue of freed headers */
 };
 
 /*

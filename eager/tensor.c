@@ -248,37 +248,53 @@ long eager_live_tensors(void)
     return n;
 }
 
+/* header_alloc's way when the queue is short: a new header from the
+ * slab (a new slab when it is used up), else (out of memory) the oldest
+ * dead one; NULL when there is neither. */
+static __attribute__((noinline)) eager_tensor *header_refill(thread_state *t)
+{
+    if (t->slab_left == 0) {
+        char *slab = tg_aligned_alloc(64, SLAB_BYTES);
+        if (slab) {
+            *(char **)slab = t->slabs;
+            t->slabs = slab;
+            t->slab_next = slab + 64;
+            t->slab_left = (SLAB_BYTES - 64) / sizeof(eager_tensor);
+        }
+    }
+    if (t->slab_left > 0) {
+        eager_tensor *h = (eager_tensor *)t->slab_next;
+        t->slab_next += sizeof(eager_tensor);
+        t->slab_left--;
+        return h;
+    }
+    eager_tensor *h = t->fq_head;
+    if (h) {
+        t->fq_head = h->base;
+        if (!t->fq_head)
+            t->fq_tail = NULL;
+        t->fq_len--;
+    }
+    return h;
+}
+
 /* A header for a new tensor owned by t, counted live; NULL if out of
  * memory.  A dead header is taken from the queue's head only while more
  * than the quarantine wait, except when no new slab can be had. */
-static eager_tensor *header_alloc(thread_state *t)
+static inline eager_tensor *header_alloc(thread_state *t)
 {
-    eager_tensor *h;
-    if (t->fq_len <= EAGER_HEADER_QUARANTINE || !t->fq_head) {
-        if (t->slab_left == 0) {
-            char *slab = tg_aligned_alloc(64, SLAB_BYTES);
-            if (slab) {
-                *(char **)slab = t->slabs;
-                t->slabs = slab;
-                t->slab_next = slab + 64;
-                t->slab_left = (SLAB_BYTES - 64) / sizeof(eager_tensor);
-            }
-        }
-        if (t->slab_left > 0) {
-            h = (eager_tensor *)t->slab_next;
-            t->slab_next += sizeof(eager_tensor);
-            t->slab_left--;
-            goto got;
-        }
-        if (!t->fq_head)
-            return NULL;
+    eager_tensor *h = t->fq_head;
+    if (__builtin_expect(t->fq_len > EAGER_HEADER_QUARANTINE, 1)) {
+        /* the steady state of a loop: the oldest dead header, whose
+         * successor (freed thousands of tensors ago, out of L1) is
+         * fetched now for the next allocation */
+        t->fq_head = h->base;
+        t->fq_len--;
+        __builtin_prefetch(t->fq_head, 1);
+        __builtin_prefetch((char *)t->fq_head + 64, 1);
+    } else if (!(h = header_refill(t))) {
+        return NULL;
     }
-    h = t->fq_head;
-    t->fq_head = h->next_free;
-    if (!t->fq_head)
-        t->fq_tail = NULL;
-    t->fq_len--;
-got:
     t->live++;
     h->owner = t;
     h->owner_serial = atomic_load_explicit(&t->serial, memory_order_relaxed);
@@ -293,9 +309,9 @@ static void header_free(thread_state *t, eager_tensor *h)
     if (!t)
         return;
     t->live--;
-    h->next_free = NULL;
+    h->base = NULL; /* the queue's link from here on */
     if (t->fq_tail)
-        t->fq_tail->next_free = h;
+        t->fq_tail->base = h;
     else
         t->fq_head = h;
     t->fq_tail = h;
