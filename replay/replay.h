@@ -83,7 +83,7 @@ typedef struct replay_opts {
      * traced shapes need N bytes (arena A + params and constants C), more
      * than replay_opts.max_memory (M)"); replay_run at other dynamic sizes
      * that need more fails with TG_ERR_NOMEM and the same message ("these
-     * input shapes need ...") before anything is allocated for them.
+     * input shapes need ...") before the session's arena grows for them.
      */
     size_t max_memory;
 } replay_opts;
@@ -110,7 +110,7 @@ typedef struct replay_session replay_session;
  * Compiles g (verified first).  Returns NULL and a message in err when the
  * graph is invalid, the backend lacks an op ("op X is not supported on
  * backend Y", naming the node's call site), an option is out of range
- * ("replay: replay_opts.threads is 5000 (0 for 1, or 1 to 1024)"), or the
+ * ("replay: replay_opts.threads is 5000 (1 to 1024; 0 for the default 1)"), or the
  * traced shapes need more than opts.max_memory.  opts NULL: defaults.
  * REPLAY_OPENCL: opens opts.device (an index of replay_opencl_devices or a
  * substring of "platform device"; NULL: the first), uploads constants and
