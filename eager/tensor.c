@@ -482,12 +482,18 @@ int eager_foreign(const eager_tensor *t, const char *what, const eager_site *sit
     return 1;
 }
 
+/* eager_foreign, with its common case (a tensor of this thread) inline. */
+static inline int foreign(const eager_tensor *t, const char *what, const eager_site *site)
+{
+    return (!t->base && t->owner == tl_state) ? 0 : eager_foreign(t, what, site);
+}
+
 eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t)
 {
     eager_site site = {site_file_, site_line_, site_func_};
     if (!t)
         return NULL;
-    if (eager_check(t, "eager_retain", &site) < 0 || eager_foreign(t, "eager_retain", &site))
+    if (eager_check(t, "eager_retain", &site) < 0 || foreign(t, "eager_retain", &site))
         return NULL;
     if (!(t->flags & EAGER_T_STATIC))
         t->refs++;
@@ -499,7 +505,7 @@ eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t)
     eager_site site = {site_file_, site_line_, site_func_};
     if (!t)
         return NULL;
-    if (eager_check(t, "eager_keep", &site) < 0 || eager_foreign(t, "eager_keep", &site))
+    if (eager_check(t, "eager_keep", &site) < 0 || foreign(t, "eager_keep", &site))
         return NULL;
     if (t->flags & EAGER_T_POOLED)
         t->refs++;
@@ -510,7 +516,7 @@ void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t)
 {
     eager_site site = {site_file_, site_line_, site_func_};
     if (!t || eager_check(t, "eager_release", &site) < 0 ||
-        eager_foreign(t, "eager_release", &site))
+        foreign(t, "eager_release", &site))
         return;
     if (t->refs == 1 && (t->flags & EAGER_T_POOLED)) {
         eager_set_error(TG_ERR_STATE, &site,
