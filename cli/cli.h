@@ -151,6 +151,7 @@ enum {
     RUN_OPT_RTOL,
     RUN_OPT_ATOL,
     RUN_OPT_DEVICE,
+    RUN_OPT_MAX_MEMORY,
 };
 
 typedef struct cli_run_opts {

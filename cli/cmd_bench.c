@@ -38,6 +38,7 @@ static void bench_help(void)
            "  --warmup N        untimed runs first (default 10)\n"
            "  --runs N          timed runs (default 100)\n"
            "  --threads N       threads per kernel (default 1)\n"
+           "  --max-memory SIZE fail when the session would need more (as for `run`)\n"
            "  --seed N          seed of the random inputs (default 1)\n"
            "  --backend B       replay backend, cpu or opencl (default cpu)\n"
            "  --device D        OpenCL device: index or name substring\n\n"
@@ -245,7 +246,7 @@ static int bench_opencl(const cli_run_opts *o, cli_setup *s, double *times)
 int cli_bench(int argc, char **argv)
 {
     static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS, RUN_OPT_SEED,
-                              RUN_OPT_WARMUP, RUN_OPT_RUNS, 0};
+                              RUN_OPT_WARMUP, RUN_OPT_RUNS, RUN_OPT_MAX_MEMORY, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, bench_help, &o);
     if (rc) {

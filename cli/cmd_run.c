@@ -27,7 +27,10 @@ static void run_help(void)
            "  --backend cpu|opencl      where to run (default cpu)\n"
            "  --device N|NAME           OpenCL device: index or name substring\n"
            "                            (tracegraph devices; default the first)\n"
-           "  --threads N               threads per kernel (default 1)\n\n"
+           "  --threads N               threads per kernel (default 1)\n"
+           "  --max-memory SIZE         fail when the session would need more: its\n"
+           "                            arena plus params and constants (replay.h,\n"
+           "                            max_memory), in bytes or with K, M, G\n\n"
            "Inputs are .npy arrays of dtype <f4, <i8, <i4 or |b1 (f32, i64, i32, bool),\n"
            "C order.  Dims the trace marked dynamic may differ from the traced sizes.\n"
            "A wrong dtype or shape is reported as replay states it.\n\n"
@@ -92,7 +95,7 @@ done:
 int cli_run(int argc, char **argv)
 {
     static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_OUTPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS,
-                              0};
+                              RUN_OPT_MAX_MEMORY, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, run_help, &o);
     if (rc) {

@@ -45,11 +45,11 @@ static const command commands[] = {
     {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs",
      "tracegraph run FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                      [-o NAME=OUT.npy | -o OUT.npy]... [--backend cpu|opencl]\n"
-     "                      [--device N|NAME] [--threads N]"},
+     "                      [--device N|NAME] [--threads N] [--max-memory SIZE]"},
     {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s",
      "tracegraph bench FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--warmup N] [--runs N] [--threads N] [--seed N]\n"
-     "                        [--backend cpu|opencl] [--device N|NAME]"},
+     "                        [--backend cpu|opencl] [--device N|NAME] [--max-memory SIZE]"},
     {"check", cli_check, "compare replay with the reference interpreter",
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"

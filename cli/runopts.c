@@ -3,7 +3,9 @@
  * --threads, --seed, ...) and the setup they all do: load the graph, get
  * the inputs, compile a replay plan, open a session.
  */
+#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +23,28 @@ static const cli_opt run_opts[] = {
     {NULL, "--rtol", 1, RUN_OPT_RTOL},
     {NULL, "--atol", 1, RUN_OPT_ATOL},
     {NULL, "--device", 1, RUN_OPT_DEVICE},
+    {NULL, "--max-memory", 1, RUN_OPT_MAX_MEMORY},
 };
 
 const cli_opt *cli_run_opt(int id) { return &run_opts[id - 1]; }
+
+/* A byte count with an optional K, M or G (powers of 1024) into *out:
+ * CLI_OK, or CLI_USAGE after a message. */
+static int parse_size(const char *cmd, const char *opt, const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
+    int shift = 0;
+    if (s[0] >= '0' && s[0] <= '9' && !errno && end[0] && !end[1])
+        shift = strchr("kK", end[0]) ? 10 : strchr("mM", end[0]) ? 20 : strchr("gG", end[0]) ? 30 : -1;
+    if (!(s[0] >= '0' && s[0] <= '9') || errno || shift < 0 || (end[0] && end[1]) ||
+        v > (SIZE_MAX >> shift))
+        return cli_usage_error(cmd, "%s wants a size in bytes, with K, M or G for KiB, MiB or "
+                               "GiB (0: no limit), not '%s'", opt, s);
+    *out = (size_t)v << shift;
+    return CLI_OK;
+}
 
 /* One option's value into o; CLI_OK or CLI_USAGE after a message. */
 static int set_opt(cli_run_opts *o, int id, const char *arg)
@@ -54,11 +75,13 @@ static int set_opt(cli_run_opts *o, int id, const char *arg)
                    ? CLI_USAGE : CLI_OK;
     case RUN_OPT_THREADS: {
         long v;
-        if (cli_int(o->cmd, name, arg, 1, 1024, &v))
+        if (cli_int(o->cmd, name, arg, 1, TG_MAX_THREADS, &v))
             return CLI_USAGE;
         o->replay.threads = (int)v;
         return CLI_OK;
     }
+    case RUN_OPT_MAX_MEMORY:
+        return parse_size(o->cmd, name, arg, &o->replay.max_memory);
     case RUN_OPT_SEED:
         return cli_int(o->cmd, name, arg, 0, LONG_MAX, &o->seed) ? CLI_USAGE : CLI_OK;
     case RUN_OPT_WARMUP:

@@ -21,6 +21,11 @@ static atomic_int g_threads = 1;
 
 void eager_set_threads(int n)
 {
+    if (n > TG_MAX_THREADS) {
+        eager_set_error(TG_ERR_ARG, NULL, "eager_set_threads: %d threads (at most %d); the "
+                        "setting stays %d", n, TG_MAX_THREADS, eager_threads());
+        return;
+    }
     atomic_store(&g_threads, n < 1 ? 1 : n);
 }
 
@@ -112,6 +117,12 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
     nin = trim_inputs(op, in, nin, site);
     if (nin < 0)
         return -1;
+    if ((info->props & GRAPH_PROP_VIEW) && nin > 0) {
+        char what[96];
+        snprintf(what, sizeof what, "%s: input 0 (a view takes a reference on it)", info->name);
+        if (eager_foreign(in[0], what, site))
+            return -1;
+    }
 
     graph_type in_type_buf[MAX_FIXED_IN], *in_type = in_type_buf;
     const void *in_data_buf[MAX_FIXED_IN], **in_data = in_data_buf;

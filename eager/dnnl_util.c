@@ -134,6 +134,11 @@ struct eager_dnnl_prim {
     dnnl_primitive_t reorder; /* user -> mem[packed] */
     const void *packed_from;  /* caller buffer mem[packed] holds, or NULL */
     void *packed_buf;         /* mem[packed]'s buffer (packed_alloc) */
+    /* A kept state (a->state): prim and reorder own their scratchpads
+     * (user_scratchpad), or NULL when they need none. */
+    int own_scratch;
+    dnnl_memory_t scratch, rscratch;
+    void *scratch_buf, *rscratch_buf;
     int post_in_c;            /* run post in C after the primitive */
     graph_ints post;
     graph_post_prm prm;
@@ -154,6 +159,12 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p)
         dnnl_primitive_destroy(p->reorder);
     if (p->prim)
         dnnl_primitive_destroy(p->prim);
+    if (p->scratch)
+        dnnl_memory_destroy(p->scratch);
+    if (p->rscratch)
+        dnnl_memory_destroy(p->rscratch);
+    tg_free(p->scratch_buf);
+    tg_free(p->rscratch_buf);
     tg_free(p->packed_buf);
     tg_free(p);
 }
@@ -193,6 +204,49 @@ static void *packed_alloc(size_t n)
 }
 
 /*
+ * attr (NULL: the defaults) with the scratchpad left to the user.  In its
+ * default (library) mode oneDNN hands a primitive the scratchpad of the
+ * thread that created it, a thread_local freed when that thread exits: a
+ * replay session created and run on one thread, then run on another after
+ * the first exited, crashed inside oneDNN (issue 29).  A prim kept in a
+ * kernel state (a replay session's, which may move between threads) owns
+ * its scratchpad instead (make_scratchpad), passed at every execute; an
+ * eager call's prim, made and run at once on one thread, keeps the
+ * library's (own 0: attr is cloned only to stay owned by the caller).
+ */
+static dnnl_status_t user_scratchpad(dnnl_primitive_attr_t *out, const_dnnl_primitive_attr_t attr,
+                                     int own)
+{
+    dnnl_status_t s = attr ? dnnl_primitive_attr_clone(out, attr) : dnnl_primitive_attr_create(out);
+    if (s == dnnl_success && !own)
+        return s;
+    if (s != dnnl_success) {
+        *out = NULL;
+        return s;
+    }
+    if ((s = dnnl_primitive_attr_set_scratchpad_mode(*out, dnnl_scratchpad_mode_user)) !=
+        dnnl_success) {
+        dnnl_primitive_attr_destroy(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+/* The scratchpad pd asks for (none if it asks for 0 bytes) in *mem, its
+ * buffer in *buf. */
+static dnnl_status_t make_scratchpad(const_dnnl_primitive_desc_t pd, dnnl_engine_t eng,
+                                     dnnl_memory_t *mem, void **buf)
+{
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t n = md ? dnnl_memory_desc_get_size(md) : 0;
+    if (n == 0)
+        return dnnl_success;
+    if (!(*buf = tg_aligned_alloc(64, (n + 63) & ~(size_t)63)))
+        return dnnl_out_of_memory;
+    return dnnl_memory_create(mem, md, eng, *buf);
+}
+
+/*
  * Argument i in the layout the primitive chose (want), which differs from
  * the caller's (md): an owned buffer plus the reorder that fills it.
  */
@@ -206,10 +260,17 @@ static dnnl_status_t make_packed(eager_dnnl_prim *p, int i, const dnnl_memory_de
     dnnl_status_t s = dnnl_memory_create(&p->mem[i], want, eng, p->packed_buf);
     if (s == dnnl_success)
         s = dnnl_memory_create(&p->user, md, eng, DNNL_MEMORY_NONE);
+    dnnl_primitive_attr_t attr = NULL;
     if (s == dnnl_success)
-        s = dnnl_reorder_primitive_desc_create(&rpd, md, eng, want, eng, NULL);
+        s = user_scratchpad(&attr, NULL, p->own_scratch);
+    if (s == dnnl_success)
+        s = dnnl_reorder_primitive_desc_create(&rpd, md, eng, want, eng, attr);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
     if (s == dnnl_success) {
         s = dnnl_primitive_create(&p->reorder, rpd);
+        if (s == dnnl_success && p->own_scratch)
+            s = make_scratchpad(rpd, eng, &p->rscratch, &p->rscratch_buf);
         dnnl_primitive_desc_destroy(rpd);
     }
     if (s == dnnl_success)
@@ -259,12 +320,21 @@ static dnnl_status_t make_memories(eager_dnnl_prim *p, const eager_dnnl_spec *sp
  * oneDNN's first choice otherwise.
  */
 static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const eager_dnnl_spec *sp,
-                               const_dnnl_primitive_attr_t attr, dnnl_engine_t eng)
+                               const_dnnl_primitive_attr_t user_attr, int own_scratch,
+                               dnnl_engine_t eng)
 {
-    if (!sp->prefer)
-        return dnnl_primitive_desc_create(pd, sp->desc, attr, eng, NULL);
+    dnnl_primitive_attr_t attr;
+    dnnl_status_t s = user_scratchpad(&attr, user_attr, own_scratch);
+    if (s != dnnl_success)
+        return s;
+    if (!sp->prefer) {
+        s = dnnl_primitive_desc_create(pd, sp->desc, attr, eng, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        return s;
+    }
     dnnl_primitive_desc_iterator_t it;
-    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, sp->desc, attr, eng, NULL);
+    s = dnnl_primitive_desc_iterator_create(&it, sp->desc, attr, eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
     if (s != dnnl_success)
         return s;
     *pd = NULL;
@@ -315,7 +385,7 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
         return s;
     *step = "primitive descriptor";
     int in_c = sp->attr && needs_c_post(sp->post);
-    if ((s = pd_create(&pd, sp, in_c ? NULL : sp->attr, eng)) != dnnl_success)
+    if ((s = pd_create(&pd, sp, in_c ? NULL : sp->attr, p->own_scratch, eng)) != dnnl_success)
         return s;
     const char *impl = NULL;
     if (!in_c && sp->attr && sp->post && sp->post->n &&
@@ -323,7 +393,7 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
         impl && (strstr(impl, "gemm") || strstr(impl, "ref"))) {
         /* post-ops there are a scalar loop: same primitive without them */
         dnnl_primitive_desc_destroy(pd);
-        if ((s = pd_create(&pd, sp, NULL, eng)) != dnnl_success)
+        if ((s = pd_create(&pd, sp, NULL, p->own_scratch, eng)) != dnnl_success)
             return s;
         in_c = 1;
     }
@@ -339,6 +409,9 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
     *step = "memory";
     if (s == dnnl_success)
         s = make_memories(p, sp, pd, eng);
+    *step = "scratchpad";
+    if (s == dnnl_success && p->own_scratch)
+        s = make_scratchpad(pd, eng, &p->scratch, &p->scratch_buf);
     dnnl_primitive_desc_destroy(pd);
     return s;
 }
@@ -357,6 +430,7 @@ tg_status eager_dnnl_prim_new(const eager_kargs *a, const eager_dnnl_spec *sp,
     p->base.free = prim_state_free;
     p->what = sp->what;
     p->nthreads = a->nthreads;
+    p->own_scratch = a->state != NULL;
     p->nargs = sp->nargs;
     p->packed = -1;
     p->dst = p->res = -1;
@@ -473,9 +547,10 @@ tg_status eager_dnnl_node_impl(const graph *g, int32_t node, char *impl, size_t 
 static dnnl_status_t repack(eager_dnnl_prim *p, dnnl_stream_t stream, const void *src)
 {
     dnnl_status_t s = dnnl_memory_set_data_handle(p->user, (void *)src);
-    dnnl_exec_arg_t ex[2] = {{DNNL_ARG_FROM, p->user}, {DNNL_ARG_TO, p->mem[p->packed]}};
+    dnnl_exec_arg_t ex[3] = {{DNNL_ARG_FROM, p->user}, {DNNL_ARG_TO, p->mem[p->packed]},
+                             {DNNL_ARG_SCRATCHPAD, p->rscratch}};
     if (s == dnnl_success)
-        s = dnnl_primitive_execute(p->reorder, stream, 2, ex);
+        s = dnnl_primitive_execute(p->reorder, stream, p->rscratch ? 3 : 2, ex);
     if (s == dnnl_success)
         s = dnnl_stream_wait(stream);
     p->packed_from = s == dnnl_success ? src : NULL;
@@ -485,7 +560,7 @@ static dnnl_status_t repack(eager_dnnl_prim *p, dnnl_stream_t stream, const void
 static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, const char **step)
 {
     dnnl_stream_t stream;
-    dnnl_exec_arg_t ex[EAGER_DNNL_MAX_ARGS];
+    dnnl_exec_arg_t ex[EAGER_DNNL_MAX_ARGS + 1];
     dnnl_status_t s;
     *step = "stream";
     if ((s = eager_dnnl_stream(&stream)) != dnnl_success)
@@ -507,6 +582,10 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
         }
         ex[nex].arg = p->arg[i];
         ex[nex++].memory = p->mem[i];
+    }
+    if (p->scratch) {
+        ex[nex].arg = DNNL_ARG_SCRATCHPAD;
+        ex[nex++].memory = p->scratch;
     }
     *step = "execute";
     if ((s = dnnl_primitive_execute(p->prim, stream, nex, ex)) != dnnl_success)

@@ -12,12 +12,23 @@
  * it and drops it at pop, unless the caller took a reference of its own
  * with eager_retain().  Tensors are not thread-safe: one thread at a time.
  * Misuse is detected, not undefined: every function taking a tensor checks
- * a magic word in its header, so a tensor released twice, used after the
- * pool that owned it popped, or released while its pool still owns it
- * gives an error naming the call ("add: input 0 was already freed ...
- * (model.c:42 f)") and frees nothing twice.  Once its memory is reused by
- * a new tensor a stale pointer can no longer be told apart: run with
- * TG_EAGER_NO_CACHE=1 under a sanitizer to catch every such use.
+ * its header, so a tensor released twice, used after the pool that owned
+ * it popped, or released while its pool still owns it gives an error
+ * naming the call ("add: input 0: the tensor was already freed ...
+ * (model.c:42 f)") and frees nothing twice.  This holds after its data
+ * block went to a new tensor of the same size: headers live apart from
+ * the data, in memory never given back to malloc, and a freed header is
+ * reused only after 4096 more tensors were freed on that thread (a stale
+ * pointer older than that may alias a new tensor; TG_EAGER_NO_CACHE=1
+ * under a sanitizer then still reports a read of its data).
+ *
+ * Threads.  A tensor's references belong to the thread that made it (they
+ * are counted without atomics): eager_retain, eager_release, eager_keep
+ * and a view op (reshape) on another thread are refused with TG_ERR_STATE
+ * ("eager_release: the tensor belongs to the thread that made it ...")
+ * while that thread runs; once it has exited, any thread may release its
+ * tensors.  Reading a tensor, or passing it as an op's input, from another
+ * thread is allowed while no thread changes it.
  *
  * Errors.  An op that fails returns NULL and records an error; an op given
  * NULL returns NULL without a new error, so a chain of calls can be checked
@@ -228,7 +239,8 @@ TG_API void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
 
 /* ---- settings ---- */
 
-/* Threads each kernel may use (default 1); n < 1 means 1. */
+/* Threads each kernel may use (default 1); n < 1 means 1.  More than
+ * TG_MAX_THREADS (graph/api.h) is refused: an error, the setting kept. */
 TG_API void eager_set_threads(int n);
 TG_API int eager_threads(void);
 

@@ -13,12 +13,21 @@ enum {
  * The magic word of a tensor's header: EAGER_LIVE while it is allocated,
  * EAGER_DEAD once freed.  Every entry point that takes a tensor checks it
  * (eager_check), so a tensor released twice or used after its pool popped
- * is refused instead of handing its block out twice.  It sits past the
- * first 16 bytes of the header, which the block cache's free-list link
- * (and malloc's own bookkeeping) overwrite in a freed block.
+ * is refused instead of handing its storage out twice.
+ *
+ * Headers are not in the data's block: they come from per-thread slabs
+ * that are never given back to malloc (tensor.c), and a freed header is
+ * reused only after EAGER_HEADER_QUARANTINE more headers were freed on
+ * that thread.  So a stale pointer's check always reads a header (never
+ * freed memory, even with the block cache off under a sanitizer), and
+ * finds it dead even when the freed data block went at once to the next
+ * tensor of its size.
  */
 #define EAGER_LIVE 0x7447e11eu
 #define EAGER_DEAD 0x7447dea0u
+#define EAGER_HEADER_QUARANTINE 4096
+
+struct eager_thread_state;
 
 struct eager_tensor {
     graph_type type;
@@ -26,9 +35,16 @@ struct eager_tensor {
     void *data;   /* 64-byte aligned, numel elements, row-major */
     int32_t refs; /* references; freed at 0 */
     uint16_t flags;
-    int16_t block; /* size class in the block cache, -1: plain free */
-    eager_tensor *base; /* for views: the tensor owning the storage */
+    int16_t block; /* size class of the data block in the cache, -1: plain free */
+    /* For views: the tensor owning the storage.  In a freed header: the
+     * next one in its slab's queue of freed headers. */
+    eager_tensor *base;
     uint64_t tag;       /* see eager_tag() */
+    /* The thread that made it (its state and that state's serial, which
+     * changes when the thread exits): references are counted without
+     * atomics, so another thread may not retain or release it. */
+    struct eager_thread_state *owner;
+    uint32_t owner_serial;
     uint32_t magic;     /* EAGER_LIVE or EAGER_DEAD */
 };
 
@@ -44,6 +60,14 @@ static inline int eager_check(const eager_tensor *t, const char *what,
 {
     return t && t->magic == EAGER_LIVE ? 0 : eager_check_live(t, what, site);
 }
+
+/*
+ * Nonzero (and an error "what: ..." at site) if the live tensor t (or the
+ * base of the view t) belongs to a thread other than this one that is
+ * still running: references are counted without atomics, so only its own
+ * thread may take or drop one.  A tensor of an exited thread is anyone's.
+ */
+int eager_foreign(const eager_tensor *t, const char *what, const eager_site *site);
 
 /* Allocates a tensor of type t (data uninitialized); NULL + error on OOM. */
 eager_tensor *eager_alloc(const graph_type *t, const eager_site *site);

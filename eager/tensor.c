@@ -12,10 +12,10 @@ eager_tensor eager_none_ = {.refs = 1, .flags = EAGER_T_STATIC, .block = -1,
                             .magic = EAGER_LIVE};
 
 
-/* Header rounded up so the data after it stays 64-byte aligned. */
-#define HEADER_BYTES ((sizeof(eager_tensor) + 63) & ~(size_t)63)
-/* The block of a tensor owning `bytes` of data (a view owns none). */
-#define BLOCK_BYTES(bytes) (HEADER_BYTES + (((bytes) + 63) & ~(size_t)63))
+/* The data block of a tensor owning `bytes` of data (a view owns none):
+ * 64-byte multiples, at least 64 so that an empty tensor's data is a
+ * pointer of its own. */
+#define BLOCK_BYTES(bytes) ((bytes) ? (((bytes) + 63) & ~(size_t)63) : 64)
 
 int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
                     const char *what, const eager_site *site)
@@ -50,16 +50,19 @@ int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
 }
 
 /*
- * Per-thread state: a cache of small tensor blocks and a live-tensor count.
+ * Per-thread state: a cache of small data blocks, the slabs of tensor
+ * headers and a live-tensor count.
  *
  * Small ops are dominated by allocation (an aligned malloc and free were
  * ~40% of a 16-element add), so blocks up to CACHE_CLASSES * 64 bytes are
  * kept on per-size free lists of the thread that frees them, linked
  * through the freed blocks themselves.  The live count is per thread too
  * (a shared atomic counter cost ~10 ns per tensor); eager_live_tensors()
- * sums the threads' counts.  A thread's state is released when it exits (a
- * pthread key destructor folds its count into exited_live) or, for the
- * cache, on eager_trim_cache().
+ * sums the threads' counts.  A thread's cache is released when it exits (a
+ * pthread key destructor) or on eager_trim_cache().  The state itself is
+ * never freed: headers in its slabs may still be referenced (live tensors
+ * of the exited thread, stale pointers), so it goes to a spare list, its
+ * serial bumped, and a later thread takes it over.
  *
  * The lists hold up to CACHE_BYTES in all, only as much as the program
  * actually freed: a pool of many small tensors (a long eager loop) that
@@ -78,10 +81,26 @@ typedef struct free_block {
     struct free_block *next;
 } free_block;
 
-typedef struct thread_state {
+/*
+ * Tensor headers come from slabs of SLAB_BYTES, never freed (internal.h):
+ * a freed header joins the tail of the thread's queue and is taken again
+ * from its head only while more than EAGER_HEADER_QUARANTINE wait, so a
+ * stale pointer keeps reading a dead header until that many more tensors
+ * were freed on the thread.  The first 64 bytes of a slab link the slabs.
+ */
+#define SLAB_BYTES ((size_t)64 << 10)
+
+typedef struct eager_thread_state {
     long live; /* tensors allocated minus freed on this thread */
     int nocache; /* TG_EAGER_NO_CACHE: every block from and back to malloc */
-    struct thread_state *prev, *next;
+    _Atomic uint32_t serial; /* bumped when the thread exits (eager_tensor.owner) */
+    struct eager_thread_state *next;  /* all states */
+    struct eager_thread_state *spare; /* the spare list (exited threads) */
+    eager_tensor *fq_head, *fq_tail;  /* freed headers, oldest first */
+    size_t fq_len;
+    char *slabs;     /* this state's slabs (the first word links them) */
+    char *slab_next; /* unused headers of the newest slab */
+    size_t slab_left;
     struct free_block *head[CACHE_CLASSES]; /* free blocks of (k + 1) * 64 bytes */
     size_t cached_bytes;
     /* Large blocks, reused at exactly the same size: a chain of big
@@ -99,8 +118,8 @@ static _Thread_local thread_state *tl_state;
 static pthread_key_t state_key;
 static pthread_once_t state_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t states_mu = PTHREAD_MUTEX_INITIALIZER;
-static thread_state *states;  /* all live threads' states */
-static long exited_live;      /* counts of exited threads (under states_mu) */
+static thread_state *states; /* every state ever made (under states_mu) */
+static thread_state *spares; /* states of exited threads, to take over */
 
 static void trim(thread_state *t)
 {
@@ -150,6 +169,8 @@ static void large_keep(thread_state *t, void *p, size_t size)
     t->large_bytes += size;
 }
 
+/* At thread exit: the cache goes back to malloc, the state (slabs, live
+ * count) to the spare list; tensors the thread made are now anyone's. */
 static void state_free(void *p)
 {
     thread_state *t = p;
@@ -157,15 +178,10 @@ static void state_free(void *p)
         return;
     trim(t);
     pthread_mutex_lock(&states_mu);
-    exited_live += t->live;
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        states = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
+    atomic_fetch_add_explicit(&t->serial, 1, memory_order_relaxed);
+    t->spare = spares;
+    spares = t;
     pthread_mutex_unlock(&states_mu);
-    tg_free(t);
 }
 
 /*
@@ -192,20 +208,27 @@ static thread_state *get_state(void)
     if (tl_state)
         return tl_state;
     pthread_once(&state_once, state_key_init);
-    thread_state *t = tg_calloc(1, sizeof *t);
+    pthread_mutex_lock(&states_mu);
+    thread_state *t = spares;
+    if (t)
+        spares = t->spare;
+    pthread_mutex_unlock(&states_mu);
+    if (!t && (t = tg_calloc(1, sizeof *t)) != NULL) {
+        pthread_mutex_lock(&states_mu);
+        t->next = states;
+        states = t;
+        pthread_mutex_unlock(&states_mu);
+    }
     if (!t)
         return NULL;
     t->nocache = no_cache;
     if (pthread_setspecific(state_key, t) != 0) {
-        tg_free(t);
+        pthread_mutex_lock(&states_mu);
+        t->spare = spares; /* listed already: kept for the next thread */
+        spares = t;
+        pthread_mutex_unlock(&states_mu);
         return NULL;
     }
-    pthread_mutex_lock(&states_mu);
-    t->next = states;
-    if (states)
-        states->prev = t;
-    states = t;
-    pthread_mutex_unlock(&states_mu);
     return tl_state = t;
 }
 
@@ -218,23 +241,91 @@ void eager_trim_cache(void)
 long eager_live_tensors(void)
 {
     pthread_mutex_lock(&states_mu);
-    long n = exited_live;
+    long n = 0;
     for (thread_state *t = states; t; t = t->next)
         n += t->live;
     pthread_mutex_unlock(&states_mu);
     return n;
 }
 
-/* A 64-aligned block of total bytes, counted live; *cls: cache class or -1. */
-static void *block_alloc(size_t total, int16_t *cls)
+/* header_alloc's way when the queue is short: a new header from the
+ * slab (a new slab when it is used up), else (out of memory) the oldest
+ * dead one; NULL when there is neither. */
+static __attribute__((noinline)) eager_tensor *header_refill(thread_state *t)
 {
-    thread_state *t = tl_state ? tl_state : get_state();
-    TG_ASSERT(total >= HEADER_BYTES && total % 64 == 0); /* BLOCK_BYTES */
+    if (t->slab_left == 0) {
+        char *slab = tg_aligned_alloc(64, SLAB_BYTES);
+        if (slab) {
+            *(char **)slab = t->slabs;
+            t->slabs = slab;
+            t->slab_next = slab + 64;
+            t->slab_left = (SLAB_BYTES - 64) / sizeof(eager_tensor);
+        }
+    }
+    if (t->slab_left > 0) {
+        eager_tensor *h = (eager_tensor *)t->slab_next;
+        t->slab_next += sizeof(eager_tensor);
+        t->slab_left--;
+        return h;
+    }
+    eager_tensor *h = t->fq_head;
+    if (h) {
+        t->fq_head = h->base;
+        if (!t->fq_head)
+            t->fq_tail = NULL;
+        t->fq_len--;
+    }
+    return h;
+}
+
+/* A header for a new tensor owned by t, counted live; NULL if out of
+ * memory.  A dead header is taken from the queue's head only while more
+ * than the quarantine wait, except when no new slab can be had. */
+static inline eager_tensor *header_alloc(thread_state *t)
+{
+    eager_tensor *h = t->fq_head;
+    if (__builtin_expect(t->fq_len > EAGER_HEADER_QUARANTINE, 1)) {
+        /* the steady state of a loop: the oldest dead header, whose
+         * successor (freed thousands of tensors ago, out of L1) is
+         * fetched now for the next allocation */
+        t->fq_head = h->base;
+        t->fq_len--;
+        __builtin_prefetch(t->fq_head, 1);
+        __builtin_prefetch((char *)t->fq_head + 64, 1);
+    } else if (!(h = header_refill(t))) {
+        return NULL;
+    }
+    t->live++;
+    h->owner = t;
+    h->owner_serial = atomic_load_explicit(&t->serial, memory_order_relaxed);
+    return h;
+}
+
+/* A dead header joins the tail of t's queue (t NULL, out of memory for a
+ * state: it stays dead where it is, never reused). */
+static void header_free(thread_state *t, eager_tensor *h)
+{
+    TG_ASSERT(h->magic == EAGER_DEAD);
+    if (!t)
+        return;
+    t->live--;
+    h->base = NULL; /* the queue's link from here on */
+    if (t->fq_tail)
+        t->fq_tail->base = h;
+    else
+        t->fq_head = h;
+    t->fq_tail = h;
+    t->fq_len++;
+}
+
+/* A 64-aligned data block of total bytes from t's cache or malloc;
+ * *cls: its cache class or BLOCK_LARGE. */
+static void *block_alloc(thread_state *t, size_t total, int16_t *cls)
+{
+    TG_ASSERT(total >= 64 && total % 64 == 0); /* BLOCK_BYTES */
     size_t k = total / 64 - 1;
     void *p = NULL;
     *cls = k < CACHE_CLASSES ? (int16_t)k : BLOCK_LARGE;
-    if (!t)
-        return NULL; /* out of memory for the state that counts the block */
     if (t->nocache)
         ;
     else if (t && k < CACHE_CLASSES && t->head[k]) {
@@ -247,22 +338,13 @@ static void *block_alloc(size_t total, int16_t *cls)
         p = large_take(t, total);
     if (!p)
         p = tg_aligned_alloc(64, total);
-    if (p && t)
-        t->live++;
     return p;
 }
 
-static void block_free(void *p, int16_t cls, size_t total)
+/* Gives a data block back to t's cache (t NULL: to malloc). */
+static void block_free(thread_state *t, void *p, int16_t cls, size_t total)
 {
-    thread_state *t = tl_state ? tl_state : get_state();
-    if (t)
-        t->live--;
-    else { /* no state (out of memory): counted against the exited threads' */
-        pthread_mutex_lock(&states_mu);
-        exited_live--;
-        pthread_mutex_unlock(&states_mu);
-    }
-    if (t && t->nocache) {
+    if (!t || t->nocache) {
         tg_free(p);
         return;
     }
@@ -283,16 +365,22 @@ static void block_free(void *p, int16_t cls, size_t total)
 eager_tensor *eager_alloc(const graph_type *t, const eager_site *site)
 {
     size_t bytes = graph_type_bytes(t);
-    int16_t cls;
-    eager_tensor *x = block_alloc(BLOCK_BYTES(bytes), &cls);
-    if (!x) {
+    thread_state *st = tl_state ? tl_state : get_state();
+    eager_tensor *x = st ? header_alloc(st) : NULL;
+    int16_t cls = -1;
+    void *data = x ? block_alloc(st, BLOCK_BYTES(bytes), &cls) : NULL;
+    if (!data) {
+        if (x) {
+            x->magic = EAGER_DEAD;
+            header_free(st, x);
+        }
         eager_set_error(TG_ERR_NOMEM, site, "cannot allocate %zu bytes",
                         bytes);
         return NULL;
     }
     x->type = *t;
     x->numel = graph_type_numel(t);
-    x->data = (char *)x + HEADER_BYTES;
+    x->data = data;
     x->refs = 1;
     x->flags = 0;
     x->block = cls;
@@ -305,21 +393,21 @@ eager_tensor *eager_alloc(const graph_type *t, const eager_site *site)
 eager_tensor *eager_alloc_view(eager_tensor *base, const graph_type *t,
                                const eager_site *site)
 {
-    int16_t cls;
-    eager_tensor *x = block_alloc(HEADER_BYTES, &cls);
+    while (base->base)
+        base = base->base;
+    thread_state *st = tl_state ? tl_state : get_state();
+    eager_tensor *x = st ? header_alloc(st) : NULL;
     if (!x) {
         eager_set_error(TG_ERR_NOMEM, site, "cannot allocate a view");
         return NULL;
     }
-    while (base->base)
-        base = base->base;
     x->type = *t;
     x->numel = graph_type_numel(t);
     x->data = base->data;
     x->refs = 1;
     x->flags = 0;
-    x->block = cls;
-    base->refs++; /* base is live: the dispatcher checked in[0] */
+    x->block = -1;
+    base->refs++; /* live and this thread's: the dispatcher checked (eager_foreign) */
     x->base = base;
     x->tag = 0;
     x->magic = EAGER_LIVE;
@@ -356,23 +444,48 @@ tg_status eager_check_at(EAGER_SITE_PARAMS, const eager_tensor *t,
 }
 
 /* Drops one reference of a live tensor, freeing it (and then its base) at
- * zero.  The header is marked dead before the block goes back. */
+ * zero: the header is marked dead and queued, the data block goes back. */
 static void drop(eager_tensor *t)
 {
     while (t && !(t->flags & EAGER_T_STATIC) && --t->refs <= 0) {
         eager_tensor *base = t->base;
-        size_t total =
-            base ? HEADER_BYTES : BLOCK_BYTES((size_t)t->numel * graph_dtype_size(t->type.dtype));
-        /* The header still describes the block it came with (its cache
-         * class): else the block would go back to another size's list. */
-        TG_ASSERT(t->magic == EAGER_LIVE && t->refs == 0 &&
-                  t->block == (total / 64 - 1 < CACHE_CLASSES ? (int16_t)(total / 64 - 1)
-                                                               : BLOCK_LARGE));
+        thread_state *st = tl_state ? tl_state : get_state();
+        TG_ASSERT(t->magic == EAGER_LIVE && t->refs == 0);
+        if (!base) {
+            size_t bytes = (size_t)t->numel * graph_dtype_size(t->type.dtype);
+            size_t total = BLOCK_BYTES(bytes);
+            /* The header still describes the block it came with (its cache
+             * class): else the block would go back to another size's list. */
+            TG_ASSERT(t->block == (total / 64 - 1 < CACHE_CLASSES ? (int16_t)(total / 64 - 1)
+                                                                  : BLOCK_LARGE));
+            block_free(st, t->data, t->block, total);
+        }
         t->magic = EAGER_DEAD;
         t->flags = 0;
-        block_free(t, t->block, total);
+        t->data = NULL;
+        header_free(st, t);
         t = base;
     }
+}
+
+int eager_foreign(const eager_tensor *t, const char *what, const eager_site *site)
+{
+    while (t->base)
+        t = t->base; /* a view's references go to its base too */
+    const thread_state *o = t->owner;
+    if (!o || o == tl_state ||
+        atomic_load_explicit(&o->serial, memory_order_relaxed) != t->owner_serial)
+        return 0;
+    eager_set_error(TG_ERR_STATE, site,
+                    "%s: the tensor belongs to the thread that made it (references are "
+                    "not atomic: retain and release it there, or copy its data)", what);
+    return 1;
+}
+
+/* eager_foreign, with its common case (a tensor of this thread) inline. */
+static inline int foreign(const eager_tensor *t, const char *what, const eager_site *site)
+{
+    return (!t->base && t->owner == tl_state) ? 0 : eager_foreign(t, what, site);
 }
 
 eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t)
@@ -380,7 +493,7 @@ eager_tensor *eager_retain_at(EAGER_SITE_PARAMS, eager_tensor *t)
     eager_site site = {site_file_, site_line_, site_func_};
     if (!t)
         return NULL;
-    if (eager_check(t, "eager_retain", &site) < 0)
+    if (eager_check(t, "eager_retain", &site) < 0 || foreign(t, "eager_retain", &site))
         return NULL;
     if (!(t->flags & EAGER_T_STATIC))
         t->refs++;
@@ -392,7 +505,7 @@ eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t)
     eager_site site = {site_file_, site_line_, site_func_};
     if (!t)
         return NULL;
-    if (eager_check(t, "eager_keep", &site) < 0)
+    if (eager_check(t, "eager_keep", &site) < 0 || foreign(t, "eager_keep", &site))
         return NULL;
     if (t->flags & EAGER_T_POOLED)
         t->refs++;
@@ -402,7 +515,8 @@ eager_tensor *eager_keep_at(EAGER_SITE_PARAMS, eager_tensor *t)
 void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t)
 {
     eager_site site = {site_file_, site_line_, site_func_};
-    if (!t || eager_check(t, "eager_release", &site) < 0)
+    if (!t || eager_check(t, "eager_release", &site) < 0 ||
+        foreign(t, "eager_release", &site))
         return;
     if (t->refs == 1 && (t->flags & EAGER_T_POOLED)) {
         eager_set_error(TG_ERR_STATE, &site,

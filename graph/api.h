@@ -16,4 +16,12 @@
 #define TG_API
 #endif
 
+/*
+ * The most threads a call may be given: replay_opts.threads,
+ * eager_set_threads and the tool's --threads.  OpenMP allocates per
+ * thread, and libgomp answers a failed allocation by exiting the process
+ * (2^30 threads did), so a larger count is refused with an error.
+ */
+#define TG_MAX_THREADS 1024
+
 #endif

@@ -3,6 +3,7 @@
 #define TG_REPLAY_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../eager/kernel.h"
 #include "../optimize/memplan.h"
@@ -76,6 +77,11 @@ typedef struct replay_item {
 struct replay_plan {
     graph *g; /* the plan's own copy: params, constants, names, sites */
     replay_opts opts;
+    /* One for the caller (until replay_plan_free) and one per session:
+     * the plan is freed at 0, with the last of them. */
+    atomic_int refs;
+    atomic_int given_up; /* replay_plan_free was called */
+    size_t fixed_bytes;  /* params and constants held (replay_opts.max_memory) */
     const replay_backend *backend;
     replay_item *items;
     int32_t nitems;
@@ -115,6 +121,9 @@ typedef struct replay_guard_warns {
  * to the plan's guard_warn or (none given) writes it to stderr the first
  * time this session sees that guard change. */
 void replay_guard_warned(replay_guard_warns *w, int32_t guard, const char *msg);
+
+/* Drops one reference to p (internal.h, refs); frees it at 0. */
+void replay_plan_unref(replay_plan *p);
 
 /* "node 12 (matmul at model.c:42 fn)" */
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len);

@@ -69,6 +69,24 @@ static tg_status infer_types(const replay_plan *p, const replay_tensor *const *i
     return TG_OK;
 }
 
+/*
+ * Nonzero (a message in err naming the sizes) if a session at variant v's
+ * shapes would need more than opts.max_memory (replay.h says what is
+ * counted).  which: "the traced shapes" or "these input shapes".
+ */
+static int over_budget(const replay_plan *p, const replay_variant *v, const char *which,
+                       char *err, size_t errlen)
+{
+    size_t max = p->opts.max_memory, arena = v->mp.arena_bytes;
+    size_t need = arena + p->fixed_bytes;
+    if (!max || (need <= max && need >= arena))
+        return 0;
+    snprintf(err, errlen, "replay: %s need %zu bytes (arena %zu + params and constants %zu), "
+             "more than replay_opts.max_memory (%zu)", which,
+             need >= arena ? need : SIZE_MAX, arena, p->fixed_bytes, max);
+    return 1;
+}
+
 static replay_variant *variant_new(replay_plan *p, const replay_tensor *const *in,
                                    tg_status *status, char *err, size_t errlen)
 {
@@ -93,6 +111,11 @@ static replay_variant *variant_new(replay_plan *p, const replay_tensor *const *i
     }
     if (opt_memplan_build_aligned(g, v->types, !p->opts.no_inplace, p->align, &v->mp) != TG_OK)
         goto oom;
+    if (over_budget(p, v, p->traced ? "these input shapes" : "the traced shapes", err,
+                    errlen)) {
+        variant_free(v);
+        return NULL; /* *status: TG_ERR_NOMEM */
+    }
     *status = TG_OK;
     return v;
 oom:
@@ -264,7 +287,12 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         errlen = sizeof tmp;
     }
     replay_opts o = opts ? *opts : (replay_opts){REPLAY_CPU, 1, 0, NULL};
-    if (o.threads < 1)
+    if (o.threads < 0 || o.threads > TG_MAX_THREADS) {
+        snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
+                 o.threads, TG_MAX_THREADS);
+        return NULL;
+    }
+    if (o.threads == 0)
         o.threads = 1;
     if ((unsigned)o.backend >= sizeof backends / sizeof *backends || !backends[o.backend]) {
         snprintf(err, errlen, "replay: unknown backend %d", (int)o.backend);
@@ -281,6 +309,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         return NULL;
     }
     pthread_mutex_init(&p->mu, NULL);
+    atomic_init(&p->refs, 1);
+    atomic_init(&p->given_up, 0);
     p->opts = o;
     const replay_backend *be = p->backend = backends[o.backend];
     if (graph_verify(p->g, 0) != TG_OK) {
@@ -303,6 +333,11 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     }
     for (int32_t i = 0; i < p->g->ninputs; i++)
         p->nkey += p->g->values[p->g->inputs[i]].type.ndim;
+    for (int32_t i = 0; i < p->g->nvalues; i++) {
+        const graph_value *v = &p->g->values[i];
+        if ((v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM) && v->data)
+            p->fixed_bytes += graph_type_bytes(&v->type);
+    }
     if (schedule(p) != TG_OK) {
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
@@ -335,10 +370,8 @@ fail:
     return NULL;
 }
 
-void replay_plan_free(replay_plan *p)
+static void plan_destroy(replay_plan *p)
 {
-    if (!p)
-        return;
     for (replay_variant *v = p->traced, *next; v; v = next) {
         next = v->next;
         variant_free(v);
@@ -349,6 +382,20 @@ void replay_plan_free(replay_plan *p)
     tg_free(p->items);
     graph_free(p->g);
     tg_free(p);
+}
+
+void replay_plan_unref(replay_plan *p)
+{
+    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
+        plan_destroy(p);
+}
+
+void replay_plan_free(replay_plan *p)
+{
+    /* the caller's reference, once: a second call while sessions keep the
+     * plan drops nothing more */
+    if (p && !atomic_exchange(&p->given_up, 1))
+        replay_plan_unref(p);
 }
 
 size_t replay_workspace_size(const replay_plan *p)

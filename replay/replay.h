@@ -14,7 +14,8 @@
  * flat loop of kernel calls.
  *
  * Threads: a plan may be shared; a session belongs to one thread at a time
- * (one session per thread).  A replay_run on a session that another thread
+ * (one session per thread), and may be handed to another thread between
+ * runs, also after the thread that made it has exited.  A replay_run on a session that another thread
  * is running is refused with TG_ERR_STATE and the message "session used by
  * two threads at once" (replay_session_error, on the refused thread), and
  * replay_session_free of such a session frees nothing.
@@ -58,7 +59,9 @@ typedef enum replay_backend_kind {
 
 typedef struct replay_opts {
     replay_backend_kind backend;
-    int threads;        /* threads each kernel may use (default 1) */
+    /* Threads each kernel may use: 1..TG_MAX_THREADS (graph/api.h), 0 for
+     * the default 1; others are refused by replay_compile. */
+    int threads;
     int no_inplace;     /* disable in-place buffer reuse (debugging) */
     const char *device; /* backend device (OpenCL: index or name substring) */
     /*
@@ -68,6 +71,21 @@ typedef struct replay_opts {
      */
     void (*guard_warn)(void *ctx, const char *msg);
     void *guard_warn_ctx;
+    /*
+     * The most bytes a session may need (0: no limit).  Counted: the arena
+     * the memory plan lays out for the input shapes (every intermediate
+     * value; replay_workspace_size for the traced ones, also when the
+     * caller brings the workspace) plus the params and constants the plan
+     * holds.  Not counted: the kernels' own state made at a session's
+     * first run (weights repacked for oneDNN, its scratchpads), the
+     * sessions' small bookkeeping, and the caller's inputs and outputs.
+     * replay_compile fails when the traced shapes need more ("replay: the
+     * traced shapes need N bytes (arena A + params and constants C), more
+     * than replay_opts.max_memory (M)"); replay_run at other dynamic sizes
+     * that need more fails with TG_ERR_NOMEM and the same message ("these
+     * input shapes need ...") before the session's arena grows for them.
+     */
+    size_t max_memory;
 } replay_opts;
 
 typedef struct replay_tensor {
@@ -90,8 +108,10 @@ typedef struct replay_session replay_session;
 
 /*
  * Compiles g (verified first).  Returns NULL and a message in err when the
- * graph is invalid or the backend lacks an op ("op X is not supported on
- * backend Y", naming the node's call site).  opts NULL: defaults.
+ * graph is invalid, the backend lacks an op ("op X is not supported on
+ * backend Y", naming the node's call site), an option is out of range
+ * ("replay: replay_opts.threads is 5000 (1 to 1024; 0 for the default 1)"), or the
+ * traced shapes need more than opts.max_memory.  opts NULL: defaults.
  * REPLAY_OPENCL: opens opts.device (an index of replay_opencl_devices or a
  * substring of "platform device"; NULL: the first), uploads constants and
  * params once and builds every kernel now: an op the device cannot run,
@@ -100,7 +120,13 @@ typedef struct replay_session replay_session;
  */
 TG_API replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
                                    size_t errlen);
-/* Frees a plan; its sessions must be freed first. NULL is a no-op. */
+/*
+ * Gives up the caller's plan.  A session still open on it keeps it: the
+ * plan is freed with the last of its sessions (replay_session_free), so
+ * the sessions stay valid and may still run.  The caller must not use p
+ * after this call (replay_session_new on it returns NULL while a session
+ * keeps it alive).  NULL is a no-op.
+ */
 TG_API void replay_plan_free(replay_plan *p);
 
 /* Arena bytes a session needs for the traced shapes (0 for NULL). */

@@ -243,7 +243,8 @@ static bound *bind(replay_session *s, replay_variant *v)
 
 replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
 {
-    if (!p || (workspace && (((uintptr_t)workspace & 63) || size < replay_workspace_size(p))))
+    if (!p || atomic_load(&p->given_up) ||
+        (workspace && (((uintptr_t)workspace & 63) || size < replay_workspace_size(p))))
         return NULL;
     replay_session *s = tg_calloc(1, sizeof *s);
     if (!s)
@@ -268,6 +269,7 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
             tg_free(s);
             return NULL;
         }
+        atomic_fetch_add(&p->refs, 1); /* the plan lives while s does */
         return s;
     }
     if (workspace) {
@@ -284,6 +286,7 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
             return NULL;
         }
     }
+    atomic_fetch_add(&p->refs, 1); /* the plan lives while s does */
     return s;
 }
 
@@ -321,7 +324,9 @@ void replay_session_free(replay_session *s)
         tg_free(s->arena);
     tg_free(s->in);
     tg_free(s->warns.told);
+    replay_plan *p = s->p;
     tg_free(s);
+    replay_plan_unref(p); /* frees p if the caller gave it up already */
 }
 
 const char *replay_session_error(const replay_session *s)

@@ -8,7 +8,8 @@
  *                  weights as params fc1.weight, fc1.bias, fc2.weight, fc2.bias
  *                  mlp_x.npy -> mlp_y.npy (batch 4), mlp_x3.npy -> mlp_y3.npy
  *                  (batch 3), mlp_bad.npy (f32[4,31]: a wrong shape),
- *                  mlp_int.npy (i32[4,32]: a wrong dtype)
+ *                  mlp_int.npy (i32[4,32]: a wrong dtype), mlp_x256.npy
+ *                  (batch 256: a larger arena, for --max-memory)
  *   branchy.tgraph a data-dependent branch (relu if sum(x) > 0, else neg):
  *                  a decision guard; branchy_x.npy -> branchy_y.npy takes the
  *                  traced branch, branchy_other.npy the other one;
@@ -88,6 +89,7 @@ static int make_mlp(void)
     rc |= save_npy("mlp_x3.npy", x3) | save_npy("mlp_y3.npy", m.forward(x3, m.params));
     rc |= save_npy("mlp_bad.npy", eager_rand_uniform(TG_SHAPE(4, 31), 102, -1, 1));
     rc |= save_npy("mlp_int.npy", eager_full(GRAPH_I32, TG_SHAPE(4, 32), 1));
+    rc |= save_npy("mlp_x256.npy", eager_rand_uniform(TG_SHAPE(256, 32), 103, -1, 1));
     eager_pool_pop();
     model_free(&m);
     return rc;

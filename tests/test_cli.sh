@@ -178,6 +178,32 @@ expect 0 "$TG" run pair.tgraph -i pair_a.npy -i pair_b.npy -o sum2.npy
 same sum2.npy pair_sum.npy
 has out "prod: f32[2,3] = [" # not written: summarized
 expect 0 "$TG" run mlp.tgraph -i mlp_x.npy -o y2.npy --threads 2
+expect 2 "$TG" run mlp.tgraph -i mlp_x.npy --threads 1025
+has err "tracegraph run: --threads wants an integer from 1 to 1024, not '1025'"
+# --max-memory (replay_opts.max_memory): the traced shapes' arena plus the
+# params must fit at compile; a larger batch that needs more fails at run
+expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --max-memory 1
+has err "tracegraph run: replay: the traced shapes need "
+has err "more than replay_opts.max_memory (1)"
+need=$(sed -n 's/.*the traced shapes need \([0-9]*\) bytes (arena [0-9]* + params and constants [0-9]*).*/\1/p' err)
+[ -n "$need" ] && [ "$need" -gt 1 ] && good || bad "--max-memory 1: no byte count in: $(cat err)"
+expect 0 "$TG" run mlp.tgraph -i mlp_x.npy -o ymem.npy --max-memory "$need"
+same ymem.npy mlp_y.npy
+expect 1 "$TG" run mlp.tgraph -i mlp_x256.npy --max-memory "$need"
+has err "tracegraph run: replay: these input shapes need "
+has err "more than replay_opts.max_memory ($need)"
+expect 0 "$TG" run mlp.tgraph -i mlp_x256.npy --max-memory 1G
+expect 0 "$TG" run mlp.tgraph -i mlp_x.npy -o ymem2.npy --max-memory 4m
+same ymem2.npy mlp_y.npy
+expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --max-memory 1k
+has err "more than replay_opts.max_memory (1024)"
+for size in 12X -5 1.5M "" 18446744073709551616 17179869184G 1MB; do
+    expect 2 "$TG" run mlp.tgraph -i mlp_x.npy --max-memory "$size"
+    has err "tracegraph run: --max-memory wants a size in bytes, with K, M or G for KiB, MiB or GiB (0: no limit), not '$size'"
+done
+expect 1 "$TG" bench mlp.tgraph --runs 2 --max-memory 1
+has err "tracegraph bench: replay: the traced shapes need "
+expect 0 "$TG" bench mlp.tgraph --runs 2 --warmup 0 --max-memory "$need"
 expect 0 "$TG" run branchy.tgraph -i branchy_x.npy -o by.npy
 same by.npy branchy_y.npy
 # errors from replay, verbatim

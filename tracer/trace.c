@@ -67,7 +67,8 @@ static void stacks_free(void *p)
 {
     stack_cache *c = p;
     for (int i = 0; i < 256; i++)
-        for (int w = 0; w < STACK_WAYS && c->e[i][w]; w++) /* ways fill in order */
+        for (int w = 0; w < STACK_WAYS; w++) /* a way whose allocation failed stays
+                                                 NULL while a later one is filled */
             tg_free(c->e[i][w]);
     tg_free(c);
 }
