@@ -13,7 +13,6 @@
 #include "../eager/dnnl_util.h"
 #include "../eager/eager.h"
 #include "../graph/alloc.h"
-#include "../formats/file.h"
 #include "../formats/tgraph_impl.h"
 #include "../formats/tgraph.h"
 #include "../graph/text.h"

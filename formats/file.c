@@ -1,8 +1,7 @@
 /*
  * file.c - format_src: a file or stream read in steps, each as far as
  * the bytes already read declare, with read(2) so that a pipe is judged
- * by its first bytes; format_read_file: one read whole within a bound;
- * format_write_file: a complete file or none (file.h).
+ * by its first bytes; format_write_file: a complete file or none (file.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -181,29 +180,4 @@ void format_src_close(format_src *s)
     tg_free(s->buf);
     s->buf = NULL;
     s->len = s->cap = 0;
-}
-
-tg_status format_read_file(const char *path, size_t max, uint8_t **buf, size_t *len,
-                           uint64_t *size, char *err, size_t errlen)
-{
-    *buf = NULL;
-    *len = 0;
-    format_src s;
-    tg_status st = format_src_open(&s, path, err, errlen);
-    if (st != TG_OK)
-        return st;
-    st = format_src_fill(&s, max, NULL, 0, err, errlen);
-    if (st == TG_OK && !s.buf) /* never NULL on success */
-        s.buf = tg_malloc(1);
-    if (st == TG_OK && !s.buf)
-        st = tg_fail(TG_ERR_NOMEM, err, errlen, "%s: out of memory reading the file", path);
-    if (st == TG_OK) {
-        *buf = s.buf;
-        *len = s.len;
-        if (size)
-            *size = s.regular ? s.size : s.len;
-        s.buf = NULL;
-    }
-    format_src_close(&s);
-    return st;
 }

@@ -1,7 +1,7 @@
 /*
  * file.h - files for every format: reading one in steps bounded by its
- * own header (format_src), or whole within a bound, and writing a saved file in one piece, for every format writer
- * (.tgraph, ONNX, .npy): the bytes go to a temporary "<path>.tmpXXXXXX"
+ * own header (format_src), and writing a saved file in one piece, for
+ * every format writer (.tgraph, ONNX, .npy): the bytes go to a temporary "<path>.tmpXXXXXX"
  * (mkstemp, mode 0644), renamed over path only once it is complete, so a
  * failed save never leaves a half-written file (nor destroys the file it
  * was replacing).  A path that exists and is not a regular file
@@ -76,15 +76,5 @@ tg_status format_src_read(format_src *s, void *dst, size_t n, size_t *got, char 
 
 /* Closes the file and frees the buffer (a buffer set to NULL was taken). */
 void format_src_close(format_src *s);
-
-/*
- * Reads the file at path (at most its first max bytes) into *buf
- * (tg_malloc'd, tg_free it; never NULL on success), with format_src;
- * *size (may be NULL) gets the file's size for a regular file, else the
- * bytes read.  Errors: "<path>: cannot open:
- * <reason>", "<path>: is a directory", read errors, TG_ERR_NOMEM.
- */
-tg_status format_read_file(const char *path, size_t max, uint8_t **buf, size_t *len,
-                           uint64_t *size, char *err, size_t errlen);
 
 #endif
