@@ -137,7 +137,7 @@ static void warm_up(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc, (void)argv;
+    fuzz_budget_init(*argc, *argv);
     char err[512] = "";
     int n = replay_opencl_devices(NULL, 0, err, sizeof err);
     if (n <= 0)
@@ -255,7 +255,7 @@ static void run(const graph *g, replay_plan *p, const graph_type *types, int cmp
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input fi;
-    if (!fuzz_split(data, size, 3, &fi))
+    if (fuzz_over_budget() || !fuzz_split(data, size, 3, &fi))
         return 0;
     char err[4096] = "";
     graph *g = fuzz_load(&fi, err, sizeof err);
