@@ -52,7 +52,10 @@ static const int64_t special[16] = {
  * (from LLVMFuzzerInitialize) reads the flag from the target's own
  * arguments; once the budget is spent, fuzz_over_budget makes each input
  * left a no-op, so the run ends within the budget plus the one input
- * then running (at most -timeout).
+ * then running (at most -timeout).  libFuzzer's own clock starts after
+ * LLVMFuzzerInitialize, and reads its flags after it too: a target that
+ * spends time there (fuzz_ocl's warm-up builds) gives libFuzzer only what
+ * is left (fuzz_budget_rest).
  */
 static double fuzz_deadline;
 
@@ -73,6 +76,19 @@ static void fuzz_budget_init(int argc, char **argv)
 static int fuzz_over_budget(void)
 {
     return fuzz_deadline > 0 && fuzz_now() > fuzz_deadline;
+}
+
+/* -max_total_time in argv set to the seconds left of the budget (at
+ * least 1), for libFuzzer to read after LLVMFuzzerInitialize. */
+static void fuzz_budget_rest(int argc, char **argv)
+{
+    static char flag[40];
+    double left = fuzz_deadline - fuzz_now();
+    for (int i = 1; i < argc && fuzz_deadline > 0; i++)
+        if (strncmp(argv[i], "-max_total_time=", 16) == 0) {
+            snprintf(flag, sizeof flag, "-max_total_time=%ld", left < 1 ? 1L : (long)left);
+            argv[i] = flag;
+        }
 }
 
 /* FUZZ_RUN_VERBOSE=1: each refusal printed (seeds are checked that way). */
