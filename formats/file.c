@@ -120,9 +120,10 @@ tg_status format_src_fill(format_src *s, size_t n, const void *magic, size_t mle
             /* Grown as bytes arrive, never past n: a declared size costs
              * memory only once the bytes are there. */
             size_t ncap = s->cap < 32768 ? 65536 : s->cap <= SIZE_MAX / 2 ? s->cap * 2 : n;
-            if (s->regular && s->size >= s->len && s->size < SIZE_MAX &&
-                (size_t)s->size + 1 > s->cap && (size_t)s->size + 1 < ncap)
-                ncap = (size_t)s->size + 1; /* + 1: the read that finds the end */
+            /* A regular file's size is the OS's word: one allocation (+ 1:
+             * the read that finds the end), unless it grew meanwhile. */
+            if (s->regular && s->size < SIZE_MAX && (size_t)s->size + 1 > s->cap)
+                ncap = (size_t)s->size + 1;
             ncap = ncap < n ? ncap : n;
             uint8_t *nb = tg_realloc(s->buf, ncap);
             if (!nb) {
