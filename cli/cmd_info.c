@@ -13,7 +13,7 @@
 #include "../eager/dnnl_util.h"
 #include "../eager/eager.h"
 #include "../graph/alloc.h"
-#include "../formats/file.h"
+#include "../formats/tgraph_impl.h"
 #include "../formats/tgraph.h"
 #include "../graph/text.h"
 #include "cli.h"
@@ -159,11 +159,11 @@ int cli_info(int argc, char **argv)
             return CLI_ERROR;
         printf("file %s: ONNX model, imported\n", cli_escs(file));
     } else {
-        /* Read once, then the header and the graph from memory: a pipe
-         * cannot be read twice. */
+        /* Read once, as far as its header declares, then the header and
+         * the graph from memory: a pipe cannot be read twice. */
         uint8_t *buf;
         size_t len;
-        tg_status st = format_read_file(file, SIZE_MAX, &buf, &len, NULL, err, sizeof err);
+        tg_status st = format_read_tgraph(file, &buf, &len, err, sizeof err);
         if (st == TG_OK)
             st = format_info_mem(buf, len, file, &fi, err, sizeof err);
         if (st == TG_OK && !(g = format_load_mem(buf, len, file, err, sizeof err)))

@@ -21,13 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGN 64
 /* NumPy's GROWTH_AXIS_MAX_DIGITS: spare header room for appending rows. */
 #define NPY_GROWTH_DIGITS 21
+/* The longest header read (NumPy's own reader allows 10000 bytes): a
+ * pipe's declared header length is read only up to this. */
+#define NPY_HEADER_MAX 65536
 /* Longest descr or key we keep for comparison and messages. */
 #define NPY_TOKEN_MAX 40
 
@@ -121,15 +123,21 @@ static tg_status parse_string(parser *ps, char out[NPY_TOKEN_MAX + 4], const cha
                      : perr(ps, TG_ERR_FORMAT, ps->pos, "%s must be a quoted string", what);
     }
     size_t start = ++ps->pos, k = 0;
-    while (ps->pos < ps->n && ps->p[ps->pos] != q) {
+    /* A newline ends the line, and so an unterminated string (as in Python). */
+    while (ps->pos < ps->n && ps->p[ps->pos] != q && ps->p[ps->pos] != '\n') {
         if (ps->p[ps->pos] == '\\')
             return perr(ps, TG_ERR_FORMAT, ps->pos, "escape sequences are not supported in "
                         "%s", what);
+        /* NumPy writes printable ASCII; a NUL would end the C string early
+         * ('<f4\0junk' read as '<f4'). */
+        if (ps->p[ps->pos] < 0x20 || ps->p[ps->pos] == 0x7f)
+            return perr(ps, TG_ERR_FORMAT, ps->pos, "byte 0x%02x inside %s (a header string "
+                        "holds printable characters only)", ps->p[ps->pos], what);
         if (k < NPY_TOKEN_MAX)
             out[k++] = (char)ps->p[ps->pos];
         ps->pos++;
     }
-    if (ps->pos >= ps->n)
+    if (ps->pos >= ps->n || ps->p[ps->pos] != q)
         return perr(ps, TG_ERR_FORMAT, start - 1, "unterminated string");
     if (ps->pos - start > NPY_TOKEN_MAX)
         memcpy(out + k, "...", 3), k += 3;
@@ -310,6 +318,9 @@ static char *shape_repr(const graph_type *t, char *buf, size_t len)
 
 /* ---- the container ---- */
 
+/* The length of a stream, not known until its end. */
+#define NPY_STREAM UINT64_MAX
+
 typedef struct layout {
     size_t hstart, hlen; /* the header's bytes */
     size_t data_off, nbytes;
@@ -343,12 +354,16 @@ static tg_status parse_prefix(const uint8_t *b, size_t avail, uint64_t flen,
         TG_FAIL(TG_ERR_FORMAT, "%s: at byte 8: a header of %llu bytes runs past the end of "
                 "the file (%llu bytes)", name, (unsigned long long)hlen,
                 (unsigned long long)flen);
+    if (hlen > NPY_HEADER_MAX)
+        TG_FAIL(TG_ERR_FORMAT, "%s: at byte 8: a header of %llu bytes (at most %d are read)",
+                name, (unsigned long long)hlen, NPY_HEADER_MAX);
     lay->hlen = (size_t)hlen;
     lay->data_off = lay->hstart + lay->hlen;
     return TG_OK;
 }
 
-/* The header dict, then the data size against the flen-byte file. */
+/* The header dict, then the data size against the flen-byte file
+ * (NPY_STREAM: a stream's length is not known yet; only lay->nbytes). */
 static tg_status parse_body(const uint8_t *b, uint64_t flen, const char *name,
                             layout *lay, graph_type *t, char *err, size_t errlen)
 {
@@ -368,6 +383,9 @@ static tg_status parse_body(const uint8_t *b, uint64_t flen, const char *name,
         TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: shape %s of '%s' is too large (at most 2^40 "
                 "elements, a 0 dim counted as 1)", name, lay->data_off, shp, descr);
     uint64_t nbytes = graph_type_bytes(t);
+    lay->nbytes = (size_t)nbytes;
+    if (flen == NPY_STREAM)
+        return TG_OK;
     if (nbytes > have)
         TG_FAIL(TG_ERR_FORMAT, "%s: at byte %zu: the data is truncated: shape %s of '%s' "
                 "needs %llu bytes, the file has %llu", name, lay->data_off, shp, descr,
@@ -433,42 +451,34 @@ tg_status format_npy_load_mem(const void *buf, size_t len, const char *name,
 /*
  * From a regular file: the prefix and header are read first and checked
  * against the file size, so the data buffer is allocated only once its
- * size is known to match the bytes on disk.
+ * size is known to match the bytes on disk; the data is read straight
+ * into it.
  */
-static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type *type,
-                           void **data, char *err, size_t errlen)
+static tg_status load_file(format_src *s, graph_type *type, void **data, char *err,
+                           size_t errlen)
 {
-    uint8_t pre[12];
-    size_t got = fread(pre, 1, flen < 12 ? (size_t)flen : 12, f);
     layout lay = {0};
-    tg_status st = parse_prefix(pre, got, flen, path, &lay, err, errlen);
-    if (st != TG_OK)
-        return st;
-    uint8_t *head = tg_malloc(lay.data_off);
-    if (!head)
-        TG_FAIL(TG_ERR_NOMEM, "%s: out of memory for a %zu-byte header", path, lay.hlen);
-    size_t have = got < lay.data_off ? got : lay.data_off;
-    memcpy(head, pre, have);
     graph_type t;
-    if (fread(head + have, 1, lay.data_off - have, f) != lay.data_off - have)
-        st = tg_fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: read error in the header",
-                     path, have);
-    else
-        st = parse_body(head, flen, path, &lay, &t, err, errlen);
-    tg_free(head);
+    const char *path = s->name;
+    tg_status st = parse_prefix(s->buf, s->len, s->size, path, &lay, err, errlen);
+    if (st == TG_OK)
+        st = format_src_fill(s, lay.data_off, NULL, 0, err, errlen);
+    if (st == TG_OK && s->len < lay.data_off)
+        st = tg_fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: the file ends inside the "
+                     "header (did it change while being read?)", path, s->len);
+    if (st == TG_OK)
+        st = parse_body(s->buf, s->size, path, &lay, &t, err, errlen);
     if (st != TG_OK)
         return st;
-    if (fseek(f, (long)lay.data_off, SEEK_SET) != 0)
-        TG_FAIL(TG_ERR_IO, "%s: cannot seek to byte %zu: %s", path, lay.data_off,
-                strerror(errno));
     uint8_t *d = alloc_data(lay.nbytes);
     if (!d)
         TG_FAIL(TG_ERR_NOMEM, "%s: out of memory for %zu bytes of data", path, lay.nbytes);
-    size_t n = lay.nbytes ? fread(d, 1, lay.nbytes, f) : 0;
-    if (n != lay.nbytes)
+    size_t n = 0;
+    st = format_src_read(s, d, lay.nbytes, &n, err, errlen);
+    if (st == TG_OK && n != lay.nbytes)
         st = tg_fail(TG_ERR_IO, err, errlen, "%s: at byte %zu: the file ends inside the data "
                      "(did it change while being read?)", path, lay.data_off + n);
-    else if (t.dtype == GRAPH_BOOL)
+    else if (st == TG_OK && t.dtype == GRAPH_BOOL)
         st = check_bools(d, n, lay.data_off, path, err, errlen);
     if (st != TG_OK) {
         tg_free(d);
@@ -479,16 +489,30 @@ static tg_status load_file(FILE *f, uint64_t flen, const char *path, graph_type 
     return TG_OK;
 }
 
-/* From a pipe or other stream of unknown size: all of it, then as memory. */
-static tg_status load_pipe(FILE *f, const char *path, graph_type *type, void **data,
-                           char *err, size_t errlen)
+/*
+ * From a pipe or device: as far as the header declares (the data and one
+ * byte more, to see the end), then as memory.  A stream that never ends
+ * costs its header's data size at most; one that sends less is refused
+ * at its end as a truncated file.
+ */
+static tg_status load_stream(format_src *s, graph_type *type, void **data, char *err,
+                             size_t errlen)
 {
-    uint8_t *buf;
-    size_t len;
-    tg_status st = format_read_stream(f, path, SIZE_MAX, 0, &buf, &len, err, errlen);
+    layout lay = {0};
+    graph_type t;
+    size_t want = s->len;
+    tg_status st = parse_prefix(s->buf, s->len, NPY_STREAM, s->name, &lay, err, errlen);
     if (st == TG_OK)
-        st = format_npy_load_mem(buf, len, path, type, data, err, errlen);
-    tg_free(buf);
+        st = format_src_fill(s, lay.data_off, NULL, 0, err, errlen);
+    if (st == TG_OK && s->len == lay.data_off) {
+        st = parse_body(s->buf, NPY_STREAM, s->name, &lay, &t, err, errlen);
+        want = lay.data_off + lay.nbytes + 1; /* at most 2^43 + 2^16: no wrap */
+    }
+    if (st == TG_OK)
+        st = format_src_fill(s, want, NULL, 0, err, errlen);
+    /* The messages of a truncated or extended file, as from memory. */
+    if (st == TG_OK)
+        st = format_npy_load_mem(s->buf, s->len, s->name, type, data, err, errlen);
     return st;
 }
 
@@ -500,20 +524,16 @@ tg_status format_npy_load(const char *path, graph_type *type, void **data, char 
     *data = NULL;
     if (!path)
         TG_FAIL(TG_ERR_NULL, "no path given");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        TG_FAIL(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    tg_status st;
-    if (fstat(fileno(f), &sb) != 0)
-        st = tg_fail(TG_ERR_IO, err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-    else if (S_ISDIR(sb.st_mode))
-        st = tg_fail(TG_ERR_IO, err, errlen, "%s: is a directory", path);
-    else if (S_ISREG(sb.st_mode))
-        st = load_file(f, (uint64_t)sb.st_size, path, type, data, err, errlen);
-    else
-        st = load_pipe(f, path, type, data, err, errlen);
-    fclose(f);
+    format_src s;
+    tg_status st = format_src_open(&s, path, err, errlen);
+    if (st != TG_OK)
+        return st;
+    /* The magic first: a stream of other bytes stops here. */
+    st = format_src_fill(&s, 12, NPY_MAGIC, NPY_MAGIC_LEN, err, errlen);
+    if (st == TG_OK)
+        st = s.regular ? load_file(&s, type, data, err, errlen)
+                       : load_stream(&s, type, data, err, errlen);
+    format_src_close(&s);
     return st;
 }
 

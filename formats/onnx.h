@@ -228,10 +228,16 @@ TG_API tg_status format_onnx_save_mem(const graph *g, const format_onnx_save_opt
                                       void **buf, size_t *len, char *err,
                                       size_t errlen);
 
+/* The largest ONNX model read (2 GiB - 1: protobuf's limit for a message). */
+#define FORMAT_ONNX_MAX_BYTES 0x7fffffffull
+
 /*
  * Loads an ONNX model from path; the caller frees the graph with
  * graph_free.  opts may be NULL.  NULL on error, with a message in err
- * (errlen bytes, always terminated; err may be NULL).
+ * (errlen bytes, always terminated; err may be NULL).  A pipe or device
+ * is read as a file is, up to FORMAT_ONNX_MAX_BYTES; its first byte must
+ * start a protobuf field, which a stream of other bytes fails at once.
+ * A directory is refused.
  */
 TG_API graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
                                char *err, size_t errlen);

@@ -129,4 +129,14 @@ void format_raw_free(format_raw_sections *s);
 tg_status format_pack(const format_raw_sections *s, int level, void **buf,
                       size_t *len, char *err, size_t errlen);
 
+/*
+ * Reads the .tgraph file at path into *buf (tg_malloc'd, tg_free it) for
+ * format_load_mem, as far as its header declares (plus one byte, to see
+ * the end): the magic first, then the header and the section table,
+ * checked as format_info_file does, then the sections.  A pipe or device
+ * is read alike; a directory is refused.  TG_OK, or the header's error.
+ */
+tg_status format_read_tgraph(const char *path, uint8_t **buf, size_t *len, char *err,
+                             size_t errlen);
+
 #endif

@@ -315,9 +315,79 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
 }
 
 /*
- * Maps the file read-only (prefaulted from the page cache: no copy, no
- * zeroing); falls back to reading it.  A file truncated by another process
- * while mapped would fault, as with any mmap-based loader.
+ * The magic, header and section table of the file open in s, each read
+ * only once the bytes before it are right, checked against the file's
+ * size (a regular file) or the size the header declares (a stream);
+ * *flen gets that size.  A file whose start is wrong stops early and is
+ * judged from the bytes read (check_start's messages); so is one that
+ * ends early.
+ */
+static tg_status read_head(format_src *s, format_info *info, entry *ents, uint64_t *flen,
+                           char *err, size_t errlen)
+{
+    const char *name = s->name;
+    tg_status st = format_src_fill(s, FORMAT_HEADER_SIZE, FORMAT_MAGIC, 8, err, errlen);
+    if (st == TG_OK && s->len == FORMAT_HEADER_SIZE &&
+        memcmp(s->buf, FORMAT_MAGIC, 8) == 0) {
+        uint32_t n = (uint32_t)format_get_le(s->buf + 12, 4);
+        if (n >= 1 && n <= FORMAT_MAX_SECTIONS)
+            st = format_src_fill(s, FORMAT_HEADER_SIZE + (size_t)FORMAT_ENTRY_SIZE * n + 8,
+                                 NULL, 0, err, errlen);
+    }
+    if (st != TG_OK)
+        return st;
+    *flen = s->regular ? s->size : s->len >= 24 ? format_get_le(s->buf + 16, 8) : s->len;
+    return parse_header(s->buf ? s->buf : (const uint8_t *)"", s->len, *flen, name, info,
+                        ents, err, errlen);
+}
+
+/*
+ * After read_head: the rest of the file in s, up to the flen bytes the
+ * header or the OS gives, and one byte more (to see the end: a stream
+ * longer than it declares is refused by the checks from memory).  The
+ * sections' sizes are capped and tile the file up to flen, so this is
+ * the bound.  *buf gets s's buffer (tg_free it).
+ */
+static tg_status read_rest(format_src *s, uint64_t flen, uint8_t **buf, size_t *len,
+                           char *err, size_t errlen)
+{
+    if (flen >= SIZE_MAX)
+        TG_FAIL(TG_ERR_FORMAT, "%s: the header says %llu bytes, more than this machine can "
+                "address", s->name, (unsigned long long)flen);
+    tg_status st = format_src_fill(s, (size_t)flen + 1, NULL, 0, err, errlen);
+    if (st != TG_OK)
+        return st;
+    *buf = s->buf;
+    *len = s->len;
+    s->buf = NULL;
+    return TG_OK;
+}
+
+tg_status format_read_tgraph(const char *path, uint8_t **buf, size_t *len, char *err,
+                             size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    format_src s;
+    tg_status st = format_src_open(&s, path, err, errlen);
+    if (st != TG_OK)
+        return st;
+    format_info info;
+    entry ents[FORMAT_MAX_SECTIONS];
+    uint64_t flen = 0;
+    st = read_head(&s, &info, ents, &flen, err, errlen);
+    if (st == TG_OK)
+        st = read_rest(&s, flen, buf, len, err, errlen);
+    format_src_close(&s);
+    return st;
+}
+
+/*
+ * Maps a regular file read-only (prefaulted from the page cache: no copy,
+ * no zeroing) once its header and table are right; reads other files
+ * (pipes, devices) as far as their header declares.  A file truncated by
+ * another process while mapped would fault, as with any mmap-based
+ * loader.
  */
 graph *format_load(const char *path, char *err, size_t errlen)
 {
@@ -325,27 +395,30 @@ graph *format_load(const char *path, char *err, size_t errlen)
         tg_errf(err, errlen, "format_load: NULL path");
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
-        (uint64_t)sb.st_size <= SIZE_MAX) {
-        size_t len = (size_t)sb.st_size;
-        void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        close(fd);
+    format_src s;
+    if (format_src_open(&s, path, err, errlen) != TG_OK)
+        return NULL;
+    format_info info;
+    entry ents[FORMAT_MAX_SECTIONS];
+    uint64_t flen = 0;
+    tg_status st = read_head(&s, &info, ents, &flen, err, errlen);
+    graph *g = NULL;
+    if (st == TG_OK && s.regular && flen <= SIZE_MAX) {
+        void *m = mmap(NULL, (size_t)flen, PROT_READ, MAP_PRIVATE | MAP_POPULATE, s.fd, 0);
         if (m != MAP_FAILED) {
-            graph *g = format_load_mem(m, len, path, err, errlen);
-            munmap(m, len);
+            g = format_load_mem(m, (size_t)flen, path, err, errlen);
+            munmap(m, (size_t)flen);
+            format_src_close(&s);
             return g;
         }
-    } else if (fd >= 0) {
-        close(fd);
     }
-    uint8_t *buf;
-    size_t len;
-    uint64_t flen;
-    if (format_read_file(path, SIZE_MAX, &buf, &len, &flen, err, errlen) != TG_OK)
-        return NULL;
-    graph *g = format_load_mem(buf, len, path, err, errlen);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (st == TG_OK)
+        st = read_rest(&s, flen, &buf, &len, err, errlen);
+    format_src_close(&s);
+    if (st == TG_OK)
+        g = format_load_mem(buf, len, path, err, errlen);
     tg_free(buf);
     return g;
 }
@@ -354,16 +427,13 @@ tg_status format_info_file(const char *path, format_info *info, char *err,
                            size_t errlen)
 {
     entry ents[FORMAT_MAX_SECTIONS];
-    uint8_t *buf;
-    size_t len;
-    uint64_t flen;
     if (!path || !info)
         TG_FAIL(TG_ERR_NULL, "format_info_file: NULL argument");
-    size_t hmax = FORMAT_HEADER_SIZE + FORMAT_ENTRY_SIZE * FORMAT_MAX_SECTIONS + 8;
-    tg_status st = format_read_file(path, hmax, &buf, &len, &flen, err, errlen);
-    if (st != TG_OK)
-        return st;
-    st = parse_header(buf, len, flen, path, info, ents, err, errlen);
-    tg_free(buf);
+    format_src s;
+    tg_status st = format_src_open(&s, path, err, errlen);
+    uint64_t flen;
+    if (st == TG_OK)
+        st = read_head(&s, info, ents, &flen, err, errlen);
+    format_src_close(&s);
     return st;
 }

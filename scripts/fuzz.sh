@@ -32,6 +32,12 @@
 #                 info, dump, dot)     bytes, cli_main in-process, files in a
 #                                     temporary directory only
 # FUZZ_TARGETS="fuzz_ocl fuzz_run" runs only the targets named (default: all).
+# Each target holds its time: libFuzzer checks -max_total_time only between
+# mutations, not while it runs the corpus it starts from, so the slow
+# targets (fuzz_run, fuzz_ocl) stop doing work once it is spent
+# (fuzz_budget_init in tests/fuzz_graph.h); each prints the time it took.
+# fuzz_onnx and fuzz_run mutate ONNX models by their structure
+# (tests/fuzz_onnx_mutate.h).
 # New inputs go to a scratch corpus in $FUZZ_DIR (default build-fuzz/), never
 # into the repository, and so do the OpenCL program caches (PoCL's and the
 # backend's TG_OPENCL_CACHE, $FUZZ_DIR/cache).  The OpenCL driver's own
@@ -119,6 +125,7 @@ run() { # name seed-dir max-len [extra libFuzzer flags...]
     mkdir -p "$out/corpus/$name"
     [ -d "$seeds" ] && cp -n "$seeds"/* "$out/corpus/$name/" 2>/dev/null || true
     echo "fuzz.sh: running $name for ${secs}s"
+    local t0=$SECONDS
     if ! OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 \
             LSAN_OPTIONS=suppressions=$root/tests/lsan_fuzz.supp "$out/$name" \
             -max_total_time="$secs" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
@@ -129,6 +136,7 @@ run() { # name seed-dir max-len [extra libFuzzer flags...]
         return 1
     fi
     grep -E "stat::number_of_executed_units|cov:" "$out/$name.log" | tail -n 2
+    echo "fuzz.sh: $name took $((SECONDS - t0))s"
 }
 
 status=0

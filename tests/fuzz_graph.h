@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eager/interp.h"
 #include "formats/onnx.h"
@@ -41,6 +42,54 @@ static const int64_t special[16] = {
     INT64_C(1) << 20, (INT64_C(1) << 20) + 1, INT64_C(1) << 32, INT64_MAX,
     -1, -2, INT64_MIN, 1 << 16, 65537, 3, 1000003, INT64_C(1) << 41,
 };
+
+/*
+ * The run's time budget (issue 29).  libFuzzer checks -max_total_time
+ * only between its own mutations, not while it runs the corpus it starts
+ * from, so a target whose inputs are slow ran far past its budget:
+ * fuzz_ocl's "25 s" took 5 minutes on a fresh clone, each of its 155
+ * seeds a PoCL build of new kernel sources under ASan.  fuzz_budget_init
+ * (from LLVMFuzzerInitialize) reads the flag from the target's own
+ * arguments; once the budget is spent, fuzz_over_budget makes each input
+ * left a no-op, so the run ends within the budget plus the one input
+ * then running (at most -timeout).  libFuzzer's own clock starts after
+ * LLVMFuzzerInitialize, and reads its flags after it too: a target that
+ * spends time there (fuzz_ocl's warm-up builds) gives libFuzzer only what
+ * is left (fuzz_budget_rest).
+ */
+static double fuzz_deadline;
+
+static double fuzz_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fuzz_budget_init(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "-max_total_time=", 16) == 0 && atol(argv[i] + 16) > 0)
+            fuzz_deadline = fuzz_now() + (double)atol(argv[i] + 16);
+}
+
+static int fuzz_over_budget(void)
+{
+    return fuzz_deadline > 0 && fuzz_now() > fuzz_deadline;
+}
+
+/* -max_total_time in argv set to the seconds left of the budget (at
+ * least 1), for libFuzzer to read after LLVMFuzzerInitialize. */
+static void fuzz_budget_rest(int argc, char **argv)
+{
+    static char flag[40];
+    double left = fuzz_deadline - fuzz_now();
+    for (int i = 1; i < argc && fuzz_deadline > 0; i++)
+        if (strncmp(argv[i], "-max_total_time=", 16) == 0) {
+            snprintf(flag, sizeof flag, "-max_total_time=%ld", left < 1 ? 1L : (long)left);
+            argv[i] = flag;
+        }
+}
 
 /* FUZZ_RUN_VERBOSE=1: each refusal printed (seeds are checked that way). */
 static int fuzz_verbose(void)

@@ -8,9 +8,11 @@
  * the file merely declares; a refusal must name the input ("fuzz: ...");
  * whatever loads has passed graph_verify and must verify again.  Odd-length
  * inputs load with initializers as params and dim_param dims at size 3, so
- * both paths are reached.  Not named test_*.c, so ctest does not pick it
- * up; scripts/fuzz.sh builds and runs it with seeds copied from the ONNX
- * node tests (libonnx-testdata).
+ * both paths are reached.  Mutations are mostly structural
+ * (fuzz_onnx_mutate.h: attributes, dims, opsets, op types of the decoded
+ * model), so most mutants parse and reach the converters.  Not named
+ * test_*.c, so ctest does not pick it up; scripts/fuzz.sh builds and runs
+ * it with seeds copied from the ONNX node tests (libonnx-testdata).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,12 @@
 #include <string.h>
 
 #include "formats/onnx.h"
+#include "fuzz_onnx_mutate.h"
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed)
+{
+    return fuzz_onnx_mutate(data, size, max_size, seed);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

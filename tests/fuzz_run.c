@@ -15,7 +15,9 @@
  * the same bits (NaN matching NaN), since both run the same kernels.
  * Graphs whose values at these sizes would need more than FUZZ_MAX_BYTES
  * (worked out here by graph_infer, node by node) are not run: a huge
- * legitimate allocation is not a finding.  Not named test_*.c, so ctest
+ * legitimate allocation is not a finding.  An ONNX input (format 2) is
+ * mutated mostly by its structure (fuzz_onnx_mutate.h), behind the same
+ * header; the header and other formats by bytes.  Not named test_*.c, so ctest
  * does not pick it up; scripts/fuzz.sh builds and runs it with seeds from
  * tests/corpus/run (hand-written: byte 0, the sizes, then text IR).
  */
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "fuzz_graph.h"
+#include "fuzz_onnx_mutate.h"
 
 #define FUZZ_MAX_BYTES (64 << 20)
 #define FUZZ_MAX_INPUT (1 << 20) /* elements of one input */
@@ -59,10 +62,28 @@ static void run(const graph *g, replay_plan *p, const graph_type *types, int exa
     fuzz_pair_free(&r);
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    fuzz_budget_init(*argc, *argv); /* fuzz_graph.h */
+    return 0;
+}
+
+/* The model behind the header mutated as ONNX (seven times in eight for
+ * format 2: the header is kept); the whole input as bytes otherwise. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed)
+{
+    fuzz_input fi;
+    if ((seed & 7) && fuzz_split(data, size, 2, &fi) && (fi.flags & 3) == 2) {
+        size_t pre = size - fi.flen;
+        return pre + fuzz_onnx_mutate(data + pre, fi.flen, max_size - pre, seed >> 3);
+    }
+    return LLVMFuzzerMutate(data, size, max_size);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input fi;
-    if (!fuzz_split(data, size, 2, &fi))
+    if (fuzz_over_budget() || !fuzz_split(data, size, 2, &fi))
         return 0;
     char err[1024] = "";
     graph *g = fuzz_load(&fi, err, sizeof err);

@@ -447,6 +447,62 @@ has err "mlp.tgraph: not a .npy file (bad magic)"
 expect 1 "$TG" run mlp.tgraph -i mlp_x.npy -o nodir/y.npy
 has err "tracegraph run: nodir/y.npy: cannot write"
 
+# ---- pipes, devices, directories (issue 29) ----
+# A stream is read as a file is, only as far as its header declares, and
+# judged by its first bytes: /dev/zero, or a FIFO that sends 8 bytes that
+# are not the magic and stalls, fails at once.  `timeout`: a hang fails
+# (exit 124) instead of blocking the test.  The stalled writers open their
+# FIFO read-write (1<>), which never blocks, and are ended after.
+expect 1 timeout 20 "$TG" run mlp.tgraph -i x=/dev/zero
+has err "tracegraph run: /dev/zero: not a .npy file (bad magic)"
+expect 1 timeout 20 "$TG" info /dev/zero
+has err "tracegraph info: /dev/zero: not a .tgraph file (bad magic)"
+expect 1 timeout 20 "$TG" run /dev/zero -i mlp_x.npy
+has err "tracegraph run: /dev/zero: not a .tgraph file (bad magic)"
+ln -s /dev/zero zero.onnx
+expect 1 timeout 20 "$TG" info zero.onnx
+has err "tracegraph info: zero.onnx: at byte 0: not an ONNX model (0x00 does not start a protobuf field)"
+mkfifo stall.npy stall.tgraph stall.onnx
+{ printf 'PK\003\004\024\000\000\000'; exec sleep 30; } 1<>stall.npy &
+writer=$!
+expect 1 timeout 20 "$TG" run mlp.tgraph -i x=stall.npy
+has err "tracegraph run: stall.npy: not a .npy file (bad magic)"
+kill $writer 2>/dev/null
+{ printf 'PK\003\004\024\000\000\000'; exec sleep 30; } 1<>stall.tgraph &
+writer=$!
+expect 1 timeout 20 "$TG" info stall.tgraph
+has err "tracegraph info: stall.tgraph: not a .tgraph file (bad magic)"
+kill $writer 2>/dev/null
+{ printf '\000\000\000\000\000\000\000\000'; exec sleep 30; } 1<>stall.onnx &
+writer=$!
+expect 1 timeout 20 "$TG" run stall.onnx
+has err "tracegraph run: stall.onnx: at byte 0: not an ONNX model (0x00"
+kill $writer 2>/dev/null
+# a FIFO that sends a whole file works as the file (the writers are
+# ended after, in case the command never opened their FIFO)
+mkfifo fifo.tgraph fifo_x.npy
+cat mlp.tgraph >fifo.tgraph &
+w1=$!
+cat mlp_x.npy >fifo_x.npy &
+w2=$!
+expect 0 timeout 20 "$TG" run fifo.tgraph -i x=fifo_x.npy -o yfifo.npy
+same yfifo.npy mlp_y.npy
+kill $w1 $w2 2>/dev/null
+expect 0 timeout 20 "$TG" info <(cat mlp.tgraph)
+has out "sections"
+# a truncated file through a pipe, and a directory
+expect 1 timeout 20 "$TG" run mlp.tgraph -i x=<(head -c 140 mlp_x.npy)
+has err "at byte 128: the data is truncated: shape (4, 32) of '<f4' needs 512 bytes, the file has 12"
+expect 1 timeout 20 "$TG" info <(head -c 1000 mlp.tgraph)
+has err "bytes, the file has 1000 (truncated or extended)"
+mkdir dir.npy dir.tgraph dir.onnx
+expect 1 "$TG" run mlp.tgraph -i x=dir.npy
+has err "tracegraph run: dir.npy: is a directory"
+expect 1 "$TG" info dir.tgraph
+has err "tracegraph info: dir.tgraph: is a directory"
+expect 1 "$TG" info dir.onnx
+has err "tracegraph info: dir.onnx: is a directory"
+
 # ---- opt ----
 expect 0 "$TG" opt --help
 has out "--explain"

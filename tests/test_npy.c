@@ -7,17 +7,19 @@
  * never produced by the code under test.  Then: round trips of every dtype
  * including 0-d and zero-sized arrays, versions 2.0 and 3.0 and the
  * header variants other writers produce, every truncation (in memory and
- * on disk), every bit flip of a header, and each bad header with its exact
- * message.
+ * on disk), every bit flip of a header, each bad header with its exact
+ * message, and pipes and devices (read only as far as the header says).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "formats/npy.h"
+#include "pipe_util.h"
 
 static char tmpdir[64];
 
@@ -323,6 +325,16 @@ static void bad_header(const char *dict, size_t ndata, tg_status st, const char 
 }
 #define BAD_HEADER(dict, ndata, st, want) bad_header(dict, ndata, st, want, __LINE__)
 
+/* bad_header with the first '#' of dict made a NUL byte (4 bytes of data). */
+static void bad_nul(const char *dict, tg_status st, const char *want, int line)
+{
+    uint8_t buf[1024], zeros[4] = {0};
+    size_t n = npy_file(buf, 1, dict, 64, zeros, 4);
+    uint8_t *hash = memchr(buf, '#', n);
+    *hash = 0;
+    expect_fail(buf, n, st, want, line);
+}
+
 static void test_bad_headers(void)
 {
     const tg_status F = TG_ERR_FORMAT, U = TG_ERR_UNSUPPORTED;
@@ -336,8 +348,11 @@ static void test_bad_headers(void)
                "dtype '|u1' (uint8) is not supported");
     BAD_HEADER("{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }", 12, U,
                "dtype '>f4' (big-endian) is not supported");
-    BAD_HEADER("{'descr': 'zz\x01', 'fortran_order': False, 'shape': (3,), }", 12, U,
+    BAD_HEADER("{'descr': 'zz\x80', 'fortran_order': False, 'shape': (3,), }", 12, U,
                "at byte 20: unknown dtype 'zz?'");
+    BAD_HEADER("{'descr': 'zz\x01', 'fortran_order': False, 'shape': (3,), }", 12, F,
+               "at byte 23: byte 0x01 inside the dtype (a header string holds printable "
+               "characters only)");
     BAD_HEADER("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,), }", 12, U,
                "at byte 20: structured dtypes (a list of fields) are not supported");
     BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }", 24, F,
@@ -384,6 +399,19 @@ static void test_bad_headers(void)
     BAD_HEADER("{'descr': '<f\\x34', 'fortran_order': False, 'shape': (1,), }", 4, F,
                "at byte 23: escape sequences are not supported in the dtype");
     BAD_HEADER("{'descr': '<f4", 0, F, "at byte 20: unterminated string");
+    /* a NUL ends a C string: '<f4\0junk' is not '<f4' (issue 29), nor 'shape\0' 'shape' */
+    bad_nul("{'descr': '<f4#junk', 'fortran_order': False, 'shape': (1,), }", F,
+            "at byte 24: byte 0x00 inside the dtype", __LINE__);
+    bad_nul("{'descr': '<f4#', 'fortran_order': False, 'shape': (1,), }", F,
+            "at byte 24: byte 0x00 inside the dtype", __LINE__);
+    bad_nul("{'descr': '<f4', 'fortran_order': False, 'shape#': (1,), }", F,
+            "at byte 57: byte 0x00 inside a key", __LINE__);
+    bad_nul("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }#", F,
+            "at byte 67: unexpected bytes after the header dict", __LINE__);
+    bad_nul("{'descr': '<f4', 'fortran_order': False#, 'shape': (1,), }", F,
+            "at byte 49: expected ',' or '}' after a header entry, found '?'", __LINE__);
+    bad_nul("{'descr': '<f4', 'fortran_order': False, 'shape': (1#,), }", F,
+            "at byte 62: expected ',' or ')' in the shape, found '?'", __LINE__);
     BAD_HEADER("{'descr': '<f4', ", 0, F,
                "at byte 64: the header ends where a key was expected");
     BAD_HEADER("['descr', '<f4']", 0, F,
@@ -426,6 +454,66 @@ static void test_file_errors(void)
     CHECK(strcmp(format_npy_descr(GRAPH_I32), "<i4") == 0);
 }
 
+/* format_npy_load of a pipe sending buf[0..n) (pipe_util.h). */
+static tg_status load_pipe(const uint8_t *buf, size_t n, unsigned hold, graph_type *t,
+                           void **data, char *err, size_t errlen)
+{
+    test_pipe p;
+    if (test_pipe_open(&p, buf, n, hold) != 0)
+        return TG_ERR_IO;
+    tg_status st = format_npy_load(p.path, t, data, err, errlen);
+    test_pipe_close(&p);
+    return st;
+}
+
+/* Pipes and devices: read as far as the header declares, judged by their first bytes. */
+static void test_streams(void)
+{
+    uint8_t full[256];
+    float f[6] = {1, 2, 3, 4, 5, 6};
+    size_t n = npy_file(full, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                        64, f, 24);
+    graph_type t;
+    void *data = NULL;
+    char err[512] = "";
+    /* a whole file through a pipe */
+    tg_status st = load_pipe(full, n, 0, &t, &data, err, sizeof err);
+    CHECK_MSG(st == TG_OK && data && t.ndim == 2 && t.dim[1] == 3 &&
+                  memcmp(data, f, sizeof f) == 0, "%s", err);
+    free(data);
+    data = NULL;
+    /* 8 bytes that are not the magic, then a stall: refused at once (was: a hang) */
+    time_t t0 = time(NULL);
+    st = load_pipe((const uint8_t *)"PK\x03\x04\x14\x00\x00\x00", 8, 30, &t, &data, err,
+                   sizeof err);
+    CHECK_MSG(st == TG_ERR_FORMAT && !data && strstr(err, "/dev/fd/") &&
+                  strstr(err, ": not a .npy file (bad magic)") && time(NULL) - t0 < 10,
+              "%s", err);
+    /* a valid header, then fewer bytes than it declares */
+    st = load_pipe(full, n - 10, 0, &t, &data, err, sizeof err);
+    CHECK_MSG(st == TG_ERR_FORMAT && !data && strstr(err, "at byte 128: the data is truncated: "
+              "shape (2, 3) of '<f4' needs 24 bytes, the file has 14"), "%s", err);
+    /* and more */
+    full[n] = 7;
+    st = load_pipe(full, n + 1, 0, &t, &data, err, sizeof err);
+    CHECK_MSG(st == TG_ERR_FORMAT && !data && strstr(err, "at byte 152: 1 unexpected bytes "
+              "after the data"), "%s", err);
+    /* a header length past what is read: refused before reading it */
+    static uint8_t big[70100];
+    memset(big, ' ', sizeof big);
+    memcpy(big, "\x93NUMPY\x02\x00", 8);
+    big[8] = 70000 & 0xff, big[9] = 70000 >> 8 & 0xff, big[10] = 70000 >> 16, big[11] = 0;
+    st = load_pipe(big, 12, 30, &t, &data, err, sizeof err);
+    CHECK_MSG(st == TG_ERR_FORMAT && !data && strstr(err, "at byte 8: a header of 70000 bytes "
+              "(at most 65536 are read)"), "%s", err);
+    EXPECT_FAIL(big, sizeof big, TG_ERR_FORMAT, "at byte 8: a header of 70000 bytes (at most "
+                "65536 are read)");
+    /* /dev/zero: the first byte decides (was: read until memory ran out) */
+    st = format_npy_load("/dev/zero", &t, &data, err, sizeof err);
+    CHECK_MSG(st == TG_ERR_FORMAT && !data &&
+                  strcmp(err, "/dev/zero: not a .npy file (bad magic)") == 0, "%s", err);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_npy.XXXXXX");
@@ -438,6 +526,7 @@ int main(void)
     test_bit_flips();
     test_bad_headers();
     test_file_errors();
+    test_streams();
     rmdir(tmpdir);
     return check_done();
 }

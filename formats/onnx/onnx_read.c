@@ -656,6 +656,57 @@ graph *format_onnx_load_mem(const void *buf, size_t len, const char *name,
     return onnx_read_mem(buf, len, name, opts, &st, err, errlen);
 }
 
+/*
+ * Whether b can start a ModelProto: a protobuf field tag of a wire type
+ * ONNX uses (varint, 64-bit, bytes, 32-bit), field number not 0.  A
+ * stream of zeros (/dev/zero) fails here, on its first byte.
+ */
+static int onnx_first_byte_ok(uint8_t b)
+{
+    unsigned wire = b & 7;
+    return (wire == 0 || wire == 1 || wire == 2 || wire == 5) && (b >= 0x80 || b >> 3);
+}
+
+/*
+ * The bytes of the model at path: the first byte checked as soon as it
+ * arrives, then at most FORMAT_ONNX_MAX_BYTES (protobuf's own limit for a
+ * message), from a regular file checked against its size before reading.
+ */
+static tg_status onnx_read_file(const char *path, uint8_t **buf, size_t *len, char *err,
+                                size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    format_src s;
+    tg_status st = format_src_open(&s, path, err, errlen);
+    if (st != TG_OK)
+        return st;
+    if (s.regular && s.size > FORMAT_ONNX_MAX_BYTES)
+        st = tg_fail(TG_ERR_UNSUPPORTED, err, errlen, "%s: %llu bytes: larger than an ONNX "
+                     "model may be (%llu bytes, protobuf's limit)", path,
+                     (unsigned long long)s.size, (unsigned long long)FORMAT_ONNX_MAX_BYTES);
+    if (st == TG_OK)
+        st = format_src_fill(&s, 1, NULL, 0, err, errlen);
+    if (st == TG_OK && s.len && !onnx_first_byte_ok(s.buf[0]))
+        st = tg_fail(TG_ERR_FORMAT, err, errlen, "%s: at byte 0: not an ONNX model (0x%02x "
+                     "does not start a protobuf field)", path, s.buf[0]);
+    if (st == TG_OK)
+        st = format_src_fill(&s, (size_t)FORMAT_ONNX_MAX_BYTES + 1, NULL, 0, err, errlen);
+    if (st == TG_OK && s.len > FORMAT_ONNX_MAX_BYTES)
+        st = tg_fail(TG_ERR_UNSUPPORTED, err, errlen, "%s: more than %llu bytes: larger than "
+                     "an ONNX model may be (protobuf's limit)", path,
+                     (unsigned long long)FORMAT_ONNX_MAX_BYTES);
+    if (st == TG_OK && !s.buf && !(s.buf = tg_malloc(1)))
+        st = tg_fail(TG_ERR_NOMEM, err, errlen, "%s: out of memory reading the file", path);
+    if (st == TG_OK) {
+        *buf = s.buf;
+        *len = s.len;
+        s.buf = NULL;
+    }
+    format_src_close(&s);
+    return st;
+}
+
 graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
                         char *err, size_t errlen)
 {
@@ -665,7 +716,7 @@ graph *format_onnx_load(const char *path, const format_onnx_load_opts *opts,
         tg_errf(err, errlen, "format_onnx_load: NULL path");
         return NULL;
     }
-    if (format_read_file(path, SIZE_MAX, &buf, &len, NULL, err, errlen) != TG_OK)
+    if (onnx_read_file(path, &buf, &len, err, errlen) != TG_OK)
         return NULL;
     graph *g = format_onnx_load_mem(buf, len, path, opts, err, errlen);
     tg_free(buf);
