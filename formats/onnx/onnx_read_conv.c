@@ -234,6 +234,12 @@ static tg_status conv_window(onnx_reader *r, int32_t *in, int nin, window2d *w,
         w->k[0] = wt->dim[wt->ndim - 2];
         w->k[1] = wt->dim[wt->ndim - 1];
         w->k[2] = w->three_d ? wt->dim[2] : 1;
+        /* the window arithmetic divides by the kernel size (the taps) */
+        for (int i = 0; i < 3; i++)
+            if (w->k[i] < 1)
+                return onnx_fail(r, TG_ERR_FORMAT, "W's kernel dims must be >= 1 (the "
+                                 "kernel_shape), W has a %s of 0", i == 2 ? "depth"
+                                 : i == 0 && !w->one_d ? "height" : "width");
     }
     return st;
 }
@@ -641,7 +647,8 @@ static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
         int ax = i < 2 ? h_axis(w) + i : 2;
         int64_t begin = i < 2 ? w->pads.v[i] : w->dpads[0];
         int64_t *end = i < 2 ? &w->pads.v[2 + i] : &w->dpads[1];
-        int64_t span = x->dim[ax] + begin + *end - w->k[i];
+        /* kernel, dilation below 2^31: the dilated window below 2^62 */
+        int64_t span = x->dim[ax] + begin + *end - ((w->k[i] - 1) * w->d[i] + 1);
         if (span < 0 || span % w->s[i] == 0)
             continue;
         /* the added window's first row, counted from the input's first */
@@ -675,9 +682,10 @@ static tg_status pool_window(onnx_reader *r, int32_t x, window2d *w,
         st = pair_attr(r, w, "strides", 1, 1, w->s);
     if (st == TG_OK)
         st = pair_attr(r, w, "dilations", 1, 1, w->d);
+    /* D's dilation is pool_depth's taps; the 2-D pools have none */
     if (st == TG_OK && (w->d[0] != 1 || w->d[1] != 1))
-        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "dilations other than 1 are not "
-                       "supported");
+        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "dilations other than 1 %sare not "
+                       "supported", w->three_d ? "in H and W " : "");
     if (st == TG_OK)
         st = onnx_attr_int(r, "ceil_mode", 0, &ceil_mode);
     if (st == TG_OK)
@@ -696,8 +704,9 @@ static tg_status pool_window(onnx_reader *r, int32_t x, window2d *w,
  * depth of a window).  pool2d(xv) is the 2-D pool of X transposed to
  * [N, D, C, H, W] and reshaped to [N*D, C, H, W], [N*D, C, H', W']; it is
  * reshaped to [N, D, C*H'*W'] and gathered at each output depth's kd taps
- * o*sd + k - pd0 (constant [Do, kd] indices: [N, Do, kd, C*H'*W']):
- *   max: a tap in the padding reads one of its window inside instead
+ * o*sd + k*dd - pd0 (dd: D's dilation; constant [Do, kd] indices: [N, Do,
+ * kd, C*H'*W']):
+ *   max: a tap in the padding reads the window's first tap inside instead
  *   (max is idempotent), then reduce_max over the taps;
  *   average: zero-padded in D first, reduce_sum over the taps, divided by
  *   the taps counted (kd with count_include_pad, else those inside D: a
@@ -712,21 +721,24 @@ static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, cons
 {
     const graph_type *xt = onnx_vtype(r, xv), *yt = onnx_vtype(r, y);
     int64_t n = xt->dim[0], c = yt->dim[1], d = xt->dim[2], oh = yt->dim[2], ow = yt->dim[3];
-    int64_t kd = w->k[2], sd = w->s[2], p0 = w->dpads[0];
-    /* sizes and pads below 2^31 (window_pads), D's end pad by ceil_mode
-     * at most one stride more: no overflow */
-    int64_t span = d + p0 + w->dpads[1] - kd;
+    int64_t kd = w->k[2], sd = w->s[2], dd = w->d[2], p0 = w->dpads[0];
+    /* sizes, pads, kd and dd below 2^31 (window_pads, pair_attr), D's end
+     * pad by ceil_mode at most one stride more: no overflow */
+    int64_t eff = (kd - 1) * dd + 1, span = d + p0 + w->dpads[1] - eff;
     if (span < 0)
         return onnx_fail(r, TG_ERR_SHAPE, "output depth <= 0: the padded input depth %lld "
-                         "is smaller than the kernel depth %lld", LL(span + kd), LL(kd));
+                         "is smaller than the %skernel depth %lld", LL(span + eff),
+                         dd > 1 ? "dilated " : "", LL(eff));
     int64_t od = span / sd + 1;
     if (od > ONNX_MAX_FOLD_BYTES / (int64_t)sizeof(int64_t) / kd)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "a 3-D pool of %lld output depths and %lld "
                          "taps is not supported", LL(od), LL(kd));
-    for (int64_t i = 0; i < od; i++)
-        if (i * sd - p0 + kd <= 0 || i * sd - p0 >= d)
+    for (int64_t i = 0; i < od; i++) {
+        int64_t lo = i * sd - p0, k = lo >= 0 ? 0 : (-lo + dd - 1) / dd; /* first inside */
+        if (k >= kd || lo + k * dd >= d)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "output depth %lld's window holds "
                              "padding only: not supported", LL(i));
+    }
     int db = onnx_dynamic_dims(r, xv) & 1;
     int64_t flat[3] = {n, d, c * oh * ow};
     tg_status st = onnx_reshape_to(r, y, db, flat, 3, &y);
@@ -746,11 +758,12 @@ static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, cons
     }
     for (int64_t i = 0; i < od; i++) {
         int64_t lo = i * sd - p0, inside = 0; /* the window's first depth in X */
+        int64_t first = lo >= 0 ? lo : lo + (-lo + dd - 1) / dd * dd; /* its first inside */
         for (int64_t k = 0; k < kd; k++) {
-            int64_t t = lo + k;
+            int64_t t = lo + k * dd;
             inside += t >= 0 && t < d;
-            /* max: a tap outside reads the window's first or last inside */
-            taps[i * kd + k] = !max ? t + p0 : t < 0 ? 0 : t >= d ? d - 1 : t;
+            /* max: a tap outside reads the window's first tap inside */
+            taps[i * kd + k] = !max ? t + p0 : t < 0 || t >= d ? first : t;
         }
         if (count)
             count[i] = (float)(count_pad ? kd : inside);
