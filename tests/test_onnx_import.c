@@ -137,6 +137,15 @@ static void bad_composed(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (Resize): resizing axis 3 to 16777215: its taps would "
                 "take over 64 MiB");
+    /* an axis of size 0 resized to 4: the scale was infinite and the
+     * coordinates NaN, cast to int64 */
+    static const int64_t x0[4] = {1, 8, 0, 2};
+    mb_tensor_type(&b, 0, 1, 4, x0);
+    szv[2] = 4;
+    szv[3] = 2;
+    expect_fail(&b, TG_ERR_SHAPE,
+                "mem.onnx: node 0 'n0' (Resize): axis 2 has size 0: there is no element to "
+                "resize it to 4 from");
     /* DepthToSpace: a mode that does not exist, a C that blocksize^2 does not divide */
     mb_init(&b, "DepthToSpace", "x", NULL);
     mb_tensor_type(&b, 0, 1, 4, x4);

@@ -135,12 +135,15 @@ static void cubic_weights(double t, double A, double w[4])
 
 /*
  * The taps of output index o: ntap indices (clamped to the input) and
- * weights.  Returns the tap count (1, 2 or 4).
+ * weights.  Returns the tap count (1, 2 or 4), or 0 when the coordinate
+ * is not a number within +-2^62 (it would not convert to an index).
  */
 static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double scale,
                 int64_t idx[4], double w[4])
 {
     double x = source_coord(s, o, in, out, scale);
+    if (!(fabs(x) <= 0x1p62))
+        return 0;
     if (s->mode == MODE_NEAREST) {
         double k;
         switch (s->nearest) {
@@ -188,6 +191,12 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     const graph_type *yt = onnx_vtype(r, *y);
     int64_t in = yt->dim[a];
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
+    if (in == 0 && out == 0)
+        return TG_OK; /* empty stays empty (Upsample) */
+    /* the scale would be infinite and every coordinate NaN */
+    if (in == 0)
+        return onnx_fail(r, TG_ERR_SHAPE, "axis %d has size 0: there is no element to "
+                         "resize it to %lld from", a, LL(out));
     /* the taps are constants the importer makes: bounded as its others */
     if (out > ONNX_MAX_FOLD_BYTES / (ntap * (int64_t)(sizeof(int64_t) + sizeof(float))))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "resizing axis %d to %lld: its taps would "
@@ -206,7 +215,13 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     for (int64_t o = 0; o < out; o++) {
         int64_t ti[4];
         double tw[4];
-        taps(s, o, in, out, scale, ti, tw);
+        if (!taps(s, o, in, out, scale, ti, tw)) {
+            tg_free(idx);
+            tg_free(w);
+            return onnx_fail(r, TG_ERR_FORMAT, "resizing axis %d from %lld to %lld (scale "
+                             "%g): output %lld's input coordinate is not a number in "
+                             "range", a, LL(in), LL(out), scale, LL(o));
+        }
         for (int k = 0; k < ntap; k++) {
             idx[k * out + o] = ti[k];
             w[k * out + o] = (float)tw[k];
