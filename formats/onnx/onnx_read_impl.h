@@ -44,6 +44,10 @@
 /* The constants the importer binds at load time, in all: at most this
  * many bytes, or twice the file's size if that is more. */
 #define ONNX_MAX_MADE_BYTES ((int64_t)1 << 28)
+/* Most elements an Einsum's contraction may make (1 GiB of f32), unless
+ * one of its operands has more: a few small vectors must not become an
+ * outer product of gigabytes at run time (onnx_read_einsum.c). */
+#define ONNX_MAX_EINSUM_ELEMS ((int64_t)1 << 28)
 /* Largest result (elements) of an op the importer evaluates at load time. */
 #define ONNX_MAX_FOLD_ELEMS (1 << 18)
 
