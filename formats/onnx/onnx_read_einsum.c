@@ -453,7 +453,7 @@ tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op)
     int n = nops;
     int64_t limit = einsum_limit(r, t, nops);
     while (n > 1 && st == TG_OK) {
-        int i, j;
+        int i = 0, j = 1;
         int64_t size = next_pair(r, t, n, out, nout, &i, &j);
         if (size > limit)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "equation '%s': its smallest next "
