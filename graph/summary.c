@@ -6,7 +6,8 @@
 
 static const char *guard_kind(graph_guard_kind k)
 {
-    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER ? "buffer" : "value";
+    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER ? "buffer"
+           : k == GRAPH_GUARD_SIZE ? "size" : "value";
 }
 
 static const char *guard_policy(graph_guard_policy p)

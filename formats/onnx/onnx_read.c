@@ -525,7 +525,8 @@ static tg_status check_versions(onnx_reader *r, const Onnx__ModelProto *m)
  * r->warn, once per ONNX node, naming the dims its inputs carry (every
  * dim when they carry none, or a derived one).  A warning, not an
  * error: the graph is right at the traced sizes, which is all many
- * users run; the message says where a run at other sizes would fail.
+ * users run; the message says where a run at other sizes fails, and
+ * read_graph's size guards (graph_guard_specialized) make it fail there.
  */
 static void warn_specialized(onnx_reader *r)
 {
@@ -538,17 +539,7 @@ static void warn_specialized(onnx_reader *r)
             prov == last)
             continue; /* the nodes of one ONNX node are adjacent */
         last = prov;
-        uint64_t syms = 0;
-        int all = 0;
-        for (int k = 0; k < n->nin; k++) {
-            const graph_value *v = &g->values[n->in[k]];
-            all |= v->dder != 0;
-            for (int d = 0; d < v->type.ndim; d++)
-                if (v->dyn >> d & 1 && v->sym[d] >= 0 && v->sym[d] < 64)
-                    syms |= 1ull << v->sym[d];
-        }
-        if (all || !syms)
-            syms = ~0ull;
+        uint64_t syms = graph_node_fixed_syms(g, i);
         char names[400] = "", site[300], msg[900];
         size_t at = 0;
         int count = 0;
@@ -579,6 +570,10 @@ static tg_status read_graph(onnx_reader *r, const Onnx__ModelProto *m)
         st = add_outputs(r, gp);
     if (st == TG_OK && r->g->nsyms > 0 && graph_propagate_dynamic(r->g) != TG_OK)
         st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
+    /* a run at a size the specialized nodes did not see fails, not
+     * returns what they computed for the traced one */
+    if (st == TG_OK && r->g->nsyms > 0 && graph_guard_specialized(r->g) != TG_OK)
+        st = onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
     if (st == TG_OK && graph_verify(r->g, 0) != TG_OK)
         st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
     if (st == TG_OK)
