@@ -638,7 +638,7 @@ static const struct {
      "line 2, col 28: a param defines exactly one value"},
     {H "  %c: f32[1] = input\n" R, "line 2, col 16: inputs belong in the graph's signature"},
     {H "  guard maybe %x[0] == 1 strict\n" R,
-     "line 2, col 9: expected a guard kind (value, decision or buffer), got 'maybe'"},
+     "line 2, col 9: expected a guard kind (value, decision, buffer or size), got 'maybe'"},
     {H "  guard value %x[2] == 1 strict\n" R,
      "line 2, col 18: index 2 is out of range for %x (2 elements)"},
     {H "  guard value %x[0] == 1 always\n" R,

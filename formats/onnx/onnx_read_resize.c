@@ -267,15 +267,28 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     return st;
 }
 
-/* Resize's sizes (input 3) or scales (input 2): out and scale per axis. */
-static tg_status out_sizes(onnx_reader *r, const graph_type *xt, int64_t *out, double *scale)
+/*
+ * Resize's sizes (input 3) or scales (input 2) for x (type xt): out and
+ * scale per axis.  A size computed from a dynamic dim fixes the node at
+ * the traced sizes (r->specialized), unless it is that same dim of x
+ * (sizes = concat(x.shape[:2], [2*H, 2*W]) as PyTorch exports it): that
+ * axis maps to itself at every size, and adds no node.
+ */
+static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int64_t *out,
+                           double *scale)
 {
     int nd = xt->ndim;
     if (onnx_has_input(r, 3)) {
         graph_ints sz;
-        tg_status st = onnx_const_ints(r, 3, "sizes", &sz, GRAPH_MAX_DIMS);
+        int8_t sym[GRAPH_MAX_DIMS];
+        tg_status st = onnx_shape_ints(r, 3, "sizes", &sz, sym, GRAPH_MAX_DIMS);
         if (st != TG_OK)
             return st;
+        uint32_t dyn = onnx_dynamic_dims(r, x);
+        for (int d = 0; d < sz.n && d < nd; d++)
+            if (sym[d] != ONNX_SYM_CONST && (sym[d] == ONNX_SYM_DERIVED ||
+                                             sym[d] != onnx_dim_mark(r, x, dyn, d)))
+                r->specialized = 1;
         if (onnx_has_input(r, 2)) {
             const onnx_entry *e;
             st = onnx_const_input(r, 2, "scales", &e);
@@ -388,7 +401,7 @@ tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op)
                          s.mode == MODE_LINEAR ? "linear" : "cubic",
                          graph_dtype_name(xt->dtype));
     graph_type x0 = *xt; /* onnx_add may move the value table */
-    st = out_sizes(r, &x0, out, scale);
+    st = out_sizes(r, x, &x0, out, scale);
     /* the last axes first: the gathers there move the smallest blocks */
     for (int d = x0.ndim - 1; st == TG_OK && d >= 0; d--)
         st = resize_axis(r, &s, &x, d, out[d], scale[d]);
