@@ -177,6 +177,12 @@ static void newer_opsets(void)
     b.opset.version = 15;
     expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (GridSample): GridSample needs "
                 "opset 16 (the model has 15)");
+    /* an empty image: the clamps took H - 1 = -1 as the last pixel */
+    b.opset.version = 16;
+    mb_tensor_type(&b, 0, 1, 4, (const int64_t[]){1, 1, 0, 3});
+    mb_tensor_type(&b, 1, 1, 4, (const int64_t[]){1, 2, 2, 2});
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (GridSample): X of 0x3 pixels: "
+                "an empty image has nothing to sample");
     /* Resize linear, half_pixel_symmetric: ONNX's test cases and answers */
     static const struct {
         int64_t xs[4];

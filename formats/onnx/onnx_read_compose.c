@@ -233,6 +233,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     const graph_type xt = *onnx_vtype(r, x); /* a copy: adding nodes moves the values */
     if (xt.ndim < 2)
         return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt.ndim);
+    if (kd != kd) /* a float k: NaN would reach the cast below */
+        return onnx_fail(r, TG_ERR_FORMAT, "k is NaN, want an integer");
     if (onnx_dynamic_dims(r, x) >> (xt.ndim - 2))
         r->specialized = 1;
     int64_t rows = xt.dim[xt.ndim - 2], cols = xt.dim[xt.ndim - 1];
