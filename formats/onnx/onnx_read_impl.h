@@ -6,8 +6,9 @@
  *                      adding nodes, binding outputs);
  *   onnx_read_ops.c    the op table and the converters of elementwise,
  *                      linear-algebra and network ops;
- *   onnx_read_conv.c   Conv, ConvTranspose and the pools, with the window
- *                      attributes they share;
+ *   onnx_read_conv.c   Conv and ConvTranspose, with the window attributes
+ *                      they share with onnx_read_pool.c's MaxPool and
+ *                      AveragePool (onnx_read_window.h);
  *   onnx_read_shape.c  the converters of shape and data-movement ops;
  *   onnx_read_fold.c   load-time evaluation of ops on constants (shape
  *                      arithmetic: Shape -> Gather -> Concat -> Reshape);
@@ -297,7 +298,7 @@ typedef enum { PAD_EDGE, PAD_REFLECT, PAD_WRAP } onnx_pad_mode;
 tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
-/* onnx_read_conv.c: Conv, ConvTranspose, MaxPool and AveragePool. */
+/* onnx_read_conv.c: Conv, ConvTranspose; onnx_read_pool.c: MaxPool and AveragePool. */
 tg_status onnx_cv_conv(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op);
