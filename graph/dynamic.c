@@ -130,7 +130,8 @@ tg_status graph_guard_specialized(graph *g)
     for (int32_t k = 0; k < g->nguards; k++) {
         const graph_guard *gd = &g->guards[k];
         const graph_value *v = &g->values[gd->value];
-        if (gd->kind == GRAPH_GUARD_SIZE && (v->dyn >> gd->index & 1) && v->sym[gd->index] >= 0)
+        if (gd->kind == GRAPH_GUARD_SIZE && gd->index >= 0 && gd->index < v->type.ndim &&
+            (v->dyn >> gd->index & 1) && v->sym[gd->index] >= 0)
             done |= 1ull << (v->sym[gd->index] & 63);
     }
     for (int32_t i = 0; i < g->nnodes; i++) {

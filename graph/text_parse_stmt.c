@@ -375,6 +375,9 @@ int graph_text_parse_guard(text_parser *p)
                                    gd.kind == GRAPH_GUARD_SIZE ? "dims" : "elements");
         if (graph_text_expect(p, ']', "after the index") < 0)
             return -1;
+    } else if (gd.kind == GRAPH_GUARD_SIZE) {
+        return graph_text_fail(p, vt.pos, "a size guard names its dim: %.*s[d]",
+                               (int)(vt.len > 40 ? 40 : vt.len), p->s + vt.pos);
     }
     if (graph_text_expect(p, TP_EQEQ, "after the guarded value") < 0)
         return -1;

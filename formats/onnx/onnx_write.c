@@ -455,7 +455,8 @@ static int sym_fixed(const graph *g, int s)
         const graph_guard *gd = &g->guards[i];
         const graph_value *v = &g->values[gd->value];
         if (gd->kind == GRAPH_GUARD_SIZE && gd->policy != GRAPH_GUARD_OFF &&
-            (v->dyn >> gd->index & 1) && v->sym[gd->index] == s)
+            gd->index >= 0 && gd->index < v->type.ndim && (v->dyn >> gd->index & 1) &&
+            v->sym[gd->index] == s)
             return 1;
     }
     return 0;
