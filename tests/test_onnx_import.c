@@ -595,6 +595,13 @@ static void gather_nd(void)
     expect_fail(&b, TG_ERR_FORMAT,
                 "mem.onnx: node 0 'n0' (GatherND): indices element 1 is 5, out of range for "
                 "data dim 1 (3)");
+    /* refused before its offset is computed: INT64_MAX times the row
+     * stride overflowed (the sanitized build stops there) */
+    id[0] = INT64_MAX;
+    id[1] = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (GatherND): indices element 0 is 9223372036854775807, "
+                "out of range for data dim 0 (2)");
 }
 
 /*

@@ -798,10 +798,12 @@ tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op)
             int64_t e = t * k + j, dim = xt->dim[b + j];
             int64_t c = it->dtype == GRAPH_I64 ? ((const int64_t *)ie->data)[e]
                                                : ((const int32_t *)ie->data)[e];
-            if (c < -dim || c >= dim)
+            if (c < -dim || c >= dim) { /* before the offset uses it */
                 st = onnx_fail(r, TG_ERR_FORMAT,
                                "indices element %lld is %lld, out of range for data dim %lld "
                                "(%lld)", LL(e), LL(c), LL(b + j), LL(dim));
+                break;
+            }
             off += (c < 0 ? c + dim : c) * stride;
             stride *= dim;
         }
