@@ -528,6 +528,46 @@ static void specialized_guard(void)
     graph_free(g);
 }
 
+/* Resize (nearest, x2 along B) of x f32[B, 3] traced at B = 4: its
+ * gathers take B's traced size; at B = 5 the size guard stops the run,
+ * naming the node (where the gathers read the first 4 rows). */
+static void specialized_resize(void)
+{
+    mb b;
+    Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+    static const int64_t rd[1] = {0}, sd[1] = {2};
+    static float scales[2] = {2, 1};
+    char *rin[3] = {"x", "r", "sc"};
+    mb_init(&b, "Resize", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    tensor_init(&t[0], "r", 1, 1, rd, NULL, 0);
+    tensor_init(&t[1], "sc", 1, 1, sd, scales, 2);
+    b.node.input = rin;
+    b.node.n_input = 3;
+    b.g.n_initializer = 2;
+    b.g.initializer = ts;
+    int warned = 0;
+    format_onnx_load_opts o = {0, 4, count_warn, &warned};
+    char err[512] = "";
+    tg_status st;
+    graph *g = mb_load(&b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL && warned == 1, "Resize over B imports (warned %d): %s", warned, err);
+    if (!g)
+        return;
+    float x[15] = {0};
+    const char *msg = "guard failed: mem.onnx:1 n0 (Resize) was specialized on the traced "
+                      "sizes (a shape or constant that does not follow the dim): dim 0 ('B') "
+                      "of input \"x\" was traced as 4 and is 5 in this run; a run at other "
+                      "sizes fails there";
+    run_sized("Resize as imported", g, 5, x, NULL, msg);
+    opt_options oo = opt_default_options();
+    oo.level = 3;
+    st = opt_optimize(g, &oo, NULL, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "Resize -O3: %s", err);
+    run_sized("Resize -O3", g, 5, x, NULL, msg);
+    graph_free(g);
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -537,6 +577,7 @@ int main(void)
     newer_opsets();
     made_budget();
     specialized_guard();
+    specialized_resize();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();
