@@ -122,11 +122,10 @@ uint64_t graph_node_fixed_syms(const graph *g, int32_t i)
     return all || !syms ? ~0ull : syms;
 }
 
-tg_status graph_guard_specialized(graph *g)
+/* The symbols some size guard of g holds already (bit s). */
+static uint64_t guarded_syms(const graph *g)
 {
-    if (!g)
-        return TG_ERR_NULL;
-    uint64_t done = 0; /* symbols guarded */
+    uint64_t done = 0;
     for (int32_t k = 0; k < g->nguards; k++) {
         const graph_guard *gd = &g->guards[k];
         const graph_value *v = &g->values[gd->value];
@@ -134,24 +133,41 @@ tg_status graph_guard_specialized(graph *g)
             (v->dyn >> gd->index & 1) && v->sym[gd->index] >= 0)
             done |= 1ull << (v->sym[gd->index] & 63);
     }
-    for (int32_t i = 0; i < g->nnodes; i++) {
-        uint64_t syms = graph_node_fixed_syms(g, i) & ~done;
-        const graph_node *n = &g->nodes[i];
-        /* the first input dim that names each symbol */
-        for (int32_t j = 0; syms && j < g->ninputs; j++) {
-            const graph_value *v = &g->values[g->inputs[j]];
-            for (int d = 0; d < v->type.ndim; d++) {
-                int s = v->sym[d];
-                if (!(v->dyn >> d & 1) || s < 0 || s >= 64 || !(syms >> s & 1))
-                    continue;
-                graph_guard gd = {g->inputs[j], GRAPH_GUARD_SIZE, GRAPH_GUARD_STRICT, d,
-                                  (double)g->syms[s].traced, 0, n->nprov ? n->prov[0] : -1};
-                if (graph_add_guard(g, &gd) < 0)
-                    return graph_error_status(g);
-                syms &= ~(1ull << s);
-                done |= 1ull << s;
-            }
+    return done;
+}
+
+tg_status graph_guard_syms(graph *g, uint64_t syms, int32_t prov)
+{
+    if (!g)
+        return TG_ERR_NULL;
+    syms &= ~guarded_syms(g);
+    /* the first input dim that names each symbol */
+    for (int32_t j = 0; syms && j < g->ninputs; j++) {
+        const graph_value *v = &g->values[g->inputs[j]];
+        for (int d = 0; d < v->type.ndim; d++) {
+            int s = v->sym[d];
+            if (!(v->dyn >> d & 1) || s < 0 || s >= 64 || !(syms >> s & 1))
+                continue;
+            graph_guard gd = {g->inputs[j], GRAPH_GUARD_SIZE, GRAPH_GUARD_STRICT, d,
+                              (double)g->syms[s].traced, 0, prov};
+            if (graph_add_guard(g, &gd) < 0)
+                return graph_error_status(g);
+            syms &= ~(1ull << s);
         }
+    }
+    return TG_OK;
+}
+
+tg_status graph_guard_specialized(graph *g)
+{
+    if (!g)
+        return TG_ERR_NULL;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        uint64_t syms = graph_node_fixed_syms(g, i);
+        const graph_node *n = &g->nodes[i];
+        tg_status st = syms ? graph_guard_syms(g, syms, n->nprov ? n->prov[0] : -1) : TG_OK;
+        if (st != TG_OK)
+            return st;
     }
     return TG_OK;
 }

@@ -318,6 +318,14 @@ TG_API uint64_t graph_node_fixed_syms(const graph *g, int32_t i);
 TG_API tg_status graph_guard_specialized(graph *g);
 
 /*
+ * The same for the symbols syms (bit s) with provenance prov: what
+ * graph_guard_specialized adds per node, for a caller that knows a value
+ * fixed at traced sizes without a node (an ONNX graph output that is a
+ * constant computed from Shape).  g NULL: TG_ERR_NULL.
+ */
+TG_API tg_status graph_guard_syms(graph *g, uint64_t syms, int32_t prov);
+
+/*
  * Reorders live nodes so that each comes after the producers of its
  * inputs, keeping the existing order where it already holds (passes append
  * new nodes at the end and call this).  Fails if there is a cycle.

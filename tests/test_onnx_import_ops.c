@@ -528,10 +528,41 @@ static void specialized_guard(void)
     graph_free(g);
 }
 
-/* Resize (nearest, x2 along B) of x f32[B, 3] traced at B = 4: its
- * gathers take B's traced size; at B = 5 the size guard stops the run,
- * naming the node (where the gathers read the first 4 rows). */
-static void specialized_resize(void)
+/* b's model, x f32[B, 3] traced at B = 4, warned about (nwarn times) and
+ * stopped at B = 5 by the size guard of site, as imported and at -O3. */
+static void expect_guarded(mb *b, const char *what, int nwarn, const char *site)
+{
+    int warned = 0;
+    format_onnx_load_opts o = {0, 4, count_warn, &warned};
+    char err[512] = "", msg[600], at[96];
+    tg_status st;
+    graph *g = mb_load(b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL && warned == nwarn, "%s over B imports (warned %d): %s", what, warned,
+              err);
+    if (!g)
+        return;
+    float x[15] = {0};
+    snprintf(msg, sizeof msg, "guard failed: %s was specialized on the traced sizes (a shape "
+             "or constant that does not follow the dim): dim 0 ('B') of input \"x\" was traced "
+             "as 4 and is 5 in this run; a run at other sizes fails there", site);
+    snprintf(at, sizeof at, "%s as imported", what);
+    run_sized(at, g, 5, x, NULL, msg);
+    opt_options oo = opt_default_options();
+    oo.level = 3;
+    st = opt_optimize(g, &oo, NULL, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "%s -O3: %s", what, err);
+    snprintf(at, sizeof at, "%s -O3", what);
+    run_sized(at, g, 5, x, NULL, msg);
+    graph_free(g);
+}
+
+/*
+ * Other nodes and values fixed at B's traced size, x f32[B, 3], each
+ * exit 0 at B = 5 before: Resize (nearest, x2 along B: its gathers read
+ * the first 4 rows), Hardmax over B (its iota had 4 entries: an output of
+ * [1, 3]) and a graph output that is Shape(x) (the constant [4, 3]).
+ */
+static void specialized_others(void)
 {
     mb b;
     Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
@@ -546,26 +577,17 @@ static void specialized_resize(void)
     b.node.n_input = 3;
     b.g.n_initializer = 2;
     b.g.initializer = ts;
-    int warned = 0;
-    format_onnx_load_opts o = {0, 4, count_warn, &warned};
-    char err[512] = "";
-    tg_status st;
-    graph *g = mb_load(&b, &o, &st, err, sizeof err);
-    CHECK_MSG(g != NULL && warned == 1, "Resize over B imports (warned %d): %s", warned, err);
-    if (!g)
-        return;
-    float x[15] = {0};
-    const char *msg = "guard failed: mem.onnx:1 n0 (Resize) was specialized on the traced "
-                      "sizes (a shape or constant that does not follow the dim): dim 0 ('B') "
-                      "of input \"x\" was traced as 4 and is 5 in this run; a run at other "
-                      "sizes fails there";
-    run_sized("Resize as imported", g, 5, x, NULL, msg);
-    opt_options oo = opt_default_options();
-    oo.level = 3;
-    st = opt_optimize(g, &oo, NULL, err, sizeof err);
-    CHECK_MSG(st == TG_OK, "Resize -O3: %s", err);
-    run_sized("Resize -O3", g, 5, x, NULL, msg);
-    graph_free(g);
+    expect_guarded(&b, "Resize", 1, "mem.onnx:1 n0 (Resize)");
+    Onnx__AttributeProto a, *as[1] = {&a};
+    mb_init(&b, "Hardmax", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    attr_int(&a, "axis", 0);
+    b.node.n_attribute = 1;
+    b.node.attribute = as;
+    expect_guarded(&b, "Hardmax", 1, "mem.onnx:1 n0 (Hardmax)");
+    mb_init(&b, "Shape", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    expect_guarded(&b, "Shape", 0, "mem.onnx:0 graph output 'y' (a constant)");
 }
 
 int main(void)
@@ -577,7 +599,7 @@ int main(void)
     newer_opsets();
     made_budget();
     specialized_guard();
-    specialized_resize();
+    specialized_others();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

@@ -467,6 +467,26 @@ static tg_status check_output_type(onnx_reader *r, const Onnx__ValueInfoProto *v
                      graph_dtype_name(t->dtype), graph_shape_str(t, have, sizeof have));
 }
 
+/*
+ * A graph output that is a constant computed from traced sizes (Shape of
+ * an input with a dynamic dim, and what follows from it) holds the traced
+ * numbers, with no node to flag: its symbols get size guards
+ * (graph_guard_syms), named by the output.
+ */
+static tg_status guard_const_output(onnx_reader *r, const onnx_entry *e, const char *name)
+{
+    uint64_t syms = e->traced_shape ? ~0ull : 0;
+    for (int64_t k = 0, n = graph_type_numel(&e->type); e->sym && k < n; k++)
+        syms |= e->sym[k] >= 0 ? 1ull << (e->sym[k] & 63)
+                : e->sym[k] == ONNX_SYM_DERIVED ? ~0ull : 0;
+    char func[300];
+    snprintf(func, sizeof func, "graph output '%.200s' (a constant)", name);
+    int32_t prov = graph_add_prov(r->g, r->file, 0, func, NULL, 0);
+    if (prov < 0 || graph_guard_syms(r->g, syms, prov) != TG_OK)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    return TG_OK;
+}
+
 static tg_status add_outputs(onnx_reader *r, const Onnx__GraphProto *gp)
 {
     if (gp->n_output == 0)
@@ -482,6 +502,8 @@ static tg_status add_outputs(onnx_reader *r, const Onnx__GraphProto *gp)
         tg_status st = e->value < 0 ? onnx_materialize(r, e) : TG_OK;
         if (st == TG_OK)
             st = check_output_type(r, vi, onnx_vtype(r, e->value));
+        if (st == TG_OK && e->is_const && onnx_entry_traced(e))
+            st = guard_const_output(r, e, vi->name);
         if (st != TG_OK)
             return st;
         if (graph_add_output(r->g, e->value, vi->name) != TG_OK)

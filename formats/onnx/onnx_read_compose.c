@@ -369,6 +369,9 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     axis = axis < 0 ? axis + nd : axis;
     uint32_t dyn = onnx_dynamic_dims(r, x);
     int reshape = flat && axis != nd - 1;
+    /* the iota's length is the axis' traced size (flat: the dims' from it) */
+    if (reshape ? dyn >> axis : dyn >> axis & 1)
+        r->specialized = 1;
     if (reshape) { /* [dims before axis, dims from axis] */
         int64_t two[2] = {1, 1};
         for (int d = 0; d < nd; d++)
