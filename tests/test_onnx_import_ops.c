@@ -559,7 +559,7 @@ static void expect_guarded(mb *b, const char *what, int nwarn, const char *site)
 /*
  * Other nodes and values fixed at B's traced size, x f32[B, 3], each
  * exit 0 at B = 5 before: Resize (nearest, x2 along B: its gathers read
- * the first 4 rows), Hardmax over B (its iota had 4 entries: an output of
+ * the first 4 rows; or to sizes that give B a number), Hardmax over B (its iota had 4 entries: an output of
  * [1, 3]) and a graph output that is Shape(x) (the constant [4, 3]).
  */
 static void specialized_others(void)
@@ -578,6 +578,18 @@ static void specialized_others(void)
     b.g.n_initializer = 2;
     b.g.initializer = ts;
     expect_guarded(&b, "Resize", 1, "mem.onnx:1 n0 (Resize)");
+    /* sizes [4, 6]: a number for B, whose identity at the traced 4 added
+     * no node (B = 5 kept 5 rows where the sizes say 4) */
+    static int64_t szv[2] = {4, 6};
+    char *zin[4] = {"x", "", "", "sz"};
+    mb_init(&b, "Resize", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    tensor_init(&t[0], "sz", 7, 1, sd, szv, 2);
+    b.node.input = zin;
+    b.node.n_input = 4;
+    b.g.n_initializer = 1;
+    b.g.initializer = ts;
+    expect_guarded(&b, "Resize to sizes", 1, "mem.onnx:1 n0 (Resize)");
     Onnx__AttributeProto a, *as[1] = {&a};
     mb_init(&b, "Hardmax", "x", NULL);
     mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});

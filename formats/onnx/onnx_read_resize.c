@@ -269,10 +269,11 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
 
 /*
  * Resize's sizes (input 3) or scales (input 2) for x (type xt): out and
- * scale per axis.  A size computed from a dynamic dim fixes the node at
- * the traced sizes (r->specialized), unless it is that same dim of x
- * (sizes = concat(x.shape[:2], [2*H, 2*W]) as PyTorch exports it): that
- * axis maps to itself at every size, and adds no node.
+ * scale per axis.  A size computed from a dynamic dim, or a number for a
+ * dynamic dim of x (whose identity map at the traced size adds no node),
+ * fixes the node at the traced sizes (r->specialized), unless the size is
+ * that same dim of x (sizes = concat(x.shape[:2], [2*H, 2*W]) as PyTorch
+ * exports it): that axis maps to itself at every size.
  */
 static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int64_t *out,
                            double *scale)
@@ -285,9 +286,8 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
         if (st != TG_OK)
             return st;
         uint32_t dyn = onnx_dynamic_dims(r, x);
-        for (int d = 0; d < sz.n && d < nd; d++)
-            if (sym[d] != ONNX_SYM_CONST && (sym[d] == ONNX_SYM_DERIVED ||
-                                             sym[d] != onnx_dim_mark(r, x, dyn, d)))
+        for (int d = 0; d < sz.n && d < nd; d++) /* a known size of a dynamic dim too */
+            if (sym[d] == ONNX_SYM_DERIVED || sym[d] != onnx_dim_mark(r, x, dyn, d))
                 r->specialized = 1;
         if (onnx_has_input(r, 2)) {
             const onnx_entry *e;
