@@ -461,7 +461,9 @@ tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op)
                              "or its largest operand's)", eq, LL(size), LL(limit));
         char needed[GRAPH_MAX_DIMS * (EIN_MAX_OPS + 1)];
         int nn = needed_letters(t, n, i, j, out, nout, needed);
-        st = contract(r, &t[i], &t[j], needed, nn);
+        ein_term pair = t[i]; /* the result replaces t[i] */
+        st = contract(r, &pair, &t[j], needed, nn);
+        t[i] = pair;
         memmove(&t[j], &t[j + 1], sizeof *t * (size_t)(n - j - 1));
         n--;
     }
