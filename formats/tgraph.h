@@ -50,7 +50,8 @@
  *   value kind  0 input, 1 param, 2 const, 3 inter
  *   dtype       0 f32, 1 i64, 2 i32, 3 bool
  *   attr kind   0 i64, 1 f32, 2 ints, 3 dtype, 4 str
- *   guard kind  0 value, 1 decision, 2 buffer;  policy 0 strict, 1 warn, 2 off
+ *   guard kind  0 value, 1 decision, 2 buffer, 3 size (index: the dim);
+ *               policy 0 strict, 1 warn, 2 off
  *   node flags  bit 0 dead, bit 1 specialized (others must be 0)
  *   value flags bit 0 has data (param/const only; others must be 0)
  *

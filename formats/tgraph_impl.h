@@ -64,7 +64,7 @@ static const int format_attr_kinds[] = {GRAPH_ATTR_I64, GRAPH_ATTR_F32,
                                         GRAPH_ATTR_INTS, GRAPH_ATTR_DTYPE,
                                         GRAPH_ATTR_STR};
 static const int format_guard_kinds[] = {GRAPH_GUARD_VALUE, GRAPH_GUARD_DECISION,
-                                         GRAPH_GUARD_BUFFER};
+                                         GRAPH_GUARD_BUFFER, GRAPH_GUARD_SIZE};
 static const int format_guard_policies[] = {GRAPH_GUARD_STRICT, GRAPH_GUARD_WARN,
                                             GRAPH_GUARD_OFF};
 #define FORMAT_NCODES(table) ((unsigned)(sizeof table / sizeof table[0]))

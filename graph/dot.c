@@ -147,13 +147,13 @@ static void put_node(dot *d, int32_t i)
 
 static void put_guard(dot *d, int32_t i)
 {
-    static const char *const kinds[] = {"value", "decision", "buffer"};
+    static const char *const kinds[] = {"value", "decision", "buffer", "size"};
     static const char *const pols[] = {"strict", "warn", "off"};
     const graph_guard *gd = &d->g->guards[i];
     fprintf(d->f, "  g%d [shape=octagon, ", (int)i);
     FILE *l = label_begin(d);
     if (l) {
-        fprintf(l, "guard %s ", (unsigned)gd->kind < 3 ? kinds[gd->kind] : "?");
+        fprintf(l, "guard %s ", (unsigned)gd->kind < 4 ? kinds[gd->kind] : "?");
         graph_text_put_value(l, d->g, &d->names, gd->value);
         if (gd->index >= 0)
             fprintf(l, "[%lld]", (long long)gd->index);

@@ -12,6 +12,10 @@
  * rank) at the probe sizes (a reshape to a hard-coded batch) only works
  * at the traced size: it is flagged GRAPH_NODE_SPECIALIZED, which the
  * trace summary lists and the interpreter names when a run's sizes differ.
+ * graph_guard_specialized turns the flags into size guards on the
+ * inputs (the ONNX importer's converters flag the nodes that take a
+ * traced size, and those may infer at every size and compute wrong
+ * values).
  * The tracer runs it at freeze; the optimizer after passes that make new
  * nodes (whose outputs start with no dynamic marks).
  */
@@ -96,5 +100,74 @@ tg_status graph_propagate_dynamic(graph *g)
             classify_output(g, n, k, &out[k], ptype);
     }
     tg_free(ptype);
+    return TG_OK;
+}
+
+uint64_t graph_node_fixed_syms(const graph *g, int32_t i)
+{
+    if (!g || i < 0 || i >= g->nnodes)
+        return 0;
+    const graph_node *n = &g->nodes[i];
+    if (!(n->flags & GRAPH_NODE_SPECIALIZED) || (n->flags & GRAPH_NODE_DEAD))
+        return 0;
+    uint64_t syms = 0;
+    int all = 0;
+    for (int k = 0; k < n->nin; k++) {
+        const graph_value *v = &g->values[n->in[k]];
+        all |= v->dder != 0;
+        for (int d = 0; d < v->type.ndim; d++)
+            if (v->dyn >> d & 1 && v->sym[d] >= 0 && v->sym[d] < 64)
+                syms |= 1ull << v->sym[d];
+    }
+    return all || !syms ? ~0ull : syms;
+}
+
+/* The symbols some size guard of g holds already (bit s). */
+static uint64_t guarded_syms(const graph *g)
+{
+    uint64_t done = 0;
+    for (int32_t k = 0; k < g->nguards; k++) {
+        const graph_guard *gd = &g->guards[k];
+        const graph_value *v = &g->values[gd->value];
+        if (gd->kind == GRAPH_GUARD_SIZE && gd->index >= 0 && gd->index < v->type.ndim &&
+            (v->dyn >> gd->index & 1) && v->sym[gd->index] >= 0)
+            done |= 1ull << (v->sym[gd->index] & 63);
+    }
+    return done;
+}
+
+tg_status graph_guard_syms(graph *g, uint64_t syms, int32_t prov)
+{
+    if (!g)
+        return TG_ERR_NULL;
+    syms &= ~guarded_syms(g);
+    /* the first input dim that names each symbol */
+    for (int32_t j = 0; syms && j < g->ninputs; j++) {
+        const graph_value *v = &g->values[g->inputs[j]];
+        for (int d = 0; d < v->type.ndim; d++) {
+            int s = v->sym[d];
+            if (!(v->dyn >> d & 1) || s < 0 || s >= 64 || !(syms >> s & 1))
+                continue;
+            graph_guard gd = {g->inputs[j], GRAPH_GUARD_SIZE, GRAPH_GUARD_STRICT, d,
+                              (double)g->syms[s].traced, 0, prov};
+            if (graph_add_guard(g, &gd) < 0)
+                return graph_error_status(g);
+            syms &= ~(1ull << s);
+        }
+    }
+    return TG_OK;
+}
+
+tg_status graph_guard_specialized(graph *g)
+{
+    if (!g)
+        return TG_ERR_NULL;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        uint64_t syms = graph_node_fixed_syms(g, i);
+        const graph_node *n = &g->nodes[i];
+        tg_status st = syms ? graph_guard_syms(g, syms, n->nprov ? n->prov[0] : -1) : TG_OK;
+        if (st != TG_OK)
+            return st;
+    }
     return TG_OK;
 }

@@ -114,6 +114,8 @@ typedef enum graph_guard_kind {
     GRAPH_GUARD_VALUE,    /* eager_item / eager_get */
     GRAPH_GUARD_DECISION, /* eager_bool */
     GRAPH_GUARD_BUFFER,   /* eager_data: the whole buffer */
+    GRAPH_GUARD_SIZE,     /* dim `index` of the value is `expect`: a node was
+                             specialized on it (graph_guard_specialized) */
 } graph_guard_kind;
 
 typedef enum graph_guard_policy {
@@ -294,6 +296,34 @@ TG_API tg_status graph_compact(graph *g);
  * g NULL: TG_ERR_NULL.
  */
 TG_API tg_status graph_propagate_dynamic(graph *g);
+
+/*
+ * The symbols (bit s) that live node i, flagged GRAPH_NODE_SPECIALIZED,
+ * fixed at their traced sizes: those of its inputs' dynamic dims, or
+ * every symbol when an input has a derived dim or none is dynamic (a
+ * constant computed from a traced size).  0 for a node not flagged.
+ */
+TG_API uint64_t graph_node_fixed_syms(const graph *g, int32_t i);
+
+/*
+ * Makes the specialized nodes' limit enforced: for each symbol some live
+ * specialized node fixed, a strict GRAPH_GUARD_SIZE guard on the first
+ * input dim named by it, expecting the traced size, with the provenance
+ * of the first such node.  A run that gives the symbol another size then
+ * fails, naming that node, where it returned wrong values (a gather with
+ * indices computed at the traced size infers at every size).  Guards are
+ * graph data: they outlive the optimizer's rewrites and a .tgraph save.
+ * Symbols guarded already are skipped.  g NULL: TG_ERR_NULL.
+ */
+TG_API tg_status graph_guard_specialized(graph *g);
+
+/*
+ * The same for the symbols syms (bit s) with provenance prov: what
+ * graph_guard_specialized adds per node, for a caller that knows a value
+ * fixed at traced sizes without a node (an ONNX graph output that is a
+ * constant computed from Shape).  g NULL: TG_ERR_NULL.
+ */
+TG_API tg_status graph_guard_syms(graph *g, uint64_t syms, int32_t prov);
 
 /*
  * Reorders live nodes so that each comes after the producers of its

@@ -37,10 +37,38 @@ static const char *value_str(const graph *g, int32_t v, char *buf, size_t len)
 #define POLICY_HINT "or trace with trace_opts.value_reads = GRAPH_GUARD_WARN (report only) or GRAPH_GUARD_OFF"
 #define BOOL_HINT "eager_bool(eager_gt(t, eager_scalar(0)))"
 
+/* A GRAPH_GUARD_SIZE guard: dim gd->index of the value's type now. */
+static int size_check(const graph *g, const graph_guard *gd, const graph_type *type,
+                      char *msg, size_t len)
+{
+    int64_t d = gd->index;
+    int64_t now = d >= 0 && d < type->ndim ? type->dim[d] : -1;
+    if ((double)now == gd->expect || gd->policy == GRAPH_GUARD_OFF)
+        return 0;
+    if (msg && len) {
+        char site[300], what[160], sym[80] = "";
+        graph_prov_str(g, gd->prov, site, sizeof site);
+        value_str(g, gd->value, what, sizeof what);
+        const graph_value *v = gd->value >= 0 && gd->value < g->nvalues ? &g->values[gd->value]
+                                                                          : NULL;
+        if (v && d >= 0 && d < v->type.ndim && (v->dyn >> d & 1) && v->sym[d] >= 0 &&
+            v->sym[d] < g->nsyms)
+            snprintf(sym, sizeof sym, " ('%s')", g->syms[v->sym[d]].name);
+        snprintf(msg, len, "%s: %s was specialized on the traced sizes (a shape or constant "
+                 "that does not follow the dim): dim %lld%s of %s was traced as %.0f and is "
+                 "%lld in this run; a run at other sizes fails there",
+                 gd->policy == GRAPH_GUARD_WARN ? "warn-policy guard changed" : "guard failed",
+                 site, (long long)d, sym, what, gd->expect, (long long)now);
+    }
+    return gd->policy == GRAPH_GUARD_WARN ? 1 : 2;
+}
+
 int graph_guard_check(const graph *g, const graph_guard *gd,
                       const graph_type *type, const void *data, char *msg,
                       size_t len)
 {
+    if (g && gd && type && gd->kind == GRAPH_GUARD_SIZE)
+        return size_check(g, gd, type, msg, len); /* the type alone */
     if (!g || !gd || !type || (!data && graph_type_numel(type) > 0)) {
         if (msg && len)
             snprintf(msg, len, "guard check: NULL %s", !g ? "graph" : !gd ? "guard"

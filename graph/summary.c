@@ -6,7 +6,8 @@
 
 static const char *guard_kind(graph_guard_kind k)
 {
-    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER ? "buffer" : "value";
+    return k == GRAPH_GUARD_DECISION ? "decision" : k == GRAPH_GUARD_BUFFER ? "buffer"
+           : k == GRAPH_GUARD_SIZE ? "size" : "value";
 }
 
 static const char *guard_policy(graph_guard_policy p)
@@ -83,7 +84,8 @@ void trace_summary(const graph *g, FILE *f)
                     graph_ops[g->nodes[i].op].name,
                     graph_prov_str(g, g->nodes[i].nprov ? g->nodes[i].prov[0] : -1, site, sizeof site));
     fprintf(f, "  guards: %d%s\n", g->nguards,
-            g->nguards ? " (data-dependent reads the trace baked in)" : "");
+            g->nguards ? " (data-dependent reads the trace baked in; size: a dim a specialized "
+                         "node fixed)" : "");
     for (int32_t i = 0; i < g->nguards; i++) {
         const graph_guard *gd = &g->guards[i];
         fprintf(f, "    %s %s of %%%d", guard_policy(gd->policy), guard_kind(gd->kind), gd->value);

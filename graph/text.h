@@ -52,7 +52,7 @@
  *   DATA     := '[' [NUMBER {',' NUMBER}] ']'  exactly numel elements, flat
  *             | 'elided' HEX                   no data, FNV-1a hash of it
  *   attr     := IDENT '=' (INT | FLOAT | '[' [INT {',' INT}] ']' | DTYPE)
- *   KIND     := 'value' | 'decision' | 'buffer'
+ *   KIND     := 'value' | 'decision' | 'buffer' | 'size'
  *   POLICY   := 'strict' | 'warn' | 'off'
  *   prov     := IDENT '=' STRING ':' INT STRING ['[' [frame {',' frame}] ']']
  *   frame    := HEX (STRING | '?') '+' HEX [(STRING | '?') ':' INT]
@@ -78,7 +78,8 @@
  *   - Attributes go by the names in ops.def; the printer leaves out those
  *     equal to their defaults, the parser fills missing ones with defaults.
  *   - Guards: value/decision guards compare element [i] with a double;
- *     buffer guards compare the whole buffer's hash (HEX).  The
+ *     buffer guards compare the whole buffer's hash (HEX); size guards
+ *     compare dim [i] of the value's type (a node specialized on it).  The
  *     printer puts each guard right after its value is defined, keeping
  *     the guards' order.
  *   - '!pN' refers to provenance entry pN; the provenance section lists

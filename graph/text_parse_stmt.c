@@ -347,14 +347,14 @@ static int pick_kw(const text_parser *p, const char *const *names, int n)
 
 int graph_text_parse_guard(text_parser *p)
 {
-    static const char *const kinds[] = {"value", "decision", "buffer"};
+    static const char *const kinds[] = {"value", "decision", "buffer", "size"};
     static const char *const pols[] = {"strict", "warn", "off"};
     graph_guard gd = {.index = -1, .prov = -1};
     graph_text_next(p);
-    int k = pick_kw(p, kinds, 3);
+    int k = pick_kw(p, kinds, 4);
     if (k < 0)
-        return graph_text_fail_tok(p, "expected a guard kind (value, decision "
-                                   "or buffer)");
+        return graph_text_fail_tok(p, "expected a guard kind (value, decision, "
+                                   "buffer or size)");
     gd.kind = (graph_guard_kind)k;
     graph_text_next(p);
     const text_tok vt = p->tok;
@@ -365,14 +365,19 @@ int graph_text_parse_guard(text_parser *p)
         size_t ipos = p->tok.pos;
         if (graph_text_get_i64(p, "an element index", &gd.index) < 0)
             return -1;
-        int64_t numel = graph_type_numel(&p->g->values[gd.value].type);
+        const graph_type *vt_type = &p->g->values[gd.value].type;
+        int64_t numel = gd.kind == GRAPH_GUARD_SIZE ? vt_type->ndim : graph_type_numel(vt_type);
         if (gd.index < 0 || gd.index >= numel)
             return graph_text_fail(p, ipos, "index %lld is out of range for %.*s "
-                                   "(%lld elements)", (long long)gd.index,
+                                   "(%lld %s)", (long long)gd.index,
                                    (int)(vt.len > 40 ? 40 : vt.len), p->s + vt.pos,
-                                   (long long)numel);
+                                   (long long)numel,
+                                   gd.kind == GRAPH_GUARD_SIZE ? "dims" : "elements");
         if (graph_text_expect(p, ']', "after the index") < 0)
             return -1;
+    } else if (gd.kind == GRAPH_GUARD_SIZE) {
+        return graph_text_fail(p, vt.pos, "a size guard names its dim: %.*s[d]",
+                               (int)(vt.len > 40 ? 40 : vt.len), p->s + vt.pos);
     }
     if (graph_text_expect(p, TP_EQEQ, "after the guarded value") < 0)
         return -1;

@@ -416,9 +416,9 @@ static void put_source(printer *p, int32_t v)
 
 static void put_guard(printer *p, const graph_guard *gd)
 {
-    static const char *const kinds[] = {"value", "decision", "buffer"};
+    static const char *const kinds[] = {"value", "decision", "buffer", "size"};
     static const char *const pols[] = {"strict", "warn", "off"};
-    fprintf(p->f, "  guard %s ", (unsigned)gd->kind < 3 ? kinds[gd->kind] : "bad");
+    fprintf(p->f, "  guard %s ", (unsigned)gd->kind < 4 ? kinds[gd->kind] : "bad");
     graph_text_put_value(p->f, p->g, &p->names, gd->value);
     if (gd->index != -1)
         fprintf(p->f, "[%lld]", (long long)gd->index);

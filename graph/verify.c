@@ -211,7 +211,9 @@ tg_status graph_verify(graph *g, int allow_elided)
         const graph_guard *gd = &g->guards[i];
         if (gd->value < 0 || gd->value >= g->nvalues || !defined[gd->value] ||
             gd->prov < -1 || gd->prov >= g->nprovs ||
-            gd->index < -1 || gd->index >= graph_type_numel(&g->values[gd->value].type))
+            gd->index < (gd->kind == GRAPH_GUARD_SIZE ? 0 : -1) ||
+            gd->index >= (gd->kind == GRAPH_GUARD_SIZE ? g->values[gd->value].type.ndim
+                                                       : graph_type_numel(&g->values[gd->value].type)))
             st = graph_fail(g, TG_ERR_FORMAT, "guard %d is malformed", i);
     }
     tg_free(defined);

@@ -475,6 +475,7 @@ typedef struct pool3 {
     int max;
     int64_t n, c, d, h, w;
     int64_t k[3], s[3], pads[6]; /* D H W; pads: begins, then ends */
+    int64_t dd;                  /* D's dilation (0: none given, 1) */
     const char *auto_pad;        /* NULL: NOTSET with pads */
     int64_t ceil_mode, count_pad;
     int dyn_batch;
@@ -485,18 +486,20 @@ typedef struct pool3 {
  * count_include_pad); the output size rounds up with ceil_mode. */
 static float *naive_pool(const pool3 *p, int64_t n, const float *x, int64_t od[3])
 {
-    int64_t in[3] = {p->d, p->h, p->w}, pb[3], pe[3];
+    int64_t in[3] = {p->d, p->h, p->w}, pb[3], pe[3], dl[3] = {p->dd ? p->dd : 1, 1, 1};
+    int64_t ke[3]; /* the dilated window */
     for (int a = 0; a < 3; a++) {
+        ke[a] = (p->k[a] - 1) * dl[a] + 1;
         pb[a] = p->pads[a];
         pe[a] = p->pads[3 + a];
         if (p->auto_pad) {
             int64_t out = (in[a] + p->s[a] - 1) / p->s[a];
-            int64_t total = (out - 1) * p->s[a] + p->k[a] - in[a];
+            int64_t total = (out - 1) * p->s[a] + ke[a] - in[a];
             total = total < 0 ? 0 : total;
             pb[a] = !strcmp(p->auto_pad, "SAME_UPPER") ? total / 2 : total - total / 2;
             pe[a] = total - pb[a];
         }
-        int64_t span = in[a] + pb[a] + pe[a] - p->k[a];
+        int64_t span = in[a] + pb[a] + pe[a] - ke[a];
         od[a] = (p->ceil_mode ? (span + p->s[a] - 1) / p->s[a] : span / p->s[a]) + 1;
     }
     float *y = malloc(sizeof *y * (size_t)(n * p->c * od[0] * od[1] * od[2])), *yp = y;
@@ -509,7 +512,7 @@ static float *naive_pool(const pool3 *p, int64_t n, const float *x, int64_t od[3
                     for (int64_t u = 0; u < p->k[0]; u++)
                         for (int64_t v = 0; v < p->k[1]; v++)
                             for (int64_t t = 0; t < p->k[2]; t++) {
-                                int64_t q[3] = {z * p->s[0] + u - pb[0],
+                                int64_t q[3] = {z * p->s[0] + u * dl[0] - pb[0],
                                                 i * p->s[1] + v - pb[1],
                                                 j * p->s[2] + t - pb[2]};
                                 int inside = 1, padded = 1;
@@ -539,6 +542,8 @@ static void test_pool(const pool3 *p, const char *name, int64_t n)
     add_input(&b, "x", 5, xd);
     add_ints(&b, "kernel_shape", 3, p->k);
     add_ints(&b, "strides", 3, p->s);
+    if (p->dd)
+        add_ints(&b, "dilations", 3, (const int64_t[]){p->dd, 1, 1});
     if (p->auto_pad)
         add_str(&b, "auto_pad", p->auto_pad);
     else
@@ -616,6 +621,23 @@ static void pools(void)
     sl.max = 0;
     sl.auto_pad = "SAME_LOWER";
     test_pool(&sl, "AveragePool, SAME_LOWER", 1);
+    /* D's dilation: windows of taps dd apart (it was read as 1) */
+    pool3 md = {.max = 1, .n = 2, .c = 2, .d = 9, .h = 4, .w = 5, .k = {3, 2, 2},
+                .s = {2, 1, 2}, .pads = {2, 0, 1, 1, 1, 0}, .dd = 2, .ceil_mode = 1,
+                .dyn_batch = 1};
+    test_pool(&md, "MaxPool, D dilation, pads, ceil_mode", 2);
+    pool3 ad = md;
+    ad.max = 0;
+    ad.dd = 3;
+    ad.pads[0] = 3;
+    test_pool(&ad, "AveragePool, D dilation, pads, ceil_mode", 1);
+    ad.count_pad = 1;
+    ad.ceil_mode = 0;
+    test_pool(&ad, "AveragePool, D dilation, count_include_pad", 1);
+    pool3 sd = su;
+    sd.dd = 2;
+    sd.d = 7;
+    test_pool(&sd, "MaxPool, D dilation, SAME_UPPER", 1);
 }
 
 /* ---- refusals ---- */
@@ -712,6 +734,35 @@ static void refusals(void)
     add_ints(&b, "pads", 6, (const int64_t[]){3, 0, 0, 2, 0, 0});
     expect_fail(&b, TG_ERR_SHAPE, "c3.onnx: node 0 'conv' (ConvTranspose): output depth 0 "
                 "<= 0: the pads 3+2 remove every depth");
+
+    /* a kernel depth of 0 divided the output depths by it */
+    static const int64_t w0[5] = {4, 4, 0, 3, 3};
+    model_init(&b, "Conv", 0);
+    add_input(&b, "x", 5, x5);
+    add_init(&b, "w", 5, w0, wdata);
+    expect_fail(&b, TG_ERR_FORMAT, "c3.onnx: node 0 'conv' (Conv): W's kernel dims must be "
+                ">= 1 (the kernel_shape), W has a depth of 0");
+    model_init(&b, "ConvTranspose", 0);
+    add_input(&b, "x", 5, x5);
+    add_init(&b, "w", 5, w0, wdata);
+    expect_fail(&b, TG_ERR_FORMAT, "c3.onnx: node 0 'conv' (ConvTranspose): W's kernel dims "
+                "must be >= 1 (the kernel_shape), W has a depth of 0");
+
+    model_init(&b, "MaxPool", 0);
+    b.node.n_input = 1;
+    add_input(&b, "x", 5, x5);
+    add_ints(&b, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
+    add_ints(&b, "dilations", 3, (const int64_t[]){1, 2, 1});
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "c3.onnx: node 0 'conv' (MaxPool): dilations other "
+                "than 1 in H and W are not supported");
+
+    model_init(&b, "AveragePool", 0);
+    b.node.n_input = 1;
+    add_input(&b, "x", 5, x5);
+    add_ints(&b, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
+    add_ints(&b, "dilations", 3, (const int64_t[]){3, 1, 1});
+    expect_fail(&b, TG_ERR_SHAPE, "c3.onnx: node 0 'conv' (AveragePool): output depth <= 0: "
+                "the padded input depth 3 is smaller than the dilated kernel depth 4");
 
     model_init(&b, "MaxPool", 0);
     b.node.n_input = 1;

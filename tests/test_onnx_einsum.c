@@ -7,6 +7,7 @@
  * messages.  ONNX's own Einsum node tests are float64, which tracegraph
  * does not have.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 #include "optimize/opt.h"
 #include "replay/replay.h"
 
-enum { MAXOP = 3 };
+enum { MAXOP = 9 };
 
 typedef struct ecase {
     const char *eq;
@@ -154,7 +155,7 @@ typedef struct model {
     char *node_in[MAXOP], *node_out[1];
 } model;
 
-static const char *const names[MAXOP] = {"a", "b", "c"};
+static const char *const names[MAXOP] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
 
 static graph *load(const ecase *c, float *const *x, char *err, size_t errlen, tg_status *st)
 {
@@ -307,6 +308,89 @@ static void expect_refused(const ecase *c, tg_status want_st, const char *want)
     graph_free(g);
 }
 
+/* The largest value of g, in elements. */
+static int64_t largest_value(const graph *g)
+{
+    int64_t m = 0;
+    for (int32_t v = 0; v < g->nvalues; v++) {
+        int64_t e = graph_type_numel(&g->values[v].type);
+        m = e > m ? e : m;
+    }
+    return m;
+}
+
+/*
+ * a,b,c,d,e,f,ab,cd,ef-> at N = 40: contracted left to right it made a
+ * [N]^6 outer product (16 GiB); by size no value has more than N*N
+ * elements, and the scalar is (a.AB.b)(c.CD.d)(e.EF.f), computed here.
+ * Then an equation that needs an outer product past the budget whatever
+ * the order is refused with its size.
+ */
+static void reorder(void)
+{
+    enum { N = 40 };
+    ecase c = {"a,b,c,d,e,f,ab,cd,ef->", 9, {1, 1, 1, 1, 1, 1, 2, 2, 2},
+               {{N}, {N}, {N}, {N}, {N}, {N}, {N, N}, {N, N}, {N, N}}, 0};
+    float *x[MAXOP];
+    replay_tensor rin[MAXOP];
+    for (int k = 0; k < 9; k++) {
+        int64_t n = k < 6 ? N : N * N;
+        x[k] = malloc(sizeof(float) * (size_t)n);
+        check_fill(x[k], n, 31 + (uint64_t)k, -1, 1);
+        graph_type t = {GRAPH_F32, (uint8_t)c.nd[k], {N, N}};
+        rin[k] = (replay_tensor){names[k], t, x[k], NULL};
+    }
+    double want = 1;
+    for (int p = 0; p < 3; p++) {
+        double q = 0;
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
+                q += (double)x[2 * p][i] * x[6 + p][i * N + j] * x[2 * p + 1][j];
+        want *= q;
+    }
+    char err[512] = "";
+    tg_status st;
+    graph *g = load(&c, x, err, sizeof err, &st);
+    CHECK_MSG(g != NULL, "N = %d imports: %s", N, err);
+    if (g) {
+        int64_t most = largest_value(g);
+        CHECK_MSG(most <= N * N, "N = %d: a value of %lld elements", N, (long long)most);
+        if (most > N * N) { /* not run: it would take gigabytes */
+            graph_free(g);
+            g = NULL;
+        }
+    }
+    if (g) {
+        opt_options oo = opt_default_options();
+        oo.level = 3;
+        st = opt_optimize(g, &oo, NULL, err, sizeof err);
+        CHECK_MSG(st == TG_OK, "N = %d -O3: %s", N, err);
+        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_plan *pl = st == TG_OK ? replay_compile(g, &ro, err, sizeof err) : NULL;
+        CHECK_MSG(pl != NULL, "N = %d compile: %s", N, err);
+        replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
+        if (s) {
+            replay_tensor rout = {"y", {0}, NULL, NULL};
+            st = replay_run(s, rin, 9, &rout, 1);
+            CHECK_MSG(st == TG_OK, "N = %d replay: %s", N, replay_session_error(s));
+            if (st == TG_OK) {
+                float got = *(const float *)rout.data;
+                CHECK_MSG(fabs(got - want) <= 1e-3 * (1 + fabs(want)), "N = %d: %g, want %g",
+                          N, got, want);
+            }
+        }
+        replay_session_free(s);
+        replay_plan_free(pl);
+    }
+    graph_free(g);
+    for (int k = 0; k < 9; k++)
+        free(x[k]);
+    static const ecase big = {"i,j->ij", 2, {1, 1}, {{32768}, {32768}}, 0};
+    expect_refused(&big, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'e' (Einsum): equation "
+                   "'i,j->ij': its smallest next contraction makes 1073741824 elements, over "
+                   "the bound of 268435456 (2^28, or its largest operand's)");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -329,6 +413,15 @@ int main(void)
         {"ij,jk,kl->il", 3, {2, 2, 2}, {{2, 3}, {3, 4}, {4, 5}}, 1}, /* three, one constant */
         {"abcd,cdef->abef", 2, {4, 4}, {{2, 3, 4, 5}, {4, 5, 2, 3}}, 0}, /* grouped K */
         {"a b c , c d -> d a b", 2, {3, 2}, {{2, 3, 4}, {4, 3}}, 0},    /* spaces */
+        /* the contraction order by size: left to right would make a 6-D
+         * outer product, or ijkl */
+        {"a,b,c,d,e,f,ab,cd,ef->", 9, {1, 1, 1, 1, 1, 1, 2, 2, 2},
+         {{3}, {4}, {2}, {3}, {4}, {2}, {3, 4}, {2, 3}, {4, 2}}, 0},
+        {"ab,cd,ef,a,b,c,d,e,f->", 9, {2, 2, 2, 1, 1, 1, 1, 1, 1},
+         {{3, 4}, {2, 3}, {4, 2}, {3}, {4}, {2}, {3}, {4}, {2}}, 1},
+        {"ij,kl,jk->li", 3, {2, 2, 2}, {{2, 3}, {4, 5}, {3, 4}}, 0},
+        {"a,b,ab,bc", 4, {1, 1, 2, 2}, {{3}, {4}, {3, 4}, {4, 5}}, 0}, /* implicit: c */
+        {"bi,bj,bk,bij->bk", 4, {2, 2, 2, 3}, {{2, 3}, {2, 4}, {2, 5}, {2, 3, 4}}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
@@ -347,6 +440,11 @@ int main(void)
     static const ecase count = {"ij->ji", 2, {2, 2}, {{3, 4}, {4, 5}}, 0};
     expect_refused(&count, TG_ERR_FORMAT, "mem.onnx: node 0 'e' (Einsum): equation "
                    "'ij->ji': '->' must follow the 2 operands' subscripts, once");
+    /* an ellipsis after output letters wrote past the output's letters */
+    static const ecase over = {"...->abc...", 1, {6}, {{1, 1, 1, 1, 1, 1}}, 0};
+    expect_refused(&over, TG_ERR_FORMAT, "mem.onnx: node 0 'e' (Einsum): equation "
+                   "'...->abc...': more than 8 dims in term 'abc...'");
+    reorder();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

@@ -137,6 +137,15 @@ static void bad_composed(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (Resize): resizing axis 3 to 16777215: its taps would "
                 "take over 64 MiB");
+    /* an axis of size 0 resized to 4: the scale was infinite and the
+     * coordinates NaN, cast to int64 */
+    static const int64_t x0[4] = {1, 8, 0, 2};
+    mb_tensor_type(&b, 0, 1, 4, x0);
+    szv[2] = 4;
+    szv[3] = 2;
+    expect_fail(&b, TG_ERR_SHAPE,
+                "mem.onnx: node 0 'n0' (Resize): axis 2 has size 0: there is no element to "
+                "resize it to 4 from");
     /* DepthToSpace: a mode that does not exist, a C that blocksize^2 does not divide */
     mb_init(&b, "DepthToSpace", "x", NULL);
     mb_tensor_type(&b, 0, 1, 4, x4);
@@ -549,6 +558,13 @@ static void rnn_refusals(void)
     b.node.n_attribute = 2;
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (LSTM): input_forget is not supported");
+    /* a hidden_size whose gate sizes (4, 8 and 3 times it) overflowed int64 */
+    static const int64_t x1[3] = {1, 1, 2};
+    mb_tensor_type(&b, 0, 1, 3, x1);
+    b.node.n_attribute = 1;
+    at[0].i = (int64_t)1 << 61;
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (LSTM): hidden_size must be in "
+                "1..2^40, got 2305843009213693952");
 }
 
 /* GatherND: a coordinate out of range is an error at load time, naming
@@ -579,6 +595,13 @@ static void gather_nd(void)
     expect_fail(&b, TG_ERR_FORMAT,
                 "mem.onnx: node 0 'n0' (GatherND): indices element 1 is 5, out of range for "
                 "data dim 1 (3)");
+    /* refused before its offset is computed: INT64_MAX times the row
+     * stride overflowed (the sanitized build stops there) */
+    id[0] = INT64_MAX;
+    id[1] = 0;
+    expect_fail(&b, TG_ERR_FORMAT,
+                "mem.onnx: node 0 'n0' (GatherND): indices element 0 is 9223372036854775807, "
+                "out of range for data dim 0 (2)");
 }
 
 /*
@@ -617,6 +640,24 @@ static void trilu(void)
             run_against(what, g, TG_SHAPE(2, 3), x, want, 6, 0);
             graph_free(g);
         }
+    /* a float k of NaN was cast to int64 */
+    mb b;
+    Onnx__TensorProto t, *ts[1] = {&t};
+    float kn = NAN;
+    mb_init(&b, "Trilu", "x", "k");
+    tensor_init(&t, "k", 1, 0, NULL, &kn, 1);
+    b.g.n_initializer = 1;
+    b.g.initializer = ts;
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Trilu): k is NaN, want an integer");
+    /* a float attribute applied to an integer tensor: NaN was cast to int64 */
+    Onnx__AttributeProto a, *as[1] = {&a};
+    mb_init(&b, "ThresholdedRelu", "x", NULL);
+    mb_tensor_type(&b, 0, 7, 2, (const int64_t[]){2, 3});
+    attr_float(&a, "alpha", NAN);
+    b.node.n_attribute = 1;
+    b.node.attribute = as;
+    expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (ThresholdedRelu): the constant nan "
+                "is not a number within the range of i64");
 }
 
 int main(void)

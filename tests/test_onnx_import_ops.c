@@ -5,8 +5,9 @@
  * or formulas: InstanceNormalization, GroupNormalization (opsets 18, 21),
  * RMSNormalization (23), Clip on int64; what opsets 19 to 25 add (Pad's
  * wrap, Resize's half_pixel_symmetric on ONNX's own answers, Gelu, Swish,
- * GridSample's refusals); and the budget of the constants the importer
- * makes at load time.  Refusals of the rest: test_onnx_import.c.
+ * GridSample's refusals); the budget of the constants the importer
+ * makes at load time; and the size guard of a node specialized on a
+ * dynamic dim.  Refusals of the rest: test_onnx_import.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +16,10 @@
 
 #include "check.h"
 #include "eager/eager.h"
+#include "formats/tgraph.h"
 #include "onnx_model_builder.h"
+#include "optimize/opt.h"
+#include "replay/replay.h"
 
 /* InstanceNormalization of x f32[2,3,2,2] (scale and B initializers,
  * epsilon 0.01) against a naive loop in double; a scale of the wrong
@@ -173,6 +177,12 @@ static void newer_opsets(void)
     b.opset.version = 15;
     expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (GridSample): GridSample needs "
                 "opset 16 (the model has 15)");
+    /* an empty image: the clamps took H - 1 = -1 as the last pixel */
+    b.opset.version = 16;
+    mb_tensor_type(&b, 0, 1, 4, (const int64_t[]){1, 1, 0, 3});
+    mb_tensor_type(&b, 1, 1, 4, (const int64_t[]){1, 2, 2, 2});
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (GridSample): X of 0x3 pixels: "
+                "an empty image has nothing to sample");
     /* Resize linear, half_pixel_symmetric: ONNX's test cases and answers */
     static const struct {
         int64_t xs[4];
@@ -403,6 +413,195 @@ static void made_budget(void)
     graph_free(g);
 }
 
+static void count_warn(void *ctx, const char *msg)
+{
+    (void)msg;
+    ++*(int *)ctx;
+}
+
+/* Replays g on x f32[b, 3]: against want (msg NULL), or failing on the
+ * size guard with "replay: " msg. */
+static void run_sized(const char *what, const graph *g, int64_t b, const float *x,
+                      const float *want, const char *msg)
+{
+    char err[512] = "";
+    replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+    replay_plan *pl = replay_compile(g, &ro, err, sizeof err);
+    CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
+    replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
+    if (s) {
+        replay_tensor in = {"x", {GRAPH_F32, 2, {b, 3}}, (float *)x, NULL}, out = {"y", {0}, NULL, NULL};
+        tg_status st = replay_run(s, &in, 1, &out, 1);
+        if (!msg) {
+            CHECK_MSG(st == TG_OK && out.type.dim[0] == b + 3, "%s at %lld: %s", what,
+                      (long long)b, replay_session_error(s));
+            if (st == TG_OK && out.type.dim[0] == b + 3)
+                CHECK_FLOATS((const float *)out.data, want, (b + 3) * 3, 0);
+        } else {
+            char full[600];
+            snprintf(full, sizeof full, "replay: %s", msg);
+            CHECK_MSG(st == TG_ERR_GUARD && !strcmp(replay_session_error(s), full),
+                      "%s at %lld: got %d \"%s\", want \"%s\"", what, (long long)b, (int)st,
+                      replay_session_error(s), full);
+        }
+    }
+    replay_session_free(s);
+    replay_plan_free(pl);
+}
+
+/*
+ * Pad edge of x f32[B, 3] by 1 and 2 rows along B (traced as 4): the rows
+ * are gathered at indices computed from B's traced size, which infer at
+ * every size.  At B = 4 the answer is the naive edge pad; at B = 5 the
+ * run returned 7 rows of the wrong rows; now the size guard stops it,
+ * naming the node, at -O0, at -O3 and after a .tgraph save and load.
+ */
+static void specialized_guard(void)
+{
+    mb b;
+    Onnx__TensorProto t, *ts[1];
+    int64_t pd[1], pads[4] = {1, 0, 2, 0};
+    mb_init(&b, "Pad", "x", "p");
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    mb_init_i64(&b, &t, ts, "p", pd, pads, 4);
+    Onnx__AttributeProto a, *as[1];
+    mb_attr_str(&b, &a, as, "mode", "edge");
+    int warned = 0;
+    format_onnx_load_opts o = {0, 4, count_warn, &warned};
+    char err[512] = "";
+    tg_status st;
+    graph *g = mb_load(&b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "Pad edge over B imports: %s", err);
+    CHECK_MSG(warned == 1, "warned %d times", warned);
+    if (!g)
+        return;
+    float x[5 * 3], want[7 * 3];
+    check_fill(x, 15, 5, -1, 1);
+    for (int i = 0; i < 7; i++) {
+        int r = i < 1 ? 0 : i - 1 > 3 ? 3 : i - 1; /* edge: the nearest of rows 0..3 */
+        memcpy(want + 3 * i, x + 3 * r, sizeof(float) * 3);
+    }
+    const char *msg = "guard failed: mem.onnx:1 n0 (Pad) was specialized on the traced sizes "
+                      "(a shape or constant that does not follow the dim): dim 0 ('B') of "
+                      "input \"x\" was traced as 4 and is 5 in this run; a run at other "
+                      "sizes fails there";
+    run_sized("as imported", g, 4, x, want, NULL);
+    run_sized("as imported", g, 5, x, NULL, msg);
+    /* the interpreter checks the guard too */
+    eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(5, 3), x), *out = NULL;
+    CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_ERR_GUARD);
+    CHECK_MSG(!strcmp(eager_error(), msg), "interpreted: %s", eager_error());
+    eager_release(in);
+    eager_release(out);
+    eager_clear_error();
+    /* exported, B is written fixed: the model runs at 4 only */
+    void *ob = NULL;
+    size_t olen = 0;
+    st = format_onnx_save_mem(g, NULL, &ob, &olen, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "export: %s", err);
+    graph *e = st == TG_OK ? format_onnx_load_mem(ob, olen, "pad2.onnx", NULL, err, sizeof err)
+                           : NULL;
+    CHECK_MSG(e && e->values[e->inputs[0]].type.dim[0] == 4 && !e->values[e->inputs[0]].dyn,
+              "the export reloads with x f32[4,3]: %s", e ? "" : err);
+    if (e)
+        run_sized("exported and reloaded", e, 4, x, want, NULL);
+    graph_free(e);
+    free(ob);
+    opt_options oo = opt_default_options();
+    oo.level = 3;
+    st = opt_optimize(g, &oo, NULL, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "-O3: %s", err);
+    run_sized("-O3", g, 4, x, want, NULL);
+    run_sized("-O3", g, 5, x, NULL, msg);
+    void *buf = NULL;
+    size_t len = 0;
+    st = format_save_mem(g, NULL, &buf, &len, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "save: %s", err);
+    graph *l = st == TG_OK ? format_load_mem(buf, len, "pad.tgraph", err, sizeof err) : NULL;
+    CHECK_MSG(l != NULL, "load: %s", err);
+    if (l) {
+        run_sized("-O3, saved and loaded", l, 4, x, want, NULL);
+        run_sized("-O3, saved and loaded", l, 5, x, NULL, msg);
+    }
+    graph_free(l);
+    free(buf);
+    graph_free(g);
+}
+
+/* b's model, x f32[B, 3] traced at B = 4, warned about (nwarn times) and
+ * stopped at B = 5 by the size guard of site, as imported and at -O3. */
+static void expect_guarded(mb *b, const char *what, int nwarn, const char *site)
+{
+    int warned = 0;
+    format_onnx_load_opts o = {0, 4, count_warn, &warned};
+    char err[512] = "", msg[600], at[96];
+    tg_status st;
+    graph *g = mb_load(b, &o, &st, err, sizeof err);
+    CHECK_MSG(g != NULL && warned == nwarn, "%s over B imports (warned %d): %s", what, warned,
+              err);
+    if (!g)
+        return;
+    float x[15] = {0};
+    snprintf(msg, sizeof msg, "guard failed: %s was specialized on the traced sizes (a shape "
+             "or constant that does not follow the dim): dim 0 ('B') of input \"x\" was traced "
+             "as 4 and is 5 in this run; a run at other sizes fails there", site);
+    snprintf(at, sizeof at, "%s as imported", what);
+    run_sized(at, g, 5, x, NULL, msg);
+    opt_options oo = opt_default_options();
+    oo.level = 3;
+    st = opt_optimize(g, &oo, NULL, err, sizeof err);
+    CHECK_MSG(st == TG_OK, "%s -O3: %s", what, err);
+    snprintf(at, sizeof at, "%s -O3", what);
+    run_sized(at, g, 5, x, NULL, msg);
+    graph_free(g);
+}
+
+/*
+ * Other nodes and values fixed at B's traced size, x f32[B, 3], each
+ * exit 0 at B = 5 before: Resize (nearest, x2 along B: its gathers read
+ * the first 4 rows; or to sizes that give B a number), Hardmax over B (its iota had 4 entries: an output of
+ * [1, 3]) and a graph output that is Shape(x) (the constant [4, 3]).
+ */
+static void specialized_others(void)
+{
+    mb b;
+    Onnx__TensorProto t[2], *ts[2] = {&t[0], &t[1]};
+    static const int64_t rd[1] = {0}, sd[1] = {2};
+    static float scales[2] = {2, 1};
+    char *rin[3] = {"x", "r", "sc"};
+    mb_init(&b, "Resize", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    tensor_init(&t[0], "r", 1, 1, rd, NULL, 0);
+    tensor_init(&t[1], "sc", 1, 1, sd, scales, 2);
+    b.node.input = rin;
+    b.node.n_input = 3;
+    b.g.n_initializer = 2;
+    b.g.initializer = ts;
+    expect_guarded(&b, "Resize", 1, "mem.onnx:1 n0 (Resize)");
+    /* sizes [4, 6]: a number for B, whose identity at the traced 4 added
+     * no node (B = 5 kept 5 rows where the sizes say 4) */
+    static int64_t szv[2] = {4, 6};
+    char *zin[4] = {"x", "", "", "sz"};
+    mb_init(&b, "Resize", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    tensor_init(&t[0], "sz", 7, 1, sd, szv, 2);
+    b.node.input = zin;
+    b.node.n_input = 4;
+    b.g.n_initializer = 1;
+    b.g.initializer = ts;
+    expect_guarded(&b, "Resize to sizes", 1, "mem.onnx:1 n0 (Resize)");
+    Onnx__AttributeProto a, *as[1] = {&a};
+    mb_init(&b, "Hardmax", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    attr_int(&a, "axis", 0);
+    b.node.n_attribute = 1;
+    b.node.attribute = as;
+    expect_guarded(&b, "Hardmax", 1, "mem.onnx:1 n0 (Hardmax)");
+    mb_init(&b, "Shape", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    expect_guarded(&b, "Shape", 0, "mem.onnx:0 graph output 'y' (a constant)");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -411,6 +610,8 @@ int main(void)
     clip_int();
     newer_opsets();
     made_budget();
+    specialized_guard();
+    specialized_others();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

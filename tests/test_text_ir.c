@@ -504,6 +504,7 @@ static const char free_text[] =
     "  %b: f32[N,4] = clip(%a) {max=6, min=-inf} specialized !site !other\n"
     "  %s1: f32[N,2], %s2: f32[N,2] = split(%b) {sizes=[2,2], axis=1}\n"
     "  guard value %b[0] == 2.5 warn\n"
+    "  guard size %in[0] == 3 strict !site\n"
     "  %j: f32[N:6,2] = concat(%s1, %s2) {}\n"
     "  return out = %b\n"
     "  return \"second\" = %s2\n"
@@ -542,9 +543,11 @@ static void test_free_text(void)
     CHECK(h->nodes[3].op == GRAPH_OP_concat && h->nodes[3].nin == 2 &&
           h->values[h->nodes[3].out[0]].type.dim[0] == 6 &&
           h->values[h->nodes[3].out[0]].dyn == 1);
-    CHECK(h->nguards == 1 && h->guards[0].kind == GRAPH_GUARD_VALUE &&
+    CHECK(h->nguards == 2 && h->guards[0].kind == GRAPH_GUARD_VALUE &&
           h->guards[0].expect == 2.5 && h->guards[0].policy == GRAPH_GUARD_WARN &&
           h->guards[0].prov == -1);
+    CHECK(h->guards[1].kind == GRAPH_GUARD_SIZE && h->guards[1].value == 0 &&
+          h->guards[1].index == 0 && h->guards[1].expect == 3 && h->guards[1].prov == 0);
     CHECK(h->noutputs == 3 && !strcmp(h->outputs[1].name, "second"));
     CHECK(h->nprovs == 2 && !strcmp(h->provs[1].func, "g") && h->provs[1].nframes == 0);
     roundtrip(h, NULL, 16);
@@ -638,13 +641,16 @@ static const struct {
      "line 2, col 28: a param defines exactly one value"},
     {H "  %c: f32[1] = input\n" R, "line 2, col 16: inputs belong in the graph's signature"},
     {H "  guard maybe %x[0] == 1 strict\n" R,
-     "line 2, col 9: expected a guard kind (value, decision or buffer), got 'maybe'"},
+     "line 2, col 9: expected a guard kind (value, decision, buffer or size), got 'maybe'"},
     {H "  guard value %x[2] == 1 strict\n" R,
      "line 2, col 18: index 2 is out of range for %x (2 elements)"},
     {H "  guard value %x[0] == 1 always\n" R,
      "line 2, col 26: expected a guard policy (strict, warn or off), got 'always'"},
     {H "  guard value %x[0] = 1 strict\n" R,
      "line 2, col 21: expected '==' after the guarded value, got '='"},
+    {H "  guard size %x[1] == 2 strict\n" R,
+     "line 2, col 17: index 1 is out of range for %x (1 dims)"},
+    {H "  guard size %x == 2 strict\n" R, "line 2, col 14: a size guard names its dim: %x[d]"},
     {H "  guard buffer %x == 1.5 off\n" R,
      "line 2, col 22: expected the buffer's hash (0x...), got '1.5'"},
     {H "  guard value %x[0] == 1 off !p0 !p1\n" R, "line 2, col 34: a guard has one provenance"},

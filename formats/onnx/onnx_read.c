@@ -467,6 +467,26 @@ static tg_status check_output_type(onnx_reader *r, const Onnx__ValueInfoProto *v
                      graph_dtype_name(t->dtype), graph_shape_str(t, have, sizeof have));
 }
 
+/*
+ * A graph output that is a constant computed from traced sizes (Shape of
+ * an input with a dynamic dim, and what follows from it) holds the traced
+ * numbers, with no node to flag: its symbols get size guards
+ * (graph_guard_syms), named by the output.
+ */
+static tg_status guard_const_output(onnx_reader *r, const onnx_entry *e, const char *name)
+{
+    uint64_t syms = e->traced_shape ? ~0ull : 0;
+    for (int64_t k = 0, n = graph_type_numel(&e->type); e->sym && k < n; k++)
+        syms |= e->sym[k] >= 0 ? 1ull << (e->sym[k] & 63)
+                : e->sym[k] == ONNX_SYM_DERIVED ? ~0ull : 0;
+    char func[300];
+    snprintf(func, sizeof func, "graph output '%.200s' (a constant)", name);
+    int32_t prov = graph_add_prov(r->g, r->file, 0, func, NULL, 0);
+    if (prov < 0 || graph_guard_syms(r->g, syms, prov) != TG_OK)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory");
+    return TG_OK;
+}
+
 static tg_status add_outputs(onnx_reader *r, const Onnx__GraphProto *gp)
 {
     if (gp->n_output == 0)
@@ -482,6 +502,8 @@ static tg_status add_outputs(onnx_reader *r, const Onnx__GraphProto *gp)
         tg_status st = e->value < 0 ? onnx_materialize(r, e) : TG_OK;
         if (st == TG_OK)
             st = check_output_type(r, vi, onnx_vtype(r, e->value));
+        if (st == TG_OK && e->is_const && onnx_entry_traced(e))
+            st = guard_const_output(r, e, vi->name);
         if (st != TG_OK)
             return st;
         if (graph_add_output(r->g, e->value, vi->name) != TG_OK)
@@ -525,7 +547,8 @@ static tg_status check_versions(onnx_reader *r, const Onnx__ModelProto *m)
  * r->warn, once per ONNX node, naming the dims its inputs carry (every
  * dim when they carry none, or a derived one).  A warning, not an
  * error: the graph is right at the traced sizes, which is all many
- * users run; the message says where a run at other sizes would fail.
+ * users run; the message says where a run at other sizes fails, and
+ * read_graph's size guards (graph_guard_specialized) make it fail there.
  */
 static void warn_specialized(onnx_reader *r)
 {
@@ -538,17 +561,7 @@ static void warn_specialized(onnx_reader *r)
             prov == last)
             continue; /* the nodes of one ONNX node are adjacent */
         last = prov;
-        uint64_t syms = 0;
-        int all = 0;
-        for (int k = 0; k < n->nin; k++) {
-            const graph_value *v = &g->values[n->in[k]];
-            all |= v->dder != 0;
-            for (int d = 0; d < v->type.ndim; d++)
-                if (v->dyn >> d & 1 && v->sym[d] >= 0 && v->sym[d] < 64)
-                    syms |= 1ull << v->sym[d];
-        }
-        if (all || !syms)
-            syms = ~0ull;
+        uint64_t syms = graph_node_fixed_syms(g, i);
         char names[400] = "", site[300], msg[900];
         size_t at = 0;
         int count = 0;
@@ -579,6 +592,10 @@ static tg_status read_graph(onnx_reader *r, const Onnx__ModelProto *m)
         st = add_outputs(r, gp);
     if (st == TG_OK && r->g->nsyms > 0 && graph_propagate_dynamic(r->g) != TG_OK)
         st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
+    /* a run at a size the specialized nodes did not see fails, not
+     * returns what they computed for the traced one */
+    if (st == TG_OK && r->g->nsyms > 0 && graph_guard_specialized(r->g) != TG_OK)
+        st = onnx_fail(r, TG_ERR_NOMEM, "%s", graph_error(r->g));
     if (st == TG_OK && graph_verify(r->g, 0) != TG_OK)
         st = onnx_fail(r, TG_ERR_FORMAT, "%s", graph_error(r->g));
     if (st == TG_OK)

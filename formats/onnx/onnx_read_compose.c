@@ -233,6 +233,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     const graph_type xt = *onnx_vtype(r, x); /* a copy: adding nodes moves the values */
     if (xt.ndim < 2)
         return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt.ndim);
+    if (kd != kd) /* a float k: NaN would reach the cast below */
+        return onnx_fail(r, TG_ERR_FORMAT, "k is NaN, want an integer");
     if (onnx_dynamic_dims(r, x) >> (xt.ndim - 2))
         r->specialized = 1;
     int64_t rows = xt.dim[xt.ndim - 2], cols = xt.dim[xt.ndim - 1];
@@ -367,6 +369,9 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     axis = axis < 0 ? axis + nd : axis;
     uint32_t dyn = onnx_dynamic_dims(r, x);
     int reshape = flat && axis != nd - 1;
+    /* the iota's length is the axis' traced size (flat: the dims' from it) */
+    if (reshape ? dyn >> axis : dyn >> axis & 1)
+        r->specialized = 1;
     if (reshape) { /* [dims before axis, dims from axis] */
         int64_t two[2] = {1, 1};
         for (int d = 0; d < nd; d++)
@@ -796,10 +801,12 @@ tg_status onnx_cv_gather_nd(onnx_reader *r, const onnx_op *op)
             int64_t e = t * k + j, dim = xt->dim[b + j];
             int64_t c = it->dtype == GRAPH_I64 ? ((const int64_t *)ie->data)[e]
                                                : ((const int32_t *)ie->data)[e];
-            if (c < -dim || c >= dim)
+            if (c < -dim || c >= dim) { /* before the offset uses it */
                 st = onnx_fail(r, TG_ERR_FORMAT,
                                "indices element %lld is %lld, out of range for data dim %lld "
                                "(%lld)", LL(e), LL(c), LL(b + j), LL(dim));
+                break;
+            }
             off += (c < 0 ? c + dim : c) * stride;
             stride *= dim;
         }

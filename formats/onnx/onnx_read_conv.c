@@ -1,14 +1,15 @@
 /*
- * onnx_read_conv.c - the ONNX importer's converters of Conv,
- * ConvTranspose, MaxPool and AveragePool, and the window attributes they
- * share (kernel_shape, strides, dilations, pads, auto_pad), split from
- * onnx_read_ops.c, whose table names them.
+ * onnx_read_conv.c - the ONNX importer's converters of Conv and
+ * ConvTranspose, and the window attributes they share with the pools of
+ * onnx_read_pool.c (kernel_shape, strides, dilations, pads, auto_pad;
+ * onnx_read_window.h), split from onnx_read_ops.c, whose table names
+ * them.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "../../graph/alloc.h"
-#include "onnx_read_impl.h"
+#include "onnx_read_window.h"
 
 /*
  * ---- convolution and pooling (2-D NCHW; 1-D NCL as 2-D with H = 1;
@@ -19,30 +20,14 @@
  * to [N, C, 1, L] (and W to [M, C/group, 1, K], or ConvTranspose's
  * [C, M/group, 1, K]), its window 1 high with stride and dilation 1 and
  * no padding (or output padding) in H, the output squeezed back: the
- * same sums in the same order.  3-D: conv3d, conv_transpose3d and
- * pool_depth below.
+ * same sums in the same order.  3-D: conv3d, conv_transpose3d below and
+ * onnx_read_pool.c's pool_depth.
  */
-
-/* The window of a Conv, ConvTranspose or pool: kernel, strides,
- * dilations, pads; entry 2 of k, s and d is D's (1 unless 3-D). */
-typedef struct window2d {
-    int one_d; /* the ONNX node is 1-D: its attributes have one entry per dim */
-    int three_d; /* 3-D (NCDHW): three entries, D's first */
-    int64_t k[3], s[3], d[3];
-    graph_ints pads; /* top, left, bottom, right */
-    int64_t dpads[2]; /* three_d: D's begin and end */
-} window2d;
-
-/* The number of spatial dims of the ONNX node's window. */
-static int spatial_dims(const window2d *w)
-{
-    return w->one_d ? 1 : w->three_d ? 3 : 2;
-}
 
 /* An INTS attribute of one entry per spatial dim, each >= lo (def when
  * absent); a 1-D node's entry goes to W, H gets 1; a 3-D node's first
  * goes to out[2] (D), which is def otherwise. */
-static tg_status pair_attr(onnx_reader *r, const window2d *w, const char *name,
+tg_status onnx_window_ints(onnx_reader *r, const window2d *w, const char *name,
                            int64_t def, int64_t lo, int64_t out[3])
 {
     graph_ints v;
@@ -81,24 +66,12 @@ static void same_pad(const window2d *w, int i, int64_t in, int lower, int64_t *b
     *end = lower ? small : big;
 }
 
-/* Index of H in x (D comes before it in a 3-D node's). */
-static int h_axis(const window2d *w)
-{
-    return 2 + w->three_d;
-}
-
-/* The bits of x's spatial dims (for onnx_dynamic_dims). */
-static uint32_t spatial_mask(const window2d *w)
-{
-    return (0x3u << h_axis(w)) | (w->three_d ? 0x4u : 0);
-}
-
 /*
  * Explicit pads from auto_pad and pads, for input x (value xv).  Sizes,
  * kernel, strides, dilations and pads are all below 2^31 here, so the
  * window arithmetic below cannot overflow int64.
  */
-static tg_status window_pads(onnx_reader *r, int32_t xv, window2d *w)
+tg_status onnx_window_pads(onnx_reader *r, int32_t xv, window2d *w)
 {
     char mode[32];
     int present;
@@ -163,7 +136,7 @@ static tg_status axis2(onnx_reader *r, graph_op op, int32_t x, int32_t *y)
  * [N, C, 1, L] and w->one_d is set), or 5 where allow_3d (3-D NCDHW:
  * w->three_d is set); other ranks are unsupported.
  */
-static tg_status need_2d(onnx_reader *r, int32_t *x, window2d *w, int allow_3d)
+tg_status onnx_window_input(onnx_reader *r, int32_t *x, window2d *w, int allow_3d)
 {
     int nd = onnx_vtype(r, *x)->ndim;
     memset(w, 0, sizeof *w);
@@ -184,7 +157,7 @@ static tg_status need_2d(onnx_reader *r, int32_t *x, window2d *w, int allow_3d)
 }
 
 /* Binds y, squeezed back to 1-D if the node is. */
-static tg_status bind_window_out(onnx_reader *r, const window2d *w, int32_t y)
+tg_status onnx_window_bind(onnx_reader *r, const window2d *w, int32_t y)
 {
     tg_status st = w->one_d ? axis2(r, GRAPH_OP_squeeze, y, &y) : TG_OK;
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
@@ -206,7 +179,7 @@ static tg_status conv_window(onnx_reader *r, int32_t *in, int nin, window2d *w,
     for (int i = 0; st == TG_OK && i < nin; i++)
         st = onnx_input(r, i, &in[i]);
     if (st == TG_OK)
-        st = need_2d(r, &in[0], w, allow_3d);
+        st = onnx_window_input(r, &in[0], w, allow_3d);
     int wnd = w->one_d ? 3 : 4 + w->three_d, nsp = spatial_dims(w);
     if (st == TG_OK && onnx_vtype(r, in[1])->ndim != wnd)
         st = onnx_fail(r, TG_ERR_FORMAT, "W must be %d-D", wnd);
@@ -227,19 +200,25 @@ static tg_status conv_window(onnx_reader *r, int32_t *in, int nin, window2d *w,
                           : onnx_fail(r, TG_ERR_FORMAT, "kernel_shape does not match W's "
                                       "%lldx%lld", LL(wt->dim[2]), LL(wt->dim[3]));
     if (st == TG_OK)
-        st = pair_attr(r, w, "strides", 1, 1, w->s);
+        st = onnx_window_ints(r, w, "strides", 1, 1, w->s);
     if (st == TG_OK)
-        st = pair_attr(r, w, "dilations", 1, 1, w->d);
+        st = onnx_window_ints(r, w, "dilations", 1, 1, w->d);
     if (st == TG_OK) {
         w->k[0] = wt->dim[wt->ndim - 2];
         w->k[1] = wt->dim[wt->ndim - 1];
         w->k[2] = w->three_d ? wt->dim[2] : 1;
+        /* the window arithmetic divides by the kernel size (the taps) */
+        for (int i = 0; i < 3; i++)
+            if (w->k[i] < 1)
+                return onnx_fail(r, TG_ERR_FORMAT, "W's kernel dims must be >= 1 (the "
+                                 "kernel_shape), W has a %s of 0", i == 2 ? "depth"
+                                 : i == 0 && !w->one_d ? "height" : "width");
     }
     return st;
 }
 
 /* y = transpose(x, perm of n entries). */
-static tg_status permute(onnx_reader *r, int32_t x, const int64_t *perm, int n, int32_t *y)
+tg_status onnx_permute(onnx_reader *r, int32_t x, const int64_t *perm, int n, int32_t *y)
 {
     graph_transpose_attrs a;
     memset(&a, 0, sizeof a);
@@ -250,7 +229,7 @@ static tg_status permute(onnx_reader *r, int32_t x, const int64_t *perm, int n, 
 
 /* The taps array of a window along D: [od, kd] depths, the caller's to
  * fill and free (NULL after a failure, reported). */
-static int64_t *new_taps(onnx_reader *r, int64_t od, int64_t kd)
+int64_t *onnx_new_taps(onnx_reader *r, int64_t od, int64_t kd)
 {
     int64_t *t = tg_malloc(sizeof *t * (size_t)(od * kd));
     if (!t)
@@ -260,8 +239,8 @@ static int64_t *new_taps(onnx_reader *r, int64_t od, int64_t kd)
 
 /* y = x gathered along axis ax at the depths taps ([od, kd], freed
  * here): x's dim ax becomes od, kd. */
-static tg_status gather_taps(onnx_reader *r, int32_t x, int ax, int64_t *taps, int64_t od,
-                             int64_t kd, int32_t *y)
+tg_status onnx_gather_taps(onnx_reader *r, int32_t x, int ax, int64_t *taps, int64_t od,
+                           int64_t kd, int32_t *y)
 {
     graph_type it = {GRAPH_I64, 2, {od, kd}};
     int32_t in[2] = {x, -1};
@@ -284,7 +263,7 @@ static tg_status bind_depth_out(onnx_reader *r, int32_t y, int db, int64_t n, in
     int64_t y5[5] = {n, od, c, yt->dim[2], yt->dim[3]}; /* read before adding */
     tg_status st = onnx_reshape_to(r, y, db, y5, 5, &y);
     if (st == TG_OK)
-        st = permute(r, y, swap12, 5, &y);
+        st = onnx_permute(r, y, swap12, 5, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
@@ -345,7 +324,7 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     /* swap12: X [N, C, D, ...] to [N, D, C, ...], W [O, C/g, kd, ...] to
      * [O, kd, C/g, ...] */
     static const int64_t swap12[5] = {0, 2, 1, 3, 4};
-    tg_status st = permute(r, x, swap12, 5, &x);
+    tg_status st = onnx_permute(r, x, swap12, 5, &x);
     if (st == TG_OK && (w->dpads[0] || w->dpads[1])) {
         graph_pad_attrs pa;
         memset(&pa, 0, sizeof pa);
@@ -356,19 +335,19 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     if (st == TG_OK && !(kd == 1 && sd == 1)) { /* else every depth is its own tap */
         int64_t view[3] = {n, dp, chw};
         st = onnx_reshape_to(r, x, db, view, 3, &x);
-        int64_t *taps = st == TG_OK ? new_taps(r, od, kd) : NULL;
+        int64_t *taps = st == TG_OK ? onnx_new_taps(r, od, kd) : NULL;
         if (!taps)
             return st == TG_OK ? TG_ERR_NOMEM : st;
         for (int64_t i = 0; i < od; i++)
             for (int64_t k = 0; k < kd; k++)
                 taps[i * kd + k] = i * sd + k * dd;
-        st = gather_taps(r, x, 1, taps, od, kd, &x);
+        st = onnx_gather_taps(r, x, 1, taps, od, kd, &x);
         if (st == TG_OK && g > 1 && kd > 1) { /* group j's taps together */
             static const int64_t group_taps[5] = {0, 1, 3, 2, 4};
             int64_t v5[5] = {n, od, kd, g, chw / g};
             st = onnx_reshape_to(r, x, db, v5, 5, &x);
             if (st == TG_OK)
-                st = permute(r, x, group_taps, 5, &x);
+                st = onnx_permute(r, x, group_taps, 5, &x);
         }
     }
     int64_t x2[4] = {rows, kc, xt.dim[3], xt.dim[4]};
@@ -376,7 +355,7 @@ static tg_status conv3d(onnx_reader *r, const int32_t *in, int nin, const window
     if (st == TG_OK)
         st = onnx_reshape_to(r, x, db, x2, 4, &x);
     if (st == TG_OK && kd > 1)
-        st = permute(r, wv, swap12, 5, &wv);
+        st = onnx_permute(r, wv, swap12, 5, &wv);
     if (st == TG_OK)
         st = onnx_reshape_to(r, wv, 0, w2, 4, &wv);
     int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
@@ -397,7 +376,7 @@ tg_status onnx_cv_conv(onnx_reader *r, const onnx_op *op)
     graph_attrs_default(GRAPH_OP_conv2d, &a);
     st = onnx_attr_int(r, "group", 1, &a.groups);
     if (st == TG_OK)
-        st = window_pads(r, in[0], &w);
+        st = onnx_window_pads(r, in[0], &w);
     if (st != TG_OK)
         return st;
     a.stride = (graph_ints){2, {w.s[0], w.s[1]}};
@@ -406,7 +385,7 @@ tg_status onnx_cv_conv(onnx_reader *r, const onnx_op *op)
     if (w.three_d)
         return conv3d(r, in, nin, &w, &a);
     st = onnx_add(r, GRAPH_OP_conv2d, in, nin, &a, &y, 1);
-    return st == TG_OK ? bind_window_out(r, &w, y) : st;
+    return st == TG_OK ? onnx_window_bind(r, &w, y) : st;
 }
 
 /* floor(a / 2), as the spec's Python // rounds (a may be negative). */
@@ -544,7 +523,7 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     int db = dyn & 1, zero = 0;
     if (dyn & ~1u)
         r->specialized = 1; /* the reshapes and the indices fix C, D, H and W */
-    int64_t *taps = new_taps(r, od, kd);
+    int64_t *taps = onnx_new_taps(r, od, kd);
     if (!taps)
         return TG_ERR_NOMEM;
     for (int64_t z = 0; z < od; z++)
@@ -565,7 +544,7 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     if (st == TG_OK)
         st = onnx_reshape_to(r, x, db, view, 5, &x);
     if (st == TG_OK)
-        st = gather_taps(r, x, 3, taps, od, kd, &x);
+        st = onnx_gather_taps(r, x, 3, taps, od, kd, &x);
     else
         tg_free(taps);
     static const int64_t to_rows[6] = {0, 3, 1, 4, 2, 5}, wtaps[5] = {0, 3, 1, 2, 4};
@@ -573,13 +552,13 @@ static tg_status conv_transpose3d(onnx_reader *r, const int32_t *in, int nin,
     int64_t w5[5] = {g, c / g, wt.dim[1], kd, wt.dim[3] * wt.dim[4]};
     int64_t w2[4] = {kc, wt.dim[1], wt.dim[3], wt.dim[4]};
     if (st == TG_OK)
-        st = permute(r, x, to_rows, 6, &x);
+        st = onnx_permute(r, x, to_rows, 6, &x);
     if (st == TG_OK)
         st = onnx_reshape_to(r, x, db, x2, 4, &x);
     if (st == TG_OK)
         st = onnx_reshape_to(r, wv, 0, w5, 5, &wv);
     if (st == TG_OK)
-        st = permute(r, wv, wtaps, 5, &wv);
+        st = onnx_permute(r, wv, wtaps, 5, &wv);
     if (st == TG_OK)
         st = onnx_reshape_to(r, wv, 0, w2, 4, &wv);
     int32_t cin[3] = {x, wv, nin > 2 ? in[2] : -1};
@@ -601,7 +580,7 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
     int64_t opad[3];
     tg_status st = conv_window(r, in, nin, &w, 1);
     if (st == TG_OK)
-        st = pair_attr(r, &w, "output_padding", 0, 0, opad);
+        st = onnx_window_ints(r, &w, "output_padding", 0, 0, opad);
     if (st != TG_OK)
         return st;
     if (w.one_d)
@@ -612,7 +591,7 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK)
         st = transpose_pads(r, in[0], &w, opad, &set);
     if (st == TG_OK && !set)
-        st = window_pads(r, in[0], &w);
+        st = onnx_window_pads(r, in[0], &w);
     if (st != TG_OK)
         return st;
     a.stride = (graph_ints){2, {w.s[0], w.s[1]}};
@@ -622,200 +601,5 @@ tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op)
     if (w.three_d)
         return conv_transpose3d(r, in, nin, &w, &a, opad[2]);
     st = onnx_add(r, GRAPH_OP_conv_transpose2d, in, nin, &a, &y, 1);
-    return st == TG_OK ? bind_window_out(r, &w, y) : st;
-}
-
-/*
- * ceil_mode 1 as extra end padding: the window count rounds up, so the
- * last window may hang past the padded input.  Pool kernels skip padding,
- * so the result is the same unless the padding is counted.  H and W, and
- * D for a 3-D pool.  A window that would start in the end padding is not
- * added (the ONNX spec since 1.16, PyTorch and ONNX Runtime: a MaxPool2d(2,
- * 2, padding=1, ceil_mode=True) on 5 rows gives 3, not 4).
- */
-static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
-                           int64_t count_pad)
-{
-    const graph_type *x = onnx_vtype(r, xv);
-    for (int i = 0; i < 2 + w->three_d; i++) { /* H, W, then D */
-        int ax = i < 2 ? h_axis(w) + i : 2;
-        int64_t begin = i < 2 ? w->pads.v[i] : w->dpads[0];
-        int64_t *end = i < 2 ? &w->pads.v[2 + i] : &w->dpads[1];
-        int64_t span = x->dim[ax] + begin + *end - w->k[i];
-        if (span < 0 || span % w->s[i] == 0)
-            continue;
-        /* the added window's first row, counted from the input's first */
-        if ((span / w->s[i] + 1) * w->s[i] - begin >= x->dim[ax]) {
-            if (!r->ceil_node) {
-                r->ceil_node = r->node;
-                r->ceil_index = r->index;
-            }
-            continue;
-        }
-        if (count_pad)
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 with "
-                             "count_include_pad 1 is not supported");
-        if (onnx_dynamic_dims(r, xv) & (1u << ax))
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 over a dynamic "
-                             "dim is not supported");
-        *end += w->s[i] - span % w->s[i];
-    }
-    return TG_OK;
-}
-
-/* MaxPool and AveragePool: the window attributes they share. */
-static tg_status pool_window(onnx_reader *r, int32_t x, window2d *w,
-                             int64_t count_pad)
-{
-    int64_t ceil_mode;
-    tg_status st = pair_attr(r, w, "kernel_shape", 0, 1, w->k);
-    if (st == TG_OK && !onnx_attr(r, "kernel_shape"))
-        st = onnx_fail(r, TG_ERR_FORMAT, "kernel_shape is missing");
-    if (st == TG_OK)
-        st = pair_attr(r, w, "strides", 1, 1, w->s);
-    if (st == TG_OK)
-        st = pair_attr(r, w, "dilations", 1, 1, w->d);
-    if (st == TG_OK && (w->d[0] != 1 || w->d[1] != 1))
-        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "dilations other than 1 are not "
-                       "supported");
-    if (st == TG_OK)
-        st = onnx_attr_int(r, "ceil_mode", 0, &ceil_mode);
-    if (st == TG_OK)
-        st = window_pads(r, x, w);
-    if (st == TG_OK && w->pads.n == 0)
-        w->pads = (graph_ints){4, {0, 0, 0, 0}};
-    if (st == TG_OK && ceil_mode)
-        st = ceil_pads(r, x, w, count_pad);
-    return st;
-}
-
-/*
- * A 3-D MaxPool or AveragePool, X [N, C, D, H, W], as the 2-D pool of
- * every depth, then a pool along D: the window is separable (a max of
- * maxes; an average of averages, since the H-W count is the same at every
- * depth of a window).  pool2d(xv) is the 2-D pool of X transposed to
- * [N, D, C, H, W] and reshaped to [N*D, C, H, W], [N*D, C, H', W']; it is
- * reshaped to [N, D, C*H'*W'] and gathered at each output depth's kd taps
- * o*sd + k - pd0 (constant [Do, kd] indices: [N, Do, kd, C*H'*W']):
- *   max: a tap in the padding reads one of its window inside instead
- *   (max is idempotent), then reduce_max over the taps;
- *   average: zero-padded in D first, reduce_sum over the taps, divided by
- *   the taps counted (kd with count_include_pad, else those inside D: a
- *   constant [Do, 1]).
- * Then reshaped to [N, Do, C, H', W'] and transposed to [N, C, Do, H', W'].
- * A window along D that holds no depth of X (padding only) is refused.
- * A dynamic batch follows; a dynamic C, D, H or W is fixed at its traced
- * size (the node is flagged specialized).
- */
-static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, const window2d *w,
-                            int64_t count_pad)
-{
-    const graph_type *xt = onnx_vtype(r, xv), *yt = onnx_vtype(r, y);
-    int64_t n = xt->dim[0], c = yt->dim[1], d = xt->dim[2], oh = yt->dim[2], ow = yt->dim[3];
-    int64_t kd = w->k[2], sd = w->s[2], p0 = w->dpads[0];
-    /* sizes and pads below 2^31 (window_pads), D's end pad by ceil_mode
-     * at most one stride more: no overflow */
-    int64_t span = d + p0 + w->dpads[1] - kd;
-    if (span < 0)
-        return onnx_fail(r, TG_ERR_SHAPE, "output depth <= 0: the padded input depth %lld "
-                         "is smaller than the kernel depth %lld", LL(span + kd), LL(kd));
-    int64_t od = span / sd + 1;
-    if (od > ONNX_MAX_FOLD_BYTES / (int64_t)sizeof(int64_t) / kd)
-        return onnx_fail(r, TG_ERR_UNSUPPORTED, "a 3-D pool of %lld output depths and %lld "
-                         "taps is not supported", LL(od), LL(kd));
-    for (int64_t i = 0; i < od; i++)
-        if (i * sd - p0 + kd <= 0 || i * sd - p0 >= d)
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "output depth %lld's window holds "
-                             "padding only: not supported", LL(i));
-    int db = onnx_dynamic_dims(r, xv) & 1;
-    int64_t flat[3] = {n, d, c * oh * ow};
-    tg_status st = onnx_reshape_to(r, y, db, flat, 3, &y);
-    if (st == TG_OK && !max && (p0 || w->dpads[1])) {
-        graph_pad_attrs pa;
-        memset(&pa, 0, sizeof pa);
-        pa.pads = (graph_ints){6, {0, p0, 0, 0, w->dpads[1], 0}};
-        st = onnx_add(r, GRAPH_OP_pad, &y, 1, &pa, &y, 1);
-    }
-    int64_t *taps = st == TG_OK ? new_taps(r, od, kd) : NULL;
-    if (!taps)
-        return st == TG_OK ? TG_ERR_NOMEM : st;
-    float *count = max ? NULL : tg_malloc(sizeof *count * (size_t)od);
-    if (!max && !count) {
-        tg_free(taps);
-        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld counts", LL(od));
-    }
-    for (int64_t i = 0; i < od; i++) {
-        int64_t lo = i * sd - p0, inside = 0; /* the window's first depth in X */
-        for (int64_t k = 0; k < kd; k++) {
-            int64_t t = lo + k;
-            inside += t >= 0 && t < d;
-            /* max: a tap outside reads the window's first or last inside */
-            taps[i * kd + k] = !max ? t + p0 : t < 0 ? 0 : t >= d ? d - 1 : t;
-        }
-        if (count)
-            count[i] = (float)(count_pad ? kd : inside);
-    }
-    st = gather_taps(r, y, 1, taps, od, kd, &y);
-    graph_reduce_sum_attrs ra = {{1, {2}}, 0}; /* reduce_max's layout too */
-    if (st == TG_OK)
-        st = onnx_add(r, max ? GRAPH_OP_reduce_max : GRAPH_OP_reduce_sum, &y, 1, &ra, &y, 1);
-    graph_type ct = {GRAPH_F32, 2, {od, 1}};
-    int32_t div[2] = {y, -1};
-    if (st == TG_OK && count)
-        st = onnx_const_value(r, &ct, count, &div[1]);
-    tg_free(count);
-    if (st == TG_OK && !max)
-        st = onnx_add(r, GRAPH_OP_div, div, 2, NULL, &y, 1);
-    int64_t y5[5] = {n, od, c, oh, ow};
-    static const int64_t swap12[5] = {0, 2, 1, 3, 4};
-    if (st == TG_OK)
-        st = onnx_reshape_to(r, y, db, y5, 5, &y);
-    if (st == TG_OK)
-        st = permute(r, y, swap12, 5, &y);
-    return st == TG_OK ? onnx_bind(r, 0, y) : st;
-}
-
-tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
-{
-    int32_t x, x0, y;
-    window2d w;
-    int64_t count_pad = 0, order = 0;
-    tg_status st = onnx_input(r, 0, &x);
-    x0 = x;
-    if (st == TG_OK)
-        st = need_2d(r, &x, &w, 1);
-    if (st == TG_OK && op->op == GRAPH_OP_avg_pool2d)
-        st = onnx_attr_int(r, "count_include_pad", 0, &count_pad);
-    if (st == TG_OK)
-        st = onnx_attr_int(r, "storage_order", 0, &order);
-    if (st == TG_OK && order != 0)
-        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "storage_order 1 is not supported");
-    if (st == TG_OK)
-        st = pool_window(r, x, &w, count_pad);
-    if (st != TG_OK)
-        return st;
-    if (w.three_d) { /* [N, C, D, H, W] to [N*D, C, H, W] */
-        const graph_type *xt = onnx_vtype(r, x);
-        int64_t rows[4] = {xt->dim[0] * xt->dim[2], xt->dim[1], xt->dim[3], xt->dim[4]};
-        static const int64_t swap12[5] = {0, 2, 1, 3, 4};
-        uint32_t dyn = onnx_dynamic_dims(r, x);
-        if (dyn & ~1u)
-            r->specialized = 1; /* the reshapes and the indices fix C, D, H and W */
-        st = permute(r, x, swap12, 5, &x);
-        if (st == TG_OK)
-            st = onnx_reshape_to(r, x, dyn & 1, rows, 4, &x);
-        if (st != TG_OK)
-            return st;
-    }
-    graph_ints k = {2, {w.k[0], w.k[1]}}, s = {2, {w.s[0], w.s[1]}};
-    if (op->op == GRAPH_OP_max_pool2d) {
-        graph_max_pool2d_attrs a = {k, s, w.pads};
-        st = onnx_add(r, GRAPH_OP_max_pool2d, &x, 1, &a, &y, 1);
-    } else {
-        graph_avg_pool2d_attrs a = {k, s, w.pads, count_pad};
-        st = onnx_add(r, GRAPH_OP_avg_pool2d, &x, 1, &a, &y, 1);
-    }
-    if (st == TG_OK && w.three_d)
-        return pool_depth(r, op->op == GRAPH_OP_max_pool2d, x0, y, &w, count_pad);
-    return st == TG_OK ? bind_window_out(r, &w, y) : st;
+    return st == TG_OK ? onnx_window_bind(r, &w, y) : st;
 }

@@ -6,9 +6,14 @@
  * ellipsis replaced by letters of its own ('0'.. '7', aligned from the
  * right as broadcasting aligns them), and the output's (given after "->",
  * or implicit: the ellipsis, then the letters that appear once, in
- * alphabetical order).  Operands are contracted left to right, two at a
- * time; each pair keeps the letters that the output or a later operand
- * still needs:
+ * alphabetical order).  Operands are contracted two at a time, in the
+ * order opt_einsum's greedy path takes: next, the pair whose result has
+ * the fewest elements (a,b,c,d,e,f,ab,cd,ef-> contracts a vector into a
+ * matrix at each step, where left to right it made a 6-D outer product);
+ * an Einsum whose smallest next step would make more than
+ * ONNX_MAX_EINSUM_ELEMS elements (or its largest operand's count, if
+ * more) is refused, its result included.  Each pair keeps the letters
+ * that the output or another operand still needs:
  *
  *   - a letter only one side has and nobody needs is summed out first
  *     (reduce_sum over its axis);
@@ -139,6 +144,12 @@ static int parse_equation(const char *eq, int nops, const int *rank, char sub[][
         char *d = k < nops ? sub[k] : out;
         for (const char *c = raw[k]; *c; c++) {
             if (*c == '.') {
+                /* the output's letters before '...' are not counted in a rank */
+                if (n + e > GRAPH_MAX_DIMS) {
+                    snprintf(why, whylen, "more than %d dims in term '%.40s'", GRAPH_MAX_DIMS,
+                             raw[k]);
+                    return 0;
+                }
                 for (int i = 0; i < e; i++)
                     d[n++] = ellipsis_letter(emax, e, i);
                 c += 2;
@@ -337,6 +348,68 @@ static tg_status contract(onnx_reader *r, ein_term *a, ein_term *b, const char *
     return regroup(r, &a->v, dy, a->n, nb > 0);
 }
 
+/* The letters the output or a term other than t[i] and t[j] (of n) has:
+ * what contracting the pair must keep.  Returns their count. */
+static int needed_letters(const ein_term *t, int n, int i, int j, const char *out, int nout,
+                          char *needed)
+{
+    int nn = 0;
+    for (int k = 0; k < nout; k++)
+        needed[nn++] = out[k];
+    for (int k = 0; k < n; k++)
+        for (int l = 0; k != i && k != j && l < t[k].n; l++)
+            if (!has(needed, nn, t[k].s[l]))
+                needed[nn++] = t[k].s[l];
+    return nn;
+}
+
+/*
+ * The pair of terms (of n) to contract next, as opt_einsum's greedy
+ * order picks it: the one whose result has the fewest elements (the
+ * first such pair, so that a chain the output order already suits goes
+ * left to right).  Returns that count (INT64_MAX past int64).
+ */
+static int64_t next_pair(onnx_reader *r, const ein_term *t, int n, const char *out, int nout,
+                         int *bi, int *bj)
+{
+    int64_t best = -1;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            char needed[GRAPH_MAX_DIMS * (EIN_MAX_OPS + 1)];
+            int nn = needed_letters(t, n, i, j, out, nout, needed);
+            int64_t size = 1;
+            for (int side = 0; side < 2; side++) {
+                const ein_term *a = &t[side ? j : i], *b = &t[side ? i : j];
+                for (int l = 0; l < a->n; l++) {
+                    char c = a->s[l];
+                    if (!has(needed, nn, c) || (side && has(b->s, b->n, c)))
+                        continue; /* summed out, or counted from the first */
+                    int64_t sa = letter_size(r, a, c), sb = letter_size(r, b, c);
+                    if (__builtin_mul_overflow(size, sa > sb ? sa : sb, &size))
+                        size = INT64_MAX;
+                }
+            }
+            if (best < 0 || size < best) {
+                best = size;
+                *bi = i;
+                *bj = j;
+            }
+        }
+    return best;
+}
+
+/* The most elements a contraction of the node may make: the budget, or
+ * its largest operand (n terms) if that is more. */
+static int64_t einsum_limit(onnx_reader *r, const ein_term *t, int n)
+{
+    int64_t limit = ONNX_MAX_EINSUM_ELEMS;
+    for (int k = 0; k < n; k++) {
+        int64_t e = graph_type_numel(onnx_vtype(r, t[k].v));
+        limit = e > limit ? e : limit;
+    }
+    return limit;
+}
+
 tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op)
 {
     (void)op;
@@ -377,19 +450,24 @@ tg_status onnx_cv_einsum(onnx_reader *r, const onnx_op *op)
             return onnx_fail(r, TG_ERR_FORMAT, "equation '%s': output subscript '%c' %s", eq,
                              out[i], found ? "twice" : "in no operand");
     }
-    ein_term acc = t[0];
-    for (int k = 1; k < nops && st == TG_OK; k++) {
-        /* needed after this pair: the output's letters and later operands' */
+    int n = nops;
+    int64_t limit = einsum_limit(r, t, nops);
+    while (n > 1 && st == TG_OK) {
+        int i = 0, j = 1;
+        int64_t size = next_pair(r, t, n, out, nout, &i, &j);
+        if (size > limit)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "equation '%s': its smallest next "
+                             "contraction makes %lld elements, over the bound of %lld (2^28, "
+                             "or its largest operand's)", eq, LL(size), LL(limit));
         char needed[GRAPH_MAX_DIMS * (EIN_MAX_OPS + 1)];
-        int nn = 0;
-        for (int i = 0; i < nout; i++)
-            needed[nn++] = out[i];
-        for (int j = k + 1; j < nops; j++)
-            for (int i = 0; i < t[j].n; i++)
-                if (!has(needed, nn, t[j].s[i]))
-                    needed[nn++] = t[j].s[i];
-        st = contract(r, &acc, &t[k], needed, nn);
+        int nn = needed_letters(t, n, i, j, out, nout, needed);
+        ein_term pair = t[i]; /* the result replaces t[i] */
+        st = contract(r, &pair, &t[j], needed, nn);
+        t[i] = pair;
+        memmove(&t[j], &t[j + 1], sizeof *t * (size_t)(n - j - 1));
+        n--;
     }
+    ein_term acc = t[0];
     if (st == TG_OK)
         st = drop_unneeded(r, &acc, NULL, out, nout);
     if (st == TG_OK)

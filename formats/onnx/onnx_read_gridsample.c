@@ -159,6 +159,10 @@ tg_status onnx_cv_grid_sample(onnx_reader *r, const onnx_op *op)
         return onnx_fail(r, TG_ERR_SHAPE, "X has batch %lld, grid %lld", LL(xt->dim[0]),
                          LL(gt->dim[0]));
     gs_ctx g = {-1, xt->dim[0], xt->dim[1], xt->dim[2], xt->dim[3], gt->dim[1] * gt->dim[2], 0};
+    /* the clamps below take H - 1 and W - 1 as the last pixel */
+    if (g.h < 1 || g.w < 1)
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "X of %lldx%lld pixels: an empty image has "
+                         "nothing to sample", LL(g.h), LL(g.w));
     if (g.h * g.w > (int64_t)1 << 24)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "an input of %lldx%lld pixels (more than "
                          "2^24) is not supported", LL(g.h), LL(g.w));

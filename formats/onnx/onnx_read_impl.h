@@ -6,8 +6,9 @@
  *                      adding nodes, binding outputs);
  *   onnx_read_ops.c    the op table and the converters of elementwise,
  *                      linear-algebra and network ops;
- *   onnx_read_conv.c   Conv, ConvTranspose and the pools, with the window
- *                      attributes they share;
+ *   onnx_read_conv.c   Conv and ConvTranspose, with the window attributes
+ *                      they share with onnx_read_pool.c's MaxPool and
+ *                      AveragePool (onnx_read_window.h);
  *   onnx_read_shape.c  the converters of shape and data-movement ops;
  *   onnx_read_fold.c   load-time evaluation of ops on constants (shape
  *                      arithmetic: Shape -> Gather -> Concat -> Reshape);
@@ -44,6 +45,10 @@
 /* The constants the importer binds at load time, in all: at most this
  * many bytes, or twice the file's size if that is more. */
 #define ONNX_MAX_MADE_BYTES ((int64_t)1 << 28)
+/* Most elements an Einsum's contraction may make (1 GiB of f32), unless
+ * one of its operands has more: a few small vectors must not become an
+ * outer product of gigabytes at run time (onnx_read_einsum.c). */
+#define ONNX_MAX_EINSUM_ELEMS ((int64_t)1 << 28)
 /* Largest result (elements) of an op the importer evaluates at load time. */
 #define ONNX_MAX_FOLD_ELEMS (1 << 18)
 
@@ -293,7 +298,7 @@ typedef enum { PAD_EDGE, PAD_REFLECT, PAD_WRAP } onnx_pad_mode;
 tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
-/* onnx_read_conv.c: Conv, ConvTranspose, MaxPool and AveragePool. */
+/* onnx_read_conv.c: Conv, ConvTranspose; onnx_read_pool.c: MaxPool and AveragePool. */
 tg_status onnx_cv_conv(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_conv_transpose(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op);

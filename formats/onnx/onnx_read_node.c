@@ -419,6 +419,12 @@ tg_status onnx_scalar(onnx_reader *r, graph_dtype dt, double x, int32_t *v)
         uint8_t b;
     } u;
     memset(&u, 0, sizeof u);
+    /* a float attribute (alpha, a clamp) on an integer tensor: its cast is
+     * defined only for a number within the type's range */
+    double lim = dt == GRAPH_I64 ? 0x1p63 : 0x1p31;
+    if ((dt == GRAPH_I64 || dt == GRAPH_I32) && !(x >= -lim && x < lim))
+        return onnx_fail(r, TG_ERR_FORMAT, "the constant %g is not a number within the "
+                         "range of %s", x, graph_dtype_name(dt));
     if (dt == GRAPH_F32)
         u.f = (float)x;
     else if (dt == GRAPH_I64)

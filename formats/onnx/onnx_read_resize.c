@@ -135,12 +135,15 @@ static void cubic_weights(double t, double A, double w[4])
 
 /*
  * The taps of output index o: ntap indices (clamped to the input) and
- * weights.  Returns the tap count (1, 2 or 4).
+ * weights.  Returns the tap count (1, 2 or 4), or 0 when the coordinate
+ * is not a number within +-2^62 (it would not convert to an index).
  */
 static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double scale,
                 int64_t idx[4], double w[4])
 {
     double x = source_coord(s, o, in, out, scale);
+    if (!(fabs(x) <= 0x1p62))
+        return 0;
     if (s->mode == MODE_NEAREST) {
         double k;
         switch (s->nearest) {
@@ -188,6 +191,12 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     const graph_type *yt = onnx_vtype(r, *y);
     int64_t in = yt->dim[a];
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
+    if (in == 0 && out == 0)
+        return TG_OK; /* empty stays empty (Upsample) */
+    /* the scale would be infinite and every coordinate NaN */
+    if (in == 0)
+        return onnx_fail(r, TG_ERR_SHAPE, "axis %d has size 0: there is no element to "
+                         "resize it to %lld from", a, LL(out));
     /* the taps are constants the importer makes: bounded as its others */
     if (out > ONNX_MAX_FOLD_BYTES / (ntap * (int64_t)(sizeof(int64_t) + sizeof(float))))
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "resizing axis %d to %lld: its taps would "
@@ -206,7 +215,13 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     for (int64_t o = 0; o < out; o++) {
         int64_t ti[4];
         double tw[4];
-        taps(s, o, in, out, scale, ti, tw);
+        if (!taps(s, o, in, out, scale, ti, tw)) {
+            tg_free(idx);
+            tg_free(w);
+            return onnx_fail(r, TG_ERR_FORMAT, "resizing axis %d from %lld to %lld (scale "
+                             "%g): output %lld's input coordinate is not a number in "
+                             "range", a, LL(in), LL(out), scale, LL(o));
+        }
         for (int k = 0; k < ntap; k++) {
             idx[k * out + o] = ti[k];
             w[k * out + o] = (float)tw[k];
@@ -252,15 +267,28 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     return st;
 }
 
-/* Resize's sizes (input 3) or scales (input 2): out and scale per axis. */
-static tg_status out_sizes(onnx_reader *r, const graph_type *xt, int64_t *out, double *scale)
+/*
+ * Resize's sizes (input 3) or scales (input 2) for x (type xt): out and
+ * scale per axis.  A size computed from a dynamic dim, or a number for a
+ * dynamic dim of x (whose identity map at the traced size adds no node),
+ * fixes the node at the traced sizes (r->specialized), unless the size is
+ * that same dim of x (sizes = concat(x.shape[:2], [2*H, 2*W]) as PyTorch
+ * exports it): that axis maps to itself at every size.
+ */
+static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int64_t *out,
+                           double *scale)
 {
     int nd = xt->ndim;
     if (onnx_has_input(r, 3)) {
         graph_ints sz;
-        tg_status st = onnx_const_ints(r, 3, "sizes", &sz, GRAPH_MAX_DIMS);
+        int8_t sym[GRAPH_MAX_DIMS];
+        tg_status st = onnx_shape_ints(r, 3, "sizes", &sz, sym, GRAPH_MAX_DIMS);
         if (st != TG_OK)
             return st;
+        uint32_t dyn = onnx_dynamic_dims(r, x);
+        for (int d = 0; d < sz.n && d < nd; d++) /* a known size of a dynamic dim too */
+            if (sym[d] == ONNX_SYM_DERIVED || sym[d] != onnx_dim_mark(r, x, dyn, d))
+                r->specialized = 1;
         if (onnx_has_input(r, 2)) {
             const onnx_entry *e;
             st = onnx_const_input(r, 2, "scales", &e);
@@ -373,7 +401,7 @@ tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op)
                          s.mode == MODE_LINEAR ? "linear" : "cubic",
                          graph_dtype_name(xt->dtype));
     graph_type x0 = *xt; /* onnx_add may move the value table */
-    st = out_sizes(r, &x0, out, scale);
+    st = out_sizes(r, x, &x0, out, scale);
     /* the last axes first: the gathers there move the smallest blocks */
     for (int d = x0.ndim - 1; st == TG_OK && d >= 0; d--)
         st = resize_axis(r, &s, &x, d, out[d], scale[d]);

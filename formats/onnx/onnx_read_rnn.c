@@ -381,8 +381,10 @@ tg_status onnx_cv_rnn(onnx_reader *r, const onnx_op *op)
                          "a sequence of %lld steps%s (unrolled at load time: 1 to %d)",
                          LL(n.seq), ndir > 1 ? " in both directions" : "", RNN_MAX_STEPS);
     n.h = hidden;
-    if (hidden <= 0)
-        return onnx_fail(r, TG_ERR_FORMAT, "hidden_size must be positive, got %lld", LL(hidden));
+    /* bounded before the gate sizes multiply it (W's dims are below 2^40) */
+    if (hidden <= 0 || hidden > GRAPH_MAX_NUMEL)
+        return onnx_fail(r, TG_ERR_FORMAT, "hidden_size must be in 1..2^40, got %lld",
+                         LL(hidden));
     int64_t gh = n.gates * hidden;
     int64_t ws[3] = {ndir, gh, n.in}, rs[3] = {ndir, gh, hidden}, bs[2] = {ndir, 2 * gh};
     int64_t ps[2] = {ndir, 3 * hidden};

@@ -447,7 +447,23 @@ static tg_status value_init(onnx_w *w, int32_t id)
 
 /* ---- graph inputs and outputs ---- */
 
-/* A ValueInfoProto: dtype and dims, dynamic dims as the symbol's name. */
+/* Symbol s has a size guard (a node was specialized on it): the model
+ * runs at its traced size only. */
+static int sym_fixed(const graph *g, int s)
+{
+    for (int32_t i = 0; i < g->nguards; i++) {
+        const graph_guard *gd = &g->guards[i];
+        const graph_value *v = &g->values[gd->value];
+        if (gd->kind == GRAPH_GUARD_SIZE && gd->policy != GRAPH_GUARD_OFF &&
+            gd->index >= 0 && gd->index < v->type.ndim && (v->dyn >> gd->index & 1) &&
+            v->sym[gd->index] == s)
+            return 1;
+    }
+    return 0;
+}
+
+/* A ValueInfoProto: dtype and dims, dynamic dims as the symbol's name
+ * (the traced size where a size guard fixes the symbol). */
 static Onnx__ValueInfoProto *value_info(onnx_w *w, const char *name, int32_t id)
 {
     const graph_value *v = &w->g->values[id];
@@ -465,7 +481,7 @@ static Onnx__ValueInfoProto *value_info(onnx_w *w, const char *name, int32_t id)
             return NULL;
         *dim = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
         int s = v->sym[d];
-        if ((v->dyn >> d & 1) && s >= 0 && s < w->g->nsyms) {
+        if ((v->dyn >> d & 1) && s >= 0 && s < w->g->nsyms && !sym_fixed(w->g, s)) {
             dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
             dim->dim_param = (char *)w->g->syms[s].name;
         } else {
@@ -499,8 +515,8 @@ static tg_status check_guards(onnx_w *w, const format_onnx_save_opts *opts)
         return TG_OK;
     for (int32_t i = 0; i < g->nguards; i++) {
         const graph_guard *gd = &g->guards[i];
-        if (gd->policy == GRAPH_GUARD_OFF)
-            continue;
+        if (gd->policy == GRAPH_GUARD_OFF || gd->kind == GRAPH_GUARD_SIZE)
+            continue; /* a size guard: the dim is exported fixed (value_info) */
         char site[256];
         const graph_value *v =
             gd->value >= 0 && gd->value < g->nvalues ? &g->values[gd->value] : NULL;

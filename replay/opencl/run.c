@@ -546,7 +546,7 @@ static tg_status guard_step(ocl_session *s, obound *b, int32_t gi, replay_guard_
     const graph *g = s->p->g;
     const graph_guard *gd = &g->guards[gi];
     const graph_type *t = &b->v->types[gd->value];
-    size_t bytes = type_bytes(t);
+    size_t bytes = gd->kind == GRAPH_GUARD_SIZE ? 0 : type_bytes(t); /* the type alone */
     if (bytes > s->host_tmp_size) {
         void *h = tg_realloc(s->host_tmp, bytes);
         if (!h) {
