@@ -286,7 +286,9 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         err = tmp;
         errlen = sizeof tmp;
     }
-    replay_opts o = opts ? *opts : (replay_opts){REPLAY_CPU, 1, 0, NULL};
+    replay_opts o = REPLAY_OPTS_INIT;
+    if (opts)
+        o = *opts;
     if (o.threads < 0 || o.threads > TG_MAX_THREADS) {
         snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
                  o.threads, TG_MAX_THREADS);

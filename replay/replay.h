@@ -3,8 +3,13 @@
  *
  *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
  *   replay_session *s = replay_session_new(plan, NULL, 0);
- *   replay_tensor in = {"x", xtype, xdata}, out = {"y", ytype, ybuf};
+ *   replay_tensor in = {.name = "x", .type = xtype, .data = xdata};
+ *   replay_tensor out = {.name = "y", .type = ytype, .data = ybuf};
  *   replay_run(s, &in, 1, &out, 1);
+ *
+ * The structs here may grow at the end: initialize them by name,
+ * designated as above or from REPLAY_OPTS_INIT, so that the fields you
+ * leave out are zero (their defaults).
  *
  * A plan holds the schedule, the kernels and their arguments bound ahead of
  * time, the arena layout (optimize/memplan.h) and its own copies of params
@@ -87,6 +92,18 @@ typedef struct replay_opts {
      */
     size_t max_memory;
 } replay_opts;
+
+/*
+ * replay_opts' defaults (every field zero: the CPU, 1 thread, no limit),
+ * as an initializer: replay_opts o = REPLAY_OPTS_INIT; o.threads = 4;
+ * C++17, which has no designated initializers, gets a value-initialized
+ * replay_opts{} with the same meaning.
+ */
+#ifdef __cplusplus
+#define REPLAY_OPTS_INIT replay_opts{}
+#else
+#define REPLAY_OPTS_INIT {.backend = REPLAY_CPU}
+#endif
 
 typedef struct replay_tensor {
     const char *name; /* match by name; NULL: by position */
