@@ -36,8 +36,7 @@ static void variant_free(replay_variant *v)
     tg_free(v);
 }
 
-/* Types of every value for these input types, by inference in order. */
-static tg_status infer_types(const replay_plan *p, const replay_tensor *const *in,
+tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *in,
                              graph_type *types, char *err, size_t errlen)
 {
     const graph *g = p->g;
@@ -103,7 +102,7 @@ static replay_variant *variant_new(replay_plan *p, const replay_tensor *const *i
     for (int32_t i = 0, k = 0; i < g->ninputs; i++)
         for (int d = 0; d < in[i]->type.ndim; d++)
             v->key[k++] = in[i]->type.dim[d];
-    tg_status st = infer_types(p, in, v->types, err, errlen);
+    tg_status st = replay_infer_types(p, in, v->types, err, errlen);
     if (st != TG_OK) {
         *status = st;
         variant_free(v);
@@ -142,13 +141,7 @@ static const char *symbolic_type_str(const graph *g, const graph_value *v, char 
     return buf;
 }
 
-/*
- * Checks the caller's input types, already within the size cap
- * (replay_run's order_inputs checked each with graph_type_check), against
- * the signature: dtype (TG_ERR_DTYPE), rank, static dims and one size per
- * dynamic symbol (TG_ERR_SHAPE).  Every message names the input.
- */
-static tg_status check_inputs(const replay_plan *p, const replay_tensor *const *in,
+tg_status replay_check_inputs(const replay_plan *p, const replay_tensor *const *in,
                               char *err, size_t errlen)
 {
     const graph *g = p->g;
@@ -196,7 +189,7 @@ static tg_status check_inputs(const replay_plan *p, const replay_tensor *const *
 replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *in,
                                    tg_status *status, char *err, size_t errlen)
 {
-    tg_status st = check_inputs(p, in, err, errlen);
+    tg_status st = replay_check_inputs(p, in, err, errlen);
     if (st != TG_OK) {
         *status = st;
         return NULL;
@@ -435,32 +428,22 @@ tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
             return p->backend->param_changed(p, v, i, err, errlen);
         return TG_OK;
     }
-    snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "
+    char names[300];
+    size_t at = 0;
+    names[0] = '\0';
+    for (int32_t i = 0; i < p->g->nvalues && at < sizeof names; i++) {
+        const graph_value *v = &p->g->values[i];
+        if (v->kind != GRAPH_VALUE_PARAM || !v->name)
+            continue;
+        if (at + strlen(v->name) + 8 >= sizeof names) {
+            snprintf(names + at, sizeof names - at, ", ...");
+            break;
+        }
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", v->name);
+    }
+    snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params: %s; params folded "
              "into constants by the optimizer cannot be swapped: -O2 and above fold them "
-             "unless opt_options.keep_params is set, tracegraph opt --keep-params)", name);
+             "unless opt_options.keep_params is set, tracegraph opt --keep-params)", name,
+             at ? names : "none");
     return TG_ERR_ARG;
-}
-
-int replay_num_inputs(const replay_plan *p) { return p ? p->g->ninputs : 0; }
-int replay_num_outputs(const replay_plan *p) { return p ? p->g->noutputs : 0; }
-int replay_num_steps(const replay_plan *p) { return p ? p->nitems : 0; }
-
-const char *replay_input_name(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->ninputs ? p->g->values[p->g->inputs[i]].name : NULL;
-}
-
-const char *replay_output_name(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->noutputs ? p->g->outputs[i].name : NULL;
-}
-
-const graph_type *replay_input_type(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->ninputs ? &p->g->values[p->g->inputs[i]].type : NULL;
-}
-
-const graph_type *replay_output_type(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->noutputs ? &p->g->values[p->g->outputs[i].value].type : NULL;
 }
