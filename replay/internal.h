@@ -132,7 +132,7 @@ tg_status replay_check_inputs(const replay_plan *p, const replay_tensor *const *
                               char *err, size_t errlen);
 /* The type of every value (types: g->nvalues) for these checked inputs, by
  * inference in order; an error names the node, and for a node specialized
- * on the traced sizes says so. */
+ * on the traced sizes says so (with a reshape's remedy: reshape_hint). */
 tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *in,
                              graph_type *types, char *err, size_t errlen);
 

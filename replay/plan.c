@@ -36,6 +36,53 @@ static void variant_free(replay_variant *v)
     tg_free(v);
 }
 
+/*
+ * For a reshape specialized on the traced sizes (infer_types): where its
+ * target shape holds a dynamic symbol's traced size literally and these
+ * inputs give the symbol another size, a hint to write -1 there instead
+ * ("; its target shape [4,10] holds the traced size of \"batch\" (4) at
+ * dim 0, now 7: write -1 there, TG_SHAPE(-1, 10), to follow the input");
+ * "" otherwise.
+ */
+static void reshape_hint(const replay_plan *p, const graph_node *n,
+                         const replay_tensor *const *in, char *buf, size_t len)
+{
+    const graph *g = p->g;
+    if (n->op != GRAPH_OP_reshape)
+        return;
+    const graph_ints *shape = &((const graph_reshape_attrs *)graph_node_attrs(n))->shape;
+    int has_minus1 = 0;
+    for (int k = 0; k < shape->n; k++)
+        has_minus1 |= shape->v[k] == -1;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const graph_value *v = &g->values[g->inputs[i]];
+        for (int d = 0; d < v->type.ndim; d++) {
+            int s = v->sym[d];
+            if (!(v->dyn >> d & 1) || s < 0 || s >= g->nsyms ||
+                in[i]->type.dim[d] == g->syms[s].traced)
+                continue;
+            for (int k = 0; k < shape->n; k++) {
+                if (shape->v[k] != g->syms[s].traced)
+                    continue;
+                char was[200], fix[240];
+                size_t at = (size_t)snprintf(fix, sizeof fix, "TG_SHAPE(");
+                for (int j = 0; j < shape->n && at < sizeof fix; j++)
+                    at += (size_t)snprintf(fix + at, sizeof fix - at, "%s%lld", j ? ", " : "",
+                                           j == k ? -1LL : (long long)shape->v[j]);
+                if (at < sizeof fix)
+                    snprintf(fix + at, sizeof fix - at, ")");
+                snprintf(buf, len, "; its target shape %s holds the traced size of \"%s\" (%lld) "
+                         "at dim %d, now %lld: %s%s%s", graph_ints_str(shape, was, sizeof was),
+                         g->syms[s].name, (long long)g->syms[s].traced, k,
+                         (long long)in[i]->type.dim[d],
+                         has_minus1 ? "compute that dim from the input's shape" : "write -1 there, ",
+                         has_minus1 ? "" : fix, has_minus1 ? "" : ", to follow the input");
+                return;
+            }
+        }
+    }
+}
+
 tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *in,
                              graph_type *types, char *err, size_t errlen)
 {
@@ -56,10 +103,14 @@ tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *i
         tg_status st = graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot,
                                    GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
         if (st != TG_OK || nout != n->nout) {
+            char hint[400] = "", why[500] = "";
+            if (n->flags & GRAPH_NODE_SPECIALIZED) {
+                reshape_hint(p, n, in, hint, sizeof hint);
+                snprintf(why, sizeof why, " (this node was specialized on the traced sizes%s)",
+                         hint);
+            }
             snprintf(err, errlen, "replay: %s: %s%s", replay_node_str(p, i, what, sizeof what),
-                     st != TG_OK ? msg : "output count changed",
-                     (n->flags & GRAPH_NODE_SPECIALIZED)
-                         ? " (this node was specialized on the traced sizes)" : "");
+                     st != TG_OK ? msg : "output count changed", why);
             return st != TG_OK ? st : TG_ERR_SHAPE;
         }
         for (int k = 0; k < nout; k++)

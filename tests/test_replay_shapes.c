@@ -2,8 +2,9 @@
  * test_replay_shapes.c - a plan at sizes other than the traced ones, as a
  * caller bringing its own buffers meets it: the output types for given
  * input shapes (replay_output_types) and which dims follow which symbol,
- * output buffers given by size with their type left zero, and the names
- * listed when a name is wrong; on the CPU and (where there is a device) OpenCL.  Values
+ * output buffers given by size with their type left zero, the hint for a
+ * reshape that holds the traced batch, and the names listed when a name
+ * is wrong; on the CPU and (where there is a device) OpenCL.  Values
  * against a naive MLP written here.
  */
 #include <math.h>
@@ -237,10 +238,61 @@ static void test_names_listed(void)
     model_free(&m);
 }
 
+/* y = relu(reshape(x, shape)) with x [4,6], batch dynamic: the reshape's
+ * target holds the traced 4; replayed at 7 it fails with the remedy. */
+static void check_reshape_hint(graph_ints shape, const char *want)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(4, 6), 5, -1, 1);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_dynamic(x, 0, "batch");
+    trace_output(eager_relu(eager_reshape(x, shape)), "y");
+    graph *g = trace_freeze();
+    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "%s", eager_error());
+    if (s) {
+        float x7[7 * 6] = {0};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {7, 6}}, .data = x7};
+        replay_tensor out = {.name = "y"};
+        CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_SHAPE);
+        const char *e = replay_session_error(s);
+        /* the node and its call site come first; then the reason and hint */
+        const char *head = "replay: node 0 (reshape at test_replay_shapes.c:";
+        const char *tail = strstr(e, "): reshape:");
+        CHECK_MSG(!strncmp(e, head, strlen(head)) && strstr(e, " check_reshape_hint): ") && tail &&
+                      !strcmp(tail + 3, want), "%s\nwant ...): %s", e, want);
+        graph_type t[1];
+        char err[1536] = "";
+        CHECK(replay_output_types(p, &in, 1, t, 1, err, sizeof err) == TG_ERR_SHAPE);
+        CHECK_MSG(!strcmp(err, e), "the query says the same: %s", err);
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_pool_pop();
+}
+
+static void test_reshape_hint(void)
+{
+    check_reshape_hint(TG_INTS(4, 3, 2),
+                       "reshape: [7,6]: cannot reshape [7,6] (42 elements) to [4,3,2] "
+                       "(24 elements) (this node was specialized on the traced sizes; its "
+                       "target shape [4,3,2] holds the traced size of \"batch\" (4) at dim 0, "
+                       "now 7: write -1 there, TG_SHAPE(-1, 3, 2), to follow the input)");
+    check_reshape_hint(TG_INTS(4, -1),
+                       "reshape: [7,6]: cannot reshape [7,6] (42 elements) to [4,-1] "
+                       "(this node was specialized on the traced sizes; its "
+                       "target shape [4,-1] holds the traced size of \"batch\" (4) at dim 0, "
+                       "now 7: compute that dim from the input's shape)");
+}
+
 int main(void)
 {
     test_shapes_at_other_sizes();
     test_names_listed();
+    test_reshape_hint();
     test_opencl_sizes();
     return check_done();
 }
