@@ -289,10 +289,10 @@ for s in $(cat "$inc"/tracegraph/*/*.h | sed -n 's/^typedef struct \([a-z_]*_\(o
     fi
 done
 for cc in gcc:c11 clang:c11 g++:c++17 clang++:c++17; do
-    comp=${cc%%:*} std=${cc#*:} src=$tmp/inits.c
+    comp=${cc%%:*} std=${cc#*:} prog=$tmp/inits.c
     command -v "$comp" > /dev/null || continue
-    [ "$std" = c++17 ] && src=$tmp/inits.cpp
-    $comp -std=$std -Wall -Wextra -Wpedantic -Werror -I"$inc" "$src" -L"$prefix/lib" \
+    [ "$std" = c++17 ] && prog=$tmp/inits.cpp
+    $comp -std=$std -Wall -Wextra -Wpedantic -Werror -I"$inc" "$prog" -L"$prefix/lib" \
         -ltracegraph -o "$tmp/inits_$comp" 2> "$tmp/inits.log" ||
         { echo "install check: the *_INIT initializers ($comp -std=$std -Wpedantic):" >&2
           cat "$tmp/inits.log" >&2; exit 1; }
