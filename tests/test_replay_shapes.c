@@ -16,6 +16,7 @@
 #include "formats/tgraph.h"
 #include "models.h"
 #include "optimize/opt.h"
+#include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
 
@@ -189,6 +190,31 @@ static void test_opencl_sizes(void)
         CHECK_MSG(!strcmp(replay_session_error(s), "replay: output \"y\" is f32[7,10] (280 "
                           "bytes), the buffer given holds 100 (.size)"),
                   "%s", replay_session_error(s));
+        /* a cl_mem of the exact type, but said to be smaller: refused, and
+         * not written by the nodes directly (direct_outputs) either */
+        cl_context ctx = replay_opencl_context(p);
+        cl_device_id dev;
+        clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
+        cl_int e;
+        cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
+        float sentinel[7 * 10], back[7 * 10];
+        for (int i = 0; i < 70; i++)
+            sentinel[i] = -12345.0f;
+        cl_mem yb = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                   sizeof sentinel, sentinel, &e);
+        replay_tensor dout = {.name = "y", .type = out.type, .buffer = yb, .size = 100};
+        CHECK(replay_run(s, &in, 1, &dout, 1) == TG_ERR_SHAPE);
+        CHECK_MSG(strstr(replay_session_error(s), "the buffer given holds 100 (.size)"), "%s",
+                  replay_session_error(s));
+        clEnqueueReadBuffer(q, yb, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL);
+        CHECK_MSG(!memcmp(back, sentinel, sizeof back), "a buffer said to hold 100 bytes was "
+                  "written: %g", back[0]);
+        dout.size = sizeof sentinel; /* now it fits: written on the device */
+        CHECK_MSG(replay_run(s, &in, 1, &dout, 1) == TG_OK, "%s", replay_session_error(s));
+        clEnqueueReadBuffer(q, yb, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL);
+        CHECK_FLOATS(back, want, 7 * 10, 1e-4);
+        clReleaseMemObject(yb);
+        clReleaseCommandQueue(q);
         out.name = "logits";
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_ARG);
         CHECK_MSG(!strcmp(replay_session_error(s),

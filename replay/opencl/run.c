@@ -675,6 +675,7 @@ static void direct_outputs(ocl_session *s, obound *b, const replay_tensor *const
         int32_t id = g->outputs[i].value;
         const graph_type *t = &b->v->types[id];
         int ok = g->values[id].node >= 0 && b->mem[id] && type_bytes(t) > 0 &&
+                 (!o->size || o->size >= type_bytes(t)) && /* else get_outputs refuses it */
                  o->type.dtype == t->dtype && o->type.ndim == t->ndim;
         for (int d = 0; ok && d < t->ndim; d++)
             ok = o->type.dim[d] == t->dim[d];
