@@ -77,7 +77,8 @@ static int cpu_steps(const graph *g, float *h)
     static float next[B * D];
     int ok = s != NULL;
     for (int i = 0; ok && i < STEPS; i++) {
-        replay_tensor in = {"h", t, h, NULL}, out = {"next", t, next, NULL};
+        replay_tensor in = {.name = "h", .type = t, .data = h};
+        replay_tensor out = {.name = "next", .type = t, .data = next};
         ok = replay_run(s, &in, 1, &out, 1) == TG_OK;
         memcpy(h, next, sizeof next);
     }
@@ -107,7 +108,9 @@ int main(int argc, char **argv)
         h0[i] = (float)sin(0.37 * i);
 
     /* 2. the OpenCL plan and its context */
-    replay_opts opts = {REPLAY_OPENCL, 1, 0, argc > 1 ? argv[1] : NULL, NULL, NULL};
+    replay_opts opts = REPLAY_OPTS_INIT;
+    opts.backend = REPLAY_OPENCL;
+    opts.device = argc > 1 ? argv[1] : NULL;
     replay_plan *p = replay_compile(g, &opts, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     if (!s) {
@@ -135,14 +138,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "device_resident: OpenCL setup failed (error %d)\n", e);
     /* a first run binds the plan (arena, kernel arguments): not timed; it
      * reads buf[0] and writes buf[1], as step 0 does again */
-    replay_tensor in0 = {"h", t, NULL, buf[0]}, out0 = {"next", t, NULL, buf[1]};
+    replay_tensor in0 = {.name = "h", .type = t, .buffer = buf[0]};
+    replay_tensor out0 = {.name = "next", .type = t, .buffer = buf[1]};
     if (ok && replay_run(s, &in0, 1, &out0, 1) != TG_OK) {
         fprintf(stderr, "device_resident: %s\n", replay_session_error(s));
         ok = 0;
     }
     double t0 = now_ms();
     for (int i = 0; ok && i < STEPS; i++) {
-        replay_tensor in = {"h", t, NULL, buf[i % 2]}, out = {"next", t, NULL, buf[(i + 1) % 2]};
+        replay_tensor in = {.name = "h", .type = t, .buffer = buf[i % 2]};
+        replay_tensor out = {.name = "next", .type = t, .buffer = buf[(i + 1) % 2]};
         ok = replay_run(s, &in, 1, &out, 1) == TG_OK;
         if (!ok)
             fprintf(stderr, "device_resident: step %d: %s\n", i, replay_session_error(s));
@@ -161,7 +166,8 @@ int main(int argc, char **argv)
         memcpy(a, h0, sizeof a);
         t0 = now_ms();
         for (int i = 0; ok && i < STEPS; i++) {
-            replay_tensor in = {"h", t, i % 2 ? b : a, NULL}, out = {"next", t, i % 2 ? a : b, NULL};
+            replay_tensor in = {.name = "h", .type = t, .data = i % 2 ? b : a};
+            replay_tensor out = {.name = "next", .type = t, .data = i % 2 ? a : b};
             ok = replay_run(s, &in, 1, &out, 1) == TG_OK;
         }
         host_ms = now_ms() - t0;

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
            FORMAT_ONNX_OPSET);
     snprintf(opt_path, sizeof opt_path, "%.*s.opt.tgraph", stem, path);
     graph *o = graph_clone(g);
-    opt_options oo = opt_default_options();
+    opt_options oo = OPT_OPTIONS_INIT;
     oo.level = 3;
     opt_report rep;
     if (!o || opt_optimize(o, &oo, &rep, err, sizeof err) != TG_OK ||
@@ -101,7 +101,9 @@ int main(int argc, char **argv)
     }
     printf("optimized -O3: %d nodes -> %d; saved %s\n", rep.nodes_before, rep.nodes_after,
            opt_path);
-    graph_print(o, stdout, &(graph_print_opts){16, 0, 0, 1});
+    graph_print_opts po = GRAPH_PRINT_OPTS_INIT;
+    po.provenance = 0;
+    graph_print(o, stdout, &po);
     graph_free(o);
 
     char side[1024];

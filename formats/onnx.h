@@ -195,6 +195,21 @@ typedef struct format_onnx_save_opts {
     int drop_guards; /* export a graph with guards, dropping them */
 } format_onnx_save_opts;
 
+/*
+ * The defaults of format_onnx_save_opts and format_onnx_load_opts (every
+ * field zero), as initializers: format_onnx_load_opts o =
+ * FORMAT_ONNX_LOAD_OPTS_INIT; o.params = 1;  C++17, which has no
+ * designated initializers, gets value-initialized structs.  Both may grow
+ * at the end.
+ */
+#ifdef __cplusplus
+#define FORMAT_ONNX_SAVE_OPTS_INIT format_onnx_save_opts{}
+#define FORMAT_ONNX_LOAD_OPTS_INIT format_onnx_load_opts{}
+#else
+#define FORMAT_ONNX_SAVE_OPTS_INIT {.drop_guards = 0}
+#define FORMAT_ONNX_LOAD_OPTS_INIT {.params = 0}
+#endif
+
 typedef struct format_onnx_load_opts {
     int params;          /* initializers become params, not constants */
     int64_t dim_default; /* size of a dim_param dim (values < 1: 1) */

@@ -126,6 +126,17 @@ typedef struct format_save_opts {
 TG_API format_save_opts format_save_default_opts(void);
 
 /*
+ * The same defaults as an initializer (format_save_opts o =
+ * FORMAT_SAVE_OPTS_INIT;): by name in C, format_save_default_opts() in
+ * C++17.  format_save_opts may grow at the end.
+ */
+#ifdef __cplusplus
+#define FORMAT_SAVE_OPTS_INIT format_save_default_opts()
+#else
+#define FORMAT_SAVE_OPTS_INIT {.level = 3}
+#endif
+
+/*
  * Writes g to path (through a temporary file renamed into place, so a
  * failed save leaves no half-written file).  opts may be NULL for the
  * defaults.  Returns TG_OK, or TG_ERR_IO / TG_ERR_ARG / TG_ERR_NOMEM /

@@ -124,7 +124,20 @@ typedef struct graph_print_opts {
     int comments;
 } graph_print_opts;
 
-#define GRAPH_PRINT_DEFAULTS ((graph_print_opts){16, 0, 1, 1})
+/*
+ * The defaults as an initializer (graph_print_opts o =
+ * GRAPH_PRINT_OPTS_INIT; o.comments = 0;): by name in C, the four fields
+ * in order in C++17, which has no designated initializers.
+ * GRAPH_PRINT_DEFAULTS is the same as a value (a compound literal in C).
+ * graph_print_opts may grow at the end.
+ */
+#ifdef __cplusplus
+#define GRAPH_PRINT_OPTS_INIT graph_print_opts{16, 0, 1, 1}
+#define GRAPH_PRINT_DEFAULTS GRAPH_PRINT_OPTS_INIT
+#else
+#define GRAPH_PRINT_OPTS_INIT {.inline_max = 16, .inline_all = 0, .provenance = 1, .comments = 1}
+#define GRAPH_PRINT_DEFAULTS ((graph_print_opts)GRAPH_PRINT_OPTS_INIT)
+#endif
 
 /*
  * Prints g as text to f.  opts may be NULL for GRAPH_PRINT_DEFAULTS.

@@ -1,7 +1,7 @@
 /*
  * opt.h - the graph optimizer: a pass manager and its passes.
  *
- *   opt_options o = opt_default_options();     (-O2)
+ *   opt_options o = OPT_OPTIONS_INIT;          (-O2; or opt_default_options())
  *   o.level = 3;
  *   opt_report rep;
  *   if (opt_optimize(g, &o, &rep, err, sizeof err) != TG_OK) ...
@@ -60,6 +60,17 @@ typedef struct opt_options {
 
 /* -O2, verify on, verify_each off, rtol 1e-4, the default fold budget. */
 TG_API opt_options opt_default_options(void);
+
+/*
+ * The same defaults as an initializer (opt_options o = OPT_OPTIONS_INIT;
+ * o.level = 3;): fields by name in C, opt_default_options() in C++17,
+ * which has no designated initializers.  opt_options may grow at the end.
+ */
+#ifdef __cplusplus
+#define OPT_OPTIONS_INIT opt_default_options()
+#else
+#define OPT_OPTIONS_INIT {.level = 2, .verify = 1, .verify_rtol = 1e-4, .verify_seed = 1}
+#endif
 
 /* What one pass did (summed over its runs in a pipeline). */
 typedef struct opt_pass_stats {

@@ -16,12 +16,7 @@
 
 opt_options opt_default_options(void)
 {
-    opt_options o;
-    memset(&o, 0, sizeof o);
-    o.level = 2;
-    o.verify = 1;
-    o.verify_rtol = 1e-4;
-    o.verify_seed = 1;
+    opt_options o = OPT_OPTIONS_INIT;
     return o;
 }
 

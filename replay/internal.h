@@ -122,6 +122,45 @@ typedef struct replay_guard_warns {
  * time this session sees that guard change. */
 void replay_guard_warned(replay_guard_warns *w, int32_t guard, const char *msg);
 
+/*
+ * Checks the caller's input types, already within the size cap
+ * (replay_order_inputs checked each with graph_type_check), against the
+ * signature: dtype (TG_ERR_DTYPE), rank, static dims and one size per
+ * dynamic symbol (TG_ERR_SHAPE).  Every message names the input.
+ */
+tg_status replay_check_inputs(const replay_plan *p, const replay_tensor *const *in,
+                              char *err, size_t errlen);
+/* The type of every value (types: g->nvalues) for these checked inputs, by
+ * inference in order; an error names the node, and for a node specialized
+ * on the traced sizes says so (with a reshape's remedy: reshape_hint). */
+tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *in,
+                             graph_type *types, char *err, size_t errlen);
+
+/* signature.c: the checks of the caller's tensors every backend shares. */
+
+/*
+ * Orders the caller's inputs (by name, or by position) into signature
+ * order, each type checked by graph_type_check; need_data: also each
+ * input's data (or device buffer, where the backend takes them) and its
+ * .size.  A name the plan lacks is TG_ERR_ARG listing the inputs there
+ * are: "replay: the plan has no input named \"z\" (inputs: x)".
+ */
+tg_status replay_order_inputs(const replay_plan *p, const replay_tensor *inputs, int nin,
+                              const replay_tensor **ordered, int need_data, char *err,
+                              size_t errlen);
+/* The signature index of output o (the k-th given: by name, or by
+ * position when its name is NULL), or -1 with a message in err listing
+ * the outputs ("(outputs: y)"). */
+int replay_output_lookup(const replay_plan *p, const replay_tensor *o, int k, char *err,
+                         size_t errlen);
+/*
+ * Accepts the caller's buffer o for output i, which this run made of type
+ * t: o->size nonzero takes any type of at most that many bytes and sets
+ * o->type to t; else o->type must be t.  A message names the output.
+ */
+tg_status replay_output_accept(const replay_plan *p, int i, const graph_type *t,
+                               replay_tensor *o, char *err, size_t errlen);
+
 /* Drops one reference to p (internal.h, refs); frees it at 0. */
 void replay_plan_unref(replay_plan *p);
 

@@ -36,8 +36,54 @@ static void variant_free(replay_variant *v)
     tg_free(v);
 }
 
-/* Types of every value for these input types, by inference in order. */
-static tg_status infer_types(const replay_plan *p, const replay_tensor *const *in,
+/*
+ * For a reshape specialized on the traced sizes (infer_types): where its
+ * target shape holds a dynamic symbol's traced size literally and these
+ * inputs give the symbol another size, a hint to write -1 there instead
+ * ("; its target shape [4,10] holds the traced size of \"batch\" (4) at
+ * dim 0, now 7: write -1 there, TG_SHAPE(-1, 10), to follow the input");
+ * "" otherwise.
+ */
+static void reshape_hint(const replay_plan *p, const graph_node *n,
+                         const replay_tensor *const *in, char *buf, size_t len)
+{
+    const graph *g = p->g;
+    if (n->op != GRAPH_OP_reshape)
+        return;
+    const graph_ints *shape = &((const graph_reshape_attrs *)graph_node_attrs(n))->shape;
+    int has_minus1 = 0;
+    for (int k = 0; k < shape->n; k++)
+        has_minus1 |= shape->v[k] == -1;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const graph_value *v = &g->values[g->inputs[i]];
+        for (int d = 0; d < v->type.ndim; d++) {
+            int s = v->sym[d];
+            if (!(v->dyn >> d & 1) || s < 0 || s >= g->nsyms ||
+                in[i]->type.dim[d] == g->syms[s].traced)
+                continue;
+            for (int k = 0; k < shape->n; k++) {
+                if (shape->v[k] != g->syms[s].traced)
+                    continue;
+                char was[200], fix[240];
+                size_t at = (size_t)snprintf(fix, sizeof fix, "TG_SHAPE(");
+                for (int j = 0; j < shape->n && at < sizeof fix; j++)
+                    at += (size_t)snprintf(fix + at, sizeof fix - at, "%s%lld", j ? ", " : "",
+                                           j == k ? -1LL : (long long)shape->v[j]);
+                if (at < sizeof fix)
+                    snprintf(fix + at, sizeof fix - at, ")");
+                snprintf(buf, len, "; its target shape %s holds the traced size of \"%s\" (%lld) "
+                         "at dim %d, now %lld: %s%s%s", graph_ints_str(shape, was, sizeof was),
+                         g->syms[s].name, (long long)g->syms[s].traced, k,
+                         (long long)in[i]->type.dim[d],
+                         has_minus1 ? "compute that dim from the input's shape" : "write -1 there, ",
+                         has_minus1 ? "" : fix, has_minus1 ? "" : ", to follow the input");
+                return;
+            }
+        }
+    }
+}
+
+tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *in,
                              graph_type *types, char *err, size_t errlen)
 {
     const graph *g = p->g;
@@ -57,10 +103,14 @@ static tg_status infer_types(const replay_plan *p, const replay_tensor *const *i
         tg_status st = graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot,
                                    GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
         if (st != TG_OK || nout != n->nout) {
+            char hint[400] = "", why[500] = "";
+            if (n->flags & GRAPH_NODE_SPECIALIZED) {
+                reshape_hint(p, n, in, hint, sizeof hint);
+                snprintf(why, sizeof why, " (this node was specialized on the traced sizes%s)",
+                         hint);
+            }
             snprintf(err, errlen, "replay: %s: %s%s", replay_node_str(p, i, what, sizeof what),
-                     st != TG_OK ? msg : "output count changed",
-                     (n->flags & GRAPH_NODE_SPECIALIZED)
-                         ? " (this node was specialized on the traced sizes)" : "");
+                     st != TG_OK ? msg : "output count changed", why);
             return st != TG_OK ? st : TG_ERR_SHAPE;
         }
         for (int k = 0; k < nout; k++)
@@ -103,7 +153,7 @@ static replay_variant *variant_new(replay_plan *p, const replay_tensor *const *i
     for (int32_t i = 0, k = 0; i < g->ninputs; i++)
         for (int d = 0; d < in[i]->type.ndim; d++)
             v->key[k++] = in[i]->type.dim[d];
-    tg_status st = infer_types(p, in, v->types, err, errlen);
+    tg_status st = replay_infer_types(p, in, v->types, err, errlen);
     if (st != TG_OK) {
         *status = st;
         variant_free(v);
@@ -142,13 +192,7 @@ static const char *symbolic_type_str(const graph *g, const graph_value *v, char 
     return buf;
 }
 
-/*
- * Checks the caller's input types, already within the size cap
- * (replay_run's order_inputs checked each with graph_type_check), against
- * the signature: dtype (TG_ERR_DTYPE), rank, static dims and one size per
- * dynamic symbol (TG_ERR_SHAPE).  Every message names the input.
- */
-static tg_status check_inputs(const replay_plan *p, const replay_tensor *const *in,
+tg_status replay_check_inputs(const replay_plan *p, const replay_tensor *const *in,
                               char *err, size_t errlen)
 {
     const graph *g = p->g;
@@ -196,7 +240,7 @@ static tg_status check_inputs(const replay_plan *p, const replay_tensor *const *
 replay_variant *replay_variant_get(replay_plan *p, const replay_tensor *const *in,
                                    tg_status *status, char *err, size_t errlen)
 {
-    tg_status st = check_inputs(p, in, err, errlen);
+    tg_status st = replay_check_inputs(p, in, err, errlen);
     if (st != TG_OK) {
         *status = st;
         return NULL;
@@ -286,7 +330,9 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         err = tmp;
         errlen = sizeof tmp;
     }
-    replay_opts o = opts ? *opts : (replay_opts){REPLAY_CPU, 1, 0, NULL};
+    replay_opts o = REPLAY_OPTS_INIT;
+    if (opts)
+        o = *opts;
     if (o.threads < 0 || o.threads > TG_MAX_THREADS) {
         snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
                  o.threads, TG_MAX_THREADS);
@@ -433,32 +479,22 @@ tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
             return p->backend->param_changed(p, v, i, err, errlen);
         return TG_OK;
     }
-    snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params folded "
+    char names[300];
+    size_t at = 0;
+    names[0] = '\0';
+    for (int32_t i = 0; i < p->g->nvalues && at < sizeof names; i++) {
+        const graph_value *v = &p->g->values[i];
+        if (v->kind != GRAPH_VALUE_PARAM || !v->name)
+            continue;
+        if (at + strlen(v->name) + 8 >= sizeof names) {
+            snprintf(names + at, sizeof names - at, ", ...");
+            break;
+        }
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", v->name);
+    }
+    snprintf(err, errlen, "replay_set_param: no param named \"%s\" (params: %s; params folded "
              "into constants by the optimizer cannot be swapped: -O2 and above fold them "
-             "unless opt_options.keep_params is set, tracegraph opt --keep-params)", name);
+             "unless opt_options.keep_params is set, tracegraph opt --keep-params)", name,
+             at ? names : "none");
     return TG_ERR_ARG;
-}
-
-int replay_num_inputs(const replay_plan *p) { return p ? p->g->ninputs : 0; }
-int replay_num_outputs(const replay_plan *p) { return p ? p->g->noutputs : 0; }
-int replay_num_steps(const replay_plan *p) { return p ? p->nitems : 0; }
-
-const char *replay_input_name(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->ninputs ? p->g->values[p->g->inputs[i]].name : NULL;
-}
-
-const char *replay_output_name(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->noutputs ? p->g->outputs[i].name : NULL;
-}
-
-const graph_type *replay_input_type(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->ninputs ? &p->g->values[p->g->inputs[i]].type : NULL;
-}
-
-const graph_type *replay_output_type(const replay_plan *p, int i)
-{
-    return p && i >= 0 && i < p->g->noutputs ? &p->g->values[p->g->outputs[i].value].type : NULL;
 }

@@ -3,8 +3,13 @@
  *
  *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
  *   replay_session *s = replay_session_new(plan, NULL, 0);
- *   replay_tensor in = {"x", xtype, xdata}, out = {"y", ytype, ybuf};
- *   replay_run(s, &in, 1, &out, 1);
+ *   replay_tensor in = {.name = "x", .type = xtype, .data = xdata};
+ *   replay_tensor out = {.name = "y", .data = ybuf, .size = sizeof ybuf};
+ *   replay_run(s, &in, 1, &out, 1);       (out.type: what the run made)
+ *
+ * The structs here may grow at the end (docs/GUIDE.md, "Structs and the ABI"): initialize
+ * them by name, designated as above or from REPLAY_OPTS_INIT, so that the
+ * fields you leave out are zero (their defaults).
  *
  * A plan holds the schedule, the kernels and their arguments bound ahead of
  * time, the arena layout (optimize/memplan.h) and its own copies of params
@@ -23,7 +28,12 @@
  * Inputs are matched by name (replay_tensor.name) or, when name is NULL, by
  * position; their dtype and shape are checked.  Dynamic dims (marked at
  * trace time) may differ from the traced sizes, consistently per symbol;
- * each distinct set of input shapes is planned once and cached.
+ * each distinct set of input shapes is planned once and cached.  The
+ * signature's types (replay_input_type, replay_output_type) hold the
+ * traced sizes; replay_input_dim_symbol and replay_output_dim_symbol say
+ * which dims are dynamic, and replay_output_types gives the output types
+ * for other input shapes, without running.  A name the plan lacks is an
+ * error that lists the names it has ("no input named \"z\" (inputs: x)").
  *
  * Guards (tracer/trace.h records them) are checked as their values are
  * computed.  A strict guard that fails stops the run with TG_ERR_GUARD; the
@@ -88,9 +98,21 @@ typedef struct replay_opts {
     size_t max_memory;
 } replay_opts;
 
+/*
+ * replay_opts' defaults (every field zero: the CPU, 1 thread, no limit),
+ * as an initializer: replay_opts o = REPLAY_OPTS_INIT; o.threads = 4;
+ * C++17, which has no designated initializers, gets a value-initialized
+ * replay_opts{} with the same meaning.
+ */
+#ifdef __cplusplus
+#define REPLAY_OPTS_INIT replay_opts{}
+#else
+#define REPLAY_OPTS_INIT {.backend = REPLAY_CPU}
+#endif
+
 typedef struct replay_tensor {
     const char *name; /* match by name; NULL: by position */
-    graph_type type;
+    graph_type type;  /* outputs: see size */
     void *data; /* inputs: read; outputs: written (NULL: see replay_run) */
     /*
      * OpenCL plans only: a cl_mem (cast to void *) in the plan's context
@@ -101,6 +123,15 @@ typedef struct replay_tensor {
      * returns.  NULL: use data.
      */
     void *buffer;
+    /*
+     * Bytes at data (or in buffer); 0: not said.  An output with size
+     * set takes whatever the run makes if it fits (the run sets type to
+     * it; type need not be filled in, so a zero-initialized replay_tensor
+     * with data and size serves every batch size); larger is TG_ERR_SHAPE
+     * naming both sizes.  An output with size 0 must have the exact type
+     * the run makes.  An input with size set must hold its type's bytes.
+     */
+    size_t size;
 } replay_tensor;
 
 typedef struct replay_plan replay_plan;
@@ -145,8 +176,10 @@ TG_API void replay_session_free(replay_session *s);
 
 /*
  * Runs the plan.  outputs[i].data non-NULL: the result is copied there
- * (its type must match); NULL: data is set to the session's own buffer,
- * valid until the next run on this session, and type is filled in.
+ * (its type must match, or its size suffice: replay_tensor.size); NULL:
+ * data is set to the session's own buffer, valid until the next run on
+ * this session, and type is filled in.  An input or output name the plan
+ * lacks is TG_ERR_ARG, the message listing the names it has.
  * s NULL: TG_ERR_NULL.  s running on another thread: TG_ERR_STATE.
  */
 TG_API tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
@@ -166,7 +199,8 @@ TG_API const char *replay_session_guard_warning(const replay_session *s);
  * sees it on its next run (which first drops the kernels' prepared state,
  * such as weights packed from the old data).  Must not run concurrently
  * with replay_run on any session of p.  nbytes must equal the param's
- * size.
+ * size (TG_ERR_SHAPE); a name that is no param is TG_ERR_ARG, the message
+ * listing the params there are.  NULL p, name or data: TG_ERR_NULL.
  */
 TG_API tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
                                   size_t nbytes, char *err, size_t errlen);
@@ -208,9 +242,12 @@ TG_API const char *replay_opencl_gemm(const replay_plan *p);
 TG_API void replay_opencl_shutdown(void);
 
 /*
- * Signature queries: counts, names, traced types (for callers and the CLI).
+ * Signature queries: counts, names, types (for callers and the CLI).  The
+ * types are the traced ones: a dynamic dim (replay_*_dim_symbol) holds the
+ * size it had when traced; replay_output_types gives them at other sizes.
  * A NULL plan has 0 inputs, outputs and steps; names and types of a NULL
- * plan or an index out of range are NULL.
+ * plan or an index out of range are NULL.  The strings and types belong
+ * to the plan.
  */
 TG_API int replay_num_inputs(const replay_plan *p);
 TG_API int replay_num_outputs(const replay_plan *p);
@@ -220,6 +257,30 @@ TG_API const graph_type *replay_input_type(const replay_plan *p, int i);
 TG_API const graph_type *replay_output_type(const replay_plan *p, int i);
 /* Steps a run executes at the traced shapes (nodes + guard checks). */
 TG_API int replay_num_steps(const replay_plan *p);
+/*
+ * The dynamic symbol ("batch") that dim `dim` of input (output) i follows,
+ * or NULL when that dim is fixed, or changes with the symbols but is no
+ * one of them (2*batch after a concat), or p, i or dim is out of range.
+ * The string belongs to the plan.
+ */
+TG_API const char *replay_input_dim_symbol(const replay_plan *p, int i, int dim);
+TG_API const char *replay_output_dim_symbol(const replay_plan *p, int i, int dim);
+/*
+ * The types of the first nout outputs (signature order) that a run with
+ * these inputs would make, into out[0..nout), without running: to size
+ * the caller's output buffers at a new batch size.  inputs are matched and
+ * checked as replay_run does (by name or position; dtype, rank, static
+ * dims, one size per symbol); their data is not read and may be NULL.
+ * Returns TG_OK, or TG_ERR_NULL (p NULL, out NULL with nout > 0),
+ * TG_ERR_ARG (a count out of range, an input name the plan lacks: the
+ * message lists its inputs), TG_ERR_DTYPE / TG_ERR_SHAPE (an input that
+ * does not fit the signature, a node that cannot take these sizes: as
+ * replay_run says it), TG_ERR_NOMEM; the message goes to err (errlen
+ * bytes, always terminated; err may be NULL).  Does not change p.
+ */
+TG_API tg_status replay_output_types(const replay_plan *p, const replay_tensor *inputs,
+                                     int nin, graph_type *out, int nout, char *err,
+                                     size_t errlen);
 
 #ifdef __cplusplus
 }

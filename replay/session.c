@@ -349,49 +349,6 @@ static tg_status fail(replay_session *s, tg_status st, const char *fmt, ...)
     return s->status = st;
 }
 
-/* Orders the caller's inputs (by name, or by position) into sig order. */
-static tg_status order_inputs(replay_session *s, const replay_tensor *inputs, int nin,
-                              const replay_tensor **ordered)
-{
-    const graph *g = s->p->g;
-    if (nin != g->ninputs)
-        return fail(s, TG_ERR_ARG, "replay: the plan takes %d inputs, got %d", g->ninputs, nin);
-    if (nin && !inputs)
-        return fail(s, TG_ERR_NULL, "replay: %d inputs given, inputs is NULL", nin);
-    for (int i = 0; i < nin; i++)
-        ordered[i] = NULL;
-    for (int k = 0; k < nin; k++) {
-        int i = k;
-        if (inputs[k].name) {
-            for (i = 0; i < nin; i++) {
-                const char *n = g->values[g->inputs[i]].name;
-                if (n && strcmp(n, inputs[k].name) == 0)
-                    break;
-            }
-            if (i == nin)
-                return fail(s, TG_ERR_ARG, "replay: the plan has no input named \"%s\"",
-                            inputs[k].name);
-        }
-        const char *name = g->values[g->inputs[i]].name ? g->values[g->inputs[i]].name : "?";
-        if (ordered[i])
-            return fail(s, TG_ERR_ARG, "replay: input %d (\"%s\") is given twice", i, name);
-        /* before any size is computed from it: the caller's ndim and dims */
-        char why[200];
-        tg_status st = graph_type_check(&inputs[k].type, why, sizeof why);
-        if (st != TG_OK && g->values[g->inputs[i]].name)
-            return fail(s, st, "replay: input \"%s\": %s", name, why);
-        if (st != TG_OK)
-            return fail(s, st, "replay: input %d: %s", i, why);
-        if (!inputs[k].data && !inputs[k].buffer && graph_type_numel(&inputs[k].type) > 0)
-            return fail(s, TG_ERR_NULL, "replay: input %d (\"%s\") has no data", i, name);
-        if (inputs[k].buffer && !s->p->backend->device_buffers)
-            return fail(s, TG_ERR_ARG, "replay: input %d is a device buffer, but the plan "
-                        "runs on the CPU (buffer is for OpenCL plans)", k);
-        ordered[i] = &inputs[k];
-    }
-    return TG_OK;
-}
-
 static int same_shapes(const replay_variant *v, const replay_tensor *const *in, int nin)
 {
     int32_t k = 0;
@@ -452,16 +409,9 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
 {
     const graph *g = s->p->g;
     for (int k = 0; k < nout; k++) {
-        int i = k;
-        if (outputs[k].name) {
-            for (i = 0; i < g->noutputs && (!g->outputs[i].name ||
-                                            strcmp(g->outputs[i].name, outputs[k].name));
-                 i++)
-                ;
-            if (i == g->noutputs)
-                return fail(s, TG_ERR_ARG, "replay: the plan has no output named \"%s\"",
-                            outputs[k].name);
-        }
+        int i = replay_output_lookup(s->p, &outputs[k], k, s->err, sizeof s->err);
+        if (i < 0)
+            return s->status = TG_ERR_ARG;
         if (outputs[k].buffer)
             return fail(s, TG_ERR_ARG, "replay: output \"%s\" is a device buffer, but the "
                         "plan runs on the CPU (buffer is for OpenCL plans)", g->outputs[i].name);
@@ -475,22 +425,9 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
             outputs[k].data = (void *)src;
             continue;
         }
-        const graph_type *want = &outputs[k].type;
-        char why[200];
-        tg_status wst = graph_type_check(want, why, sizeof why);
-        if (wst != TG_OK)
-            return fail(s, wst, "replay: the buffer given for output \"%s\": %s",
-                        g->outputs[i].name, why);
-        int ok = want->dtype == t->dtype && want->ndim == t->ndim;
-        for (int d = 0; ok && d < t->ndim; d++)
-            ok = want->dim[d] == t->dim[d];
-        if (!ok) {
-            char a[160], c[160];
-            return fail(s, want->dtype != t->dtype ? TG_ERR_DTYPE : TG_ERR_SHAPE, "replay: output \"%s\" is %s%s, the buffer given "
-                        "is %s%s", g->outputs[i].name, graph_dtype_name(t->dtype),
-                        graph_shape_str(t, a, sizeof a), graph_dtype_name(want->dtype),
-                        graph_shape_str(want, c, sizeof c));
-        }
+        tg_status st = replay_output_accept(s->p, i, t, &outputs[k], s->err, sizeof s->err);
+        if (st != TG_OK)
+            return s->status = st;
         memcpy(outputs[k].data, src, graph_type_bytes(t));
     }
     return TG_OK;
@@ -508,9 +445,9 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
                     s->p->g->noutputs, nout);
     if (nout && !outputs)
         return fail(s, TG_ERR_NULL, "replay: %d outputs asked for, outputs is NULL", nout);
-    tg_status st = order_inputs(s, inputs, nin, in);
+    tg_status st = replay_order_inputs(s->p, inputs, nin, in, 1, s->err, sizeof s->err);
     if (st != TG_OK)
-        return st;
+        return s->status = st;
     if (s->p->backend->run) {
         st = s->p->backend->run(s->bsession, in, nin, outputs, nout, &s->warns, s->err,
                                 sizeof s->err);

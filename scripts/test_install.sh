@@ -161,8 +161,13 @@ int main()
     replay_plan *p = g ? replay_compile(g, nullptr, err, sizeof err) : nullptr;
     replay_session *s = p ? replay_session_new(p, nullptr, 0) : nullptr;
     float in[4] = {1, 2, 3, 4}, out = -1;
-    replay_tensor ri = {"x", *eager_type(x), in, nullptr};
-    replay_tensor ro = {"y", *eager_type(y), &out, nullptr};
+    replay_tensor ri{}, ro{}; /* C++17 has no designated initializers: zero, then by name */
+    ri.name = "x";
+    ri.type = *eager_type(x);
+    ri.data = in;
+    ro.name = "y";
+    ro.data = &out;
+    ro.size = sizeof out; /* any type that fits: the run sets ro.type */
     tg_status st = s ? replay_run(s, &ri, 1, &ro, 1) : TG_ERR_NULL;
     double v = eager_item(y);
     replay_session_free(s);
@@ -229,6 +234,76 @@ for cxx in g++ clang++; do
         { echo "install check: the C++ literals built wrong values ($cxx)" >&2; exit 1; }
 done
 echo "install check: TG_SHAPE/TG_INTS/TG_NOINTS/TG_STR from C++ (-Wpedantic -Werror) OK"
+
+# Every options struct of the installed headers (typedef struct X_opts or
+# X_options) has its X_INIT initializer giving the defaults, in C11 and
+# C++17 alike (C++ has no designated initializers: the header gives it
+# the *_default_* call or a value-initialized struct).  The program uses
+# each at -Wall -Wextra -Wpedantic -Werror with gcc/g++ and clang/clang++
+# and checks the values against the documented defaults and the
+# *_default_* functions.
+cat > "$tmp/inits.c" <<'C'
+#include <string.h>
+#include <tracegraph.h>
+
+static const trace_opts static_trace = TRACE_OPTS_INIT; /* an initializer at file scope */
+
+int main(void)
+{
+    replay_opts ro = REPLAY_OPTS_INIT;
+    opt_options oo = OPT_OPTIONS_INIT;
+    trace_opts to = TRACE_OPTS_INIT;
+    format_save_opts so = FORMAT_SAVE_OPTS_INIT;
+    format_onnx_save_opts xs = FORMAT_ONNX_SAVE_OPTS_INIT;
+    format_onnx_load_opts xl = FORMAT_ONNX_LOAD_OPTS_INIT;
+    graph_print_opts po = GRAPH_PRINT_OPTS_INIT;
+    opt_options od = opt_default_options();
+    trace_opts td = trace_default_opts();
+    int bad = 0;
+    bad |= !(ro.backend == REPLAY_CPU && ro.threads == 0 && !ro.no_inplace && !ro.device &&
+             !ro.guard_warn && !ro.guard_warn_ctx && ro.max_memory == 0);
+    bad |= !(oo.level == 2 && oo.level == od.level && oo.keep_params == od.keep_params &&
+             oo.finite_math == od.finite_math && oo.verify == 1 && oo.verify == od.verify &&
+             oo.verify_each == od.verify_each && oo.verify_rtol == od.verify_rtol &&
+             oo.verify_seed == od.verify_seed && !oo.print_after_each && !oo.explain &&
+             oo.fold_budget == od.fold_budget) << 1;
+    bad |= !(!strcmp(to.name, "main") && !strcmp(td.name, "main") && to.capture_stack == 1 &&
+             to.capture_stack == td.capture_stack && to.max_depth == 16 &&
+             to.max_depth == td.max_depth && to.value_reads == GRAPH_GUARD_STRICT &&
+             to.value_reads == td.value_reads && static_trace.max_depth == 16) << 2;
+    bad |= !(so.level == 3 && so.level == format_save_default_opts().level) << 3;
+    bad |= !(xs.drop_guards == 0 && xl.params == 0 && xl.dim_default == 0 && !xl.warn &&
+             !xl.warn_ctx) << 4;
+    bad |= !(po.inline_max == 16 && po.inline_all == 0 && po.provenance == 1 &&
+             po.comments == 1 && GRAPH_PRINT_DEFAULTS.inline_max == 16) << 5;
+    return bad;
+}
+C
+cp "$tmp/inits.c" "$tmp/inits.cpp"
+# every options struct the headers declare, and the program uses its _INIT
+for s in $(cat "$inc"/tracegraph/*/*.h | sed -n 's/^typedef struct \([a-z_]*_\(opts\|options\)\) {.*/\1/p'); do
+    m=$(echo "$s" | tr a-z A-Z)_INIT
+    if ! grep -q "^#define $m\b" -r "$inc" || ! grep -q "$m" "$tmp/inits.c"; then
+        echo "install check: $s has no $m in the installed headers, or the check does not use it" >&2
+        exit 1
+    fi
+done
+for cc in gcc:c11 clang:c11 g++:c++17 clang++:c++17; do
+    comp=${cc%%:*} std=${cc#*:} prog=$tmp/inits.c
+    command -v "$comp" > /dev/null || continue
+    [ "$std" = c++17 ] && prog=$tmp/inits.cpp
+    $comp -std=$std -Wall -Wextra -Wpedantic -Werror -I"$inc" "$prog" -L"$prefix/lib" \
+        -ltracegraph -o "$tmp/inits_$comp" 2> "$tmp/inits.log" ||
+        { echo "install check: the *_INIT initializers ($comp -std=$std -Wpedantic):" >&2
+          cat "$tmp/inits.log" >&2; exit 1; }
+    st=0
+    LD_LIBRARY_PATH="$prefix/lib" "$tmp/inits_$comp" || st=$?
+    if [ $st -ne 0 ]; then
+        echo "install check: the *_INIT initializers give wrong defaults ($comp, mask $st)" >&2
+        exit 1
+    fi
+done
+echo "install check: each options struct's *_INIT (C11, C++17; -Wpedantic -Werror) OK"
 
 # An op called from its installed documentation alone: the generated
 # header names batch_norm's inputs and says what each one is.  The program

@@ -478,7 +478,7 @@ static tg_status on_read(void *ud, const eager_tensor *t, eager_read_kind kind,
 
 trace_opts trace_default_opts(void)
 {
-    trace_opts o = {"main", 1, 16, GRAPH_GUARD_STRICT};
+    trace_opts o = TRACE_OPTS_INIT;
     return o;
 }
 

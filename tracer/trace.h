@@ -63,8 +63,22 @@ typedef struct trace_opts {
                                        (default GRAPH_GUARD_STRICT) */
 } trace_opts;
 
-/* The defaults: {"main", 1, 16, GRAPH_GUARD_STRICT}. */
+/* The defaults: name "main", stacks captured 16 frames deep, strict
+ * value-read guards. */
 TG_API trace_opts trace_default_opts(void);
+
+/*
+ * The same defaults as an initializer (trace_opts o = TRACE_OPTS_INIT;
+ * o.max_depth = 32;): fields by name in C, trace_default_opts() in C++17,
+ * which has no designated initializers.  trace_opts may grow at the end.
+ */
+#ifdef __cplusplus
+#define TRACE_OPTS_INIT trace_default_opts()
+#else
+#define TRACE_OPTS_INIT                                                        \
+    {.name = "main", .capture_stack = 1, .max_depth = 16,                      \
+     .value_reads = GRAPH_GUARD_STRICT}
+#endif
 
 TG_API tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts);
 TG_API tg_status trace_input_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);

@@ -624,7 +624,6 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
     return st;
 }
 
-/* Output k's index in the signature, or -1 after a message. */
 /* Output o's (the k-th given) index in the signature, -1 if none. */
 static int output_index_of(const graph *g, const replay_tensor *o, int k)
 {
@@ -632,14 +631,6 @@ static int output_index_of(const graph *g, const replay_tensor *o, int k)
         if (strcmp(g->outputs[j].name, o->name) == 0)
             return j;
     return !o->name && k < g->noutputs ? k : -1;
-}
-
-static int output_index(const graph *g, const replay_tensor *o, int k, char *err, size_t errlen)
-{
-    int i = output_index_of(g, o, k);
-    if (i < 0)
-        snprintf(err, errlen, "replay: the plan has no output named \"%s\"", o->name);
-    return i;
 }
 
 /* The buffer m is a sub-buffer, or cannot be asked: it may overlap
@@ -684,6 +675,7 @@ static void direct_outputs(ocl_session *s, obound *b, const replay_tensor *const
         int32_t id = g->outputs[i].value;
         const graph_type *t = &b->v->types[id];
         int ok = g->values[id].node >= 0 && b->mem[id] && type_bytes(t) > 0 &&
+                 (!o->size || o->size >= type_bytes(t)) && /* else get_outputs refuses it */
                  o->type.dtype == t->dtype && o->type.ndim == t->ndim;
         for (int d = 0; ok && d < t->ndim; d++)
             ok = o->type.dim[d] == t->dim[d];
@@ -721,7 +713,7 @@ static tg_status get_outputs(ocl_session *s, obound *b, replay_tensor *outputs, 
 {
     const graph *g = s->p->g;
     for (int k = 0; k < nout; k++) {
-        int i = output_index(g, &outputs[k], k, err, errlen);
+        int i = replay_output_lookup(s->p, &outputs[k], k, err, errlen);
         if (i < 0)
             return TG_ERR_ARG;
         int32_t id = g->outputs[i].value;
@@ -742,17 +734,9 @@ static tg_status get_outputs(ocl_session *s, obound *b, replay_tensor *outputs, 
             o->type = *t;
             o->data = s->host_out[i];
         } else {
-            int ok = o->type.dtype == t->dtype && o->type.ndim == t->ndim;
-            for (int d = 0; ok && d < t->ndim; d++)
-                ok = o->type.dim[d] == t->dim[d];
-            if (!ok) {
-                char a[160], c[160];
-                snprintf(err, errlen, "replay: output \"%s\" is %s%s, the buffer given is %s%s",
-                         g->outputs[i].name, graph_dtype_name(t->dtype),
-                         graph_shape_str(t, a, sizeof a), graph_dtype_name(o->type.dtype),
-                         graph_shape_str(&o->type, c, sizeof c));
-                return TG_ERR_SHAPE;
-            }
+            tg_status st = replay_output_accept(s->p, i, t, o, err, errlen);
+            if (st != TG_OK)
+                return st;
         }
         if (!bytes || (o->buffer && s->direct[i]))
             continue; /* direct_outputs: written there */
