@@ -95,6 +95,7 @@ while read -r idx label why; do
     mkdir -p "$keep"
     cp "$tmp"/m"$idx".* "$keep/"
     echo "$why" >"$keep/why.txt"
+    grep "^$idx " "$tmp/ours.txt" >"$keep/ours.txt" || true
     echo "FINDING seed $seed model $idx ($label): $why"
     echo "  reproduce: tests/difffuzz.sh $bin --seed $seed --index $idx${op:+ --op $op}  (files: $keep)"
 done <"$tmp/findings.txt"

@@ -260,11 +260,14 @@ int df_gen_slice(df_gen *g, df_cur *x, int arg)
         int d = (int)x->dims[a];
         st[i] = df_range(g, -d - 1, d + 1);
         en[i] = df_range(g, -d - 1, d + 1);
-        if (g->edge && df_chance(g, 40))
-            en[i] = df_chance(g, 50) ? INT64_MAX : INT64_MIN;
         sp[i] = 1;
         if (g->m->opset >= 10 && df_chance(g, 40) && d > 0)
             sp[i] = df_chance(g, 50) ? -1 : df_chance(g, 50) ? 2 : -2;
+        /* "to the end" as exporters write it: INT64_MAX forwards, INT64_MIN
+         * backwards (ONNX Runtime reads INT64_MAX with a negative step as
+         * the start of the dim, where the spec clamps it to the last one) */
+        if (g->edge && df_chance(g, 40))
+            en[i] = sp[i] > 0 ? INT64_MAX : INT64_MIN;
         if (g->invalid && i == 0 && g->m->opset >= 10) {
             sp[i] = 0;
             g->m->invalid = 1;
