@@ -72,12 +72,27 @@ while :; do
 done
 
 # ONNX Runtime over the batch in one Node process; ORT itself crashing on
-# a model (a segfault inside onnxruntime-node) counts as its refusal of
-# that model, and the run goes on from there.
+# a model (a segfault or SIGFPE inside onnxruntime-node) or spending more
+# than DIFFFUZZ_MODEL_SECONDS on it (stopped here: it does not return to
+# JavaScript) counts as its refusal of that model, and the run goes on
+# from there.
 from=$first
+secs=${DIFFFUZZ_MODEL_SECONDS:-60}
 while :; do
     rc=0
-    node "$src/tests/difffuzz_ort.js" "$ort" "$tmp" "$from" || rc=$?
+    node "$src/tests/difffuzz_ort.js" "$ort" "$tmp" "$from" &
+    pid=$!
+    last= since=$SECONDS
+    while kill -0 $pid 2>/dev/null; do
+        sleep 0.2
+        cur=$(cat "$tmp/ort_current" 2>/dev/null || true)
+        if [ "$cur" != "$last" ]; then
+            last=$cur since=$SECONDS
+        elif [ $((SECONDS - since)) -gt "$secs" ]; then
+            kill $pid 2>/dev/null || true
+        fi
+    done
+    wait $pid || rc=$?
     [ $rc -gt 128 ] && [ -f "$tmp/ort_current" ] || break
     idx=$(cat "$tmp/ort_current")
     if grep -q "^$idx " "$tmp/ort_crashed.txt" 2>/dev/null; then

@@ -57,7 +57,7 @@ const INTENTIONAL = [
 // ORT's own limits (it lacks a kernel for the type, or the op at that
 // opset): ours running such a model is not a finding.
 const ORT_LIMITS = [
-  [/ONNX Runtime crashed/, 'ORT crashed (a segfault in onnxruntime-node)'],
+  [/ONNX Runtime crashed/, 'ORT crashed or hung (signal 11 or 8 inside onnxruntime-node, or stopped after DIFFFUZZ_MODEL_SECONDS)'],
   [/Could not find an implementation for/, 'ORT has no kernel for the op and type'],
   [/NOT_IMPLEMENTED/, 'ORT: not implemented'],
   [/Dilation not supported for AutoPadType::SAME/, 'ORT: Conv dilations with SAME auto_pad'],
@@ -131,7 +131,7 @@ function parseOrtCrashes(dir) {
   if (fs.existsSync(file))
     for (const line of fs.readFileSync(file, 'utf8').split('\n'))
       if (line.trim())
-        m.set(parseInt(line, 10), { ok: false, why: 'ONNX Runtime crashed (' + line.trim() + ')', crashed: true });
+        m.set(parseInt(line, 10), { ok: false, why: 'ONNX Runtime crashed or hung (model ' + line.trim() + ')', crashed: true });
   return m;
 }
 
