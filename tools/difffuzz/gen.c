@@ -216,6 +216,14 @@ void df_need(df_gen *g, df_cur *x, int dtype, int lo, int hi)
     df_input_rand(g, x, dtype, df_range(g, lo, hi), 4);
 }
 
+int64_t df_numel_cur(const df_cur *x)
+{
+    int64_t n = 1;
+    for (int k = 0; k < x->nd; k++)
+        n *= x->dims[k];
+    return n;
+}
+
 int64_t df_axis(df_gen *g, int nd, int neg_from)
 {
     int a = df_rnd(g, nd > 0 ? nd : 1);

@@ -88,6 +88,8 @@ void df_attr_s(df_node *n, const char *name, const char *v);
 void df_set(df_cur *x, const df_node *n, int k, int dtype, int nd, const int64_t *dims, int dyn);
 /* x as f32 of rank lo..hi: x itself when it fits, else a fresh input. */
 void df_need(df_gen *g, df_cur *x, int dtype, int lo, int hi);
+/* Elements of x. */
+int64_t df_numel_cur(const df_cur *x);
 /* An axis of rank nd, negative sometimes (opset >= neg_from). */
 int64_t df_axis(df_gen *g, int nd, int neg_from);
 

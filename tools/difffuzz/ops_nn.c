@@ -266,13 +266,28 @@ int df_gen_resize(df_gen *g, df_cur *x, int arg)
     float scales[DF_MAX_DIMS];
     int64_t o[DF_MAX_DIMS], sizes[DF_MAX_DIMS];
     int use_sizes = !arg && df_chance(g, 40);
+    int nc = g->m->opset >= 19 ? 6 : 5;
+    int c = df_chance(g, 2) ? 6 : df_rnd(g, nc);
+    if (c == 4 && (mode || g->m->opset >= 20))
+        c = 0; /* tf_half_pixel_for_nearest: nearest only, and gone in opset 20 */
+    int whole = 1;
     for (int k = 0; k < nd; k++) {
         int fixed = (mode && nd >= 4 && k < 2) || (k == 0 && x->dyn);
         scales[k] = fixed ? 1.0f : sc[df_rnd(g, 7)];
         o[k] = (int64_t)((float)x->dims[k] * scales[k]);
+        whole &= (float)o[k] == (float)x->dims[k] * scales[k];
         sizes[k] = fixed ? x->dims[k] : df_range(g, 1, 7);
         if (use_sizes)
             o[k] = sizes[k];
+    }
+    /* The resized length of align_corners, pytorch_half_pixel and
+     * half_pixel_symmetric is in * scale in ONNX's reference (ours too),
+     * the output size in ONNX Runtime: they differ where scales do not
+     * give whole sizes, and such models are not drawn. */
+    if (!arg && !whole && !use_sizes && (c == 1 || c == 2 || c == 5)) {
+        use_sizes = 1;
+        for (int k = 0; k < nd; k++)
+            sizes[k] = o[k];
     }
     if (g->invalid) {
         scales[nd - 1] = -1.0f;
@@ -321,10 +336,6 @@ int df_gen_resize(df_gen *g, df_cur *x, int arg)
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     if (mode || df_chance(g, 30))
         df_attr_s(n, "mode", modes[mode]);
-    int nc = g->m->opset >= 19 ? 6 : 5;
-    int c = df_chance(g, 2) ? 6 : df_rnd(g, nc);
-    if (c == 4 && (mode || g->m->opset >= 20))
-        c = 0; /* tf_half_pixel_for_nearest: nearest only, and gone in opset 20 */
     if (c || df_chance(g, 30))
         df_attr_s(n, "coordinate_transformation_mode", coords[c]);
     if (mode == 0 && df_chance(g, 50))
