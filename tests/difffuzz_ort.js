@@ -50,6 +50,8 @@ const INTENTIONAL = [
   [/subscript '.' twice in operand \d+ \(a diagonal\) is not supported/, 'Einsum diagonal'],
   [/Upsample mode 'linear' is not supported/, 'Upsample linear'],
   [/tf_crop_and_resize/, 'Resize tf_crop_and_resize'],
+  [/needs a start pad of -?\d+: negative pads are not supported/, 'ConvTranspose negative start pad'],
+  [/repeats\[\d+\] = 0 \(an empty result\) is not supported/, 'Tile repeats 0'],
   [/dilations other than 1 are not supported|H\/W dilations/, 'pool H/W dilations'],
   [/before opset 13 \(2-D coercion\) is supported only as the last dim/, 'Softmax before opset 13 off the last axis'],
 ];
@@ -62,6 +64,9 @@ const ORT_LIMITS = [
   [/NOT_IMPLEMENTED/, 'ORT: not implemented'],
   [/Dilation not supported for AutoPadType::SAME/, 'ORT: Conv dilations with SAME auto_pad'],
   [/'(Cubic|Linear)' mode only supports/, 'ORT: linear/cubic Resize only on the inner 2 (or 3) dims'],
+  [/Invalid input shape\. Only N can be zero/, 'ORT: pools over a 0-size channel or spatial dim'],
+  [/padding values must be non-negative/, 'ORT: SAME auto_pad with a stride over the window (negative total pad)'],
+  [/clip_internal::Clip_6Base|min.*max.*Clip|Clip.*min.*max/, 'ORT: Clip-6 attributes'],
 ];
 
 function fail(msg, code) {

@@ -26,6 +26,16 @@ void df_bcast_shape(df_gen *g, const df_cur *x, int *nd, int64_t *d, int *dyn)
     }
 }
 
+/* ONNX Runtime reduces a tensor of 0 elements to its own shape (the
+ * reduced dims neither 1 nor gone; ArgMax and ArgMin too): not ours to
+ * judge, so x becomes a fresh input with elements.  1 if none was drawn. */
+int df_nonempty(df_gen *g, df_cur *x, int dtype)
+{
+    for (int t = 0; t < 4 && df_numel_cur(x) == 0; t++)
+        df_input_rand(g, x, dtype, df_range(g, 1, 4), 4);
+    return df_numel_cur(x) == 0;
+}
+
 /* Broadcast result of x and a partner of nd dims d. */
 static void bcast_out(const df_cur *x, int nd, const int64_t *d, df_cur *out)
 {
@@ -190,6 +200,8 @@ static int gen_compare(df_gen *g, df_cur *x, int arg)
     }
     /* Less and Greater take integers from opset 9 on */
     int dt = k >= 5 ? DF_BOOL : (k == 0 || g->m->opset >= 9) && df_chance(g, 30) ? DF_I64 : DF_F32;
+    if (k == 0 && g->m->opset < 11) /* Equal takes floats from opset 11 on */
+        dt = DF_I64;
     df_need(g, x, dt, 0, 4);
     if (k == 8) {
         const char *in[1] = {x->name};
@@ -282,6 +294,8 @@ static int gen_matmul(df_gen *g, df_cur *x, int arg)
     (void)arg;
     df_need(g, x, DF_F32, 1, 4);
     int64_t K = x->dims[x->nd - 1], N = df_dim(g, 6, 1), d[DF_MAX_DIMS];
+    if (K == 0) /* ONNX Runtime leaves a product over K = 0 unwritten */
+        return -1;
     int nd = df_chance(g, 20) ? 1 : df_range(g, 2, x->nd > 2 ? x->nd : 2), dyn = 0;
     if (nd == 1) {
         d[0] = K;
@@ -331,6 +345,8 @@ static int gen_gemm(df_gen *g, df_cur *x, int arg)
     df_need(g, x, DF_F32, 2, 2);
     int ta = df_chance(g, 30), tb = df_chance(g, 40);
     int64_t M = x->dims[ta ? 1 : 0], K = x->dims[ta ? 0 : 1], N = df_dim(g, 6, 1);
+    if (K == 0)
+        return -1;
     int64_t bd[2] = {tb ? N : K, tb ? K : N};
     if (g->invalid) {
         bd[tb ? 1 : 0] = K + 2;
@@ -372,11 +388,7 @@ static int gen_reduce(df_gen *g, df_cur *x, int arg)
     int k = df_rnd(g, 10);
     int dt = (k <= 3 && df_chance(g, 20)) ? DF_I64 : DF_F32;
     df_need(g, x, dt, 1, 4);
-    /* ONNX Runtime reduces a tensor of 0 elements to its own shape (the
-     * reduced dims neither 1 nor gone): not ours to judge, so none here */
-    for (int t = 0; t < 4 && df_numel_cur(x) == 0; t++)
-        df_input_rand(g, x, dt, df_range(g, 1, 4), 4);
-    if (df_numel_cur(x) == 0)
+    if (df_nonempty(g, x, dt))
         return -1;
     int as_input = g->m->opset >= (k == 0 ? 13 : 18);
     int64_t axes[DF_MAX_DIMS];
@@ -451,6 +463,8 @@ static int gen_arg(df_gen *g, df_cur *x, int arg)
     (void)arg;
     int dt = df_chance(g, 25) ? DF_I64 : DF_F32;
     df_need(g, x, dt, 1, 4);
+    if (df_nonempty(g, x, dt))
+        return -1;
     const char *in[1] = {x->name};
     df_node *n = df_node_new(g, df_chance(g, 50) ? "ArgMax" : "ArgMin", 1, in, 1);
     int64_t a = df_axis(g, x->nd, 11);

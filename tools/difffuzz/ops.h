@@ -10,6 +10,8 @@
 
 /* A shape that broadcasts against x (g->invalid: one that does not). */
 void df_bcast_shape(df_gen *g, const df_cur *x, int *nd, int64_t *d, int *dyn);
+/* x with elements (a fresh input if it has none); 1 if none was drawn. */
+int df_nonempty(df_gen *g, df_cur *x, int dtype);
 
 int df_gen_transpose(df_gen *g, df_cur *x, int arg);
 int df_gen_reshape(df_gen *g, df_cur *x, int arg);

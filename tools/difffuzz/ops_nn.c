@@ -52,6 +52,11 @@ int df_gen_conv(df_gen *g, df_cur *x, int arg)
             span = 1;
         }
         in[2 + i] = s;
+        if (tr && (ap == 1 || ap == 2) && w[i].s > span) {
+            ap = 0; /* SAME needs a negative total pad: ORT takes it as 0, one short */
+            i = -1; /* the dims before with explicit pads */
+            continue;
+        }
         if (tr) {
             int64_t full = w[i].s * (s - 1) + span;
             if (w[i].pb + w[i].pe >= full)
@@ -62,8 +67,10 @@ int df_gen_conv(df_gen *g, df_cur *x, int arg)
         } else {
             int64_t padded = s + (ap ? 0 : w[i].pb + w[i].pe);
             out[2 + i] = padded >= span ? (padded - span) / w[i].s + 1 : 0;
-            if (padded < span)
-                ap = 0; /* VALID would leave nothing */
+            if (padded < span && ap) {
+                ap = 0; /* VALID would leave nothing: explicit pads, from the start */
+                i = -1;
+            }
         }
     }
     out[0] = in[0];
@@ -152,7 +159,7 @@ int df_gen_pool(df_gen *g, df_cur *x, int arg)
         sp = x->nd - 2;
     int ceil_mode = opset >= 10 && df_chance(g, 30);
     int can_dilate = avg ? opset >= 19 : opset >= 10;
-    int ap = df_chance(g, 85) ? 0 : df_range(g, 1, 3);
+    int ap = df_chance(g, 85) ? 0 : df_range(g, 1, 3), dropped = 0;
     if (ap && ceil_mode)
         ap = 0;
     win w[3];
@@ -180,8 +187,10 @@ int df_gen_pool(df_gen *g, df_cur *x, int arg)
         } else {
             int64_t padded = s + w[i].pb + w[i].pe - span;
             int64_t o = (ceil_mode ? (padded + w[i].s - 1) / w[i].s : padded / w[i].s) + 1;
-            if (ceil_mode && (o - 1) * w[i].s >= s + w[i].pb)
+            if (ceil_mode && (o - 1) * w[i].s >= s + w[i].pb) {
                 o--; /* the last window would start in the end padding */
+                dropped = 1;
+            }
             out[2 + i] = o;
         }
     }
@@ -228,8 +237,11 @@ int df_gen_pool(df_gen *g, df_cur *x, int arg)
         df_attr_i(n, "ceil_mode", 1);
     if (avg && df_chance(g, 40))
         df_attr_i(n, "count_include_pad", df_rnd(g, 2));
+    /* ONNX's shape inference, which ORT runs at load, keeps that window
+     * (its kernels drop it, as ours): no node after it, whose shapes
+     * would disagree with ORT's inference */
     for (int i = 2; i < sp + 2; i++)
-        if (out[i] <= 0)
+        if (out[i] <= 0 || dropped)
             return -1;
     df_set(x, n, 0, DF_F32, sp + 2, out, x->dyn);
     return g->m->invalid ? -1 : 0;
