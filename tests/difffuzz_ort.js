@@ -66,7 +66,8 @@ const ORT_LIMITS = [
   [/'(Cubic|Linear)' mode only supports/, 'ORT: linear/cubic Resize only on the inner 2 (or 3) dims'],
   [/Invalid input shape\. Only N can be zero/, 'ORT: pools over a 0-size channel or spatial dim'],
   [/padding values must be non-negative/, 'ORT: SAME auto_pad with a stride over the window (negative total pad)'],
-  [/clip_internal::Clip_6Base|min.*max.*Clip|Clip.*min.*max/, 'ORT: Clip-6 attributes'],
+  [/clip_internal::Clip_6Base/, 'ORT: Clip-6 min > max'],
+  [/Size of X\.shape\[axis:\] must be at least 1/, 'ORT: LayerNormalization over 0 elements'],
 ];
 
 function fail(msg, code) {

@@ -500,7 +500,12 @@ static int gen_topk(df_gen *g, df_cur *x, int arg)
     (void)arg;
     df_need(g, x, DF_F32, 1, 4);
     int64_t a = df_axis(g, x->nd, 10), ax = a < 0 ? a + x->nd : a;
-    int64_t K = df_range(g, g->edge ? 0 : 1, (int)x->dims[ax]);
+    /* K = 0 from opset 10 (an input); TopK-1's k attribute must be positive */
+    int64_t K = df_range(g, g->edge && g->m->opset >= 10 ? 0 : 1, (int)x->dims[ax]);
+    if (K > x->dims[ax])
+        K = x->dims[ax];
+    if (K == 0 && g->m->opset < 10)
+        return -1;
     if (g->invalid) {
         K = x->dims[ax] + 1;
         g->m->invalid = 1;
