@@ -87,7 +87,8 @@ void df_input(df_gen *g, df_cur *x, int dtype, int nd, const int64_t *dims, int 
     v->dtype = dtype;
     v->nd = nd;
     v->input = 1;
-    memcpy(v->dims, dims, sizeof *dims * (size_t)nd);
+    if (nd > 0) /* dims may be NULL for 0-d */
+        memcpy(v->dims, dims, sizeof *dims * (size_t)nd);
     if (dyn && nd > 0 && g->dyn_ok && dims[0] > 0 && (!g->n || g->n == dims[0])) {
         if (!g->n) {
             g->n = dims[0];
@@ -102,7 +103,8 @@ void df_input(df_gen *g, df_cur *x, int dtype, int nd, const int64_t *dims, int 
     memcpy(x->name, v->name, DF_NAME);
     x->dtype = dtype;
     x->nd = nd;
-    memcpy(x->dims, dims, sizeof *dims * (size_t)nd);
+    if (nd > 0) /* dims may be NULL for 0-d */
+        memcpy(x->dims, dims, sizeof *dims * (size_t)nd);
     x->dyn = v->dyn;
 }
 
@@ -123,7 +125,8 @@ void df_init(df_gen *g, char *out, int dtype, int nd, const int64_t *dims, const
     df_name(g, "c", v->name);
     v->dtype = dtype;
     v->nd = nd;
-    memcpy(v->dims, dims, sizeof *dims * (size_t)nd);
+    if (nd > 0) /* dims may be NULL for 0-d */
+        memcpy(v->dims, dims, sizeof *dims * (size_t)nd);
     v->data = rand_data(g, dtype, df_numel(v));
     if (data)
         memcpy(v->data, data, (size_t)df_numel(v) * df_dtype_size(dtype));
@@ -201,7 +204,8 @@ void df_attr_s(df_node *n, const char *name, const char *v)
 void df_set(df_cur *x, const df_node *n, int k, int dtype, int nd, const int64_t *dims, int dyn)
 {
     int64_t d[DF_MAX_DIMS];
-    memcpy(d, dims, sizeof *dims * (size_t)nd);
+    if (nd > 0) /* dims may be NULL for 0-d */
+        memcpy(d, dims, sizeof *dims * (size_t)nd);
     memcpy(x->name, n->out[k], DF_NAME);
     x->dtype = dtype;
     x->nd = nd;
