@@ -18,7 +18,7 @@
 
 #define DF_MAX_DIMS 6
 #define DF_MAX_NODES 4 /* a chain of 3, plus an op that expands into two */
-#define DF_MAX_VALS 12
+#define DF_MAX_VALS 32
 #define DF_MAX_ATTRS 8
 #define DF_MAX_IO 6
 #define DF_NAME 40
