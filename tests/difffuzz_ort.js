@@ -45,14 +45,14 @@ const TOL = Number(process.env.DIFFFUZZ_TOL || 1e-3);
 // "Ops" and "dtypes"), by reason.  Anything else ours refuses is a finding.
 const INTENTIONAL = [
   [/must be a constant known at load time/, 'operand must be a load-time constant (folded-only ops, attribute operands)'],
-  [/this node was specialized on the traced sizes/, 'node specialized on the traced sizes, run at another size'],
+  [/specialized on the traced sizes/, 'node specialized on the traced sizes, run at another size'],
   [/dtype \w+ (is )?not supported|: \w+\[[^\]]*\]: dtype/, 'dtype not supported by the op'],
   [/subscript '.' twice in operand \d+ \(a diagonal\) is not supported/, 'Einsum diagonal'],
   [/Upsample mode 'linear' is not supported/, 'Upsample linear'],
   [/tf_crop_and_resize/, 'Resize tf_crop_and_resize'],
   [/needs a start pad of -?\d+: negative pads are not supported/, 'ConvTranspose negative start pad'],
   [/repeats\[\d+\] = 0 \(an empty result\) is not supported/, 'Tile repeats 0'],
-  [/dilations other than 1 are not supported|H\/W dilations/, 'pool H/W dilations'],
+  [/dilations other than 1 (in H and W )?are not supported/, 'pool H/W dilations'],
   [/before opset 13 \(2-D coercion\) is supported only as the last dim/, 'Softmax before opset 13 off the last axis'],
 ];
 
