@@ -53,12 +53,20 @@ echo "difffuzz: seed $seed, models $first..$((first + models - 1))${op:+, op $op
 
 # Ours over the batch in one process; a crash or hang names its model in
 # $tmp/current: recorded as that model's result, then the run goes on.
+# Exiting non-zero after the last model (LeakSanitizer's report at exit)
+# is a finding of the batch, not of a model: printed, and the run fails
+# after comparing.
 from=$first
+after=
 while :; do
     rc=0
     "$bin" run "$tmp" "$from" 2>"$tmp/stderr" || rc=$?
     [ $rc -eq 0 ] && break
-    [ -f "$tmp/current" ] || { cat "$tmp/stderr" >&2; echo "difffuzz: FAIL: ours exited $rc outside a model" >&2; exit 1; }
+    if [ ! -f "$tmp/current" ]; then
+        after="ours exited $rc after the last model: $(grep -m1 -E 'ERROR|SUMMARY' "$tmp/stderr" || tail -n1 "$tmp/stderr")"
+        mkdir -p "$findings_dir" && cp "$tmp/stderr" "$findings_dir/s$seed-exit.stderr.txt"
+        break
+    fi
     idx=$(cat "$tmp/current")
     kind=crash
     [ $rc -eq 142 ] && kind=hang
@@ -103,6 +111,10 @@ while :; do
     rm -f "$tmp/ort_current"
     from=$idx
 done
+if [ -n "$after" ]; then
+    echo "FINDING seed $seed: $after (stderr: $findings_dir/s$seed-exit.stderr.txt)"
+    rc=1
+fi
 [ -s "$tmp/findings.txt" ] || exit $rc
 mkdir -p "$findings_dir"
 while read -r idx label why; do
