@@ -68,6 +68,9 @@ const ORT_LIMITS = [
   [/padding values must be non-negative/, 'ORT: SAME auto_pad with a stride over the window (negative total pad)'],
   [/clip_internal::Clip_6Base/, 'ORT: Clip-6 min > max'],
   [/Size of X\.shape\[axis:\] must be at least 1/, 'ORT: LayerNormalization over 0 elements'],
+  [/Unexpected mode of 3/, "ORT: Pad's wrap mode missing from the kernel it picked"],
+  [/ReorderOutput.*invalid channel count/, "ORT: its NCHWc layout pass's shape inference"],
+  [/Invalid num_outputs value of \d+\. Size of dimension being split is 0/, 'ORT: Split num_outputs of a 0-size dim'],
 ];
 
 function fail(msg, code) {

@@ -599,6 +599,8 @@ int df_gen_shape(df_gen *g, df_cur *x, int arg)
 int df_gen_pad(df_gen *g, df_cur *x, int arg)
 {
     (void)arg;
+    if (g->m->opset < 11) /* Pad-2 takes floats only */
+        df_need(g, x, DF_F32, 1, 4);
     need_any(g, x, 1, 4);
     static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
     int mode = df_rnd(g, g->m->opset >= 19 ? 4 : 3);
