@@ -31,6 +31,8 @@ int df_gen_conv(df_gen *g, df_cur *x, int arg)
         G = df_chance(g, 60) ? 1 : df_range(g, 2, 3);
         C = G * df_range(g, 1, 3);
     }
+    if (C == 0) /* ONNX Runtime leaves a convolution over 0 channels unwritten (or hangs) */
+        return -1;
     int64_t mg = df_range(g, 1, 3), M = G * mg;
     int ap = df_chance(g, 80) ? 0 : df_range(g, 1, 3);
     win w[3];
