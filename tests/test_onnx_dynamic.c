@@ -18,7 +18,8 @@
  *     and both dims), a run at other sizes refused with a message saying
  *     so.  The other models import without a warning;
  *   - Reshape(x, [0, k]), x [N,3]: a shape that does not fit x is refused
- *     (the -1 its copied N became hid the count); over 0 elements, specialized.
+ *     (the -1 its copied N became hid the count); over 0 elements, specialized
+ *     (and Flatten of [N,0] too).
  *
  * Every result is checked against naive loops written here.
  */
@@ -497,6 +498,18 @@ static void copied_dim_count(void)
     const graph_node *rs = g ? only_node(g, GRAPH_OP_reshape) : NULL;
     CHECK_MSG(rs && (rs->flags & GRAPH_NODE_SPECIALIZED) && nwarned == 1,
               "[N,0] to [0,0]: specialized, warned once (%d)", nwarned);
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK(a->shape.n == 2 && a->shape.v[0] == 2 && a->shape.v[1] == 0);
+    }
+    graph_free(g);
+    /* Flatten(axis 1) of x [N,0]: the same (it was refused, the -1 ambiguous) */
+    model_init(&b, 2, (const int64_t[]){-1, 0});
+    set_int_attr(&b, add_node(&b, "Flatten", "y", "x", NULL, NULL), "axis", 1);
+    g = load(&b, 2);
+    rs = g ? only_node(g, GRAPH_OP_reshape) : NULL;
+    CHECK_MSG(rs && (rs->flags & GRAPH_NODE_SPECIALIZED) && nwarned == 1,
+              "Flatten of [N,0]: specialized, warned once (%d)", nwarned);
     if (rs) {
         const graph_reshape_attrs *a = graph_node_attrs(rs);
         CHECK(a->shape.n == 2 && a->shape.v[0] == 2 && a->shape.v[1] == 0);

@@ -150,12 +150,13 @@ tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
         *(d < axis ? &outer : &inner) *= t->dim[d]; /* the input exists: no overflow */
     graph_reshape_attrs a = {{2, {outer, inner}}};
     uint32_t before = dyn & ((1u << axis) - 1), after = dyn & ~((1u << axis) - 1);
-    if (before)
+    /* a -1 is ambiguous where the other side has 0 elements */
+    if (before && inner)
         a.shape.v[0] = -1;
-    else if (after)
+    else if (after && !before && outer)
         a.shape.v[1] = -1;
-    if (before && after)
-        r->specialized = 1; /* the side after axis keeps its traced size */
+    if ((before && after) || (before && !inner) || (after && !before && !outer))
+        r->specialized = 1; /* a side keeps its traced size */
     return unary_node(r, GRAPH_OP_reshape, &a);
 }
 
