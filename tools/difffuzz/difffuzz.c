@@ -34,7 +34,7 @@
 #include "optimize/opt.h"
 #include "replay/replay.h"
 
-#define MAX_IN 8
+#define MAX_IN DF_MAX_VALS /* a model's graph inputs (model.h) */
 
 /* One model of the manifest: its inputs as the run feeds them. */
 typedef struct entry {
@@ -75,7 +75,11 @@ static int parse_entry(char *line, const char *dir, entry *e)
     strtok_r(NULL, " \n", &save); /* label */
     e->alt_n = atoll(strtok_r(NULL, " \n", &save));
     e->nin = atoi(strtok_r(NULL, " \n", &save));
-    for (int k = 0; k < e->nin && k < MAX_IN; k++) {
+    if (e->nin < 0 || e->nin > MAX_IN) {
+        fprintf(stderr, "difffuzz: model %d has %d inputs (at most %d)\n", e->idx, e->nin, MAX_IN);
+        exit(2);
+    }
+    for (int k = 0; k < e->nin; k++) {
         graph_type *t = &e->type[k];
         t->dtype = dtype_of(strtok_r(NULL, " \n", &save));
         char *dims = strtok_r(NULL, " \n", &save);
@@ -131,8 +135,8 @@ static void refuse(FILE *out, int idx, const char *variant, const char *stage, c
 static void run_variant(FILE *out, const char *dir, const entry *e, replay_session *s,
                         const graph *g, const char *variant, int alt)
 {
-    replay_tensor in[MAX_IN], outs[16];
-    int nout = g->noutputs < 16 ? g->noutputs : 16;
+    replay_tensor in[MAX_IN], outs[DF_MAX_IO * DF_MAX_NODES];
+    int nout = g->noutputs < DF_MAX_IO * DF_MAX_NODES ? g->noutputs : DF_MAX_IO * DF_MAX_NODES;
     for (int k = 0; k < e->nin; k++) {
         in[k] = (replay_tensor){.name = NULL, .type = e->type[k], .data = e->data[k]};
         if (alt && e->dyn[k]) {
