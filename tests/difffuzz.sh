@@ -15,7 +15,9 @@
 # refused by us only (by reason), F findings") and for each finding its
 # seed, index, ops, what differed and the command that reproduces it; the
 # finding's files (model, inputs, our outputs) are kept under
-# $DIFFFUZZ_FINDINGS (default ./difffuzz-findings)/s<seed>-m<index>/.
+# $DIFFFUZZ_FINDINGS (default ./difffuzz-findings)/s<seed>-m<index>/, with
+# its manifest line: `difffuzz run DIR` then `node tests/difffuzz_ort.js
+# ORT_MODULE_DIR DIR` replay it from those files with any later build.
 # Ours crashing (a sanitizer report included) or hanging on a model
 # (DIFFFUZZ_MODEL_SECONDS, default 60) is a finding; the run goes on
 # after it.  Exits 1 if there is a finding, or if ONNX Runtime cannot be
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-    sed -n '2,24p' "$0" >&2
+    sed -n '2,26p' "$0" >&2
     exit 2
 fi
 bin=$1
@@ -123,6 +125,7 @@ while read -r idx label why; do
     cp "$tmp"/m"$idx".* "$keep/"
     echo "$why" >"$keep/why.txt"
     grep "^$idx " "$tmp/ours.txt" >"$keep/ours.txt" || true
+    grep "^$idx " "$tmp/models.txt" >"$keep/models.txt" || true
     echo "FINDING seed $seed model $idx ($label): $why"
     echo "  reproduce: tests/difffuzz.sh $bin --seed $seed --index $idx${op:+ --op $op}  (files: $keep)"
 done <"$tmp/findings.txt"
