@@ -24,7 +24,11 @@
 #                  vs PyTorch CUDA eager and CUDA graphs where torch has CUDA
 #                  (bench/results/gpu/gpu.{json,md}); make bench-gpu-bundle packs
 #                  it for a machine without a build tree (bench/gpu/run.sh)
-#   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh)
+#   make fuzz      build the libFuzzer targets and run each FUZZ_SECONDS (scripts/fuzz.sh),
+#                  then the differential fuzzer against ONNX Runtime: DIFFFUZZ_MODELS
+#                  generated ONNX models (default 3000), seed DIFFFUZZ_SEED (default: the
+#                  time, printed); findings kept in build/difffuzz-findings, each with the
+#                  command that reproduces it (tests/difffuzz.sh, docs/ARCHITECTURE.md)
 #   make install   cmake --install build (PREFIX=/usr/local)
 
 BUILD    ?= build
@@ -32,6 +36,8 @@ ASAN     ?= build-asan
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 35
+DIFFFUZZ_MODELS ?= 3000
+DIFFFUZZ_SEED ?= $(shell date +%s)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-real bench-gpu bench-gpu-bundle fuzz install clean
@@ -166,6 +172,8 @@ bench-gpu-bundle: build
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
+	DIFFFUZZ_FINDINGS=$(BUILD)/difffuzz-findings OMP_NUM_THREADS=1 \
+	  tests/difffuzz.sh $(BUILD)/difffuzz --seed $(DIFFFUZZ_SEED) --models $(DIFFFUZZ_MODELS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -85,8 +85,10 @@ function readTensor(t) {
   return new dt.Array(copy.buffer);
 }
 
-// Compares one output; returns { ok, err, why }.
-function compare(got, want, ref) {
+// Compares one output (got: an ORT tensor; want: dtype and dims; ref: the
+// data) within tol (default TOL); returns { ok, err, why }.  Also used by
+// tests/difffuzz_ort.js.
+function compare(got, want, ref, tol = TOL) {
   const dt = DTYPES[want.dtype];
   if (got.type !== dt.ort)
     return { ok: false, why: `dtype ${got.type}, want ${dt.ort}` };
@@ -118,7 +120,7 @@ function compare(got, want, ref) {
     scale = Math.max(scale, Math.abs(ref[i]));
   }
   const err = diff / scale;
-  return err <= TOL ? { ok: true, err } : { ok: false, err, why: `normalized error ${err.toExponential(3)} > ${TOL}` };
+  return err <= tol ? { ok: true, err } : { ok: false, err, why: `normalized error ${err.toExponential(3)} > ${tol}` };
 }
 
 async function runCase(ort, c) {
@@ -198,4 +200,7 @@ async function main(argv) {
   process.exitCode = failed ? 1 : 0;
 }
 
-main(process.argv.slice(2)).catch((e) => fail(String(e && e.stack ? e.stack : e), 1));
+module.exports = { DTYPES, TOL, compare };
+
+if (require.main === module)
+  main(process.argv.slice(2)).catch((e) => fail(String(e && e.stack ? e.stack : e), 1));

@@ -16,7 +16,10 @@
  *   - two dynamic dims in one shape: the traced sizes, the node flagged
  *     specialized and reported by the import's warning (naming the node
  *     and both dims), a run at other sizes refused with a message saying
- *     so.  The other models import without a warning.
+ *     so.  The other models import without a warning;
+ *   - Reshape(x, [0, k]), x [N,3]: a shape that does not fit x is refused
+ *     (the -1 its copied N became hid the count); over 0 elements, specialized
+ *     (and Flatten of [N,0] too).
  *
  * Every result is checked against naive loops written here.
  */
@@ -452,6 +455,68 @@ static void two_dynamic(void)
     graph_free(g);
 }
 
+/*
+ * Reshape(x, [0, k]) with x [N,3] loaded at N = 5: the 0 copies N and
+ * becomes the shape's -1 only when the shape as written fits x.  k = 5
+ * (25 elements for 15) is refused: the -1 made the count come out ([3,5])
+ * and ran what ONNX Runtime refuses (tools/difffuzz found it).  k = 3
+ * follows N.  x [N,0] with [0, 0]: a -1 over 0 elements is ambiguous, so
+ * the traced sizes hold and the node is specialized.
+ */
+static void copied_dim_count(void)
+{
+    for (int k = 3; k <= 5; k += 2) {
+        model b;
+        model_init(&b, 2, (const int64_t[]){-1, 3});
+        add_ints(&b, "shp", 2, (const int64_t[]){0, k});
+        add_node(&b, "Reshape", "y", "x", "shp", NULL);
+        char err[512] = "";
+        tg_status st;
+        size_t len = onnx__model_proto__get_packed_size(&b.m);
+        uint8_t *buf = malloc(len + 1);
+        onnx__model_proto__pack(&b.m, buf);
+        format_onnx_load_opts o = {0, 5, NULL, NULL};
+        graph *g = onnx_read_mem(buf, len, "dyn.onnx", &o, &st, err, sizeof err);
+        free(buf);
+        if (k == 5) {
+            CHECK_MSG(!g && !strcmp(err, "dyn.onnx: node 0 '' (Reshape): reshape: [5,3]: cannot "
+                                         "reshape [5,3] (15 elements) to [5,5] (25 elements)"),
+                      "[0, 5] refused, got \"%s\"", err);
+        } else {
+            const graph_node *rs = g ? only_node(g, GRAPH_OP_reshape) : NULL;
+            CHECK_MSG(rs, "[0, 3] imports: %s", err);
+            if (rs)
+                CHECK(((const graph_reshape_attrs *)graph_node_attrs(rs))->shape.v[0] == -1);
+        }
+        graph_free(g);
+    }
+    model b;
+    model_init(&b, 2, (const int64_t[]){-1, 0});
+    add_ints(&b, "shp", 2, (const int64_t[]){0, 0});
+    add_node(&b, "Reshape", "y", "x", "shp", NULL);
+    graph *g = load(&b, 2);
+    const graph_node *rs = g ? only_node(g, GRAPH_OP_reshape) : NULL;
+    CHECK_MSG(rs && (rs->flags & GRAPH_NODE_SPECIALIZED) && nwarned == 1,
+              "[N,0] to [0,0]: specialized, warned once (%d)", nwarned);
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK(a->shape.n == 2 && a->shape.v[0] == 2 && a->shape.v[1] == 0);
+    }
+    graph_free(g);
+    /* Flatten(axis 1) of x [N,0]: the same (it was refused, the -1 ambiguous) */
+    model_init(&b, 2, (const int64_t[]){-1, 0});
+    set_int_attr(&b, add_node(&b, "Flatten", "y", "x", NULL, NULL), "axis", 1);
+    g = load(&b, 2);
+    rs = g ? only_node(g, GRAPH_OP_reshape) : NULL;
+    CHECK_MSG(rs && (rs->flags & GRAPH_NODE_SPECIALIZED) && nwarned == 1,
+              "Flatten of [N,0]: specialized, warned once (%d)", nwarned);
+    if (rs) {
+        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        CHECK(a->shape.n == 2 && a->shape.v[0] == 2 && a->shape.v[1] == 0);
+    }
+    graph_free(g);
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -461,6 +526,7 @@ int main(void)
     folded_rounding();
     batch_zeros();
     two_dynamic();
+    copied_dim_count();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

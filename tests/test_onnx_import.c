@@ -294,6 +294,33 @@ static void hardmax_flat(void)
     }
 }
 
+/*
+ * Hardmax of x f32[2,0] (opset 13, axis -1) is x [2,0]: nothing to choose
+ * from, nothing to write.  It was refused ("argmax over an empty axis")
+ * where ONNX Runtime runs it (tools/difffuzz).
+ */
+static void hardmax_empty(void)
+{
+    char err[512] = "";
+    tg_status st;
+    mb b;
+    mb_init(&b, "Hardmax", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){2, 0});
+    graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "Hardmax of [2,0] imports: %s", err);
+    if (g) {
+        static const float none[1];
+        eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(2, 0), none), *out = NULL;
+        CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+        CHECK(out && eager_type(out)->ndim == 2 && eager_type(out)->dim[0] == 2 &&
+              eager_type(out)->dim[1] == 0);
+        eager_release(out);
+        eager_release(in);
+        eager_clear_error();
+    }
+    graph_free(g);
+}
+
 /* Dynamic dims, provenance from the file and from a tracegraph doc_string. */
 static void features(void)
 {
@@ -634,6 +661,7 @@ int main(void)
                     "at load time, but 'x' is a graph input");
     }
     hardmax_flat();
+    hardmax_empty();
     trilu();
     conv_transpose();
     features();

@@ -7,13 +7,9 @@
 #
 #   tests/test_onnx_ort.sh TEST_ONNX_EXPORT BUILD_DIR
 #
-# ONNX Runtime is the npm package onnxruntime-node at the version
-# bench/peers/ort pins (package.json + package-lock.json), installed with
-# `npm ci --ignore-scripts` (the CPU build is in the package; its install
-# script only fetches CUDA parts) into a cache outside the repo:
-# ${TG_ORT_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tracegraph/ort}, reused while
-# its lock file equals the pinned one.  Node.js and npm come from Debian
-# (scripts/deps.sh nodejs npm).
+# ONNX Runtime is the npm package onnxruntime-node that bench/peers/ort
+# pins, installed on first use into a cache outside the repo by
+# scripts/ort_install.sh (which says where, and how to get Node.js).
 #
 # This test never passes without comparing: if ONNX Runtime cannot be
 # installed or loaded, it fails and says why.
@@ -26,35 +22,15 @@ fi
 bin=$1
 build=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
-pin=$src/bench/peers/ort
-ort_dir=${TG_ORT_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tracegraph/ort}
 
 fail() {
     echo "test_onnx_ort: FAIL: $*" >&2
     exit 1
 }
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    echo "test_onnx_ort: Node.js/npm missing, installing them (scripts/deps.sh nodejs npm)"
-    "$src/scripts/deps.sh" nodejs npm ||
-        fail "Node.js and npm are needed to run ONNX Runtime and could not be installed" \
-             "(scripts/deps.sh nodejs npm failed; as non-root, run the apt-get command it printed)"
-fi
-
-if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ] ||
-   ! cmp -s "$pin/package-lock.json" "$ort_dir/package-lock.json"; then
-    echo "test_onnx_ort: installing onnxruntime-node (pinned in bench/peers/ort) into $ort_dir"
-    mkdir -p "$ort_dir" || fail "cannot create $ort_dir (set TG_ORT_DIR to a writable place)"
-    rm -rf "$ort_dir/node_modules"
-    cp "$pin/package.json" "$pin/package-lock.json" "$ort_dir/" || fail "cannot copy the pins to $ort_dir"
-    (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund) ||
-        fail "npm ci of onnxruntime-node failed in $ort_dir (no network or registry access?);" \
-             "ONNX Runtime is required: nothing was compared"
-fi
-[ -d "$ort_dir/node_modules/onnxruntime-node" ] ||
-    fail "onnxruntime-node is not in $ort_dir/node_modules after npm ci"
+ort=$("$src/scripts/ort_install.sh" test_onnx_ort) || exit 1
 
 tmp=$(mktemp -d "$build/onnx_ort.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 "$bin" --ort-cases "$tmp" || fail "$bin --ort-cases failed"
-node "$src/tests/onnx_ort_check.js" "$ort_dir/node_modules/onnxruntime-node" "$tmp"
+node "$src/tests/onnx_ort_check.js" "$ort" "$tmp"

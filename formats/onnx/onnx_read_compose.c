@@ -364,6 +364,8 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
     if (xt.dtype != GRAPH_F32)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "Hardmax of %s is not supported",
                          graph_dtype_name(xt.dtype));
+    if (graph_type_numel(&xt) == 0) /* nothing to choose from: x, of 0 elements, is y */
+        return onnx_bind(r, 0, x);
     axis = axis < 0 ? axis + nd : axis;
     uint32_t dyn = onnx_dynamic_dims(r, x);
     int reshape = flat && axis != nd - 1;

@@ -109,9 +109,18 @@ tg_status onnx_cv_reshape(onnx_reader *r, const onnx_op *op)
         if (sym[i] != ONNX_SYM_CONST && a.shape.v[i] != -1)
             dyn_at = i, ndyn++;
     }
-    if (ndyn == 1 && !minus)
-        a.shape.v[dyn_at] = -1;
-    else if (ndyn && !(ndyn == 1 && swap_minus(x, dyn, &a.shape, dyn_at, sym[dyn_at])))
+    if (ndyn == 1 && !minus) {
+        /* the entry becomes the -1 only where the shape as written fits x:
+         * a -1 would absorb a wrong count, or be ambiguous over 0 elements */
+        int64_t n = 1;
+        for (int i = 0; i < a.shape.n && n >= 0; i++)
+            if (a.shape.v[i] < 0 || __builtin_mul_overflow(n, a.shape.v[i], &n))
+                n = -1;
+        if (n == graph_type_numel(&x->type) && n > 0)
+            a.shape.v[dyn_at] = -1;
+        else if (n == 0)
+            r->specialized = 1;
+    } else if (ndyn && !(ndyn == 1 && swap_minus(x, dyn, &a.shape, dyn_at, sym[dyn_at])))
         r->specialized = 1;
     return unary_node(r, GRAPH_OP_reshape, &a);
 }
@@ -141,12 +150,13 @@ tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
         *(d < axis ? &outer : &inner) *= t->dim[d]; /* the input exists: no overflow */
     graph_reshape_attrs a = {{2, {outer, inner}}};
     uint32_t before = dyn & ((1u << axis) - 1), after = dyn & ~((1u << axis) - 1);
-    if (before)
+    /* a -1 is ambiguous where the other side has 0 elements */
+    if (before && inner)
         a.shape.v[0] = -1;
-    else if (after)
+    else if (after && !before && outer)
         a.shape.v[1] = -1;
-    if (before && after)
-        r->specialized = 1; /* the side after axis keeps its traced size */
+    if ((before && after) || (before && !inner) || (after && !before && !outer))
+        r->specialized = 1; /* a side keeps its traced size */
     return unary_node(r, GRAPH_OP_reshape, &a);
 }
 

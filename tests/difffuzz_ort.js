@@ -1,0 +1,293 @@
+#!/usr/bin/env node
+// difffuzz_ort.js - the ONNX Runtime side of the differential fuzzer
+// (tests/difffuzz.sh): runs every model of a batch in onnxruntime-node,
+// compares with what ours wrote, classifies each model and prints the
+// summary.
+//
+//   node tests/difffuzz_ort.js ORT_MODULE_DIR DIR
+//
+// DIR holds models.txt (tools/difffuzz/model.h: one model a line with its
+// inputs) and ours.txt (tools/difffuzz/difffuzz.c: per model and variant
+// O0, O3, O0alt, O3alt "ok" with the outputs, "refuse <stage>: <message>",
+// or, written by difffuzz.sh, "crash"/"hang").  Session as
+// tests/onnx_ort_check.js: graphOptimizationLevel 'all', one intra-op
+// thread; outputs compared with its compare(): dtype and dims equal,
+// integers and bools exactly, floats by normalized error <= TOL.
+//
+// Each variant of ours against ORT at the same size (traced, or alt for
+// the dynamic dim's other size):
+//   both run and agree            agree
+//   both refuse                   both refuse
+//   ours refuses, ORT runs        "us only" when the message is one of
+//                                 INTENTIONAL (documented refusals, by
+//                                 reason), else a finding
+//   ours runs, ORT refuses        a finding (we accept what ORT refuses)
+//                                 unless ORT's message is one of
+//                                 ORT_LIMITS (ORT lacks the kernel)
+//   they disagree, ours crashed or hung       a finding
+// A model counts once, as its worst variant (finding > us only > both
+// refuse > agree).  Writes DIR/findings.txt ("<idx> <label> <why>") and
+// prints the summary line:
+//   difffuzz: N models, A agree, B both refuse, C refused by us only (...), F findings
+// Exits 1 if F > 0 (or nothing was compared), 2 on bad usage.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { DTYPES, compare } = require('./onnx_ort_check.js');
+
+// Looser than the export test's 1e-4: random attributes reach cubic
+// resize, 3-D convolutions over a few hundred terms and LogSumExp, where
+// f32 summation order alone moves the result by ~1e-5 of its scale.
+const TOL = Number(process.env.DIFFFUZZ_TOL || 1e-3);
+
+// Our documented refusals of what ONNX Runtime runs (formats/onnx.h,
+// "Ops" and "dtypes"), by reason.  Anything else ours refuses is a finding.
+const INTENTIONAL = [
+  [/must be a constant known at load time/, 'operand must be a load-time constant (folded-only ops, attribute operands)'],
+  [/specialized on the traced sizes/, 'node specialized on the traced sizes, run at another size'],
+  [/dtype \w+ (is )?not supported|: \w+\[[^\]]*\]: dtype/, 'dtype not supported by the op'],
+  [/subscript '.' twice in operand \d+ \(a diagonal\) is not supported/, 'Einsum diagonal'],
+  [/Upsample mode 'linear' is not supported/, 'Upsample linear'],
+  [/tf_crop_and_resize/, 'Resize tf_crop_and_resize'],
+  [/needs a start pad of -?\d+: negative pads are not supported/, 'ConvTranspose negative start pad'],
+  [/repeats\[\d+\] = 0 \(an empty result\) is not supported/, 'Tile repeats 0'],
+  [/dilations other than 1 (in H and W )?are not supported/, 'pool H/W dilations'],
+  [/before opset 13 \(2-D coercion\) is supported only as the last dim/, 'Softmax before opset 13 off the last axis'],
+];
+
+// ORT's own limits (it lacks a kernel for the type, or the op at that
+// opset): ours running such a model is not a finding.
+const ORT_LIMITS = [
+  [/ONNX Runtime crashed/, 'ORT crashed or hung (signal 11 or 8 inside onnxruntime-node, or stopped after DIFFFUZZ_MODEL_SECONDS)'],
+  [/Could not find an implementation for/, 'ORT has no kernel for the op and type'],
+  [/NOT_IMPLEMENTED/, 'ORT: not implemented'],
+  [/Dilation not supported for AutoPadType::SAME/, 'ORT: Conv dilations with SAME auto_pad'],
+  [/'(Cubic|Linear)' mode only supports/, 'ORT: linear/cubic Resize only on the inner 2 (or 3) dims'],
+  [/Invalid input shape\. Only N can be zero/, 'ORT: pools over a 0-size channel or spatial dim'],
+  [/padding values must be non-negative/, 'ORT: SAME auto_pad with a stride over the window (negative total pad)'],
+  [/clip_internal::Clip_6Base/, 'ORT: Clip-6 min > max'],
+  [/Size of X\.shape\[axis:\] must be at least 1/, 'ORT: LayerNormalization over 0 elements'],
+  [/Unexpected mode of 3/, "ORT: Pad's wrap mode missing from the kernel it picked"],
+  [/ReorderOutput.*invalid channel count/, "ORT: its NCHWc layout pass's shape inference"],
+  [/Invalid num_outputs value of \d+\. Size of dimension being split is 0/, 'ORT: Split num_outputs of a 0-size dim'],
+];
+
+function fail(msg, code) {
+  process.stderr.write('difffuzz_ort: ' + msg + '\n');
+  process.exit(code);
+}
+
+function dimsOf(s) {
+  return s === '-' ? [] : s.split('x').map((d) => parseInt(d, 10));
+}
+
+function readData(file, dtype, dims) {
+  const dt = DTYPES[dtype];
+  const b = fs.readFileSync(file);
+  const n = dims.reduce((a, d) => a * d, 1);
+  if (b.byteLength !== n * dt.size)
+    throw new Error(`${file} holds ${b.byteLength} bytes, not ${n} ${dtype}`);
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new dt.Array(copy.buffer);
+}
+
+function parseModels(dir) {
+  const models = [];
+  for (const line of fs.readFileSync(path.join(dir, 'models.txt'), 'utf8').split('\n')) {
+    const t = line.trim().split(/\s+/);
+    if (t.length < 4)
+      continue;
+    const m = { idx: +t[0], label: t[1], altN: +t[2], inputs: [] };
+    for (let k = 0, i = 4; k < +t[3]; k++, i += 3)
+      m.inputs.push({ dtype: t[i], dims: dimsOf(t[i + 1]), dyn: t[i + 2] === '1' });
+    models.push(m);
+  }
+  return models;
+}
+
+// ours.txt as idx -> variant -> { ok, outputs | why }.
+function parseOurs(dir) {
+  const ours = new Map();
+  const file = path.join(dir, 'ours.txt');
+  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  for (const line of text.split('\n')) {
+    const t = line.split(' ');
+    if (t.length < 3)
+      continue;
+    const idx = +t[0];
+    if (!ours.has(idx))
+      ours.set(idx, {});
+    const r = ours.get(idx);
+    if (t[2] === 'ok') {
+      const outs = [];
+      for (let k = 0, i = 4; k < +t[3]; k++, i += 3)
+        outs.push({ name: t[i], dtype: t[i + 1], dims: dimsOf(t[i + 2]) });
+      r[t[1]] = { ok: true, outputs: outs };
+    } else {
+      r[t[1]] = { ok: false, kind: t[2], why: t.slice(3).join(' ') };
+    }
+  }
+  return ours;
+}
+
+// ort_crashed.txt (difffuzz.sh): the models ONNX Runtime itself crashed
+// on, which are not run again; ORT's crash counts as its refusal.
+function parseOrtCrashes(dir) {
+  const file = path.join(dir, 'ort_crashed.txt');
+  const m = new Map();
+  if (fs.existsSync(file))
+    for (const line of fs.readFileSync(file, 'utf8').split('\n'))
+      if (line.trim())
+        m.set(parseInt(line, 10), { ok: false, why: 'ONNX Runtime crashed or hung (model ' + line.trim() + ')', crashed: true });
+  return m;
+}
+
+function firstLine(e) {
+  return String((e && e.message) || e).split('\n')[0];
+}
+
+// ORT on one model: { load error } or per size { ok, res | why }.
+async function runOrt(ort, dir, m) {
+  let sess;
+  try {
+    sess = await ort.InferenceSession.create(path.join(dir, `m${m.idx}.onnx`), {
+      graphOptimizationLevel: 'all', intraOpNumThreads: 1, interOpNumThreads: 1,
+      executionMode: 'sequential', logSeverityLevel: 4, /* its refusals are judged, not logged */
+    });
+  } catch (e) {
+    const r = { ok: false, why: 'load: ' + firstLine(e) };
+    return { traced: r, alt: r };
+  }
+  const out = {};
+  for (const size of m.altN ? ['traced', 'alt'] : ['traced']) {
+    const feeds = {};
+    m.inputs.forEach((t, k) => {
+      const dims = t.dyn && size === 'alt' ? [m.altN, ...t.dims.slice(1)] : t.dims;
+      const file = path.join(dir, `m${m.idx}.${size === 'alt' && t.dyn ? 'alt' : 'in'}${k}.bin`);
+      feeds[sess.inputNames[k]] = new ort.Tensor(DTYPES[t.dtype].ort, readData(file, t.dtype, dims), dims);
+    });
+    try {
+      out[size] = { ok: true, res: await sess.run(feeds), names: sess.outputNames };
+    } catch (e) {
+      out[size] = { ok: false, why: 'run: ' + firstLine(e) };
+    }
+  }
+  if (sess.release)
+    await sess.release();
+  return out;
+}
+
+// One variant of ours against ORT: { cls: agree|both|us|finding, why }.
+function judge(dir, m, variant, o, r) {
+  if (!o)
+    return { cls: 'finding', why: `${variant}: no result from ours (crashed before it?)` };
+  if (!o.ok && (o.kind === 'crash' || o.kind === 'hang'))
+    return { cls: 'finding', why: `${variant}: ours ${o.kind}: ${o.why}` };
+  if (!o.ok && !r.ok)
+    return { cls: 'both' };
+  if (!o.ok) {
+    for (const [re, reason] of INTENTIONAL)
+      if (re.test(o.why))
+        return { cls: 'us', reason };
+    return { cls: 'finding', why: `${variant}: ours refuses what ORT runs: ${o.why}` };
+  }
+  if (!r.ok) {
+    for (const [re, reason] of ORT_LIMITS)
+      if (re.test(r.why))
+        return { cls: 'both', limit: reason };
+    return { cls: 'finding', why: `${variant}: ours runs what ORT refuses (${r.why})` };
+  }
+  if (o.outputs.length !== r.names.length)
+    return { cls: 'finding', why: `${variant}: ${o.outputs.length} outputs, ORT ${r.names.length}` };
+  for (let k = 0; k < o.outputs.length; k++) {
+    const want = o.outputs[k];
+    const got = r.res[want.name] || r.res[r.names[k]];
+    let ref;
+    try {
+      ref = readData(path.join(dir, `m${m.idx}.${variant}.out${k}.bin`), want.dtype, want.dims);
+    } catch (e) {
+      return { cls: 'finding', why: `${variant}: ${firstLine(e)}` };
+    }
+    const c = compare(got, want, ref, TOL);
+    if (!c.ok)
+      return { cls: 'finding', why: `${variant}: output ${want.name}: ours ${want.dtype}[${want.dims}] vs ORT: ${c.why}` };
+  }
+  return { cls: 'agree' };
+}
+
+const RANK = { agree: 0, both: 1, us: 2, finding: 3 };
+
+async function main(argv) {
+  if (argv.length !== 2 && argv.length !== 3)
+    fail('usage: difffuzz_ort.js ORT_MODULE_DIR DIR [FROM]', 2);
+  let ort;
+  try {
+    ort = require(path.resolve(argv[0]));
+  } catch (e) {
+    fail(`cannot load onnxruntime-node from ${argv[0]}: ${e.message}`, 2);
+  }
+  const dir = argv[1], from = argv.length > 2 ? +argv[2] : -Infinity;
+  const models = parseModels(dir);
+  if (models.length === 0)
+    fail('models.txt lists no model: nothing was compared', 1);
+  const ours = parseOurs(dir);
+  const ortCrashed = parseOrtCrashes(dir);
+  // one line per model as it is judged, so that a run started again after
+  // ORT crashed (difffuzz.sh) goes on from there: "<idx> <cls> <detail>"
+  const judged = path.join(dir, 'judged.txt');
+  for (const m of models) {
+    if (m.idx < from)
+      continue;
+    // a crash of ORT itself names its model here
+    fs.writeFileSync(path.join(dir, 'ort_current'), `${m.idx}\n`);
+    const r = ortCrashed.has(m.idx) ? { traced: ortCrashed.get(m.idx), alt: ortCrashed.get(m.idx) }
+                                    : await runOrt(ort, dir, m);
+    const o = ours.get(m.idx) || {};
+    let worst = { cls: 'agree' };
+    const variants = m.altN ? ['O0', 'O3', 'O0alt', 'O3alt'] : ['O0', 'O3'];
+    for (const v of variants) {
+      const j = judge(dir, m, v, o[v], v.endsWith('alt') ? r.alt : r.traced);
+      if (RANK[j.cls] > RANK[worst.cls] || (j.limit && worst.cls === 'agree'))
+        worst = j;
+    }
+    const detail = worst.cls === 'us' ? worst.reason : worst.cls === 'finding' ? `${m.label} ${worst.why}`
+                   : worst.limit || '';
+    fs.appendFileSync(judged, `${m.idx} ${worst.cls} ${detail}\n`);
+  }
+  fs.rmSync(path.join(dir, 'ort_current'), { force: true });
+  summarize(dir, models.length);
+}
+
+// The summary of judged.txt; findings.txt for difffuzz.sh.
+function summarize(dir, n) {
+  const count = { agree: 0, both: 0, us: 0, finding: 0 };
+  const reasons = new Map(), limits = new Map();
+  const findings = [];
+  for (const line of fs.readFileSync(path.join(dir, 'judged.txt'), 'utf8').split('\n')) {
+    const sp = line.indexOf(' '), sp2 = line.indexOf(' ', sp + 1);
+    if (sp < 0)
+      continue;
+    const cls = line.slice(sp + 1, sp2), detail = line.slice(sp2 + 1);
+    count[cls]++;
+    if (cls === 'us')
+      reasons.set(detail, (reasons.get(detail) || 0) + 1);
+    else if (cls === 'both' && detail)
+      limits.set(detail, (limits.get(detail) || 0) + 1);
+    else if (cls === 'finding')
+      findings.push(line.slice(0, sp) + ' ' + detail);
+  }
+  const total = count.agree + count.both + count.us + count.finding;
+  fs.writeFileSync(path.join(dir, 'findings.txt'), findings.map((f) => f + '\n').join(''));
+  const list = (m) => [...m].sort((a, b) => b[1] - a[1]).map(([k, c]) => `${c} ${k}`).join('; ') || 'none';
+  console.log(`difffuzz: ${total} models, ${count.agree} agree, ${count.both} both refuse, ` +
+              `${count.us} refused by us only (${list(reasons)}), ${count.finding} findings`);
+  if (limits.size)
+    console.log(`difffuzz: of those both refuse, ours ran but ORT could not: ${list(limits)}`);
+  if (total !== n)
+    fail(`${total} models judged, ${n} generated`, 1);
+  process.exitCode = count.finding ? 1 : 0;
+}
+
+main(process.argv.slice(2)).catch((e) => fail(String(e && e.stack ? e.stack : e), 1));
