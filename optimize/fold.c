@@ -27,7 +27,9 @@
  *
  * Shape-only folding: a node whose outputs have no elements is replaced by
  * empty constants whatever its inputs (the result depends only on the
- * shapes), provided no output dim is dynamic (a constant has fixed dims).
+ * shapes), provided no output dim is dynamic (a constant has fixed dims)
+ * and the node cannot fail on its operands' values (opt_may_fail: a gather
+ * of a 0-size axis has an empty output and fails on any index, at -O0).
  * The op set has no other op whose result depends only on its inputs'
  * shapes (there is no Shape, Size or ConstantOfShape op): expand, reshape
  * and the other shape ops of constants fold through the rule above.
@@ -126,6 +128,12 @@ static int fold_empty(opt_o1_state *s, int32_t node)
     int32_t nout = g->nodes[node].nout, out[GRAPH_MAX_NODE_IO];
     if (nout == 0 || !(graph_ops[g->nodes[node].op].props & GRAPH_PROP_PURE))
         return 0;
+    if (opt_may_fail(g, node)) { /* its error at -O0 must stay an error */
+        opt_explain(s->ctx, g, node,
+                    "not folded as empty: it may fail on its operands' values; "
+                    "left to run");
+        return 0;
+    }
     for (int k = 0; k < nout; k++) {
         const graph_value *v = &g->values[g->nodes[node].out[k]];
         if (v->dyn || graph_type_numel(&v->type) != 0)
