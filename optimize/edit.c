@@ -227,6 +227,10 @@ int opt_may_fail(const graph *g, int32_t node)
     if (!g || node < 0 || node >= g->nnodes)
         return 0;
     const graph_node *n = &g->nodes[node];
+    /* inferred at the traced sizes only: replay infers it again at the
+     * run's sizes (replay/plan.c), where it fails */
+    if (n->flags & GRAPH_NODE_SPECIALIZED)
+        return 1;
     switch (n->op) {
     case GRAPH_OP_gather:
     case GRAPH_OP_gather_elements:

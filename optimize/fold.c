@@ -27,7 +27,8 @@
  *
  * Shape-only folding: a node whose outputs have no elements is replaced by
  * empty constants whatever its inputs (the result depends only on the
- * shapes), provided no output dim is dynamic (a constant has fixed dims)
+ * shapes), provided no output dim is dynamic or derived from a dynamic dim
+ * (a constant has fixed dims)
  * and the node cannot fail on its operands' values (opt_may_fail: a gather
  * of a 0-size axis has an empty output and fails on any index, at -O0).
  * The op set has no other op whose result depends only on its inputs'
@@ -121,7 +122,11 @@ static void replace_outputs(opt_o1_state *s, int32_t node, const int32_t *out)
     s->ctx->changed = 1;
 }
 
-/* Outputs with no elements and no dynamic dims become empty constants. */
+/*
+ * Outputs with no elements and no dynamic dims (named by a symbol or
+ * derived from one: a slice to N-4 is empty only at N = 4) become empty
+ * constants.
+ */
 static int fold_empty(opt_o1_state *s, int32_t node)
 {
     graph *g = s->g;
@@ -136,7 +141,7 @@ static int fold_empty(opt_o1_state *s, int32_t node)
     }
     for (int k = 0; k < nout; k++) {
         const graph_value *v = &g->values[g->nodes[node].out[k]];
-        if (v->dyn || graph_type_numel(&v->type) != 0)
+        if (v->dyn || v->dder || graph_type_numel(&v->type) != 0)
             return 0;
     }
     for (int k = 0; k < nout; k++) {

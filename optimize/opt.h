@@ -151,8 +151,10 @@ TG_API int opt_pinned(const graph *g, int32_t v);
  */
 TG_API int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
 /*
- * Nonzero if node's kernel may fail on its operands' values (not only their
- * types): gather, gather_elements and scatter_elements with an index
+ * Nonzero if node may fail at run time on what its operands hold, not
+ * only on their types: a node specialized on the traced sizes
+ * (GRAPH_NODE_SPECIALIZED: its shapes fail to infer at other sizes);
+ * gather, gather_elements and scatter_elements with an index
  * operand that has elements (any of them may be out of range; none can
  * when it is a constant whose values all are in range), and an integer div
  * with elements whose divisor is not a constant without a zero.  Such a
