@@ -306,6 +306,13 @@ static void test_views(void)
         "  %a: f32[2,6] = reshape(%x) {shape=[2,6]} specialized\n"
         "  %y: f32[2,6] = exp(%a)\n  return y = %y\n}\n",
         0, "reshape=1", SAME_SIZES);
+    /* it drops B at B = 1 (difffuzz seed 1003 model 2015: -O3 ran at N = 1
+     * what -O0 and ONNX Runtime refuse) */
+    one("squeeze without axes over a dynamic dim is not a no-op",
+        VIEW2("[B,6]", "squeeze(%x)", "[B,6]", "relu(%a)"), 0, "squeeze=1", SAME_SIZES);
+    one("nor part of a view chain",
+        VIEW2("[B,6]", "squeeze(%x)", "[B,6,1]", "unsqueeze(%a) {axes=[2]}"), 0,
+        "squeeze=1 unsqueeze=1 reshape=0", SAME_SIZES);
     one("no-op expand (dynamic dim kept)",
         VIEW2("[B,6]", "expand(%x) {shape=[1,6]}", "[B,6]", "relu(%a)"), 0, "expand=0",
         OTHER_SIZES);
