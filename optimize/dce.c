@@ -5,7 +5,9 @@
  * when its value is computed, so its producer must run), and so, going
  * backwards, are the inputs of every node that makes a live value.  A node
  * with side effects (an op without GRAPH_PROP_PURE; none today) is live
- * whatever its outputs.  Every other node is marked GRAPH_NODE_DEAD; the
+ * whatever its outputs, and so is one that may fail on its operands'
+ * values (opt_may_fail): it fails at -O0, and removing it would turn that
+ * error into a result.  Every other node is marked GRAPH_NODE_DEAD; the
  * manager's graph_compact then drops it, and with it the constants and
  * params that only dead nodes read.  An unused param disappears from the
  * graph that way (it is not part of the signature); a plan compiled from
@@ -48,7 +50,7 @@ static void mark_live(const graph *g, uint8_t *live, uint8_t *node_live)
             const graph_node *n = &g->nodes[i];
             if ((n->flags & GRAPH_NODE_DEAD) || node_live[i])
                 continue;
-            int keep = !(graph_ops[n->op].props & GRAPH_PROP_PURE);
+            int keep = !(graph_ops[n->op].props & GRAPH_PROP_PURE) || opt_may_fail(g, i);
             for (int k = 0; k < n->nout && !keep; k++)
                 keep = live[n->out[k]];
             if (!keep)

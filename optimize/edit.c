@@ -1,5 +1,6 @@
 /* edit.c - graph editing helpers shared by the passes (see opt.h). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,4 +203,57 @@ void opt_explain(opt_ctx *ctx, const graph *g, int32_t node, const char *fmt, ..
     vfprintf(f, fmt, ap);
     va_end(ap);
     fputc('\n', f);
+}
+
+/* Nonzero if constant v's integer elements all lie in [lo, hi]. */
+static int const_ints_within(const graph *g, int32_t v, int64_t lo, int64_t hi)
+{
+    const graph_value *val = &g->values[v];
+    if (val->kind != GRAPH_VALUE_CONST || !val->data ||
+        (val->type.dtype != GRAPH_I64 && val->type.dtype != GRAPH_I32))
+        return 0;
+    int64_t n = graph_type_numel(&val->type);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t x = val->type.dtype == GRAPH_I64 ? ((const int64_t *)val->data)[k]
+                                                  : ((const int32_t *)val->data)[k];
+        if (x < lo || x > hi)
+            return 0;
+    }
+    return 1;
+}
+
+int opt_may_fail(const graph *g, int32_t node)
+{
+    if (!g || node < 0 || node >= g->nnodes)
+        return 0;
+    const graph_node *n = &g->nodes[node];
+    /* inferred at the traced sizes only: replay infers it again at the
+     * run's sizes (replay/plan.c), where it fails */
+    if (n->flags & GRAPH_NODE_SPECIALIZED)
+        return 1;
+    switch (n->op) {
+    case GRAPH_OP_gather:
+    case GRAPH_OP_gather_elements:
+    case GRAPH_OP_scatter_elements: {
+        const graph_type *x = &g->values[n->in[0]].type;
+        const graph_attrs *at = graph_node_attrs(n);
+        int64_t axis = n->op == GRAPH_OP_gather            ? at->gather.axis
+                       : n->op == GRAPH_OP_gather_elements ? at->gather_elements.axis
+                                                           : at->scatter_elements.axis;
+        if (graph_type_numel(&g->values[n->in[1]].type) == 0)
+            return 0;
+        int64_t dim = x->dim[graph_axis(axis, x->ndim)];
+        return dim == 0 || !const_ints_within(g, n->in[1], -dim, dim - 1);
+    }
+    case GRAPH_OP_div: {
+        /* kernels_binary.c: an integer division by zero fails the op */
+        const graph_value *b = &g->values[n->in[1]];
+        if (b->type.dtype == GRAPH_F32 || graph_type_numel(&g->values[n->out[0]].type) == 0)
+            return 0;
+        return !const_ints_within(g, n->in[1], 1, INT64_MAX) &&
+               !const_ints_within(g, n->in[1], INT64_MIN, -1);
+    }
+    default:
+        return 0;
+    }
 }

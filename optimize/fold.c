@@ -27,7 +27,11 @@
  *
  * Shape-only folding: a node whose outputs have no elements is replaced by
  * empty constants whatever its inputs (the result depends only on the
- * shapes), provided no output dim is dynamic (a constant has fixed dims).
+ * shapes), provided no output dim is dynamic or derived from a dynamic dim
+ * (a constant has fixed dims), no input is computed from a dynamic input
+ * (see fold_empty), and the node cannot fail on its operands' values
+ * (opt_may_fail: a gather of a 0-size axis has an empty output and fails
+ * on any index, at -O0).
  * The op set has no other op whose result depends only on its inputs'
  * shapes (there is no Shape, Size or ConstantOfShape op): expand, reshape
  * and the other shape ops of constants fold through the rule above.
@@ -119,16 +123,30 @@ static void replace_outputs(opt_o1_state *s, int32_t node, const int32_t *out)
     s->ctx->changed = 1;
 }
 
-/* Outputs with no elements and no dynamic dims become empty constants. */
-static int fold_empty(opt_o1_state *s, int32_t node)
+/*
+ * Outputs with no elements and no dynamic dims (named by a symbol or
+ * derived from one: a slice to N-4 is empty only at N = 4) become empty
+ * constants, unless the node reads a value computed from a dynamic input
+ * (sized): the marks come from one probe size (graph/dynamic.c), which
+ * misses a dim that is 0 at the traced and probe sizes only (x[-1:1:2] of
+ * x [N] is empty at N = 2 and N = 1013, not at N = 1).  An empty tensor
+ * costs nothing to compute, so little is lost.
+ */
+static int fold_empty(opt_o1_state *s, int32_t node, int sized)
 {
     graph *g = s->g;
     int32_t nout = g->nodes[node].nout, out[GRAPH_MAX_NODE_IO];
-    if (nout == 0 || !(graph_ops[g->nodes[node].op].props & GRAPH_PROP_PURE))
+    if (nout == 0 || !(graph_ops[g->nodes[node].op].props & GRAPH_PROP_PURE) || sized)
         return 0;
+    if (opt_may_fail(g, node)) { /* its error at -O0 must stay an error */
+        opt_explain(s->ctx, g, node,
+                    "not folded as empty: it may fail on its operands' values; "
+                    "left to run");
+        return 0;
+    }
     for (int k = 0; k < nout; k++) {
         const graph_value *v = &g->values[g->nodes[node].out[k]];
-        if (v->dyn || graph_type_numel(&v->type) != 0)
+        if (v->dyn || v->dder || graph_type_numel(&v->type) != 0)
             return 0;
     }
     for (int k = 0; k < nout; k++) {
@@ -217,14 +235,31 @@ static tg_status run(graph *g, opt_ctx *ctx)
     opt_o1_state s;
     if (opt_o1_init(&s, g, ctx) != TG_OK)
         return opt_o1_finish(&s);
+    /* sized[v]: v is computed from an input with a dynamic dim (nodes are
+     * in order; the constants folding adds are not) */
+    int32_t nsized = g->nvalues;
+    uint8_t *sized = tg_calloc((size_t)nsized + 1, 1);
+    if (!sized) {
+        s.st = opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
+        return opt_o1_finish(&s);
+    }
+    for (int32_t v = 0; v < nsized; v++)
+        sized[v] = g->values[v].kind == GRAPH_VALUE_INPUT && g->values[v].dyn;
     for (int32_t i = 0; i < g->nnodes && s.st == TG_OK; i++) {
         if (g->nodes[i].flags & GRAPH_NODE_DEAD)
             continue;
         opt_o1_resolve_inputs(&s, i);
-        if (!opt_o1_node_pinned(&s, i) && fold_empty(&s, i) != 0)
+        int dep = 0;
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            dep |= g->nodes[i].in[k] < nsized && sized[g->nodes[i].in[k]];
+        for (int k = 0; k < g->nodes[i].nout; k++)
+            if (g->nodes[i].out[k] < nsized)
+                sized[g->nodes[i].out[k]] = (uint8_t)dep;
+        if (!opt_o1_node_pinned(&s, i) && fold_empty(&s, i, dep) != 0)
             continue;
         fold_node(&s, i);
     }
+    tg_free(sized);
     return opt_o1_finish(&s);
 }
 

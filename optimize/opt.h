@@ -161,6 +161,19 @@ TG_API int opt_pinned(const graph *g, int32_t v);
  * returns the number of uses changed.  from must not be guarded.
  */
 TG_API int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
+/*
+ * Nonzero if node may fail at run time on what its operands hold, not
+ * only on their types: a node specialized on the traced sizes
+ * (GRAPH_NODE_SPECIALIZED: its shapes fail to infer at other sizes);
+ * gather, gather_elements and scatter_elements with an index
+ * operand that has elements (any of them may be out of range; none can
+ * when it is a constant whose values all are in range), and an integer div
+ * with elements whose divisor is not a constant without a zero.  Such a
+ * node fails at -O0, so a pass must not remove it as dead or fold it as
+ * empty (fold.c, dce.c): an optimization must not turn an error into a
+ * result.
+ */
+TG_API int opt_may_fail(const graph *g, int32_t node);
 /* Adds a constant of type t with data (copied); its id or -1. */
 TG_API int32_t opt_add_const(graph *g, const graph_type *t, const void *data);
 /* If v is a constant whose elements are all equal, 1 and *x = that value. */

@@ -185,7 +185,10 @@ static tg_status run(graph *g, opt_ctx *ctx)
         if (g->nodes[i].flags & GRAPH_NODE_DEAD)
             continue;
         opt_o1_resolve_inputs(&s, i);
-        if (opt_o1_node_pinned(&s, i) || g->nnodes - n0 > NEW_NODE_BUDGET(n0))
+        /* a node that may fail at run time (opt_may_fail: one specialized
+         * on the traced sizes) stays as it is, to fail as at -O0 */
+        if (opt_o1_node_pinned(&s, i) || opt_may_fail(g, i) ||
+            g->nnodes - n0 > NEW_NODE_BUDGET(n0))
             continue;
         int r = opt_o1_simplify_unary(&s, i);
         if (r == 0)

@@ -61,6 +61,20 @@ static int slice_unbounded_on_dynamic(const graph *g, int32_t x, const graph_sli
     return 1;
 }
 
+/*
+ * A squeeze without axes drops every dim of size 1 at the run's sizes
+ * (graph/infer_shape.c), so over a dynamic dim its rank follows the run:
+ * x [N,2] is [2] at N = 1.  Neither the identity nor a reshape then.
+ */
+static int squeeze_by_size(const graph *g, int32_t node)
+{
+    const graph_node *n = &g->nodes[node];
+    if (n->op != GRAPH_OP_squeeze || ((const graph_squeeze_attrs *)graph_node_attrs(n))->axes.n)
+        return 0;
+    const graph_value *x = &g->values[n->in[0]];
+    return x->dyn || x->dder;
+}
+
 /* Whether node (given same input and output types) is the identity. */
 static int noop(opt_o1_state *s, int32_t node)
 {
@@ -68,9 +82,9 @@ static int noop(opt_o1_state *s, int32_t node)
     int32_t x = n->in[0];
     const graph_type *t = &s->g->values[x].type;
     switch (n->op) {
+    case GRAPH_OP_squeeze: return !squeeze_by_size(s->g, node);
     case GRAPH_OP_reshape:
     case GRAPH_OP_flatten:
-    case GRAPH_OP_squeeze:
     case GRAPH_OP_unsqueeze:
     case GRAPH_OP_expand:
     case GRAPH_OP_cast:
@@ -122,7 +136,8 @@ static int rule_view_chain(opt_o1_state *s, int32_t node)
     graph *g = s->g;
     const graph_node *n = &g->nodes[node];
     int32_t p = is_view(n->op) ? opt_o1_producer(s, n->in[0]) : -1;
-    if (p < 0 || !is_view(g->nodes[p].op))
+    if (p < 0 || !is_view(g->nodes[p].op) || squeeze_by_size(g, node) ||
+        squeeze_by_size(g, p))
         return 0;
     int32_t x = opt_o1_find(s, g->nodes[p].in[0]), out = n->out[0], v;
     if (opt_o1_same_type(s, x, out))

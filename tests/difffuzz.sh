@@ -12,7 +12,8 @@
 #   --op OP      only that row of the op table (tools/difffuzz/ops.c)
 #
 # Prints the summary line ("difffuzz: N models, A agree, B both refuse, C
-# refused by us only (by reason), F findings") and for each finding its
+# refused by us only (by reason), D differ only past NaN in ORT's max/min,
+# F findings"; tests/difffuzz_ort.js says when a difference is that) and for each finding its
 # seed, index, ops, what differed and the command that reproduces it; the
 # finding's files (model, inputs, our outputs) are kept under
 # $DIFFFUZZ_FINDINGS (default ./difffuzz-findings)/s<seed>-m<index>/, with
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-    sed -n '2,26p' "$0" >&2
+    sed -n '2,25p' "$0" >&2
     exit 2
 fi
 bin=$1

@@ -17,6 +17,8 @@
 // Each variant of ours against ORT at the same size (traced, or alt for
 // the dynamic dim's other size):
 //   both run and agree            agree
+//   they differ, where ORT shows a NaN reaching one of its
+//   NAN_UNDEFINED nodes           "differ only past NaN" (NAN_REASON)
 //   both refuse                   both refuse
 //   ours refuses, ORT runs        "us only" when the message is one of
 //                                 INTENTIONAL (documented refusals, by
@@ -26,9 +28,9 @@
 //                                 ORT_LIMITS (ORT lacks the kernel)
 //   they disagree, ours crashed or hung       a finding
 // A model counts once, as its worst variant (finding > us only > both
-// refuse > agree).  Writes DIR/findings.txt ("<idx> <label> <why>") and
+// refuse > NaN > agree).  Writes DIR/findings.txt ("<idx> <label> <why>") and
 // prints the summary line:
-//   difffuzz: N models, A agree, B both refuse, C refused by us only (...), F findings
+//   difffuzz: N models, A agree, B both refuse, C refused by us only (...), D differ only past NaN in ORT's max/min, F findings
 // Exits 1 if F > 0 (or nothing was compared), 2 on bad usage.
 'use strict';
 
@@ -71,6 +73,13 @@ const ORT_LIMITS = [
   [/Unexpected mode of 3/, "ORT: Pad's wrap mode missing from the kernel it picked"],
   [/ReorderOutput.*invalid channel count/, "ORT: its NCHWc layout pass's shape inference"],
   [/Invalid num_outputs value of \d+\. Size of dimension being split is 0/, 'ORT: Split num_outputs of a 0-size dim'],
+  // ONNX MatMul broadcasts as numpy.matmul, where a 0-size batch dim (or
+  // M, when B is 1-D and ORT makes it a batch dim) meets 1 as 0: [0,1] @ [1]
+  // is [0], [0,0,3,2] @ [1,0,2,6] is [0,0,3,6].  ORT's MatMulComputeHelper
+  // takes max(0, 1) = 1 as the output dim, then finds 0 cannot broadcast
+  // to it.  A true mismatch (2 vs 3) ours refuses too (graph/infer_linalg.c,
+  // "batch dims ... do not broadcast"), so it is "both refuse", not this.
+  [/matmul_helper\.h:\d+ Compute (left|right) operand cannot broadcast on dim/, 'ORT: MatMul broadcasts a 0-size batch dim against 1 as 1 (numpy.matmul gives 0)'],
 ];
 
 function fail(msg, code) {
@@ -148,7 +157,98 @@ function firstLine(e) {
   return String((e && e.message) || e).split('\n')[0];
 }
 
-// ORT on one model: { load error } or per size { ok, res | why }.
+// ORT's CPU kernels of these ops give no defined answer for NaN (measured
+// on 1.30): MaxPool keeps the window's largest non-NaN (-FLT_MAX for an
+// all-NaN window in 1-D, NaN in 2-D), GlobalMaxPool too, ReduceMax and
+// ReduceMin start from the first element and skip every later NaN, and
+// TopK puts NaN where its heap happens to leave it.  Ours propagates NaN
+// as NumPy (the ONNX reference) and PyTorch do (docs/OPS.md), as ORT's
+// own Max, Min, ArgMax, ArgMin, Relu, Clip and Softmax do.  A model whose
+// outputs differ is judged "NaN in ORT's max/min" only when ORT itself
+// shows a NaN reaching the data input of one of these nodes: the model is
+// run again with those inputs as extra outputs (probeModel).
+const NAN_UNDEFINED = new Set(['MaxPool', 'GlobalMaxPool', 'ReduceMax', 'ReduceMin', 'TopK']);
+const NAN_REASON = "ORT's MaxPool/GlobalMaxPool/ReduceMax/ReduceMin/TopK drop NaN by position (ours propagates it)";
+
+function readVarint(b, p) {
+  let v = 0, m = 1, x;
+  do {
+    x = b[p++];
+    v += (x & 0x7f) * m;
+    m *= 128;
+  } while (x & 0x80);
+  return [v, p];
+}
+
+// The fields of one protobuf message in b[s, e): { f, s, e } for the
+// length-delimited ones (the only ones read here).
+function* pbFields(b, s, e) {
+  for (let p = s; p < e;) {
+    let k, n;
+    [k, p] = readVarint(b, p);
+    const w = k & 7;
+    if (w === 0)
+      [, p] = readVarint(b, p);
+    else if (w === 1)
+      p += 8;
+    else if (w === 5)
+      p += 4;
+    else if (w === 2) {
+      [n, p] = readVarint(b, p);
+      yield { f: Math.floor(k / 8), s: p, e: p + n };
+      p += n;
+    } else
+      throw new Error(`protobuf wire type ${w}`);
+  }
+}
+
+function pbLen(field, bytes) {
+  const v = [];
+  for (let n = field * 8 + 2, k = 0; k < 2; n = bytes.length, k++)
+    do {
+      let x = n % 128;
+      n = Math.floor(n / 128);
+      v.push(n ? x | 0x80 : x);
+    } while (n);
+  return Buffer.concat([Buffer.from(v), bytes]);
+}
+
+// The model with the data input (input 0) of every NAN_UNDEFINED node
+// added as a graph output (ModelProto.graph 7, GraphProto node 1 and
+// output 12, NodeProto input 1, op_type 4, domain 7; a second graph field
+// merges into the first, as protobuf parsers do), and those names; null
+// when there is none.  Graph inputs are not added: the feeds show them.
+function probeModel(buf, inputNames) {
+  const str = (x) => buf.toString('utf8', x.s, x.e), names = [];
+  for (const m of pbFields(buf, 0, buf.length))
+    if (m.f === 7)
+      for (const g of pbFields(buf, m.s, m.e)) {
+        if (g.f !== 1)
+          continue;
+        let op = '', domain = '', input = '';
+        for (const n of pbFields(buf, g.s, g.e))
+          if (n.f === 1 && !input)
+            input = str(n);
+          else if (n.f === 4)
+            op = str(n);
+          else if (n.f === 7)
+            domain = str(n);
+        if (!domain && NAN_UNDEFINED.has(op) && input && !names.includes(input))
+          names.push(input);
+      }
+  if (!names.length)
+    return null;
+  const extra = names.filter((n) => !inputNames.includes(n))
+    .map((n) => pbLen(12, pbLen(1, Buffer.from(n))));
+  return { names, buf: Buffer.concat([buf, pbLen(7, Buffer.concat(extra))]) };
+}
+
+function hasNaN(t) {
+  return t && (t.type === 'float32' || t.type === 'float64') && t.data.some(Number.isNaN);
+}
+
+// ORT on one model: { load error } or per size { ok, res | why, nanIn }
+// (nanIn: a NaN reached a NAN_UNDEFINED node; see probeModel).
 async function runOrt(ort, dir, m) {
   let sess;
   try {
@@ -160,6 +260,17 @@ async function runOrt(ort, dir, m) {
     const r = { ok: false, why: 'load: ' + firstLine(e) };
     return { traced: r, alt: r };
   }
+  let probe = null, probeSess = null;
+  try {
+    probe = probeModel(fs.readFileSync(path.join(dir, `m${m.idx}.onnx`)), sess.inputNames);
+    if (probe)
+      probeSess = await ort.InferenceSession.create(probe.buf, {
+        graphOptimizationLevel: 'all', intraOpNumThreads: 1, interOpNumThreads: 1,
+        executionMode: 'sequential', logSeverityLevel: 4,
+      });
+  } catch (e) {
+    probeSess = null; /* no probe: a difference stays a finding */
+  }
   const out = {};
   for (const size of m.altN ? ['traced', 'alt'] : ['traced']) {
     const feeds = {};
@@ -170,6 +281,10 @@ async function runOrt(ort, dir, m) {
     });
     try {
       out[size] = { ok: true, res: await sess.run(feeds), names: sess.outputNames };
+      if (probeSess) {
+        const pr = await probeSess.run(feeds);
+        out[size].nanIn = probe.names.some((n) => hasNaN(pr[n] || feeds[n]));
+      }
     } catch (e) {
       out[size] = { ok: false, why: 'run: ' + firstLine(e) };
     }
@@ -180,7 +295,26 @@ async function runOrt(ort, dir, m) {
 }
 
 // One variant of ours against ORT: { cls: agree|both|us|finding, why }.
-function judge(dir, m, variant, o, r) {
+// Ours at -O3 against ours at -O0 (same size), output k: null when they
+// agree (NaN where NaN, the rest within TOL), else what differs.  Where
+// ORT is no reference (NAN_UNDEFINED), -O3's blocked and fused kernels
+// must still treat NaN as -O0's do.
+function oursAgree(dir, m, variant, k, want, ref, ours0) {
+  const v0 = variant.replace('O3', 'O0');
+  if (v0 === variant || !ours0 || !ours0.ok || !ours0.outputs[k])
+    return null;
+  const w0 = ours0.outputs[k];
+  let d0;
+  try {
+    d0 = readData(path.join(dir, `m${m.idx}.${v0}.out${k}.bin`), w0.dtype, w0.dims);
+  } catch (e) {
+    return firstLine(e);
+  }
+  const c = compare({ type: DTYPES[w0.dtype].ort, dims: w0.dims, data: d0 }, want, ref, TOL);
+  return c.ok ? null : `ours ${v0} against ${variant}: ${c.why}`;
+}
+
+function judge(dir, m, variant, o, r, ours0) {
   if (!o)
     return { cls: 'finding', why: `${variant}: no result from ours (crashed before it?)` };
   if (!o.ok && (o.kind === 'crash' || o.kind === 'hang'))
@@ -211,13 +345,19 @@ function judge(dir, m, variant, o, r) {
       return { cls: 'finding', why: `${variant}: ${firstLine(e)}` };
     }
     const c = compare(got, want, ref, TOL);
+    if (!c.ok && r.nanIn) {
+      const d = oursAgree(dir, m, variant, k, want, ref, ours0);
+      if (d)
+        return { cls: 'finding', why: `${variant}: output ${want.name}: ${d}` };
+      return { cls: 'nan', limit: NAN_REASON };
+    }
     if (!c.ok)
       return { cls: 'finding', why: `${variant}: output ${want.name}: ours ${want.dtype}[${want.dims}] vs ORT: ${c.why}` };
   }
   return { cls: 'agree' };
 }
 
-const RANK = { agree: 0, both: 1, us: 2, finding: 3 };
+const RANK = { agree: 0, nan: 1, both: 2, us: 3, finding: 4 };
 
 async function main(argv) {
   if (argv.length !== 2 && argv.length !== 3)
@@ -248,7 +388,7 @@ async function main(argv) {
     let worst = { cls: 'agree' };
     const variants = m.altN ? ['O0', 'O3', 'O0alt', 'O3alt'] : ['O0', 'O3'];
     for (const v of variants) {
-      const j = judge(dir, m, v, o[v], v.endsWith('alt') ? r.alt : r.traced);
+      const j = judge(dir, m, v, o[v], v.endsWith('alt') ? r.alt : r.traced, o[v.replace('O3', 'O0')]);
       if (RANK[j.cls] > RANK[worst.cls] || (j.limit && worst.cls === 'agree'))
         worst = j;
     }
@@ -262,7 +402,7 @@ async function main(argv) {
 
 // The summary of judged.txt; findings.txt for difffuzz.sh.
 function summarize(dir, n) {
-  const count = { agree: 0, both: 0, us: 0, finding: 0 };
+  const count = { agree: 0, nan: 0, both: 0, us: 0, finding: 0 };
   const reasons = new Map(), limits = new Map();
   const findings = [];
   for (const line of fs.readFileSync(path.join(dir, 'judged.txt'), 'utf8').split('\n')) {
@@ -278,11 +418,12 @@ function summarize(dir, n) {
     else if (cls === 'finding')
       findings.push(line.slice(0, sp) + ' ' + detail);
   }
-  const total = count.agree + count.both + count.us + count.finding;
+  const total = count.agree + count.nan + count.both + count.us + count.finding;
   fs.writeFileSync(path.join(dir, 'findings.txt'), findings.map((f) => f + '\n').join(''));
   const list = (m) => [...m].sort((a, b) => b[1] - a[1]).map(([k, c]) => `${c} ${k}`).join('; ') || 'none';
   console.log(`difffuzz: ${total} models, ${count.agree} agree, ${count.both} both refuse, ` +
-              `${count.us} refused by us only (${list(reasons)}), ${count.finding} findings`);
+              `${count.us} refused by us only (${list(reasons)}), ` +
+              `${count.nan} differ only past NaN in ORT's max/min, ${count.finding} findings`);
   if (limits.size)
     console.log(`difffuzz: of those both refuse, ours ran but ORT could not: ${list(limits)}`);
   if (total !== n)

@@ -408,6 +408,78 @@ static void exact_rounding(void)
     graph_free(g);
 }
 
+/*
+ * NaN through the max/min-like ops, with known answers, on the
+ * interpreter, replay-CPU and replay-OpenCL bit for bit: max pooling (an
+ * all-NaN window, one NaN in a window), reduce_max, topk (NaN counts as
+ * the largest, NaNs by index), argmax and argmin (the first NaN), minimum
+ * and relu all keep NaN, as NumPy and PyTorch (docs/GUIDE.md, "NaN").
+ * The random cases above hold no NaN.
+ */
+static void nan_extremes(void)
+{
+    static const char ir[] =
+        "graph t(%x: f32[1,1,2,6], %y: f32[2,4], %z: f32[4]) -> (a: f32[1,1,1,3], "
+        "b: f32[1,1,6], c: f32[1,1,2,6], d: i64[1,1,2,6], e: i64[2], f: i64[2], "
+        "g: f32[2,4], h: f32[2,4]) {\n"
+        "  %1: f32[1,1,1,3] = max_pool2d(%x) {kernel=[2,2], stride=[2,2]}\n"
+        "  %2: f32[1,1,6] = reduce_max(%x) {axes=[2]}\n"
+        "  %3: f32[1,1,2,6], %4: i64[1,1,2,6] = topk(%x) {k=6}\n"
+        "  %5: i64[2] = argmax(%y) {axis=1, keepdim=0}\n"
+        "  %6: i64[2] = argmin(%y) {axis=1, keepdim=0}\n"
+        "  %7: f32[2,4] = minimum(%y, %z)\n  %8: f32[2,4] = relu(%y)\n"
+        "  return a = %1\n  return b = %2\n  return c = %3\n  return d = %4\n"
+        "  return e = %5\n  return f = %6\n  return g = %7\n  return h = %8\n}\n";
+    const float N = NAN;
+    const float x[12] = {N, N, 1, 4, 5, N, N, N, 3, 2, 0, 1};
+    const float y[8] = {1, N, 3, N, 5, 2, 7, 1}, z[4] = {2, 2, N, 0};
+    const float want_a[3] = {N, 4, N}, want_b[6] = {N, N, 3, 4, 5, N};
+    const float want_c[12] = {N, N, N, 5, 4, 1, N, N, 3, 2, 1, 0};
+    const int64_t want_d[12] = {0, 1, 5, 4, 3, 2, 0, 1, 2, 3, 5, 4};
+    const int64_t want_e[2] = {1, 2}, want_f[2] = {1, 3};
+    const float want_g[8] = {1, N, N, N, 2, 2, N, 0}, want_h[8] = {1, N, 3, N, 5, 2, 7, 1};
+    const void *want[8] = {want_a, want_b, want_c, want_d, want_e, want_f, want_g, want_h};
+    char err[512] = "";
+    graph *g = graph_parse(ir, strlen(ir), err, sizeof err);
+    CHECK_MSG(g != NULL, "nan_extremes parses: %s", err);
+    if (!g)
+        return;
+    eager_pool_push();
+    eager_tensor *in[3] = {eager_from_data(GRAPH_F32, TG_SHAPE(1, 1, 2, 6), x),
+                           eager_from_data(GRAPH_F32, TG_SHAPE(2, 4), y),
+                           eager_from_data(GRAPH_F32, TG_SHAPE(4), z)};
+    eager_tensor *ref[8] = {NULL};
+    void *cpu[8] = {NULL}, *ocl[8] = {NULL};
+    CHECK(eager_interpret(g, in, 3, ref, 8, NULL) == TG_OK);
+    int okc = ref[7] && replay_on(g, REPLAY_CPU, in, 3, cpu, "nan_extremes") == 0;
+    int oko = ref[7] && replay_on(g, REPLAY_OPENCL, in, 3, ocl, "nan_extremes") == 0;
+    for (int k = 0; ref[7] && k < 8; k++) {
+        const graph_type *t = eager_type(ref[k]);
+        int64_t n = graph_type_numel(t);
+        const void *who[3] = {eager_peek(ref[k]), okc ? cpu[k] : NULL, oko ? ocl[k] : NULL};
+        static const char *const name[3] = {"interpreter", "replay-cpu", "replay-opencl"};
+        for (int w = 0; w < 3; w++)
+            for (int64_t i = 0; who[w] && i < n; i++) {
+                if (t->dtype == GRAPH_F32) {
+                    float o = ((const float *)who[w])[i], e = ((const float *)want[k])[i];
+                    CHECK_MSG(same_bits(o, e), "nan_extremes output %c[%lld]: %s %g, want %g",
+                              'a' + k, (long long)i, name[w], (double)o, (double)e);
+                } else {
+                    int64_t o = ((const int64_t *)who[w])[i], e = ((const int64_t *)want[k])[i];
+                    CHECK_MSG(o == e, "nan_extremes output %c[%lld]: %s %lld, want %lld",
+                              'a' + k, (long long)i, name[w], (long long)o, (long long)e);
+                }
+            }
+    }
+    for (int k = 0; k < 8; k++) {
+        free(cpu[k]);
+        free(ocl[k]);
+        eager_release(ref[k]);
+    }
+    eager_pool_pop();
+    graph_free(g);
+}
+
 int main(void)
 {
     replay_device dev;
@@ -420,6 +492,7 @@ int main(void)
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
         CHECK_MSG(covered[op] > 0, "op %s has no conformance case", graph_ops[op].name);
     exact_rounding();
+    nan_extremes();
     replay_opencl_shutdown();
     return check_done();
 }

@@ -293,6 +293,100 @@ static void test_fold_empty(void)
     graph_free(g);
 }
 
+/*
+ * A node that may fail on its operands' values (opt_may_fail) is neither
+ * folded as empty nor removed as dead: a gather of a 0-size axis has an
+ * empty output and fails on any index at -O0 (issue 29, difffuzz seed 3003
+ * model 522 ran at -O3 and returned an empty tensor).  Once its failure is
+ * impossible (no index, or constant indices in range) it goes as before.
+ */
+static void test_fold_empty_may_fail(void)
+{
+    const char *bad = "graph t(%x: f32[0,2,0], %i: i64[2]) -> (y: f32[2,2,0]) {\n"
+                      "  %g: f32[2,2,0] = gather(%x, %i) {axis=0}\n"
+                      "  %y: f32[2,2,0] = exp(%g)\n  return y = %y\n}\n";
+    graph *g = ir(bad);
+    opt_report rep = g ? run_o1(g, 0) : (opt_report){0};
+    (void)rep;
+    CHECK_MSG(g && count_op(g, GRAPH_OP_gather) == 1,
+              "a gather that may fail is not folded as empty (or then dead)");
+    graph_free(g);
+    /* the same with the gather's result unused: it stays, to fail */
+    const char *dead = "graph t(%x: f32[3,2], %i: i64[2]) -> (y: f32[3,2]) {\n"
+                       "  %g: f32[2,2] = gather(%x, %i) {axis=0}\n"
+                       "  %y: f32[3,2] = exp(%x)\n  return y = %y\n}\n";
+    g = ir(dead);
+    opt_pass_stats st = g ? run_pass(g, &opt_pass_dce, 0) : (opt_pass_stats){0};
+    CHECK_MSG(g && count_op(g, GRAPH_OP_gather) == 1 && st.removed == 0,
+              "an unused gather with run-time indices stays (removed %d)", st.removed);
+    graph_free(g);
+    /* integer div by a run-time divisor: the same */
+    const char *divd = "graph t(%a: i32[2], %b: i32[2]) -> (y: i32[2]) {\n"
+                       "  %d: i32[2] = div(%a, %b)\n  %y: i32[2] = neg(%a)\n"
+                       "  return y = %y\n}\n";
+    g = ir(divd);
+    st = g ? run_pass(g, &opt_pass_dce, 0) : (opt_pass_stats){0};
+    CHECK_MSG(g && count_op(g, GRAPH_OP_div) == 1, "an unused integer div stays");
+    graph_free(g);
+    /* a node specialized on the traced sizes fails at others: the expand
+     * stays though the shape-only node after it folds (difffuzz seed 7202
+     * model 806 ran at -O3 at another N) */
+    const char *spec = "graph t(%x: f32[B]) -> (y: f32[B]) {\n  sym B = 4\n"
+                       "  %e: f32[4] = expand(%x) {shape=[4]} specialized\n"
+                       "  %s: f32[0] = slice(%e) {axes=[0], starts=[1], ends=[1]}\n"
+                       "  %y: f32[B] = concat(%s, %x) {axis=0}\n  return y = %y\n}\n";
+    g = ir(spec);
+    if (g)
+        run_o1(g, 0);
+    CHECK_MSG(g && count_op(g, GRAPH_OP_expand) == 1, "a specialized expand stays");
+    graph_free(g);
+    const char *spec_dead = "graph t(%x: f32[B]) -> (y: f32[B]) {\n  sym B = 4\n"
+                            "  %e: f32[4] = expand(%x) {shape=[4]} specialized\n"
+                            "  %y: f32[B] = exp(%x)\n  return y = %y\n}\n";
+    g = ir(spec_dead);
+    st = g ? run_pass(g, &opt_pass_dce, 0) : (opt_pass_stats){0};
+    CHECK_MSG(g && count_op(g, GRAPH_OP_expand) == 1 && st.removed == 0,
+              "an unused specialized expand stays (removed %d)", st.removed);
+    graph_free(g);
+    /* empty only at the traced size: a slice to B-4 (a derived dim) is not
+     * an empty constant (seed 7203 model 1473 gave [0,4] at B = 5) */
+    const char *derived = "graph t(%x: f32[B,4]) -> (y: f32[0,4]) {\n  sym B = 4\n"
+                          "  %s: f32[0,4] = slice(%x) {axes=[0], starts=[0], ends=[-4]}\n"
+                          "  %y: f32[0,4] = exp(%s)\n  return y = %y\n}\n";
+    g = ir(derived);
+    CHECK(g && graph_propagate_dynamic(g) == TG_OK && g->values[value_named(g, "s")].dder == 1);
+    st = g ? run_pass(g, &opt_pass_fold, 0) : (opt_pass_stats){0};
+    CHECK_MSG(g && count_op(g, GRAPH_OP_slice) == 1 && count_op(g, GRAPH_OP_exp) == 1 &&
+                  st.removed == 0,
+              "an output empty only at the traced size is not folded (removed %d)", st.removed);
+    graph_free(g);
+    /* empty at the traced size B = 2 and at the probe size, not at B = 1,
+     * so its dims are not marked (seeds 7304/1627, 7409/694): nothing read
+     * from a dynamic input folds as empty */
+    const char *blind = "graph t(%x: f32[B]) -> (y: f32[0]) {\n  sym B = 2\n"
+                        "  %s: f32[0] = slice(%x) {axes=[0], starts=[-1], ends=[1], steps=[2]}\n"
+                        "  %e: f32[0] = exp(%s)\n  %y: f32[0] = neg(%e)\n"
+                        "  return y = %y\n}\n";
+    g = ir(blind);
+    CHECK(g && graph_propagate_dynamic(g) == TG_OK && g->values[value_named(g, "s")].dder == 0);
+    st = g ? run_pass(g, &opt_pass_fold, 0) : (opt_pass_stats){0};
+    CHECK_MSG(g && count_op(g, GRAPH_OP_slice) == 1 && count_op(g, GRAPH_OP_exp) == 1 &&
+                  st.removed == 0,
+              "nothing computed from a dynamic input folds as empty (removed %d)", st.removed);
+    graph_free(g);
+    /* failure impossible: constant indices in range, and no index at all */
+    const char *ok = "graph t(%x: f32[3,2], %e: f32[0,2]) -> (y: f32[3,2]) {\n"
+                     "  %i: i64[2] = const [2, -3]\n  %j: i64[0] = const []\n"
+                     "  %g: f32[2,2] = gather(%x, %i) {axis=0}\n"
+                     "  %h: f32[0,2] = gather(%e, %j) {axis=0}\n"
+                     "  %y: f32[3,2] = exp(%x)\n  return y = %y\n}\n";
+    g = ir(ok);
+    st = g ? run_pass(g, &opt_pass_dce, 0) : (opt_pass_stats){0};
+    CHECK_MSG(g && count_op(g, GRAPH_OP_gather) == 0 && st.removed == 2,
+              "gathers that cannot fail go as dead (removed %d)", st.removed);
+    graph_free(g);
+}
+
 /* ---- CSE ---- */
 
 static const char cse_text[] =
@@ -635,6 +729,7 @@ int main(void)
     test_fold_budget();
     test_options_refused();
     test_fold_empty();
+    test_fold_empty_may_fail();
     test_cse_chain();
     test_cse_attrs_consts_params();
     test_cse_pinned();

@@ -306,6 +306,22 @@ static void test_views(void)
         "  %a: f32[2,6] = reshape(%x) {shape=[2,6]} specialized\n"
         "  %y: f32[2,6] = exp(%a)\n  return y = %y\n}\n",
         0, "reshape=1", SAME_SIZES);
+    /* it drops B at B = 1 (difffuzz seed 1003 model 2015: -O3 ran at N = 1
+     * what -O0 and ONNX Runtime refuse) */
+    one("squeeze without axes over a dynamic dim is not a no-op",
+        VIEW2("[B,6]", "squeeze(%x)", "[B,6]", "relu(%a)"), 0, "squeeze=1", SAME_SIZES);
+    one("nor part of a view chain",
+        VIEW2("[B,6]", "squeeze(%x)", "[B,6,1]", "unsqueeze(%a) {axes=[2]}"), 0,
+        "squeeze=1 unsqueeze=1 reshape=0", SAME_SIZES);
+    /* a specialized node stays to fail at other sizes, even where its
+     * types make it look like a no-op (difffuzz seed 7404 model 2443: a
+     * reshape of x[0:N-1] to [0], traced at N = 1, ran at -O3 at N = 2) */
+    one("specialized reshape between equal types kept",
+        "graph t(%x: f32[B]) -> (y: f32[0]) {\n  sym B = 1\n"
+        "  %s: f32[0] = slice(%x) {axes=[0], starts=[0], ends=[-1]}\n"
+        "  %a: f32[0] = reshape(%s) {shape=[0]} specialized\n"
+        "  %y: f32[0] = exp(%a)\n  return y = %y\n}\n",
+        0, "reshape=1", SAME_SIZES);
     one("no-op expand (dynamic dim kept)",
         VIEW2("[B,6]", "expand(%x) {shape=[1,6]}", "[B,6]", "relu(%a)"), 0, "expand=0",
         OTHER_SIZES);
