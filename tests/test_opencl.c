@@ -529,6 +529,27 @@ static void test_disk_cache(void)
     CHECK(!memcmp(want, got, sizeof got));
     for (int i = 0; i < 5; i++)
         CHECK_NEAR(got[i], tanh(xs[i] * 1.2345678), 1e-5);
+    /* "1" keeps programs under $XDG_CACHE_HOME; "0" is off, as for the
+     * other switches (it was taken as "on, the default directory"). */
+    const char *xdg_old = getenv("XDG_CACHE_HOME");
+    char *xdg_saved = xdg_old ? strdup(xdg_old) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    for (int round = 0; round < 2; round++) {
+        setenv("TG_OPENCL_CACHE", round ? "0" : "1", 1);
+        replay_opencl_shutdown();
+        long hits = ocl_disk_hits();
+        replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
+        CHECK_MSG(p != NULL, "TG_OPENCL_CACHE=%d: %s", 1 - round, err);
+        if (round)
+            CHECK_MSG(ocl_disk_hits() == hits, "TG_OPENCL_CACHE=0 loads nothing from disk "
+                      "(%ld loaded)", ocl_disk_hits() - hits);
+        replay_plan_free(p);
+    }
+    if (xdg_saved)
+        setenv("XDG_CACHE_HOME", xdg_saved, 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    free(xdg_saved);
     unsetenv("TG_OPENCL_CACHE");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -35,7 +35,7 @@ static uint64_t fnv(const char *s, uint64_t h)
 static int cache_dir(char *buf, size_t len)
 {
     const char *v = getenv("TG_OPENCL_CACHE");
-    if (!v || !*v)
+    if (!v || !*v || !strcmp(v, "0")) /* "0" is off, as for the other switches */
         return 0;
     if (*v >= '0' && *v <= '9') {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
