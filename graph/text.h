@@ -52,6 +52,8 @@
  *   DATA     := '[' [NUMBER {',' NUMBER}] ']'  exactly numel elements, flat
  *             | 'elided' HEX                   no data, FNV-1a hash of it
  *   attr     := IDENT '=' (INT | FLOAT | '[' [INT {',' INT}] ']' | DTYPE)
+ *               (post's entries are epilogue steps, printed by name:
+ *               post=[add,relu]; their GRAPH_POST_* codes parse too)
  *   KIND     := 'value' | 'decision' | 'buffer' | 'size'
  *   POLICY   := 'strict' | 'warn' | 'off'
  *   prov     := IDENT '=' STRING ':' INT STRING ['[' [frame {',' frame}] ']']

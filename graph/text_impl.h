@@ -64,6 +64,12 @@ int graph_text_utf8_len(const unsigned char *s);
 void graph_text_sanitize(char *s);
 /* Writes s bare when it is an IDENT, else quoted. */
 void graph_text_put_name(FILE *f, const char *s);
+
+/* The epilogue steps' names in text IR (`post=[add,relu]`): the name of
+ * GRAPH_POST_* code c, or NULL for a code without one; and the code of a
+ * name of n bytes, or -1. */
+const char *graph_text_post_name(int64_t c);
+int graph_text_post_code(const char *s, size_t n);
 /* Writes a type: f32[B,784], dyn dims by symbol name. */
 void graph_text_put_type(FILE *f, const graph *g, const graph_value *v);
 

@@ -97,7 +97,9 @@ static int parse_source(text_parser *p, const text_def *defs, int ndefs,
 
 /* ---- attributes ---- */
 
-static int parse_ints(text_parser *p, const char *what, graph_ints *v)
+/* A list of ints; with post, an entry may be an epilogue step's name
+ * (`post=[add,relu]`, as printed) as well as its code. */
+static int parse_ints(text_parser *p, const char *what, int post, graph_ints *v)
 {
     memset(v, 0, sizeof *v);
     if (!graph_text_is_punct(p, '['))
@@ -109,8 +111,17 @@ static int parse_ints(text_parser *p, const char *what, graph_ints *v)
         if (v->n == GRAPH_MAX_INTS)
             return graph_text_fail(p, p->tok.pos, "%s has more than %d entries",
                                    what, GRAPH_MAX_INTS);
-        if (graph_text_get_i64(p, "an integer", &v->v[v->n]) < 0)
+        if (post && p->tok.kind == TK_IDENT) {
+            int c = graph_text_post_code(p->s + p->tok.pos, p->tok.len);
+            if (c < 0)
+                return graph_text_fail_tok(p, "expected an epilogue step (add, relu, gelu, "
+                                           "sigmoid, tanh, silu, leaky_relu, clip, hardsigmoid, "
+                                           "hardswish) or its code for %s", what);
+            v->v[v->n] = c;
+            graph_text_next(p);
+        } else if (graph_text_get_i64(p, "an integer", &v->v[v->n]) < 0) {
             return -1;
+        }
         v->n++;
     }
     graph_text_next(p);
@@ -139,7 +150,7 @@ static int parse_attr_value(text_parser *p, const graph_attr_desc *d,
     }
     case GRAPH_ATTR_INTS: {
         graph_ints x;
-        if (parse_ints(p, what, &x) < 0)
+        if (parse_ints(p, what, !strcmp(d->name, "post"), &x) < 0)
             return -1;
         memcpy(field, &x, sizeof x);
         return 0;

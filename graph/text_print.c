@@ -288,6 +288,28 @@ static void put_comment(printer *p, int32_t prov)
     fprintf(p->f, "  # %s", buf);
 }
 
+static const char *const post_names[] = {
+    [GRAPH_POST_ADD] = "add",          [GRAPH_POST_RELU] = "relu",
+    [GRAPH_POST_GELU] = "gelu",        [GRAPH_POST_SIGMOID] = "sigmoid",
+    [GRAPH_POST_TANH] = "tanh",        [GRAPH_POST_SILU] = "silu",
+    [GRAPH_POST_LEAKY_RELU] = "leaky_relu", [GRAPH_POST_CLIP] = "clip",
+    [GRAPH_POST_HARDSIGMOID] = "hardsigmoid", [GRAPH_POST_HARDSWISH] = "hardswish",
+};
+#define NPOST ((int64_t)(sizeof post_names / sizeof post_names[0]))
+
+const char *graph_text_post_name(int64_t c)
+{
+    return c > 0 && c < NPOST ? post_names[c] : NULL;
+}
+
+int graph_text_post_code(const char *s, size_t n)
+{
+    for (int c = 1; c < NPOST; c++)
+        if (post_names[c] && strlen(post_names[c]) == n && !memcmp(post_names[c], s, n))
+            return c;
+    return -1;
+}
+
 static void put_attrs(printer *p, const graph_node *n)
 {
     const graph_op_info *info = &graph_ops[n->op];
@@ -334,9 +356,17 @@ static void put_attrs(printer *p, const graph_node *n)
             graph_text_put_str(p->f, s);
         } else {
             int cnt = ints.n > GRAPH_MAX_INTS ? GRAPH_MAX_INTS : ints.n;
+            int post = !strcmp(d[k].name, "post"); /* epilogue steps by name */
             fputc('[', p->f);
-            for (int i = 0; i < cnt; i++)
-                fprintf(p->f, i ? ",%lld" : "%lld", (long long)ints.v[i]);
+            for (int i = 0; i < cnt; i++) {
+                const char *name = post ? graph_text_post_name(ints.v[i]) : NULL;
+                if (i)
+                    fputc(',', p->f);
+                if (name)
+                    fputs(name, p->f);
+                else
+                    fprintf(p->f, "%lld", (long long)ints.v[i]);
+            }
             fputc(']', p->f);
         }
     }

@@ -585,6 +585,9 @@ static const struct {
     {H "  %1: f32[2], %2: f32[2] = relu(%x)\n" R,
      "line 2, col 28: relu makes 1 output but 2 are written"},
     {H "  %1: f32[2] = relu(%x) {alpha=1}\n" R, "line 2, col 26: relu has no attribute 'alpha'"},
+    {H "  %1: f32[2] = linear_ep(%x, %x) {post=[relu,frob]}\n" R,
+     "line 2, col 46: expected an epilogue step (add, relu, gelu, sigmoid, tanh, silu, "
+     "leaky_relu, clip, hardsigmoid, hardswish) or its code for attribute 'post', got 'frob'"},
     {H "  %1: f32[2] = leaky_relu(%x) {beta=1}\n" R,
      "line 2, col 32: leaky_relu has no attribute 'beta'"},
     {H "  %1: f32[2] = leaky_relu(%x) {alpha=[1]}\n" R,
@@ -704,6 +707,31 @@ static void test_errors(void)
     graph_free(g);
 }
 
+/* Epilogue steps print by name (`post=[add,relu]`, not raw codes), and
+ * both forms parse to the same codes (issue 33, item 8). */
+static void test_post_names(void)
+{
+    const char *text = "graph t(%x: f32[2,3], %r: f32[2,4]) -> (y: f32[2,4]) {\n"
+                       "  %w: f32[4,3] = const [1,2,3,4,5,6,7,8,9,10,11,12]\n"
+                       "  %b: f32[4] = const [1,2,3,4]\n"
+                       "  %y: f32[2,4] = linear_ep(%x, %w, %b, %r) {post=[1,2,8], clip_max=6}\n"
+                       "  return y = %y\n}\n";
+    char err[512] = "";
+    graph *g = parse(text, strlen(text), err, sizeof err);
+    CHECK_MSG(g != NULL, "codes parse: %s", err);
+    char *t = g ? graph_print_str(g, NULL, NULL) : NULL;
+    CHECK_MSG(t && strstr(t, "{post=[add,relu,clip], clip_max=6}"), "printed by name: %s",
+              t ? t : "");
+    graph *h = t ? parse(t, strlen(t), err, sizeof err) : NULL;
+    CHECK_MSG(h != NULL, "names parse back: %s", err);
+    const graph_linear_ep_attrs *a = h ? graph_node_attrs(&h->nodes[0]) : NULL;
+    CHECK(a && a->post.n == 3 && a->post.v[0] == GRAPH_POST_ADD &&
+          a->post.v[1] == GRAPH_POST_RELU && a->post.v[2] == GRAPH_POST_CLIP);
+    free(t);
+    graph_free(h);
+    graph_free(g);
+}
+
 /* Every prefix of a valid text: an error or a graph, never a crash. */
 static void test_prefixes(void)
 {
@@ -774,6 +802,7 @@ int main(void)
     test_doc_example();
     test_free_text();
     test_errors();
+    test_post_names();
     test_prefixes();
     test_dot();
     return check_done();
