@@ -14,9 +14,7 @@ static double element(const void *data, graph_dtype dt, int64_t i)
     }
 }
 
-/* The guarded value as a user knows it: input "x", param "w", or the
- * intermediate's id and the op that made it. */
-static const char *value_str(const graph *g, int32_t v, char *buf, size_t len)
+char *graph_guard_value_str(const graph *g, int32_t v, char *buf, size_t len)
 {
     if (v < 0 || v >= g->nvalues) {
         snprintf(buf, len, "value %%%d (out of range)", v);
@@ -26,9 +24,19 @@ static const char *value_str(const graph *g, int32_t v, char *buf, size_t len)
     if ((val->kind == GRAPH_VALUE_INPUT || val->kind == GRAPH_VALUE_PARAM) && val->name)
         snprintf(buf, len, "%s \"%s\"", graph_value_kind_name(val->kind), val->name);
     else if (val->kind == GRAPH_VALUE_INTER && val->node >= 0 && val->node < g->nnodes)
-        snprintf(buf, len, "%%%d (the output of %s)", v, graph_ops[g->nodes[val->node].op].name);
+        snprintf(buf, len, "the %s result", graph_ops[g->nodes[val->node].op].name);
     else
-        snprintf(buf, len, "%%%d", v);
+        snprintf(buf, len, "a %s", graph_value_kind_name(val->kind));
+    return buf;
+}
+
+/* "guard N" for gd when it is one of g's guards ("a guard" for a copy). */
+static const char *guard_no(const graph *g, const graph_guard *gd, char *buf, size_t len)
+{
+    if (gd >= g->guards && gd < g->guards + g->nguards)
+        snprintf(buf, len, "guard %d", (int)(gd - g->guards));
+    else
+        snprintf(buf, len, "a guard");
     return buf;
 }
 
@@ -48,7 +56,7 @@ static int size_check(const graph *g, const graph_guard *gd, const graph_type *t
     if (msg && len) {
         char site[300], what[160], sym[80] = "";
         graph_prov_str(g, gd->prov, site, sizeof site);
-        value_str(g, gd->value, what, sizeof what);
+        graph_guard_value_str(g, gd->value, what, sizeof what);
         const graph_value *v = gd->value >= 0 && gd->value < g->nvalues ? &g->values[gd->value]
                                                                           : NULL;
         if (v && d >= 0 && d < v->type.ndim && (v->dyn >> d & 1) && v->sym[d] >= 0 &&
@@ -96,9 +104,10 @@ int graph_guard_check(const graph *g, const graph_guard *gd,
         return 0;
     if (!msg || !len)
         return gd->policy == GRAPH_GUARD_WARN ? 1 : 2;
-    char site[300], what[160], now[96];
+    char site[300], what[160], now[96], no[32];
     graph_prov_str(g, gd->prov, site, sizeof site);
-    value_str(g, gd->value, what, sizeof what);
+    graph_guard_value_str(g, gd->value, what, sizeof what);
+    guard_no(g, gd, no, sizeof no);
     const char *head = gd->policy == GRAPH_GUARD_WARN
                            ? "warn-policy guard changed (the run went on; what the trace "
                              "derived from the read may be wrong)"
@@ -109,26 +118,26 @@ int graph_guard_check(const graph *g, const graph_guard *gd,
     if (gd->kind == GRAPH_GUARD_DECISION) {
         if (in_range)
             snprintf(now, sizeof now, "replay's data makes it %s", v != 0.0 ? "true" : "false");
-        snprintf(msg, len, "%s: the decision at %s (eager_bool of %s) recorded the branch taken, "
-                 "%s, and the trace followed that branch only; %s, a path the graph does not hold: "
-                 "trace it with data that takes it, or compute both sides and pick with "
-                 "eager_where",
-                 head, site, what, gd->expect != 0.0 ? "true" : "false", now);
+        snprintf(msg, len, "%s: the decision at %s (%s: eager_bool of %s) recorded the branch "
+                 "taken, %s, and the trace followed that branch only; %s, a path the graph does "
+                 "not hold: trace it with data that takes it, or compute both sides and pick "
+                 "with eager_where",
+                 head, site, no, what, gd->expect != 0.0 ? "true" : "false", now);
     } else if (gd->kind == GRAPH_GUARD_BUFFER) {
-        snprintf(msg, len, "%s: the buffer read at %s (eager_data of %s) recorded the hash of "
-                 "all its data, %016llx, and replay's data differs (hash %016llx); " PEEK_HINT
+        snprintf(msg, len, "%s: the buffer read at %s (%s: eager_data of %s) recorded the hash "
+                 "of all its data, %016llx, and replay's data differs (hash %016llx); " PEEK_HINT
                  "; if a branch depends on it, compute the condition as a tensor and read it "
                  "with eager_bool; " POLICY_HINT,
-                 head, site, what, (unsigned long long)gd->hash, (unsigned long long)hash);
+                 head, site, no, what, (unsigned long long)gd->hash, (unsigned long long)hash);
     } else {
         if (in_range)
             snprintf(now, sizeof now, "replay read %.9g", v);
-        snprintf(msg, len, "%s: the value read at %s (eager_item / eager_get) took element "
+        snprintf(msg, len, "%s: the value read at %s (%s: eager_item / eager_get) took element "
                  "%lld of %s and recorded its exact value %.9g; %s; if only the branch taken "
                  "on it matters, record the decision instead: eager_bool on a comparison ("
                  BOOL_HINT ") holds for all data that takes the same branch; " PEEK_HINT "; "
                  POLICY_HINT,
-                 head, site, (long long)gd->index, what, gd->expect, now);
+                 head, site, no, (long long)gd->index, what, gd->expect, now);
     }
     return gd->policy == GRAPH_GUARD_WARN ? 1 : 2;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "text_impl.h"
 
 static const char *guard_kind(graph_guard_kind k)
 {
@@ -88,11 +89,15 @@ void trace_summary(const graph *g, FILE *f)
                          "node fixed)" : "");
     for (int32_t i = 0; i < g->nguards; i++) {
         const graph_guard *gd = &g->guards[i];
-        fprintf(f, "    %s %s of %%%d", guard_policy(gd->policy), guard_kind(gd->kind), gd->value);
+        char what[160];
+        graph_guard_value_str(g, gd->value, what, sizeof what);
+        fprintf(f, "    guard %d: %s %s of ", (int)i, guard_policy(gd->policy),
+                guard_kind(gd->kind));
         if (gd->kind == GRAPH_GUARD_BUFFER)
-            fprintf(f, " (hash %016llx)", (unsigned long long)gd->hash);
+            fprintf(f, "%s (hash %016llx)", what, (unsigned long long)gd->hash);
         else
-            fprintf(f, "[%lld] == %.9g", (long long)gd->index, gd->expect);
+            fprintf(f, "%s %lld of %s == %.9g", gd->kind == GRAPH_GUARD_SIZE ? "dim" : "element",
+                    (long long)gd->index, what, gd->expect);
         fprintf(f, " at %s\n", graph_prov_str(g, gd->prov, site, sizeof site));
     }
 }

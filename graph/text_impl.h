@@ -65,6 +65,16 @@ void graph_text_sanitize(char *s);
 /* Writes s bare when it is an IDENT, else quoted. */
 void graph_text_put_name(FILE *f, const char *s);
 
+/*
+ * A guarded value as the summary (trace_summary, `tracegraph info`) and a
+ * failed guard's message both name it, the same before and after
+ * optimizing: input "x", param "w", or "the <op> result" of the node that
+ * made it (every pass renumbers value ids, so they are no part of the
+ * name; the guard's number and its call site are).  Writes buf (len
+ * bytes) and returns it.
+ */
+char *graph_guard_value_str(const graph *g, int32_t v, char *buf, size_t len);
+
 /* The epilogue steps' names in text IR (`post=[add,relu]`): the name of
  * GRAPH_POST_* code c, or NULL for a code without one; and the code of a
  * name of n bytes, or -1. */

@@ -105,7 +105,7 @@ has out "specialized: none"
 has out "oneDNN kernels (2 conv / matmul nodes, CPU, 1 thread):"
 expect 0 "$TG" info branchy.tgraph
 has out "guards: 1"
-has out "strict decision of %3[0] == 1 at $site"
+has out "guard 0: strict decision of element 0 of the gt result == 1 at $site"
 has out "constants: 1, 4 bytes"
 
 # ---- dump ----
@@ -212,13 +212,20 @@ has err 'tracegraph run: replay: input "x" is f32[4,31], the plan takes f32[B,32
 expect 1 "$TG" run mlp.tgraph -i x=mlp_int.npy
 has err 'tracegraph run: replay: input "x" is i32[4,32], the plan takes f32[B,32]'
 expect 3 "$TG" run branchy.tgraph -i branchy_other.npy
-has err "tracegraph run: replay: guard failed: the decision at $site"
+has err "tracegraph run: replay: guard failed: the decision at $site (guard 0: eager_bool of the gt result)"
+# optimized, the guarded value is named as before in info and in the error
+# (value ids are renumbered by every pass; the guard's number and site stay)
+expect 0 "$TG" opt -O3 branchy.tgraph branchy3.tgraph
+expect 0 "$TG" info branchy3.tgraph
+has out "guard 0: strict decision of element 0 of the gt result == 1 at $site"
+expect 3 "$TG" run branchy3.tgraph -i branchy_other.npy
+has err "tracegraph run: replay: guard failed: the decision at $site (guard 0: eager_bool of the gt result)"
 # a warn-policy guard that changed: exit 0, its message on stderr (once)
 wsite=$(cat warnread_site.txt) # "make_model.c:LINE warnread"
 expect 0 "$TG" run warnread.tgraph -i warnread_x.npy
 lacks err "warn-policy"
 expect 0 "$TG" run warnread.tgraph -i warnread_other.npy
-has err "tracegraph: replay: warn-policy guard changed (the run went on; what the trace derived from the read may be wrong): the value read at $wsite (eager_item / eager_get) took element 0 of %1 (the output of reduce_max) and recorded its exact value 2; replay read 5; "
+has err "tracegraph: replay: warn-policy guard changed (the run went on; what the trace derived from the read may be wrong): the value read at $wsite (guard 0: eager_item / eager_get) took element 0 of the reduce_max result and recorded its exact value 2; replay read 5; "
 has err "use eager_peek, which records nothing"
 has err "(written once per session; replay_opts.guard_warn takes these messages instead)"
 has out "y: f32[3] = ["

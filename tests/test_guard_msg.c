@@ -113,9 +113,9 @@ static void test_value(void)
         /* the same branch fails: the exact value was recorded */
         CHECK(replay_once(g, same_sign, NULL, msg, sizeof msg) == TG_ERR_GUARD);
         char want[256];
-        snprintf(want, sizeof want, "replay: guard failed: the value read at %s (eager_item / "
-                 "eager_get) took element 0 of %%1 (the output of reduce_sum) and recorded its "
-                 "exact value 2.5; replay read 3.5; ", site);
+        snprintf(want, sizeof want, "replay: guard failed: the value read at %s (guard 0: "
+                 "eager_item / eager_get) took element 0 of the reduce_sum result and recorded "
+                 "its exact value 2.5; replay read 3.5; ", site);
         HAS(msg, want);
         HAS(msg, "if only the branch taken on it matters, record the decision instead: "
                  "eager_bool on a comparison (eager_bool(eager_gt(t, eager_scalar(0)))) holds "
@@ -133,8 +133,8 @@ static void test_value(void)
         graph_type one = {GRAPH_F32, 1, {1}};
         float v = 1;
         CHECK(graph_guard_check(g, &gd, &one, &v, msg, sizeof msg) == 2);
-        HAS(msg, "took element 2 of %1 (the output of reduce_sum) and recorded its exact "
-                 "value 2.5; replay's tensor has 1 elements;");
+        HAS(msg, "(a guard: eager_item / eager_get) took element 2 of the reduce_sum result "
+                 "and recorded its exact value 2.5; replay's tensor has 1 elements;");
     }
     graph_free(g);
     eager_pool_pop();
@@ -153,11 +153,11 @@ static void test_decision(void)
         CHECK(strcmp(msg, "") == 0);
         CHECK(replay_once(g, other, NULL, msg, sizeof msg) == TG_ERR_GUARD);
         char want[512];
-        snprintf(want, sizeof want, "replay: guard failed: the decision at %s (eager_bool of %%3 "
-                 "(the output of gt)) recorded the branch taken, true, and the trace followed "
-                 "that branch only; replay's data makes it false, a path the graph does not "
-                 "hold: trace it with data that takes it, or compute both sides and pick with "
-                 "eager_where", site);
+        snprintf(want, sizeof want, "replay: guard failed: the decision at %s (guard 0: "
+                 "eager_bool of the gt result) recorded the branch taken, true, and the trace "
+                 "followed that branch only; replay's data makes it false, a path the graph "
+                 "does not hold: trace it with data that takes it, or compute both sides and "
+                 "pick with eager_where", site);
         CHECK_MSG(strcmp(msg, want) == 0, "got  %s\nwant %s", msg, want);
     }
     graph_free(g);
@@ -175,8 +175,8 @@ static void test_buffer(void)
         CHECK(replay_once(g, traced, NULL, msg, sizeof msg) == TG_OK);
         CHECK(replay_once(g, same_sign, NULL, msg, sizeof msg) == TG_ERR_GUARD);
         char want[512];
-        snprintf(want, sizeof want, "replay: guard failed: the buffer read at %s (eager_data of "
-                 "input \"x\") recorded the hash of all its data, %016llx, and replay's data "
+        snprintf(want, sizeof want, "replay: guard failed: the buffer read at %s (guard 0: "
+                 "eager_data of input \"x\") recorded the hash of all its data, %016llx, and replay's data "
                  "differs (hash %016llx); for a read that decides nothing (a debug print) use "
                  "eager_peek, which records nothing; if a branch depends on it, compute the "
                  "condition as a tensor and read it with eager_bool; trace_opts.value_reads",
@@ -215,9 +215,9 @@ static void test_warn(void)
     char site[64], want[512];
     snprintf(site, sizeof site, "test_guard_msg.c:%d by_item", read_line);
     snprintf(want, sizeof want, "warn-policy guard changed (the run went on; what the trace "
-             "derived from the read may be wrong): the value read at %s (eager_item / "
-             "eager_get) took element 0 of %%1 (the output of reduce_sum) and recorded its exact "
-             "value 2.5; replay read 3.5; ", site);
+             "derived from the read may be wrong): the value read at %s (guard 0: eager_item / "
+             "eager_get) took element 0 of the reduce_sum result and recorded its exact value "
+             "2.5; replay read 3.5; ", site);
     if (g) {
         /* a handler gets every change, on every run */
         seen sn = {0, ""};
