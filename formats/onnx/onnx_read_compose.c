@@ -249,7 +249,8 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     if (count > 0 && !mask)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for a %lldx%lld mask", LL(rows),
                          LL(cols));
-    for (int64_t i = 0; i < rows; i++)
+    /* over the count, not rows: [2^40, 0] holds no element but 2^40 rows */
+    for (int64_t i = 0; count > 0 && i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
     int32_t m;
