@@ -138,6 +138,47 @@ static void bad_composed(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (Resize): resizing axis 3 to 16777215: its taps would "
                 "take over 64 MiB");
+    /* sizes with a 0 (and scales whose floor is 0: 0.5 of 1) make an empty
+     * output, as ONNX Runtime does; they were refused.  The other axes are
+     * still resized in the output's shape: [1, 0, 4, 3] */
+    for (int by_scales = 0; by_scales < 2; by_scales++) {
+        static const int64_t x1[4] = {1, 1, 2, 2};
+        float scv[4] = {1, 0.5f, 2, 1.5f};
+        int64_t scd[1] = {4};
+        Onnx__TensorProto sc = ONNX__TENSOR_PROTO__INIT, *ts[1] = {&sc};
+        char *sin[4] = {"x", "", "s", ""};
+        mb_tensor_type(&b, 0, 1, 4, x1);
+        szv[0] = 1, szv[1] = 0, szv[2] = 4, szv[3] = 3;
+        if (by_scales) {
+            sc.name = "s";
+            sc.has_data_type = 1;
+            sc.data_type = 1;
+            sc.n_dims = 1;
+            sc.dims = scd;
+            sc.n_float_data = 4;
+            sc.float_data = scv;
+            b.g.initializer = ts;
+            b.node.input = sin;
+            b.node.n_input = 3;
+        }
+        char err[512];
+        tg_status st;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize to 0 by %s imports: %s", by_scales ? "scales" : "sizes",
+                  err);
+        if (g) {
+            const graph_type *yt = &g->values[g->outputs[0].value].type;
+            CHECK(yt->ndim == 4 && yt->dim[0] == 1 && yt->dim[1] == 0 && yt->dim[2] == 4 &&
+                  yt->dim[3] == 3);
+            static const float xv[4] = {1, 2, 3, 4};
+            run_against("Resize to 0", g, TG_SHAPE(1, 1, 2, 2), xv, NULL, 0, 0);
+            graph_free(g);
+        }
+        b.g.initializer = szs;
+        b.node.input = rin;
+        b.node.n_input = 4;
+    }
+    szv[1] = 8;
     /* an axis of size 0 resized to 4: the scale was infinite and the
      * coordinates NaN, cast to int64 */
     static const int64_t x0[4] = {1, 8, 0, 2};

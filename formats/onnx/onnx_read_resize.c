@@ -181,6 +181,15 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
     return n;
 }
 
+/* whether a dim of t other than a is 0 */
+static int zero_dim_other(const graph_type *t, int a)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (d != a && t->dim[d] == 0)
+            return 1;
+    return 0;
+}
+
 /*
  * Resizes axis a of *y (size in) to out: gathers and weighted sums as
  * the header says.  A map that is the identity adds nothing.
@@ -193,6 +202,20 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
     if (in == 0 && out == 0)
         return TG_OK; /* empty stays empty (Upsample) */
+    if (out == 0) { /* an empty output is legal ONNX (ORT gives it): no taps */
+        if (onnx_dynamic_dims(r, *y) >> a & 1)
+            r->specialized = 1; /* 0 from the traced size; another may give more */
+        return onnx_slice_axis(r, *y, a, 0, 0, 1, y);
+    }
+    if (in == 0 && graph_type_numel(yt) == 0 && zero_dim_other(yt, a)) {
+        /* another axis is already 0 (resized to 0 first): the output is as
+         * empty, its shape the only thing to make */
+        graph_type t = *yt;
+        t.dim[a] = out;
+        if (onnx_dynamic_dims(r, *y))
+            r->specialized = 1;
+        return onnx_reshape_to(r, *y, 0, t.dim, t.ndim, y);
+    }
     /* the scale would be infinite and every coordinate NaN */
     if (in == 0)
         return onnx_fail(r, TG_ERR_SHAPE, "axis %d has size 0: there is no element to "
@@ -298,8 +321,8 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
         if (sz.n != nd)
             return onnx_fail(r, TG_ERR_FORMAT, "sizes has %d entries for %d dims", sz.n, nd);
         for (int d = 0; d < nd; d++) {
-            if (sz.v[d] < 1 || sz.v[d] > ((int64_t)1 << 31))
-                return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = %lld is not in 1..2^31", d,
+            if (sz.v[d] < 0 || sz.v[d] > ((int64_t)1 << 31))
+                return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = %lld is not in 0..2^31", d,
                                  LL(sz.v[d]));
             out[d] = sz.v[d];
             scale[d] = (double)out[d] / (double)xt->dim[d];
@@ -317,7 +340,7 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
     for (int d = 0; d < nd; d++) {
         double sc = ((const float *)e->data)[d];
         double o = floor((double)xt->dim[d] * sc);
-        if (!(sc > 0) || o < 1 || o > (double)((int64_t)1 << 31))
+        if (!(sc > 0) || o > (double)((int64_t)1 << 31))
             return onnx_fail(r, TG_ERR_FORMAT, "scales[%d] = %g gives %g elements from %lld",
                              d, sc, o, LL(xt->dim[d]));
         out[d] = (int64_t)o;
@@ -402,8 +425,13 @@ tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op)
                          graph_dtype_name(xt->dtype));
     graph_type x0 = *xt; /* onnx_add may move the value table */
     st = out_sizes(r, x, &x0, out, scale);
-    /* the last axes first: the gathers there move the smallest blocks */
+    /* the axes resized to 0 first (the gathers after them move nothing),
+     * then the last axes first: the gathers there move the smallest blocks */
+    for (int d = 0; st == TG_OK && d < x0.ndim; d++)
+        if (out[d] == 0)
+            st = resize_axis(r, &s, &x, d, 0, scale[d]);
     for (int d = x0.ndim - 1; st == TG_OK && d >= 0; d--)
-        st = resize_axis(r, &s, &x, d, out[d], scale[d]);
+        if (out[d] != 0)
+            st = resize_axis(r, &s, &x, d, out[d], scale[d]);
     return st == TG_OK ? onnx_bind(r, 0, x) : st;
 }
