@@ -138,16 +138,25 @@ static void bad_composed(void)
     expect_fail(&b, TG_ERR_UNSUPPORTED,
                 "mem.onnx: node 0 'n0' (Resize): resizing axis 3 to 16777215: its taps would "
                 "take over 64 MiB");
-    /* sizes with a 0 (and scales whose floor is 0: 0.5 of 1) make an empty
-     * output, as ONNX Runtime does; they were refused.  The other axes are
-     * still resized in the output's shape: [1, 0, 4, 3] */
-    for (int by_scales = 0; by_scales < 2; by_scales++) {
+    /* scales whose floor is 0 (0.5 of 1) make an empty output, as ONNX
+     * Runtime does, and sizes of 0 keep an empty axis empty; they were
+     * refused.  The other axes are still resized in the output's shape:
+     * [1, 0, 4, 3].  Sizes of 0 from 1 are a scale of 0, which ORT refuses */
+    {
         static const int64_t x1[4] = {1, 1, 2, 2};
+        mb_tensor_type(&b, 0, 1, 4, x1);
+        szv[0] = 1, szv[1] = 0, szv[2] = 4, szv[3] = 3;
+        expect_fail(&b, TG_ERR_FORMAT, "mem.onnx: node 0 'n0' (Resize): sizes[1] = 0 from 1: "
+                    "a scale of 0 (an empty axis stays empty; scales whose floor is 0 empty "
+                    "one)");
+    }
+    for (int by_scales = 0; by_scales < 2; by_scales++) {
+        static const int64_t x1[4] = {1, 1, 2, 2}, xe[4] = {1, 0, 2, 2};
         float scv[4] = {1, 0.5f, 2, 1.5f};
         int64_t scd[1] = {4};
         Onnx__TensorProto sc = ONNX__TENSOR_PROTO__INIT, *ts[1] = {&sc};
         char *sin[4] = {"x", "", "s", ""};
-        mb_tensor_type(&b, 0, 1, 4, x1);
+        mb_tensor_type(&b, 0, 1, 4, by_scales ? x1 : xe);
         szv[0] = 1, szv[1] = 0, szv[2] = 4, szv[3] = 3;
         if (by_scales) {
             sc.name = "s";
@@ -171,7 +180,8 @@ static void bad_composed(void)
             CHECK(yt->ndim == 4 && yt->dim[0] == 1 && yt->dim[1] == 0 && yt->dim[2] == 4 &&
                   yt->dim[3] == 3);
             static const float xv[4] = {1, 2, 3, 4};
-            run_against("Resize to 0", g, TG_SHAPE(1, 1, 2, 2), xv, NULL, 0, 0);
+            run_against("Resize to 0", g, by_scales ? TG_SHAPE(1, 1, 2, 2) : TG_SHAPE(1, 0, 2, 2),
+                        xv, NULL, 0, 0);
             graph_free(g);
         }
         b.g.initializer = szs;

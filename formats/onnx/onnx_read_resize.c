@@ -324,6 +324,12 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
             if (sz.v[d] < 0 || sz.v[d] > ((int64_t)1 << 31))
                 return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = %lld is not in 0..2^31", d,
                                  LL(sz.v[d]));
+            /* its scale would be 0, which ONNX Runtime refuses ("Scale value
+             * should be greater than 0"): only an empty axis stays empty */
+            if (sz.v[d] == 0 && xt->dim[d] != 0)
+                return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = 0 from %lld: a scale of 0 "
+                                 "(an empty axis stays empty; scales whose floor is 0 "
+                                 "empty one)", d, LL(xt->dim[d]));
             out[d] = sz.v[d];
             scale[d] = (double)out[d] / (double)xt->dim[d];
         }
@@ -351,7 +357,9 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
 
 /*
  * Upsample (opsets 7 to 9, deprecated by Resize): nearest only, scales
- * >= 1 (an attribute before opset 9, input 1 from 9), as Resize with
+ * >= 1 as its spec says (ONNX Runtime's kernel refuses less too; only its
+ * shape inference lets a Shape of such an output through; an attribute
+ * before opset 9, input 1 from 9), as Resize with
  * asymmetric coordinates and nearest_mode floor: output o reads input
  * floor(o / scale), the reference's np.repeat for whole scales.
  */
@@ -386,8 +394,9 @@ static tg_status upsample_spec(onnx_reader *r, const graph_type *xt, resize_spec
     for (int d = 0; st == TG_OK && d < nd; d++) {
         double o = floor((double)xt->dim[d] * sc[d]);
         if (!(sc[d] >= 1) || o > (double)((int64_t)1 << 31))
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "Upsample scales[%d] = %g is not "
-                             "supported (only scales >= 1)", d, sc[d]);
+            return onnx_fail(r, TG_ERR_FORMAT, "Upsample scales[%d] = %g: Upsample-%lld "
+                             "takes scales >= 1 only (Resize downsamples)", d, sc[d],
+                             LL(r->opset < 9 ? 7 : 9));
         out[d] = (int64_t)o;
         scale[d] = sc[d];
     }
