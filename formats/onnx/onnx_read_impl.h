@@ -165,6 +165,12 @@ onnx_entry *onnx_find(const onnx_reader *r, const char *name);
 tg_status onnx_input(onnx_reader *r, int i, int32_t *v);
 /* The type of input i (present), constant or not. */
 tg_status onnx_input_type(onnx_reader *r, int i, const graph_type **t);
+/* Refuses input i unless its dtype is f32 (floats only: bool too when
+ * no_bool_only) while the opset is below since, naming the op's version
+ * whose type constraint forbids it: "input 0 is i64: Pad-2 takes floats
+ * only (ints from Pad-11)".  The older versions' T is narrower than ours,
+ * and ONNX Runtime refuses such a model. */
+tg_status onnx_older_types(onnx_reader *r, int i, int64_t since, int no_bool_only);
 /* Input i, which must be a constant known at load time (what names it). */
 tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                            const onnx_entry **e);

@@ -179,10 +179,26 @@ static tg_status cv_pow(onnx_reader *r, const onnx_op *op)
 static tg_status cv_variadic(onnx_reader *r, const onnx_op *op)
 {
     int32_t acc, x;
-    tg_status st = onnx_input(r, 0, &acc);
+    /* Sum and Mean take floats at every opset, Max and Min ints from 12 */
+    int64_t ints = op->op == GRAPH_OP_add ? INT64_MAX : 12;
+    tg_status st = onnx_older_types(r, 0, ints, 0);
+    const graph_type *t0 = NULL, *ti;
+    if (st == TG_OK)
+        st = onnx_input_type(r, 0, &t0);
+    graph_type first = st == TG_OK ? *t0 : (graph_type){0};
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &acc);
     for (size_t i = 1; st == TG_OK && i < r->node->n_input; i++) {
         int32_t in[2] = {acc, 0};
-        st = onnx_input(r, (int)i, &in[1]);
+        st = onnx_input_type(r, (int)i, &ti);
+        /* before opset 8 the inputs have one shape: no broadcasting */
+        if (st == TG_OK)
+            first.dtype = ti->dtype; /* shapes compared; dtypes are checked by the op */
+        if (st == TG_OK && r->opset < 8 && !graph_type_eq(ti, &first))
+            st = onnx_fail(r, TG_ERR_FORMAT, "input %d's shape is not input 0's: %s-6 does "
+                           "not broadcast (from %s-8)", (int)i, op->name, op->name);
+        if (st == TG_OK)
+            st = onnx_input(r, (int)i, &in[1]);
         if (st == TG_OK)
             st = onnx_add(r, op->op, in, 2, NULL, &acc, 1);
     }

@@ -133,6 +133,8 @@ tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
     int64_t axis;
     int32_t x;
     tg_status st = onnx_attr_int(r, "axis", 1, &axis);
+    if (st == TG_OK) /* Flatten-1 takes floats only */
+        st = onnx_older_types(r, 0, 9, 0);
     if (st == TG_OK)
         st = onnx_input(r, 0, &x);
     if (st != TG_OK)
@@ -363,6 +365,10 @@ tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK && r->opset >= 11 && onnx_has_input(r, 2) &&
         (st = onnx_const_scalar(r, 2, "constant_value", &v)) == TG_OK)
         a.value = (float)v;
+    if (st == TG_OK) /* Pad-2: floats; Pad-11: numbers; bool from Pad-13 */
+        st = onnx_older_types(r, 0, 11, 0);
+    if (st == TG_OK)
+        st = onnx_older_types(r, 0, 13, 1);
     if (st == TG_OK)
         st = onnx_input_type(r, 0, &x);
     if (st == TG_OK && onnx_has_input(r, 3))
