@@ -693,9 +693,32 @@ tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op)
  *   edge     before = x[0:1] expanded to b, after = x[n-1:n] expanded to e;
  *   reflect  before = x[b:0:-1], after = x[n-2:n-2-e:-1] (the border
  *            element not repeated: b and e at most n - 1);
- *   wrap     before = x[n-b:n], after = x[0:e] (b and e at most n).
+ *   wrap     before = x[n-b:n], after = x[0:e] (b and e at most n);
+ *            past n (ONNX's wrap is modular, as ONNX Runtime runs it) one
+ *            gather of x at (j mod n) for j in [-b, n + e): wrap_gather.
  * A padded dim that is dynamic is fixed at its traced size (specialized).
  */
+static tg_status wrap_gather(onnx_reader *r, int32_t x, int d, int64_t n, int64_t b, int64_t e,
+                             int32_t *y)
+{
+    int64_t out = n + b + e; /* b, e below 2^31, n below 2^40: no overflow */
+    if (out > ONNX_MAX_FOLD_BYTES / (int64_t)sizeof(int64_t))
+        return onnx_fail(r, TG_ERR_UNSUPPORTED, "mode 'wrap' pads dim %d of size %lld to "
+                         "%lld: its indices would take over %lld MiB", d, LL(n), LL(out),
+                         LL(ONNX_MAX_FOLD_BYTES >> 20));
+    int64_t *idx = tg_malloc(sizeof *idx * (size_t)out);
+    if (!idx)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld indices", LL(out));
+    for (int64_t j = 0; j < out; j++)
+        idx[j] = ((j - b) % n + n) % n;
+    graph_type it = {GRAPH_I64, 1, {out}};
+    graph_gather_attrs ga = {d};
+    int32_t in[2] = {x, -1};
+    tg_status st = onnx_const_value(r, &it, idx, &in[1]);
+    tg_free(idx);
+    return st == TG_OK ? onnx_add(r, GRAPH_OP_gather, in, 2, &ga, y, 1) : st;
+}
+
 tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads)
 {
     int32_t x;
@@ -716,13 +739,18 @@ tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pa
                              "is not supported", LL(b < 0 ? b : e), mode);
         if (!b && !e)
             continue;
-        int64_t most = pm == PAD_REFLECT ? n - 1 : pm == PAD_WRAP ? n : n ? INT32_MAX : 0;
+        int64_t most = pm == PAD_REFLECT ? n - 1 : n ? INT32_MAX : 0;
         if (b > most || e > most)
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' pads dim %d of size %lld by "
                              "%lld; at most %lld is supported", mode, d, LL(n),
                              LL(b > most ? b : e), LL(most));
         if (dyn >> d & 1)
             r->specialized = 1;
+        if (pm == PAD_WRAP && (b > n || e > n)) {
+            if ((st = wrap_gather(r, x, d, n, b, e, &x)) != TG_OK)
+                return st;
+            continue;
+        }
         int32_t parts[3] = {-1, x, -1};
         if (b)
             st = pm == PAD_REFLECT ? onnx_slice_axis(r, x, d, b, 0, -1, &parts[0])

@@ -616,6 +616,8 @@ int df_gen_pad(df_gen *g, df_cur *x, int arg)
                 p = d > 1 ? d - 1 : 0; /* reflect: at most dim - 1 */
             if ((mode == 2 || mode == 3) && d == 0)
                 p = 0;
+            if (mode == 3 && p > d) /* ORT leaves wrap's second lap zeros */
+                p = d;
             if (k == 0 && x->dyn && mode != 0)
                 p = 0;
             pads[e * nd + k] = p;
