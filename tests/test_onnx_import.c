@@ -658,6 +658,41 @@ static void older_opsets(void)
     CHECK(load_ok(&b));
 }
 
+/* A pool window larger than the padded input by at most a stride: that
+ * axis has floor(span / s) + 1 = 0 outputs, an empty output as ONNX
+ * Runtime gives (was refused; seed 5001 model 4355); by more, the spec's
+ * size is negative and the refusal names it. */
+static void pool_empty(void)
+{
+    for (int avg = 0; avg < 2; avg++) {
+        mb b;
+        Onnx__AttributeProto a[2], *as[2];
+        int64_t k[2] = {3, 2}, s[2] = {2, 1};
+        mb_init(&b, avg ? "AveragePool" : "MaxPool", "x", NULL);
+        mb_tensor_type(&b, 0, 1, 4, (const int64_t[]){1, 1, 2, 5});
+        mb_attr_at(&b, &a[0], as, 0, "kernel_shape", k, 2, NULL);
+        mb_attr_at(&b, &a[1], as, 1, "strides", s, 2, NULL);
+        char err[512];
+        tg_status st;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "a pool to 0 rows imports: %s", err);
+        if (g) {
+            const graph_type *yt = &g->values[g->outputs[0].value].type;
+            CHECK(yt->ndim == 4 && yt->dim[2] == 0 && yt->dim[3] == 4);
+            static const float xv[10] = {0};
+            run_against("a pool to 0 rows", g, TG_SHAPE(1, 1, 2, 5), xv, NULL, 0, 0);
+            graph_free(g);
+        }
+        k[0] = 4; /* 2 short of the kernel, with a stride of 1 */
+        s[0] = 1;
+        expect_fail(&b, TG_ERR_FORMAT, avg ? "mem.onnx: node 0 'n0' (AveragePool): avg_pool2d: "
+                    "[1,1,2,5]: output size -1x4 <= 0: padded input 2x5 is smaller than the "
+                    "effective kernel 4x2" : "mem.onnx: node 0 'n0' (MaxPool): max_pool2d: "
+                    "[1,1,2,5]: output size -1x4 <= 0: padded input 2x5 is smaller than the "
+                    "effective kernel 4x2");
+    }
+}
+
 static void rnn_refusals(void)
 {
     mb b;
@@ -817,6 +852,7 @@ int main(void)
     bad_inputs();
     bad_composed();
     older_opsets();
+    pool_empty();
     rnn_refusals();
     gather_nd();
     {   /* NonZero of a run-time value: its shape would depend on the data */

@@ -201,6 +201,58 @@ static tg_status pool_counts(onnx_reader *r, int32_t x, const window2d *w, int32
     return st == TG_OK ? onnx_add(r, GRAPH_OP_mul, in, 2, NULL, y, 1) : st;
 }
 
+/*
+ * A window larger than the padded input along an axis by at most a stride
+ * (span in -s..-1) gives that axis floor(span / s) + 1 = 0 outputs, as the
+ * spec's formula and ONNX Runtime do: an empty output, made from x0 (the
+ * node's input) sliced empty and reshaped to the output's shape (*done).
+ * Further than a stride the spec's size is negative (refused by the pool
+ * below); with ceil_mode the size is 1 unless the axis is empty and not
+ * padded before (the window would start past it).
+ */
+static tg_status pool_empty(onnx_reader *r, int32_t x0, int32_t x, const window2d *w,
+                            int *done)
+{
+    int64_t ceil_mode;
+    tg_status st = onnx_attr_int(r, "ceil_mode", 0, &ceil_mode);
+    const graph_type *xt = onnx_vtype(r, x);
+    int64_t out[3];
+    int empty = 0, nsp = 2 + w->three_d;
+    for (int i = 0; st == TG_OK && i < nsp; i++) { /* H, W, then D */
+        int ax = i < 2 ? h_axis(w) + i : 2;
+        int64_t b = i < 2 ? w->pads.v[i] : w->dpads[0], e = i < 2 ? w->pads.v[2 + i] : w->dpads[1];
+        /* sizes, pads, kernel and dilation below 2^31 (window_pads): no overflow */
+        int64_t span = xt->dim[ax] + b + e - ((w->k[i] - 1) * w->d[i] + 1);
+        int64_t sd = w->s[i], n = xt->dim[ax];
+        /* ceil_mode: ceil(span / s) + 1, less a last window that starts in
+         * the end padding: 0 only from an empty axis unpadded before */
+        if (span < 0 && (span < -sd || (ceil_mode && (span == -sd || n + b > 0))))
+            return st; /* the pool's own refusal names it */
+        out[i] = span < 0 ? 0 : span / sd + 1; /* ceil_pads has padded for ceil_mode */
+        empty |= span < 0;
+    }
+    if (st != TG_OK || !empty)
+        return st;
+    graph_type yt = *onnx_vtype(r, x0);
+    int nd = yt.ndim;
+    if (w->three_d)
+        yt.dim[2] = out[2];
+    if (!w->one_d)
+        yt.dim[nd - 2] = out[0];
+    yt.dim[nd - 1] = out[1];
+    if (onnx_dynamic_dims(r, x0))
+        r->specialized = 1; /* the reshape of 0 elements holds the traced sizes */
+    int32_t y;
+    st = onnx_slice_axis(r, x0, 0, 0, 0, 1, &y);
+    if (st == TG_OK)
+        st = onnx_reshape_to(r, y, 0, yt.dim, nd, &y);
+    if (st == TG_OK) {
+        *done = 1;
+        st = onnx_bind(r, 0, y);
+    }
+    return st;
+}
+
 tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
 {
     int32_t x, x0, y;
@@ -218,7 +270,10 @@ tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
         st = onnx_fail(r, TG_ERR_UNSUPPORTED, "storage_order 1 is not supported");
     if (st == TG_OK)
         st = pool_window(r, x, &w, count_pad);
-    if (st != TG_OK)
+    int done = 0;
+    if (st == TG_OK)
+        st = pool_empty(r, x0, x, &w, &done);
+    if (st != TG_OK || done)
         return st;
     if (w.three_d) { /* [N, C, D, H, W] to [N*D, C, H, W] */
         const graph_type *xt = onnx_vtype(r, x);

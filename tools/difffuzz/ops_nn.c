@@ -172,6 +172,8 @@ int df_gen_pool(df_gen *g, df_cur *x, int arg)
         w[i].k = df_range(g, 1, 3);
         w[i].s = df_chance(g, 50) ? 1 : df_range(g, 2, 3);
         w[i].d = can_dilate && df_chance(g, 25) ? 2 : 1;
+        if (ap == 1 || ap == 2) /* ORT pads a SAME pool as if undilated (a D of 9 gives 7) */
+            w[i].d = 1;
         w[i].pb = w[i].k > 1 && df_chance(g, 40) ? df_range(g, 0, (int)w[i].k - 1) : 0;
         w[i].pe = w[i].k > 1 && df_chance(g, 40) ? df_range(g, 0, (int)w[i].k - 1) : 0;
         int64_t span = w[i].d * (w[i].k - 1) + 1;
