@@ -693,6 +693,24 @@ static void pool_empty(void)
     }
 }
 
+/* ArgMax and ReduceMax over an axis of size 0: nothing to pick; refused
+ * by the importer, naming the axis and why (it was the graph's bare
+ * "argmax over an empty axis"). */
+static void empty_extremes(void)
+{
+    static const char *const ops[] = {"ArgMax", "ArgMin", "ReduceMax", "ReduceMin"};
+    for (int i = 0; i < 4; i++) {
+        mb b;
+        char want[256];
+        mb_init(&b, ops[i], "x", NULL);
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){0, 3});
+        snprintf(want, sizeof want, "mem.onnx: node 0 'n0' (%s): axis 0 has size 0: %s over no "
+                 "element is not supported (ONNX Runtime's answer has the wrong shape)", ops[i],
+                 ops[i]);
+        expect_fail(&b, TG_ERR_UNSUPPORTED, want);
+    }
+}
+
 static void rnn_refusals(void)
 {
     mb b;
@@ -853,6 +871,7 @@ int main(void)
     bad_composed();
     older_opsets();
     pool_empty();
+    empty_extremes();
     rnn_refusals();
     gather_nd();
     {   /* NonZero of a run-time value: its shape would depend on the data */

@@ -41,6 +41,8 @@ tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op)
         return st;
     if (noop) /* "the output tensor would be equivalent to input tensor" */
         return onnx_bind(r, 0, x);
+    if (is_min && (st = onnx_refuse_empty_extreme(r, x, &axes, 0)) != TG_OK)
+        return st;
     /* before the reduction */
     if (is_min)
         st = onnx_op2(r, GRAPH_OP_neg, x, -1, NULL, &x);

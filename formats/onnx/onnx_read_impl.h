@@ -171,6 +171,13 @@ tg_status onnx_input_type(onnx_reader *r, int i, const graph_type **t);
  * only (ints from Pad-11)".  The older versions' T is narrower than ours,
  * and ONNX Runtime refuses such a model. */
 tg_status onnx_older_types(onnx_reader *r, int i, int64_t since, int no_bool_only);
+/* ArgMax, ArgMin, ReduceMax, ReduceMin of x over an axis of size 0 (axes
+ * given, every axis when empty; else the one axis): refused, naming it.
+ * There is no element to pick; ONNX Runtime answers with a tensor of the
+ * wrong shape (the input's for ReduceMax, [0] for ArgMax of [0]), and the
+ * spec's -inf for ReduceMax (opset 18) has no ArgMax counterpart. */
+tg_status onnx_refuse_empty_extreme(onnx_reader *r, int32_t x, const graph_ints *axes,
+                                    int64_t axis);
 /* Input i, which must be a constant known at load time (what names it). */
 tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                            const onnx_entry **e);

@@ -146,6 +146,26 @@ tg_status onnx_older_types(onnx_reader *r, int i, int64_t since, int no_bool_onl
                      later);
 }
 
+tg_status onnx_refuse_empty_extreme(onnx_reader *r, int32_t x, const graph_ints *axes,
+                                    int64_t axis)
+{
+    const graph_type *t = onnx_vtype(r, x);
+    for (int d = 0; d < t->ndim; d++) {
+        int on = 0;
+        if (!axes)
+            on = axis == d || axis + t->ndim == d;
+        for (int k = 0; axes && k < axes->n; k++)
+            on |= axes->v[k] == d || axes->v[k] + t->ndim == d;
+        if (axes && axes->n == 0)
+            on = 1;
+        if (on && t->dim[d] == 0)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "axis %d has size 0: %s over no element "
+                             "is not supported (ONNX Runtime's answer has the wrong shape)", d,
+                             r->node->op_type);
+    }
+    return TG_OK;
+}
+
 tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                            const onnx_entry **out)
 {

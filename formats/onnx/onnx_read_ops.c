@@ -499,6 +499,8 @@ static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
         return st;
     if (noop)
         return onnx_bind(r, 0, x);
+    if (op->op == GRAPH_OP_reduce_max && (st = onnx_refuse_empty_extreme(r, x, &axes, 0)))
+        return st;
     /* reduce_sum/mean/max share one attribute layout: axes, keepdim */
     graph_reduce_sum_attrs a = {axes, keep != 0};
     st = onnx_add(r, op->op, &x, 1, &a, &y, 1);
@@ -518,6 +520,8 @@ static tg_status cv_arg(onnx_reader *r, const onnx_op *op)
         st = onnx_attr_int(r, "select_last_index", 0, &last);
     if (st == TG_OK)
         st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_refuse_empty_extreme(r, x, NULL, axis);
     if (st != TG_OK)
         return st;
     graph_argmax_attrs a = {axis, keep != 0, last != 0}; /* argmin's layout too */
