@@ -389,12 +389,15 @@ static tg_status check_node(onnx_reader *r, const onnx_op **op)
  * A converter that took a traced size but added no node (a Resize whose
  * sizes map a dynamic dim to itself at the traced size binds its input)
  * has no node for graph_guard_specialized to flag: the symbols of its
- * inputs' dynamic dims are guarded here, or a run at another size would
- * follow the input where the node fixes the size.
+ * inputs' dynamic dims are guarded here (every symbol when the traced
+ * size came in a constant, as graph_node_fixed_syms does), or a run at
+ * another size would follow the input where the node fixes the size.
  */
 static tg_status guard_no_node(onnx_reader *r, const Onnx__NodeProto *n)
 {
     uint64_t syms = 0;
+    if (r->g->nsyms == 0)
+        return TG_OK;
     for (size_t k = 0; k < n->n_input; k++) {
         const onnx_entry *e = n->input[k] && n->input[k][0] ? onnx_find(r, n->input[k]) : NULL;
         if (!e || e->value < 0)
@@ -404,8 +407,8 @@ static tg_status guard_no_node(onnx_reader *r, const Onnx__NodeProto *n)
             if (v->dyn >> d & 1 && v->sym[d] >= 0 && v->sym[d] < 64)
                 syms |= 1ull << v->sym[d];
     }
-    if (!syms)
-        return TG_OK;
+    if (!syms) /* the traced size came in a constant (Shape(x) padded): every symbol */
+        syms = ~0ull;
     if (graph_guard_syms(r->g, syms, r->prov) != TG_OK)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for its size guards");
     if (r->warn) { /* as warn_specialized says of a node */
