@@ -181,15 +181,6 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
     return n;
 }
 
-/* whether a dim of t other than a is 0 */
-static int zero_dim_other(const graph_type *t, int a)
-{
-    for (int d = 0; d < t->ndim; d++)
-        if (d != a && t->dim[d] == 0)
-            return 1;
-    return 0;
-}
-
 /*
  * Resizes axis a of *y (size in) to out: gathers and weighted sums as
  * the header says.  A map that is the identity adds nothing.
@@ -207,16 +198,8 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
             r->specialized = 1; /* 0 from the traced size; another may give more */
         return onnx_slice_axis(r, *y, a, 0, 0, 1, y);
     }
-    if (in == 0 && graph_type_numel(yt) == 0 && zero_dim_other(yt, a)) {
-        /* another axis is already 0 (resized to 0 first): the output is as
-         * empty, its shape the only thing to make */
-        graph_type t = *yt;
-        t.dim[a] = out;
-        if (onnx_dynamic_dims(r, *y))
-            r->specialized = 1;
-        return onnx_reshape_to(r, *y, 0, t.dim, t.ndim, y);
-    }
-    /* the scale would be infinite and every coordinate NaN */
+    /* the scale would be infinite and every coordinate NaN (ONNX Runtime
+     * refuses it too: "Input dim is zero", even when another axis is 0) */
     if (in == 0)
         return onnx_fail(r, TG_ERR_SHAPE, "axis %d has size 0: there is no element to "
                          "resize it to %lld from", a, LL(out));
