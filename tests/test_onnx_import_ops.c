@@ -617,6 +617,12 @@ static void specialized_others(void)
     mb_init(&b, "Shape", "x", NULL);
     mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
     expect_guarded(&b, "Shape", 0, "mem.onnx:0 graph output 'y' (a constant)");
+    /* Squeeze without axes over B: its rank depends on B (1 drops it);
+     * at B = 1 ours kept the traced rank where ORT drops the dim (seed
+     * 6003 model 2134) */
+    mb_init(&b, "Squeeze", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    expect_guarded(&b, "Squeeze", 1, "mem.onnx:1 n0 (Squeeze)");
 }
 
 int main(void)

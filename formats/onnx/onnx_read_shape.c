@@ -389,6 +389,13 @@ tg_status onnx_cv_squeeze(onnx_reader *r, const onnx_op *op)
     tg_status st = onnx_ints_operand(r, 1, 13, "axes", &a.axes, &present);
     if (st == TG_OK && op->op == GRAPH_OP_unsqueeze && !present)
         st = onnx_fail(r, TG_ERR_FORMAT, "axes is missing");
+    /* Squeeze without axes drops the dims of size 1: over a dynamic dim
+     * the output's rank depends on the run's size (ONNX Runtime drops it
+     * at 1, keeps it at 3), fixed here at the traced one */
+    int32_t x;
+    if (st == TG_OK && op->op == GRAPH_OP_squeeze && !present &&
+        (st = onnx_input(r, 0, &x)) == TG_OK && onnx_dynamic_dims(r, x))
+        r->specialized = 1;
     return st == TG_OK ? unary_node(r, op->op, &a) : st;
 }
 
