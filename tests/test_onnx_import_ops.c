@@ -239,6 +239,32 @@ static void newer_opsets(void)
                         "value");
         }
     }
+    /* nearest (floor, half_pixel) of [3,4] by scales [1.5, 0.6]: output
+     * column 1's coordinate 1.5 / 0.6 - 0.5 is 2 in single precision, as
+     * ONNX Runtime computes it (1.9999999 in double floored to 1: seed 6003
+     * model 3342); ORT's answer, rows 0 0 1 1 and columns 0 2 */
+    {
+        static const float x12[12] = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
+        static const float want[8] = {0, 2, 0, 2, 10, 12, 10, 12};
+        static float sc2[2] = {1.5f, 0.6f};
+        int64_t sd[1] = {2};
+        char *rin[3] = {"x", "", "sc"};
+        mb_init(&b, "Resize", "x", NULL);
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){3, 4});
+        b.node.input = rin;
+        b.node.n_input = 3;
+        tensor_init(&t, "sc", 1, 1, sd, sc2, 2);
+        ts[0] = &t;
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto ra[1], *ras[1] = {&ra[0]};
+        mb_attr_str(&b, &ra[0], ras, "nearest_mode", "floor");
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize nearest by 0.6 imports: %s", err);
+        if (g)
+            run_against("Resize nearest by 0.6", g, TG_SHAPE(3, 4), x12, want, 8, 0);
+        graph_free(g);
+    }
 }
 
 /*

@@ -123,6 +123,28 @@ static double source_coord(const resize_spec *s, int64_t o, int64_t in, int64_t 
     }
 }
 
+/*
+ * source_coord in single precision, as ONNX Runtime computes it: nearest
+ * rounds the coordinate, so a coordinate that is a whole number in exact
+ * arithmetic rounds as ORT's float does (scale 0.6 of 4, half_pixel,
+ * output 1: 1.5f / 0.6f is 2.5f, 2.0 whole, where the double 1.9999999
+ * floors to 1; seed 6003 model 3342).
+ */
+static float source_coord_f(const resize_spec *s, int64_t o, int64_t in, int64_t out,
+                            double scale)
+{
+    float sc = (float)scale, fo = (float)o, fin = (float)in, len = fin * sc;
+    switch (s->coord) {
+    case CT_HALF_PIXEL_SYMMETRIC:
+        return fin / 2 * (1 - (float)out / len) + (fo + 0.5f) / sc - 0.5f;
+    case CT_PYTORCH_HALF_PIXEL: return len > 1 ? (fo + 0.5f) / sc - 0.5f : 0.0f;
+    case CT_ALIGN_CORNERS: return len == 1 ? 0.0f : fo * (fin - 1) / (len - 1);
+    case CT_ASYMMETRIC: return fo / sc;
+    case CT_TF_HALF_PIXEL: return (fo + 0.5f) / sc;
+    default: return (fo + 0.5f) / sc - 0.5f;
+    }
+}
+
 /* Keys' cubic weights of the taps i0 - 1 .. i0 + 2 at offset t. */
 static void cubic_weights(double t, double A, double w[4])
 {
@@ -146,6 +168,9 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
         return 0;
     if (s->mode == MODE_NEAREST) {
         double k;
+        x = source_coord_f(s, o, in, out, scale);
+        if (!(fabs(x) <= 0x1p62))
+            return 0;
         switch (s->nearest) {
         case NM_ROUND_PREFER_CEIL: k = floor(x + 0.5); break;
         case NM_FLOOR: k = floor(x); break;
