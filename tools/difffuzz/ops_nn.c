@@ -174,6 +174,11 @@ int df_gen_pool(df_gen *g, df_cur *x, int arg)
         w[i].d = can_dilate && df_chance(g, 25) ? 2 : 1;
         if (ap == 1 || ap == 2) /* ORT pads a SAME pool as if undilated (a D of 9 gives 7) */
             w[i].d = 1;
+        /* a stride over the window makes SAME's total pad negative: ORT
+         * refuses that in 2-D and shifts the 3-D window by it (W 3, k 1, s 3
+         * reads column 1) */
+        if ((ap == 1 || ap == 2) && w[i].s > w[i].k)
+            w[i].s = w[i].k;
         w[i].pb = w[i].k > 1 && df_chance(g, 40) ? df_range(g, 0, (int)w[i].k - 1) : 0;
         w[i].pe = w[i].k > 1 && df_chance(g, 40) ? df_range(g, 0, (int)w[i].k - 1) : 0;
         int64_t span = w[i].d * (w[i].k - 1) + 1;
