@@ -202,13 +202,15 @@ static tg_status pool_counts(onnx_reader *r, int32_t x, const window2d *w, int32
 }
 
 /*
- * A window larger than the padded input along an axis by at most a stride
- * (span in -s..-1) gives that axis floor(span / s) + 1 = 0 outputs, as the
+ * A window larger than the padded input along an axis by exactly a stride
+ * (span = -s) gives that axis floor(span / s) + 1 = 0 outputs, as the
  * spec's formula and ONNX Runtime do: an empty output, made from x0 (the
  * node's input) sliced empty and reshaped to the output's shape (*done).
- * Further than a stride the spec's size is negative (refused by the pool
- * below); with ceil_mode the size is 1 unless the axis is empty and not
- * padded before (the window would start past it).
+ * By less than a stride the spec's size is still 0 but ORT's truncating
+ * division gives 1 window (a kernel 2, stride 2 over 1 row): refused,
+ * saying so.  Further than a stride the spec's size is negative (refused
+ * by the pool below); with ceil_mode the size is 1 unless the axis is
+ * empty and not padded before (the window would start past it).
  */
 static tg_status pool_empty(onnx_reader *r, int32_t x0, int32_t x, const window2d *w,
                             int *done)
@@ -228,6 +230,11 @@ static tg_status pool_empty(onnx_reader *r, int32_t x0, int32_t x, const window2
          * the end padding: 0 only from an empty axis unpadded before */
         if (span < 0 && (span < -sd || (ceil_mode && (span == -sd || n + b > 0))))
             return st; /* the pool's own refusal names it */
+        if (span < 0 && !ceil_mode && span > -sd)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "the %s window is larger than the padded "
+                             "input by less than the stride %lld: the spec's size is 0 "
+                             "windows, ONNX Runtime's 1 (its division truncates): not "
+                             "supported", i == 0 ? "H" : i == 1 ? "W" : "D", LL(sd));
         out[i] = span < 0 ? 0 : span / sd + 1; /* ceil_pads has padded for ceil_mode */
         empty |= span < 0;
     }
