@@ -265,6 +265,47 @@ static void newer_opsets(void)
             run_against("Resize nearest by 0.6", g, TG_SHAPE(3, 4), x12, want, 8, 0);
         graph_free(g);
     }
+    /* linear (pytorch_half_pixel) of 1 element to 3 along W: copies that are
+     * exact, where x (1 - t) + x t was rounded off x and a TopK after them
+     * saw no ties (seed 6002 model 4156); cubic (asymmetric) of [1, 2, NaN,
+     * 7] by 0.6: output 0's coordinate is 0, and its taps of weight 0 are
+     * ONNX Runtime's neighbours -1, 1 and 2, whose NaN it keeps (seed 6003
+     * model 2715: ours read -2, -1 and 1, no NaN) */
+    for (int cubic = 0; cubic < 2; cubic++) {
+        static const float x4[4] = {0.1f, 1.7f, -2.3f, 3.3f}, xn[4] = {1, 2, NAN, 7};
+        static const float want_l[12] = {0.1f, 0.1f, 0.1f, 1.7f, 1.7f, 1.7f,
+                                         -2.3f, -2.3f, -2.3f, 3.3f, 3.3f, 3.3f};
+        static float sc_l[2] = {1, 3}, sc_c[2] = {1, 0.6f};
+        int64_t sd[1] = {2};
+        char *rin[3] = {"x", "", "sc"};
+        mb_init(&b, "Resize", "x", NULL);
+        mb_tensor_type(&b, 0, 1, 2, cubic ? (const int64_t[]){1, 4} : (const int64_t[]){4, 1});
+        b.node.input = rin;
+        b.node.n_input = 3;
+        tensor_init(&t, "sc", 1, 1, sd, cubic ? sc_c : sc_l, 2);
+        ts[0] = &t;
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
+        mb_attr_str(&b, &ra[0], as, "mode", cubic ? "cubic" : "linear");
+        mb_attr_str(&b, &ra[1], as, "coordinate_transformation_mode",
+                    cubic ? "asymmetric" : "pytorch_half_pixel");
+        b.node.n_attribute = 2;
+        b.node.attribute = ras;
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize %s imports: %s", cubic ? "cubic" : "linear", err);
+        if (g && !cubic)
+            run_against("Resize linear of 1 to 3", g, TG_SHAPE(4, 1), x4, want_l, 12, 0);
+        if (g && cubic) {
+            eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(1, 4), xn), *out = NULL;
+            CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+            CHECK_MSG(out && isnan(((const float *)eager_peek(out))[0]),
+                      "cubic output 0 keeps the NaN of its weight-0 tap 2");
+            eager_release(in);
+            eager_release(out);
+        }
+        graph_free(g);
+    }
 }
 
 /*

@@ -14,8 +14,9 @@
  *   cubic:   4 taps, i0 - 1 .. i0 + 2, the Keys weights of t with
  *            cubic_coeff_a (exclude_outside: taps outside the input get
  *            weight 0 and the rest are scaled to sum to 1);
- *   with i0 = ceil(x) - 1 and t = x - i0 in (0, 1] (a whole x is tap
- *   i0 + 1 with t = 1, as the reference picks its neighbours), and taps
+ *   with i0 = floor(x) and t = x - i0 in [0, 1) (a whole x is tap i0
+ *   with t = 0: its neighbours of weight 0 are ONNX Runtime's, whose 0 *
+ *   NaN is NaN, where the reference takes ceil(x) - 1 and t = 1), and taps
  *   past either end reading the edge element.
  *
  * Each axis then becomes, for each tap k, gather(y, idx_k, axis) times a
@@ -181,8 +182,7 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
         w[0] = 1.0;
         return 1;
     }
-    double c = ceil(x);
-    int64_t i0 = (int64_t)c - 1;
+    int64_t i0 = (int64_t)floor(x);
     double t = x - (double)i0;
     int n = s->mode == MODE_LINEAR ? 2 : 4;
     int64_t first = s->mode == MODE_LINEAR ? i0 : i0 - 1;
@@ -204,6 +204,26 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
         for (int k = 0; k < n; k++)
             w[k] /= sum;
     return n;
+}
+
+/*
+ * One output's taps at one index (clamped at the border) made one tap,
+ * their weights summed, and a sum within 1e-12 of 1 made 1: x (1 - t) +
+ * x t was rounded off x, so linearly upsampled copies of one element were
+ * not the ties they are in ONNX Runtime for a TopK after them (seed 6002
+ * model 4156).  A tap keeps its index (0 * NaN stays NaN, as in ORT).
+ */
+static void merge_taps(int64_t *ti, double *tw, int n)
+{
+    for (int k = 1; k < n; k++)
+        for (int j = 0; j < k; j++)
+            if (ti[j] == ti[k] && tw[k] != 0) {
+                tw[j] += tw[k];
+                tw[k] = 0;
+            }
+    for (int k = 0; k < n; k++)
+        if (fabs(tw[k] - 1) < 1e-12)
+            tw[k] = 1;
 }
 
 /*
@@ -253,6 +273,7 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
                              "%g): output %lld's input coordinate is not a number in "
                              "range", a, LL(in), LL(out), scale, LL(o));
         }
+        merge_taps(ti, tw, ntap);
         for (int k = 0; k < ntap; k++) {
             idx[k * out + o] = ti[k];
             w[k * out + o] = (float)tw[k];
