@@ -55,6 +55,7 @@ const INTENTIONAL = [
   [/dilations other than 1 (in H and W )?are not supported/, 'pool H/W dilations'],
   [/before opset 13 \(2-D coercion\) is supported only as the last dim/, 'Softmax before opset 13 off the last axis'],
   [/Upsample-\d+ takes scales >= 1 only/, "Upsample scales < 1 (its spec's and ORT's kernel's limit; ORT passes only a Shape of it)"],
+  [/output size -?\d+x-?\d+ <= 0: padded input \d+x\d+ is smaller than the effective kernel/, "pool window past the input at the run's size (the spec's size <= 0; ORT's truncated division gives 1)"],
   [/window is larger than the padded input by less than the stride/, "pool window past the input by less than a stride (the spec's 0 windows, ORT's truncated 1)"],
   [/has size 0: there is no element to resize it to/, "Resize of an axis of size 0 to more (ORT's kernel refuses it too, 'Input dim is zero'; only a Shape of it passes ORT)"],
   [/has size 0: \w+ over no element is not supported/, "ArgMax/ArgMin/ReduceMax/ReduceMin over an empty axis (ORT's answer has the wrong shape)"],
