@@ -363,8 +363,7 @@ tg_status onnx_cv_hardmax(onnx_reader *r, const onnx_op *op)
         return st;
     graph_type xt = *onnx_vtype(r, x);
     int nd = xt.ndim;
-    /* the 2-D coercion takes axis = rank too: [all, 1], rows of one */
-    if (axis < -nd || axis > (flat ? nd : nd - 1) || (!flat && nd == 0 && axis))
+    if (axis < -nd || axis >= (nd ? nd : 1))
         return onnx_fail(r, TG_ERR_FORMAT, "axis %lld is out of range for %d dims", LL(axis),
                          nd);
     if (xt.dtype != GRAPH_F32)
