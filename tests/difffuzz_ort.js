@@ -76,6 +76,7 @@ const ORT_LIMITS = [
   [/Unexpected mode of 3/, "ORT: Pad's wrap mode missing from the kernel it picked"],
   [/ReorderOutput.*invalid channel count/, "ORT: its NCHWc layout pass's shape inference"],
   [/Invalid num_outputs value of \d+\. Size of dimension being split is 0/, 'ORT: Split num_outputs of a 0-size dim'],
+  [/Name:'gemm_output_reshape'/, "ORT: the reshape of its MatMul+Add to Gemm fusion (a 0-size product)"],
 ];
 
 function fail(msg, code) {
