@@ -309,6 +309,10 @@ tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op);
 /* Pad's modes edge, reflect and wrap with these pads (begins, ends). */
 typedef enum { PAD_EDGE, PAD_REFLECT, PAD_WRAP } onnx_pad_mode;
 tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads);
+/* y = x broadcast to n along axis ax (x's dim there is 1). */
+tg_status onnx_expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y);
+/* y = concat(parts, axis ax), the parts with a negative id left out (n <= 3). */
+tg_status onnx_concat_axis(onnx_reader *r, const int32_t *parts, int n, int ax, int32_t *y);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
 /* onnx_read_conv.c: Conv, ConvTranspose; onnx_read_pool.c: MaxPool and AveragePool. */
