@@ -690,6 +690,32 @@ static void specialized_others(void)
     mb_init(&b, "Squeeze", "x", NULL);
     mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
     expect_guarded(&b, "Squeeze", 1, "mem.onnx:1 n0 (Squeeze)");
+    /* Sum-6 of x [B,3] traced at 1 and a [1,3] constant: the same shape at
+     * the traced size only; Sum-6 does not broadcast, so at B = 5 ONNX
+     * Runtime refuses where ours broadcast (seed 8001 model 1687) */
+    {
+        static float s3[3] = {1, 2, 3};
+        static const int64_t s13[2] = {1, 3};
+        char err2[512] = "", msg[600];
+        tg_status st2;
+        mb_init(&b, "Sum", "x", "s");
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+        tensor_init(&t[0], "s", 1, 2, s13, s3, 3);
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        b.opset.version = 7;
+        format_onnx_load_opts o1 = {0, 1, NULL, NULL};
+        graph *g = mb_load(&b, &o1, &st2, err2, sizeof err2);
+        CHECK_MSG(g != NULL, "Sum-6 over B imports: %s", err2);
+        snprintf(msg, sizeof msg, "guard failed: mem.onnx:1 n0 (Sum) was specialized on the "
+                 "traced sizes (a shape or constant that does not follow the dim): dim 0 ('B') "
+                 "of input \"x\" was traced as 1 and is 5 in this run; a run at other sizes "
+                 "fails there");
+        float x15[15] = {0};
+        if (g)
+            run_sized("Sum-6", g, 5, x15, NULL, msg);
+        graph_free(g);
+    }
 }
 
 int main(void)

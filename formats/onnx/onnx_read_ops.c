@@ -199,6 +199,12 @@ static tg_status cv_variadic(onnx_reader *r, const onnx_op *op)
                            "not broadcast (from %s-8)", (int)i, op->name, op->name);
         if (st == TG_OK)
             st = onnx_input(r, (int)i, &in[1]);
+        /* equal at the traced sizes only, where a dim is dynamic in one input
+         * and not in the other: at another size Sum-6 refuses, ours would
+         * broadcast (seed 8001 model 1687) */
+        if (st == TG_OK && r->opset < 8 &&
+            onnx_dynamic_dims(r, acc) != onnx_dynamic_dims(r, in[1]))
+            r->specialized = 1;
         if (st == TG_OK)
             st = onnx_add(r, op->op, in, 2, NULL, &acc, 1);
     }
