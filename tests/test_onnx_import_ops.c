@@ -265,6 +265,37 @@ static void newer_opsets(void)
             run_against("Resize nearest by 0.6", g, TG_SHAPE(3, 4), x12, want, 8, 0);
         graph_free(g);
     }
+    /* nearest tf_half_pixel_for_nn (opset 11) of [4,2] by [0.75, 1]: the axis
+     * of scale 1 is left as it is, as ONNX Runtime leaves it ((o + 0.5) / 1
+     * rounded up read column 1 for both; seed 95 model 587); ORT's answer */
+    {
+        static const float x8[8] = {0, 1, 10, 11, 20, 21, 30, 31};
+        static const float want[6] = {10, 11, 20, 21, 30, 31};
+        static float sc2[2] = {0.75f, 1};
+        int64_t sd[1] = {2};
+        mb_init(&b, "Resize", "x", NULL);
+        b.opset.version = 11;
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){4, 2});
+        char *rin11[3] = {"x", "r", "sc"};
+        static const int64_t rd[1] = {0};
+        Onnx__TensorProto t2[2], *ts2[2] = {&t2[0], &t2[1]};
+        tensor_init(&t2[0], "r", 1, 1, rd, NULL, 0);
+        tensor_init(&t2[1], "sc", 1, 1, sd, sc2, 2);
+        b.node.input = rin11;
+        b.node.n_input = 3;
+        b.g.n_initializer = 2;
+        b.g.initializer = ts2;
+        Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
+        mb_attr_str(&b, &ra[0], as, "coordinate_transformation_mode", "tf_half_pixel_for_nn");
+        mb_attr_str(&b, &ra[1], as, "nearest_mode", "ceil");
+        b.node.n_attribute = 2;
+        b.node.attribute = ras;
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize tf_half_pixel_for_nn imports: %s", err);
+        if (g)
+            run_against("Resize tf_half_pixel_for_nn, scale 1", g, TG_SHAPE(4, 2), x8, want, 6, 0);
+        graph_free(g);
+    }
     /* linear (pytorch_half_pixel) of 1 element to 3 along W: copies that are
      * exact, where x (1 - t) + x t was rounded off x and a TopK after them
      * saw no ties (seed 6002 model 4156); cubic (asymmetric) of [1, 2, NaN,

@@ -238,6 +238,11 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
     if (in == 0 && out == 0)
         return TG_OK; /* empty stays empty (Upsample) */
+    /* an axis of scale 1 is left as it is, as ONNX Runtime leaves it in
+     * every mode (tf_half_pixel_for_nn's (o + 0.5) / 1 would read o + 1
+     * rounded up; seed 95 model 587) */
+    if (scale == 1.0 && in == out)
+        return TG_OK;
     if (out == 0) { /* an empty output is legal ONNX (ORT gives it): no taps */
         if (onnx_dynamic_dims(r, *y) >> a & 1)
             r->specialized = 1; /* 0 from the traced size; another may give more */

@@ -274,7 +274,7 @@ int df_gen_global_pool(df_gen *g, df_cur *x, int arg)
 int df_gen_resize(df_gen *g, df_cur *x, int arg)
 {
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                         "asymmetric", "tf_half_pixel_for_nearest",
+                                         "asymmetric", "tf_half_pixel_for_nn",
                                          "half_pixel_symmetric", "tf_crop_and_resize"};
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                           "ceil"};
@@ -290,7 +290,7 @@ int df_gen_resize(df_gen *g, df_cur *x, int arg)
     int nc = g->m->opset >= 19 ? 6 : 5;
     int c = df_chance(g, 2) ? 6 : df_rnd(g, nc);
     if (c == 4 && (mode || g->m->opset >= 20))
-        c = 0; /* tf_half_pixel_for_nearest: nearest only, and gone in opset 20 */
+        c = 0; /* tf_half_pixel_for_nn: nearest only, and gone in opset 20 */
     int whole = 1;
     for (int k = 0; k < nd; k++) {
         int fixed = (mode && nd >= 4 && k < 2) || (k == 0 && x->dyn);
