@@ -237,22 +237,28 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
         return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt.ndim);
     if (kd != kd) /* a float k: NaN would reach the cast below */
         return onnx_fail(r, TG_ERR_FORMAT, "k is NaN, want an integer");
-    if (onnx_dynamic_dims(r, x) >> (xt.ndim - 2))
-        r->specialized = 1;
     int64_t rows = xt.dim[xt.ndim - 2], cols = xt.dim[xt.ndim - 1];
+    uint32_t mdyn = onnx_dynamic_dims(r, x) >> (xt.ndim - 2); /* bit 0 rows, 1 cols */
+    /* nothing to mask: x is y, at every size when the 0 is static ([2^40, 0]
+     * walked 2^40 rows of the mask's loop for no mask) */
+    if ((rows == 0 && !(mdyn & 1)) || (cols == 0 && !(mdyn & 2)))
+        return onnx_bind(r, 0, x);
+    if (mdyn)
+        r->specialized = 1;
     /* |k| past both sizes keeps all or nothing; clamping keeps j - i exact */
     int64_t lim = rows + cols, k = kd < (double)-lim ? -lim : kd > (double)lim ? lim : (int64_t)kd;
     graph_type mt = {GRAPH_BOOL, 2, {rows, cols}};
     int64_t count = rows * cols; /* at most x's element count: no overflow */
+    if (count == 0) /* a dynamic 0: the size guard holds it */
+        return onnx_bind(r, 0, x);
     if (count > ONNX_MAX_FOLD_BYTES)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "a %lldx%lld mask would take over %lld MiB",
                          LL(rows), LL(cols), LL(ONNX_MAX_FOLD_BYTES >> 20));
-    uint8_t *mask = count > 0 ? tg_malloc((size_t)count) : NULL;
-    if (count > 0 && !mask)
+    uint8_t *mask = tg_malloc((size_t)count);
+    if (!mask)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for a %lldx%lld mask", LL(rows),
                          LL(cols));
-    /* over the count, not rows: [2^40, 0] holds no element but 2^40 rows */
-    for (int64_t i = 0; count > 0 && i < rows; i++)
+    for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
     int32_t m;
