@@ -202,7 +202,7 @@ static inline void run_against(const char *what, graph *g, graph_ints xs,
     if (out) {
         CHECK_MSG(graph_type_numel(eager_type(out)) == wn, "%s: %lld elements, want %lld",
                   what, (long long)graph_type_numel(eager_type(out)), (long long)wn);
-        if (graph_type_numel(eager_type(out)) == wn)
+        if (graph_type_numel(eager_type(out)) == wn && wn > 0)
             CHECK_FLOATS((const float *)eager_peek(out), want, wn, tol);
     }
     eager_release(in);

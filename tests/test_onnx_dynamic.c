@@ -517,6 +517,50 @@ static void copied_dim_count(void)
     graph_free(g);
 }
 
+/*
+ * y = Pad(Pad(Shape(x), [0, 0], reflect), [2, 0], edge) over x [N]: the
+ * first Pad, of zero pads, binds its input, the traced Shape constant
+ * entering the graph there; no node carried the specialized flag and the
+ * second Pad's nodes read a graph value, so nothing guarded N and a run at
+ * N = 5 returned [4, 4, 4] (difffuzz seed 5001 model 35).  Now a size guard
+ * stops it, and the import warns.
+ */
+static void shape_through_unpadded(void)
+{
+    model b;
+    Onnx__AttributeProto mode[2], *modes[2] = {&mode[0], &mode[1]};
+    static const char *const names[2] = {"reflect", "edge"};
+    model_init(&b, 1, (const int64_t[]){-1});
+    add_ints(&b, "p0", 2, (const int64_t[]){0, 0});
+    add_ints(&b, "p2", 2, (const int64_t[]){2, 0});
+    add_node(&b, "Shape", "s", "x", NULL, NULL);
+    Onnx__NodeProto *pads[2] = {add_node(&b, "Pad", "p", "s", "p0", NULL),
+                                add_node(&b, "Pad", "y", "p", "p2", NULL)};
+    for (int i = 0; i < 2; i++) {
+        mode[i] = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+        mode[i].name = "mode";
+        mode[i].has_type = 1;
+        mode[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        mode[i].has_s = 1;
+        mode[i].s.data = (uint8_t *)names[i];
+        mode[i].s.len = strlen(names[i]);
+        pads[i]->n_attribute = 1;
+        pads[i]->attribute = &modes[i];
+    }
+    graph *g = load(&b, 4);
+    CHECK_MSG(g && g->nguards > 0 && nwarned > 0, "Shape through Pad: guarded (%d guards), "
+              "warned (%d)", g ? (int)g->nguards : -1, nwarned);
+    if (g) {
+        const float x[5] = {0};
+        eager_tensor *y = run(g, 1, (const int64_t[]){5}, x);
+        CHECK_MSG(!y && strstr(eager_error(), "guard failed"), "N = 5 stops at the guard: %s",
+                  y ? "ran" : eager_error());
+        eager_release(y);
+        eager_clear_error();
+    }
+    graph_free(g);
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -527,6 +571,7 @@ int main(void)
     batch_zeros();
     two_dynamic();
     copied_dim_count();
+    shape_through_unpadded();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

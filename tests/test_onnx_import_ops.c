@@ -113,10 +113,22 @@ static void newer_opsets(void)
         run_against("Pad wrap", g, TG_SHAPE(2, 3), x6, want, 12, 0);
     }
     graph_free(g);
-    pads[3] = 4;
-    mb_init_i64(&b, &t, ts, "p", td, pads, 4);
-    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (Pad): mode 'wrap' pads dim 1 "
-                "of size 3 by 4; at most 3 is supported");
+    /* past the dim's size the wrap goes on (modular, as numpy.pad's wrap
+     * and the spec's reference; was refused): dim 0 of 2 by 3 before, dim 1
+     * of 3 by 4 before and 5 after, against y[i][j] = x[(i-3) mod 2][(j-4)
+     * mod 3].  (ONNX Runtime 1.30 leaves the second lap zeros.) */
+    int64_t far[4] = {3, 4, 0, 5};
+    mb_init_i64(&b, &t, ts, "p", td, far, 4);
+    g = mb_load(&b, NULL, &st, err, sizeof err);
+    CHECK_MSG(g != NULL, "Pad wrap past the dim imports: %s", err);
+    if (g) {
+        float want[5 * 12];
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 12; j++)
+                want[i * 12 + j] = x6[((i - 3) % 2 + 2) % 2 * 3 + ((j - 4) % 3 + 3) % 3];
+        run_against("Pad wrap past the dim", g, TG_SHAPE(2, 3), x6, want, 60, 0);
+    }
+    graph_free(g);
     /* Gelu, Swish */
     static const struct {
         const char *op, *attr, *s;
@@ -226,6 +238,104 @@ static void newer_opsets(void)
                         "coordinate_transformation_mode 'half_pixel_symmetric' is not a known "
                         "value");
         }
+    }
+    /* nearest (floor, half_pixel) of [3,4] by scales [1.5, 0.6]: output
+     * column 1's coordinate 1.5 / 0.6 - 0.5 is 2 in single precision, as
+     * ONNX Runtime computes it (1.9999999 in double floored to 1: seed 6003
+     * model 3342); ORT's answer, rows 0 0 1 1 and columns 0 2 */
+    {
+        static const float x12[12] = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
+        static const float want[8] = {0, 2, 0, 2, 10, 12, 10, 12};
+        static float sc2[2] = {1.5f, 0.6f};
+        int64_t sd[1] = {2};
+        char *rin[3] = {"x", "", "sc"};
+        mb_init(&b, "Resize", "x", NULL);
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){3, 4});
+        b.node.input = rin;
+        b.node.n_input = 3;
+        tensor_init(&t, "sc", 1, 1, sd, sc2, 2);
+        ts[0] = &t;
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto ra[1], *ras[1] = {&ra[0]};
+        mb_attr_str(&b, &ra[0], ras, "nearest_mode", "floor");
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize nearest by 0.6 imports: %s", err);
+        if (g)
+            run_against("Resize nearest by 0.6", g, TG_SHAPE(3, 4), x12, want, 8, 0);
+        graph_free(g);
+    }
+    /* nearest tf_half_pixel_for_nn (opset 11) of [4,2] by [0.75, 1]: the axis
+     * of scale 1 is left as it is, as ONNX Runtime leaves it ((o + 0.5) / 1
+     * rounded up read column 1 for both; seed 95 model 587); ORT's answer */
+    {
+        static const float x8[8] = {0, 1, 10, 11, 20, 21, 30, 31};
+        static const float want[6] = {10, 11, 20, 21, 30, 31};
+        static float sc2[2] = {0.75f, 1};
+        int64_t sd[1] = {2};
+        mb_init(&b, "Resize", "x", NULL);
+        b.opset.version = 11;
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){4, 2});
+        char *rin11[3] = {"x", "r", "sc"};
+        static const int64_t rd[1] = {0};
+        Onnx__TensorProto t2[2], *ts2[2] = {&t2[0], &t2[1]};
+        tensor_init(&t2[0], "r", 1, 1, rd, NULL, 0);
+        tensor_init(&t2[1], "sc", 1, 1, sd, sc2, 2);
+        b.node.input = rin11;
+        b.node.n_input = 3;
+        b.g.n_initializer = 2;
+        b.g.initializer = ts2;
+        Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
+        mb_attr_str(&b, &ra[0], as, "coordinate_transformation_mode", "tf_half_pixel_for_nn");
+        mb_attr_str(&b, &ra[1], as, "nearest_mode", "ceil");
+        b.node.n_attribute = 2;
+        b.node.attribute = ras;
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize tf_half_pixel_for_nn imports: %s", err);
+        if (g)
+            run_against("Resize tf_half_pixel_for_nn, scale 1", g, TG_SHAPE(4, 2), x8, want, 6, 0);
+        graph_free(g);
+    }
+    /* linear (pytorch_half_pixel) of 1 element to 3 along W: copies that are
+     * exact, where x (1 - t) + x t was rounded off x and a TopK after them
+     * saw no ties (seed 6002 model 4156); cubic (asymmetric) of [1, 2, NaN,
+     * 7] by 0.6: output 0's coordinate is 0, and its taps of weight 0 are
+     * ONNX Runtime's neighbours -1, 1 and 2, whose NaN it keeps (seed 6003
+     * model 2715: ours read -2, -1 and 1, no NaN) */
+    for (int cubic = 0; cubic < 2; cubic++) {
+        static const float x4[4] = {0.1f, 1.7f, -2.3f, 3.3f}, xn[4] = {1, 2, NAN, 7};
+        static const float want_l[12] = {0.1f, 0.1f, 0.1f, 1.7f, 1.7f, 1.7f,
+                                         -2.3f, -2.3f, -2.3f, 3.3f, 3.3f, 3.3f};
+        static float sc_l[2] = {1, 3}, sc_c[2] = {1, 0.6f};
+        int64_t sd[1] = {2};
+        char *rin[3] = {"x", "", "sc"};
+        mb_init(&b, "Resize", "x", NULL);
+        mb_tensor_type(&b, 0, 1, 2, cubic ? (const int64_t[]){1, 4} : (const int64_t[]){4, 1});
+        b.node.input = rin;
+        b.node.n_input = 3;
+        tensor_init(&t, "sc", 1, 1, sd, cubic ? sc_c : sc_l, 2);
+        ts[0] = &t;
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
+        mb_attr_str(&b, &ra[0], as, "mode", cubic ? "cubic" : "linear");
+        mb_attr_str(&b, &ra[1], as, "coordinate_transformation_mode",
+                    cubic ? "asymmetric" : "pytorch_half_pixel");
+        b.node.n_attribute = 2;
+        b.node.attribute = ras;
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize %s imports: %s", cubic ? "cubic" : "linear", err);
+        if (g && !cubic)
+            run_against("Resize linear of 1 to 3", g, TG_SHAPE(4, 1), x4, want_l, 12, 0);
+        if (g && cubic) {
+            eager_tensor *in = eager_from_data(GRAPH_F32, TG_SHAPE(1, 4), xn), *out = NULL;
+            CHECK(eager_interpret(g, &in, 1, &out, 1, NULL) == TG_OK);
+            CHECK_MSG(out && isnan(((const float *)eager_peek(out))[0]),
+                      "cubic output 0 keeps the NaN of its weight-0 tap 2");
+            eager_release(in);
+            eager_release(out);
+        }
+        graph_free(g);
     }
 }
 
@@ -590,6 +700,11 @@ static void specialized_others(void)
     b.g.n_initializer = 1;
     b.g.initializer = ts;
     expect_guarded(&b, "Resize to sizes", 1, "mem.onnx:1 n0 (Resize)");
+    /* sizes [4, 3]: the identity at the traced 4 on both axes adds no node
+     * at all, so no node carried the guard (seed 5002 model 1726: B = 4 kept
+     * 4 rows where the sizes say 1) */
+    szv[1] = 3;
+    expect_guarded(&b, "Resize to the traced sizes", 1, "mem.onnx:1 n0 (Resize)");
     Onnx__AttributeProto a, *as[1] = {&a};
     mb_init(&b, "Hardmax", "x", NULL);
     mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
@@ -600,6 +715,38 @@ static void specialized_others(void)
     mb_init(&b, "Shape", "x", NULL);
     mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
     expect_guarded(&b, "Shape", 0, "mem.onnx:0 graph output 'y' (a constant)");
+    /* Squeeze without axes over B: its rank depends on B (1 drops it);
+     * at B = 1 ours kept the traced rank where ORT drops the dim (seed
+     * 6003 model 2134) */
+    mb_init(&b, "Squeeze", "x", NULL);
+    mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+    expect_guarded(&b, "Squeeze", 1, "mem.onnx:1 n0 (Squeeze)");
+    /* Sum-6 of x [B,3] traced at 1 and a [1,3] constant: the same shape at
+     * the traced size only; Sum-6 does not broadcast, so at B = 5 ONNX
+     * Runtime refuses where ours broadcast (seed 8001 model 1687) */
+    {
+        static float s3[3] = {1, 2, 3};
+        static const int64_t s13[2] = {1, 3};
+        char err2[512] = "", msg[600];
+        tg_status st2;
+        mb_init(&b, "Sum", "x", "s");
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){-1, 3});
+        tensor_init(&t[0], "s", 1, 2, s13, s3, 3);
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        b.opset.version = 7;
+        format_onnx_load_opts o1 = {0, 1, NULL, NULL};
+        graph *g = mb_load(&b, &o1, &st2, err2, sizeof err2);
+        CHECK_MSG(g != NULL, "Sum-6 over B imports: %s", err2);
+        snprintf(msg, sizeof msg, "guard failed: mem.onnx:1 n0 (Sum) was specialized on the "
+                 "traced sizes (a shape or constant that does not follow the dim): dim 0 ('B') "
+                 "of input \"x\" was traced as 1 and is 5 in this run; a run at other sizes "
+                 "fails there");
+        float x15[15] = {0};
+        if (g)
+            run_sized("Sum-6", g, 5, x15, NULL, msg);
+        graph_free(g);
+    }
 }
 
 int main(void)

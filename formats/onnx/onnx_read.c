@@ -385,6 +385,43 @@ static tg_status check_node(onnx_reader *r, const onnx_op **op)
     return check_attrs(r, *op);
 }
 
+/*
+ * A converter that took a traced size but added no node (a Resize whose
+ * sizes map a dynamic dim to itself at the traced size binds its input)
+ * has no node for graph_guard_specialized to flag: the symbols of its
+ * inputs' dynamic dims are guarded here (every symbol when the traced
+ * size came in a constant, as graph_node_fixed_syms does), or a run at
+ * another size would follow the input where the node fixes the size.
+ */
+static tg_status guard_no_node(onnx_reader *r, const Onnx__NodeProto *n)
+{
+    uint64_t syms = 0;
+    if (r->g->nsyms == 0)
+        return TG_OK;
+    for (size_t k = 0; k < n->n_input; k++) {
+        const onnx_entry *e = n->input[k] && n->input[k][0] ? onnx_find(r, n->input[k]) : NULL;
+        if (!e || e->value < 0)
+            continue;
+        const graph_value *v = &r->g->values[e->value];
+        for (int d = 0; d < v->type.ndim; d++)
+            if (v->dyn >> d & 1 && v->sym[d] >= 0 && v->sym[d] < 64)
+                syms |= 1ull << v->sym[d];
+    }
+    if (!syms) /* the traced size came in a constant (Shape(x) padded): every symbol */
+        syms = ~0ull;
+    if (graph_guard_syms(r->g, syms, r->prov) != TG_OK)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for its size guards");
+    if (r->warn) { /* as warn_specialized says of a node */
+        char site[300], msg[600];
+        graph_prov_str(r->g, r->prov, site, sizeof site);
+        snprintf(msg, sizeof msg, "%s: %s maps its dynamic dims to themselves at their traced "
+                 "values only (a size that does not follow the dim): a run at other sizes "
+                 "fails there", site, n->op_type);
+        r->warn(r->warn_ctx, msg);
+    }
+    return TG_OK;
+}
+
 static tg_status convert_node(onnx_reader *r, const Onnx__NodeProto *n,
                               int32_t index)
 {
@@ -400,8 +437,11 @@ static tg_status convert_node(onnx_reader *r, const Onnx__NodeProto *n,
     if (st == TG_OK)
         st = onnx_fold(r, op, &done);
     r->specialized = 0;
+    int32_t nodes = r->g->nnodes;
     if (st == TG_OK && !done)
         st = op->fn(r, op);
+    if (st == TG_OK && !done && r->specialized && r->g->nnodes == nodes)
+        st = guard_no_node(r, n);
     for (size_t k = 0; st == TG_OK && k < n->n_output; k++)
         if (n->output[k] && n->output[k][0] && !(r->bound >> k & 1))
             st = onnx_fail(r, TG_ERR_UNSUPPORTED, "output %zu ('%s') is not supported",

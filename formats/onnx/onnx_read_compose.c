@@ -41,6 +41,8 @@ tg_status onnx_cv_reduce_composite(onnx_reader *r, const onnx_op *op)
         return st;
     if (noop) /* "the output tensor would be equivalent to input tensor" */
         return onnx_bind(r, 0, x);
+    if (is_min && (st = onnx_refuse_empty_extreme(r, x, &axes, 0)) != TG_OK)
+        return st;
     /* before the reduction */
     if (is_min)
         st = onnx_op2(r, GRAPH_OP_neg, x, -1, NULL, &x);
@@ -235,18 +237,25 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
         return onnx_fail(r, TG_ERR_FORMAT, "input has %d dims, want >= 2", xt.ndim);
     if (kd != kd) /* a float k: NaN would reach the cast below */
         return onnx_fail(r, TG_ERR_FORMAT, "k is NaN, want an integer");
-    if (onnx_dynamic_dims(r, x) >> (xt.ndim - 2))
-        r->specialized = 1;
     int64_t rows = xt.dim[xt.ndim - 2], cols = xt.dim[xt.ndim - 1];
+    uint32_t mdyn = onnx_dynamic_dims(r, x) >> (xt.ndim - 2); /* bit 0 rows, 1 cols */
+    /* nothing to mask: x is y, at every size when the 0 is static ([2^40, 0]
+     * walked 2^40 rows of the mask's loop for no mask) */
+    if ((rows == 0 && !(mdyn & 1)) || (cols == 0 && !(mdyn & 2)))
+        return onnx_bind(r, 0, x);
+    if (mdyn)
+        r->specialized = 1;
     /* |k| past both sizes keeps all or nothing; clamping keeps j - i exact */
     int64_t lim = rows + cols, k = kd < (double)-lim ? -lim : kd > (double)lim ? lim : (int64_t)kd;
     graph_type mt = {GRAPH_BOOL, 2, {rows, cols}};
     int64_t count = rows * cols; /* at most x's element count: no overflow */
+    if (count == 0) /* a dynamic 0: the size guard holds it */
+        return onnx_bind(r, 0, x);
     if (count > ONNX_MAX_FOLD_BYTES)
         return onnx_fail(r, TG_ERR_UNSUPPORTED, "a %lldx%lld mask would take over %lld MiB",
                          LL(rows), LL(cols), LL(ONNX_MAX_FOLD_BYTES >> 20));
-    uint8_t *mask = count > 0 ? tg_malloc((size_t)count) : NULL;
-    if (count > 0 && !mask)
+    uint8_t *mask = tg_malloc((size_t)count);
+    if (!mask)
         return onnx_fail(r, TG_ERR_NOMEM, "out of memory for a %lldx%lld mask", LL(rows),
                          LL(cols));
     for (int64_t i = 0; i < rows; i++)
@@ -461,7 +470,6 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-static tg_status expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y);
 
 /*
  * GroupNormalization (opset 18: scale and bias per group; 21: per channel)
@@ -526,7 +534,7 @@ tg_status onnx_cv_group_norm(onnx_reader *r, const onnx_op *op)
             int64_t s2[2] = {groups, 1}, s1[1] = {c};
             st = onnx_reshape_to(r, p, 0, s2, 2, &p);
             if (st == TG_OK)
-                st = expand_axis(r, p, 1, c / groups, &p);
+                st = onnx_expand_axis(r, p, 1, c / groups, &p);
             if (st == TG_OK)
                 st = onnx_reshape_to(r, p, 0, s1, 1, &p);
         }
@@ -602,7 +610,7 @@ tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int6
 }
 
 /* y = x broadcast to n along axis ax (x's dim there is 1). */
-static tg_status expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y)
+tg_status onnx_expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y)
 {
     const graph_type *t = onnx_vtype(r, x);
     graph_expand_attrs a;
@@ -614,7 +622,7 @@ static tg_status expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32
 }
 
 /* y = concat(parts, axis ax), the parts with a negative id left out. */
-static tg_status concat_axis(onnx_reader *r, const int32_t *parts, int n, int ax, int32_t *y)
+tg_status onnx_concat_axis(onnx_reader *r, const int32_t *parts, int n, int ax, int32_t *y)
 {
     int32_t in[3];
     int k = 0;
@@ -678,73 +686,12 @@ tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op)
         }
         st = onnx_reshape_to(r, x, 0, shape, t.ndim + 1, &x);
         if (st == TG_OK)
-            st = expand_axis(r, x, d, rep.v[d], &x);
+            st = onnx_expand_axis(r, x, d, rep.v[d], &x);
         t.dim[d] *= rep.v[d];
         if (st == TG_OK)
             st = onnx_reshape_to(r, x, 0, t.dim, t.ndim, &x);
     }
     return st == TG_OK ? onnx_bind(r, 0, x) : st;
-}
-
-/*
- * Pad modes edge, reflect and wrap (opset 19; pads: begins then ends,
- * >= 0), axis by axis as concat(before, x, after):
- *   edge     before = x[0:1] expanded to b, after = x[n-1:n] expanded to e;
- *   reflect  before = x[b:0:-1], after = x[n-2:n-2-e:-1] (the border
- *            element not repeated: b and e at most n - 1);
- *   wrap     before = x[n-b:n], after = x[0:e] (b and e at most n).
- * A padded dim that is dynamic is fixed at its traced size (specialized).
- */
-tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads)
-{
-    int32_t x;
-    tg_status st = onnx_input(r, 0, &x);
-    if (st != TG_OK)
-        return st;
-    static const char *const names[] = {"edge", "reflect", "wrap"};
-    const char *mode = names[pm];
-    int nd = onnx_vtype(r, x)->ndim;
-    uint32_t dyn = onnx_dynamic_dims(r, x);
-    if (pads->n != 2 * nd)
-        return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries, want %d (2 per dim)",
-                         pads->n, 2 * nd);
-    for (int d = 0; d < nd; d++) {
-        int64_t b = pads->v[d], e = pads->v[nd + d], n = onnx_vtype(r, x)->dim[d];
-        if (b < 0 || e < 0)
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "a negative pad (%lld) in mode '%s' "
-                             "is not supported", LL(b < 0 ? b : e), mode);
-        if (!b && !e)
-            continue;
-        int64_t most = pm == PAD_REFLECT ? n - 1 : pm == PAD_WRAP ? n : n ? INT32_MAX : 0;
-        if (b > most || e > most)
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' pads dim %d of size %lld by "
-                             "%lld; at most %lld is supported", mode, d, LL(n),
-                             LL(b > most ? b : e), LL(most));
-        if (dyn >> d & 1)
-            r->specialized = 1;
-        int32_t parts[3] = {-1, x, -1};
-        if (b)
-            st = pm == PAD_REFLECT ? onnx_slice_axis(r, x, d, b, 0, -1, &parts[0])
-                 : pm == PAD_WRAP  ? onnx_slice_axis(r, x, d, n - b, n, 1, &parts[0])
-                                   : onnx_slice_axis(r, x, d, 0, 1, 1, &parts[0]);
-        if (st == TG_OK && b && pm == PAD_EDGE)
-            st = expand_axis(r, parts[0], d, b, &parts[0]);
-        /* reflect's end n-2-e is >= -1; -1 must mean "before 0", not the
-         * last element. */
-        if (st == TG_OK && e)
-            st = pm == PAD_REFLECT
-                     ? onnx_slice_axis(r, x, d, n - 2, n - 2 - e >= 0 ? n - 2 - e : -n - 1, -1,
-                                       &parts[2])
-                 : pm == PAD_WRAP ? onnx_slice_axis(r, x, d, 0, e, 1, &parts[2])
-                                  : onnx_slice_axis(r, x, d, n - 1, n, 1, &parts[2]);
-        if (st == TG_OK && e && pm == PAD_EDGE)
-            st = expand_axis(r, parts[2], d, e, &parts[2]);
-        if (st == TG_OK)
-            st = concat_axis(r, parts, 3, d, &x);
-        if (st != TG_OK)
-            return st;
-    }
-    return onnx_bind(r, 0, x);
 }
 
 /*

@@ -445,7 +445,9 @@ static tg_status fold_concat(onnx_reader *r, int kind, int *done)
         return st;
     int ax = graph_axis(at.axis, t.ndim);
     int64_t inner = dims_prod(&t, ax + 1, t.ndim), k = 0;
-    for (int64_t u = 0; u < dims_prod(&t, 0, ax); u++)
+    /* none when the result is empty: the dims before the axis alone may
+     * hold 2^40 positions of nothing */
+    for (int64_t u = 0, outer = o.n ? dims_prod(&t, 0, ax) : 0; u < outer; u++)
         for (int i = 0; i < n; i++) {
             int64_t span = in[i].dim[ax] * inner;
             for (int64_t j = 0; j < span; j++)

@@ -165,6 +165,19 @@ onnx_entry *onnx_find(const onnx_reader *r, const char *name);
 tg_status onnx_input(onnx_reader *r, int i, int32_t *v);
 /* The type of input i (present), constant or not. */
 tg_status onnx_input_type(onnx_reader *r, int i, const graph_type **t);
+/* Refuses input i unless its dtype is f32 (floats only: bool too when
+ * no_bool_only) while the opset is below since, naming the op's version
+ * whose type constraint forbids it: "input 0 is i64: Pad-2 takes floats
+ * only (ints from Pad-11)".  The older versions' T is narrower than ours,
+ * and ONNX Runtime refuses such a model. */
+tg_status onnx_older_types(onnx_reader *r, int i, int64_t since, int no_bool_only);
+/* ArgMax, ArgMin, ReduceMax, ReduceMin of x over an axis of size 0 (axes
+ * given, every axis when empty; else the one axis): refused, naming it.
+ * There is no element to pick; ONNX Runtime answers with a tensor of the
+ * wrong shape (the input's for ReduceMax, [0] for ArgMax of [0]), and the
+ * spec's -inf for ReduceMax (opset 18) has no ArgMax counterpart. */
+tg_status onnx_refuse_empty_extreme(onnx_reader *r, int32_t x, const graph_ints *axes,
+                                    int64_t axis);
 /* Input i, which must be a constant known at load time (what names it). */
 tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                            const onnx_entry **e);
@@ -296,6 +309,10 @@ tg_status onnx_cv_tile(onnx_reader *r, const onnx_op *op);
 /* Pad's modes edge, reflect and wrap with these pads (begins, ends). */
 typedef enum { PAD_EDGE, PAD_REFLECT, PAD_WRAP } onnx_pad_mode;
 tg_status onnx_pad_border(onnx_reader *r, onnx_pad_mode pm, const graph_ints *pads);
+/* y = x broadcast to n along axis ax (x's dim there is 1). */
+tg_status onnx_expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y);
+/* y = concat(parts, axis ax), the parts with a negative id left out (n <= 3). */
+tg_status onnx_concat_axis(onnx_reader *r, const int32_t *parts, int n, int ax, int32_t *y);
 /* onnx_read_resize.c */
 tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op);
 /* onnx_read_conv.c: Conv, ConvTranspose; onnx_read_pool.c: MaxPool and AveragePool. */

@@ -124,6 +124,48 @@ tg_status onnx_input_type(onnx_reader *r, int i, const graph_type **t)
     return st;
 }
 
+tg_status onnx_older_types(onnx_reader *r, int i, int64_t since, int no_bool_only)
+{
+    const graph_type *t;
+    tg_status st = onnx_input_type(r, i, &t);
+    if (st != TG_OK || r->opset >= since)
+        return st;
+    if (no_bool_only ? t->dtype != GRAPH_BOOL : t->dtype == GRAPH_F32)
+        return TG_OK;
+    const char *op = r->node->op_type;
+    /* the version in force (Max, Min, Sum, Mean: 6, 8, 12 or 13) */
+    int64_t v = !strcmp(op, "Pad") ? (r->opset < 11 ? 2 : 11)
+              : !strcmp(op, "Flatten") ? 1
+              : r->opset < 8 ? 6 : r->opset < 12 ? 8 : r->opset < 13 ? 12 : 13;
+    char later[48] = "";
+    if (since < INT64_MAX)
+        snprintf(later, sizeof later, " (%s from %s-%lld)", no_bool_only ? "bool" : "others",
+                 op, LL(since));
+    return onnx_fail(r, TG_ERR_FORMAT, "input %d is %s: %s-%lld takes %s only%s", i,
+                     graph_dtype_name(t->dtype), op, LL(v), no_bool_only ? "numbers" : "floats",
+                     later);
+}
+
+tg_status onnx_refuse_empty_extreme(onnx_reader *r, int32_t x, const graph_ints *axes,
+                                    int64_t axis)
+{
+    const graph_type *t = onnx_vtype(r, x);
+    for (int d = 0; d < t->ndim; d++) {
+        int on = 0;
+        if (!axes)
+            on = axis == d || axis + t->ndim == d;
+        for (int k = 0; axes && k < axes->n; k++)
+            on |= axes->v[k] == d || axes->v[k] + t->ndim == d;
+        if (axes && axes->n == 0)
+            on = 1;
+        if (on && t->dim[d] == 0)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "axis %d has size 0: %s over no element "
+                             "is not supported (ONNX Runtime's answer has the wrong shape)", d,
+                             r->node->op_type);
+    }
+    return TG_OK;
+}
+
 tg_status onnx_const_input(onnx_reader *r, int i, const char *what,
                            const onnx_entry **out)
 {

@@ -179,10 +179,32 @@ static tg_status cv_pow(onnx_reader *r, const onnx_op *op)
 static tg_status cv_variadic(onnx_reader *r, const onnx_op *op)
 {
     int32_t acc, x;
-    tg_status st = onnx_input(r, 0, &acc);
+    /* Sum and Mean take floats at every opset, Max and Min ints from 12 */
+    int64_t ints = op->op == GRAPH_OP_add ? INT64_MAX : 12;
+    tg_status st = onnx_older_types(r, 0, ints, 0);
+    const graph_type *t0 = NULL, *ti;
+    if (st == TG_OK)
+        st = onnx_input_type(r, 0, &t0);
+    graph_type first = st == TG_OK ? *t0 : (graph_type){0};
+    if (st == TG_OK)
+        st = onnx_input(r, 0, &acc);
     for (size_t i = 1; st == TG_OK && i < r->node->n_input; i++) {
         int32_t in[2] = {acc, 0};
-        st = onnx_input(r, (int)i, &in[1]);
+        st = onnx_input_type(r, (int)i, &ti);
+        /* before opset 8 the inputs have one shape: no broadcasting */
+        if (st == TG_OK)
+            first.dtype = ti->dtype; /* shapes compared; dtypes are checked by the op */
+        if (st == TG_OK && r->opset < 8 && !graph_type_eq(ti, &first))
+            st = onnx_fail(r, TG_ERR_FORMAT, "input %d's shape is not input 0's: %s-6 does "
+                           "not broadcast (from %s-8)", (int)i, op->name, op->name);
+        if (st == TG_OK)
+            st = onnx_input(r, (int)i, &in[1]);
+        /* equal at the traced sizes only, where a dim is dynamic in one input
+         * and not in the other: at another size Sum-6 refuses, ours would
+         * broadcast (seed 8001 model 1687) */
+        if (st == TG_OK && r->opset < 8 &&
+            onnx_dynamic_dims(r, acc) != onnx_dynamic_dims(r, in[1]))
+            r->specialized = 1;
         if (st == TG_OK)
             st = onnx_add(r, op->op, in, 2, NULL, &acc, 1);
     }
@@ -483,6 +505,8 @@ static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
         return st;
     if (noop)
         return onnx_bind(r, 0, x);
+    if (op->op == GRAPH_OP_reduce_max && (st = onnx_refuse_empty_extreme(r, x, &axes, 0)))
+        return st;
     /* reduce_sum/mean/max share one attribute layout: axes, keepdim */
     graph_reduce_sum_attrs a = {axes, keep != 0};
     st = onnx_add(r, op->op, &x, 1, &a, &y, 1);
@@ -502,6 +526,8 @@ static tg_status cv_arg(onnx_reader *r, const onnx_op *op)
         st = onnx_attr_int(r, "select_last_index", 0, &last);
     if (st == TG_OK)
         st = onnx_input(r, 0, &x);
+    if (st == TG_OK)
+        st = onnx_refuse_empty_extreme(r, x, NULL, axis);
     if (st != TG_OK)
         return st;
     graph_argmax_attrs a = {axis, keep != 0, last != 0}; /* argmin's layout too */

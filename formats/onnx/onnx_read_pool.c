@@ -15,7 +15,11 @@
  * so the result is the same unless the padding is counted.  H and W, and
  * D for a 3-D pool.  A window that would start in the end padding is not
  * added (the ONNX spec since 1.16, PyTorch and ONNX Runtime: a MaxPool2d(2,
- * 2, padding=1, ceil_mode=True) on 5 rows gives 3, not 4).
+ * 2, padding=1, ceil_mode=True) on 5 rows gives 3, not 4).  With
+ * count_include_pad the divisor still ends at the model's own end pad (the
+ * ONNX reference and ONNX Runtime: min(start + k, size + end pad) -
+ * start): the added part is kept in w->ceil_end for pool_counts and
+ * pool_depth.
  */
 static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
                            int64_t count_pad)
@@ -37,12 +41,10 @@ static tg_status ceil_pads(onnx_reader *r, int32_t xv, window2d *w,
             }
             continue;
         }
-        if (count_pad)
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 with "
-                             "count_include_pad 1 is not supported");
         if (onnx_dynamic_dims(r, xv) & (1u << ax))
             return onnx_fail(r, TG_ERR_UNSUPPORTED, "ceil_mode 1 over a dynamic "
                              "dim is not supported");
+        w->ceil_end[i] = count_pad ? w->s[i] - span % w->s[i] : 0;
         *end += w->s[i] - span % w->s[i];
     }
     return TG_OK;
@@ -137,14 +139,17 @@ static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, cons
     for (int64_t i = 0; i < od; i++) {
         int64_t lo = i * sd - p0, inside = 0; /* the window's first depth in X */
         int64_t first = lo >= 0 ? lo : lo + (-lo + dd - 1) / dd * dd; /* its first inside */
+        /* count_include_pad: the taps before the model's own end pad */
+        int64_t counted = 0, stop = d + w->dpads[1] - w->ceil_end[2];
         for (int64_t k = 0; k < kd; k++) {
             int64_t t = lo + k * dd;
             inside += t >= 0 && t < d;
+            counted += t < stop;
             /* max: a tap outside reads the window's first tap inside */
             taps[i * kd + k] = !max ? t + p0 : t < 0 || t >= d ? first : t;
         }
         if (count)
-            count[i] = (float)(count_pad ? kd : inside);
+            count[i] = (float)(count_pad ? counted : inside);
     }
     st = onnx_gather_taps(r, y, 1, taps, od, kd, &y);
     graph_reduce_sum_attrs ra = {{1, {2}}, 0}; /* reduce_max's layout too */
@@ -166,6 +171,95 @@ static tg_status pool_depth(onnx_reader *r, int max, int32_t xv, int32_t y, cons
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
+/*
+ * AveragePool with count_include_pad whose ceil_mode added end padding in
+ * H or W: avg_pool2d divided each window by kh*kw, the windows over the
+ * added padding must count only up to the model's end pad; y times the
+ * constant kh*kw / count [H', W'] (the H and W sizes are static here).
+ */
+static tg_status pool_counts(onnx_reader *r, int32_t x, const window2d *w, int32_t *y)
+{
+    const graph_type *xt = onnx_vtype(r, x), *yt = onnx_vtype(r, *y);
+    int64_t oh = yt->dim[2], ow = yt->dim[3], size[2] = {xt->dim[2], xt->dim[3]};
+    float *f = tg_malloc(sizeof *f * (size_t)(oh * ow + 1));
+    if (!f)
+        return onnx_fail(r, TG_ERR_NOMEM, "out of memory for %lld counts", LL(oh * ow));
+    for (int64_t i = 0; i < oh; i++)
+        for (int64_t j = 0; j < ow; j++) {
+            int64_t o[2] = {i, j}, n = 1;
+            for (int a = 0; a < 2; a++) {
+                int64_t lo = o[a] * w->s[a] - w->pads.v[a];
+                int64_t hi = lo + w->k[a], stop = size[a] + w->pads.v[2 + a] - w->ceil_end[a];
+                n *= (hi < stop ? hi : stop) - lo;
+            }
+            f[i * ow + j] = (float)((double)(w->k[0] * w->k[1]) / (double)n);
+        }
+    graph_type ft = {GRAPH_F32, 2, {oh, ow}};
+    int32_t in[2] = {*y, -1};
+    tg_status st = onnx_const_value(r, &ft, f, &in[1]);
+    tg_free(f);
+    return st == TG_OK ? onnx_add(r, GRAPH_OP_mul, in, 2, NULL, y, 1) : st;
+}
+
+/*
+ * A window larger than the padded input along an axis by exactly a stride
+ * (span = -s) gives that axis floor(span / s) + 1 = 0 outputs, as the
+ * spec's formula and ONNX Runtime do: an empty output, made from x0 (the
+ * node's input) sliced empty and reshaped to the output's shape (*done).
+ * By less than a stride the spec's size is still 0 but ORT's truncating
+ * division gives 1 window (a kernel 2, stride 2 over 1 row): refused,
+ * saying so.  Further than a stride the spec's size is negative (refused
+ * by the pool below); with ceil_mode the size is 1 unless the axis is
+ * empty and not padded before (the window would start past it).
+ */
+static tg_status pool_empty(onnx_reader *r, int32_t x0, int32_t x, const window2d *w,
+                            int *done)
+{
+    int64_t ceil_mode;
+    tg_status st = onnx_attr_int(r, "ceil_mode", 0, &ceil_mode);
+    const graph_type *xt = onnx_vtype(r, x);
+    int64_t out[3];
+    int empty = 0, nsp = 2 + w->three_d;
+    for (int i = 0; st == TG_OK && i < nsp; i++) { /* H, W, then D */
+        int ax = i < 2 ? h_axis(w) + i : 2;
+        int64_t b = i < 2 ? w->pads.v[i] : w->dpads[0], e = i < 2 ? w->pads.v[2 + i] : w->dpads[1];
+        /* sizes, pads, kernel and dilation below 2^31 (window_pads): no overflow */
+        int64_t span = xt->dim[ax] + b + e - ((w->k[i] - 1) * w->d[i] + 1);
+        int64_t sd = w->s[i], n = xt->dim[ax];
+        /* ceil_mode: ceil(span / s) + 1, less a last window that starts in
+         * the end padding: 0 only from an empty axis unpadded before */
+        if (span < 0 && (span < -sd || (ceil_mode && (span == -sd || n + b > 0))))
+            return st; /* the pool's own refusal names it */
+        if (span < 0 && !ceil_mode && span > -sd)
+            return onnx_fail(r, TG_ERR_UNSUPPORTED, "the %s window is larger than the padded "
+                             "input by less than the stride %lld: the spec's size is 0 "
+                             "windows, ONNX Runtime's 1 (its division truncates): not "
+                             "supported", i == 0 ? "H" : i == 1 ? "W" : "D", LL(sd));
+        out[i] = span < 0 ? 0 : span / sd + 1; /* ceil_pads has padded for ceil_mode */
+        empty |= span < 0;
+    }
+    if (st != TG_OK || !empty)
+        return st;
+    graph_type yt = *onnx_vtype(r, x0);
+    int nd = yt.ndim;
+    if (w->three_d)
+        yt.dim[2] = out[2];
+    if (!w->one_d)
+        yt.dim[nd - 2] = out[0];
+    yt.dim[nd - 1] = out[1];
+    if (onnx_dynamic_dims(r, x0))
+        r->specialized = 1; /* the reshape of 0 elements holds the traced sizes */
+    int32_t y;
+    st = onnx_slice_axis(r, x0, 0, 0, 0, 1, &y);
+    if (st == TG_OK)
+        st = onnx_reshape_to(r, y, 0, yt.dim, nd, &y);
+    if (st == TG_OK) {
+        *done = 1;
+        st = onnx_bind(r, 0, y);
+    }
+    return st;
+}
+
 tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
 {
     int32_t x, x0, y;
@@ -183,7 +277,10 @@ tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
         st = onnx_fail(r, TG_ERR_UNSUPPORTED, "storage_order 1 is not supported");
     if (st == TG_OK)
         st = pool_window(r, x, &w, count_pad);
-    if (st != TG_OK)
+    int done = 0;
+    if (st == TG_OK)
+        st = pool_empty(r, x0, x, &w, &done);
+    if (st != TG_OK || done)
         return st;
     if (w.three_d) { /* [N, C, D, H, W] to [N*D, C, H, W] */
         const graph_type *xt = onnx_vtype(r, x);
@@ -205,6 +302,8 @@ tg_status onnx_cv_pool(onnx_reader *r, const onnx_op *op)
     } else {
         graph_avg_pool2d_attrs a = {k, s, w.pads, count_pad};
         st = onnx_add(r, GRAPH_OP_avg_pool2d, &x, 1, &a, &y, 1);
+        if (st == TG_OK && (w.ceil_end[0] || w.ceil_end[1]))
+            st = pool_counts(r, x, &w, &y);
     }
     if (st == TG_OK && w.three_d)
         return pool_depth(r, op->op == GRAPH_OP_max_pool2d, x0, y, &w, count_pad);

@@ -14,8 +14,9 @@
  *   cubic:   4 taps, i0 - 1 .. i0 + 2, the Keys weights of t with
  *            cubic_coeff_a (exclude_outside: taps outside the input get
  *            weight 0 and the rest are scaled to sum to 1);
- *   with i0 = ceil(x) - 1 and t = x - i0 in (0, 1] (a whole x is tap
- *   i0 + 1 with t = 1, as the reference picks its neighbours), and taps
+ *   with i0 = floor(x) and t = x - i0 in [0, 1) (a whole x is tap i0
+ *   with t = 0: its neighbours of weight 0 are ONNX Runtime's, whose 0 *
+ *   NaN is NaN, where the reference takes ceil(x) - 1 and t = 1), and taps
  *   past either end reading the edge element.
  *
  * Each axis then becomes, for each tap k, gather(y, idx_k, axis) times a
@@ -123,6 +124,28 @@ static double source_coord(const resize_spec *s, int64_t o, int64_t in, int64_t 
     }
 }
 
+/*
+ * source_coord in single precision, as ONNX Runtime computes it: nearest
+ * rounds the coordinate, so a coordinate that is a whole number in exact
+ * arithmetic rounds as ORT's float does (scale 0.6 of 4, half_pixel,
+ * output 1: 1.5f / 0.6f is 2.5f, 2.0 whole, where the double 1.9999999
+ * floors to 1; seed 6003 model 3342).
+ */
+static float source_coord_f(const resize_spec *s, int64_t o, int64_t in, int64_t out,
+                            double scale)
+{
+    float sc = (float)scale, fo = (float)o, fin = (float)in, len = fin * sc;
+    switch (s->coord) {
+    case CT_HALF_PIXEL_SYMMETRIC:
+        return fin / 2 * (1 - (float)out / len) + (fo + 0.5f) / sc - 0.5f;
+    case CT_PYTORCH_HALF_PIXEL: return len > 1 ? (fo + 0.5f) / sc - 0.5f : 0.0f;
+    case CT_ALIGN_CORNERS: return len == 1 ? 0.0f : fo * (fin - 1) / (len - 1);
+    case CT_ASYMMETRIC: return fo / sc;
+    case CT_TF_HALF_PIXEL: return (fo + 0.5f) / sc;
+    default: return (fo + 0.5f) / sc - 0.5f;
+    }
+}
+
 /* Keys' cubic weights of the taps i0 - 1 .. i0 + 2 at offset t. */
 static void cubic_weights(double t, double A, double w[4])
 {
@@ -146,6 +169,9 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
         return 0;
     if (s->mode == MODE_NEAREST) {
         double k;
+        x = source_coord_f(s, o, in, out, scale);
+        if (!(fabs(x) <= 0x1p62))
+            return 0;
         switch (s->nearest) {
         case NM_ROUND_PREFER_CEIL: k = floor(x + 0.5); break;
         case NM_FLOOR: k = floor(x); break;
@@ -156,8 +182,7 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
         w[0] = 1.0;
         return 1;
     }
-    double c = ceil(x);
-    int64_t i0 = (int64_t)c - 1;
+    int64_t i0 = (int64_t)floor(x);
     double t = x - (double)i0;
     int n = s->mode == MODE_LINEAR ? 2 : 4;
     int64_t first = s->mode == MODE_LINEAR ? i0 : i0 - 1;
@@ -182,6 +207,26 @@ static int taps(const resize_spec *s, int64_t o, int64_t in, int64_t out, double
 }
 
 /*
+ * One output's taps at one index (clamped at the border) made one tap,
+ * their weights summed, and a sum within 1e-12 of 1 made 1: x (1 - t) +
+ * x t was rounded off x, so linearly upsampled copies of one element were
+ * not the ties they are in ONNX Runtime for a TopK after them (seed 6002
+ * model 4156).  A tap keeps its index (0 * NaN stays NaN, as in ORT).
+ */
+static void merge_taps(int64_t *ti, double *tw, int n)
+{
+    for (int k = 1; k < n; k++)
+        for (int j = 0; j < k; j++)
+            if (ti[j] == ti[k] && tw[k] != 0) {
+                tw[j] += tw[k];
+                tw[k] = 0;
+            }
+    for (int k = 0; k < n; k++)
+        if (fabs(tw[k] - 1) < 1e-12)
+            tw[k] = 1;
+}
+
+/*
  * Resizes axis a of *y (size in) to out: gathers and weighted sums as
  * the header says.  A map that is the identity adds nothing.
  */
@@ -193,7 +238,18 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
     if (in == 0 && out == 0)
         return TG_OK; /* empty stays empty (Upsample) */
-    /* the scale would be infinite and every coordinate NaN */
+    /* an axis of scale 1 is left as it is, as ONNX Runtime leaves it in
+     * every mode (tf_half_pixel_for_nn's (o + 0.5) / 1 would read o + 1
+     * rounded up; seed 95 model 587) */
+    if (scale == 1.0 && in == out)
+        return TG_OK;
+    if (out == 0) { /* an empty output is legal ONNX (ORT gives it): no taps */
+        if (onnx_dynamic_dims(r, *y) >> a & 1)
+            r->specialized = 1; /* 0 from the traced size; another may give more */
+        return onnx_slice_axis(r, *y, a, 0, 0, 1, y);
+    }
+    /* the scale would be infinite and every coordinate NaN (ONNX Runtime
+     * refuses it too: "Input dim is zero", even when another axis is 0) */
     if (in == 0)
         return onnx_fail(r, TG_ERR_SHAPE, "axis %d has size 0: there is no element to "
                          "resize it to %lld from", a, LL(out));
@@ -222,6 +278,7 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
                              "%g): output %lld's input coordinate is not a number in "
                              "range", a, LL(in), LL(out), scale, LL(o));
         }
+        merge_taps(ti, tw, ntap);
         for (int k = 0; k < ntap; k++) {
             idx[k * out + o] = ti[k];
             w[k * out + o] = (float)tw[k];
@@ -298,9 +355,15 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
         if (sz.n != nd)
             return onnx_fail(r, TG_ERR_FORMAT, "sizes has %d entries for %d dims", sz.n, nd);
         for (int d = 0; d < nd; d++) {
-            if (sz.v[d] < 1 || sz.v[d] > ((int64_t)1 << 31))
-                return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = %lld is not in 1..2^31", d,
+            if (sz.v[d] < 0 || sz.v[d] > ((int64_t)1 << 31))
+                return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = %lld is not in 0..2^31", d,
                                  LL(sz.v[d]));
+            /* its scale would be 0, which ONNX Runtime refuses ("Scale value
+             * should be greater than 0"): only an empty axis stays empty */
+            if (sz.v[d] == 0 && xt->dim[d] != 0)
+                return onnx_fail(r, TG_ERR_FORMAT, "sizes[%d] = 0 from %lld: a scale of 0 "
+                                 "(an empty axis stays empty; scales whose floor is 0 "
+                                 "empty one)", d, LL(xt->dim[d]));
             out[d] = sz.v[d];
             scale[d] = (double)out[d] / (double)xt->dim[d];
         }
@@ -317,7 +380,7 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
     for (int d = 0; d < nd; d++) {
         double sc = ((const float *)e->data)[d];
         double o = floor((double)xt->dim[d] * sc);
-        if (!(sc > 0) || o < 1 || o > (double)((int64_t)1 << 31))
+        if (!(sc > 0) || o > (double)((int64_t)1 << 31))
             return onnx_fail(r, TG_ERR_FORMAT, "scales[%d] = %g gives %g elements from %lld",
                              d, sc, o, LL(xt->dim[d]));
         out[d] = (int64_t)o;
@@ -328,7 +391,9 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
 
 /*
  * Upsample (opsets 7 to 9, deprecated by Resize): nearest only, scales
- * >= 1 (an attribute before opset 9, input 1 from 9), as Resize with
+ * >= 1 as its spec says (ONNX Runtime's kernel refuses less too; only its
+ * shape inference lets a Shape of such an output through; an attribute
+ * before opset 9, input 1 from 9), as Resize with
  * asymmetric coordinates and nearest_mode floor: output o reads input
  * floor(o / scale), the reference's np.repeat for whole scales.
  */
@@ -363,8 +428,9 @@ static tg_status upsample_spec(onnx_reader *r, const graph_type *xt, resize_spec
     for (int d = 0; st == TG_OK && d < nd; d++) {
         double o = floor((double)xt->dim[d] * sc[d]);
         if (!(sc[d] >= 1) || o > (double)((int64_t)1 << 31))
-            return onnx_fail(r, TG_ERR_UNSUPPORTED, "Upsample scales[%d] = %g is not "
-                             "supported (only scales >= 1)", d, sc[d]);
+            return onnx_fail(r, TG_ERR_FORMAT, "Upsample scales[%d] = %g: Upsample-%lld "
+                             "takes scales >= 1 only (Resize downsamples)", d, sc[d],
+                             LL(r->opset < 9 ? 7 : 9));
         out[d] = (int64_t)o;
         scale[d] = sc[d];
     }
@@ -402,8 +468,13 @@ tg_status onnx_cv_resize(onnx_reader *r, const onnx_op *op)
                          graph_dtype_name(xt->dtype));
     graph_type x0 = *xt; /* onnx_add may move the value table */
     st = out_sizes(r, x, &x0, out, scale);
-    /* the last axes first: the gathers there move the smallest blocks */
+    /* the axes resized to 0 first (the gathers after them move nothing),
+     * then the last axes first: the gathers there move the smallest blocks */
+    for (int d = 0; st == TG_OK && d < x0.ndim; d++)
+        if (out[d] == 0)
+            st = resize_axis(r, &s, &x, d, 0, scale[d]);
     for (int d = x0.ndim - 1; st == TG_OK && d >= 0; d--)
-        st = resize_axis(r, &s, &x, d, out[d], scale[d]);
+        if (out[d] != 0)
+            st = resize_axis(r, &s, &x, d, out[d], scale[d]);
     return st == TG_OK ? onnx_bind(r, 0, x) : st;
 }

@@ -133,6 +133,8 @@ tg_status onnx_cv_flatten(onnx_reader *r, const onnx_op *op)
     int64_t axis;
     int32_t x;
     tg_status st = onnx_attr_int(r, "axis", 1, &axis);
+    if (st == TG_OK) /* Flatten-1 takes floats only */
+        st = onnx_older_types(r, 0, 9, 0);
     if (st == TG_OK)
         st = onnx_input(r, 0, &x);
     if (st != TG_OK)
@@ -245,7 +247,7 @@ tg_status onnx_cv_split(onnx_reader *r, const onnx_op *op)
     return st;
 }
 
-/* ---- Slice, Pad ---- */
+/* ---- Slice (Pad: onnx_read_pad.c) ---- */
 
 tg_status onnx_slice_attrs(onnx_reader *r, graph_slice_attrs *a)
 {
@@ -313,66 +315,6 @@ tg_status onnx_cv_slice(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-/* Pads given for some axes (opset 18) spread over all dims. */
-static tg_status pads_for_axes(onnx_reader *r, int nd, graph_ints *pads)
-{
-    graph_ints axes, full;
-    tg_status st = onnx_const_ints(r, 3, "axes", &axes, GRAPH_MAX_DIMS);
-    if (st != TG_OK)
-        return st;
-    if (pads->n != 2 * axes.n)
-        return onnx_fail(r, TG_ERR_FORMAT, "pads has %d entries for %d axes",
-                         (int)pads->n, (int)axes.n);
-    memset(&full, 0, sizeof full);
-    full.n = 2 * nd;
-    for (int k = 0; k < axes.n; k++) {
-        int ax = graph_axis(axes.v[k], nd);
-        if (ax < 0)
-            return onnx_fail(r, TG_ERR_FORMAT, "axis %lld out of range for %d dims",
-                             LL(axes.v[k]), nd);
-        full.v[ax] = pads->v[k];
-        full.v[nd + ax] = pads->v[axes.n + k];
-    }
-    *pads = full;
-    return TG_OK;
-}
-
-tg_status onnx_cv_pad(onnx_reader *r, const onnx_op *op)
-{
-    char mode[32];
-    graph_pad_attrs a;
-    int present;
-    const graph_type *x;
-    graph_attrs_default(GRAPH_OP_pad, &a);
-    tg_status st = onnx_attr_str(r, "mode", "constant", mode, sizeof mode);
-    onnx_pad_mode pm = !strcmp(mode, "reflect") ? PAD_REFLECT
-                       : !strcmp(mode, "wrap")  ? PAD_WRAP
-                                                : PAD_EDGE;
-    int border = pm != PAD_EDGE || !strcmp(mode, "edge");
-    if (st == TG_OK && pm == PAD_WRAP && r->opset < 19)
-        st = onnx_fail(r, TG_ERR_FORMAT, "mode 'wrap' needs opset 19");
-    if (st == TG_OK && strcmp(mode, "constant") && !border)
-        st = onnx_fail(r, TG_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
-    if (st == TG_OK)
-        st = onnx_ints_operand(r, 1, 11, "pads", &a.pads, &present);
-    if (st == TG_OK && !present)
-        st = onnx_fail(r, TG_ERR_FORMAT, "pads is missing");
-    if (st == TG_OK && r->opset < 11)
-        st = onnx_attr_float(r, "value", 0.0f, &a.value);
-    double v;
-    if (st == TG_OK && r->opset >= 11 && onnx_has_input(r, 2) &&
-        (st = onnx_const_scalar(r, 2, "constant_value", &v)) == TG_OK)
-        a.value = (float)v;
-    if (st == TG_OK)
-        st = onnx_input_type(r, 0, &x);
-    if (st == TG_OK && onnx_has_input(r, 3))
-        st = r->opset >= 18 ? pads_for_axes(r, x->ndim, &a.pads)
-                            : onnx_fail(r, TG_ERR_FORMAT, "axes needs opset 18");
-    if (st == TG_OK && border)
-        return onnx_pad_border(r, pm, &a.pads);
-    return st == TG_OK ? unary_node(r, GRAPH_OP_pad, &a) : st;
-}
-
 /* ---- Squeeze, Unsqueeze, Expand ---- */
 
 /* Squeeze / Unsqueeze (op->op): axes an input from opset 13. */
@@ -383,6 +325,13 @@ tg_status onnx_cv_squeeze(onnx_reader *r, const onnx_op *op)
     tg_status st = onnx_ints_operand(r, 1, 13, "axes", &a.axes, &present);
     if (st == TG_OK && op->op == GRAPH_OP_unsqueeze && !present)
         st = onnx_fail(r, TG_ERR_FORMAT, "axes is missing");
+    /* Squeeze without axes drops the dims of size 1: over a dynamic dim
+     * the output's rank depends on the run's size (ONNX Runtime drops it
+     * at 1, keeps it at 3), fixed here at the traced one */
+    int32_t x;
+    if (st == TG_OK && op->op == GRAPH_OP_squeeze && !present &&
+        (st = onnx_input(r, 0, &x)) == TG_OK && onnx_dynamic_dims(r, x))
+        r->specialized = 1;
     return st == TG_OK ? unary_node(r, op->op, &a) : st;
 }
 

@@ -16,6 +16,7 @@ typedef struct window2d {
     int64_t k[3], s[3], d[3];
     graph_ints pads; /* top, left, bottom, right */
     int64_t dpads[2]; /* three_d: D's begin and end */
+    int64_t ceil_end[3]; /* ceil_mode's part of the end pads (H, W, D) */
 } window2d;
 
 /* The number of spatial dims of the ONNX node's window. */

@@ -172,6 +172,13 @@ int df_gen_pool(df_gen *g, df_cur *x, int arg)
         w[i].k = df_range(g, 1, 3);
         w[i].s = df_chance(g, 50) ? 1 : df_range(g, 2, 3);
         w[i].d = can_dilate && df_chance(g, 25) ? 2 : 1;
+        if (ap == 1 || ap == 2) /* ORT pads a SAME pool as if undilated (a D of 9 gives 7) */
+            w[i].d = 1;
+        /* a stride over the window makes SAME's total pad negative: ORT
+         * refuses that in 2-D and shifts the 3-D window by it (W 3, k 1, s 3
+         * reads column 1) */
+        if ((ap == 1 || ap == 2) && w[i].s > w[i].k)
+            w[i].s = w[i].k;
         w[i].pb = w[i].k > 1 && df_chance(g, 40) ? df_range(g, 0, (int)w[i].k - 1) : 0;
         w[i].pe = w[i].k > 1 && df_chance(g, 40) ? df_range(g, 0, (int)w[i].k - 1) : 0;
         int64_t span = w[i].d * (w[i].k - 1) + 1;
@@ -267,7 +274,7 @@ int df_gen_global_pool(df_gen *g, df_cur *x, int arg)
 int df_gen_resize(df_gen *g, df_cur *x, int arg)
 {
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                         "asymmetric", "tf_half_pixel_for_nearest",
+                                         "asymmetric", "tf_half_pixel_for_nn",
                                          "half_pixel_symmetric", "tf_crop_and_resize"};
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                           "ceil"};
@@ -283,7 +290,7 @@ int df_gen_resize(df_gen *g, df_cur *x, int arg)
     int nc = g->m->opset >= 19 ? 6 : 5;
     int c = df_chance(g, 2) ? 6 : df_rnd(g, nc);
     if (c == 4 && (mode || g->m->opset >= 20))
-        c = 0; /* tf_half_pixel_for_nearest: nearest only, and gone in opset 20 */
+        c = 0; /* tf_half_pixel_for_nn: nearest only, and gone in opset 20 */
     int whole = 1;
     for (int k = 0; k < nd; k++) {
         int fixed = (mode && nd >= 4 && k < 2) || (k == 0 && x->dyn);

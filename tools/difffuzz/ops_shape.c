@@ -147,11 +147,14 @@ int df_gen_concat(df_gen *g, df_cur *x, int arg)
     memcpy(o, x->dims, sizeof o);
     char names[3][DF_NAME];
     const char *in[3] = {x->name, names[1], names[2]};
+    int empty = 0; /* ORT checks the other dims only when there are elements (7001/2962) */
+    for (int d = 0; d < x->nd; d++)
+        empty |= d != ax && x->dims[d] == 0;
     for (int i = 1; i < nin; i++) {
         int64_t d[DF_MAX_DIMS];
         memcpy(d, x->dims, sizeof d);
         d[ax] = df_dim(g, 4, 1);
-        if (g->invalid && i == 1 && x->nd > 1) {
+        if (g->invalid && i == 1 && x->nd > 1 && !empty) {
             d[ax == 0 ? 1 : 0] += 1;
             g->m->invalid = 1;
         }
@@ -616,6 +619,8 @@ int df_gen_pad(df_gen *g, df_cur *x, int arg)
                 p = d > 1 ? d - 1 : 0; /* reflect: at most dim - 1 */
             if ((mode == 2 || mode == 3) && d == 0)
                 p = 0;
+            if (mode == 3 && p > d) /* ORT leaves wrap's second lap zeros */
+                p = d;
             if (k == 0 && x->dyn && mode != 0)
                 p = 0;
             pads[e * nd + k] = p;
