@@ -171,14 +171,18 @@ function firstLine(e) {
 // on 1.30): MaxPool keeps the window's largest non-NaN (-FLT_MAX for an
 // all-NaN window in 1-D, NaN in 2-D), GlobalMaxPool too, ReduceMax and
 // ReduceMin start from the first element and skip every later NaN, and
-// TopK puts NaN where its heap happens to leave it.  Ours propagates NaN
-// as NumPy (the ONNX reference) and PyTorch do (docs/OPS.md), as ORT's
-// own Max, Min, ArgMax, ArgMin, Relu, Clip and Softmax do.  A model whose
+// TopK puts NaN where its heap happens to leave it; ArgMax and ArgMin
+// take a NaN only in the first place (a row [0.71, NaN, 1.09, NaN] gives
+// ArgMin 0 where numpy.argmin gives 1: seed 9003 model 1498), and Hardmax
+// with them (a [NaN] row is all zeros, no 1 at all: 9003/1273, 9004/1890).
+// Ours propagates NaN as NumPy (the ONNX reference) and PyTorch do
+// (docs/OPS.md), as ORT's own Max, Min, Relu, Clip and Softmax do.  A model whose
 // outputs differ is judged "NaN in ORT's max/min" only when ORT itself
 // shows a NaN reaching the data input of one of these nodes: the model is
 // run again with those inputs as extra outputs (probeModel).
-const NAN_UNDEFINED = new Set(['MaxPool', 'GlobalMaxPool', 'ReduceMax', 'ReduceMin', 'TopK']);
-const NAN_REASON = "ORT's MaxPool/GlobalMaxPool/ReduceMax/ReduceMin/TopK drop NaN by position (ours propagates it)";
+const NAN_UNDEFINED = new Set(['MaxPool', 'GlobalMaxPool', 'ReduceMax', 'ReduceMin', 'TopK',
+                               'ArgMax', 'ArgMin', 'Hardmax']);
+const NAN_REASON = "ORT's MaxPool/GlobalMaxPool/ReduceMax/ReduceMin/TopK/ArgMax/ArgMin/Hardmax drop NaN by position (ours propagates it)";
 
 function readVarint(b, p) {
   let v = 0, m = 1, x;

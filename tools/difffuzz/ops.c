@@ -619,7 +619,17 @@ static int gen_norm(df_gen *g, df_cur *x, int arg)
         if (a != -1 || df_chance(g, 30))
             df_attr_i(n, "axis", a);
     }
-    if (df_chance(g, 40))
+    /* InstanceNormalization over one element per channel: x - mean is 0
+     * and the answer is the bias exactly (ours), where ORT's folded scale
+     * and shift leave a rounding error times 1/sqrt(epsilon), 316 at the
+     * default (seed 9004 model 53: 1.0e-3 off); a large epsilon keeps it
+     * within tolerance. */
+    int64_t per = 1;
+    for (int d = 2; k == 1 && d < x->nd; d++)
+        per *= x->dims[d];
+    if (k == 1 && per == 1)
+        df_attr_f(n, "epsilon", 0.1f);
+    else if (df_chance(g, 40))
         df_attr_f(n, "epsilon", df_chance(g, 50) ? 1e-3f : 0.1f);
     df_set(x, n, 0, DF_F32, x->nd, x->dims, x->dyn);
     return g->m->invalid ? -1 : 0;
