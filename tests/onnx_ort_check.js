@@ -88,7 +88,10 @@ function readTensor(t) {
 // Compares one output (got: an ORT tensor; want: dtype and dims; ref: the
 // data) within tol (default TOL); returns { ok, err, why }.  Also used by
 // tests/difffuzz_ort.js.
-function compare(got, want, ref, tol = TOL) {
+// floor: the least scale the largest difference is divided by (1e-6 here:
+// the export test's outputs are the interpreter's own; difffuzz_ort.js
+// passes 1, see there).
+function compare(got, want, ref, tol = TOL, floor = 1e-6) {
   const dt = DTYPES[want.dtype];
   if (got.type !== dt.ort)
     return { ok: false, why: `dtype ${got.type}, want ${dt.ort}` };
@@ -104,7 +107,7 @@ function compare(got, want, ref, tol = TOL) {
         return { ok: false, why: `element ${i} is ${y[i]}, want ${ref[i]}` };
     return { ok: true, err: 0 };
   }
-  let diff = 0, scale = 1e-6;
+  let diff = 0, scale = floor;
   for (let i = 0; i < ref.length; i++) {
     if (Number.isNaN(ref[i]) || Number.isNaN(y[i])) {
       if (Number.isNaN(ref[i]) !== Number.isNaN(y[i]))

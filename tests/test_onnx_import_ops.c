@@ -296,6 +296,36 @@ static void newer_opsets(void)
             run_against("Resize tf_half_pixel_for_nn, scale 1", g, TG_SHAPE(4, 2), x8, want, 6, 0);
         graph_free(g);
     }
+    /* linear and cubic of [[1, 2], [NaN, NaN]] by [1, 2]: the axis of scale 1
+     * keeps its taps, weights 1 and 0, as ONNX Runtime interpolates both
+     * axes: row 0 reads row 1's NaN at weight 0, and 0 * NaN is NaN (seed
+     * 11004 model 2719; ours left the axis as it is and gave row 0 without
+     * NaN); ORT's answer, every element NaN */
+    for (int cubic = 0; cubic < 2; cubic++) {
+        static const float x4[4] = {1, 2, NAN, NAN};
+        float want[8];
+        for (int i = 0; i < 8; i++)
+            want[i] = NAN;
+        static float sc2[2] = {1, 2};
+        int64_t sd[1] = {2};
+        char *rin[3] = {"x", "", "sc"};
+        mb_init(&b, "Resize", "x", NULL);
+        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){2, 2});
+        b.node.input = rin;
+        b.node.n_input = 3;
+        tensor_init(&t, "sc", 1, 1, sd, sc2, 2);
+        ts[0] = &t;
+        b.g.n_initializer = 1;
+        b.g.initializer = ts;
+        Onnx__AttributeProto ra[1], *ras[1] = {&ra[0]};
+        mb_attr_str(&b, &ra[0], ras, "mode", cubic ? "cubic" : "linear");
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(g != NULL, "Resize with a NaN row imports: %s", err);
+        if (g)
+            run_against(cubic ? "Resize cubic, NaN below" : "Resize linear, NaN below", g,
+                        TG_SHAPE(2, 2), x4, want, 8, 0);
+        graph_free(g);
+    }
     /* linear (pytorch_half_pixel) of 1 element to 3 along W: copies that are
      * exact, where x (1 - t) + x t was rounded off x and a TopK after them
      * saw no ties (seed 6002 model 4156); cubic (asymmetric) of [1, 2, NaN,

@@ -238,10 +238,16 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
     int nd = yt->ndim, ntap = s->mode == MODE_NEAREST ? 1 : s->mode == MODE_LINEAR ? 2 : 4;
     if (in == 0 && out == 0)
         return TG_OK; /* empty stays empty (Upsample) */
-    /* an axis of scale 1 is left as it is, as ONNX Runtime leaves it in
-     * every mode (tf_half_pixel_for_nn's (o + 0.5) / 1 would read o + 1
-     * rounded up; seed 95 model 587) */
-    if (scale == 1.0 && in == out)
+    /* Linear and cubic read every tap of the axes they interpolate (the
+     * last two; the last three in a 5-D linear), zero weights included,
+     * as ONNX Runtime's kernels do: a NaN neighbour of weight 0 makes 0 *
+     * NaN = NaN, also on an axis of scale 1 (seed 11004 model 2719: a
+     * bicubic resize of W alone, NaN in the row below).  Any other axis of
+     * scale 1 is left as it is, as ORT leaves it (nearest's
+     * tf_half_pixel_for_nn would read o + 1 rounded up; seed 95 model 587). */
+    int every_tap = s->mode != MODE_NEAREST &&
+                    a >= nd - (s->mode == MODE_LINEAR && nd == 5 ? 3 : 2);
+    if (scale == 1.0 && in == out && !every_tap)
         return TG_OK;
     if (out == 0) { /* an empty output is legal ONNX (ORT gives it): no taps */
         if (onnx_dynamic_dims(r, *y) >> a & 1)
@@ -267,7 +273,7 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
                          LL(out));
     }
     /* tap k of output o at [k * out + o] */
-    int identity = in == out;
+    int identity = in == out && !every_tap;
     for (int64_t o = 0; o < out; o++) {
         int64_t ti[4];
         double tw[4];
@@ -298,7 +304,7 @@ static tg_status resize_axis(onnx_reader *r, const resize_spec *s, int32_t *y, i
             int zero = 1;
             for (int64_t o = 0; o < out; o++)
                 zero &= w[k * out + o] == 0;
-            if (zero && (k < ntap - 1 || sum >= 0))
+            if (zero && !every_tap && (k < ntap - 1 || sum >= 0))
                 continue; /* a tap no output reads (the last one kept if none is) */
             int32_t in2[2] = {*y, -1}, g, wv;
             st = onnx_const_value(r, &it, idx + k * out, &in2[1]);
