@@ -446,6 +446,8 @@ static int gen_softmax(df_gen *g, df_cur *x, int arg)
 {
     static const char *const ops[] = {"Softmax", "LogSoftmax", "Hardmax"};
     int k = arg >= 0 ? arg : df_rnd(g, 3);
+    if (k == 2 && x->ties)
+        return -1; /* see df_cur.ties */
     df_need(g, x, DF_F32, 1, 4);
     const char *in[1] = {x->name};
     df_node *n = df_node_new(g, ops[k], 1, in, 1);
@@ -470,6 +472,8 @@ static int gen_softmax(df_gen *g, df_cur *x, int arg)
 static int gen_arg(df_gen *g, df_cur *x, int arg)
 {
     (void)arg;
+    if (x->ties)
+        return -1; /* see df_cur.ties */
     int dt = df_chance(g, 25) ? DF_I64 : DF_F32;
     df_need(g, x, dt, 1, 4);
     if (df_nonempty(g, x, dt))
@@ -504,6 +508,8 @@ static int gen_arg(df_gen *g, df_cur *x, int arg)
 static int gen_topk(df_gen *g, df_cur *x, int arg)
 {
     (void)arg;
+    if (x->ties)
+        return -1; /* see df_cur.ties */
     df_need(g, x, DF_F32, 1, 4);
     int64_t a = df_axis(g, x->nd, 10), ax = a < 0 ? a + x->nd : a;
     /* K = 0 from opset 10 (an input); TopK-1's k attribute must be positive */

@@ -331,6 +331,7 @@ int df_gen_resize(df_gen *g, df_cur *x, int arg)
         if (mode || df_chance(g, 30))
             df_attr_s(n, "mode", mode ? "linear" : "nearest");
         df_set(x, n, 0, DF_F32, nd, o, x->dyn);
+        x->ties |= mode != 0;
         return g->m->invalid ? -1 : 0;
     }
     if (g->m->opset < 13) { /* roi is a required input before 13 */
@@ -375,6 +376,7 @@ int df_gen_resize(df_gen *g, df_cur *x, int arg)
         if (o[k] <= 0 && !use_sizes)
             return -1;
     df_set(x, n, 0, DF_F32, nd, o, x->dyn);
+    x->ties |= mode != 0;
     return g->m->invalid ? -1 : 0;
 }
 
