@@ -152,10 +152,12 @@ tg_status onnx_refuse_empty_extreme(onnx_reader *r, int32_t x, const graph_ints 
     const graph_type *t = onnx_vtype(r, x);
     for (int d = 0; d < t->ndim; d++) {
         int on = 0;
+        /* d - ndim, not axis + ndim: the axes are not validated yet here
+         * (INT64_MAX + 2 overflowed; fuzz_onnx) */
         if (!axes)
-            on = axis == d || axis + t->ndim == d;
+            on = axis == d || axis == d - t->ndim;
         for (int k = 0; axes && k < axes->n; k++)
-            on |= axes->v[k] == d || axes->v[k] + t->ndim == d;
+            on |= axes->v[k] == d || axes->v[k] == d - t->ndim;
         if (axes && axes->n == 0)
             on = 1;
         if (on && t->dim[d] == 0)
