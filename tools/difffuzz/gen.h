@@ -27,7 +27,8 @@ typedef struct df_cur {
     int64_t dims[DF_MAX_DIMS];
     int dyn; /* dims[0] is "N" */
     int ties; /* values equal in exact arithmetic may differ by rounding
-                 (a linear or cubic Resize's interpolated copies): an op
+                 (a linear or cubic Resize's interpolated copies, an
+                 InstanceNormalization over one element, all its bias): an op
                  that picks an index (ArgMax/ArgMin, Hardmax, TopK) is not
                  drawn after it, its answer follows each side's rounding
                  (seeds 12001/2237, 12005/3287, 6002/644, 8001/1943) */
