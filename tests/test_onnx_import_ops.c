@@ -90,6 +90,24 @@ static double gelu_tanh(double x)
  * answers), Gelu (20, both forms) and Swish (24), against their formulas;
  * each refused below the opset that has it.
  */
+/* b: Resize of the graph input x (f32, nd dims xs) by the initializer
+ * "sc" of nd scales, held in t (ts its list); the caller adds the
+ * attributes.  xs and sc outlive the model, as t does. */
+static void resize_model(mb *b, int nd, const int64_t *xs, float *sc, Onnx__TensorProto *t,
+                         Onnx__TensorProto **ts)
+{
+    static char *in[3] = {"x", "", "sc"};
+    static const int64_t len[5] = {0, 1, 2, 3, 4}; /* sc's dims: [nd] */
+    mb_init(b, "Resize", "x", NULL);
+    mb_tensor_type(b, 0, 1, nd, xs);
+    b->node.input = in;
+    b->node.n_input = 3;
+    tensor_init(t, "sc", 1, 1, &len[nd], sc, (size_t)nd);
+    ts[0] = t;
+    b->g.n_initializer = 1;
+    b->g.initializer = ts;
+}
+
 static void newer_opsets(void)
 {
     char err[512];
@@ -209,17 +227,8 @@ static void newer_opsets(void)
                 3.27491867f, 3.43478262f, 3.f, 3.15986395f, 3.5f, 3.84013605f, 4.f},
                20}};
     for (int k = 0; k < 2; k++) {
-        mb_init(&b, "Resize", "x", NULL);
+        resize_model(&b, 4, rs[k].xs, (float *)rs[k].scales, &t, ts);
         b.opset.version = 19;
-        mb_tensor_type(&b, 0, 1, 4, rs[k].xs);
-        char *rin[3] = {"x", "", "sc"};
-        b.node.input = rin;
-        b.node.n_input = 3;
-        int64_t sd[1] = {4};
-        tensor_init(&t, "sc", 1, 1, sd, (void *)rs[k].scales, 4);
-        ts[0] = &t;
-        b.g.n_initializer = 1;
-        b.g.initializer = ts;
         Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
         mb_attr_str(&b, &ra[0], as, "mode", "linear");
         mb_attr_str(&b, &ra[1], as, "coordinate_transformation_mode", "half_pixel_symmetric");
@@ -247,16 +256,7 @@ static void newer_opsets(void)
         static const float x12[12] = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
         static const float want[8] = {0, 2, 0, 2, 10, 12, 10, 12};
         static float sc2[2] = {1.5f, 0.6f};
-        int64_t sd[1] = {2};
-        char *rin[3] = {"x", "", "sc"};
-        mb_init(&b, "Resize", "x", NULL);
-        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){3, 4});
-        b.node.input = rin;
-        b.node.n_input = 3;
-        tensor_init(&t, "sc", 1, 1, sd, sc2, 2);
-        ts[0] = &t;
-        b.g.n_initializer = 1;
-        b.g.initializer = ts;
+        resize_model(&b, 2, (const int64_t[]){3, 4}, sc2, &t, ts);
         Onnx__AttributeProto ra[1], *ras[1] = {&ra[0]};
         mb_attr_str(&b, &ra[0], ras, "nearest_mode", "floor");
         g = mb_load(&b, NULL, &st, err, sizeof err);
@@ -307,16 +307,7 @@ static void newer_opsets(void)
         for (int i = 0; i < 8; i++)
             want[i] = NAN;
         static float sc2[2] = {1, 2};
-        int64_t sd[1] = {2};
-        char *rin[3] = {"x", "", "sc"};
-        mb_init(&b, "Resize", "x", NULL);
-        mb_tensor_type(&b, 0, 1, 2, (const int64_t[]){2, 2});
-        b.node.input = rin;
-        b.node.n_input = 3;
-        tensor_init(&t, "sc", 1, 1, sd, sc2, 2);
-        ts[0] = &t;
-        b.g.n_initializer = 1;
-        b.g.initializer = ts;
+        resize_model(&b, 2, (const int64_t[]){2, 2}, sc2, &t, ts);
         Onnx__AttributeProto ra[1], *ras[1] = {&ra[0]};
         mb_attr_str(&b, &ra[0], ras, "mode", cubic ? "cubic" : "linear");
         g = mb_load(&b, NULL, &st, err, sizeof err);
@@ -337,16 +328,8 @@ static void newer_opsets(void)
         static const float want_l[12] = {0.1f, 0.1f, 0.1f, 1.7f, 1.7f, 1.7f,
                                          -2.3f, -2.3f, -2.3f, 3.3f, 3.3f, 3.3f};
         static float sc_l[2] = {1, 3}, sc_c[2] = {1, 0.6f};
-        int64_t sd[1] = {2};
-        char *rin[3] = {"x", "", "sc"};
-        mb_init(&b, "Resize", "x", NULL);
-        mb_tensor_type(&b, 0, 1, 2, cubic ? (const int64_t[]){1, 4} : (const int64_t[]){4, 1});
-        b.node.input = rin;
-        b.node.n_input = 3;
-        tensor_init(&t, "sc", 1, 1, sd, cubic ? sc_c : sc_l, 2);
-        ts[0] = &t;
-        b.g.n_initializer = 1;
-        b.g.initializer = ts;
+        resize_model(&b, 2, cubic ? (const int64_t[]){1, 4} : (const int64_t[]){4, 1},
+                     cubic ? sc_c : sc_l, &t, ts);
         Onnx__AttributeProto ra[2], *ras[2] = {&ra[0], &ra[1]};
         mb_attr_str(&b, &ra[0], as, "mode", cubic ? "cubic" : "linear");
         mb_attr_str(&b, &ra[1], as, "coordinate_transformation_mode",
