@@ -32,6 +32,16 @@
 const char *eager_dnnl_status_str(dnnl_status_t s);
 
 /*
+ * The instruction set oneDNN's CPU kernels use in this process
+ * (dnnl_get_effective_cpu_isa: the highest the CPU supports, capped by the
+ * environment variable ONEDNN_MAX_CPU_ISA), named as oneDNN names it in
+ * lower case: "avx2", "avx512_core", "avx512_core_amx", ...; an unknown
+ * value as "0x..." (a static buffer).  For the benchmarks and `tracegraph
+ * version`, which say where they ran.
+ */
+const char *eager_dnnl_isa_name(void);
+
+/*
  * The process-wide CPU engine, made on first use (thread-safe) and kept
  * until exit.  Returns dnnl_success and sets *engine, or the creation
  * error (every later call returns the same error).
