@@ -173,7 +173,7 @@ function isa_of(r,    k, d) {
     return k " / " d
 }
 # The line above a table: the machine and the instruction sets its rows ran
-# at (issue 30), or each row's where they differ.
+# at (issue 30), or where each row ran when they differ.
 function where(    i, r, c, first, same, list) {
     c = v[rec[0] "/cpu"]; if (c == "") c = v["machine.cpu"]
     first = isa_of(rec[0]); same = 1
