@@ -82,7 +82,7 @@ END {
         }
         END { if (n) { printf "note: OLD and NEW ran on other CPUs or instruction sets (ratios compare those, not only code):"
                        for (i = 1; i <= n && i <= 4; i++) printf " %s;", d[i]
-                       print n > 4 ? " ..." : "" } }' "$tmp.a" "$tmp.b"
+                       printf "%s\n", n > 4 ? " ..." : "" } }' "$tmp.a" "$tmp.b"
     printf "%-44s %14s %14s %9s\n" metric OLD NEW NEW/OLD
     cat
 }
