@@ -137,6 +137,7 @@ static void print_header(const cli_run_opts *o, const cli_setup *s)
         printf("random inputs (seed %ld)\n", o->seed);
     else
         printf("inputs from .npy\n");
+    printf("  layout: %s\n", replay_plan_layout(s->plan));
 }
 
 /* cl_mem buffers for the device-resident runs: the inputs (written once)

@@ -57,6 +57,7 @@
 #include <stddef.h>
 
 #include "../graph/graph.h"
+#include "../graph/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -162,6 +163,25 @@ TG_API void replay_plan_free(replay_plan *p);
 
 /* Arena bytes a session needs for the traced shapes (0 for NULL). */
 TG_API size_t replay_workspace_size(const replay_plan *p);
+
+/*
+ * The target (graph/target.h) replay_compile with these options (NULL:
+ * the defaults) makes plans for: the CPU's instruction set and its block
+ * of channels ("cpu avx2", 8), or OpenCL's ("opencl", 16).  Give it to
+ * opt_options.target to optimize for that backend; replay_compile
+ * re-plans a graph laid out for another target.  TG_ERR_ARG for options
+ * replay_compile would refuse.
+ */
+TG_API tg_status replay_target(const replay_opts *opts, graph_target *t, char *err,
+                               size_t errlen);
+/*
+ * What the plan's layout was made for, as replay_compile found it:
+ * "laid out for cpu avx2", "re-planned for cpu avx2 (the graph was laid
+ * out for cpu avx512_core)", "laid out for X, not re-planned for Y: why",
+ * or "no layout planned (optimized below -O3)".  Owned by the plan; NULL
+ * for NULL.
+ */
+TG_API const char *replay_plan_layout(const replay_plan *p);
 /*
  * A session on p.  workspace NULL: the session allocates its own arena;
  * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at
