@@ -168,7 +168,7 @@ typedef struct replay_ctx {
 static int replay_once(void *p)
 {
     replay_ctx *r = p;
-    r->out = (replay_tensor){NULL, {0}, NULL}; /* NULL data: the session's buffer */
+    r->out = (replay_tensor){.name = NULL}; /* NULL data: the session's buffer */
     return replay_run(r->s, &r->in, 1, &r->out, 1) != TG_OK;
 }
 
@@ -389,7 +389,7 @@ static int make_reference(const workload *w, reference *ref)
         ref->y = copy;
     }
     eager_pool_pop();
-    ref->in = (replay_tensor){"x", *eager_type(w->x), (void *)eager_peek(w->x)};
+    ref->in = (replay_tensor){.name = "x", .type = *eager_type(w->x), .input = eager_peek(w->x)};
     return ok;
 }
 

@@ -3,9 +3,12 @@
  * loaded back, zstd-compressed, checksummed, and safe to load from an
  * untrusted source.
  *
+ *   // example (given: graph *g)
  *   char err[512];
- *   if (format_save(g, "model.tgraph", NULL, err, sizeof err) != TG_OK) ...
- *   graph *h = format_load("model.tgraph", err, sizeof err);   (NULL: see err)
+ *   if (format_save(g, "model.tgraph", NULL, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   graph *h = format_load("model.tgraph", err, sizeof err);   // NULL: see err
+ *   graph_free(h);
  *
  * Loading checks every count, index, offset, size, shape and string length
  * against the bytes present before using it, allocates only in proportion

@@ -1,10 +1,15 @@
 /*
  * opt.h - the graph optimizer: a pass manager and its passes.
  *
- *   opt_options o = OPT_OPTIONS_INIT;          (-O2; or opt_default_options())
+ *   // example (given: graph *g)
+ *   char err[512];
+ *   opt_options o = OPT_OPTIONS_INIT;          // -O2; or opt_default_options()
  *   o.level = 3;
  *   opt_report rep;
- *   if (opt_optimize(g, &o, &rep, err, sizeof err) != TG_OK) ...
+ *   if (opt_optimize(g, &o, &rep, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   else
+ *       opt_report_print(&rep, stdout);
  *
  * Levels, as ONNX Runtime's: -O0 nothing; -O1 constant folding, algebraic
  * simplification, CSE and DCE, repeated to a fixed point; -O2 adds params

@@ -1,11 +1,21 @@
 /*
  * replay.h - compile a graph into an immutable plan and run it fast.
  *
- *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
+ *   // example (given: graph *g; graph_type xtype; const float *xdata)
+ *   char err[512];
+ *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);  // NULL: see err
  *   replay_session *s = replay_session_new(plan, NULL, 0);
- *   replay_tensor in = {.name = "x", .type = xtype, .data = xdata};
+ *   replay_tensor in = {.name = "x", .type = xtype, .input = xdata};
+ *   float ybuf[64];
  *   replay_tensor out = {.name = "y", .data = ybuf, .size = sizeof ybuf};
- *   replay_run(s, &in, 1, &out, 1);       (out.type: what the run made)
+ *   if (replay_run(s, &in, 1, &out, 1) != TG_OK)   // else out.type: what the run made
+ *       fprintf(stderr, "%s\n", replay_session_error(s));
+ *   replay_session_free(s);
+ *   replay_plan_free(plan);
+ *
+ * (The "// example" blocks at the top of the installed headers compile as
+ * they stand, given what their first line names, in C11 and C++20:
+ * scripts/test_install.sh builds each one.)
  *
  * The structs here may grow at the end (docs/GUIDE.md, "Structs and the ABI"): initialize
  * them by name, designated as above or from REPLAY_OPTS_INIT, so that the
@@ -114,7 +124,22 @@ typedef struct replay_opts {
 typedef struct replay_tensor {
     const char *name; /* match by name; NULL: by position */
     graph_type type;  /* outputs: see size */
-    void *data; /* inputs: read; outputs: written (NULL: see replay_run) */
+    /*
+     * The elements, row-major: one pointer under two names (an anonymous
+     * union, so the struct's size and layout are those of a single
+     * void *data).  Inputs: set input, a const void *, so that const data
+     * (eager_peek's, a const array) needs no cast:
+     *   replay_tensor in = {.name = "x", .type = t, .input = eager_peek(x)};
+     * the library reads an input through input only and never writes it.
+     * data on an input is the same pointer and still accepted (code
+     * written before input existed).  Outputs: data, written by the run
+     * (NULL: see replay_run).  Read back the member you set (C++: the
+     * other one is not the active member).
+     */
+    union {
+        void *data;        /* outputs: written; inputs: accepted, read only */
+        const void *input; /* inputs: read only, never written */
+    };
     /*
      * OpenCL plans only: a cl_mem (cast to void *) in the plan's context
      * (replay_opencl_context) used instead of data, so no host copy is
@@ -198,7 +223,10 @@ TG_API void replay_session_free(replay_session *s);
  * Runs the plan.  outputs[i].data non-NULL: the result is copied there
  * (its type must match, or its size suffice: replay_tensor.size); NULL:
  * data is set to the session's own buffer, valid until the next run on
- * this session, and type is filled in.  An input or output name the plan
+ * this session, and type is filled in (CPU plans: an output that is an
+ * input or a constant of the graph gets that input's pointer or the
+ * plan's copy instead: read it, never write through it).  Inputs are
+ * only read (replay_tensor.input).  An input or output name the plan
  * lacks is TG_ERR_ARG, the message listing the names it has.
  * s NULL: TG_ERR_NULL.  s running on another thread: TG_ERR_STATE.
  */
