@@ -144,7 +144,7 @@ static int run_eager(void *p)
 static int run_replay(void *p)
 {
     job *j = p;
-    replay_tensor out = {NULL, {0}, NULL};
+    replay_tensor out = {.name = NULL};
     return replay_run(j->sess, j->in, j->nin, &out, 1) != TG_OK;
 }
 
@@ -187,8 +187,8 @@ static int make_plan(job *j, char *err, size_t len)
     if (!j->plan)
         return 0;
     j->sess = replay_session_new(j->plan, NULL, 0);
-    j->in[0] = (replay_tensor){"x", *eager_type(j->a), (void *)eager_peek(j->a)};
-    j->in[1] = (replay_tensor){"y", *eager_type(j->b), (void *)eager_peek(j->b)};
+    j->in[0] = (replay_tensor){.name = "x", .type = *eager_type(j->a), .input = eager_peek(j->a)};
+    j->in[1] = (replay_tensor){.name = "y", .type = *eager_type(j->b), .input = eager_peek(j->b)};
     j->nin = j->s->linear ? 1 : 2;
     if (!j->sess)
         snprintf(err, len, "replay_session_new: out of memory");
