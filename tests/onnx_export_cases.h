@@ -473,13 +473,15 @@ CASE(to_blocked_pad) { ND(c, to_blocked, ATTRS(to_blocked, 16), inpf(c, SH(2, 24
 CASE(from_blocked_pad) { ND(c, from_blocked, ATTRS(from_blocked, 24), inpf(c, SH(2, 2, 3, 3, 16))); }
 CASE(conv2d_blk_stem) /* plain 3-channel x, 24 blocked channels out */
 {
-    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_RELU), 0, 0};
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_RELU), 0, 0,
+                                -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(1, 3, 7, 7)), cst(c, GRAPH_F32, SH(24, 3, 3, 3), -0.3, 0.3),
        cst(c, GRAPH_F32, SH(24), -0.5, 0.5));
 }
 CASE(conv2d_blk_dw_pad) /* depthwise on 24 padded channels, sigmoid: zero lanes after */
 {
-    graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 24, TG_INTS(GRAPH_POST_SIGMOID), 0, 0};
+    graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 24, TG_INTS(GRAPH_POST_SIGMOID), 0, 0,
+                                -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(1, 2, 5, 5, 16)), cst(c, GRAPH_F32, SH(24, 1, 3, 3), -0.5, 0.5),
        cst(c, GRAPH_F32, SH(24), -0.5, 0.5));
 }
@@ -496,13 +498,14 @@ CASE(avg_pool2d_blk)
 CASE(conv2d_blk_add_relu)
 {
     graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1,
-                                TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0, 0};
+                                TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0, 0, -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(1, 2, 5, 5, 16)), cst(c, GRAPH_F32, SH(16, 32, 3, 3), -0.2, 0.2),
        cst(c, GRAPH_F32, SH(16), -0.5, 0.5), inpf(c, SH(1, 1, 5, 5, 16)));
 }
 CASE(conv2d_blk_stride_gelu)
 {
-    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_GELU), 0, 1};
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_GELU), 0, 1,
+                                -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(2, 1, 6, 6, 16)), cst(c, GRAPH_F32, SH(32, 16, 3, 3), -0.2, 0.2),
        cst(c, GRAPH_F32, SH(32), -0.5, 0.5));
 }
