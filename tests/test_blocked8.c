@@ -14,7 +14,9 @@
  *     the attribute block 16, a residual of 16 lanes with block 8, ...);
  *   - which oneDNN implementation runs a block-8 conv2d_blk (a JIT one
  *     where oneDNN has AVX2: "jit:avx2" / "jit_dw:avx2" on an AVX2 CPU);
- *   - a block-8 graph through .tgraph and ONNX export and import;
+ *   - a block-8 graph through .tgraph and ONNX export and import; a
+ *     .tgraph conv2d_blk of version 1 (no attribute block) loads with
+ *     block 16, one of a newer version is refused;
  *   - OpenCL (when a device exists): to_blocked / from_blocked of 8
  *     lanes run there; conv2d_blk and the pools on 8 lanes are refused
  *     at compile with the reason.
@@ -31,6 +33,7 @@
 #include "eager/interp.h"
 #include "formats/onnx.h"
 #include "formats/tgraph.h"
+#include "formats/tgraph_impl.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
 
@@ -619,6 +622,112 @@ static void test_files(void)
     CHECK(eager_live_tensors() == live);
 }
 
+/* Little-endian n-byte integers in the raw sections. */
+static uint64_t le_get(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void le_put(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+}
+
+/*
+ * A file written before conv2d_blk had its attribute block: version 1, no
+ * attribute; it loads with the default 16.  The stem conv (plain x) is
+ * node 0 of the nodes section (byte 4: op, version, flags, nin, nout,
+ * nprov, nattrs, 28 bytes), its attribute block (string index, kind
+ * code, i64: 13 bytes) the only one in the file, removed.  The same file
+ * claiming a version newer than this build's is refused.
+ */
+static void test_old_file(void)
+{
+    int64_t live = eager_live_tensors();
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_INTS(1, 3, 6, 6), 31, -1, 1);
+    eager_tensor *w = eager_rand_uniform(TG_INTS(20, 3, 3, 3), 32, -0.3f, 0.3f);
+    eager_tensor *b = eager_rand_uniform(TG_INTS(20), 33, -1, 1);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_param(w, "w");
+    trace_param(b, "b");
+    trace_output(eager_from_blocked(eager_conv2d_blk(x, w, b, EAGER_NONE, TG_INTS(1), TG_INTS(1),
+                                                     TG_INTS(), 1, TG_INTS(), 0.0f, 0, -INFINITY,
+                                                     INFINITY, 16),
+                                    20),
+                 "y");
+    graph *g = trace_freeze();
+    CHECK_MSG(g && g->nnodes >= 1 && g->nodes[0].op == GRAPH_OP_conv2d_blk, "stem traced: %s",
+              eager_error());
+    char err[512] = "";
+    format_raw_sections s;
+    if (!g || g->nodes[0].op != GRAPH_OP_conv2d_blk ||
+        format_encode_raw(g, &s, err, sizeof err) != TG_OK) {
+        CHECK_MSG(0, "encode: %s", err);
+        graph_free(g);
+        eager_pool_pop();
+        return;
+    }
+    /* the string index of "block" */
+    const uint8_t *sp = s.p[FORMAT_SEC_STRINGS - 1];
+    uint32_t nstr = (uint32_t)le_get(sp, 4), idx = UINT32_MAX;
+    size_t at = 4;
+    for (uint32_t i = 0; i < nstr && at + 4 <= s.len[FORMAT_SEC_STRINGS - 1]; i++) {
+        uint32_t len = (uint32_t)le_get(sp + at, 4);
+        if (len == 5 && memcmp(sp + at + 4, "block", 5) == 0)
+            idx = i;
+        at += 4 + len;
+    }
+    uint8_t pat[13] = {0};
+    le_put(pat, idx, 4);
+    pat[4] = (uint8_t)FORMAT_CODE(format_attr_kinds, GRAPH_ATTR_I64);
+    le_put(pat + 5, 16, 8);
+    uint8_t *np = s.p[FORMAT_SEC_NODES - 1];
+    size_t nl = s.len[FORMAT_SEC_NODES - 1], found = 0, where = 0;
+    for (size_t i = 4; i + 13 <= nl; i++)
+        if (memcmp(np + i, pat, 13) == 0)
+            found++, where = i;
+    CHECK_MSG(idx != UINT32_MAX && found == 1, "string %u, %zu attributes block", idx, found);
+    if (found == 1) {
+        CHECK(le_get(np + 8, 4) == 2 && le_get(np + 28, 4) == 10); /* version, nattrs */
+        /* newer than this build: refused */
+        le_put(np + 8, 3, 4);
+        void *buf = NULL;
+        size_t len = 0;
+        CHECK(format_pack(&s, 3, &buf, &len, err, sizeof err) == TG_OK);
+        graph *h = buf ? format_load_mem(buf, len, "old.tgraph", err, sizeof err) : NULL;
+        CHECK(h == NULL);
+        CHECK_MSG(strstr(err, "op 'conv2d_blk' version 3 is newer than this build's (2)"), "%s",
+                  err);
+        graph_free(h);
+        free(buf);
+        /* version 1 without the attribute */
+        le_put(np + 8, 1, 4);
+        le_put(np + 28, 9, 4);
+        memmove(np + where, np + where + 13, nl - where - 13);
+        s.len[FORMAT_SEC_NODES - 1] = nl - 13;
+        buf = NULL;
+        CHECK(format_pack(&s, 3, &buf, &len, err, sizeof err) == TG_OK);
+        h = buf ? format_load_mem(buf, len, "old.tgraph", err, sizeof err) : NULL;
+        CHECK_MSG(h != NULL, "a version-1 conv2d_blk loads: %s", err);
+        if (h) {
+            CHECK(((const graph_conv2d_blk_attrs *)graph_node_attrs(&h->nodes[0]))->block == 16);
+            check_same(g, h, x, "version-1 conv2d_blk");
+        }
+        graph_free(h);
+        free(buf);
+    }
+    format_raw_free(&s);
+    graph_free(g);
+    eager_pool_pop();
+    CHECK(eager_live_tensors() == live);
+}
+
 /* ---- OpenCL: layout copies of 8 lanes run, blocked convs and pools refused ---- */
 
 static void test_opencl(void)
@@ -694,6 +803,7 @@ int main(void)
     test_errors();
     test_impl();
     test_files();
+    test_old_file();
     test_opencl();
     return check_done();
 }
