@@ -15,6 +15,10 @@
 #                  (bench/results/{latest,peers}.json, latest.{md,png}, the tables of
 #                  docs/PERFORMANCE.md),
 #                  then make bench-real
+#   make bench-gemm  the GEMM roofline (issue 30): the MLP's and encoder's
+#                  matrix products in GFLOP/s and % of the measured FMA peak
+#                  at the ISA in use, 1 and 2 threads (bench/gemm_peak.c;
+#                  bench/results/gemm.{json,md}); GEMM_FLAGS: its flags
 #   make bench-real  real models (torchvision CNNs, ViT, a TransformerEncoder)
 #                  imported -O0/-O3, checked against PyTorch, timed against
 #                  ONNX Runtime (installs python3-torchvision and onnxruntime-node;
@@ -40,7 +44,7 @@ DIFFFUZZ_MODELS ?= 3000
 DIFFFUZZ_SEED ?= $(shell date +%s)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-real bench-gpu bench-gpu-bundle fuzz install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-gemm bench-real bench-gpu bench-gpu-bundle fuzz install clean
 
 all: build
 
@@ -147,6 +151,18 @@ bench: build
 REAL_FLAGS ?=
 bench-real: build
 	bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
+
+# The GEMM roofline of issue 30 (bench/gemm_peak.c): the MLP's and the
+# encoder's GEMM shapes through eager, replay and (when installed: the
+# deps.sh line below tries, and a failure only drops its column) OpenBLAS's
+# cblas_sgemm, GFLOP/s and % of this core's FMA peak measured at the ISA in
+# use (TG_CPU=avx2 ONEDNN_MAX_CPU_ISA=AVX2 make bench-gemm: the AVX2 path).
+# GEMM_FLAGS: e.g. --threads 1 --shapes mlp --runs 51.
+GEMM_FLAGS ?=
+bench-gemm: build
+	@-scripts/deps.sh libopenblas0-openmp >/dev/null 2>&1
+	@mkdir -p bench/results
+	./$(BUILD)/gemm_peak --json bench/results/gemm.json --md bench/results/gemm.md $(GEMM_FLAGS)
 
 # The GPU benchmark of issue 20 (bench/gpu/run.sh): the workloads on one
 # OpenCL device, CPU eager vs OpenCL replay -O0..-O3, host-copy and

@@ -139,7 +139,7 @@ static inline double bench_replay_median_ns(graph *g, const eager_tensor *x, int
         fprintf(stderr, "replay setup failed: %s\n", pl ? "out of memory" : err);
         exit(1);
     }
-    replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
+    replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)}, out = {NULL};
     for (int r = -3; r < reps; r++) {
         double t0 = bench_now_ns();
         replay_run(s, &in, 1, &out, 1);

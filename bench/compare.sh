@@ -9,6 +9,9 @@
 # of eager and of each level's replay median over all records.  By default
 # the main metrics only (medians, trace/optimize/load/compile times, node
 # counts, .tgraph and planned arena bytes, errors); --all: every number.
+# Each file's header line names its CPU and instruction sets (tracegraph
+# kernels / oneDNN, issue 30), and a note says when they differ: then the
+# ratios compare machines or ISAs, not code.
 # Plain POSIX sh + awk.
 set -eu
 
@@ -65,10 +68,21 @@ END {
         set -- $s
         awk -F '\t' -v tag="$1" -v file="$2" '
             { v[$1] = $2 }
-            END { printf "%s: %s (%s%s)\n", tag, file,
+            END { printf "%s: %s (%s%s; %s, ISA %s / %s)\n", tag, file,
                       v["machine.commit"] == "" ? "" : "commit " v["machine.commit"] ", ",
-                      v["machine.date"] == "" ? "no date" : v["machine.date"] }' "$3"
+                      v["machine.date"] == "" ? "no date" : v["machine.date"],
+                      v["machine.cpu"] == "" ? "?" : v["machine.cpu"],
+                      v["machine.cpu_kernels"] == "" ? "?" : v["machine.cpu_kernels"],
+                      v["machine.onednn_isa"] == "" ? "?" : v["machine.onednn_isa"] }' "$3"
     done
+    # rows measured at other instruction sets or on another CPU
+    awk -F '\t' '
+        $1 ~ /^machine\.(cpu|cpu_kernels|onednn_isa)$/ || $1 ~ /\/(cpu_kernels|onednn_isa)$/ {
+            if (FNR == NR) a[$1] = $2; else if (($1 in a) && a[$1] != $2) d[++n] = $1 ": " a[$1] " -> " $2
+        }
+        END { if (n) { printf "note: OLD and NEW ran on other CPUs or instruction sets (ratios compare those, not only code):"
+                       for (i = 1; i <= n && i <= 4; i++) printf " %s;", d[i]
+                       printf "%s\n", n > 4 ? " ..." : "" } }' "$tmp.a" "$tmp.b"
     printf "%-44s %14s %14s %9s\n" metric OLD NEW NEW/OLD
     cat
 }

@@ -190,7 +190,7 @@ static float *cpu_replay(const graph *g, const replay_tensor *x, int threads, in
     replay_opts ro = {REPLAY_CPU, threads, 0, NULL};
     replay_plan *p = replay_compile(g, &ro, lv->error, sizeof lv->error);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    replay_tensor out = {NULL, {0}, NULL, NULL};
+    replay_tensor out = {.name = NULL};
     float *y = NULL;
     if (p && !s)
         snprintf(lv->error, sizeof lv->error, "CPU replay: out of memory");
@@ -251,8 +251,10 @@ static int prepare_ocl(const config *c, const graph *g, const replay_tensor *x, 
         return 0;
     }
     graph_type yt = *replay_output_type(ls->p, 0);
-    ls->host = (ocl_ctx){ls->s, *x, {NULL, yt, ls->host_y, NULL}};
-    ls->dev = (ocl_ctx){ls->s, {x->name, x->type, NULL, ls->xb}, {NULL, yt, NULL, ls->yb}};
+    ls->host = (ocl_ctx){ls->s, *x, {.type = yt, .data = ls->host_y}};
+    ls->dev = (ocl_ctx){ls->s,
+                        {.name = x->name, .type = x->type, .buffer = ls->xb},
+                        {.type = yt, .buffer = ls->yb}};
     if (ocl_once(&ls->host) || ocl_once(&ls->dev)) {
         snprintf(lv->error, sizeof lv->error, "OpenCL replay_run: %s",
                  replay_session_error(ls->s));
@@ -325,7 +327,7 @@ static void run_record(const config *c, workload_kind k, record *rec)
         snprintf(rec->error, sizeof rec->error, "trace: %s", eager_error());
         goto done;
     }
-    replay_tensor x = {"x", *eager_type(w.x), (void *)eager_peek(w.x), NULL};
+    replay_tensor x = {.name = "x", .type = *eager_type(w.x), .input = eager_peek(w.x)};
     level_state ls[NLEVELS];
     float *cpu_y[NLEVELS] = {NULL};
     runner r[2 * NLEVELS];

@@ -95,8 +95,8 @@ int main(int argc, char **argv)
         return 1;
     }
     float b0[16], b1[16], *buf[2] = {b0, b1}, y[16];
-    replay_tensor in = {NULL, *eager_type(x), (void *)eager_peek(x)};
-    replay_tensor out = {NULL, *eager_type(x), y};
+    replay_tensor in = {.type = *eager_type(x), .input = eager_peek(x)};
+    replay_tensor out = {.type = *eager_type(x), .data = y};
     double *tr = malloc(sizeof(double) * (size_t)reps), *tk = malloc(sizeof(double) * (size_t)reps);
     double *te = malloc(sizeof(double) * (size_t)reps);
     int iters = 200000 / nodes + 1;

@@ -43,13 +43,17 @@
  *
  * { "schema": "tracegraph-bench-1",
  *   "machine": {"cpu", "cores", "compiler", "cpu_kernels" (eager_cpu_level():
- *               avx512, avx2, baseline or native), "os", "date" (UTC), "loadavg"
+ *               avx512, avx2, baseline or native), "onednn_isa"
+ *               (eager_dnnl_isa_name(): avx2, avx512_core, ...), "os", "date" (UTC), "loadavg"
  *               (1-minute load average when the suite started), "commit"
  *               (with --commit)},
  *   "config": {"min_runs", "budget_ms", "rel_tolerance"},
  *   "ok": true|false, "total_s": seconds for the whole suite,
  *   "records": [ one per workload x threads:
  *     { "workload": "mlp", "threads": 1, "ok": true|false, "error": "" (why not),
+ *       "cpu": the CPU's model name, "cpu_kernels", "onednn_isa": the
+ *       instruction sets in use (as in "machine"; TG_CPU and
+ *       ONEDNN_MAX_CPU_ISA lower them: bench/bench_isa.h),
  *       "desc": "x[64,784] -> ...", "loadavg": 1-minute load average when
  *       the record started (other work on the machine skews its times),
  *       "eager_ms": {"median", "min", "max", "runs"},
@@ -58,7 +62,9 @@
  *       chain and tiny), "fma_peak_gflops": fp32 multiply-add throughput
  *       on this many threads, measured as the record starts (the ceiling
  *       of the compute-bound workloads: bench/suite/peak.c; null for
- *       chain and tiny),
+ *       chain and tiny), "fma_peak_isa": the instruction set of that
+ *       loop (avx512, avx2 or scalar: the matrix products' one,
+ *       suite_peak_isa),
  *       "levels": [ one per level 0..3:
  *         { "level": 0, "ok": true, "error": "" (why not ok),
  *           "optimize_ms": median of 3, "nodes_before", "nodes_after",
@@ -162,7 +168,7 @@ typedef struct replay_ctx {
 static int replay_once(void *p)
 {
     replay_ctx *r = p;
-    r->out = (replay_tensor){NULL, {0}, NULL}; /* NULL data: the session's buffer */
+    r->out = (replay_tensor){.name = NULL}; /* NULL data: the session's buffer */
     return replay_run(r->s, &r->in, 1, &r->out, 1) != TG_OK;
 }
 
@@ -383,7 +389,7 @@ static int make_reference(const workload *w, reference *ref)
         ref->y = copy;
     }
     eager_pool_pop();
-    ref->in = (replay_tensor){"x", *eager_type(w->x), (void *)eager_peek(w->x)};
+    ref->in = (replay_tensor){.name = "x", .type = *eager_type(w->x), .input = eager_peek(w->x)};
     return ok;
 }
 
@@ -658,6 +664,10 @@ int main(int argc, char **argv)
         total += c.use[k] * c.nthreads;
     double t0 = now_ms();
     c.loadavg = load_average();
+    bench_isa_get(&c.isa);
+    c.peak_isa = suite_peak_isa();
+    fprintf(stderr, "suite: on %s; CPU kernels %s, oneDNN ISA %s, FMA peak at %s\n", c.isa.cpu,
+            c.isa.cpu_kernels, c.isa.onednn_isa, c.peak_isa);
     for (int k = 0; k < WL_COUNT; k++)
         for (int t = 0; t < c.nthreads && c.use[k]; t++) {
             double s = now_ms();

@@ -126,6 +126,7 @@ function peer_table(    i, r, p, e, b, a, pe, pj, ort, q, nq, nort, why) {
     print "Ours / peer: our time over the peer'"'"'s median; below 1, ours is faster. Errors: max rel err of PyTorch jit and of ONNX Runtime against PyTorch eager.\n"
     if (v["peers:ok"] != "true")
         printf "PyTorch columns incomplete: %s\n\n", v["peers:error"] != "" ? v["peers:error"] : "see " peers_file
+    where()
     print "| workload | threads | ours eager | ours replay | ours alone | PyTorch eager | PyTorch jit | ONNX Runtime | ours / PyTorch eager | ours / PyTorch jit | ours alone / ONNX Runtime | err jit / ORT |"
     print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 0; i < n; i++) {
@@ -162,6 +163,29 @@ function onnx_table(    i, r, p, o, ort, a, q, any, e) {
             err_text(v["peers:" r "/ours_onnx_max_rel_err"])
     }
 }
+# The instruction sets of record r: "avx2 / avx2" (tracegraph kernels /
+# oneDNN); files from before issue 30 have only machine.cpu_kernels.
+function isa_of(r,    k, d) {
+    k = v[r "/cpu_kernels"]; d = v[r "/onednn_isa"]
+    if (k == "") k = v["machine.cpu_kernels"]
+    if (k == "") k = "?"
+    if (d == "") d = v["machine.onednn_isa"] == "" ? "?" : v["machine.onednn_isa"]
+    return k " / " d
+}
+# The line above a table: the machine and the instruction sets its rows ran
+# at (issue 30), or where each row ran when they differ.
+function where(    i, r, c, first, same, list) {
+    c = v[rec[0] "/cpu"]; if (c == "") c = v["machine.cpu"]
+    first = isa_of(rec[0]); same = 1
+    for (i = 1; i < n; i++) if (isa_of(rec[i]) != first) same = 0
+    if (same) {
+        split(first, p2, " / ")
+        printf "**Ran on** %s: tracegraph CPU kernels **%s**, oneDNN ISA **%s** (`TG_CPU` and `ONEDNN_MAX_CPU_ISA` lower them; `bench/bench_isa.h`).\n\n", c, p2[1], p2[2]
+        return
+    }
+    for (i = 0; i < n; i++) { r = rec[i]; list = list (i ? "; " : "") r " " isa_of(r) }
+    printf "**Ran on** %s; the rows ran at different instruction sets (tracegraph kernels / oneDNN): %s.\n\n", c, list
+}
 # GFLOP/s of gflop in t ms, with its share of the peak: "95.1 (83%)".
 function rate(gflop, t, peak,    g) {
     if (t == "" || t == "null" || t + 0 <= 0) return "-"
@@ -174,16 +198,18 @@ function roofline_table(    i, r, p, gf, pk, a, pj, ort, q, any) {
     print ""
     print "**Compute-bound rows against this machine'"'"'s measured peak.** GFLOP: the matrix products'"'"' work (linear, conv, attention; 2 per multiply-add; `workload_flops` in workloads/workloads.c). Peak: fp32 multiply-add throughput on that many threads, measured as the record starts (`bench/suite/peak.c`: independent FMA chains, nothing else). A rate is GFLOP / median time (ours and ONNX Runtime timed back to back, PyTorch jit in rounds), with its share of the peak; resblock'"'"'s -O3 convolutions are Winograd, which does fewer multiplications than counted, so it can pass 100%. A figure marked *(issue)* is the rate the issue'"'"'s ONNX Runtime time (another machine) stands for against this machine'"'"'s peak: above 100%, that time is out of reach here for any implementation that does the counted multiply-adds."
     print ""
-    print "| workload | threads | GFLOP | peak GFLOP/s | ours alone GFLOP/s (% of peak) | PyTorch jit GFLOP/s (% of peak) | ONNX Runtime GFLOP/s (% of peak) |"
-    print "|---|---:|---:|---:|---:|---:|---:|"
+    where()
+    print "| workload | threads | GFLOP | peak GFLOP/s | ours alone GFLOP/s (% of peak) | PyTorch jit GFLOP/s (% of peak) | ONNX Runtime GFLOP/s (% of peak) | ISA: kernels / oneDNN / peak loop |"
+    print "|---|---:|---:|---:|---:|---:|---:|---|"
     for (i = 0; i < n; i++) {
         r = rec[i]; split(r, p, "/")
         gf = v[r "/gflop"]; pk = v[r "/fma_peak_gflops"]
         if (gf + 0 <= 0) continue
         a = v["peers:" r "/ours_alone_ms.median"]; pj = v["peers:" r "/torch_jit_ms.median"]; ort = ort_ms(r, q)
-        printf "| %s | %s | %.3f | %s | %s | %s | %s |\n", p[1], substr(p[2], 2), gf,
+        printf "| %s | %s | %.3f | %s | %s | %s | %s | %s / %s |\n", p[1], substr(p[2], 2), gf,
             pk == "" || pk == "null" ? "-" : sprintf("%.0f", pk), rate(gf, a, pk), rate(gf, pj, pk),
-            ort == "" ? "-" : rate(gf, ort, pk) (q[r] ? " *(issue)*" : "")
+            ort == "" ? "-" : rate(gf, ort, pk) (q[r] ? " *(issue)*" : ""), isa_of(r),
+            v[r "/fma_peak_isa"] == "" ? "?" : v[r "/fma_peak_isa"]
     }
 }
 { v[$1] = $2 }
@@ -194,6 +220,7 @@ END {
         v["machine.cpu"], v["machine.cores"], v["machine.compiler"], v["machine.os"],
         v["machine.date"], v["machine.loadavg"]
     printf " (the machine is shared: compare ratios within one run; eager and the levels of a row are timed in interleaved rounds). Medians in ms of at least %s timed runs after warm-up; min and max are in `bench/results/latest.json`. Speedup: eager / the faster of -O2 and -O3. `encoder` writes layer_norm and GELU as primitive ops (what -O2 pattern fusion must find); `encoder_fused` is the same block with the fused ops.\n\n", v["config.min_runs"]
+    where()
     print "| workload | threads | eager | -O0 | -O1 | -O2 | -O3 | speedup | nodes traced → -O3 | arena planned / lower bound (-O3) | max rel err |"
     print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 0; i < n; i++) {

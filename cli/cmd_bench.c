@@ -86,7 +86,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *i
     progress p = {cli_now(), 0, isatty(2), 0};
     for (long k = 0; k < o->warmup + o->runs; k++) {
         for (int i = 0; own && i < s->g->noutputs; i++)
-            own[i] = (replay_tensor){s->g->outputs[i].name, {0}, NULL, NULL};
+            own[i] = (replay_tensor){.name = s->g->outputs[i].name};
         double t0 = cli_now();
         tg_status st = replay_run(s->session, in, s->in.n, outs ? outs : own, s->g->noutputs);
         double t1 = cli_now();
@@ -137,6 +137,7 @@ static void print_header(const cli_run_opts *o, const cli_setup *s)
         printf("random inputs (seed %ld)\n", o->seed);
     else
         printf("inputs from .npy\n");
+    printf("  layout: %s\n", replay_plan_layout(s->plan));
 }
 
 /* cl_mem buffers for the device-resident runs: the inputs (written once)
@@ -191,7 +192,7 @@ static int dev_io_new(const cli_run_opts *o, cli_setup *s, dev_io *d)
     }
     for (int i = 0; st == TG_OK && e == CL_SUCCESS && i < d->nin; i++) {
         size_t bytes = tensor_bytes(&s->in.t[i].type);
-        d->in[i] = (replay_tensor){s->in.t[i].name, s->in.t[i].type, NULL, NULL};
+        d->in[i] = (replay_tensor){.name = s->in.t[i].name, .type = s->in.t[i].type};
         cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
         d->in[i].buffer = m;
         if (e == CL_SUCCESS && bytes)
@@ -199,7 +200,7 @@ static int dev_io_new(const cli_run_opts *o, cli_setup *s, dev_io *d)
     }
     for (int i = 0; st == TG_OK && e == CL_SUCCESS && i < d->nout; i++) {
         size_t bytes = tensor_bytes(&outs[i].type);
-        d->out[i] = (replay_tensor){outs[i].name, outs[i].type, NULL, NULL};
+        d->out[i] = (replay_tensor){.name = outs[i].name, .type = outs[i].type};
         d->out[i].buffer = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
     }
     if (q)

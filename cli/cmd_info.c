@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../eager/dnnl_util.h"
 #include "../eager/eager.h"
 #include "../graph/alloc.h"
 #include "../formats/tgraph_impl.h"
@@ -70,17 +69,72 @@ static void info_help(void)
  * counted by name; a reference kernel, or a node oneDNN cannot run, is
  * listed with its node.  Nothing runs: oneDNN only picks.
  */
+static int has_impl(graph_op op)
+{
+    return op == GRAPH_OP_conv2d || op == GRAPH_OP_conv2d_ep || op == GRAPH_OP_conv2d_blk ||
+           op == GRAPH_OP_matmul || op == GRAPH_OP_linear || op == GRAPH_OP_linear_ep;
+}
+
+/* The implementation node i runs on target t at its traced types. */
+static tg_status node_impl(const graph_target *t, const graph *g, int32_t i, char *impl,
+                           size_t len, char *why, size_t wlen)
+{
+    const graph_node *n = &g->nodes[i];
+    graph_type in[GRAPH_MAX_NODE_IO];
+    uint32_t fixed = 0;
+    if (n->nout != 1 || n->nin > GRAPH_MAX_NODE_IO) {
+        snprintf(why, wlen, "%d inputs, %d outputs: not a conv or matmul", n->nin, n->nout);
+        return TG_ERR_UNSUPPORTED;
+    }
+    for (int j = 0; j < n->nin; j++) {
+        const graph_value *v = &g->values[n->in[j]];
+        in[j] = v->type;
+        if (v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM)
+            fixed |= 1u << j;
+    }
+    return t->impl_of(t, n->op, graph_node_attrs(n), in, n->nin, &g->values[n->out[0]].type,
+                      fixed, impl, len, why, wlen);
+}
+
+/*
+ * The target the graph's layout was planned for, and this machine's: a
+ * CPU plan made here re-plans when they differ.
+ */
+static void print_target(const graph *g, const graph_target *t)
+{
+    int blocked = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        blocked |= !(g->nodes[i].flags & GRAPH_NODE_DEAD) &&
+                   g->nodes[i].op == GRAPH_OP_conv2d_blk;
+    if (g->target)
+        printf("  layout: planned for %s%s\n", g->target,
+               strcmp(g->target, t->name) == 0 ? " (this machine)" : "");
+    else if (blocked)
+        printf("  layout: blocks of 16 channels, target not recorded (an older file)\n");
+    else
+        printf("  layout: none planned (optimized below -O3)\n");
+    printf("  this machine: %s, blocks of %d channels (%s)%s\n", t->name, t->block, t->why,
+           (g->target ? strcmp(g->target, t->name) != 0 : blocked)
+               ? "; a CPU plan made here re-plans the layout for it"
+               : "");
+}
+
 static void print_impls(const graph *g)
 {
     enum { MAX_IMPLS = 32 };
     char names[MAX_IMPLS][64], impl[64], why[200], site[300];
     int counts[MAX_IMPLS] = {0}, n = 0, nodes = 0;
+    graph_target t;
+    replay_opts ro = REPLAY_OPTS_INIT;
+    if (replay_target(&ro, &t, why, sizeof why) != TG_OK || !t.impl_of)
+        return;
+    print_target(g, &t);
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *nd = &g->nodes[i];
-        if ((nd->flags & GRAPH_NODE_DEAD) || !eager_dnnl_op_has_impl(nd->op))
+        if ((nd->flags & GRAPH_NODE_DEAD) || !has_impl(nd->op))
             continue;
         nodes++;
-        tg_status st = eager_dnnl_node_impl(g, i, impl, sizeof impl, why, sizeof why);
+        tg_status st = node_impl(&t, g, i, impl, sizeof impl, why, sizeof why);
         const char *where = graph_prov_str(g, nd->nprov ? nd->prov[0] : -1, site, sizeof site);
         if (st != TG_OK) {
             printf("  oneDNN: node %d %s at %s: no implementation (%s)\n", i,
@@ -89,7 +143,7 @@ static void print_impls(const graph *g)
         }
         if (!impl[0])
             snprintf(impl, sizeof impl, "(not called: an empty operand)");
-        else if (eager_dnnl_impl_is_ref(impl))
+        else if (t.impl_is_ref && t.impl_is_ref(impl))
             printf("  oneDNN: node %d %s at %s runs a reference kernel (%s): slow\n", i,
                    graph_ops[nd->op].name, where, impl);
         int k = 0;

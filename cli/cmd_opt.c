@@ -23,7 +23,7 @@
 #include "cli.h"
 
 enum { OPT_O0, OPT_O1, OPT_O2, OPT_O3, OPT_STATS, OPT_EXPLAIN, OPT_KEEP, OPT_FINITE,
-       OPT_PRINT, OPT_VERIFY_EACH, OPT_PARAMS, OPT_DIM };
+       OPT_PRINT, OPT_VERIFY_EACH, OPT_PARAMS, OPT_DIM, OPT_TARGET, OPT_THREADS };
 
 static void opt_help(void)
 {
@@ -39,6 +39,10 @@ static void opt_help(void)
            "                      and the memory plan (naive, lower bound, planned bytes)\n"
            "  --explain           every fusion candidate that was not fused, and why;\n"
            "                      the oneDNN implementation of each conv / matmul\n"
+           "  --target cpu|opencl -O3: plan the layout for this backend's target (default\n"
+           "                      cpu: this machine's instruction set and channel block;\n"
+           "                      a plan compiled elsewhere re-plans it for its own)\n"
+           "  --threads N         the target's threads (what its kernels are asked at)\n"
            "  --keep-params       keep params swappable (replay_set_param) at -O2+\n"
            "  --finite-math       allow rewrites that assume no inf/NaN (x*0 -> 0, ...)\n"
            "  --print-after-each  the text IR after each pass that changed the graph\n"
@@ -80,7 +84,11 @@ int cli_optimize(int argc, char **argv)
                                    {NULL, "--verify-each", 0, OPT_VERIFY_EACH},
                                    {NULL, "--params", 0, OPT_PARAMS},
                                    {NULL, "--dim", 1, OPT_DIM},
+                                   {NULL, "--target", 1, OPT_TARGET},
+                                   {NULL, "--threads", 1, OPT_THREADS},
                                    {0}};
+    replay_opts ro = REPLAY_OPTS_INIT;
+    graph_target target;
     format_onnx_load_opts lo = {0, 1};
     const char *onnx_only = NULL; /* an import option given */
     opt_options o = opt_default_options();
@@ -123,8 +131,26 @@ int cli_optimize(int argc, char **argv)
                 return CLI_USAGE;
             lo.dim_default = v;
             onnx_only = "--dim";
+        } else if (id == OPT_TARGET) {
+            if (strcmp(arg, "cpu") == 0)
+                ro.backend = REPLAY_CPU;
+            else if (strcmp(arg, "opencl") == 0)
+                ro.backend = REPLAY_OPENCL;
+            else
+                return cli_usage_error("opt", "--target '%s': cpu or opencl", arg);
+        } else if (id == OPT_THREADS) {
+            long v;
+            if (cli_int("opt", "--threads", arg, 1, TG_MAX_THREADS, &v) != 0)
+                return CLI_USAGE;
+            ro.threads = (int)v;
         }
     }
+    char terr[256];
+    if (replay_target(&ro, &target, terr, sizeof terr) != TG_OK) {
+        cli_error("opt", "%s", terr);
+        return CLI_ERROR;
+    }
+    o.target = &target;
     if (nfiles != 2)
         return cli_usage_error("opt", "needs an input and an output file");
     if (onnx_only && !cli_is_onnx(files[0]))

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "../eager/dnnl_util.h"
 #include "../eager/eager.h"
 #include "../formats/onnx.h"
 #include "../formats/tgraph.h"
@@ -113,7 +114,8 @@ static int cli_version(int argc, char **argv)
             printf("Prints the tool's version, the file formats it reads and the CPU kernel\n"
                    "set in use (avx512, avx2 or baseline, picked from the CPU; the\n"
                    "environment variable TG_CPU names a lower one; native in a TG_NATIVE\n"
-                   "build).\n\n"
+                   "build) and the instruction set oneDNN's kernels use (avx2, avx512_core,\n"
+                   "...: the highest the CPU has unless ONEDNN_MAX_CPU_ISA caps it).\n\n"
                    "example:\n  tracegraph version\n");
             return CLI_OK;
         }
@@ -125,6 +127,7 @@ static int cli_version(int argc, char **argv)
            ".npy 1.0, 2.0, 3.0)\n", TG_VERSION, FORMAT_VERSION, FORMAT_ONNX_OPSET,
            FORMAT_ONNX_MIN_OPSET, FORMAT_ONNX_MAX_OPSET);
     printf("CPU kernels: %s\n", eager_cpu_level());
+    printf("oneDNN ISA: %s\n", eager_dnnl_isa_name());
     return CLI_OK;
 }
 

@@ -36,6 +36,30 @@ typedef struct impl_probe {
 } impl_probe;
 static _Thread_local impl_probe *tl_probe;
 
+const char *eager_dnnl_isa_name(void)
+{
+    static char unknown[16];
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    switch (isa) {
+    case dnnl_cpu_isa_all: return "all";
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+#if DNNL_VERSION_MAJOR < 3
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+#endif
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default:
+        snprintf(unknown, sizeof unknown, "0x%x", (unsigned)isa);
+        return unknown;
+    }
+}
+
 const char *eager_dnnl_status_str(dnnl_status_t s)
 {
     switch (s) {

@@ -32,6 +32,16 @@
 const char *eager_dnnl_status_str(dnnl_status_t s);
 
 /*
+ * The instruction set oneDNN's CPU kernels use in this process
+ * (dnnl_get_effective_cpu_isa: the highest the CPU supports, capped by the
+ * environment variable ONEDNN_MAX_CPU_ISA), named as oneDNN names it in
+ * lower case: "avx2", "avx512_core", "avx512_core_amx", ...; an unknown
+ * value as "0x..." (a static buffer).  For the benchmarks and `tracegraph
+ * version`, which say where they ran.
+ */
+const char *eager_dnnl_isa_name(void);
+
+/*
  * The process-wide CPU engine, made on first use (thread-safe) and kept
  * until exit.  Returns dnnl_success and sets *engine, or the creation
  * error (every later call returns the same error).
@@ -178,17 +188,6 @@ dnnl_status_t eager_dnnl_post_attr(const graph_ints *post, graph_post_prm prm,
                                    dnnl_primitive_attr_t *attr, int *res_index);
 
 /*
- * The same epilogue in C over n contiguous floats (res: the residual, or
- * NULL), vectorized (eager/vmath.h), block by block so each block stays
- * in L1 through all the steps, on up to nthreads threads: for the cases
- * that never reach oneDNN (K = 0, an empty conv input) and for
- * implementations whose post-ops are slow (eager_dnnl_spec.post).
- * Defined in kernels_ep.c.
- */
-void eager_post_apply(float *y, int64_t n, const graph_ints *post, graph_post_prm prm,
-                      const float *res, int nthreads);
-
-/*
  * The kernels behind linear / linear_ep and conv2d / conv2d_ep
  * (kernels_matmul.c, kernels_conv.c): post NULL means no epilogue; conv
  * takes the conv attributes apart from the op's struct.
@@ -201,46 +200,5 @@ typedef struct eager_conv_geom {
 } eager_conv_geom;
 tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
                          const graph_ints *post, graph_post_prm prm);
-
-/*
- * Attribute lists of the conv and pool ops, already validated by
- * graph/infer_linalg.c.  A 2-entry list (stride, dilation, kernel) is
- * (h, w); 1 entry means both; 0 entries means def.
- */
-static inline void eager_ints_pair(const graph_ints *v, int64_t def,
-                                   int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-/*
- * Padding as (top, left, bottom, right): 0 entries none, 1 all sides,
- * 2 (h, w) on both sides, 4 (top, left, bottom, right).
- */
-static inline void eager_ints_pad4(const graph_ints *v, int64_t out[4])
-{
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            out[i] = v->v[i];
-        return;
-    }
-    eager_ints_pair(v, 0, out);
-    out[2] = out[0];
-    out[3] = out[1];
-}
-
-/* A pool's window: kernel (h, w), stride (h, w; none: the kernel's) and
- * padding (top, left, bottom, right). */
-static inline void eager_pool_window(const graph_ints *kl, const graph_ints *sl,
-                                     const graph_ints *pl, int64_t k[2], int64_t s[2],
-                                     int64_t p[4])
-{
-    eager_ints_pair(kl, 1, k);
-    eager_ints_pair(sl, 0, s);
-    if (sl->n == 0)
-        s[0] = k[0], s[1] = k[1];
-    eager_ints_pad4(pl, p);
-}
 
 #endif

@@ -62,7 +62,7 @@ static int replay_file(const char *path, const replay_opts *opts, const graph *r
     printf("%s: loaded in %.2f ms, %d steps, arena %zu bytes%s\n", path, load_ms,
            replay_num_steps(p), replay_workspace_size(p),
            opts && opts->backend == REPLAY_OPENCL ? ", on OpenCL" : "");
-    replay_tensor in = {.name = "x", .type = *eager_type(x), .data = (void *)eager_peek(x)};
+    replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)};
     replay_tensor out = {.name = NULL}; /* data NULL: the session's own buffer */
     double t[100];
     for (int r = 0; r < 100; r++) {
@@ -87,7 +87,7 @@ static int replay_file(const char *path, const replay_opts *opts, const graph *r
     }
     /* A batch of 8: the dynamic dim at work, planned on first use. */
     eager_tensor *x8 = eager_rand_uniform(TG_SHAPE(8, 784), 2, 0.0f, 1.0f);
-    replay_tensor in8 = {.name = "x", .type = *eager_type(x8), .data = (void *)eager_peek(x8)};
+    replay_tensor in8 = {.name = "x", .type = *eager_type(x8), .input = eager_peek(x8)};
     replay_tensor out8 = {.name = NULL};
     int ok8 = replay_run(s, &in8, 1, &out8, 1) == TG_OK;
     printf("  batch 8 on the same plan: %s\n", ok8 ? "ok" : replay_session_error(s));

@@ -77,7 +77,7 @@ static int cpu_steps(const graph *g, float *h)
     static float next[B * D];
     int ok = s != NULL;
     for (int i = 0; ok && i < STEPS; i++) {
-        replay_tensor in = {.name = "h", .type = t, .data = h};
+        replay_tensor in = {.name = "h", .type = t, .input = h};
         replay_tensor out = {.name = "next", .type = t, .data = next};
         ok = replay_run(s, &in, 1, &out, 1) == TG_OK;
         memcpy(h, next, sizeof next);
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
         memcpy(a, h0, sizeof a);
         t0 = now_ms();
         for (int i = 0; ok && i < STEPS; i++) {
-            replay_tensor in = {.name = "h", .type = t, .data = i % 2 ? b : a};
+            replay_tensor in = {.name = "h", .type = t, .input = i % 2 ? b : a};
             replay_tensor out = {.name = "next", .type = t, .data = i % 2 ? a : b};
             ok = replay_run(s, &in, 1, &out, 1) == TG_OK;
         }

@@ -1,10 +1,15 @@
 /*
  * npy.h - NumPy .npy files: one array, read and written as NumPy does.
  *
- *   graph_type t; void *data; char err[512];
- *   if (format_npy_load("x.npy", &t, &data, err, sizeof err) != TG_OK) ...
- *   format_npy_save("y.npy", &t, data, err, sizeof err);
- *   free(data);
+ *   // example
+ *   graph_type t;
+ *   void *data;
+ *   char err[512];
+ *   if (format_npy_load("x.npy", &t, &data, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   else if (format_npy_save("y.npy", &t, data, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   free(data);                                    // NULL after a failed load
  *
  * The file (format versions 1.0, 2.0 and 3.0 are read; 1.0 is written):
  *   offset  size

@@ -3,9 +3,12 @@
  * ONNX model for the rest of the ecosystem (ONNX Runtime, TensorRT,
  * Triton), and ONNX models read into a graph to optimize and replay.
  *
+ *   // example (given: graph *g)
  *   char err[512];
- *   if (format_onnx_save(g, "model.onnx", NULL, err, sizeof err) != TG_OK) ...
- *   graph *h = format_onnx_load("model.onnx", NULL, err, sizeof err);  (NULL: see err)
+ *   if (format_onnx_save(g, "model.onnx", NULL, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   graph *h = format_onnx_load("model.onnx", NULL, err, sizeof err);  // NULL: see err
+ *   graph_free(h);
  *
  * The protobuf code is generated at build time by protoc-c from Debian's
  * onnx.proto (libonnx-dev); nothing of it appears in this header.

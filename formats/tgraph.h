@@ -3,9 +3,12 @@
  * loaded back, zstd-compressed, checksummed, and safe to load from an
  * untrusted source.
  *
+ *   // example (given: graph *g)
  *   char err[512];
- *   if (format_save(g, "model.tgraph", NULL, err, sizeof err) != TG_OK) ...
- *   graph *h = format_load("model.tgraph", err, sizeof err);   (NULL: see err)
+ *   if (format_save(g, "model.tgraph", NULL, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   graph *h = format_load("model.tgraph", err, sizeof err);   // NULL: see err
+ *   graph_free(h);
  *
  * Loading checks every count, index, offset, size, shape and string length
  * against the bytes present before using it, allocates only in proportion
@@ -43,8 +46,8 @@
  * window is at most 8 MiB.  With the header checksum, the per-section
  * checksums and the tiling rule, every bit of a file is covered: any
  * single-bit flip is detected.  Readers skip sections of unknown id (room
- * for optional additions); each known id appears once, and all eight
- * below are required.
+ * for optional additions); each known id appears once, and the eight
+ * first below are required (9, target, is optional).
  *
  * Codes (fixed by the format, independent of the C enums):
  *   value kind  0 input, 1 param, 2 const, 3 inter
@@ -94,6 +97,12 @@
  *                 zstd frames back to back (one when raw is 0): frame k
  *                 holds raw bytes [4 MiB * k, min(4 MiB * (k + 1), raw)),
  *                 so frames decode independently, in parallel.
+ *   9 target:     str target (none: the graph's layout was not planned for
+ *                 a target); the name of the target (graph/target.h,
+ *                 1 to 47 bytes) the -O3 layout pass planned for:
+ *                 replay_compile re-plans when its backend's differs.
+ *                 Written by every build since it was added; a file
+ *                 without it loads with no target.
  *
  * Data is loaded into 64-byte aligned buffers (2 MiB aligned, as huge
  * pages, from 4 MiB up).  The stored value hash is kept as written (the

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../graph/alloc.h"
+#include "../graph/target.h"
 #include "tgraph_decode.h"
 
 int format_load_fail(format_loader *L, size_t pos, const char *fmt, ...)
@@ -615,6 +616,20 @@ static int get_outputs(format_loader *L, format_rd *r)
             rc = format_load_fail(L, r->pos, "output name '%s' is used twice", names[i]);
     tg_free(names);
     return rc;
+}
+
+/* The target the layout was planned for: a string of at most 47 bytes, or none. */
+int format_dec_target(format_loader *L, format_rd *r)
+{
+    L->item = NULL;
+    const char *t;
+    if (get_str(L, r, 0, "the target", &t) < 0)
+        return -1;
+    if (t && (strlen(t) == 0 || strlen(t) >= sizeof ((graph_target *)0)->name))
+        return format_load_fail(L, 0, "the target name has %zu bytes (1 to %zu)", strlen(t),
+                                sizeof ((graph_target *)0)->name - 1);
+    L->g->target = t;
+    return expect_end(L, r);
 }
 
 int format_dec_signature(format_loader *L, format_rd *r)

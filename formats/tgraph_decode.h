@@ -44,6 +44,7 @@ int format_dec_values(format_loader *L, format_rd *r);
 int format_dec_nodes(format_loader *L, format_rd *r);
 int format_dec_guards(format_loader *L, format_rd *r);
 int format_dec_signature(format_loader *L, format_rd *r);
+int format_dec_target(format_loader *L, format_rd *r);
 /*
  * Decodes the constants section from its stored (compressed) bytes
  * src[0..n), raw bytes declared, into the data of the values that have

@@ -41,7 +41,9 @@ enum {
     FORMAT_SEC_GUARDS,
     FORMAT_SEC_SIGNATURE,
     FORMAT_SEC_CONSTANTS,
-    FORMAT_NSEC = FORMAT_SEC_CONSTANTS /* known ids are 1..FORMAT_NSEC */
+    FORMAT_SEC_TARGET, /* optional: a file without it has no target */
+    FORMAT_NSEC = FORMAT_SEC_TARGET, /* known ids are 1..FORMAT_NSEC */
+    FORMAT_NSEC_REQUIRED = FORMAT_SEC_CONSTANTS /* ids 1..this must be present */
 };
 
 /* "strings", ..., or "?" for an unknown id. */

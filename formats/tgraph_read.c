@@ -30,7 +30,8 @@ typedef struct entry {
 /* The order sections are decoded in: each names only earlier ones. */
 static const uint32_t decode_order[FORMAT_NSEC] = {
     FORMAT_SEC_STRINGS, FORMAT_SEC_SYMBOLS, FORMAT_SEC_PROVENANCE, FORMAT_SEC_VALUES,
-    FORMAT_SEC_NODES, FORMAT_SEC_GUARDS, FORMAT_SEC_SIGNATURE, FORMAT_SEC_CONSTANTS};
+    FORMAT_SEC_NODES, FORMAT_SEC_GUARDS, FORMAT_SEC_SIGNATURE, FORMAT_SEC_CONSTANTS,
+    FORMAT_SEC_TARGET};
 
 /* Magic and version: the part of the header every version shares. */
 static tg_status check_start(const uint8_t *b, size_t avail, const char *name,
@@ -137,7 +138,7 @@ static tg_status parse_header(const uint8_t *b, size_t avail, uint64_t flen,
     if (off != flen)
         TG_FAIL(TG_ERR_FORMAT, "%s: sections end at byte %llu, the file has %llu bytes",
                 name, (unsigned long long)off, (unsigned long long)flen);
-    for (uint32_t id = 1; id <= FORMAT_NSEC; id++)
+    for (uint32_t id = 1; id <= FORMAT_NSEC_REQUIRED; id++)
         if (!(have >> id & 1))
             TG_FAIL(TG_ERR_FORMAT, "%s: section '%s' is missing", name,
                     format_section_name(id));
@@ -234,6 +235,7 @@ static int decode(format_loader *L, uint32_t id, const uint8_t *p, size_t n)
     case FORMAT_SEC_NODES: return format_dec_nodes(L, &r);
     case FORMAT_SEC_GUARDS: return format_dec_guards(L, &r);
     case FORMAT_SEC_SIGNATURE: return format_dec_signature(L, &r);
+    case FORMAT_SEC_TARGET: return format_dec_target(L, &r);
     default: return -1;
     }
 }
@@ -258,9 +260,11 @@ static tg_status load_sections(format_loader *L, const uint8_t *b, const entry *
     tg_status st = TG_OK;
     for (int k = 0; st == TG_OK && k < FORMAT_NSEC; k++) {
         int i = 0;
-        while (ents[i].id != decode_order[k]) {
-            i++; /* parse_header made sure it is there */
-            TG_ASSERT(i < n);
+        while (i < n && ents[i].id != decode_order[k])
+            i++; /* parse_header made sure the required ones are there */
+        if (i == n) {
+            TG_ASSERT(decode_order[k] > FORMAT_NSEC_REQUIRED);
+            continue;
         }
         const uint8_t *src = b + ents[i].offset;
         if (ents[i].id == FORMAT_SEC_CONSTANTS) {

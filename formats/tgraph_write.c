@@ -267,6 +267,8 @@ static tg_status put_rest(encoder *e)
         format_put_i32(b, g->outputs[i].value);
         format_put_u32(b, str_ref(e, g->outputs[i].name));
     }
+    b = SEC(e, FORMAT_SEC_TARGET);
+    format_put_u32(b, g->target ? str_ref(e, g->target) : FORMAT_NO_STR);
     return TG_OK;
 }
 

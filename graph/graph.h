@@ -170,6 +170,11 @@ typedef struct graph {
     graph_chunk *chunks; /* arena for node id arrays */
     char err[512];
     tg_status err_status; /* of err (graph_error_status) */
+    /* The target (graph/target.h) the -O3 layout pass laid the graph out
+     * for ("cpu avx2"; interned), or NULL when it has not run: the
+     * .tgraph keeps it, and replay_compile re-plans the layout for its
+     * backend's target when they differ. */
+    const char *target;
 } graph;
 
 /*

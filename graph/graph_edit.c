@@ -97,6 +97,9 @@ graph *graph_clone(const graph *g)
     for (int32_t i = 0; i < c->nsyms; i++)
         if (reintern(c, &c->syms[i].name) < 0)
             goto oom;
+    c->target = g->target;
+    if (reintern(c, &c->target) < 0)
+        goto oom;
     return c;
 oom:
     graph_free(c);

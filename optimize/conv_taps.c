@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../eager/dnnl_util.h"
+#include "../eager/kernel.h"
 #include "../graph/alloc.h"
 #include "fuse_util.h"
 

@@ -168,6 +168,10 @@ tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src)
 static void node_site(const graph *g, int32_t node, char *buf, size_t len)
 {
     char site[300];
+    if (node < 0 || node >= g->nnodes) {
+        snprintf(buf, len, "the graph");
+        return;
+    }
     const graph_node *n = &g->nodes[node];
     snprintf(buf, len, "node %d (%s at %s)", node, graph_ops[n->op].name,
              graph_prov_str(g, n->nprov ? n->prov[0] : -1, site, sizeof site));

@@ -70,7 +70,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../eager/dnnl_util.h"
+#include "../eager/cpu_target.h"
+#include "../eager/kernel.h"
 #include "../graph/alloc.h"
 #include "layout_impl.h"
 
@@ -94,7 +95,7 @@ static int32_t get_blocked(lay *L, int32_t v, int32_t node)
 {
     if (v < L->nv && L->blk[v] >= 0)
         return L->blk[v];
-    graph_to_blocked_attrs at = {BLK};
+    graph_to_blocked_attrs at = {L->bs};
     int32_t out;
     if (fu_add_node(L->g, L->ctx, GRAPH_OP_to_blocked, &v, 1, &at, &out, 1, &node, 1) < 0)
         return -1;
@@ -103,11 +104,11 @@ static int32_t get_blocked(lay *L, int32_t v, int32_t node)
     return out;
 }
 
-/* [N,C,H,W] -> the blocked [N,ceil(C/16),H,W,16]. */
-graph_type layout_blocked_type(const graph_type *t)
+/* [N,C,H,W] -> the blocked [N,ceil(C/bs),H,W,bs]. */
+graph_type layout_blocked_type(const graph_type *t, int bs)
 {
     graph_type b = {GRAPH_F32, 5,
-                    {t->dim[0], (t->dim[1] + BLK - 1) / BLK, t->dim[2], t->dim[3], BLK}};
+                    {t->dim[0], (t->dim[1] + bs - 1) / bs, t->dim[2], t->dim[3], bs}};
     return b;
 }
 
@@ -119,13 +120,13 @@ graph_type layout_blocked_type(const graph_type *t)
 static int stem_input(const lay *L, int32_t i)
 {
     int32_t v = L->g->nodes[i].in[0];
-    return L->g->values[v].type.dim[1] < BLK && !(v < L->nv && L->blk[v] >= 0);
+    return L->g->values[v].type.dim[1] < L->bs && !(v < L->nv && L->blk[v] >= 0);
 }
 
 /* conv2d / conv2d_ep node n's attributes as conv2d_blk's (algo auto). */
-graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n)
+graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n, int bs)
 {
-    graph_conv2d_blk_attrs at = {.block = 16};
+    graph_conv2d_blk_attrs at = {.block = bs};
     if (n->op == GRAPH_OP_conv2d) {
         const graph_conv2d_attrs *c = graph_node_attrs(n);
         at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
@@ -159,13 +160,13 @@ static int64_t packed_groups(int64_t groups, int k)
  * only 16 channels or more (fewer would be read plain, as a stem).
  * Returns k, or 1 when the conv does not fit.
  */
-static int regroup_k(const graph *g, int32_t i)
+static int regroup_k(const graph *g, int32_t i, int bs)
 {
     const graph_node *n = &g->nodes[i];
     const graph_type *w = &g->values[n->in[1]].type;
-    graph_conv2d_blk_attrs at = layout_blk_attrs(n);
+    graph_conv2d_blk_attrs at = layout_blk_attrs(n, bs);
     int64_t cg = w->dim[1];
-    if (at.groups < 2 || w->dim[0] != cg * at.groups || cg < 2 || BLK % cg || w->dim[0] < BLK ||
+    if (at.groups < 2 || w->dim[0] != cg * at.groups || cg < 2 || bs % cg || w->dim[0] < bs ||
         !g->values[n->in[1]].data || (n->nin > 2 && !g->values[n->in[2]].data))
         return 1;
     if (at.post.n) { /* the epilogue of 0 (a residual's padded lanes are 0) */
@@ -174,7 +175,7 @@ static int regroup_k(const graph *g, int32_t i)
         if (y != 0.0f)
             return 1;
     }
-    return (int)(BLK / cg);
+    return (int)(bs / cg);
 }
 
 /*
@@ -187,20 +188,20 @@ static int blk_form(const lay *L, int32_t i, int k, graph_conv2d_blk_attrs *at, 
 {
     const graph *g = L->g;
     const graph_node *n = &g->nodes[i];
-    *at = layout_blk_attrs(n);
+    *at = layout_blk_attrs(n, L->bs);
     const graph_type *w = &g->values[n->in[1]].type;
     const graph_type *x = &g->values[n->in[0]].type;
-    in[0] = stem_input(L, i) ? *x : layout_blocked_type(x);
+    in[0] = stem_input(L, i) ? *x : layout_blocked_type(x, L->bs);
     in[1] = *w;
     in[2] = (graph_type){GRAPH_F32, 1, {w->dim[0]}};
     if (k > 1) { /* packed groups: see regroup_k */
         at->groups = packed_groups(at->groups, k);
-        in[1] = (graph_type){GRAPH_F32, 4, {at->groups * BLK, BLK, w->dim[2], w->dim[3]}};
-        in[2].dim[0] = at->groups * BLK;
+        in[1] = (graph_type){GRAPH_F32, 4, {at->groups * L->bs, L->bs, w->dim[2], w->dim[3]}};
+        in[2].dim[0] = at->groups * L->bs;
     }
-    *out = layout_blocked_type(&g->values[n->out[0]].type);
+    *out = layout_blocked_type(&g->values[n->out[0]].type, L->bs);
     if (n->nin > 3)
-        in[3] = layout_blocked_type(&g->values[n->in[3]].type);
+        in[3] = layout_blocked_type(&g->values[n->in[3]].type, L->bs);
     return n->nin > 3 ? 4 : 3;
 }
 
@@ -213,16 +214,18 @@ static const char *impl_decline(const lay *L, int32_t i, int k, char *buf, size_
     graph_conv2d_blk_attrs at;
     graph_type in[4], out;
     char impl[64], err[160];
+    if (!L->t->impl_of)
+        return NULL;
     int nin = blk_form(L, i, k, &at, in, &out);
-    tg_status st = eager_dnnl_impl_of(GRAPH_OP_conv2d_blk, &at, in, nin, &out, 2u, 1, impl,
-                                      sizeof impl, err, sizeof err);
+    tg_status st = L->t->impl_of(L->t, GRAPH_OP_conv2d_blk, &at, in, nin, &out, 2u, impl,
+                                 sizeof impl, err, sizeof err);
     if (st != TG_OK)
-        snprintf(buf, len, "left plain: oneDNN cannot run it in the blocked layout (%s)",
-                 err[0] ? err : tg_status_str(st));
-    else if (eager_dnnl_impl_is_ref(impl))
+        snprintf(buf, len, "left plain: %s cannot run it in the blocked layout (%s)",
+                 L->t->name, err[0] ? err : tg_status_str(st));
+    else if (L->t->impl_is_ref && L->t->impl_is_ref(impl))
         snprintf(buf, len,
-                 "left plain: oneDNN has only a reference kernel for it in the blocked "
-                 "layout (%s)", impl);
+                 "left plain: %s has only a reference kernel for it in the blocked "
+                 "layout (%s)", L->t->name, impl);
     else
         return NULL;
     return buf;
@@ -244,7 +247,7 @@ static const char *conv_decline(const lay *L, int32_t i, int *k, char *buf, size
         snprintf(buf, len, "output is guarded (must stay plain)");
     else if (impl_decline(L, i, 1, buf, len)) {
         char alt[320];
-        int kk = regroup_k(g, i);
+        int kk = regroup_k(g, i, L->bs);
         if (kk > 1 && !impl_decline(L, i, kk, alt, sizeof alt)) {
             *k = kk;
             return NULL;
@@ -283,17 +286,17 @@ static tg_status regroup_consts(lay *L, int32_t i, int k, int32_t in[3])
     const graph_node *n = &g->nodes[i];
     const graph_value *wv = &g->values[n->in[1]];
     int64_t cg = wv->type.dim[1], o = wv->type.dim[0], kk = wv->type.dim[2] * wv->type.dim[3];
-    int64_t o2 = packed_groups(o / cg, k) * BLK;
-    graph_type wt = {GRAPH_F32, 4, {o2, BLK, wv->type.dim[2], wv->type.dim[3]}};
+    int64_t bs = L->bs, o2 = packed_groups(o / cg, k) * bs;
+    graph_type wt = {GRAPH_F32, 4, {o2, bs, wv->type.dim[2], wv->type.dim[3]}};
     graph_type bt = {GRAPH_F32, 1, {o2}};
-    float *w = tg_calloc((size_t)(o2 * BLK * kk + o2), sizeof *w), *b = w ? w + o2 * BLK * kk : NULL;
+    float *w = tg_calloc((size_t)(o2 * bs * kk + o2), sizeof *w), *b = w ? w + o2 * bs * kk : NULL;
     if (!w)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "out of memory");
     const float *src = wv->data, *bias = n->nin > 2 ? g->values[n->in[2]].data : NULL;
     for (int64_t oc = 0; oc < o; oc++) { /* its input channels: those of its old group */
-        int64_t c0 = oc % BLK / cg * cg;
+        int64_t c0 = oc % bs / cg * cg;
         for (int64_t c = 0; c < cg; c++)
-            memcpy(w + ((oc * BLK) + c0 + c) * kk, src + (oc * cg + c) * kk,
+            memcpy(w + ((oc * bs) + c0 + c) * kk, src + (oc * cg + c) * kk,
                    (size_t)kk * sizeof *w);
         b[oc] = bias ? bias[oc] : 0.0f;
     }
@@ -303,9 +306,9 @@ static tg_status regroup_consts(lay *L, int32_t i, int k, int32_t in[3])
     if (in[1] < 0 || in[2] < 0)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "cannot add the packed weights");
     opt_explain(L->ctx, g, i,
-                "%lld groups of %lld channels packed %d to a blocked group of 16 (oneDNN has "
+                "%lld groups of %lld channels packed %d to a blocked group of %lld (%s has "
                 "only a reference kernel for the groups as they are)",
-                (long long)(o / cg), (long long)cg, k);
+                (long long)(o / cg), (long long)cg, k, (long long)bs, L->t->name);
     return TG_OK;
 }
 
@@ -314,7 +317,7 @@ static tg_status convert_conv(lay *L, int32_t i, int k)
 {
     graph *g = L->g;
     graph_node n = g->nodes[i];
-    graph_conv2d_blk_attrs at = layout_blk_attrs(&n);
+    graph_conv2d_blk_attrs at = layout_blk_attrs(&n, L->bs);
     int32_t in[4] = {stem_input(L, i) ? n.in[0] : get_blocked(L, n.in[0], i), n.in[1], -1, -1};
     if (in[0] < 0)
         return TG_ERR_STATE;
@@ -406,7 +409,7 @@ static int ew_fits(const lay *L, int32_t i)
               !g->values[v].dyn))
             return 0;
     }
-    return any && (g->values[n->out[0]].type.dim[1] % BLK == 0 || keeps_zero_lanes(g, i));
+    return any && (g->values[n->out[0]].type.dim[1] % L->bs == 0 || keeps_zero_lanes(g, i));
 }
 
 /*
@@ -471,7 +474,8 @@ static void cancel_pairs(graph *g, opt_ctx *ctx)
             !fu_same_type(g, g->nodes[p].in[0], n->out[0]))
             continue;
         int32_t q = fu_producer(g, g->nodes[p].in[0]);
-        if (g->values[n->in[0]].type.dim[1] % BLK &&
+        int64_t bs = ((const graph_to_blocked_attrs *)graph_node_attrs(n))->block;
+        if (g->values[n->in[0]].type.dim[1] % bs &&
             (q < 0 || (g->nodes[q].op != GRAPH_OP_to_blocked &&
                        g->nodes[q].op != GRAPH_OP_conv2d_blk)))
             continue;
@@ -531,7 +535,7 @@ static int concat_fits(const lay *L, int32_t i)
         return 0;
     for (int k = 0; k < n->nin; k++) {
         int32_t v = n->in[k];
-        if (!blockable(g, v) || g->values[v].type.dim[1] % BLK)
+        if (!blockable(g, v) || g->values[v].type.dim[1] % L->bs)
             return 0;
         any |= v < L->nv && L->made[v];
     }
@@ -595,7 +599,7 @@ static tg_status convert_bn(lay *L, int32_t i)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "cannot add the batch_norm constants");
     int32_t relu = only_relu(L, n.out[0]), prov[2] = {i, relu};
     graph_conv2d_blk_attrs ca = {.groups = c, .clip_min = -INFINITY, .clip_max = INFINITY,
-                                 .block = 16};
+                                 .block = L->bs};
     if (relu >= 0)
         ca.post = (graph_ints){1, {GRAPH_POST_RELU}};
     tg_status st = add_blocked(L, i, GRAPH_OP_conv2d_blk, in, 3, &ca,
@@ -762,8 +766,27 @@ static tg_status plan_run(lay *L, int32_t nn)
 
 static tg_status run(graph *g, opt_ctx *ctx)
 {
+    graph_target host;
+    const graph_target *t = ctx->opts->target;
+    if (!t) { /* the CPU this process runs on, at one thread */
+        eager_cpu_target(1, &host);
+        t = &host;
+    }
+    /* recorded, not a change of the graph's nodes */
+    if ((!g->target || strcmp(g->target, t->name) != 0) &&
+        !(g->target = graph_intern(g, t->name, -1)))
+        return opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
     cancel_pairs(g, ctx);
-    lay L = {g, ctx, NULL, NULL, g->nvalues, NULL};
+    if (t->block != 8 && t->block != 16) {
+        if (t->block != 0)
+            return opt_fail(ctx, g, -1, TG_ERR_ARG,
+                            "target %s: a block of %d channels (the layout takes 8 or 16)",
+                            t->name, t->block);
+        opt_explain(ctx, g, -1, "every conv kept plain: target %s has no blocked layout (%s)",
+                    t->name, t->why);
+        return TG_OK;
+    }
+    lay L = {g, ctx, t, t->block, NULL, NULL, g->nvalues, NULL};
     opt_uses u;
     tg_status st = opt_uses_build(g, &u);
     if (st != TG_OK)

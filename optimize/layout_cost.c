@@ -37,26 +37,26 @@
 #define STEP_NS 350.0
 #define PLAIN_CALL_NS 500.0
 
-/* Channels rounded up to whole blocks. */
-static int64_t padded(int64_t c)
+/* Channels rounded up to whole blocks of bs. */
+static int64_t padded(int64_t c, int bs)
 {
-    return (c + BLK - 1) / BLK * BLK;
+    return (c + bs - 1) / bs * bs;
 }
 
 /*
  * Estimated ns saved by running ungrouped conv node i blocked rather
  * than plain (negative: blocked is slower), from its MACs and kernel.
  */
-static double conv_gain_ns(const graph *g, int32_t i)
+static double conv_gain_ns(const graph *g, int32_t i, int bs)
 {
     const graph_node *n = &g->nodes[i];
     const graph_type *w = &g->values[n->in[1]].type, *y = &g->values[n->out[0]].type;
-    graph_conv2d_blk_attrs at = layout_blk_attrs(n);
+    graph_conv2d_blk_attrs at = layout_blk_attrs(n, bs);
     int64_t c = w->dim[1], o = w->dim[0], taps = w->dim[2] * w->dim[3];
     double pos = (double)y->dim[0] * (double)y->dim[2] * (double)y->dim[3];
     double macs = pos * (double)(c * o * taps);
-    /* fewer than 16 channels in: a stem, which reads them plain */
-    double pmacs = pos * (double)((c < BLK ? c : padded(c)) * padded(o) * taps);
+    /* fewer than bs channels in: a stem, which reads them plain */
+    double pmacs = pos * (double)((c < bs ? c : padded(c, bs)) * padded(o, bs) * taps);
     int strided = 0;
     if (macs <= 0) /* an empty output or no channels: nothing to gain */
         return 0.0;
@@ -65,16 +65,16 @@ static double conv_gain_ns(const graph *g, int32_t i)
     if (taps == 1 && !strided)
         return PLAIN_CALL_NS +
                macs / (RATE_GEMM * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
-               pmacs / (c % BLK || o % BLK ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
+               pmacs / (c % bs || o % bs ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
                    (pos + BLK_POS) / pos;
     return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
 }
 
 /* Bytes to_blocked / from_blocked of plain value v read and write. */
-static double conversion_bytes(const graph *g, int32_t v)
+static double conversion_bytes(const graph *g, int32_t v, int bs)
 {
     const graph_type *t = &g->values[v].type;
-    graph_type b = layout_blocked_type(t);
+    graph_type b = layout_blocked_type(t, bs);
     return 4.0 * (double)(graph_type_numel(t) + graph_type_numel(&b));
 }
 
@@ -95,8 +95,8 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
 {
     graph *g = L->g;
     double *gain = tg_calloc((size_t)nn * 2 + 1, sizeof *gain), *bytes = gain + nn;
-    int32_t *nconv = tg_calloc((size_t)nn * 3 + 1, sizeof *nconv), *nconvert = nconv + nn,
-            *grouped = nconv + 2 * nn;
+    int32_t *nconv = tg_calloc((size_t)nn * 4 + 1, sizeof *nconv), *nconvert = nconv + nn,
+            *grouped = nconv + 2 * nn, *said = nconv + 3 * nn;
     if (!gain || !nconv) {
         tg_free(gain);
         tg_free(nconv);
@@ -107,10 +107,10 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
             continue;
         int32_t r = root_of(P->parent, i);
         nconv[r]++;
-        if (layout_blk_attrs(&g->nodes[i]).groups > 1)
+        if (layout_blk_attrs(&g->nodes[i], L->bs).groups > 1)
             grouped[r] = 1;
         else
-            gain[r] += conv_gain_ns(g, i);
+            gain[r] += conv_gain_ns(g, i, L->bs);
     }
     for (int32_t v = 0; v < L->nv; v++) {
         int32_t r = -1;
@@ -126,14 +126,31 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
                 r = root_of(P->parent, P->by[v]);
         }
         if (r >= 0) {
-            bytes[r] += conversion_bytes(g, v);
+            bytes[r] += conversion_bytes(g, v, L->bs);
             nconvert[r]++;
         }
     }
     for (int32_t i = 0; i < nn; i++) {
         int32_t r = P->kind[i] != LK_NONE ? root_of(P->parent, i) : -1;
-        if (r < 0 || grouped[r] ||
-            gain[r] >= bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r])
+        double cost = r >= 0 ? bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r] : 0;
+        if (r >= 0 && (grouped[r] || gain[r] >= cost)) {
+            int first = P->kind[i] == LK_CONV && !said[r]; /* once, at its first conv */
+            said[r] |= first;
+            if (first && grouped[r])
+                opt_explain(L->ctx, g, i,
+                            "blocked for %s (%d-channel blocks): a region of %d conv%s with a "
+                            "grouped or depthwise one, always blocked",
+                            L->t->name, L->bs, nconv[r], nconv[r] == 1 ? "" : "s");
+            else if (first)
+                opt_explain(L->ctx, g, i,
+                            "blocked for %s (%d-channel blocks): a region of %d conv%s saving "
+                            "~%.1f us, more than its %d conversion%s cost (~%.1f us, estimated)",
+                            L->t->name, L->bs, nconv[r], nconv[r] == 1 ? "" : "s",
+                            gain[r] / 1e3, nconvert[r], nconvert[r] == 1 ? "" : "s",
+                            cost / 1e3);
+            continue;
+        }
+        if (r < 0)
             continue;
         if (P->kind[i] == LK_CONV) {
             const char *what = nconv[r] > 1 ? "conv" : "lone conv";

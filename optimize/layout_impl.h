@@ -7,11 +7,11 @@
 
 #include "fuse_util.h"
 
-#define BLK 16
-
 typedef struct lay {
     graph *g;
     opt_ctx *ctx;
+    const graph_target *t; /* what the layout is planned for */
+    int bs;                /* its block: channels to a block (8 or 16) */
     int32_t *blk;  /* plain value -> its blocked counterpart, or -1 */
     uint8_t *made; /* plain value produced by a converted node */
     int32_t nv;    /* values when the pass started */
@@ -23,7 +23,7 @@ enum { LK_NONE, LK_CONV, LK_EW, LK_GAP, LK_CONCAT, LK_BN, LK_POOL, LK_ABSORBED }
 
 typedef struct plan {
     int8_t *kind;    /* per node: LK_* */
-    int8_t *k;       /* per conv node: its groups packed k to a group of 16 */
+    int8_t *k;       /* per conv node: its groups packed k to a group of bs */
     int32_t *parent; /* per node: union-find of the regions */
     int32_t *enter;  /* per plain value: the node whose to_blocked it takes, or -1 */
     int32_t *by;     /* per value made blocked: the node that makes it, or -1 */
@@ -46,10 +46,10 @@ static inline void unite(int32_t *parent, int32_t a, int32_t b)
 
 /* 1 if v is a graph output. */
 int layout_is_output(const graph *g, int32_t v);
-/* The blocked type [N, ceil(C/16), H, W, 16] of a plain [N, C, H, W]. */
-graph_type layout_blocked_type(const graph_type *t);
-/* A conv2d / conv2d_ep node's attributes as conv2d_blk's. */
-graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n);
+/* The blocked type [N, ceil(C/bs), H, W, bs] of a plain [N, C, H, W]. */
+graph_type layout_blocked_type(const graph_type *t, int bs);
+/* A conv2d / conv2d_ep node's attributes as conv2d_blk's, block bs. */
+graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n, int bs);
 
 /*
  * The cost model (layout_cost.c): marks LK_NONE every node of a region

@@ -1,10 +1,15 @@
 /*
  * opt.h - the graph optimizer: a pass manager and its passes.
  *
- *   opt_options o = OPT_OPTIONS_INIT;          (-O2; or opt_default_options())
+ *   // example (given: graph *g)
+ *   char err[512];
+ *   opt_options o = OPT_OPTIONS_INIT;          // -O2; or opt_default_options()
  *   o.level = 3;
  *   opt_report rep;
- *   if (opt_optimize(g, &o, &rep, err, sizeof err) != TG_OK) ...
+ *   if (opt_optimize(g, &o, &rep, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
+ *   else
+ *       opt_report_print(&rep, stdout);
  *
  * Levels, as ONNX Runtime's: -O0 nothing; -O1 constant folding, algebraic
  * simplification, CSE and DCE, repeated to a fixed point; -O2 adds params
@@ -29,6 +34,7 @@
 #include <stdio.h>
 
 #include "../graph/graph.h"
+#include "../graph/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +59,11 @@ typedef struct opt_options {
                                of the graph's constants and params; a fold past
                                it is not done (--explain says so), the node is
                                left to run at replay.  Negative: TG_ERR_ARG */
+    /* -O3: the target (graph/target.h) the layout is planned for, as
+     * replay_target gives it for the backend that will run the plan.
+     * NULL: the CPU this process runs on, at one thread.  The graph
+     * records its name (graph.target). */
+    const graph_target *target;
 } opt_options;
 
 /* The least default folding budget (64 MiB): what a small graph may fold. */
@@ -131,7 +142,21 @@ typedef struct opt_pass {
 extern TG_API const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt_pass_dce,
     opt_pass_fold_params, opt_pass_conv_bn, opt_pass_conv_taps, opt_pass_transpose_absorb,
     opt_pass_patterns, opt_pass_horizontal, opt_pass_epilogue, opt_pass_ewchain,
-    opt_pass_layout, opt_pass_view_sink;
+    opt_pass_layout, opt_pass_view_sink, opt_pass_unlayout;
+
+/*
+ * Re-plans the layout of g for target t: when g's layout was planned for
+ * another target (g->target names another, or g has blocked values and no
+ * target: an older file), a copy of g with every blocked value made plain
+ * again (opt_pass_unlayout) and the layout pass run for t, each followed
+ * by the -O1 fixed point, in *out; *out NULL when g needs nothing (its
+ * target is t's, or it was never laid out).  g itself is not changed.
+ * An error (TG_ERR_UNSUPPORTED: a blocked value the unlayout cannot take
+ * back; err says which node) leaves *out NULL.  explain: as
+ * opt_options.explain.
+ */
+TG_API tg_status opt_relayout(const graph *g, const graph_target *t, FILE *explain,
+                              graph **out, char *err, size_t errlen);
 
 /* Uses of every value: the nodes reading it, as one CSR array. */
 typedef struct opt_uses {

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "../graph/alloc.h"
-#include "../eager/dnnl_util.h"
+#include "../eager/cpu_target.h"
 #include "../eager/interp.h"
 #include "../graph/text.h"
 #include "opt.h"
@@ -221,27 +221,60 @@ fail:
     eager_clear_error();
 }
 
+/* Ops whose implementation a target names (graph_target.impl_of). */
+static int has_impl(graph_op op)
+{
+    return op == GRAPH_OP_conv2d || op == GRAPH_OP_conv2d_ep || op == GRAPH_OP_conv2d_blk ||
+           op == GRAPH_OP_matmul || op == GRAPH_OP_linear || op == GRAPH_OP_linear_ep;
+}
+
 /*
- * --explain: the oneDNN implementation each live conv / matmul node will
- * run ("oneDNN: node 7 (conv2d_blk at ...): jit:avx512_core"), as a
- * replay plan on one thread prepares it; a reference one is flagged.
+ * --explain: the target, then the implementation each live conv / matmul
+ * node will run there ("oneDNN: node 7 (conv2d_blk at ...): jit:avx512_core"),
+ * at the target's threads, its constant inputs fixed, as a replay plan
+ * prepares it; a reference one is flagged.
  */
 static void explain_impls(const graph *g, const opt_options *o)
 {
     opt_pass_stats stats = {"oneDNN"};
     opt_ctx ctx = {o, &stats, 0, NULL, 0};
-    for (int32_t i = 0; o->explain && i < g->nnodes; i++) {
-        if ((g->nodes[i].flags & GRAPH_NODE_DEAD) || !eager_dnnl_op_has_impl(g->nodes[i].op))
+    graph_target host;
+    const graph_target *t = o->target;
+    if (!o->explain)
+        return;
+    if (!t) {
+        eager_cpu_target(1, &host);
+        t = &host;
+    }
+    fprintf(o->explain, "target: %s, %d thread%s, blocks of %d channels (%s)%s%s\n", t->name,
+            t->threads, t->threads == 1 ? "" : "s", t->block, t->why,
+            g->target ? "; the graph's layout is planned for " : "",
+            g->target ? g->target : "");
+    for (int32_t i = 0; t->impl_of && i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if ((n->flags & GRAPH_NODE_DEAD) || !has_impl(n->op) || n->nout != 1 ||
+            n->nin > GRAPH_MAX_NODE_IO)
             continue;
+        graph_type in[GRAPH_MAX_NODE_IO];
+        uint32_t fixed = 0;
+        for (int j = 0; j < n->nin; j++) {
+            const graph_value *v = &g->values[n->in[j]];
+            in[j] = v->type;
+            if (v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM)
+                fixed |= 1u << j;
+        }
         char impl[64], why[200];
-        tg_status st = eager_dnnl_node_impl(g, i, impl, sizeof impl, why, sizeof why);
+        tg_status st = t->impl_of(t, n->op, graph_node_attrs(n), in, n->nin,
+                                  &g->values[n->out[0]].type, fixed, impl, sizeof impl, why,
+                                  sizeof why);
         if (st != TG_OK)
             opt_explain(&ctx, g, i, "no implementation: %s", why[0] ? why : tg_status_str(st));
         else if (!impl[0])
             opt_explain(&ctx, g, i, "not called (an empty operand)");
         else
             opt_explain(&ctx, g, i, "%s%s", impl,
-                        eager_dnnl_impl_is_ref(impl) ? " (a reference kernel: slow)" : "");
+                        t->impl_is_ref && t->impl_is_ref(impl) ? " (a reference kernel: slow)"
+                                                               : "");
     }
 }
 
@@ -329,6 +362,73 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
     tg_free(rs.in);
     tg_free(rs.out_dyn);
     return st;
+}
+
+/* Nonzero when g holds a node of the blocked layout. */
+static int has_blocked(const graph *g)
+{
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        graph_op op = g->nodes[i].op;
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) &&
+            (op == GRAPH_OP_to_blocked || op == GRAPH_OP_from_blocked ||
+             op == GRAPH_OP_conv2d_blk || op == GRAPH_OP_max_pool2d_blk ||
+             op == GRAPH_OP_avg_pool2d_blk))
+            return 1;
+    }
+    return 0;
+}
+
+tg_status opt_relayout(const graph *g, const graph_target *t, FILE *explain, graph **out,
+                       char *err, size_t errlen)
+{
+    char tmp[512];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    err[0] = '\0';
+    if (out)
+        *out = NULL;
+    if (!g || !t || !out) {
+        snprintf(err, errlen, "relayout: NULL argument");
+        return TG_ERR_NULL;
+    }
+    if (g->target ? strcmp(g->target, t->name) == 0 : !has_blocked(g))
+        return TG_OK;
+    opt_options o = OPT_OPTIONS_INIT;
+    o.level = 3;
+    o.target = t;
+    o.explain = explain;
+    opt_report rep;
+    memset(&rep, 0, sizeof rep);
+    graph *c = graph_clone(g);
+    if (!c) {
+        snprintf(err, errlen, "relayout: out of memory");
+        return TG_ERR_NOMEM;
+    }
+    run_state rs = {c, &o, &rep, err, errlen, NULL, NULL, NULL, fold_budget(c, &o)};
+    rs.out_dyn = tg_malloc(sizeof(uint32_t) * ((size_t)c->noutputs + 1));
+    tg_status st = rs.out_dyn ? TG_OK : TG_ERR_NOMEM;
+    if (st == TG_ERR_NOMEM)
+        snprintf(err, errlen, "relayout: out of memory");
+    for (int32_t k = 0; st == TG_OK && k < c->noutputs; k++)
+        rs.out_dyn[k] = c->values[c->outputs[k].value].dyn;
+    int changed;
+    if (st == TG_OK)
+        st = run_pass(&rs, &opt_pass_unlayout, &changed);
+    if (st == TG_OK)
+        st = fixed_point(&rs);
+    if (st == TG_OK)
+        st = run_pass(&rs, &opt_pass_layout, &changed);
+    if (st == TG_OK)
+        st = fixed_point(&rs);
+    tg_free(rs.out_dyn);
+    if (st != TG_OK) {
+        graph_free(c);
+        return st;
+    }
+    *out = c;
+    return TG_OK;
 }
 
 void opt_report_print(const opt_report *rep, FILE *f)

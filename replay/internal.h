@@ -54,6 +54,10 @@ typedef struct replay_backend {
     eager_kernel_fn (*kernel)(graph_op op);
     /* Nonzero: replay_tensor.buffer (a device buffer) is accepted. */
     int device_buffers;
+    /* The target plans of these options are made for (graph/target.h):
+     * replay_compile re-plans a graph laid out for another.  NULL: the
+     * CPU's (eager_cpu_target at o->threads). */
+    void (*target)(const replay_opts *o, graph_target *t);
 } replay_backend;
 
 extern const replay_backend replay_backend_cpu;
@@ -95,6 +99,7 @@ struct replay_plan {
     void *bplan;     /* the backend's (plan_new), or NULL */
     size_t align;    /* arena offset alignment (OPT_ARENA_ALIGN, or the backend's) */
     char target[192]; /* what refusals name: "backend cpu", "device X" */
+    char layout[640]; /* replay_plan_layout: the layout's target, re-planned or not */
 };
 
 /* The variant for these inputs (in signature order, each type already

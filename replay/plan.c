@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../eager/cpu_target.h"
 #include "../graph/alloc.h"
+#include "../optimize/opt.h"
 #include "internal.h"
 
 /* The backends, by replay_backend_kind. */
@@ -322,6 +324,79 @@ static tg_status schedule(replay_plan *p)
     return TG_OK;
 }
 
+/* The target of backend be for options o (threads already defaulted). */
+static void backend_target(const replay_backend *be, const replay_opts *o, graph_target *t)
+{
+    if (be->target)
+        be->target(o, t);
+    else
+        eager_cpu_target(o->threads, t);
+}
+
+tg_status replay_target(const replay_opts *opts, graph_target *t, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    replay_opts o = REPLAY_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!t) {
+        snprintf(err, errlen, "replay_target: no target to fill (NULL)");
+        return TG_ERR_NULL;
+    }
+    if (o.threads < 0 || o.threads > TG_MAX_THREADS) {
+        snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
+                 o.threads, TG_MAX_THREADS);
+        return TG_ERR_ARG;
+    }
+    if (o.threads == 0)
+        o.threads = 1;
+    if ((unsigned)o.backend >= sizeof backends / sizeof *backends || !backends[o.backend]) {
+        snprintf(err, errlen, "replay: unknown backend %d", (int)o.backend);
+        return TG_ERR_ARG;
+    }
+    backend_target(backends[o.backend], &o, t);
+    return TG_OK;
+}
+
+const char *replay_plan_layout(const replay_plan *p) { return p ? p->layout : NULL; }
+
+/*
+ * A graph laid out for another target than the backend's is re-planned
+ * for it (opt_relayout): p->g replaced.  When the layout cannot be undone,
+ * the graph runs as it is (the CPU takes either block; a backend that
+ * cannot refuses its nodes next, by supports_op).  p->layout says which.
+ */
+static tg_status relayout(replay_plan *p, char *err, size_t errlen)
+{
+    graph_target t;
+    graph *re = NULL;
+    char why[400];
+    backend_target(p->backend, &p->opts, &t);
+    tg_status st = opt_relayout(p->g, &t, NULL, &re, why, sizeof why);
+    const char *was = p->g->target ? p->g->target : "blocks of 16 (a file without a target)";
+    if (re) {
+        snprintf(p->layout, sizeof p->layout, "re-planned for %s (the graph was laid out for %s)",
+                 t.name, was);
+        graph_free(p->g);
+        p->g = re;
+    } else if (st == TG_ERR_NOMEM) {
+        snprintf(err, errlen, "replay: %s", why);
+        return st;
+    } else if (st != TG_OK) {
+        snprintf(p->layout, sizeof p->layout, "laid out for %s, not re-planned for %s: %s", was,
+                 t.name, why);
+    } else if (p->g->target) {
+        snprintf(p->layout, sizeof p->layout, "laid out for %s", p->g->target);
+    } else {
+        snprintf(p->layout, sizeof p->layout, "no layout planned (optimized below -O3)");
+    }
+    return TG_OK;
+}
+
 replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
                             size_t errlen)
 {
@@ -363,6 +438,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         snprintf(err, errlen, "replay: invalid graph: %s", graph_error(p->g));
         goto fail;
     }
+    if (relayout(p, err, errlen) != TG_OK)
+        goto fail;
     p->align = OPT_ARENA_ALIGN;
     snprintf(p->target, sizeof p->target, "backend %s", be->name);
     if (be->plan_new && be->plan_new(p, err, errlen) != TG_OK)

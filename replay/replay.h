@@ -1,11 +1,21 @@
 /*
  * replay.h - compile a graph into an immutable plan and run it fast.
  *
- *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
+ *   // example (given: graph *g; graph_type xtype; const float *xdata)
+ *   char err[512];
+ *   replay_plan *plan = replay_compile(g, NULL, err, sizeof err);  // NULL: see err
  *   replay_session *s = replay_session_new(plan, NULL, 0);
- *   replay_tensor in = {.name = "x", .type = xtype, .data = xdata};
+ *   replay_tensor in = {.name = "x", .type = xtype, .input = xdata};
+ *   float ybuf[64];
  *   replay_tensor out = {.name = "y", .data = ybuf, .size = sizeof ybuf};
- *   replay_run(s, &in, 1, &out, 1);       (out.type: what the run made)
+ *   if (replay_run(s, &in, 1, &out, 1) != TG_OK)   // else out.type: what the run made
+ *       fprintf(stderr, "%s\n", replay_session_error(s));
+ *   replay_session_free(s);
+ *   replay_plan_free(plan);
+ *
+ * (The "// example" blocks at the top of the installed headers compile as
+ * they stand, given what their first line names, in C11 and C++20:
+ * scripts/test_install.sh builds each one.)
  *
  * The structs here may grow at the end (docs/GUIDE.md, "Structs and the ABI"): initialize
  * them by name, designated as above or from REPLAY_OPTS_INIT, so that the
@@ -57,6 +67,7 @@
 #include <stddef.h>
 
 #include "../graph/graph.h"
+#include "../graph/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,7 +124,22 @@ typedef struct replay_opts {
 typedef struct replay_tensor {
     const char *name; /* match by name; NULL: by position */
     graph_type type;  /* outputs: see size */
-    void *data; /* inputs: read; outputs: written (NULL: see replay_run) */
+    /*
+     * The elements, row-major: one pointer under two names (an anonymous
+     * union, so the struct's size and layout are those of a single
+     * void *data).  Inputs: set input, a const void *, so that const data
+     * (eager_peek's, a const array) needs no cast:
+     *   replay_tensor in = {.name = "x", .type = t, .input = eager_peek(x)};
+     * the library reads an input through input only and never writes it.
+     * data on an input is the same pointer and still accepted (code
+     * written before input existed).  Outputs: data, written by the run
+     * (NULL: see replay_run).  Read back the member you set (C++: the
+     * other one is not the active member).
+     */
+    union {
+        void *data;        /* outputs: written; inputs: accepted, read only */
+        const void *input; /* inputs: read only, never written */
+    };
     /*
      * OpenCL plans only: a cl_mem (cast to void *) in the plan's context
      * (replay_opencl_context) used instead of data, so no host copy is
@@ -162,6 +188,25 @@ TG_API void replay_plan_free(replay_plan *p);
 
 /* Arena bytes a session needs for the traced shapes (0 for NULL). */
 TG_API size_t replay_workspace_size(const replay_plan *p);
+
+/*
+ * The target (graph/target.h) replay_compile with these options (NULL:
+ * the defaults) makes plans for: the CPU's instruction set and its block
+ * of channels ("cpu avx2", 8), or OpenCL's ("opencl", 16).  Give it to
+ * opt_options.target to optimize for that backend; replay_compile
+ * re-plans a graph laid out for another target.  TG_ERR_ARG for options
+ * replay_compile would refuse.
+ */
+TG_API tg_status replay_target(const replay_opts *opts, graph_target *t, char *err,
+                               size_t errlen);
+/*
+ * What the plan's layout was made for, as replay_compile found it:
+ * "laid out for cpu avx2", "re-planned for cpu avx2 (the graph was laid
+ * out for cpu avx512_core)", "laid out for X, not re-planned for Y: why",
+ * or "no layout planned (optimized below -O3)".  Owned by the plan; NULL
+ * for NULL.
+ */
+TG_API const char *replay_plan_layout(const replay_plan *p);
 /*
  * A session on p.  workspace NULL: the session allocates its own arena;
  * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at
@@ -178,7 +223,10 @@ TG_API void replay_session_free(replay_session *s);
  * Runs the plan.  outputs[i].data non-NULL: the result is copied there
  * (its type must match, or its size suffice: replay_tensor.size); NULL:
  * data is set to the session's own buffer, valid until the next run on
- * this session, and type is filled in.  An input or output name the plan
+ * this session, and type is filled in (CPU plans: an output that is an
+ * input or a constant of the graph gets that input's pointer or the
+ * plan's copy instead: read it, never write through it).  Inputs are
+ * only read (replay_tensor.input).  An input or output name the plan
  * lacks is TG_ERR_ARG, the message listing the names it has.
  * s NULL: TG_ERR_NULL.  s running on another thread: TG_ERR_STATE.
  */

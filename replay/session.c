@@ -9,6 +9,7 @@
  */
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,30 @@ static void bound_free(bound *b)
 }
 
 /* Where value v lives for this session and variant (NULL for inputs). */
+/*
+ * replay_tensor's anonymous union (data for outputs, input, const, for
+ * inputs) replaced a single void *data: the size and every offset stay
+ * those of the struct before it, so programs built against the older
+ * header run unchanged (the ABI policy: docs/GUIDE.md, "Structs and the ABI").
+ */
+struct replay_tensor_before_input {
+    const char *name;
+    graph_type type;
+    void *data;
+    void *buffer;
+    size_t size;
+};
+_Static_assert(sizeof(replay_tensor) == sizeof(struct replay_tensor_before_input) &&
+                   offsetof(replay_tensor, data) ==
+                       offsetof(struct replay_tensor_before_input, data) &&
+                   offsetof(replay_tensor, input) ==
+                       offsetof(struct replay_tensor_before_input, data) &&
+                   offsetof(replay_tensor, buffer) ==
+                       offsetof(struct replay_tensor_before_input, buffer) &&
+                   offsetof(replay_tensor, size) ==
+                       offsetof(struct replay_tensor_before_input, size),
+               "replay_tensor's layout changed: bump the soname (docs/GUIDE.md)");
+
 static const void *value_ptr(const replay_session *s, const replay_variant *v, int32_t id)
 {
     const graph_value *val = &s->p->g->values[id];
@@ -418,7 +443,7 @@ static tg_status deliver(replay_session *s, const bound *b, const replay_tensor 
         int32_t id = g->outputs[i].value;
         const graph_type *t = &b->v->types[id];
         const void *src = g->values[id].kind == GRAPH_VALUE_INPUT
-                              ? in[input_index(g, id)]->data
+                              ? in[input_index(g, id)]->input
                               : value_ptr(s, b->v, id);
         if (!outputs[k].data) {
             outputs[k].type = *t;
@@ -469,7 +494,7 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
         s->param_gen = s->p->param_gen;
     }
     for (int32_t j = 0; j < b->npatch; j++)
-        *b->patch[j] = in[b->patch_input[j]]->data;
+        *b->patch[j] = in[b->patch_input[j]]->input;
     const bound_step *steps = b->steps;
     for (int32_t k = 0, n = b->nsteps; k < n; k++) {
         tg_status ks = steps[k].fn(&steps[k].a);

@@ -105,7 +105,7 @@ tg_status replay_order_inputs(const replay_plan *p, const replay_tensor *inputs,
                      graph_shape_str(&inputs[k].type, s, sizeof s), bytes, inputs[k].size);
             return TG_ERR_SHAPE;
         }
-        if (need_data && !inputs[k].data && !inputs[k].buffer &&
+        if (need_data && !inputs[k].input && !inputs[k].buffer &&
             graph_type_numel(&inputs[k].type) > 0) {
             snprintf(err, errlen, "replay: input %d (\"%s\") has no data", i, name);
             return TG_ERR_NULL;

@@ -76,7 +76,7 @@ static inline void *run_ocl(const ncase *c, graph_type *out)
                            (size_t)graph_type_numel(&c->t[i]) * graph_dtype_size(c->t[i].dtype));
         else {
             graph_add_input(g, ids[i]);
-            in[nrun++] = (replay_tensor){NULL, c->t[i], c->d[i], NULL};
+            in[nrun++] = (replay_tensor){.type = c->t[i], .input = c->d[i]};
         }
     }
     int32_t node = graph_add_node(g, c->op, ids, c->nin, c->attrs, &y, 1);
@@ -94,7 +94,7 @@ static inline void *run_ocl(const ncase *c, graph_type *out)
             *out = *replay_output_type(p, 0);
             size_t nb = (size_t)graph_type_numel(out) * graph_dtype_size(out->dtype);
             res = calloc(1, nb ? nb : 1);
-            replay_tensor ot = {NULL, *out, res, NULL};
+            replay_tensor ot = {.type = *out, .data = res};
             tg_status st = replay_run(s, in, nrun, &ot, 1);
             CHECK_MSG(st == TG_OK, "run %s: %s", graph_ops[c->op].name, replay_session_error(s));
             if (st != TG_OK) {

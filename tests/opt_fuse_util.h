@@ -156,7 +156,8 @@ static inline double replay_error(const graph *g, const graph *ref, eager_tensor
     eager_tensor *want[1] = {NULL};
     if (s && eager_interpret(ref, &x, 1, want, 1, NULL) == TG_OK) {
         for (int run = 0; run < 2; run++) {
-            replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
+            replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)},
+                          out = {NULL};
             if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
                 worst = INFINITY;
                 break;

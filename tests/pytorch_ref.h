@@ -92,7 +92,7 @@ static inline void pt_run_replay(const pt_ref *r, const graph *g, const char *wh
     CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     if (s) {
-        replay_tensor in = {"x", *xt, x, NULL}, out = {"y", {0}, NULL, NULL};
+        replay_tensor in = {.name = "x", .type = *xt, .input = x}, out = {.name = "y"};
         tg_status st = replay_run(s, &in, 1, &out, 1);
         CHECK_MSG(st == TG_OK, "%s: replay: %s", what, replay_session_error(s));
         if (st == TG_OK)

@@ -221,8 +221,8 @@ static void scenario(const world *wd, result *r)
         goto out;
     }
     r->stage = ST_RUN;
-    replay_tensor in = {"x", *eager_type(wd->xr), (void *)eager_peek(wd->xr)};
-    replay_tensor outt = {"y", {0}, r->y};
+    replay_tensor in = {.name = "x", .type = *eager_type(wd->xr), .input = eager_peek(wd->xr)};
+    replay_tensor outt = {.name = "y", .data = r->y};
     outt.type.dtype = GRAPH_F32;
     outt.type.ndim = 2;
     outt.type.dim[0] = 3;

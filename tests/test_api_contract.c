@@ -236,8 +236,8 @@ static double now_s(void)
 
 static int run_once(shared *sh, float *out)
 {
-    replay_tensor in = {"x", {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, (void *)sh->x, NULL};
-    replay_tensor o = {"y", {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, out, NULL};
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, .input = sh->x};
+    replay_tensor o = {.name = "y", .type = {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, .data = out};
     memset(out, 0, sizeof(float) * CHAIN_N * CHAIN_N);
     tg_status st = replay_run(sh->s, &in, 1, &o, 1);
     if (st == TG_ERR_STATE) {
@@ -292,8 +292,8 @@ static void test_session_two_threads(void)
     sh.want = want;
     if (sh.s && want && out) {
         /* the reference: one thread alone */
-        replay_tensor in = {"x", {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, (void *)sh.x, NULL};
-        replay_tensor o = {"y", {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, want, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, .input = sh.x};
+        replay_tensor o = {.name = "y", .type = {GRAPH_F32, 2, {CHAIN_N, CHAIN_N}}, .data = want};
         CHECK(replay_run(sh.s, &in, 1, &o, 1) == TG_OK);
         pthread_t t;
         CHECK(pthread_create(&t, NULL, worker, &sh) == 0);

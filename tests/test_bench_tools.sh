@@ -23,6 +23,11 @@ for key in '"eager_ms": {"median"' '"trace_ms"' '"optimize_ms"' '"tgraph_bytes"'
     has a.json "$key"
 done
 [ -s mlp-O3.tgraph ] && [ -s tiny-O2.tgraph ] && good || bad "--save-dir wrote no graphs"
+# where each row ran (issue 30): the CPU and the instruction sets in use
+for key in '"cpu_kernels": ' '"onednn_isa": ' '"fma_peak_isa": ' '"cpu": '; do
+    has a.json "$key"
+done
+[ "$(grep -c '"onednn_isa": ' a.json)" -ge 3 ] && good || bad "onednn_isa is not in every record"
 
 # tables without a peer file: says why the peers are missing
 expect 0 sh "$SRC/bench/table.sh" a.json a.md README.none none.json
@@ -30,6 +35,8 @@ has a.md "| tiny | 1 |"
 has a.md "Measured by \`make bench\` at commit 0123abc+changes on"
 has a.md "PyTorch and ONNX Runtime were not measured in this run (no none.json"
 has a.md "**Compute-bound rows against this machine's measured peak.**"
+has a.md "**Ran on** "
+has a.md "ISA: kernels / oneDNN / peak loop |"
 
 # with a peer file: PyTorch and ONNX Runtime measured (figures made up here)
 cat >peers.json <<'EOF'
@@ -90,6 +97,31 @@ if grep -E '^(mlp|tiny)/' out | awk '{print $NF}' | grep -qv '^1\.000$'; then
 else
     good
 fi
+lacks out "note: OLD and NEW ran on other"
+has out ", ISA "
+# another instruction set in NEW: the header says so
+sed 's/"onednn_isa": "[^"]*"/"onednn_isa": "sse41"/' a.json >c.json
+expect 0 sh "$SRC/bench/compare.sh" a.json c.json
+has out "note: OLD and NEW ran on other CPUs or instruction sets"
+has out "-> sse41;"
+
+# the GEMM roofline (issue 30): one round of the MLP's shapes, the machine
+# and ISA above the table and in every row, a figure for each path
+expect 0 "$BUILD/gemm_peak" --threads 1 --shapes mlp --runs 1 --budget-ms 0 --no-blas \
+    --json g.json --md g.md
+has g.md "| mlp | fc1 | 64×784×512 | 1 | "
+has g.md "FMA peak measured at **"
+has g.json '"schema": "tracegraph-gemm-1"'
+has g.json '"replay_gflops": '
+[ "$(grep -c '"onednn_isa": ' g.json)" = 4 ] && good || bad "gemm_peak: onednn_isa not in every row"
+[ "$(tail -n 1 out)" = "$(tail -n 1 g.md)" ] && good || bad "gemm_peak: the table is not printed"
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    TG_CPU=avx2 ONEDNN_MAX_CPU_ISA=AVX2 expect 0 "$BUILD/gemm_peak" --threads 1 --shapes mlp \
+        --runs 1 --budget-ms 0 --no-blas
+    has out "| avx2 / avx2 / avx2 |"
+    has out "tracegraph CPU kernels **avx2**, oneDNN ISA **avx2**"
+fi
+expect 2 "$BUILD/gemm_peak" --shapes nothing
 
 if command -v gnuplot >/dev/null; then
     expect 0 sh "$SRC/bench/plot.sh" a.json a.png

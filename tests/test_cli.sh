@@ -46,6 +46,15 @@ native)
     has err "TG_CPU=baseline ignored: this library was built with one kernel set (native" ;;
 *) bad "tracegraph version: CPU kernels '$level'" ;;
 esac
+# oneDNN's instruction set, capped by ONEDNN_MAX_CPU_ISA (bench/ records it)
+case $(ONEDNN_MAX_CPU_ISA= "$TG" version | sed -n 's/^oneDNN ISA: //p') in
+sse41 | avx | avx2* | avx512*) good ;;
+*) bad "tracegraph version: no oneDNN ISA line" ;;
+esac
+if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+    ONEDNN_MAX_CPU_ISA=AVX2 expect 0 "$TG" version
+    has out "oneDNN ISA: avx2"
+fi
 expect 0 "$TG" --help
 has out "usage: tracegraph <command>"
 has out "exit codes:"

@@ -413,7 +413,7 @@ static void check_replay(const graph *g, eager_tensor *x, const eager_tensor *wa
     CHECK_MSG(p != NULL, "replay compiles: %s", err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     for (int run = 0; s && run < 2; run++) {
-        replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x), NULL}, out;
+        replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)}, out;
         memset(&out, 0, sizeof out);
         tg_status st = replay_run(s, &in, 1, &out, 1);
         CHECK_MSG(st == TG_OK, "replay runs: %s", replay_session_error(s));

@@ -419,7 +419,7 @@ static void test_o3_and_replay(void)
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
         replay_tensor ri[2], rout[2];
         for (int i = 0; i < 2; i++)
-            ri[i] = (replay_tensor){NULL, *eager_type(in[i]), (void *)eager_peek(in[i]), NULL};
+            ri[i] = (replay_tensor){.type = *eager_type(in[i]), .input = eager_peek(in[i])};
         memset(rout, 0, sizeof rout);
         tg_status st = s ? replay_run(s, ri, 2, rout, 2) : TG_ERR_NOMEM;
         CHECK_MSG(st == TG_OK, "replay runs: %s", s ? replay_session_error(s) : "no session");

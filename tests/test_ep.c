@@ -672,7 +672,8 @@ static void test_replay_param_swap(void)
             }
             eager_tensor *want = m.forward(x, params);
             for (int run = 0; run < 2; run++) {
-                replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
+                replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)},
+                              out = {NULL};
                 CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
                 if (out.data)
                     check_floats(out.data, eager_peek(want), eager_numel(want), 1e-5, __FILE__,

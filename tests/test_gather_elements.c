@@ -556,7 +556,7 @@ static void check_graph(const graph *g, const char *what, int64_t batch)
     replay_plan *p = replay_compile(g, NULL, err, sizeof err);
     CHECK_MSG(p != NULL, "%s compiles: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x), NULL}, out[2];
+    replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)}, out[2];
     memset(out, 0, sizeof out);
     out[0].name = "y", out[1].name = "z";
     st = s ? replay_run(s, &in, 1, out, 2) : TG_ERR_NOMEM;
@@ -653,9 +653,9 @@ static void test_replay_error(void)
     CHECK_MSG(s != NULL, "compiles: %s", err);
     for (int k = 0; s && k < 3; k++) {
         int32_t iv[6] = {0, 3, -4, 1, k == 1 ? 4 : 2, k == 2 ? -5 : -1};
-        replay_tensor in[2] = {{"x", *eager_type(x), (void *)eager_peek(x), NULL},
-                               {"i", *eager_type(idx), iv, NULL}};
-        replay_tensor out = {"y", {0}, NULL, NULL};
+        replay_tensor in[2] = {{.name = "x", .type = *eager_type(x), .input = eager_peek(x)},
+                               {.name = "i", .type = *eager_type(idx), .input = iv}};
+        replay_tensor out = {.name = "y"};
         tg_status st = replay_run(s, in, 2, &out, 1);
         if (k == 0) {
             CHECK_MSG(st == TG_OK, "%s", replay_session_error(s));

@@ -54,8 +54,8 @@ static tg_status replay_once(const graph *g, const float *xs, const replay_opts 
         return TG_ERR_STATE;
     replay_session *s = replay_session_new(p, NULL, 0);
     float y[3];
-    replay_tensor in = {"x", {GRAPH_F32, 1, {3}}, (void *)xs, NULL};
-    replay_tensor out = {"y", {GRAPH_F32, 1, {3}}, y, NULL};
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 1, {3}}, .input = xs};
+    replay_tensor out = {.name = "y", .type = {GRAPH_F32, 1, {3}}, .data = y};
     tg_status st = replay_run(s, &in, 1, &out, 1);
     snprintf(msg, len, "%s", st == TG_OK ? replay_session_guard_warning(s) : replay_session_error(s));
     replay_session_free(s);
@@ -226,15 +226,15 @@ static void test_warn(void)
         replay_plan *hp = replay_compile(g, &o, err, sizeof err);
         replay_session *s = replay_session_new(hp, NULL, 0);
         float y[3];
-        replay_tensor in = {"x", {GRAPH_F32, 1, {3}}, (void *)same_sign, NULL};
-        replay_tensor out = {"y", {GRAPH_F32, 1, {3}}, y, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 1, {3}}, .input = same_sign};
+        replay_tensor out = {.name = "y", .type = {GRAPH_F32, 1, {3}}, .data = y};
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK);
         HAS(replay_session_guard_warning(s), want);
         CHECK(sn.calls == 1 && strcmp(sn.last, replay_session_guard_warning(s)) == 0);
         CHECK(replay_session_guard_warnings(s) == 1);
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && sn.calls == 2);
         /* a run where it holds clears the record */
-        in.data = (void *)traced;
+        in.input = traced;
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && sn.calls == 2);
         CHECK(replay_session_guard_warnings(s) == 0 && strcmp(replay_session_guard_warning(s), "") == 0);
         CHECK(strcmp(replay_session_guard_warning(NULL), "") == 0);
@@ -249,7 +249,7 @@ static void test_warn(void)
         dup2(fd, 2);
         replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
         replay_session *s2 = replay_session_new(plan, NULL, 0);
-        in.data = (void *)same_sign;
+        in.input = same_sign;
         for (int k = 0; k < 3; k++)
             CHECK(replay_run(s2, &in, 1, &out, 1) == TG_OK);
         CHECK(replay_session_guard_warnings(s2) == 1);

@@ -212,8 +212,9 @@ static void run_case(const acase *c, int want_fused)
         float *got = calloc((size_t)no + 1, sizeof *got);
         attn_ref(dq, dk, dv, bh, rc.m, rc.n, rc.d, rc.dv, c->scale, cval, c->extra == X_AXIS,
                  want);
-        replay_tensor ri[3] = {{NULL, rq, dq, NULL}, {NULL, rk, dk, NULL}, {NULL, rv, dv, NULL}};
-        replay_tensor ot = {"o", shape(&rc, rc.m, rc.dv), got, NULL};
+        replay_tensor ri[3] = {
+            {.type = rq, .input = dq}, {.type = rk, .input = dk}, {.type = rv, .input = dv}};
+        replay_tensor ot = {.name = "o", .type = shape(&rc, rc.m, rc.dv), .data = got};
         tg_status st = replay_run(se, ri, 3, &ot, 1);
         CHECK_MSG(st == TG_OK, "%s: run: %s", what, replay_session_error(se));
         if (st == TG_OK)
@@ -447,17 +448,24 @@ static void run_layout(const lcase *c)
         float *gt = calloc((size_t)(3 * S * HD), sizeof *gt), *gb2 = calloc((size_t)(S * HD), sizeof *gb2);
         graph_type tz = {GRAPH_F32, 3, {1, S, HD}}, tbv = {GRAPH_F32, 3, {1, 3 * HD, S}},
                    tbv2 = {GRAPH_F32, 3, {1, HD, S}};
-        replay_tensor ri[4] = {{NULL, tx, dx, NULL}, {NULL, tw, dw, NULL}, {NULL, tw, dw2, NULL},
-                               {NULL, tw3, dw3, NULL}};
-        replay_tensor ro[4] = {{"z", tz, gz, NULL}, {"b", tbv, gb, NULL}, {"b2", tbv2, gb2, NULL},
-                               {NULL, {0}, gt, NULL}};
+        replay_tensor ri[4] = {{.type = tx, .input = dx},
+                               {.type = tw, .input = dw},
+                               {.type = tw, .input = dw2},
+                               {.type = tw3, .input = dw3}};
+        replay_tensor ro[4] = {{.name = "z", .type = tz, .data = gz},
+                               {.name = "b", .type = tbv, .data = gb},
+                               {.name = "b2", .type = tbv2, .data = gb2},
+                               {.data = gt}};
         int nro = 3;
         if (c->kind == L_Q2)
-            ro[nro++] = (replay_tensor){"tq", {GRAPH_F32, 4, {1, H, S, DH}}, gt, NULL};
+            ro[nro++] =
+                (replay_tensor){.name = "tq", .type = {GRAPH_F32, 4, {1, H, S, DH}}, .data = gt};
         if (c->kind == L_OUTMID)
-            ro[nro++] = (replay_tensor){"ot", {GRAPH_F32, 4, {1, S, H, DH}}, gt, NULL};
+            ro[nro++] =
+                (replay_tensor){.name = "ot", .type = {GRAPH_F32, 4, {1, S, H, DH}}, .data = gt};
         if (c->kind == L_SPLIT2)
-            ro[nro++] = (replay_tensor){"k2", {GRAPH_F32, 3, {1, S, HD}}, gt, NULL};
+            ro[nro++] =
+                (replay_tensor){.name = "k2", .type = {GRAPH_F32, 3, {1, S, HD}}, .data = gt};
         tg_status st = replay_run(se, ri, 4, ro, nro);
         CHECK_MSG(st == TG_OK, "%s: run: %s", what, replay_session_error(se));
         if (st == TG_OK) {

@@ -160,9 +160,11 @@ static long run_case(const hcase *c, long *blas)
                  c->affine > 1 ? bt : NULL, eps, hr);
         float *got[2] = {malloc((size_t)(M * N) * sizeof(float)),
                          malloc((size_t)(M * K) * sizeof(float))};
-        replay_tensor in[2] = {{"x", tx, x, NULL}, {"r", ty, r, NULL}};
+        replay_tensor in[2] = {{.name = "x", .type = tx, .input = x},
+                               {.name = "r", .type = ty, .input = r}};
         const char *second = c->kind == READ_TWICE ? "h2" : c->kind == NORM_OUT ? "h" : "z";
-        replay_tensor out[2] = {{"y", ty, got[0], NULL}, {second, tx, got[1], NULL}};
+        replay_tensor out[2] = {{.name = "y", .type = ty, .data = got[0]},
+                                {.name = second, .type = tx, .data = got[1]}};
         int nout = c->kind == ABSORBED || c->kind == WITH_TAIL || c->kind == OTHER_AXIS ? 1 : 2;
         long k0 = ocl_kernels_run(), b0 = ocl_blas_calls();
         tg_status st = replay_run(ss, in, 2, out, nout);

@@ -756,14 +756,14 @@ static void test_fixup_runs(void)
         for (int i = 0; i < 4; i++) {
             const graph_type *ti = &g->values[ids[i]].type;
             in[i] = rnd(ti, 100 + 10 * (uint64_t)run + (uint64_t)i);
-            t[i] = (replay_tensor){NULL, *ti, in[i], NULL};
+            t[i] = (replay_tensor){.type = *ti, .input = in[i]};
         }
         for (int j = 0; j < 2; j++) {
             size_t n = (size_t)(dims[j][0] * dims[j][1]);
             got[j] = calloc(n, sizeof(float));
             want[j] = malloc(n * sizeof(float));
             linear_ref(in[2 * j], in[2 * j + 1], dims[j][0], dims[j][1], dims[j][2], want[j]);
-            out[j] = (replay_tensor){NULL, F32(dims[j][0], dims[j][1]), got[j], NULL};
+            out[j] = (replay_tensor){.type = F32(dims[j][0], dims[j][1]), .data = got[j]};
         }
         long k0 = ocl_kernels_run();
         tg_status st = replay_run(s, t, 4, out, 2);

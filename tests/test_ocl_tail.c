@@ -143,10 +143,12 @@ static long run_case(int kind, int64_t M, int64_t K, int64_t N)
     CHECK_MSG(p != NULL, "%s: compile: %s", case_names[kind], err);
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
     if (ss) {
-        replay_tensor in[2] = {{"x", tx, x, NULL}, {"e", te, e, NULL}};
+        replay_tensor in[2] = {{.name = "x", .type = tx, .input = x},
+                               {.name = "e", .type = te, .input = e}};
         float *got = malloc((size_t)ny * sizeof *got), *got2 = malloc((size_t)ny * sizeof *got2);
-        replay_tensor out[2] = {{"r", ty, got, NULL},
-                                {kind == SECOND_USE ? "r2" : "y", ty, got2, NULL}};
+        replay_tensor out[2] = {
+            {.name = "r", .type = ty, .data = got},
+            {.name = kind == SECOND_USE ? "r2" : "y", .type = ty, .data = got2}};
         int nout = kind == SECOND_USE || kind == Y_OUTPUT ? 2 : 1;
         k0 = ocl_kernels_run();
         tg_status st = replay_run(ss, in, 2, out, nout);
@@ -240,8 +242,9 @@ static long conv_case(int64_t N, int64_t C, int64_t HW, int64_t O, int64_t group
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
     float *got = malloc((size_t)ny * sizeof *got);
     if (ss) {
-        replay_tensor in[2] = {{"x", tx, x, NULL}, {"e", ty, e, NULL}};
-        replay_tensor out[1] = {{"r", ty, got, NULL}};
+        replay_tensor in[2] = {{.name = "x", .type = tx, .input = x},
+                               {.name = "e", .type = ty, .input = e}};
+        replay_tensor out[1] = {{.name = "r", .type = ty, .data = got}};
         long k0 = ocl_kernels_run();
         tg_status st = replay_run(ss, in, 2, out, 1);
         ran = ocl_kernels_run() - k0;
@@ -344,8 +347,10 @@ static void test_clobber(void)
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
     float *got = malloc((size_t)(M * N) * sizeof *got), *goth = malloc((size_t)(M * N) * sizeof *goth);
     if (ss) {
-        replay_tensor in[2] = {{"x", tx, x, NULL}, {"a", ty, a, NULL}};
-        replay_tensor out[2] = {{"r", ty, got, NULL}, {"h", ty, goth, NULL}};
+        replay_tensor in[2] = {{.name = "x", .type = tx, .input = x},
+                               {.name = "a", .type = ty, .input = a}};
+        replay_tensor out[2] = {{.name = "r", .type = ty, .data = got},
+                                {.name = "h", .type = ty, .data = goth}};
         long k0 = ocl_kernels_run();
         tg_status st = replay_run(ss, in, 2, out, 2);
         long ran = ocl_kernels_run() - k0;

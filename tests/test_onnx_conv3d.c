@@ -349,8 +349,9 @@ static void run_all(const conv3 *p, const graph *g, const char *name, int64_t n,
         CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
         replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
         if (s) {
-            replay_tensor rin[2] = {{"x", xt, x, NULL}, {"w", wt, (void *)w, NULL}};
-            replay_tensor rout = {"y", {0}, NULL, NULL};
+            replay_tensor rin[2] = {{.name = "x", .type = xt, .input = x},
+                                    {.name = "w", .type = wt, .input = w}};
+            replay_tensor rout = {.name = "y"};
             st = replay_run(s, rin, nin, &rout, 1);
             CHECK_MSG(st == TG_OK, "%s: %s", what, replay_session_error(s));
             if (st == TG_OK)
@@ -576,7 +577,7 @@ static void test_pool(const pool3 *p, const char *name, int64_t n)
             CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
             replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
             if (s) {
-                replay_tensor rin = {"x", xt, x, NULL}, rout = {"y", {0}, NULL, NULL};
+                replay_tensor rin = {.name = "x", .type = xt, .input = x}, rout = {.name = "y"};
                 tg_status rs = replay_run(s, &rin, 1, &rout, 1);
                 CHECK_MSG(rs == TG_OK, "%s: %s", what, replay_session_error(s));
                 if (rs == TG_OK)

@@ -108,9 +108,9 @@ static void run_interp(const graph *g, const char *what, const io *o)
 
 static void run_replay(replay_session *s, const char *what, const io *o)
 {
-    replay_tensor in[2], out = {"y", {0}, NULL, NULL};
+    replay_tensor in[2], out = {.name = "y"};
     for (int i = 0; i < o->nin; i++)
-        in[i] = (replay_tensor){o->names[i], o->t[i], o->data[i], NULL};
+        in[i] = (replay_tensor){.name = o->names[i], .type = o->t[i], .input = o->data[i]};
     tg_status st = replay_run(s, in, o->nin, &out, 1);
     CHECK_MSG(st == TG_OK, "%s: replay: %s", what, replay_session_error(s));
     if (st == TG_OK)

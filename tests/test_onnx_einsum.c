@@ -248,7 +248,7 @@ static void run_case(const ecase *c)
         in[k] = eager_from_data(GRAPH_F32, s, x[k]);
         graph_type t = {GRAPH_F32, (uint8_t)c->nd[k], {0}};
         memcpy(t.dim, c->dims[k], sizeof(int64_t) * (size_t)c->nd[k]);
-        rin[k] = (replay_tensor){names[k], t, x[k], NULL};
+        rin[k] = (replay_tensor){.name = names[k], .type = t, .input = x[k]};
     }
     int64_t yd[8], yn;
     char sub[MAXOP][16], out[16];
@@ -278,7 +278,7 @@ static void run_case(const ecase *c)
         CHECK_MSG(pl != NULL, "'%s' compile: %s", c->eq, err);
         replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
         if (s) {
-            replay_tensor rout = {"y", {0}, NULL, NULL};
+            replay_tensor rout = {.name = "y"};
             snprintf(what, sizeof what, "'%s' -O3 replay", c->eq);
             st = replay_run(s, rin, nin, &rout, 1);
             CHECK_MSG(st == TG_OK, "%s: %s", what, replay_session_error(s));
@@ -338,7 +338,7 @@ static void reorder(void)
         x[k] = malloc(sizeof(float) * (size_t)n);
         check_fill(x[k], n, 31 + (uint64_t)k, -1, 1);
         graph_type t = {GRAPH_F32, (uint8_t)c.nd[k], {N, N}};
-        rin[k] = (replay_tensor){names[k], t, x[k], NULL};
+        rin[k] = (replay_tensor){.name = names[k], .type = t, .input = x[k]};
     }
     double want = 1;
     for (int p = 0; p < 3; p++) {
@@ -370,7 +370,7 @@ static void reorder(void)
         CHECK_MSG(pl != NULL, "N = %d compile: %s", N, err);
         replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
         if (s) {
-            replay_tensor rout = {"y", {0}, NULL, NULL};
+            replay_tensor rout = {.name = "y"};
             st = replay_run(s, rin, 9, &rout, 1);
             CHECK_MSG(st == TG_OK, "N = %d replay: %s", N, replay_session_error(s));
             if (st == TG_OK) {

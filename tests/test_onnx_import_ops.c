@@ -553,7 +553,8 @@ static void run_sized(const char *what, const graph *g, int64_t b, const float *
     CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
     replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
     if (s) {
-        replay_tensor in = {"x", {GRAPH_F32, 2, {b, 3}}, (float *)x, NULL}, out = {"y", {0}, NULL, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {b, 3}}, .input = x},
+                      out = {.name = "y"};
         tg_status st = replay_run(s, &in, 1, &out, 1);
         if (!msg) {
             CHECK_MSG(st == TG_OK && out.type.dim[0] == b + 3, "%s at %lld: %s", what,

@@ -143,8 +143,9 @@ static void test_roberta(void)
         CHECK_MSG(p != NULL, "roberta -O3 compile: %s", err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
         if (s) {
-            replay_tensor rin[2] = {{"ids", it, ids, NULL}, {"am", at, am, NULL}};
-            replay_tensor rout = {"y", {0}, NULL, NULL};
+            replay_tensor rin[2] = {{.name = "ids", .type = it, .input = ids},
+                                    {.name = "am", .type = at, .input = am}};
+            replay_tensor rout = {.name = "y"};
             st = replay_run(s, rin, 2, &rout, 1);
             CHECK_MSG(st == TG_OK, "roberta -O3 replay: %s", replay_session_error(s));
             if (st == TG_OK)

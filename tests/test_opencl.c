@@ -30,7 +30,7 @@ static char devname[128];
 
 static replay_tensor input_of(eager_tensor *t, const char *name)
 {
-    return (replay_tensor){name, *eager_type(t), (void *)eager_peek(t), NULL};
+    return (replay_tensor){.name = name, .type = *eager_type(t), .input = eager_peek(t)};
 }
 
 /* y = gelu(x * w + 1) - relu(x): a graph traced from this file (sites). */
@@ -178,8 +178,8 @@ static void test_dynamic_and_params(void)
             int64_t n = batches[b] * 8;
             float *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
             check_fill(x, n, 40 + (uint64_t)b, -2, 2);
-            replay_tensor in = {"x", {GRAPH_F32, 2, {batches[b], 8}}, x, NULL};
-            replay_tensor out = {"y", {GRAPH_F32, 2, {batches[b], 8}}, y, NULL};
+            replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {batches[b], 8}}, .input = x};
+            replay_tensor out = {.name = "y", .type = {GRAPH_F32, 2, {batches[b], 8}}, .data = y};
             CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "batch %lld: %s",
                       (long long)batches[b], replay_session_error(s));
             float worst = 0;
@@ -219,17 +219,19 @@ static void test_user_buffers(void)
     cl_mem xb = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x, x, &e);
     cl_mem yb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof y, NULL, &e);
     graph_type t = {GRAPH_F32, 2, {3, 8}};
-    replay_tensor in = {"x", t, NULL, xb}, out = {"y", t, NULL, yb};
+    replay_tensor in = {.name = "x", .type = t, .buffer = xb},
+                  out = {.name = "y", .type = t, .buffer = yb};
     CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
     clEnqueueReadBuffer(q, yb, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL);
-    replay_tensor hin = {"x", t, x, NULL}, hout = {"y", t, host_y, NULL};
+    replay_tensor hin = {.name = "x", .type = t, .input = x},
+                  hout = {.name = "y", .type = t, .data = host_y};
     CHECK(replay_run(s, &hin, 1, &hout, 1) == TG_OK);
     CHECK_MSG(!memcmp(y, host_y, sizeof y), "cl_mem in/out == host in/out");
     /* a host output handed out by the session */
-    replay_tensor own = {"y", {0}, NULL, NULL};
+    replay_tensor own = {.name = "y"};
     CHECK(replay_run(s, &in, 1, &own, 1) == TG_OK && own.data &&
           !memcmp(own.data, host_y, sizeof y) && own.type.dim[0] == 3);
-    replay_tensor bad = {"y", {GRAPH_F32, 2, {4, 8}}, NULL, yb};
+    replay_tensor bad = {.name = "y", .type = {GRAPH_F32, 2, {4, 8}}, .buffer = yb};
     CHECK(replay_run(s, &in, 1, &bad, 1) == TG_ERR_SHAPE);
     CHECK_MSG(strstr(replay_session_error(s), "output \"y\" is f32[3,8], the buffer given is "
                      "f32[4,8]"), "%s", replay_session_error(s));
@@ -266,7 +268,7 @@ static void test_guards(void)
     CHECK_MSG(s != NULL, "%s", err);
     if (s) {
         float y[3];
-        replay_tensor in = input_of(x, "x"), out = {"y", *eager_type(x), y, NULL};
+        replay_tensor in = input_of(x, "x"), out = {.name = "y", .type = *eager_type(x), .data = y};
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && y[2] == 0.0f && y[0] == 1.0f);
         float other[3] = {-1, -2, 0.5f};
         in.data = other;
@@ -307,8 +309,9 @@ static void test_data_errors(void)
     for (int k = 0; s && k < 3; k++) {
         int64_t iv[2] = {4, k == 1 ? 5 : -5};
         int32_t bv[2] = {2, k == 2 ? 0 : 4};
-        replay_tensor in[2] = {{"idx", *eager_type(idx), iv, NULL}, {"b", *eager_type(b), bv, NULL}};
-        replay_tensor out[2] = {{"g", {0}, NULL, NULL}, {"q", {0}, NULL, NULL}};
+        replay_tensor in[2] = {{.name = "idx", .type = *eager_type(idx), .input = iv},
+                               {.name = "b", .type = *eager_type(b), .input = bv}};
+        replay_tensor out[2] = {{.name = "g"}, {.name = "q"}};
         tg_status st = replay_run(s, in, 2, out, 2);
         if (k == 0) {
             const float *tv = eager_peek(t);
@@ -354,9 +357,9 @@ static void test_gather_empty_axis(void)
     for (int rows = 0; s && rows <= 4; rows += 4) {
         int64_t iv[5] = {0, -1, 3, -4, 2};
         float y[15] = {0};
-        replay_tensor in[2] = {{"t", {GRAPH_F32, 2, {rows, 3}}, t, NULL},
-                               {"i", {GRAPH_I64, 1, {5}}, iv, NULL}};
-        replay_tensor out = {"y", {GRAPH_F32, 2, {5, 3}}, y, NULL};
+        replay_tensor in[2] = {{.name = "t", .type = {GRAPH_F32, 2, {rows, 3}}, .input = t},
+                               {.name = "i", .type = {GRAPH_I64, 1, {5}}, .input = iv}};
+        replay_tensor out = {.name = "y", .type = {GRAPH_F32, 2, {5, 3}}, .data = y};
         tg_status st = replay_run(s, in, 2, &out, 1);
         if (rows == 0) {
             CHECK_MSG(st == TG_ERR_ARG && strstr(replay_session_error(s), "gather: an index is "
@@ -404,9 +407,9 @@ static void test_index_errors(void)
     for (int k = 0; s && k < 3; k++) {
         int64_t giv[6] = {3, -4, 0, 1, k == 1 ? 4 : 2, -1};
         int32_t siv[15] = {0, 1, 2, -1, -2, -3, 0, 0, 0, 3, k == 2 ? -5 : 1, 2, 1, 1, 1};
-        replay_tensor in[2] = {{"gi", *eager_type(gi), giv, NULL},
-                               {"si", *eager_type(si), siv, NULL}};
-        replay_tensor out[2] = {{"g", {0}, NULL, NULL}, {"s", {0}, NULL, NULL}};
+        replay_tensor in[2] = {{.name = "gi", .type = *eager_type(gi), .input = giv},
+                               {.name = "si", .type = *eager_type(si), .input = siv}};
+        replay_tensor out[2] = {{.name = "g"}, {.name = "s"}};
         tg_status st = replay_run(s, in, 2, out, 2);
         if (k == 0) {
             CHECK_MSG(st == TG_OK, "%s", replay_session_error(s));
@@ -453,15 +456,15 @@ static void *worker(void *arg)
     for (int r = 0; s && r < 20; r++) {
         float x[16], y[16];
         check_fill(x, 16, (uint64_t)(j->seed * 100 + r), -2, 2);
-        replay_tensor in = {"x", {GRAPH_F32, 2, {2, 8}}, x, NULL};
-        replay_tensor out = {"y", {GRAPH_F32, 2, {2, 8}}, y, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {2, 8}}, .input = x};
+        replay_tensor out = {.name = "y", .type = {GRAPH_F32, 2, {2, 8}}, .data = y};
         if (replay_run(s, &in, 1, &out, 1) != TG_OK) {
             j->ok = 0;
             break;
         }
         (void)w;
         float first = y[0];
-        replay_tensor again = {"y", {GRAPH_F32, 2, {2, 8}}, y, NULL};
+        replay_tensor again = {.name = "y", .type = {GRAPH_F32, 2, {2, 8}}, .data = y};
         j->ok &= replay_run(s, &in, 1, &again, 1) == TG_OK && y[0] == first;
     }
     replay_session_free(s);
@@ -514,8 +517,8 @@ static void test_disk_cache(void)
         long builds = ocl_builds(), hits = ocl_disk_hits();
         replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-        replay_tensor in = {"x", {GRAPH_F32, 1, {5}}, xs, NULL};
-        replay_tensor out = {"y", {GRAPH_F32, 1, {5}}, round ? got : want, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 1, {5}}, .input = xs};
+        replay_tensor out = {.name = "y", .type = {GRAPH_F32, 1, {5}}, .data = round ? got : want};
         CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "round %d: %s", round, err);
         if (round == 0)
             CHECK_MSG(ocl_builds() > builds, "first process builds from source");
@@ -585,8 +588,8 @@ static void test_out_of_memory(void)
     CHECK_MSG(s != NULL, "%s", err);
     if (s) {
         float xin = 1, yv;
-        replay_tensor in = {"x", {GRAPH_F32, 1, {1}}, &xin, NULL};
-        replay_tensor out = {"y", {GRAPH_F32, 0, {0}}, &yv, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 1, {1}}, .input = &xin};
+        replay_tensor out = {.name = "y", .type = {GRAPH_F32, 0, {0}}, .data = &yv};
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_NOMEM);
         CHECK_MSG(strstr(replay_session_error(s), "out of memory") &&
                   strstr(replay_session_error(s), "intermediate values"), "%s",
@@ -632,8 +635,8 @@ static void test_pool(void)
     for (int i = 0; i < 5000; i++)
         x[i] = (float)i - 2500.5f;
     for (int64_t b = 3; s && b <= 5; b += 2) {
-        replay_tensor in = {"x", {GRAPH_F32, 2, {b, 1000}}, x, NULL};
-        replay_tensor out = {"y", in.type, y, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {b, 1000}}, .input = x};
+        replay_tensor out = {.name = "y", .type = in.type, .data = y};
         CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
         CHECK_MSG(memcmp(x, y, (size_t)b * 1000 * sizeof *x) == 0, "batch %lld: y == x",
                   (long long)b);
@@ -675,7 +678,8 @@ static void test_view_sharing(void)
     float xv[24], yv[24];
     for (int i = 0; i < 24; i++)
         xv[i] = (float)i * 0.5f - 3;
-    replay_tensor in = {"x", t, xv, NULL}, out = {"y", t, yv, NULL};
+    replay_tensor in = {.name = "x", .type = t, .input = xv},
+                  out = {.name = "y", .type = t, .data = yv};
     CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "%s",
               s ? replay_session_error(s) : err);
     int ok = 1;
@@ -763,7 +767,8 @@ int main(void)
     replay_opencl_shutdown(); /* keeps the device p uses */
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     float x[16] = {0}, y[16];
-    replay_tensor in = {"x", {GRAPH_F32, 2, {2, 8}}, x, NULL}, out = {"y", in.type, y, NULL};
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {2, 8}}, .input = x},
+                  out = {.name = "y", .type = in.type, .data = y};
     CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "a plan outlives a shutdown");
     replay_session_free(s);
     replay_plan_free(p);

@@ -153,7 +153,7 @@ static void check_graph(const graph *g, const replay_tensor *x, const char *what
         snprintf(w, sizeof w, "%s run %zu (%s)", what, r + 1, m < 0 ? "host data" : "cl_mem");
         replay_tensor in = *x;
         if (m >= 0)
-            in = (replay_tensor){x->name, x->type, NULL, xb[m]};
+            in = (replay_tensor){.name = x->name, .type = x->type, .buffer = xb[m]};
         long watched_sets = 0;
         float *y = NULL;
         long n = counted_run(s, &in, m >= 0 ? xb[m] : NULL, &watched_sets, &y, w);
@@ -202,7 +202,7 @@ static void test_workload(workload_kind k, int level)
     }
     graph *g = workload_trace(&w, 0);
     CHECK_MSG(g != NULL, "%s: trace: %s", w.name, eager_error());
-    replay_tensor x = {"x", *eager_type(w.x), (void *)eager_peek(w.x), NULL};
+    replay_tensor x = {.name = "x", .type = *eager_type(w.x), .input = eager_peek(w.x)};
     opt_options o = opt_default_options();
     o.level = level;
     char err[512] = "", what[64];
@@ -246,7 +246,7 @@ static long small_run(replay_session *s, int64_t B, uint64_t seed, const float *
 {
     float *x = malloc((size_t)B * 8 * sizeof *x), *y = NULL;
     check_fill(x, B * 8, seed, -2, 2);
-    replay_tensor in = {"x", {GRAPH_F32, 2, {B, 8}}, x, NULL};
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {B, 8}}, .input = x};
     long n = counted_run(s, &in, NULL, NULL, &y, what);
     if (y) {
         double worst = 0;
@@ -315,7 +315,7 @@ static void test_invalidation(void)
         /* the first argument this run changes fails: not recorded */
         float x[32];
         check_fill(x, 32, 1, -2, 2);
-        replay_tensor in = {"x", {GRAPH_F32, 2, {4, 8}}, x, NULL}, out = {NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {4, 8}}, .input = x}, out = {NULL};
         nset = 0;
         fail_at = 1;
         tg_status st = replay_run(s, &in, 1, &out, 1);

@@ -186,8 +186,9 @@ static void check_graph(const graph *g, const replay_tensor *x, int guards, cons
     cl_mem xb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, xbytes, NULL, &e);
     cl_mem yb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, ybytes, NULL, &e);
     clEnqueueWriteBuffer(q, xb, CL_TRUE, 0, xbytes, x->data, 0, NULL, NULL);
-    replay_tensor hin = *x, hout = {NULL, *yt, host_y, NULL};
-    replay_tensor din = {x->name, x->type, NULL, xb}, dout = {NULL, *yt, NULL, yb};
+    replay_tensor hin = *x, hout = {.type = *yt, .data = host_y};
+    replay_tensor din = {.name = x->name, .type = x->type, .buffer = xb},
+                  dout = {.type = *yt, .buffer = yb};
     /* the first run of each binds the plan: count the second */
     for (int r = 0; r < 2; r++) {
         char w[160];
@@ -241,7 +242,7 @@ static void test_workload(workload_kind k)
     }
     graph *traced = workload_trace(&w, 0);
     CHECK_MSG(traced != NULL, "%s: trace: %s", w.name, eager_error());
-    replay_tensor x = {"x", *eager_type(w.x), (void *)eager_peek(w.x), NULL};
+    replay_tensor x = {.name = "x", .type = *eager_type(w.x), .input = eager_peek(w.x)};
     for (int level = 0; traced && level <= 3; level += 3) {
         graph *g = graph_clone(traced);
         opt_options o = opt_default_options();
@@ -270,7 +271,7 @@ static void test_guard(void)
     trace_output(eager_mul(eager_relu(x), eager_scalar(v)), "y");
     graph *g = trace_freeze();
     CHECK_MSG(g && g->nguards == 1, "guard graph: %s", g ? "want one guard" : eager_error());
-    replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x), NULL};
+    replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)};
     if (g && g->nguards == 1)
         check_graph(g, &in, 1, "one guard");
     graph_free(g);
@@ -315,12 +316,15 @@ static void direct_case(replay_session *s, cl_command_queue q, int gi, cl_mem xb
     graph_type tx = {GRAPH_F32, 2, {4, 8}}, ty = tx;
     if (gi == 1)
         ty = (graph_type){GRAPH_F32, 1, {32}};
-    replay_tensor in = {"x", tx, NULL, xb}, out[4];
+    replay_tensor in = {.name = "x", .type = tx, .buffer = xb}, out[4];
     for (int k = 0; k < nout; k++) {
         float fill = -99;
         if (bufs[k] && bufs[k] != xb)
             clEnqueueFillBuffer(q, bufs[k], &fill, sizeof fill, 0, sizeof got[k], 0, NULL, NULL);
-        out[k] = (replay_tensor){names ? names[k] : NULL, ty, bufs[k] ? NULL : got[k], bufs[k]};
+        out[k] = (replay_tensor){.name = names ? names[k] : NULL,
+                                 .type = ty,
+                                 .data = bufs[k] ? NULL : got[k],
+                                 .buffer = bufs[k]};
     }
     clFinish(q);
     memset(&cnt, 0, sizeof cnt);

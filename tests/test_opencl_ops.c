@@ -286,7 +286,7 @@ static int replay_on(const graph *g, replay_backend_kind kind, eager_tensor **in
     replay_session *s = replay_session_new(p, NULL, 0);
     replay_tensor ri[8], ro[8];
     for (int i = 0; i < nin; i++)
-        ri[i] = (replay_tensor){NULL, *eager_type(in[i]), (void *)eager_peek(in[i]), NULL};
+        ri[i] = (replay_tensor){.type = *eager_type(in[i]), .input = eager_peek(in[i])};
     int nout = replay_num_outputs(p);
     memset(ro, 0, sizeof ro);
     tg_status st = s ? replay_run(s, ri, nin, ro, nout) : TG_ERR_NOMEM;

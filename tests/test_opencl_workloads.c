@@ -42,7 +42,7 @@ static float *run(const graph *g, replay_backend_kind kind, const eager_tensor *
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x), NULL}, out = {NULL};
+    replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)}, out = {NULL};
     float *y = NULL;
     if (s && replay_run(s, &in, 1, &out, 1) == TG_OK) {
         size_t n = (size_t)graph_type_numel(&out.type);

@@ -51,7 +51,8 @@ static void check_level(const char *name, const graph *g0, int level, eager_tens
         eager_tensor *ref[1] = {NULL}, *got[1] = {NULL};
         CHECK(eager_interpret(g0, &xs[k], 1, ref, 1, NULL) == TG_OK);
         CHECK(eager_interpret(g, &xs[k], 1, got, 1, NULL) == TG_OK);
-        replay_tensor in = {"x", *eager_type(xs[k]), (void *)eager_peek(xs[k])}, out = {NULL};
+        replay_tensor in = {.name = "x", .type = *eager_type(xs[k]), .input = eager_peek(xs[k])},
+                      out = {NULL};
         CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s -O%d replays: %s", name, level,
                   replay_session_error(s));
         if (ref[0] && got[0] && out.data) {

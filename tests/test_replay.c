@@ -18,7 +18,7 @@
 
 static replay_tensor as_input(eager_tensor *t, const char *name)
 {
-    replay_tensor r = {name, *eager_type(t), (void *)eager_peek(t)};
+    replay_tensor r = {.name = name, .type = *eager_type(t), .input = eager_peek(t)};
     return r;
 }
 
@@ -107,8 +107,8 @@ static void *work(void *arg)
     replay_session *s = replay_session_new(w->p, NULL, 0);
     float *buf = malloc(w->n * sizeof(float));
     for (int i = 0; s && buf && i < 1000; i++) {
-        replay_tensor in = {"x", w->xt, (void *)w->x};
-        replay_tensor out = {"y", *replay_output_type(w->p, 0), buf};
+        replay_tensor in = {.name = "x", .type = w->xt, .input = w->x};
+        replay_tensor out = {.name = "y", .type = *replay_output_type(w->p, 0), .data = buf};
         if (replay_run(s, &in, 1, &out, 1) != TG_OK)
             w->errors++;
         else if (memcmp(buf, w->first, w->n * sizeof(float)) != 0)
@@ -200,7 +200,7 @@ static void test_guards(void)
     CHECK(s && replay_num_steps(p) == 4); /* reduce_sum, gt, its guard, relu */
     if (s) {
         float y[3];
-        replay_tensor in = as_input(x, "x"), out = {"y", *eager_type(x), y};
+        replay_tensor in = as_input(x, "x"), out = {.name = "y", .type = *eager_type(x), .data = y};
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && y[2] == 0.0f && y[0] == 1.0f);
         float other[3] = {-1, -2, 0.5f};
         in.data = other;
@@ -258,7 +258,7 @@ static void test_workspace_and_errors(void)
     CHECK(replay_run(s, &in, 0, &out, 1) == TG_ERR_ARG);
     in = as_input(x, "x");
     float small[3];
-    replay_tensor o2 = {"y", {GRAPH_F32, 1, {3}}, small};
+    replay_tensor o2 = {.name = "y", .type = {GRAPH_F32, 1, {3}}, .data = small};
     CHECK(replay_run(s, &in, 1, &o2, 1) == TG_ERR_SHAPE);
     CHECK(strstr(replay_session_error(s), "output \"y\" is f32[2,4], the buffer given is f32[3]") != NULL);
     eager_pool_pop();
@@ -312,6 +312,61 @@ static void test_memory(void)
     model_free(&m);
 }
 
+/*
+ * Inputs given as replay_tensor.input, a const void *: a const array and
+ * eager_peek's pointer go in with no cast, and the run reads them (a
+ * write would fault: xs is in read-only memory).  .data on an input, as
+ * older callers set it, is the same pointer and gives the same output.
+ */
+static void test_const_inputs(void)
+{
+    static const float xs[6] = {1, -2, 3, -4, 5, -6};
+    eager_pool_push();
+    eager_tensor *x = eager_zeros(GRAPH_F32, TG_SHAPE(2, 3));
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_dynamic(x, 0, "batch");
+    trace_output(eager_add(eager_relu(x), x), "y");
+    graph *g = trace_freeze();
+    replay_plan *p = g ? replay_compile(g, NULL, NULL, 0) : NULL;
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    CHECK(s != NULL);
+    graph_type t = *eager_type(x);
+    float y[6] = {0}, want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = (xs[i] > 0 ? xs[i] : 0) + xs[i];
+    replay_tensor in = {.name = "x", .type = t, .input = xs};
+    replay_tensor out = {.name = "y", .data = y, .size = sizeof y};
+    CHECK(s && replay_run(s, &in, 1, &out, 1) == TG_OK);
+    CHECK_FLOATS(y, want, 6, 0);
+    /* batch 1, from eager_peek (const void *) */
+    t.dim[0] = 1;
+    eager_tensor *x1 = eager_from_data(GRAPH_F32, TG_SHAPE(1, 3), xs + 3);
+    replay_tensor in1 = {.name = "x", .type = t, .input = eager_peek(x1)};
+    float y1[3] = {0};
+    replay_tensor out1 = {.name = "y", .data = y1, .size = sizeof y1};
+    CHECK(s && replay_run(s, &in1, 1, &out1, 1) == TG_OK);
+    CHECK_FLOATS(y1, want + 3, 3, 0);
+    CHECK(out1.type.ndim == 2 && out1.type.dim[0] == 1 && out1.type.dim[1] == 3);
+    /* .data on an input: the same pointer, the same run */
+    float xm[6], y2[6] = {0};
+    memcpy(xm, xs, sizeof xm);
+    t.dim[0] = 2;
+    replay_tensor in2 = {.name = "x", .type = t, .data = xm};
+    replay_tensor out2 = {.name = "y", .data = y2, .size = sizeof y2};
+    CHECK(in2.input == xm);
+    CHECK(s && replay_run(s, &in2, 1, &out2, 1) == TG_OK);
+    CHECK_FLOATS(y2, want, 6, 0);
+    /* no data at all: the message still names the input */
+    replay_tensor in3 = {.name = "x", .type = t};
+    CHECK(s && replay_run(s, &in3, 1, &out2, 1) == TG_ERR_NULL);
+    CHECK(s && strstr(replay_session_error(s), "input 0 (\"x\") has no data"));
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    eager_pool_pop();
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -321,6 +376,7 @@ int main(void)
     test_guards();
     test_workspace_and_errors();
     test_memory();
+    test_const_inputs();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();
 }

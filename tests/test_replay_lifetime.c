@@ -102,8 +102,8 @@ typedef struct hand {
 static void *run_there(void *arg)
 {
     hand *h = arg;
-    replay_tensor in = {"x", {GRAPH_F32, 4, {1, C_IN, HW, HW}}, (void *)h->m->x, NULL};
-    replay_tensor out = {"y", {GRAPH_F32, 2, {1, NOUT}}, h->out, NULL};
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 4, {1, C_IN, HW, HW}}, .input = h->m->x};
+    replay_tensor out = {.name = "y", .type = {GRAPH_F32, 2, {1, NOUT}}, .data = h->out};
     h->st = replay_run(h->s, &in, 1, &out, 1);
     snprintf(h->err, sizeof h->err, "%s", replay_session_error(h->s));
     return NULL;
@@ -271,8 +271,8 @@ static void test_max_memory(void)
         static float x[256 * 64], y[256 * 32];
         for (int i = 0; i < 256 * 64; i++)
             x[i] = 0.5f;
-        replay_tensor in = {"x", {GRAPH_F32, 2, {4, 64}}, x, NULL};
-        replay_tensor out = {"y", {GRAPH_F32, 2, {4, 32}}, y, NULL};
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {4, 64}}, .input = x};
+        replay_tensor out = {.name = "y", .type = {GRAPH_F32, 2, {4, 32}}, .data = y};
         CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
         CHECK(y[0] == 64 * 0.5f * 0.25f && y[4 * 32 - 1] == y[0]);
         in.type.dim[0] = out.type.dim[0] = 256;

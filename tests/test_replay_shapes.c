@@ -105,7 +105,7 @@ static void test_shapes_at_other_sizes(void)
         CHECK_MSG(t[0].dtype == GRAPH_F32 && t[0].ndim == 2 && t[0].dim[0] == batches[b] &&
                       t[0].dim[1] == 10, "batch %lld: f32[%lld,%lld]", (long long)batches[b],
                   (long long)t[0].dim[0], (long long)t[0].dim[1]);
-        replay_tensor in = {.name = "x", .type = *eager_type(x), .data = (void *)eager_peek(x)};
+        replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)};
         CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "batch %lld: %s",
                   (long long)batches[b], replay_session_error(s));
         CHECK(out.type.ndim == 2 && out.type.dim[0] == batches[b] && out.type.dim[1] == 10 &&
@@ -117,7 +117,7 @@ static void test_shapes_at_other_sizes(void)
 
     /* too small a buffer, a zero type without a size, an input's size */
     eager_tensor *x7 = model_input(&m, 7, 920);
-    replay_tensor in = {.name = "x", .type = *eager_type(x7), .data = (void *)eager_peek(x7)};
+    replay_tensor in = {.name = "x", .type = *eager_type(x7), .input = eager_peek(x7)};
     replay_tensor small = {.name = "y", .data = ybuf, .size = 100};
     CHECK(replay_run(s, &in, 1, &small, 1) == TG_ERR_SHAPE);
     CHECK_MSG(!strcmp(replay_session_error(s), "replay: output \"y\" is f32[7,10] (280 bytes), "
@@ -179,7 +179,7 @@ static void test_opencl_sizes(void)
     if (s) {
         float y[7 * 10], want[7 * 10];
         eager_tensor *x7 = model_input(&m, 7, 941);
-        replay_tensor in = {.name = "x", .type = *eager_type(x7), .data = (void *)eager_peek(x7)};
+        replay_tensor in = {.name = "x", .type = *eager_type(x7), .input = eager_peek(x7)};
         replay_tensor out = {.name = "y", .data = y, .size = sizeof y};
         CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
         CHECK(out.type.ndim == 2 && out.type.dim[0] == 7 && out.type.dim[1] == 10);
@@ -238,7 +238,7 @@ static void test_names_listed(void)
     CHECK(s != NULL);
     if (s) {
         eager_tensor *x = model_input(&m, 2, 930);
-        replay_tensor in = {.name = "z", .type = *eager_type(x), .data = (void *)eager_peek(x)};
+        replay_tensor in = {.name = "z", .type = *eager_type(x), .input = eager_peek(x)};
         replay_tensor out = {.name = "y"};
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_ERR_ARG);
         CHECK_MSG(!strcmp(replay_session_error(s),

@@ -370,7 +370,7 @@ static void replay_chain(const graph *g, int64_t rows, const char *what)
     CHECK_MSG(p != NULL, "%s: replay compiles: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     graph_type tx = {GRAPH_F32, 2, {rows, 8}}, tw = {GRAPH_F32, 1, {8}};
-    replay_tensor ri[2] = {{NULL, tx, x, NULL}, {NULL, tw, w, NULL}}, rout[2];
+    replay_tensor ri[2] = {{.type = tx, .input = x}, {.type = tw, .input = w}}, rout[2];
     memset(rout, 0, sizeof rout);
     tg_status st = s ? replay_run(s, ri, 2, rout, 2) : TG_ERR_NOMEM;
     CHECK_MSG(st == TG_OK, "%s: replay runs at %lld rows: %s", what, (long long)rows,

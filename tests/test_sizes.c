@@ -159,9 +159,9 @@ static void test_replay_dynamic(void)
     replay_plan *p;
     replay_session *s = open_session(g, &p);
     if (s) {
-        replay_tensor in[2] = {{"a", {GRAPH_F32, 2, {P31, 0}}, tiny},
-                               {"b", {GRAPH_F32, 2, {0, P31}}, tiny}};
-        replay_tensor out = {"y", {0}, NULL};
+        replay_tensor in[2] = {{.name = "a", .type = {GRAPH_F32, 2, {P31, 0}}, .input = tiny},
+                               {.name = "b", .type = {GRAPH_F32, 2, {0, P31}}, .input = tiny}};
+        replay_tensor out = {.name = "y"};
         CHECK(replay_run(s, in, 2, &out, 1) == TG_ERR_SHAPE);
         CHECK_MSG(strstr(replay_session_error(s), "matmul") &&
                       strstr(replay_session_error(s), "is too large"),
@@ -170,9 +170,9 @@ static void test_replay_dynamic(void)
         float a[6] = {1, 2, 3, 4, 5, 6}, b[12], y[8];
         for (int i = 0; i < 12; i++)
             b[i] = (float)(i % 3);
-        in[0] = (replay_tensor){"a", {GRAPH_F32, 2, {2, 3}}, a};
-        in[1] = (replay_tensor){"b", {GRAPH_F32, 2, {3, 4}}, b};
-        out = (replay_tensor){"y", {GRAPH_F32, 2, {2, 4}}, y};
+        in[0] = (replay_tensor){.name = "a", .type = {GRAPH_F32, 2, {2, 3}}, .input = a};
+        in[1] = (replay_tensor){.name = "b", .type = {GRAPH_F32, 2, {3, 4}}, .input = b};
+        out = (replay_tensor){.name = "y", .type = {GRAPH_F32, 2, {2, 4}}, .data = y};
         CHECK(replay_run(s, in, 2, &out, 1) == TG_OK);
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 4; j++) {
@@ -190,8 +190,8 @@ static void test_replay_dynamic(void)
     g = dyn_graph(1);
     s = open_session(g, &p);
     if (s) {
-        replay_tensor in = {"a", {GRAPH_F32, 2, {0, 1000}}, tiny};
-        replay_tensor out = {"y", {0}, NULL};
+        replay_tensor in = {.name = "a", .type = {GRAPH_F32, 2, {0, 1000}}, .input = tiny};
+        replay_tensor out = {.name = "y"};
         CHECK(replay_run(s, &in, 1, &out, 1) == TG_OK && out.type.dim[0] == 1000 &&
               ((const float *)out.data)[999] == 0.0f);
         /* 0 x 2^41 is refused although it has no elements: a dim past the
@@ -211,9 +211,9 @@ static void test_replay_dynamic(void)
     g = dyn_graph(2);
     s = open_session(g, &p);
     if (s) {
-        replay_tensor in[2] = {{"a", {GRAPH_F32, 2, {P31, 0}}, tiny},
-                               {"b", {GRAPH_F32, 2, {0, P31}}, tiny}};
-        replay_tensor out = {"y", {0}, NULL};
+        replay_tensor in[2] = {{.name = "a", .type = {GRAPH_F32, 2, {P31, 0}}, .input = tiny},
+                               {.name = "b", .type = {GRAPH_F32, 2, {0, P31}}, .input = tiny}};
+        replay_tensor out = {.name = "y"};
         CHECK(replay_run(s, in, 2, &out, 1) == TG_ERR_SHAPE);
         CHECK_MSG(strstr(replay_session_error(s), "add") &&
                       strstr(replay_session_error(s), "too large"),
@@ -235,8 +235,9 @@ static void test_replay_args(void)
         return;
     }
     float a[6] = {0}, b[12] = {0}, y[8];
-    replay_tensor in[2] = {{"a", {GRAPH_F32, 2, {2, 3}}, a}, {"b", {GRAPH_F32, 2, {3, 4}}, b}};
-    replay_tensor out = {"y", {GRAPH_F32, 2, {2, 4}}, y};
+    replay_tensor in[2] = {{.name = "a", .type = {GRAPH_F32, 2, {2, 3}}, .input = a},
+                           {.name = "b", .type = {GRAPH_F32, 2, {3, 4}}, .input = b}};
+    replay_tensor out = {.name = "y", .type = {GRAPH_F32, 2, {2, 4}}, .data = y};
     CHECK(replay_run(s, in, 2, &out, 1) == TG_OK);
     struct {
         int input; /* which input to spoil, -1 none */
@@ -277,7 +278,7 @@ static void test_replay_args(void)
     /* NULL names go by position */
     replay_tensor pos[2] = {in[0], in[1]};
     pos[0].name = pos[1].name = NULL;
-    replay_tensor out0 = {NULL, {0}, NULL};
+    replay_tensor out0 = {.name = NULL};
     CHECK(replay_run(s, pos, 2, &out0, 1) == TG_OK && out0.type.dim[1] == 4);
     /* the output buffer's type is the caller's too */
     replay_tensor o2 = out;
@@ -320,10 +321,10 @@ static void test_many_inputs(void)
         for (int i = 0; i < N; i++) {
             for (int j = 0; j < 3; j++)
                 data[i][j] = (float)(i * 3 + j);
-            in[i] = (replay_tensor){NULL, {GRAPH_F32, 1, {3}}, data[i]};
+            in[i] = (replay_tensor){.type = {GRAPH_F32, 1, {3}}, .input = data[i]};
         }
         float y[3];
-        replay_tensor out = {NULL, {GRAPH_F32, 1, {3}}, y};
+        replay_tensor out = {.type = {GRAPH_F32, 1, {3}}, .data = y};
         CHECK_MSG(replay_run(s, in, N, &out, 1) == TG_OK, "%s", replay_session_error(s));
         for (int j = 0; j < 3; j++) {
             float want = data[0][j];

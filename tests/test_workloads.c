@@ -177,8 +177,8 @@ static float *replay_out(const workload *w, int level, int64_t n)
     if (s) {
         graph_type yt = *replay_output_type(p, 0);
         CHECK_MSG(graph_type_numel(&yt) == n, "%s -O%d: output size", w->name, level);
-        replay_tensor in = {"x", *eager_type(w->x), (void *)eager_peek(w->x)};
-        replay_tensor out = {NULL, yt, y};
+        replay_tensor in = {.name = "x", .type = *eager_type(w->x), .input = eager_peek(w->x)};
+        replay_tensor out = {.type = yt, .data = y};
         if (graph_type_numel(&yt) != n || replay_run(s, &in, 1, &out, 1) != TG_OK) {
             CHECK_MSG(0, "%s -O%d: run: %s", w->name, level, replay_session_error(s));
             free(y);

@@ -1,12 +1,16 @@
 /*
  * trace.h - record what the eager API dispatches into a graph.
  *
+ *   // example (given: eager_tensor *x; eager_tensor *w)
  *   trace_begin(NULL);
- *   trace_input(x, "x");  trace_dynamic(x, 0, "B");   (batch is dynamic)
+ *   trace_input(x, "x");
+ *   trace_dynamic(x, 0, "B");                         // the batch is dynamic
  *   trace_param(w, "fc1.weight");
- *   eager_tensor *y = model(x, w);                     (runs eagerly, and is recorded)
+ *   eager_tensor *y = eager_relu(eager_linear(x, w, EAGER_NONE));  // runs, and is recorded
  *   trace_output(y, "y");
- *   graph *g = trace_freeze();                         (NULL + eager_error() on failure)
+ *   graph *g = trace_freeze();                        // NULL + eager_error() on failure
+ *   if (!g)
+ *       fprintf(stderr, "trace: %s\n", eager_error());
  *
  * While a trace is on, every op still runs and returns its result, and is
  * also appended to the graph with the call site that dispatched it: file,

@@ -23,6 +23,11 @@ first round (1 run after 1 warm-up) sizes N so that the later rounds
 take about BUDGET_MS each (2 warm-up runs, then at least 1).  The figure is the median of the rounds' medians; the ratio
 -O3/ORT above 1 means tracegraph is slower.
 
+Where it ran (issue 30): every record names the CPU model and the
+instruction sets in use, `tracegraph version`'s "CPU kernels" (TG_CPU lowers
+it) and "oneDNN ISA" (ONEDNN_MAX_CPU_ISA caps it), in "isa"; the Markdown
+says them above the table and in an ISA column.
+
 Writes the results as JSON (--json) and as a Markdown table (--md, and on
 stdout); --update keeps the records of the models not run now from the
 --json file (a rerun of a few).  A model that fails to import, run or time keeps its row, with the
@@ -97,11 +102,36 @@ def bench_ort(d, dims, threads, runs, budget_ms):
     return r["ort_ms"]["median"], r
 
 
-def run_model(name, d, tg, threads_list, rounds, budget_ms):
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def where(tg):
+    """The CPU and the instruction sets tracegraph runs at here (as the
+    timed processes inherit this environment: TG_CPU, ONEDNN_MAX_CPU_ISA)."""
+    rc, out, err, _ = sh([tg, "version"], timeout=60)
+    def field(name):
+        m = re.search(r"^%s: *(\S+)" % name, out, re.M)
+        return m.group(1) if m else "?"
+    return {"cpu": cpu_model(), "cpu_kernels": field("CPU kernels"),
+            "onednn_isa": field("oneDNN ISA")}
+
+
+def isa_text(isa):
+    return "%s / %s" % (isa.get("cpu_kernels", "?"), isa.get("onednn_isa", "?")) if isa else "?"
+
+
+def run_model(name, d, tg, threads_list, rounds, budget_ms, isa):
     # the 1-minute load average when the model starts: above 0, other work
     # shared the cores during its timings
     rec = {"model": name, "error": None, "levels": {}, "timing": {},
-           "loadavg": round(os.getloadavg()[0], 2)}
+           "loadavg": round(os.getloadavg()[0], 2), "isa": isa}
     err_file = d.rstrip("/") + ".export-error"
     if os.path.exists(err_file):
         rec["error"] = "export: " + open(err_file).read().strip()
@@ -181,14 +211,25 @@ def fmt_err(L):
 
 
 def markdown(recs, threads_list):
-    head = ("| model | .onnx MB | rel err -O0 / -O3 | threads | -O0 ms | -O3 ms | ORT ms "
-            "| -O3/-O0 | -O3/ORT | notes |\n"
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
+    isas = {tuple((r.get("isa") or {}).get(k, "?") for k in ("cpu", "cpu_kernels", "onednn_isa"))
+            for r in recs}
+    if len(isas) == 1:
+        cpu, k, o = isas.pop()
+        pre = ("**Ran on** %s: tracegraph CPU kernels **%s**, oneDNN ISA **%s** "
+               "(`TG_CPU` and `ONEDNN_MAX_CPU_ISA` lower them; ONNX Runtime picks its own).\n\n"
+               % (cpu, k, o))
+    else:
+        pre = ("**Ran on** more than one CPU or instruction set (`--update` kept older rows): "
+               "see the ISA column (tracegraph kernels / oneDNN).\n\n")
+    head = (pre + "| model | .onnx MB | rel err -O0 / -O3 | threads | -O0 ms | -O3 ms | ORT ms "
+            "| -O3/-O0 | -O3/ORT | ISA (kernels / oneDNN) | notes |\n"
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n")
     rows = []
     for rec in recs:
+        isa = isa_text(rec.get("isa"))
         if rec["error"]:
-            rows.append("| %s | — | — | — | — | — | — | — | — | %s |" %
-                        (rec["model"], rec["error"].replace("|", "/")))
+            rows.append("| %s | — | — | — | — | — | — | — | — | %s | %s |" %
+                        (rec["model"], isa, rec["error"].replace("|", "/")))
             continue
         lv = rec["levels"]
         errs = "%s / %s" % (fmt_err(lv["O0"]), fmt_err(lv["O3"]))
@@ -201,11 +242,11 @@ def markdown(recs, threads_list):
                 n.append(T["error"])
             if o0 and o3 and o3 > o0 * 1.05:
                 n.append("-O3 slower than -O0")
-            rows.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            rows.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
                 rec["model"] if i == 0 else "", rec["onnx_mb"] if i == 0 else "",
                 errs if i == 0 else "", t, fmt_ms(o0), fmt_ms(o3), fmt_ms(ort),
                 "%.2f" % (o3 / o0) if o0 and o3 else "—",
-                "**%.2f**" % (o3 / ort) if o3 and ort else "—",
+                "**%.2f**" % (o3 / ort) if o3 and ort else "—", isa,
                 "; ".join(x.replace("|", "/") for x in n)))
     return head + "\n".join(rows) + "\n"
 
@@ -239,11 +280,15 @@ def main(argv):
         if os.path.exists(from_export):
             order = open(from_export).read().split()
             names = [n for n in order if n in names] + [n for n in names if n not in order]
+    isa = where(a.tracegraph)
+    print("real: on %s; CPU kernels %s, oneDNN ISA %s" % (isa["cpu"], isa["cpu_kernels"],
+                                                           isa["onednn_isa"]),
+          file=sys.stderr, flush=True)
     recs = []
     for name in names:
         t0 = time.time()
         rec = run_model(name, os.path.join(a.dir, name), a.tracegraph, threads_list,
-                        a.rounds, a.budget_ms)
+                        a.rounds, a.budget_ms, isa)
         rec["wall_s"] = round(time.time() - t0, 1)
         recs.append(rec)
         short = {t: (v.get("O0_ms"), v.get("O3_ms"), v.get("ort_ms"), v.get("error"))
@@ -260,7 +305,7 @@ def main(argv):
     md = markdown(recs, threads_list)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"schema": "tracegraph-real-1", "threads": threads_list,
+            json.dump({"schema": "tracegraph-real-1", "machine": isa, "threads": threads_list,
                        "rounds": a.rounds, "budget_ms": a.budget_ms, "records": recs}, f,
                       indent=1)
     if a.md:

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eager/dnnl_util.h"
 #include "eager/eager.h"
 #include "bench/bench_util.h"
 #include "suite.h"
@@ -70,13 +71,19 @@ static void json_level(FILE *f, const record *rec, const level_result *r)
     fputs("}}", f);
 }
 
-static void json_record(FILE *f, const record *rec)
+static void json_record(FILE *f, const config *c, const record *rec)
 {
     fputs("    {\"workload\": ", f);
     bench_json_str(f, rec->workload);
     fprintf(f, ", \"threads\": %d, \"ok\": %s, \"error\": ", rec->threads,
             rec->ok ? "true" : "false");
     bench_json_str(f, rec->error);
+    fputs(",\n      \"cpu\": ", f);
+    bench_json_str(f, c->isa.cpu);
+    fputs(", \"cpu_kernels\": ", f);
+    bench_json_str(f, c->isa.cpu_kernels);
+    fputs(", \"onednn_isa\": ", f);
+    bench_json_str(f, c->isa.onednn_isa);
     fputs(",\n      \"desc\": ", f);
     bench_json_str(f, rec->desc);
     fputs(", \"opencl_device\": ", f);
@@ -94,6 +101,8 @@ static void json_record(FILE *f, const record *rec)
     bench_json_num(f, rec->gflop);
     fputs(", \"fma_peak_gflops\": ", f);
     bench_json_num(f, rec->peak_gflops);
+    fputs(", \"fma_peak_isa\": ", f);
+    bench_json_str(f, c->peak_isa);
 
     fputs(",\n      \"levels\": [\n", f);
     for (int l = 0; l < NLEVELS; l++) {
@@ -153,6 +162,8 @@ static void json_machine(FILE *f, double load, const char *commit)
 #endif
     fputs(", \"cpu_kernels\": ", f);
     bench_json_str(f, eager_cpu_level());
+    fputs(", \"onednn_isa\": ", f);
+    bench_json_str(f, eager_dnnl_isa_name());
     fputs(", \"os\": ", f);
     bench_json_str(f, os);
     fputs(", \"date\": ", f);
@@ -180,7 +191,7 @@ int suite_write_json(const config *c, const record *recs, int n, int ok, double 
     fprintf(f, "  \"ok\": %s, \"total_s\": %.1f,\n  \"records\": [\n", ok ? "true" : "false",
             secs);
     for (int i = 0; i < n; i++) {
-        json_record(f, &recs[i]);
+        json_record(f, c, &recs[i]);
         fputs(i + 1 < n ? ",\n" : "\n", f);
     }
     fputs("  ]}\n", f);

@@ -7,8 +7,8 @@
  *
  * Each thread (plain pthreads, so that an OpenMP team the record makes
  * later starts clean) runs 12 independent chains of vector fused multiply-adds
- * (the widest this CPU has: AVX-512, AVX2 + FMA, or scalar fmaf),
- * enough to cover the latency of two FMA pipes; nothing else is in the
+ * at the instruction set in use (suite_peak_isa: AVX-512, AVX2 + FMA, or
+ * scalar fmaf), enough to cover the latency of two FMA pipes; nothing else is in the
  * loop, so what it reaches is what the core can retire.  The best of 5
  * runs of about 10 ms counts (other work on a shared machine only ever
  * slows a run down).  A vendor's figure can differ from this one: Zen 4,
@@ -19,6 +19,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
 
 #include "../bench_util.h"
 #include "suite.h"
@@ -66,43 +69,79 @@ static float sum256(__m256 v)
 #define SUM(v) (v)
 #include "peak_rounds.inc"
 
-static float (*fma_rounds)(int64_t iters) = fma_rounds_scalar;
-static int lanes = 1;
+typedef float (*fma_fn)(int64_t iters);
 
 enum { ITERS = 3000000 }; /* 36M vector FMAs a thread: ~10 ms */
 
-static void *peak_thread(void *out)
+/* The instruction set the matrix products run at: oneDNN's (they are
+ * its kernels), capped at AVX2 when tracegraph's kernel set is avx2
+ * (TG_CPU=avx2 with ONEDNN_MAX_CPU_ISA=AVX2 is the AVX2 path of issue 30),
+ * and at what this CPU supports. */
+const char *suite_peak_isa(void)
 {
-    *(float *)out = fma_rounds(ITERS);
+    dnnl_cpu_isa_t d = dnnl_get_effective_cpu_isa();
+    int dnnl512 = ((unsigned)d & (unsigned)dnnl_cpu_isa_avx512_core) ==
+                  (unsigned)dnnl_cpu_isa_avx512_core;
+    int dnnl256 = ((unsigned)d & (unsigned)dnnl_cpu_isa_avx2) == (unsigned)dnnl_cpu_isa_avx2;
+    int cap256 = strcmp(eager_cpu_level(), "avx2") == 0;
+    int has256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (dnnl512 && !cap256 && __builtin_cpu_supports("avx512f"))
+        return "avx512";
+    if ((dnnl512 || dnnl256) && has256)
+        return "avx2";
+    return "scalar";
+}
+
+typedef struct peak_job {
+    fma_fn f;
+    float r;
+} peak_job;
+
+static void *peak_thread(void *arg)
+{
+    peak_job *j = arg;
+    j->r = j->f(ITERS);
     return NULL;
 }
 
-double suite_fma_peak_gflops(int threads)
+double suite_fma_peak_gflops_at(const char *isa, int threads)
 {
     double best = 0;
     volatile float sink;
-    float part[SUITE_MAX_THREADS];
+    peak_job part[SUITE_MAX_THREADS];
     pthread_t th[SUITE_MAX_THREADS];
-    if (threads < 1 || threads > SUITE_MAX_THREADS)
+    fma_fn fma_rounds = fma_rounds_scalar;
+    int lanes = 1;
+    if (threads < 1 || threads > SUITE_MAX_THREADS || !isa)
         return 0;
-    if (__builtin_cpu_supports("avx512f"))
+    if (!strcmp(isa, "avx512") && __builtin_cpu_supports("avx512f"))
         fma_rounds = fma_rounds_avx512, lanes = 16;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (!strcmp(isa, "avx2") && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma"))
         fma_rounds = fma_rounds_avx2, lanes = 8;
+    else if (strcmp(isa, "scalar"))
+        return 0;
     for (int run = 0; run < 5; run++) {
         double t0 = bench_now_ns();
         int started = 0;
+        for (int t = 0; t < threads; t++)
+            part[t].f = fma_rounds;
         while (started < threads - 1 &&
                pthread_create(&th[started], NULL, peak_thread, &part[started + 1]) == 0)
             started++;
-        part[0] = fma_rounds(ITERS);
+        float r0 = fma_rounds(ITERS);
         for (int t = 0; t < started; t++)
             pthread_join(th[t], NULL);
         double gflops = (double)(started + 1) * ITERS * 12 * 2 * lanes / (bench_now_ns() - t0);
-        sink = part[0];
+        sink = r0;
         if (started + 1 == threads && gflops > best)
             best = gflops;
     }
     (void)sink;
     return best;
+}
+
+double suite_fma_peak_gflops(int threads)
+{
+    return suite_fma_peak_gflops_at(suite_peak_isa(), threads);
 }

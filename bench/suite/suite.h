@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../../workloads/workloads.h"
+#include "../bench_isa.h"
 
 #define NLEVELS 4
 #define MAX_RUNS 5000
@@ -27,6 +28,8 @@ typedef struct config {
     int no_opencl;  /* skip the OpenCL column */
     double loadavg; /* at the start */
     const char *commit; /* --commit: the code measured, or NULL */
+    bench_isa isa;      /* where it runs (bench/bench_isa.h): in every record */
+    const char *peak_isa; /* suite_peak_isa() */
 } config;
 
 typedef struct stats {
@@ -68,8 +71,16 @@ typedef struct record {
 } record;
 
 /* fp32 multiply-add GFLOP/s of this machine on that many threads, measured
- * (bench/suite/peak.c). */
+ * (bench/suite/peak.c) at the instruction set in use (suite_peak_isa). */
 double suite_fma_peak_gflops(int threads);
+
+/* The same at isa: "avx512", "avx2" or "scalar" (0 when this CPU lacks it). */
+double suite_fma_peak_gflops_at(const char *isa, int threads);
+
+/* The vector instruction set the matrix products run at here: oneDNN's
+ * (ONEDNN_MAX_CPU_ISA caps it), capped at avx2 when tracegraph's kernel
+ * set is avx2 (TG_CPU): "avx512", "avx2" or "scalar". */
+const char *suite_peak_isa(void);
 
 /* Writes c->out (schema in bench/suite.c); 0 if it cannot be written. */
 int suite_write_json(const config *c, const record *recs, int n, int ok, double secs);

@@ -271,7 +271,23 @@ static tg_status run(void *bsession, const replay_tensor *const *in, int nin,
     return ocl_session_run(bsession, in, nin, outputs, nout, warns, err, errlen);
 }
 
+/*
+ * OpenCL's target: blocks of 16 channels (the kernels of cl/nn_conv.cl
+ * and the blocked ops take 16 lanes), every conv taken as runnable
+ * blocked (no implementation to ask: impl_of NULL).
+ */
+static void ocl_target(const replay_opts *o, graph_target *t)
+{
+    (void)o;
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "opencl");
+    t->block = 16;
+    t->threads = 1;
+    snprintf(t->why, sizeof t->why, "the OpenCL blocked kernels take 16 channels");
+}
+
 const replay_backend replay_backend_opencl = {
+    .target = ocl_target,
     .name = "opencl",
     .supports_op = supports_op,
     .plan_new = plan_new,

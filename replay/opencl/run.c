@@ -528,7 +528,7 @@ static tg_status put_inputs(ocl_session *s, obound *b, const replay_tensor *cons
                 return TG_ERR_NOMEM;
             s->in_size[i] = bytes;
         }
-        cl_int e = clEnqueueWriteBuffer(s->q, s->in[i], CL_FALSE, 0, bytes, in[i]->data, 0,
+        cl_int e = clEnqueueWriteBuffer(s->q, s->in[i], CL_FALSE, 0, bytes, in[i]->input, 0,
                                         NULL, NULL);
         if (e != CL_SUCCESS) {
             snprintf(err, errlen, "replay: writing input %d: %s", i, ocl_errstr(e));

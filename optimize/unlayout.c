@@ -1,0 +1,270 @@
+/*
+ * unlayout.c - the layout pass undone: every blocked value of the graph
+ * back to plain [N,C,H,W], so that opt_relayout can plan the layout anew
+ * for another target (a .tgraph laid out with 16-channel blocks on an
+ * AVX-512 machine, compiled on an AVX2 one, or for OpenCL).
+ *
+ * Nodes are visited in order (sorted), each blocked value v getting its
+ * plain counterpart pl[v] with ch[v] channels:
+ *   - to_blocked(x): x itself;
+ *   - from_blocked(b): its readers (and the graph outputs) read pl[b]
+ *     instead, which must have its channels;
+ *   - conv2d_blk(x, w, b[, r]): conv2d_ep on pl[x] (or the plain stem x)
+ *     and pl[r], same geometry and epilogue (the algorithm is the next
+ *     plan's choice); its channels are the weights' O;
+ *   - max_pool2d_blk / avg_pool2d_blk: the plain pools, same window;
+ *   - a concat of blocked values along the blocks: along the channels
+ *     (each input's channels must fill its blocks, as the layout made it);
+ *   - an elementwise node on blocked inputs: the same node on their plain
+ *     counterparts, a blocked broadcast input that has none (a per-channel
+ *     constant made blocked) through from_blocked (folded afterwards), a
+ *     one-element input of rank 5 reshaped to [1].
+ * Any other reader of a blocked value, or channels that disagree (a conv
+ * whose groups were packed into padded blocks, read as fewer channels),
+ * and the pass fails with the reason: opt_relayout then leaves the graph
+ * as it was (the CPU runs either block).  Constants the layout made
+ * (packed weights, a batch_norm as a depthwise conv) stay as they are:
+ * the next layout plans on them like on any conv.
+ */
+#include <string.h>
+
+#include "../graph/alloc.h"
+#include "fuse_util.h"
+
+typedef struct unl {
+    graph *g;
+    opt_ctx *ctx;
+    int32_t *pl;  /* blocked value -> its plain counterpart, or -1 */
+    int64_t *ch;  /* blocked value -> the plain channels */
+    int32_t *map; /* plain value (a from_blocked's output) -> what replaces it, or -1 */
+    int32_t nv;   /* values when the pass started: the arrays' size */
+} unl;
+
+static int blocked5(const graph *g, int32_t v)
+{
+    const graph_type *t = &g->values[v].type;
+    return t->ndim == 5 && (t->dim[4] == 8 || t->dim[4] == 16);
+}
+
+static int32_t mapped(const unl *U, int32_t v)
+{
+    return v < U->nv && U->map[v] >= 0 ? U->map[v] : v;
+}
+
+/* Adds op on in (one output), the provenance of node src; its output or -1. */
+static int32_t add(unl *U, graph_op op, const int32_t *in, int nin, const void *attrs,
+                   int32_t src)
+{
+    int32_t out;
+    if (fu_add_node(U->g, U->ctx, op, in, nin, attrs, &out, 1, &src, 1) < 0)
+        return -1;
+    return out;
+}
+
+/* The node replaced: v (its output) now stands for plain p of c channels. */
+static void made(unl *U, int32_t i, int32_t v, int32_t p, int64_t c)
+{
+    U->pl[v] = p;
+    U->ch[v] = c;
+    U->g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    U->ctx->stats->rewritten++;
+    U->ctx->changed = 1;
+}
+
+static tg_status no(unl *U, int32_t i, const char *why)
+{
+    return opt_fail(U->ctx, U->g, i, TG_ERR_UNSUPPORTED, "cannot undo the blocked layout: %s",
+                    why);
+}
+
+static tg_status conv(unl *U, int32_t i)
+{
+    graph *g = U->g;
+    graph_node n = g->nodes[i];
+    const graph_conv2d_blk_attrs *a = graph_node_attrs(&n);
+    graph_conv2d_ep_attrs ep = {a->stride,  a->padding, a->dilation, a->groups,
+                                a->post,    a->alpha,   a->clip_min, a->clip_max};
+    int32_t in[4] = {mapped(U, n.in[0]), n.in[1], n.in[2], n.nin > 3 ? n.in[3] : -1};
+    int64_t o = g->values[n.in[1]].type.dim[0];
+    for (int k = 0; k < n.nin; k += 3) { /* x and the residual */
+        int32_t v = n.in[k];
+        if (k == 0 && g->values[v].type.ndim == 4)
+            continue; /* a stem reads x plain */
+        if (U->pl[v] < 0)
+            return no(U, i, "a blocked input not made by the layout");
+        if (U->ch[v] != (k == 0 ? g->values[n.in[1]].type.dim[1] * a->groups : o))
+            return no(U, i, "an input's channels disagree with the weights");
+        in[k] = U->pl[v];
+    }
+    int32_t out = add(U, GRAPH_OP_conv2d_ep, in, n.nin, &ep, i);
+    if (out < 0)
+        return TG_ERR_STATE;
+    made(U, i, n.out[0], out, o);
+    return TG_OK;
+}
+
+static tg_status pool(unl *U, int32_t i)
+{
+    graph *g = U->g;
+    graph_node n = g->nodes[i];
+    int32_t x = n.in[0];
+    if (U->pl[x] < 0)
+        return no(U, i, "a blocked input not made by the layout");
+    graph_op op = n.op == GRAPH_OP_max_pool2d_blk ? GRAPH_OP_max_pool2d : GRAPH_OP_avg_pool2d;
+    int32_t out = add(U, op, &U->pl[x], 1, graph_node_attrs(&n), i);
+    if (out < 0)
+        return TG_ERR_STATE;
+    made(U, i, n.out[0], out, U->ch[x]);
+    return TG_OK;
+}
+
+static tg_status concat(unl *U, int32_t i)
+{
+    graph *g = U->g;
+    graph_node n = g->nodes[i];
+    const graph_concat_attrs *a = graph_node_attrs(&n);
+    if (a->axis != 1 && a->axis != -4)
+        return no(U, i, "a concat of blocked values along another axis than the blocks");
+    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in);
+    if (!in)
+        return opt_fail(U->ctx, g, i, TG_ERR_NOMEM, "out of memory");
+    int64_t c = 0;
+    tg_status st = TG_OK;
+    for (int k = 0; k < n.nin && st == TG_OK; k++) {
+        int32_t v = n.in[k];
+        const graph_type *t = &g->values[v].type;
+        if (U->pl[v] < 0 || U->ch[v] != t->dim[1] * t->dim[4])
+            st = no(U, i, "a concat input whose channels do not fill its blocks");
+        in[k] = U->pl[v];
+        c += U->ch[v];
+    }
+    graph_concat_attrs ca = {1};
+    int32_t out = st == TG_OK ? add(U, GRAPH_OP_concat, in, n.nin, &ca, i) : -1;
+    tg_free(in);
+    if (st != TG_OK)
+        return st;
+    if (out < 0)
+        return TG_ERR_STATE;
+    made(U, i, n.out[0], out, c);
+    return TG_OK;
+}
+
+static tg_status elementwise(unl *U, int32_t i)
+{
+    graph *g = U->g;
+    graph_node n = g->nodes[i];
+    int64_t c = -1;
+    for (int k = 0; k < n.nin; k++) {
+        int32_t v = n.in[k];
+        if (U->pl[v] >= 0 && c >= 0 && U->ch[v] != c)
+            return no(U, i, "blocked inputs of different channels");
+        if (U->pl[v] >= 0)
+            c = U->ch[v];
+    }
+    int32_t *in = tg_calloc((size_t)n.nin, sizeof *in);
+    if (!in)
+        return opt_fail(U->ctx, g, i, TG_ERR_NOMEM, "out of memory");
+    tg_status st = TG_OK;
+    for (int k = 0; k < n.nin && st == TG_OK; k++) {
+        int32_t v = mapped(U, n.in[k]);
+        const graph_type *t = &g->values[v].type;
+        in[k] = v;
+        if (U->pl[n.in[k]] >= 0) {
+            in[k] = U->pl[n.in[k]];
+        } else if (graph_type_numel(t) == 1 && t->ndim == 5) {
+            graph_reshape_attrs ra = {{1, {1}}};
+            if ((in[k] = add(U, GRAPH_OP_reshape, &v, 1, &ra, i)) < 0)
+                st = TG_ERR_STATE;
+        } else if (blocked5(g, v)) { /* a blocked broadcast operand */
+            graph_from_blocked_attrs fa = {c};
+            if ((in[k] = add(U, GRAPH_OP_from_blocked, &v, 1, &fa, i)) < 0)
+                st = TG_ERR_STATE;
+        } else if (t->ndim > 4) {
+            st = no(U, i, "an operand of rank 5 that is not blocked");
+        }
+    }
+    int32_t out = st == TG_OK ? add(U, n.op, in, n.nin, graph_node_attrs(&n), i) : -1;
+    tg_free(in);
+    if (st != TG_OK)
+        return st;
+    if (out < 0)
+        return TG_ERR_STATE;
+    made(U, i, n.out[0], out, c);
+    return TG_OK;
+}
+
+static tg_status visit(unl *U, int32_t i)
+{
+    graph *g = U->g;
+    graph_node *n = &g->nodes[i];
+    int any = 0;
+    for (int k = 0; k < n->nin; k++)
+        any |= U->pl[n->in[k]] >= 0;
+    switch (n->op) {
+    case GRAPH_OP_to_blocked:
+        made(U, i, n->out[0], mapped(U, n->in[0]), g->values[n->in[0]].type.dim[1]);
+        return TG_OK;
+    case GRAPH_OP_from_blocked: {
+        int32_t b = n->in[0], o = n->out[0];
+        if (U->pl[b] < 0) /* of a constant or a param: folding's business */
+            break;
+        if (U->ch[b] != g->values[o].type.dim[1])
+            return no(U, i, "a from_blocked of fewer channels than its value holds");
+        if (fu_guarded(g, o))
+            return no(U, i, "a guarded from_blocked");
+        U->map[o] = U->pl[b];
+        n->flags |= GRAPH_NODE_DEAD;
+        U->ctx->stats->removed++;
+        U->ctx->changed = 1;
+        return TG_OK;
+    }
+    case GRAPH_OP_conv2d_blk:
+        return conv(U, i);
+    case GRAPH_OP_max_pool2d_blk:
+    case GRAPH_OP_avg_pool2d_blk:
+        return pool(U, i);
+    default:
+        break;
+    }
+    if (any && n->op == GRAPH_OP_concat)
+        return concat(U, i);
+    if (any && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE) && n->nout == 1)
+        return elementwise(U, i);
+    if (any)
+        return no(U, i, "a reader of a blocked value that the layout does not make");
+    for (int k = 0; k < n->nin; k++)
+        n->in[k] = mapped(U, n->in[k]);
+    return TG_OK;
+}
+
+static tg_status run(graph *g, opt_ctx *ctx)
+{
+    int32_t nv = g->nvalues, nn = g->nnodes;
+    unl U = {g, ctx, tg_malloc(((size_t)nv + 1) * sizeof(int32_t)),
+             tg_calloc((size_t)nv + 1, sizeof(int64_t)),
+             tg_malloc(((size_t)nv + 1) * sizeof(int32_t)), nv};
+    tg_status st = TG_OK;
+    if (!U.pl || !U.ch || !U.map) {
+        st = opt_fail(ctx, g, -1, TG_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int32_t v = 0; v < nv; v++)
+        U.pl[v] = U.map[v] = -1;
+    for (int32_t i = 0; i < nn && st == TG_OK; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
+            st = visit(&U, i);
+    for (int32_t k = 0; st == TG_OK && k < g->noutputs; k++)
+        if (g->outputs[k].value < nv)
+            g->outputs[k].value = mapped(&U, g->outputs[k].value);
+    if (st == TG_OK && g->target) {
+        g->target = NULL;
+        ctx->changed = 1;
+    }
+done:
+    tg_free(U.pl);
+    tg_free(U.ch);
+    tg_free(U.map);
+    return st;
+}
+
+const opt_pass opt_pass_unlayout = {"unlayout", run};
