@@ -17,9 +17,10 @@
  *   - a block-8 graph through .tgraph and ONNX export and import; a
  *     .tgraph conv2d_blk of version 1 (no attribute block) loads with
  *     block 16, one of a newer version is refused;
- *   - OpenCL (when a device exists): to_blocked / from_blocked of 8
- *     lanes run there; conv2d_blk and the pools on 8 lanes are refused
- *     at compile with the reason.
+ *   - OpenCL (when a device exists): block-8 graphs re-planned for it
+ *     run; laid out as they are, to_blocked / from_blocked of 8 lanes run
+ *     there, conv2d_blk and the pools on 8 lanes are refused at compile
+ *     with the reason.
  */
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -256,7 +257,8 @@ static void test_conv8(void)
 }
 
 /*
- * The same convs replayed: a traced to_blocked(8) -> conv2d_blk (weights
+ * The same convs replayed (the graph marked laid out for this CPU's
+ * target, so kept as traced): a traced to_blocked(8) -> conv2d_blk (weights
  * params: prepared state, Winograd tried for algo auto) -> conv2d_blk with
  * the residual -> from_blocked, run twice on new inputs, vs the naive
  * convs chained.
@@ -287,15 +289,25 @@ static void test_conv8_replay(void)
     graph *g = trace_freeze();
     CHECK_MSG(g != NULL, "block-8 convs trace: %s", eager_error());
     char err[512] = "";
+    /* laid out for this CPU's target, so that replay_compile keeps the
+     * 8-lane blocks whatever block the target takes */
+    graph_target tg;
+    CHECK_MSG(replay_target(NULL, &tg, err, sizeof err) == TG_OK, "target: %s", err);
+    if (g)
+        g->target = graph_intern(g, tg.name, -1);
     replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     CHECK_MSG(s != NULL, "block-8 convs compile: %s", err);
+    if (p) /* the plan runs the traced 8-lane nodes */
+        CHECK_MSG(strncmp(replay_plan_layout(p), "laid out for ", 13) == 0, "block-8 plan: %s",
+                  replay_plan_layout(p));
     int64_t n = 2 * 20 * 9 * 8;
     double *mid = malloc(sizeof *mid * (size_t)n), *want = malloc(sizeof *want * (size_t)n);
     float *midf = malloc(sizeof *midf * (size_t)n), *wantf = malloc(sizeof *wantf * (size_t)n);
     for (int run = 0; s && run < 2; run++) {
         eager_tensor *xr = eager_rand_uniform(TG_INTS(2, 12, 9, 8), 20 + (uint64_t)run, -1, 1);
-        replay_tensor in = {"x", *eager_type(xr), (void *)eager_peek(xr)}, out = {NULL};
+        replay_tensor in = {.name = "x", .type = *eager_type(xr), .input = eager_peek(xr)};
+        replay_tensor out = {.name = NULL};
         tg_status st = replay_run(s, &in, 1, &out, 1);
         CHECK_MSG(st == TG_OK, "block-8 replay run %d: %s", run, replay_session_error(s));
         if (st != TG_OK)
@@ -730,6 +742,65 @@ static void test_old_file(void)
 
 /* ---- OpenCL: layout copies of 8 lanes run, blocked convs and pools refused ---- */
 
+/*
+ * k 0: y = from_blocked(relu(to_blocked(x, 8))); 1..3: conv2d_blk,
+ * max_pool2d_blk, avg_pool2d_blk on x in 8-lane blocks, back to plain.
+ */
+static graph *trace_ocl_case(int k, eager_tensor *x, eager_tensor *w, eager_tensor *b)
+{
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_param(w, "w");
+    trace_param(b, "b");
+    eager_tensor *xb = eager_to_blocked(x, B8), *y;
+    if (k == 0)
+        y = eager_relu(xb);
+    else if (k == 1)
+        y = eager_conv2d_blk(xb, w, b, EAGER_NONE, TG_INTS(1), TG_INTS(1), TG_INTS(), 1,
+                             TG_INTS(GRAPH_POST_RELU), 0.0f, 0, -INFINITY, INFINITY, B8);
+    else if (k == 2)
+        y = eager_max_pool2d_blk(xb, TG_INTS(2), TG_INTS(), TG_INTS());
+    else
+        y = eager_avg_pool2d_blk(xb, TG_INTS(2), TG_INTS(), TG_INTS(), 0);
+    trace_output(eager_from_blocked(y, 12), "y");
+    return trace_freeze();
+}
+
+/* Compiles g for OpenCL and runs it on x; the output vs the interpreter's
+ * (tol) or NULL and err when compile fails. */
+static replay_plan *ocl_run(const graph *g, eager_tensor *x, double tol, char *err, size_t len,
+                            const char *what)
+{
+    const replay_opts ocl = {.backend = REPLAY_OPENCL, .threads = 1};
+    replay_plan *p = replay_compile(g, &ocl, err, len);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    if (!s)
+        return p;
+    eager_pool_push();
+    eager_tensor *want = NULL;
+    CHECK(eager_interpret(g, &x, 1, &want, 1, NULL) == TG_OK);
+    replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)};
+    replay_tensor out = {.name = NULL};
+    tg_status st = replay_run(s, &in, 1, &out, 1);
+    CHECK_MSG(st == TG_OK, "%s: OpenCL run: %s", what, replay_session_error(s));
+    if (st == TG_OK && want) {
+        double e = check_normalized_error(out.data, eager_peek(want), eager_numel(want));
+        CHECK_MSG(e <= tol, "%s on OpenCL (%s): error %g > %g", what, replay_plan_layout(p), e,
+                  tol);
+    }
+    eager_release(want);
+    eager_pool_pop();
+    replay_session_free(s);
+    return p;
+}
+
+/*
+ * As traced (no target: an older graph's blocks) replay_compile re-plans
+ * the layout for OpenCL, and each runs.  Claimed laid out for OpenCL
+ * (graph.target "opencl", kept as is): the 8-lane layout copies run
+ * there (strided copies of any block), conv2d_blk and the pools on 8
+ * lanes are refused by supports_op with the reason.
+ */
 static void test_opencl(void)
 {
     replay_device dev;
@@ -743,50 +814,29 @@ static void test_opencl(void)
     eager_tensor *x = eager_rand_uniform(TG_INTS(2, 12, 5, 6), 21, -1, 1);
     eager_tensor *w = eager_rand_uniform(TG_INTS(12, 12, 3, 3), 22, -0.3f, 0.3f);
     eager_tensor *b = eager_rand_uniform(TG_INTS(12), 23, -1, 1);
-    const replay_opts ocl = {REPLAY_OPENCL, 1, 0, NULL};
-    /* to_blocked / from_blocked: strided copies of any block */
-    trace_begin(NULL);
-    trace_input(x, "x");
-    trace_output(eager_from_blocked(eager_relu(eager_to_blocked(x, B8)), 12), "y");
-    graph *g = trace_freeze();
-    replay_plan *p = g ? replay_compile(g, &ocl, err, sizeof err) : NULL;
-    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
-    CHECK_MSG(s != NULL, "OpenCL block-8 layout copies compile: %s", err);
-    if (s) {
-        replay_tensor in = {"x", *eager_type(x), (void *)eager_peek(x)}, out = {NULL};
-        CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "OpenCL run: %s",
-                  replay_session_error(s));
-        const float *px = eager_peek(x), *py = out.data;
-        int bad = !py;
-        for (int64_t i = 0; py && i < eager_numel(x); i++)
-            bad |= py[i] != (px[i] > 0 ? px[i] : 0.0f);
-        CHECK_MSG(!bad, "OpenCL to_blocked / from_blocked of 8 lanes: relu(x) back");
-    }
-    replay_session_free(s);
-    replay_plan_free(p);
-    graph_free(g);
-    /* conv2d_blk and the pools on 8 lanes: refused, with the reason */
-    for (int k = 0; k < 3; k++) {
-        trace_begin(NULL);
-        trace_input(x, "x");
-        trace_param(w, "w");
-        trace_param(b, "b");
-        eager_tensor *xb = eager_to_blocked(x, B8), *y;
-        if (k == 0)
-            y = eager_conv2d_blk(xb, w, b, EAGER_NONE, TG_INTS(1), TG_INTS(1), TG_INTS(), 1,
-                                 TG_INTS(), 0.0f, 0, -INFINITY, INFINITY, B8);
-        else if (k == 1)
-            y = eager_max_pool2d_blk(xb, TG_INTS(2), TG_INTS(), TG_INTS());
-        else
-            y = eager_avg_pool2d_blk(xb, TG_INTS(2), TG_INTS(), TG_INTS(), 0);
-        trace_output(eager_from_blocked(y, 12), "y");
-        g = trace_freeze();
+    static const char *const ops[] = {"layout copies", "conv2d_blk", "max_pool2d_blk",
+                                      "avg_pool2d_blk"};
+    for (int k = 0; k < 4; k++) {
+        graph *g = trace_ocl_case(k, x, w, b);
+        CHECK_MSG(g != NULL, "%s traces: %s", ops[k], eager_error());
+        if (!g)
+            continue;
         err[0] = '\0';
-        CHECK(g && replay_compile(g, &ocl, err, sizeof err) == NULL);
-        const char *op = k == 0 ? "conv2d_blk" : k == 1 ? "max_pool2d_blk" : "avg_pool2d_blk";
-        CHECK_MSG(strstr(err, op) && strstr(err, "not supported") &&
-                      strstr(err, "blocked values of 8 lanes: the OpenCL kernels take 16"),
-                  "%s refused: %s", op, err);
+        replay_plan *p = ocl_run(g, x, 1e-4, err, sizeof err, ops[k]);
+        CHECK_MSG(p != NULL, "%s re-planned for OpenCL: %s", ops[k], err);
+        replay_plan_free(p);
+        g->target = graph_intern(g, "opencl", -1);
+        err[0] = '\0';
+        p = ocl_run(g, x, 0, err, sizeof err, ops[k]);
+        if (k == 0) {
+            CHECK_MSG(p != NULL, "8-lane to_blocked / from_blocked on OpenCL: %s", err);
+        } else {
+            CHECK(p == NULL);
+            CHECK_MSG(strstr(err, ops[k]) && strstr(err, "not supported") &&
+                          strstr(err, "blocked values of 8 lanes: the OpenCL kernels take 16"),
+                      "%s refused: %s", ops[k], err);
+        }
+        replay_plan_free(p);
         graph_free(g);
     }
     eager_clear_error();
