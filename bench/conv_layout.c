@@ -12,6 +12,7 @@
  *
  *   conv_layout [--reps R]
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,8 @@ static void conv_rows(void)
            time_kernel(GRAPH_OP_conv2d_ep, &pa, pin, 3, y),
            time_kernel(GRAPH_OP_conv2d_ep, &pe, pin, 4, y));
     for (int64_t algo = 1; algo <= 2; algo++) {
-        graph_conv2d_blk_attrs ba = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1, TG_NOINTS, 0, algo};
+        graph_conv2d_blk_attrs ba = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1, TG_NOINTS, 0, algo,
+                                     -INFINITY, INFINITY, 16};
         graph_conv2d_blk_attrs be = ba;
         be.post = TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU);
         printf("%-36s %10.1f %10.1f\n", algo == 1 ? "conv2d_blk direct" : "conv2d_blk winograd",

@@ -26,26 +26,26 @@ typedef struct ecase {
 static eager_tensor *blk_wino(eager_tensor **in)
 {
     return eager_conv2d_blk(in[0], in[1], in[2], EAGER_NONE, TG_INTS(1), TG_INTS(1), TG_INTS(), 1,
-                            TG_INTS(GRAPH_POST_RELU), 0.0f, 0, -INFINITY, INFINITY);
+                            TG_INTS(GRAPH_POST_RELU), 0.0f, 0, -INFINITY, INFINITY, 16);
 }
 
 static eager_tensor *blk_direct(eager_tensor **in)
 {
     return eager_conv2d_blk(in[0], in[1], in[2], EAGER_NONE, TG_INTS(1), TG_INTS(1), TG_INTS(), 1,
-                            TG_INTS(GRAPH_POST_RELU), 0.0f, 1, -INFINITY, INFINITY);
+                            TG_INTS(GRAPH_POST_RELU), 0.0f, 1, -INFINITY, INFINITY, 16);
 }
 
 static eager_tensor *blk_1x1(eager_tensor **in)
 {
     return eager_conv2d_blk(in[0], in[1], in[2], in[3], TG_INTS(1), TG_INTS(), TG_INTS(), 1,
                             TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0.0f, 0, -INFINITY,
-                            INFINITY);
+                            INFINITY, 16);
 }
 
 static eager_tensor *blk_dw(eager_tensor **in)
 {
     return eager_conv2d_blk(in[0], in[1], in[2], EAGER_NONE, TG_INTS(1), TG_INTS(1), TG_INTS(),
-                            eager_type(in[1])->dim[0], TG_INTS(), 0.0f, 0, -INFINITY, INFINITY);
+                            eager_type(in[1])->dim[0], TG_INTS(), 0.0f, 0, -INFINITY, INFINITY, 16);
 }
 
 static eager_tensor *conv(eager_tensor **in)

@@ -131,8 +131,8 @@ static void walk_range(int64_t start, int64_t end, void *ctx)
  * Short rows repeated: the inner dim is at most TILE_ROW elements, and
  * along the next dim every input either continues contiguously or repeats
  * the same row, at least one repeating a row that advances (blocked
- * [N,CB,H,W,16] * [N,CB,1,1,16], a squeeze-and-excitation gate).  One call
- * per row would run 16 elements at a time; instead a unit of R rows is
+ * [N,CB,H,W,B] * [N,CB,1,1,B], B 16 or 8, a squeeze-and-excitation gate).
+ * One call per row would run B elements at a time; instead a unit of R rows is
  * run as one stretch, each repeating input read from a tile holding R
  * copies of its row (measured on [1,6,56,56,16] * [1,6,1,1,16], one
  * thread: 0.104 ms row by row, the plain [1,96,56,56] * [1,96,1,1] took

@@ -2,9 +2,16 @@
  * kernels_blocked.c - CPU kernels of the blocked-layout ops (see
  * graph/infer_blocked.c): max_pool2d_blk / avg_pool2d_blk (at the end),
  * to_blocked / from_blocked (one channel block at
- * a time, as 16x16 register transposes: the 16 source planes stream and
- * the destination is written 64 bytes at a time) and conv2d_blk (oneDNN
- * convolution on nChw16c source / destination / residual).
+ * a time, as BxB register transposes: the B source planes stream and
+ * the destination is written B floats at a time) and conv2d_blk (oneDNN
+ * convolution on nChw16c / nChw8c source / destination / residual).
+ *
+ * The block B is 16 or 8 (the blocked tensor's dim 4; conv2d_blk's
+ * attribute block).  Each kernel is one body instantiated for both
+ * (always_inline with a constant B): 16x16 transposes in AVX-512 and
+ * 8x8 ones in AVX (the avx2 and avx512 kernel sets), plain loops
+ * otherwise; a pool pixel of B lanes is one vector where the set has it
+ * (16: one AVX-512 or two AVX registers, 8: one AVX register).
  *
  * conv2d_blk goes through the prepared-primitive glue of dnnl_util.h like
  * conv2d_ep (kernels_conv.c): the weights are always described as format
@@ -50,10 +57,14 @@
 #include "../graph/alloc.h"
 #include "dnnl_util.h"
 
-#define BLK 16
+/* The largest block: the size of per-pixel scratch arrays. */
+#define BLK_MAX 16
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
 
 /*
  * Transposes the 16x16 tile of floats at s (row i at s + i * ss) into d
@@ -93,92 +104,158 @@ static inline void tr16(const float *restrict s, int64_t ss, float *restrict d, 
 /* The same tile transpose as plain loops (no AVX-512 at build time). */
 static inline void tr16(const float *restrict s, int64_t ss, float *restrict d, int64_t ds)
 {
-    for (int i = 0; i < BLK; i++)
-        for (int j = 0; j < BLK; j++)
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
             d[j * ds + i] = s[i * ss + j];
 }
 #endif
 
+#if defined(__AVX__)
 /*
- * One 16-channel block: plain s (16 planes of hw) <-> blocked d (hw rows
- * of 16), a 16x16 tile transpose per 16 positions (measured on the
- * 64x56x56 tensor: ~2x faster than the plain loops it replaced), the
- * tail position by position.
+ * Transposes the 8x8 tile of floats at s (row i at s + i * ss) into d
+ * (row j at d + j * ds) in AVX registers: pairs interleaved as floats,
+ * then as pairs of floats (shuffles), then the 128-bit halves exchanged.
  */
-static void block_one(const float *restrict s, float *restrict d, int64_t hw)
+static inline void tr8(const float *restrict s, int64_t ss, float *restrict d, int64_t ds)
 {
-    int64_t p0 = 0;
-    for (; p0 + BLK <= hw; p0 += BLK)
-        tr16(s + p0, hw, d + p0 * BLK, BLK);
-    for (int64_t p = p0; p < hw; p++)
-        for (int k = 0; k < BLK; k++)
-            d[p * BLK + k] = s[k * hw + p];
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(s + i * ss);
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* t[0] = a0 b0 a1 b1 | a4 b4 a5 b5, t[2] = c0 d0 c1 d1 | ... */
+    for (int j = 0; j < 2; j++) {
+        __m256 a = t[4 * j], b = t[4 * j + 1], c = t[4 * j + 2], e = t[4 * j + 3];
+        r[4 * j] = _mm256_shuffle_ps(a, c, 0x44);     /* a0 b0 c0 d0 | a4 .. */
+        r[4 * j + 1] = _mm256_shuffle_ps(a, c, 0xee); /* a1 b1 c1 d1 | a5 .. */
+        r[4 * j + 2] = _mm256_shuffle_ps(b, e, 0x44); /* a2 .. | a6 .. */
+        r[4 * j + 3] = _mm256_shuffle_ps(b, e, 0xee); /* a3 .. | a7 .. */
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(d + c * ds, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+        _mm256_storeu_ps(d + (4 + c) * ds, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    }
+}
+#else
+/* The same tile transpose as plain loops (no AVX at build time). */
+static inline void tr8(const float *restrict s, int64_t ss, float *restrict d, int64_t ds)
+{
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            d[j * ds + i] = s[i * ss + j];
+}
+#endif
+
+/* The BxB tile transpose, B 16 or 8 (a constant where inlined). */
+static inline __attribute__((always_inline)) void
+tr_tile(int B, const float *restrict s, int64_t ss, float *restrict d, int64_t ds)
+{
+    if (B == 16)
+        tr16(s, ss, d, ds);
+    else
+        tr8(s, ss, d, ds);
 }
 
-static void unblock_one(const float *restrict s, float *restrict d, int64_t hw)
+/*
+ * One B-channel block: plain s (B planes of hw) <-> blocked d (hw rows
+ * of B), a BxB tile transpose per B positions (measured on the
+ * 64x56x56 tensor, B 16: ~2x faster than the plain loops it replaced),
+ * the tail position by position.
+ */
+static inline __attribute__((always_inline)) void
+block_one(int B, const float *restrict s, float *restrict d, int64_t hw)
 {
     int64_t p0 = 0;
-    /* four tiles a step: 256 contiguous bytes to each of the 16 planes
-     * (measured ~20% faster than one tile a step) */
-    for (; p0 + 4 * BLK <= hw; p0 += 4 * BLK)
-        for (int q = 0; q < 4; q++)
-            tr16(s + (p0 + q * BLK) * BLK, BLK, d + p0 + q * BLK, hw);
-    for (; p0 + BLK <= hw; p0 += BLK)
-        tr16(s + p0 * BLK, BLK, d + p0, hw);
+    for (; p0 + B <= hw; p0 += B)
+        tr_tile(B, s + p0, hw, d + p0 * B, B);
     for (int64_t p = p0; p < hw; p++)
-        for (int k = 0; k < BLK; k++)
-            d[k * hw + p] = s[p * BLK + k];
+        for (int k = 0; k < B; k++)
+            d[p * B + k] = s[k * hw + p];
+}
+
+static inline __attribute__((always_inline)) void
+unblock_one(int B, const float *restrict s, float *restrict d, int64_t hw)
+{
+    int64_t p0 = 0;
+    /* four tiles a step: 4B contiguous floats to each of the B planes
+     * (measured ~20% faster than one tile a step, B 16) */
+    for (; p0 + 4 * B <= hw; p0 += 4 * B)
+        for (int q = 0; q < 4; q++)
+            tr_tile(B, s + (p0 + q * B) * B, B, d + p0 + q * B, hw);
+    for (; p0 + B <= hw; p0 += B)
+        tr_tile(B, s + p0 * B, B, d + p0, hw);
+    for (int64_t p = p0; p < hw; p++)
+        for (int k = 0; k < B; k++)
+            d[k * hw + p] = s[p * B + k];
 }
 
 /*
  * The last block of a padded tensor: the rem real channels, and zeros in
  * the lanes past them (to), or only the real channels back (from).
  */
-static void block_part(const float *restrict s, float *restrict d, int64_t hw, int64_t rem)
+static void block_part(int B, const float *restrict s, float *restrict d, int64_t hw,
+                       int64_t rem)
 {
     for (int64_t p = 0; p < hw; p++)
-        for (int k = 0; k < BLK; k++)
-            d[p * BLK + k] = k < rem ? s[k * hw + p] : 0.0f;
+        for (int k = 0; k < B; k++)
+            d[p * B + k] = k < rem ? s[k * hw + p] : 0.0f;
 }
 
-static void unblock_part(const float *restrict s, float *restrict d, int64_t hw, int64_t rem)
+static void unblock_part(int B, const float *restrict s, float *restrict d, int64_t hw,
+                         int64_t rem)
 {
     for (int64_t k = 0; k < rem; k++)
         for (int64_t p = 0; p < hw; p++)
-            d[k * hw + p] = s[p * BLK + k];
+            d[k * hw + p] = s[p * B + k];
 }
 
 /*
  * Runs block_one / unblock_one over every (n, channel block) of the plain
- * [N,C,H,W] type; a last block past C takes the _part forms.
+ * [N,C,H,W] type, B lanes a block; a last block past C takes the _part
+ * forms.
  */
-static tg_status convert(const eager_kargs *a, const graph_type *plain, int to)
+static inline __attribute__((always_inline)) void
+convert_b(const eager_kargs *a, const graph_type *plain, int to, int B)
 {
-    int64_t c = plain->dim[1], cb = (c + BLK - 1) / BLK, nb = plain->dim[0] * cb;
+    int64_t c = plain->dim[1], cb = (c + B - 1) / B, nb = plain->dim[0] * cb;
     int64_t hw = plain->dim[2] * plain->dim[3];
     const float *in = a->in[0];
     float *out = a->out[0];
-#pragma omp parallel for num_threads(a->nthreads) if (nb * hw * BLK >= EAGER_PAR_MIN)
+#pragma omp parallel for num_threads(a->nthreads) if (nb * hw * B >= EAGER_PAR_MIN)
     for (int64_t i = 0; i < nb; i++) {
-        int64_t n = i / cb, b = i % cb, rem = c - b * BLK;
-        const float *s = in + (to ? (n * c + b * BLK) * hw : i * BLK * hw);
-        float *d = out + (to ? i * BLK * hw : (n * c + b * BLK) * hw);
-        if (rem < BLK)
-            (to ? block_part : unblock_part)(s, d, hw, rem);
+        int64_t n = i / cb, b = i % cb, rem = c - b * B;
+        const float *s = in + (to ? (n * c + b * B) * hw : i * B * hw);
+        float *d = out + (to ? i * B * hw : (n * c + b * B) * hw);
+        if (rem < B)
+            (to ? block_part : unblock_part)(B, s, d, hw, rem);
+        else if (to)
+            block_one(B, s, d, hw);
         else
-            (to ? block_one : unblock_one)(s, d, hw);
+            unblock_one(B, s, d, hw);
     }
+}
+
+/* blocked: the blocked side's type, whose dim 4 is B (infer: 8 or 16). */
+static tg_status convert(const eager_kargs *a, const graph_type *plain,
+                         const graph_type *blocked, int to)
+{
+    if (blocked->dim[4] == 16)
+        convert_b(a, plain, to, 16);
+    else
+        convert_b(a, plain, to, 8);
     return TG_OK;
 }
 
 tg_status eager_kernel_to_blocked(const eager_kargs *a)
 {
-    return convert(a, &a->in_type[0], 1);
+    return convert(a, &a->in_type[0], a->out_type, 1);
 }
 
 tg_status eager_kernel_from_blocked(const eager_kargs *a)
 {
-    return convert(a, a->out_type, 0);
+    return convert(a, a->out_type, &a->in_type[0], 0);
 }
 
 /* Output channels O of a conv2d_blk (its weights' dim 0). */
@@ -192,14 +269,15 @@ static void zero_pad_lanes(const eager_kargs *a)
 {
     const graph_type *y = a->out_type;
     int64_t o = blk_out_channels(a), cb = y->dim[1], hw = y->dim[2] * y->dim[3];
-    if (o % BLK == 0 || cb == 0)
+    int64_t B = y->dim[4];
+    if (o % B == 0 || cb == 0)
         return;
     float *out = a->out[0];
     for (int64_t n = 0; n < y->dim[0]; n++) {
-        float *d = out + (n * cb + cb - 1) * hw * BLK;
+        float *d = out + (n * cb + cb - 1) * hw * B;
         for (int64_t p = 0; p < hw; p++)
-            for (int64_t k = o % BLK; k < BLK; k++)
-                d[p * BLK + k] = 0.0f;
+            for (int64_t k = o % B; k < B; k++)
+                d[p * B + k] = 0.0f;
     }
 }
 
@@ -208,19 +286,27 @@ static void fill_bias_blocked(const eager_kargs *a)
 {
     const graph_type *y = a->out_type;
     int64_t nb = y->dim[0] * y->dim[1], hw = y->dim[2] * y->dim[3], o = blk_out_channels(a);
+    int64_t B = y->dim[4];
     const float *b = a->nin > 2 ? a->in[2] : NULL;
     float *out = a->out[0];
     for (int64_t i = 0; i < nb; i++)
         for (int64_t p = 0; p < hw; p++)
-            for (int k = 0; k < BLK; k++) {
-                int64_t ch = (i % y->dim[1]) * BLK + k;
-                out[(i * hw + p) * BLK + k] = b && ch < o ? b[ch] : 0.0f;
+            for (int64_t k = 0; k < B; k++) {
+                int64_t ch = (i % y->dim[1]) * B + k;
+                out[(i * hw + p) * B + k] = b && ch < o ? b[ch] : 0.0f;
             }
 }
 
+/* oneDNN's tag for a blocked tensor of block B (8 or 16). */
+static dnnl_format_tag_t blk_tag(int64_t B)
+{
+    return B == 8 ? dnnl_nChw8c : dnnl_nChw16c;
+}
+
 /*
- * x, w, b, y memory descriptors: x / y nChw16c over the plain dims (x
- * nchw when it is plain: a stem), w plain OIHW (goihw when grouped).
+ * x, w, b, y memory descriptors: x / y nChw16c or nChw8c (the output's
+ * block, y's dim 4) over the plain dims (x nchw when it is plain: a
+ * stem), w plain OIHW (goihw when grouped).
  */
 static dnnl_status_t blk_mds(const eager_kargs *a, dnnl_memory_desc_t md[4])
 {
@@ -231,15 +317,16 @@ static dnnl_status_t blk_mds(const eager_kargs *a, dnnl_memory_desc_t md[4])
     dnnl_dims_t dy = {y->dim[0], w->dim[0], y->dim[2], y->dim[3]};
     dnnl_dims_t dw = {w->dim[0], w->dim[1], w->dim[2], w->dim[3]}, db = {dy[1]};
     dnnl_dims_t dgw = {g, w->dim[0] / g, w->dim[1], w->dim[2], w->dim[3]};
+    dnnl_format_tag_t tag = blk_tag(y->dim[4]);
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32,
-                                                   x->ndim == 4 ? dnnl_nchw : dnnl_nChw16c);
+                                                   x->ndim == 4 ? dnnl_nchw : tag);
     if (s == dnnl_success)
         s = g > 1 ? dnnl_memory_desc_init_by_tag(&md[1], 5, dgw, dnnl_f32, dnnl_goihw)
                   : dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_oihw);
     if (s == dnnl_success)
         s = dnnl_memory_desc_init_by_tag(&md[2], 1, db, dnnl_f32, dnnl_a);
     if (s == dnnl_success)
-        s = dnnl_memory_desc_init_by_tag(&md[3], 4, dy, dnnl_f32, dnnl_nChw16c);
+        s = dnnl_memory_desc_init_by_tag(&md[3], 4, dy, dnnl_f32, tag);
     return s;
 }
 
@@ -410,10 +497,10 @@ tg_status eager_kernel_conv2d_blk(const eager_kargs *a)
 /*
  * max_pool2d_blk / avg_pool2d_blk: the plain pools' windows and values
  * (eager/kernels_pool.c: max propagates NaN; avg divides by kh*kw with
- * count_include_pad, else by the in-bounds count) on [N,CB,H,W,16], and
+ * count_include_pad, else by the in-bounds count) on [N,CB,H,W,B], and
  * their separable scheme: per output row, the window's input rows are
- * combined into one padded row of 16-lane pixels (padding columns hold
- * the identity), then each output pixel combines kw pixels of it; the 16
+ * combined into one padded row of B-lane pixels (padding columns hold
+ * the identity), then each output pixel combines kw pixels of it; the B
  * lanes are the vector (pool_px).  Zero lanes pool to zeros.  (A first version that
  * walked each window pixel by pixel made googlenet's -O3 48 ms instead of
  * 28 ms.)
@@ -423,25 +510,51 @@ static inline float pool_max(float acc, float v)
     return (v > acc || v != v) ? v : acc;
 }
 
+#if defined(__AVX__)
+/* pool_px's 8 lanes in one AVX register. */
+static inline void pool_px8(float *restrict d, const float *restrict s, int avg)
+{
+    __m256 a = _mm256_loadu_ps(d), v = _mm256_loadu_ps(s);
+    if (avg) {
+        a = _mm256_add_ps(a, v);
+    } else {
+        __m256 m = _mm256_or_ps(_mm256_cmp_ps(v, a, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        a = _mm256_blendv_ps(a, v, m);
+    }
+    _mm256_storeu_ps(d, a);
+}
+#endif
+
 /*
- * d[0..16) = combination of d and s (max propagating NaN, or sum): one
- * 16-lane pixel.  With AVX-512 as one vector (GCC left the plain loop
- * scalar here: 5.8 ms for a 3x3 stride-1 pool of 192x56x56, 0.2 ms vectorized;
- * the plain NCHW pool takes 0.6 ms).
+ * d[0..B) = combination of d and s (max propagating NaN, or sum): one
+ * B-lane pixel, B 16 or 8.  As vectors where the kernel set has them
+ * (GCC left the plain loop scalar here: 5.8 ms for a 3x3 stride-1 pool
+ * of 192x56x56, 0.2 ms vectorized with AVX-512; the plain NCHW pool
+ * takes 0.6 ms): 16 lanes one AVX-512 register or two AVX ones, 8 lanes
+ * one AVX register.
  */
-static inline void pool_px(float *restrict d, const float *restrict s, int avg)
+static inline __attribute__((always_inline)) void
+pool_px(int B, float *restrict d, const float *restrict s, int avg)
 {
 #if defined(__AVX512F__)
-    __m512 a = _mm512_loadu_ps(d), v = _mm512_loadu_ps(s);
-    if (avg) {
-        a = _mm512_add_ps(a, v);
-    } else {
-        __mmask16 m = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        a = _mm512_mask_mov_ps(a, m, v);
+    if (B == 16) {
+        __m512 a = _mm512_loadu_ps(d), v = _mm512_loadu_ps(s);
+        if (avg) {
+            a = _mm512_add_ps(a, v);
+        } else {
+            __mmask16 m = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ) |
+                          _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+            a = _mm512_mask_mov_ps(a, m, v);
+        }
+        _mm512_storeu_ps(d, a);
+        return;
     }
-    _mm512_storeu_ps(d, a);
+#endif
+#if defined(__AVX__)
+    for (int l = 0; l < B; l += 8)
+        pool_px8(d + l, s + l, avg);
 #else
-    for (int l = 0; l < BLK; l++)
+    for (int l = 0; l < B; l++)
         d[l] = avg ? d[l] + s[l] : pool_max(d[l], s[l]);
 #endif
 }
@@ -451,16 +564,16 @@ typedef struct pool_blk_geom {
     int include_pad;
 } pool_blk_geom;
 
-/* One output row (oh) of one block plane x; row: (pl + w + pr) * 16. */
+/* One output row (oh) of one block plane x; row: (pl + w + pr) * B. */
 static inline __attribute__((always_inline)) void
 pool_blk_row(const pool_blk_geom *g, const float *restrict x, int64_t oh, float *restrict row,
-             float *restrict y, int avg)
+             float *restrict y, int avg, int B)
 {
     const float ident = avg ? 0.0f : -INFINITY;
     int64_t h0 = oh * g->sh - g->pt, h1 = h0 + g->kh;
     h0 = h0 < 0 ? 0 : h0;
     h1 = h1 > g->h ? g->h : h1;
-    int64_t pw = (g->pl + g->w + g->pr) * BLK, in0 = g->pl * BLK, n = g->w * BLK;
+    int64_t pw = (g->pl + g->w + g->pr) * B, in0 = g->pl * B, n = g->w * B;
     for (int64_t i = 0; i < in0; i++)
         row[i] = ident;
     for (int64_t i = in0 + n; i < pw; i++)
@@ -472,26 +585,26 @@ pool_blk_row(const pool_blk_geom *g, const float *restrict x, int64_t oh, float 
     } else {
         memcpy(rc, x + h0 * n, (size_t)n * sizeof *rc);
         for (int64_t r = h0 + 1; r < h1; r++)
-            for (int64_t i = 0; i < n; i += BLK)
-                pool_px(rc + i, x + r * n + i, avg);
+            for (int64_t i = 0; i < n; i += B)
+                pool_px(B, rc + i, x + r * n + i, avg);
     }
     float nrows = g->include_pad ? (float)g->kh : (float)(h1 > h0 ? h1 - h0 : 0);
     for (int64_t o = 0; o < g->ow; o++) {
-        const float *restrict p = row + o * g->sw * BLK;
-        float acc[BLK];
-        memcpy(acc, p, sizeof acc);
+        const float *restrict p = row + o * g->sw * B;
+        float acc[BLK_MAX];
+        memcpy(acc, p, (size_t)B * sizeof *acc);
         for (int64_t k = 1; k < g->kw; k++)
-            pool_px(acc, p + k * BLK, avg);
+            pool_px(B, acc, p + k * B, avg);
         if (avg) {
             int64_t w0 = o * g->sw - g->pl, w1 = w0 + g->kw;
             w0 = w0 < 0 ? 0 : w0;
             w1 = w1 > g->w ? g->w : w1;
             float cnt = nrows * (g->include_pad ? (float)g->kw : (float)(w1 > w0 ? w1 - w0 : 0));
-            for (int l = 0; l < BLK; l++)
+            for (int l = 0; l < B; l++)
                 acc[l] /= cnt; /* 0/0 = NaN: an empty window */
         }
-        for (int l = 0; l < BLK; l++)
-            y[o * BLK + l] = acc[l];
+        for (int l = 0; l < B; l++)
+            y[o * B + l] = acc[l];
     }
 }
 
@@ -499,7 +612,7 @@ static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const grap
                           const graph_ints *pl, int avg, int include_pad)
 {
     const graph_type *x = &a->in_type[0], *y = a->out_type;
-    int64_t k[2], s[2], p[4];
+    int64_t k[2], s[2], p[4], B = x->dim[4]; /* infer: 8 or 16, y's too */
     eager_pool_window(kl, sl, pl, k, s, p);
     pool_blk_geom g = {x->dim[2], x->dim[3], y->dim[2], y->dim[3], k[0], k[1], s[0],
                        s[1],      p[0],      p[1],      p[3],      include_pad};
@@ -510,7 +623,7 @@ static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const grap
     if (nt > rows)
         nt = (int)rows;
     /* one padded row per thread (sizes fit: infer bounds every dim) */
-    int64_t pw = (g.pl + g.w + g.pr) * BLK;
+    int64_t pw = (g.pl + g.w + g.pr) * B;
     float *buf = tg_malloc((size_t)nt * (size_t)pw * sizeof *buf + 1);
     if (!buf)
         return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for %d rows of %lld floats", nt,
@@ -520,12 +633,20 @@ static tg_status pool_blk(const eager_kargs *a, const graph_ints *kl, const grap
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         float *row = buf + (int64_t)omp_get_thread_num() * pw;
-        const float *xp = in + r / g.oh * g.h * g.w * BLK;
-        float *yr = out + r * g.ow * BLK;
-        if (avg)
-            pool_blk_row(&g, xp, r % g.oh, row, yr, 1);
-        else
-            pool_blk_row(&g, xp, r % g.oh, row, yr, 0);
+        const float *xp = in + r / g.oh * g.h * g.w * B;
+        float *yr = out + r * g.ow * B;
+        /* one instance per (avg, B): constant lanes, unrolled vectors */
+        if (B == 16) {
+            if (avg)
+                pool_blk_row(&g, xp, r % g.oh, row, yr, 1, 16);
+            else
+                pool_blk_row(&g, xp, r % g.oh, row, yr, 0, 16);
+        } else {
+            if (avg)
+                pool_blk_row(&g, xp, r % g.oh, row, yr, 1, 8);
+            else
+                pool_blk_row(&g, xp, r % g.oh, row, yr, 0, 8);
+        }
     }
     tg_free(buf);
     return TG_OK;

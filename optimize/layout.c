@@ -126,8 +126,7 @@ static int stem_input(const lay *L, int32_t i)
 /* conv2d / conv2d_ep node n's attributes as conv2d_blk's (algo auto). */
 graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n, int bs)
 {
-    graph_conv2d_blk_attrs at = {0};
-    (void)bs; /* BLOCK_ATTR */
+    graph_conv2d_blk_attrs at = {.block = bs};
     if (n->op == GRAPH_OP_conv2d) {
         const graph_conv2d_attrs *c = graph_node_attrs(n);
         at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
@@ -599,8 +598,8 @@ static tg_status convert_bn(lay *L, int32_t i)
     if (in[1] < 0 || in[2] < 0)
         return opt_fail(L->ctx, g, i, TG_ERR_NOMEM, "cannot add the batch_norm constants");
     int32_t relu = only_relu(L, n.out[0]), prov[2] = {i, relu};
-    graph_conv2d_blk_attrs ca = {.groups = c, .clip_min = -INFINITY, .clip_max = INFINITY};
-    /* BLOCK_ATTR ca.block = L->bs */
+    graph_conv2d_blk_attrs ca = {.groups = c, .clip_min = -INFINITY, .clip_max = INFINITY,
+                                 .block = L->bs};
     if (relu >= 0)
         ca.post = (graph_ints){1, {GRAPH_POST_RELU}};
     tg_status st = add_blocked(L, i, GRAPH_OP_conv2d_blk, in, 3, &ca,

@@ -473,13 +473,15 @@ CASE(to_blocked_pad) { ND(c, to_blocked, ATTRS(to_blocked, 16), inpf(c, SH(2, 24
 CASE(from_blocked_pad) { ND(c, from_blocked, ATTRS(from_blocked, 24), inpf(c, SH(2, 2, 3, 3, 16))); }
 CASE(conv2d_blk_stem) /* plain 3-channel x, 24 blocked channels out */
 {
-    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_RELU), 0, 0};
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_RELU), 0, 0,
+                                -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(1, 3, 7, 7)), cst(c, GRAPH_F32, SH(24, 3, 3, 3), -0.3, 0.3),
        cst(c, GRAPH_F32, SH(24), -0.5, 0.5));
 }
 CASE(conv2d_blk_dw_pad) /* depthwise on 24 padded channels, sigmoid: zero lanes after */
 {
-    graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 24, TG_INTS(GRAPH_POST_SIGMOID), 0, 0};
+    graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 24, TG_INTS(GRAPH_POST_SIGMOID), 0, 0,
+                                -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(1, 2, 5, 5, 16)), cst(c, GRAPH_F32, SH(24, 1, 3, 3), -0.5, 0.5),
        cst(c, GRAPH_F32, SH(24), -0.5, 0.5));
 }
@@ -496,15 +498,54 @@ CASE(avg_pool2d_blk)
 CASE(conv2d_blk_add_relu)
 {
     graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1,
-                                TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0, 0};
+                                TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU), 0, 0, -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(1, 2, 5, 5, 16)), cst(c, GRAPH_F32, SH(16, 32, 3, 3), -0.2, 0.2),
        cst(c, GRAPH_F32, SH(16), -0.5, 0.5), inpf(c, SH(1, 1, 5, 5, 16)));
 }
 CASE(conv2d_blk_stride_gelu)
 {
-    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_GELU), 0, 1};
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_GELU), 0, 1,
+                                -INFINITY, INFINITY, 16};
     ND(c, conv2d_blk, &a, inpf(c, SH(2, 1, 6, 6, 16)), cst(c, GRAPH_F32, SH(32, 16, 3, 3), -0.2, 0.2),
        cst(c, GRAPH_F32, SH(32), -0.5, 0.5));
+}
+
+/* 8-lane blocks (nChw8c): the same layout nodes with 8, padded 12 / 20
+ * channels, a stem, depthwise, the residual, the pools */
+CASE(to_blocked8) { ND(c, to_blocked, ATTRS(to_blocked, 8), inpf(c, SH(2, 16, 3, 3))); }
+CASE(to_blocked8_pad) { ND(c, to_blocked, ATTRS(to_blocked, 8), inpf(c, SH(2, 12, 3, 3))); }
+CASE(from_blocked8_pad) { ND(c, from_blocked, ATTRS(from_blocked, 20), inpf(c, SH(2, 3, 3, 3, 8))); }
+CASE(conv2d_blk8_stem) /* plain 3-channel x, 20 channels out in 8-lane blocks */
+{
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_INTS(GRAPH_POST_RELU), 0, 0,
+                                -INFINITY, INFINITY, 8};
+    ND(c, conv2d_blk, &a, inpf(c, SH(1, 3, 7, 7)), cst(c, GRAPH_F32, SH(20, 3, 3, 3), -0.3, 0.3),
+       cst(c, GRAPH_F32, SH(20), -0.5, 0.5));
+}
+CASE(conv2d_blk8_dw_add) /* depthwise on 12 padded channels, + residual, sigmoid */
+{
+    graph_conv2d_blk_attrs a = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 12,
+                                TG_INTS(GRAPH_POST_ADD, GRAPH_POST_SIGMOID), 0, 0,
+                                -INFINITY, INFINITY, 8};
+    ND(c, conv2d_blk, &a, inpf(c, SH(1, 2, 5, 5, 8)), cst(c, GRAPH_F32, SH(12, 1, 3, 3), -0.5, 0.5),
+       cst(c, GRAPH_F32, SH(12), -0.5, 0.5), inpf(c, SH(1, 2, 5, 5, 8)));
+}
+CASE(conv2d_blk8_pad) /* 12 -> 20 channels, stride 2 */
+{
+    graph_conv2d_blk_attrs a = {TG_INTS(2), TG_INTS(1), TG_NOINTS, 1, TG_NOINTS, 0, 1,
+                                -INFINITY, INFINITY, 8};
+    ND(c, conv2d_blk, &a, inpf(c, SH(2, 2, 6, 6, 8)), cst(c, GRAPH_F32, SH(20, 12, 3, 3), -0.2, 0.2),
+       cst(c, GRAPH_F32, SH(20), -0.5, 0.5));
+}
+CASE(max_pool2d_blk8)
+{
+    ND(c, max_pool2d_blk, ATTRS(max_pool2d_blk, TG_INTS(3), TG_INTS(2), TG_INTS(1)),
+       inpf(c, SH(2, 3, 9, 9, 8)));
+}
+CASE(avg_pool2d_blk8)
+{
+    ND(c, avg_pool2d_blk, ATTRS(avg_pool2d_blk, TG_INTS(3, 2), TG_INTS(1, 2), TG_INTS(1, 0, 2, 1), 1),
+       inpf(c, SH(1, 1, 6, 7, 8)));
 }
 
 /* ---- graph-level: outputs that are inputs or constants, names ---- */
@@ -591,6 +632,8 @@ static const case_def op_cases[] = {
     C_(conv2d_blk_dw_pad),
     C_(max_pool2d_blk),
     C_(avg_pool2d_blk),
+    C_(to_blocked8), C_(to_blocked8_pad), C_(from_blocked8_pad), C_(conv2d_blk8_stem),
+    C_(conv2d_blk8_dw_add), C_(conv2d_blk8_pad), C_(max_pool2d_blk8), C_(avg_pool2d_blk8),
     C_(passthrough), C_(name_clash),
 };
 #undef C_

@@ -184,7 +184,7 @@ static void test_wino_prepared(void)
             graph_conv2d_blk_attrs at = {NO, TG_INTS(1), NO, 1,
                                          with_res ? TG_INTS(GRAPH_POST_ADD, GRAPH_POST_RELU)
                                                   : TG_INTS(GRAPH_POST_RELU),
-                                         0.0f, 2};
+                                         0.0f, 2, -INFINITY, INFINITY, BLK};
             eager_tensor *w = eager_rand_uniform(TG_SHAPE(o, c, 3, 3), 31 + k, -0.2f, 0.2f);
             eager_tensor *b = eager_rand_uniform(TG_SHAPE(o), 41 + k, -1, 1);
             eager_tensor *r = eager_rand_uniform(TG_SHAPE(n, o, h, wd), 51 + k, -1, 1);

@@ -136,7 +136,7 @@ static void test_clip_post(void)
         for (int64_t algo = 0; algo <= 1; algo++) {
             eager_tensor *yb = eager_conv2d_blk(eager_to_blocked(xb, 16), wb, b,
                                                 eager_to_blocked(zb, 16), NO, NO, NO, 1,
-                                                TG_INTS(ADD, CLIP), 0, algo, lo, hi);
+                                                TG_INTS(ADD, CLIP), 0, algo, lo, hi, 16);
             check_clip_bits(__LINE__, algo ? "conv2d_blk direct" : "conv2d_blk",
                             yb ? eager_from_blocked(yb, 0) : NULL,
                             eager_clip(eager_add(eager_conv2d(xb, wb, b, NO, NO, NO, 1), zb), lo,

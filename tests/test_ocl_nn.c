@@ -299,7 +299,8 @@ static void conv_case_x(conv_geom g, int kind, int stem, int bias, const graph_i
     graph_ints dil = {2, {g.dh, g.dw}}, np = post ? *post : (graph_ints){0};
     graph_conv2d_attrs a0 = {stride, pad, dil, g.groups};
     graph_conv2d_ep_attrs a1 = {stride, pad, dil, g.groups, np, alpha};
-    graph_conv2d_blk_attrs a2 = {stride, pad, dil, g.groups, np, alpha, 0};
+    graph_conv2d_blk_attrs a2 = {stride, pad, dil, g.groups, np, alpha, 0, -INFINITY, INFINITY,
+                                 16};
     static const graph_op ops[] = {GRAPH_OP_conv2d, GRAPH_OP_conv2d_ep, GRAPH_OP_conv2d_blk};
     const void *attrs[] = {&a0, &a1, &a2};
     ncase c = {ops[kind], attrs[kind], 2 + (bias || kind) + adds, {tx, tw, tb, tr},

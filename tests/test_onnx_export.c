@@ -254,6 +254,21 @@ static void test_other_attrs(void)
     CHECK(attr_ints_are(node_of(m, "Transpose", 0), "perm", TG_INTS(0, 1, 3, 4, 2)));
     onnx__model_proto__free_unpacked(m, NULL);
 
+    m = case_model("to_blocked8_pad"); /* 12 channels padded to 16, in 2 blocks of 8 */
+    n = node_of(m, "Pad", 0);
+    CHECK(n && init_i64s_are(m, n->input[1], TG_INTS(0, 0, 0, 0, 0, 4, 0, 0)));
+    n = node_of(m, "Reshape", 0);
+    CHECK(n && init_i64s_are(m, n->input[1], TG_INTS(2, 2, 8, 3, 3)));
+    CHECK(attr_ints_are(node_of(m, "Transpose", 0), "perm", TG_INTS(0, 1, 3, 4, 2)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
+    m = case_model("from_blocked8_pad"); /* 3 blocks of 8 back to 24 channels, sliced to 20 */
+    n = node_of(m, "Reshape", 0);
+    CHECK(n && init_i64s_are(m, n->input[1], TG_INTS(2, 24, 3, 3)));
+    n = node_of(m, "Slice", 0);
+    CHECK(n && init_i64s_are(m, n->input[2], TG_INTS(20)));
+    onnx__model_proto__free_unpacked(m, NULL);
+
     m = case_model("linear_ep_silu_add_tanh"); /* MatMul + bias, then silu, add, tanh */
     CHECK(count_op(m, "MatMul") == 1 && count_op(m, "Add") == 2 && count_op(m, "Sigmoid") == 1 &&
           count_op(m, "Tanh") == 1 && count_op(m, "Mul") == 1);

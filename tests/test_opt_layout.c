@@ -61,16 +61,15 @@ static void test_roundtrip(void)
     CHECK_ERROR("channels 16 do not fill the 2 blocks of 16 of x");
     CHECK(!eager_conv2d_blk(b24, eager_rand_uniform(TG_INTS(16, 40, 1, 1), 1, -1, 1),
                             eager_rand_uniform(TG_INTS(16), 1, -1, 1), EAGER_NONE, TG_INTS(), TG_INTS(), TG_INTS(), 1,
-                            TG_INTS(), 0.0f, 0, -INFINITY, INFINITY));
+                            TG_INTS(), 0.0f, 0, -INFINITY, INFINITY, 16));
     CHECK_ERROR("x has 2 channel blocks, 40 channels need 3");
-    CHECK(!eager_to_blocked(x, 8));
-    CHECK_ERROR("test_opt_layout.c");
+    CHECK_FAILS(eager_to_blocked(x, 4), "block must be 8 or 16, got 4"); /* names this file */
     CHECK(!eager_from_blocked(x, 0));
-    CHECK_ERROR("x must be blocked [N,C/16,H,W,16], got rank 4");
+    CHECK_ERROR("x must be blocked [N,C/B,H,W,B] (B 8 or 16), got rank 4");
     CHECK(!eager_conv2d_blk(eager_to_blocked(x, 16),
                             eager_rand_uniform(TG_INTS(16, 32, 3, 3), 1, -1, 1),
                             eager_rand_uniform(TG_INTS(16), 1, -1, 1), EAGER_NONE, TG_INTS(),
-                            TG_INTS(), TG_INTS(), 1, TG_INTS(), 0.0f, 3, -INFINITY, INFINITY));
+                            TG_INTS(), TG_INTS(), 1, TG_INTS(), 0.0f, 3, -INFINITY, INFINITY, 16));
     CHECK_ERROR("algo must be 0 (auto), 1 (direct) or 2 (winograd), got 3");
     eager_pool_pop();
     CHECK(eager_live_tensors() == live);
@@ -139,7 +138,7 @@ static void check_conv_blk(int line, conv_case k, graph_ints post)
     eager_tensor *yb = eager_conv2d_blk(
         k.plain_x ? x : eager_to_blocked(x, 16), w, b,
         has_res ? eager_to_blocked(r, 16) : EAGER_NONE, TG_INTS(k.stride), TG_INTS(k.pad),
-        TG_INTS(), groups, post, 0.1f, k.algo, -INFINITY, INFINITY);
+        TG_INTS(), groups, post, 0.1f, k.algo, -INFINITY, INFINITY, 16);
     eager_tensor *y = eager_from_blocked(yb, k.o % BLK ? k.o : 0);
     check_report(y != NULL, __FILE__, line, "conv2d_blk runs: %s", eager_error());
     if (yb && k.o % BLK) { /* the lanes past O are zeros, whatever the epilogue */
@@ -251,7 +250,7 @@ static void test_conv_blk_eager_fresh(void)
         for (int64_t algo = 0; algo < 3; algo++) {
             eager_tensor *yb = eager_conv2d_blk(xb[i], w[i], b[i], EAGER_NONE, TG_INTS(1),
                                                 TG_INTS(1), TG_INTS(), 1, TG_INTS(), 0.0f, algo,
-                                                -INFINITY, INFINITY);
+                                                -INFINITY, INFINITY, 16);
             eager_tensor *y = eager_from_blocked(yb, 0);
             CHECK_MSG(y != NULL, "eager conv2d_blk round %d algo %lld: %s", round,
                       (long long)algo, eager_error());

@@ -101,13 +101,14 @@ tg_status onnxw_emit_node(onnx_w *w);
 tg_status onnxw_emit_shape_op(onnx_w *w);
 
 /*
- * Plain [N,C,H,W] x (type t) to blocked [N,ceil(C/16),H,W,16] (zero
- * lanes past C) and back (blocked type t, channels C or 0 for every
- * lane); dyn: the dynamic-dim bits of x (N, H, W are dims 0, 2, 3 in both
- * layouts and are copied from x at run time when dynamic).
+ * Plain [N,C,H,W] x (type t) to blocked [N,ceil(C/B),H,W,B], B = block
+ * (8 or 16; zero lanes past C) and back (blocked type t, B its dim 4,
+ * channels C or 0 for every lane); dyn: the dynamic-dim bits of x (N, H,
+ * W are dims 0, 2, 3 in both layouts and are copied from x at run time
+ * when dynamic).
  */
 void onnxw_to_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dyn,
-                   const char *y);
+                   int64_t block, const char *y);
 void onnxw_from_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dyn,
                      int64_t channels, const char *y);
 

@@ -473,8 +473,8 @@ static tg_status emit_pool(onnx_w *w)
     if (blk) {
         graph_type plain = y->type;
         plain.ndim = 4;
-        plain.dim[1] = y->type.dim[1] * 16;
-        onnxw_to_blocked(w, yp, &plain, y->dyn, onnxw_out(w, 0));
+        plain.dim[1] = y->type.dim[1] * y->type.dim[4];
+        onnxw_to_blocked(w, yp, &plain, y->dyn, y->type.dim[4], onnxw_out(w, 0));
     }
     return w->st;
 }
@@ -663,7 +663,7 @@ static tg_status emit_conv2d_blk(onnx_w *w)
     graph_type plain = y->type;
     plain.ndim = 4;
     plain.dim[1] = wt->dim[0];
-    onnxw_to_blocked(w, yp, &plain, y->dyn, onnxw_out(w, 0));
+    onnxw_to_blocked(w, yp, &plain, y->dyn, a->block, onnxw_out(w, 0));
     return w->st;
 }
 

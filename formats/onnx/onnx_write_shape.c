@@ -263,18 +263,18 @@ static tg_status emit_elements(onnx_w *w)
 /* ---- blocked layout ---- */
 
 /*
- * Plain [N,C,H,W] x to blocked [N,ceil(C/16),H,W,16] (a C that is not a
- * multiple of 16 is first padded with zero channels).  N, H and W sit at
- * dims 0, 2, 3 in both layouts: a dynamic one (bit in dyn) is copied
- * from x at run time.
+ * Plain [N,C,H,W] x to blocked [N,ceil(C/B),H,W,B], B = block (a C that
+ * is not a multiple of B is first padded with zero channels).  N, H and
+ * W sit at dims 0, 2, 3 in both layouts: a dynamic one (bit in dyn) is
+ * copied from x at run time.
  */
 void onnxw_to_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dyn,
-                       const char *y)
+                       int64_t block, const char *y)
 {
-    int64_t cb = (t->dim[1] + 15) / 16;
-    int64_t lit[5] = {t->dim[0], cb, 16, t->dim[2], t->dim[3]};
-    if (t->dim[1] % 16) {
-        const int64_t pads[8] = {0, 0, 0, 0, 0, cb * 16 - t->dim[1], 0, 0};
+    int64_t cb = (t->dim[1] + block - 1) / block;
+    int64_t lit[5] = {t->dim[0], cb, block, t->dim[2], t->dim[3]};
+    if (t->dim[1] % block) {
+        const int64_t pads[8] = {0, 0, 0, 0, 0, cb * block - t->dim[1], 0, 0};
         const char *in[2] = {x, onnxw_const_i64s(w, "pads", pads, 8)};
         const char *xp = onnxw_tmp(w, "x_padded");
         onnxw_node(w, "Pad", in, 2, &xp, 1);
@@ -282,24 +282,24 @@ void onnxw_to_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dy
     }
     int copy[5] = {dyn & 1 ? 0 : -1, -1, -1, dyn >> 2 & 1 ? 2 : -1, dyn >> 3 & 1 ? 3 : -1};
     static const int64_t perm[5] = {0, 1, 3, 4, 2};
-    const char *r = onnxw_tmp(w, "nc16hw");
+    const char *r = onnxw_tmp(w, "ncbhw");
     reshape_to(w, x, 4, lit, copy, 5, r);
     onnxw_attr_ints(w, onnxw_node1(w, "Transpose", r, y), "perm", perm, 5);
 }
 
 /*
- * Blocked [N,ceil(C/16),H,W,16] x (type t) back to plain [N,C,H,W]
- * (channels: C; 0 for every lane), the padded lanes sliced off.
+ * Blocked [N,ceil(C/B),H,W,B] x (type t, B its dim 4) back to plain
+ * [N,C,H,W] (channels: C; 0 for every lane), the padded lanes sliced off.
  */
 void onnxw_from_blocked(onnx_w *w, const char *x, const graph_type *t, uint32_t dyn,
                          int64_t channels, const char *y)
 {
-    /* Dims copied from the transposed tensor [N,C/16,16,H,W]: N, H, W at
+    /* Dims copied from the transposed tensor [N,C/B,B,H,W]: N, H, W at
      * 0, 3, 4. */
-    int64_t lit[4] = {t->dim[0], t->dim[1] * 16, t->dim[2], t->dim[3]};
+    int64_t lit[4] = {t->dim[0], t->dim[1] * t->dim[4], t->dim[2], t->dim[3]};
     int copy[4] = {dyn & 1 ? 0 : -1, -1, dyn >> 2 & 1 ? 3 : -1, dyn >> 3 & 1 ? 4 : -1};
     static const int64_t perm[5] = {0, 1, 4, 2, 3};
-    const char *tr = onnxw_tmp(w, "nc16hw");
+    const char *tr = onnxw_tmp(w, "ncbhw");
     onnxw_attr_ints(w, onnxw_node1(w, "Transpose", x, tr), "perm", perm, 5);
     if (!channels || channels == lit[1]) {
         reshape_to(w, tr, 5, lit, copy, 4, y);
@@ -318,7 +318,9 @@ static tg_status emit_blocked(onnx_w *w)
 {
     const graph_value *x = &w->g->values[w->cur->in[0]];
     if (w->cur->op == GRAPH_OP_to_blocked)
-        onnxw_to_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, onnxw_out(w, 0));
+        onnxw_to_blocked(w, onnxw_in(w, 0), &x->type, x->dyn,
+                         ((const graph_to_blocked_attrs *)graph_node_attrs(w->cur))->block,
+                         onnxw_out(w, 0));
     else
         onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn,
                            ((const graph_from_blocked_attrs *)graph_node_attrs(w->cur))->channels,

@@ -58,11 +58,33 @@ static tg_status param_changed(replay_plan *p, const graph_value *v, int32_t id,
     return TG_OK;
 }
 
+/*
+ * Nonzero when node n of g is a blocked conv or pool (conv2d_blk,
+ * max_pool2d_blk, avg_pool2d_blk) on blocks other than 16 lanes: the
+ * OpenCL kernels (nn_conv.cl, the pools, ops_dw.c) index nChw16c only.
+ * to_blocked / from_blocked are strided copies of any block, and
+ * elementwise ops do not see the layout.
+ */
+static int blocked_not_16(const graph *g, const graph_node *n)
+{
+    if (n->op == GRAPH_OP_conv2d_blk)
+        return g->values[n->out[0]].type.dim[4] != 16;
+    if (n->op == GRAPH_OP_max_pool2d_blk || n->op == GRAPH_OP_avg_pool2d_blk)
+        return g->values[n->in[0]].type.dim[4] != 16;
+    return 0;
+}
+
 /* An op with a kernel whose tensors the kernels' 32-bit indices reach. */
 static int supports_op(const replay_plan *p, const graph_node *n, char *why, size_t len)
 {
     if (!ocl_ops()[n->op]) {
         snprintf(why, len, "no OpenCL kernel");
+        return 0;
+    }
+    if (blocked_not_16(p->g, n)) {
+        const graph_value *v = &p->g->values[n->op == GRAPH_OP_conv2d_blk ? n->out[0] : n->in[0]];
+        snprintf(why, len, "blocked values of %lld lanes: the OpenCL kernels take 16",
+                 (long long)v->type.dim[4]);
         return 0;
     }
     /* The kernels index elements with 32-bit ints (run.c re-checks the
