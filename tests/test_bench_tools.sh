@@ -99,11 +99,11 @@ else
 fi
 lacks out "note: OLD and NEW ran on other"
 has out ", ISA "
-# another instruction set in NEW: the header says so
-sed 's/"onednn_isa": "[^"]*"/"onednn_isa": "sse41"/' a.json >c.json
+# another instruction set in NEW (one no machine here has): the header says so
+sed 's/"onednn_isa": "[^"]*"/"onednn_isa": "other_isa"/' a.json >c.json
 expect 0 sh "$SRC/bench/compare.sh" a.json c.json
 has out "note: OLD and NEW ran on other CPUs or instruction sets"
-has out "-> sse41;"
+has out "-> other_isa;"
 
 # the GEMM roofline (issue 30): one round of the MLP's shapes, the machine
 # and ISA above the table and in every row, a figure for each path

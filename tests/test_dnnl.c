@@ -310,7 +310,7 @@ static void test_packed_linear(void)
 
 int main(void)
 {
-    if (test_blocked_convs()) { /* Winograd needs AVX-512 in oneDNN */
+    if (test_avx512()) { /* Winograd needs AVX-512 in oneDNN */
         test_prefer();
         test_wino_prepared();
     } else {

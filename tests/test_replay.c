@@ -71,7 +71,7 @@ static void test_models(void)
                  * does not, and oneDNN's GEMM then sums in another order
                  * (cpu_caps.h): equal to a few ulp. */
                 int64_t n = eager_numel(want);
-                int exact = test_blocked_convs();
+                int exact = test_avx512();
                 CHECK_MSG(exact ? same_bits(out.data, eager_peek(interp[0]), eager_nbytes(want))
                                 : check_normalized_error(out.data, eager_peek(interp[0]), n) < 1e-6,
                           "%s batch %lld: replay == interpreter", m.name, (long long)batch);
