@@ -138,6 +138,27 @@ static void run_plan(const model *m, const graph *g, const replay_opts *o, const
     int others, n = blocked_values(p->g, block, &others);
     CHECK_MSG(others == 0 && (block == 0) == (n == 0), "%s: %d blocked values of %d lanes, %d of others",
               what, n, block, others);
+    /* on the CPU, every conv runs a blocked JIT kernel (direct, 1x1,
+     * depthwise or Winograd), never oneDNN's im2col + GEMM or its loops */
+    graph_target t;
+    CHECK(replay_target(o, &t, err, sizeof err) == TG_OK);
+    for (int32_t i = 0; t.impl_of && block && i < p->g->nnodes; i++) {
+        const graph_node *nd = &p->g->nodes[i];
+        if ((nd->flags & GRAPH_NODE_DEAD) ||
+            (nd->op != GRAPH_OP_conv2d && nd->op != GRAPH_OP_conv2d_ep &&
+             nd->op != GRAPH_OP_conv2d_blk))
+            continue;
+        graph_type in[4];
+        for (int k = 0; k < nd->nin && k < 4; k++)
+            in[k] = p->g->values[nd->in[k]].type;
+        char impl[64] = "", why[256] = "";
+        tg_status st = t.impl_of(&t, nd->op, graph_node_attrs(nd), in, nd->nin,
+                                 &p->g->values[nd->out[0]].type, 6u, impl, sizeof impl, why,
+                                 sizeof why);
+        CHECK_MSG(st == TG_OK && nd->op == GRAPH_OP_conv2d_blk && strstr(impl, "jit") &&
+                      !strstr(impl, "gemm") && !t.impl_is_ref(impl),
+                  "%s: node %d (%s) runs %s %s", what, (int)i, graph_ops[nd->op].name, impl, why);
+    }
     replay_session *s = replay_session_new(p, NULL, 0);
     int64_t ny = graph_type_numel(&m->yt);
     float *y = calloc((size_t)ny, sizeof *y);
