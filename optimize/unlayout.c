@@ -253,9 +253,18 @@ static tg_status run(graph *g, opt_ctx *ctx)
     for (int32_t i = 0; i < nn && st == TG_OK; i++)
         if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
             st = visit(&U, i);
-    for (int32_t k = 0; st == TG_OK && k < g->noutputs; k++)
-        if (g->outputs[k].value < nv)
-            g->outputs[k].value = mapped(&U, g->outputs[k].value);
+    for (int32_t k = 0; st == TG_OK && k < g->noutputs; k++) {
+        int32_t v = g->outputs[k].value;
+        if (v < nv && U.pl[v] >= 0) /* the layout never makes one */
+            st = no(&U, g->values[v].node, "a blocked value is a graph output");
+        else if (v < nv)
+            g->outputs[k].value = mapped(&U, v);
+    }
+    for (int32_t k = 0; st == TG_OK && k < g->nguards; k++) {
+        int32_t v = g->guards[k].value;
+        if (v >= 0 && v < nv && (U.pl[v] >= 0 || U.map[v] >= 0))
+            st = no(&U, g->values[v].node, "a guarded value in the blocked layout");
+    }
     if (st == TG_OK && g->target) {
         g->target = NULL;
         ctx->changed = 1;

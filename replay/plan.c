@@ -377,7 +377,7 @@ static tg_status relayout(replay_plan *p, char *err, size_t errlen)
     char why[400];
     backend_target(p->backend, &p->opts, &t);
     tg_status st = opt_relayout(p->g, &t, NULL, &re, why, sizeof why);
-    const char *was = p->g->target ? p->g->target : "blocks of 16 (a file without a target)";
+    const char *was = p->g->target ? p->g->target : "an unrecorded target (an older file)";
     if (re) {
         snprintf(p->layout, sizeof p->layout, "re-planned for %s (the graph was laid out for %s)",
                  t.name, was);
