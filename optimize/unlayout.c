@@ -118,6 +118,25 @@ static tg_status pool(unl *U, int32_t i)
     return TG_OK;
 }
 
+/*
+ * Node i as op (attrs) on the plain operands in (node i's input count,
+ * tg_calloc'd; freed here) when st is TG_OK, its output of c channels
+ * standing for node i's; st otherwise.
+ */
+static tg_status rebuild(unl *U, int32_t i, tg_status st, graph_op op, int32_t *in,
+                         const void *attrs, int64_t c)
+{
+    graph_node n = U->g->nodes[i];
+    int32_t out = st == TG_OK ? add(U, op, in, n.nin, attrs, i) : -1;
+    tg_free(in);
+    if (st != TG_OK)
+        return st;
+    if (out < 0)
+        return TG_ERR_STATE;
+    made(U, i, n.out[0], out, c);
+    return TG_OK;
+}
+
 static tg_status concat(unl *U, int32_t i)
 {
     graph *g = U->g;
@@ -139,14 +158,7 @@ static tg_status concat(unl *U, int32_t i)
         c += U->ch[v];
     }
     graph_concat_attrs ca = {1};
-    int32_t out = st == TG_OK ? add(U, GRAPH_OP_concat, in, n.nin, &ca, i) : -1;
-    tg_free(in);
-    if (st != TG_OK)
-        return st;
-    if (out < 0)
-        return TG_ERR_STATE;
-    made(U, i, n.out[0], out, c);
-    return TG_OK;
+    return rebuild(U, i, st, GRAPH_OP_concat, in, &ca, c);
 }
 
 static tg_status elementwise(unl *U, int32_t i)
@@ -183,14 +195,7 @@ static tg_status elementwise(unl *U, int32_t i)
             st = no(U, i, "an operand of rank 5 that is not blocked");
         }
     }
-    int32_t out = st == TG_OK ? add(U, n.op, in, n.nin, graph_node_attrs(&n), i) : -1;
-    tg_free(in);
-    if (st != TG_OK)
-        return st;
-    if (out < 0)
-        return TG_ERR_STATE;
-    made(U, i, n.out[0], out, c);
-    return TG_OK;
+    return rebuild(U, i, st, n.op, in, graph_node_attrs(&n), c);
 }
 
 static tg_status visit(unl *U, int32_t i)

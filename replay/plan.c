@@ -333,6 +333,27 @@ static void backend_target(const replay_backend *be, const replay_opts *o, graph
         eager_cpu_target(o->threads, t);
 }
 
+/* *o: opts (NULL: the defaults) with threads defaulted; 0 with a message
+ * for options replay_compile refuses (threads, backend). */
+static int resolve_opts(const replay_opts *opts, replay_opts *o, char *err, size_t errlen)
+{
+    *o = (replay_opts)REPLAY_OPTS_INIT;
+    if (opts)
+        *o = *opts;
+    if (o->threads < 0 || o->threads > TG_MAX_THREADS) {
+        snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
+                 o->threads, TG_MAX_THREADS);
+        return 0;
+    }
+    if (o->threads == 0)
+        o->threads = 1;
+    if ((unsigned)o->backend >= sizeof backends / sizeof *backends || !backends[o->backend]) {
+        snprintf(err, errlen, "replay: unknown backend %d", (int)o->backend);
+        return 0;
+    }
+    return 1;
+}
+
 tg_status replay_target(const replay_opts *opts, graph_target *t, char *err, size_t errlen)
 {
     char tmp[1];
@@ -340,24 +361,13 @@ tg_status replay_target(const replay_opts *opts, graph_target *t, char *err, siz
         err = tmp;
         errlen = sizeof tmp;
     }
-    replay_opts o = REPLAY_OPTS_INIT;
-    if (opts)
-        o = *opts;
+    replay_opts o;
     if (!t) {
         snprintf(err, errlen, "replay_target: no target to fill (NULL)");
         return TG_ERR_NULL;
     }
-    if (o.threads < 0 || o.threads > TG_MAX_THREADS) {
-        snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
-                 o.threads, TG_MAX_THREADS);
+    if (!resolve_opts(opts, &o, err, errlen))
         return TG_ERR_ARG;
-    }
-    if (o.threads == 0)
-        o.threads = 1;
-    if ((unsigned)o.backend >= sizeof backends / sizeof *backends || !backends[o.backend]) {
-        snprintf(err, errlen, "replay: unknown backend %d", (int)o.backend);
-        return TG_ERR_ARG;
-    }
     backend_target(backends[o.backend], &o, t);
     return TG_OK;
 }
@@ -405,20 +415,9 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         err = tmp;
         errlen = sizeof tmp;
     }
-    replay_opts o = REPLAY_OPTS_INIT;
-    if (opts)
-        o = *opts;
-    if (o.threads < 0 || o.threads > TG_MAX_THREADS) {
-        snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
-                 o.threads, TG_MAX_THREADS);
+    replay_opts o;
+    if (!resolve_opts(opts, &o, err, errlen))
         return NULL;
-    }
-    if (o.threads == 0)
-        o.threads = 1;
-    if ((unsigned)o.backend >= sizeof backends / sizeof *backends || !backends[o.backend]) {
-        snprintf(err, errlen, "replay: unknown backend %d", (int)o.backend);
-        return NULL;
-    }
     if (!g) {
         snprintf(err, errlen, "replay: no graph");
         return NULL;

@@ -63,6 +63,15 @@ static void test_targets(void)
     CHECK(replay_target(NULL, NULL, err, sizeof err) == TG_ERR_NULL);
 }
 
+/* Text IR (the test fails on a parse error: NULL). */
+static graph *parse(const char *text)
+{
+    char perr[512];
+    graph *g = graph_parse(text, strlen(text), perr, sizeof perr);
+    CHECK_MSG(g != NULL, "parse: %s", perr);
+    return g;
+}
+
 /* The width-reduced torchvision model of the suite, its input and PyTorch's output. */
 typedef struct model {
     graph *g;
@@ -248,9 +257,7 @@ static void test_replan_refused(void)
         "  %b: f32[1,1,4,4,16] = to_blocked(%x) {block=16}\n"
         "  %y: f32[] = reduce_sum(%b) {axes=[0, 1, 2, 3, 4]}\n"
         "  return y = %y\n}\n";
-    char perr[512];
-    graph *g = graph_parse(text, strlen(text), perr, sizeof perr);
-    CHECK_MSG(g != NULL, "parse: %s", perr);
+    graph *g = parse(text);
     if (!g)
         return;
     g->target = graph_intern(g, "elsewhere16", -1);
@@ -296,9 +303,7 @@ static void test_replan_text(void)
         "  return y = %y\n"
         "  return z = %z\n"
         "}\n";
-    char perr[512];
-    graph *g = graph_parse(text, strlen(text), perr, sizeof perr);
-    CHECK_MSG(g != NULL, "parse: %s", perr);
+    graph *g = parse(text);
     if (!g)
         return;
     replay_plan *p = replay_compile(g, NULL, err, sizeof err);
@@ -336,9 +341,7 @@ static void test_file(void)
 {
     const char *text = "graph t(%x: f32[2]) -> (y: f32[2]) {\n"
                        "  %y: f32[2] = relu(%x)\n  return y = %y\n}\n";
-    char perr[512];
-    graph *g = graph_parse(text, strlen(text), perr, sizeof perr);
-    CHECK_MSG(g != NULL, "parse: %s", perr);
+    graph *g = parse(text);
     if (!g)
         return;
     void *buf = NULL;
