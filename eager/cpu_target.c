@@ -116,6 +116,11 @@ static void probe(void)
     g_block = ask_block(g_why, sizeof g_why);
 }
 
+void eager_cpu_target_name(char *name, size_t len)
+{
+    snprintf(name, len, "cpu %s", isa_class(dnnl_get_effective_cpu_isa()));
+}
+
 static tg_status cpu_impl_of(const graph_target *t, graph_op op, const void *attrs,
                              const graph_type *in, int nin, const graph_type *out,
                              uint32_t fixed_in, char *impl, size_t len, char *err, size_t errlen)

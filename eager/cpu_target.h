@@ -16,5 +16,7 @@
  * (eager_dnnl_impl_of).
  */
 void eager_cpu_target(int threads, graph_target *t);
+/* Its name alone ("cpu avx2"), without asking oneDNN for the block: cheap. */
+void eager_cpu_target_name(char *name, size_t len);
 
 #endif

@@ -157,6 +157,9 @@ extern TG_API const opt_pass opt_pass_fold, opt_pass_simplify, opt_pass_cse, opt
  */
 TG_API tg_status opt_relayout(const graph *g, const graph_target *t, FILE *explain,
                               graph **out, char *err, size_t errlen);
+/* Nonzero when g holds a live node of the blocked layout (to_blocked,
+ * from_blocked, conv2d_blk, the blocked pools); 0 for NULL. */
+TG_API int opt_has_blocked(const graph *g);
 
 /* Uses of every value: the nodes reading it, as one CSR array. */
 typedef struct opt_uses {

@@ -364,10 +364,9 @@ tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *er
     return st;
 }
 
-/* Nonzero when g holds a node of the blocked layout. */
-static int has_blocked(const graph *g)
+int opt_has_blocked(const graph *g)
 {
-    for (int32_t i = 0; i < g->nnodes; i++) {
+    for (int32_t i = 0; g && i < g->nnodes; i++) {
         graph_op op = g->nodes[i].op;
         if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) &&
             (op == GRAPH_OP_to_blocked || op == GRAPH_OP_from_blocked ||
@@ -393,7 +392,7 @@ tg_status opt_relayout(const graph *g, const graph_target *t, FILE *explain, gra
         snprintf(err, errlen, "relayout: NULL argument");
         return TG_ERR_NULL;
     }
-    if (g->target ? strcmp(g->target, t->name) == 0 : !has_blocked(g))
+    if (g->target ? strcmp(g->target, t->name) == 0 : !opt_has_blocked(g))
         return TG_OK;
     opt_options o = OPT_OPTIONS_INIT;
     o.level = 3;

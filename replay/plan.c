@@ -385,6 +385,17 @@ static tg_status relayout(replay_plan *p, char *err, size_t errlen)
     graph_target t;
     graph *re = NULL;
     char why[400];
+    if (!p->g->target && !opt_has_blocked(p->g)) { /* the common case: nothing asked */
+        snprintf(p->layout, sizeof p->layout, "no layout planned (optimized below -O3)");
+        return TG_OK;
+    }
+    if (p->g->target && !p->backend->target) { /* the CPU's name costs nothing to ask */
+        eager_cpu_target_name(t.name, sizeof t.name);
+        if (strcmp(t.name, p->g->target) == 0) {
+            snprintf(p->layout, sizeof p->layout, "laid out for %s", p->g->target);
+            return TG_OK;
+        }
+    }
     backend_target(p->backend, &p->opts, &t);
     tg_status st = opt_relayout(p->g, &t, NULL, &re, why, sizeof why);
     const char *was = p->g->target ? p->g->target : "an unrecorded target (an older file)";
