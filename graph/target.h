@@ -11,12 +11,17 @@
  * plan has another target: a file optimized on an AVX-512 machine runs
  * with 8-channel blocks on an AVX2 one.
  *
+ *   // example (given: graph *g)
+ *   char err[512];
  *   graph_target t;
- *   replay_opts ro = REPLAY_OPTS_INIT;
- *   if (replay_target(&ro, &t, err, sizeof err) != TG_OK) ...   (the CPU's)
+ *   replay_opts ro = REPLAY_OPTS_INIT;   // the CPU backend's target
+ *   if (replay_target(&ro, &t, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
  *   opt_options o = OPT_OPTIONS_INIT;
  *   o.level = 3;
- *   o.target = &t;              (NULL: the CPU this process runs on)
+ *   o.target = &t;                       // NULL: the CPU this process runs on
+ *   if (opt_optimize(g, &o, NULL, err, sizeof err) != TG_OK)
+ *       fprintf(stderr, "%s\n", err);
  *
  * A target is a value filled by the library (replay_target, or the CPU's
  * when opt_options.target is NULL); the function pointers are its
