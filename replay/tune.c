@@ -100,8 +100,8 @@ static tune_entry *cache_find_locked(const char *key)
     return NULL;
 }
 
-/* Adds or replaces key's entry (the oldest goes when full); 0 when out of
- * memory (the entry is then just not kept). */
+/* Adds or replaces key's entry (when full, the older half goes); 0 when
+ * out of memory (the entry is then just not kept). */
 static int cache_put_locked(const char *key, int impl, const double *us)
 {
     tune_entry *e = cache_find_locked(key);
@@ -111,10 +111,12 @@ static int cache_put_locked(const char *key, int impl, const double *us)
         char *k = tg_strdup(key);
         if (!k)
             return 0;
-        if (g_n == TUNE_MAX_ENTRIES) {
-            tg_free(g_ent[0].key);
-            memmove(g_ent, g_ent + 1, sizeof *g_ent * (TUNE_MAX_ENTRIES - 1));
-            g_n--;
+        if (g_n == TUNE_MAX_ENTRIES) { /* full: the older half goes */
+            int drop = TUNE_MAX_ENTRIES / 2;
+            for (int i = 0; i < drop; i++)
+                tg_free(g_ent[i].key);
+            memmove(g_ent, g_ent + drop, sizeof *g_ent * (size_t)(g_n - drop));
+            g_n -= drop;
         }
         e = &g_ent[g_n++];
         e->key = k;
