@@ -152,6 +152,7 @@ enum {
     RUN_OPT_ATOL,
     RUN_OPT_DEVICE,
     RUN_OPT_MAX_MEMORY,
+    RUN_OPT_TUNE,
 };
 
 typedef struct cli_run_opts {

@@ -39,6 +39,10 @@ static void bench_help(void)
            "  --runs N          timed runs (default 100)\n"
            "  --threads N       threads per kernel (default 1)\n"
            "  --max-memory SIZE fail when the session would need more (as for `run`)\n"
+           "  --tune            choose each GEMM (oneDNN or OpenBLAS, when installed)\n"
+           "                    by timing it at compile, kept in a tuning cache\n"
+           "                    ($TG_TUNE_CACHE or ~/.cache/tracegraph/tune.txt); prints\n"
+           "                    what it chose (replay.h, replay_opts.tune)\n"
            "  --seed N          seed of the random inputs (default 1)\n"
            "  --backend B       replay backend, cpu or opencl (default cpu)\n"
            "  --device D        OpenCL device: index or name substring\n\n"
@@ -138,6 +142,8 @@ static void print_header(const cli_run_opts *o, const cli_setup *s)
     else
         printf("inputs from .npy\n");
     printf("  layout: %s\n", replay_plan_layout(s->plan));
+    if (o->replay.tune)
+        printf("  %s\n", replay_plan_tuning(s->plan));
 }
 
 /* cl_mem buffers for the device-resident runs: the inputs (written once)
@@ -247,7 +253,7 @@ static int bench_opencl(const cli_run_opts *o, cli_setup *s, double *times)
 int cli_bench(int argc, char **argv)
 {
     static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS, RUN_OPT_SEED,
-                              RUN_OPT_WARMUP, RUN_OPT_RUNS, RUN_OPT_MAX_MEMORY, 0};
+                              RUN_OPT_WARMUP, RUN_OPT_RUNS, RUN_OPT_MAX_MEMORY, RUN_OPT_TUNE, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, bench_help, &o);
     if (rc) {

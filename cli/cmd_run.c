@@ -30,7 +30,8 @@ static void run_help(void)
            "  --threads N               threads per kernel (default 1)\n"
            "  --max-memory SIZE         fail when the session would need more: its\n"
            "                            arena plus params and constants (replay.h,\n"
-           "                            max_memory), in bytes or with K, M, G\n\n"
+           "                            max_memory), in bytes or with K, M, G\n"
+           "  --tune                    choose each GEMM by measurement (as for bench)\n\n"
            "Inputs are .npy arrays of dtype <f4, <i8, <i4 or |b1 (f32, i64, i32, bool),\n"
            "C order.  Dims the trace marked dynamic may differ from the traced sizes.\n"
            "A wrong dtype or shape is reported as replay states it.\n\n"
@@ -95,7 +96,7 @@ done:
 int cli_run(int argc, char **argv)
 {
     static const int ids[] = {RUN_OPT_INPUT, RUN_OPT_OUTPUT, RUN_OPT_BACKEND, RUN_OPT_DEVICE, RUN_OPT_THREADS,
-                              RUN_OPT_MAX_MEMORY, 0};
+                              RUN_OPT_MAX_MEMORY, RUN_OPT_TUNE, 0};
     cli_run_opts o;
     int rc = cli_parse_run(argc, argv, ids, run_help, &o);
     if (rc) {

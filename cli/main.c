@@ -46,11 +46,12 @@ static const command commands[] = {
     {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs",
      "tracegraph run FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                      [-o NAME=OUT.npy | -o OUT.npy]... [--backend cpu|opencl]\n"
-     "                      [--device N|NAME] [--threads N] [--max-memory SIZE]"},
+     "                      [--device N|NAME] [--threads N] [--max-memory SIZE] [--tune]"},
     {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s",
      "tracegraph bench FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--warmup N] [--runs N] [--threads N] [--seed N]\n"
-     "                        [--backend cpu|opencl] [--device N|NAME] [--max-memory SIZE]"},
+     "                        [--backend cpu|opencl] [--device N|NAME] [--max-memory SIZE]\n"
+     "                        [--tune]"},
     {"check", cli_check, "compare replay with the reference interpreter",
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"

@@ -24,6 +24,7 @@ static const cli_opt run_opts[] = {
     {NULL, "--atol", 1, RUN_OPT_ATOL},
     {NULL, "--device", 1, RUN_OPT_DEVICE},
     {NULL, "--max-memory", 1, RUN_OPT_MAX_MEMORY},
+    {NULL, "--tune", 0, RUN_OPT_TUNE},
 };
 
 const cli_opt *cli_run_opt(int id) { return &run_opts[id - 1]; }
@@ -82,6 +83,9 @@ static int set_opt(cli_run_opts *o, int id, const char *arg)
     }
     case RUN_OPT_MAX_MEMORY:
         return parse_size(o->cmd, name, arg, &o->replay.max_memory);
+    case RUN_OPT_TUNE:
+        o->replay.tune = 1;
+        return CLI_OK;
     case RUN_OPT_SEED:
         return cli_int(o->cmd, name, arg, 0, LONG_MAX, &o->seed) ? CLI_USAGE : CLI_OK;
     case RUN_OPT_WARMUP:

@@ -66,6 +66,14 @@ typedef struct eager_kargs {
      * a state slot.
      */
     uint32_t fixed_in;
+    /*
+     * Which implementation a step of a matmul, linear or linear_ep runs
+     * (EAGER_GEMM_* in blas.h): 0, the static rule (oneDNN), unless a
+     * tuned replay plan chose another for this step (replay/tune.c).  A
+     * choice whose implementation is not there, or cannot take the
+     * shapes, runs the static rule.  Other kernels ignore it.
+     */
+    int impl;
 } eager_kargs;
 
 /* Computes out from in. Inputs and outputs never overlap unless the

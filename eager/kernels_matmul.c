@@ -22,9 +22,16 @@
  * the bits are the same, minus the copy (64x784 -> 512: ~480 -> ~450 us
  * on one core).  linear_ep (kernels_ep.c) runs here too, its epilogue as
  * oneDNN post-ops.
+ *
+ * A step whose eager_kargs.impl is EAGER_GEMM_BLAS (a tuned replay plan,
+ * replay/tune.c) runs cblas_sgemm of OpenBLAS instead (blas.h): one call
+ * per output batch matrix, the operands described by the same views (a
+ * transposed operand is its transpose flag and leading dimension), the
+ * bias copied into the output first (beta 1), the epilogue in C after.
  */
 #include <string.h>
 
+#include "blas.h"
 #include "dnnl_util.h"
 
 /* A row-major operand seen as a batch of [rows, cols] matrices. */
@@ -142,12 +149,72 @@ static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_p
 }
 
 /*
- * Runs the matmul on src, wei, dst (then bias and residual when present),
- * preparing it first unless a's state slot already holds it.
+ * One matrix operand of a view for cblas_sgemm: *trans and *ld, or 0 when
+ * its strides are neither row-major nor transposed (never, for the views
+ * above) or exceed BLAS's int.
+ */
+static int blas_operand(const mat_view *v, int *trans, int64_t *ld)
+{
+    int nb = v->nd - 2;
+    int64_t r = v->dims[nb], c = v->dims[nb + 1], rs = v->strides[nb], cs = v->strides[nb + 1];
+    if (cs == 1 && (r == 1 || rs >= c))
+        *trans = 0, *ld = r > 1 ? rs : (c > 1 ? c : 1);
+    else if (rs == 1 && (c == 1 || cs >= r))
+        *trans = 1, *ld = c > 1 ? cs : (r > 1 ? r : 1);
+    else
+        return 0;
+    return *ld <= EAGER_BLAS_MAX_DIM && r <= EAGER_BLAS_MAX_DIM && c <= EAGER_BLAS_MAX_DIM;
+}
+
+/*
+ * The matmul through cblas_sgemm (see the top): TG_OK, or
+ * TG_ERR_UNSUPPORTED (nothing written) when no BLAS is loaded or the
+ * shapes do not fit its int, for the caller to run oneDNN instead.
+ */
+static tg_status mm_blas(const eager_kargs *a, const mm_args *m, const float *src,
+                         const float *wei, float *dst, const float *bias, const float *res)
+{
+    int nb = m->dst.nd - 2, ta, tb;
+    int64_t lda, ldb;
+    int64_t rows = m->dst.dims[nb], n = m->dst.dims[nb + 1], k = m->src.dims[nb + 1];
+    if (!eager_blas_available() || !blas_operand(&m->src, &ta, &lda) ||
+        !blas_operand(&m->wei, &tb, &ldb) || n > EAGER_BLAS_MAX_DIM || k > EAGER_BLAS_MAX_DIM)
+        return TG_ERR_UNSUPPORTED;
+    int64_t nbatch = 1;
+    for (int i = 0; i < nb; i++)
+        nbatch *= m->dst.dims[i];
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        /* this output matrix's batch index, broadcast into each operand */
+        int64_t so = 0, wo = 0, rest = bi;
+        for (int i = nb - 1; i >= 0; i--) {
+            int64_t c = rest % m->dst.dims[i];
+            rest /= m->dst.dims[i];
+            so += m->src.dims[i] == 1 ? 0 : c * m->src.strides[i];
+            wo += m->wei.dims[i] == 1 ? 0 : c * m->wei.strides[i];
+        }
+        float *c = dst + bi * rows * n;
+        if (m->has_bias)
+            for (int64_t r = 0; r < rows; r++)
+                memcpy(c + r * n, bias, (size_t)n * sizeof *c);
+        eager_blas_sgemm(ta, tb, rows, n, k, src + so, lda, wei + wo, ldb,
+                         m->has_bias ? 1.0f : 0.0f, c, n, a->nthreads);
+    }
+    if (m->post && m->post->n)
+        eager_post_apply(dst, nbatch * rows * n, m->post, m->prm, res, a->nthreads);
+    return TG_OK;
+}
+
+/*
+ * Runs the matmul on src, wei, dst (then bias and residual when present):
+ * through BLAS when the step was tuned to it, else oneDNN's primitive,
+ * prepared first unless a's state slot already holds it.
  */
 static tg_status mm_run(const eager_kargs *a, const mm_args *m, const void *src,
                         const void *wei, void *dst, const void *bias, const void *res)
 {
+    if (a->impl == EAGER_GEMM_BLAS &&
+        mm_blas(a, m, src, wei, dst, bias, res) == TG_OK)
+        return TG_OK;
     eager_dnnl_prim *p = eager_dnnl_prim_get(a);
     if (!p) {
         tg_status st = mm_prepare(a, m, &p);

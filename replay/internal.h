@@ -100,6 +100,11 @@ struct replay_plan {
     size_t align;    /* arena offset alignment (OPT_ARENA_ALIGN, or the backend's) */
     char target[192]; /* what refusals name: "backend cpu", "device X" */
     char layout[640]; /* replay_plan_layout: the layout's target, re-planned or not */
+    /* replay_opts.tune (tune.c): per node, the EAGER_GEMM_* its steps run
+     * (eager_kargs.impl; NULL: not tuned, all 0), and what tuning did. */
+    int8_t *gemm_impl;
+    int tune_timed, tune_cached, tune_blas, tune_onednn;
+    char tuning[1024]; /* replay_plan_tuning ("" when not tuned) */
 };
 
 /* The variant for these inputs (in signature order, each type already
@@ -165,6 +170,19 @@ int replay_output_lookup(const replay_plan *p, const replay_tensor *o, int k, ch
  */
 tg_status replay_output_accept(const replay_plan *p, int i, const graph_type *t,
                                replay_tensor *o, char *err, size_t errlen);
+
+/*
+ * replay_opts.tune (tune.c): times the GEMM candidates of every live
+ * matmul, linear and linear_ep node of a CPU plan at its traced shapes, or
+ * takes the choice from the tuning cache, into p->gemm_impl, p->tune_*
+ * and p->tuning; writes new entries to the cache.  TG_ERR_NOMEM with a
+ * message naming the node; a cache that cannot be read or written is no
+ * error (p->tuning says it was not saved).
+ */
+tg_status replay_tune(replay_plan *p, char *err, size_t errlen);
+/* Test hook: forgets the cache read in this process, so the next tuned
+ * compile reads its file again. */
+void replay_tune_forget(void);
 
 /* Drops one reference to p (internal.h, refs); frees it at 0. */
 void replay_plan_unref(replay_plan *p);

@@ -497,6 +497,8 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     tg_free(in);
     if (!p->traced)
         goto fail;
+    if (o.tune && replay_tune(p, err, errlen) != TG_OK)
+        goto fail;
     return p;
 fail:
     replay_plan_free(p);
@@ -513,6 +515,7 @@ static void plan_destroy(replay_plan *p)
     if (p->bplan && p->backend->plan_free)
         p->backend->plan_free(p->bplan);
     tg_free(p->items);
+    tg_free(p->gemm_impl);
     graph_free(p->g);
     tg_free(p);
 }

@@ -107,6 +107,23 @@ typedef struct replay_opts {
      * input shapes need ...") before the session's arena grows for them.
      */
     size_t max_memory;
+    /*
+     * Nonzero: choose each GEMM's implementation by measurement (CPU
+     * plans).  replay_compile times, for every matmul, linear and
+     * linear_ep node at its traced shapes, oneDNN's prepared primitive
+     * and, where libopenblas.so.0 is installed (it is loaded with dlopen,
+     * never linked), OpenBLAS's cblas_sgemm, a few runs each (about 20 ms
+     * per candidate at most), and keeps the faster for the plan's steps.
+     * Each choice goes into a tuning cache keyed by the CPU model, the
+     * instruction sets of oneDNN and of tracegraph's kernels, the BLAS
+     * core, threads, op and shapes, so the next compile of the same
+     * shapes on this machine measures nothing: the file $TG_TUNE_CACHE,
+     * else $XDG_CACHE_HOME/tracegraph/tune.txt or
+     * ~/.cache/tracegraph/tune.txt (plain text; a damaged line is
+     * ignored and the file rewritten whole).  replay_plan_tuning says
+     * what was chosen.  0 (the default): a static rule (oneDNN).
+     */
+    int tune;
 } replay_opts;
 
 /*
@@ -207,6 +224,13 @@ TG_API tg_status replay_target(const replay_opts *opts, graph_target *t, char *e
  * for NULL.
  */
 TG_API const char *replay_plan_layout(const replay_plan *p);
+/*
+ * What replay_opts.tune did: "tune: 7 GEMM nodes, 3 timed, 4 from the
+ * cache: blas 2, onednn 5 (cache PATH)", with ", not saved: why" when the
+ * cache could not be written; "not tuned (...)" without tune.  Owned by
+ * the plan; NULL for NULL.
+ */
+TG_API const char *replay_plan_tuning(const replay_plan *p);
 /*
  * A session on p.  workspace NULL: the session allocates its own arena;
  * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at

@@ -242,6 +242,7 @@ static bound *bind(replay_session *s, replay_variant *v)
         }
         const graph_node *n = &g->nodes[it->node];
         st->fn = p->backend->kernel(n->op);
+        a->impl = p->gemm_impl ? p->gemm_impl[it->node] : 0; /* tune.c's choice */
         a->in_type = &b->types[used];
         a->in = &b->ptrs[used];
         a->nin = n->nin;

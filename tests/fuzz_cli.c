@@ -297,8 +297,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (strcmp(line, "--") == 0 || strncmp(line, "--backend", 9) == 0 ||
             strncmp(line, "--device", 8) == 0 || strncmp(line, "--threads", 9) == 0 ||
-            (is_dot && line[0] == '-'))
-            continue; /* its value, if any, becomes an operand */
+            strncmp(line, "--tune", 6) == 0 || (is_dot && line[0] == '-'))
+            continue; /* its value, if any, becomes an operand (--tune: it would time
+                       * GEMMs and write the user's tuning cache) */
         if (strcmp(line, "-i") == 0 || strcmp(line, "-o") == 0 ||
             strcmp(line, "--input") == 0 || strcmp(line, "--output") == 0) {
             argv[argc++] = line;

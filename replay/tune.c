@@ -1,0 +1,600 @@
+/*
+ * tune.c - replay_opts.tune: the GEMM of each matmul, linear and
+ * linear_ep step chosen by measurement at compile time, and the tuning
+ * cache that makes the next compile of the same shapes instant.
+ *
+ * Candidates: oneDNN's prepared primitive, as a session runs it (a state
+ * slot, constant weights packed once), and cblas_sgemm of OpenBLAS when it
+ * is installed (eager/blas.h).  Each is run once to prepare and warm up,
+ * then in alternating rounds, at most TUNE_ROUNDS each and while the
+ * node's TUNE_BUDGET_NS lasts; the lower median wins (a tie: oneDNN).
+ * Inputs: the plan's own constants and params, and a fixed pattern for
+ * activations, at the traced shapes.  The choice is p->gemm_impl[node],
+ * which session.c binds into the step's eager_kargs.impl (every variant:
+ * other dynamic sizes run the traced shapes' choice).
+ *
+ * The cache: $TG_TUNE_CACHE, else $XDG_CACHE_HOME/tracegraph/tune.txt,
+ * else ~/.cache/tracegraph/tune.txt.  Plain text, '#' lines ignored, one
+ * line per key:
+ *
+ *   v1 TAB key TAB impl TAB onednn_us TAB blas_us
+ *
+ * key: the machine and the node, e.g.
+ *   cpu=AMD_EPYC_9R14;onednn=avx512_core;kernels=avx512;blas=Haswell;
+ *   threads=1;op=linear;m=64;k=784;n=512;batch=1;ta=0;tb=1;bias=1;
+ *   post=-;fixed=6;a=64x784;b=512x784
+ * (one word: printable ASCII without spaces); impl "onednn" or "blas";
+ * the times in microseconds ("-" for a candidate not timed).  Read once
+ * per process and path (at most TUNE_MAX_BYTES, lines of at most
+ * TUNE_MAX_LINE bytes, TUNE_MAX_ENTRIES keys); a line that does not parse
+ * is ignored, and an entry only ever chooses between the candidates this
+ * process has (a "blas" entry where no BLAS is loaded is not used).  New
+ * entries are added in memory and the whole file is rewritten from memory
+ * (formats/file.c: a temporary renamed over it, so a reader never sees
+ * half of it; a damaged file comes back clean).  Two processes tuning at
+ * once may each drop the other's new lines: they are measured again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../eager/blas.h"
+#include "../eager/dnnl_util.h"
+#include "../eager/isa.h"
+#include "../formats/file.h"
+#include "../graph/alloc.h"
+#include "internal.h"
+
+#define TUNE_MAX_BYTES (1u << 20)
+#define TUNE_MAX_LINE 512
+#define TUNE_MAX_KEY 400
+#define TUNE_MAX_ENTRIES 2048
+#define TUNE_ROUNDS 5
+#define TUNE_BUDGET_NS 40e6 /* both candidates of one node: ~20 ms each */
+
+static const char *const impl_names[] = {"static", "onednn", "blas"};
+
+typedef struct tune_entry {
+    char *key;
+    int impl;
+    double us[3]; /* by EAGER_GEMM_*; < 0: not timed */
+} tune_entry;
+
+/* The cache of one path, read once per process (g_mu guards all). */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_path[4096];
+static int g_loaded;
+static tune_entry *g_ent;
+static int g_n;
+
+static void cache_drop_locked(void)
+{
+    for (int i = 0; i < g_n; i++)
+        tg_free(g_ent[i].key);
+    tg_free(g_ent);
+    g_ent = NULL;
+    g_n = 0;
+    g_loaded = 0;
+    g_path[0] = '\0';
+}
+
+void replay_tune_forget(void)
+{
+    pthread_mutex_lock(&g_mu);
+    cache_drop_locked();
+    pthread_mutex_unlock(&g_mu);
+}
+
+static tune_entry *cache_find_locked(const char *key)
+{
+    for (int i = g_n - 1; i >= 0; i--)
+        if (strcmp(g_ent[i].key, key) == 0)
+            return &g_ent[i];
+    return NULL;
+}
+
+/* Adds or replaces key's entry (when full, the older half goes); 0 when
+ * out of memory (the entry is then just not kept). */
+static int cache_put_locked(const char *key, int impl, const double *us)
+{
+    tune_entry *e = cache_find_locked(key);
+    if (!e) {
+        if (!g_ent && !(g_ent = tg_calloc(TUNE_MAX_ENTRIES, sizeof *g_ent)))
+            return 0;
+        char *k = tg_strdup(key);
+        if (!k)
+            return 0;
+        if (g_n == TUNE_MAX_ENTRIES) { /* full: the older half goes */
+            int drop = TUNE_MAX_ENTRIES / 2;
+            for (int i = 0; i < drop; i++)
+                tg_free(g_ent[i].key);
+            memmove(g_ent, g_ent + drop, sizeof *g_ent * (size_t)(g_n - drop));
+            g_n -= drop;
+        }
+        e = &g_ent[g_n++];
+        e->key = k;
+    }
+    e->impl = impl;
+    for (int i = 0; i < 3; i++)
+        e->us[i] = us[i];
+    return 1;
+}
+
+/* A key word: 1..TUNE_MAX_KEY printable characters, no space or tab. */
+static int key_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > TUNE_MAX_KEY)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 127)
+            return 0;
+    return 1;
+}
+
+/* A time field: "-" (-1) or a finite number >= 0 (microseconds). */
+static int us_ok(const char *s, double *out)
+{
+    if (strcmp(s, "-") == 0) {
+        *out = -1;
+        return 1;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v < 0 || v > 1e12)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* One line (NUL-terminated, no newline) into the cache, or ignored. */
+static void parse_line_locked(char *line)
+{
+    char *f[6];
+    int nf = 0;
+    for (char *s = line; nf < 6;) {
+        f[nf++] = s;
+        char *t = strchr(s, '\t');
+        if (!t)
+            break;
+        *t = '\0';
+        s = t + 1;
+    }
+    if (nf != 5 || strcmp(f[0], "v1") != 0 || !key_ok(f[1], strlen(f[1])))
+        return;
+    int impl = strcmp(f[2], "onednn") == 0 ? EAGER_GEMM_ONEDNN
+               : strcmp(f[2], "blas") == 0 ? EAGER_GEMM_BLAS
+                                           : -1;
+    double us[3] = {-1, -1, -1};
+    if (impl < 0 || !us_ok(f[3], &us[EAGER_GEMM_ONEDNN]) || !us_ok(f[4], &us[EAGER_GEMM_BLAS]))
+        return;
+    cache_put_locked(f[1], impl, us);
+}
+
+/* Reads path into the cache unless it holds path already.  A file that is
+ * missing, not a regular file or unreadable is an empty cache. */
+static void cache_load_locked(const char *path)
+{
+    if (g_loaded && strcmp(g_path, path) == 0)
+        return;
+    cache_drop_locked();
+    g_loaded = 1;
+    snprintf(g_path, sizeof g_path, "%s", path);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (buf = tg_malloc(TUNE_MAX_BYTES + 1))) {
+        while (len < TUNE_MAX_BYTES) {
+            ssize_t r = read(fd, buf + len, TUNE_MAX_BYTES - len);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            len += (size_t)r;
+        }
+    }
+    close(fd);
+    if (!buf)
+        return;
+    buf[len] = '\0';
+    /* a line cut by the size bound is dropped with the rest */
+    for (size_t at = 0; at < len;) {
+        char *nl = memchr(buf + at, '\n', len - at);
+        if (!nl)
+            break;
+        size_t n = (size_t)(nl - (buf + at));
+        *nl = '\0';
+        if (n <= TUNE_MAX_LINE && buf[at] != '#' && strlen(buf + at) == n)
+            parse_line_locked(buf + at);
+        at += n + 1;
+    }
+    tg_free(buf);
+}
+
+static void us_str(double us, char *buf, size_t len)
+{
+    if (us < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.1f", us);
+}
+
+/* Writes the whole cache to g_path (temporary + rename): TG_OK or a
+ * message in err. */
+static tg_status cache_write_locked(char *err, size_t errlen)
+{
+    static const char head[] = "# tracegraph tuning cache (replay_opts.tune): v1 TAB key TAB "
+                               "impl TAB onednn_us TAB blas_us; written by tracegraph, safe to "
+                               "delete\n";
+    size_t cap = sizeof head + (size_t)g_n * (TUNE_MAX_KEY + 64) + 1, len = 0;
+    char *buf = tg_malloc(cap);
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        return TG_ERR_NOMEM;
+    }
+    len += (size_t)snprintf(buf, cap, "%s", head);
+    for (int i = 0; i < g_n; i++) {
+        char a[32], b[32];
+        us_str(g_ent[i].us[EAGER_GEMM_ONEDNN], a, sizeof a);
+        us_str(g_ent[i].us[EAGER_GEMM_BLAS], b, sizeof b);
+        int w = snprintf(buf + len, cap - len, "v1\t%s\t%s\t%s\t%s\n", g_ent[i].key,
+                         impl_names[g_ent[i].impl], a, b);
+        if (w > 0 && (size_t)w < cap - len)
+            len += (size_t)w;
+    }
+    tg_status st = format_write_bytes(g_path, buf, len, err, errlen);
+    tg_free(buf);
+    return st;
+}
+
+/*
+ * The cache's path into buf: TG_TUNE_CACHE, or under XDG_CACHE_HOME or
+ * HOME (whose folders are made when missing).  0 when there is none (no
+ * HOME) or it is too long.
+ */
+static int cache_path(char *buf, size_t len)
+{
+    const char *e = getenv("TG_TUNE_CACHE");
+    if (e && e[0])
+        return (size_t)snprintf(buf, len, "%s", e) < len;
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    int n;
+    if (x && x[0] == '/')
+        n = snprintf(buf, len, "%s/tracegraph/tune.txt", x);
+    else if (h && h[0] == '/')
+        n = snprintf(buf, len, "%s/.cache/tracegraph/tune.txt", h);
+    else
+        return 0;
+    if (n < 0 || (size_t)n >= len)
+        return 0;
+    /* the folders of the default path, made as needed (mkdir -p of the
+     * last two: ~/.cache and tracegraph) */
+    char *slash = strrchr(buf, '/'), *prev;
+    *slash = '\0';
+    prev = strrchr(buf, '/');
+    if (prev && prev != buf) {
+        *prev = '\0';
+        mkdir(buf, 0755);
+        *prev = '/';
+    }
+    mkdir(buf, 0755);
+    *slash = '/';
+    return 1;
+}
+
+/* The CPU's model name from /proc/cpuinfo as one word ("unknown"). */
+static char g_model[128];
+static pthread_once_t g_model_once = PTHREAD_ONCE_INIT;
+
+static void model_init(void)
+{
+    snprintf(g_model, sizeof g_model, "unknown");
+    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[8192];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    char *m = strstr(buf, "model name");
+    char *colon = m ? strchr(m, ':') : NULL;
+    if (!colon)
+        return;
+    colon++;
+    while (*colon == ' ' || *colon == '\t')
+        colon++;
+    size_t k = 0;
+    for (; *colon && *colon != '\n' && k + 1 < sizeof g_model; colon++) {
+        char c = *colon;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-';
+        if (!ok && k && g_model[k - 1] == '_')
+            continue;
+        g_model[k++] = ok ? c : '_';
+    }
+    while (k && g_model[k - 1] == '_')
+        k--;
+    g_model[k] = '\0';
+    if (!k)
+        snprintf(g_model, sizeof g_model, "unknown");
+}
+
+static const char *cpu_model(void)
+{
+    pthread_once(&g_model_once, model_init);
+    return g_model;
+}
+
+/* Appends "x"-joined dims of t to buf at *at. */
+static void dims_str(const graph_type *t, char *buf, size_t len, size_t *at)
+{
+    if (t->ndim == 0 && *at < len)
+        *at += (size_t)snprintf(buf + *at, len - *at, "scalar");
+    for (int d = 0; d < t->ndim && *at < len; d++)
+        *at += (size_t)snprintf(buf + *at, len - *at, "%s%lld", d ? "x" : "",
+                                (long long)t->dim[d]);
+}
+
+/* A GEMM node of the CPU backend the tuner looks at: matmul, linear,
+ * linear_ep on f32, non-empty, with a sum to do (K > 0). */
+static int tunable(const graph *g, const graph_node *n, int64_t *mkn_batch)
+{
+    if (n->op != GRAPH_OP_matmul && n->op != GRAPH_OP_linear && n->op != GRAPH_OP_linear_ep)
+        return 0;
+    if (n->nout != 1 || n->nin < 2)
+        return 0;
+    const graph_type *a = &g->values[n->in[0]].type, *b = &g->values[n->in[1]].type;
+    const graph_type *o = &g->values[n->out[0]].type;
+    if (a->dtype != GRAPH_F32 || b->dtype != GRAPH_F32 || o->dtype != GRAPH_F32 ||
+        graph_type_numel(a) == 0 || graph_type_numel(b) == 0 || graph_type_numel(o) == 0)
+        return 0;
+    int64_t m, k, nn;
+    if (n->op == GRAPH_OP_matmul) {
+        const graph_matmul_attrs *at = graph_node_attrs(n);
+        int ta = a->ndim >= 2 && at->transpose_a, tb = b->ndim >= 2 && at->transpose_b;
+        m = a->ndim == 1 ? 1 : a->dim[a->ndim - 2 + ta];
+        k = a->ndim == 1 ? a->dim[0] : a->dim[a->ndim - 1 - ta];
+        nn = b->ndim == 1 ? 1 : b->dim[b->ndim - 1 - tb];
+    } else {
+        nn = b->dim[0], k = b->dim[1];
+        m = graph_type_numel(a) / k;
+    }
+    if (k == 0 || m * nn == 0)
+        return 0;
+    mkn_batch[0] = m, mkn_batch[1] = k, mkn_batch[2] = nn;
+    mkn_batch[3] = graph_type_numel(o) / (m * nn);
+    return 1;
+}
+
+/* The key of node n (see the top); 0 when it does not fit. */
+static int node_key(const replay_plan *p, const graph_node *n, const int64_t *mknb, char *buf,
+                    size_t len)
+{
+    const graph *g = p->g;
+    int ta = 0, tb = n->op != GRAPH_OP_matmul;
+    char post[96] = "-";
+    if (n->op == GRAPH_OP_matmul) {
+        const graph_matmul_attrs *at = graph_node_attrs(n);
+        ta = (int)at->transpose_a, tb = (int)at->transpose_b;
+    } else if (n->op == GRAPH_OP_linear_ep) {
+        const graph_linear_ep_attrs *at = graph_node_attrs(n);
+        size_t w = 0;
+        for (int i = 0; i < at->post.n && w + 24 < sizeof post; i++)
+            w += (size_t)snprintf(post + w, sizeof post - w, "%s%lld", i ? "." : "",
+                                  (long long)at->post.v[i]);
+    }
+    unsigned fixed = 0;
+    for (int j = 0; j < n->nin && j < 32; j++) {
+        graph_value_kind kind = g->values[n->in[j]].kind;
+        if (kind == GRAPH_VALUE_CONST || kind == GRAPH_VALUE_PARAM)
+            fixed |= 1u << j;
+    }
+    size_t at = (size_t)snprintf(
+        buf, len,
+        "cpu=%s;onednn=%s;kernels=%s;blas=%s;threads=%d;op=%s;m=%lld;k=%lld;n=%lld;"
+        "batch=%lld;ta=%d;tb=%d;bias=%d;post=%s;fixed=%u;a=",
+        cpu_model(), eager_dnnl_isa_name(), eager_isa_active->name, eager_blas_core(),
+        p->opts.threads, graph_ops[n->op].name, (long long)mknb[0], (long long)mknb[1],
+        (long long)mknb[2], (long long)mknb[3], ta, tb, n->op != GRAPH_OP_matmul && n->nin > 2,
+        post, fixed);
+    if (at < len)
+        dims_str(&g->values[n->in[0]].type, buf, len, &at);
+    if (at < len)
+        at += (size_t)snprintf(buf + at, len - at, ";b=");
+    if (at < len)
+        dims_str(&g->values[n->in[1]].type, buf, len, &at);
+    return at < len && key_ok(buf, at);
+}
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median of n >= 1 times (sorted in place). */
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/*
+ * Times node n's kernel for each candidate impls[0..nc) at the traced
+ * shapes: us[impl] in microseconds (-1 for one that failed).  TG_OK, or
+ * TG_ERR_NOMEM.
+ */
+static tg_status time_node(const replay_plan *p, const graph_node *n, const int *impls, int nc,
+                           double *us)
+{
+    const graph *g = p->g;
+    graph_type in_type[8];
+    const void *in[8] = {NULL};
+    float *own[8] = {NULL};
+    int nin = n->nin < 8 ? n->nin : 8;
+    uint32_t fixed = 0;
+    const graph_type *ot = &g->values[n->out[0]].type;
+    float *out = tg_aligned_alloc(64, ((size_t)graph_type_numel(ot) * sizeof(float) + 63) & ~(size_t)63);
+    tg_status st = out ? TG_OK : TG_ERR_NOMEM;
+    for (int j = 0; j < nin && st == TG_OK; j++) {
+        const graph_value *v = &g->values[n->in[j]];
+        in_type[j] = v->type;
+        if ((v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM) && v->data) {
+            in[j] = v->data;
+            fixed |= 1u << j;
+            continue;
+        }
+        size_t cnt = (size_t)graph_type_numel(&v->type);
+        if (!(own[j] = tg_aligned_alloc(64, (cnt * sizeof(float) + 63) & ~(size_t)63))) {
+            st = TG_ERR_NOMEM;
+            break;
+        }
+        for (size_t i = 0; i < cnt; i++)
+            own[j][i] = (float)((int)(i % 17) - 8) * 0.0625f;
+        in[j] = own[j];
+    }
+    eager_kstate *slot[3] = {NULL, NULL, NULL};
+    double t[3][TUNE_ROUNDS];
+    int nt[3] = {0, 0, 0}, ok[3] = {0, 0, 0};
+    char kerr[256];
+    void *outs[1] = {out};
+    eager_kernel_fn fn = eager_kernels[n->op];
+    /* one call each first: prepares (oneDNN's primitive, packed weights) */
+    for (int c = 0; c < nc && st == TG_OK; c++) {
+        eager_kargs a = {in_type, in, nin, graph_node_attrs(n), ot, outs, 1, p->opts.threads,
+                         kerr, sizeof kerr, &slot[c], fixed, impls[c]};
+        ok[c] = fn(&a) == TG_OK;
+    }
+    double spent = 0;
+    for (int r = 0; r < TUNE_ROUNDS && st == TG_OK && (r == 0 || spent < TUNE_BUDGET_NS); r++)
+        for (int c = 0; c < nc; c++) {
+            if (!ok[c])
+                continue;
+            eager_kargs a = {in_type, in, nin, graph_node_attrs(n), ot, outs, 1,
+                             p->opts.threads, kerr, sizeof kerr, &slot[c], fixed, impls[c]};
+            double t0 = now_ns();
+            ok[c] = fn(&a) == TG_OK;
+            double dt = now_ns() - t0;
+            spent += dt;
+            t[c][nt[c]++] = dt;
+        }
+    for (int c = 0; c < nc; c++) {
+        us[impls[c]] = st == TG_OK && ok[c] && nt[c] ? median(t[c], nt[c]) / 1e3 : -1;
+        eager_kstate_free(slot[c]);
+    }
+    for (int j = 0; j < nin; j++)
+        tg_free(own[j]);
+    tg_free(out);
+    return st;
+}
+
+tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
+{
+    const graph *g = p->g;
+    if (p->backend != &replay_backend_cpu) {
+        snprintf(p->tuning, sizeof p->tuning, "tune: not for backend %s (CPU plans only)",
+                 p->backend->name);
+        return TG_OK;
+    }
+    if (!(p->gemm_impl = tg_calloc((size_t)g->nnodes + 1, 1))) {
+        snprintf(err, errlen, "replay: out of memory for the tuning of %d nodes", g->nnodes);
+        return TG_ERR_NOMEM;
+    }
+    int blas = eager_blas_available();
+    int impls[2] = {EAGER_GEMM_ONEDNN, EAGER_GEMM_BLAS}, nc = blas ? 2 : 1;
+    char path[4096], key[TUNE_MAX_KEY + 64], werr[512] = "";
+    int have_path = cache_path(path, sizeof path), nnew = 0, count[3] = {0, 0, 0};
+    if (have_path) {
+        pthread_mutex_lock(&g_mu);
+        cache_load_locked(path);
+        pthread_mutex_unlock(&g_mu);
+    }
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        int64_t mknb[4];
+        if ((n->flags & GRAPH_NODE_DEAD) || !tunable(g, n, mknb))
+            continue;
+        int choice = EAGER_GEMM_ONEDNN, known = 0;
+        int keyed = node_key(p, n, mknb, key, sizeof key);
+        if (nc == 1) { /* one candidate: nothing to measure */
+            p->gemm_impl[i] = (int8_t)choice;
+            count[choice]++;
+            continue;
+        }
+        if (keyed && have_path) {
+            pthread_mutex_lock(&g_mu);
+            const tune_entry *e = cache_find_locked(key);
+            if (e && (e->impl == EAGER_GEMM_ONEDNN || (e->impl == EAGER_GEMM_BLAS && blas)))
+                choice = e->impl, known = 1;
+            pthread_mutex_unlock(&g_mu);
+        }
+        if (!known) {
+            double us[3] = {-1, -1, -1};
+            tg_status st = time_node(p, n, impls, nc, us);
+            if (st != TG_OK) {
+                char what[400];
+                snprintf(err, errlen, "replay: out of memory while tuning %s",
+                         replay_node_str(p, i, what, sizeof what));
+                return st;
+            }
+            double o = us[EAGER_GEMM_ONEDNN], b = us[EAGER_GEMM_BLAS];
+            choice = b >= 0 && (o < 0 || b < o) ? EAGER_GEMM_BLAS : EAGER_GEMM_ONEDNN;
+            p->tune_timed++;
+            if (keyed && have_path) {
+                pthread_mutex_lock(&g_mu);
+                nnew += cache_put_locked(key, choice, us);
+                pthread_mutex_unlock(&g_mu);
+            }
+        } else {
+            p->tune_cached++;
+        }
+        p->gemm_impl[i] = (int8_t)choice;
+        count[choice]++;
+    }
+    if (nnew) {
+        pthread_mutex_lock(&g_mu);
+        if (cache_write_locked(werr, sizeof werr) != TG_OK && !werr[0])
+            snprintf(werr, sizeof werr, "cannot write");
+        pthread_mutex_unlock(&g_mu);
+    }
+    p->tune_blas = count[EAGER_GEMM_BLAS];
+    p->tune_onednn = count[EAGER_GEMM_ONEDNN];
+    int total = p->tune_blas + p->tune_onednn;
+    if (nc == 1)
+        snprintf(p->tuning, sizeof p->tuning,
+                 "tune: %d GEMM node%s, none timed (one candidate: no BLAS, libopenblas.so.0 "
+                 "not installed): onednn %d", total, total == 1 ? "" : "s", total);
+    else
+        snprintf(p->tuning, sizeof p->tuning,
+                 "tune: %d GEMM node%s, %d timed, %d from the cache: blas %d, onednn %d "
+                 "(cache %.600s%s%.200s)", total, total == 1 ? "" : "s", p->tune_timed,
+                 p->tune_cached, p->tune_blas, p->tune_onednn, have_path ? path : "none",
+                 werr[0] ? ", not saved: " : "", werr);
+    return TG_OK;
+}
+
+const char *replay_plan_tuning(const replay_plan *p)
+{
+    if (!p)
+        return NULL;
+    return p->tuning[0] ? p->tuning : "not tuned (replay_opts.tune 0): oneDNN for every GEMM";
+}
