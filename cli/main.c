@@ -26,6 +26,7 @@ int cli_bench(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_optimize(int argc, char **argv);
 int cli_convert(int argc, char **argv);
+int cli_ops(int argc, char **argv);
 static int cli_version(int argc, char **argv);
 static int cli_help(int argc, char **argv);
 
@@ -64,6 +65,8 @@ static const command commands[] = {
      "tracegraph convert IN OUT [--drop-guards] [--params] [--dim N]"},
     {"devices", cli_devices, "list the OpenCL platforms and devices (--device takes the index)",
      "tracegraph devices"},
+    {"ops", cli_ops, "list the ops a graph may hold, or the ONNX ops read (--onnx)",
+     "tracegraph ops [--onnx] [--markdown]"},
     {"version", cli_version, "print the version", "tracegraph version"},
     {"help", cli_help, "help on a command: tracegraph help run", "tracegraph help [COMMAND]"},
 };

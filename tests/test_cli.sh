@@ -58,13 +58,21 @@ fi
 expect 0 "$TG" --help
 has out "usage: tracegraph <command>"
 has out "exit codes:"
-for cmd in info dump dot run bench check opt convert version help; do
+for cmd in info dump dot run bench check opt convert ops version help; do
     expect 0 "$TG" "$cmd" --help
     has out "usage: tracegraph $cmd"
     has out "example:"
 done
 expect 0 "$TG" help run
 has out "usage: tracegraph run"
+expect 0 "$TG" ops
+has out "conv2d               inputs 2-3"
+has out "ops (graph/ops.def)"
+expect 0 "$TG" ops --onnx
+has out "GridSample             inputs 2          outputs 1   attributes: align_corners, mode, padding_mode"
+has out "Range                  inputs 3          outputs 1   attributes: -  (load time only)"
+expect 2 "$TG" ops --onnx conv
+has err "unexpected argument 'conv'"
 expect 2 "$TG"
 has err "usage: tracegraph <command>"
 expect 2 "$TG" frobnicate

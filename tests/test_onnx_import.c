@@ -603,6 +603,77 @@ static void coverage_refusals(void)
     graph_free(g);
 }
 
+/*
+ * format_onnx_op lists what the loader reads: each op listed is found by
+ * the loader (a node with one input too many is refused for its count,
+ * naming the listed range, not as an unknown op; one with an unknown
+ * attribute for that attribute), names are unique, the ops the old
+ * hand-kept list of onnx.h left out are there, and an op not listed is
+ * refused as unsupported.
+ */
+static void op_list(void)
+{
+    format_onnx_op_info o;
+    int n = 0;
+    while (format_onnx_op(n, &o))
+        n++;
+    CHECK_MSG(n >= 100, "%d ops listed", n);
+    CHECK(!format_onnx_op(-1, &o) && !format_onnx_op(n, &o) && !format_onnx_op(0, NULL));
+    static const char *const once_missing[] = {"CumSum", "GridSample", "Einsum",
+                                               "GroupNormalization", "RMSNormalization",
+                                               "Hardmax", "Conv", "Relu"};
+    for (size_t k = 0; k < sizeof once_missing / sizeof once_missing[0]; k++) {
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            found += format_onnx_op(i, &o) && !strcmp(o.name, once_missing[k]);
+        CHECK_MSG(found == 1, "%s listed %d times", once_missing[k], found);
+    }
+    char *ins[66];
+    for (int k = 0; k < 66; k++)
+        ins[k] = "x";
+    for (int i = 0; i < n; i++) {
+        format_onnx_op(i, &o);
+        for (int j = i + 1; j < n; j++) {
+            format_onnx_op_info p;
+            format_onnx_op(j, &p);
+            CHECK_MSG(strcmp(o.name, p.name), "%s listed twice", o.name);
+        }
+        CHECK_MSG(o.min_inputs >= 0 && (o.max_inputs < 0 || o.max_inputs >= o.min_inputs) &&
+                      o.max_outputs >= 1 && o.attributes,
+                  "%s: inputs %d..%d outputs %d", o.name, o.min_inputs, o.max_inputs,
+                  o.max_outputs);
+        mb b;
+        mb_init(&b, o.name, "x", NULL);
+        char want[256];
+        if (o.max_inputs >= 0 && o.max_inputs < 64) {
+            b.node.n_input = (size_t)o.max_inputs + 1;
+            b.node.input = ins;
+            snprintf(want, sizeof want, "mem.onnx: node 0 'n0' (%s): %d inputs (takes %d to %d)",
+                     o.name, o.max_inputs + 1, o.min_inputs, o.max_inputs);
+            expect_fail(&b, TG_ERR_FORMAT, want);
+        }
+        mb_init(&b, o.name, "x", NULL);
+        b.node.n_input = (size_t)o.min_inputs;
+        b.node.input = ins;
+        Onnx__AttributeProto a, *as[1] = {&a};
+        attr_int(&a, "no_such_attribute", 1);
+        b.node.n_attribute = 1;
+        b.node.attribute = as;
+        snprintf(want, sizeof want,
+                 "mem.onnx: node 0 'n0' (%s): attribute 'no_such_attribute' is not supported",
+                 o.name);
+        char err[512] = "";
+        tg_status st;
+        graph *g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(!g && !strncmp(err, want, strlen(want)), "%s: %s", o.name, err);
+        graph_free(g);
+    }
+    mb b;
+    mb_init(&b, "Loop", "x", NULL);
+    expect_fail(&b, TG_ERR_UNSUPPORTED, "mem.onnx: node 0 'n0' (Loop): op type 'Loop' is not "
+                                        "supported");
+}
+
 int main(void)
 {
     long live = eager_live_tensors();
@@ -622,6 +693,7 @@ int main(void)
     global_pool();
     activations();
     coverage_refusals();
+    op_list();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     eager_trim_cache();
     return check_done();

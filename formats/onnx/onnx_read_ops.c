@@ -711,6 +711,29 @@ static const onnx_op ew_table[] = {
 #undef EW
 };
 
+int format_onnx_op(int i, format_onnx_op_info *out)
+{
+    if (!out || i < 0)
+        return 0;
+    const onnx_op *op = NULL;
+    for (size_t k = 0; k < sizeof ew_table / sizeof ew_table[0] && !op; k++)
+        if (ew_table[k].name && i-- == 0)
+            op = &ew_table[k];
+    if (!op && (size_t)i < sizeof table / sizeof table[0])
+        op = &table[i];
+    if (!op)
+        return 0;
+    *out = (format_onnx_op_info){
+        .name = op->name,
+        .min_inputs = op->min_in,
+        .max_inputs = op->max_in,
+        .max_outputs = op->max_out,
+        .attributes = op->attrs,
+        .load_time_only = op->fn == onnx_cv_folded_only || op->fn == onnx_cv_range,
+    };
+    return 1;
+}
+
 const onnx_op *onnx_op_find(const char *op_type)
 {
     for (size_t i = 0; i < sizeof ew_table / sizeof ew_table[0]; i++)
