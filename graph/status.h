@@ -3,6 +3,12 @@
  *
  * One X-macro list, expanded into the enum and the string table (as libuv
  * does), so a code and its text cannot drift apart.
+ *
+ * Where a failing call leaves its message, one rule for every call
+ * (docs/GUIDE.md, "Where an error message is"): in the caller's
+ * (err, errlen) buffer when the call takes one; else on the object it
+ * was called on (graph_error, replay_session_error); else, for eager_*
+ * and trace_* calls, in the thread's eager_error().
  */
 #ifndef TG_GRAPH_STATUS_H
 #define TG_GRAPH_STATUS_H

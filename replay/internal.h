@@ -40,9 +40,10 @@ typedef struct replay_backend {
      * is in progress on the plan's sessions). */
     tg_status (*param_changed)(replay_plan *p, const graph_value *v, int32_t id, char *err,
                                size_t errlen);
-    /* The session state (workspace: the caller's, as replay_session_new);
-     * NULL if refused or out of memory. */
-    void *(*session_new)(replay_plan *p, void *workspace, size_t size);
+    /* The session state (workspace: the caller's, as replay_session_create);
+     * NULL if refused or out of memory, with the reason in err. */
+    void *(*session_new)(replay_plan *p, void *workspace, size_t size, char *err,
+                         size_t errlen);
     void (*session_free)(void *bsession);
     /* A run with inputs in signature order (each checked by
      * graph_type_check, data or buffer present); outputs as replay_run;

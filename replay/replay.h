@@ -235,11 +235,20 @@ TG_API const char *replay_plan_tuning(const replay_plan *p);
  * A session on p.  workspace NULL: the session allocates its own arena;
  * otherwise a caller-owned buffer of size bytes, 64-byte aligned and at
  * least replay_workspace_size(p) (runs at other dynamic sizes that need
- * more fail with TG_ERR_NOMEM).  NULL on out of memory or bad workspace.
+ * more fail with TG_ERR_NOMEM).  NULL on out of memory or bad workspace
+ * (replay_session_create, below, says which).
  * OpenCL plans: the arena is device memory the session allocates;
  * workspace must be NULL.
  */
 TG_API replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size);
+/*
+ * replay_session_new with the reason for a NULL in err (errlen bytes,
+ * always terminated; err may be NULL): a NULL or given-up plan, a
+ * workspace misaligned or smaller than replay_workspace_size(p), a
+ * workspace for an OpenCL plan, out of memory, or the device's refusal.
+ */
+TG_API replay_session *replay_session_create(replay_plan *p, void *workspace, size_t size,
+                                             char *err, size_t errlen);
 /* NULL is a no-op; a session another thread is running is not freed. */
 TG_API void replay_session_free(replay_session *s);
 

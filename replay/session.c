@@ -267,14 +267,34 @@ static bound *bind(replay_session *s, replay_variant *v)
     return b;
 }
 
-replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
+replay_session *replay_session_create(replay_plan *p, void *workspace, size_t size, char *err,
+                                      size_t errlen)
 {
-    if (!p || atomic_load(&p->given_up) ||
-        (workspace && (((uintptr_t)workspace & 63) || size < replay_workspace_size(p))))
+    tg_errf(err, errlen, "%s", "");
+    if (!p) {
+        tg_errf(err, errlen, "replay_session_create: the plan is NULL");
         return NULL;
+    }
+    if (atomic_load(&p->given_up)) {
+        tg_errf(err, errlen, "replay_session_create: the plan was given up (replay_plan_free) "
+                             "before this call");
+        return NULL;
+    }
+    if (workspace && ((uintptr_t)workspace & 63)) {
+        tg_errf(err, errlen, "replay_session_create: the workspace at %p is not 64-byte aligned",
+                workspace);
+        return NULL;
+    }
+    if (workspace && size < replay_workspace_size(p)) {
+        tg_errf(err, errlen, "replay_session_create: the workspace holds %zu bytes, the plan "
+                             "needs replay_workspace_size = %zu", size, replay_workspace_size(p));
+        return NULL;
+    }
     replay_session *s = tg_calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        tg_errf(err, errlen, "replay_session_create: out of memory");
         return NULL;
+    }
     s->p = p;
     s->param_gen = p->param_gen;
     s->in = tg_malloc(sizeof *s->in * ((size_t)p->g->ninputs + 1));
@@ -285,10 +305,11 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
         tg_free(s->in);
         tg_free(s->warns.told);
         tg_free(s);
+        tg_errf(err, errlen, "replay_session_create: out of memory");
         return NULL;
     }
     if (p->backend->session_new) {
-        s->bsession = p->backend->session_new(p, workspace, size);
+        s->bsession = p->backend->session_new(p, workspace, size, err, errlen);
         if (!s->bsession) {
             tg_free(s->in);
             tg_free(s->warns.told);
@@ -309,11 +330,18 @@ replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
             tg_free(s->in);
             tg_free(s->warns.told);
             tg_free(s);
+            tg_errf(err, errlen, "replay_session_create: out of memory (an arena of %zu bytes)",
+                    replay_workspace_size(p));
             return NULL;
         }
     }
     atomic_fetch_add(&p->refs, 1); /* the plan lives while s does */
     return s;
+}
+
+replay_session *replay_session_new(replay_plan *p, void *workspace, size_t size)
+{
+    return replay_session_create(p, workspace, size, NULL, 0);
 }
 
 static void drop_bounds(replay_session *s)

@@ -159,6 +159,11 @@ static void test_dynamic_and_params(void)
     replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     CHECK_MSG(s != NULL, "%s", err);
+    if (p) { /* an OpenCL plan's arena is device memory: no host workspace */
+        static _Alignas(64) char host[4096];
+        CHECK(replay_session_create(p, host, sizeof host, err, sizeof err) == NULL);
+        CHECK_MSG(strstr(err, "the workspace must be NULL"), "%s", err);
+    }
     float w[8], w2[8];
     check_fill(w, 8, 6, -1, 1); /* overwritten below: the traced w is not this */
     for (int i = 0; i < 8; i++)

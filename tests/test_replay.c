@@ -234,6 +234,20 @@ static void test_workspace_and_errors(void)
     CHECK(ws > 0 && ws % 64 == 0);
     void *mem = aligned_alloc(64, ws);
     CHECK(replay_session_new(p, mem, ws - 64) == NULL); /* too small */
+    {   /* replay_session_create says why */
+        char err[256], want[160];
+        CHECK(replay_session_create(p, mem, ws - 64, err, sizeof err) == NULL);
+        snprintf(want, sizeof want, "replay_session_create: the workspace holds %zu bytes, the "
+                 "plan needs replay_workspace_size = %zu", ws - 64, ws);
+        CHECK_MSG(!strcmp(err, want), "%s", err);
+        CHECK(replay_session_create(p, (char *)mem + 8, ws - 64, err, sizeof err) == NULL);
+        CHECK_MSG(strstr(err, "is not 64-byte aligned"), "%s", err);
+        CHECK(replay_session_create(NULL, NULL, 0, err, sizeof err) == NULL);
+        CHECK_MSG(!strcmp(err, "replay_session_create: the plan is NULL"), "%s", err);
+        replay_session *ok = replay_session_create(p, NULL, 0, err, sizeof err);
+        CHECK_MSG(ok && !err[0], "%s", err);
+        replay_session_free(ok);
+    }
     replay_session *s = replay_session_new(p, mem, ws);
     CHECK(s != NULL);
     eager_pool_push();

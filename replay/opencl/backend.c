@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../graph/alloc.h"
+#include "../../graph/errors.h"
 #include "../internal.h"
 #include "ocl_blas.h"
 #include "ocl_rt.h"
@@ -255,11 +256,16 @@ static void plan_free(void *bplan)
 }
 
 /* A caller's host workspace cannot hold a device arena: refused. */
-static void *session_new(replay_plan *p, void *workspace, size_t size)
+static void *session_new(replay_plan *p, void *workspace, size_t size, char *err,
+                         size_t errlen)
 {
     (void)size;
-    char err[512];
-    return workspace ? NULL : ocl_session_new(p, err, sizeof err);
+    if (workspace) {
+        tg_errf(err, errlen, "replay_session_create: an OpenCL plan's arena is device memory, "
+                             "which the session allocates: the workspace must be NULL");
+        return NULL;
+    }
+    return ocl_session_new(p, err, errlen);
 }
 
 static void session_free(void *bsession) { ocl_session_free(bsession); }
