@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../graph/alloc.h"
+#include "../graph/errors.h"
 #include "opt.h"
 
 tg_status opt_uses_build(const graph *g, opt_uses *u)
@@ -72,6 +73,10 @@ int32_t opt_replace_uses(graph *g, int32_t from, int32_t to)
     int32_t changed = 0;
     if (!g)
         return 0;
+    /* A use moves to a value of the same type: a pass that replaces a value
+     * by one of another shape or dtype breaks every reader's inference. */
+    TG_ASSERT(from >= 0 && from < g->nvalues && to >= 0 && to < g->nvalues &&
+              graph_type_eq(&g->values[from].type, &g->values[to].type));
     for (int32_t i = 0; i < g->nnodes; i++) {
         graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
@@ -134,6 +139,9 @@ tg_status opt_merge_prov(graph *g, int32_t dst, int32_t src)
 {
     if (!g)
         return TG_ERR_NULL;
+    /* Both are nodes of g; the one that keeps the ids is live. */
+    TG_ASSERT(dst >= 0 && dst < g->nnodes && src >= 0 && src < g->nnodes &&
+              !(g->nodes[dst].flags & GRAPH_NODE_DEAD));
     /* A short list is scanned, so it never holds an id twice.  A long one
      * (CSE merging thousands of nodes into one) takes src's ids as they
      * come, and drops the repeats when it is full, before it doubles, and

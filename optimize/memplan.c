@@ -12,6 +12,28 @@ typedef struct buf {
     int64_t offset;
 } buf;
 
+/*
+ * What replay relies on: two buffers alive at one step never share a
+ * byte (TG_ASSERTS builds; pairs are checked below 4096 buffers, the
+ * plans the tests make, since the check is quadratic).
+ */
+static void assert_disjoint(const buf *bs, int32_t n, size_t arena)
+{
+#ifdef TG_ASSERTS
+    if (arena == (size_t)-1 || n > 4096)
+        return;
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = i + 1; j < n; j++)
+            if (bs[i].first <= bs[j].last && bs[j].first <= bs[i].last)
+                TG_ASSERT((size_t)bs[i].offset + bs[i].size <= (size_t)bs[j].offset ||
+                          (size_t)bs[j].offset + bs[j].size <= (size_t)bs[i].offset);
+#else
+    (void)bs;
+    (void)n;
+    (void)arena;
+#endif
+}
+
 /* The largest arena a plan may have: every value is within the size cap
  * (2^43 bytes), but a graph with many of them alive at once could add
  * offsets past int64 (the plan then fails as out of memory). */
@@ -457,6 +479,12 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
             s--;
             continue;
         }
+        /* Nodes run in order: an intermediate a node reads was placed at
+         * its producer's earlier step (and its lifetime reaches this one). */
+        for (int k = 0; k < n->nin; k++)
+            TG_ASSERT(g->values[n->in[k]].kind != GRAPH_VALUE_INTER ||
+                      (mp->buffer[n->in[k]] >= 0 && bs[mp->buffer[n->in[k]]].first < s &&
+                       bs[mp->buffer[n->in[k]]].last >= s));
         for (int k = 0; k < n->nout; k++) {
             int32_t v = n->out[k];
             size_t bytes = type_bytes(types ? &types[v] : &g->values[v].type);
@@ -527,6 +555,7 @@ tg_status opt_memplan_build_aligned(const graph *g, const graph_type *types,
         return st;
     }
     mp->arena_bytes = place(bs, mp->nbuffers, align, &mp->place_work);
+    assert_disjoint(bs, mp->nbuffers, mp->arena_bytes);
     mp->lower_bound = lower_bound(bs, mp->nbuffers, nsteps, align);
     if (mp->arena_bytes == (size_t)-1) {
         tg_free(bs);

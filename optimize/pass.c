@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../graph/alloc.h"
+#include "../graph/invariants.h"
 #include "../eager/cpu_target.h"
 #include "../eager/interp.h"
 #include "../graph/text.h"
@@ -98,6 +99,7 @@ static tg_status settle(run_state *rs, const opt_pass *p)
         snprintf(rs->err, rs->errlen, "after pass %s: %s", p->name, graph_error(g));
         return st;
     }
+    graph_assert_links(g); /* a pass that broke a link stops here, named by the stack */
     for (int32_t k = 0; k < g->noutputs; k++) {
         if (g->values[g->outputs[k].value].dyn != rs->out_dyn[k]) {
             snprintf(rs->err, rs->errlen, "pass %s changed the dynamic dims of output "

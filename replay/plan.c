@@ -10,6 +10,7 @@
 
 #include "../eager/cpu_target.h"
 #include "../graph/alloc.h"
+#include "../graph/invariants.h"
 #include "../optimize/opt.h"
 #include "internal.h"
 
@@ -448,6 +449,7 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         snprintf(err, errlen, "replay: invalid graph: %s", graph_error(p->g));
         goto fail;
     }
+    graph_assert_links(p->g); /* verified; what the plan builders index by */
     if (relayout(p, err, errlen) != TG_OK)
         goto fail;
     p->align = OPT_ARENA_ALIGN;
