@@ -58,9 +58,10 @@ trap 'rm -f "$table"' EXIT
 n=0
 for o in "${objs[@]}"; do
     [ -r "$o" ] || { echo "callcycles.sh: no object $o" >&2; exit 2; }
-    src=${o#*.dir/}
+    src=${o#*CMakeFiles/*.dir/}
+    [ "$src" != "$o" ] || src=${o#*.dir/}
+    [ "$src" != "$o" ] || src=$(basename "$o")
     src=${src%.o}
-    [ "$src" != "$o" ] || src=$(basename "$o" .o)
     inside=0
     IFS=, read -ra ds <<<"$dirs"
     for d in "${ds[@]}"; do
