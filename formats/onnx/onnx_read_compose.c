@@ -459,7 +459,6 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-
 /*
  * GroupNormalization (opset 18: scale and bias per group; 21: per channel)
  * on [N, C, D1, ...]: x as [N, G, C/G * D1 * ...], layer_norm over its

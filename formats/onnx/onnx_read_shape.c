@@ -16,7 +16,6 @@
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
-
 /* Adds op on input 0 with attrs and binds output 0. */
 static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)
 {

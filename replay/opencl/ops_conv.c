@@ -4,7 +4,7 @@
  *
  * Our conv kernels: nn_conv_tiled on the CPU tile, nn_conv_sk (+
  * nn_conv_sk_sum where K is split) on the GPU tile (the device's, as for
- * matmul: ops_gemm.c's ocl_nn_own_tile), nn_conv_direct for fewer than 16
+ * matmul: nn_common.c's ocl_nn_own_tile), nn_conv_direct for fewer than 16
  * output channels per group.  On devices whose GEMM path is CLBlast,
  * conv2d, conv2d_ep and (ungrouped, symmetric padding) conv2d_blk call
  * CLBlast's convgemm instead, with nn_gemm_post applying bias and
@@ -13,7 +13,7 @@
  * conv_probe times the two (and the GPU tile split or in one pass) on the
  * node's traced shape and keeps the fastest.  A fused node after a conv2d
  * or conv2d_ep may run in its storing kernels (the tail: ocl.h's
- * ocl_tail_source, ops_gemm.c's ocl_nn_tail_prep).  Depthwise convs go
+ * ocl_tail_source, nn_common.c's ocl_nn_tail_prep).  Depthwise convs go
  * through ops_dw.c first, which hands the others here.
  */
 #include <stdio.h>

@@ -6,8 +6,7 @@
  * batch_norm, layer_norm, softmax, log_softmax (cl/nn_norm.cl),
  * reduce_sum/mean/max (cl/nn_reduce.cl),
  * argmax/argmin (cl/nn_arg.cl) and cumsum (cl/nn_scan.cl), through the
- * interface of ocl.h, and the
- * programs all three files build.
+ * interface of ocl.h; the programs they build are nn_common.c's.
  * Semantics are the CPU kernels' (eager/kernels_*.c); shapes and
  * attributes were checked by graph/infer_*.c, so prepare only refuses
  * what the kernels cannot do (dtypes).
