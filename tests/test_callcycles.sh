@@ -17,7 +17,7 @@ tool=$src/tools/callcycles.sh
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
 
 # ---- the library ----
-for d in replay/opencl formats/onnx; do
+for d in replay/opencl formats/onnx tracer; do
     expect 0 bash "$tool" "$d" "@$lib"
     has out "callcycles: $d: "
     has out "no cycle"
