@@ -209,7 +209,7 @@ void ocl_register_gemm(const ocl_op **t);
 /* conv2d, conv2d_ep, conv2d_blk (ops_conv.c) */
 void ocl_register_conv(const ocl_op **t);
 void ocl_register_nn(const ocl_op **t);
-/* Registered after ocl_register_nn: the depthwise conv (ops_dw.c) takes
+/* Registered after ocl_register_conv: the depthwise conv (ops_dw.c) takes
  * the shapes it handles and passes the rest to the op it replaces. */
 void ocl_register_dw(const ocl_op **t);
 
