@@ -271,17 +271,6 @@ tg_status onnx_cv_trilu(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-tg_status onnx_reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
-                          int n, int32_t *y)
-{
-    graph_reshape_attrs a;
-    memset(&a, 0, sizeof a);
-    a.shape.n = n;
-    for (int i = 0; i < n; i++)
-        a.shape.v[i] = i == 0 && dyn_batch ? -1 : shape[i];
-    return onnx_add(r, GRAPH_OP_reshape, &x, 1, &a, y, 1);
-}
-
 /*
  * DepthToSpace (blocksize b; mode DCR: depth, column, row; CRD: column,
  * row, depth) and SpaceToDepth, on [N, C, H, W], as the spec writes them:
@@ -470,7 +459,6 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op)
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
 }
 
-
 /*
  * GroupNormalization (opset 18: scale and bias per group; 21: per channel)
  * on [N, C, D1, ...]: x as [N, G, C/G * D1 * ...], layer_norm over its
@@ -593,48 +581,6 @@ tg_status onnx_cv_rms_norm(onnx_reader *r, const onnx_op *op)
     if (st == TG_OK)
         st = onnx_op2(r, GRAPH_OP_mul, y, scale, NULL, &y);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
-}
-
-/* y = x[start:end:step] along axis ax. */
-tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
-                             int64_t step, int32_t *y)
-{
-    graph_slice_attrs a;
-    memset(&a, 0, sizeof a);
-    a.axes.n = a.starts.n = a.ends.n = a.steps.n = 1;
-    a.axes.v[0] = ax;
-    a.starts.v[0] = start;
-    a.ends.v[0] = end;
-    a.steps.v[0] = step;
-    return onnx_add(r, GRAPH_OP_slice, &x, 1, &a, y, 1);
-}
-
-/* y = x broadcast to n along axis ax (x's dim there is 1). */
-tg_status onnx_expand_axis(onnx_reader *r, int32_t x, int ax, int64_t n, int32_t *y)
-{
-    const graph_type *t = onnx_vtype(r, x);
-    graph_expand_attrs a;
-    memset(&a, 0, sizeof a);
-    a.shape.n = t->ndim;
-    for (int d = 0; d < t->ndim; d++)
-        a.shape.v[d] = d == ax ? n : t->dim[d];
-    return onnx_add(r, GRAPH_OP_expand, &x, 1, &a, y, 1);
-}
-
-/* y = concat(parts, axis ax), the parts with a negative id left out. */
-tg_status onnx_concat_axis(onnx_reader *r, const int32_t *parts, int n, int ax, int32_t *y)
-{
-    int32_t in[3];
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (parts[i] >= 0)
-            in[k++] = parts[i];
-    if (k == 1) {
-        *y = in[0];
-        return TG_OK;
-    }
-    graph_concat_attrs a = {ax};
-    return onnx_add(r, GRAPH_OP_concat, in, k, &a, y, 1);
 }
 
 /*

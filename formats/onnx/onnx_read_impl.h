@@ -1,15 +1,23 @@
 /*
- * onnx_read_impl.h - what the ONNX importer's files share (private):
- *   onnx_read.c        the model: unpacking, versions, tensors, graph
- *                      inputs, initializers, outputs, the node loop;
- *   onnx_read_node.c   the helpers below (names, operands, attributes,
- *                      adding nodes, binding outputs);
+ * onnx_read_impl.h - what the ONNX importer's files share (private),
+ * from the top down (a file calls only files below it: docs/ARCHITECTURE.md,
+ * "Leaves"):
+ *   onnx_read.c        the model: unpacking, versions, graph inputs,
+ *                      initializers, outputs, the node loop (the top);
  *   onnx_read_ops.c    the op table and the converters of elementwise,
  *                      linear-algebra and network ops;
- *   onnx_read_conv.c   Conv and ConvTranspose, with the window attributes
- *                      they share with onnx_read_pool.c's MaxPool and
- *                      AveragePool (onnx_read_window.h);
- *   onnx_read_shape.c  the converters of shape and data-movement ops;
+ *   the converter files, which the table names and which never call one
+ *                      another: onnx_read_compose.c, _conv.c (Conv,
+ *                      ConvTranspose), _pool.c, _pad.c, _resize.c, _rnn.c,
+ *                      _einsum.c, _gridsample.c, _shape.c (shape and
+ *                      data-movement ops);
+ *   the helpers:       onnx_read_window.c (the window attributes of Conv,
+ *                      ConvTranspose and the pools: onnx_read_window.h),
+ *                      onnx_read_build.c (pieces of graph several
+ *                      converters build), onnx_read_node.c (names,
+ *                      operands, attributes, adding nodes, binding
+ *                      outputs), onnx_read_base.c (onnx_fail, dtype codes,
+ *                      tensors; the bottom);
  *   onnx_read_fold.c   load-time evaluation of ops on constants (shape
  *                      arithmetic: Shape -> Gather -> Concat -> Reshape);
  *                      onnx_read_fold_eval.c the ops evaluated at load
@@ -254,7 +262,8 @@ tg_status onnx_attr_ints(onnx_reader *r, const char *name, graph_ints *out,
 tg_status onnx_attr_str(onnx_reader *r, const char *name, const char *def,
                         char *buf, size_t len);
 
-/* An operand that is an input from opset `since`, an attribute before. */
+/* onnx_read_build.c: an operand that is an input from opset `since`, an
+ * attribute before. */
 tg_status onnx_ints_operand(onnx_reader *r, int input, int64_t since,
                             const char *name, graph_ints *out, int *present);
 /* Slice's starts, ends, axes and steps (inputs or attributes by opset). */
@@ -275,7 +284,7 @@ tg_status onnx_cv_range(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_folded_only(onnx_reader *r, const onnx_op *op);
 
 /*
- * A reduction's axes (input or attribute by opset; sum: ReduceSum, whose
+ * onnx_read_build.c: a reduction's axes (input or attribute by opset; sum: ReduceSum, whose
  * axes became an input at 13, the others at 18), keepdims, and whether it
  * is the identity (empty axes with noop_with_empty_axes).
  */
@@ -291,10 +300,10 @@ tg_status onnx_cv_instance_norm(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_group_norm(onnx_reader *r, const onnx_op *op);
 tg_status onnx_cv_rms_norm(onnx_reader *r, const onnx_op *op);
 /* y = reshape(x, shape of n dims); dim 0 is -1 where dyn_batch (it follows
- * x's dynamic batch). */
+ * x's dynamic batch; onnx_read_build.c, as are the two after Pad's). */
 tg_status onnx_reshape_to(onnx_reader *r, int32_t x, int dyn_batch, const int64_t *shape,
                           int n, int32_t *y);
-/* y = x[start:end:step] along axis ax (onnx_read_compose.c). */
+/* y = x[start:end:step] along axis ax (onnx_read_build.c). */
 tg_status onnx_slice_axis(onnx_reader *r, int32_t x, int ax, int64_t start, int64_t end,
                           int64_t step, int32_t *y);
 /* GatherND with constant indices, as one gather (onnx_read_compose.c). */

@@ -468,30 +468,6 @@ static tg_status cv_softmax(onnx_reader *r, const onnx_op *op)
 
 /* ---- reductions ---- */
 
-tg_status onnx_reduce_args(onnx_reader *r, int sum, graph_ints *axes, int64_t *keep,
-                           int *noop_out)
-{
-    int64_t noop;
-    /* axes moved from an attribute to an input: ReduceSum at 13, the
-     * others at 18. */
-    int axes_input = r->opset >= (sum ? 13 : 18);
-    tg_status st = onnx_attr_int(r, "keepdims", 1, keep);
-    if (st == TG_OK)
-        st = onnx_attr_int(r, "noop_with_empty_axes", 0, &noop);
-    if (st == TG_OK && axes_input && onnx_attr(r, "axes"))
-        st = onnx_fail(r, TG_ERR_FORMAT, "axes is an input at opset %lld", LL(r->opset));
-    if (st == TG_OK && !axes_input && r->node->n_input > 1)
-        st = onnx_fail(r, TG_ERR_FORMAT, "axes is an attribute at opset %lld",
-                       LL(r->opset));
-    memset(axes, 0, sizeof *axes);
-    if (st == TG_OK && axes_input && onnx_has_input(r, 1))
-        st = onnx_const_ints(r, 1, "axes", axes, GRAPH_MAX_DIMS);
-    else if (st == TG_OK && !axes_input)
-        st = onnx_attr_ints(r, "axes", axes, GRAPH_MAX_DIMS, NULL);
-    *noop_out = st == TG_OK && axes->n == 0 && noop;
-    return st;
-}
-
 static tg_status cv_reduce(onnx_reader *r, const onnx_op *op)
 {
     int64_t keep;

@@ -16,7 +16,6 @@
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
 
-
 /* Adds op on input 0 with attrs and binds output 0. */
 static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)
 {
@@ -25,23 +24,6 @@ static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)
     if (st == TG_OK)
         st = onnx_add(r, op, &x, 1, attrs, &y, 1);
     return st == TG_OK ? onnx_bind(r, 0, y) : st;
-}
-
-tg_status onnx_ints_operand(onnx_reader *r, int input, int64_t since,
-                              const char *name, graph_ints *out, int *present)
-{
-    memset(out, 0, sizeof *out);
-    if (r->opset >= since) {
-        if (onnx_attr(r, name))
-            return onnx_fail(r, TG_ERR_FORMAT, "%s is an input at opset %lld", name,
-                             LL(r->opset));
-        *present = onnx_has_input(r, input);
-        return *present ? onnx_const_ints(r, input, name, out, GRAPH_MAX_INTS) : TG_OK;
-    }
-    if (onnx_has_input(r, input))
-        return onnx_fail(r, TG_ERR_FORMAT, "%s is an attribute at opset %lld", name,
-                         LL(r->opset));
-    return onnx_attr_ints(r, name, out, GRAPH_MAX_INTS, present);
 }
 
 /* ---- Reshape, Flatten, Transpose ---- */
@@ -249,22 +231,6 @@ tg_status onnx_cv_split(onnx_reader *r, const onnx_op *op)
 
 /* ---- Slice (Pad: onnx_read_pad.c) ---- */
 
-tg_status onnx_slice_attrs(onnx_reader *r, graph_slice_attrs *a)
-{
-    int has_starts, has_ends, has_axes;
-    memset(a, 0, sizeof *a);
-    tg_status st = onnx_ints_operand(r, 1, 10, "starts", &a->starts, &has_starts);
-    if (st == TG_OK)
-        st = onnx_ints_operand(r, 2, 10, "ends", &a->ends, &has_ends);
-    if (st == TG_OK)
-        st = onnx_ints_operand(r, 3, 10, "axes", &a->axes, &has_axes);
-    if (st == TG_OK && r->opset >= 10 && onnx_has_input(r, 4))
-        st = onnx_const_ints(r, 4, "steps", &a->steps, GRAPH_MAX_INTS);
-    if (st == TG_OK && (!has_starts || !has_ends))
-        st = onnx_fail(r, TG_ERR_FORMAT, "starts and ends are required");
-    return st;
-}
-
 /*
  * Ends computed from Shape that equal the dynamic dim they slice (x[:, :n]
  * with n = x.shape[1]) become "to the end", so the slice follows the dim.
@@ -447,20 +413,6 @@ tg_status onnx_cv_expand(onnx_reader *r, const onnx_op *op)
 }
 
 /* ---- Cast, Gather ---- */
-
-tg_status onnx_cast_to(onnx_reader *r, graph_dtype *dt)
-{
-    int64_t to;
-    if (!onnx_attr(r, "to"))
-        return onnx_fail(r, TG_ERR_FORMAT, "attribute 'to' is missing");
-    tg_status st = onnx_attr_int(r, "to", 0, &to);
-    if (st != TG_OK)
-        return st;
-    if (to < INT32_MIN || to > INT32_MAX || !onnx_dtype_from_code((int32_t)to, dt))
-        return onnx_fail(r, TG_ERR_UNSUPPORTED, "cast to %s is not supported",
-                         onnx_code_name(to < 0 || to > 100 ? -1 : (int32_t)to));
-    return TG_OK;
-}
 
 tg_status onnx_cv_cast(onnx_reader *r, const onnx_op *op)
 {

@@ -1,7 +1,7 @@
 /*
- * onnx_read_window.h - what the window converters share (private):
- * onnx_read_conv.c (Conv, ConvTranspose, the window attributes) and
- * onnx_read_pool.c (MaxPool, AveragePool).
+ * onnx_read_window.h - what the window converters share (private), the
+ * helpers of onnx_read_window.c: the converters of onnx_read_conv.c (Conv,
+ * ConvTranspose) and onnx_read_pool.c (MaxPool, AveragePool) call them.
  */
 #ifndef TG_FORMATS_ONNX_READ_WINDOW_H
 #define TG_FORMATS_ONNX_READ_WINDOW_H
@@ -48,6 +48,10 @@ tg_status onnx_window_pads(onnx_reader *r, int32_t xv, window2d *w);
  * [N, C, 1, L] and w->one_d is set), or 5 where allow_3d (w->three_d);
  * other ranks are unsupported.  Clears w first. */
 tg_status onnx_window_input(onnx_reader *r, int32_t *x, window2d *w, int allow_3d);
+/* Conv's and ConvTranspose's inputs: X (rank 4, or 3 for 1-D, 5 where
+ * allow_3d; a 1-D node's X and W unsqueezed in in[]), W of the same rank,
+ * B if given; kernel_shape checked against W's, strides, dilations into w. */
+tg_status onnx_conv_window(onnx_reader *r, int32_t *in, int nin, window2d *w, int allow_3d);
 /* Binds y as output 0, squeezed back to 1-D if the node is. */
 tg_status onnx_window_bind(onnx_reader *r, const window2d *w, int32_t y);
 /* y = transpose(x, perm of n entries). */

@@ -1,7 +1,8 @@
 /*
- * onnx_write_impl.h - what the two halves of ONNX export share: the
- * exporter's state (onnx_write.c builds the model around it) and the
- * helpers the per-op translation (onnx_write_ops.c) writes nodes with.
+ * onnx_write_impl.h - what the files of ONNX export share: the exporter's
+ * state (onnx_write_model.c, the top, builds the model around it) and the
+ * helpers (onnx_write.c) the per-op translation (onnx_write_ops.c, with
+ * onnx_write_shape.c) writes nodes with.
  *
  * Errors are sticky, as in the eager API: a helper that cannot allocate
  * sets w->st (and the message) once and returns NULL; every helper given
@@ -96,6 +97,28 @@ tg_status onnxw_unsupported(onnx_w *w, const char *why);
 
 /* Writes the ONNX nodes of the current node w->cur (onnx_write_ops.c). */
 tg_status onnxw_emit_node(onnx_w *w);
+
+/* ---- for onnx_write_model.c, the top (onnx_write.c's) ---- */
+
+/* The message of the export's failure, printf-style, into w->err. */
+void onnxw_errf(onnx_w *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* The graph's name for messages ("?" without one). */
+const char *onnxw_gname(const graph *g);
+/* Sets TG_ERR_NOMEM with its message (once); returns NULL. */
+void *onnxw_nomem(onnx_w *w);
+/* Every allocation of export outside the arena (the fail countdown's). */
+void *onnxw_malloc(size_t n);
+/* base if free, else base_1, base_2, ...; the name is then taken (NULL
+ * after a failure). */
+const char *onnxw_take(onnx_w *w, const char *base);
+/* The initializer of param or constant value id; elided data is refused. */
+tg_status onnxw_value_init(onnx_w *w, int32_t id);
+/* Frees the arena, the name table and the lists. */
+void onnxw_free(onnx_w *w);
 /* The same for the shape and layout ops (onnx_write_shape.c); any other
  * op is TG_ERR_UNSUPPORTED. */
 tg_status onnxw_emit_shape_op(onnx_w *w);

@@ -192,7 +192,7 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "replay: out of memory");
         goto fail;
     }
-    /* The fused nodes a GEMM before them runs (ops_fused.c). */
+    /* The fused nodes a GEMM before them runs (fused.c). */
     int tail = ocl_tail_mode(op->dev->id, msg, sizeof msg);
     if (tail < 0) {
         snprintf(err, errlen, "replay: OpenCL: %s", msg);
@@ -321,7 +321,9 @@ int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
         snprintf(d->platform, sizeof d->platform, "%s", info[i].platform);
         snprintf(d->name, sizeof d->name, "%s", info[i].name);
         snprintf(d->version, sizeof d->version, "%s", info[i].version);
-        snprintf(d->gemm, sizeof d->gemm, "%s", info[i].gemm);
+        const char *why;
+        ocl_gemm_path gp = ocl_gemm_choose(info[i].id, &why);
+        snprintf(d->gemm, sizeof d->gemm, "%s (%s)", ocl_gemm_name(gp), why);
     }
     return n;
 }
@@ -340,5 +342,14 @@ const char *replay_opencl_gemm(const replay_plan *p)
     return ocl_gemm_name(((const ocl_plan *)p->bplan)->gemm);
 }
 
-void replay_opencl_shutdown(void) { ocl_shutdown(); }
+void replay_opencl_shutdown(void)
+{
+    int kept = ocl_shutdown_begin(); /* the device list held to the end */
+    ocl_gemm_probe_forget(); /* keyed by context: a freed one's address may come back */
+    /* CLBlast's cached programs hold contexts: dropped first, when no
+     * device stays */
+    if (!kept)
+        ocl_blas_shutdown();
+    ocl_shutdown_end();
+}
 

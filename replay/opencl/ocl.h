@@ -56,11 +56,13 @@
  *
  *   void ocl_register_ew(const ocl_op **t) { t[GRAPH_OP_neg] = &neg_op; }
  *
- * Registration: ocl_ops() builds the table once by calling
- * ocl_register_ew (ops_ew.c), ocl_register_shape (ops_shape.c),
- * ocl_register_fused (ops_fused.c), ocl_register_nn (ops_nn.c), then
- * ocl_register_dw (ops_dw.c), which wraps slots ocl_register_nn filled;
- * each fills its own slots.  A NULL slot is an unsupported op.
+ * Registration: ocl_ops() (op_table.c) builds the table once by calling
+ * ocl_register_ew (ops_ew.c: the elementwise ops and fused), ocl_register_shape
+ * (ops_shape.c), ocl_register_gemm (ops_gemm.c), ocl_register_conv
+ * (ops_conv.c), ocl_register_nn (ops_nn.c), then ocl_register_dw
+ * (ops_dw.c), which wraps the conv slots filled before it; each fills its
+ * own slots.  A NULL slot is an unsupported op.  An op file calls the
+ * helpers (this header, ops_nn.h) and never another op file.
  *
  * Data errors found by a kernel (bad gather indices, integer division
  * by zero): see ocl_launch.flag; the run fails after it completes.
@@ -198,18 +200,21 @@ typedef struct ocl_op {
 
 /* ---- registration ---- */
 
-/* The table, built once (thread-safe). */
+/* The table, built once (thread-safe; op_table.c). */
 const ocl_op *const *ocl_ops(void);
 void ocl_register_ew(const ocl_op **t);
 void ocl_register_shape(const ocl_op **t);
-void ocl_register_fused(const ocl_op **t);
+/* matmul, linear, linear_ep (ops_gemm.c) */
+void ocl_register_gemm(const ocl_op **t);
+/* conv2d, conv2d_ep, conv2d_blk (ops_conv.c) */
+void ocl_register_conv(const ocl_op **t);
 void ocl_register_nn(const ocl_op **t);
-/* Registered after ocl_register_nn: the depthwise conv (ops_dw.c) takes
+/* Registered after ocl_register_conv: the depthwise conv (ops_dw.c) takes
  * the shapes it handles and passes the rest to the op it replaces. */
 void ocl_register_dw(const ocl_op **t);
 
 /*
- * conv2d, conv2d_ep, conv2d_blk (ops_conv.c): groups and epilogue of the
+ * conv2d, conv2d_ep, conv2d_blk (nn_common.c): groups and epilogue of the
  * node's attributes, and the int8 geometry of cl/nn_conv.cl (g0 = C, H, W,
  * O, OH, OW, KH, KW; g1 = strides, pads top/left, dilations, groups,
  * blocked bits) from this run's types.  post is NULL for plain conv2d.
@@ -342,7 +347,7 @@ int ocl_bcast_plan(const graph_type *out, const graph_type *in, int nin, ocl_bca
 
 /*
  * An f32 unary or binary op (one a fused program may use) as a generated
- * one-statement fused kernel (ops_fused.c): float8 when the inputs are
+ * one-statement fused kernel (fused.c): float8 when the inputs are
  * full-size or scalars.  ops_ew.c routes f32 through these.
  */
 tg_status ocl_fused_single_prepare(ocl_prep *c);
@@ -356,6 +361,8 @@ tg_status ocl_fused_single_prepare(ocl_prep *c);
  */
 int ocl_fused_source(const fused_prog *fp, int nin, char *buf, size_t len);
 size_t ocl_fused_source_bound(const fused_prog *fp, int nin);
+/* A `fused` node (c->attrs its program), and the launch of either kind. */
+tg_status ocl_fused_prepare(ocl_prep *c);
 tg_status ocl_fused_enqueue(ocl_launch *l);
 
 /*

@@ -81,12 +81,12 @@ void ocl_fixup_checks(long n[2]);
  * way each runs: n[0] direct, n[1] rows, n[2] tiled; tests check which. */
 void ocl_dw_ways(long n[3]);
 
-/* Forgets the auto path's timings (ops_gemm.c's ocl_nn_probe), with the
+/* Forgets the auto path's timings (nn_probe.c's ocl_nn_probe), with the
  * contexts. */
 void ocl_gemm_probe_forget(void);
 
 /* Frees CLBlast's caches (programs hold the devices' contexts): called by
- * ocl_shutdown when no plan uses a device. */
+ * replay_opencl_shutdown when no plan uses a device. */
 void ocl_blas_shutdown(void);
 
 #endif

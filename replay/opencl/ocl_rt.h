@@ -23,7 +23,7 @@ typedef struct ocl_device_info {
     char version[64];
     size_t global_mem;
     int compute_units;
-    char gemm[96]; /* the GEMM/conv path and why: "clblast (GPU or accelerator device)" */
+    cl_device_id id; /* backend.c asks clblast.c for its GEMM/conv path */
 } ocl_device_info;
 
 struct ocl_dev {
@@ -96,8 +96,14 @@ void ocl_dev_close(ocl_dev *d);
  * owns one reference. NULL with err (the build log) on failure. */
 cl_program ocl_dev_program(ocl_dev *d, const char *src, const char *options, char *err,
                            size_t errlen);
-/* Releases every device no plan uses (their contexts and programs). */
-void ocl_shutdown(void);
+/* Releases every device no plan uses (their contexts and programs), in
+ * two steps around what the layers above cache per context (backend.c's
+ * replay_opencl_shutdown: the probe's results, CLBlast's programs):
+ * ocl_shutdown_begin holds the device list and returns whether a plan
+ * still uses some device; ocl_shutdown_end frees the unused ones and lets
+ * go of the list. */
+int ocl_shutdown_begin(void);
+void ocl_shutdown_end(void);
 
 /* ---- diskcache.c: built programs on disk, when TG_OPENCL_CACHE is set ---- */
 
@@ -152,7 +158,7 @@ tg_status ocl_attn_find(const graph *g, int8_t *role);
 /* The op that runs a chain at its last matmul's node. */
 extern const ocl_op ocl_attn_op;
 
-/* ---- ops_fused.c: a fused node run by the GEMM before it ---- */
+/* ---- fused.c: a fused node run by the GEMM before it ---- */
 
 /* TG_OPENCL_TAIL on device: 1 on, 0 off, -1 a bad value (err); unset or
  * auto: on for devices other than CPUs. */

@@ -4,7 +4,7 @@
  *
  * Our conv kernels: nn_conv_tiled on the CPU tile, nn_conv_sk (+
  * nn_conv_sk_sum where K is split) on the GPU tile (the device's, as for
- * matmul: ops_gemm.c's ocl_nn_own_tile), nn_conv_direct for fewer than 16
+ * matmul: nn_common.c's ocl_nn_own_tile), nn_conv_direct for fewer than 16
  * output channels per group.  On devices whose GEMM path is CLBlast,
  * conv2d, conv2d_ep and (ungrouped, symmetric padding) conv2d_blk call
  * CLBlast's convgemm instead, with nn_gemm_post applying bias and
@@ -13,7 +13,7 @@
  * conv_probe times the two (and the GPU tile split or in one pass) on the
  * node's traced shape and keeps the fastest.  A fused node after a conv2d
  * or conv2d_ep may run in its storing kernels (the tail: ocl.h's
- * ocl_tail_source, ops_gemm.c's ocl_nn_tail_prep).  Depthwise convs go
+ * ocl_tail_source, nn_common.c's ocl_nn_tail_prep).  Depthwise convs go
  * through ops_dw.c first, which hands the others here.
  */
 #include <stdio.h>
@@ -23,30 +23,6 @@
 #include "../../graph/alloc.h"
 #include "ops_nn.h"
 
-
-/* The convolution attributes every conv op has, and its epilogue. */
-typedef struct conv_attrs {
-    const graph_ints *stride, *padding, *dilation, *post;
-    int64_t groups;
-    graph_post_prm prm;
-    int blocked;
-} conv_attrs;
-
-static conv_attrs conv_attrs_of(graph_op op, const void *attrs)
-{
-    if (op == GRAPH_OP_conv2d) {
-        const graph_conv2d_attrs *a = attrs;
-        return (conv_attrs){&a->stride, &a->padding, &a->dilation, NULL, a->groups, {0}, 0};
-    }
-    if (op == GRAPH_OP_conv2d_ep) {
-        const graph_conv2d_ep_attrs *a = attrs;
-        return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups,
-                            GRAPH_POST_PRM(a), 0};
-    }
-    const graph_conv2d_blk_attrs *a = attrs;
-    return (conv_attrs){&a->stride, &a->padding, &a->dilation, &a->post, a->groups,
-                        GRAPH_POST_PRM(a), 1};
-}
 
 /* Our kernels (OCL_NN_POST_CONV: ops_nn.h), then, where CLBlast may run
  * the node, its post kernels. */
@@ -67,7 +43,7 @@ static const char *const conv_blk_kernels[] = {"nn_conv_tiled",  "nn_conv_direct
  * and its C is the weights'): -1 for what it cannot do (groups, padding
  * that differs between the sides).
  */
-static int conv_blas_of(const conv_attrs *a, const graph_type *x, const graph_type *w,
+static int conv_blas_of(const ocl_conv_attrs *a, const graph_type *x, const graph_type *w,
                         ocl_blas_conv *v)
 {
     int64_t st[2], dil[2], pad[4];
@@ -88,49 +64,6 @@ static int conv_blas_of(const conv_attrs *a, const graph_type *x, const graph_ty
 /* Output channels per group at or above which the tiled kernels run. */
 #define NN_CONV_TILED_MIN 16
 
-void ocl_conv_describe(graph_op op, const void *attrs, int64_t *groups,
-                       const graph_ints **post, graph_post_prm *prm)
-{
-    conv_attrs a = conv_attrs_of(op, attrs);
-    *groups = a.groups;
-    *post = a.post;
-    *prm = a.prm;
-}
-
-void ocl_conv_geometry(graph_op op, const void *attrs, const graph_type *x,
-                       const graph_type *w, const graph_type *y, int32_t g0[8], int32_t g1[8])
-{
-    conv_attrs a = conv_attrs_of(op, attrs);
-    int64_t st[2], dil[2], pad[4];
-    ocl_nn_ints_pair(a.stride, 1, st);
-    ocl_nn_ints_pair(a.dilation, 1, dil);
-    ocl_nn_ints_pad4(a.padding, pad);
-    /* C and O from the weights: blocked values may have padded blocks;
-     * a blocked conv's x may be plain (a stem) */
-    int blk = a.blocked ? (x->ndim == 5) | 2 : 0;
-    const int32_t v0[8] = {(int32_t)(w->dim[1] * a.groups), (int32_t)x->dim[2],
-                           (int32_t)x->dim[3], (int32_t)w->dim[0], (int32_t)y->dim[2],
-                           (int32_t)y->dim[3], (int32_t)w->dim[2], (int32_t)w->dim[3]};
-    const int32_t v1[8] = {(int32_t)st[0], (int32_t)st[1], (int32_t)pad[0], (int32_t)pad[1],
-                           (int32_t)dil[0], (int32_t)dil[1], (int32_t)a.groups, blk};
-    memcpy(g0, v0, sizeof v0);
-    memcpy(g1, v1, sizeof v1);
-}
-
-tg_status ocl_conv_zero_lanes(ocl_launch *l, graph_op op, int64_t O)
-{
-    if (op != GRAPH_OP_conv2d_blk || O % 16 == 0)
-        return TG_OK;
-    float zero = 0.0f;
-    cl_int e = clEnqueueFillBuffer(l->q, l->out[0], &zero, sizeof zero, 0,
-                                   (size_t)graph_type_numel(&l->out_type[0]) * sizeof zero, 0,
-                                   NULL, NULL);
-    l->enq[OCL_ENQ_COPY]++;
-    return e == CL_SUCCESS
-               ? TG_OK
-               : ocl_fail(l, TG_ERR_BACKEND, "clEnqueueFillBuffer: %s", ocl_errstr(e));
-}
-
 /*
  * The CLBlast path: convgemm, then nn_gemm_post with bias, residual and
  * the epilogue when the node has them.  conv2d_blk: a blocked x made
@@ -141,7 +74,7 @@ tg_status ocl_conv_zero_lanes(ocl_launch *l, graph_op op, int64_t O)
  */
 static tg_status conv_blas(ocl_launch *l, graph_op op, cl_mem xp, cl_mem yp)
 {
-    conv_attrs a = conv_attrs_of(op, l->attrs);
+    ocl_conv_attrs a = ocl_conv_attrs_of(op, l->attrs);
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
     cl_mem bias = l->nin > 2 ? l->in[2] : NULL, res = l->nin > 3 ? l->in[3] : NULL;
     const ocl_nn_node *bn = l->data;
@@ -253,7 +186,7 @@ static tg_status conv_sk(ocl_launch *l, const int32_t g0[8], const int32_t g1[8]
  * nn_conv_tiled: the CPU one). */
 static tg_status conv_own(ocl_launch *l, graph_op op, cl_mem ws, cl_mem cnt)
 {
-    conv_attrs a = conv_attrs_of(op, l->attrs);
+    ocl_conv_attrs a = ocl_conv_attrs_of(op, l->attrs);
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
     int32_t g0[8], g1[8];
     ocl_conv_geometry(op, l->attrs, x, &l->in_type[1], y, g0, g1);
@@ -362,7 +295,7 @@ static tg_status conv_prepare(ocl_prep *c)
     tg_status st = ocl_nn_need_f32(c);
     if (st != TG_OK)
         return st;
-    conv_attrs a = conv_attrs_of(c->node->op, c->attrs);
+    ocl_conv_attrs a = ocl_conv_attrs_of(c->node->op, c->attrs);
     ocl_blas_conv v;
     int blas_ok = ocl_nn_blas_wanted(c) && !conv_blas_of(&a, &c->in_type[0], &c->in_type[1], &v) &&
                   graph_type_numel(&c->out_type[0]) > 0;

@@ -2,7 +2,7 @@
  * ops_dw.c - depthwise convolution on OpenCL: conv2d, conv2d_ep and
  * conv2d_blk nodes with one input channel per group (groups == C, weights
  * [O, 1, KH, KW], any multiplier O / C) run one of three ways; every other
- * conv goes to the op ocl_register_nn put in the slot.
+ * conv goes to the op ocl_register_conv put in the slot (op_table.c).
  *   direct: nn_conv_direct (nn_conv.cl), one item per output;
  *   rows:   cl/nn_dw.cl's nn_dw_rows, DW_RR neighbouring outputs of a row
  *           per item, the input columns they read loaded once into

@@ -1,8 +1,8 @@
 /*
  * ops_ew.c - OpenCL elementwise ops: unary (cl/ew_unary.cl), binary and
  * comparisons with broadcasting and where (cl/ew_binary.cl), cast
- * (cl/cast.cl).  One program per element type, shared by every node of
- * that type on the device.
+ * (cl/cast.cl), and the `fused` op (fused.c's programs).  One program per
+ * element type, shared by every node of that type on the device.
  */
 #include <stdio.h>
 #include <string.h>
@@ -200,6 +200,10 @@ static tg_status cast_enqueue(ocl_launch *l)
 
 static const ocl_op cast_op = {cast_prepare, cast_enqueue};
 
+/* ---- fused: its program generated, built and run by fused.c ---- */
+
+static const ocl_op fused_op = {ocl_fused_prepare, ocl_fused_enqueue};
+
 void ocl_register_ew(const ocl_op **t)
 {
     int nargs;
@@ -210,4 +214,5 @@ void ocl_register_ew(const ocl_op **t)
         t[bins[i].op] = &binary_op;
     t[GRAPH_OP_where] = &where_op;
     t[GRAPH_OP_cast] = &cast_op;
+    t[GRAPH_OP_fused] = &fused_op;
 }

@@ -7,7 +7,9 @@
  * best) and our GPU tile (nn_gemm_sk, 64x64 tiles with K split over
  * work-groups to fill the device); M or N below 16 runs nn_gemm_simple.
  * On the auto path (GPUs' default) gemm_probe times CLBlast against our
- * tile for each node's traced shape (ops_probe.c).  Shared with ops_nn.c and ops_conv.c: ops_nn.h.
+ * tile for each node's traced shape (nn_probe.c).  What it shares with
+ * ops_conv.c and ops_dw.c (its node data, tail, split of K) is nn_common.c's
+ * (ops_nn.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,81 +47,6 @@ static const char *const gemm_kernels[] = {"nn_gemm_tiled", "nn_gemm_simple", "n
 
 #define POST_GEMM 2 /* nn_gemm_post: the gemm program's third kernel */
 
-int ocl_nn_own_tile(const ocl_prep *c, int *cus) { return ocl_nn_own_tile_dev(c->device, cus); }
-
-int ocl_nn_own_tile_dev(cl_device_id device, int *cus)
-{
-    const char *tile = getenv("TG_OPENCL_TILE");
-    cl_device_type type = 0;
-    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    cl_uint n = 0;
-    clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof n, &n, NULL);
-    *cus = n ? (int)n : 1;
-    if (tile && *tile && strcmp(tile, "gpu") && strcmp(tile, "cpu"))
-        return -1;
-    return tile && *tile ? strcmp(tile, "gpu") == 0 : !(type & CL_DEVICE_TYPE_CPU);
-}
-
-int ocl_nn_splitk_mode(void)
-{
-    const char *v = getenv("TG_OPENCL_SPLITK");
-    if (!v || !*v || !strcmp(v, "auto"))
-        return 0;
-    return !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 2 : !strcmp(v, "fixup") ? 3 : -1;
-}
-
-tg_status ocl_nn_attach(ocl_prep *c, int post, int blas)
-{
-    if (ocl_nn_splitk_mode() < 0)
-        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_SPLITK=\"%s\": want auto, on, off or "
-                             "fixup",
-                             getenv("TG_OPENCL_SPLITK"));
-    ocl_nn_node *b = tg_calloc(1, sizeof *b);
-    if (!b)
-        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
-    b->post = post;
-    b->blas = blas;
-    /* Our own tile by device type: the 64x128 float16 tile for CPU
-     * devices (PoCL's best), the 16x16-item 64x64 tile with K split to
-     * fill the compute units elsewhere; TG_OPENCL_TILE=cpu|gpu forces. */
-    b->sk = ocl_nn_own_tile(c, &b->cus);
-    if (b->sk < 0) {
-        tg_free(b);
-        return ocl_prep_fail(c, TG_ERR_ARG, "TG_OPENCL_TILE=\"%s\": want cpu or gpu",
-                             getenv("TG_OPENCL_TILE"));
-    }
-    b->onepass = ocl_nn_splitk_mode() == 2;
-    b->fixup = ocl_nn_splitk_mode() == 3;
-    b->head_at = b->head_g = b->head_b = -1;
-    c->data = b;
-    c->data_free = tg_free;
-    c->path = blas ? "CLBlast" : !b->sk ? "CPU tile" : b->onepass ? "GPU tile, K in one pass"
-              : b->fixup ? "GPU tile, K split in one launch" : "GPU tile";
-    return TG_OK;
-}
-
-tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at)
-{
-    const ocl_nn_node *b = l->data;
-    if (!b || !b->tail)
-        return TG_OK;
-    if (l->nxout < 1 || l->nxin < b->tail - 1)
-        return ocl_fail(l, TG_ERR_STATE, "the fused node after this one has no buffers");
-    int64_t n = graph_type_numel(&l->xout_type[0]);
-    tg_status st = ocl_set_arg(l, k, at++, sizeof(cl_mem), &l->xout[0]);
-    for (int j = 0; j + 1 < b->tail && st == TG_OK; j++) {
-        int64_t nj = graph_type_numel(&l->xin_type[j]);
-        if (nj != n && nj != 1) /* ocl_tail_find's shapes hold at every run */
-            return ocl_fail(l, TG_ERR_STATE, "the fused node's input %d has %lld elements, "
-                            "not %lld or 1", j, (long long)nj, (long long)n);
-        cl_int m = nj == n;
-        st = ocl_set_arg(l, k, at++, sizeof(cl_mem), &l->xin[j]);
-        if (st == TG_OK)
-            st = ocl_set_arg(l, k, at++, sizeof m, &m);
-    }
-    return st;
-}
-
 /* A storing kernel's parameters after its own, from index at: the head's
  * (gamma, beta, eps) when the node has one, then the tail's. */
 static tg_status gemm_more_args(ocl_launch *l, cl_kernel k, cl_uint at)
@@ -140,17 +67,6 @@ static tg_status gemm_more_args(ocl_launch *l, cl_kernel k, cl_uint at)
             return st;
     }
     return ocl_nn_tail_args(l, k, at);
-}
-
-/* Runs nn_gemm_post (kernel k) on y's n elements. */
-tg_status ocl_nn_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bias,
-                      int64_t inner, int64_t nb, cl_mem res)
-{
-    tg_status st = ocl_set_args(l, k, "mlmlim", y, n, bias, inner, (int)nb, res);
-    if (st == TG_OK)
-        st = ocl_nn_tail_args(l, k, 6);
-    size_t global[1] = {(size_t)n};
-    return st ? st : ocl_run(l, k, 1, global, NULL);
 }
 
 /* One operand (rows x cols, strides rs/cs) as CLBlast's transpose and
@@ -229,21 +145,6 @@ static int blas_gemm_try(ocl_launch *l, const gemm_args *g, int64_t ms_a, int64_
     *st = b->post || b->tail ? ocl_nn_post(l, l->k[POST_GEMM], c, nc, g->bias, 1, g->n, g->res)
                              : TG_OK;
     return 0;
-}
-
-int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t *kper_out)
-{
-    if (onepass) {
-        *kper_out = ocl_round_up((size_t)(k > 0 ? k : 1), 16);
-        return 1;
-    }
-    int64_t want = (2 * (int64_t)cus + tiles - 1) / (tiles > 0 ? tiles : 1), most = k / 128;
-    int64_t splits = want < most ? want : most;
-    splits = splits < 1 ? 1 : splits > 16 ? 16 : splits;
-    int64_t kper = ocl_round_up((size_t)((k + splits - 1) / splits), 16);
-    splits = kper ? (k + kper - 1) / kper : 1;
-    *kper_out = kper;
-    return splits < 1 ? 1 : splits;
 }
 
 /* g's output tiles on the GPU tile (nn_gemm_sk: 64x64), over the batch. */
@@ -392,7 +293,7 @@ static tg_status gemm_enqueue(ocl_launch *l, const gemm_args *g)
     return gemm_enqueue_ws(l, g, NULL, NULL);
 }
 
-/* ---- the auto path: CLBlast or our tile, timed per shape (ops_probe.c) ---- */
+/* ---- the auto path: CLBlast or our tile, timed per shape (nn_probe.c) ---- */
 
 /* What gemm_probe times: the node's product on the probe's buffers (a, b,
  * c, bias, the residual, the split-K partial tiles, the tile counters)
@@ -503,48 +404,6 @@ static tg_status gemm_attach(ocl_prep *c, int post, int blas, int way, int tail)
     }
     b->tail = tail;
     c->path = path_names[blas ? 0 : !b->sk ? 1 : b->onepass ? 3 : b->fixup ? 4 : 2][tail > 0];
-    return TG_OK;
-}
-
-tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail)
-{
-    *src = NULL;
-    *tail = 0;
-    if (!c->tail)
-        return TG_OK;
-    const graph_node *f = c->tail;
-    const graph_fused_attrs *at = graph_node_attrs(f);
-    fused_prog fp;
-    char msg[256];
-    if (fused_prog_parse(at->prog.s, f->nin, &fp, msg, sizeof msg) != TG_OK)
-        return ocl_prep_fail(c, TG_ERR_ARG, "the fused node after it: %s", msg);
-    int32_t v = c->node->out[0];
-    c->nxin = 0;
-    for (int k = 0; k < f->nin; k++) {
-        int seen = f->in[k] == v;
-        for (int j = 0; j < c->nxin; j++)
-            seen |= c->xin[j] == f->in[k];
-        if (!seen) {
-            if (c->nxin == OCL_MAX_XIN)
-                return ocl_prep_fail(c, TG_ERR_STATE, "the fused node after it has more than "
-                                     "%d other inputs", OCL_MAX_XIN);
-            c->xin[c->nxin++] = f->in[k];
-        }
-    }
-    c->xout[0] = f->out[0];
-    c->nxout = 1;
-    size_t len = ocl_tail_source_bound(&fp, f->nin);
-    if (!(*src = tg_malloc(len)))
-        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
-    int r = ocl_tail_source(f, v, &fp, *src, len);
-    if (r < 0) {
-        tg_free(*src);
-        *src = NULL;
-        return r == -1 ? ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "an op of the fused node after "
-                                       "it has no OpenCL form")
-                       : ocl_prep_fail(c, TG_ERR_NOMEM, "generated source too long");
-    }
-    *tail = 1 + c->nxin;
     return TG_OK;
 }
 

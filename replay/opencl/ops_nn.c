@@ -6,8 +6,7 @@
  * batch_norm, layer_norm, softmax, log_softmax (cl/nn_norm.cl),
  * reduce_sum/mean/max (cl/nn_reduce.cl),
  * argmax/argmin (cl/nn_arg.cl) and cumsum (cl/nn_scan.cl), through the
- * interface of ocl.h, and the
- * programs all three files build.
+ * interface of ocl.h; the programs they build are nn_common.c's.
  * Semantics are the CPU kernels' (eager/kernels_*.c); shapes and
  * attributes were checked by graph/infer_*.c, so prepare only refuses
  * what the kernels cannot do (dtypes).
@@ -33,74 +32,6 @@
 #include "../../graph/alloc.h"
 #include "../../graph/infer_norm.h"
 #include "ops_nn.h"
-
-/* ---- programs ---- */
-
-/* The program: tail (NULL: none), the epilogue, nn_common.cl and extra's
- * source (NULL: none) as the prefix of source name. */
-static tg_status nn_program(ocl_prep *c, const char *name, const char *tail, const char *extra,
-                            const graph_ints *post, graph_post_prm prm,
-                            const char *const *kernels, int nk)
-{
-    static const graph_ints none = {0};
-    char epi[2048];
-    if (ocl_epilogue_src(post ? post : &none, prm, epi, sizeof epi, c->err, c->errlen))
-        return TG_ERR_ARG;
-    const char *common = ocl_source("nn_common"), *more = extra ? ocl_source(extra) : "";
-    if (!common || !more)
-        return ocl_prep_fail(c, TG_ERR_ARG, "no OpenCL source named \"%s\"",
-                             common ? extra : "nn_common");
-    if (!tail)
-        tail = "";
-    size_t n = strlen(tail) + strlen(epi) + strlen(common) + strlen(more) + 4;
-    char *prefix = tg_malloc(n);
-    if (!prefix)
-        return ocl_prep_fail(c, TG_ERR_NOMEM, "out of memory");
-    snprintf(prefix, n, "%s\n%s\n%s\n%s", tail, epi, common, more);
-    tg_status st = ocl_prep_program(c, name, prefix,
-                                    ocl_prep_has_fp64(c) ? "-DTG_FP64=1" : "-DTG_FP64=0");
-    tg_free(prefix);
-    for (int i = 0; i < nk && st == TG_OK; i++)
-        st = ocl_prep_kernel(c, kernels[i]);
-    return st;
-}
-
-tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
-                         graph_post_prm prm, const char *const *kernels, int nk)
-{
-    return nn_program(c, name, NULL, NULL, post, prm, kernels, nk);
-}
-
-tg_status ocl_nn_program_tail(ocl_prep *c, const char *name, const graph_ints *post,
-                              graph_post_prm prm, const char *tail, const char *const *kernels,
-                              int nk)
-{
-    return nn_program(c, name, tail, NULL, post, prm, kernels, nk);
-}
-
-tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *tail, const char *extra,
-                           const graph_ints *post, graph_post_prm prm,
-                           const char *const *kernels, int nk)
-{
-    return nn_program(c, name, tail, extra, post, prm, kernels, nk);
-}
-
-tg_status ocl_nn_need_f32(ocl_prep *c)
-{
-    for (int i = 0; i < c->nin; i++)
-        if (c->in_type[i].dtype != GRAPH_F32)
-            return ocl_prep_fail(c, TG_ERR_UNSUPPORTED, "input %d has dtype %s, want f32", i,
-                                 graph_dtype_name(c->in_type[i].dtype));
-    return TG_OK;
-}
-
-tg_status ocl_nn_run_nd(ocl_launch *l, cl_kernel k, int dims, size_t *global,
-                       const size_t *local)
-{
-    for (int d = 0; d < dims; d++)
-        global[d] = ocl_round_up(global[d], local[d]);
-    return ocl_run(l, k, dims, global, local);
-}
 
 /* ---- conv_transpose2d ---- */
 
@@ -531,8 +462,6 @@ static const ocl_op argmin_op = {arg_prepare, argmin_enqueue};
 
 void ocl_register_nn(const ocl_op **t)
 {
-    ocl_register_gemm(t);
-    ocl_register_conv(t);
     t[GRAPH_OP_conv_transpose2d] = &deconv_op;
     t[GRAPH_OP_max_pool2d] = &max_pool_op;
     t[GRAPH_OP_avg_pool2d] = &avg_pool_op;

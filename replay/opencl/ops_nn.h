@@ -1,9 +1,10 @@
 /*
- * ops_nn.h - what the heavy ops' files share (replay/opencl/ only):
- * ops_nn.c (deconv, pools, norms, reductions, arg; the programs),
- * ops_conv.c (conv2d, conv2d_ep, conv2d_blk), ops_gemm.c (matmul,
- * linear, linear_ep: CLBlast, our tiles) and ops_probe.c (the auto path's
- * probe, which ops_dw.c uses too).
+ * ops_nn.h - what the heavy ops' files share (replay/opencl/ only): the op
+ * files ops_nn.c (deconv, pools, norms, reductions, arg), ops_conv.c
+ * (conv2d, conv2d_ep, conv2d_blk), ops_gemm.c (matmul, linear, linear_ep:
+ * CLBlast, our tiles) and ops_dw.c (depthwise convs) call the helpers
+ * nn_common.c (programs, node data, tiles, tails, conv geometry) and
+ * nn_probe.c (the auto path's probe), never each other.
  */
 #ifndef TG_REPLAY_OCL_OPS_NN_H
 #define TG_REPLAY_OCL_OPS_NN_H
@@ -57,7 +58,7 @@ static inline int ocl_nn_blas_wanted(const ocl_prep *c) { return c->blas; }
 
 
 /* Builds source name with the epilogue post/prm (NULL: none) and
- * nn_common.cl as the prefix, then names the kernels (ops_nn.c). */
+ * nn_common.cl as the prefix, then names the kernels. */
 tg_status ocl_nn_program(ocl_prep *c, const char *name, const graph_ints *post,
                          graph_post_prm prm, const char *const *kernels, int nk);
 /* ... with a tail's source (ocl_tail_source; NULL: none) first. */
@@ -72,11 +73,11 @@ tg_status ocl_nn_program_x(ocl_prep *c, const char *name, const char *tail, cons
 /* The tail of c->tail (NULL: none; ocl_tail_find): its other inputs become
  * c->xin, its output c->xout, *src its source (ocl_tail_source; the
  * caller frees it) and *tail 1 + the other inputs' count; without one
- * *src NULL and *tail 0 (ops_gemm.c). */
+ * *src NULL and *tail 0. */
 tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail);
 /* Sets a storing kernel's tail parameters, from index at: the tail's
  * output (l->xout[0]), then each l->xin with its stride (1 full-size, 0
- * a scalar); nothing when the node has no tail (ops_gemm.c). */
+ * a scalar); nothing when the node has no tail. */
 tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at);
 /* (h, w) from a 0-, 1- or 2-entry list (0 entries: def): stride,
  * dilation of the convs (ops_conv.c) and conv_transpose2d (ops_nn.c). */
@@ -105,8 +106,7 @@ tg_status ocl_nn_run_nd(ocl_launch *l, cl_kernel k, int dims, size_t *global,
                         const size_t *local);
 
 /* 1: our GPU tile (nn_gemm_sk, nn_conv_sk) for c's device, 0: the CPU
- * tile, -1: a bad TG_OPENCL_TILE; *cus the device's compute units
- * (ops_gemm.c). */
+ * tile, -1: a bad TG_OPENCL_TILE; *cus the device's compute units. */
 int ocl_nn_own_tile(const ocl_prep *c, int *cus);
 /* The same for a device. */
 int ocl_nn_own_tile_dev(cl_device_id device, int *cus);
@@ -119,12 +119,11 @@ int ocl_nn_own_tile_dev(cl_device_id device, int *cus);
 int ocl_nn_splitk_mode(void);
 /* The GPU tile's split of K (k long, tiles output tiles): splits so that
  * tiles x splits reach twice the compute units, each at least 128 of K,
- * at most 16; one with onepass; *kper the K per split, a multiple of 16
- * (ops_gemm.c). */
+ * at most 16; one with onepass; *kper the K per split, a multiple of 16. */
 int64_t ocl_nn_sk_splits(int64_t tiles, int64_t k, int cus, int onepass, int64_t *kper);
 
 /*
- * The auto path's probe (ops_probe.c): runs a node's ways on nbuf scratch
+ * The auto path's probe (nn_probe.c): runs a node's ways on nbuf scratch
  * buffers of elems[i] floats (zeroed; at most OCL_NN_PROBE_BUFS), each
  * way with timed[way] once to build and warm, then 5 times timed on the
  * host around one wait, and returns the fastest (OCL_NN_WAY_*; CLBlast,
@@ -155,17 +154,20 @@ int ocl_nn_probe(ocl_prep *c, const void *key, size_t keylen, const size_t *elem
 void ocl_nn_probe_timed(const ocl_nn_node *bn, int64_t splits, int timed[OCL_NN_WAYS]);
 
 /* Gives the node its ocl_nn_node (post: a bias or epilogue follows a
- * CLBlast call; blas: the node runs CLBlast), and c->path (ops_gemm.c). */
+ * CLBlast call; blas: the node runs CLBlast), and c->path. */
 tg_status ocl_nn_attach(ocl_prep *c, int post, int blas);
 /* Runs nn_gemm_post (kernel k) on y's n elements: bias[(i / inner) % nb],
  * then the node's epilogue (res its residual), in place. */
 tg_status ocl_nn_post(ocl_launch *l, cl_kernel k, cl_mem y, int64_t n, cl_mem bias,
                       int64_t inner, int64_t nb, cl_mem res);
-/* Fills the matmul, linear and linear_ep slots (ops_gemm.c; called by
- * ocl_register_nn). */
-void ocl_register_gemm(const ocl_op **t);
-/* Fills the conv2d, conv2d_ep and conv2d_blk slots (ops_conv.c; called by
- * ocl_register_nn). */
-void ocl_register_conv(const ocl_op **t);
+/* The convolution attributes every conv op (conv2d, conv2d_ep,
+ * conv2d_blk) has, and its epilogue (post NULL for conv2d). */
+typedef struct ocl_conv_attrs {
+    const graph_ints *stride, *padding, *dilation, *post;
+    int64_t groups;
+    graph_post_prm prm;
+    int blocked;
+} ocl_conv_attrs;
+ocl_conv_attrs ocl_conv_attrs_of(graph_op op, const void *attrs);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * prep.c - the helpers of ocl.h: programs and kernels at prepare time,
- * arguments, launches and scratch at run time, the op table, epilogue
- * code for the *_ep ops.
+ * arguments, launches and scratch at run time, epilogue code for the *_ep
+ * ops.  A helper file: it calls runtime.c, objects.c and run.c's session
+ * accessors, never an op file (the table is op_table.c's).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -13,7 +14,6 @@
 #include "../../graph/alloc.h"
 #include "ocl_rt.h"
 
-static const ocl_op *table[GRAPH_OP_COUNT];
 static atomic_long kernels_run;
 
 long ocl_kernels_run(void) { return atomic_load(&kernels_run); }
@@ -32,31 +32,6 @@ int ocl_device_switch(const char *var, const char *on, cl_device_id device, char
     clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     return !(type & CL_DEVICE_TYPE_CPU);
 }
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-
-static void table_init(void)
-{
-    ocl_register_ew(table);
-    ocl_register_shape(table);
-    ocl_register_fused(table);
-    ocl_register_nn(table);
-    ocl_register_dw(table);
-}
-
-const ocl_op *const *ocl_ops(void)
-{
-    pthread_once(&table_once, table_init);
-    return table;
-}
-
-const ocl_op *ocl_ops_replace(graph_op op, const ocl_op *impl)
-{
-    pthread_once(&table_once, table_init);
-    const ocl_op *old = table[op];
-    table[op] = impl;
-    return old;
-}
-
 tg_status ocl_prep_fail(ocl_prep *c, tg_status st, const char *fmt, ...)
 {
     va_list ap;

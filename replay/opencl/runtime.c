@@ -21,7 +21,6 @@
 #include <pthread.h>
 
 #include "../../graph/alloc.h"
-#include "ocl_blas.h"
 #include "ocl_rt.h"
 
 static atomic_long builds, disk_hits;
@@ -136,9 +135,7 @@ static void fill_info(cl_device_id d, int index, ocl_device_info *info)
     cl_uint cu = 0;
     clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
     info->compute_units = (int)cu;
-    const char *why;
-    ocl_gemm_path gp = ocl_gemm_choose(d, &why);
-    snprintf(info->gemm, sizeof info->gemm, "%s (%s)", ocl_gemm_name(gp), why);
+    info->id = d;
 }
 
 int ocl_list_devices(ocl_device_info *out, int max, char *err, size_t errlen)
@@ -257,17 +254,17 @@ static void dev_free(ocl_dev *d)
     tg_free(d);
 }
 
-void ocl_shutdown(void)
+int ocl_shutdown_begin(void)
 {
     pthread_mutex_lock(&devs_mu);
-    /* CLBlast's cached programs hold contexts: dropped first, when no
-     * device stays */
     int kept = 0;
-    ocl_gemm_probe_forget(); /* keyed by context: a freed one's address may come back */
     for (ocl_dev *d = devs; d; d = d->next)
         kept |= d->plans > 0;
-    if (!kept)
-        ocl_blas_shutdown();
+    return kept;
+}
+
+void ocl_shutdown_end(void)
+{
     ocl_dev **link = &devs;
     while (*link) {
         ocl_dev *d = *link;

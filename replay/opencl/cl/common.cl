@@ -86,7 +86,7 @@ TG_F1 tg_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : (x != x ? x
 
 /*
  * float8 forms of the functions above, for the vectorized fused kernel
- * (ops_fused.c): the same rules component-wise (select picks its second
+ * (fused.c): the same rules component-wise (select picks its second
  * operand where the condition is true).
  */
 #define TG_V8 __attribute__((overloadable)) inline float8

@@ -2,7 +2,7 @@
  * ew_binary.cl - integer binary ops, comparisons (every type) and where,
  * with NumPy broadcasting, built with -DT=<element type> (-DTI for
  * integers, -DTB for bool).  f32 arithmetic runs as generated fused
- * kernels (ops_fused.c).  Each kernel comes in two forms: *_flat when both inputs are
+ * kernels (fused.c).  Each kernel comes in two forms: *_flat when both inputs are
  * the output's shape or scalars (ma, mb: 1 full, 0 scalar), and the
  * general one over up to 8 collapsed dims with per-input strides.
  * Semantics follow eager/kernels_binary.c and kernels_compare.c.

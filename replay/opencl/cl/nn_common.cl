@@ -1,6 +1,6 @@
 /*
  * nn_common.cl - shared definitions of the heavy-op kernels (nn_*.cl),
- * passed by replay/opencl/ops_nn.c's programs (ops_conv.c, ops_gemm.c) as part of the program prefix, after
+ * passed by replay/opencl/nn_common.c's programs (ops_nn.c, ops_conv.c, ops_gemm.c) as part of the program prefix, after
  * the tg_epilogue function (ocl_epilogue_src; the identity for ops without
  * an epilogue) and before the op's own source.
  *

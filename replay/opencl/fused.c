@@ -1,7 +1,8 @@
 /*
- * ops_fused.c - the `fused` op on OpenCL: its micro-program
- * (graph/fused_prog.h) becomes one generated OpenCL C program at compile
- * time, three kernels over the same statement list:
+ * fused.c - fused programs on OpenCL, a helper of the op files: a `fused`
+ * node's micro-program (graph/fused_prog.h; the op is registered by
+ * ops_ew.c) becomes one generated OpenCL C program at compile time, three
+ * kernels over the same statement list:
  *
  *   fused_flat8  every input is the output's size or a scalar (the usual
  *                case): input j at i * m_j, m_j 1 or 0, 8 elements per
@@ -16,6 +17,11 @@
  * built through the device's program cache (keyed by its full text), so
  * a program is built once per device and process however many plans use
  * it.  Numerics follow the single-op kernels (cl/common.cl).
+ *
+ * Also here: an f32 elementwise op as a one-statement program (ops_ew.c),
+ * and the fused node a GEMM or conv runs as it stores (the tail:
+ * ocl_tail_find at plan_new, ocl_tail_source for nn_common.c).  Calls
+ * prep.c only.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -229,7 +235,7 @@ static tg_status prepare_prog(ocl_prep *c, const fused_prog *fp)
     return st ? st : ocl_prep_kernel(c, "fused_rows");
 }
 
-static tg_status fused_prepare(ocl_prep *c)
+tg_status ocl_fused_prepare(ocl_prep *c)
 {
     const graph_fused_attrs *at = c->attrs;
     fused_prog fp;
@@ -333,10 +339,6 @@ tg_status ocl_fused_enqueue(ocl_launch *l)
     }
     return st != TG_OK ? st : ocl_run(l, k, 1, &items, NULL);
 }
-
-static const ocl_op fused_op = {fused_prepare, ocl_fused_enqueue};
-
-void ocl_register_fused(const ocl_op **t) { t[GRAPH_OP_fused] = &fused_op; }
 
 /* ---- a fused node run by the GEMM before it (the tail) ---- */
 

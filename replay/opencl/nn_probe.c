@@ -1,5 +1,5 @@
 /*
- * ops_probe.c - the auto GEMM path's probe (ops_nn.h's ocl_nn_probe): a
+ * nn_probe.c - the auto GEMM path's probe (ops_nn.h's ocl_nn_probe): a
  * matmul/linear (ops_gemm.c), conv (ops_conv.c) or depthwise conv
  * (ops_dw.c) node's ways timed on scratch buffers of its traced shape at
  * replay_compile, the fastest kept per context and key; the split summed
