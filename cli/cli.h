@@ -162,10 +162,19 @@ typedef struct cli_run_opts {
     int ninputs;
     char **outputs; /* -o values */
     int noutputs;
-    replay_opts replay;
+    replay_opts replay; /* .device: backend below */
+    char backend[256];  /* --backend NAME[:DEVICE], with --device's DEVICE */
+    const char *backend_arg, *device_arg; /* as given */
     long seed, warmup, runs;
     double rtol, atol;
 } cli_run_opts;
+
+/*
+ * CLI_OK when name's backend part (before a colon) names a backend of the
+ * library (replay_backend_name); else CLI_USAGE after a message naming
+ * option opt of cmd and listing the backends.
+ */
+int cli_backend_check(const char *cmd, const char *opt, const char *name);
 
 /* The option table entry of each RUN_OPT_* (a command lists the ids it takes). */
 const cli_opt *cli_run_opt(int id);

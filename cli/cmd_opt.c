@@ -39,7 +39,8 @@ static void opt_help(void)
            "                      and the memory plan (naive, lower bound, planned bytes)\n"
            "  --explain           every fusion candidate that was not fused, and why;\n"
            "                      the oneDNN implementation of each conv / matmul\n"
-           "  --target cpu|opencl -O3: plan the layout for this backend's target (default\n"
+           "  --target NAME       -O3: plan the layout for this backend's target (cpu,\n"
+           "                      opencl, ...: tracegraph devices; default\n"
            "                      cpu: this machine's instruction set and channel block;\n"
            "                      a plan compiled elsewhere re-plans it for its own)\n"
            "  --threads N         the target's threads (what its kernels are asked at)\n"
@@ -132,12 +133,9 @@ int cli_optimize(int argc, char **argv)
             lo.dim_default = v;
             onnx_only = "--dim";
         } else if (id == OPT_TARGET) {
-            if (strcmp(arg, "cpu") == 0)
-                ro.backend = REPLAY_CPU;
-            else if (strcmp(arg, "opencl") == 0)
-                ro.backend = REPLAY_OPENCL;
-            else
-                return cli_usage_error("opt", "--target '%s': cpu or opencl", arg);
+            if (cli_backend_check("opt", "--target", arg) != CLI_OK)
+                return CLI_USAGE;
+            ro.device = arg;
         } else if (id == OPT_THREADS) {
             long v;
             if (cli_int("opt", "--threads", arg, 1, TG_MAX_THREADS, &v) != 0)

@@ -24,9 +24,11 @@ static void run_help(void)
            "  -o, --output NAME=OUT.npy write the output called NAME to a .npy file\n"
            "  -o, --output OUT.npy      outputs not named by any -o, in order; outputs\n"
            "                            without -o are summarized (shape, first values)\n"
-           "  --backend cpu|opencl      where to run (default cpu)\n"
-           "  --device N|NAME           OpenCL device: index or name substring\n"
-           "                            (tracegraph devices; default the first)\n"
+           "  --backend NAME[:DEVICE]   where to run: a backend (cpu, opencl) and,\n"
+           "                            after a colon, its device: an index or a\n"
+           "                            text of its description (tracegraph devices;\n"
+           "                            default cpu, a backend's first device)\n"
+           "  --device DEVICE           the same as NAME:DEVICE (older spelling)\n"
            "  --threads N               threads per kernel (default 1)\n"
            "  --max-memory SIZE         fail when the session would need more: its\n"
            "                            arena plus params and constants (replay.h,\n"
@@ -143,8 +145,9 @@ static void check_help(void)
            "  --rtol X          relative tolerance (default 1e-05)\n"
            "  --atol X          absolute tolerance (default: rtol x max |ref| per output)\n"
            "  --threads N       threads per kernel, both runs (default 1)\n"
-           "  --backend B       replay backend, cpu or opencl (default cpu)\n"
-           "  --device D        OpenCL device: index or name substring\n\n"
+           "  --backend NAME    replay backend and device (cpu, opencl, opencl:1:\n"
+           "                    tracegraph devices; default cpu)\n"
+           "  --device D        the same as --backend NAME:D (older spelling)\n\n"
            "exit codes: 0 all outputs within tolerance, 1 error, 2 bad command line,\n"
            "3 a guard failed, 4 some output differs beyond the tolerance.\n\n"
            "example:\n  tracegraph check model.tgraph --rtol 1e-4\n");
@@ -277,9 +280,9 @@ int cli_check(int argc, char **argv)
     if (rc == CLI_OK && !(outs = cli_outputs_new(o.cmd, s.g)))
         rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        const char *gemm = replay_opencl_gemm(s.plan);
+        const char *gemm = replay_plan_property(s.plan, "gemm");
         printf("check %s: replay (%s%s%s, %d thread%s) against the reference interpreter, ",
-               o.file, o.replay.backend == REPLAY_CPU ? "cpu" : "opencl", gemm ? ", GEMM " : "",
+               o.file, replay_plan_property(s.plan, "backend"), gemm ? ", GEMM " : "",
                gemm ? gemm : "", o.replay.threads, o.replay.threads > 1 ? "s" : "");
         if (s.random_inputs)
             printf("random inputs (seed %ld)\n", o.seed);
