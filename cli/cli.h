@@ -9,6 +9,10 @@
  * inputs, outputs).
  *
  * Every message goes to stderr as "tracegraph <cmd>: <message>".
+ *
+ * The tool is a client of the library's public API only, as any program
+ * is: it includes tracegraph.h (the installed headers) and links
+ * libtracegraph.so, which exports nothing else.
  */
 #ifndef TG_REPLAY_CLI_H
 #define TG_REPLAY_CLI_H
@@ -16,8 +20,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../graph/graph.h"
-#include "../replay/replay.h"
+#include "../tracegraph.h"
+
+/* The tool's allocator (alloc.c): libc's; the library's in test_alloc_fail,
+ * which fails each allocation in turn.  Free with cli_free (or free). */
+void *cli_malloc(size_t n);
+void *cli_calloc(size_t n, size_t size);
+void *cli_aligned_alloc(size_t align, size_t size);
+void cli_free(void *p);
 
 /* Exit codes, the same for every command (listed in `tracegraph --help`). */
 enum {

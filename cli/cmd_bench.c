@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../graph/alloc.h"
 #include "cli.h"
 
 /* Progress appears after this many seconds. */
@@ -103,7 +102,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *i
             if (st == TG_ERR_GUARD && s->random_inputs)
                 cli_error(o->cmd, "the inputs were random: give inputs that take the traced "
                           "path with -i");
-            tg_free(own);
+            cli_free(own);
             return cli_exit_code(st);
         }
         if (k >= o->warmup)
@@ -115,7 +114,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *i
     }
     if (p.shown && p.tty)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    tg_free(own);
+    cli_free(own);
     return CLI_OK;
 }
 
@@ -163,8 +162,8 @@ static void dev_io_free(dev_io *d)
         replay_buffer_free(d->plan, d->in[i].buffer);
     for (int i = 0; d->out && i < d->nout; i++)
         replay_buffer_free(d->plan, d->out[i].buffer);
-    tg_free(d->in);
-    tg_free(d->out);
+    cli_free(d->in);
+    cli_free(d->out);
 }
 
 static size_t tensor_bytes(const graph_type *t)
@@ -177,10 +176,10 @@ static int dev_io_new(const cli_run_opts *o, cli_setup *s, dev_io *d)
     *d = (dev_io){s->plan, s->in.n, replay_num_outputs(s->plan), NULL, NULL};
     /* one host run gives the output types at these inputs */
     replay_tensor *outs = cli_outputs_new(o->cmd, s->g);
-    d->in = tg_calloc((size_t)d->nin + 1, sizeof *d->in);
-    d->out = tg_calloc((size_t)d->nout + 1, sizeof *d->out);
+    d->in = cli_calloc((size_t)d->nin + 1, sizeof *d->in);
+    d->out = cli_calloc((size_t)d->nout + 1, sizeof *d->out);
     if (!outs || !d->in || !d->out) {
-        tg_free(outs);
+        cli_free(outs);
         dev_io_free(d);
         cli_error(o->cmd, "out of memory");
         return CLI_ERROR;
@@ -202,7 +201,7 @@ static int dev_io_new(const cli_run_opts *o, cli_setup *s, dev_io *d)
                                              sizeof err);
         ok = d->out[i].buffer != NULL;
     }
-    tg_free(outs);
+    cli_free(outs);
     if (st == TG_OK && !ok)
         cli_error(o->cmd, "the device buffers of the device-resident runs: %s", err);
     if (!ok) {
@@ -218,7 +217,7 @@ static int bench_device(const cli_run_opts *o, cli_setup *s, double *times)
     int rc = time_runs(o, s, s->in.t, NULL, times);
     if (rc != CLI_OK)
         return rc;
-    double *dtimes = tg_malloc(sizeof(double) * (size_t)o->runs);
+    double *dtimes = cli_malloc(sizeof(double) * (size_t)o->runs);
     dev_io d = {NULL, 0, 0, NULL, NULL};
     if (!dtimes) {
         cli_error(o->cmd, "out of memory for %ld timings", o->runs);
@@ -236,7 +235,7 @@ static int bench_device(const cli_run_opts *o, cli_setup *s, double *times)
     }
     if (d.in || d.out)
         dev_io_free(&d);
-    tg_free(dtimes);
+    cli_free(dtimes);
     return rc;
 }
 
@@ -252,7 +251,7 @@ int cli_bench(int argc, char **argv)
     }
     cli_setup s;
     rc = cli_setup_run(&o, 1, &s);
-    double *times = rc == CLI_OK ? tg_malloc(sizeof(double) * (size_t)o.runs) : NULL;
+    double *times = rc == CLI_OK ? cli_malloc(sizeof(double) * (size_t)o.runs) : NULL;
     if (rc == CLI_OK && !times) {
         cli_error(o.cmd, "out of memory for %ld timings", o.runs);
         rc = CLI_ERROR;
@@ -266,7 +265,7 @@ int cli_bench(int argc, char **argv)
             print_times("", o.runs, times);
         }
     }
-    tg_free(times);
+    cli_free(times);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;

@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/onnx.h"
-#include "../optimize/memplan.h"
-#include "../optimize/opt.h"
 #include "cli.h"
 
 enum { OPT_O0, OPT_O1, OPT_O2, OPT_O3, OPT_STATS, OPT_EXPLAIN, OPT_KEEP, OPT_FINITE,
@@ -62,13 +59,12 @@ static void opt_help(void)
 
 static void print_memplan(const graph *g)
 {
-    opt_memplan mp;
-    if (opt_memplan_build(g, NULL, 1, &mp) != TG_OK)
+    opt_memory mp;
+    if (opt_memory_plan(g, &mp, NULL, 0) != TG_OK)
         return;
     printf("memory: naive %zu bytes, lower bound %zu, planned %zu (%.2fx the bound), "
            "%d in-place\n", mp.naive_bytes, mp.lower_bound, mp.arena_bytes,
            mp.lower_bound ? (double)mp.arena_bytes / (double)mp.lower_bound : 1.0, mp.inplace);
-    opt_memplan_free(&mp);
 }
 
 int cli_optimize(int argc, char **argv)

@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
-#include "../eager/interp.h"
-#include "../formats/npy.h"
 #include "cli.h"
 
 /* ---- run ---- */
@@ -51,7 +48,7 @@ static void run_help(void)
  */
 replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 {
-    replay_tensor *outs = tg_calloc((size_t)g->noutputs + 1, sizeof *outs);
+    replay_tensor *outs = cli_calloc((size_t)g->noutputs + 1, sizeof *outs);
     if (!outs) {
         cli_error(cmd, "out of memory for %d outputs", g->noutputs);
         return NULL;
@@ -64,9 +61,9 @@ replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 /* Writes the -o outputs, summarizes the rest. */
 static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *outs)
 {
-    int rc = CLI_ERROR, *slot = tg_calloc((size_t)o->noutputs + 1, sizeof *slot);
-    int *written = tg_calloc((size_t)g->noutputs + 1, sizeof *written);
-    const char **path = tg_calloc((size_t)o->noutputs + 1, sizeof *path);
+    int rc = CLI_ERROR, *slot = cli_calloc((size_t)o->noutputs + 1, sizeof *slot);
+    int *written = cli_calloc((size_t)g->noutputs + 1, sizeof *written);
+    const char **path = cli_calloc((size_t)o->noutputs + 1, sizeof *path);
     if (!slot || !written || !path) {
         cli_error(o->cmd, "out of memory for %d outputs", g->noutputs);
         goto done;
@@ -89,9 +86,9 @@ static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *o
             cli_print_tensor(stdout, outs[i].name, &outs[i].type, outs[i].data);
     rc = CLI_OK;
 done:
-    tg_free(slot);
-    tg_free(written);
-    tg_free(path);
+    cli_free(slot);
+    cli_free(written);
+    cli_free(path);
     return rc;
 }
 
@@ -119,7 +116,7 @@ int cli_run(int argc, char **argv)
             rc = deliver(&o, s.g, outs); /* a changed warn-policy guard is on stderr */
         }
     }
-    tg_free(outs);
+    cli_free(outs);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;
@@ -224,8 +221,8 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     int rc = CLI_OK, n = s->g->noutputs;
     eager_set_threads(o->replay.threads);
     eager_pool_push();
-    eager_tensor **ins = tg_calloc((size_t)s->in.n + 1, sizeof *ins);
-    eager_tensor **ref = tg_calloc((size_t)n + 1, sizeof *ref);
+    eager_tensor **ins = cli_calloc((size_t)s->in.n + 1, sizeof *ins);
+    eager_tensor **ref = cli_calloc((size_t)n + 1, sizeof *ref);
     tg_status st = TG_OK;
     for (int i = 0; ins && ref && i < s->in.n && st == TG_OK; i++) {
         graph_ints shape = {s->in.t[i].type.ndim, {0}};
@@ -257,8 +254,8 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     }
     for (int i = 0; ref && i < n; i++)
         eager_release(ref[i]);
-    tg_free(ins);
-    tg_free(ref);
+    cli_free(ins);
+    cli_free(ref);
     eager_pool_pop();
     eager_clear_error();
     return rc;
@@ -299,7 +296,7 @@ int cli_check(int argc, char **argv)
             rc = check_against_ref(&o, &s, outs);
         }
     }
-    tg_free(outs);
+    cli_free(outs);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;

@@ -8,9 +8,6 @@
  */
 #include <string.h>
 
-#include "../eager/eager.h"
-#include "../formats/onnx.h"
-#include "../formats/tgraph.h"
 #include "cli.h"
 
 #ifndef TG_VERSION

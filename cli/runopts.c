@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
 #include "cli.h"
 
 static const cli_opt run_opts[] = {
@@ -117,8 +116,8 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     memset(o, 0, sizeof *o);
     o->cmd = argv[0];
     /* each -i/-o takes an argument: argc bounds how many there can be */
-    o->inputs = tg_calloc((size_t)argc + 1, sizeof *o->inputs);
-    o->outputs = tg_calloc((size_t)argc + 1, sizeof *o->outputs);
+    o->inputs = cli_calloc((size_t)argc + 1, sizeof *o->inputs);
+    o->outputs = cli_calloc((size_t)argc + 1, sizeof *o->outputs);
     if (!o->inputs || !o->outputs) {
         cli_error(o->cmd, "out of memory for %d arguments", argc);
         return CLI_ERROR;
@@ -168,8 +167,8 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
 
 void cli_run_opts_free(cli_run_opts *o)
 {
-    tg_free(o->inputs);
-    tg_free(o->outputs);
+    cli_free(o->inputs);
+    cli_free(o->outputs);
     o->inputs = o->outputs = NULL;
     o->ninputs = o->noutputs = 0;
 }
