@@ -278,6 +278,25 @@ static void test_workspace_and_errors(void)
     o.device = "cpu:1";
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
     CHECK_MSG(strstr(err, "replay: no device \"cpu:1\" (devices: cpu = ") == err, "%s", err);
+    /* the backends by name: the CPU's one device, "cpu", on every machine */
+    CHECK(!strcmp(replay_backend_name(0), "cpu") && !strcmp(replay_backend_name(1), "opencl") &&
+          replay_backend_name(2) == NULL);
+    replay_device_info dev[2];
+    CHECK(replay_backend_devices("cpu", dev, 2, err, sizeof err) == 1 &&
+          !strcmp(dev[0].name, "cpu") && dev[0].device[0] && strstr(dev[0].details, "kernels "));
+    CHECK(replay_backend_devices("cpu:0", dev, 2, err, sizeof err) == -1);
+    CHECK_MSG(!strcmp(err, "replay: no backend named \"cpu:0\" (backends: cpu, opencl)"), "%s", err);
+    replay_device_info found;
+    CHECK(replay_backend_find("cpu:0", &found, err, sizeof err) == TG_OK &&
+          !strcmp(found.name, "cpu"));
+    CHECK(replay_backend_find(NULL, &found, err, sizeof err) == TG_OK && !strcmp(found.name, "cpu"));
+    CHECK(replay_backend_find("cpu:Z80", &found, err, sizeof err) == TG_ERR_ARG);
+    CHECK_MSG(strstr(err, "replay: no device \"cpu:Z80\" (devices: cpu = ") == err, "%s", err);
+    o.device = "cpu";
+    replay_plan *pc = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(pc && !strcmp(replay_plan_property(pc, "backend"), "cpu") &&
+              !strcmp(replay_plan_property(pc, "device"), "cpu"), "%s", err);
+    replay_plan_free(pc);
     o.device = NULL;
     o.backend = (replay_backend_kind)7;
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend 7"));
