@@ -373,9 +373,11 @@ TG_API const char *replay_plan_property(const replay_plan *p, const char *key);
 TG_API void *replay_plan_handle(const replay_plan *p, const char *what);
 /*
  * A device buffer of `bytes` bytes for replay_tensor.buffer, on the plan's
- * device, holding a copy of data (NULL: left unset).  Its contents are
- * read back with an output's data instead (or the backend's own API).
- * NULL and a message in err when the backend has no device buffers
+ * device, holding a copy of data (NULL: left unset): an input written
+ * once, or an output left on the device.  The host reads one through the
+ * backend's own API (OpenCL: clEnqueueReadBuffer on a queue of the
+ * context replay_plan_handle gives).  NULL and a message in err when the
+ * backend has no device buffers
  * ("replay: backend cpu has no device buffers: pass .data") or the device
  * cannot hold it.  Free it with replay_buffer_free before the plan.
  */
