@@ -181,7 +181,7 @@ static int make_plan(job *j, char *err, size_t len)
         snprintf(err, len, "trace: %s", eager_error());
         return 0;
     }
-    replay_opts ro = {REPLAY_CPU, j->threads, 0, NULL};
+    replay_opts ro = {.threads = j->threads};
     j->plan = replay_compile(g, &ro, err, len);
     graph_free(g);
     if (!j->plan)

@@ -18,7 +18,7 @@
  *               the input to the device and reads the output back (what a
  *               caller whose data lives in host memory pays);
  *       device  replay_run with cl_mem input and output (replay_tensor.buffer,
- *               made in replay_opencl_context's context, the input written
+ *               made in replay_plan_handle(p, "cl_context"), the input written
  *               once before timing): no host copies, one wait per run;
  *     and each output compared with the CPU replay at the same level:
  *     max |ocl - cpu| / max |cpu| (host: the first run's output; device:
@@ -187,7 +187,7 @@ static void level_free(level_state *ls)
 static float *cpu_replay(const graph *g, const replay_tensor *x, int threads, int64_t n,
                          level_out *lv)
 {
-    replay_opts ro = {REPLAY_CPU, threads, 0, NULL};
+    replay_opts ro = {.threads = threads};
     replay_plan *p = replay_compile(g, &ro, lv->error, sizeof lv->error);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     replay_tensor out = {.name = NULL};
@@ -210,14 +210,16 @@ static float *cpu_replay(const graph *g, const replay_tensor *x, int threads, in
 static int prepare_ocl(const config *c, const graph *g, const replay_tensor *x, const float *cpu_y,
                        int64_t n, level_out *lv, level_state *ls, char *device, size_t devlen)
 {
-    replay_opts ro = {REPLAY_OPENCL, 1, 0, c->device};
+    char name[160];
+    snprintf(name, sizeof name, "opencl%s%s", c->device ? ":" : "", c->device ? c->device : "");
+    replay_opts ro = {.threads = 1, .device = name};
     double t0 = now_ms();
     ls->p = replay_compile(g, &ro, lv->error, sizeof lv->error);
     lv->compile_ms = now_ms() - t0;
     if (!ls->p)
         return 0;
     lv->compiled = 1;
-    cl_context ctx = replay_opencl_context(ls->p);
+    cl_context ctx = replay_plan_handle(ls->p, "cl_context");
     cl_device_id dev = NULL;
     cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
     if (e == CL_SUCCESS && !device[0]) {
@@ -380,7 +382,7 @@ static void run_record(const config *c, workload_kind k, record *rec)
         level_free(&ls[l]);
         free(cpu_y[l]);
     }
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
 done:
     snprintf(rec->stage, sizeof rec->stage, "done");
     graph_free(traced);

@@ -75,7 +75,7 @@
  *           "max_abs_err": max |replay - eager|,
  *           "max_rel_err": max |replay - eager| / max |eager|,
  *           "opencl": null (--no-opencl, or no OpenCL platform), or the same
- *             plan replayed with REPLAY_OPENCL (issue 7): {"ok", "error",
+ *             plan replayed on backend "opencl" (issue 7): {"ok", "error",
  *             "compile_ms", "replay_ms": {...}, "speedup", "max_rel_err"
  *             (vs eager), "rel_err_vs_cpu" (vs this level's CPU replay;
  *             above 1e-4 fails the record)} } ] } ] }
@@ -273,7 +273,7 @@ typedef struct reference {
 static int compile_level(const graph *h, int threads, const reference *ref, level_result *r,
                          replay_ctx *rc)
 {
-    replay_opts ro = {REPLAY_CPU, threads, 0, NULL};
+    replay_opts ro = {.threads = threads};
     double t0 = now_ms();
     rc->p = replay_compile(h, &ro, r->error, sizeof r->error);
     r->compile_ms = now_ms() - t0;
@@ -314,7 +314,7 @@ static int compile_level(const graph *h, int threads, const reference *ref, leve
 static int compile_opencl(const graph *h, const reference *ref, const float *cpu_y,
                           level_result *r, record *rec, replay_ctx *rc)
 {
-    replay_opts ro = {REPLAY_OPENCL, 1, 0, NULL};
+    replay_opts ro = {.device = "opencl", .threads = 1};
     double t0 = now_ms();
     rc->p = replay_compile(h, &ro, r->ocl_error, sizeof r->ocl_error);
     r->ocl_compile_ms = now_ms() - t0;
@@ -323,9 +323,9 @@ static int compile_opencl(const graph *h, const reference *ref, const float *cpu
         return 0;
     }
     r->ocl_ran = 1;
-    replay_device d;
-    if (!rec->ocl_device[0] && replay_opencl_devices(&d, 1, NULL, 0) > 0)
-        snprintf(rec->ocl_device, sizeof rec->ocl_device, "%s / %s", d.platform, d.name);
+    replay_device_info d;
+    if (!rec->ocl_device[0] && replay_backend_find("opencl", &d, NULL, 0) == TG_OK)
+        snprintf(rec->ocl_device, sizeof rec->ocl_device, "%s", d.device);
     rc->s = replay_session_new(rc->p, NULL, 0);
     rc->in = ref->in;
     double abs_err, cpu_abs;
@@ -504,7 +504,7 @@ static void run_levels(const config *c, const workload *w, const graph *g, const
         replay_plan_free(rco[l].p);
     }
     if (!c->no_opencl && rec->threads == c->threads[0])
-        replay_opencl_shutdown();
+        replay_backend_shutdown();
 }
 
 /* Measures everything for workload k at threads; returns rec->ok. */

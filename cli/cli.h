@@ -9,6 +9,10 @@
  * inputs, outputs).
  *
  * Every message goes to stderr as "tracegraph <cmd>: <message>".
+ *
+ * The tool is a client of the library's public API only, as any program
+ * is: it includes tracegraph.h (the installed headers) and links
+ * libtracegraph.so, which exports nothing else.
  */
 #ifndef TG_REPLAY_CLI_H
 #define TG_REPLAY_CLI_H
@@ -16,8 +20,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../graph/graph.h"
-#include "../replay/replay.h"
+#include "../tracegraph.h"
+
+/* The tool's allocator (alloc.c): libc's; the library's in test_alloc_fail,
+ * which fails each allocation in turn.  Free with cli_free (or free). */
+void *cli_malloc(size_t n);
+void *cli_calloc(size_t n, size_t size);
+void *cli_aligned_alloc(size_t align, size_t size);
+void cli_free(void *p);
 
 /* Exit codes, the same for every command (listed in `tracegraph --help`). */
 enum {
@@ -162,10 +172,19 @@ typedef struct cli_run_opts {
     int ninputs;
     char **outputs; /* -o values */
     int noutputs;
-    replay_opts replay;
+    replay_opts replay; /* .device: backend below */
+    char backend[256];  /* --backend NAME[:DEVICE], with --device's DEVICE */
+    const char *backend_arg, *device_arg; /* as given */
     long seed, warmup, runs;
     double rtol, atol;
 } cli_run_opts;
+
+/*
+ * CLI_OK when name's backend part (before a colon) names a backend of the
+ * library (replay_backend_name); else CLI_USAGE after a message naming
+ * option opt of cmd and listing the backends.
+ */
+int cli_backend_check(const char *cmd, const char *opt, const char *name);
 
 /* The option table entry of each RUN_OPT_* (a command lists the ids it takes). */
 const cli_opt *cli_run_opt(int id);

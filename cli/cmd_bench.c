@@ -7,19 +7,17 @@
  * stderr: one carriage-return-updated line on a terminal, a plain line
  * every few seconds otherwise (logs, CI), starting once it has run ~2 s.
  *
- * --backend opencl times two ways, the same warm-up and runs each (issue
- * 20): host-copy (host inputs written to the device and outputs read back
- * into the session's host buffers every run, what replay_run with host data
- * costs) and device-resident (inputs and outputs as cl_mem in the plan's
- * context, replay_tensor.buffer: the inputs written once before timing, no
- * host copy in a run).
+ * A backend with device buffers (opencl) is timed two ways, the same
+ * warm-up and runs each (issue 20): host-copy (host inputs written to the
+ * device and outputs read back into the session's host buffers every run,
+ * what replay_run with host data costs) and device-resident (inputs and
+ * outputs as buffers of replay_buffer_new on the plan's device,
+ * replay_tensor.buffer: the inputs written once before timing, no host
+ * copy in a run).
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../graph/alloc.h"
 #include "cli.h"
 
 /* Progress appears after this many seconds. */
@@ -44,14 +42,17 @@ static void bench_help(void)
            "                    ($TG_TUNE_CACHE or ~/.cache/tracegraph/tune.txt); prints\n"
            "                    what it chose (replay.h, replay_opts.tune)\n"
            "  --seed N          seed of the random inputs (default 1)\n"
-           "  --backend B       replay backend, cpu or opencl (default cpu)\n"
-           "  --device D        OpenCL device: index or name substring\n\n"
-           "With --backend opencl two lines of times, the same runs each:\n"
+           "  --backend NAME    replay backend and device (cpu, opencl, opencl:1:\n"
+           "                    tracegraph devices; default cpu)\n"
+           "  --device D        the same as --backend NAME:D (older spelling)\n\n"
+           "On a backend with device buffers (opencl) two lines of times, the same\n"
+           "runs each:\n"
            "  host-copy         replay_run on host data: every run writes the inputs\n"
            "                    to the device and reads the outputs back\n"
-           "  device-resident   inputs and outputs as cl_mem on the device\n"
-           "                    (replay_tensor.buffer; the inputs written once before\n"
-           "                    timing): no host copies, one wait per run\n\n"
+           "  device-resident   inputs and outputs as buffers on the device\n"
+           "                    (replay_buffer_new, replay_tensor.buffer; the inputs\n"
+           "                    written once before timing): no host copies, one wait\n"
+           "                    per run\n\n"
            "exit codes: 0 ok, 1 error, 2 bad command line, 3 a guard failed.\n\n"
            "example:\n  tracegraph bench model.tgraph --runs 1000 --threads 4\n");
 }
@@ -101,7 +102,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *i
             if (st == TG_ERR_GUARD && s->random_inputs)
                 cli_error(o->cmd, "the inputs were random: give inputs that take the traced "
                           "path with -i");
-            tg_free(own);
+            cli_free(own);
             return cli_exit_code(st);
         }
         if (k >= o->warmup)
@@ -113,7 +114,7 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *i
     }
     if (p.shown && p.tty)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    tg_free(own);
+    cli_free(own);
     return CLI_OK;
 }
 
@@ -132,9 +133,9 @@ static void print_times(const char *label, long n, double *times)
 
 static void print_header(const cli_run_opts *o, const cli_setup *s)
 {
-    const char *gemm = replay_opencl_gemm(s->plan);
+    const char *gemm = replay_plan_property(s->plan, "gemm");
     printf("bench %s: %s%s%s%s, %d thread%s, %ld runs after %ld warm-up, ", o->file,
-           o->replay.backend == REPLAY_CPU ? "cpu" : "opencl", gemm ? " (GEMM " : "",
+           replay_plan_property(s->plan, "backend"), gemm ? " (GEMM " : "",
            gemm ? gemm : "", gemm ? ")" : "", o->replay.threads, o->replay.threads > 1 ? "s" : "",
            o->runs, o->warmup);
     if (s->random_inputs)
@@ -146,9 +147,11 @@ static void print_header(const cli_run_opts *o, const cli_setup *s)
         printf("  %s\n", replay_plan_tuning(s->plan));
 }
 
-/* cl_mem buffers for the device-resident runs: the inputs (written once)
- * and outputs (sized as host run's outputs, in the plan's context). */
+/* Device buffers for the device-resident runs: the inputs (written
+ * once) and outputs (sized as the host run's outputs), on the plan's
+ * device (replay_buffer_new). */
 typedef struct dev_io {
+    const replay_plan *plan;
     int nin, nout;
     replay_tensor *in, *out;
 } dev_io;
@@ -156,13 +159,11 @@ typedef struct dev_io {
 static void dev_io_free(dev_io *d)
 {
     for (int i = 0; d->in && i < d->nin; i++)
-        if (d->in[i].buffer)
-            clReleaseMemObject((cl_mem)d->in[i].buffer);
+        replay_buffer_free(d->plan, d->in[i].buffer);
     for (int i = 0; d->out && i < d->nout; i++)
-        if (d->out[i].buffer)
-            clReleaseMemObject((cl_mem)d->out[i].buffer);
-    tg_free(d->in);
-    tg_free(d->out);
+        replay_buffer_free(d->plan, d->out[i].buffer);
+    cli_free(d->in);
+    cli_free(d->out);
 }
 
 static size_t tensor_bytes(const graph_type *t)
@@ -172,64 +173,52 @@ static size_t tensor_bytes(const graph_type *t)
 
 static int dev_io_new(const cli_run_opts *o, cli_setup *s, dev_io *d)
 {
-    *d = (dev_io){s->in.n, s->g->noutputs, NULL, NULL};
-    cl_context ctx = replay_opencl_context(s->plan);
-    cl_device_id dev = NULL;
-    cl_command_queue q = NULL;
-    cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
-    if (e == CL_SUCCESS)
-        q = clCreateCommandQueue(ctx, dev, 0, &e);
+    *d = (dev_io){s->plan, s->in.n, replay_num_outputs(s->plan), NULL, NULL};
     /* one host run gives the output types at these inputs */
     replay_tensor *outs = cli_outputs_new(o->cmd, s->g);
-    d->in = tg_calloc((size_t)d->nin + 1, sizeof *d->in);
-    d->out = tg_calloc((size_t)d->nout + 1, sizeof *d->out);
+    d->in = cli_calloc((size_t)d->nin + 1, sizeof *d->in);
+    d->out = cli_calloc((size_t)d->nout + 1, sizeof *d->out);
     if (!outs || !d->in || !d->out) {
-        if (q)
-            clReleaseCommandQueue(q);
-        tg_free(outs);
+        cli_free(outs);
         dev_io_free(d);
         cli_error(o->cmd, "out of memory");
         return CLI_ERROR;
     }
     tg_status st = replay_run(s->session, s->in.t, s->in.n, outs, d->nout);
-    if (st != TG_OK) {
+    char err[512] = "";
+    int ok = st == TG_OK;
+    if (!ok)
         cli_error(o->cmd, "%s", replay_session_error(s->session));
-        e = CL_SUCCESS;
-    }
-    for (int i = 0; st == TG_OK && e == CL_SUCCESS && i < d->nin; i++) {
-        size_t bytes = tensor_bytes(&s->in.t[i].type);
+    for (int i = 0; ok && i < d->nin; i++) {
         d->in[i] = (replay_tensor){.name = s->in.t[i].name, .type = s->in.t[i].type};
-        cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
-        d->in[i].buffer = m;
-        if (e == CL_SUCCESS && bytes)
-            e = clEnqueueWriteBuffer(q, m, CL_TRUE, 0, bytes, s->in.t[i].data, 0, NULL, NULL);
+        d->in[i].buffer = replay_buffer_new(s->plan, tensor_bytes(&s->in.t[i].type),
+                                            s->in.t[i].input, err, sizeof err);
+        ok = d->in[i].buffer != NULL;
     }
-    for (int i = 0; st == TG_OK && e == CL_SUCCESS && i < d->nout; i++) {
-        size_t bytes = tensor_bytes(&outs[i].type);
+    for (int i = 0; ok && i < d->nout; i++) {
         d->out[i] = (replay_tensor){.name = outs[i].name, .type = outs[i].type};
-        d->out[i].buffer = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
+        d->out[i].buffer = replay_buffer_new(s->plan, tensor_bytes(&outs[i].type), NULL, err,
+                                             sizeof err);
+        ok = d->out[i].buffer != NULL;
     }
-    if (q)
-        clReleaseCommandQueue(q);
-    tg_free(outs);
-    if (st == TG_OK && e != CL_SUCCESS)
-        cli_error(o->cmd, "cannot make the device buffers of the device-resident runs "
-                  "(OpenCL error %d)", e);
-    if (st != TG_OK || e != CL_SUCCESS) {
+    cli_free(outs);
+    if (st == TG_OK && !ok)
+        cli_error(o->cmd, "the device buffers of the device-resident runs: %s", err);
+    if (!ok) {
         dev_io_free(d);
         return st != TG_OK ? cli_exit_code(st) : CLI_ERROR;
     }
     return CLI_OK;
 }
 
-/* OpenCL: host-copy runs, then device-resident ones. */
-static int bench_opencl(const cli_run_opts *o, cli_setup *s, double *times)
+/* A backend with device buffers: host-copy runs, then device-resident ones. */
+static int bench_device(const cli_run_opts *o, cli_setup *s, double *times)
 {
     int rc = time_runs(o, s, s->in.t, NULL, times);
     if (rc != CLI_OK)
         return rc;
-    double *dtimes = tg_malloc(sizeof(double) * (size_t)o->runs);
-    dev_io d = {0, 0, NULL, NULL};
+    double *dtimes = cli_malloc(sizeof(double) * (size_t)o->runs);
+    dev_io d = {NULL, 0, 0, NULL, NULL};
     if (!dtimes) {
         cli_error(o->cmd, "out of memory for %ld timings", o->runs);
         return CLI_ERROR;
@@ -241,12 +230,12 @@ static int bench_opencl(const cli_run_opts *o, cli_setup *s, double *times)
         print_header(o, s);
         printf("  host-copy (inputs written to the device, outputs read back, each run):\n");
         print_times("  ", o->runs, times);
-        printf("  device-resident (inputs and outputs as cl_mem on the device, no host copies):\n");
+        printf("  device-resident (inputs and outputs as buffers on the device, no host copies):\n");
         print_times("  ", o->runs, dtimes);
     }
     if (d.in || d.out)
         dev_io_free(&d);
-    tg_free(dtimes);
+    cli_free(dtimes);
     return rc;
 }
 
@@ -262,13 +251,13 @@ int cli_bench(int argc, char **argv)
     }
     cli_setup s;
     rc = cli_setup_run(&o, 1, &s);
-    double *times = rc == CLI_OK ? tg_malloc(sizeof(double) * (size_t)o.runs) : NULL;
+    double *times = rc == CLI_OK ? cli_malloc(sizeof(double) * (size_t)o.runs) : NULL;
     if (rc == CLI_OK && !times) {
         cli_error(o.cmd, "out of memory for %ld timings", o.runs);
         rc = CLI_ERROR;
     }
-    if (rc == CLI_OK && o.replay.backend == REPLAY_OPENCL) {
-        rc = bench_opencl(&o, &s, times);
+    if (rc == CLI_OK && replay_plan_property(s.plan, "device_buffers")) {
+        rc = bench_device(&o, &s, times);
     } else if (rc == CLI_OK) {
         rc = time_runs(&o, &s, s.in.t, NULL, times);
         if (rc == CLI_OK) {
@@ -276,7 +265,7 @@ int cli_bench(int argc, char **argv)
             print_times("", o.runs, times);
         }
     }
-    tg_free(times);
+    cli_free(times);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;

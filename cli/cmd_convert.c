@@ -7,7 +7,6 @@
  */
 #include <stdlib.h>
 
-#include "../formats/onnx.h"
 #include "cli.h"
 
 enum { CONV_DROP_GUARDS = 1, CONV_PARAMS, CONV_DIM };

@@ -10,11 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../eager/eager.h"
-#include "../graph/alloc.h"
-#include "../formats/tgraph_impl.h"
-#include "../formats/tgraph.h"
-#include "../graph/text.h"
 #include "cli.h"
 
 /* Parses "CMD [opts] FILE": the one operand in *file.  CLI_OK to go on,
@@ -215,14 +210,14 @@ int cli_info(int argc, char **argv)
     } else {
         /* Read once, as far as its header declares, then the header and
          * the graph from memory: a pipe cannot be read twice. */
-        uint8_t *buf;
+        void *buf = NULL;
         size_t len;
-        tg_status st = format_read_tgraph(file, &buf, &len, err, sizeof err);
+        tg_status st = format_read_file(file, &buf, &len, err, sizeof err);
         if (st == TG_OK)
             st = format_info_mem(buf, len, file, &fi, err, sizeof err);
         if (st == TG_OK && !(g = format_load_mem(buf, len, file, err, sizeof err)))
             st = TG_ERR_FORMAT;
-        tg_free(buf);
+        cli_free(buf);
         if (st != TG_OK) {
             cli_error("info", "%s", err);
             return CLI_ERROR;

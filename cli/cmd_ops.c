@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/onnx.h"
-#include "../graph/alloc.h"
 #include "cli.h"
 
 enum { OPT_ONNX = 1, OPT_MARKDOWN };
@@ -51,7 +49,7 @@ static int list_onnx(int markdown)
     format_onnx_op_info info;
     while (format_onnx_op(n, &info))
         n++;
-    format_onnx_op_info *ops = tg_malloc((size_t)(n ? n : 1) * sizeof *ops);
+    format_onnx_op_info *ops = cli_malloc((size_t)(n ? n : 1) * sizeof *ops);
     if (!ops) {
         cli_error("ops", "out of memory");
         return CLI_ERROR;
@@ -80,7 +78,7 @@ static int list_onnx(int markdown)
         printf("\n%d ONNX ops of the default domain, opsets %d-%d; an attribute not listed is\n"
                "refused. docs/ONNX.md says what of each is read.\n",
                n, FORMAT_ONNX_MIN_OPSET, FORMAT_ONNX_MAX_OPSET);
-    tg_free(ops);
+    cli_free(ops);
     return CLI_OK;
 }
 

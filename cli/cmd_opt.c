@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/onnx.h"
-#include "../optimize/memplan.h"
-#include "../optimize/opt.h"
 #include "cli.h"
 
 enum { OPT_O0, OPT_O1, OPT_O2, OPT_O3, OPT_STATS, OPT_EXPLAIN, OPT_KEEP, OPT_FINITE,
@@ -39,7 +36,8 @@ static void opt_help(void)
            "                      and the memory plan (naive, lower bound, planned bytes)\n"
            "  --explain           every fusion candidate that was not fused, and why;\n"
            "                      the oneDNN implementation of each conv / matmul\n"
-           "  --target cpu|opencl -O3: plan the layout for this backend's target (default\n"
+           "  --target NAME       -O3: plan the layout for this backend's target (cpu,\n"
+           "                      opencl, ...: tracegraph devices; default\n"
            "                      cpu: this machine's instruction set and channel block;\n"
            "                      a plan compiled elsewhere re-plans it for its own)\n"
            "  --threads N         the target's threads (what its kernels are asked at)\n"
@@ -61,13 +59,12 @@ static void opt_help(void)
 
 static void print_memplan(const graph *g)
 {
-    opt_memplan mp;
-    if (opt_memplan_build(g, NULL, 1, &mp) != TG_OK)
+    opt_memory mp;
+    if (opt_memory_plan(g, &mp, NULL, 0) != TG_OK)
         return;
     printf("memory: naive %zu bytes, lower bound %zu, planned %zu (%.2fx the bound), "
            "%d in-place\n", mp.naive_bytes, mp.lower_bound, mp.arena_bytes,
            mp.lower_bound ? (double)mp.arena_bytes / (double)mp.lower_bound : 1.0, mp.inplace);
-    opt_memplan_free(&mp);
 }
 
 int cli_optimize(int argc, char **argv)
@@ -132,12 +129,9 @@ int cli_optimize(int argc, char **argv)
             lo.dim_default = v;
             onnx_only = "--dim";
         } else if (id == OPT_TARGET) {
-            if (strcmp(arg, "cpu") == 0)
-                ro.backend = REPLAY_CPU;
-            else if (strcmp(arg, "opencl") == 0)
-                ro.backend = REPLAY_OPENCL;
-            else
-                return cli_usage_error("opt", "--target '%s': cpu or opencl", arg);
+            if (cli_backend_check("opt", "--target", arg) != CLI_OK)
+                return CLI_USAGE;
+            ro.device = arg;
         } else if (id == OPT_THREADS) {
             long v;
             if (cli_int("opt", "--threads", arg, 1, TG_MAX_THREADS, &v) != 0)

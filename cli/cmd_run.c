@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
-#include "../eager/interp.h"
-#include "../formats/npy.h"
 #include "cli.h"
 
 /* ---- run ---- */
@@ -24,9 +21,11 @@ static void run_help(void)
            "  -o, --output NAME=OUT.npy write the output called NAME to a .npy file\n"
            "  -o, --output OUT.npy      outputs not named by any -o, in order; outputs\n"
            "                            without -o are summarized (shape, first values)\n"
-           "  --backend cpu|opencl      where to run (default cpu)\n"
-           "  --device N|NAME           OpenCL device: index or name substring\n"
-           "                            (tracegraph devices; default the first)\n"
+           "  --backend NAME[:DEVICE]   where to run: a backend (cpu, opencl) and,\n"
+           "                            after a colon, its device: an index or a\n"
+           "                            text of its description (tracegraph devices;\n"
+           "                            default cpu, a backend's first device)\n"
+           "  --device DEVICE           the same as NAME:DEVICE (older spelling)\n"
            "  --threads N               threads per kernel (default 1)\n"
            "  --max-memory SIZE         fail when the session would need more: its\n"
            "                            arena plus params and constants (replay.h,\n"
@@ -49,7 +48,7 @@ static void run_help(void)
  */
 replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 {
-    replay_tensor *outs = tg_calloc((size_t)g->noutputs + 1, sizeof *outs);
+    replay_tensor *outs = cli_calloc((size_t)g->noutputs + 1, sizeof *outs);
     if (!outs) {
         cli_error(cmd, "out of memory for %d outputs", g->noutputs);
         return NULL;
@@ -62,9 +61,9 @@ replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 /* Writes the -o outputs, summarizes the rest. */
 static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *outs)
 {
-    int rc = CLI_ERROR, *slot = tg_calloc((size_t)o->noutputs + 1, sizeof *slot);
-    int *written = tg_calloc((size_t)g->noutputs + 1, sizeof *written);
-    const char **path = tg_calloc((size_t)o->noutputs + 1, sizeof *path);
+    int rc = CLI_ERROR, *slot = cli_calloc((size_t)o->noutputs + 1, sizeof *slot);
+    int *written = cli_calloc((size_t)g->noutputs + 1, sizeof *written);
+    const char **path = cli_calloc((size_t)o->noutputs + 1, sizeof *path);
     if (!slot || !written || !path) {
         cli_error(o->cmd, "out of memory for %d outputs", g->noutputs);
         goto done;
@@ -87,9 +86,9 @@ static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *o
             cli_print_tensor(stdout, outs[i].name, &outs[i].type, outs[i].data);
     rc = CLI_OK;
 done:
-    tg_free(slot);
-    tg_free(written);
-    tg_free(path);
+    cli_free(slot);
+    cli_free(written);
+    cli_free(path);
     return rc;
 }
 
@@ -117,7 +116,7 @@ int cli_run(int argc, char **argv)
             rc = deliver(&o, s.g, outs); /* a changed warn-policy guard is on stderr */
         }
     }
-    tg_free(outs);
+    cli_free(outs);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;
@@ -143,8 +142,9 @@ static void check_help(void)
            "  --rtol X          relative tolerance (default 1e-05)\n"
            "  --atol X          absolute tolerance (default: rtol x max |ref| per output)\n"
            "  --threads N       threads per kernel, both runs (default 1)\n"
-           "  --backend B       replay backend, cpu or opencl (default cpu)\n"
-           "  --device D        OpenCL device: index or name substring\n\n"
+           "  --backend NAME    replay backend and device (cpu, opencl, opencl:1:\n"
+           "                    tracegraph devices; default cpu)\n"
+           "  --device D        the same as --backend NAME:D (older spelling)\n\n"
            "exit codes: 0 all outputs within tolerance, 1 error, 2 bad command line,\n"
            "3 a guard failed, 4 some output differs beyond the tolerance.\n\n"
            "example:\n  tracegraph check model.tgraph --rtol 1e-4\n");
@@ -221,8 +221,8 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     int rc = CLI_OK, n = s->g->noutputs;
     eager_set_threads(o->replay.threads);
     eager_pool_push();
-    eager_tensor **ins = tg_calloc((size_t)s->in.n + 1, sizeof *ins);
-    eager_tensor **ref = tg_calloc((size_t)n + 1, sizeof *ref);
+    eager_tensor **ins = cli_calloc((size_t)s->in.n + 1, sizeof *ins);
+    eager_tensor **ref = cli_calloc((size_t)n + 1, sizeof *ref);
     tg_status st = TG_OK;
     for (int i = 0; ins && ref && i < s->in.n && st == TG_OK; i++) {
         graph_ints shape = {s->in.t[i].type.ndim, {0}};
@@ -254,8 +254,8 @@ static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_t
     }
     for (int i = 0; ref && i < n; i++)
         eager_release(ref[i]);
-    tg_free(ins);
-    tg_free(ref);
+    cli_free(ins);
+    cli_free(ref);
     eager_pool_pop();
     eager_clear_error();
     return rc;
@@ -277,9 +277,9 @@ int cli_check(int argc, char **argv)
     if (rc == CLI_OK && !(outs = cli_outputs_new(o.cmd, s.g)))
         rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        const char *gemm = replay_opencl_gemm(s.plan);
+        const char *gemm = replay_plan_property(s.plan, "gemm");
         printf("check %s: replay (%s%s%s, %d thread%s) against the reference interpreter, ",
-               o.file, o.replay.backend == REPLAY_CPU ? "cpu" : "opencl", gemm ? ", GEMM " : "",
+               o.file, replay_plan_property(s.plan, "backend"), gemm ? ", GEMM " : "",
                gemm ? gemm : "", o.replay.threads, o.replay.threads > 1 ? "s" : "");
         if (s.random_inputs)
             printf("random inputs (seed %ld)\n", o.seed);
@@ -296,7 +296,7 @@ int cli_check(int argc, char **argv)
             rc = check_against_ref(&o, &s, outs);
         }
     }
-    tg_free(outs);
+    cli_free(outs);
     cli_teardown(&s);
     cli_run_opts_free(&o);
     return rc;

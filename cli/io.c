@@ -9,10 +9,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../graph/alloc.h"
-#include "../formats/npy.h"
-#include "../formats/onnx.h"
-#include "../formats/tgraph.h"
 #include "cli.h"
 
 int cli_is_onnx(const char *path)
@@ -91,7 +87,7 @@ static int escape_field(graph *g, const char **s)
     if (!*s)
         return 0;
     size_t len = strlen(*s) * 4 + 8;
-    char *buf = tg_malloc(len);
+    char *buf = cli_malloc(len);
     if (!buf)
         return -1;
     cli_esc(*s, buf, len);
@@ -103,7 +99,7 @@ static int escape_field(graph *g, const char **s)
         else
             rc = -1;
     }
-    tg_free(buf);
+    cli_free(buf);
     return rc;
 }
 
@@ -152,7 +148,7 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
                          const char **path)
 {
     char list[512];
-    int rc = -1, *used = tg_calloc((size_t)n + 1, sizeof *used);
+    int rc = -1, *used = cli_calloc((size_t)n + 1, sizeof *used);
     if (!used) {
         cli_error(cmd, "out of memory for %d %ss", n, what);
         return -1;
@@ -195,7 +191,7 @@ static int resolve_specs(const char *cmd, const char *what, const char *const *n
     }
     rc = 0;
 done:
-    tg_free(used);
+    cli_free(used);
     return rc;
 }
 
@@ -203,7 +199,7 @@ done:
 static int inputs_alloc(const char *cmd, const graph *g, cli_inputs *in)
 {
     memset(in, 0, sizeof *in);
-    in->t = tg_calloc((size_t)g->ninputs + 1, sizeof *in->t);
+    in->t = cli_calloc((size_t)g->ninputs + 1, sizeof *in->t);
     if (!in->t) {
         cli_error(cmd, "out of memory for %d inputs", g->ninputs);
         return -1;
@@ -219,9 +215,9 @@ int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nsp
 {
     if (inputs_alloc(cmd, g, in))
         return -1;
-    const char **names = tg_calloc((size_t)g->ninputs + 1, sizeof *names);
-    const char **path = tg_calloc((size_t)nspecs + 1, sizeof *path);
-    int *slot = tg_calloc((size_t)nspecs + 1, sizeof *slot), rc = -1;
+    const char **names = cli_calloc((size_t)g->ninputs + 1, sizeof *names);
+    const char **path = cli_calloc((size_t)nspecs + 1, sizeof *path);
+    int *slot = cli_calloc((size_t)nspecs + 1, sizeof *slot), rc = -1;
     if (!names || !path || !slot) {
         cli_error(cmd, "out of memory for %d inputs", g->ninputs);
         goto done;
@@ -251,9 +247,9 @@ int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nsp
 done:
     if (rc)
         cli_inputs_free(in);
-    tg_free(names);
-    tg_free(path);
-    tg_free(slot);
+    cli_free(names);
+    cli_free(path);
+    cli_free(slot);
     return rc;
 }
 
@@ -282,7 +278,7 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
         int64_t n = graph_type_numel(&v->type);
         size_t bytes = graph_type_bytes(&v->type);
         t->type = v->type;
-        t->data = tg_aligned_alloc(64, (bytes + 64) & ~(size_t)63);
+        t->data = cli_aligned_alloc(64, (bytes + 64) & ~(size_t)63);
         if (!t->data) {
             cli_error(cmd, "out of memory for a %zu-byte input", bytes);
             cli_inputs_free(in);
@@ -305,8 +301,8 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
 void cli_inputs_free(cli_inputs *in)
 {
     for (int i = 0; in->t && i < in->n; i++)
-        tg_free(in->t[i].data);
-    tg_free(in->t);
+        cli_free(in->t[i].data);
+    cli_free(in->t);
     in->t = NULL;
     in->n = 0;
 }
@@ -314,7 +310,7 @@ void cli_inputs_free(cli_inputs *in)
 int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path)
 {
-    const char **names = tg_calloc((size_t)g->noutputs + 1, sizeof *names);
+    const char **names = cli_calloc((size_t)g->noutputs + 1, sizeof *names);
     if (!names) {
         cli_error(cmd, "out of memory for %d outputs", g->noutputs);
         return -1;
@@ -322,7 +318,7 @@ int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int ns
     for (int i = 0; i < g->noutputs; i++)
         names[i] = g->outputs[i].name;
     int rc = resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
-    tg_free(names);
+    cli_free(names);
     return rc;
 }
 

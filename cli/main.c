@@ -8,10 +8,6 @@
  */
 #include <string.h>
 
-#include "../eager/dnnl_util.h"
-#include "../eager/eager.h"
-#include "../formats/onnx.h"
-#include "../formats/tgraph.h"
 #include "cli.h"
 
 #ifndef TG_VERSION
@@ -46,24 +42,23 @@ static const command commands[] = {
      "tracegraph dot FILE.tgraph [-o OUT] [-T png|svg]"},
     {"run", cli_run, "run the graph on .npy inputs, write or summarize the outputs",
      "tracegraph run FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
-     "                      [-o NAME=OUT.npy | -o OUT.npy]... [--backend cpu|opencl]\n"
-     "                      [--device N|NAME] [--threads N] [--max-memory SIZE] [--tune]"},
+     "                      [-o NAME=OUT.npy | -o OUT.npy]... [--backend NAME[:DEVICE]]\n"
+     "                      [--threads N] [--max-memory SIZE] [--tune]"},
     {"bench", cli_bench, "time replay runs: min/median/mean/max and runs/s",
      "tracegraph bench FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--warmup N] [--runs N] [--threads N] [--seed N]\n"
-     "                        [--backend cpu|opencl] [--device N|NAME] [--max-memory SIZE]\n"
-     "                        [--tune]"},
+     "                        [--backend NAME[:DEVICE]] [--max-memory SIZE] [--tune]"},
     {"check", cli_check, "compare replay with the reference interpreter",
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"
-     "                        [--backend cpu|opencl] [--device N|NAME]"},
+     "                        [--backend NAME[:DEVICE]]"},
     {"opt", cli_optimize, "optimize a graph (-O0..-O3) and save it, with --stats and --explain",
      "tracegraph opt [-O0|-O1|-O2|-O3] IN.tgraph OUT.tgraph [--stats] [--explain]\n"
      "                      [--keep-params] [--finite-math] [--print-after-each]\n"
      "                      [--verify-each] [--params] [--dim N]"},
     {"convert", cli_convert, "convert between .tgraph and ONNX (.onnx), either way",
      "tracegraph convert IN OUT [--drop-guards] [--params] [--dim N]"},
-    {"devices", cli_devices, "list the OpenCL platforms and devices (--device takes the index)",
+    {"devices", cli_devices, "list every backend's devices by name (what --backend takes)",
      "tracegraph devices"},
     {"ops", cli_ops, "list the ops a graph may hold, or the ONNX ops read (--onnx)",
      "tracegraph ops [--onnx] [--markdown]"},
@@ -131,7 +126,7 @@ static int cli_version(int argc, char **argv)
            ".npy 1.0, 2.0, 3.0)\n", TG_VERSION, FORMAT_VERSION, FORMAT_ONNX_OPSET,
            FORMAT_ONNX_MIN_OPSET, FORMAT_ONNX_MAX_OPSET);
     printf("CPU kernels: %s\n", eager_cpu_level());
-    printf("oneDNN ISA: %s\n", eager_dnnl_isa_name());
+    printf("oneDNN ISA: %s\n", eager_onednn_isa());
     return CLI_OK;
 }
 

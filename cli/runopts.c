@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/alloc.h"
 #include "cli.h"
 
 static const cli_opt run_opts[] = {
@@ -28,6 +27,21 @@ static const cli_opt run_opts[] = {
 };
 
 const cli_opt *cli_run_opt(int id) { return &run_opts[id - 1]; }
+
+int cli_backend_check(const char *cmd, const char *opt, const char *name)
+{
+    size_t len = strcspn(name, ":");
+    char list[256] = "";
+    for (int i = 0; replay_backend_name(i); i++) {
+        const char *b = replay_backend_name(i);
+        if (strlen(b) == len && strncmp(b, name, len) == 0)
+            return CLI_OK;
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", b);
+    }
+    return cli_usage_error(cmd, "%s takes a backend's name (%s; NAME:N or NAME:TEXT picks a "
+                           "device: tracegraph devices), not '%s'", opt, list, name);
+}
 
 /* A byte count with an optional K, M or G (powers of 1024) into *out:
  * CLI_OK, or CLI_USAGE after a message. */
@@ -60,15 +74,12 @@ static int set_opt(cli_run_opts *o, int id, const char *arg)
         return CLI_OK;
     }
     case RUN_OPT_BACKEND:
-        if (strcmp(arg, "cpu") == 0)
-            o->replay.backend = REPLAY_CPU;
-        else if (strcmp(arg, "opencl") == 0)
-            o->replay.backend = REPLAY_OPENCL;
-        else
-            return cli_usage_error(o->cmd, "--backend takes cpu or opencl, not '%s'", arg);
+        if (cli_backend_check(o->cmd, name, arg) != CLI_OK)
+            return CLI_USAGE;
+        o->backend_arg = arg;
         return CLI_OK;
     case RUN_OPT_DEVICE:
-        o->replay.device = arg;
+        o->device_arg = arg;
         return CLI_OK;
     case RUN_OPT_RTOL:
     case RUN_OPT_ATOL:
@@ -105,13 +116,14 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     memset(o, 0, sizeof *o);
     o->cmd = argv[0];
     /* each -i/-o takes an argument: argc bounds how many there can be */
-    o->inputs = tg_calloc((size_t)argc + 1, sizeof *o->inputs);
-    o->outputs = tg_calloc((size_t)argc + 1, sizeof *o->outputs);
+    o->inputs = cli_calloc((size_t)argc + 1, sizeof *o->inputs);
+    o->outputs = cli_calloc((size_t)argc + 1, sizeof *o->outputs);
     if (!o->inputs || !o->outputs) {
         cli_error(o->cmd, "out of memory for %d arguments", argc);
         return CLI_ERROR;
     }
-    o->replay = (replay_opts){REPLAY_CPU, 1, 0, NULL};
+    o->replay = (replay_opts)REPLAY_OPTS_INIT;
+    o->replay.threads = 1;
     o->seed = 1;
     o->warmup = 10;
     o->runs = 100;
@@ -137,15 +149,26 @@ int cli_parse_run(int argc, char **argv, const int *ids, void (*help)(void), cli
     }
     if (!o->file)
         return cli_usage_error(o->cmd, "no FILE.tgraph given");
-    if (o->replay.device && o->replay.backend != REPLAY_OPENCL)
-        return cli_usage_error(o->cmd, "--device picks an OpenCL device: add --backend opencl");
+    /* --device D (the older spelling) joins the backend: NAME:D */
+    const char *be = o->backend_arg ? o->backend_arg : "cpu";
+    if (o->device_arg && !o->backend_arg)
+        return cli_usage_error(o->cmd, "--device picks a device of a backend: add --backend "
+                               "NAME (or give --backend NAME:DEVICE)");
+    if (o->device_arg && strchr(be, ':'))
+        return cli_usage_error(o->cmd, "--backend '%s' names a device already; drop --device", be);
+    int k = snprintf(o->backend, sizeof o->backend, "%s%s%s", be, o->device_arg ? ":" : "",
+                     o->device_arg ? o->device_arg : "");
+    if (k < 0 || (size_t)k >= sizeof o->backend)
+        return cli_usage_error(o->cmd, "--backend: a name of at most %zu bytes, not '%s'",
+                               sizeof o->backend - 1, be);
+    o->replay.device = o->backend;
     return CLI_OK;
 }
 
 void cli_run_opts_free(cli_run_opts *o)
 {
-    tg_free(o->inputs);
-    tg_free(o->outputs);
+    cli_free(o->inputs);
+    cli_free(o->outputs);
     o->inputs = o->outputs = NULL;
     o->ninputs = o->noutputs = 0;
 }

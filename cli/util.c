@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../graph/text_impl.h"
 #include "cli.h"
 
 /*

@@ -10,6 +10,7 @@
  */
 #include "../graph/alloc.h"
 #include "dnnl_util.h"
+#include "eager.h"
 #include "isa.h"
 
 #include <omp.h>
@@ -59,6 +60,8 @@ const char *eager_dnnl_isa_name(void)
         return unknown;
     }
 }
+
+const char *eager_onednn_isa(void) { return eager_dnnl_isa_name(); }
 
 const char *eager_dnnl_status_str(dnnl_status_t s)
 {

@@ -252,6 +252,12 @@ TG_API int eager_threads(void);
  * oneDNN picks its own (its ONEDNN_MAX_CPU_ISA caps it).
  */
 TG_API const char *eager_cpu_level(void);
+/*
+ * The instruction set oneDNN's CPU kernels use in this process, as oneDNN
+ * names it in lower case: "avx2", "avx512_core", ... (the highest the CPU
+ * supports; the environment variable ONEDNN_MAX_CPU_ISA caps it).
+ */
+TG_API const char *eager_onednn_isa(void);
 
 /* ---- the dispatcher ---- */
 

@@ -68,7 +68,7 @@ enum { FS_FULL, FS_SCALAR, FS_BCAST };
  * each step, nor does the consumer of a slow value computed a few
  * statements earlier.  f is the statement as the tile path's fused_exec takes it,
  * for the ops without an inline form (FS_OP_EXEC: inl 0 in
- * graph/ew_ops.def, such as log, erf, gelu, silu, pow); its mode says which operands are uniform, as in the tile path,
+ * eager/ew_cpu.def, such as log, erf, gelu, silu, pow); its mode says which operands are uniform, as in the tile path,
  * so pow picks the same exact-exponent loop.
  */
 typedef struct fsinst {

@@ -10,9 +10,9 @@
  *     registers (kernels_fused_reg.c; ~12% faster than the tiles on the
  *     benchmark chain at 4M elements);
  *   - the rest (broadcast inputs; the ops without an AVX-512 form in
- *     graph/ew_ops.def: log, erf, gelu, silu, softplus, pow; builds without
+ *     eager/ew_cpu.def: log, erf, gelu, silu, softplus, pow; builds without
  *     AVX-512): tile by tile, below.  The loop of each op is its tile
- *     form in graph/ew_ops.def.
+ *     form in eager/ew_cpu.def.
  *
  * Compilation (once per replay step, kept in eager_kargs.state; per call
  * in eager) turns the program into two instruction lists:
@@ -128,7 +128,7 @@ static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsign
         }                                                                  \
     }
 
-/* The tile forms of ew_ops.def, each given (nargs, scalar, vec). */
+/* The tile forms of ew_cpu.def, each given (nargs, scalar, vec). */
 #define TILE_SIMD(N, S, V) TILE_SIMD##N(S)
 #define TILE_SIMD1(S) UN(S)
 #define TILE_SIMD2(S) BI(S)
@@ -158,7 +158,7 @@ static void pow_loop(const float *a, const float *b, float *d, int64_t n, unsign
  * d[0..n) = op(a, b).  d may be a or b (not restrict: `omp simd` states
  * there is no loop-carried dependence, which holds for d == a).  Unary
  * operands always advance here; uniform instructions run with n = 1.
- * One case per op of graph/ew_ops.def, its tile form.
+ * One case per row of graph/ew_ops.def, its tile form (ew_cpu.def).
  */
 void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_t n)
 {
@@ -167,11 +167,11 @@ void fused_exec(const finst *I, const float *a, const float *b, float *d, int64_
     (void)p0;
     (void)p1;
     switch (I->op) {
-#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX)                  \
+#define EWC(OP, N, COST, S, TILE, INL, VEC, EAGER)                         \
     case GRAPH_OP_##OP:                                                    \
         TILE_##TILE(N, S, VEC) break;
-#include "../graph/ew_ops.def"
-#undef EW
+#include "ew_cpu_rows.h"
+#undef EWC
     default:
         break; /* fused_op_ok admits only the ops above */
     }

@@ -49,7 +49,7 @@
  * the 8 vectors in lock step spilled and lost (37 against 33).  Software prefetch (256 to 4096 elements ahead)
  * did not help: the steps read the inputs as one stream the hardware
  * prefetcher follows.  Kept on the tiles: broadcast inputs (gathered per tile) and
- * the ops without an inline form (inl 0 in graph/ew_ops.def: log, erf,
+ * the ops without an inline form (inl 0 in eager/ew_cpu.def: log, erf,
  * gelu, silu, softplus, pow; fused_exec
  * per 64 elements was 1.22x slower than the tiles on erf + log at 64K).
  *
@@ -57,7 +57,7 @@
  * thrown away; floating-point exceptions are masked, as everywhere in C.
  * Each case is the tile path's expression (kernels_fused.c), operand
  * order and NaN handling included, so all paths give the same bits: the
- * vec column of graph/ew_ops.def, which the cases expand.
+ * vec column of eager/ew_cpu.def, which the cases expand.
  */
 #include <string.h>
 
@@ -65,7 +65,7 @@
 
 #if defined(VM512)
 
-/* Keeps an X-macro item when its flag (ew_ops.def's inl column) is 1. */
+/* Keeps an X-macro item when its flag (ew_cpu.def's inl column) is 1. */
 #define IF_1(...) __VA_ARGS__
 #define IF_0(...)
 
@@ -75,18 +75,18 @@
 #define KEEP_SLOW 1
 #define KEEP_HEAVY 1
 
-/* The ops of graph/ew_ops.def with an inline form: X(OP, N, EXPR, KEEP)
- * for each, written as
- *   #define EW(...) INLINE_OP(X, ...)  #include  #undef EW */
-#define INLINE_OP(X, OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX)     \
+/* The ops of graph/ew_ops.def with an inline form (ew_cpu.def): X(OP, N,
+ * EXPR, KEEP) for each, written as
+ *   #define EWC(...) INLINE_OP(X, ...)  #include "ew_cpu_rows.h"  #undef EWC */
+#define INLINE_OP(X, OP, N, COST, S, TILE, INL, VEC, EAGER)                \
     IF_##INL(X(OP, N, VEC, KEEP_##COST))
 
 /* The inline operations (fsinst.code / 16). */
 enum {
 #define CODE(OP, N, EXPR, KEEP) FS_OP_##OP,
-#define EW(...) INLINE_OP(CODE, __VA_ARGS__)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(...) INLINE_OP(CODE, __VA_ARGS__)
+#include "ew_cpu_rows.h"
+#undef EWC
 #undef CODE
     FS_OP_EXEC, /* no inline form: fused_exec on the rows */
 };
@@ -95,9 +95,9 @@ static uint8_t op_code(graph_op op)
 {
     switch (op) {
 #define C(OP, N, EXPR, KEEP) case GRAPH_OP_##OP: return FS_OP_##OP;
-#define EW(...) INLINE_OP(C, __VA_ARGS__)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(...) INLINE_OP(C, __VA_ARGS__)
+#include "ew_cpu_rows.h"
+#undef EWC
 #undef C
     default: return FS_OP_EXEC;
     }
@@ -122,9 +122,9 @@ static int op_keeps(uint8_t c)
 {
     switch (c) {
 #define K(OP, N, EXPR, KEEP) case FS_OP_##OP: return KEEP;
-#define EW(...) INLINE_OP(K, __VA_ARGS__)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(...) INLINE_OP(K, __VA_ARGS__)
+#include "ew_cpu_rows.h"
+#undef EWC
 #undef K
     default: return 1; /* FS_OP_EXEC */
     }
@@ -347,9 +347,9 @@ void fused_small_run(const fplan *P, const eager_kargs *a)
     /* fused_small_compile makes no other codes; fused_exec reads the
      * rows, always written, so its source combinations share a case */
     static const void *const tab[FS_OP_EXEC * 16 + 16] = {
-#define EW(...) INLINE_OP(TAB, __VA_ARGS__)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(...) INLINE_OP(TAB, __VA_ARGS__)
+#include "ew_cpu_rows.h"
+#undef EWC
         [FS_OP_EXEC * 16 + 0] = &&L_exec, [FS_OP_EXEC * 16 + 1] = &&L_exec,
         [FS_OP_EXEC * 16 + 2] = &&L_exec, [FS_OP_EXEC * 16 + 4] = &&L_exec,
         [FS_OP_EXEC * 16 + 5] = &&L_exec, [FS_OP_EXEC * 16 + 6] = &&L_exec,
@@ -370,9 +370,9 @@ void fused_small_run(const fplan *P, const eager_kargs *a)
      * statement is always needed */
     const fsinst *I = S->inst, *const end = S->inst + S->ninst;
     goto *tab[I->code];
-#define EW(...) INLINE_OP(CASES, __VA_ARGS__)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(...) INLINE_OP(CASES, __VA_ARGS__)
+#include "ew_cpu_rows.h"
+#undef EWC
 L_exec:
     fused_exec(&I->f, (const float *)(file + I->a), (const float *)(file + I->b),
                (float *)(file + I->d), 16);
@@ -504,9 +504,9 @@ static void stream_steps(const fstream *V, const float *const *in, float *out, c
         for (int t = 0; t < V->ninst; t++) {
             const fsinst *I = &V->inst[t];
             switch (I->code) {
-#define EW(...) INLINE_OP(SCASES, __VA_ARGS__)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(...) INLINE_OP(SCASES, __VA_ARGS__)
+#include "ew_cpu_rows.h"
+#undef EWC
             default:
                 __builtin_unreachable(); /* fused_stream_compile makes no other code */
             }

@@ -192,7 +192,7 @@ F32_KERNEL(round)
 F32_KERNEL(leaky_relu)
 F32_KERNEL(clip)
 
-/* The ops graph/ew_ops.def marks GEN: the loop of their scalar form
+/* The ops eager/ew_cpu.def marks GEN: the loop of their scalar form
  * (exp, log, reciprocal, relu, sigmoid, tanh, gelu, silu, erf, ...). */
 #define EAGER_GEN(OP, S)                                                   \
     static void OP##_f32(const void *xv, void *yv, int64_t n, const void *attrs) \
@@ -208,6 +208,6 @@ F32_KERNEL(clip)
     }                                                                      \
     F32_KERNEL(OP)
 #define EAGER_OWN(OP, S)
-#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) EAGER_##EAGER(OP, S)
-#include "../graph/ew_ops.def"
-#undef EW
+#define EWC(OP, N, COST, S, TILE, INL, VEC, EAGER) EAGER_##EAGER(OP, S)
+#include "ew_cpu_rows.h"
+#undef EWC

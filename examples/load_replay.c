@@ -59,9 +59,8 @@ static int replay_file(const char *path, const replay_opts *opts, const graph *r
         fprintf(stderr, "load_replay: %s\n", p ? "out of memory" : err);
         return 1;
     }
-    printf("%s: loaded in %.2f ms, %d steps, arena %zu bytes%s\n", path, load_ms,
-           replay_num_steps(p), replay_workspace_size(p),
-           opts && opts->backend == REPLAY_OPENCL ? ", on OpenCL" : "");
+    printf("%s: loaded in %.2f ms, %d steps, arena %zu bytes, on %s\n", path, load_ms,
+           replay_num_steps(p), replay_workspace_size(p), replay_plan_property(p, "device"));
     replay_tensor in = {.name = "x", .type = *eager_type(x), .input = eager_peek(x)};
     replay_tensor out = {.name = NULL}; /* data NULL: the session's own buffer */
     double t[100];
@@ -122,11 +121,11 @@ int main(int argc, char **argv)
              replay_file(opt_path, NULL, ref, x, &ms3, &d3) |
              replay_file(onnx_path, NULL, ref, x, &msx, &dx);
     /* The optimized file again, on the first OpenCL device if there is one. */
-    replay_device dev;
+    replay_device_info dev;
     double msc = 0, dc = 0;
-    int ocl = replay_opencl_devices(&dev, 1, err, sizeof err) > 0;
+    int ocl = replay_backend_find("opencl:0", &dev, err, sizeof err) == TG_OK;
     if (ocl) {
-        replay_opts o = {.backend = REPLAY_OPENCL, .threads = 1, .device = "0"};
+        replay_opts o = {.threads = 1, .device = "opencl:0"};
         rc |= replay_file(opt_path, &o, ref, x, &msc, &dc);
     } else {
         printf("(no OpenCL replay: %s)\n", err);
@@ -147,8 +146,8 @@ int main(int argc, char **argv)
         if (f)
             fclose(f);
         if (ocl)
-            printf("OpenCL replay -O3 on %s / %s: %.3f ms, max abs difference %g vs the "
-                   "reference interpreter\n", dev.platform, dev.name, msc, dc);
+            printf("OpenCL replay -O3 on %s: %.3f ms, max abs difference %g vs the "
+                   "reference interpreter\n", dev.device, msc, dc);
     }
     eager_release(x);
     graph_free(ref);

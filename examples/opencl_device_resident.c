@@ -9,7 +9,7 @@
  *
  * 1. Trace a small recurrent step, h' = tanh(h W^T + b) + 0.5 h, and
  *    optimize it (-O2).
- * 2. Compile it for OpenCL; replay_opencl_context(plan) is the cl_context
+ * 2. Compile it for OpenCL; replay_plan_handle(plan, "cl_context") is the cl_context
  *    the plan's device buffers live in.
  * 3. Make two cl_mem buffers in that context, write the start state into
  *    one once, then replay N steps ping-ponging between them: each run reads
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char err[4096];
-    if (replay_opencl_devices(NULL, 0, err, sizeof err) < 0) {
+    if (replay_backend_devices("opencl", NULL, 0, err, sizeof err) < 0) {
         printf("device_resident: skipped: %s\n", err);
         return 77;
     }
@@ -109,8 +109,9 @@ int main(int argc, char **argv)
 
     /* 2. the OpenCL plan and its context */
     replay_opts opts = REPLAY_OPTS_INIT;
-    opts.backend = REPLAY_OPENCL;
-    opts.device = argc > 1 ? argv[1] : NULL;
+    char backend[160];
+    snprintf(backend, sizeof backend, "opencl%s%s", argc > 1 ? ":" : "", argc > 1 ? argv[1] : "");
+    opts.device = backend; /* "opencl", or "opencl:1", "opencl:NVIDIA" */
     replay_plan *p = replay_compile(g, &opts, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     if (!s) {
@@ -119,7 +120,7 @@ int main(int argc, char **argv)
         graph_free(g);
         return 1;
     }
-    cl_context ctx = replay_opencl_context(p);
+    cl_context ctx = replay_plan_handle(p, "cl_context");
     cl_device_id device;
     cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof device, &device, NULL);
     char name[256] = "?";
@@ -193,7 +194,7 @@ int main(int argc, char **argv)
         clReleaseCommandQueue(q);
     replay_session_free(s);
     replay_plan_free(p);
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     graph_free(g);
     return ok && rel <= 1e-4 ? 0 : 1;
 }

@@ -202,6 +202,16 @@ TG_API tg_status format_info_mem(const void *buf, size_t len, const char *name,
                                  format_info *info, char *err, size_t errlen);
 TG_API tg_status format_info_file(const char *path, format_info *info, char *err,
                                   size_t errlen);
+/*
+ * Reads the .tgraph file at path into *buf (malloc'd: free() it) and *len,
+ * as far as its header declares: the magic first, then the header and
+ * the section table, checked as format_info_file does, then the sections.
+ * A pipe or device is read alike (once: read it with this, then
+ * format_info_mem and format_load_mem on the bytes); a directory is
+ * refused.  TG_OK, or the header's error with a message in err.
+ */
+TG_API tg_status format_read_file(const char *path, void **buf, size_t *len, char *err,
+                                  size_t errlen);
 
 #ifdef __cplusplus
 }

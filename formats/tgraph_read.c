@@ -386,6 +386,14 @@ tg_status format_read_tgraph(const char *path, uint8_t **buf, size_t *len, char 
     return st;
 }
 
+tg_status format_read_file(const char *path, void **buf, size_t *len, char *err, size_t errlen)
+{
+    uint8_t *b = NULL;
+    tg_status st = format_read_tgraph(path, &b, len, err, errlen);
+    *buf = b;
+    return st;
+}
+
 /*
  * Maps a regular file read-only (prefaulted from the page cache: no copy,
  * no zeroing) once its header and table are right; reads other files

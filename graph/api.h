@@ -17,6 +17,20 @@
 #endif
 
 /*
+ * TG_DEPRECATED("use X") marks a public function or enumerator that is
+ * kept one release for programs written against it: gcc and clang warn
+ * at each use (-Wdeprecated-declarations, on by default), naming what
+ * replaces it.  Code that tests the old entry point on purpose silences
+ * the warning around it (#pragma GCC diagnostic ignored
+ * "-Wdeprecated-declarations").
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define TG_DEPRECATED(msg)
+#endif
+
+/*
  * The most threads a call may be given: replay_opts.threads,
  * eager_set_threads and the tool's --threads.  OpenMP allocates per
  * thread, and libgomp answers a failed allocation by exiting the process

@@ -20,7 +20,7 @@
 static const struct {
     uint8_t nargs, cost;
 } ew_ops[GRAPH_OP_COUNT] = {
-#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) \
+#define EW(OP, N, COST, S, ONNX) \
     [GRAPH_OP_##OP] = {N, FUSED_COST_##COST},
 #include "ew_ops.def"
 #undef EW

@@ -149,6 +149,16 @@ typedef struct graph_print_opts {
 TG_API tg_status graph_print(const graph *g, FILE *f, const graph_print_opts *opts);
 
 /*
+ * Length (2..4) of the UTF-8 character at s when it is valid and prints as
+ * text, else 0: a stray byte, an overlong form, a surrogate, beyond
+ * U+10FFFF, a C1 control (U+0080..U+009F: some terminals obey them) or a
+ * bidi override or isolate (U+202A..U+202E, U+2066..U+2069).  s[0] >= 0x80.
+ * What the printer passes through unescaped: for a program that shows
+ * names (the tool's messages) the same way.
+ */
+TG_API int graph_text_utf8_len(const unsigned char *s);
+
+/*
  * The text of g as a NUL-terminated malloc'd string (length in *len if
  * len is not NULL); the caller frees it.  NULL on out of memory.
  */

@@ -52,13 +52,7 @@ int graph_text_is_ident(const char *s, size_t n);
 
 /* Writes s as a "..." string with escapes. */
 void graph_text_put_str(FILE *f, const char *s);
-/*
- * Length (2..4) of the UTF-8 character at s when it is valid and prints as
- * text, else 0: a stray byte, an overlong form, a surrogate, beyond
- * U+10FFFF, a C1 control (U+0080..U+009F: some terminals obey them) or a
- * bidi override or isolate (U+202A..U+202E, U+2066..U+2069).  s[0] >= 0x80.
- */
-int graph_text_utf8_len(const unsigned char *s);
+/* graph_text_utf8_len: public (text.h). */
 /* Makes s safe for a terminal in place: control bytes, DEL and bytes that
  * are not printable UTF-8 (graph_text_utf8_len) become '?'. */
 void graph_text_sanitize(char *s);

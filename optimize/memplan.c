@@ -2,6 +2,7 @@
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "memplan.h"
+#include "opt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -579,4 +580,25 @@ void opt_memplan_free(opt_memplan *mp)
     tg_free(mp->buffer);
     mp->offset = NULL;
     mp->buffer = NULL;
+}
+
+tg_status opt_memory_plan(const graph *g, opt_memory *out, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    if (!g || !out) {
+        snprintf(err, errlen, "opt_memory_plan: %s is NULL", g ? "out" : "the graph");
+        return TG_ERR_NULL;
+    }
+    opt_memplan mp;
+    if (opt_memplan_build(g, NULL, 1, &mp) != TG_OK) {
+        snprintf(err, errlen, "opt_memory_plan: out of memory");
+        return TG_ERR_NOMEM;
+    }
+    *out = (opt_memory){mp.naive_bytes, mp.lower_bound, mp.arena_bytes, mp.inplace};
+    opt_memplan_free(&mp);
+    return TG_OK;
 }

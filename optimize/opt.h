@@ -121,6 +121,21 @@ TG_API tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, c
  * nothing when rep or f is NULL. */
 TG_API void opt_report_print(const opt_report *rep, FILE *f);
 
+/* What the memory planner makes of a graph's intermediates (the arena a
+ * replay session of it holds at the traced shapes, on the CPU). */
+typedef struct opt_memory {
+    size_t naive_bytes; /* every intermediate in its own buffer */
+    size_t lower_bound; /* the most bytes alive at one step */
+    size_t arena_bytes; /* what the planner lays out (in-place reuse on) */
+    int32_t inplace;    /* outputs that share their input's buffer */
+} opt_memory;
+
+/*
+ * Plans g's intermediates at its traced shapes into *out.  TG_OK, or
+ * TG_ERR_NULL (g or out NULL) or TG_ERR_NOMEM with a message in err.
+ */
+TG_API tg_status opt_memory_plan(const graph *g, opt_memory *out, char *err, size_t errlen);
+
 /* ---- for passes ---- */
 
 typedef struct opt_ctx {

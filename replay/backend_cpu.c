@@ -3,6 +3,12 @@
  * entry is the generic code's default (internal.h): a host arena and the
  * bound steps of session.c.
  */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../eager/dnnl_util.h"
+#include "../eager/eager.h"
 #include "internal.h"
 
 static int cpu_supports(const replay_plan *p, const graph_node *n, char *why, size_t len)
@@ -16,8 +22,49 @@ static int cpu_supports(const replay_plan *p, const graph_node *n, char *why, si
 
 static eager_kernel_fn cpu_kernel(graph_op op) { return eager_kernels[op]; }
 
+/* The CPU's model from /proc/cpuinfo ("model name"), or "CPU". */
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "CPU");
+    char text[8192];
+    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    text[n] = '\0';
+    char *m = strstr(text, "model name");
+    char *colon = m ? strchr(m, ':') : NULL;
+    if (!colon)
+        return;
+    colon += strspn(colon + 1, " \t") + 1;
+    size_t k = strcspn(colon, "\n");
+    while (k && (colon[k - 1] == ' ' || colon[k - 1] == '\t'))
+        k--;
+    snprintf(buf, len, "%.*s", (int)k, colon);
+}
+
+/* One device, "cpu": the machine this process runs on. */
+static int cpu_devices(replay_device_info *out, int max, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    if (out && max > 0) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->name, sizeof out->name, "cpu");
+        cpu_model(out->device, sizeof out->device);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(out->details, sizeof out->details, "%ld cores online, kernels %s, oneDNN %s",
+                 cores, eager_cpu_level(), eager_dnnl_isa_name());
+    }
+    return 1;
+}
+
 const replay_backend replay_backend_cpu = {
     .name = "cpu",
+    .devices = cpu_devices,
     .supports_op = cpu_supports,
     .kernel = cpu_kernel,
 };

@@ -12,8 +12,11 @@
 struct replay_guard_warns;
 
 /*
- * A backend: a struct of function pointers (ggml-backend style), one per
- * replay_backend_kind in plan.c's table.  replay_compile calls plan_new
+ * A backend: a struct of function pointers (ggml-backend style), found by
+ * its name in plan.c's table (replay_backend_find: "opencl:1" is backend
+ * "opencl", the second device its devices entry lists; plan.c matches the
+ * device and sets p->device_index and p->device_name before plan_new).
+ * replay_compile calls plan_new
  * (the backend's per-plan state: a device opened, constants uploaded),
  * asks supports_op for every live node, builds the schedule, then calls
  * prepare_op for every live node (kernels built).  A session calls
@@ -23,7 +26,7 @@ struct replay_guard_warns;
  * step bound once to kernel(op) (session.c), param_changed a no-op.  A
  * backend with its own run sets session_new, session_free and run
  * together.  A new backend is a folder with its table and one entry in
- * plan.c's table.
+ * plan.c's table: no public enum, no change to the tool.
  */
 typedef struct replay_backend {
     const char *name;
@@ -59,10 +62,40 @@ typedef struct replay_backend {
      * replay_compile re-plans a graph laid out for another.  NULL: the
      * CPU's (eager_cpu_target at o->threads). */
     void (*target)(const replay_opts *o, graph_target *t);
+    /* Lists the devices (replay_backend_devices: names "<name>:<index>"
+     * filled in by plan.c), as many as fit in max; their count, or -1
+     * and why in err.  NULL: one device, "<name>". */
+    int (*devices)(replay_device_info *out, int max, char *err, size_t errlen);
+    /* replay_plan_property's keys beyond "backend" and "device"; NULL:
+     * none. */
+    const char *(*property)(const replay_plan *p, const char *key);
+    /* replay_plan_handle; NULL: none. */
+    void *(*handle)(const replay_plan *p, const char *what);
+    /* replay_buffer_new / _free (with device_buffers); NULL: none. */
+    void *(*buffer_new)(const replay_plan *p, size_t bytes, const void *data, char *err,
+                        size_t errlen);
+    void (*buffer_free)(const replay_plan *p, void *buffer);
+    /* replay_backend_shutdown; NULL: nothing kept. */
+    void (*shutdown)(void);
 } replay_backend;
 
 extern const replay_backend replay_backend_cpu;
 extern const replay_backend replay_backend_opencl; /* opencl/backend.c */
+
+/* backends.c: the backend replay_opts o names (device, or the
+ * deprecated backend kind), its devices not looked at (replay_target);
+ * NULL and a message listing the backends in err. */
+const replay_backend *replay_backend_named(const replay_opts *o, char *err, size_t errlen);
+/*
+ * The backend and device o names, the device matched against the
+ * backend's list: the backend, the device's index in *index and its
+ * entry in *dev; NULL, the status in *st (TG_ERR_ARG for a name that
+ * names none, TG_ERR_BACKEND when the backend cannot list its devices)
+ * and a message in err that lists the names there are.
+ */
+const replay_backend *replay_backend_resolve(const replay_opts *o, replay_device_info *dev,
+                                             int *index, tg_status *st, char *err,
+                                             size_t errlen);
 
 /* One set of input shapes, planned: value types and arena layout. */
 typedef struct replay_variant {
@@ -100,6 +133,8 @@ struct replay_plan {
     void *bplan;     /* the backend's (plan_new), or NULL */
     size_t align;    /* arena offset alignment (OPT_ARENA_ALIGN, or the backend's) */
     char target[192]; /* what refusals name: "backend cpu", "device X" */
+    int device_index;      /* in the backend's device list (replay_backend_resolve) */
+    char device_name[64];  /* "cpu", "opencl:0" (replay_plan_property "device") */
     char layout[640]; /* replay_plan_layout: the layout's target, re-planned or not */
     /* replay_opts.tune (tune.c): per node, the EAGER_GEMM_* its steps run
      * (eager_kargs.impl; NULL: not tuned, all 0), and what tuning did. */

@@ -1,6 +1,6 @@
 /*
- * plan.c - replay_compile: copy and verify the graph, pick the backend
- * from the table (internal.h), ask it about every node, build the schedule
+ * plan.c - replay_compile: copy and verify the graph, find the backend
+ * and device by name (backends.c), ask it about every node, build the schedule
  * (nodes, each followed by the guard checks of the values it makes), let
  * the backend prepare every node and plan memory for the traced shapes.
  * Other dynamic sizes get their own variant on first use.
@@ -13,12 +13,6 @@
 #include "../graph/invariants.h"
 #include "../optimize/opt.h"
 #include "internal.h"
-
-/* The backends, by replay_backend_kind. */
-static const replay_backend *const backends[] = {
-    [REPLAY_CPU] = &replay_backend_cpu,
-    [REPLAY_OPENCL] = &replay_backend_opencl,
-};
 
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len)
 {
@@ -334,9 +328,11 @@ static void backend_target(const replay_backend *be, const replay_opts *o, graph
         eager_cpu_target(o->threads, t);
 }
 
-/* *o: opts (NULL: the defaults) with threads defaulted; 0 with a message
- * for options replay_compile refuses (threads, backend). */
-static int resolve_opts(const replay_opts *opts, replay_opts *o, char *err, size_t errlen)
+/* *o: opts (NULL: the defaults) with threads defaulted, and its backend
+ * (its device not looked at); NULL with a message for options
+ * replay_compile refuses (threads, a backend name). */
+static const replay_backend *resolve_opts(const replay_opts *opts, replay_opts *o, char *err,
+                                          size_t errlen)
 {
     *o = (replay_opts)REPLAY_OPTS_INIT;
     if (opts)
@@ -344,15 +340,11 @@ static int resolve_opts(const replay_opts *opts, replay_opts *o, char *err, size
     if (o->threads < 0 || o->threads > TG_MAX_THREADS) {
         snprintf(err, errlen, "replay: replay_opts.threads is %d (1 to %d; 0 for the default 1)",
                  o->threads, TG_MAX_THREADS);
-        return 0;
+        return NULL;
     }
     if (o->threads == 0)
         o->threads = 1;
-    if ((unsigned)o->backend >= sizeof backends / sizeof *backends || !backends[o->backend]) {
-        snprintf(err, errlen, "replay: unknown backend %d", (int)o->backend);
-        return 0;
-    }
-    return 1;
+    return replay_backend_named(o, err, errlen);
 }
 
 tg_status replay_target(const replay_opts *opts, graph_target *t, char *err, size_t errlen)
@@ -367,9 +359,10 @@ tg_status replay_target(const replay_opts *opts, graph_target *t, char *err, siz
         snprintf(err, errlen, "replay_target: no target to fill (NULL)");
         return TG_ERR_NULL;
     }
-    if (!resolve_opts(opts, &o, err, errlen))
+    const replay_backend *be = resolve_opts(opts, &o, err, errlen);
+    if (!be)
         return TG_ERR_ARG;
-    backend_target(backends[o.backend], &o, t);
+    backend_target(be, &o, t);
     return TG_OK;
 }
 
@@ -434,6 +427,12 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         snprintf(err, errlen, "replay: no graph");
         return NULL;
     }
+    replay_device_info dev;
+    int dev_index;
+    tg_status found;
+    const replay_backend *be = replay_backend_resolve(&o, &dev, &dev_index, &found, err, errlen);
+    if (!be)
+        return NULL;
     replay_plan *p = tg_calloc(1, sizeof *p);
     if (!p || !(p->g = graph_clone(g))) {
         tg_free(p);
@@ -444,7 +443,10 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
     atomic_init(&p->refs, 1);
     atomic_init(&p->given_up, 0);
     p->opts = o;
-    const replay_backend *be = p->backend = backends[o.backend];
+    p->opts.device = NULL; /* the caller's string, read only here */
+    p->backend = be;
+    p->device_index = dev_index;
+    snprintf(p->device_name, sizeof p->device_name, "%s", dev.name);
     if (graph_verify(p->g, 0) != TG_OK) {
         snprintf(err, errlen, "replay: invalid graph: %s", graph_error(p->g));
         goto fail;

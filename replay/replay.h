@@ -73,18 +73,31 @@
 extern "C" {
 #endif
 
+/*
+ * Deprecated (kept one release): name the backend in replay_opts.device
+ * instead ("cpu", "opencl:0"; see "Backends, by name" below).
+ */
 typedef enum replay_backend_kind {
-    REPLAY_CPU,
-    REPLAY_OPENCL, /* OpenCL 1.2+ device (opts.device picks it) */
+    REPLAY_CPU TG_DEPRECATED("name the backend: replay_opts.device = \"cpu\" (or leave it NULL)"),
+    REPLAY_OPENCL TG_DEPRECATED("name the backend: replay_opts.device = \"opencl\" or \"opencl:N\""),
 } replay_backend_kind;
 
 typedef struct replay_opts {
+    /* Deprecated: 0, and the backend named in device.  REPLAY_OPENCL
+     * (1) still picks OpenCL, device then naming only its device ("1",
+     * a name substring), as before. */
     replay_backend_kind backend;
     /* Threads each kernel may use: 1..TG_MAX_THREADS (graph/api.h), 0 for
      * the default 1; others are refused by replay_compile. */
     int threads;
     int no_inplace;     /* disable in-place buffer reuse (debugging) */
-    const char *device; /* backend device (OpenCL: index or name substring) */
+    /*
+     * The backend and its device, by name (replay_backend_find): "cpu",
+     * "opencl" (its first device), "opencl:1" (the second device it lists),
+     * "opencl:NVIDIA" (the first whose description contains the text).
+     * NULL or "": "cpu".  Only read by replay_compile and replay_target.
+     */
+    const char *device;
     /*
      * Called, on the thread running replay_run, for each warn-policy guard
      * whose data changed in a run (see "Guards" above), with its message.
@@ -135,7 +148,7 @@ typedef struct replay_opts {
 #ifdef __cplusplus
 #define REPLAY_OPTS_INIT replay_opts{}
 #else
-#define REPLAY_OPTS_INIT {.backend = REPLAY_CPU}
+#define REPLAY_OPTS_INIT {.device = NULL}
 #endif
 
 typedef struct replay_tensor {
@@ -158,8 +171,10 @@ typedef struct replay_tensor {
         const void *input; /* inputs: read only, never written */
     };
     /*
-     * OpenCL plans only: a cl_mem (cast to void *) in the plan's context
-     * (replay_opencl_context) used instead of data, so no host copy is
+     * Plans of a backend with device buffers (OpenCL): a buffer of the
+     * plan's device, from replay_buffer_new or, for OpenCL, a cl_mem (cast
+     * to void *) in the plan's context (replay_plan_handle(p,
+     * "cl_context")), used instead of data, so no host copy is
      * made: an input is read from it directly, an output is copied into
      * it on the device.  The caller's own queues must have finished
      * writing it before replay_run; it is complete when replay_run
@@ -186,9 +201,10 @@ typedef struct replay_session replay_session;
  * backend Y", naming the node's call site), an option is out of range
  * ("replay: replay_opts.threads is 5000 (1 to 1024; 0 for the default 1)"), or the
  * traced shapes need more than opts.max_memory.  opts NULL: defaults.
- * REPLAY_OPENCL: opens opts.device (an index of replay_opencl_devices or a
- * substring of "platform device"; NULL: the first), uploads constants and
- * params once and builds every kernel now: an op the device cannot run,
+ * A device name that names no backend or device is TG_ERR_ARG, listing the
+ * names there are (replay_backend_find).  OpenCL ("opencl..."): opens the
+ * device, uploads constants and params once and builds every kernel
+ * now: an op the device cannot run,
  * or an OpenCL build error (its log included), fails here with the
  * node's call site, never at run time.
  */
@@ -286,7 +302,106 @@ TG_API const char *replay_session_guard_warning(const replay_session *s);
 TG_API tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
                                   size_t nbytes, char *err, size_t errlen);
 
-/* ---- OpenCL ---- */
+/* ---- Backends, by name ---- */
+
+/*
+ * A backend is found by name, never by an enum, so that a new one needs
+ * no change to this header or to a program that takes the name from its
+ * user (the tool's --backend NAME).  A name is the backend's ("cpu",
+ * "opencl"), alone (its first device) or with a device after a colon: its
+ * index in replay_backend_devices' list ("opencl:1") or a text that the
+ * device's description contains ("opencl:NVIDIA", case-sensitive; the
+ * first such device).  The backends built in are listed by
+ * replay_backend_name(0), (1), ...  Listing every device, then compiling
+ * for one (what `tracegraph devices` and `run --backend NAME` do):
+ *
+ *   char err[512];
+ *   replay_device_info d[16];
+ *   for (int i = 0; replay_backend_name(i); i++) {
+ *       int n = replay_backend_devices(replay_backend_name(i), d, 16, err, sizeof err);
+ *       for (int k = 0; k < n && k < 16; k++)
+ *           printf("%s  %s\n", d[k].name, d[k].device);
+ *   }
+ *   replay_opts o = REPLAY_OPTS_INIT;
+ *   o.device = "opencl:0";
+ *   replay_plan *p = replay_compile(g, &o, err, sizeof err);
+ *   if (p && replay_plan_property(p, "gemm"))
+ *       printf("GEMM: %s\n", replay_plan_property(p, "gemm"));
+ *   replay_plan_free(p);
+ *   replay_backend_shutdown();
+ */
+
+/* One device of a backend, as replay_backend_devices lists it. */
+typedef struct replay_device_info {
+    char name[64];     /* "cpu", "opencl:0": what replay_opts.device takes */
+    char device[256];  /* what a name's text is matched against: the model
+                        * ("Intel(R) Xeon(R) ..."), or OpenCL's "platform
+                        * device" */
+    char details[192]; /* the rest, for people: "kernels avx512, oneDNN
+                        * avx512_core", "OpenCL 3.0 ..., 16 compute units,
+                        * 31.2 GiB, GEMM own (CPU device)" */
+} replay_device_info;
+
+/* The name of backend i (0, 1, ...: "cpu", "opencl"), NULL past the last. */
+TG_API const char *replay_backend_name(int i);
+/*
+ * Lists the devices of backend `backend` (a backend's name, without a
+ * device) into out (at most max; out NULL: only counts them).  Returns
+ * their count (which may exceed max), or -1 and a message in err: a name
+ * that is no backend's ("no backend named \"x\" (backends: cpu,
+ * opencl)"), a backend this machine cannot run ("opencl: no OpenCL
+ * platform (...)").
+ */
+TG_API int replay_backend_devices(const char *backend, replay_device_info *out, int max,
+                                  char *err, size_t errlen);
+/*
+ * The device that `name` (replay_opts.device's form; NULL: "cpu") picks,
+ * into *dev (may be NULL): TG_OK, or TG_ERR_ARG and a message in err
+ * that lists the names there are: "replay: no backend named \"cuda\"
+ * (backends: cpu, opencl)", "replay: no device \"opencl:7\" (devices:
+ * opencl:0 = Portable Computing Language cpu-...)", or why the backend
+ * cannot run here.
+ */
+TG_API tg_status replay_backend_find(const char *name, replay_device_info *dev, char *err,
+                                     size_t errlen);
+/*
+ * What a plan's backend says about it, by key: "backend" ("cpu",
+ * "opencl"), "device" (its device's name: "cpu", "opencl:0"),
+ * "device_buffers" ("yes" when replay_buffer_new and replay_tensor.buffer
+ * work, else NULL), "gemm" (the
+ * GEMM/conv path an OpenCL plan was compiled with: "clblast" on GPUs and
+ * accelerators, "own" on CPU devices, TG_OPENCL_GEMM overriding).  NULL
+ * for a key the backend does not answer, or p NULL.  Owned by the plan.
+ */
+TG_API const char *replay_plan_property(const replay_plan *p, const char *key);
+/*
+ * A native handle of the plan's backend, by name: "cl_context" (OpenCL:
+ * the cl_context, for the caller's own cl_mem inputs and outputs).  NULL
+ * for a name the plan's backend does not have, or p NULL.
+ */
+TG_API void *replay_plan_handle(const replay_plan *p, const char *what);
+/*
+ * A device buffer of `bytes` bytes for replay_tensor.buffer, on the plan's
+ * device, holding a copy of data (NULL: left unset): an input written
+ * once, or an output left on the device.  The host reads one through the
+ * backend's own API (OpenCL: clEnqueueReadBuffer on a queue of the
+ * context replay_plan_handle gives).  NULL and a message in err when the
+ * backend has no device buffers
+ * ("replay: backend cpu has no device buffers: pass .data") or the device
+ * cannot hold it.  Free it with replay_buffer_free before the plan.
+ */
+TG_API void *replay_buffer_new(const replay_plan *p, size_t bytes, const void *data, char *err,
+                               size_t errlen);
+/* Frees a buffer of replay_buffer_new (NULL: a no-op). */
+TG_API void replay_buffer_free(const replay_plan *p, void *buffer);
+/*
+ * Releases what the backends keep for the process (OpenCL: devices,
+ * contexts and program caches, shared by every plan on a device).
+ * Optional; a device some plan still uses is kept.
+ */
+TG_API void replay_backend_shutdown(void);
+
+/* ---- Deprecated: OpenCL by name of function (kept one release) ---- */
 
 /* One OpenCL device as replay_opencl_devices lists it. */
 typedef struct replay_device {
@@ -307,19 +422,17 @@ typedef struct replay_device {
  * -1 and a message in err when there is no platform ("no OpenCL platform
  * (...)").
  */
+TG_DEPRECATED("use replay_backend_devices(\"opencl\", ...)")
 TG_API int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen);
-/* The cl_context (as void *) of an OpenCL plan, for the caller's own
- * cl_mem inputs and outputs; NULL for other backends. */
+/* The cl_context (as void *) of an OpenCL plan; NULL for other backends. */
+TG_DEPRECATED("use replay_plan_handle(p, \"cl_context\")")
 TG_API void *replay_opencl_context(const replay_plan *p);
-/* The GEMM/conv path an OpenCL plan was compiled with: "clblast" (GPUs,
- * accelerators) or "own" (our kernels: CPU devices), TG_OPENCL_GEMM
- * overriding; NULL for other backends. */
+/* The GEMM/conv path an OpenCL plan was compiled with ("clblast", "own");
+ * NULL for other backends. */
+TG_DEPRECATED("use replay_plan_property(p, \"gemm\")")
 TG_API const char *replay_opencl_gemm(const replay_plan *p);
-/*
- * Releases the devices, contexts and program caches the OpenCL backend
- * keeps for the process (built programs are shared by every plan on a
- * device).  Optional; a device some plan still uses is kept.
- */
+/* Releases the OpenCL backend's devices, contexts and program caches. */
+TG_DEPRECATED("use replay_backend_shutdown()")
 TG_API void replay_opencl_shutdown(void);
 
 /*

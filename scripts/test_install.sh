@@ -26,6 +26,18 @@ prefix=$tmp/prefix
 
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
 
+# The installed tool is a client of the installed library (its RUNPATH
+# finds lib/ from bin/): it runs with no LD_LIBRARY_PATH and lists the CPU.
+if ! env -u LD_LIBRARY_PATH "$prefix/bin/tracegraph" devices > "$tmp/devices.txt" 2>&1 ||
+   ! grep -q '^cpu  ' "$tmp/devices.txt" ||
+   ! ldd "$prefix/bin/tracegraph" | grep -q "$prefix/.*libtracegraph.so"; then
+    echo "install check: the installed bin/tracegraph does not run on the installed library:" >&2
+    cat "$tmp/devices.txt" >&2
+    ldd "$prefix/bin/tracegraph" >&2 || true
+    exit 1
+fi
+echo "install check: bin/tracegraph runs on the installed libtracegraph.so OK"
+
 # The flags every example is built with, in C and C++.
 strict="-Wall -Wextra -Wpedantic -Werror"
 # cxx_quirks COMPILER: -Wno-missing-field-initializers where COMPILER is a
@@ -281,7 +293,7 @@ int main(void)
     opt_options od = opt_default_options();
     trace_opts td = trace_default_opts();
     int bad = 0;
-    bad |= !(ro.backend == REPLAY_CPU && ro.threads == 0 && !ro.no_inplace && !ro.device &&
+    bad |= !(ro.backend == 0 && ro.threads == 0 && !ro.no_inplace && !ro.device &&
              !ro.guard_warn && !ro.guard_warn_ctx && ro.max_memory == 0);
     bad |= !(oo.level == 2 && oo.level == od.level && oo.keep_params == od.keep_params &&
              oo.finite_math == od.finite_math && oo.verify == 1 && oo.verify == od.verify &&

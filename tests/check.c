@@ -105,11 +105,11 @@ void check_fail_at(const char *want, const char *file, int line, const char *fun
     check_error(want, file, line);
 }
 
-int check_opencl_device(struct replay_device *dev)
+int check_opencl_device(struct replay_device_info *dev)
 {
     char err[512] = "";
-    replay_device first;
-    int n = replay_opencl_devices(&first, 1, err, sizeof err);
+    replay_device_info first;
+    int n = replay_backend_devices("opencl", &first, 1, err, sizeof err);
     if (n <= 0) {
         printf("SKIP: %s\n", n < 0 ? err : "no OpenCL device on any platform");
         return 0;

@@ -75,8 +75,8 @@ void check_fail_at(const char *want, const char *file, int line, const char *fun
  * then exits CHECK_SKIP, which ctest reports as skipped (SKIP_RETURN_CODE
  * in CMakeLists.txt), never as passed.
  */
-struct replay_device;
-int check_opencl_device(struct replay_device *dev);
+struct replay_device_info;
+int check_opencl_device(struct replay_device_info *dev);
 #define CHECK_SKIP 77
 
 /* Prints the summary line; returns the process exit code. */

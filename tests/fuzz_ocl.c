@@ -138,7 +138,7 @@ static void warm_up(void)
         if ((modes[m] >> 2 & 3) == 1 && !use_clblast)
             continue;
         set_switches(modes[m]);
-        replay_opts ro = {.backend = REPLAY_OPENCL};
+        replay_opts ro = {.device = "opencl"};
         replay_plan *p = replay_compile(g, &ro, err, sizeof err);
         if (!p) {
             fprintf(stderr, "fuzz_ocl: the warm-up graph: %s\n", err);
@@ -158,7 +158,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_budget_init(*argc, *argv);
     use_clblast = fuzz_deadline == 0 || fuzz_deadline - fuzz_now() >= FUZZ_CLBLAST_SECONDS;
     char err[512] = "";
-    int n = replay_opencl_devices(NULL, 0, err, sizeof err);
+    int n = replay_backend_devices("opencl", NULL, 0, err, sizeof err);
     if (n <= 0)
         fprintf(stderr, "fuzz_ocl: %s: every compile will be refused\n",
                 n < 0 ? err : "no OpenCL device");
@@ -225,7 +225,7 @@ static int64_t mismatch(const float *got, const float *want, int64_t n)
 static void print_plan(const graph *g, const replay_plan *p)
 {
     const ocl_plan *op = p->bplan;
-    fprintf(stderr, "  replay_compile: ok (gemm %s)\n", replay_opencl_gemm(p));
+    fprintf(stderr, "  replay_compile: ok (gemm %s)\n", replay_plan_property(p, "gemm"));
     for (int32_t i = 0; i < op->nnodes; i++) {
         const ocl_node *n = &op->nodes[i];
         if (g->nodes[i].flags & GRAPH_NODE_DEAD)
@@ -287,7 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     set_switches(data[2]);
-    replay_opts ro = {.backend = REPLAY_OPENCL};
+    replay_opts ro = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &ro, err, sizeof err);
     if (!p) {
         check_named("replay_compile", err);

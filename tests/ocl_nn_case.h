@@ -2,7 +2,7 @@
  * ocl_nn_case.h - one-node cases of the OpenCL backend's heavy ops, for
  * test_ocl_nn.c (matmul, linear, conv) and test_ocl_pool_reduce.c (pools,
  * norms, reductions, arg): a node with its inputs as graph inputs (or
- * constants), compiled for REPLAY_OPENCL, run once, compared with a naive
+ * constants), compiled for backend "opencl", run once, compared with a naive
  * reference the test computes.  ocl_nn_case_setup first: it reads the
  * device's GEMM path, which every plan must report.
  */
@@ -83,12 +83,12 @@ static inline void *run_ocl(const ncase *c, graph_type *out)
     CHECK_MSG(node >= 0, "graph_add_node(%s): %s", graph_ops[c->op].name, graph_error(g));
     void *res = NULL;
     if (node >= 0 && graph_add_output(g, y, "y") == TG_OK) {
-        replay_opts o = {.backend = REPLAY_OPENCL};
+        replay_opts o = {.device = "opencl"};
         replay_plan *p = replay_compile(g, &o, err, sizeof err);
         CHECK_MSG(p != NULL, "compile %s: %s", graph_ops[c->op].name, err);
         if (p)
-            CHECK_MSG(!strcmp(replay_opencl_gemm(p), path_name),
-                      "plan's GEMM path %s", replay_opencl_gemm(p));
+            CHECK_MSG(!strcmp(replay_plan_property(p, "gemm"), path_name),
+                      "plan's GEMM path %s", replay_plan_property(p, "gemm"));
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
         if (s) {
             *out = *replay_output_type(p, 0);
@@ -149,14 +149,14 @@ static inline void free_case(ncase *c)
         free(c->d[i]);
 }
 
-/* The device's GEMM path (replay_device.gemm) into blas_on / path_name. */
-static inline void ocl_nn_case_setup(const replay_device *dev)
+/* The device's GEMM path (in replay_device_info.details) into blas_on / path_name. */
+static inline void ocl_nn_case_setup(const replay_device_info *dev)
 {
     /* auto times CLBlast against our tile for each matmul/linear at
      * compile (so CLBlast is called whichever wins) and puts conv on it */
-    blas_on = !strncmp(dev->gemm, "clblast", 7) || !strncmp(dev->gemm, "auto", 4);
+    blas_on = strstr(dev->details, "GEMM clblast") || strstr(dev->details, "GEMM auto");
     snprintf(path_name, sizeof path_name, "%s",
-             !strncmp(dev->gemm, "clblast", 7) ? "clblast" : blas_on ? "auto" : "own");
+             strstr(dev->details, "GEMM clblast") ? "clblast" : blas_on ? "auto" : "own");
     printf("GEMM path: %s\n", path_name);
 }
 

@@ -87,7 +87,7 @@ static inline void pt_run_replay(const pt_ref *r, const graph *g, const char *wh
                                  const void *y)
 {
     char err[1024] = "";
-    replay_opts ro = {REPLAY_CPU, r->threads > 0 ? r->threads : 1, 0, NULL};
+    replay_opts ro = {.threads = r->threads > 0 ? r->threads : 1};
     replay_plan *p = replay_compile(g, &ro, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;

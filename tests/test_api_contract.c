@@ -165,14 +165,21 @@ static void test_null_graph_opt_replay(void)
     CHECK(strcmp(replay_session_error(NULL), "no session") == 0);
     CHECK(replay_session_guard_warnings(NULL) == 0);
     CHECK(replay_set_param(NULL, NULL, NULL, 0, NULL, 0) != TG_OK);
-    CHECK(replay_opencl_context(NULL) == NULL);
-    CHECK(replay_opencl_gemm(NULL) == NULL);
+    CHECK(replay_plan_handle(NULL, "cl_context") == NULL);
+    CHECK(replay_plan_property(NULL, "gemm") == NULL);
     CHECK(replay_num_inputs(NULL) == 0 && replay_num_outputs(NULL) == 0 &&
           replay_num_steps(NULL) == 0);
     CHECK(replay_input_name(NULL, 0) == NULL && replay_output_name(NULL, 0) == NULL);
     CHECK(replay_input_type(NULL, 0) == NULL && replay_output_type(NULL, 0) == NULL);
-    int ndev = replay_opencl_devices(NULL, 4, NULL, 0); /* counts only (or -1: none) */
+    int ndev = replay_backend_devices("opencl", NULL, 4, NULL, 0); /* counts (or -1: none) */
     CHECK(ndev >= -1);
+    CHECK(replay_backend_devices(NULL, NULL, 0, NULL, 0) == -1);
+    CHECK(replay_backend_find("nope", NULL, NULL, 0) == TG_ERR_ARG);
+    CHECK(replay_backend_find(NULL, NULL, NULL, 0) == TG_OK); /* NULL: the cpu */
+    CHECK(replay_backend_name(-1) == NULL);
+    CHECK(replay_plan_handle(NULL, NULL) == NULL && replay_plan_property(NULL, NULL) == NULL);
+    CHECK(replay_buffer_new(NULL, 4, NULL, NULL, 0) == NULL);
+    replay_buffer_free(NULL, NULL);
     /* trace entry points given NULL */
     CHECK(trace_input(NULL, "x") != TG_OK); /* no trace */
     eager_clear_error();

@@ -389,7 +389,7 @@ static void test_o3_and_replay(void)
     if (interp(g, in, out)) {
         eager_tensor *want = eager_argmin(out[0], 1, 0, 0);
         CHECK(want && !memcmp(eager_peek(out[1]), eager_peek(want), eager_nbytes(want)));
-        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_opts ro = {.threads = 1};
         replay_plan *p = replay_compile(g, &ro, err, sizeof err);
         CHECK_MSG(p != NULL, "replay compiles: %s", err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;

@@ -771,7 +771,7 @@ static graph *trace_ocl_case(int k, eager_tensor *x, eager_tensor *w, eager_tens
 static replay_plan *ocl_run(const graph *g, eager_tensor *x, double tol, char *err, size_t len,
                             const char *what)
 {
-    const replay_opts ocl = {.backend = REPLAY_OPENCL, .threads = 1};
+    const replay_opts ocl = {.device = "opencl", .threads = 1};
     replay_plan *p = replay_compile(g, &ocl, err, len);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     if (!s)
@@ -803,9 +803,9 @@ static replay_plan *ocl_run(const graph *g, eager_tensor *x, double tol, char *e
  */
 static void test_opencl(void)
 {
-    replay_device dev;
+    replay_device_info dev;
     char err[4096] = "";
-    if (replay_opencl_devices(&dev, 1, err, sizeof err) <= 0) {
+    if (replay_backend_devices("opencl", &dev, 1, err, sizeof err) <= 0) {
         printf("OpenCL part skipped: no device (%s)\n", err);
         return;
     }

@@ -94,7 +94,15 @@ has err "tracegraph run: no FILE.tgraph given"
 expect 2 "$TG" info mlp.tgraph pair.tgraph
 has err "one FILE.tgraph only"
 expect 2 "$TG" run mlp.tgraph --backend tpu
-has err "--backend takes cpu or opencl, not 'tpu'"
+has err "--backend takes a backend's name (cpu, opencl; NAME:N or NAME:TEXT picks a device: tracegraph devices), not 'tpu'"
+expect 2 "$TG" opt -O3 mlp.tgraph o3.tgraph --target tpu:0
+has err "--target takes a backend's name (cpu, opencl;"
+expect 1 "$TG" check mlp.tgraph --backend cpu:7
+has err 'replay: no device "cpu:7" (devices: cpu = '
+# every backend's devices by name: the CPU always
+expect 0 "$TG" devices
+has out "cpu  "
+has out "cores online, kernels "
 expect 2 "$TG" dot mlp.tgraph -T jpg
 has err "-T takes png or svg, not 'jpg'"
 expect 2 "$TG" dump mlp.tgraph --inline-all=1
@@ -366,18 +374,25 @@ esc_ok dump
 expect 0 "$TG" dot esc.tgraph
 esc_ok dot
 
-# ---- OpenCL (PoCL in CI): devices, --backend opencl, --device ----
-if "$TG" devices > /dev/null 2>&1; then
+# ---- OpenCL (PoCL in CI): devices, --backend opencl[:DEVICE], --device ----
+if "$TG" devices 2> /dev/null | grep -q '^opencl:0  '; then
     expect 0 "$TG" devices
-    has out "0  "
-    has out "GEMM: "
+    has out "opencl:0  "
+    has out "GEMM "
     TG_OPENCL_GEMM=own expect 0 "$TG" check mlp.tgraph --backend opencl --device 0 --rtol 1e-4 --atol 1e-5
     has out "replay (opencl, GEMM own, 1 thread)"
+    TG_OPENCL_GEMM=own expect 0 "$TG" check mlp.tgraph --backend opencl:0 --rtol 1e-4 --atol 1e-5
+    has out "replay (opencl, GEMM own, 1 thread)"
+    # a device by a text of its description (the platform's name)
+    plat=$("$TG" devices | sed -n 's/^opencl:0  \([A-Za-z]*\).*/\1/p')
+    expect 0 "$TG" check mlp.tgraph --backend "opencl:$plat" --rtol 1e-4 --atol 1e-5
+    expect 2 "$TG" check mlp.tgraph --backend opencl:0 --device 0
+    has err "--backend 'opencl:0' names a device already; drop --device"
     # the CLBlast path on any device, and its name in devices
     TG_OPENCL_GEMM=clblast expect 0 "$TG" check mlp.tgraph --backend opencl --rtol 1e-4 --atol 1e-5
     has out "replay (opencl, GEMM clblast, 1 thread)"
     TG_OPENCL_GEMM=clblast expect 0 "$TG" devices
-    has out "GEMM: clblast (TG_OPENCL_GEMM)"
+    has out "GEMM clblast (TG_OPENCL_GEMM)"
     TG_OPENCL_GEMM=cublas expect 0 "$TG" devices
     has err "TG_OPENCL_GEMM=cublas is not a GEMM path (auto, clblast, own); using "
     TG_OPENCL_GEMM=auto expect 0 "$TG" check mlp.tgraph --backend opencl --rtol 1e-4 --atol 1e-5
@@ -406,20 +421,24 @@ if "$TG" devices > /dev/null 2>&1; then
     expect 0 "$TG" check mlp.tgraph --backend opencl
     expect 0 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl -o ocl_y.npy
     expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl --device "no such device"
-    has err "no OpenCL device matches \"no such device\""
+    has err 'replay: no device "opencl:no such device" (devices: opencl:0 = '
+    expect 1 "$TG" run mlp.tgraph -i mlp_x.npy --backend opencl:99
+    has err 'replay: no device "opencl:99" (devices: opencl:0 = '
     # bench: host-copy and device-resident runs, each with its times
     expect 0 "$TG" bench pair.tgraph -i pair_a.npy -i pair_b.npy --backend opencl --runs 3 --warmup 1
     has out "host-copy (inputs written to the device, outputs read back, each run):"
-    has out "device-resident (inputs and outputs as cl_mem on the device, no host copies):"
+    has out "device-resident (inputs and outputs as buffers on the device, no host copies):"
     [ "$(grep -c "min .* ms  median .* ms  mean .* ms  max .* ms" out)" = 2 ] && good ||
         bad "bench --backend opencl: not two lines of times"
     expect 0 "$TG" bench mlp.tgraph --help
-    has out "device-resident   inputs and outputs as cl_mem on the device"
+    has out "device-resident   inputs and outputs as buffers on the device"
 else
     echo "SKIP (OpenCL part): tracegraph devices found no OpenCL platform"
+    expect 0 "$TG" devices
+    has out "opencl: no device (replay: opencl: "
 fi
 expect 2 "$TG" run mlp.tgraph -i mlp_x.npy --device 0
-has err "--device picks an OpenCL device: add --backend opencl"
+has err "--device picks a device of a backend: add --backend NAME (or give --backend NAME:DEVICE)"
 
 # ---- bench ----
 expect 0 "$TG" bench mlp.tgraph --runs 5 --warmup 1

@@ -408,7 +408,7 @@ static void test_round_trips(const block *k, const graph *g, eager_tensor *x,
 static void check_replay(const graph *g, eager_tensor *x, const eager_tensor *want)
 {
     char err[512] = "";
-    replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+    replay_opts ro = {.threads = 1};
     replay_plan *p = replay_compile(g, &ro, err, sizeof err);
     CHECK_MSG(p != NULL, "replay compiles: %s", err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;

@@ -413,7 +413,7 @@ static void test_o3_and_replay(void)
         for (int i = 0; i < 2; i++)
             CHECK_MSG(!memcmp(eager_peek(out[i]), eager_peek(want[i]), eager_nbytes(want[i])),
                       "-O3 output %d", i);
-        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_opts ro = {.threads = 1};
         replay_plan *p = replay_compile(g, &ro, err, sizeof err);
         CHECK_MSG(p != NULL, "replay compiles: %s", err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;

@@ -17,6 +17,10 @@
  *   - OpenCL: the generated source of each op's program (scalar and
  *     float8 forms) holds its expression with the operands and
  *     attributes substituted; a few known answers;
+ *   - the backends' own tables (eager/ew_cpu.def, replay/opencl/ew_ocl.def):
+ *     each has one line per row of graph/ew_ops.def, keyed by its name, in
+ *     its order, and no line for an op the table lacks (a missing line
+ *     also stops the build; a stale one would not);
  *   - formats: each op's one-node graph prints and parses back as text
  *     IR, saves and loads as .tgraph, exports to ONNX and reads back, and
  *     each copy computes the original's values in the interpreter
@@ -426,9 +430,61 @@ static void test_formats(void)
     }
 }
 
+/* The names a table file defines, in order: the word after each line
+ * start `prefix` up to a non-name character, into names (at most max);
+ * their count, or -1 when the file cannot be read. */
+static int table_names(const char *rel, const char *prefix, char names[][32], int max)
+{
+    char path[1024], line[1024];
+    snprintf(path, sizeof path, "%s/../../%s", TG_TEST_DATA, rel);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int n = 0;
+    size_t k = strlen(prefix);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, prefix, k) && n < max) {
+            size_t len = strspn(line + k, "abcdefghijklmnopqrstuvwxyz_0123456789");
+            snprintf(names[n++], 32, "%.*s", (int)len, line + k);
+        }
+    fclose(f);
+    return n;
+}
+
+/* Every backend's table covers every row of graph/ew_ops.def, in order,
+ * and nothing else. */
+static void test_backend_tables(void)
+{
+    static char rows[128][32], cpu[128][32], ocl[128][32];
+    int n = table_names("graph/ew_ops.def", "EW(", rows, 128);
+    CHECK_MSG(n > 20, "graph/ew_ops.def: %d rows", n);
+    const struct {
+        const char *file;
+        char (*names)[32];
+        int n;
+    } tabs[] = {{"eager/ew_cpu.def", cpu, table_names("eager/ew_cpu.def", "#define EW_CPU_", cpu, 128)},
+                {"replay/opencl/ew_ocl.def", ocl,
+                 table_names("replay/opencl/ew_ocl.def", "#define EW_OCL_", ocl, 128)}};
+    for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++) {
+        CHECK_MSG(tabs[t].n == n, "%s: %d lines for the %d rows of graph/ew_ops.def",
+                  tabs[t].file, tabs[t].n, n);
+        for (int i = 0; i < n && i < tabs[t].n; i++)
+            CHECK_MSG(!strcmp(rows[i], tabs[t].names[i]), "%s: line %d is %s, the row is %s",
+                      tabs[t].file, i, tabs[t].names[i], rows[i]);
+    }
+    /* every row is an op the registry has */
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int op = 0; op < GRAPH_OP_COUNT && !found; op++)
+            found = !strcmp(graph_ops[op].name, rows[i]);
+        CHECK_MSG(found, "graph/ew_ops.def: row %s is no op of ops.def", rows[i]);
+    }
+}
+
 int main(void)
 {
     test_registry();
+    test_backend_tables();
     test_cpu();
     test_opencl_source();
     test_formats();

@@ -85,6 +85,23 @@ static void test_tgraph(void)
     test_pipe_close(&p);
     CHECK_MSG(st == TG_OK && info.file_size == len && info.nsections > 0 &&
                   time(NULL) - t0 < 10, "%s", err);
+    /* format_read_file (public): the bytes of a pipe, read once, for
+     * format_info_mem and format_load_mem; free()d by the caller */
+    CHECK(test_pipe_open(&p, file, len, 0) == 0);
+    void *buf = NULL;
+    size_t got = 0;
+    st = format_read_file(p.path, &buf, &got, err, sizeof err);
+    test_pipe_close(&p);
+    CHECK_MSG(st == TG_OK && got == len && buf && !memcmp(buf, file, len), "%s", err);
+    CHECK(buf && format_info_mem(buf, got, "pipe", &info, err, sizeof err) == TG_OK &&
+          info.file_size == len);
+    g = buf ? format_load_mem(buf, got, "pipe", err, sizeof err) : NULL;
+    CHECK_MSG(g && g->nnodes == 1, "%s", err);
+    graph_free(g);
+    free(buf);
+    buf = NULL;
+    CHECK(format_read_file("/dev/zero", &buf, &got, err, sizeof err) == TG_ERR_FORMAT && !buf);
+    CHECK_MSG(strcmp(err, "/dev/zero: not a .tgraph file (bad magic)") == 0, "%s", err);
     free(longer);
     free(file);
     /* devices and directories */

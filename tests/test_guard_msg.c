@@ -221,7 +221,7 @@ static void test_warn(void)
     if (g) {
         /* a handler gets every change, on every run */
         seen sn = {0, ""};
-        replay_opts o = {REPLAY_CPU, 1, 0, NULL, on_warn, &sn};
+        replay_opts o = {.threads = 1, .guard_warn = on_warn, .guard_warn_ctx = &sn};
         char err[512];
         replay_plan *hp = replay_compile(g, &o, err, sizeof err);
         replay_session *s = replay_session_new(hp, NULL, 0);

@@ -180,7 +180,7 @@ static void run_case(const acase *c, int want_fused)
     }
     if (c->dyn)
         CHECK(graph_propagate_dynamic(g) == TG_OK);
-    replay_opts opts = {.backend = REPLAY_OPENCL};
+    replay_opts opts = {.device = "opencl"};
     replay_plan *pl = node >= 0 ? replay_compile(g, &opts, err, sizeof err) : NULL;
     CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
     if (pl) {
@@ -274,7 +274,7 @@ static void test_not_fused(void)
     graph_add_node(g, GRAPH_OP_relu, &x, 1, NULL, &y, 1);
     graph_add_output(g, y, "y");
     char err[2048] = "";
-    replay_opts opts = {.backend = REPLAY_OPENCL};
+    replay_opts opts = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &opts, err, sizeof err);
     CHECK_MSG(!p && strstr(err, "TG_OPENCL_ATTN=\"maybe\""), "bad TG_OPENCL_ATTN: %s", err);
     replay_plan_free(p);
@@ -394,7 +394,7 @@ static void run_layout(const lcase *c)
         graph_add_output(g, z, "z");
     }
 #undef ADD
-    replay_opts opts = {.backend = REPLAY_OPENCL};
+    replay_opts opts = {.device = "opencl"};
     replay_plan *pl = replay_compile(g, &opts, err, sizeof err);
     CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
     if (pl) {
@@ -510,7 +510,7 @@ static void test_layout(void)
 
 int main(int argc, char **argv)
 {
-    replay_device dev;
+    replay_device_info dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
     /* the default fuses on GPUs only; PoCL is a CPU */
@@ -523,13 +523,13 @@ int main(int argc, char **argv)
         /* and through the encoder's layout: 3 heads, strided q, k, v, out */
         lcase lc = {7, 3, 8, L_ENC};
         run_layout(&lc);
-        replay_opencl_shutdown();
+        replay_backend_shutdown();
         return check_done();
     }
     test_sizes();
     test_dynamic();
     test_not_fused();
     test_layout();
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

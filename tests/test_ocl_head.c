@@ -145,7 +145,7 @@ static long run_case(const hcase *c, long *blas)
     char err[2048], what[160];
     snprintf(what, sizeof what, "%s %lldx%lldx%lld affine %d%s", kind_names[c->kind],
              (long long)M, (long long)K, (long long)N, c->affine, c->ep ? " ep" : "");
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -209,7 +209,7 @@ static long run_case(const hcase *c, long *blas)
 
 int main(void)
 {
-    replay_device dev;
+    replay_device_info dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
     setenv("TG_OPENCL_TILE", "gpu", 1);
@@ -266,12 +266,12 @@ int main(void)
     graph_add_node(g, GRAPH_OP_neg, &x, 1, NULL, &y, 1);
     graph_add_output(g, y, "y");
     char err[512];
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p == NULL && strstr(err, "TG_OPENCL_HEAD=\"sometimes\""),
               "TG_OPENCL_HEAD=sometimes: %s", p ? "compiled" : err);
     replay_plan_free(p);
     graph_free(g);
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

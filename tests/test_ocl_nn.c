@@ -12,7 +12,7 @@
  *
  * Each case is one node: a graph with the node's inputs as graph inputs
  * (or constants, where constant uploads should be covered), compiled for
- * REPLAY_OPENCL and run once.  Tolerance: normalized error <= 1e-4 for
+ * backend "opencl" and run once.  Tolerance: normalized error <= 1e-4 for
  * matmul/conv/reductions/norms (issue 7), NaN only where NaN is expected.
  * Without an OpenCL platform the test prints "SKIP: no OpenCL platform"
  * and exits 77.
@@ -487,7 +487,7 @@ static void test_depthwise(void)
     graph_add_node(g, GRAPH_OP_conv2d, in, 2, &a, &y, 1);
     graph_add_output(g, y, "y");
     char err[2048] = "";
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p == NULL, "TG_OPENCL_DW=fast compiled");
     CHECK_MSG(strstr(err, "TG_OPENCL_DW=\"fast\": want auto, direct, rows, tiled or probe") !=
@@ -692,7 +692,7 @@ static void test_splitk(void)
     graph_add_node(g, GRAPH_OP_linear, in, 2, NULL, &y, 1);
     graph_add_output(g, y, "y");
     char err[512];
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p == NULL, "TG_OPENCL_SPLITK=sometimes compiled");
     CHECK_MSG(p || strstr(err, "TG_OPENCL_SPLITK=\"sometimes\"") != NULL,
@@ -745,7 +745,7 @@ static void test_fixup_runs(void)
         graph_add_output(g, y, ny);
     }
     char err[512];
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "compile: %s", err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -860,11 +860,11 @@ static void test_conv_sk(void)
 
 int main(void)
 {
-    replay_device dev;
+    replay_device_info dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
     ocl_nn_case_setup(&dev);
-    dw_on_cpu = strstr(dev.gemm, "CPU device") != NULL;
+    dw_on_cpu = strstr(dev.details, "GEMM own (CPU device)") != NULL;
     test_gemm_path();
     test_matmul();
     test_linear();
@@ -874,6 +874,6 @@ int main(void)
     test_fixup_runs();
     test_conv_sk();
     CHECK_MSG(ocl_probe_failures() == 0, "%ld auto-path probes failed", ocl_probe_failures());
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

@@ -420,7 +420,7 @@ static void test_arg(void)
 
 int main(void)
 {
-    replay_device dev;
+    replay_device_info dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
     ocl_nn_case_setup(&dev);
@@ -428,6 +428,6 @@ int main(void)
     test_norm();
     test_reduce();
     test_arg();
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

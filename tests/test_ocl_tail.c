@@ -138,7 +138,7 @@ static long run_case(int kind, int64_t M, int64_t K, int64_t N)
 
     long k0 = ocl_kernels_run(), ran = -1;
     char err[2048];
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: compile: %s", case_names[kind], err);
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -236,7 +236,7 @@ static long conv_case(int64_t N, int64_t C, int64_t HW, int64_t O, int64_t group
     graph_add_output(g, r, "r");
     long ran = -1;
     char err[2048];
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "conv tail: compile: %s", err);
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -341,7 +341,7 @@ static void test_clobber(void)
     graph_add_output(g, r, "r");
     graph_add_output(g, h, "h");
     char err[2048];
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "clobber: compile: %s", err);
     replay_session *ss = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -403,7 +403,7 @@ static void cases(const char *way)
 
 int main(void)
 {
-    replay_device dev;
+    replay_device_info dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
     /* each way a product runs: the environment is read at compile */
@@ -429,7 +429,7 @@ int main(void)
     setenv("TG_OPENCL_TILE", "cpu", 1);
     test_clobber();
     /* auto, the default, is off on CPU devices ("own (CPU device)") */
-    if (strstr(dev.gemm, "CPU device")) {
+    if (strstr(dev.details, "GEMM own (CPU device)")) {
         setenv("TG_OPENCL_GEMM", "own", 1);
         setenv("TG_OPENCL_TAIL", "auto", 1);
         long def = run_case(PLAIN, 37, 29, 53), off = run_case_off(PLAIN, 37, 29, 53);
@@ -446,7 +446,7 @@ int main(void)
     graph_add_node(g, GRAPH_OP_neg, &a, 1, NULL, &y, 1);
     graph_add_output(g, y, "y");
     char err[512] = "";
-    replay_opts o = {.backend = REPLAY_OPENCL};
+    replay_opts o = {.device = "opencl"};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p == NULL, "TG_OPENCL_TAIL=sometimes compiled");
     CHECK_MSG(p || strstr(err, "TG_OPENCL_TAIL=\"sometimes\"") != NULL, "TG_OPENCL_TAIL: %s",
@@ -454,6 +454,6 @@ int main(void)
     replay_plan_free(p);
     graph_free(g);
     unsetenv("TG_OPENCL_TAIL");
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

@@ -341,7 +341,7 @@ static void run_all(const conv3 *p, const graph *g, const char *name, int64_t n,
     st = o3 ? opt_optimize(o3, &oo, NULL, err, sizeof err) : TG_ERR_NOMEM;
     CHECK_MSG(st == TG_OK, "%s -O3: %s", name, o3 ? err : "out of memory");
     const graph *graphs[2] = {g, o3};
-    replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+    replay_opts ro = {.threads = 1};
     for (int k = 0; k < (st == TG_OK ? 2 : 1); k++) {
         snprintf(what, sizeof what, "%s at batch %lld, %s replay", name, LL(n),
                  k ? "-O3" : "as imported");
@@ -569,7 +569,7 @@ static void test_pool(const pool3 *p, const char *name, int64_t n)
         st = o3 ? opt_optimize(o3, &oo, NULL, err, sizeof err) : TG_ERR_NOMEM;
         CHECK_MSG(st == TG_OK, "%s -O3: %s", name, o3 ? err : "out of memory");
         const graph *graphs[2] = {g, o3};
-        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_opts ro = {.threads = 1};
         for (int k = 0; k < (st == TG_OK ? 2 : 1); k++) {
             snprintf(what, sizeof what, "%s at batch %lld, %s replay", name, LL(bn),
                      k ? "-O3" : "as imported");

@@ -135,7 +135,7 @@ static void test_model(const char *name, int nin, int64_t dim)
     oo.level = 3;
     CHECK_MSG(o3 && opt_optimize(o3, &oo, NULL, err, sizeof err) == TG_OK, "%s -O3: %s",
               name, err);
-    replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+    replay_opts ro = {.threads = 1};
     const graph *graphs[2] = {g, o3};
     for (int k = 0; k < 2; k++) {
         replay_plan *p = replay_compile(graphs[k], &ro, err, sizeof err);

@@ -273,7 +273,7 @@ static void run_case(const ecase *c)
         oo.level = 3;
         st = o3 ? opt_optimize(o3, &oo, NULL, err, sizeof err) : TG_ERR_NOMEM;
         CHECK_MSG(st == TG_OK, "'%s' -O3: %s", c->eq, err);
-        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_opts ro = {.threads = 1};
         replay_plan *pl = st == TG_OK ? replay_compile(o3, &ro, err, sizeof err) : NULL;
         CHECK_MSG(pl != NULL, "'%s' compile: %s", c->eq, err);
         replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;
@@ -365,7 +365,7 @@ static void reorder(void)
         oo.level = 3;
         st = opt_optimize(g, &oo, NULL, err, sizeof err);
         CHECK_MSG(st == TG_OK, "N = %d -O3: %s", N, err);
-        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_opts ro = {.threads = 1};
         replay_plan *pl = st == TG_OK ? replay_compile(g, &ro, err, sizeof err) : NULL;
         CHECK_MSG(pl != NULL, "N = %d compile: %s", N, err);
         replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;

@@ -548,7 +548,7 @@ static void run_sized(const char *what, const graph *g, int64_t b, const float *
                       const float *want, const char *msg)
 {
     char err[512] = "";
-    replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+    replay_opts ro = {.threads = 1};
     replay_plan *pl = replay_compile(g, &ro, err, sizeof err);
     CHECK_MSG(pl != NULL, "%s: compile: %s", what, err);
     replay_session *s = pl ? replay_session_new(pl, NULL, 0) : NULL;

@@ -138,7 +138,7 @@ static void test_roberta(void)
         eager_release(out);
         eager_pool_pop();
         eager_clear_error();
-        replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+        replay_opts ro = {.threads = 1};
         replay_plan *p = replay_compile(o, &ro, err, sizeof err);
         CHECK_MSG(p != NULL, "roberta -O3 compile: %s", err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;

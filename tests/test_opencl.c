@@ -25,7 +25,7 @@
 #include "replay/replay.h"
 #include "tracer/trace.h"
 
-static const replay_opts OCL = {REPLAY_OPENCL, 1, 0, NULL};
+static const replay_opts OCL = {.threads = 1, .device = "opencl"};
 static char devname[128];
 
 static replay_tensor input_of(eager_tensor *t, const char *name)
@@ -64,28 +64,125 @@ static graph *trace_small(int64_t batch, int dynamic)
     return g;
 }
 
+/* The OpenCL devices by name: listed as "opencl:N", found by index and by
+ * a text of their description; a wrong name lists the names there are. */
 static void test_devices(void)
 {
+    replay_device_info d[8];
+    char err[1024] = "", want[512];
+    int n = replay_backend_devices("opencl", d, 8, err, sizeof err);
+    CHECK_MSG(n >= 1 && !strcmp(d[0].name, "opencl:0") && d[0].device[0] &&
+              strstr(d[0].details, "GEMM "), "devices: %s", err);
+    for (int i = 1; i < n && i < 8; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "opencl:%d", i);
+        CHECK_MSG(!strcmp(d[i].name, name), "device %d is named %s", i, d[i].name);
+    }
+    CHECK(replay_backend_devices("opencl", NULL, 0, NULL, 0) == n); /* counts only */
+    graph *g = trace_small(4, 0);
+    replay_opts o = OCL;
+    o.device = "opencl:no such device";
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
+    snprintf(want, sizeof want, "replay: no device \"opencl:no such device\" (devices: opencl:0 = %s",
+             n >= 1 ? d[0].device : "?");
+    CHECK_MSG(strstr(err, want) == err, "\"%s\" starts with \"%s\"", err, want);
+    o.device = "opencl:99";
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "replay: no device \"opencl:99\" (devices: opencl:0 = ") == err, "%s", err);
+    replay_device_info found;
+    char text[300];
+    /* by a text of the description: the device's model name, after the platform */
+    snprintf(text, sizeof text, "opencl:%s", n >= 1 ? d[n - 1].device : "?");
+    CHECK_MSG(replay_backend_find(text, &found, err, sizeof err) == TG_OK &&
+              !strcmp(found.device, d[n - 1].device), "%s: %s", text, err);
+    o.device = text;
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL && replay_plan_handle(p, "cl_context") != NULL, "by name: %s", err);
+    CHECK(p && !strcmp(replay_plan_property(p, "backend"), "opencl"));
+    CHECK_MSG(p && !strcmp(replay_plan_property(p, "device"), found.name), "device %s, not %s",
+              p ? replay_plan_property(p, "device") : "?", found.name);
+    CHECK(p && replay_plan_property(p, "gemm") && replay_plan_property(p, "device_buffers"));
+    CHECK(p && replay_plan_handle(p, "cuda_stream") == NULL &&
+          replay_plan_property(p, "colour") == NULL);
+    /* a device buffer of the plan, written at creation, read by a run */
+    float xs[32], ws[8];
+    for (int i = 0; i < 32; i++)
+        xs[i] = (float)i / 7.0f - 2;
+    void *buf = p ? replay_buffer_new(p, sizeof xs, xs, err, sizeof err) : NULL;
+    CHECK_MSG(buf != NULL, "replay_buffer_new: %s", err);
+    if (p && buf) {
+        replay_session *s = replay_session_new(p, NULL, 0);
+        replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {4, 8}}, .buffer = buf};
+        float y[32];
+        replay_tensor out = {.name = "y", .data = y, .size = sizeof y};
+        CHECK_MSG(replay_run(s, &in, 1, &out, 1) == TG_OK, "%s", replay_session_error(s));
+        /* w: the param the trace recorded (seed 6) */
+        eager_pool_push();
+        eager_tensor *w = eager_rand_normal(TG_SHAPE(8), 6, 0, 1);
+        memcpy(ws, eager_peek(w), sizeof ws);
+        eager_pool_pop();
+        float want_y[32];
+        for (int i = 0; i < 32; i++)
+            want_y[i] = ref_small(xs[i], ws[i % 8]);
+        CHECK_FLOATS(y, want_y, 32, 1e-4);
+        replay_session_free(s);
+    }
+    replay_buffer_free(p, buf);
+    replay_plan_free(p);
+    /* the CPU has no device buffers */
+    replay_plan *cpu = replay_compile(g, NULL, err, sizeof err);
+    CHECK(cpu && replay_buffer_new(cpu, 16, NULL, err, sizeof err) == NULL);
+    CHECK_MSG(!strcmp(err, "replay: backend cpu has no device buffers: pass .data"), "%s", err);
+    CHECK(cpu && replay_plan_property(cpu, "gemm") == NULL &&
+          replay_plan_property(cpu, "device_buffers") == NULL &&
+          replay_plan_handle(cpu, "cl_context") == NULL);
+    replay_plan_free(cpu);
+    graph_free(g);
+}
+
+/*
+ * The deprecated entry points (replay.h, kept one release): the kind
+ * REPLAY_OPENCL with the device alone in .device, replay_opencl_devices,
+ * _context, _gemm and _shutdown, as programs written against them use
+ * them; the warnings they carry are silenced here only.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void test_deprecated(void)
+{
     replay_device d[8];
-    char err[512] = "";
+    char err[1024] = "";
     int n = replay_opencl_devices(d, 8, err, sizeof err);
     CHECK_MSG(n >= 1 && d[0].index == 0 && d[0].name[0] && d[0].platform[0], "devices: %s", err);
     snprintf(devname, sizeof devname, "%s", n >= 1 ? d[0].name : "?");
     graph *g = trace_small(4, 0);
-    replay_opts o = OCL;
+    replay_opts o = {REPLAY_OPENCL, 1, 0, NULL};
     o.device = "no such device";
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
-    CHECK_MSG(strstr(err, "no OpenCL device matches \"no such device\""), "%s", err);
+    CHECK_MSG(strstr(err, "no device \"opencl:no such device\" (devices: opencl:0 = "), "%s", err);
     o.device = "99";
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
-    CHECK_MSG(strstr(err, "no OpenCL device 99"), "%s", err);
+    CHECK_MSG(strstr(err, "no device \"opencl:99\""), "%s", err);
     o.device = n >= 1 ? d[0].name : "0"; /* by name substring */
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL && replay_opencl_context(p) != NULL, "by name: %s", err);
-    CHECK(replay_opencl_context(NULL) == NULL);
+    CHECK(p && replay_opencl_context(p) == replay_plan_handle(p, "cl_context"));
+    CHECK(p && replay_opencl_gemm(p) && !strcmp(replay_opencl_gemm(p), replay_plan_property(p, "gemm")));
+    CHECK(replay_opencl_context(NULL) == NULL && replay_opencl_gemm(NULL) == NULL);
+    replay_plan_free(p);
+    o.device = NULL; /* the first device */
+    p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p && !strcmp(replay_plan_property(p, "device"), "opencl:0"), "%s", err);
+    replay_plan_free(p);
+    replay_opts c = {REPLAY_CPU, 1, 0, NULL};
+    p = replay_compile(g, &c, err, sizeof err);
+    CHECK(p && replay_opencl_context(p) == NULL && replay_opencl_gemm(p) == NULL &&
+          !strcmp(replay_plan_property(p, "backend"), "cpu"));
     replay_plan_free(p);
     graph_free(g);
+    replay_opencl_shutdown();
 }
+#pragma GCC diagnostic pop
 
 /* ---- compile-time refusals, with the node's call site ---- */
 
@@ -214,7 +311,7 @@ static void test_user_buffers(void)
         graph_free(g);
         return;
     }
-    cl_context ctx = replay_opencl_context(p);
+    cl_context ctx = replay_plan_handle(p, "cl_context");
     cl_device_id dev;
     clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
     cl_int e;
@@ -518,7 +615,7 @@ static void test_disk_cache(void)
     char err[1024] = "";
     float xs[5] = {1, 2, 3, -1, 0.5f}, want[5], got[5];
     for (int round = 0; round < 2; round++) {
-        replay_opencl_shutdown(); /* the in-process cache is gone */
+        replay_backend_shutdown(); /* the in-process cache is gone */
         long builds = ocl_builds(), hits = ocl_disk_hits();
         replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -544,7 +641,7 @@ static void test_disk_cache(void)
     setenv("XDG_CACHE_HOME", dir, 1);
     for (int round = 0; round < 2; round++) {
         setenv("TG_OPENCL_CACHE", round ? "0" : "1", 1);
-        replay_opencl_shutdown();
+        replay_backend_shutdown();
         long hits = ocl_disk_hits();
         replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
         CHECK_MSG(p != NULL, "TG_OPENCL_CACHE=%d: %s", 1 - round, err);
@@ -747,8 +844,9 @@ int main(void)
     char err[512] = "";
     if (!check_opencl_device(NULL))
         return CHECK_SKIP;
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "no cl objects before: %ld", ocl_live_objects());
+    test_deprecated(); /* first: sets devname */
     test_devices();
     test_refusals();
     test_dynamic_and_params();
@@ -769,7 +867,7 @@ int main(void)
     CHECK_MSG(ocl_live_objects() > 0, "the device and its programs stay open for later plans");
     graph *g = trace_small(2, 0);
     replay_plan *p = replay_compile(g, &OCL, err, sizeof err);
-    replay_opencl_shutdown(); /* keeps the device p uses */
+    replay_backend_shutdown(); /* keeps the device p uses */
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     float x[16] = {0}, y[16];
     replay_tensor in = {.name = "x", .type = {GRAPH_F32, 2, {2, 8}}, .input = x},
@@ -778,7 +876,7 @@ int main(void)
     replay_session_free(s);
     replay_plan_free(p);
     graph_free(g);
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",
               ocl_live_objects());
     return check_done();

@@ -95,7 +95,7 @@ static long counted_run(replay_session *s, const replay_tensor *in, cl_mem watch
 static float *cpu_output(const graph *g, const replay_tensor *x, const char *what)
 {
     char err[4096] = "";
-    replay_opts o = {REPLAY_CPU, 1, 0, NULL};
+    replay_opts o = {.threads = 1};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     CHECK_MSG(s != NULL, "%s: cpu: %s", what, err);
@@ -119,7 +119,7 @@ static void check_graph(const graph *g, const replay_tensor *x, const char *what
 {
     char err[4096] = "";
     float *cpu = cpu_output(g, x, what);
-    replay_opts ro = {REPLAY_OPENCL, 1, 0, NULL, NULL, NULL};
+    replay_opts ro = {.device = "opencl", .threads = 1};
     replay_plan *p = replay_compile(g, &ro, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     CHECK_MSG(s != NULL && cpu != NULL, "%s: %s", what, p ? "session" : err);
@@ -131,7 +131,7 @@ static void check_graph(const graph *g, const replay_tensor *x, const char *what
     }
     int64_t ny = graph_type_numel(replay_output_type(p, 0));
     size_t xbytes = (size_t)graph_type_numel(&x->type) * sizeof(float);
-    cl_context ctx = replay_opencl_context(p);
+    cl_context ctx = replay_plan_handle(p, "cl_context");
     cl_device_id dev;
     cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
@@ -275,7 +275,7 @@ static void test_invalidation(void)
 {
     graph *g = trace_small();
     char err[4096] = "";
-    replay_opts ro = {REPLAY_OPENCL, 1, 0, NULL, NULL, NULL};
+    replay_opts ro = {.device = "opencl", .threads = 1};
     replay_plan *p = g ? replay_compile(g, &ro, err, sizeof err) : NULL;
     CHECK_MSG(p != NULL, "dynamic graph: %s", g ? err : eager_error());
     if (!p) {
@@ -361,7 +361,7 @@ int main(void)
     test_workload(WL_TINY, 0);
     test_workload(WL_ENCODER, 3);
     test_invalidation();
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",
               ocl_live_objects());
     return check_done();

@@ -153,7 +153,7 @@ static counts counted_run(replay_session *s, replay_tensor *in, replay_tensor *o
 static void check_graph(const graph *g, const replay_tensor *x, int guards, const char *what)
 {
     char err[4096] = "";
-    replay_opts ro = {REPLAY_OPENCL, 1, 0, NULL, NULL, NULL};
+    replay_opts ro = {.device = "opencl", .threads = 1};
     replay_plan *p = replay_compile(g, &ro, err, sizeof err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
     CHECK_MSG(s != NULL, "%s: %s", what, p ? "out of memory" : err);
@@ -179,7 +179,7 @@ static void check_graph(const graph *g, const replay_tensor *x, int guards, cons
     size_t xbytes = (size_t)graph_type_numel(&x->type) * sizeof(float);
     size_t ybytes = (size_t)graph_type_numel(yt) * sizeof(float);
     float *host_y = malloc(ybytes), *dev_y = malloc(ybytes);
-    cl_context ctx = replay_opencl_context(p);
+    cl_context ctx = replay_plan_handle(p, "cl_context");
     cl_device_id dev;
     cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
@@ -351,7 +351,7 @@ static void test_direct_outputs(void)
     for (int gi = 0; gi < 4; gi++) {
         graph *g = graph_parse(direct_ir[gi], strlen(direct_ir[gi]), err, sizeof err);
         CHECK_MSG(g != NULL, "graph %d: %s", gi, err);
-        replay_opts ro = {REPLAY_OPENCL, 1, 0, NULL, NULL, NULL};
+        replay_opts ro = {.device = "opencl", .threads = 1};
         replay_plan *p = g ? replay_compile(g, &ro, err, sizeof err) : NULL;
         CHECK_MSG(!g || p != NULL, "graph %d: %s", gi, err);
         replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -360,7 +360,7 @@ static void test_direct_outputs(void)
             graph_free(g);
             continue;
         }
-        cl_context ctx = replay_opencl_context(p);
+        cl_context ctx = replay_plan_handle(p, "cl_context");
         cl_device_id dev;
         cl_int e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
         cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
@@ -416,6 +416,6 @@ int main(void)
         test_workload((workload_kind)k);
     test_guard();
     test_direct_outputs();
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

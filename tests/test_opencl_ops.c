@@ -274,13 +274,13 @@ static eager_tensor *make_input(const graph_type *t, float lo, float hi, uint64_
 }
 
 /* Replays g on backend into outs (host copies the caller frees). */
-static int replay_on(const graph *g, replay_backend_kind kind, eager_tensor **in, int nin,
+static int replay_on(const graph *g, const char *backend, eager_tensor **in, int nin,
                      void **outs, const char *what)
 {
     char err[4096] = "";
-    replay_opts o = {kind, 1, 0, NULL};
+    replay_opts o = {.threads = 1, .device = backend};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
-    CHECK_MSG(p != NULL, "%s compiles on %s: %s", what, kind == REPLAY_CPU ? "cpu" : "opencl", err);
+    CHECK_MSG(p != NULL, "%s compiles on %s: %s", what, backend, err);
     if (!p)
         return -1;
     replay_session *s = replay_session_new(p, NULL, 0);
@@ -290,7 +290,7 @@ static int replay_on(const graph *g, replay_backend_kind kind, eager_tensor **in
     int nout = replay_num_outputs(p);
     memset(ro, 0, sizeof ro);
     tg_status st = s ? replay_run(s, ri, nin, ro, nout) : TG_ERR_NOMEM;
-    CHECK_MSG(st == TG_OK, "%s runs on %s: %s", what, kind == REPLAY_CPU ? "cpu" : "opencl",
+    CHECK_MSG(st == TG_OK, "%s runs on %s: %s", what, backend,
               s ? replay_session_error(s) : "no session");
     for (int k = 0; st == TG_OK && k < nout; k++) {
         size_t bytes = (size_t)graph_type_numel(&ro[k].type) * graph_dtype_size(ro[k].type.dtype);
@@ -332,8 +332,8 @@ static void run_case(const ocase *c, int idx, int *covered)
     CHECK_MSG(eager_interpret(g, in, g->ninputs, ref, g->noutputs, NULL) == TG_OK,
               "%s: interpreter: %s", what, eager_error());
     void *cpu[8] = {NULL}, *ocl[8] = {NULL};
-    int okc = replay_on(g, REPLAY_CPU, in, g->ninputs, cpu, what) == 0;
-    int oko = replay_on(g, REPLAY_OPENCL, in, g->ninputs, ocl, what) == 0;
+    int okc = replay_on(g, "cpu", in, g->ninputs, cpu, what) == 0;
+    int oko = replay_on(g, "opencl", in, g->ninputs, ocl, what) == 0;
     for (int k = 0; k < g->noutputs && ref[0]; k++) {
         const graph_type *t = eager_type(ref[k]);
         if (okc)
@@ -391,7 +391,7 @@ static void exact_rounding(void)
     eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(N), round_values), *ref[4] = {NULL};
     void *ocl[4] = {NULL};
     CHECK(eager_interpret(g, &x, 1, ref, 4, NULL) == TG_OK);
-    if (ref[3] && replay_on(g, REPLAY_OPENCL, &x, 1, ocl, "exact_rounding") == 0) {
+    if (ref[3] && replay_on(g, "opencl", &x, 1, ocl, "exact_rounding") == 0) {
         static const char *const name[4] = {"floor", "ceil", "round", "sign"};
         for (int k = 0; k < 4; k++) {
             const float *w = eager_peek(ref[k]), *o = ocl[k];
@@ -451,8 +451,8 @@ static void nan_extremes(void)
     eager_tensor *ref[8] = {NULL};
     void *cpu[8] = {NULL}, *ocl[8] = {NULL};
     CHECK(eager_interpret(g, in, 3, ref, 8, NULL) == TG_OK);
-    int okc = ref[7] && replay_on(g, REPLAY_CPU, in, 3, cpu, "nan_extremes") == 0;
-    int oko = ref[7] && replay_on(g, REPLAY_OPENCL, in, 3, ocl, "nan_extremes") == 0;
+    int okc = ref[7] && replay_on(g, "cpu", in, 3, cpu, "nan_extremes") == 0;
+    int oko = ref[7] && replay_on(g, "opencl", in, 3, ocl, "nan_extremes") == 0;
     for (int k = 0; ref[7] && k < 8; k++) {
         const graph_type *t = eager_type(ref[k]);
         int64_t n = graph_type_numel(t);
@@ -482,10 +482,10 @@ static void nan_extremes(void)
 
 int main(void)
 {
-    replay_device dev;
+    replay_device_info dev;
     if (!check_opencl_device(&dev))
         return CHECK_SKIP;
-    printf("OpenCL device: %s / %s\n", dev.platform, dev.name);
+    printf("OpenCL device: %s\n", dev.device);
     int covered[GRAPH_OP_COUNT] = {0};
     for (int i = 0; i < NCASES; i++)
         run_case(&cases[i], i, covered);
@@ -493,6 +493,6 @@ int main(void)
         CHECK_MSG(covered[op] > 0, "op %s has no conformance case", graph_ops[op].name);
     exact_rounding();
     nan_extremes();
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     return check_done();
 }

@@ -34,11 +34,11 @@
 
 
 /* Runs g on backend for input x; a malloc'd copy of the output or NULL. */
-static float *run(const graph *g, replay_backend_kind kind, const eager_tensor *x,
+static float *run(const graph *g, const char *backend, const eager_tensor *x,
                   const char *what)
 {
     char err[4096] = "";
-    replay_opts o = {kind, 1, 0, NULL};
+    replay_opts o = {.threads = 1, .device = backend};
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: compile: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -72,9 +72,9 @@ static void check_level(const workload *w, const graph *traced, int level, const
     CHECK_MSG(g && opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK, "%s -O%d: %s", w->name,
               level, err);
     snprintf(what, sizeof what, "%s -O%d cpu", w->name, level);
-    float *cpu = run(g, REPLAY_CPU, w->x, what);
+    float *cpu = run(g, "cpu", w->x, what);
     snprintf(what, sizeof what, "%s -O%d opencl", w->name, level);
-    float *ocl = run(g, REPLAY_OPENCL, w->x, what);
+    float *ocl = run(g, "opencl", w->x, what);
     if (cpu && ocl) {
         double e = check_normalized_error(ocl, cpu, n);
         CHECK_MSG(e <= TOL, "%s -O%d: OpenCL vs CPU normalized error %.3g", w->name, level, e);
@@ -141,9 +141,9 @@ static void test_padded_blocks(void)
         blk += g3->nodes[i].op == GRAPH_OP_conv2d_blk;
     CHECK_MSG(blk == (test_blocked_convs() ? 4 : 0), "padded blocks: %d blocked convs at -O3, got %d",
               test_blocked_convs() ? 4 : 0, blk);
-    float *ref = g ? run(g, REPLAY_CPU, x, "padded -O0 cpu") : NULL;
-    float *cpu = g3 ? run(g3, REPLAY_CPU, x, "padded -O3 cpu") : NULL;
-    float *ocl = g3 ? run(g3, REPLAY_OPENCL, x, "padded -O3 opencl") : NULL;
+    float *ref = g ? run(g, "cpu", x, "padded -O0 cpu") : NULL;
+    float *cpu = g3 ? run(g3, "cpu", x, "padded -O3 cpu") : NULL;
+    float *ocl = g3 ? run(g3, "opencl", x, "padded -O3 opencl") : NULL;
     if (ref && cpu && ocl) {
         int64_t n = 2 * 8 * 8 * 8;
         double e1 = check_normalized_error(cpu, ref, n), e2 = check_normalized_error(ocl, ref, n);
@@ -165,7 +165,7 @@ int main(void)
     for (int k = 0; k < WL_COUNT; k++)
         test_workload((workload_kind)k);
     test_padded_blocks();
-    replay_opencl_shutdown();
+    replay_backend_shutdown();
     CHECK_MSG(ocl_live_objects() == 0, "every cl object released: %ld alive",
               ocl_live_objects());
     long subs;

@@ -278,16 +278,43 @@ static void test_workspace_and_errors(void)
     eager_pool_pop();
     replay_session_free(s);
     free(mem);
-    CHECK(replay_opencl_context(p) == NULL); /* a CPU plan has no OpenCL context */
-    CHECK(replay_opencl_gemm(p) == NULL);
+    CHECK(replay_plan_handle(p, "cl_context") == NULL); /* a CPU plan has no OpenCL context */
+    CHECK(replay_plan_property(p, "gemm") == NULL);
     replay_plan_free(p);
 
-    /* compile errors: another backend (past either end of the table); an
-     * invalid graph */
+    /* compile errors: a backend name there is none of (the message lists
+     * them), the deprecated kind past either end of its enum; an invalid
+     * graph */
     char err[512];
-    replay_opts o = {(replay_backend_kind)7, 1, 0, NULL};
+    replay_opts o = {.threads = 1, .device = "cuda:0"};
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
+    CHECK_MSG(!strcmp(err, "replay: no backend named \"cuda\" (backends: cpu, opencl)"), "%s", err);
+    o.device = "cpu:1";
+    CHECK(replay_compile(g, &o, err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "replay: no device \"cpu:1\" (devices: cpu = ") == err, "%s", err);
+    /* the backends by name: the CPU's one device, "cpu", on every machine */
+    CHECK(!strcmp(replay_backend_name(0), "cpu") && !strcmp(replay_backend_name(1), "opencl") &&
+          replay_backend_name(2) == NULL);
+    replay_device_info dev[2];
+    CHECK(replay_backend_devices("cpu", dev, 2, err, sizeof err) == 1 &&
+          !strcmp(dev[0].name, "cpu") && dev[0].device[0] && strstr(dev[0].details, "kernels "));
+    CHECK(replay_backend_devices("cpu:0", dev, 2, err, sizeof err) == -1);
+    CHECK_MSG(!strcmp(err, "replay: no backend named \"cpu:0\" (backends: cpu, opencl)"), "%s", err);
+    replay_device_info found;
+    CHECK(replay_backend_find("cpu:0", &found, err, sizeof err) == TG_OK &&
+          !strcmp(found.name, "cpu"));
+    CHECK(replay_backend_find(NULL, &found, err, sizeof err) == TG_OK && !strcmp(found.name, "cpu"));
+    CHECK(replay_backend_find("cpu:Z80", &found, err, sizeof err) == TG_ERR_ARG);
+    CHECK_MSG(strstr(err, "replay: no device \"cpu:Z80\" (devices: cpu = ") == err, "%s", err);
+    o.device = "cpu";
+    replay_plan *pc = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(pc && !strcmp(replay_plan_property(pc, "backend"), "cpu") &&
+              !strcmp(replay_plan_property(pc, "device"), "cpu"), "%s", err);
+    replay_plan_free(pc);
+    o.device = NULL;
+    o.backend = (replay_backend_kind)7;
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend 7"));
-    o.backend = (replay_backend_kind)(REPLAY_OPENCL + 1);
+    o.backend = (replay_backend_kind)2;
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend 2"));
     o.backend = (replay_backend_kind)-1;
     CHECK(replay_compile(g, &o, err, sizeof err) == NULL && strstr(err, "unknown backend -1"));
@@ -306,7 +333,7 @@ static void test_memory(void)
     model m = model_make(MODEL_ATTENTION);
     eager_tensor *x = model_input(&m, 2, 600);
     graph *g = model_trace(&m, x);
-    replay_opts o = {REPLAY_CPU, 1, 1, NULL};
+    replay_opts o = {.threads = 1, .no_inplace = 1};
     replay_plan *p1 = g ? replay_compile(g, NULL, NULL, 0) : NULL;
     replay_plan *p2 = g ? replay_compile(g, &o, NULL, 0) : NULL;
     CHECK(p1 && p2);

@@ -129,7 +129,7 @@ static void check_out(const float *out, const float *want, const char *what)
 /* Created and run on thread A, then run on B (A joined), then on C. */
 static void test_handover(const graph *g, const model *m, int threads)
 {
-    replay_opts o = {REPLAY_CPU, threads, 0, NULL, NULL, NULL, 0};
+    replay_opts o = {.threads = threads};
     char err[512] = "";
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
@@ -194,14 +194,14 @@ static void test_threads_bound(const graph *g)
         {1 << 30, "replay: replay_opts.threads is 1073741824 (1 to 1024; 0 for the default 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        replay_opts o = {REPLAY_CPU, bad[i].threads, 0, NULL, NULL, NULL, 0};
+        replay_opts o = {.threads = bad[i].threads};
         char err[512] = "";
         replay_plan *p = replay_compile(g, &o, err, sizeof err);
         CHECK_MSG(p == NULL && strcmp(err, bad[i].msg) == 0, "threads %d: \"%s\"",
                   bad[i].threads, err);
         replay_plan_free(p);
     }
-    replay_opts o = {REPLAY_CPU, 0, 0, NULL, NULL, NULL, 0};
+    replay_opts o = {.threads = 0};
     char err[512] = "";
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p != NULL, "threads 0: %s", err);
@@ -256,7 +256,7 @@ static void test_max_memory(void)
         goto done;
     size_t arena = arena_of(g), arena_big = arena_of(big), fixed = 64 * 32 * 4;
     CHECK(arena > 0 && arena_big > arena);
-    replay_opts o = {REPLAY_CPU, 1, 0, NULL, NULL, NULL, arena + fixed - 1};
+    replay_opts o = {.threads = 1, .max_memory = arena + fixed - 1};
     char err[512] = "", want[512];
     replay_plan *p = replay_compile(g, &o, err, sizeof err);
     snprintf(want, sizeof want, "replay: the traced shapes need %zu bytes (arena %zu + params "

@@ -171,7 +171,7 @@ static void test_opencl_sizes(void)
     eager_tensor *x = model_input(&m, 4, 940);
     graph *g = model_trace(&m, x);
     replay_opts o = REPLAY_OPTS_INIT;
-    o.backend = REPLAY_OPENCL;
+    o.device = "opencl";
     char err[1024] = "";
     replay_plan *p = g ? replay_compile(g, &o, err, sizeof err) : NULL;
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
@@ -192,7 +192,7 @@ static void test_opencl_sizes(void)
                   "%s", replay_session_error(s));
         /* a cl_mem of the exact type, but said to be smaller: refused, and
          * not written by the nodes directly (direct_outputs) either */
-        cl_context ctx = replay_opencl_context(p);
+        cl_context ctx = replay_plan_handle(p, "cl_context");
         cl_device_id dev;
         clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL);
         cl_int e;

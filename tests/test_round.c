@@ -365,7 +365,7 @@ static void replay_chain(const graph *g, int64_t rows, const char *what)
     for (int j = 0; j < 8; j++)
         w[j] = edges[(3 * j + 5) % NEDGES];
     char err[512] = "";
-    replay_opts ro = {REPLAY_CPU, 1, 0, NULL};
+    replay_opts ro = {.threads = 1};
     replay_plan *p = replay_compile(g, &ro, err, sizeof err);
     CHECK_MSG(p != NULL, "%s: replay compiles: %s", what, err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;

@@ -197,6 +197,17 @@ static void test_wide_graph(void)
     CHECK_MSG(mp.place_work <= 64ull * N, "placement examined %llu ranges",
               (unsigned long long)mp.place_work);
     opt_memplan_free(&mp);
+    /* the public summary of the same plan: N outputs of 64 bytes, all
+     * alive at the end, none in place (x is an input, not reused) */
+    opt_memory m;
+    char err[256] = "";
+    CHECK_MSG(opt_memory_plan(g, &m, err, sizeof err) == TG_OK, "%s", err);
+    CHECK_MSG(m.naive_bytes == (size_t)N * 64 && m.arena_bytes == (size_t)N * 64 &&
+              m.lower_bound == m.arena_bytes && m.inplace == 0,
+              "naive %zu, arena %zu, bound %zu, in place %d", m.naive_bytes, m.arena_bytes,
+              m.lower_bound, m.inplace);
+    CHECK(opt_memory_plan(NULL, &m, err, sizeof err) == TG_ERR_NULL);
+    CHECK_MSG(!strcmp(err, "opt_memory_plan: the graph is NULL"), "%s", err);
     graph_free(g);
 }
 

@@ -53,7 +53,7 @@ static void test_targets(void)
     replay_opts o = REPLAY_OPTS_INIT;
     o.threads = 2;
     CHECK(replay_target(&o, &t, err, sizeof err) == TG_OK && t.threads == 2);
-    o.backend = REPLAY_OPENCL;
+    o.device = "opencl"; /* the backend's target: no device asked, none needed */
     CHECK(replay_target(&o, &t, err, sizeof err) == TG_OK);
     CHECK_MSG(strcmp(t.name, "opencl") == 0 && t.block == 16 && !t.impl_of, "%s %d", t.name,
               t.block);
@@ -227,10 +227,10 @@ static void test_replan(void)
         CHECK(g->target && strcmp(g->target, cpu.name) == 0);
         run_plan(&m, g, NULL, kept, cpu.block, "this cpu");
         /* OpenCL, where a device is: re-planned for its 16-channel blocks */
-        replay_device dev;
-        if (replay_opencl_devices(&dev, 1, err, sizeof err) > 0) {
+        replay_device_info dev;
+        if (replay_backend_find("opencl", &dev, err, sizeof err) == TG_OK) {
             replay_opts o = REPLAY_OPTS_INIT;
-            o.backend = REPLAY_OPENCL;
+            o.device = "opencl";
             run_plan(&m, g, &o, "re-planned for opencl", 16, "opencl");
         }
         graph_free(g);

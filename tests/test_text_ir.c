@@ -795,8 +795,33 @@ static void test_dot(void)
     graph_free(g);
 }
 
+/* graph_text_utf8_len (public): what prints as text, by known answers. */
+static void test_utf8_len(void)
+{
+    static const struct {
+        const char *s;
+        int len;
+    } cases[] = {
+        {"\xc3\xa9", 2},         /* U+00E9 */
+        {"\xe2\x82\xac", 3},     /* U+20AC */
+        {"\xf0\x9f\x98\x80", 4}, /* U+1F600 */
+        {"\xc2\x85", 0},         /* U+0085, a C1 control */
+        {"\xe2\x80\xae", 0},     /* U+202E, a bidi override */
+        {"\xc0\xaf", 0},         /* an overlong '/' */
+        {"\xed\xa0\x80", 0},     /* a surrogate */
+        {"\xf4\x90\x80\x80", 0}, /* past U+10FFFF */
+        {"\xa9", 0},             /* a stray continuation byte */
+        {"\xc3", 0},             /* cut short */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        CHECK_MSG(graph_text_utf8_len((const unsigned char *)cases[i].s) == cases[i].len,
+                  "case %zu: %d, want %d", i,
+                  graph_text_utf8_len((const unsigned char *)cases[i].s), cases[i].len);
+}
+
 int main(void)
 {
+    test_utf8_len();
     test_roundtrip();
     test_known_text();
     test_doc_example();

@@ -682,7 +682,7 @@ static const onnx_op table[] = {
 #define U_1(name, gop) {name, cv_unary, GRAPH_OP_##gop, 1, 1, 1, ""},
 #define U_2(name, gop)
 static const onnx_op ew_table[] = {
-#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) U_##N(ONNX, OP)
+#define EW(OP, N, COST, S, ONNX) U_##N(ONNX, OP)
 #include "../../graph/ew_ops.def"
 #undef EW
 };

@@ -37,7 +37,7 @@
 static const char *simple_ew(graph_op op)
 {
     static const char *const name[GRAPH_OP_COUNT] = {
-#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) [GRAPH_OP_##OP] = ONNX,
+#define EW(OP, N, COST, S, ONNX) [GRAPH_OP_##OP] = ONNX,
 #include "../../graph/ew_ops.def"
 #undef EW
         [GRAPH_OP_eq] = "Equal",

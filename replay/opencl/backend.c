@@ -152,7 +152,8 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
 
 static void plan_free(void *bplan);
 
-/* Opens the device of p->opts.device, uploads constants and params. */
+/* Opens device p->device_index (replay_backend_resolve matched the name
+ * against ocl_list_devices' order), uploads constants and params. */
 static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
 {
     const graph *g = p->g;
@@ -162,7 +163,9 @@ static tg_status plan_new(replay_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "replay: out of memory");
         return TG_ERR_NOMEM;
     }
-    op->dev = ocl_dev_open(p->opts.device, msg, sizeof msg);
+    char index[16];
+    snprintf(index, sizeof index, "%d", p->device_index);
+    op->dev = ocl_dev_open(index, msg, sizeof msg);
     if (!op->dev) {
         snprintf(err, errlen, "replay: OpenCL: %s", msg);
         tg_free(op);
@@ -292,6 +295,75 @@ static void ocl_target(const replay_opts *o, graph_target *t)
     snprintf(t->why, sizeof t->why, "the OpenCL blocked kernels take 16 channels");
 }
 
+/* replay_backend_shutdown: the devices no plan holds, with the GEMM
+ * probe's cache and CLBlast's programs. */
+static void ocl_shutdown(void)
+{
+    int kept = ocl_shutdown_begin(); /* the device list held to the end */
+    ocl_gemm_probe_forget(); /* keyed by context: a freed one's address may come back */
+    /* CLBlast's cached programs hold contexts: dropped first, when no
+     * device stays */
+    if (!kept)
+        ocl_blas_shutdown();
+    ocl_shutdown_end();
+}
+
+/* The devices of every platform (replay_backend_devices), in
+ * ocl_list_devices' order, which ocl_dev_open's index follows. */
+static int ocl_devices(replay_device_info *out, int max, char *err, size_t errlen)
+{
+    ocl_device_info info[64];
+    int n = ocl_list_devices(info, 64, err, errlen);
+    for (int i = 0; out && i < n && i < max && i < 64; i++) {
+        replay_device_info *d = &out[i];
+        memset(d, 0, sizeof *d);
+        snprintf(d->device, sizeof d->device, "%s %s", info[i].platform, info[i].name);
+        const char *why;
+        ocl_gemm_path gp = ocl_gemm_choose(info[i].id, &why);
+        snprintf(d->details, sizeof d->details, "%s, %d compute units, %.1f GiB, GEMM %s (%s)",
+                 info[i].version, info[i].compute_units,
+                 (double)info[i].global_mem / (1024.0 * 1024.0 * 1024.0), ocl_gemm_name(gp),
+                 why);
+    }
+    return n;
+}
+
+/* replay_plan_property: "gemm", the GEMM/conv path of the plan. */
+static const char *ocl_property(const replay_plan *p, const char *key)
+{
+    if (!p->bplan || strcmp(key, "gemm"))
+        return NULL;
+    return ocl_gemm_name(((const ocl_plan *)p->bplan)->gemm);
+}
+
+/* replay_plan_handle: "cl_context". */
+static void *ocl_handle(const replay_plan *p, const char *what)
+{
+    if (!p->bplan || strcmp(what, "cl_context"))
+        return NULL;
+    return (void *)((const ocl_plan *)p->bplan)->dev->ctx;
+}
+
+/* replay_buffer_new: a cl_mem in the plan's context, holding data. */
+static void *ocl_buffer_new(const replay_plan *p, size_t bytes, const void *data, char *err,
+                            size_t errlen)
+{
+    const ocl_plan *op = p->bplan;
+    cl_int e;
+    cl_mem m = clCreateBuffer(op->dev->ctx, CL_MEM_READ_WRITE | (data && bytes ? CL_MEM_COPY_HOST_PTR : 0),
+                              bytes ? bytes : 4, data && bytes ? (void *)data : NULL, &e);
+    if (!m)
+        snprintf(err, errlen, "replay: OpenCL device %s: cannot make a buffer of %zu bytes: %s",
+                 op->dev->info.name, bytes, ocl_errstr(e));
+    return m;
+}
+
+static void ocl_buffer_free(const replay_plan *p, void *buffer)
+{
+    (void)p;
+    clReleaseMemObject((cl_mem)buffer);
+}
+
 const replay_backend replay_backend_opencl = {
     .target = ocl_target,
     .name = "opencl",
@@ -304,7 +376,15 @@ const replay_backend replay_backend_opencl = {
     .session_free = session_free,
     .run = run,
     .device_buffers = 1,
+    .devices = ocl_devices,
+    .property = ocl_property,
+    .handle = ocl_handle,
+    .buffer_new = ocl_buffer_new,
+    .buffer_free = ocl_buffer_free,
+    .shutdown = ocl_shutdown,
 };
+
+/* ---- the deprecated entry points (replay.h), kept one release ---- */
 
 int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
 {
@@ -330,26 +410,17 @@ int replay_opencl_devices(replay_device *out, int max, char *err, size_t errlen)
 
 void *replay_opencl_context(const replay_plan *p)
 {
-    if (!p || p->backend != &replay_backend_opencl || !p->bplan)
+    if (!p || p->backend != &replay_backend_opencl)
         return NULL;
-    return (void *)((const ocl_plan *)p->bplan)->dev->ctx;
+    return replay_plan_handle(p, "cl_context");
 }
 
 const char *replay_opencl_gemm(const replay_plan *p)
 {
-    if (!p || p->backend != &replay_backend_opencl || !p->bplan)
+    if (!p || p->backend != &replay_backend_opencl)
         return NULL;
-    return ocl_gemm_name(((const ocl_plan *)p->bplan)->gemm);
+    return replay_plan_property(p, "gemm");
 }
 
-void replay_opencl_shutdown(void)
-{
-    int kept = ocl_shutdown_begin(); /* the device list held to the end */
-    ocl_gemm_probe_forget(); /* keyed by context: a freed one's address may come back */
-    /* CLBlast's cached programs hold contexts: dropped first, when no
-     * device stays */
-    if (!kept)
-        ocl_blas_shutdown();
-    ocl_shutdown_end();
-}
+void replay_opencl_shutdown(void) { ocl_shutdown(); }
 

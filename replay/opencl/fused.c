@@ -81,9 +81,11 @@ static void fnum(float v, char *buf, size_t len)
     operand(&a, buf, len, 0);
 }
 
-/* Each op's OpenCL C expression (graph/ew_ops.def's ocl column). */
+/* Each op's OpenCL C expression: every row of graph/ew_ops.def, its line
+ * of ew_ocl.def (a row without one stops the build here). */
+#include "ew_ocl.def"
 static const char *const ocl_expr[GRAPH_OP_COUNT] = {
-#define EW(OP, N, COST, S, TILE, INL, VEC, EAGER, OCL, ONNX) [GRAPH_OP_##OP] = OCL,
+#define EW(OP, N, COST, S, ONNX) [GRAPH_OP_##OP] = EW_OCL_##OP,
 #include "../../graph/ew_ops.def"
 #undef EW
 };

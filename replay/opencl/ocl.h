@@ -356,7 +356,7 @@ tg_status ocl_fused_single_prepare(ocl_prep *c);
  * The OpenCL C source of fused program fp with nin inputs (its kernels
  * fused_flat8, fused and fused_rows; cl/common.cl's helpers come first at
  * build) into buf, without a device: 0, -1 for an op without an OpenCL
- * expression (graph/ew_ops.def), -2 if len bytes do not hold it.
+ * expression (ew_ocl.def), -2 if len bytes do not hold it.
  * ocl_fused_source_bound(fp, nin) bytes always do.
  */
 int ocl_fused_source(const fused_prog *fp, int nin, char *buf, size_t len);

@@ -3,7 +3,7 @@
  * program cache, and the count of live cl objects.
  *
  * A device is opened once per process (first plan that asks for it) and
- * kept until replay_opencl_shutdown(): PoCL builds programs with LLVM,
+ * kept until replay_backend_shutdown(): PoCL builds programs with LLVM,
  * which takes tens to hundreds of milliseconds per program, so every
  * static source is built once per device and options and shared by all
  * plans on it.  Generated sources (fused nodes) are cached too, keyed by
