@@ -188,7 +188,7 @@ bench-gpu-bundle: build
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
-	DIFFFUZZ_FINDINGS=$(BUILD)/difffuzz-findings OMP_NUM_THREADS=1 \
+	DIFFFUZZ_FINDINGS=$(BUILD)/difffuzz-findings OMP_NUM_THREADS=1 TG_COST_RATES=builtin \
 	  tests/difffuzz.sh $(BUILD)/difffuzz --seed $(DIFFFUZZ_SEED) --models $(DIFFFUZZ_MODELS)
 
 install: build

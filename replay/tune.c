@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "../eager/blas.h"
+#include "../eager/cost_rates.h"
 #include "../eager/dnnl_util.h"
 #include "../eager/isa.h"
 #include "../formats/file.h"
@@ -257,84 +258,14 @@ static tg_status cache_write_locked(char *err, size_t errlen)
     return st;
 }
 
-/*
- * The cache's path into buf: TG_TUNE_CACHE, or under XDG_CACHE_HOME or
- * HOME (whose folders are made when missing).  0 when there is none (no
- * HOME) or it is too long.
- */
 static int cache_path(char *buf, size_t len)
 {
-    const char *e = getenv("TG_TUNE_CACHE");
-    if (e && e[0])
-        return (size_t)snprintf(buf, len, "%s", e) < len;
-    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    int n;
-    if (x && x[0] == '/')
-        n = snprintf(buf, len, "%s/tracegraph/tune.txt", x);
-    else if (h && h[0] == '/')
-        n = snprintf(buf, len, "%s/.cache/tracegraph/tune.txt", h);
-    else
-        return 0;
-    if (n < 0 || (size_t)n >= len)
-        return 0;
-    /* the folders of the default path, made as needed (mkdir -p of the
-     * last two: ~/.cache and tracegraph) */
-    char *slash = strrchr(buf, '/'), *prev;
-    *slash = '\0';
-    prev = strrchr(buf, '/');
-    if (prev && prev != buf) {
-        *prev = '\0';
-        mkdir(buf, 0755);
-        *prev = '/';
-    }
-    mkdir(buf, 0755);
-    *slash = '/';
-    return 1;
-}
-
-/* The CPU's model name from /proc/cpuinfo as one word ("unknown"). */
-static char g_model[128];
-static pthread_once_t g_model_once = PTHREAD_ONCE_INIT;
-
-static void model_init(void)
-{
-    snprintf(g_model, sizeof g_model, "unknown");
-    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    buf[n] = '\0';
-    char *m = strstr(buf, "model name");
-    char *colon = m ? strchr(m, ':') : NULL;
-    if (!colon)
-        return;
-    colon++;
-    while (*colon == ' ' || *colon == '\t')
-        colon++;
-    size_t k = 0;
-    for (; *colon && *colon != '\n' && k + 1 < sizeof g_model; colon++) {
-        char c = *colon;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '-';
-        if (!ok && k && g_model[k - 1] == '_')
-            continue;
-        g_model[k++] = ok ? c : '_';
-    }
-    while (k && g_model[k - 1] == '_')
-        k--;
-    g_model[k] = '\0';
-    if (!k)
-        snprintf(g_model, sizeof g_model, "unknown");
+    return eager_cache_path("TG_TUNE_CACHE", "tune.txt", buf, len);
 }
 
 static const char *cpu_model(void)
 {
-    pthread_once(&g_model_once, model_init);
-    return g_model;
+    return eager_cpu_model();
 }
 
 /* Appends "x"-joined dims of t to buf at *at. */
