@@ -77,7 +77,7 @@
 #define TUNE_ROUNDS 5
 #define TUNE_BUDGET_NS 40e6 /* both candidates of one node: ~20 ms each */
 
-static const char *const impl_names[] = {"static", "onednn", "blas"};
+static const char *const impl_names[] = {"static", "onednn", "blas", "blis"};
 static const char *const conv_names[] = {"static", "winograd", "direct", "direct_jit"};
 
 typedef struct tune_entry {
@@ -178,7 +178,7 @@ static int us_ok(const char *s, double *out)
 /* One line (NUL-terminated, no newline) into the cache, or ignored. */
 static void parse_line_locked(char *line)
 {
-    char *f[7];
+    char *f[7] = {NULL};
     int nf = 0;
     for (char *s = line; nf < 7;) {
         f[nf++] = s;
@@ -199,13 +199,15 @@ static void parse_line_locked(char *line)
             cache_put_locked(f[1], 1, impl, us);
         return;
     }
-    if (nf != 5 || strcmp(f[0], "v1") != 0 || !key_ok(f[1], strlen(f[1])))
+    if ((nf != 5 && nf != 6) || strcmp(f[0], "v1") != 0 || !key_ok(f[1], strlen(f[1])))
         return;
     int impl = strcmp(f[2], "onednn") == 0 ? EAGER_GEMM_ONEDNN
                : strcmp(f[2], "blas") == 0 ? EAGER_GEMM_BLAS
+               : strcmp(f[2], "blis") == 0 ? EAGER_GEMM_BLIS
                                            : -1;
     double us[4] = {-1, -1, -1, -1};
-    if (impl < 0 || !us_ok(f[3], &us[EAGER_GEMM_ONEDNN]) || !us_ok(f[4], &us[EAGER_GEMM_BLAS]))
+    if (impl < 0 || !us_ok(f[3], &us[EAGER_GEMM_ONEDNN]) || !us_ok(f[4], &us[EAGER_GEMM_BLAS]) ||
+        (nf == 6 && !us_ok(f[5], &us[EAGER_GEMM_BLIS])))
         return;
     cache_put_locked(f[1], 0, impl, us);
 }
@@ -266,7 +268,7 @@ static void us_str(double us, char *buf, size_t len)
 static tg_status cache_write_locked(char *err, size_t errlen)
 {
     static const char head[] = "# tracegraph tuning cache (replay_opts.tune): v1 TAB key TAB "
-                               "impl TAB onednn_us TAB blas_us (GEMMs), c1 TAB key TAB impl TAB "
+                               "impl TAB onednn_us TAB blas_us TAB blis_us (GEMMs), c1 TAB key TAB impl TAB "
                                "winograd_us TAB direct_us TAB direct_jit_us (blocked convs); "
                                "written by tracegraph, safe to delete\n";
     size_t cap = sizeof head + (size_t)g_n * (TUNE_MAX_KEY + 64) + 1, len = 0;
@@ -288,8 +290,9 @@ static tg_status cache_write_locked(char *err, size_t errlen)
         } else {
             us_str(g_ent[i].us[EAGER_GEMM_ONEDNN], a, sizeof a);
             us_str(g_ent[i].us[EAGER_GEMM_BLAS], b, sizeof b);
-            w = snprintf(buf + len, cap - len, "v1\t%s\t%s\t%s\t%s\n", g_ent[i].key,
-                         impl_names[g_ent[i].impl], a, b);
+            us_str(g_ent[i].us[EAGER_GEMM_BLIS], c, sizeof c);
+            w = snprintf(buf + len, cap - len, "v1\t%s\t%s\t%s\t%s\t%s\n", g_ent[i].key,
+                         impl_names[g_ent[i].impl], a, b, c);
         }
         if (w > 0 && (size_t)w < cap - len)
             len += (size_t)w;
@@ -375,9 +378,10 @@ static int node_key(const replay_plan *p, const graph_node *n, const int64_t *mk
     }
     size_t at = (size_t)snprintf(
         buf, len,
-        "cpu=%s;onednn=%s;kernels=%s;blas=%s;threads=%d;op=%s;m=%lld;k=%lld;n=%lld;"
+        "cpu=%s;onednn=%s;kernels=%s;blas=%s;blis=%s;threads=%d;op=%s;m=%lld;k=%lld;n=%lld;"
         "batch=%lld;ta=%d;tb=%d;bias=%d;post=%s;fixed=%u;a=",
         cpu_model(), eager_dnnl_isa_name(), eager_isa_active->name, eager_blas_core(),
+        eager_blis_arch(),
         p->opts.threads, graph_ops[n->op].name, (long long)mknb[0], (long long)mknb[1],
         (long long)mknb[2], (long long)mknb[3], ta, tb, n->op != GRAPH_OP_matmul && n->nin > 2,
         post, fixed);
@@ -657,10 +661,14 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "replay: out of memory for the tuning of %d nodes", g->nnodes);
         return TG_ERR_NOMEM;
     }
-    int blas = eager_blas_available();
-    int impls[2] = {EAGER_GEMM_ONEDNN, EAGER_GEMM_BLAS}, nc = blas ? 2 : 1;
+    int blas = eager_blas_available(), blis = eager_blis_available();
+    int impls[3] = {EAGER_GEMM_ONEDNN}, nc = 1;
+    if (blas)
+        impls[nc++] = EAGER_GEMM_BLAS;
+    if (blis)
+        impls[nc++] = EAGER_GEMM_BLIS;
     char path[4096], key[TUNE_MAX_KEY + 64], werr[512] = "";
-    int have_path = cache_path(path, sizeof path), nnew = 0, count[3] = {0, 0, 0};
+    int have_path = cache_path(path, sizeof path), nnew = 0, count[4] = {0, 0, 0, 0};
     if (have_path) {
         pthread_mutex_lock(&g_mu);
         cache_load_locked(path);
@@ -691,7 +699,9 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
         if (keyed && have_path) {
             pthread_mutex_lock(&g_mu);
             const tune_entry *e = cache_find_locked(key);
-            if (e && (e->impl == EAGER_GEMM_ONEDNN || (e->impl == EAGER_GEMM_BLAS && blas)))
+            if (e && !e->conv &&
+                (e->impl == EAGER_GEMM_ONEDNN || (e->impl == EAGER_GEMM_BLAS && blas) ||
+                 (e->impl == EAGER_GEMM_BLIS && blis)))
                 choice = e->impl, known = 1;
             pthread_mutex_unlock(&g_mu);
         }
@@ -704,8 +714,12 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
                          replay_node_str(p, i, what, sizeof what));
                 return st;
             }
-            double o = us[EAGER_GEMM_ONEDNN], b = us[EAGER_GEMM_BLAS];
-            choice = b >= 0 && (o < 0 || b < o) ? EAGER_GEMM_BLAS : EAGER_GEMM_ONEDNN;
+            /* the lowest median; a tie or none timed: oneDNN */
+            choice = EAGER_GEMM_ONEDNN;
+            for (int c = 1; c < nc; c++)
+                if (us[impls[c]] >= 0 &&
+                    (us[choice] < 0 || us[impls[c]] < us[choice]))
+                    choice = impls[c];
             p->tune_timed++;
             if (keyed && have_path) {
                 pthread_mutex_lock(&g_mu);
@@ -725,18 +739,24 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
         pthread_mutex_unlock(&g_mu);
     }
     p->tune_blas = count[EAGER_GEMM_BLAS];
+    p->tune_blis = count[EAGER_GEMM_BLIS];
     p->tune_onednn = count[EAGER_GEMM_ONEDNN];
-    int total = p->tune_blas + p->tune_onednn;
+    int total = p->tune_blas + p->tune_blis + p->tune_onednn;
     size_t at;
+    char blis_count[32] = "";
+    if (blis)
+        snprintf(blis_count, sizeof blis_count, "blis %d, ", p->tune_blis);
     if (nc == 1)
         snprintf(p->tuning, sizeof p->tuning,
-                 "tune: %d GEMM node%s, none timed (one candidate: no BLAS, libopenblas.so.0 "
-                 "not installed): onednn %d", total, total == 1 ? "" : "s", total);
+                 "tune: %d GEMM node%s, none timed (one candidate: no BLAS, neither "
+                 "libopenblas.so.0 nor libblis.so.4 installed): onednn %d", total,
+                 total == 1 ? "" : "s", total);
     else
         snprintf(p->tuning, sizeof p->tuning,
-                 "tune: %d GEMM node%s, %d timed, %d from the cache: blas %d, onednn %d "
+                 "tune: %d GEMM node%s, %d timed, %d from the cache: blas %d, %sonednn %d "
                  "(cache %.600s%s%.200s)", total, total == 1 ? "" : "s", p->tune_timed,
-                 p->tune_cached, p->tune_blas, p->tune_onednn, have_path ? path : "none",
+                 p->tune_cached, p->tune_blas, blis_count, p->tune_onednn,
+                 have_path ? path : "none",
                  werr[0] ? ", not saved: " : "", werr);
     int nconv = p->tune_conv[0] + p->tune_conv[1] + p->tune_conv[2] + p->tune_conv[3];
     at = strlen(p->tuning);

@@ -366,8 +366,9 @@ static int cache_entries_ok(int line)
         int tabs = 0;
         for (char *c = l; *c; c++)
             tabs += *c == '\t';
-        bad += strncmp(l, "v1\tcpu=", 7) != 0 || tabs != 4 || strlen(l) > 512 ||
-               !(strstr(l, "\tonednn\t") || strstr(l, "\tblas\t"));
+        bad += strncmp(l, "v1\tcpu=", 7) != 0 || tabs != 5 || strlen(l) > 512 ||
+               !(strstr(l, "\tonednn\t") || strstr(l, "\tblas\t") ||
+                 strstr(l, "\tblis\t"));
         n++;
     }
     check_report(!bad, __FILE__, line, "cache: %d bad lines", bad);
@@ -383,6 +384,7 @@ static void check_close(int line, const float *got, const float *want)
 
 static void test_tuning(void)
 {
+    eager_blis_test_hook(NULL, "off"); /* OpenBLAS against oneDNN here; BLIS below */
     graph *g = tuned_graph();
     if (!g)
         return;
@@ -548,6 +550,105 @@ static void test_tuning(void)
     }
     free(first);
     free(second);
+    graph_free(g);
+    eager_blis_test_hook(NULL, NULL);
+}
+
+/* ---- BLIS, the third candidate ---- */
+
+/* Every v1 line of the cache with its choice set to impl. */
+static void gemm_cache_force(const char *impl)
+{
+    size_t len = 0;
+    char *f = read_all(g_cache, &len), *out = malloc(len * 2 + 64);
+    size_t w = 0;
+    CHECK(f != NULL);
+    for (char *l = f; l && *l;) {
+        char *nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        char *t1 = strchr(l, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL,
+             *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (strncmp(l, "v1\t", 3) == 0 && t3)
+            w += (size_t)sprintf(out + w, "%.*s\t%s%s\n", (int)(t2 - l), l, impl, t3);
+        else
+            w += (size_t)sprintf(out + w, "%s\n", l);
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    write_all(g_cache, out, w);
+    free(f);
+    free(out);
+}
+
+static void test_blis(void)
+{
+    /* the kernels' BLIS path through the test's sgemm, on every machine */
+    eager_blas_test_hook(NULL, "off");
+    eager_blis_test_hook(naive_sgemm, "naiveblis");
+    CHECK(eager_blis_available() && strcmp(eager_blis_arch(), "naiveblis") == 0);
+    for (int t = 1; t <= 2; t++) {
+        g_naive_calls = 0;
+        check_gemm_cases(EAGER_GEMM_BLIS, t);
+        CHECK_MSG(g_naive_calls >= 11, "the BLIS path ran %d sgemm calls", g_naive_calls);
+    }
+    /* three candidates: oneDNN, OpenBLAS and BLIS (both the naive sgemm) */
+    eager_blas_test_hook(naive_sgemm, "naive");
+    graph *g = tuned_graph();
+    float want[32], z[32];
+    replay_plan *p = compile_run(g, 0, 1, want);
+    replay_plan_free(p);
+    unlink(g_cache);
+    replay_tune_forget();
+    p = compile_run(g, 1, 1, z);
+    CHECK_MSG(p && p->tune_timed == 3 && p->tune_blas + p->tune_blis + p->tune_onednn == 3 &&
+                  strstr(replay_plan_tuning(p), ", blis "),
+              "three candidates: %s", p ? replay_plan_tuning(p) : "-");
+    check_close(__LINE__, z, want);
+    replay_plan_free(p);
+    size_t len = 0;
+    char *f = read_all(g_cache, &len);
+    CHECK_MSG(f && strstr(f, ";blas=naive;blis=naiveblis;") && cache_entries_ok(__LINE__) == 3,
+              "%s", f ? f : "-");
+    free(f);
+    /* a cache saying blis reaches the steps: the BLIS path runs */
+    gemm_cache_force("blis");
+    replay_tune_forget();
+    eager_blas_test_hook(NULL, "off"); /* only BLIS's sgemm counts now */
+    eager_blis_test_hook(naive_sgemm, "naiveblis");
+    p = compile_run(g, 1, 1, z);
+    replay_plan_free(p); /* the keys name blas=none now: timed again */
+    gemm_cache_force("blis");
+    replay_tune_forget();
+    g_naive_calls = 0;
+    p = compile_run(g, 1, 1, z);
+    CHECK_MSG(p && p->tune_timed == 0 && p->tune_blis == 3 && g_naive_calls >= 3,
+              "all blis: %s, %d calls", p ? replay_plan_tuning(p) : "-", g_naive_calls);
+    check_close(__LINE__, z, want);
+    replay_plan_free(p);
+    /* the installed BLIS */
+    eager_blis_test_hook(NULL, NULL);
+    if (!eager_blis_available()) {
+        printf("SKIP: libblis.so.4 is not installed: the real BLIS path is not tested "
+               "(scripts/deps.sh libblis4-openmp)\n");
+    } else {
+        printf("BLIS: %s\n", eager_blis_name());
+        for (int t = 1; t <= 2; t++)
+            check_gemm_cases(EAGER_GEMM_BLIS, t);
+        replay_tune_forget();
+        p = compile_run(g, 1, 1, z);
+        CHECK_MSG(p && p->tune_timed == 3, "BLIS: %s", p ? replay_plan_tuning(p) : "-");
+        if (p)
+            printf("BLIS %s\n", replay_plan_tuning(p));
+        check_close(__LINE__, z, want);
+        replay_plan_free(p);
+        gemm_cache_force("blis");
+        replay_tune_forget();
+        p = compile_run(g, 1, 1, z);
+        CHECK_MSG(p && p->tune_blis == 3, "BLIS forced: %s", p ? replay_plan_tuning(p) : "-");
+        check_close(__LINE__, z, want);
+        replay_plan_free(p);
+    }
+    eager_blas_test_hook(NULL, NULL);
     graph_free(g);
 }
 
@@ -779,6 +880,7 @@ int main(void)
     test_blas_path();
     test_tuning();
     eager_blas_test_hook(NULL, NULL);
+    test_blis();
     test_conv_tuning();
     unlink(g_cache);
     rmdir(g_dir);
