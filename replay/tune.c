@@ -1,13 +1,15 @@
 /*
  * tune.c - replay_opts.tune: the GEMM of each matmul, linear and
- * linear_ep step chosen by measurement at compile time, and the tuning
- * cache that makes the next compile of the same shapes instant.
+ * linear_ep step, and the oneDNN implementation of each conv2d_blk step,
+ * chosen by measurement at compile time, and the tuning cache that makes
+ * the next compile of the same shapes instant.
  *
- * Candidates: oneDNN's prepared primitive, as a session runs it (a state
- * slot, constant weights packed once), and cblas_sgemm of OpenBLAS when it
- * is installed (eager/blas.h).  Each is run once to prepare and warm up,
- * then in alternating rounds, at most TUNE_ROUNDS each and while the
- * node's TUNE_BUDGET_NS lasts; the lower median wins (a tie: oneDNN).
+ * GEMM candidates: oneDNN's prepared primitive, as a session runs it (a
+ * state slot, constant weights packed once), and cblas_sgemm of OpenBLAS
+ * and of BLIS when they are installed (eager/blas.h).  Each is run once to
+ * prepare and warm up, then in alternating rounds, at most TUNE_ROUNDS
+ * each and while the node's TUNE_BUDGET_NS lasts; the lowest median wins
+ * (a tie: oneDNN).
  * Inputs: the plan's own constants and params, and a fixed pattern for
  * activations, at the traced shapes.  The choice is p->gemm_impl[node],
  * which session.c binds into the step's eager_kargs.impl (every variant:
@@ -28,18 +30,19 @@
  * else ~/.cache/tracegraph/tune.txt.  Plain text, '#' lines ignored, one
  * line per key:
  *
- *   v1 TAB key TAB impl TAB onednn_us TAB blas_us             (a GEMM)
+ *   v1 TAB key TAB impl TAB onednn_us TAB blas_us TAB blis_us  (a GEMM;
+ *                     a line without blis_us is read too)
  *   c1 TAB key TAB impl TAB winograd_us TAB direct_us TAB direct_jit_us
  *                                                          (a blocked conv)
  *
  * key: the machine and the node, e.g.
  *   cpu=AMD_EPYC_9R14;onednn=avx512_core;kernels=avx512;blas=Haswell;
- *   threads=1;op=linear;m=64;k=784;n=512;batch=1;ta=0;tb=1;bias=1;
+ *   blis=haswell;threads=1;op=linear;m=64;k=784;n=512;batch=1;ta=0;tb=1;bias=1;
  *   post=-;fixed=6;a=64x784;b=512x784
  * or for a conv cpu=...;threads=1;op=conv2d_blk;x=1x4x56x56x16;
  *   w=64x64x3x3;stride=1.1;pad=1.1.1.1;dil=1.1;groups=1;algo=0;post=2;
  *   nin=3;fixed=6
- * (one word: printable ASCII without spaces); impl "onednn" or "blas",
+ * (one word: printable ASCII without spaces); impl "onednn", "blas" or "blis",
  * for a conv "winograd", "direct" or "direct_jit";
  * the times in microseconds ("-" for a candidate not timed).  Read once
  * per process and path (at most TUNE_MAX_BYTES, lines of at most
