@@ -63,6 +63,10 @@ void eager_blas_sgemm_lib(int lib, int ta, int tb, int64_t m, int64_t n, int64_t
  * BLIS_ARCH_TYPE changes it), "none" when absent; its name for messages.
  */
 int eager_blis_available(void);
+/* TG_BLIS=off: BLIS is never loaded (the sanitizer test runs: with BLIS in
+ * the process LeakSanitizer's exit scan crashes on a bogus dynamic-TLS
+ * range, google/sanitizers#1322; ASAN_OPTIONS=intercept_tls_get_addr=0
+ * avoids it too). */
 const char *eager_blis_arch(void);
 const char *eager_blis_name(void);
 /* Test hook for BLIS, as eager_blas_test_hook for OpenBLAS. */
