@@ -13,7 +13,8 @@
  * unwritable cache is reported, not fatal.  The rates reach the layout
  * decision: two 3x3 convs go blocked with the built-in rates and stay
  * plain with a pinned blocked rate of 0.01 MACs/ns, and --explain says
- * which rates were used.  Nothing here depends on what the timing
+ * which rates were used, as replay_plan_layout does for a graph re-planned
+ * for this machine.  Nothing here depends on what the timing
  * measured (only that it is within the parse's range).
  */
 #include <math.h>
@@ -209,6 +210,25 @@ static void test_layout_uses_rates(void)
               "%s", ex);
     CHECK(blocked_convs(g, "blkkxk=zero", ex, sizeof ex) == -1 &&
           strstr(err, "TG_COST_RATES: blkkxk=zero: not a number"));
+    /* laid out elsewhere: replay_compile re-plans with this machine's
+     * rates and says which */
+    graph_target other = t;
+    snprintf(other.name, sizeof other.name, "elsewhere");
+    other.impl_of = NULL;
+    other.rates = NULL; /* built-in there */
+    graph *h = graph_clone(g);
+    opt_options o = OPT_OPTIONS_INIT;
+    o.level = 3;
+    o.target = &other;
+    setenv("TG_COST_RATES", "blkkxk=95", 1);
+    CHECK_MSG(h && opt_optimize(h, &o, NULL, err, sizeof err) == TG_OK, "%s", err);
+    replay_plan *p = h ? replay_compile(h, NULL, err, sizeof err) : NULL;
+    const char *lay = p ? replay_plan_layout(p) : err;
+    CHECK_MSG(p && strstr(lay, "re-planned for cpu ") &&
+                  strstr(lay, "; cost rates pinned by TG_COST_RATES"),
+              "%s", lay);
+    replay_plan_free(p);
+    graph_free(h);
     graph_free(g);
 }
 
