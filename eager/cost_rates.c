@@ -67,10 +67,8 @@
 #define RATE_RUNS 7
 #define RATE_BUDGET_NS 25e6 /* per kernel, beyond its first call */
 #define RATE_BENCH 1        /* the benchmark's version, in the key */
-/* The cost model's few-positions factors (layout_cost.c's GEMM_POS and
- * BLK_POS), undone when solving for the rates. */
-#define GEMM_POS 35.0
-#define BLK_POS 10.0
+#define GEMM_POS EAGER_COST_GEMM_POS
+#define BLK_POS EAGER_COST_BLK_POS
 
 /* The rates' names in the text forms, in graph_cost_rates order. */
 static const struct {

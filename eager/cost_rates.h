@@ -12,6 +12,15 @@
 #include "../graph/target.h"
 
 /*
+ * The cost model's few-positions factors (optimize/layout_cost.c): a conv
+ * on pos output positions (N*H*W) runs at rate * pos / (pos + POS), POS
+ * GEMM_POS plain as one GEMM, BLK_POS blocked.  Fitted, not measured; the
+ * micro-benchmark undoes them when solving for the rates.
+ */
+#define EAGER_COST_GEMM_POS 35.0
+#define EAGER_COST_BLK_POS 10.0
+
+/*
  * The rates for the CPU at `threads` threads and `block`-channel blocks
  * into r, by $TG_COST_RATES: "builtin" (GRAPH_COST_RATES_BUILTIN), a list
  * "name=value,..." (pinned: the names of eager_cost_rates_parse, the

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "../eager/cost_rates.h"
 #include "../graph/alloc.h"
 #include "layout_impl.h"
 
@@ -32,11 +33,11 @@
  * plain, ~45 blocked, taken as rate * pos / (pos + GEMM_POS), BLK_POS for
  * blocked), and the GEMM on few input channels too (16: ~33, taken as
  * rate * sqrt(C / GEMM_C) below GEMM_C: two 1x1 convs of 16 channels run
- * ~4% faster blocked).  eager/cost_rates.c solves its measurements with
- * the same GEMM_POS and BLK_POS.
+ * ~4% faster blocked).  GEMM_POS and BLK_POS live in eager/cost_rates.h,
+ * whose micro-benchmark solves its measurements with them.
  */
-#define GEMM_POS 35.0
-#define BLK_POS 10.0
+#define GEMM_POS EAGER_COST_GEMM_POS
+#define BLK_POS EAGER_COST_BLK_POS
 #define GEMM_C 32.0
 
 /* Channels rounded up to whole blocks of bs. */
