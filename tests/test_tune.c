@@ -792,8 +792,8 @@ static void test_conv_tuning(void)
     CHECK_MSG(nblk == 3, "%d blocked convs", nblk);
     /* first tuned compile: each conv timed, or one candidate; cached */
     p = conv_run(g, 1, y);
+    /* (at SSE4.1 oneDNN has one kernel for each of these: none timed) */
     CHECK_MSG(p && p->tune_conv_timed + p->tune_conv_one == 3 && p->tune_conv_cached == 0 &&
-                  p->tune_conv_timed >= 1 &&
                   p->tune_conv[1] + p->tune_conv[2] + p->tune_conv[3] == 3 &&
                   strstr(replay_plan_tuning(p), "3 blocked convs"),
               "first: %s", p ? replay_plan_tuning(p) : "-");
