@@ -90,6 +90,7 @@ typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float a
                          float *c, int ldc);
 static sgemm_fn blas_sgemm;
 static void (*blas_set_threads)(int);
+static void (*blis_set_threads)(long);
 static char blas_name[256] = "";
 
 static void blas_open(const char *only)
@@ -108,8 +109,7 @@ static void blas_open(const char *only)
             continue;
         }
         blas_set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
-        if (!blas_set_threads)
-            blas_set_threads = (void (*)(int))dlsym(h, "bli_thread_set_num_threads");
+        blis_set_threads = (void (*)(long))dlsym(h, "bli_thread_set_num_threads"); /* dim_t */
         char *(*config)(void) = (char *(*)(void))dlsym(h, "openblas_get_config");
         char *(*core)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
         const char *(*bver)(void) = (const char *(*)(void))dlsym(h, "bli_info_get_version_str");
@@ -245,6 +245,8 @@ static void measure(const shape *s, int threads, int runs, double budget_ms, res
     eager_set_threads(threads);
     if (blas_set_threads)
         blas_set_threads(threads);
+    else if (blis_set_threads)
+        blis_set_threads(threads);
     bench_runner br[NPATHS];
     int which[NPATHS], n = 0;
     if (!j.a || !j.b || !j.c) {
