@@ -157,10 +157,11 @@ bench-real: build
 # deps.sh line below tries, and a failure only drops its column) OpenBLAS's
 # cblas_sgemm, GFLOP/s and % of this core's FMA peak measured at the ISA in
 # use (TG_CPU=avx2 ONEDNN_MAX_CPU_ISA=AVX2 make bench-gemm: the AVX2 path).
-# GEMM_FLAGS: e.g. --threads 1 --shapes mlp --runs 51.
+# GEMM_FLAGS: e.g. --threads 1 --shapes mlp --runs 51; --blas libblis.so.4
+# puts BLIS in the blas column (OpenBLAS is taken first when both are there).
 GEMM_FLAGS ?=
 bench-gemm: build
-	@-scripts/deps.sh libopenblas0-openmp >/dev/null 2>&1
+	@-scripts/deps.sh libopenblas0-openmp libblis4-openmp >/dev/null 2>&1
 	@mkdir -p bench/results
 	./$(BUILD)/gemm_peak --json bench/results/gemm.json --md bench/results/gemm.md $(GEMM_FLAGS)
 
@@ -188,7 +189,7 @@ bench-gpu-bundle: build
 
 fuzz: build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
-	DIFFFUZZ_FINDINGS=$(BUILD)/difffuzz-findings OMP_NUM_THREADS=1 \
+	DIFFFUZZ_FINDINGS=$(BUILD)/difffuzz-findings OMP_NUM_THREADS=1 TG_COST_RATES=builtin \
 	  tests/difffuzz.sh $(BUILD)/difffuzz --seed $(DIFFFUZZ_SEED) --models $(DIFFFUZZ_MODELS)
 
 install: build

@@ -4,7 +4,7 @@
  * fp32 FMA peak, at the instruction set in use.
  *
  *   gemm_peak [--threads 1,2] [--shapes mlp,encoder] [--runs N]
- *             [--budget-ms MS] [--no-blas] [--json FILE] [--md FILE]
+ *             [--budget-ms MS] [--no-blas] [--blas LIB] [--json FILE] [--md FILE]
  *
  * Peak: bench/suite/peak.c's loop, 12 independent chains of vector FMAs
  * per thread (plain pthreads), at suite_peak_isa(): AVX-512 when oneDNN
@@ -36,7 +36,8 @@
  *            never depends on it), openblas_set_num_threads(threads); its
  *            kernel is its own pick for the CPU, named in the output
  *            (OPENBLAS_CORETYPE=Haswell forces the AVX2 one);
- *            "-" when absent or --no-blas
+ *            "-" when absent or --no-blas; --blas LIB loads that library
+ *            only (libblis.so.4: Debian's BLIS, bli_thread_set_num_threads)
  * At least --runs rounds (default 21) and until --budget-ms (default 200)
  * per path is spent.  Prints a Markdown table (and --md FILE) with GFLOP/s
  * and % of the peak at that thread count, the machine and the ISA above
@@ -89,13 +90,16 @@ typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float a
                          float *c, int ldc);
 static sgemm_fn blas_sgemm;
 static void (*blas_set_threads)(int);
+static void (*blis_set_threads)(long);
 static char blas_name[256] = "";
 
-static void blas_open(void)
+static void blas_open(const char *only)
 {
-    static const char *const libs[] = {"libopenblas.so.0", "libopenblas.so", "libblis.so.4",
-                                       "libblis.so"};
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !blas_sgemm; i++) {
+    static const char *const all[] = {"libopenblas.so.0", "libopenblas.so", "libblis.so.4",
+                                      "libblis.so"};
+    const char *const *libs = only ? &only : all;
+    size_t nlibs = only ? 1 : sizeof all / sizeof all[0];
+    for (size_t i = 0; i < nlibs && !blas_sgemm; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h)
             continue;
@@ -105,12 +109,18 @@ static void blas_open(void)
             continue;
         }
         blas_set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
-        if (!blas_set_threads)
-            blas_set_threads = (void (*)(int))dlsym(h, "bli_thread_set_num_threads");
+        blis_set_threads = (void (*)(long))dlsym(h, "bli_thread_set_num_threads"); /* dim_t */
         char *(*config)(void) = (char *(*)(void))dlsym(h, "openblas_get_config");
         char *(*core)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
-        snprintf(blas_name, sizeof blas_name, "%s%s%s%s%s", libs[i], config ? ": " : "",
-                 config ? config() : "", core ? ", core " : "", core ? core() : "");
+        const char *(*bver)(void) = (const char *(*)(void))dlsym(h, "bli_info_get_version_str");
+        int (*barch)(void) = (int (*)(void))dlsym(h, "bli_arch_query_id");
+        const char *(*bname)(int) = (const char *(*)(int))dlsym(h, "bli_arch_string");
+        if (bver && barch && bname)
+            snprintf(blas_name, sizeof blas_name, "%s: BLIS %s, arch %s", libs[i], bver(),
+                     bname(barch()));
+        else
+            snprintf(blas_name, sizeof blas_name, "%s%s%s%s%s", libs[i], config ? ": " : "",
+                     config ? config() : "", core ? ", core " : "", core ? core() : "");
     }
 }
 
@@ -235,6 +245,8 @@ static void measure(const shape *s, int threads, int runs, double budget_ms, res
     eager_set_threads(threads);
     if (blas_set_threads)
         blas_set_threads(threads);
+    else if (blis_set_threads)
+        blis_set_threads(threads);
     bench_runner br[NPATHS];
     int which[NPATHS], n = 0;
     if (!j.a || !j.b || !j.c) {
@@ -397,7 +409,8 @@ static void json(FILE *f, const bench_isa *isa, const char *peak_isa, const int 
 static int usage(void)
 {
     fprintf(stderr, "usage: gemm_peak [--threads 1,2] [--shapes mlp,encoder] [--runs N]\n"
-                    "                 [--budget-ms MS] [--no-blas] [--json FILE] [--md FILE]\n");
+                    "                 [--budget-ms MS] [--no-blas] [--blas LIB] [--json FILE]\n"
+                    "                 [--md FILE]\n");
     return 2;
 }
 
@@ -405,7 +418,7 @@ int main(int argc, char **argv)
 {
     int threads[8] = {1, 2}, nthreads = 2, runs = 21, no_blas = 0, use_mlp = 1, use_enc = 1;
     double budget_ms = 200;
-    const char *json_out = NULL, *md_out = NULL;
+    const char *json_out = NULL, *md_out = NULL, *blas_lib = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-blas")) {
@@ -440,6 +453,8 @@ int main(int argc, char **argv)
             budget_ms = atof(v);
             if (!(budget_ms >= 0))
                 return usage();
+        } else if (!strcmp(a, "--blas")) {
+            blas_lib = v;
         } else if (!strcmp(a, "--json")) {
             json_out = v;
         } else if (!strcmp(a, "--md")) {
@@ -449,7 +464,7 @@ int main(int argc, char **argv)
         }
     }
     if (!no_blas)
-        blas_open();
+        blas_open(blas_lib);
     bench_isa isa;
     bench_isa_get(&isa);
     const char *peak_isa = suite_peak_isa();

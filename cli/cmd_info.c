@@ -112,6 +112,18 @@ static void print_target(const graph *g, const graph_target *t)
            (g->target ? strcmp(g->target, t->name) != 0 : blocked)
                ? "; a CPU plan made here re-plans the layout for it"
                : "");
+    if (t->block && t->rates) { /* measured here the first time (under a second), then cached */
+        graph_cost_rates r;
+        char why[400];
+        if (t->rates(t, &r, why, sizeof why) != TG_OK)
+            printf("  cost rates: %s\n", why);
+        else
+            printf("  cost rates (-O3 layout, %d thread%s): %s: gemm %.1f, im2col %.1f, blocked "
+                   "1x1 %.1f (padded %.1f), blocked kxk %.1f MACs/ns; copy %.1f bytes/ns, step "
+                   "%.0f ns, plain call %.0f ns\n",
+                   t->threads, t->threads == 1 ? "" : "s", r.from, r.gemm, r.im2col, r.blk_1x1,
+                   r.blk_1x1_padded, r.blk_kxk, r.copy, r.step, r.plain_call);
+    }
 }
 
 static void print_impls(const graph *g)

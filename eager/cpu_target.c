@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cost_rates.h"
 #include "cpu_target.h"
 #include "dnnl_util.h"
 
@@ -129,6 +130,11 @@ static tg_status cpu_impl_of(const graph_target *t, graph_op op, const void *att
                               err, errlen);
 }
 
+static tg_status cpu_rates(const graph_target *t, graph_cost_rates *r, char *err, size_t errlen)
+{
+    return eager_cpu_cost_rates(t->threads, t->block, r, err, errlen);
+}
+
 void eager_cpu_target(int threads, graph_target *t)
 {
     pthread_once(&g_once, probe);
@@ -139,4 +145,5 @@ void eager_cpu_target(int threads, graph_target *t)
     snprintf(t->why, sizeof t->why, "%s", g_why);
     t->impl_of = cpu_impl_of;
     t->impl_is_ref = eager_dnnl_impl_is_ref;
+    t->rates = cpu_rates;
 }

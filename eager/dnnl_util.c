@@ -507,6 +507,15 @@ tg_status eager_dnnl_impl_of(graph_op op, const void *attrs, const graph_type *i
                              const graph_type *out_type, uint32_t fixed_in, int nthreads,
                              char *impl, size_t len, char *err, size_t errlen)
 {
+    return eager_dnnl_impl_of_choice(op, attrs, in_type, nin, out_type, fixed_in, nthreads, 0,
+                                     impl, len, err, errlen);
+}
+
+tg_status eager_dnnl_impl_of_choice(graph_op op, const void *attrs, const graph_type *in_type,
+                                    int nin, const graph_type *out_type, uint32_t fixed_in,
+                                    int nthreads, int choice, char *impl, size_t len, char *err,
+                                    size_t errlen)
+{
     char tmp[8];
     if (!impl || !len)
         impl = tmp, len = sizeof tmp;
@@ -527,7 +536,7 @@ tg_status eager_dnnl_impl_of(graph_op op, const void *attrs, const graph_type *i
     void *out[1] = {NULL};
     eager_kstate *slot = NULL;
     eager_kargs a = {in_type, in, nin, attrs, out_type, out, 1, nthreads < 1 ? 1 : nthreads,
-                     err, err ? errlen : 0, &slot, fixed_in};
+                     err, err ? errlen : 0, &slot, fixed_in, choice};
     impl_probe pr = {impl, len, 0};
     tl_probe = &pr;
     tg_status st = eager_kernels[op](&a);

@@ -159,6 +159,11 @@ int eager_dnnl_op_has_impl(graph_op op);
 tg_status eager_dnnl_impl_of(graph_op op, const void *attrs, const graph_type *in_type, int nin,
                              const graph_type *out_type, uint32_t fixed_in, int nthreads,
                              char *impl, size_t len, char *err, size_t errlen);
+/* The same for the step choice eager_kargs.impl (EAGER_GEMM_*, EAGER_CONV_*). */
+tg_status eager_dnnl_impl_of_choice(graph_op op, const void *attrs, const graph_type *in_type,
+                                    int nin, const graph_type *out_type, uint32_t fixed_in,
+                                    int nthreads, int choice, char *impl, size_t len, char *err,
+                                    size_t errlen);
 /*
  * The same for node of g, at its traced types, its constant and param
  * weights fixed, on one thread.

@@ -67,14 +67,29 @@ typedef struct eager_kargs {
      */
     uint32_t fixed_in;
     /*
-     * Which implementation a step of a matmul, linear or linear_ep runs
-     * (EAGER_GEMM_* in blas.h): 0, the static rule (oneDNN), unless a
-     * tuned replay plan chose another for this step (replay/tune.c).  A
-     * choice whose implementation is not there, or cannot take the
-     * shapes, runs the static rule.  Other kernels ignore it.
+     * Which implementation a step runs: 0, the static rule, unless a
+     * tuned replay plan chose another for this step (replay/tune.c).  For
+     * matmul, linear and linear_ep EAGER_GEMM_* (blas.h), for conv2d_blk
+     * EAGER_CONV_* (below).  A choice whose implementation is not there,
+     * or cannot take the shapes, runs the static rule.  Other kernels
+     * ignore it.
      */
     int impl;
 } eager_kargs;
+
+/*
+ * The convolution a conv2d_blk step runs (eager_kargs.impl).  The static
+ * rule (0) is the node's algo: auto takes Winograd F(4x4,3x3) for a 3x3,
+ * stride 1, dense conv with prepared state where oneDNN has it (AVX-512;
+ * not at AVX2), else oneDNN's first direct implementation (jit_1x1 for a
+ * 1x1 conv, jit otherwise).  Tuning times the ones that differ here.
+ */
+enum {
+    EAGER_CONV_DEFAULT = 0,
+    EAGER_CONV_WINOGRAD = 1,  /* Winograd first (direct where there is none) */
+    EAGER_CONV_DIRECT = 2,    /* oneDNN's first direct implementation */
+    EAGER_CONV_DIRECT_JIT = 3, /* its generic direct "jit:" kernel, where it lists one */
+};
 
 /* Computes out from in. Inputs and outputs never overlap unless the
  * caller (the replay planner) knows the op is elementwise. */

@@ -375,7 +375,9 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
     sp.attr = attr;
     sp.post = with_post ? &at->post : NULL;
     sp.prm = GRAPH_POST_PRM(at);
-    sp.prefer = alg == dnnl_convolution_winograd ? "wino_4x3" : NULL;
+    sp.prefer = alg == dnnl_convolution_winograd      ? "wino_4x3"
+                : a->impl == EAGER_CONV_DIRECT_JIT ? "jit:"
+                                                   : NULL;
     tg_status st = eager_dnnl_prim_new(a, &sp, out);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
@@ -400,8 +402,10 @@ static int wino_shape(const eager_kargs *a)
     int64_t stride[2], dil[2];
     eager_ints_pair(&at->stride, 1, stride);
     eager_ints_pair(&at->dilation, 1, dil);
-    return (at->algo == 2 || (at->algo == 0 && a->state)) && w->dim[2] == 3 && w->dim[3] == 3 &&
-           stride[0] == 1 && stride[1] == 1 && dil[0] == 1 && dil[1] == 1;
+    int want = a->impl == EAGER_CONV_WINOGRAD || (a->impl == EAGER_CONV_DEFAULT &&
+                                                  (at->algo == 2 || (at->algo == 0 && a->state)));
+    return want && w->dim[2] == 3 && w->dim[3] == 3 && stride[0] == 1 && stride[1] == 1 &&
+           dil[0] == 1 && dil[1] == 1;
 }
 
 /*

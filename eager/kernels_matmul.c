@@ -23,8 +23,9 @@
  * on one core).  linear_ep (kernels_ep.c) runs here too, its epilogue as
  * oneDNN post-ops.
  *
- * A step whose eager_kargs.impl is EAGER_GEMM_BLAS (a tuned replay plan,
- * replay/tune.c) runs cblas_sgemm of OpenBLAS instead (blas.h): one call
+ * A step whose eager_kargs.impl is EAGER_GEMM_BLAS or EAGER_GEMM_BLIS (a
+ * tuned replay plan, replay/tune.c) runs cblas_sgemm of OpenBLAS or BLIS
+ * instead (blas.h): one call
  * per output batch matrix, the operands described by the same views (a
  * transposed operand is its transpose flag and leading dimension), the
  * bias copied into the output first (beta 1), the epilogue in C after.
@@ -171,13 +172,14 @@ static int blas_operand(const mat_view *v, int *trans, int64_t *ld)
  * TG_ERR_UNSUPPORTED (nothing written) when no BLAS is loaded or the
  * shapes do not fit its int, for the caller to run oneDNN instead.
  */
-static tg_status mm_blas(const eager_kargs *a, const mm_args *m, const float *src,
+static tg_status mm_blas(const eager_kargs *a, int lib, const mm_args *m, const float *src,
                          const float *wei, float *dst, const float *bias, const float *res)
 {
     int nb = m->dst.nd - 2, ta, tb;
     int64_t lda, ldb;
     int64_t rows = m->dst.dims[nb], n = m->dst.dims[nb + 1], k = m->src.dims[nb + 1];
-    if (!eager_blas_available() || !blas_operand(&m->src, &ta, &lda) ||
+    if (!(lib == EAGER_GEMM_BLIS ? eager_blis_available() : eager_blas_available()) ||
+        !blas_operand(&m->src, &ta, &lda) ||
         !blas_operand(&m->wei, &tb, &ldb) || n > EAGER_BLAS_MAX_DIM || k > EAGER_BLAS_MAX_DIM)
         return TG_ERR_UNSUPPORTED;
     int64_t nbatch = 1;
@@ -196,8 +198,8 @@ static tg_status mm_blas(const eager_kargs *a, const mm_args *m, const float *sr
         if (m->has_bias)
             for (int64_t r = 0; r < rows; r++)
                 memcpy(c + r * n, bias, (size_t)n * sizeof *c);
-        eager_blas_sgemm(ta, tb, rows, n, k, src + so, lda, wei + wo, ldb,
-                         m->has_bias ? 1.0f : 0.0f, c, n, a->nthreads);
+        eager_blas_sgemm_lib(lib, ta, tb, rows, n, k, src + so, lda, wei + wo, ldb,
+                             m->has_bias ? 1.0f : 0.0f, c, n, a->nthreads);
     }
     if (m->post && m->post->n)
         eager_post_apply(dst, nbatch * rows * n, m->post, m->prm, res, a->nthreads);
@@ -212,8 +214,8 @@ static tg_status mm_blas(const eager_kargs *a, const mm_args *m, const float *sr
 static tg_status mm_run(const eager_kargs *a, const mm_args *m, const void *src,
                         const void *wei, void *dst, const void *bias, const void *res)
 {
-    if (a->impl == EAGER_GEMM_BLAS &&
-        mm_blas(a, m, src, wei, dst, bias, res) == TG_OK)
+    if ((a->impl == EAGER_GEMM_BLAS || a->impl == EAGER_GEMM_BLIS) &&
+        mm_blas(a, a->impl, m, src, wei, dst, bias, res) == TG_OK)
         return TG_OK;
     eager_dnnl_prim *p = eager_dnnl_prim_get(a);
     if (!p) {

@@ -42,6 +42,36 @@ extern "C" {
 
 typedef struct graph_target graph_target;
 
+/*
+ * The machine rates of the -O3 layout pass's cost model
+ * (optimize/layout_cost.c): how fast this target runs a conv plain and
+ * blocked, and what a layout conversion costs.  The CPU's are measured
+ * once per CPU model, ISA, block and threads by a short micro-benchmark
+ * (under a second) and kept in a cache file beside the tuning cache
+ * ($TG_RATES_CACHE, else $XDG_CACHE_HOME/tracegraph/rates.txt or
+ * ~/.cache/tracegraph/rates.txt); $TG_COST_RATES=builtin takes the
+ * built-in ones (GRAPH_COST_RATES_BUILTIN) and "gemm=48,copy=50,..."
+ * pins any of them (the others built-in), so a result need not depend on
+ * timing.
+ */
+typedef struct graph_cost_rates {
+    double gemm;       /* plain 1x1 stride-1 conv (one GEMM), MACs per ns */
+    double im2col;     /* plain conv with a larger kernel or a stride, MACs per ns */
+    double blk_1x1;    /* blocked 1x1 conv, channels whole blocks, padded MACs per ns */
+    double blk_1x1_padded; /* blocked 1x1 conv with a padded last block, padded MACs per ns */
+    double blk_kxk;    /* blocked conv with a larger kernel (direct or Winograd), padded MACs/ns */
+    double copy;       /* to_blocked / from_blocked, bytes read and written per ns */
+    double step;       /* a conversion's fixed cost, ns */
+    double plain_call; /* a plain conv's fixed cost beyond a blocked one's, ns */
+    /* Where they come from: "measured here (...)", "cached (PATH)",
+     * "built-in (...)", "pinned by TG_COST_RATES". */
+    char from[320];
+} graph_cost_rates;
+
+/* The built-in rates (one thread, Zen 5, oneDNN 2.6: layout_cost.c). */
+#define GRAPH_COST_RATES_BUILTIN                                                                \
+    {48.0, 40.0, 54.0, 48.0, 90.0, 50.0, 350.0, 500.0, "built-in (fitted on one Zen 5 machine)"}
+
 struct graph_target {
     /* "cpu avx2", "cpu avx512_core", "cpu sse41", "opencl": what the graph
      * records, and what replay_compile compares. */
@@ -68,6 +98,13 @@ struct graph_target {
                          uint32_t fixed_in, char *impl, size_t len, char *err, size_t errlen);
     /* Nonzero when impl names a slow reference kernel (NULL: none is). */
     int (*impl_is_ref)(const char *impl);
+    /*
+     * The cost model's rates for this target into r (r->from says where
+     * they came from), measured on the first call for this machine and
+     * threads when no cache has them: TG_OK, or a reason in err (a
+     * TG_COST_RATES that does not parse).  NULL: the built-in rates.
+     */
+    tg_status (*rates)(const graph_target *t, graph_cost_rates *r, char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

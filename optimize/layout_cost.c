@@ -4,38 +4,41 @@
  * conversions.
  */
 #include <math.h>
+#include <stdio.h>
 
+#include "../eager/cost_rates.h"
 #include "../graph/alloc.h"
 #include "layout_impl.h"
 
 /*
- * The cost model's rates, measured with tracegraph bench (replay, one
- * thread, Zen 5, oneDNN 2.6; a conv between two softmaxes at -O2 and -O3,
- * one conv and two in a row, so the conversions and each conv separate):
- * a 1x1 stride-1 conv runs plain as one GEMM, ~48 MACs/ns, and blocked at
- * ~54 on multiples of 16 channels, ~48 counting the padded lanes' MACs
- * otherwise (24 -> 32 channels: blocked 1.6x slower), both slower on few
- * positions (N*H*W), the GEMM more: at 7x7 ~28 plain, ~45 blocked (taken
- * as rate * pos / (pos + GEMM_POS), BLK_POS for blocked), and the GEMM
- * on few input channels too (16: ~33, taken as rate * sqrt(C / GEMM_C)
- * below GEMM_C: two 1x1 convs of 16 channels run ~4% faster blocked); a
- * larger kernel or a stride runs plain as im2col + GEMM, ~40, and blocked
- * (direct or Winograd) at 90 to 160 per padded MAC; a plain conv costs ~0.5 us more
- * per call than a blocked one besides (16 channels on 7x7: 1.7 us plain,
- * 1.0 blocked); to_blocked / from_blocked move ~50 bytes/ns (read and
- * write counted) plus a step's ~0.35 us.
+ * The cost model's rates (graph_cost_rates, graph/target.h) are the
+ * target's: the CPU measures them on its machine once and caches them
+ * (eager/cost_rates.c), OpenCL and a target without a rates function take
+ * the built-in ones (GRAPH_COST_RATES_BUILTIN), fitted with tracegraph
+ * bench (replay, one thread, Zen 5, oneDNN 2.6; a conv between two
+ * softmaxes at -O2 and -O3, one conv and two in a row, so the conversions
+ * and each conv separate): a 1x1 stride-1 conv runs plain as one GEMM,
+ * ~48 MACs/ns (gemm), and blocked at ~54 on multiples of 16 channels
+ * (blk_1x1), ~48 counting the padded lanes' MACs otherwise
+ * (blk_1x1_padded; 24 -> 32 channels: blocked 1.6x slower); a larger
+ * kernel or a stride runs plain as im2col + GEMM, ~40 (im2col), and
+ * blocked (direct or Winograd) at 90 to 160 per padded MAC (blk_kxk); a
+ * plain conv costs ~0.5 us more per call than a blocked one besides
+ * (plain_call: 16 channels on 7x7: 1.7 us plain, 1.0 blocked);
+ * to_blocked / from_blocked move ~50 bytes/ns (copy: read and write
+ * counted) plus a step's ~0.35 us (step).
+ *
+ * The shape of the curve is not a machine rate and stays fitted: both
+ * convs are slower on few positions (N*H*W), the GEMM more (at 7x7 ~28
+ * plain, ~45 blocked, taken as rate * pos / (pos + GEMM_POS), BLK_POS for
+ * blocked), and the GEMM on few input channels too (16: ~33, taken as
+ * rate * sqrt(C / GEMM_C) below GEMM_C: two 1x1 convs of 16 channels run
+ * ~4% faster blocked).  GEMM_POS and BLK_POS live in eager/cost_rates.h,
+ * whose micro-benchmark solves its measurements with them.
  */
-#define RATE_GEMM 48.0
-#define RATE_IM2COL 40.0
-#define RATE_BLK_1X1 54.0
-#define RATE_BLK_1X1_PADDED 48.0
-#define RATE_BLK_KXK 90.0
-#define GEMM_POS 35.0
-#define BLK_POS 10.0
+#define GEMM_POS EAGER_COST_GEMM_POS
+#define BLK_POS EAGER_COST_BLK_POS
 #define GEMM_C 32.0
-#define COPY_BYTES_NS 50.0
-#define STEP_NS 350.0
-#define PLAIN_CALL_NS 500.0
 
 /* Channels rounded up to whole blocks of bs. */
 static int64_t padded(int64_t c, int bs)
@@ -47,7 +50,7 @@ static int64_t padded(int64_t c, int bs)
  * Estimated ns saved by running ungrouped conv node i blocked rather
  * than plain (negative: blocked is slower), from its MACs and kernel.
  */
-static double conv_gain_ns(const graph *g, int32_t i, int bs)
+static double conv_gain_ns(const graph *g, int32_t i, int bs, const graph_cost_rates *R)
 {
     const graph_node *n = &g->nodes[i];
     const graph_type *w = &g->values[n->in[1]].type, *y = &g->values[n->out[0]].type;
@@ -63,11 +66,11 @@ static double conv_gain_ns(const graph *g, int32_t i, int bs)
     for (int k = 0; k < at.stride.n; k++)
         strided |= at.stride.v[k] != 1;
     if (taps == 1 && !strided)
-        return PLAIN_CALL_NS +
-               macs / (RATE_GEMM * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
-               pmacs / (c % bs || o % bs ? RATE_BLK_1X1_PADDED : RATE_BLK_1X1) *
-                   (pos + BLK_POS) / pos;
-    return PLAIN_CALL_NS + macs / RATE_IM2COL - pmacs / RATE_BLK_KXK;
+        return R->plain_call +
+               macs / (R->gemm * sqrt(fmin(1.0, (double)c / GEMM_C))) * (pos + GEMM_POS) / pos -
+               pmacs / (c % bs || o % bs ? R->blk_1x1_padded : R->blk_1x1) * (pos + BLK_POS) /
+                   pos;
+    return R->plain_call + macs / R->im2col - pmacs / R->blk_kxk;
 }
 
 /* Bytes to_blocked / from_blocked of plain value v read and write. */
@@ -81,15 +84,18 @@ static double conversion_bytes(const graph *g, int32_t v, int bs)
 /*
  * The cost model: a region stays plain when its conversions (the
  * to_blocked of each plain value entering it, the from_blocked of each
- * value leaving it: bytes moved, at COPY_BYTES_NS) cost more than its
+ * value leaving it: bytes moved, at the copy rate) cost more than its
  * convs gain blocked (conv_gain_ns).  A region with a grouped or
  * depthwise conv always pays (measured 3-8x faster blocked, with the
  * conversions): it stays blocked.  Measured, a lone 1x1 conv of 16 or 64
  * channels on 56x56 is ~5% slower blocked with its two conversions, one
  * of 24 channels ~50% (padded lanes); 3x3 convs are 1.5-4x faster
  * blocked at every size tried.  The estimate is arithmetic on the traced
- * shapes, so the output of -O3 does not vary from run to run (a dynamic
- * batch scales gain and cost alike).
+ * shapes and the target's rates, so the output of -O3 does not vary from
+ * run to run on one machine once its rates are cached (a dynamic batch
+ * scales gain and cost alike); TG_COST_RATES=builtin (the tests) makes it
+ * the same on every machine.  The rates are asked only when a region has
+ * a conv to weigh, and said in --explain.
  */
 tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
 {
@@ -102,6 +108,30 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
         tg_free(nconv);
         return opt_fail(L->ctx, g, -1, TG_ERR_NOMEM, "out of memory");
     }
+    graph_cost_rates R = GRAPH_COST_RATES_BUILTIN;
+    int need = 0;
+    for (int32_t i = 0; i < nn && !need; i++)
+        need = P->kind[i] == LK_CONV && layout_blk_attrs(&g->nodes[i], L->bs).groups == 1;
+    if (need && L->t->rates) {
+        char why[400] = "";
+        tg_status st = L->t->rates(L->t, &R, why, sizeof why);
+        if (st != TG_OK) {
+            tg_free(gain);
+            tg_free(nconv);
+            return opt_fail(L->ctx, g, -1, st, "target %s: %s", L->t->name, why);
+        }
+    } else if (need) {
+        snprintf(R.from, sizeof R.from, "built-in (target %s measures none)", L->t->name);
+    }
+    if (need) {
+        opt_explain(L->ctx, g, -1,
+                    "cost rates for %s, %d thread%s: %s: gemm %.1f, im2col %.1f, blocked 1x1 "
+                    "%.1f (padded %.1f), blocked kxk %.1f MACs/ns; copy %.1f bytes/ns, step "
+                    "%.0f ns, plain call %.0f ns",
+                    L->t->name, L->t->threads, L->t->threads == 1 ? "" : "s", R.from, R.gemm,
+                    R.im2col, R.blk_1x1, R.blk_1x1_padded, R.blk_kxk, R.copy, R.step,
+                    R.plain_call);
+    }
     for (int32_t i = 0; i < nn; i++) {
         if (P->kind[i] != LK_CONV)
             continue;
@@ -110,7 +140,7 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
         if (layout_blk_attrs(&g->nodes[i], L->bs).groups > 1)
             grouped[r] = 1;
         else
-            gain[r] += conv_gain_ns(g, i, L->bs);
+            gain[r] += conv_gain_ns(g, i, L->bs, &R);
     }
     for (int32_t v = 0; v < L->nv; v++) {
         int32_t r = -1;
@@ -132,7 +162,7 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
     }
     for (int32_t i = 0; i < nn; i++) {
         int32_t r = P->kind[i] != LK_NONE ? root_of(P->parent, i) : -1;
-        double cost = r >= 0 ? bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r] : 0;
+        double cost = r >= 0 ? bytes[r] / R.copy + R.step * nconvert[r] : 0;
         if (r >= 0 && (grouped[r] || gain[r] >= cost)) {
             int first = P->kind[i] == LK_CONV && !said[r]; /* once, at its first conv */
             said[r] |= first;
@@ -155,7 +185,7 @@ tg_status layout_plan_costs(lay *L, plan *P, int32_t nn)
         if (P->kind[i] == LK_CONV) {
             const char *what = nconv[r] > 1 ? "conv" : "lone conv";
             const char *whose = nconv[r] > 1 ? "its region's" : "its";
-            double mb = bytes[r] / 1e6, us = (bytes[r] / COPY_BYTES_NS + STEP_NS * nconvert[r]) / 1e3;
+            double mb = bytes[r] / 1e6, us = (bytes[r] / R.copy + R.step * nconvert[r]) / 1e3;
             if (gain[r] >= 0)
                 opt_explain(L->ctx, g, i,
                             "%s kept plain: %s %d conversion%s (%.2f MB, ~%.1f us) cost more "

@@ -136,10 +136,13 @@ struct replay_plan {
     int device_index;      /* in the backend's device list (replay_backend_resolve) */
     char device_name[64];  /* "cpu", "opencl:0" (replay_plan_property "device") */
     char layout[640]; /* replay_plan_layout: the layout's target, re-planned or not */
-    /* replay_opts.tune (tune.c): per node, the EAGER_GEMM_* its steps run
-     * (eager_kargs.impl; NULL: not tuned, all 0), and what tuning did. */
+    /* replay_opts.tune (tune.c): per node, the choice its steps run
+     * (eager_kargs.impl: EAGER_GEMM_* for a GEMM, EAGER_CONV_* for a
+     * conv2d_blk; NULL: not tuned, all 0), and what tuning did. */
     int8_t *gemm_impl;
-    int tune_timed, tune_cached, tune_blas, tune_onednn;
+    int tune_timed, tune_cached, tune_blas, tune_blis, tune_onednn;
+    /* conv2d_blk nodes: timed, from the cache, with one candidate; by EAGER_CONV_* */
+    int tune_conv_timed, tune_conv_cached, tune_conv_one, tune_conv[4];
     char tuning[1024]; /* replay_plan_tuning ("" when not tuned) */
 };
 

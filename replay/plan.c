@@ -394,8 +394,13 @@ static tg_status relayout(replay_plan *p, char *err, size_t errlen)
     tg_status st = opt_relayout(p->g, &t, NULL, &re, why, sizeof why);
     const char *was = p->g->target ? p->g->target : "an unrecorded target (an older file)";
     if (re) {
-        snprintf(p->layout, sizeof p->layout, "re-planned for %s (the graph was laid out for %s)",
-                 t.name, was);
+        graph_cost_rates r;
+        char rwhy[8];
+        int rated = t.rates && t.block && opt_has_blocked(re) &&
+                    t.rates(&t, &r, rwhy, sizeof rwhy) == TG_OK; /* asked already: no cost */
+        snprintf(p->layout, sizeof p->layout,
+                 "re-planned for %s (the graph was laid out for %s)%s%.300s", t.name, was,
+                 rated ? "; cost rates " : "", rated ? r.from : "");
         graph_free(p->g);
         p->g = re;
     } else if (st == TG_ERR_NOMEM) {

@@ -1,29 +1,49 @@
 /*
  * tune.c - replay_opts.tune: the GEMM of each matmul, linear and
- * linear_ep step chosen by measurement at compile time, and the tuning
- * cache that makes the next compile of the same shapes instant.
+ * linear_ep step, and the oneDNN implementation of each conv2d_blk step,
+ * chosen by measurement at compile time, and the tuning cache that makes
+ * the next compile of the same shapes instant.
  *
- * Candidates: oneDNN's prepared primitive, as a session runs it (a state
- * slot, constant weights packed once), and cblas_sgemm of OpenBLAS when it
- * is installed (eager/blas.h).  Each is run once to prepare and warm up,
- * then in alternating rounds, at most TUNE_ROUNDS each and while the
- * node's TUNE_BUDGET_NS lasts; the lower median wins (a tie: oneDNN).
+ * GEMM candidates: oneDNN's prepared primitive, as a session runs it (a
+ * state slot, constant weights packed once), and cblas_sgemm of OpenBLAS
+ * and of BLIS when they are installed (eager/blas.h).  Each is run once to
+ * prepare and warm up, then in alternating rounds, at most TUNE_ROUNDS
+ * each and while the node's TUNE_BUDGET_NS lasts; the lowest median wins
+ * (a tie: oneDNN).
  * Inputs: the plan's own constants and params, and a fixed pattern for
  * activations, at the traced shapes.  The choice is p->gemm_impl[node],
  * which session.c binds into the step's eager_kargs.impl (every variant:
  * other dynamic sizes run the traced shapes' choice).
  *
+ * Blocked convs (conv2d_blk, what -O3 lays out): the candidates are the
+ * EAGER_CONV_* choices that give another oneDNN implementation here, asked
+ * of oneDNN without running (eager_dnnl_impl_of_choice; reference loops
+ * left out, duplicates dropped): its first direct kernel (jit_1x1 for a
+ * 1x1 conv, jit otherwise), its generic "jit:" direct kernel where that is
+ * another, and Winograd F(4x4,3x3) for a 3x3 stride-1 dense conv where
+ * oneDNN has one (AVX-512).  Two or more are timed as GEMMs are (the
+ * lower median wins); one is taken untimed.  Without tuning the static
+ * rule (kernel.h: EAGER_CONV_DEFAULT) picks: Winograd where it exists for
+ * the shape, else the first direct kernel.
+ *
  * The cache: $TG_TUNE_CACHE, else $XDG_CACHE_HOME/tracegraph/tune.txt,
  * else ~/.cache/tracegraph/tune.txt.  Plain text, '#' lines ignored, one
  * line per key:
  *
- *   v1 TAB key TAB impl TAB onednn_us TAB blas_us
+ *   v1 TAB key TAB impl TAB onednn_us TAB blas_us TAB blis_us  (a GEMM;
+ *                     a line without blis_us is read too)
+ *   c1 TAB key TAB impl TAB winograd_us TAB direct_us TAB direct_jit_us
+ *                                                          (a blocked conv)
  *
  * key: the machine and the node, e.g.
  *   cpu=AMD_EPYC_9R14;onednn=avx512_core;kernels=avx512;blas=Haswell;
- *   threads=1;op=linear;m=64;k=784;n=512;batch=1;ta=0;tb=1;bias=1;
+ *   blis=haswell;threads=1;op=linear;m=64;k=784;n=512;batch=1;ta=0;tb=1;bias=1;
  *   post=-;fixed=6;a=64x784;b=512x784
- * (one word: printable ASCII without spaces); impl "onednn" or "blas";
+ * or for a conv cpu=...;threads=1;op=conv2d_blk;x=1x4x56x56x16;
+ *   w=64x64x3x3;stride=1.1;pad=1.1.1.1;dil=1.1;groups=1;algo=0;post=2;
+ *   nin=3;fixed=6
+ * (one word: printable ASCII without spaces); impl "onednn", "blas" or "blis",
+ * for a conv "winograd", "direct" or "direct_jit";
  * the times in microseconds ("-" for a candidate not timed).  Read once
  * per process and path (at most TUNE_MAX_BYTES, lines of at most
  * TUNE_MAX_LINE bytes, TUNE_MAX_ENTRIES keys); a line that does not parse
@@ -46,6 +66,7 @@
 #include <unistd.h>
 
 #include "../eager/blas.h"
+#include "../eager/cost_rates.h"
 #include "../eager/dnnl_util.h"
 #include "../eager/isa.h"
 #include "../formats/file.h"
@@ -59,12 +80,14 @@
 #define TUNE_ROUNDS 5
 #define TUNE_BUDGET_NS 40e6 /* both candidates of one node: ~20 ms each */
 
-static const char *const impl_names[] = {"static", "onednn", "blas"};
+static const char *const impl_names[] = {"static", "onednn", "blas", "blis"};
+static const char *const conv_names[] = {"static", "winograd", "direct", "direct_jit"};
 
 typedef struct tune_entry {
     char *key;
+    int conv; /* a conv2d_blk's (c1 line), else a GEMM's (v1) */
     int impl;
-    double us[3]; /* by EAGER_GEMM_*; < 0: not timed */
+    double us[4]; /* by EAGER_GEMM_* or EAGER_CONV_*; < 0: not timed */
 } tune_entry;
 
 /* The cache of one path, read once per process (g_mu guards all). */
@@ -102,7 +125,7 @@ static tune_entry *cache_find_locked(const char *key)
 
 /* Adds or replaces key's entry (when full, the older half goes); 0 when
  * out of memory (the entry is then just not kept). */
-static int cache_put_locked(const char *key, int impl, const double *us)
+static int cache_put_locked(const char *key, int conv, int impl, const double *us)
 {
     tune_entry *e = cache_find_locked(key);
     if (!e) {
@@ -121,8 +144,9 @@ static int cache_put_locked(const char *key, int impl, const double *us)
         e = &g_ent[g_n++];
         e->key = k;
     }
+    e->conv = conv;
     e->impl = impl;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         e->us[i] = us[i];
     return 1;
 }
@@ -157,9 +181,9 @@ static int us_ok(const char *s, double *out)
 /* One line (NUL-terminated, no newline) into the cache, or ignored. */
 static void parse_line_locked(char *line)
 {
-    char *f[6];
+    char *f[7] = {NULL};
     int nf = 0;
-    for (char *s = line; nf < 6;) {
+    for (char *s = line; nf < 7;) {
         f[nf++] = s;
         char *t = strchr(s, '\t');
         if (!t)
@@ -167,15 +191,28 @@ static void parse_line_locked(char *line)
         *t = '\0';
         s = t + 1;
     }
-    if (nf != 5 || strcmp(f[0], "v1") != 0 || !key_ok(f[1], strlen(f[1])))
+    if (nf == 6 && strcmp(f[0], "c1") == 0 && key_ok(f[1], strlen(f[1]))) {
+        /* c1 TAB key TAB impl TAB winograd_us TAB direct_us TAB direct_jit_us */
+        int impl = -1;
+        for (int i = EAGER_CONV_WINOGRAD; i <= EAGER_CONV_DIRECT_JIT; i++)
+            if (strcmp(f[2], conv_names[i]) == 0)
+                impl = i;
+        double us[4] = {-1, -1, -1, -1};
+        if (impl > 0 && us_ok(f[3], &us[1]) && us_ok(f[4], &us[2]) && us_ok(f[5], &us[3]))
+            cache_put_locked(f[1], 1, impl, us);
+        return;
+    }
+    if ((nf != 5 && nf != 6) || strcmp(f[0], "v1") != 0 || !key_ok(f[1], strlen(f[1])))
         return;
     int impl = strcmp(f[2], "onednn") == 0 ? EAGER_GEMM_ONEDNN
                : strcmp(f[2], "blas") == 0 ? EAGER_GEMM_BLAS
+               : strcmp(f[2], "blis") == 0 ? EAGER_GEMM_BLIS
                                            : -1;
-    double us[3] = {-1, -1, -1};
-    if (impl < 0 || !us_ok(f[3], &us[EAGER_GEMM_ONEDNN]) || !us_ok(f[4], &us[EAGER_GEMM_BLAS]))
+    double us[4] = {-1, -1, -1, -1};
+    if (impl < 0 || !us_ok(f[3], &us[EAGER_GEMM_ONEDNN]) || !us_ok(f[4], &us[EAGER_GEMM_BLAS]) ||
+        (nf == 6 && !us_ok(f[5], &us[EAGER_GEMM_BLIS])))
         return;
-    cache_put_locked(f[1], impl, us);
+    cache_put_locked(f[1], 0, impl, us);
 }
 
 /* Reads path into the cache unless it holds path already.  A file that is
@@ -234,8 +271,9 @@ static void us_str(double us, char *buf, size_t len)
 static tg_status cache_write_locked(char *err, size_t errlen)
 {
     static const char head[] = "# tracegraph tuning cache (replay_opts.tune): v1 TAB key TAB "
-                               "impl TAB onednn_us TAB blas_us; written by tracegraph, safe to "
-                               "delete\n";
+                               "impl TAB onednn_us TAB blas_us TAB blis_us (GEMMs), c1 TAB key TAB impl TAB "
+                               "winograd_us TAB direct_us TAB direct_jit_us (blocked convs); "
+                               "written by tracegraph, safe to delete\n";
     size_t cap = sizeof head + (size_t)g_n * (TUNE_MAX_KEY + 64) + 1, len = 0;
     char *buf = tg_malloc(cap);
     if (!buf) {
@@ -244,11 +282,21 @@ static tg_status cache_write_locked(char *err, size_t errlen)
     }
     len += (size_t)snprintf(buf, cap, "%s", head);
     for (int i = 0; i < g_n; i++) {
-        char a[32], b[32];
-        us_str(g_ent[i].us[EAGER_GEMM_ONEDNN], a, sizeof a);
-        us_str(g_ent[i].us[EAGER_GEMM_BLAS], b, sizeof b);
-        int w = snprintf(buf + len, cap - len, "v1\t%s\t%s\t%s\t%s\n", g_ent[i].key,
-                         impl_names[g_ent[i].impl], a, b);
+        char a[32], b[32], c[32];
+        int w;
+        if (g_ent[i].conv) {
+            us_str(g_ent[i].us[EAGER_CONV_WINOGRAD], a, sizeof a);
+            us_str(g_ent[i].us[EAGER_CONV_DIRECT], b, sizeof b);
+            us_str(g_ent[i].us[EAGER_CONV_DIRECT_JIT], c, sizeof c);
+            w = snprintf(buf + len, cap - len, "c1\t%s\t%s\t%s\t%s\t%s\n", g_ent[i].key,
+                         conv_names[g_ent[i].impl], a, b, c);
+        } else {
+            us_str(g_ent[i].us[EAGER_GEMM_ONEDNN], a, sizeof a);
+            us_str(g_ent[i].us[EAGER_GEMM_BLAS], b, sizeof b);
+            us_str(g_ent[i].us[EAGER_GEMM_BLIS], c, sizeof c);
+            w = snprintf(buf + len, cap - len, "v1\t%s\t%s\t%s\t%s\t%s\n", g_ent[i].key,
+                         impl_names[g_ent[i].impl], a, b, c);
+        }
         if (w > 0 && (size_t)w < cap - len)
             len += (size_t)w;
     }
@@ -257,84 +305,14 @@ static tg_status cache_write_locked(char *err, size_t errlen)
     return st;
 }
 
-/*
- * The cache's path into buf: TG_TUNE_CACHE, or under XDG_CACHE_HOME or
- * HOME (whose folders are made when missing).  0 when there is none (no
- * HOME) or it is too long.
- */
 static int cache_path(char *buf, size_t len)
 {
-    const char *e = getenv("TG_TUNE_CACHE");
-    if (e && e[0])
-        return (size_t)snprintf(buf, len, "%s", e) < len;
-    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    int n;
-    if (x && x[0] == '/')
-        n = snprintf(buf, len, "%s/tracegraph/tune.txt", x);
-    else if (h && h[0] == '/')
-        n = snprintf(buf, len, "%s/.cache/tracegraph/tune.txt", h);
-    else
-        return 0;
-    if (n < 0 || (size_t)n >= len)
-        return 0;
-    /* the folders of the default path, made as needed (mkdir -p of the
-     * last two: ~/.cache and tracegraph) */
-    char *slash = strrchr(buf, '/'), *prev;
-    *slash = '\0';
-    prev = strrchr(buf, '/');
-    if (prev && prev != buf) {
-        *prev = '\0';
-        mkdir(buf, 0755);
-        *prev = '/';
-    }
-    mkdir(buf, 0755);
-    *slash = '/';
-    return 1;
-}
-
-/* The CPU's model name from /proc/cpuinfo as one word ("unknown"). */
-static char g_model[128];
-static pthread_once_t g_model_once = PTHREAD_ONCE_INIT;
-
-static void model_init(void)
-{
-    snprintf(g_model, sizeof g_model, "unknown");
-    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    buf[n] = '\0';
-    char *m = strstr(buf, "model name");
-    char *colon = m ? strchr(m, ':') : NULL;
-    if (!colon)
-        return;
-    colon++;
-    while (*colon == ' ' || *colon == '\t')
-        colon++;
-    size_t k = 0;
-    for (; *colon && *colon != '\n' && k + 1 < sizeof g_model; colon++) {
-        char c = *colon;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '-';
-        if (!ok && k && g_model[k - 1] == '_')
-            continue;
-        g_model[k++] = ok ? c : '_';
-    }
-    while (k && g_model[k - 1] == '_')
-        k--;
-    g_model[k] = '\0';
-    if (!k)
-        snprintf(g_model, sizeof g_model, "unknown");
+    return eager_cache_path("TG_TUNE_CACHE", "tune.txt", buf, len);
 }
 
 static const char *cpu_model(void)
 {
-    pthread_once(&g_model_once, model_init);
-    return g_model;
+    return eager_cpu_model();
 }
 
 /* Appends "x"-joined dims of t to buf at *at. */
@@ -403,9 +381,10 @@ static int node_key(const replay_plan *p, const graph_node *n, const int64_t *mk
     }
     size_t at = (size_t)snprintf(
         buf, len,
-        "cpu=%s;onednn=%s;kernels=%s;blas=%s;threads=%d;op=%s;m=%lld;k=%lld;n=%lld;"
+        "cpu=%s;onednn=%s;kernels=%s;blas=%s;blis=%s;threads=%d;op=%s;m=%lld;k=%lld;n=%lld;"
         "batch=%lld;ta=%d;tb=%d;bias=%d;post=%s;fixed=%u;a=",
         cpu_model(), eager_dnnl_isa_name(), eager_isa_active->name, eager_blas_core(),
+        eager_blis_arch(),
         p->opts.threads, graph_ops[n->op].name, (long long)mknb[0], (long long)mknb[1],
         (long long)mknb[2], (long long)mknb[3], ta, tb, n->op != GRAPH_OP_matmul && n->nin > 2,
         post, fixed);
@@ -475,6 +454,7 @@ static tg_status time_node(const replay_plan *p, const graph_node *n, const int 
     eager_kstate *slot[3] = {NULL, NULL, NULL};
     double t[3][TUNE_ROUNDS];
     int nt[3] = {0, 0, 0}, ok[3] = {0, 0, 0};
+    nc = nc > 3 ? 3 : nc;
     char kerr[256];
     void *outs[1] = {out};
     eager_kernel_fn fn = eager_kernels[n->op];
@@ -507,6 +487,171 @@ static tg_status time_node(const replay_plan *p, const graph_node *n, const int 
     return st;
 }
 
+/* Appends "."-joined values of l to buf at *at ("-" when empty). */
+static void ints_str(const graph_ints *l, char *buf, size_t len, size_t *at)
+{
+    if (l->n == 0 && *at < len)
+        *at += (size_t)snprintf(buf + *at, len - *at, "-");
+    for (int i = 0; i < l->n && *at < len; i++)
+        *at += (size_t)snprintf(buf + *at, len - *at, "%s%lld", i ? "." : "",
+                                (long long)l->v[i]);
+}
+
+/* A conv2d_blk node the tuner looks at: f32, non-empty in and out. */
+static int conv_tunable(const graph *g, const graph_node *n)
+{
+    if (n->op != GRAPH_OP_conv2d_blk || n->nout != 1 || n->nin < 2)
+        return 0;
+    for (int j = 0; j < n->nin; j++)
+        if (g->values[n->in[j]].type.dtype != GRAPH_F32 ||
+            graph_type_numel(&g->values[n->in[j]].type) == 0)
+            return 0;
+    return graph_type_numel(&g->values[n->out[0]].type) > 0;
+}
+
+/* Bit j: input j of n is a constant or param (fixed for the plan's life). */
+static uint32_t fixed_bits(const graph *g, const graph_node *n)
+{
+    uint32_t fixed = 0;
+    for (int j = 0; j < n->nin && j < 32; j++) {
+        graph_value_kind kind = g->values[n->in[j]].kind;
+        if (kind == GRAPH_VALUE_CONST || kind == GRAPH_VALUE_PARAM)
+            fixed |= 1u << j;
+    }
+    return fixed;
+}
+
+/* The key of conv2d_blk node n; 0 when it does not fit. */
+static int conv_key(const replay_plan *p, const graph_node *n, char *buf, size_t len)
+{
+    const graph *g = p->g;
+    const graph_conv2d_blk_attrs *at = graph_node_attrs(n);
+    size_t w = (size_t)snprintf(buf, len,
+                                "cpu=%s;onednn=%s;kernels=%s;threads=%d;op=conv2d_blk;x=",
+                                cpu_model(), eager_dnnl_isa_name(), eager_isa_active->name,
+                                p->opts.threads);
+    if (w < len)
+        dims_str(&g->values[n->in[0]].type, buf, len, &w);
+    if (w < len)
+        w += (size_t)snprintf(buf + w, len - w, ";w=");
+    if (w < len)
+        dims_str(&g->values[n->in[1]].type, buf, len, &w);
+    if (w < len)
+        w += (size_t)snprintf(buf + w, len - w, ";stride=");
+    if (w < len)
+        ints_str(&at->stride, buf, len, &w);
+    if (w < len)
+        w += (size_t)snprintf(buf + w, len - w, ";pad=");
+    if (w < len)
+        ints_str(&at->padding, buf, len, &w);
+    if (w < len)
+        w += (size_t)snprintf(buf + w, len - w, ";dil=");
+    if (w < len)
+        ints_str(&at->dilation, buf, len, &w);
+    if (w < len)
+        w += (size_t)snprintf(buf + w, len - w, ";groups=%lld;algo=%lld;post=",
+                              (long long)at->groups, (long long)at->algo);
+    if (w < len)
+        ints_str(&at->post, buf, len, &w);
+    if (w < len)
+        w += (size_t)snprintf(buf + w, len - w, ";nin=%d;fixed=%u", n->nin, fixed_bits(g, n));
+    return w < len && key_ok(buf, w);
+}
+
+/*
+ * The EAGER_CONV_* of conv2d_blk node n that run different oneDNN
+ * implementations here (asked of oneDNN, not run: Winograd where it has
+ * one for the shape, its first direct kernel, its generic "jit:" direct
+ * kernel where that is another), reference loops left out: how many, in
+ * impls, their implementations' names in names.
+ */
+static int conv_candidates(const replay_plan *p, const graph_node *n, int *impls,
+                           char names[][64])
+{
+    const graph *g = p->g;
+    graph_type in[8];
+    int nin = n->nin < 8 ? n->nin : 8, nc = 0;
+    for (int j = 0; j < nin; j++)
+        in[j] = g->values[n->in[j]].type;
+    static const int order[3] = {EAGER_CONV_DIRECT, EAGER_CONV_DIRECT_JIT, EAGER_CONV_WINOGRAD};
+    for (int oi = 0; oi < 3; oi++) { /* direct first: a shape without Winograd names it */
+        int c = order[oi];
+        char impl[64], why[256];
+        if (eager_dnnl_impl_of_choice(n->op, graph_node_attrs(n), in, nin,
+                                      &g->values[n->out[0]].type, fixed_bits(g, n),
+                                      p->opts.threads, c, impl, sizeof impl, why,
+                                      sizeof why) != TG_OK ||
+            !impl[0] || eager_dnnl_impl_is_ref(impl))
+            continue;
+        int dup = 0;
+        for (int k = 0; k < nc; k++)
+            dup |= strcmp(names[k], impl) == 0;
+        if (!dup) {
+            impls[nc] = c;
+            snprintf(names[nc++], 64, "%s", impl);
+        }
+    }
+    return nc;
+}
+
+/*
+ * Chooses node i's (a conv2d_blk) EAGER_CONV_*: from the cache, else by
+ * timing its candidates (one candidate: that one, not timed); the choice
+ * into p->gemm_impl[i] and p->tune_conv*.  *nnew counts new entries.
+ * TG_OK or TG_ERR_NOMEM.
+ */
+static tg_status tune_conv(replay_plan *p, int32_t i, int have_path, int *nnew)
+{
+    const graph_node *n = &p->g->nodes[i];
+    char key[TUNE_MAX_KEY + 64];
+    int keyed = conv_key(p, n, key, sizeof key) && have_path, choice = 0;
+    if (keyed) {
+        pthread_mutex_lock(&g_mu);
+        const tune_entry *e = cache_find_locked(key);
+        if (e && e->conv && e->impl >= EAGER_CONV_WINOGRAD && e->impl <= EAGER_CONV_DIRECT_JIT)
+            choice = e->impl;
+        pthread_mutex_unlock(&g_mu);
+        if (choice) {
+            p->gemm_impl[i] = (int8_t)choice;
+            p->tune_conv_cached++;
+            p->tune_conv[choice]++;
+            return TG_OK;
+        }
+    }
+    int impls[3];
+    char names[3][64];
+    double us[4] = {-1, -1, -1, -1};
+    int nc = conv_candidates(p, n, impls, names);
+    if (nc == 0) { /* nothing but reference loops: the static rule */
+        p->tune_conv_one++;
+        p->tune_conv[0]++;
+        return TG_OK;
+    }
+    if (nc == 1) {
+        choice = impls[0];
+        p->tune_conv_one++;
+    } else {
+        tg_status st = time_node(p, n, impls, nc, us);
+        if (st != TG_OK)
+            return st;
+        choice = 0;
+        for (int c = 0; c < nc; c++)
+            if (us[impls[c]] >= 0 && (!choice || us[impls[c]] < us[choice]))
+                choice = impls[c];
+        if (!choice) /* none ran: the static rule */
+            return TG_OK;
+        p->tune_conv_timed++;
+    }
+    if (keyed) {
+        pthread_mutex_lock(&g_mu);
+        *nnew += cache_put_locked(key, 1, choice, us);
+        pthread_mutex_unlock(&g_mu);
+    }
+    p->gemm_impl[i] = (int8_t)choice;
+    p->tune_conv[choice]++;
+    return TG_OK;
+}
+
 tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
 {
     const graph *g = p->g;
@@ -519,10 +664,14 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "replay: out of memory for the tuning of %d nodes", g->nnodes);
         return TG_ERR_NOMEM;
     }
-    int blas = eager_blas_available();
-    int impls[2] = {EAGER_GEMM_ONEDNN, EAGER_GEMM_BLAS}, nc = blas ? 2 : 1;
+    int blas = eager_blas_available(), blis = eager_blis_available();
+    int impls[3] = {EAGER_GEMM_ONEDNN}, nc = 1;
+    if (blas)
+        impls[nc++] = EAGER_GEMM_BLAS;
+    if (blis)
+        impls[nc++] = EAGER_GEMM_BLIS;
     char path[4096], key[TUNE_MAX_KEY + 64], werr[512] = "";
-    int have_path = cache_path(path, sizeof path), nnew = 0, count[3] = {0, 0, 0};
+    int have_path = cache_path(path, sizeof path), nnew = 0, count[4] = {0, 0, 0, 0};
     if (have_path) {
         pthread_mutex_lock(&g_mu);
         cache_load_locked(path);
@@ -531,6 +680,16 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         int64_t mknb[4];
+        if (!(n->flags & GRAPH_NODE_DEAD) && conv_tunable(g, n)) {
+            tg_status st = tune_conv(p, i, have_path, &nnew);
+            if (st != TG_OK) {
+                char what[400];
+                snprintf(err, errlen, "replay: out of memory while tuning %s",
+                         replay_node_str(p, i, what, sizeof what));
+                return st;
+            }
+            continue;
+        }
         if ((n->flags & GRAPH_NODE_DEAD) || !tunable(g, n, mknb))
             continue;
         int choice = EAGER_GEMM_ONEDNN, known = 0;
@@ -543,12 +702,14 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
         if (keyed && have_path) {
             pthread_mutex_lock(&g_mu);
             const tune_entry *e = cache_find_locked(key);
-            if (e && (e->impl == EAGER_GEMM_ONEDNN || (e->impl == EAGER_GEMM_BLAS && blas)))
+            if (e && !e->conv &&
+                (e->impl == EAGER_GEMM_ONEDNN || (e->impl == EAGER_GEMM_BLAS && blas) ||
+                 (e->impl == EAGER_GEMM_BLIS && blis)))
                 choice = e->impl, known = 1;
             pthread_mutex_unlock(&g_mu);
         }
         if (!known) {
-            double us[3] = {-1, -1, -1};
+            double us[4] = {-1, -1, -1, -1};
             tg_status st = time_node(p, n, impls, nc, us);
             if (st != TG_OK) {
                 char what[400];
@@ -556,12 +717,16 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
                          replay_node_str(p, i, what, sizeof what));
                 return st;
             }
-            double o = us[EAGER_GEMM_ONEDNN], b = us[EAGER_GEMM_BLAS];
-            choice = b >= 0 && (o < 0 || b < o) ? EAGER_GEMM_BLAS : EAGER_GEMM_ONEDNN;
+            /* the lowest median; a tie or none timed: oneDNN */
+            choice = EAGER_GEMM_ONEDNN;
+            for (int c = 1; c < nc; c++)
+                if (us[impls[c]] >= 0 &&
+                    (us[choice] < 0 || us[impls[c]] < us[choice]))
+                    choice = impls[c];
             p->tune_timed++;
             if (keyed && have_path) {
                 pthread_mutex_lock(&g_mu);
-                nnew += cache_put_locked(key, choice, us);
+                nnew += cache_put_locked(key, 0, choice, us);
                 pthread_mutex_unlock(&g_mu);
             }
         } else {
@@ -577,18 +742,34 @@ tg_status replay_tune(replay_plan *p, char *err, size_t errlen)
         pthread_mutex_unlock(&g_mu);
     }
     p->tune_blas = count[EAGER_GEMM_BLAS];
+    p->tune_blis = count[EAGER_GEMM_BLIS];
     p->tune_onednn = count[EAGER_GEMM_ONEDNN];
-    int total = p->tune_blas + p->tune_onednn;
+    int total = p->tune_blas + p->tune_blis + p->tune_onednn;
+    size_t at;
+    char blis_count[32] = "";
+    if (blis)
+        snprintf(blis_count, sizeof blis_count, "blis %d, ", p->tune_blis);
     if (nc == 1)
         snprintf(p->tuning, sizeof p->tuning,
-                 "tune: %d GEMM node%s, none timed (one candidate: no BLAS, libopenblas.so.0 "
-                 "not installed): onednn %d", total, total == 1 ? "" : "s", total);
+                 "tune: %d GEMM node%s, none timed (one candidate: no BLAS, neither "
+                 "libopenblas.so.0 nor libblis.so.4 installed): onednn %d", total,
+                 total == 1 ? "" : "s", total);
     else
         snprintf(p->tuning, sizeof p->tuning,
-                 "tune: %d GEMM node%s, %d timed, %d from the cache: blas %d, onednn %d "
+                 "tune: %d GEMM node%s, %d timed, %d from the cache: blas %d, %sonednn %d "
                  "(cache %.600s%s%.200s)", total, total == 1 ? "" : "s", p->tune_timed,
-                 p->tune_cached, p->tune_blas, p->tune_onednn, have_path ? path : "none",
+                 p->tune_cached, p->tune_blas, blis_count, p->tune_onednn,
+                 have_path ? path : "none",
                  werr[0] ? ", not saved: " : "", werr);
+    int nconv = p->tune_conv[0] + p->tune_conv[1] + p->tune_conv[2] + p->tune_conv[3];
+    at = strlen(p->tuning);
+    if (nconv && at < sizeof p->tuning)
+        snprintf(p->tuning + at, sizeof p->tuning - at,
+                 "; %d blocked conv%s, %d timed, %d from the cache, %d with one candidate: "
+                 "winograd %d, direct %d, direct_jit %d, static rule %d",
+                 nconv, nconv == 1 ? "" : "s", p->tune_conv_timed, p->tune_conv_cached,
+                 p->tune_conv_one, p->tune_conv[1], p->tune_conv[2], p->tune_conv[3],
+                 p->tune_conv[0]);
     return TG_OK;
 }
 
@@ -596,5 +777,7 @@ const char *replay_plan_tuning(const replay_plan *p)
 {
     if (!p)
         return NULL;
-    return p->tuning[0] ? p->tuning : "not tuned (replay_opts.tune 0): oneDNN for every GEMM";
+    return p->tuning[0] ? p->tuning
+                        : "not tuned (replay_opts.tune 0): oneDNN for every GEMM, the static "
+                          "rule for convs";
 }

@@ -126,7 +126,7 @@ run() { # name seed-dir max-len [extra libFuzzer flags...]
     [ -d "$seeds" ] && cp -n "$seeds"/* "$out/corpus/$name/" 2>/dev/null || true
     echo "fuzz.sh: running $name for ${secs}s"
     local t0=$SECONDS
-    if ! OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 \
+    if ! OMP_NUM_THREADS=1 TG_COST_RATES=builtin ASAN_OPTIONS=detect_leaks=1 \
             LSAN_OPTIONS=suppressions=$root/tests/lsan_fuzz.supp "$out/$name" \
             -max_total_time="$secs" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" "$@" \

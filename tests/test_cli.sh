@@ -128,6 +128,13 @@ has out "constants: 0, 0 bytes"
 has out "guards: 0"
 has out "specialized: none"
 has out "oneDNN kernels (2 conv / matmul nodes, CPU, 1 thread):"
+# the -O3 cost model's rates, where the CPU has a blocked layout (ctest pins
+# them: TG_COST_RATES=builtin; a bad value is named, info still succeeds)
+if grep -q "blocks of [0-9]* channels" out && ! grep -q "blocks of 0 channels" out; then
+    has out "cost rates (-O3 layout, 1 thread): built-in (TG_COST_RATES=builtin; fitted on one Zen 5 machine): gemm 48.0,"
+    expect 0 env TG_COST_RATES=gemm=fast "$TG" info mlp.tgraph
+    has out "cost rates: TG_COST_RATES: gemm=fast: not a number from 0.01 to 100000"
+fi
 expect 0 "$TG" info branchy.tgraph
 has out "guards: 1"
 has out "guard 0: strict decision of element 0 of the gt result == 1 at $site"

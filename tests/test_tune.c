@@ -18,6 +18,15 @@
  * bytes, a "blas" line where no BLAS is there) is ignored without a crash
  * and rewritten clean; a cache path that cannot be written is reported,
  * not fatal.  Tuned plans give the untuned results within 1e-5.
+ *
+ * Blocked convs (three convs laid out by -O3: 3x3 with relu, 3x3 with a
+ * residual, 1x1 stride 2): a tuned compile times those with two or more
+ * candidates and caches every choice (c1 lines), the next reads them
+ * back; a cache naming winograd, direct or direct_jit for every conv
+ * reaches every step, and each gives naive double loops' result within
+ * 1e-4 (normalized; Winograd is the least exact); hostile c1 lines (an
+ * unknown or "static" choice, a negative or NaN time, a field missing)
+ * are ignored and rewritten away.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +39,7 @@
 #include "eager/blas.h"
 #include "eager/eager.h"
 #include "eager/kernel.h"
+#include "optimize/opt.h"
 #include "replay/internal.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
@@ -356,8 +366,9 @@ static int cache_entries_ok(int line)
         int tabs = 0;
         for (char *c = l; *c; c++)
             tabs += *c == '\t';
-        bad += strncmp(l, "v1\tcpu=", 7) != 0 || tabs != 4 || strlen(l) > 512 ||
-               !(strstr(l, "\tonednn\t") || strstr(l, "\tblas\t"));
+        bad += strncmp(l, "v1\tcpu=", 7) != 0 || tabs != 5 || strlen(l) > 512 ||
+               !(strstr(l, "\tonednn\t") || strstr(l, "\tblas\t") ||
+                 strstr(l, "\tblis\t"));
         n++;
     }
     check_report(!bad, __FILE__, line, "cache: %d bad lines", bad);
@@ -373,6 +384,7 @@ static void check_close(int line, const float *got, const float *want)
 
 static void test_tuning(void)
 {
+    eager_blis_test_hook(NULL, "off"); /* OpenBLAS against oneDNN here; BLIS below */
     graph *g = tuned_graph();
     if (!g)
         return;
@@ -539,6 +551,323 @@ static void test_tuning(void)
     free(first);
     free(second);
     graph_free(g);
+    eager_blis_test_hook(NULL, NULL);
+}
+
+/* ---- BLIS, the third candidate ---- */
+
+/* Every v1 line of the cache with its choice set to impl. */
+static void gemm_cache_force(const char *impl)
+{
+    size_t len = 0;
+    char *f = read_all(g_cache, &len), *out = malloc(len * 2 + 64);
+    size_t w = 0;
+    CHECK(f != NULL);
+    for (char *l = f; l && *l;) {
+        char *nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        char *t1 = strchr(l, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL,
+             *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (strncmp(l, "v1\t", 3) == 0 && t3)
+            w += (size_t)sprintf(out + w, "%.*s\t%s%s\n", (int)(t2 - l), l, impl, t3);
+        else
+            w += (size_t)sprintf(out + w, "%s\n", l);
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    write_all(g_cache, out, w);
+    free(f);
+    free(out);
+}
+
+static void test_blis(void)
+{
+    /* the kernels' BLIS path through the test's sgemm, on every machine */
+    eager_blas_test_hook(NULL, "off");
+    eager_blis_test_hook(naive_sgemm, "naiveblis");
+    CHECK(eager_blis_available() && strcmp(eager_blis_arch(), "naiveblis") == 0);
+    for (int t = 1; t <= 2; t++) {
+        g_naive_calls = 0;
+        check_gemm_cases(EAGER_GEMM_BLIS, t);
+        CHECK_MSG(g_naive_calls >= 11, "the BLIS path ran %d sgemm calls", g_naive_calls);
+    }
+    /* three candidates: oneDNN, OpenBLAS and BLIS (both the naive sgemm) */
+    eager_blas_test_hook(naive_sgemm, "naive");
+    graph *g = tuned_graph();
+    float want[32], z[32];
+    replay_plan *p = compile_run(g, 0, 1, want);
+    replay_plan_free(p);
+    unlink(g_cache);
+    replay_tune_forget();
+    p = compile_run(g, 1, 1, z);
+    CHECK_MSG(p && p->tune_timed == 3 && p->tune_blas + p->tune_blis + p->tune_onednn == 3 &&
+                  strstr(replay_plan_tuning(p), ", blis "),
+              "three candidates: %s", p ? replay_plan_tuning(p) : "-");
+    check_close(__LINE__, z, want);
+    replay_plan_free(p);
+    size_t len = 0;
+    char *f = read_all(g_cache, &len);
+    CHECK_MSG(f && strstr(f, ";blas=naive;blis=naiveblis;") && cache_entries_ok(__LINE__) == 3,
+              "%s", f ? f : "-");
+    free(f);
+    /* a cache saying blis reaches the steps: the BLIS path runs */
+    gemm_cache_force("blis");
+    replay_tune_forget();
+    eager_blas_test_hook(NULL, "off"); /* only BLIS's sgemm counts now */
+    eager_blis_test_hook(naive_sgemm, "naiveblis");
+    p = compile_run(g, 1, 1, z);
+    replay_plan_free(p); /* the keys name blas=none now: timed again */
+    gemm_cache_force("blis");
+    replay_tune_forget();
+    g_naive_calls = 0;
+    p = compile_run(g, 1, 1, z);
+    CHECK_MSG(p && p->tune_timed == 0 && p->tune_blis == 3 && g_naive_calls >= 3,
+              "all blis: %s, %d calls", p ? replay_plan_tuning(p) : "-", g_naive_calls);
+    check_close(__LINE__, z, want);
+    replay_plan_free(p);
+    /* the installed BLIS */
+    eager_blis_test_hook(NULL, NULL);
+    if (!eager_blis_available()) {
+        printf("SKIP: libblis.so.4 is not installed: the real BLIS path is not tested "
+               "(scripts/deps.sh libblis4-openmp)\n");
+    } else {
+        printf("BLIS: %s\n", eager_blis_name());
+        for (int t = 1; t <= 2; t++)
+            check_gemm_cases(EAGER_GEMM_BLIS, t);
+        replay_tune_forget();
+        p = compile_run(g, 1, 1, z);
+        CHECK_MSG(p && p->tune_timed == 3, "BLIS: %s", p ? replay_plan_tuning(p) : "-");
+        if (p)
+            printf("BLIS %s\n", replay_plan_tuning(p));
+        check_close(__LINE__, z, want);
+        replay_plan_free(p);
+        gemm_cache_force("blis");
+        replay_tune_forget();
+        p = compile_run(g, 1, 1, z);
+        CHECK_MSG(p && p->tune_blis == 3, "BLIS forced: %s", p ? replay_plan_tuning(p) : "-");
+        check_close(__LINE__, z, want);
+        replay_plan_free(p);
+    }
+    eager_blas_test_hook(NULL, NULL);
+    graph_free(g);
+}
+
+
+/* ---- blocked convs: Winograd / direct / generic jit by measurement ---- */
+
+/* y[n][o][i][j] = b[o] + sum over c, kh, kw of x * w (NCHW, OIHW, square
+ * k x k kernel, stride st, padding pd), in double. */
+static void ref_conv(const float *x, int64_t n, int64_t c, int64_t h, const float *w, int64_t o,
+                     int64_t k, int64_t st, int64_t pd, const float *b, float *y, int64_t oh)
+{
+    for (int64_t in = 0; in < n; in++)
+        for (int64_t oc = 0; oc < o; oc++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < oh; j++) {
+                    double acc = b[oc];
+                    for (int64_t ic = 0; ic < c; ic++)
+                        for (int64_t u = 0; u < k; u++)
+                            for (int64_t v = 0; v < k; v++) {
+                                int64_t r = i * st - pd + u, q = j * st - pd + v;
+                                if (r >= 0 && r < h && q >= 0 && q < h)
+                                    acc += (double)x[((in * c + ic) * h + r) * h + q] *
+                                           w[((oc * c + ic) * k + u) * k + v];
+                            }
+                    y[((in * o + oc) * oh + i) * oh + j] = (float)acc;
+                }
+}
+
+enum { CN = 2, CC = 16, CO = 32, CH = 12, CY = 6 }; /* y: [2,16,6,6] */
+
+/* relu(conv3x3(x)) -> relu(conv3x3(.) + .) -> conv1x1 stride 2, 16 out. */
+static graph *conv_graph(float *want)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(CN, CC, CH, CH), 31, -1, 1);
+    eager_tensor *w1 = eager_rand_uniform(TG_SHAPE(CO, CC, 3, 3), 32, -0.2f, 0.2f);
+    eager_tensor *w2 = eager_rand_uniform(TG_SHAPE(CO, CO, 3, 3), 33, -0.2f, 0.2f);
+    eager_tensor *w3 = eager_rand_uniform(TG_SHAPE(CC, CO, 1, 1), 34, -0.2f, 0.2f);
+    eager_tensor *b1 = eager_rand_uniform(TG_SHAPE(CO), 35, -0.2f, 0.2f);
+    eager_tensor *b2 = eager_rand_uniform(TG_SHAPE(CO), 36, -0.2f, 0.2f);
+    eager_tensor *b3 = eager_rand_uniform(TG_SHAPE(CC), 37, -0.2f, 0.2f);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    eager_tensor *h1 = eager_relu(eager_conv2d(x, w1, b1, TG_INTS(1), TG_INTS(1), TG_NOINTS, 1));
+    eager_tensor *h2 = eager_relu(
+        eager_add(eager_conv2d(h1, w2, b2, TG_INTS(1), TG_INTS(1), TG_NOINTS, 1), h1));
+    trace_output(eager_conv2d(h2, w3, b3, TG_INTS(2), TG_NOINTS, TG_NOINTS, 1), "y");
+    graph *g = trace_freeze();
+    /* the reference: the same arithmetic in naive loops */
+    static float a1[CN * CO * CH * CH], a2[CN * CO * CH * CH];
+    const float *xp = eager_peek(x);
+    ref_conv(xp, CN, CC, CH, eager_peek(w1), CO, 3, 1, 1, eager_peek(b1), a1, CH);
+    for (int i = 0; i < CN * CO * CH * CH; i++)
+        a1[i] = a1[i] > 0 ? a1[i] : 0;
+    ref_conv(a1, CN, CO, CH, eager_peek(w2), CO, 3, 1, 1, eager_peek(b2), a2, CH);
+    for (int i = 0; i < CN * CO * CH * CH; i++)
+        a2[i] = a2[i] + a1[i] > 0 ? a2[i] + a1[i] : 0;
+    ref_conv(a2, CN, CO, CH, eager_peek(w3), CC, 1, 2, 0, eager_peek(b3), want, CY);
+    eager_pool_pop();
+    CHECK_MSG(g != NULL, "trace: %s", eager_error());
+    if (!g)
+        return NULL;
+    opt_options o = OPT_OPTIONS_INIT;
+    o.level = 3;
+    char err[512];
+    CHECK_MSG(opt_optimize(g, &o, NULL, err, sizeof err) == TG_OK, "-O3: %s", err);
+    return g;
+}
+
+/* Compiles g (tuned or not) and runs it into y; the plan, or NULL. */
+static replay_plan *conv_run(const graph *g, int tune, float *y)
+{
+    replay_opts o = REPLAY_OPTS_INIT;
+    o.tune = tune;
+    char err[512];
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p != NULL, "compile: %s", err);
+    if (!p)
+        return NULL;
+    static float x[CN * CC * CH * CH];
+    eager_pool_push();
+    eager_tensor *xt = eager_rand_uniform(TG_SHAPE(CN, CC, CH, CH), 31, -1, 1);
+    memcpy(x, eager_peek(xt), sizeof x);
+    eager_pool_pop();
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 4, {CN, CC, CH, CH}}, .input = x};
+    replay_tensor out = {.name = "y", .type = {GRAPH_F32, 4, {CN, CC, CY, CY}}, .data = y};
+    replay_session *s = replay_session_new(p, NULL, 0);
+    CHECK_MSG(s && replay_run(s, &in, 1, &out, 1) == TG_OK, "run: %s",
+              s ? replay_session_error(s) : "no session");
+    replay_session_free(s);
+    return p;
+}
+
+/* The cache file with every c1 line's choice set to impl. */
+static void conv_cache_force(const char *path, const char *impl)
+{
+    size_t len = 0;
+    char *f = read_all(path, &len), *out = malloc(len * 2 + 64);
+    size_t w = 0;
+    CHECK(f != NULL);
+    for (char *l = f; l && *l;) {
+        char *nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        char *t1 = strchr(l, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL,
+             *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (strncmp(l, "c1\t", 3) == 0 && t3)
+            w += (size_t)sprintf(out + w, "%.*s\t%s%s\n", (int)(t2 - l), l, impl, t3);
+        else
+            w += (size_t)sprintf(out + w, "%s\n", l);
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    write_all(path, out, w);
+    free(f);
+    free(out);
+}
+
+static void test_conv_tuning(void)
+{
+    static float want[CN * CC * CY * CY], y[CN * CC * CY * CY], untuned[CN * CC * CY * CY];
+    graph *g = conv_graph(want);
+    if (!g)
+        return;
+    int nblk = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        nblk += !(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_conv2d_blk;
+    char cache[300];
+    snprintf(cache, sizeof cache, "%s/conv_tune.txt", g_dir);
+    setenv("TG_TUNE_CACHE", cache, 1);
+    unlink(cache);
+    replay_tune_forget();
+    replay_plan *p = conv_run(g, 0, untuned);
+    CHECK(check_normalized_error(untuned, want, CN * CC * CY * CY) < 1e-4);
+    replay_plan_free(p);
+    if (nblk == 0) { /* no blocked layout at this ISA: nothing to tune */
+        printf("no blocked convs at this CPU level: conv tuning not checked\n");
+        setenv("TG_TUNE_CACHE", g_cache, 1);
+        graph_free(g);
+        return;
+    }
+    CHECK_MSG(nblk == 3, "%d blocked convs", nblk);
+    /* first tuned compile: each conv timed, or one candidate; cached */
+    p = conv_run(g, 1, y);
+    /* (at SSE4.1 oneDNN has one kernel for each of these: none timed) */
+    CHECK_MSG(p && p->tune_conv_timed + p->tune_conv_one == 3 && p->tune_conv_cached == 0 &&
+                  p->tune_conv[1] + p->tune_conv[2] + p->tune_conv[3] == 3 &&
+                  strstr(replay_plan_tuning(p), "3 blocked convs"),
+              "first: %s", p ? replay_plan_tuning(p) : "-");
+    CHECK(check_normalized_error(y, want, CN * CC * CY * CY) < 1e-4);
+    CHECK(check_normalized_error(y, untuned, CN * CC * CY * CY) < 1e-4);
+    if (p)
+        printf("convs %s\n", replay_plan_tuning(p));
+    replay_plan_free(p);
+    size_t len = 0;
+    char *f = read_all(cache, &len);
+    int lines = 0;
+    for (char *l = f; l && (l = strstr(l, "c1\t")); l++)
+        lines++;
+    CHECK_MSG(lines == 3 && strstr(f, "op=conv2d_blk;x=2x") && strstr(f, ";w=32x16x3x3;"),
+              "%s", f ? f : "(no cache)");
+    free(f);
+    /* read back: nothing timed */
+    replay_tune_forget();
+    p = conv_run(g, 1, y);
+    CHECK_MSG(p && p->tune_conv_cached == 3 && p->tune_conv_timed == 0 && p->tune_conv_one == 0,
+              "second: %s", p ? replay_plan_tuning(p) : "-");
+    replay_plan_free(p);
+    /* every choice the cache can name reaches the steps and computes the
+     * same convs */
+    static const char *const impls[] = {"winograd", "direct", "direct_jit"};
+    for (int c = 0; c < 3; c++) {
+        conv_cache_force(cache, impls[c]);
+        replay_tune_forget();
+        p = conv_run(g, 1, y);
+        int got = 0;
+        for (int32_t i = 0; p && i < p->g->nnodes; i++)
+            got += p->g->nodes[i].op == GRAPH_OP_conv2d_blk && p->gemm_impl &&
+                   p->gemm_impl[i] == c + 1;
+        CHECK_MSG(p && got == 3 && p->tune_conv[c + 1] == 3 && p->tune_conv_cached == 3,
+                  "%s: %d steps (%s)", impls[c], got, p ? replay_plan_tuning(p) : "-");
+        CHECK_MSG(check_normalized_error(y, want, CN * CC * CY * CY) < 1e-4, "%s", impls[c]);
+        replay_plan_free(p);
+    }
+    /* hostile c1 lines: ignored (timed again), rewritten clean */
+    f = read_all(cache, &len);
+    char *bad = malloc(len * 4 + 256);
+    size_t w = 0;
+    CHECK(f != NULL);
+    for (char *l = f; l && *l;) {
+        char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        if (strncmp(l, "c1\t", 3) == 0) {
+            char *t2 = strchr(strchr(l, '\t') + 1, '\t');
+            /* the same key with: an unknown impl, "static", a negative and a NaN time */
+            w += (size_t)sprintf(bad + w, "%.*s\tbogus\t1\t2\t3\n", (int)(t2 - l), l);
+            w += (size_t)sprintf(bad + w, "%.*s\tstatic\t1\t2\t3\n", (int)(t2 - l), l);
+            w += (size_t)sprintf(bad + w, "%.*s\tdirect\t-1\t2\t3\n", (int)(t2 - l), l);
+            w += (size_t)sprintf(bad + w, "%.*s\tdirect\tnan\t2\t3\n", (int)(t2 - l), l);
+            w += (size_t)sprintf(bad + w, "%.*s\tdirect\t1\t2\n", (int)(t2 - l), l);
+        }
+        l += n + (nl ? 1 : 0);
+    }
+    write_all(cache, bad, w);
+    free(bad);
+    free(f);
+    replay_tune_forget();
+    p = conv_run(g, 1, y);
+    CHECK_MSG(p && p->tune_conv_cached == 0 && p->tune_conv_timed + p->tune_conv_one == 3,
+              "hostile: %s", p ? replay_plan_tuning(p) : "-");
+    CHECK(check_normalized_error(y, want, CN * CC * CY * CY) < 1e-4);
+    replay_plan_free(p);
+    f = read_all(cache, &len);
+    CHECK_MSG(f && !strstr(f, "bogus") && !strstr(f, "nan") && !strstr(f, "\tstatic\t"),
+              "%s", f ? f : "-");
+    free(f);
+    unlink(cache);
+    setenv("TG_TUNE_CACHE", g_cache, 1);
+    replay_tune_forget();
+    graph_free(g);
 }
 
 int main(void)
@@ -547,9 +876,12 @@ int main(void)
     CHECK(mkdtemp(g_dir) != NULL);
     snprintf(g_cache, sizeof g_cache, "%s/tune.txt", g_dir);
     setenv("TG_TUNE_CACHE", g_cache, 1);
+    setenv("TG_COST_RATES", "builtin", 0); /* -O3 here: no timing (ctest sets it too) */
     test_blas_path();
     test_tuning();
     eager_blas_test_hook(NULL, NULL);
+    test_blis();
+    test_conv_tuning();
     unlink(g_cache);
     rmdir(g_dir);
     return check_done();
