@@ -21,6 +21,7 @@
 
 #include "../graph/alloc.h"
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 /* Progress appears after this many seconds. */
 #define BENCH_QUIET_SECONDS 2.0

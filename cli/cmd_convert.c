@@ -9,6 +9,7 @@
 
 #include "../formats/onnx.h"
 #include "cli.h"
+#include "graph/graph_impl.h"
 
 enum { CONV_DROP_GUARDS = 1, CONV_PARAMS, CONV_DIM };
 

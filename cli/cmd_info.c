@@ -16,6 +16,7 @@
 #include "../formats/tgraph.h"
 #include "../graph/text.h"
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 /* Parses "CMD [opts] FILE": the one operand in *file.  CLI_OK to go on,
  * -1 after --help was printed, or CLI_USAGE. */
@@ -92,7 +93,7 @@ static tg_status node_impl(const graph_target *t, const graph *g, int32_t i, cha
         if (v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM)
             fixed |= 1u << j;
     }
-    return t->impl_of(t, n->op, graph_node_attrs(n), in, n->nin, &g->values[n->out[0]].type,
+    return t->impl_of(t, n->op, tg_node_attrs(n), in, n->nin, &g->values[n->out[0]].type,
                       fixed, impl, len, why, wlen);
 }
 

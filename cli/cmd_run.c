@@ -11,6 +11,7 @@
 #include "../eager/interp.h"
 #include "../formats/npy.h"
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 /* ---- run ---- */
 

@@ -14,6 +14,7 @@
 #include "../formats/onnx.h"
 #include "../formats/tgraph.h"
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 int cli_is_onnx(const char *path)
 {

@@ -11,6 +11,7 @@
 
 #include "../graph/alloc.h"
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 static const cli_opt run_opts[] = {
     {"-i", "--input", 1, RUN_OPT_INPUT},

@@ -11,6 +11,7 @@
 #include "../graph/alloc.h"
 #include "dnnl_util.h"
 #include "isa.h"
+#include "../graph/graph_impl.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -563,7 +564,7 @@ tg_status eager_dnnl_node_impl(const graph *g, int32_t node, char *impl, size_t 
                      (int)node, graph_ops[n->op].name, (int)n->nout);
         return TG_ERR_UNSUPPORTED;
     }
-    return eager_dnnl_impl_of(n->op, graph_node_attrs(n), in, n->nin,
+    return eager_dnnl_impl_of(n->op, tg_node_attrs(n), in, n->nin,
                               &g->values[n->out[0]].type, fixed, 1, impl, len, err, errlen);
 }
 

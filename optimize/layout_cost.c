@@ -7,6 +7,7 @@
 
 #include "../graph/alloc.h"
 #include "layout_impl.h"
+#include "../graph/graph_impl.h"
 
 /*
  * The cost model's rates, measured with tracegraph bench (replay, one

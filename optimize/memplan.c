@@ -2,6 +2,7 @@
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "memplan.h"
+#include "../graph/graph_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

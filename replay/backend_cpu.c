@@ -4,6 +4,7 @@
  * bound steps of session.c.
  */
 #include "internal.h"
+#include "graph/graph_impl.h"
 
 static int cpu_supports(const replay_plan *p, const graph_node *n, char *why, size_t len)
 {

@@ -24,6 +24,7 @@
 #include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static const replay_opts OCL = {REPLAY_OPENCL, 1, 0, NULL};
 static char devname[128];
