@@ -273,7 +273,10 @@ int format_dec_values(format_loader *L, format_rd *r)
         return -1;
     if (!(L->data_off = alloc_array(n, sizeof *L->data_off)))
         return oom(L, r);
-    /* Fresh pages of a new graph are zero: data NULL, graph_free is safe. */
+    /* All zeroed first (committed pages may be reused ones): data NULL,
+     * so graph_free is safe whichever value fails. */
+    if (n)
+        memset(g->values, 0, sizeof *g->values * n);
     g->nvalues = (int32_t)n;
     L->item = "value";
     for (uint32_t i = 0; i < n; i++) {

@@ -109,8 +109,8 @@ tg_status graph_grow_array(graph *g, graph_array a, int64_t need)
     if (rc == TG_STABLE_FULL)
         return graph_fail(g, TG_ERR_NOMEM, "graph '%s' would hold %lld %s: at most %d%s",
                           g->name ? g->name : "?", (long long)need, arrays[a].what, lim,
-                          lim < arrays[a].max ? " (the address space reserved for them "
-                                                "when it ran short)" : "");
+                          lim < arrays[a].max ? " (all the address space that could be "
+                                                "reserved for them)" : "");
     return graph_fail(g, TG_ERR_NOMEM, "out of memory growing graph '%s' to %lld %s",
                       g->name ? g->name : "?", (long long)need, arrays[a].what);
 }
@@ -118,8 +118,9 @@ tg_status graph_grow_array(graph *g, graph_array a, int64_t need)
 /* Room for need entries of g->field (a stable array): 0 or -1 (the message
  * is in g). */
 #define GROW(g, field, ARR, need)                                             \
-    ((need) <= (g)->cap_##field ? 0                                          \
-                                : (graph_grow_array((g), GRAPH_ARRAY_##ARR, (need)) == TG_OK ? 0 : -1))
+    ((need) <= (g)->cap_##field                                               \
+         ? 0                                                                  \
+         : (graph_grow_array((g), GRAPH_ARRAY_##ARR, (need)) == TG_OK ? 0 : -1))
 
 graph *graph_new(const char *name)
 {

@@ -1,6 +1,7 @@
 /* stable.c - arrays whose elements never move: reserve, then commit. */
 #include "stable.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,8 +11,62 @@
 #define MAP_NORESERVE 0
 #endif
 
-/* The first commit: small graphs touch one page per array at most. */
+/* The first commit: small graphs touch a few pages per array at most. */
 #define FIRST_COMMIT ((size_t)16384)
+
+/*
+ * Released arrays kept for reuse: a program that makes and frees small
+ * graphs in a loop (a trace per call, a load per request) would otherwise
+ * pay mmap, mprotect, first-touch page faults and munmap for each of a
+ * graph's arrays, every time (tens of microseconds for a graph of 700
+ * nodes, most of it first-touch page faults).  An array with at most
+ * KEEP_BYTES committed goes here on release while the cache holds fewer
+ * than KEEP_COUNT arrays and KEEP_TOTAL bytes; a growth that must reserve
+ * takes one of the same reservation size, its committed pages as they
+ * were (not zeroed: every writer of a record writes it whole), and
+ * continues from there.
+ */
+#define KEEP_COUNT 64
+#define KEEP_BYTES ((size_t)1 << 20)
+#define KEEP_TOTAL ((size_t)8 << 20)
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    size_t bytes;
+    tg_stable kept[KEEP_COUNT];
+} cache = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}};
+
+/* A kept reservation of exactly reserved bytes into s; 0 or -1 (none). */
+static int cache_take(tg_stable *s, size_t reserved)
+{
+    int found = -1;
+    pthread_mutex_lock(&cache.lock);
+    for (int i = cache.n - 1; i >= 0 && found < 0; i--)
+        if (cache.kept[i].reserved == reserved) {
+            *s = cache.kept[i];
+            cache.kept[i] = cache.kept[--cache.n];
+            cache.bytes -= s->committed;
+            found = 0;
+        }
+    pthread_mutex_unlock(&cache.lock);
+    return found;
+}
+
+/* 1 if s went into the cache (the caller forgets it), 0 otherwise. */
+static int cache_put(const tg_stable *s)
+{
+    if (s->committed > KEEP_BYTES)
+        return 0;
+    int kept = 0;
+    pthread_mutex_lock(&cache.lock);
+    if (cache.n < KEEP_COUNT && cache.bytes + s->committed <= KEEP_TOTAL) {
+        cache.kept[cache.n++] = *s;
+        cache.bytes += s->committed;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&cache.lock);
+    return kept;
+}
 
 static size_t page_size(void)
 {
@@ -27,6 +82,8 @@ static int reserve(tg_stable *s, size_t elem, size_t need, int32_t max)
 {
     size_t ps = page_size();
     size_t want = round_up((size_t)max * elem, ps);
+    if (cache_take(s, want) == 0)
+        return 0;
     size_t floor = round_up(need * elem, ps);
     if (floor < FIRST_COMMIT)
         floor = want < FIRST_COMMIT ? want : FIRST_COMMIT;
@@ -68,9 +125,14 @@ int tg_stable_grow(tg_stable *s, size_t elem, int64_t need, int32_t max, int32_t
         return TG_STABLE_NOMEM;
     if (need > tg_stable_limit(s, elem, max))
         return TG_STABLE_FULL; /* the reservation came out short */
-    /* Doubling keeps the number of mprotect calls logarithmic. */
     size_t ps = page_size();
     size_t want = round_up((size_t)need * elem, ps);
+    if (want <= s->committed) { /* a kept reservation, committed already */
+        size_t n = s->committed / elem;
+        *cap = n < (size_t)max ? (int32_t)n : max;
+        return TG_STABLE_OK;
+    }
+    /* Doubling keeps the number of mprotect calls logarithmic. */
     size_t step = s->committed ? s->committed * 2 : FIRST_COMMIT;
     if (want < step)
         want = step;
@@ -86,7 +148,7 @@ int tg_stable_grow(tg_stable *s, size_t elem, int64_t need, int32_t max, int32_t
 
 void tg_stable_release(tg_stable *s)
 {
-    if (s->base)
+    if (s->base && !cache_put(s))
         munmap(s->base, s->reserved);
     s->base = NULL;
     s->committed = s->reserved = 0;

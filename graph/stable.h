@@ -19,6 +19,12 @@
  * refuses (overcommit accounting, ENOMEM), and a growth that the
  * allocation hook (graph/alloc.h) fails, is TG_STABLE_NOMEM; the array is
  * unchanged either way.  Committed memory is returned at release only.
+ *
+ * Release keeps up to 64 arrays of at most 1 MiB committed each (8 MiB in
+ * all) for the next reservation of the same size, so making and freeing
+ * small graphs in a loop costs no system calls (stable.c).  What a growth
+ * commits is therefore zero when the pages are fresh but may hold an
+ * earlier array's bytes: write every element before reading it.
  */
 #ifndef TG_GRAPH_STABLE_H
 #define TG_GRAPH_STABLE_H
