@@ -169,7 +169,9 @@ TG_API int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
 TG_API int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
                                     const void *attrs, const graph_type *out_types,
                                     int nout, int32_t *out_ids, int max_out, int32_t prov);
-/* Makes room for at least nvalues values and nnodes nodes. */
+/* Makes room for at least nvalues values and nnodes nodes (commits memory
+ * in place; nothing moves).  Past GRAPH_MAX_VALUES or GRAPH_MAX_NODES, or
+ * out of memory: TG_ERR_NOMEM, the graph unchanged. */
 TG_API tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes);
 /* Adds provenance; returns its id or -1. frames may be NULL (n = 0). */
 TG_API int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,

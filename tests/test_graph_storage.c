@@ -274,8 +274,88 @@ static void test_stable_module(void)
     tg_stable_release(&s);
 }
 
+/* The public accessors (graph.h, "Reading a graph") against what was built,
+ * and their answers to a NULL graph and ids out of range. */
+static void test_accessors(void)
+{
+    graph *g = graph_new("acc");
+    int32_t b = graph_add_symbol(g, "B", 2);
+    graph_type tx = {GRAPH_F32, 2, {2, 3}};
+    int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &tx, "x");
+    g->values[x].dyn = 1, g->values[x].sym[0] = (int8_t)b; /* dim 0 follows B */
+    graph_type tw = {GRAPH_F32, 1, {3}};
+    int32_t w = graph_add_value(g, GRAPH_VALUE_PARAM, &tw, "w");
+    static const float wd[3] = {1, 2, 3};
+    CHECK(graph_set_data(g, w, wd, sizeof wd) == TG_OK && graph_add_input(g, x) == TG_OK);
+    int32_t prov = graph_add_prov(g, "dir/model.c", 42, "forward", NULL, 0);
+    int32_t in[2] = {x, w}, sum = -1, y = -1;
+    graph_type ty = tx;
+    int32_t n0 = graph_add_node_typed(g, GRAPH_OP_add, in, 2, NULL, &ty, 1, &sum, 1, prov);
+    graph_leaky_relu_attrs la = {.alpha = 0.25f};
+    int32_t n1 = graph_add_node(g, GRAPH_OP_leaky_relu, &sum, 1, &la, &y, 1);
+    CHECK(n0 == 0 && n1 == 1 && graph_add_output(g, y, "y") == TG_OK);
+    graph_guard gd = {.value = x, .kind = GRAPH_GUARD_VALUE, .index = 1, .expect = 4,
+                      .prov = prov};
+    CHECK(graph_add_guard(g, &gd) == 0);
+    g->nodes[n1].flags |= GRAPH_NODE_SPECIALIZED;
+
+    CHECK(!strcmp(graph_name(g), "acc"));
+    CHECK(graph_value_count(g) == 4 && graph_node_count(g) == 2 && graph_input_count(g) == 1 &&
+          graph_output_count(g) == 1 && graph_symbol_count(g) == 1 && graph_guard_count(g) == 1);
+    CHECK(graph_node_op(g, n0) == GRAPH_OP_add && graph_node_op(g, n1) == GRAPH_OP_leaky_relu);
+    CHECK(graph_node_flags(g, n0) == 0 && graph_node_flags(g, n1) == GRAPH_NODE_SPECIALIZED);
+    int nin = -1, nout = -1;
+    const int32_t *ins = graph_node_inputs(g, n0, &nin), *outs = graph_node_outputs(g, n0, &nout);
+    CHECK(nin == 2 && ins[0] == x && ins[1] == w && nout == 1 && outs[0] == sum);
+    CHECK(graph_node_attrs(g, n0) == NULL);
+    const graph_leaky_relu_attrs *a = graph_node_attrs(g, n1);
+    CHECK(a && a->alpha == 0.25f);
+    char site[64];
+    CHECK(!strcmp(graph_node_site(g, n0, site, sizeof site), "model.c:42 forward"));
+    CHECK(!strcmp(graph_node_site(g, n1, site, sizeof site), "unknown site"));
+    CHECK(graph_type_eq(graph_value_type(g, w), &tw) && graph_type_eq(graph_value_type(g, y), &tx));
+    CHECK(graph_value_kind_of(g, x) == GRAPH_VALUE_INPUT &&
+          graph_value_kind_of(g, w) == GRAPH_VALUE_PARAM &&
+          graph_value_kind_of(g, y) == GRAPH_VALUE_INTER);
+    CHECK(!strcmp(graph_value_name(g, x), "x") && graph_value_name(g, sum) == NULL);
+    const float *d = graph_value_data(g, w);
+    CHECK(d && d != wd && d[0] == 1 && d[2] == 3 && graph_value_data(g, x) == NULL);
+    int slot = -2;
+    CHECK(graph_value_producer(g, y, &slot) == n1 && slot == 0);
+    CHECK(graph_value_producer(g, w, &slot) == -1 && slot == -1);
+    CHECK(graph_value_dim_symbol(g, x, 0) == b && graph_value_dim_symbol(g, x, 1) == -1 &&
+          graph_value_dim_symbol(g, x, 2) == -1 && graph_value_dim_symbol(g, x, -1) == -1);
+    const char *oname = NULL;
+    int64_t traced = 0;
+    CHECK(graph_input_at(g, 0) == x && graph_output_at(g, 0, &oname) == y && !strcmp(oname, "y"));
+    CHECK(!strcmp(graph_symbol_at(g, b, &traced), "B") && traced == 2);
+    const graph_guard *gp = graph_guard_at(g, 0);
+    CHECK(gp && gp->value == x && gp->index == 1 && gp->expect == 4);
+
+    /* out of range and NULL: 0, -1, NULL; no error recorded */
+    graph_fail(g, TG_OK, "%s", "");
+    CHECK(graph_node_op(g, 2) == -1 && graph_node_op(g, -1) == -1 && graph_node_flags(g, 9) == 0);
+    nin = 5;
+    CHECK(graph_node_inputs(g, 2, &nin) == NULL && nin == 0);
+    CHECK(graph_node_outputs(g, -3, NULL) == NULL && graph_node_attrs(g, 7) == NULL);
+    CHECK(!strcmp(graph_node_site(g, 5, site, sizeof site), "unknown site"));
+    CHECK(graph_value_type(g, 4) == NULL && graph_value_kind_of(g, -1) == -1 &&
+          graph_value_name(g, 99) == NULL && graph_value_data(g, 4) == NULL);
+    CHECK(graph_value_producer(g, 4, NULL) == -1 && graph_value_dim_symbol(g, 4, 0) == -1);
+    CHECK(graph_input_at(g, 1) == -1 && graph_output_at(g, 1, &oname) == -1 && oname == NULL);
+    CHECK(graph_symbol_at(g, 1, &traced) == NULL && traced == -1 && graph_guard_at(g, 1) == NULL);
+    CHECK(graph_error(g)[0] == '\0');
+    CHECK(graph_name(NULL) == NULL && graph_value_count(NULL) == 0 && graph_node_count(NULL) == 0 &&
+          graph_input_count(NULL) == 0 && graph_output_count(NULL) == 0 &&
+          graph_symbol_count(NULL) == 0 && graph_guard_count(NULL) == 0);
+    CHECK(graph_node_op(NULL, 0) == -1 && graph_value_type(NULL, 0) == NULL &&
+          graph_input_at(NULL, 0) == -1 && graph_guard_at(NULL, 0) == NULL);
+    graph_free(g);
+}
+
 int main(void)
 {
+    test_accessors();
     test_stable_module();
     test_pointers_stay();
     test_growth_failure();
