@@ -2,6 +2,7 @@
 #include "stable.h"
 
 #include <pthread.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,11 +21,11 @@
  * pay mmap, mprotect, first-touch page faults and munmap for each of a
  * graph's arrays, every time (tens of microseconds for a graph of 700
  * nodes, most of it first-touch page faults).  An array with at most
- * KEEP_BYTES committed goes here on release while the cache holds fewer
- * than KEEP_COUNT arrays and KEEP_TOTAL bytes; a growth that must reserve
- * takes one of the same reservation size, its committed pages as they
- * were (not zeroed: every writer of a record writes it whole), and
- * continues from there.
+ * KEEP_BYTES committed goes here on release, the oldest ones leaving (and
+ * unmapped) when that makes more than KEEP_COUNT arrays or KEEP_TOTAL
+ * bytes; a growth that must reserve takes one of the same reservation
+ * size, its committed pages as they were (not zeroed: every writer of a
+ * record writes it whole), and continues from there.
  */
 #define KEEP_COUNT 64
 #define KEEP_BYTES ((size_t)1 << 20)
@@ -36,36 +37,75 @@ static struct {
     tg_stable kept[KEEP_COUNT];
 } cache = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}};
 
-/* A kept reservation of exactly reserved bytes into s; 0 or -1 (none). */
-static int cache_take(tg_stable *s, size_t reserved)
+/* fork() while another thread holds the lock would leave it held in the
+ * child: the lock is taken around fork (as malloc's are). */
+static void fork_prepare(void) { pthread_mutex_lock(&cache.lock); }
+static void fork_done(void) { pthread_mutex_unlock(&cache.lock); }
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_register(void) { pthread_atfork(fork_prepare, fork_done, fork_done); }
+
+static void cache_lock(void)
 {
-    int found = -1;
+    pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&cache.lock);
-    for (int i = cache.n - 1; i >= 0 && found < 0; i--)
-        if (cache.kept[i].reserved == reserved) {
-            *s = cache.kept[i];
-            cache.kept[i] = cache.kept[--cache.n];
-            cache.bytes -= s->committed;
-            found = 0;
-        }
-    pthread_mutex_unlock(&cache.lock);
-    return found;
 }
 
-/* 1 if s went into the cache (the caller forgets it), 0 otherwise. */
+/*
+ * A kept reservation of exactly reserved bytes into s, for a first growth
+ * to need bytes; 0 or -1 (none).  Of those that hold need committed, the
+ * smallest, else the largest: pages the earlier array touched are warm,
+ * and a first touch costs a page fault (about 1 us each here).
+ */
+static int cache_take(tg_stable *s, size_t reserved, size_t need)
+{
+    int best = -1;
+    cache_lock();
+    for (int i = 0; i < cache.n; i++) {
+        const tg_stable *k = &cache.kept[i];
+        if (k->reserved != reserved)
+            continue;
+        size_t have = k->committed;
+        if (best < 0)
+            best = i;
+        else {
+            size_t b = cache.kept[best].committed;
+            if (b < need ? have > b : have >= need && have < b)
+                best = i;
+        }
+    }
+    if (best >= 0) {
+        *s = cache.kept[best];
+        memmove(&cache.kept[best], &cache.kept[best + 1],
+                sizeof *cache.kept * (size_t)(cache.n - 1 - best));
+        cache.n--;
+        cache.bytes -= s->committed;
+    }
+    pthread_mutex_unlock(&cache.lock);
+    return best >= 0 ? 0 : -1;
+}
+
+/* 1 if s went into the cache (the caller forgets it), 0 otherwise.  A
+ * full cache unmaps its oldest entries to make room (kept[] is in order of
+ * release), so it follows what the program makes now. */
 static int cache_put(const tg_stable *s)
 {
     if (s->committed > KEEP_BYTES)
         return 0;
-    int kept = 0;
-    pthread_mutex_lock(&cache.lock);
-    if (cache.n < KEEP_COUNT && cache.bytes + s->committed <= KEEP_TOTAL) {
-        cache.kept[cache.n++] = *s;
-        cache.bytes += s->committed;
-        kept = 1;
+    tg_stable old[KEEP_COUNT];
+    int nold = 0;
+    cache_lock();
+    while (cache.n > 0 &&
+           (cache.n == KEEP_COUNT || cache.bytes + s->committed > KEEP_TOTAL)) {
+        old[nold++] = cache.kept[0];
+        cache.bytes -= cache.kept[0].committed;
+        memmove(&cache.kept[0], &cache.kept[1], sizeof *cache.kept * (size_t)--cache.n);
     }
+    cache.kept[cache.n++] = *s;
+    cache.bytes += s->committed;
     pthread_mutex_unlock(&cache.lock);
-    return kept;
+    for (int i = 0; i < nold; i++)
+        munmap(old[i].base, old[i].reserved);
+    return 1;
 }
 
 static size_t page_size(void)
@@ -82,7 +122,7 @@ static int reserve(tg_stable *s, size_t elem, size_t need, int32_t max)
 {
     size_t ps = page_size();
     size_t want = round_up((size_t)max * elem, ps);
-    if (cache_take(s, want) == 0)
+    if (cache_take(s, want, need * elem) == 0)
         return 0;
     size_t floor = round_up(need * elem, ps);
     if (floor < FIRST_COMMIT)
