@@ -273,10 +273,9 @@ int format_dec_values(format_loader *L, format_rd *r)
         return -1;
     if (!(L->data_off = alloc_array(n, sizeof *L->data_off)))
         return oom(L, r);
-    /* All zeroed first (committed pages may be reused ones): data NULL,
-     * so graph_free is safe whichever value fails. */
-    if (n)
-        memset(g->values, 0, sizeof *g->values * n);
+    /* All zero first (committed pages may be reused ones): data NULL, so
+     * graph_free is safe whichever value fails. */
+    graph_zero_array(g, GRAPH_ARRAY_VALUES, (int32_t)n);
     g->nvalues = (int32_t)n;
     L->item = "value";
     for (uint32_t i = 0; i < n; i++) {

@@ -115,6 +115,12 @@ tg_status graph_grow_array(graph *g, graph_array a, int64_t need)
                       g->name ? g->name : "?", (long long)need, arrays[a].what);
 }
 
+void graph_zero_array(graph *g, graph_array a, int32_t n)
+{
+    if (n > 0)
+        tg_stable_zero(&g->mem[a], (size_t)n * arrays[a].elem);
+}
+
 /* Room for need entries of g->field (a stable array): 0 or -1 (the message
  * is in g). */
 #define GROW(g, field, ARR, need)                                             \

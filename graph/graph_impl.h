@@ -150,6 +150,10 @@ struct graph {
  * unchanged and usable either way.
  */
 tg_status graph_grow_array(graph *g, graph_array a, int64_t need);
+/* Zeroes the first n entries of array a (committed by graph_grow_array):
+ * for a reader that fills a fresh graph's array in place and must find
+ * unfilled entries zero.  Costs nothing where the pages are fresh. */
+void graph_zero_array(graph *g, graph_array a, int32_t n);
 
 /*
  * n value/provenance ids from the graph's arena (freed with the graph).

@@ -75,6 +75,7 @@ static int cache_take(tg_stable *s, size_t reserved, size_t need)
     }
     if (best >= 0) {
         *s = cache.kept[best];
+        s->dirty = s->committed;
         memmove(&cache.kept[best], &cache.kept[best + 1],
                 sizeof *cache.kept * (size_t)(cache.n - 1 - best));
         cache.n--;
@@ -133,7 +134,7 @@ static int reserve(tg_stable *s, size_t elem, size_t need, int32_t max)
         if (p != MAP_FAILED) {
             s->base = p;
             s->reserved = want;
-            s->committed = 0;
+            s->committed = s->dirty = 0;
             return 0;
         }
         if (want <= floor)
@@ -186,10 +187,17 @@ int tg_stable_grow(tg_stable *s, size_t elem, int64_t need, int32_t max, int32_t
     return TG_STABLE_OK;
 }
 
+void tg_stable_zero(tg_stable *s, size_t bytes)
+{
+    size_t n = bytes < s->dirty ? bytes : s->dirty;
+    if (n)
+        memset(s->base, 0, n);
+}
+
 void tg_stable_release(tg_stable *s)
 {
     if (s->base && !cache_put(s))
         munmap(s->base, s->reserved);
     s->base = NULL;
-    s->committed = s->reserved = 0;
+    s->committed = s->reserved = s->dirty = 0;
 }

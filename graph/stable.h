@@ -36,6 +36,9 @@ typedef struct tg_stable {
     char *base;       /* NULL until the first growth */
     size_t committed; /* bytes from base readable and writable */
     size_t reserved;  /* bytes of address space held from base */
+    size_t dirty;     /* bytes from base that may hold an earlier array's
+                         data when it was taken from the cache; the rest
+                         of what is committed reads zero until written */
 } tg_stable;
 
 enum { TG_STABLE_OK = 0, TG_STABLE_NOMEM = -1, TG_STABLE_FULL = -2 };
@@ -48,7 +51,10 @@ enum { TG_STABLE_OK = 0, TG_STABLE_NOMEM = -1, TG_STABLE_FULL = -2 };
 int tg_stable_grow(tg_stable *s, size_t elem, int64_t need, int32_t max, int32_t *cap);
 /* The most elements of elem bytes s can hold: max before it reserved. */
 int32_t tg_stable_limit(const tg_stable *s, size_t elem, int32_t max);
-/* Unmaps s and zeroes it. */
+/* Zeroes the first bytes of s (committed): only what s->dirty says may
+ * not be zero already, so a fresh array costs nothing. */
+void tg_stable_zero(tg_stable *s, size_t bytes);
+/* Unmaps s (or keeps it for reuse) and zeroes it. */
 void tg_stable_release(tg_stable *s);
 
 #endif

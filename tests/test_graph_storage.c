@@ -265,6 +265,25 @@ static void test_stable_module(void)
     tg_stable_release(&s);
     CHECK(s.base == NULL && s.committed == 0);
 
+    /* released small, it is kept: the next array of the same reservation
+     * size takes it back dirty, and tg_stable_zero clears what it must */
+    cap = 0;
+    CHECK(tg_stable_grow(&s, ELEM, 10, MAX, &cap) == TG_STABLE_OK && s.dirty == 0);
+    char *small = s.base;
+    memset(small, 0xcd, (size_t)cap * ELEM);
+    tg_stable_release(&s);
+    int32_t cap2 = 0;
+    tg_stable s2 = {0};
+    CHECK(tg_stable_grow(&s2, ELEM, 10, MAX, &cap2) == TG_STABLE_OK);
+    CHECK_MSG(s2.base == small && s2.dirty >= (size_t)cap2 * ELEM &&
+                  (unsigned char)s2.base[ELEM * 10] == 0xcd,
+              "the kept array comes back as it was (%p, %p, dirty %zu)", (void *)s2.base,
+              (void *)small, s2.dirty);
+    tg_stable_zero(&s2, ELEM * 10);
+    CHECK(s2.base[0] == 0 && s2.base[ELEM * 10 - 1] == 0 &&
+          (unsigned char)s2.base[ELEM * 10] == 0xcd);
+    tg_stable_release(&s2);
+
     /* a hooked failure on the first growth: nothing reserved, cap kept */
     cap = 0;
     tg_alloc_hook(1);
