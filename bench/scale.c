@@ -40,6 +40,7 @@
 #include "optimize/opt.h"
 #include "tracegraph.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 enum { ST_TRACE, ST_OPT, ST_SAVE, ST_LOAD, ST_COMPILE, NSTAGES };
 static const char *const stage_names[NSTAGES] = {"trace", "-O2", "save", "load", "compile"};

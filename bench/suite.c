@@ -110,6 +110,7 @@
 #include "../workloads/workloads.h"
 
 #include "suite/suite.h"
+#include "graph/graph_impl.h"
 
 static double now_ms(void)
 {

@@ -90,10 +90,13 @@ static int time_runs(const cli_run_opts *o, cli_setup *s, const replay_tensor *i
         return CLI_ERROR;
     progress p = {cli_now(), 0, isatty(2), 0};
     for (long k = 0; k < o->warmup + o->runs; k++) {
-        for (int i = 0; own && i < s->g->noutputs; i++)
-            own[i] = (replay_tensor){.name = s->g->outputs[i].name};
+        for (int i = 0; own && i < graph_output_count(s->g); i++) {
+            own[i] = (replay_tensor){.name = NULL};
+            graph_output_at(s->g, i, &own[i].name);
+        }
         double t0 = cli_now();
-        tg_status st = replay_run(s->session, in, s->in.n, outs ? outs : own, s->g->noutputs);
+        tg_status st = replay_run(s->session, in, s->in.n, outs ? outs : own,
+                                  graph_output_count(s->g));
         double t1 = cli_now();
         if (st != TG_OK) {
             if (p.shown && p.tty)

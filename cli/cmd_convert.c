@@ -75,7 +75,7 @@ int cli_convert(int argc, char **argv)
     int saved = cli_save_graph("convert", g, files[1], drop_guards);
     if (saved == 0)
         printf("%s -> %s: %d nodes, %d inputs, %d outputs\n", files[0], files[1],
-               graph_live_nodes(g), g->ninputs, g->noutputs);
+               graph_live_nodes(g), graph_input_count(g), graph_output_count(g));
     graph_free(g);
     return saved == 0 ? CLI_OK : CLI_ERROR;
 }

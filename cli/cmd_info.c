@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 /* Parses "CMD [opts] FILE": the one operand in *file.  CLI_OK to go on,
  * -1 after --help was printed, or CLI_USAGE. */
@@ -74,21 +75,22 @@ static int has_impl(graph_op op)
 static tg_status node_impl(const graph_target *t, const graph *g, int32_t i, char *impl,
                            size_t len, char *why, size_t wlen)
 {
-    const graph_node *n = &g->nodes[i];
     graph_type in[GRAPH_MAX_NODE_IO];
     uint32_t fixed = 0;
-    if (n->nout != 1 || n->nin > GRAPH_MAX_NODE_IO) {
-        snprintf(why, wlen, "%d inputs, %d outputs: not a conv or matmul", n->nin, n->nout);
+    int nin = 0, nout = 0;
+    const int32_t *ins = graph_node_inputs(g, i, &nin), *outs = graph_node_outputs(g, i, &nout);
+    if (nout != 1 || nin > GRAPH_MAX_NODE_IO) {
+        snprintf(why, wlen, "%d inputs, %d outputs: not a conv or matmul", nin, nout);
         return TG_ERR_UNSUPPORTED;
     }
-    for (int j = 0; j < n->nin; j++) {
-        const graph_value *v = &g->values[n->in[j]];
-        in[j] = v->type;
-        if (v->kind == GRAPH_VALUE_CONST || v->kind == GRAPH_VALUE_PARAM)
+    for (int j = 0; j < nin; j++) {
+        int kind = graph_value_kind_of(g, ins[j]);
+        in[j] = *graph_value_type(g, ins[j]);
+        if (kind == GRAPH_VALUE_CONST || kind == GRAPH_VALUE_PARAM)
             fixed |= 1u << j;
     }
-    return t->impl_of(t, n->op, graph_node_attrs(n), in, n->nin, &g->values[n->out[0]].type,
-                      fixed, impl, len, why, wlen);
+    return t->impl_of(t, (graph_op)graph_node_op(g, i), graph_node_attrs(g, i), in, nin,
+                      graph_value_type(g, outs[0]), fixed, impl, len, why, wlen);
 }
 
 /*
@@ -98,9 +100,9 @@ static tg_status node_impl(const graph_target *t, const graph *g, int32_t i, cha
 static void print_target(const graph *g, const graph_target *t)
 {
     int blocked = 0;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        blocked |= !(g->nodes[i].flags & GRAPH_NODE_DEAD) &&
-                   g->nodes[i].op == GRAPH_OP_conv2d_blk;
+    for (int32_t i = 0; i < graph_node_count(g); i++)
+        blocked |= !(graph_node_flags(g, i) & GRAPH_NODE_DEAD) &&
+                   graph_node_op(g, i) == GRAPH_OP_conv2d_blk;
     if (g->target)
         printf("  layout: planned for %s%s\n", g->target,
                strcmp(g->target, t->name) == 0 ? " (this machine)" : "");
@@ -136,23 +138,23 @@ static void print_impls(const graph *g)
     if (replay_target(&ro, &t, why, sizeof why) != TG_OK || !t.impl_of)
         return;
     print_target(g, &t);
-    for (int32_t i = 0; i < g->nnodes; i++) {
-        const graph_node *nd = &g->nodes[i];
-        if ((nd->flags & GRAPH_NODE_DEAD) || !has_impl(nd->op))
+    for (int32_t i = 0; i < graph_node_count(g); i++) {
+        graph_op op = (graph_op)graph_node_op(g, i);
+        if ((graph_node_flags(g, i) & GRAPH_NODE_DEAD) || !has_impl(op))
             continue;
         nodes++;
         tg_status st = node_impl(&t, g, i, impl, sizeof impl, why, sizeof why);
-        const char *where = graph_prov_str(g, nd->nprov ? nd->prov[0] : -1, site, sizeof site);
+        const char *where = graph_node_site(g, i, site, sizeof site);
         if (st != TG_OK) {
             printf("  oneDNN: node %d %s at %s: no implementation (%s)\n", i,
-                   graph_ops[nd->op].name, where, why[0] ? why : tg_status_str(st));
+                   graph_ops[op].name, where, why[0] ? why : tg_status_str(st));
             continue;
         }
         if (!impl[0])
             snprintf(impl, sizeof impl, "(not called: an empty operand)");
         else if (t.impl_is_ref && t.impl_is_ref(impl))
             printf("  oneDNN: node %d %s at %s runs a reference kernel (%s): slow\n", i,
-                   graph_ops[nd->op].name, where, impl);
+                   graph_ops[op].name, where, impl);
         int k = 0;
         while (k < n && strcmp(names[k], impl) != 0)
             k++;
@@ -175,20 +177,20 @@ static void print_storage(const graph *g)
 {
     size_t pbytes = 0, cbytes = 0;
     int np = 0, nc = 0;
-    for (int32_t i = 0; i < g->nvalues; i++) {
-        const graph_value *v = &g->values[i];
-        if (v->kind == GRAPH_VALUE_PARAM)
-            np++, pbytes += graph_value_nbytes(v);
-        else if (v->kind == GRAPH_VALUE_CONST)
-            nc++, cbytes += graph_value_nbytes(v);
+    for (int32_t i = 0; i < graph_value_count(g); i++) {
+        int kind = graph_value_kind_of(g, i);
+        if (kind == GRAPH_VALUE_PARAM)
+            np++, pbytes += graph_type_bytes(graph_value_type(g, i));
+        else if (kind == GRAPH_VALUE_CONST)
+            nc++, cbytes += graph_type_bytes(graph_value_type(g, i));
     }
     printf("storage:\n  params: %d, %zu bytes\n", np, pbytes);
-    for (int32_t i = 0; i < g->nvalues; i++) {
-        const graph_value *v = &g->values[i];
+    for (int32_t i = 0; i < graph_value_count(g); i++) {
+        const char *name = graph_value_name(g, i);
         char ty[200];
-        if (v->kind == GRAPH_VALUE_PARAM)
-            printf("    %-20s %-20s %zu bytes\n", v->name ? v->name : "(unnamed)",
-                   cli_value_type(g, i, ty, sizeof ty), graph_value_nbytes(v));
+        if (graph_value_kind_of(g, i) == GRAPH_VALUE_PARAM)
+            printf("    %-20s %-20s %zu bytes\n", name ? name : "(unnamed)",
+                   cli_value_type(g, i, ty, sizeof ty), graph_type_bytes(graph_value_type(g, i)));
     }
     printf("  constants: %d, %zu bytes\n", nc, cbytes);
 }
@@ -243,10 +245,10 @@ int cli_info(int argc, char **argv)
     fflush(stdout);
     trace_summary(g, stdout);
     int spec = 0;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        spec += (g->nodes[i].flags & (GRAPH_NODE_SPECIALIZED | GRAPH_NODE_DEAD)) ==
+    for (int32_t i = 0; i < graph_node_count(g); i++)
+        spec += (graph_node_flags(g, i) & (GRAPH_NODE_SPECIALIZED | GRAPH_NODE_DEAD)) ==
                 GRAPH_NODE_SPECIALIZED;
-    if (!spec && g->nsyms)
+    if (!spec && graph_symbol_count(g))
         printf("  specialized: none (every node follows the dynamic dims)\n");
     print_impls(g);
     print_storage(g);

@@ -48,13 +48,13 @@ static void run_help(void)
  */
 replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 {
-    replay_tensor *outs = cli_calloc((size_t)g->noutputs + 1, sizeof *outs);
+    replay_tensor *outs = cli_calloc((size_t)graph_output_count(g) + 1, sizeof *outs);
     if (!outs) {
-        cli_error(cmd, "out of memory for %d outputs", g->noutputs);
+        cli_error(cmd, "out of memory for %d outputs", graph_output_count(g));
         return NULL;
     }
-    for (int i = 0; i < g->noutputs; i++)
-        outs[i].name = g->outputs[i].name;
+    for (int i = 0; i < graph_output_count(g); i++)
+        graph_output_at(g, i, &outs[i].name);
     return outs;
 }
 
@@ -62,10 +62,10 @@ replay_tensor *cli_outputs_new(const char *cmd, const graph *g)
 static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *outs)
 {
     int rc = CLI_ERROR, *slot = cli_calloc((size_t)o->noutputs + 1, sizeof *slot);
-    int *written = cli_calloc((size_t)g->noutputs + 1, sizeof *written);
+    int *written = cli_calloc((size_t)graph_output_count(g) + 1, sizeof *written);
     const char **path = cli_calloc((size_t)o->noutputs + 1, sizeof *path);
     if (!slot || !written || !path) {
-        cli_error(o->cmd, "out of memory for %d outputs", g->noutputs);
+        cli_error(o->cmd, "out of memory for %d outputs", graph_output_count(g));
         goto done;
     }
     if (cli_output_specs(o->cmd, g, o->outputs, o->noutputs, slot, path))
@@ -81,7 +81,7 @@ static int deliver(const cli_run_opts *o, const graph *g, const replay_tensor *o
         printf("%s: %s -> %s\n", cli_escs(t->name), cli_type_str(&t->type, ty, sizeof ty),
                cli_escs(path[k]));
     }
-    for (int i = 0; i < g->noutputs; i++)
+    for (int i = 0; i < graph_output_count(g); i++)
         if (!written[i])
             cli_print_tensor(stdout, outs[i].name, &outs[i].type, outs[i].data);
     rc = CLI_OK;
@@ -108,7 +108,7 @@ int cli_run(int argc, char **argv)
     if (rc == CLI_OK && !(outs = cli_outputs_new(o.cmd, s.g)))
         rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, s.g->noutputs);
+        tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, graph_output_count(s.g));
         if (st != TG_OK) {
             cli_error(o.cmd, "%s", replay_session_error(s.session));
             rc = cli_exit_code(st);
@@ -184,7 +184,7 @@ static int report(const cli_run_opts *o, const graph *g, const replay_tensor *ou
                   eager_tensor *const *ref)
 {
     int bad = 0;
-    for (int i = 0; i < g->noutputs; i++) {
+    for (int i = 0; i < graph_output_count(g); i++) {
         char ty[200], ty2[200];
         const graph_type *rt = eager_type(ref[i]);
         printf("  %s: %s", cli_escs(outs[i].name), cli_type_str(&outs[i].type, ty, sizeof ty));
@@ -218,7 +218,7 @@ static int report(const cli_run_opts *o, const graph *g, const replay_tensor *ou
 /* The reference run: eager tensors of the inputs through eager_interpret. */
 static int check_against_ref(const cli_run_opts *o, cli_setup *s, const replay_tensor *outs)
 {
-    int rc = CLI_OK, n = s->g->noutputs;
+    int rc = CLI_OK, n = graph_output_count(s->g);
     eager_set_threads(o->replay.threads);
     eager_pool_push();
     eager_tensor **ins = cli_calloc((size_t)s->in.n + 1, sizeof *ins);
@@ -285,7 +285,7 @@ int cli_check(int argc, char **argv)
             printf("random inputs (seed %ld)\n", o.seed);
         else
             printf("inputs from .npy\n");
-        tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, s.g->noutputs);
+        tg_status st = replay_run(s.session, s.in.t, s.in.n, outs, graph_output_count(s.g));
         if (st != TG_OK) {
             cli_error(o.cmd, "%s", replay_session_error(s.session));
             if (st == TG_ERR_GUARD && s.random_inputs)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../graph/graph_impl.h"
 
 int cli_is_onnx(const char *path)
 {
@@ -66,15 +67,16 @@ const char *cli_type_str(const graph_type *t, char *buf, size_t len)
 
 const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len)
 {
-    const graph_value *val = &g->values[v];
-    size_t k = (size_t)snprintf(buf, len, "%s[", graph_dtype_name(val->type.dtype));
-    for (int d = 0; d < val->type.ndim && k < len; d++) {
-        if (val->dyn >> d & 1)
+    const graph_type *t = graph_value_type(g, v);
+    size_t k = (size_t)snprintf(buf, len, "%s[", graph_dtype_name(t->dtype));
+    for (int d = 0; d < t->ndim && k < len; d++) {
+        int sym = graph_value_dim_symbol(g, v, d);
+        if (sym >= 0)
             k += (size_t)snprintf(buf + k, len - k, "%s%s", d ? "," : "",
-                                  g->syms[val->sym[d]].name);
+                                  graph_symbol_at(g, sym, NULL));
         else
             k += (size_t)snprintf(buf + k, len - k, "%s%lld", d ? "," : "",
-                                  (long long)val->type.dim[d]);
+                                  (long long)t->dim[d]);
     }
     if (k < len)
         snprintf(buf + k, len - k, "]");
@@ -199,14 +201,14 @@ done:
 static int inputs_alloc(const char *cmd, const graph *g, cli_inputs *in)
 {
     memset(in, 0, sizeof *in);
-    in->t = cli_calloc((size_t)g->ninputs + 1, sizeof *in->t);
+    in->t = cli_calloc((size_t)graph_input_count(g) + 1, sizeof *in->t);
     if (!in->t) {
-        cli_error(cmd, "out of memory for %d inputs", g->ninputs);
+        cli_error(cmd, "out of memory for %d inputs", graph_input_count(g));
         return -1;
     }
-    in->n = g->ninputs;
-    for (int i = 0; i < g->ninputs; i++)
-        in->t[i].name = g->values[g->inputs[i]].name;
+    in->n = graph_input_count(g);
+    for (int i = 0; i < graph_input_count(g); i++)
+        in->t[i].name = graph_value_name(g, graph_input_at(g, i));
     return 0;
 }
 
@@ -215,16 +217,16 @@ int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nsp
 {
     if (inputs_alloc(cmd, g, in))
         return -1;
-    const char **names = cli_calloc((size_t)g->ninputs + 1, sizeof *names);
+    const char **names = cli_calloc((size_t)graph_input_count(g) + 1, sizeof *names);
     const char **path = cli_calloc((size_t)nspecs + 1, sizeof *path);
     int *slot = cli_calloc((size_t)nspecs + 1, sizeof *slot), rc = -1;
     if (!names || !path || !slot) {
-        cli_error(cmd, "out of memory for %d inputs", g->ninputs);
+        cli_error(cmd, "out of memory for %d inputs", graph_input_count(g));
         goto done;
     }
-    for (int i = 0; i < g->ninputs; i++)
+    for (int i = 0; i < graph_input_count(g); i++)
         names[i] = in->t[i].name;
-    if (resolve_specs(cmd, "input", names, g->ninputs, specs, nspecs, 1, slot, path) < 0)
+    if (resolve_specs(cmd, "input", names, graph_input_count(g), specs, nspecs, 1, slot, path) < 0)
         goto done;
     for (int k = 0; k < nspecs; k++) {
         char err[1024];
@@ -234,13 +236,13 @@ int cli_load_inputs(const char *cmd, const graph *g, char *const *specs, int nsp
             goto done;
         }
     }
-    for (int i = 0; i < g->ninputs; i++) {
+    for (int i = 0; i < graph_input_count(g); i++) {
         if (in->t[i].data)
             continue;
         char ty[200];
         const char *name = names[i] ? cli_escs(names[i]) : "?";
         cli_error(cmd, "missing input '%s' (%s): give it with -i %s=FILE.npy", name,
-                  cli_value_type(g, g->inputs[i], ty, sizeof ty), name);
+                  cli_value_type(g, graph_input_at(g, i), ty, sizeof ty), name);
         goto done;
     }
     rc = 0;
@@ -266,18 +268,19 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
 {
     if (inputs_alloc(cmd, g, in))
         return -1;
-    for (int i = 0; i < g->ninputs; i++) {
-        const graph_value *v = &g->values[g->inputs[i]];
+    for (int i = 0; i < graph_input_count(g); i++) {
+        int32_t v = graph_input_at(g, i);
+        const graph_type *vt = graph_value_type(g, v);
         replay_tensor *t = &in->t[i];
         char err[200];
-        if (graph_type_check(&v->type, err, sizeof err) != TG_OK) {
-            cli_error(cmd, "input '%s': %s", cli_escs(v->name), err);
+        if (graph_type_check(vt, err, sizeof err) != TG_OK) {
+            cli_error(cmd, "input '%s': %s", cli_escs(graph_value_name(g, v)), err);
             cli_inputs_free(in);
             return -1;
         }
-        int64_t n = graph_type_numel(&v->type);
-        size_t bytes = graph_type_bytes(&v->type);
-        t->type = v->type;
+        int64_t n = graph_type_numel(vt);
+        size_t bytes = graph_type_bytes(vt);
+        t->type = *vt;
         t->data = cli_aligned_alloc(64, (bytes + 64) & ~(size_t)63);
         if (!t->data) {
             cli_error(cmd, "out of memory for a %zu-byte input", bytes);
@@ -287,7 +290,7 @@ int cli_random_inputs(const char *cmd, const graph *g, uint64_t seed, cli_inputs
         uint64_t s = seed * 0x100000001B3ull + (uint64_t)i;
         for (int64_t k = 0; k < n; k++) {
             uint64_t r = mix(s + (uint64_t)k * 0x9E3779B97F4A7C15ull);
-            switch (v->type.dtype) {
+            switch (vt->dtype) {
             case GRAPH_F32: ((float *)t->data)[k] = (float)(r >> 40) / 8388608.0f - 1; break;
             case GRAPH_I64: ((int64_t *)t->data)[k] = (int64_t)(r >> 62); break;
             case GRAPH_I32: ((int32_t *)t->data)[k] = (int32_t)(r >> 62); break;
@@ -310,14 +313,15 @@ void cli_inputs_free(cli_inputs *in)
 int cli_output_specs(const char *cmd, const graph *g, char *const *specs, int nspecs, int *slot,
                      const char **path)
 {
-    const char **names = cli_calloc((size_t)g->noutputs + 1, sizeof *names);
+    const char **names = cli_calloc((size_t)graph_output_count(g) + 1, sizeof *names);
     if (!names) {
-        cli_error(cmd, "out of memory for %d outputs", g->noutputs);
+        cli_error(cmd, "out of memory for %d outputs", graph_output_count(g));
         return -1;
     }
-    for (int i = 0; i < g->noutputs; i++)
-        names[i] = g->outputs[i].name;
-    int rc = resolve_specs(cmd, "output", names, g->noutputs, specs, nspecs, 0, slot, path);
+    for (int i = 0; i < graph_output_count(g); i++)
+        graph_output_at(g, i, &names[i]);
+    int rc = resolve_specs(cmd, "output", names, graph_output_count(g), specs, nspecs, 0, slot,
+                           path);
     cli_free(names);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "dnnl_util.h"
 #include "eager.h"
 #include "isa.h"
+#include "../graph/graph_impl.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -575,7 +576,7 @@ tg_status eager_dnnl_node_impl(const graph *g, int32_t node, char *impl, size_t 
                      (int)node, graph_ops[n->op].name, (int)n->nout);
         return TG_ERR_UNSUPPORTED;
     }
-    return eager_dnnl_impl_of(n->op, graph_node_attrs(n), in, n->nin,
+    return eager_dnnl_impl_of(n->op, tg_node_attrs(n), in, n->nin,
                               &g->values[n->out[0]].type, fixed, 1, impl, len, err, errlen);
 }
 

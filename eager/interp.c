@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../graph/graph_impl.h"
 
 /* Checks one guard against the value's tensor now. */
 static tg_status check_guard(const graph *g, const graph_guard *gd,
@@ -118,7 +119,7 @@ static tg_status run_node(const graph *g, int32_t i, eager_tensor **vals)
         in[k] = vals[n->in[k]];
     const graph_prov *p = n->nprov ? &g->provs[n->prov[0]] : NULL;
     eager_site site = {p ? p->file : "?", p ? p->line : 0, p ? p->func : "?"};
-    const void *attrs = graph_node_attrs(n);
+    const void *attrs = tg_node_attrs(n);
     int got = eager_dispatch(n->op, in, n->nin, attrs, out, GRAPH_MAX_NODE_IO, &site);
     if (got != n->nout) {
         if (got >= 0 || eager_status() == TG_OK)

@@ -42,6 +42,33 @@ static graph *load_graph(const char *path)
     return g;
 }
 
+/* The graph's signature, read through graph.h's accessors: "x f32[B,784]"
+ * with a dynamic dim shown by its symbol's name. */
+static void print_signature(const char *path, const graph *g)
+{
+    printf("%s: %d nodes (%d live); inputs", path, (int)graph_node_count(g),
+           (int)graph_live_nodes(g));
+    for (int32_t k = 0; k < graph_input_count(g) + graph_output_count(g); k++) {
+        int in = k < graph_input_count(g);
+        const char *name = NULL;
+        int32_t v = in ? graph_input_at(g, k) : graph_output_at(g, k - graph_input_count(g), &name);
+        const graph_type *t = graph_value_type(g, v);
+        if (in)
+            name = graph_value_name(g, v);
+        printf("%s %s %s[", k == graph_input_count(g) ? "; outputs" : k ? "," : "", name,
+               graph_dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim; d++) {
+            int sym = graph_value_dim_symbol(g, v, d);
+            if (sym >= 0)
+                printf("%s%s", d ? "," : "", graph_symbol_at(g, sym, NULL));
+            else
+                printf("%s%lld", d ? "," : "", (long long)t->dim[d]);
+        }
+        printf("]");
+    }
+    printf("\n");
+}
+
 /* Loads path, replays it on x (timed) and on a batch of 8; compares with
  * the reference interpreter on the unoptimized graph ref.  0 on success. */
 static int replay_file(const char *path, const replay_opts *opts, const graph *ref,
@@ -115,6 +142,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "load_replay: %s\n", err);
         return 1;
     }
+    print_signature(path, ref);
     eager_tensor *x = eager_rand_uniform(TG_SHAPE(64, 784), 1, 0.0f, 1.0f);
     double ms0, ms3, msx, d0, d3, dx;
     int rc = replay_file(path, NULL, ref, x, &ms0, &d0) |

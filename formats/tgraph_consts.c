@@ -24,6 +24,7 @@
 
 #include "../graph/alloc.h"
 #include "tgraph_decode.h"
+#include "../graph/graph_impl.h"
 
 #define FORMAT_TRUST_RATIO 256
 #define FORMAT_TRUST_SLACK ((uint64_t)16 << 20)

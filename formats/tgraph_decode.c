@@ -11,6 +11,7 @@
 #include "../graph/alloc.h"
 #include "../graph/target.h"
 #include "tgraph_decode.h"
+#include "../graph/graph_impl.h"
 
 int format_load_fail(format_loader *L, size_t pos, const char *fmt, ...)
 {
@@ -32,6 +33,15 @@ static int short_read(format_loader *L, const format_rd *r)
 static int oom(format_loader *L, const format_rd *r)
 {
     return format_load_fail(L, r->pos, "out of memory");
+}
+
+/* Room for n entries of g's array a: stable storage, committed once here
+ * (the limits were checked by get_count). */
+static int grow(format_loader *L, const format_rd *r, graph_array a, uint32_t n)
+{
+    if (graph_grow_array(L->g, a, n) != TG_OK)
+        return format_load_fail(L, r->pos, "%s", graph_error(L->g));
+    return 0;
 }
 
 /* Every reader below returns through these on a short section. */
@@ -121,9 +131,8 @@ int format_dec_symbols(format_loader *L, format_rd *r)
     uint32_t n;
     if (get_count(L, r, 12, 127, "symbols", &n) < 0)
         return -1;
-    if (!(g->syms = alloc_array(n, sizeof *g->syms)))
-        return oom(L, r);
-    g->cap_syms = (int32_t)(n ? n : 1);
+    if (grow(L, r, GRAPH_ARRAY_SYMS, n) < 0)
+        return -1;
     L->item = "symbol";
     for (uint32_t i = 0; i < n; i++) {
         L->index = i;
@@ -147,11 +156,9 @@ int format_dec_provenance(format_loader *L, format_rd *r)
 {
     graph *g = L->g;
     uint32_t n;
-    if (get_count(L, r, 28, INT32_MAX, "frames", &n) < 0)
+    if (get_count(L, r, 28, GRAPH_MAX_ITEMS, "frames", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_FRAMES, n) < 0)
         return -1;
-    if (!(g->frames = alloc_array(n, sizeof *g->frames)))
-        return oom(L, r);
-    g->cap_frames = (int32_t)(n ? n : 1);
     L->item = "frame";
     for (uint32_t i = 0; i < n; i++) {
         L->index = i;
@@ -166,11 +173,9 @@ int format_dec_provenance(format_loader *L, format_rd *r)
         g->nframes = (int32_t)i + 1;
     }
     L->item = NULL;
-    if (get_count(L, r, 20, INT32_MAX, "provenance entries", &n) < 0)
+    if (get_count(L, r, 20, GRAPH_MAX_ITEMS, "provenance entries", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_PROVS, n) < 0)
         return -1;
-    if (!(g->provs = alloc_array(n, sizeof *g->provs)))
-        return oom(L, r);
-    g->cap_provs = (int32_t)(n ? n : 1);
     L->item = "provenance";
     for (uint32_t i = 0; i < n; i++) {
         L->index = i;
@@ -263,13 +268,15 @@ int format_dec_values(format_loader *L, format_rd *r)
 {
     graph *g = L->g;
     uint32_t n;
-    if (get_count(L, r, 36, INT32_MAX, "values", &n) < 0)
+    if (get_count(L, r, 36, GRAPH_MAX_VALUES, "values", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_VALUES, n) < 0)
         return -1;
-    if (!(g->values = alloc_array(n, sizeof *g->values)) ||
-        !(L->data_off = alloc_array(n, sizeof *L->data_off)))
+    if (!(L->data_off = alloc_array(n, sizeof *L->data_off)))
         return oom(L, r);
-    g->cap_values = (int32_t)(n ? n : 1);
-    g->nvalues = (int32_t)n; /* all zeroed: data NULL, graph_free is safe */
+    /* All zero first (committed pages may be reused ones): data NULL, so
+     * graph_free is safe whichever value fails. */
+    graph_zero_array(g, GRAPH_ARRAY_VALUES, (int32_t)n);
+    g->nvalues = (int32_t)n;
     L->item = "value";
     for (uint32_t i = 0; i < n; i++) {
         L->index = i;
@@ -371,7 +378,7 @@ static int get_attr(format_loader *L, format_rd *r, graph_node *n, uint64_t *see
         return format_load_fail(L, at, "attribute '%s' is %s, op '%s' has it as %s",
                                 name, attr_kind_name(kind), info->name,
                                 attr_kind_name(d[k].kind));
-    return get_attr_value(L, r, kind, (char *)graph_node_attrs_mut(n) + d[k].offset, at);
+    return get_attr_value(L, r, kind, (char *)tg_node_attrs_mut(n) + d[k].offset, at);
 }
 
 /* The op of a node, by name (cached per string) and version. */
@@ -455,7 +462,7 @@ static int get_node(format_loader *L, format_rd *r, uint32_t i)
         n->attrs = graph_alloc_bytes(g, graph_ops[n->op].attr_size);
         if (!n->attrs)
             return oom(L, r);
-        graph_attrs_default(n->op, graph_node_attrs_mut(n));
+        graph_attrs_default(n->op, tg_node_attrs_mut(n));
     }
     uint64_t seen = 0;
     for (uint32_t k = 0; k < nattrs; k++)
@@ -468,11 +475,9 @@ int format_dec_nodes(format_loader *L, format_rd *r)
 {
     graph *g = L->g;
     uint32_t n;
-    if (get_count(L, r, 28, INT32_MAX, "nodes", &n) < 0)
+    if (get_count(L, r, 28, GRAPH_MAX_NODES, "nodes", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_NODES, n) < 0)
         return -1;
-    if (!(g->nodes = alloc_array(n, sizeof *g->nodes)))
-        return oom(L, r);
-    g->cap_nodes = (int32_t)(n ? n : 1);
     for (uint32_t i = 0; i < n; i++) {
         L->item = "node";
         L->index = i;
@@ -529,11 +534,9 @@ int format_dec_guards(format_loader *L, format_rd *r)
 {
     graph *g = L->g;
     uint32_t n;
-    if (get_count(L, r, 36, INT32_MAX, "guards", &n) < 0)
+    if (get_count(L, r, 36, GRAPH_MAX_ITEMS, "guards", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_GUARDS, n) < 0)
         return -1;
-    if (!(g->guards = alloc_array(n, sizeof *g->guards)))
-        return oom(L, r);
-    g->cap_guards = (int32_t)(n ? n : 1);
     L->item = "guard";
     for (uint32_t i = 0; i < n; i++) {
         L->index = i;
@@ -555,14 +558,12 @@ static int get_inputs(format_loader *L, format_rd *r)
 {
     graph *g = L->g;
     uint32_t n;
-    if (get_count(L, r, 4, INT32_MAX, "inputs", &n) < 0)
+    if (get_count(L, r, 4, GRAPH_MAX_ITEMS, "inputs", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_INPUTS, n) < 0)
         return -1;
     char *seen = tg_calloc((size_t)g->nvalues + 1, 1);
-    if (!seen || !(g->inputs = alloc_array(n, sizeof *g->inputs))) {
-        tg_free(seen);
+    if (!seen)
         return oom(L, r);
-    }
-    g->cap_inputs = (int32_t)(n ? n : 1);
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         size_t at = r->pos;
@@ -588,11 +589,9 @@ static int get_outputs(format_loader *L, format_rd *r)
 {
     graph *g = L->g;
     uint32_t n;
-    if (get_count(L, r, 8, INT32_MAX, "outputs", &n) < 0)
+    if (get_count(L, r, 8, GRAPH_MAX_ITEMS, "outputs", &n) < 0 ||
+        grow(L, r, GRAPH_ARRAY_OUTPUTS, n) < 0)
         return -1;
-    if (!(g->outputs = alloc_array(n, sizeof *g->outputs)))
-        return oom(L, r);
-    g->cap_outputs = (int32_t)(n ? n : 1);
     for (uint32_t i = 0; i < n; i++) {
         graph_output *o = &g->outputs[i];
         size_t at = r->pos;

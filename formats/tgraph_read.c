@@ -21,6 +21,7 @@
 #include "../graph/alloc.h"
 #include "file.h"
 #include "tgraph_decode.h"
+#include "../graph/graph_impl.h"
 
 typedef struct entry {
     uint32_t id, codec;

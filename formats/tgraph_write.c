@@ -16,6 +16,7 @@
 #include "../graph/tg_hash.h"
 #include "file.h"
 #include "tgraph_impl.h"
+#include "../graph/graph_impl.h"
 
 typedef struct str_entry {
     const char *key;
@@ -117,7 +118,7 @@ static tg_status put_values(encoder *e)
 static tg_status put_attrs(encoder *e, format_wbuf *b, const graph_node *n, int32_t i)
 {
     const graph_op_info *info = &graph_ops[n->op];
-    const char *a = graph_node_attrs(n);
+    const char *a = tg_node_attrs(n);
     const graph_attr_desc *d = info->nattrs ? info->attr_descs() : NULL;
     for (int k = 0; k < info->nattrs; k++) {
         const char *f = a + d[k].offset;

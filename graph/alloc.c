@@ -40,6 +40,8 @@ static int hook_hit(void)
 #define HOOK_FAILS()                                                       \
     (atomic_load_explicit(&hook_on, memory_order_relaxed) && hook_hit())
 
+int tg_alloc_hook_fails(void) { return HOOK_FAILS(); }
+
 void *tg_malloc(size_t n) { return HOOK_FAILS() ? NULL : malloc(n); }
 
 void *tg_calloc(size_t count, size_t size)

@@ -27,7 +27,9 @@
  * says how many were counted since the last tg_alloc_hook, and
  * tg_alloc_hook_fired() whether the armed failure happened.  While off,
  * the hook costs one relaxed atomic load and a branch per allocation.
- * tg_free is never counted and never fails.
+ * tg_free is never counted and never fails.  Memory the library maps
+ * itself (graph/stable.c) asks tg_alloc_hook_fails() before each growth,
+ * so the hook can fail those too.
  */
 #ifndef TG_GRAPH_ALLOC_H
 #define TG_GRAPH_ALLOC_H
@@ -48,5 +50,8 @@ void tg_free(void *p);
 void tg_alloc_hook(int64_t fail_nth);
 uint64_t tg_alloc_hook_count(void);
 int tg_alloc_hook_fired(void);
+/* Counts one allocation made outside these functions; 1 when the hook
+ * fails it (the caller then fails as if it were out of memory). */
+int tg_alloc_hook_fails(void);
 
 #endif

@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "text.h"
 #include "text_impl.h"
+#include "graph_impl.h"
 
 typedef struct dot {
     const graph *g;

@@ -24,6 +24,7 @@
 
 #include "alloc.h"
 #include "graph.h"
+#include "graph_impl.h"
 
 /* A probe size per symbol: distinct from each other and from small sizes. */
 static int64_t probe(const graph *g, int s)
@@ -81,7 +82,7 @@ tg_status graph_propagate_dynamic(graph *g)
             in[k] = ptype[n->in[k]];
         int nout = 0;
         tg_status st = graph_infer(n->op, in, n->nin,
-                                   graph_node_attrs(n),
+                                   tg_node_attrs(n),
                                    out, GRAPH_MAX_NODE_IO, &nout, NULL, 0);
         int same_rank = st == TG_OK && nout == n->nout;
         for (int k = 0; same_rank && k < nout; k++)

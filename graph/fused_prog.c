@@ -8,6 +8,7 @@
  * rules for an op's attributes in one place.
  */
 #include "fused_prog.h"
+#include "graph_impl.h"
 #include "infer.h"
 
 #include <math.h>

@@ -1,6 +1,7 @@
 /* graph.c - building, copying and freeing graphs. */
 #include "alloc.h"
 #include "graph.h"
+#include "graph_impl.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -73,60 +74,59 @@ const char *graph_value_kind_name(graph_value_kind k)
     return (unsigned)k < 4 ? names[k] : "?";
 }
 
-/*
- * TG_GROW_MOVES (on in the sanitized builds: CMake's TG_GROW_MOVES, the
- * fuzz build): below 1024 elements an array grows by exactly what is
- * needed, into a fresh block, the old one freed, so every addition of a
- * value or node moves the arrays.  A pointer into g->values or g->nodes
- * held across an addition then reads freed memory, which ASan reports at
- * once; with doubling alone the array seldom moves and such a read goes
- * unseen.  Above that size it doubles as in release builds, so large
- * graphs stay linear (the copies cost O(bound^2) per array).  The
- * environment variable TG_GROW_MOVES_BELOW=n sets the bound, to check a
- * whole real model's import and optimization at every addition.
- */
-#ifdef TG_GROW_MOVES
-static int32_t grow_moves_below(void)
-{
-    const char *e = getenv("TG_GROW_MOVES_BELOW");
-    long n = e && *e ? strtol(e, NULL, 10) : 1024;
-    return n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
-}
-#endif
+/* Where each stable array lives in struct graph, its element size and its
+ * limit (graph_impl.h). */
+static const struct {
+    size_t base, cap, elem;
+    int32_t max;
+    const char *what;
+} arrays[GRAPH_ARRAY_COUNT] = {
+#define A(field, max, what)                                                   \
+    {offsetof(graph, field), offsetof(graph, cap_##field),                    \
+     sizeof *((graph *)0)->field, max, what}
+    A(values, GRAPH_MAX_VALUES, "values"),
+    A(nodes, GRAPH_MAX_NODES, "nodes"),
+    A(inputs, GRAPH_MAX_ITEMS, "inputs"),
+    A(outputs, GRAPH_MAX_ITEMS, "outputs"),
+    A(provs, GRAPH_MAX_ITEMS, "provenance entries"),
+    A(frames, GRAPH_MAX_ITEMS, "stack frames"),
+    A(guards, GRAPH_MAX_ITEMS, "guards"),
+    A(syms, 127, "dynamic dim symbols"),
+#undef A
+};
 
-/* Grows *arr (element size elem) to hold need elements. */
-static int grow(void *arr, int32_t *cap, int32_t need, size_t elem)
+tg_status graph_grow_array(graph *g, graph_array a, int64_t need)
 {
+    int32_t *cap = (int32_t *)(void *)((char *)g + arrays[a].cap);
     if (need <= *cap)
-        return 0;
-#ifdef TG_GROW_MOVES
-    if (need < grow_moves_below()) {
-        void *p = tg_malloc((size_t)need * elem);
-        if (!p)
-            return -1;
-        if (*cap)
-            memcpy(p, *(void **)arr, (size_t)*cap * elem);
-        tg_free(*(void **)arr);
-        *(void **)arr = p;
-        *cap = need;
-        return 0;
-    }
-#endif
-    int32_t n = *cap ? *cap : 8;
-    while (n < need) {
-        if (n > INT32_MAX / 2)
-            return -1;
-        n *= 2;
-    }
-    void *p = tg_realloc(*(void **)arr, (size_t)n * elem);
-    if (!p)
-        return -1;
-    *(void **)arr = p;
-    *cap = n;
-    return 0;
+        return TG_OK;
+    tg_stable *s = &g->mem[a];
+    int rc = tg_stable_grow(s, arrays[a].elem, need, arrays[a].max, cap);
+    *(void **)(void *)((char *)g + arrays[a].base) = s->base;
+    if (rc == TG_STABLE_OK)
+        return TG_OK;
+    int32_t lim = tg_stable_limit(s, arrays[a].elem, arrays[a].max);
+    if (rc == TG_STABLE_FULL)
+        return graph_fail(g, TG_ERR_NOMEM, "graph '%s' would hold %lld %s: at most %d%s",
+                          g->name ? g->name : "?", (long long)need, arrays[a].what, lim,
+                          lim < arrays[a].max ? " (all the address space that could be "
+                                                "reserved for them)" : "");
+    return graph_fail(g, TG_ERR_NOMEM, "out of memory growing graph '%s' to %lld %s",
+                      g->name ? g->name : "?", (long long)need, arrays[a].what);
 }
-#define GROW(g, field, count, need)                                           \
-    grow(&(g)->field, &(g)->cap_##count, (need), sizeof *(g)->field)
+
+void graph_zero_array(graph *g, graph_array a, int32_t n)
+{
+    if (n > 0)
+        tg_stable_zero(&g->mem[a], (size_t)n * arrays[a].elem);
+}
+
+/* Room for need entries of g->field (a stable array): 0 or -1 (the message
+ * is in g). */
+#define GROW(g, field, ARR, need)                                             \
+    ((need) <= (g)->cap_##field                                               \
+         ? 0                                                                  \
+         : (graph_grow_array((g), GRAPH_ARRAY_##ARR, (need)) == TG_OK ? 0 : -1))
 
 graph *graph_new(const char *name)
 {
@@ -164,14 +164,8 @@ void graph_free(graph *g)
         }
         tg_free(g->strings);
     }
-    tg_free(g->values);
-    tg_free(g->nodes);
-    tg_free(g->inputs);
-    tg_free(g->outputs);
-    tg_free(g->provs);
-    tg_free(g->frames);
-    tg_free(g->guards);
-    tg_free(g->syms);
+    for (int a = 0; a < GRAPH_ARRAY_COUNT; a++)
+        tg_stable_release(&g->mem[a]);
     tg_free(g);
 }
 
@@ -218,18 +212,15 @@ const char *graph_intern(graph *g, const char *s, long len)
 static int32_t new_value(graph *g, graph_value_kind kind, const graph_type *t,
                          const char *name)
 {
-    const graph_type type = *t; /* t may be a value's type, which growing moves */
-    if (GROW(g, values, values, g->nvalues + 1) < 0) {
-        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
+    if (GROW(g, values, VALUES, g->nvalues + 1) < 0)
         return -1;
-    }
     const char *iname = name ? graph_intern(g, name, -1) : NULL;
     if (name && !iname) {
         graph_fail(g, TG_ERR_NOMEM, "out of memory adding a value");
         return -1;
     }
     /* One initializing store of the record (the tracer's hot path). */
-    g->values[g->nvalues] = (graph_value){.type = type, .kind = kind, .node = -1,
+    g->values[g->nvalues] = (graph_value){.type = *t, .kind = kind, .node = -1,
                                           .name = iname};
     return g->nvalues++;
 }
@@ -300,9 +291,8 @@ tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes)
 {
     if (!g)
         return TG_ERR_NULL;
-    if (GROW(g, values, values, nvalues) < 0 || GROW(g, nodes, nodes, nnodes) < 0)
-        return graph_fail(g, TG_ERR_NOMEM, "out of memory reserving %d values, %d nodes",
-                          nvalues, nnodes);
+    if (GROW(g, values, VALUES, nvalues) < 0 || GROW(g, nodes, NODES, nnodes) < 0)
+        return g->err_status;
     return TG_OK;
 }
 
@@ -312,8 +302,8 @@ tg_status graph_add_input(graph *g, int32_t v)
         return TG_ERR_NULL;
     if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_INPUT)
         return graph_fail(g, TG_ERR_ARG, "graph_add_input: value %d is not an input", v);
-    if (GROW(g, inputs, inputs, g->ninputs + 1) < 0)
-        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding an input");
+    if (GROW(g, inputs, INPUTS, g->ninputs + 1) < 0)
+        return g->err_status;
     g->inputs[g->ninputs++] = v;
     return TG_OK;
 }
@@ -324,8 +314,8 @@ tg_status graph_add_output(graph *g, int32_t v, const char *name)
         return TG_ERR_NULL;
     if (v < 0 || v >= g->nvalues)
         return graph_fail(g, TG_ERR_ARG, "graph_add_output: no value %d", v);
-    if (GROW(g, outputs, outputs, g->noutputs + 1) < 0)
-        return graph_fail(g, TG_ERR_NOMEM, "out of memory adding an output");
+    if (GROW(g, outputs, OUTPUTS, g->noutputs + 1) < 0)
+        return g->err_status;
     const char *n = graph_intern(g, name ? name : "out", -1);
     if (!n)
         return graph_fail(g, TG_ERR_NOMEM, "out of memory adding an output");
@@ -365,10 +355,8 @@ int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)
         graph_fail(g, TG_ERR_SHAPE, "too many dynamic dim symbols (at most 127)");
         return -1;
     }
-    if (GROW(g, syms, syms, g->nsyms + 1) < 0) {
-        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a symbol");
+    if (GROW(g, syms, SYMS, g->nsyms + 1) < 0)
         return -1;
-    }
     g->syms[g->nsyms].name = n;
     g->syms[g->nsyms].traced = traced;
     return g->nsyms++;
@@ -385,15 +373,11 @@ static int32_t append_node(graph *g, graph_op op, const int32_t *in, int nin,
                            int nout, int32_t *out_ids, int max_out, int32_t prov)
 {
     const graph_op_info *info = &graph_ops[op];
-    /* otype may be a value's type (in g->values, which growing moves): it
-     * is found again by its offset */
-    uintptr_t ot = (uintptr_t)otype, lo = (uintptr_t)g->values;
-    int in_values = g->values && ot >= lo && ot < (uintptr_t)(g->values + g->nvalues);
-    if (GROW(g, nodes, nodes, g->nnodes + 1) < 0 ||
-        GROW(g, values, values, g->nvalues + nout) < 0)
-        goto oom;
-    if (in_values)
-        otype = (const graph_type *)(void *)((char *)g->values + (ot - lo));
+    /* Both arrays grow before any write (otype may be a value's type: it
+     * stays where it is, storage never moves). */
+    if (GROW(g, nodes, NODES, g->nnodes + 1) < 0 ||
+        GROW(g, values, VALUES, (int64_t)g->nvalues + nout) < 0)
+        return -1;
     graph_attrs *attrs = NULL;
     if (info->attr_size) {
         attrs = graph_alloc_bytes(g, info->attr_size);
@@ -520,11 +504,9 @@ int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
         graph_fail(g, TG_ERR_ARG, "graph_add_prov: %d frames at %p", nframes, (const void *)frames);
         return -1;
     }
-    if (GROW(g, provs, provs, g->nprovs + 1) < 0 ||
-        GROW(g, frames, frames, g->nframes + nframes) < 0) {
-        graph_fail(g, TG_ERR_NOMEM, "out of memory adding provenance");
+    if (GROW(g, provs, PROVS, g->nprovs + 1) < 0 ||
+        GROW(g, frames, FRAMES, (int64_t)g->nframes + nframes) < 0)
         return -1;
-    }
     graph_prov *p = &g->provs[g->nprovs];
     p->file = graph_intern(g, file ? file : "?", -1);
     p->func = graph_intern(g, func ? func : "?", -1);
@@ -652,10 +634,8 @@ int32_t graph_add_guard(graph *g, const graph_guard *guard)
         graph_fail(g, TG_ERR_NULL, "graph_add_guard: no guard");
         return -1;
     }
-    if (GROW(g, guards, guards, g->nguards + 1) < 0) {
-        graph_fail(g, TG_ERR_NOMEM, "out of memory adding a guard");
+    if (GROW(g, guards, GUARDS, g->nguards + 1) < 0)
         return -1;
-    }
     g->guards[g->nguards] = *guard;
     return g->nguards++;
 }

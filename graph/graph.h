@@ -16,6 +16,29 @@
  * Value and node ids are indices; nodes flagged GRAPH_NODE_DEAD are skipped
  * by everything and dropped by graph_compact().
  *
+ * The graph is opaque: it is built with the graph_add_* functions and read
+ * with the accessors under "Reading a graph" below (counts, the i-th
+ * node's op, inputs, outputs and attributes, the v-th value's type, kind,
+ * name and data, the signature).  Nothing in a graph moves once added:
+ * what an accessor returns (a type, an id array, data) stays valid and
+ * unchanged across later additions, until graph_free; graph_compact and
+ * graph_toposort renumber ids, and the optimizer's passes rewrite nodes.
+ * A graph holds at most GRAPH_MAX_VALUES values and GRAPH_MAX_NODES
+ * nodes; an addition past that fails with TG_ERR_NOMEM.
+ *
+ *   // example (given: const graph *g)
+ *   for (int32_t i = 0; i < graph_node_count(g); i++) {
+ *       if (graph_node_flags(g, i) & GRAPH_NODE_DEAD)
+ *           continue;
+ *       int nin = 0;
+ *       const int32_t *in = graph_node_inputs(g, i, &nin);
+ *       char site[128], shape[96] = "-";
+ *       if (nin > 0)
+ *           graph_shape_str(graph_value_type(g, in[0]), shape, sizeof shape);
+ *       printf("node %d: %s of %s at %s\n", (int)i, graph_ops[graph_node_op(g, i)].name,
+ *              shape, graph_node_site(g, i, site, sizeof site));
+ *   }
+ *
  * Ownership: the graph owns everything it points to; strings are interned
  * (graph_intern) and live as long as the graph.  Functions that can fail
  * return a tg_status or -1 and write a message into the graph's error
@@ -35,6 +58,12 @@ extern "C" {
 
 /* Most inputs or outputs one node may have. */
 #define GRAPH_MAX_NODE_IO 64
+/* Most values and nodes one graph may hold (2^26: each is address space
+ * reserved up front, docs/ARCHITECTURE.md "Graph storage"). */
+#define GRAPH_MAX_VALUES (1 << 26)
+#define GRAPH_MAX_NODES (1 << 26)
+
+typedef struct graph graph;
 
 typedef enum graph_value_kind {
     GRAPH_VALUE_INPUT,
@@ -46,52 +75,11 @@ typedef enum graph_value_kind {
 /* "input", "param", "const", "inter". */
 TG_API const char *graph_value_kind_name(graph_value_kind k);
 
-typedef struct graph_value {
-    graph_type type;   /* dims as traced (concrete) */
-    graph_value_kind kind;
-    uint32_t dyn;      /* bit i: dim i is dynamic, named by sym[i] */
-    uint32_t dder;     /* bit i: dim i changes with the dynamic dims but is
-                          no one symbol (2*B, B*T): graph_propagate_dynamic
-                          sets it on intermediates; not saved */
-    int8_t sym[GRAPH_MAX_DIMS]; /* symbol index for dynamic dims */
-    const char *name;  /* interned, or NULL */
-    int32_t node;      /* producer of an intermediate; -1 otherwise */
-    int32_t out_index; /* output slot of the producer */
-    void *data;        /* params/consts: numel elements; NULL if elided */
-    uint64_t hash;     /* params/consts: graph_hash_bytes of the data */
-} graph_value;
-
+/* A node's flags (graph_node_flags). */
 enum {
-    GRAPH_NODE_DEAD = 1u << 0,
+    GRAPH_NODE_DEAD = 1u << 0,        /* removed: skipped by everything */
     GRAPH_NODE_SPECIALIZED = 1u << 1, /* relied on a concrete dynamic dim */
 };
-
-typedef struct graph_node {
-    graph_op op;
-    uint32_t flags;
-    int32_t nin, nout;
-    int32_t *in;  /* value ids (graph_alloc_ids) */
-    int32_t *out; /* value ids (graph_alloc_ids) */
-    graph_attrs *attrs; /* attr_size bytes in the graph's arena; NULL if none */
-    int32_t nprov;
-    int32_t *prov; /* provenance ids, the first is the primary */
-    int32_t cap_prov; /* slots at prov (0: exactly nprov); graph_node_add_prov
-                         doubles it, so n appends cost O(n) */
-} graph_node;
-
-/*
- * A node's attribute struct (graph_<op>_attrs, graph_ops[op].attr_size
- * bytes), or NULL for ops without attributes.  Use these accessors rather
- * than the field: the storage of attributes may move out of the node.
- */
-static inline const void *graph_node_attrs(const graph_node *n)
-{
-    return graph_ops[n->op].attr_size ? (const void *)n->attrs : NULL;
-}
-static inline void *graph_node_attrs_mut(graph_node *n)
-{
-    return graph_ops[n->op].attr_size ? (void *)n->attrs : NULL;
-}
 
 /* One frame of a captured call stack, symbolized at freeze. */
 typedef struct graph_frame {
@@ -101,14 +89,6 @@ typedef struct graph_frame {
     const char *file; /* source file, or NULL if no debug info */
     int32_t line;
 } graph_frame;
-
-/* Where a node or guard came from: the user's call site and its stack. */
-typedef struct graph_prov {
-    const char *file;
-    int32_t line;
-    const char *func;
-    int32_t frame0, nframes; /* into graph->frames */
-} graph_prov;
 
 typedef enum graph_guard_kind {
     GRAPH_GUARD_VALUE,    /* eager_item / eager_get */
@@ -133,49 +113,6 @@ typedef struct graph_guard {
     uint64_t hash;  /* BUFFER: graph_hash_bytes of the data when traced */
     int32_t prov;
 } graph_guard;
-
-typedef struct graph_output {
-    int32_t value;
-    const char *name;
-} graph_output;
-
-/* A named dynamic dimension ("B") and the size it had when traced. */
-typedef struct graph_symbol {
-    const char *name;
-    int64_t traced;
-} graph_symbol;
-
-typedef struct graph_strings graph_strings;
-typedef struct graph_chunk graph_chunk;
-
-typedef struct graph {
-    const char *name;
-    graph_value *values;
-    int32_t nvalues, cap_values;
-    graph_node *nodes;
-    int32_t nnodes, cap_nodes;
-    int32_t *inputs; /* value ids, in signature order */
-    int32_t ninputs, cap_inputs;
-    graph_output *outputs;
-    int32_t noutputs, cap_outputs;
-    graph_prov *provs;
-    int32_t nprovs, cap_provs;
-    graph_frame *frames;
-    int32_t nframes, cap_frames;
-    graph_guard *guards;
-    int32_t nguards, cap_guards;
-    graph_symbol *syms;
-    int32_t nsyms, cap_syms;
-    graph_strings *strings;
-    graph_chunk *chunks; /* arena for node id arrays */
-    char err[512];
-    tg_status err_status; /* of err (graph_error_status) */
-    /* The target (graph/target.h) the -O3 layout pass laid the graph out
-     * for ("cpu avx2"; interned), or NULL when it has not run: the
-     * .tgraph keeps it, and replay_compile re-plans the layout for its
-     * backend's target when they differ. */
-    const char *target;
-} graph;
 
 /*
  * NULL arguments: every function below given a NULL graph changes nothing
@@ -232,7 +169,9 @@ TG_API int32_t graph_add_node(graph *g, graph_op op, const int32_t *in, int nin,
 TG_API int32_t graph_add_node_typed(graph *g, graph_op op, const int32_t *in, int nin,
                                     const void *attrs, const graph_type *out_types,
                                     int nout, int32_t *out_ids, int max_out, int32_t prov);
-/* Makes room for at least nvalues values and nnodes nodes. */
+/* Makes room for at least nvalues values and nnodes nodes (commits memory
+ * in place; nothing moves).  Past GRAPH_MAX_VALUES or GRAPH_MAX_NODES, or
+ * out of memory: TG_ERR_NOMEM, the graph unchanged. */
 TG_API tg_status graph_reserve(graph *g, int32_t nvalues, int32_t nnodes);
 /* Adds provenance; returns its id or -1. frames may be NULL (n = 0). */
 TG_API int32_t graph_add_prov(graph *g, const char *file, int line, const char *func,
@@ -250,18 +189,6 @@ TG_API tg_status graph_node_dedup_prov(graph *g, int32_t node);
 TG_API int32_t graph_add_guard(graph *g, const graph_guard *guard);
 
 /*
- * n value/provenance ids from the graph's arena (freed with the graph).
- * Node in/out/prov arrays live there: to change a node's arity, point it
- * at a new array from here.  NULL on out of memory.
- */
-TG_API int32_t *graph_alloc_ids(graph *g, int n);
-/* n bytes, 8-byte aligned, from the same arena (attribute structs). */
-TG_API void *graph_alloc_bytes(graph *g, size_t n);
-/* Bytes the arena holds (every chunk, used or not): it never shrinks
- * before graph_free, so what fills it must grow it at most linearly. */
-TG_API size_t graph_arena_bytes(const graph *g);
-
-/*
  * Checks guard gd against the guarded value's data now (type: its type
  * now).  Returns 0 if it holds (or its policy is off), 1 if a warn-policy
  * guard changed, 2 if a strict guard failed; for 1 and 2 msg names the
@@ -272,8 +199,6 @@ TG_API int graph_guard_check(const graph *g, const graph_guard *gd,
                              const graph_type *type, const void *data, char *msg,
                              size_t len);
 
-/* Bytes of a value's data (numel * dtype size). */
-TG_API size_t graph_value_nbytes(const graph_value *v);
 /* FNV-1a 64 of bytes (stable across machines). */
 TG_API uint64_t graph_hash_bytes(const void *p, size_t n);
 /* "model.c:42 mlp_forward" for a provenance id (buf always terminated). */
@@ -281,6 +206,56 @@ TG_API const char *graph_prov_str(const graph *g, int32_t prov, char *buf,
                                   size_t len);
 /* Number of live (not dead) nodes. */
 TG_API int32_t graph_live_nodes(const graph *g);
+
+/*
+ * Reading a graph.  Values are 0 .. graph_value_count(g) - 1, nodes
+ * 0 .. graph_node_count(g) - 1 (dead ones included: check
+ * graph_node_flags), and so on for the signature's lists.  Given a NULL
+ * g or an id out of range, counts are 0, ids and codes -1, pointers NULL;
+ * nothing is recorded in graph_error.  Pointers returned point into the
+ * graph (read-only) and stay valid until graph_free.
+
+ */
+TG_API const char *graph_name(const graph *g);
+TG_API int32_t graph_value_count(const graph *g);
+TG_API int32_t graph_node_count(const graph *g);
+TG_API int32_t graph_input_count(const graph *g);
+TG_API int32_t graph_output_count(const graph *g);
+TG_API int32_t graph_symbol_count(const graph *g);
+TG_API int32_t graph_guard_count(const graph *g);
+
+/* Node i: its op (a graph_op, -1 for no node) and flags (GRAPH_NODE_*). */
+TG_API int graph_node_op(const graph *g, int32_t i);
+TG_API uint32_t graph_node_flags(const graph *g, int32_t i);
+/* Its input and output value ids; *n (if not NULL) gets how many. */
+TG_API const int32_t *graph_node_inputs(const graph *g, int32_t i, int *n);
+TG_API const int32_t *graph_node_outputs(const graph *g, int32_t i, int *n);
+/* Its attribute struct (graph_<op>_attrs, op.h); NULL for an op without. */
+TG_API const void *graph_node_attrs(const graph *g, int32_t i);
+/* Its first call site, "model.c:42 mlp_forward" (graph_prov_str), or
+ * "unknown site"; buf always terminated. */
+TG_API const char *graph_node_site(const graph *g, int32_t i, char *buf, size_t len);
+
+/* Value v: its type (dims as traced), kind (a graph_value_kind, -1 for no
+ * value), name (NULL if none), data (params and constants; NULL if none
+ * or elided: the data of numel elements of its dtype). */
+TG_API const graph_type *graph_value_type(const graph *g, int32_t v);
+TG_API int graph_value_kind_of(const graph *g, int32_t v);
+TG_API const char *graph_value_name(const graph *g, int32_t v);
+TG_API const void *graph_value_data(const graph *g, int32_t v);
+/* The node producing v (an intermediate) and its output slot there
+ * (*out_index, if not NULL); -1 for other values. */
+TG_API int32_t graph_value_producer(const graph *g, int32_t v, int *out_index);
+/* The symbol (graph_symbol_at) naming dim d of v when it is dynamic, or -1. */
+TG_API int graph_value_dim_symbol(const graph *g, int32_t v, int d);
+
+/* The signature: the k-th input's value id; the k-th output's value id
+ * and name (*name, if not NULL); the s-th dynamic-dim symbol's name and
+ * traced size (*traced, if not NULL); the k-th guard. */
+TG_API int32_t graph_input_at(const graph *g, int32_t k);
+TG_API int32_t graph_output_at(const graph *g, int32_t k, const char **name);
+TG_API const char *graph_symbol_at(const graph *g, int32_t s, int64_t *traced);
+TG_API const graph_guard *graph_guard_at(const graph *g, int32_t k);
 
 /*
  * Drops dead nodes and values no live node, input or output uses, and

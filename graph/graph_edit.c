@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "errors.h"
 #include "graph.h"
+#include "graph_impl.h"
 
 /* Re-interns a string of src into dst (NULL stays NULL). */
 static int reintern(graph *dst, const char **s)
@@ -15,22 +16,15 @@ static int reintern(graph *dst, const char **s)
     return *s ? 0 : -1;
 }
 
-static void *dup_array(const void *p, size_t n, size_t elem)
-{
-    if (n == 0)
-        return NULL;
-    void *q = tg_malloc(n * elem);
-    if (q)
-        memcpy(q, p, n * elem);
-    return q;
-}
-
-#define DUP(field, count)                                                     \
+/* c's array ARR gets a copy of g's count entries (stable storage, so the
+ * copies do not move either). */
+#define DUP(field, ARR, count)                                                \
     do {                                                                      \
-        c->field = dup_array(g->field, (size_t)g->count, sizeof *g->field);   \
-        if (g->count && !c->field)                                            \
+        if (graph_grow_array(c, GRAPH_ARRAY_##ARR, g->count) != TG_OK)        \
             goto oom;                                                         \
-        c->count = c->cap_##field = g->count;                                 \
+        if (g->count)                                                         \
+            memcpy(c->field, g->field, sizeof *g->field * (size_t)g->count);  \
+        c->count = g->count;                                                  \
     } while (0)
 
 graph *graph_clone(const graph *g)
@@ -40,19 +34,19 @@ graph *graph_clone(const graph *g)
     graph *c = graph_new(g->name);
     if (!c)
         return NULL;
-    DUP(values, nvalues);
+    DUP(values, VALUES, nvalues);
     for (int32_t i = 0; i < c->nvalues; i++)
         c->values[i].data = NULL; /* in case we bail out below */
-    DUP(nodes, nnodes);
+    DUP(nodes, NODES, nnodes);
     for (int32_t i = 0; i < c->nnodes; i++)
         c->nodes[i].in = c->nodes[i].out = c->nodes[i].prov = NULL, c->nodes[i].attrs = NULL,
         c->nodes[i].cap_prov = 0;
-    DUP(inputs, ninputs);
-    DUP(outputs, noutputs);
-    DUP(provs, nprovs);
-    DUP(frames, nframes);
-    DUP(guards, nguards);
-    DUP(syms, nsyms);
+    DUP(inputs, INPUTS, ninputs);
+    DUP(outputs, OUTPUTS, noutputs);
+    DUP(provs, PROVS, nprovs);
+    DUP(frames, FRAMES, nframes);
+    DUP(guards, GUARDS, nguards);
+    DUP(syms, SYMS, nsyms);
     for (int32_t i = 0; i < c->nvalues; i++) {
         graph_value *v = &c->values[i];
         const graph_value *s = &g->values[i];

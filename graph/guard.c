@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "graph_impl.h"
 
 static double element(const void *data, graph_dtype dt, int64_t i)
 {

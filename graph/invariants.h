@@ -15,7 +15,7 @@
 #ifndef TG_GRAPH_INVARIANTS_H
 #define TG_GRAPH_INVARIANTS_H
 
-#include "graph.h"
+#include "graph_impl.h"
 
 void graph_assert_links(const graph *g);
 

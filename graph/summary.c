@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "graph_impl.h"
 #include "text_impl.h"
 
 static const char *guard_kind(graph_guard_kind k)

@@ -74,7 +74,7 @@
  *     written by symbol name; their concrete size is the sym's.  The sym
  *     lines come first in the body (the signature's types use them).
  *   - 'elided HASH' is a param/const without data here: either it has
- *     none (graph_value.data NULL, hash kept) or it has more than
+ *     none (graph_value_data NULL, hash kept) or it has more than
  *     inline_max elements.  'specialized' is GRAPH_NODE_SPECIALIZED; dead
  *     nodes are not printed.
  *   - Attributes go by the names in ops.def; the printer leaves out those

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "graph.h"
+#include "graph_impl.h"
 
 /* ---- lexer (text_lex.c) ---- */
 

@@ -17,6 +17,7 @@
 #include "errors.h"
 #include "text.h"
 #include "text_parse.h"
+#include "graph_impl.h"
 
 /* ---- errors, arrays, tokens ---- */
 

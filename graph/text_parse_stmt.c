@@ -9,6 +9,7 @@
 #include "alloc.h"
 #include "text.h"
 #include "text_parse.h"
+#include "graph_impl.h"
 
 /* ---- inline data ---- */
 

@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "text.h"
 #include "text_impl.h"
+#include "graph_impl.h"
 
 /* ---- quoting and small values ---- */
 
@@ -320,7 +321,7 @@ static void put_attrs(printer *p, const graph_node *n)
     graph_attrs_default(n->op, &def);
     int first = 1;
     for (int k = 0; k < info->nattrs; k++) {
-        const char *a = (const char *)graph_node_attrs(n) + d[k].offset;
+        const char *a = (const char *)tg_node_attrs(n) + d[k].offset;
         const char *b = (const char *)&def + d[k].offset;
         graph_ints ints;
         if (d[k].kind == GRAPH_ATTR_INTS) {

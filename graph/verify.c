@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "graph.h"
+#include "graph_impl.h"
 
 /* "node 3 (matmul at model.c:42 mlp_forward)" */
 static const char *node_str(const graph *g, int32_t i, char *buf, size_t len)
@@ -98,7 +99,7 @@ static tg_status check_nodes(graph *g, char *defined)
         }
         int nout = 0;
         tg_status st = graph_infer(n->op, itype, n->nin,
-                                   graph_node_attrs(n),
+                                   tg_node_attrs(n),
                                    otype, GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
         if (st != TG_OK)
             return graph_fail(g, st, "%s: %s", WHAT, msg);

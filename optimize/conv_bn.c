@@ -28,6 +28,7 @@
 
 #include "../graph/alloc.h"
 #include "fuse_util.h"
+#include "../graph/graph_impl.h"
 
 /* The producer of a batch_norm's input when it is a foldable kind. */
 static int foldable_op(const graph *g, const graph_node *p)
@@ -36,9 +37,9 @@ static int foldable_op(const graph *g, const graph_node *p)
         p->op == GRAPH_OP_conv_transpose2d)
         return 1;
     if (p->op == GRAPH_OP_conv2d_ep)
-        return ((const graph_conv2d_ep_attrs *)graph_node_attrs(p))->post.n == 0;
+        return ((const graph_conv2d_ep_attrs *)tg_node_attrs(p))->post.n == 0;
     if (p->op == GRAPH_OP_linear_ep)
-        return ((const graph_linear_ep_attrs *)graph_node_attrs(p))->post.n == 0;
+        return ((const graph_linear_ep_attrs *)tg_node_attrs(p))->post.n == 0;
     return 0;
 }
 
@@ -56,7 +57,7 @@ static int64_t out_channels(const graph *g, const graph_node *p)
     const graph_type *wt = &g->values[p->in[1]].type;
     if (p->op != GRAPH_OP_conv_transpose2d)
         return wt->dim[0];
-    return wt->dim[1] * ((const graph_conv_transpose2d_attrs *)graph_node_attrs(p))->groups;
+    return wt->dim[1] * ((const graph_conv_transpose2d_attrs *)tg_node_attrs(p))->groups;
 }
 
 /* The output channel weight element k of p scales with (w flat). */
@@ -67,7 +68,7 @@ static int64_t weight_channel(const graph *g, const graph_node *p, int64_t k)
     if (p->op != GRAPH_OP_conv_transpose2d)
         return k / per;
     /* [C_in, O/groups, kh, kw]: row i in group i / (C_in/groups), column j */
-    int64_t groups = ((const graph_conv_transpose2d_attrs *)graph_node_attrs(p))->groups;
+    int64_t groups = ((const graph_conv_transpose2d_attrs *)tg_node_attrs(p))->groups;
     int64_t i = k / per, j = k % per / (wt->dim[2] * wt->dim[3]);
     return i / (wt->dim[0] / groups) * wt->dim[1] + j;
 }
@@ -104,7 +105,7 @@ static const char *why_not(const graph *g, const opt_uses *u, int32_t bn, int32_
 static double *factors(const graph *g, const graph_node *b, int64_t nc, int64_t *bad)
 {
     const float *scale = fu_const_f32(g, b->in[1]), *var = fu_const_f32(g, b->in[4]);
-    float eps = ((const graph_batch_norm_attrs *)graph_node_attrs(b))->eps;
+    float eps = ((const graph_batch_norm_attrs *)tg_node_attrs(b))->eps;
     double *f = tg_malloc(sizeof *f * (size_t)(nc + 1));
     for (int64_t c = 0; f && c < nc; c++) {
         double d = (double)var[c] + eps;
@@ -166,7 +167,7 @@ static tg_status fold(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t bn, int
     const graph_node *n = &g->nodes[p];
     graph_op op = n->op;
     if (graph_ops[op].attr_size)
-        memcpy(&attrs, graph_node_attrs(n), graph_ops[op].attr_size);
+        memcpy(&attrs, tg_node_attrs(n), graph_ops[op].attr_size);
     int32_t in[3] = {n->in[0], nw, nb}, out = -1, src[2] = {p, bn};
     int64_t freed = fu_freed_bytes(g, u, n->in[1], 1) +
                     (n->nin > 2 ? fu_freed_bytes(g, u, n->in[2], 1) : 0);

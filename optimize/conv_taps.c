@@ -29,6 +29,7 @@
 #include "../eager/kernel.h"
 #include "../graph/alloc.h"
 #include "fuse_util.h"
+#include "../graph/graph_impl.h"
 
 /* The live taps [*u0, *u1] of one axis; 0 if none is live. */
 static int live_taps(int64_t n, int64_t m, int64_t k, int64_t s, int64_t d, int64_t lo,
@@ -55,7 +56,7 @@ static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
         w->type.ndim != 4 || fu_guarded(g, n->out[0]))
         return TG_OK;
     graph_attrs attrs; /* a copy: graph_add_node may move the nodes */
-    memcpy(&attrs, graph_node_attrs(n), graph_ops[n->op].attr_size);
+    memcpy(&attrs, tg_node_attrs(n), graph_ops[n->op].attr_size);
     graph_ints *sp, *pp, *dp;
     if (n->op == GRAPH_OP_conv2d) {
         graph_conv2d_attrs *c = &attrs.conv2d;

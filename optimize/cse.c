@@ -27,6 +27,7 @@
 #include "../graph/alloc.h"
 #include "../graph/tg_hash.h"
 #include "simplify.h"
+#include "../graph/graph_impl.h"
 
 typedef struct cse_entry {
     UT_hash_handle hh;
@@ -140,7 +141,7 @@ static int node_key(opt_o1_state *s, int32_t node, unsigned char *buf, unsigned 
     if (put(buf, len, "N", 1) || put(buf, len, &op, sizeof op) ||
         put(buf, len, &n->nin, sizeof n->nin) || put(buf, len, in, sizeof *in * (size_t)n->nin))
         return -1;
-    int alen = opt_o1_attrs_key(n->op, graph_node_attrs(n), buf + *len, KEY_MAX - *len);
+    int alen = opt_o1_attrs_key(n->op, tg_node_attrs(n), buf + *len, KEY_MAX - *len);
     if (alen < 0)
         return -1;
     *len += (unsigned)alen;

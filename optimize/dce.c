@@ -20,6 +20,7 @@
 
 #include "../graph/alloc.h"
 #include "opt.h"
+#include "../graph/graph_impl.h"
 
 /* Bytes of params and constants read by live nodes or pinned. */
 static int64_t source_bytes(const graph *g, const uint8_t *live)

@@ -7,6 +7,7 @@
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "opt.h"
+#include "../graph/graph_impl.h"
 
 tg_status opt_uses_build(const graph *g, opt_uses *u)
 {
@@ -248,7 +249,7 @@ int opt_may_fail(const graph *g, int32_t node)
     case GRAPH_OP_gather_elements:
     case GRAPH_OP_scatter_elements: {
         const graph_type *x = &g->values[n->in[0]].type;
-        const graph_attrs *at = graph_node_attrs(n);
+        const graph_attrs *at = tg_node_attrs(n);
         int64_t axis = n->op == GRAPH_OP_gather            ? at->gather.axis
                        : n->op == GRAPH_OP_gather_elements ? at->gather_elements.axis
                                                            : at->scatter_elements.axis;

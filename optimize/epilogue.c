@@ -45,6 +45,7 @@
 
 #include "../graph/alloc.h"
 #include "fuse_util.h"
+#include "../graph/graph_impl.h"
 
 #define CHAIN_MAX GRAPH_MAX_INTS
 #define NODES_MAX (4 * CHAIN_MAX) /* a hardswish step absorbs 4 nodes */
@@ -98,12 +99,12 @@ static int chain_start(const graph *g, int32_t p, chain *c)
     case GRAPH_OP_linear: return 1;
     case GRAPH_OP_conv2d: c->conv = 1; return 1;
     case GRAPH_OP_linear_ep: {
-        const graph_linear_ep_attrs *at = graph_node_attrs(n);
+        const graph_linear_ep_attrs *at = tg_node_attrs(n);
         c->post = at->post, c->prm = GRAPH_POST_PRM(at);
         break;
     }
     case GRAPH_OP_conv2d_ep: {
-        const graph_conv2d_ep_attrs *at = graph_node_attrs(n);
+        const graph_conv2d_ep_attrs *at = tg_node_attrs(n);
         c->post = at->post, c->prm = GRAPH_POST_PRM(at), c->conv = 1;
         break;
     }
@@ -231,7 +232,7 @@ static int clip_of(const graph *g, int32_t k, int32_t v, float lo, float hi)
     const graph_node *n = &g->nodes[k];
     if ((n->flags & GRAPH_NODE_DEAD) || n->op != GRAPH_OP_clip || n->in[0] != v)
         return 0;
-    const graph_clip_attrs *a = graph_node_attrs(n);
+    const graph_clip_attrs *a = tg_node_attrs(n);
     return a->min == lo && a->max == hi && !signbit(a->min) && !signbit(a->max);
 }
 
@@ -338,7 +339,7 @@ static int step(const graph *g, opt_ctx *ctx, const opt_uses *u, chain *c)
         return take_add(g, ctx, c, user);
     int64_t code = post_code(n->op);
     if (code == GRAPH_POST_LEAKY_RELU) {
-        float a = ((const graph_leaky_relu_attrs *)graph_node_attrs(n))->alpha;
+        float a = ((const graph_leaky_relu_attrs *)tg_node_attrs(n))->alpha;
         if (c->leaky && a != c->prm.alpha) {
             opt_explain(ctx, g, user, "leaky_relu slope %g differs from the earlier %g", a,
                         c->prm.alpha);
@@ -347,7 +348,7 @@ static int step(const graph *g, opt_ctx *ctx, const opt_uses *u, chain *c)
         c->leaky = 1, c->prm.alpha = a;
     }
     if (code == GRAPH_POST_CLIP) {
-        const graph_clip_attrs *a = graph_node_attrs(n);
+        const graph_clip_attrs *a = tg_node_attrs(n);
         /* same bits: +0 and -0 bounds differ in what clip gives */
         if (c->clip && (memcmp(&a->min, &c->prm.clip_min, sizeof a->min) ||
                         memcmp(&a->max, &c->prm.clip_max, sizeof a->max))) {
@@ -406,9 +407,9 @@ static graph_op fused_op(const graph *g, const chain *c, graph_attrs *attrs)
         return c->post.n ? GRAPH_OP_linear_ep : p->op;
     }
     if (p->op == GRAPH_OP_conv2d_ep) {
-        attrs->conv2d_ep = *(const graph_conv2d_ep_attrs *)graph_node_attrs(p);
+        attrs->conv2d_ep = *(const graph_conv2d_ep_attrs *)tg_node_attrs(p);
     } else {
-        const graph_conv2d_attrs *a = graph_node_attrs(p);
+        const graph_conv2d_attrs *a = tg_node_attrs(p);
         attrs->conv2d_ep = (graph_conv2d_ep_attrs){a->stride, a->padding, a->dilation,
                                                    a->groups, {0, {0}}, 0.0f};
     }
@@ -418,7 +419,7 @@ static graph_op fused_op(const graph *g, const chain *c, graph_attrs *attrs)
     attrs->conv2d_ep.clip_max = c->prm.clip_max;
     if (c->post.n || p->op == GRAPH_OP_conv2d_ep)
         return GRAPH_OP_conv2d_ep;
-    attrs->conv2d = *(const graph_conv2d_attrs *)graph_node_attrs(p);
+    attrs->conv2d = *(const graph_conv2d_attrs *)tg_node_attrs(p);
     return GRAPH_OP_conv2d;
 }
 

@@ -38,6 +38,7 @@
 #include "../graph/alloc.h"
 #include "../graph/fused_prog.h"
 #include "opt.h"
+#include "../graph/graph_impl.h"
 
 /* The limits in the messages below, as text. */
 #define STR_(x) #x
@@ -147,14 +148,14 @@ static int add_node_stmts(const graph *g, const group *gr, int32_t *stmt_of_node
             if (operand_of(g, gr, stmt_of_node, m->in[j], imm, b, &st->arg[j]) < 0)
                 return -1;
         for (int j = 0; j < info->nattrs; j++)
-            memcpy(&st->attr[j], (const char *)graph_node_attrs(m) + info->attr_descs()[j].offset,
+            memcpy(&st->attr[j], (const char *)tg_node_attrs(m) + info->attr_descs()[j].offset,
                    sizeof(float));
         stmt_of_node[k] = p->nstmts++;
         return 0;
     }
     fused_prog sub;
     fused_arg map[FUSED_MAX_INPUTS];
-    const graph_fused_attrs *fa = graph_node_attrs(m);
+    const graph_fused_attrs *fa = tg_node_attrs(m);
     if (fused_prog_parse(fa->prog.s, m->nin, &sub, NULL, 0) != TG_OK) {
         b->why = "an invalid fused program";
         return -1;

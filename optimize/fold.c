@@ -46,6 +46,7 @@
 #include "../eager/eager.h"
 #include "../eager/kernel.h"
 #include "simplify.h"
+#include "../graph/graph_impl.h"
 
 #define FOLD_BLOWUP 16
 #define FOLD_BIG ((size_t)1 << 20)
@@ -204,7 +205,7 @@ static int fold_node(opt_o1_state *s, int32_t node)
     char err[512];
     graph_op op = n->op;
     graph_attrs attrs;
-    const void *a = graph_node_attrs(n);
+    const void *a = tg_node_attrs(n);
     if (a)
         memcpy(&attrs, a, graph_ops[op].attr_size);
     memcpy(in, n->in, sizeof *in * (size_t)n->nin);

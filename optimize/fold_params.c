@@ -5,6 +5,7 @@
  * can use their data.  A plan compiled after this pass cannot swap them.
  */
 #include "opt.h"
+#include "graph/graph_impl.h"
 
 static tg_status run(graph *g, opt_ctx *ctx)
 {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "opt.h"
+#include "graph/graph_impl.h"
 
 /* The live node producing v, or -1 (inputs, params, constants). */
 static inline int32_t fu_producer(const graph *g, int32_t v)

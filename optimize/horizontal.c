@@ -21,6 +21,7 @@
 
 #include "../graph/alloc.h"
 #include "fuse_util.h"
+#include "../graph/graph_impl.h"
 
 #define GROUP_MAX GRAPH_MAX_INTS
 

@@ -74,6 +74,7 @@
 #include "../eager/kernel.h"
 #include "../graph/alloc.h"
 #include "layout_impl.h"
+#include "../graph/graph_impl.h"
 
 int layout_is_output(const graph *g, int32_t v)
 {
@@ -128,11 +129,11 @@ graph_conv2d_blk_attrs layout_blk_attrs(const graph_node *n, int bs)
 {
     graph_conv2d_blk_attrs at = {.block = bs};
     if (n->op == GRAPH_OP_conv2d) {
-        const graph_conv2d_attrs *c = graph_node_attrs(n);
+        const graph_conv2d_attrs *c = tg_node_attrs(n);
         at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
         at.groups = c->groups, at.clip_min = -INFINITY, at.clip_max = INFINITY;
     } else {
-        const graph_conv2d_ep_attrs *c = graph_node_attrs(n);
+        const graph_conv2d_ep_attrs *c = tg_node_attrs(n);
         at.stride = c->stride, at.padding = c->padding, at.dilation = c->dilation;
         at.groups = c->groups, at.post = c->post, at.alpha = c->alpha;
         at.clip_min = c->clip_min, at.clip_max = c->clip_max;
@@ -383,11 +384,11 @@ static int keeps_zero_lanes(const graph *g, int32_t i)
         it[k] = (graph_type){blocked ? GRAPH_F32 : v->type.dtype, 1, {1}};
         ip[k] = blocked ? (const void *)zeros : v->data;
     }
-    if (graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot, GRAPH_MAX_NODE_IO, &nout, err,
+    if (graph_infer(n->op, it, n->nin, tg_node_attrs(n), ot, GRAPH_MAX_NODE_IO, &nout, err,
                     sizeof err) != TG_OK ||
         nout != 1 || ot[0].dtype != GRAPH_F32 || graph_type_numel(&ot[0]) != 1)
         return 0;
-    eager_kargs ka = {it, ip, n->nin, graph_node_attrs(n), ot, op, 1, 1, err, sizeof err, NULL};
+    eager_kargs ka = {it, ip, n->nin, tg_node_attrs(n), ot, op, 1, 1, err, sizeof err, NULL};
     return eager_kernels[n->op](&ka) == TG_OK && y == 0.0f;
 }
 
@@ -432,7 +433,7 @@ static tg_status convert_as(lay *L, int32_t i, graph_op op, const void *attrs,
             st = TG_ERR_STATE;
     }
     if (st == TG_OK) /* n, a copy: adding nodes may move g->nodes */
-        st = add_blocked(L, i, op, in, n.nin, attrs ? attrs : graph_node_attrs(&n), n.out[0],
+        st = add_blocked(L, i, op, in, n.nin, attrs ? attrs : tg_node_attrs(&n), n.out[0],
                          &i, 1);
     tg_free(in);
     return st;
@@ -474,7 +475,7 @@ static void cancel_pairs(graph *g, opt_ctx *ctx)
             !fu_same_type(g, g->nodes[p].in[0], n->out[0]))
             continue;
         int32_t q = fu_producer(g, g->nodes[p].in[0]);
-        int64_t bs = ((const graph_to_blocked_attrs *)graph_node_attrs(n))->block;
+        int64_t bs = ((const graph_to_blocked_attrs *)tg_node_attrs(n))->block;
         if (g->values[n->in[0]].type.dim[1] % bs &&
             (q < 0 || (g->nodes[q].op != GRAPH_OP_to_blocked &&
                        g->nodes[q].op != GRAPH_OP_conv2d_blk)))
@@ -529,7 +530,7 @@ static int concat_fits(const lay *L, int32_t i)
     const graph_node *n = &g->nodes[i];
     if (n->op != GRAPH_OP_concat || !blockable(g, n->out[0]) || fu_guarded(g, n->out[0]))
         return 0;
-    const graph_concat_attrs *at = graph_node_attrs(n);
+    const graph_concat_attrs *at = tg_node_attrs(n);
     int any = 0;
     if (at->axis != 1 && at->axis != -3)
         return 0;
@@ -580,7 +581,7 @@ static tg_status convert_bn(lay *L, int32_t i)
 {
     graph *g = L->g;
     graph_node n = g->nodes[i];
-    const graph_batch_norm_attrs *at = graph_node_attrs(&n);
+    const graph_batch_norm_attrs *at = tg_node_attrs(&n);
     const float *scale = g->values[n.in[1]].data, *bias = g->values[n.in[2]].data;
     const float *mean = g->values[n.in[3]].data, *var = g->values[n.in[4]].data;
     int64_t c = g->values[n.in[0]].type.dim[1];

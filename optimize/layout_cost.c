@@ -9,6 +9,7 @@
 #include "../eager/cost_rates.h"
 #include "../graph/alloc.h"
 #include "layout_impl.h"
+#include "../graph/graph_impl.h"
 
 /*
  * The cost model's rates (graph_cost_rates, graph/target.h) are the

@@ -6,6 +6,7 @@
 #define TG_OPTIMIZE_LAYOUT_IMPL_H
 
 #include "fuse_util.h"
+#include "graph/graph_impl.h"
 
 typedef struct lay {
     graph *g;

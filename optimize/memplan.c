@@ -3,6 +3,7 @@
 #include "../graph/errors.h"
 #include "memplan.h"
 #include "opt.h"
+#include "../graph/graph_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

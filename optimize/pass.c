@@ -14,6 +14,7 @@
 #include "../eager/interp.h"
 #include "../graph/text.h"
 #include "opt.h"
+#include "../graph/graph_impl.h"
 
 opt_options opt_default_options(void)
 {
@@ -266,7 +267,7 @@ static void explain_impls(const graph *g, const opt_options *o)
                 fixed |= 1u << j;
         }
         char impl[64], why[200];
-        tg_status st = t->impl_of(t, n->op, graph_node_attrs(n), in, n->nin,
+        tg_status st = t->impl_of(t, n->op, tg_node_attrs(n), in, n->nin,
                                   &g->values[n->out[0]].type, fixed, impl, sizeof impl, why,
                                   sizeof why);
         if (st != TG_OK)

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "opt.h"
+#include "graph/graph_impl.h"
 
 enum { MAX_SET = 24 };
 
@@ -110,7 +111,7 @@ static int const_is(const pctx *c, int32_t v, double want)
 static const graph_ints *reduce_axes(const graph_node *n, int64_t *keepdim)
 {
     /* reduce_sum / _mean / _max share one attribute layout. */
-    const graph_reduce_sum_attrs *a = graph_node_attrs(n);
+    const graph_reduce_sum_attrs *a = tg_node_attrs(n);
     *keepdim = a->keepdim;
     return &a->axes;
 }

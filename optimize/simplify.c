@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "simplify.h"
+#include "graph/graph_impl.h"
 
 /* Forwards node's only output to v and deletes node (a removal). */
 static int replace_by(opt_o1_state *s, int32_t node, int32_t v)
@@ -81,8 +82,8 @@ static int rule_involution(opt_o1_state *s, int32_t node)
     if (!(graph_ops[op].props & GRAPH_PROP_INVOLUTION) || g->nodes[node].nin != 1)
         return 0;
     int32_t p = input_from(s, node, 0, op);
-    if (p < 0 || !opt_o1_attrs_equal(op, graph_node_attrs(&g->nodes[p]),
-                                     graph_node_attrs(&g->nodes[node])))
+    if (p < 0 || !opt_o1_attrs_equal(op, tg_node_attrs(&g->nodes[p]),
+                                     tg_node_attrs(&g->nodes[node])))
         return 0;
     int32_t x = opt_o1_find(s, g->nodes[p].in[0]);
     if (op != GRAPH_OP_neg && !s->ctx->opts->finite_math) {
@@ -112,7 +113,7 @@ static int rule_idempotent(opt_o1_state *s, int32_t node)
     }
     int32_t p = input_from(s, node, 0, n->op);
     if (p < 0 ||
-        !opt_o1_attrs_equal(n->op, graph_node_attrs(&g->nodes[p]), graph_node_attrs(n)) ||
+        !opt_o1_attrs_equal(n->op, tg_node_attrs(&g->nodes[p]), tg_node_attrs(n)) ||
         !opt_o1_same_type(s, g->nodes[p].out[0], n->out[0]))
         return 0;
     return replace_by(s, node, g->nodes[p].out[0]);
@@ -138,8 +139,8 @@ static int rule_clip_merge(opt_o1_state *s, int32_t node)
     int32_t p = input_from(s, node, 0, GRAPH_OP_clip);
     if (p < 0)
         return 0;
-    const graph_clip_attrs *in = graph_node_attrs(&g->nodes[p]);
-    const graph_clip_attrs *out = graph_node_attrs(&g->nodes[node]);
+    const graph_clip_attrs *in = tg_node_attrs(&g->nodes[p]);
+    const graph_clip_attrs *out = tg_node_attrs(&g->nodes[node]);
     float a = in->min, b = in->max, c = out->min, d = out->max;
     if (!(a <= b && c <= d) || (a == c && !same_bits(a, c)) || (b == d && !same_bits(b, d)))
         return 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "simplify.h"
+#include "graph/graph_impl.h"
 
 static int is_f32(const opt_o1_state *s, int32_t v)
 {

@@ -18,6 +18,7 @@
 
 #include "../graph/alloc.h"
 #include "simplify.h"
+#include "../graph/graph_impl.h"
 
 static int fired(opt_o1_state *s)
 {

@@ -9,6 +9,7 @@
 
 #include "../graph/infer_shape.h"
 #include "simplify.h"
+#include "../graph/graph_impl.h"
 
 static int fired(opt_o1_state *s, int32_t node, int32_t v, int removed)
 {
@@ -69,7 +70,7 @@ static int slice_unbounded_on_dynamic(const graph *g, int32_t x, const graph_sli
 static int squeeze_by_size(const graph *g, int32_t node)
 {
     const graph_node *n = &g->nodes[node];
-    if (n->op != GRAPH_OP_squeeze || ((const graph_squeeze_attrs *)graph_node_attrs(n))->axes.n)
+    if (n->op != GRAPH_OP_squeeze || ((const graph_squeeze_attrs *)tg_node_attrs(n))->axes.n)
         return 0;
     const graph_value *x = &g->values[n->in[0]];
     return x->dyn || x->dder;
@@ -90,14 +91,14 @@ static int noop(opt_o1_state *s, int32_t node)
     case GRAPH_OP_cast:
     case GRAPH_OP_concat: return 1; /* same type (one input): copies every element */
     case GRAPH_OP_pad: { /* zero pads (+1 / -1 pairs keep the type but shift) */
-        const graph_pad_attrs *a = graph_node_attrs(n);
+        const graph_pad_attrs *a = tg_node_attrs(n);
         for (int d = 0; d < a->pads.n; d++)
             if (a->pads.v[d] != 0)
                 return 0;
         return 1;
     }
     case GRAPH_OP_transpose: {
-        const graph_transpose_attrs *a = graph_node_attrs(n);
+        const graph_transpose_attrs *a = tg_node_attrs(n);
         int perm[GRAPH_MAX_DIMS];
         if (graph_transpose_perm(t, &a->perm, perm, NULL, 0) != TG_OK)
             return 0;
@@ -109,8 +110,8 @@ static int noop(opt_o1_state *s, int32_t node)
     case GRAPH_OP_slice: {
         graph_type pt;
         opt_o1_probe_type(s, x, &pt);
-        return slice_is_identity(t, graph_node_attrs(n)) &&
-               slice_unbounded_on_dynamic(s->g, x, graph_node_attrs(n));
+        return slice_is_identity(t, tg_node_attrs(n)) &&
+               slice_unbounded_on_dynamic(s->g, x, tg_node_attrs(n));
     }
     default: return 0;
     }
@@ -145,7 +146,7 @@ static int rule_view_chain(opt_o1_state *s, int32_t node)
     graph_reshape_attrs ra;
     memset(&ra, 0, sizeof ra);
     if (n->op == GRAPH_OP_reshape) {
-        ra.shape = ((const graph_reshape_attrs *)graph_node_attrs(n))->shape;
+        ra.shape = ((const graph_reshape_attrs *)tg_node_attrs(n))->shape;
     } else {
         const graph_value *o = &g->values[out];
         ra.shape.n = o->type.ndim;
@@ -169,8 +170,8 @@ static int rule_transpose_chain(opt_o1_state *s, int32_t node)
     if (p < 0 || g->nodes[p].op != GRAPH_OP_transpose)
         return 0;
     int32_t x = opt_o1_find(s, g->nodes[p].in[0]), out = n->out[0], v;
-    const graph_transpose_attrs *pa = graph_node_attrs(&g->nodes[p]);
-    const graph_transpose_attrs *na = graph_node_attrs(n);
+    const graph_transpose_attrs *pa = tg_node_attrs(&g->nodes[p]);
+    const graph_transpose_attrs *na = tg_node_attrs(n);
     int pp[GRAPH_MAX_DIMS], np[GRAPH_MAX_DIMS], ident = 1;
     if (graph_transpose_perm(&g->values[x].type, &pa->perm, pp, NULL, 0) != TG_OK ||
         graph_transpose_perm(&g->values[n->in[0]].type, &na->perm, np, NULL, 0) != TG_OK)
@@ -202,8 +203,8 @@ static int rule_expand_chain(opt_o1_state *s, int32_t node)
     int32_t p = n->op == GRAPH_OP_expand ? opt_o1_producer(s, n->in[0]) : -1;
     if (p < 0 || g->nodes[p].op != GRAPH_OP_expand)
         return 0;
-    const graph_ints *s1 = &((const graph_expand_attrs *)graph_node_attrs(&g->nodes[p]))->shape;
-    const graph_ints *s2 = &((const graph_expand_attrs *)graph_node_attrs(n))->shape;
+    const graph_ints *s1 = &((const graph_expand_attrs *)tg_node_attrs(&g->nodes[p]))->shape;
+    const graph_ints *s2 = &((const graph_expand_attrs *)tg_node_attrs(n))->shape;
     graph_expand_attrs ea;
     memset(&ea, 0, sizeof ea);
     ea.shape.n = s1->n > s2->n ? s1->n : s2->n;

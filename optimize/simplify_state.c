@@ -8,6 +8,7 @@
 
 #include "../graph/alloc.h"
 #include "simplify.h"
+#include "../graph/graph_impl.h"
 
 static tg_status nomem(opt_o1_state *s)
 {
@@ -222,7 +223,7 @@ int opt_o1_rewire_type_ok(opt_o1_state *s, int32_t node, int k, const graph_type
     int nout = 0;
     for (int j = 0; j < n->nin; j++)
         in[j] = j == k ? *t : g->values[opt_o1_find(s, n->in[j])].type;
-    if (graph_infer(n->op, in, n->nin, graph_node_attrs(n), out, GRAPH_MAX_NODE_IO, &nout, NULL,
+    if (graph_infer(n->op, in, n->nin, tg_node_attrs(n), out, GRAPH_MAX_NODE_IO, &nout, NULL,
                     0) != TG_OK ||
         nout != n->nout)
         return 0;
@@ -236,7 +237,7 @@ int opt_o1_rewire_type_ok(opt_o1_state *s, int32_t node, int k, const graph_type
             in[j] = *pt;
         else
             opt_o1_probe_type(s, opt_o1_find(s, n->in[j]), &in[j]);
-    if (graph_infer(n->op, in, n->nin, graph_node_attrs(n), out, GRAPH_MAX_NODE_IO, &nout, NULL,
+    if (graph_infer(n->op, in, n->nin, tg_node_attrs(n), out, GRAPH_MAX_NODE_IO, &nout, NULL,
                     0) != TG_OK ||
         nout != n->nout)
         return 0;

@@ -32,6 +32,7 @@
 
 #include "../graph/alloc.h"
 #include "fuse_util.h"
+#include "../graph/graph_impl.h"
 
 /* Nonzero if node t is a transpose swapping only the last two dims. */
 static int swaps_last_two(const graph *g, int32_t t)
@@ -39,7 +40,7 @@ static int swaps_last_two(const graph *g, int32_t t)
     const graph_node *n = &g->nodes[t];
     if (n->op != GRAPH_OP_transpose)
         return 0;
-    const graph_ints *perm = &((const graph_transpose_attrs *)graph_node_attrs(n))->perm;
+    const graph_ints *perm = &((const graph_transpose_attrs *)tg_node_attrs(n))->perm;
     int nd = g->values[n->in[0]].type.ndim;
     if (nd < 2 || perm->n != nd)
         return 0;
@@ -76,7 +77,7 @@ static tg_status absorb_operands(graph *g, opt_ctx *ctx, int32_t m)
         int32_t t = fu_producer(g, n->in[j]);
         if (t < 0 || !swaps_last_two(g, t))
             continue;
-        graph_matmul_attrs *at = graph_node_attrs_mut(n);
+        graph_matmul_attrs *at = tg_node_attrs_mut(n);
         int64_t *flag = j == 0 ? &at->transpose_a : &at->transpose_b;
         n->in[j] = g->nodes[t].in[0];
         *flag = !*flag;
@@ -129,7 +130,7 @@ static int rule3_reader(const graph *g, int32_t k, int32_t w)
     const graph_node *n = &g->nodes[k];
     if (n->op != GRAPH_OP_matmul || n->in[0] == w || n->in[1] != w || fu_guarded(g, n->out[0]))
         return 0;
-    const graph_matmul_attrs *at = graph_node_attrs(n);
+    const graph_matmul_attrs *at = tg_node_attrs(n);
     int32_t t = fu_producer(g, n->in[0]);
     int ta = (int)at->transpose_a ^ (t >= 0 && swaps_last_two(g, t));
     return !ta && !at->transpose_b;
@@ -142,7 +143,7 @@ static tg_status to_linear(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t *w
                            int32_t m)
 {
     const graph_node *n = &g->nodes[m];
-    const graph_matmul_attrs *at = graph_node_attrs(n);
+    const graph_matmul_attrs *at = tg_node_attrs(n);
     int32_t x = n->in[0], w = n->in[1];
     if (g->values[w].type.ndim != 2)
         return TG_OK;

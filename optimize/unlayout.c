@@ -30,6 +30,7 @@
 
 #include "../graph/alloc.h"
 #include "fuse_util.h"
+#include "../graph/graph_impl.h"
 
 typedef struct unl {
     graph *g;
@@ -81,7 +82,7 @@ static tg_status conv(unl *U, int32_t i)
 {
     graph *g = U->g;
     graph_node n = g->nodes[i];
-    const graph_conv2d_blk_attrs *a = graph_node_attrs(&n);
+    const graph_conv2d_blk_attrs *a = tg_node_attrs(&n);
     graph_conv2d_ep_attrs ep = {a->stride,  a->padding, a->dilation, a->groups,
                                 a->post,    a->alpha,   a->clip_min, a->clip_max};
     int32_t in[4] = {mapped(U, n.in[0]), n.in[1], n.in[2], n.nin > 3 ? n.in[3] : -1};
@@ -111,7 +112,7 @@ static tg_status pool(unl *U, int32_t i)
     if (U->pl[x] < 0)
         return no(U, i, "a blocked input not made by the layout");
     graph_op op = n.op == GRAPH_OP_max_pool2d_blk ? GRAPH_OP_max_pool2d : GRAPH_OP_avg_pool2d;
-    int32_t out = add(U, op, &U->pl[x], 1, graph_node_attrs(&n), i);
+    int32_t out = add(U, op, &U->pl[x], 1, tg_node_attrs(&n), i);
     if (out < 0)
         return TG_ERR_STATE;
     made(U, i, n.out[0], out, U->ch[x]);
@@ -141,7 +142,7 @@ static tg_status concat(unl *U, int32_t i)
 {
     graph *g = U->g;
     graph_node n = g->nodes[i];
-    const graph_concat_attrs *a = graph_node_attrs(&n);
+    const graph_concat_attrs *a = tg_node_attrs(&n);
     if (a->axis != 1 && a->axis != -4)
         return no(U, i, "a concat of blocked values along another axis than the blocks");
     int32_t *in = tg_calloc((size_t)n.nin, sizeof *in);
@@ -195,7 +196,7 @@ static tg_status elementwise(unl *U, int32_t i)
             st = no(U, i, "an operand of rank 5 that is not blocked");
         }
     }
-    return rebuild(U, i, st, n.op, in, graph_node_attrs(&n), c);
+    return rebuild(U, i, st, n.op, in, tg_node_attrs(&n), c);
 }
 
 static tg_status visit(unl *U, int32_t i)

@@ -40,6 +40,7 @@
 #include "../graph/alloc.h"
 #include "fuse_util.h"
 #include "simplify.h"
+#include "../graph/graph_impl.h"
 
 #define SINK_MAX_IN 3
 
@@ -86,8 +87,8 @@ static int common_view(const graph *g, const opt_uses *u, int32_t i,
         if (k == 0)
             kind = pn->op;
         else if (pn->op != kind || !fu_same_type(g, pn->in[0], g->nodes[views[0]].in[0]) ||
-                 !opt_o1_attrs_equal(kind, graph_node_attrs(pn),
-                                     graph_node_attrs(&g->nodes[views[0]])))
+                 !opt_o1_attrs_equal(kind, tg_node_attrs(pn),
+                                     tg_node_attrs(&g->nodes[views[0]])))
             return 0;
         /* a transpose is a copy: only op may read it */
         if (kind == GRAPH_OP_transpose && opt_nuses(u, v) != slots_reading(n, v))
@@ -111,8 +112,8 @@ static int sink(graph *g, opt_ctx *ctx, int32_t i, const int32_t views[SINK_MAX_
         return 0;
     /* copies: adding nodes may move the nodes' attributes */
     if (osz)
-        memcpy(oattr, graph_node_attrs(n), osz);
-    memcpy(vattr, graph_node_attrs(&g->nodes[views[0]]), vsz);
+        memcpy(oattr, tg_node_attrs(n), osz);
+    memcpy(vattr, tg_node_attrs(&g->nodes[views[0]]), vsz);
     prov[0] = i;
     for (int k = 0; k < nin; k++) {
         src[k] = g->nodes[views[k]].in[0];
@@ -164,7 +165,7 @@ static int sink_bn(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t i)
         return 0;
     int32_t y = g->nodes[r].in[0];
     const graph_type *yt = &g->values[y].type, *rt = &g->values[rv].type;
-    const graph_ints *perm = &((const graph_transpose_attrs *)graph_node_attrs(&g->nodes[t]))->perm;
+    const graph_ints *perm = &((const graph_transpose_attrs *)tg_node_attrs(&g->nodes[t]))->perm;
     if (yt->ndim < 2 || rt->ndim < 3 || perm->v[1] != 2 || rt->dim[0] * rt->dim[1] != yt->dim[0] ||
         rt->dim[2] != yt->dim[1])
         return 0;
@@ -175,9 +176,9 @@ static int sink_bn(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t i)
         rr *= rt->dim[d];
     if (ry != rr)
         return 0;
-    graph_batch_norm_attrs ba = *(const graph_batch_norm_attrs *)graph_node_attrs(n);
-    graph_reshape_attrs ra = *(const graph_reshape_attrs *)graph_node_attrs(&g->nodes[r]);
-    graph_transpose_attrs ta = *(const graph_transpose_attrs *)graph_node_attrs(&g->nodes[t]);
+    graph_batch_norm_attrs ba = *(const graph_batch_norm_attrs *)tg_node_attrs(n);
+    graph_reshape_attrs ra = *(const graph_reshape_attrs *)tg_node_attrs(&g->nodes[r]);
+    graph_transpose_attrs ta = *(const graph_transpose_attrs *)tg_node_attrs(&g->nodes[t]);
     int32_t in[5], old = n->out[0], prov[3] = {i, t, r}, b0, b1, b2;
     memcpy(in, n->in, sizeof in);
     in[0] = y;
@@ -215,9 +216,9 @@ static int cancel_pairs(graph *g, opt_ctx *ctx)
         int32_t p = fu_producer(g, n->in[0]);
         if (p < 0 || g->nodes[p].op != GRAPH_OP_transpose)
             continue;
-        const graph_ints *q = &((const graph_transpose_attrs *)graph_node_attrs(n))->perm;
+        const graph_ints *q = &((const graph_transpose_attrs *)tg_node_attrs(n))->perm;
         const graph_ints *pp =
-            &((const graph_transpose_attrs *)graph_node_attrs(&g->nodes[p]))->perm;
+            &((const graph_transpose_attrs *)tg_node_attrs(&g->nodes[p]))->perm;
         int id = q->n == pp->n;
         for (int d = 0; id && d < q->n; d++)
             id = pp->v[q->v[d]] == d;

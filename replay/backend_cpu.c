@@ -10,6 +10,7 @@
 #include "../eager/dnnl_util.h"
 #include "../eager/eager.h"
 #include "internal.h"
+#include "graph/graph_impl.h"
 
 static int cpu_supports(const replay_plan *p, const graph_node *n, char *why, size_t len)
 {

@@ -8,6 +8,7 @@
 #include "../eager/kernel.h"
 #include "../optimize/memplan.h"
 #include "replay.h"
+#include "graph/graph_impl.h"
 
 struct replay_guard_warns;
 

@@ -13,6 +13,7 @@
 #include "../graph/invariants.h"
 #include "../optimize/opt.h"
 #include "internal.h"
+#include "../graph/graph_impl.h"
 
 const char *replay_node_str(const replay_plan *p, int32_t node, char *buf, size_t len)
 {
@@ -47,7 +48,7 @@ static void reshape_hint(const replay_plan *p, const graph_node *n,
     const graph *g = p->g;
     if (n->op != GRAPH_OP_reshape)
         return;
-    const graph_ints *shape = &((const graph_reshape_attrs *)graph_node_attrs(n))->shape;
+    const graph_ints *shape = &((const graph_reshape_attrs *)tg_node_attrs(n))->shape;
     int has_minus1 = 0;
     for (int k = 0; k < shape->n; k++)
         has_minus1 |= shape->v[k] == -1;
@@ -97,7 +98,7 @@ tg_status replay_infer_types(const replay_plan *p, const replay_tensor *const *i
         for (int k = 0; k < n->nin; k++)
             it[k] = types[n->in[k]];
         int nout = 0;
-        tg_status st = graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot,
+        tg_status st = graph_infer(n->op, it, n->nin, tg_node_attrs(n), ot,
                                    GRAPH_MAX_NODE_IO, &nout, msg, sizeof msg);
         if (st != TG_OK || nout != n->nout) {
             char hint[400] = "", why[500] = "";

@@ -17,6 +17,7 @@
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "internal.h"
+#include "../graph/graph_impl.h"
 
 typedef struct guard_ctx {
     const graph *g;
@@ -260,7 +261,7 @@ static bound *bind(replay_session *s, replay_variant *v)
             b->types[used] = v->types[n->out[j]];
             b->ptrs[used] = value_ptr(s, v, n->out[j]);
         }
-        a->attrs = graph_node_attrs(n);
+        a->attrs = tg_node_attrs(n);
     }
     TG_ASSERT(used == nslots && (size_t)b->npatch <= nslots);
     b->nsteps = p->nitems;

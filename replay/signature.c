@@ -9,6 +9,7 @@
 
 #include "../graph/alloc.h"
 #include "internal.h"
+#include "../graph/graph_impl.h"
 
 /* "x, mask" (or "none"): the plan's input (outputs 0) or output names,
  * cut with ", ..." where buf is too short. */

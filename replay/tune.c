@@ -72,6 +72,7 @@
 #include "../formats/file.h"
 #include "../graph/alloc.h"
 #include "internal.h"
+#include "../graph/graph_impl.h"
 
 #define TUNE_MAX_BYTES (1u << 20)
 #define TUNE_MAX_LINE 512
@@ -340,7 +341,7 @@ static int tunable(const graph *g, const graph_node *n, int64_t *mkn_batch)
         return 0;
     int64_t m, k, nn;
     if (n->op == GRAPH_OP_matmul) {
-        const graph_matmul_attrs *at = graph_node_attrs(n);
+        const graph_matmul_attrs *at = tg_node_attrs(n);
         int ta = a->ndim >= 2 && at->transpose_a, tb = b->ndim >= 2 && at->transpose_b;
         m = a->ndim == 1 ? 1 : a->dim[a->ndim - 2 + ta];
         k = a->ndim == 1 ? a->dim[0] : a->dim[a->ndim - 1 - ta];
@@ -364,10 +365,10 @@ static int node_key(const replay_plan *p, const graph_node *n, const int64_t *mk
     int ta = 0, tb = n->op != GRAPH_OP_matmul;
     char post[96] = "-";
     if (n->op == GRAPH_OP_matmul) {
-        const graph_matmul_attrs *at = graph_node_attrs(n);
+        const graph_matmul_attrs *at = tg_node_attrs(n);
         ta = (int)at->transpose_a, tb = (int)at->transpose_b;
     } else if (n->op == GRAPH_OP_linear_ep) {
-        const graph_linear_ep_attrs *at = graph_node_attrs(n);
+        const graph_linear_ep_attrs *at = tg_node_attrs(n);
         size_t w = 0;
         for (int i = 0; i < at->post.n && w + 24 < sizeof post; i++)
             w += (size_t)snprintf(post + w, sizeof post - w, "%s%lld", i ? "." : "",
@@ -460,7 +461,7 @@ static tg_status time_node(const replay_plan *p, const graph_node *n, const int 
     eager_kernel_fn fn = eager_kernels[n->op];
     /* one call each first: prepares (oneDNN's primitive, packed weights) */
     for (int c = 0; c < nc && st == TG_OK; c++) {
-        eager_kargs a = {in_type, in, nin, graph_node_attrs(n), ot, outs, 1, p->opts.threads,
+        eager_kargs a = {in_type, in, nin, tg_node_attrs(n), ot, outs, 1, p->opts.threads,
                          kerr, sizeof kerr, &slot[c], fixed, impls[c]};
         ok[c] = fn(&a) == TG_OK;
     }
@@ -469,7 +470,7 @@ static tg_status time_node(const replay_plan *p, const graph_node *n, const int 
         for (int c = 0; c < nc; c++) {
             if (!ok[c])
                 continue;
-            eager_kargs a = {in_type, in, nin, graph_node_attrs(n), ot, outs, 1,
+            eager_kargs a = {in_type, in, nin, tg_node_attrs(n), ot, outs, 1,
                              p->opts.threads, kerr, sizeof kerr, &slot[c], fixed, impls[c]};
             double t0 = now_ns();
             ok[c] = fn(&a) == TG_OK;
@@ -525,7 +526,7 @@ static uint32_t fixed_bits(const graph *g, const graph_node *n)
 static int conv_key(const replay_plan *p, const graph_node *n, char *buf, size_t len)
 {
     const graph *g = p->g;
-    const graph_conv2d_blk_attrs *at = graph_node_attrs(n);
+    const graph_conv2d_blk_attrs *at = tg_node_attrs(n);
     size_t w = (size_t)snprintf(buf, len,
                                 "cpu=%s;onednn=%s;kernels=%s;threads=%d;op=conv2d_blk;x=",
                                 cpu_model(), eager_dnnl_isa_name(), eager_isa_active->name,
@@ -577,7 +578,7 @@ static int conv_candidates(const replay_plan *p, const graph_node *n, int *impls
     for (int oi = 0; oi < 3; oi++) { /* direct first: a shape without Winograd names it */
         int c = order[oi];
         char impl[64], why[256];
-        if (eager_dnnl_impl_of_choice(n->op, graph_node_attrs(n), in, nin,
+        if (eager_dnnl_impl_of_choice(n->op, tg_node_attrs(n), in, nin,
                                       &g->values[n->out[0]].type, fixed_bits(g, n),
                                       p->opts.threads, c, impl, sizeof impl, why,
                                       sizeof why) != TG_OK ||

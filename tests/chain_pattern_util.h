@@ -18,6 +18,7 @@
 #include "eager/interp.h"
 #include "graph/text.h"
 #include "optimize/opt.h"
+#include "graph/graph_impl.h"
 
 /* Parses text; reports a failure (with the parser's message) at line. */
 static inline graph *fu_parse(int line, const char *text)

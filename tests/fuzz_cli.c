@@ -41,6 +41,7 @@
 #include "formats/tgraph.h"
 #include "graph/text.h"
 #include "cli/cli.h"
+#include "graph/graph_impl.h"
 
 #define MAX_ARGS 600
 #define MAX_NPY_NUMEL 4096

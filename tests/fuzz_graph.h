@@ -36,6 +36,7 @@
 #include "graph/text.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 static const int64_t special[16] = {
     INT64_C(1) << 31, INT64_C(1) << 40, (INT64_C(1) << 40) + 1, INT64_C(1) << 62,
@@ -226,7 +227,7 @@ static int64_t planned_bytes(const graph *g, const graph_type *in, int64_t max_b
         for (int k = 0; k < n->nin; k++)
             it[k] = t[n->in[k]];
         int nout = 0;
-        if (graph_infer(n->op, it, n->nin, graph_node_attrs(n), ot, GRAPH_MAX_NODE_IO, &nout,
+        if (graph_infer(n->op, it, n->nin, tg_node_attrs(n), ot, GRAPH_MAX_NODE_IO, &nout,
                         NULL, 0) != TG_OK || nout != n->nout) {
             total = -1;
             break;

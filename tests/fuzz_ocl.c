@@ -63,6 +63,7 @@
 #include "fuzz_graph.h"
 #include "replay/internal.h"
 #include "replay/opencl/ocl_rt.h"
+#include "graph/graph_impl.h"
 
 #define FUZZ_MAX_BYTES (8 << 20)
 #define FUZZ_MAX_INPUT (1 << 18) /* elements of one input */

@@ -31,6 +31,7 @@
 
 #include "fuzz_graph.h"
 #include "fuzz_onnx_mutate.h"
+#include "graph/graph_impl.h"
 
 #define FUZZ_MAX_BYTES (64 << 20)
 #define FUZZ_MAX_INPUT (1 << 20) /* elements of one input */

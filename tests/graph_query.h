@@ -7,6 +7,7 @@
 #define TG_TESTS_GRAPH_QUERY_H
 
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 
 /* Live nodes running op. */
 static inline int count_op(const graph *g, graph_op op)

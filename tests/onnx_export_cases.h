@@ -19,6 +19,7 @@
 #include "eager/eager.h"
 #include "graph/fused_prog.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 #include "models.h"
 #include "optimize/opt.h"
 

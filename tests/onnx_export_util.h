@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "formats/onnx/onnx_write_impl.h"
+#include "graph/graph_impl.h"
 
 /* ---- reading an exported model back ---- */
 

@@ -15,6 +15,7 @@
 #include "eager/interp.h"
 #include "formats/onnx/onnx_read_impl.h"
 #include "onnx_test_util.h"
+#include "graph/graph_impl.h"
 
 typedef struct mb { /* a one-node model under construction */
     Onnx__ModelProto m;

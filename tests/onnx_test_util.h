@@ -8,6 +8,7 @@
 #define TG_TESTS_ONNX_TEST_UTIL_H
 
 #include "formats/onnx/onnx_impl.h"
+#include "graph/graph_impl.h"
 
 /*
  * The parts of a model above its nodes, in the caller's storage: IR 8,

@@ -12,6 +12,7 @@
 #include "eager/eager.h"
 #include "eager/interp.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 #include "graph/text.h"
 
 /* The graph of text IR; NULL after a failed check. */

@@ -23,6 +23,7 @@
 #include "graph_query.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 /* ---- building graphs from templates ---- */
 

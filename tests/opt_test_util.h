@@ -18,6 +18,7 @@
 #include "graph/text.h"
 #include "graph_query.h"
 #include "optimize/opt.h"
+#include "graph/graph_impl.h"
 
 /* Parses text IR (the test fails on a parse error). */
 static inline graph *ir(const char *text)

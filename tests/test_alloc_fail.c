@@ -42,6 +42,7 @@
 #include "replay/replay.h"
 #include "tracer/stack.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 /* ---- a growing string (test code: plain malloc) ---- */
 

@@ -19,6 +19,7 @@
 #include "formats/npy.h"
 #include "models.h"
 #include "tracegraph.h"
+#include "graph/graph_impl.h"
 
 /* ---- NULL arguments ---- */
 
@@ -195,10 +196,9 @@ static void test_null_graph_opt_replay(void)
 
 /*
  * A type given by pointer into the graph's own values (a value's type as
- * the type of the next): adding moves the values array, so the adders
- * copy the type first.  The sanitized build moves the array on every
- * addition (TG_GROW_MOVES), where reading the old copy is a
- * use-after-free.
+ * the type of the next): the adders read it while writing the new record
+ * into the same array, which must not disturb it (graph storage never
+ * moves, test_graph_storage).
  */
 static void test_type_from_graph(void)
 {

@@ -28,6 +28,7 @@
 #include "op_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 static const char *const op_names[] = {"argmax", "argmin"};
 
@@ -305,8 +306,8 @@ static void test_round_trips(void)
     CHECK_MSG(on != NULL, "ONNX import: %s", err);
     int32_t na = on ? find_op(on, GRAPH_OP_argmax) : -1;
     int32_t ni = on ? find_op(on, GRAPH_OP_argmin) : -1;
-    const graph_argmax_attrs *aa = na >= 0 ? graph_node_attrs(&on->nodes[na]) : NULL;
-    const graph_argmin_attrs *ai = ni >= 0 ? graph_node_attrs(&on->nodes[ni]) : NULL;
+    const graph_argmax_attrs *aa = na >= 0 ? tg_node_attrs(&on->nodes[na]) : NULL;
+    const graph_argmin_attrs *ai = ni >= 0 ? tg_node_attrs(&on->nodes[ni]) : NULL;
     CHECK(aa && aa->axis == -1 && aa->keepdim == 1 && aa->select_last == 1);
     CHECK(ai && ai->axis == 0 && ai->keepdim == 0 && ai->select_last == 0);
     eager_pool_push();

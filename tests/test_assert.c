@@ -17,6 +17,7 @@
 #include "check.h"
 #include "graph/errors.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 #include "graph/invariants.h"
 #include "optimize/memplan.h"
 

@@ -37,6 +37,7 @@
 #include "formats/tgraph_impl.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 #define B8 8
 
@@ -611,7 +612,7 @@ static void test_files(void)
     for (int32_t i = 0; h && i < h->nnodes; i++)
         if (h->nodes[i].op == GRAPH_OP_conv2d_blk) {
             nconv++;
-            CHECK(((const graph_conv2d_blk_attrs *)graph_node_attrs(&h->nodes[i]))->block == 8);
+            CHECK(((const graph_conv2d_blk_attrs *)tg_node_attrs(&h->nodes[i]))->block == 8);
         }
     CHECK(!h || nconv == 2);
     if (h)
@@ -728,7 +729,7 @@ static void test_old_file(void)
         h = buf ? format_load_mem(buf, len, "old.tgraph", err, sizeof err) : NULL;
         CHECK_MSG(h != NULL, "a version-1 conv2d_blk loads: %s", err);
         if (h) {
-            CHECK(((const graph_conv2d_blk_attrs *)graph_node_attrs(&h->nodes[0]))->block == 16);
+            CHECK(((const graph_conv2d_blk_attrs *)tg_node_attrs(&h->nodes[0]))->block == 16);
             check_same(g, h, x, "version-1 conv2d_blk");
         }
         graph_free(h);

@@ -30,6 +30,7 @@
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 typedef struct dc_case {
     int64_t n, c, h, w, o, kh, kw; /* x [n,c,h,w], w [c,o/groups,kh,kw] */
@@ -392,7 +393,7 @@ static void test_round_trips(const block *k, const graph *g, eager_tensor *x,
     graph *on = buf ? format_onnx_load_mem(buf, len, "block.onnx", NULL, err, sizeof err) : NULL;
     CHECK_MSG(on != NULL, "ONNX import: %s", err);
     int32_t i = on ? find_op(on, GRAPH_OP_conv_transpose2d) : -1;
-    const graph_conv_transpose2d_attrs *a = i >= 0 ? graph_node_attrs(&on->nodes[i]) : NULL;
+    const graph_conv_transpose2d_attrs *a = i >= 0 ? tg_node_attrs(&on->nodes[i]) : NULL;
     CHECK(a && a->stride.n == 2 && a->stride.v[0] == 2 && a->padding.n == 4 &&
           a->padding.v[3] == 1 && a->output_padding.n == 2 && a->output_padding.v[1] == 1 &&
           a->groups == 1);

@@ -27,6 +27,7 @@
 #include "check.h"
 #include "eager/cost_rates.h"
 #include "eager/eager.h"
+#include "graph/graph_impl.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"

@@ -29,6 +29,7 @@
 #include "op_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 /* Element `at` of the reference: the covered elements of its line, from
  * the first one summed (index 0, or len - 1 with reverse) towards k. */
@@ -324,7 +325,7 @@ static void test_round_trips(void)
     for (int32_t i = 0; on && i < on->nnodes; i++) {
         if (on->nodes[i].op != GRAPH_OP_cumsum)
             continue;
-        const graph_cumsum_attrs *a = graph_node_attrs(&on->nodes[i]);
+        const graph_cumsum_attrs *a = tg_node_attrs(&on->nodes[i]);
         CHECK((a->axis == -1 && a->exclusive == 1 && a->reverse == 1) ||
               (a->axis == 0 && a->exclusive == 0 && a->reverse == 0));
     }

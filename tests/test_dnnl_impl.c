@@ -32,6 +32,7 @@
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static void test_is_ref(void)
 {

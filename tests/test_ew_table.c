@@ -41,6 +41,7 @@
 #include "graph/infer.h"
 #include "graph/text.h"
 #include "replay/opencl/ocl.h"
+#include "graph/graph_impl.h"
 
 /* ---- the registry ---- */
 

@@ -18,6 +18,7 @@
 #include "formats/tgraph.h"
 #include "models.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static char err[1024];
 
@@ -68,7 +69,7 @@ static int same_value(const graph_value *a, const graph_value *b)
 static int same_attrs(const graph_node *a, const graph_node *b)
 {
     const graph_op_info *info = &graph_ops[a->op];
-    const char *x = graph_node_attrs(a), *y = graph_node_attrs(b);
+    const char *x = tg_node_attrs(a), *y = tg_node_attrs(b);
     const graph_attr_desc *d = info->nattrs ? info->attr_descs() : NULL;
     for (int k = 0; k < info->nattrs; k++) {
         const char *fx = x + d[k].offset, *fy = y + d[k].offset;

@@ -21,6 +21,7 @@
 #include "eager/interp.h"
 #include "formats/tgraph.h"
 #include "formats/tgraph_impl.h"
+#include "graph/graph_impl.h"
 
 static char err[1024];
 
@@ -202,7 +203,7 @@ static void hvalue(hbuf *h, int kind, int flags, uint32_t name, int32_t node,
 }
 
 enum {
-    HAND_OK, HAND_EXTRA_SECTION, HAND_OVERLAP, HAND_HUGE_COUNT, HAND_BAD_TYPE,
+    HAND_OK, HAND_EXTRA_SECTION, HAND_OVERLAP, HAND_HUGE_COUNT, HAND_BIG_COUNT, HAND_BAD_TYPE,
     HAND_HUGE_FRAME, HAND_GAP, HAND_PADDING
 };
 
@@ -218,7 +219,11 @@ static void hand_sections(int variant, hbuf *sec)
         hstr(&sec[0], strs[i]);
     le(&sec[1], 0, 4); /* no symbols */
     hbuf *v = &sec[2];
-    le(v, variant == HAND_HUGE_COUNT ? 0x7FFFFFFFu : variant == HAND_OVERLAP ? 5 : 4, 4);
+    le(v, variant == HAND_HUGE_COUNT  ? 0x7FFFFFFFu /* past GRAPH_MAX_VALUES */
+          : variant == HAND_BIG_COUNT ? 0x3FFFFFFu  /* within it, past the file */
+          : variant == HAND_OVERLAP   ? 5
+                                      : 4,
+       4);
     uint64_t woff = variant == HAND_GAP ? 64 : 0;
     hvalue(v, 0, 0, 1, -1, 0, 0, 2);
     hvalue(v, 1, 1, 2, -1, graph_hash_bytes(hand_w, 8), woff, 2);
@@ -322,7 +327,7 @@ static void test_hand(void)
         CHECK(w->kind == GRAPH_VALUE_PARAM && strcmp(w->name, "w") == 0 && w->data &&
               (uintptr_t)w->data % 64 == 0 && memcmp(w->data, hand_w, 8) == 0 &&
               w->hash == graph_hash_bytes(hand_w, 8));
-        const graph_leaky_relu_attrs *a = graph_node_attrs(&g->nodes[1]);
+        const graph_leaky_relu_attrs *a = tg_node_attrs(&g->nodes[1]);
         CHECK(g->nodes[1].op == GRAPH_OP_leaky_relu && a->alpha == 0.01f);
         char site[64];
         CHECK(strcmp(graph_prov_str(g, g->nodes[0].prov[0], site, sizeof site), "hand.c:42 f") == 0);
@@ -346,8 +351,10 @@ static void test_hand(void)
     } bad[] = {
         {HAND_OVERLAP, "hand.tgraph: section 'constants' at byte 0: value 4: data of 4 bytes "
                        "at offset 0: misaligned, overlapping or past the end (64)"},
-        {HAND_HUGE_COUNT, "hand.tgraph: section 'values' at byte 0: 2147483647 values need "
-                          "at least 77309411292 bytes"},
+        {HAND_HUGE_COUNT, "hand.tgraph: section 'values' at byte 0: 2147483647 values (at "
+                          "most 67108864)"}, /* GRAPH_MAX_VALUES */
+        {HAND_BIG_COUNT, "hand.tgraph: section 'values' at byte 0: 67108863 values need "
+                         "at least 2415919068 bytes"},
         {HAND_BAD_TYPE, "hand.tgraph: the graph does not verify: node 1 (leaky_relu at "
                         "unknown site): output %3 is f32[3] but the op makes f32[2]"},
         {HAND_HUGE_FRAME, "hand.tgraph: section 'constants' at byte 0: 131072 frames cannot "
@@ -436,8 +443,13 @@ static void test_damage(void)
         bad += !refused(junk, n);
     }
     CHECK_MSG(bad == 0, "%zu of 1000 garbage buffers loaded", bad);
-    CHECK_MSG(heap_used() == before, "failed loads leak nothing (%zu -> %zu bytes in use)",
-              before, heap_used());
+    /* glibc's per-thread cache (tcache) keeps up to 7 freed chunks of each
+     * size, which mallinfo2 counts as in use, so the figure moves by a
+     * few hundred bytes with the mix of sizes freed last (the stable
+     * graph arrays changed that mix); a leak in a failed load would grow
+     * it by its size times the ~2000 loads above. */
+    CHECK_MSG(heap_used() <= before + 8192,
+              "failed loads leak nothing (%zu -> %zu bytes in use)", before, heap_used());
     free(junk);
     free(copy);
     free(buf);

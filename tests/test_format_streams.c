@@ -17,6 +17,7 @@
 #include "formats/onnx.h"
 #include "formats/tgraph.h"
 #include "pipe_util.h"
+#include "graph/graph_impl.h"
 
 static char err[1024];
 

@@ -33,6 +33,7 @@
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 #define MAXD GRAPH_MAX_DIMS
 

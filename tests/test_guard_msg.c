@@ -14,6 +14,7 @@
 #include "eager/interp.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static int read_line;
 

@@ -32,6 +32,7 @@
 
 #include "check.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 #include "replay/internal.h"
 #include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"

@@ -33,6 +33,7 @@
 
 #include "check.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 #include "ocl_nn_case.h"
 #include "replay/opencl/ocl_blas.h"
 #include "replay/opencl/ocl_rt.h"

@@ -42,6 +42,7 @@
 #include "onnx_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 /* Float sums in another order (a conv2d over kd*C channels). */
 #define TOL 1e-5

@@ -32,6 +32,7 @@
 #include "eager/interp.h"
 #include "formats/onnx/onnx_read_impl.h"
 #include "onnx_test_util.h"
+#include "graph/graph_impl.h"
 
 #define MAXN 16
 
@@ -241,7 +242,7 @@ static void batch_reshape(void)
     CHECK_MSG(rs && g->nnodes == 2, "want one reshape and one relu, have %d nodes",
               (int)g->nnodes);
     if (rs) {
-        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        const graph_reshape_attrs *a = tg_node_attrs(rs);
         CHECK(a->shape.n == 2 && a->shape.v[0] == -1 && a->shape.v[1] == 128);
         CHECK(!(rs->flags & GRAPH_NODE_SPECIALIZED));
         CHECK(g->values[rs->out[0]].dyn == 1); /* dim 0 follows N */
@@ -284,7 +285,7 @@ static void batch_expand(void)
     const graph_node *ex = only_node(g, GRAPH_OP_expand);
     CHECK_MSG(ex && g->nnodes == 1, "want one expand, have %d nodes", (int)g->nnodes);
     if (ex) {
-        const graph_expand_attrs *a = graph_node_attrs(ex);
+        const graph_expand_attrs *a = tg_node_attrs(ex);
         CHECK(a->shape.n == 2 && a->shape.v[0] == 1 && a->shape.v[1] == 4);
         CHECK(!(ex->flags & GRAPH_NODE_SPECIALIZED));
     }
@@ -317,7 +318,7 @@ static void folded_range(void)
     const graph_node *rs = only_node(g, GRAPH_OP_reshape);
     CHECK(rs && g->nnodes == 1);
     if (rs) {
-        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        const graph_reshape_attrs *a = tg_node_attrs(rs);
         CHECK(a->shape.n == 3 && a->shape.v[0] == -1 && a->shape.v[1] == 2 &&
               a->shape.v[2] == 3);
     }
@@ -365,7 +366,7 @@ static void folded_rounding(void)
     CHECK_MSG(rs && g->nnodes == 1, "want one reshape, have %d nodes", (int)g->nnodes);
     static const int64_t want[8] = {-1, 2, 2, 3, 2, 2, 1, 1};
     if (rs) {
-        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        const graph_reshape_attrs *a = tg_node_attrs(rs);
         CHECK_MSG(a->shape.n == 8 && !memcmp(a->shape.v, want, sizeof want),
                   "folded shape [%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld]",
                   (long long)a->shape.v[0], (long long)a->shape.v[1], (long long)a->shape.v[2],
@@ -441,7 +442,7 @@ static void two_dynamic(void)
                                       "other sizes fails there"),
               "one warning naming the node and the dims, got %d: \"%s\"", nwarned, warned);
     if (rs) {
-        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        const graph_reshape_attrs *a = tg_node_attrs(rs);
         CHECK(a->shape.n == 3 && a->shape.v[0] == 2 && a->shape.v[1] == 2);
     }
     int64_t xd[3] = {2, 2, 4};
@@ -486,7 +487,7 @@ static void copied_dim_count(void)
             const graph_node *rs = g ? only_node(g, GRAPH_OP_reshape) : NULL;
             CHECK_MSG(rs, "[0, 3] imports: %s", err);
             if (rs)
-                CHECK(((const graph_reshape_attrs *)graph_node_attrs(rs))->shape.v[0] == -1);
+                CHECK(((const graph_reshape_attrs *)tg_node_attrs(rs))->shape.v[0] == -1);
         }
         graph_free(g);
     }
@@ -499,7 +500,7 @@ static void copied_dim_count(void)
     CHECK_MSG(rs && (rs->flags & GRAPH_NODE_SPECIALIZED) && nwarned == 1,
               "[N,0] to [0,0]: specialized, warned once (%d)", nwarned);
     if (rs) {
-        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        const graph_reshape_attrs *a = tg_node_attrs(rs);
         CHECK(a->shape.n == 2 && a->shape.v[0] == 2 && a->shape.v[1] == 0);
     }
     graph_free(g);
@@ -511,7 +512,7 @@ static void copied_dim_count(void)
     CHECK_MSG(rs && (rs->flags & GRAPH_NODE_SPECIALIZED) && nwarned == 1,
               "Flatten of [N,0]: specialized, warned once (%d)", nwarned);
     if (rs) {
-        const graph_reshape_attrs *a = graph_node_attrs(rs);
+        const graph_reshape_attrs *a = tg_node_attrs(rs);
         CHECK(a->shape.n == 2 && a->shape.v[0] == 2 && a->shape.v[1] == 0);
     }
     graph_free(g);

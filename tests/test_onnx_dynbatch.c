@@ -27,6 +27,7 @@
 #include "formats/onnx.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 #ifndef TG_TEST_DATA
 #define TG_TEST_DATA "tests/data"

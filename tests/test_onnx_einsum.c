@@ -19,6 +19,7 @@
 #include "onnx_test_util.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 enum { MAXOP = 9 };
 

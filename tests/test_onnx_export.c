@@ -29,6 +29,7 @@
 #include "onnx_export_cases.h"
 #include "onnx_export_util.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static char err[1024];
 

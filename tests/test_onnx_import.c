@@ -23,6 +23,7 @@
 #include "formats/onnx/onnx_read_impl.h"
 #include "graph_query.h"
 #include "onnx_model_builder.h"
+#include "graph/graph_impl.h"
 
 static void bad_inputs(void)
 {
@@ -289,7 +290,7 @@ static void conv_transpose(void)
     graph *g = mb_load(&b, &o, &st, err, sizeof err);
     CHECK_MSG(g != NULL, "ConvTranspose SAME_LOWER over a dynamic H: %s", err);
     int32_t i = g ? find_op(g, GRAPH_OP_conv_transpose2d) : -1;
-    const graph_conv_transpose2d_attrs *at = i >= 0 ? graph_node_attrs(&g->nodes[i]) : NULL;
+    const graph_conv_transpose2d_attrs *at = i >= 0 ? tg_node_attrs(&g->nodes[i]) : NULL;
     CHECK(at && at->padding.n == 4 && at->padding.v[0] == 1 && at->padding.v[1] == 1 &&
           at->padding.v[2] == 0 && at->padding.v[3] == 0);
     CHECK(g && g->values[g->outputs[0].value].type.dim[2] == 8);
@@ -314,7 +315,7 @@ static void conv_transpose(void)
     g = mb_load(&b, NULL, &st, err, sizeof err);
     CHECK_MSG(g != NULL, "1-D ConvTranspose: %s", err);
     i = g ? find_op(g, GRAPH_OP_conv_transpose2d) : -1;
-    at = i >= 0 ? graph_node_attrs(&g->nodes[i]) : NULL;
+    at = i >= 0 ? tg_node_attrs(&g->nodes[i]) : NULL;
     CHECK(at && at->output_padding.n == 2 && at->output_padding.v[0] == 0 &&
           at->output_padding.v[1] == 1 && at->stride.v[0] == 1 && at->stride.v[1] == 2);
     if (g) {

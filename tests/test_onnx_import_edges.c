@@ -20,6 +20,7 @@
 #include "formats/onnx/onnx_read_impl.h"
 #include "graph_query.h"
 #include "onnx_model_builder.h"
+#include "graph/graph_impl.h"
 
 /* What an older opset's type constraints or semantics forbid, which
  * ONNX Runtime refuses: refused naming the op's version (the fuzzer's
@@ -247,9 +248,8 @@ static void gather_nd(void)
 
 /*
  * Trilu kept above or below a diagonal k, against the mask written out
- * here.  It adds its mask constant before reading x's dtype: the ASan
- * build (TG_GROW_MOVES: every addition moves the graph's values) saw the
- * type read through a stale pointer.
+ * here.  It adds its mask constant before reading x's dtype (once a read
+ * through a stale pointer, when the graph's values still moved).
  */
 static void trilu(void)
 {

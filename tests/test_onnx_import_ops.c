@@ -20,6 +20,7 @@
 #include "onnx_model_builder.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 /* InstanceNormalization of x f32[2,3,2,2] (scale and B initializers,
  * epsilon 0.01) against a naive loop in double; a scale of the wrong

@@ -32,6 +32,7 @@
 #include "eager/interp.h"
 #include "formats/onnx/onnx_read_impl.h"
 #include "onnx_test_util.h"
+#include "graph/graph_impl.h"
 
 #define MAX_IO 16
 

@@ -19,6 +19,7 @@
 #include "formats/onnx.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 
 static char err[1024];

@@ -21,6 +21,7 @@
 #include "models.h"
 #include "optimize/opt.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static char err[1024];
 

@@ -24,6 +24,7 @@
 #include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static const replay_opts OCL = {.threads = 1, .device = "opencl"};
 static char devname[128];

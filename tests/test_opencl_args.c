@@ -42,6 +42,7 @@
 #include "replay/replay.h"
 #include "tracer/trace.h"
 #include "workloads/workloads.h"
+#include "graph/graph_impl.h"
 
 #define TOL 1e-4
 

@@ -41,6 +41,7 @@
 #include "replay/replay.h"
 #include "tracer/trace.h"
 #include "workloads/workloads.h"
+#include "graph/graph_impl.h"
 
 /* ---- counting wrappers ---- */
 

@@ -22,6 +22,7 @@
 #include "eager/interp.h"
 #include "graph/text.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 #define EW 1e-5
 #define RED 1e-4

@@ -29,6 +29,7 @@
 #include "replay/opencl/ocl_rt.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 #define TOL 1e-4
 

@@ -13,6 +13,7 @@
 #include "opt_fuse_util.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 /* ---- epilogue ---- */
 
@@ -25,8 +26,8 @@ static int32_t check_ep(int line, const graph *g, graph_op op, const int64_t *wa
     if (e < 0)
         return e;
     const graph_ints *post = op == GRAPH_OP_linear_ep
-                                 ? &((const graph_linear_ep_attrs *)graph_node_attrs(&g->nodes[e]))->post
-                                 : &((const graph_conv2d_ep_attrs *)graph_node_attrs(&g->nodes[e]))->post;
+                                 ? &((const graph_linear_ep_attrs *)tg_node_attrs(&g->nodes[e]))->post
+                                 : &((const graph_conv2d_ep_attrs *)tg_node_attrs(&g->nodes[e]))->post;
     int ok = post->n == n && g->nodes[e].nin == nin;
     for (int i = 0; ok && i < n; i++)
         ok = post->v[i] == want[i];
@@ -114,7 +115,7 @@ static void test_epilogue_conv(void)
     int32_t e = CHECK_EP(g, GRAPH_OP_conv2d_ep, 4, GRAPH_POST_ADD, GRAPH_POST_LEAKY_RELU,
                          GRAPH_POST_LEAKY_RELU, GRAPH_POST_SILU);
     if (e >= 0) {
-        const graph_conv2d_ep_attrs *at = graph_node_attrs(&g->nodes[e]);
+        const graph_conv2d_ep_attrs *at = tg_node_attrs(&g->nodes[e]);
         const graph_value *b = &g->values[g->nodes[e].in[2]];
         CHECK(at->alpha == 0.1f && at->padding.n == 1 && at->padding.v[0] == 1);
         CHECK(b->kind == GRAPH_VALUE_CONST && b->type.ndim == 1 && b->type.dim[0] == 4);
@@ -172,7 +173,7 @@ static void test_epilogue_clip(void)
         CHECK(RUN(g, opt_pass_epilogue));
         int32_t e = CHECK_EP(g, GRAPH_OP_conv2d_ep, 3, GRAPH_POST_CLIP);
         if (e >= 0) {
-            const graph_conv2d_ep_attrs *at = graph_node_attrs(&g->nodes[e]);
+            const graph_conv2d_ep_attrs *at = tg_node_attrs(&g->nodes[e]);
             CHECK(at->clip_min == 0 && !signbit(at->clip_min) && at->clip_max == 6);
         }
         check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
@@ -189,7 +190,7 @@ static void test_epilogue_clip(void)
         int32_t e = CHECK_EP(g, GRAPH_OP_linear_ep, 3, GRAPH_POST_RELU, GRAPH_POST_CLIP,
                              GRAPH_POST_CLIP);
         if (e >= 0) {
-            const graph_linear_ep_attrs *at = graph_node_attrs(&g->nodes[e]);
+            const graph_linear_ep_attrs *at = tg_node_attrs(&g->nodes[e]);
             CHECK(at->clip_min == -1 && at->clip_max == 1);
         }
         check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
@@ -252,9 +253,9 @@ static void test_epilogue_hard(void)
         int32_t e = find_op(g, cases[i].conv ? GRAPH_OP_conv2d_ep : GRAPH_OP_linear_ep);
         const graph_ints *post = e < 0 ? NULL
                                  : cases[i].conv
-                                     ? &((const graph_conv2d_ep_attrs *)graph_node_attrs(
+                                     ? &((const graph_conv2d_ep_attrs *)tg_node_attrs(
                                             &g->nodes[e]))->post
-                                     : &((const graph_linear_ep_attrs *)graph_node_attrs(
+                                     : &((const graph_linear_ep_attrs *)tg_node_attrs(
                                             &g->nodes[e]))->post;
         check_report(post && post->n == cases[i].npost &&
                          !memcmp(post->v, cases[i].post, sizeof(int64_t) * (size_t)post->n),
@@ -404,7 +405,7 @@ static void test_models(void)
                       "conv block: batch_norm folded, relu fused");
             CHECK_MSG(e >= 0 && g->nodes[e].nin == 3, "conv block uses conv2d_ep");
             if (e >= 0) {
-                const graph_conv2d_ep_attrs *at = graph_node_attrs(&g->nodes[e]);
+                const graph_conv2d_ep_attrs *at = tg_node_attrs(&g->nodes[e]);
                 CHECK(at->post.n == 1 && at->post.v[0] == GRAPH_POST_RELU);
                 CHECK_MSG(g->nodes[e].nprov >= 3, "conv2d_ep keeps conv, bn, relu provenance");
             }

@@ -16,6 +16,7 @@
 #include "graph/fused_prog.h"
 #include "chain_pattern_util.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 /* Runs ewchain on a copy of g; checks the result against g numerically
  * and that a second run changes nothing.  Returns the copy. */
@@ -39,7 +40,7 @@ static graph *fuse_checked(int line, const graph *g, float lo, float hi)
 static const char *prog_of(const graph_node *n)
 {
     return n && n->op == GRAPH_OP_fused
-               ? ((const graph_fused_attrs *)graph_node_attrs(n))->prog.s
+               ? ((const graph_fused_attrs *)tg_node_attrs(n))->prog.s
                : "";
 }
 

@@ -12,6 +12,7 @@
  * fire, with their --explain reason.
  */
 #include "opt_fuse_util.h"
+#include "graph/graph_impl.h"
 
 /* ---- conv-bn ---- */
 
@@ -38,7 +39,7 @@ static void test_conv_bn(void)
     CHECK(count_op(g, GRAPH_OP_batch_norm) == 0 && count_op(g, GRAPH_OP_conv2d) == 1);
     if (c >= 0) {
         const graph_node *n = &g->nodes[c];
-        const graph_conv2d_attrs *at = graph_node_attrs(n);
+        const graph_conv2d_attrs *at = tg_node_attrs(n);
         CHECK(n->nin == 3 && g->values[n->in[1]].kind == GRAPH_VALUE_CONST &&
               g->values[n->in[2]].kind == GRAPH_VALUE_CONST);
         CHECK(at->padding.n == 1 && at->padding.v[0] == 1);
@@ -161,7 +162,7 @@ static void check_taps(int line, const char *text, int64_t kh, int64_t kw, graph
     if (c >= 0) {
         const graph_node *n = &g->nodes[c];
         const graph_type *w = &g->values[n->in[1]].type;
-        const graph_conv2d_attrs *at = graph_node_attrs(n); /* ep: same leading fields */
+        const graph_conv2d_attrs *at = tg_node_attrs(n); /* ep: same leading fields */
         int ok = w->dim[2] == kh && w->dim[3] == kw && at->padding.n == pad.n &&
                  at->dilation.n == dil.n;
         for (int i = 0; ok && i < pad.n; i++)
@@ -231,7 +232,7 @@ static void test_transpose_matmul(void)
         int32_t m = find_op(g, GRAPH_OP_matmul);
         CHECK(count_op(g, GRAPH_OP_transpose) == 0 && m >= 0);
         if (m >= 0) {
-            const graph_matmul_attrs *at = graph_node_attrs(&g->nodes[m]);
+            const graph_matmul_attrs *at = tg_node_attrs(&g->nodes[m]);
             CHECK(at->transpose_a == 1 && at->transpose_b == 0 && g->nodes[m].in[0] == 0);
             CHECK(g->values[g->nodes[m].out[0]].dyn == 1u);
         }
@@ -253,7 +254,7 @@ static void test_transpose_matmul(void)
         int32_t m = find_op(g, GRAPH_OP_matmul);
         CHECK_MSG(count_op(g, GRAPH_OP_transpose) == 1, "the shared transpose stays");
         if (m >= 0) {
-            const graph_matmul_attrs *at = graph_node_attrs(&g->nodes[m]);
+            const graph_matmul_attrs *at = tg_node_attrs(&g->nodes[m]);
             CHECK(at->transpose_a == 1 && at->transpose_b == 1 && g->nodes[m].in[0] == 0 &&
                   g->nodes[m].in[1] == 1 && has_provs(g, m, 3));
         }
@@ -391,7 +392,7 @@ static void test_transpose_guarded(void)
     int32_t m = find_op(g, GRAPH_OP_matmul), l = find_op(g, GRAPH_OP_linear);
     CHECK(count_op(g, GRAPH_OP_transpose) == 1 && m >= 0 && l >= 0);
     if (m >= 0 && l >= 0) {
-        const graph_matmul_attrs *at = graph_node_attrs(&g->nodes[m]);
+        const graph_matmul_attrs *at = tg_node_attrs(&g->nodes[m]);
         CHECK(at->transpose_b == 1 && g->values[g->nodes[m].in[1]].kind == GRAPH_VALUE_INTER);
         CHECK(g->nodes[l].in[1] == 1 && g->nodes[l].in[0] == g->nodes[m].out[0]);
         CHECK(g->nguards == 1 && g->guards[0].value == g->nodes[m].out[0]);
@@ -421,7 +422,7 @@ static void test_horizontal(void)
     CHECK(count_op(g, GRAPH_OP_linear) == 1 && count_op(g, GRAPH_OP_split) == 1);
     if (l >= 0 && s >= 0) {
         const graph_node *ln = &g->nodes[l], *sn = &g->nodes[s];
-        const graph_split_attrs *at = graph_node_attrs(sn);
+        const graph_split_attrs *at = tg_node_attrs(sn);
         const graph_value *w = &g->values[ln->in[1]];
         CHECK(ln->nin == 3 && w->type.dim[0] == 15 && w->type.dim[1] == 8);
         CHECK(at->axis == 1 && at->sizes.n == 3 && at->sizes.v[0] == 4 && at->sizes.v[1] == 5 &&
@@ -452,7 +453,7 @@ static void test_horizontal_mixed(void)
     CHECK_MSG(strstr(why_buf, "but has a bias"), "explained: %s", why_buf);
     CHECK(count_op(g, GRAPH_OP_linear) == 2 && count_op(g, GRAPH_OP_split) == 1);
     int32_t s = find_op(g, GRAPH_OP_split);
-    CHECK(s >= 0 && ((const graph_split_attrs *)graph_node_attrs(&g->nodes[s]))->axis == 0);
+    CHECK(s >= 0 && ((const graph_split_attrs *)tg_node_attrs(&g->nodes[s]))->axis == 0);
     check_rest(__FILE__, __LINE__, g, ref, &opt_pass_horizontal);
     graph_free(g);
     graph_free(ref);

@@ -13,6 +13,7 @@
 #include "opt_fuse_util.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 #define BLK 16
 static double g_err_direct, g_err_wino;
@@ -604,7 +605,7 @@ static void test_pass_regroup(void)
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         if (!(n->flags & GRAPH_NODE_DEAD) && n->op == GRAPH_OP_conv2d_blk &&
-            ((const graph_conv2d_blk_attrs *)graph_node_attrs(n))->groups == 3)
+            ((const graph_conv2d_blk_attrs *)tg_node_attrs(n))->groups == 3)
             packed += g->values[n->in[1]].type.dim[0] == 48 && g->values[n->in[1]].type.dim[1] == 16;
     }
     CHECK(packed == 1 && count_op(g, GRAPH_OP_conv2d_blk) == 2 &&

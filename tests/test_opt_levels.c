@@ -12,6 +12,7 @@
 #include "check.h"
 #include "models.h"
 #include "tracegraph.h"
+#include "graph/graph_impl.h"
 
 /* tanh(x*sigmoid(x) + 0.5*x)*2 - 1, the benchmark chain in small */
 static eager_tensor *chain(eager_tensor *x, eager_tensor *const *p)

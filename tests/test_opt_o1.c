@@ -10,6 +10,7 @@
 #include "models.h"
 #include "opt_test_util.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 /* Optimizes a copy of text with pass p (+ DCE) and compares with it. */
 static graph *pass_case(const char *what, const char *text, const opt_pass *p,
@@ -646,7 +647,7 @@ static int32_t random_node(graph *g, uint64_t *r, int rows, const int32_t *pool,
     } else if (g->nnodes > 0) { /* a duplicate of an earlier node, for CSE */
         const graph_node *n = &g->nodes[rng_next(r) % (uint64_t)g->nnodes];
         if (n->nout == 1)
-            id = graph_add_node(g, n->op, n->in, n->nin, graph_node_attrs(n), &out, 1);
+            id = graph_add_node(g, n->op, n->in, n->nin, tg_node_attrs(n), &out, 1);
     }
     return id >= 0 ? out : -1;
 }

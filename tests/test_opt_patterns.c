@@ -19,6 +19,7 @@
 #include "eager/eager.h"
 #include "chain_pattern_util.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 /*
  * Parses text, runs patterns on a copy, checks the copy's outputs against
@@ -80,7 +81,7 @@ static void test_layer_norm(void)
     const graph_node *n = f ? fu_output_node(f, 0) : NULL;
     CHECK(f && graph_live_nodes(f) == 1 && n && n->op == GRAPH_OP_layer_norm && n->nin == 3);
     if (n) {
-        const graph_layer_norm_attrs *a = graph_node_attrs(n);
+        const graph_layer_norm_attrs *a = tg_node_attrs(n);
         CHECK(a->axis == -1 && a->eps == 1e-5f);
         CHECK(!strcmp(f->values[n->in[0]].name, "x") && !strcmp(f->values[n->in[1]].name, "gamma") &&
               !strcmp(f->values[n->in[2]].name, "beta"));
@@ -116,8 +117,8 @@ static void test_layer_norm(void)
              "  return y = %y\n}\n");
     n = f ? fu_output_node(f, 0) : NULL;
     CHECK(f && graph_live_nodes(f) == 1 && n && n->op == GRAPH_OP_layer_norm && n->nin == 1);
-    CHECK(n && ((const graph_layer_norm_attrs *)graph_node_attrs(n))->axis == -2 &&
-          ((const graph_layer_norm_attrs *)graph_node_attrs(n))->eps == 0.0f);
+    CHECK(n && ((const graph_layer_norm_attrs *)tg_node_attrs(n))->axis == -2 &&
+          ((const graph_layer_norm_attrs *)tg_node_attrs(n))->eps == 0.0f);
     graph_free(f);
 
     /* gamma shaped [1,16] is not layer_norm's weight: the core alone */
@@ -235,7 +236,7 @@ static void test_softmax(void)
     const graph_node *n = f ? fu_output_node(f, 0) : NULL;
     CHECK(f && graph_live_nodes(f) == 1 && n && n->op == GRAPH_OP_softmax && n->nin == 1 &&
           f->values[n->in[0]].kind == GRAPH_VALUE_INPUT && n->nprov == 4);
-    CHECK(n && ((const graph_softmax_attrs *)graph_node_attrs(n))->axis == -1);
+    CHECK(n && ((const graph_softmax_attrs *)tg_node_attrs(n))->axis == -1);
     graph_free(f);
 
     /* without the max; e * reciprocal(z); over axis 0 with keepdim=0 +
@@ -249,7 +250,7 @@ static void test_softmax(void)
              "  return y = %y\n}\n");
     n = f ? fu_output_node(f, 0) : NULL;
     CHECK(f && graph_live_nodes(f) == 1 && n && n->op == GRAPH_OP_softmax &&
-          ((const graph_softmax_attrs *)graph_node_attrs(n))->axis == -2);
+          ((const graph_softmax_attrs *)tg_node_attrs(n))->axis == -2);
     graph_free(f);
 
     /* the max over another axis: softmax of (x - max) with the max kept */
@@ -531,9 +532,9 @@ static int count_gelu(const graph *g)
         if (nd->op == GRAPH_OP_gelu)
             n++;
         else if (nd->op == GRAPH_OP_fused)
-            n += strstr(((const graph_fused_attrs *)graph_node_attrs(nd))->prog.s, "gelu(") != NULL;
+            n += strstr(((const graph_fused_attrs *)tg_node_attrs(nd))->prog.s, "gelu(") != NULL;
         else if (nd->op == GRAPH_OP_linear_ep) {
-            const graph_linear_ep_attrs *a = graph_node_attrs(nd);
+            const graph_linear_ep_attrs *a = tg_node_attrs(nd);
             for (int k = 0; k < a->post.n; k++)
                 n += a->post.v[k] == GRAPH_POST_GELU;
         }

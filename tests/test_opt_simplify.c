@@ -9,6 +9,7 @@
  * idempotence (the full -O1 pipeline run a second time changes nothing).
  */
 #include "opt_test_util.h"
+#include "graph/graph_impl.h"
 
 /* Checks "op=N op=N ..." against g's live op counts. */
 static void check_ops(const graph *g, const char *spec, const char *what)
@@ -201,7 +202,7 @@ static void test_unary(void)
                   UNARY2("clip(%x) {min=-0.5, max=0.25}", "clip(%a) {min=-0.75, max=0.5}"), 0,
                   "clip=1", OTHER_SIZES);
     int32_t c = g ? find_op(g, GRAPH_OP_clip) : -1;
-    const graph_clip_attrs *ca = c >= 0 ? graph_node_attrs(&g->nodes[c]) : NULL;
+    const graph_clip_attrs *ca = c >= 0 ? tg_node_attrs(&g->nodes[c]) : NULL;
     CHECK(ca && ca->min == -0.5f && ca->max == 0.25f);
     graph_free(g);
     one("clip(clip) disjoint kept",
@@ -230,7 +231,7 @@ static void test_transpose(void)
         0, "transpose=0", OTHER_SIZES);
     graph *g = rule_case("transposes composed", transpose_text, 0, "transpose=1", SAME_SIZES);
     int32_t t = g ? find_op(g, GRAPH_OP_transpose) : -1;
-    const graph_transpose_attrs *ta = t >= 0 ? graph_node_attrs(&g->nodes[t]) : NULL;
+    const graph_transpose_attrs *ta = t >= 0 ? tg_node_attrs(&g->nodes[t]) : NULL;
     CHECK(ta && ta->perm.n == 3 && ta->perm.v[0] == 1 && ta->perm.v[1] == 0 &&
           ta->perm.v[2] == 2);
     CHECK_MSG(t >= 0 && g->nodes[t].nprov == 2, "the merged transpose keeps both origins");
@@ -264,7 +265,7 @@ static void test_transpose(void)
 static void check_reshape(const graph *g, const int64_t *want, int n, const char *what)
 {
     int32_t r = g ? find_op(g, GRAPH_OP_reshape) : -1;
-    const graph_reshape_attrs *ra = r >= 0 ? graph_node_attrs(&g->nodes[r]) : NULL;
+    const graph_reshape_attrs *ra = r >= 0 ? tg_node_attrs(&g->nodes[r]) : NULL;
     int ok = ra && ra->shape.n == n;
     for (int i = 0; ok && i < n; i++)
         ok = ra->shape.v[i] == want[i];
@@ -352,7 +353,7 @@ static void test_expand_cast_chains(void)
                          "  %y: f32[2,B,4] = exp(%b)\n  return y = %y\n}\n",
                          0, "expand=1", OTHER_SIZES);
     int32_t e = g ? find_op(g, GRAPH_OP_expand) : -1;
-    const graph_expand_attrs *ea = e >= 0 ? graph_node_attrs(&g->nodes[e]) : NULL;
+    const graph_expand_attrs *ea = e >= 0 ? tg_node_attrs(&g->nodes[e]) : NULL;
     CHECK(ea && ea->shape.n == 3 && ea->shape.v[0] == 2 && ea->shape.v[1] == 1 &&
           ea->shape.v[2] == 4);
     graph_free(g);

@@ -15,6 +15,7 @@
 #include "models.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 static replay_tensor as_input(eager_tensor *t, const char *name)
 {

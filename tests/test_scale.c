@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
 #include "graph/text.h"
 #include "optimize/memplan.h"
 #include "optimize/opt.h"

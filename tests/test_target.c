@@ -22,6 +22,7 @@
 #include "graph/text.h"
 #include "optimize/opt.h"
 #include "replay/internal.h"
+#include "graph/graph_impl.h"
 
 static char err[1024];
 
@@ -163,7 +164,7 @@ static void run_plan(const model *m, const graph *g, const replay_opts *o, const
         for (int k = 0; k < nd->nin && k < 4; k++)
             in[k] = p->g->values[nd->in[k]].type;
         char impl[64] = "", why[256] = "";
-        tg_status st = t.impl_of(&t, nd->op, graph_node_attrs(nd), in, nd->nin,
+        tg_status st = t.impl_of(&t, nd->op, tg_node_attrs(nd), in, nd->nin,
                                  &p->g->values[nd->out[0]].type, 6u, impl, sizeof impl, why,
                                  sizeof why);
         CHECK_MSG(st == TG_OK && nd->op == GRAPH_OP_conv2d_blk && strstr(impl, "jit") &&

@@ -17,6 +17,7 @@
 #include "check.h"
 #include "eager/eager.h"
 #include "graph/text.h"
+#include "graph/graph_impl.h"
 
 /* ---- building graphs ---- */
 
@@ -238,8 +239,8 @@ static void cmp_attrs(const graph_node *x, const graph_node *y, int32_t i)
     const graph_op_info *info = &graph_ops[x->op];
     const graph_attr_desc *d = info->nattrs ? info->attr_descs() : NULL;
     for (int k = 0; k < info->nattrs; k++) {
-        const char *p = (const char *)graph_node_attrs(x) + d[k].offset;
-        const char *q = (const char *)graph_node_attrs(y) + d[k].offset;
+        const char *p = (const char *)tg_node_attrs(x) + d[k].offset;
+        const char *q = (const char *)tg_node_attrs(y) + d[k].offset;
         size_t n = d[k].kind == GRAPH_ATTR_I64 ? 8 : d[k].kind == GRAPH_ATTR_F32 ? 4
                    : d[k].kind == GRAPH_ATTR_DTYPE ? sizeof(graph_dtype)
                       : d[k].kind == GRAPH_ATTR_STR ? sizeof(graph_str) : 0;
@@ -724,7 +725,7 @@ static void test_post_names(void)
               t ? t : "");
     graph *h = t ? parse(t, strlen(t), err, sizeof err) : NULL;
     CHECK_MSG(h != NULL, "names parse back: %s", err);
-    const graph_linear_ep_attrs *a = h ? graph_node_attrs(&h->nodes[0]) : NULL;
+    const graph_linear_ep_attrs *a = h ? tg_node_attrs(&h->nodes[0]) : NULL;
     CHECK(a && a->post.n == 3 && a->post.v[0] == GRAPH_POST_ADD &&
           a->post.v[1] == GRAPH_POST_RELU && a->post.v[2] == GRAPH_POST_CLIP);
     free(t);

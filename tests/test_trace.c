@@ -17,6 +17,7 @@
 #include "eager/interp.h"
 #include "graph/text.h"
 #include "tracer/trace.h"
+#include "graph/graph_impl.h"
 
 /* Bitwise equality of two f32 tensors. */
 static int same_bits(eager_tensor *a, eager_tensor *b)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "../graph/tg_hash.h"
+#include "../graph/graph_impl.h"
 
 int trace_stack_capture(uint64_t *ips, int max, int skip)
 {

@@ -3,6 +3,7 @@
 #define TG_TRACER_STACK_H
 
 #include "../graph/graph.h"
+#include "../graph/graph_impl.h"
 
 /* Most frames one stack may hold. */
 #define TRACE_MAX_DEPTH 64

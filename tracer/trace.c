@@ -14,6 +14,7 @@
 #include "../graph/tg_hash.h"
 #include "stack.h"
 #include "trace.h"
+#include "../graph/graph_impl.h"
 
 /* Frames captured beyond max_depth, trimmed at freeze (our own frames). */
 #define INTERNAL_FRAMES 6

@@ -23,6 +23,7 @@
 #include "../../graph/errors.h"
 #include "../file.h"
 #include "onnx_read_impl.h"
+#include "../../graph/graph_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "raw_data is little-endian; this reader copies it as is"

@@ -43,6 +43,7 @@
 
 #include "../../graph/tg_hash.h"
 #include "onnx_impl.h"
+#include "../../graph/graph_impl.h"
 
 /* An int64 for printf's %lld. */
 #define LL(x) ((long long)(x))

@@ -12,6 +12,7 @@
 
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
+#include "../../graph/graph_impl.h"
 
 
 /* ---- names ---- */

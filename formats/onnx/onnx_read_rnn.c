@@ -27,6 +27,7 @@
 
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
+#include "../../graph/graph_impl.h"
 
 enum { RNN_MAX_GATES = 4, RNN_MAX_STEPS = 4096 };
 

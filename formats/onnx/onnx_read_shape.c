@@ -15,6 +15,7 @@
 
 #include "../../graph/alloc.h"
 #include "onnx_read_impl.h"
+#include "../../graph/graph_impl.h"
 
 /* Adds op on input 0 with attrs and binds output 0. */
 static tg_status unary_node(onnx_reader *r, graph_op op, const void *attrs)

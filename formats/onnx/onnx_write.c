@@ -26,6 +26,7 @@
 #include "../../graph/tg_hash.h"
 #include "../file.h"
 #include "onnx_write_impl.h"
+#include "../../graph/graph_impl.h"
 
 _Thread_local long onnxw_fail_countdown;
 

@@ -15,6 +15,7 @@
 #define TG_FORMATS_ONNX_WRITE_IMPL_H
 
 #include "onnx_impl.h"
+#include "graph/graph_impl.h"
 
 typedef struct onnxw_chunk onnxw_chunk;
 typedef struct onnxw_name onnxw_name;

@@ -232,7 +232,7 @@ static int64_t model_opset(const graph *g)
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD || n->op != GRAPH_OP_scatter_elements)
             continue;
-        const graph_scatter_elements_attrs *a = graph_node_attrs(n);
+        const graph_scatter_elements_attrs *a = tg_node_attrs(n);
         if (a->reduction == GRAPH_SCATTER_MAX || a->reduction == GRAPH_SCATTER_MIN)
             return 18;
     }

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../../graph/fused_prog.h"
+#include "../../graph/graph_impl.h"
 #include "onnx_write_impl.h"
 
 /* ---- elementwise ---- */
@@ -124,7 +125,7 @@ static void ew_attrs(const graph_node *n, float attr[2])
         return;
     const graph_op_info *info = &graph_ops[n->op];
     for (int k = 0; k < info->nattrs && k < 2; k++)
-        memcpy(&attr[k], (const char *)graph_node_attrs(n) + info->attr_descs()[k].offset,
+        memcpy(&attr[k], (const char *)tg_node_attrs(n) + info->attr_descs()[k].offset,
                sizeof(float));
 }
 
@@ -151,7 +152,7 @@ static int bcast(const graph_type *a, const graph_type *b, graph_type *o)
  */
 static tg_status emit_fused(onnx_w *w)
 {
-    const graph_fused_attrs *at = graph_node_attrs(w->cur);
+    const graph_fused_attrs *at = tg_node_attrs(w->cur);
     const graph_type *out = &w->g->values[w->cur->out[0]].type;
     fused_prog *p = onnxw_alloc(w, sizeof *p);
     const char **reg = onnxw_alloc(w, FUSED_MAX_STMTS * sizeof *reg);
@@ -226,7 +227,7 @@ static tg_status emit_where(onnx_w *w)
 
 static tg_status emit_cast(onnx_w *w)
 {
-    const graph_cast_attrs *a = graph_node_attrs(w->cur);
+    const graph_cast_attrs *a = tg_node_attrs(w->cur);
     onnxw_attr_i(w, onnxw_node1(w, "Cast", onnxw_in(w, 0), onnxw_out(w, 0)), "to",
                  onnx_dtype_code(a->to));
     return w->st;
@@ -297,7 +298,7 @@ static const char *swap_last2(onnx_w *w, const char *x, int nd, const char *what
 
 static tg_status emit_matmul(onnx_w *w)
 {
-    const graph_matmul_attrs *a = graph_node_attrs(w->cur);
+    const graph_matmul_attrs *a = tg_node_attrs(w->cur);
     const graph_type *ta = &w->g->values[w->cur->in[0]].type;
     const graph_type *tb = &w->g->values[w->cur->in[1]].type;
     const char *x = onnxw_in(w, 0), *y = onnxw_in(w, 1);
@@ -329,7 +330,7 @@ static tg_status emit_linear(onnx_w *w)
                onnxw_out(w, 0));
         return w->st;
     }
-    const graph_linear_ep_attrs *a = graph_node_attrs(n);
+    const graph_linear_ep_attrs *a = tg_node_attrs(n);
     const char *base = base_out(w, &a->post, onnxw_out(w, 0));
     linear(w, onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2), base);
     posts(w, &a->post, GRAPH_POST_PRM(a), base, n->nin > 3 ? onnxw_in(w, 3) : NULL,
@@ -385,13 +386,13 @@ static tg_status emit_conv(onnx_w *w)
     const graph_node *n = w->cur;
     const graph_type *wt = &w->g->values[n->in[1]].type;
     if (n->op == GRAPH_OP_conv2d) {
-        const graph_conv2d_attrs *a = graph_node_attrs(n);
+        const graph_conv2d_attrs *a = tg_node_attrs(n);
         conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
         conv(w, onnxw_in(w, 0), onnxw_in(w, 1), n->nin > 2 ? onnxw_in(w, 2) : NULL, wt, &c,
              onnxw_out(w, 0));
         return w->st;
     }
-    const graph_conv2d_ep_attrs *a = graph_node_attrs(n);
+    const graph_conv2d_ep_attrs *a = tg_node_attrs(n);
     conv_geom c = {&a->stride, &a->padding, &a->dilation, a->groups};
     const char *base = base_out(w, &a->post, onnxw_out(w, 0));
     conv(w, onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2), wt, &c, base);
@@ -411,7 +412,7 @@ static tg_status emit_conv(onnx_w *w)
 static tg_status emit_conv_transpose(onnx_w *w)
 {
     const graph_node *n = w->cur;
-    const graph_conv_transpose2d_attrs *a = graph_node_attrs(n);
+    const graph_conv_transpose2d_attrs *a = tg_node_attrs(n);
     const graph_type *wt = &w->g->values[n->in[1]].type;
     const char *in[3] = {onnxw_in(w, 0), onnxw_in(w, 1), n->nin > 2 ? onnxw_in(w, 2) : NULL};
     const char *y = onnxw_out(w, 0);
@@ -445,10 +446,10 @@ static tg_status emit_pool(onnx_w *w)
     int blk = n->op == GRAPH_OP_max_pool2d_blk || n->op == GRAPH_OP_avg_pool2d_blk;
     int64_t cip = 0;
     if (avg) { /* the _blk attrs have the same layout */
-        const graph_avg_pool2d_attrs *a = graph_node_attrs(n);
+        const graph_avg_pool2d_attrs *a = tg_node_attrs(n);
         kl = &a->kernel, sl = &a->stride, pl = &a->padding, cip = a->count_include_pad;
     } else {
-        const graph_max_pool2d_attrs *a = graph_node_attrs(n);
+        const graph_max_pool2d_attrs *a = tg_node_attrs(n);
         kl = &a->kernel, sl = &a->stride, pl = &a->padding;
     }
     const graph_value *x = &w->g->values[n->in[0]], *y = &w->g->values[n->out[0]];
@@ -483,7 +484,7 @@ static tg_status emit_pool(onnx_w *w)
 
 static tg_status emit_batch_norm(onnx_w *w)
 {
-    const graph_batch_norm_attrs *a = graph_node_attrs(w->cur);
+    const graph_batch_norm_attrs *a = tg_node_attrs(w->cur);
     const char *in[5], *y = onnxw_out(w, 0);
     for (int k = 0; k < 5; k++)
         in[k] = onnxw_in(w, k);
@@ -494,7 +495,7 @@ static tg_status emit_batch_norm(onnx_w *w)
 static tg_status emit_layer_norm(onnx_w *w)
 {
     const graph_node *n = w->cur;
-    const graph_layer_norm_attrs *a = graph_node_attrs(n);
+    const graph_layer_norm_attrs *a = tg_node_attrs(n);
     const graph_type *x = &w->g->values[n->in[0]].type;
     if (x->ndim == 0)
         return onnxw_unsupported(w, "ONNX LayerNormalization needs rank >= 1, x is 0-d");
@@ -523,8 +524,8 @@ static tg_status emit_softmax(onnx_w *w)
 {
     const graph_node *n = w->cur;
     int log = n->op == GRAPH_OP_log_softmax;
-    int64_t axis = log ? ((const graph_log_softmax_attrs *)graph_node_attrs(n))->axis
-                       : ((const graph_softmax_attrs *)graph_node_attrs(n))->axis;
+    int64_t axis = log ? ((const graph_log_softmax_attrs *)tg_node_attrs(n))->axis
+                       : ((const graph_softmax_attrs *)tg_node_attrs(n))->axis;
     if (w->g->values[n->in[0]].type.ndim == 0)
         return onnxw_unsupported(w, "ONNX Softmax needs rank >= 1, x is 0-d");
     onnxw_attr_i(w, onnxw_node1(w, log ? "LogSoftmax" : "Softmax", onnxw_in(w, 0), onnxw_out(w, 0)),
@@ -542,13 +543,13 @@ static tg_status emit_reduce(onnx_w *w)
     int64_t keep;
     const char *type;
     if (n->op == GRAPH_OP_reduce_sum) {
-        const graph_reduce_sum_attrs *a = graph_node_attrs(n);
+        const graph_reduce_sum_attrs *a = tg_node_attrs(n);
         axes = &a->axes, keep = a->keepdim, type = "ReduceSum";
     } else if (n->op == GRAPH_OP_reduce_mean) {
-        const graph_reduce_mean_attrs *a = graph_node_attrs(n);
+        const graph_reduce_mean_attrs *a = tg_node_attrs(n);
         axes = &a->axes, keep = a->keepdim, type = "ReduceMean";
     } else {
-        const graph_reduce_max_attrs *a = graph_node_attrs(n);
+        const graph_reduce_max_attrs *a = tg_node_attrs(n);
         axes = &a->axes, keep = a->keepdim, type = "ReduceMax";
     }
     if (w->g->values[n->in[0]].type.ndim == 0) { /* reducing a scalar copies it */
@@ -576,10 +577,10 @@ static tg_status emit_arg(onnx_w *w)
     const graph_node *n = w->cur;
     graph_argmax_attrs a;
     if (n->op == GRAPH_OP_argmin) {
-        const graph_argmin_attrs *m = graph_node_attrs(n);
+        const graph_argmin_attrs *m = tg_node_attrs(n);
         a = (graph_argmax_attrs){m->axis, m->keepdim, m->select_last};
     } else {
-        a = *(const graph_argmax_attrs *)graph_node_attrs(n);
+        a = *(const graph_argmax_attrs *)tg_node_attrs(n);
     }
     const char *x = onnxw_in(w, 0);
     if (w->g->values[n->in[0]].type.ndim == 0) {
@@ -601,7 +602,7 @@ static tg_status emit_arg(onnx_w *w)
 /* topk: TopK with K as an initializer; Values and Indices. */
 static tg_status emit_topk(onnx_w *w)
 {
-    const graph_topk_attrs *a = graph_node_attrs(w->cur);
+    const graph_topk_attrs *a = tg_node_attrs(w->cur);
     const char *in[2] = {onnxw_in(w, 0), onnxw_const_i64s(w, "k", &a->k, 1)};
     const char *out[2] = {onnxw_out(w, 0), onnxw_out(w, 1)};
     Onnx__NodeProto *o = onnxw_node(w, "TopK", in, 2, out, 2);
@@ -616,7 +617,7 @@ static tg_status emit_topk(onnx_w *w)
  * in order along the axis (eager/kernels_scan.c). */
 static tg_status emit_cumsum(onnx_w *w)
 {
-    const graph_cumsum_attrs *a = graph_node_attrs(w->cur);
+    const graph_cumsum_attrs *a = tg_node_attrs(w->cur);
     const char *x = onnxw_in(w, 0), *y = onnxw_out(w, 0);
     int64_t axis = a->axis;
     int scalar = w->g->values[w->cur->in[0]].type.ndim == 0;
@@ -643,7 +644,7 @@ static tg_status emit_cumsum(onnx_w *w)
 static tg_status emit_conv2d_blk(onnx_w *w)
 {
     const graph_node *n = w->cur;
-    const graph_conv2d_blk_attrs *a = graph_node_attrs(n);
+    const graph_conv2d_blk_attrs *a = tg_node_attrs(n);
     const graph_value *x = &w->g->values[n->in[0]], *y = &w->g->values[n->out[0]];
     const graph_type *wt = &w->g->values[n->in[1]].type;
     const char *xp = onnxw_in(w, 0), *res = NULL, *yp = onnxw_tmp(w, "y_plain");

@@ -14,6 +14,7 @@
 
 #include "../../graph/infer_shape.h"
 #include "onnx_write_impl.h"
+#include "../../graph/graph_impl.h"
 
 /* ---- shapes ---- */
 
@@ -85,7 +86,7 @@ static void reshape_to(onnx_w *w, const char *x, int src_nd, const int64_t *lit,
 
 static tg_status emit_reshape(onnx_w *w)
 {
-    const graph_reshape_attrs *a = graph_node_attrs(w->cur);
+    const graph_reshape_attrs *a = tg_node_attrs(w->cur);
     reshape(w, onnxw_in(w, 0), onnxw_const_i64s(w, "shape", a->shape.v, a->shape.n), a->shape.v,
             a->shape.n, 0, onnxw_out(w, 0));
     return w->st;
@@ -97,7 +98,7 @@ static tg_status emit_reshape(onnx_w *w)
  */
 static tg_status emit_flatten(onnx_w *w)
 {
-    const graph_flatten_attrs *a = graph_node_attrs(w->cur);
+    const graph_flatten_attrs *a = tg_node_attrs(w->cur);
     const graph_value *xv = &w->g->values[w->cur->in[0]];
     const graph_value *yv = &w->g->values[w->cur->out[0]];
     int nd = xv->type.ndim, ond = yv->type.ndim;
@@ -120,7 +121,7 @@ static tg_status emit_flatten(onnx_w *w)
 
 static tg_status emit_transpose(onnx_w *w)
 {
-    const graph_transpose_attrs *a = graph_node_attrs(w->cur);
+    const graph_transpose_attrs *a = tg_node_attrs(w->cur);
     const graph_type *x = &w->g->values[w->cur->in[0]].type;
     int perm[GRAPH_MAX_DIMS];
     int64_t p[GRAPH_MAX_DIMS];
@@ -137,7 +138,7 @@ static tg_status emit_transpose(onnx_w *w)
 static tg_status emit_concat(onnx_w *w)
 {
     const graph_node *n = w->cur;
-    const graph_concat_attrs *a = graph_node_attrs(n);
+    const graph_concat_attrs *a = tg_node_attrs(n);
     const char **in = onnxw_alloc(w, (size_t)n->nin * sizeof *in), *y = onnxw_out(w, 0);
     for (int k = 0; in && k < n->nin; k++)
         in[k] = onnxw_in(w, k);
@@ -150,7 +151,7 @@ static tg_status emit_concat(onnx_w *w)
 static tg_status emit_split(onnx_w *w)
 {
     const graph_node *n = w->cur;
-    const graph_split_attrs *a = graph_node_attrs(n);
+    const graph_split_attrs *a = tg_node_attrs(n);
     const graph_type *x = &w->g->values[n->in[0]].type;
     int ax = graph_axis(a->axis, x->ndim);
     int64_t sizes[GRAPH_MAX_INTS];
@@ -168,7 +169,7 @@ static tg_status emit_split(onnx_w *w)
 
 static tg_status emit_slice(onnx_w *w)
 {
-    const graph_slice_attrs *a = graph_node_attrs(w->cur);
+    const graph_slice_attrs *a = tg_node_attrs(w->cur);
     int n = a->starts.n;
     if (n == 0) {
         onnxw_node1(w, "Identity", onnxw_in(w, 0), onnxw_out(w, 0));
@@ -191,7 +192,7 @@ static tg_status emit_slice(onnx_w *w)
 /* Pad (constant mode) with pads in ONNX order and the value in x's dtype. */
 static tg_status emit_pad(onnx_w *w)
 {
-    const graph_pad_attrs *a = graph_node_attrs(w->cur);
+    const graph_pad_attrs *a = tg_node_attrs(w->cur);
     graph_dtype dt = w->g->values[w->cur->in[0]].type.dtype;
     const char *in[3] = {onnxw_in(w, 0), onnxw_const_i64s(w, "pads", a->pads.v, a->pads.n),
                          onnxw_const_scalar(w, "value", dt, a->value)};
@@ -203,7 +204,7 @@ static tg_status emit_pad(onnx_w *w)
 /* Squeeze with explicit axes (empty: every size-1 dim as traced). */
 static tg_status emit_squeeze(onnx_w *w)
 {
-    const graph_squeeze_attrs *a = graph_node_attrs(w->cur);
+    const graph_squeeze_attrs *a = tg_node_attrs(w->cur);
     const graph_type *x = &w->g->values[w->cur->in[0]].type;
     int64_t axes[GRAPH_MAX_DIMS];
     int n = 0;
@@ -225,13 +226,13 @@ static tg_status emit_list_op(onnx_w *w)
     const graph_node *n = w->cur;
     const char *x = onnxw_in(w, 0), *y = onnxw_out(w, 0);
     if (n->op == GRAPH_OP_unsqueeze) {
-        const graph_unsqueeze_attrs *a = graph_node_attrs(n);
+        const graph_unsqueeze_attrs *a = tg_node_attrs(n);
         onnxw_node2(w, "Unsqueeze", x, onnxw_const_i64s(w, "axes", a->axes.v, a->axes.n), y);
     } else if (n->op == GRAPH_OP_expand) {
-        const graph_expand_attrs *a = graph_node_attrs(n);
+        const graph_expand_attrs *a = tg_node_attrs(n);
         onnxw_node2(w, "Expand", x, onnxw_const_i64s(w, "shape", a->shape.v, a->shape.n), y);
     } else { /* gather: ONNX Gather, negative indices included */
-        const graph_gather_attrs *a = graph_node_attrs(n);
+        const graph_gather_attrs *a = tg_node_attrs(n);
         onnxw_attr_i(w, onnxw_node2(w, "Gather", x, onnxw_in(w, 1), y), "axis", a->axis);
     }
     return w->st;
@@ -246,12 +247,12 @@ static tg_status emit_elements(onnx_w *w)
     const graph_node *n = w->cur;
     const char *y = onnxw_out(w, 0);
     if (n->op == GRAPH_OP_gather_elements) {
-        const graph_gather_elements_attrs *a = graph_node_attrs(n);
+        const graph_gather_elements_attrs *a = tg_node_attrs(n);
         onnxw_attr_i(w, onnxw_node2(w, "GatherElements", onnxw_in(w, 0), onnxw_in(w, 1), y),
                      "axis", a->axis);
         return w->st;
     }
-    const graph_scatter_elements_attrs *a = graph_node_attrs(n);
+    const graph_scatter_elements_attrs *a = tg_node_attrs(n);
     const char *in[3] = {onnxw_in(w, 0), onnxw_in(w, 1), onnxw_in(w, 2)};
     Onnx__NodeProto *o = onnxw_node(w, "ScatterElements", in, 3, &y, 1);
     onnxw_attr_i(w, o, "axis", a->axis);
@@ -319,11 +320,11 @@ static tg_status emit_blocked(onnx_w *w)
     const graph_value *x = &w->g->values[w->cur->in[0]];
     if (w->cur->op == GRAPH_OP_to_blocked)
         onnxw_to_blocked(w, onnxw_in(w, 0), &x->type, x->dyn,
-                         ((const graph_to_blocked_attrs *)graph_node_attrs(w->cur))->block,
+                         ((const graph_to_blocked_attrs *)tg_node_attrs(w->cur))->block,
                          onnxw_out(w, 0));
     else
         onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn,
-                           ((const graph_from_blocked_attrs *)graph_node_attrs(w->cur))->channels,
+                           ((const graph_from_blocked_attrs *)tg_node_attrs(w->cur))->channels,
                            onnxw_out(w, 0));
     return w->st;
 }

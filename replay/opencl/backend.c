@@ -16,6 +16,7 @@
 #include "../internal.h"
 #include "ocl_blas.h"
 #include "ocl_rt.h"
+#include "../../graph/graph_impl.h"
 
 static tg_status upload(ocl_plan *op, const graph_value *v, cl_mem *out, char *err,
                         size_t errlen)
@@ -129,7 +130,7 @@ static tg_status prepare_op(replay_plan *p, int32_t i, char *err, size_t errlen)
                   .blas = op->gemm != OCL_GEMM_OWN, .probe = op->gemm == OCL_GEMM_AUTO,
                   .tail = op->tail[i] >= 0 ? &g->nodes[op->tail[i]] : NULL,
                   .head = op->head[i] >= 0 ? &g->nodes[op->head[i]] : NULL,
-                  .node = n, .attrs = graph_node_attrs(n),
+                  .node = n, .attrs = tg_node_attrs(n),
                   .in_type = it, .nin = n->nin, .out_type = ot, .nout = n->nout,
                   .in_host = host, .err = why, .errlen = sizeof why};
     tg_status st = impl->prepare(&c);

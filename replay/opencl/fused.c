@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "../../graph/alloc.h"
+#include "../../graph/graph_impl.h"
 #include "../../graph/fused_prog.h"
 #include "ocl_rt.h"
 

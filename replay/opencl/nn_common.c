@@ -193,7 +193,7 @@ tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail)
     if (!c->tail)
         return TG_OK;
     const graph_node *f = c->tail;
-    const graph_fused_attrs *at = graph_node_attrs(f);
+    const graph_fused_attrs *at = tg_node_attrs(f);
     fused_prog fp;
     char msg[256];
     if (fused_prog_parse(at->prog.s, f->nin, &fp, msg, sizeof msg) != TG_OK)

@@ -85,6 +85,7 @@
 
 #include "../../graph/fused_prog.h"
 #include "../../graph/graph.h"
+#include "../../graph/graph_impl.h"
 
 #define OCL_MAX_KERNELS 6
 #define OCL_MAX_XIN 7

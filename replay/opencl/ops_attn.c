@@ -44,6 +44,7 @@
 #include "../../graph/dtype.h"
 #include "../../graph/infer_shape.h"
 #include "ocl_rt.h"
+#include "../../graph/graph_impl.h"
 
 /* Bytes of __local memory the kernel may take: NVIDIA's and most GPUs'
  * 48 KB less room for the compiler's own. */
@@ -119,7 +120,7 @@ static int chain_at(const graph *g, int32_t mm2, attn_chain *c)
     const graph_node *n2 = &g->nodes[mm2];
     if (n2->op != GRAPH_OP_matmul || n2->nin != 2 || n2->nout != 1)
         return 0;
-    const graph_matmul_attrs *a2 = graph_node_attrs(n2);
+    const graph_matmul_attrs *a2 = tg_node_attrs(n2);
     if (a2->transpose_a || a2->transpose_b)
         return 0;
     memset(c, 0, sizeof *c);
@@ -131,7 +132,7 @@ static int chain_at(const graph *g, int32_t mm2, attn_chain *c)
     const graph_node *sm = &g->nodes[c->softmax];
     if (sm->op != GRAPH_OP_softmax || sm->nin != 1)
         return 0;
-    const graph_softmax_attrs *sa = graph_node_attrs(sm);
+    const graph_softmax_attrs *sa = tg_node_attrs(sm);
     c->t = sm->in[0];
     int rank = g->values[c->t].type.ndim;
     if (rank < 2 || (sa->axis != -1 && sa->axis != rank - 1))
@@ -156,7 +157,7 @@ static int chain_at(const graph *g, int32_t mm2, attn_chain *c)
     }
     if (pn->op != GRAPH_OP_matmul || pn->nin != 2)
         return 0;
-    const graph_matmul_attrs *a1 = graph_node_attrs(pn);
+    const graph_matmul_attrs *a1 = tg_node_attrs(pn);
     if (a1->transpose_a || !a1->transpose_b)
         return 0;
     c->mm1 = prod;
@@ -301,7 +302,7 @@ static int view_step(const graph *g, const graph_node *n, int which, sview *x)
     char why[200];
     if (n->op == GRAPH_OP_transpose) {
         int perm[GRAPH_MAX_DIMS];
-        const graph_transpose_attrs *a = graph_node_attrs(n);
+        const graph_transpose_attrs *a = tg_node_attrs(n);
         if (graph_transpose_perm(ti, &a->perm, perm, why, sizeof why) != TG_OK)
             return 0;
         sview y = *x;
@@ -311,7 +312,7 @@ static int view_step(const graph *g, const graph_node *n, int which, sview *x)
         return 1;
     }
     if (n->op == GRAPH_OP_split) {
-        const graph_split_attrs *a = graph_node_attrs(n);
+        const graph_split_attrs *a = tg_node_attrs(n);
         int ax = graph_axis(a->axis, ti->ndim);
         if (ax < 0)
             return 0;
@@ -324,7 +325,7 @@ static int view_step(const graph *g, const graph_node *n, int which, sview *x)
     }
     if (n->op == GRAPH_OP_slice) {
         graph_slice_plan sp;
-        if (graph_slice_resolve(ti, graph_node_attrs(n), &sp, why, sizeof why) != TG_OK)
+        if (graph_slice_resolve(ti, tg_node_attrs(n), &sp, why, sizeof why) != TG_OK)
             return 0;
         for (int d = 0; d < x->nd; d++) {
             if (sp.step[d] < 1 || sp.len[d] != to->dim[d])
@@ -350,7 +351,7 @@ static int unview_step(const graph *g, const graph_node *n, sview *x)
     if (n->op == GRAPH_OP_transpose) {
         int perm[GRAPH_MAX_DIMS];
         char why[200];
-        const graph_transpose_attrs *a = graph_node_attrs(n);
+        const graph_transpose_attrs *a = tg_node_attrs(n);
         if (graph_transpose_perm(ti, &a->perm, perm, why, sizeof why) != TG_OK)
             return 0;
         sview y = *x;

@@ -19,6 +19,7 @@
 #include "../../graph/fused_prog.h"
 #include "../../graph/infer_norm.h"
 #include "ops_nn.h"
+#include "../../graph/graph_impl.h"
 
 /* ---- matmul, linear, linear_ep ---- */
 
@@ -442,7 +443,7 @@ static tg_status head_prep(ocl_prep *c, ocl_nn_node *hd)
     if (c->nxin + ln->nin > OCL_MAX_XIN)
         return ocl_prep_fail(c, TG_ERR_STATE, "the layer norm before it and the fused node "
                              "after it read more than %d values", OCL_MAX_XIN);
-    const graph_layer_norm_attrs *at = graph_node_attrs(ln);
+    const graph_layer_norm_attrs *at = tg_node_attrs(ln);
     hd->head_eps = at->eps;
     int *slot[3] = {&hd->head_at, &hd->head_g, &hd->head_b};
     for (int j = 0; j < ln->nin && j < 3; j++) {
@@ -613,7 +614,7 @@ tg_status ocl_head_find(const graph *g, cl_device_id device, int gemm_path, int8
             !x || x->type.dtype != GRAPH_F32 || x->type.ndim < 1 ||
             g->values[v].type.dtype != GRAPH_F32)
             continue;
-        const graph_layer_norm_attrs *at = graph_node_attrs(L);
+        const graph_layer_norm_attrs *at = tg_node_attrs(L);
         if (graph_norm_axis(at->axis, x->type.ndim) != x->type.ndim - 1)
             continue; /* over the rows of A only */
         head[i] = ln;

@@ -38,6 +38,7 @@
 #include "../internal.h"
 #include "ocl_rt.h"
 #include "run_bind.h"
+#include "../../graph/graph_impl.h"
 
 static atomic_long args_set, args_kept;
 static atomic_llong enqueue_ns;
@@ -601,7 +602,7 @@ static tg_status node_step(ocl_session *s, obound *b, int32_t item, char *err, s
         om[k] = b->mem[n->out[k]];
     }
     s->kerr[0] = '\0';
-    ocl_launch l = {s, s->q, s->op->dev->id, graph_node_attrs(n), it, im, n->nin, ot, om,
+    ocl_launch l = {s, s->q, s->op->dev->id, tg_node_attrs(n), it, im, n->nin, ot, om,
                     n->nout, &s->k[(size_t)ni * OCL_MAX_KERNELS], on->data, s->flag,
                     item + 1, s->kerr, sizeof s->kerr, xm, xt, on->nxin, ym, yt,
                     on->nxout};

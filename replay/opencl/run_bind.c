@@ -10,6 +10,7 @@
 
 #include "../../graph/alloc.h"
 #include "run_bind.h"
+#include "../../graph/graph_impl.h"
 
 void ocl_bound_free(obound *b)
 {

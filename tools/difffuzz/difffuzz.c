@@ -33,6 +33,7 @@
 #include "gen.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
+#include "graph/graph_impl.h"
 
 #define MAX_IN DF_MAX_VALS /* a model's graph inputs (model.h) */
 

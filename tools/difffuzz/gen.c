@@ -3,6 +3,7 @@
  * (gen.h): which ops, at which opset, chained how.
  */
 #include "gen.h"
+#include "graph/graph_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

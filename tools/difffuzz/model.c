@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "formats/onnx/onnx_impl.h"
+#include "graph/graph_impl.h"
 
 size_t df_dtype_size(int dtype)
 {
