@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../graph/graph_impl.h"
 
 /* Parses "CMD [opts] FILE": the one operand in *file.  CLI_OK to go on,
  * -1 after --help was printed, or CLI_USAGE. */
@@ -103,15 +102,16 @@ static void print_target(const graph *g, const graph_target *t)
     for (int32_t i = 0; i < graph_node_count(g); i++)
         blocked |= !(graph_node_flags(g, i) & GRAPH_NODE_DEAD) &&
                    graph_node_op(g, i) == GRAPH_OP_conv2d_blk;
-    if (g->target)
-        printf("  layout: planned for %s%s\n", g->target,
-               strcmp(g->target, t->name) == 0 ? " (this machine)" : "");
+    const char *target = graph_layout_target(g);
+    if (target)
+        printf("  layout: planned for %s%s\n", target,
+               strcmp(target, t->name) == 0 ? " (this machine)" : "");
     else if (blocked)
         printf("  layout: blocks of 16 channels, target not recorded (an older file)\n");
     else
         printf("  layout: none planned (optimized below -O3)\n");
     printf("  this machine: %s, blocks of %d channels (%s)%s\n", t->name, t->block, t->why,
-           (g->target ? strcmp(g->target, t->name) != 0 : blocked)
+           (target ? strcmp(target, t->name) != 0 : blocked)
                ? "; a CPU plan made here re-plans the layout for it"
                : "");
     if (t->block && t->rates) { /* measured here the first time (under a second), then cached */

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../graph/graph_impl.h"
 
 int cli_is_onnx(const char *path)
 {
@@ -83,44 +82,21 @@ const char *cli_value_type(const graph *g, int32_t v, char *buf, size_t len)
     return buf;
 }
 
-/* *s replaced by its escaped form (cli_esc), interned in g; -1 out of memory. */
-static int escape_field(graph *g, const char **s)
+/* s escaped (cli_esc) into buf, for graph_map_strings: 1 when it changed. */
+static int escape_string(void *ctx, const char *s, char *buf, size_t len)
 {
-    if (!*s)
-        return 0;
-    size_t len = strlen(*s) * 4 + 8;
-    char *buf = cli_malloc(len);
-    if (!buf)
-        return -1;
-    cli_esc(*s, buf, len);
-    int rc = 0;
-    if (strcmp(buf, *s) != 0) {
-        const char *e = graph_intern(g, buf, -1);
-        if (e)
-            *s = e;
-        else
-            rc = -1;
-    }
-    cli_free(buf);
-    return rc;
+    (void)ctx;
+    cli_esc(s, buf, len);
+    return strcmp(buf, s) != 0;
 }
 
 int cli_escape_names(const char *cmd, graph *g)
 {
-    int bad = escape_field(g, &g->name);
-    for (int32_t i = 0; i < g->nvalues; i++)
-        bad |= escape_field(g, &g->values[i].name);
-    for (int32_t i = 0; i < g->noutputs; i++)
-        bad |= escape_field(g, &g->outputs[i].name);
-    for (int32_t i = 0; i < g->nsyms; i++)
-        bad |= escape_field(g, &g->syms[i].name);
-    for (int32_t i = 0; i < g->nprovs; i++)
-        bad |= escape_field(g, &g->provs[i].file) | escape_field(g, &g->provs[i].func);
-    for (int32_t i = 0; i < g->nframes; i++)
-        bad |= escape_field(g, &g->frames[i].file) | escape_field(g, &g->frames[i].func);
-    if (bad)
-        cli_error(cmd, "out of memory for the names of the graph");
-    return bad ? -1 : 0;
+    if (graph_map_strings(g, escape_string, NULL) != TG_OK) {
+        cli_error(cmd, "%s", graph_error(g));
+        return -1;
+    }
+    return 0;
 }
 
 /* "x, y" (names of a signature, escaped), for messages; "..." when cut. */

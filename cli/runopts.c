@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../graph/graph_impl.h"
 
 static const cli_opt run_opts[] = {
     {"-i", "--input", 1, RUN_OPT_INPUT},

@@ -2,6 +2,10 @@
 #include "graph.h"
 #include "graph_impl.h"
 
+#include <string.h>
+
+#include "alloc.h"
+
 const char *graph_name(const graph *g) { return g ? g->name : NULL; }
 int32_t graph_value_count(const graph *g) { return g ? g->nvalues : 0; }
 int32_t graph_node_count(const graph *g) { return g ? g->nnodes : 0; }
@@ -127,4 +131,55 @@ const char *graph_symbol_at(const graph *g, int32_t s, int64_t *traced)
 const graph_guard *graph_guard_at(const graph *g, int32_t k)
 {
     return g && k >= 0 && k < g->nguards ? &g->guards[k] : NULL;
+}
+
+const char *graph_layout_target(const graph *g)
+{
+    return g ? g->target : NULL;
+}
+
+/* *s through fn (see graph_map_strings); -1 out of memory. */
+static int map_one(graph *g, const char **s,
+                   int (*fn)(void *ctx, const char *s, char *buf, size_t len), void *ctx)
+{
+    if (!*s)
+        return 0;
+    size_t len = strlen(*s) * 4 + 8;
+    char *buf = tg_malloc(len);
+    if (!buf)
+        return -1;
+    int rc = 0;
+    if (fn(ctx, *s, buf, len)) {
+        buf[len - 1] = '\0';
+        const char *e = graph_intern(g, buf, -1);
+        if (e)
+            *s = e;
+        else
+            rc = -1;
+    }
+    tg_free(buf);
+    return rc;
+}
+
+tg_status graph_map_strings(graph *g,
+                            int (*fn)(void *ctx, const char *s, char *buf, size_t len),
+                            void *ctx)
+{
+    if (!g)
+        return TG_ERR_NULL;
+    if (!fn)
+        return graph_fail(g, TG_ERR_NULL, "graph_map_strings: no function");
+    int bad = map_one(g, &g->name, fn, ctx);
+    for (int32_t i = 0; i < g->nvalues; i++)
+        bad |= map_one(g, &g->values[i].name, fn, ctx);
+    for (int32_t i = 0; i < g->noutputs; i++)
+        bad |= map_one(g, &g->outputs[i].name, fn, ctx);
+    for (int32_t i = 0; i < g->nsyms; i++)
+        bad |= map_one(g, &g->syms[i].name, fn, ctx);
+    for (int32_t i = 0; i < g->nprovs; i++)
+        bad |= map_one(g, &g->provs[i].file, fn, ctx) | map_one(g, &g->provs[i].func, fn, ctx);
+    for (int32_t i = 0; i < g->nframes; i++)
+        bad |= map_one(g, &g->frames[i].file, fn, ctx) |
+               map_one(g, &g->frames[i].func, fn, ctx);
+    return bad ? graph_fail(g, TG_ERR_NOMEM, "graph_map_strings: out of memory") : TG_OK;
 }

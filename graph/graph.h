@@ -256,6 +256,22 @@ TG_API int32_t graph_input_at(const graph *g, int32_t k);
 TG_API int32_t graph_output_at(const graph *g, int32_t k, const char **name);
 TG_API const char *graph_symbol_at(const graph *g, int32_t s, int64_t *traced);
 TG_API const graph_guard *graph_guard_at(const graph *g, int32_t k);
+/* The target the -O3 layout pass laid g out for ("cpu avx2"), or NULL
+ * when it has not run (graph/target.h). */
+TG_API const char *graph_layout_target(const graph *g);
+
+/*
+ * Rewrites every string the graph holds (its name, value, output and
+ * symbol names, provenance and frame files and functions) through fn,
+ * which writes the replacement into buf (len bytes, 4 * strlen(s) + 8)
+ * and returns 1, or returns 0 to keep s (s is never NULL).  A
+ * replacement is interned in g.  For a tool that must print a file's
+ * strings safely (`tracegraph info` escapes control bytes).  TG_OK, or
+ * TG_ERR_NULL / TG_ERR_NOMEM with the message in graph_error.
+ */
+TG_API tg_status graph_map_strings(graph *g,
+                                   int (*fn)(void *ctx, const char *s, char *buf, size_t len),
+                                   void *ctx);
 
 /*
  * Drops dead nodes and values no live node, input or output uses, and

@@ -449,9 +449,50 @@ static void test_short_address_space(void)
 #endif
 }
 
+/* "x" -> "<x>" for names starting with 'f'; others kept. */
+static int bracket_f(void *ctx, const char *s, char *buf, size_t len)
+{
+    ++*(int *)ctx;
+    if (s[0] != 'f')
+        return 0;
+    snprintf(buf, len, "<%s>", s);
+    return 1;
+}
+
+/* graph_map_strings: each string through the function, replacements
+ * interned; the layout target read back; NULL arguments refused. */
+static void test_map_strings(void)
+{
+    graph *g = graph_new("g");
+    graph_type t = {GRAPH_F32, 1, {2}};
+    int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &t, "fx");
+    int32_t w = graph_add_value(g, GRAPH_VALUE_PARAM, &t, "w");
+    float d[2] = {1, 2};
+    int32_t y = -1;
+    CHECK(graph_set_data(g, w, d, sizeof d) == TG_OK && graph_add_input(g, x) == TG_OK);
+    int32_t in[2] = {x, w};
+    CHECK(graph_add_node(g, GRAPH_OP_add, in, 2, NULL, &y, 1) >= 0);
+    CHECK(graph_add_output(g, y, "fy") == TG_OK);
+    int calls = 0;
+    CHECK(graph_map_strings(g, bracket_f, &calls) == TG_OK);
+    const char *oname = NULL;
+    graph_output_at(g, 0, &oname);
+    CHECK_MSG(!strcmp(graph_value_name(g, x), "<fx>") && !strcmp(graph_value_name(g, w), "w") &&
+                  oname && !strcmp(oname, "<fy>") && !strcmp(graph_name(g), "g"),
+              "%s %s %s", graph_value_name(g, x), graph_value_name(g, w), oname);
+    CHECK_MSG(calls >= 4, "%d calls", calls); /* g, fx, w, fy at least */
+    CHECK(graph_verify(g, 0) == TG_OK);
+    CHECK(graph_layout_target(g) == NULL && graph_layout_target(NULL) == NULL);
+    CHECK(graph_map_strings(NULL, bracket_f, &calls) == TG_ERR_NULL);
+    CHECK(graph_map_strings(g, NULL, NULL) == TG_ERR_NULL &&
+          strstr(graph_error(g), "graph_map_strings: no function"));
+    graph_free(g);
+}
+
 int main(void)
 {
     test_accessors();
+    test_map_strings();
     test_stable_module();
     test_pointers_stay();
     test_growth_failure();
