@@ -3,8 +3,9 @@
  * finite differences computed here, in double, from the op's forward
  * (the eager kernel: a code path the rules do not take).
  *
- * Each case draws inputs at random shapes (broadcasting, reductions,
- * strides, padding), runs the forward, takes the loss L = sum_o w_o . y_o
+ * Each case draws inputs (at chosen shapes: broadcasting, reductions,
+ * strides, padding; then binary ops and reductions at random shapes and
+ * axes), runs the forward, takes the loss L = sum_o w_o . y_o
  * with random weights w_o (so each output element has its own weight),
  * and compares the rule's gradient (eager builder, eager_op_grad) with
  * (L(x + h e) - L(x - h e)) / (x+h - x-h) at each element e (all of them,
@@ -547,6 +548,58 @@ static void shape_cases(void)
     CASE(gather_elements, &ge, H, F(-1, 1, 3, 5), IX(0, 5, 3, 7));
 }
 
+/* Random shapes: binary ops on a random shape against a random
+ * broadcastable one (dims dropped from the front, dims set to 1), and the
+ * reductions over random axes. */
+static void random_shape_cases(void)
+{
+    static const graph_op bin[] = {GRAPH_OP_add, GRAPH_OP_sub, GRAPH_OP_mul, GRAPH_OP_div,
+                                   GRAPH_OP_maximum, GRAPH_OP_minimum, GRAPH_OP_pow};
+    for (int r = 0; r < 24; r++) {
+        graph_op op = bin[r % (int)(sizeof bin / sizeof bin[0])];
+        int nd = 1 + (int)(next_u64() % 4), nb = (int)(next_u64() % (uint64_t)(nd + 1));
+        in_spec a = F(-1, 1, 1), b = F(-1, 1, 1);
+        a.shape.n = nd;
+        for (int d = 0; d < nd; d++)
+            a.shape.v[d] = 1 + (int64_t)(next_u64() % 3);
+        b.shape.n = nb;
+        for (int d = 0; d < nb; d++)
+            b.shape.v[d] = next_u64() % 3 == 0 ? 1 : a.shape.v[nd - nb + d];
+        if (r & 1) { /* either side may be the smaller */
+            in_spec t = a;
+            a = b;
+            b = t;
+        }
+        double h = H;
+        if (op == GRAPH_OP_maximum || op == GRAPH_OP_minimum) {
+            a.gen = b.gen = GEN_SPACED;
+            h = HK;
+        } else if (op == GRAPH_OP_div) {
+            b.lo = 0.5, b.hi = 2;
+        } else if (op == GRAPH_OP_pow) {
+            a.lo = 0.5, a.hi = 2;
+        }
+        in_spec s2[2] = {a, b};
+        run_case(op, NULL, 2, s2, h, __LINE__);
+    }
+    static const graph_op red[] = {GRAPH_OP_reduce_sum, GRAPH_OP_reduce_mean,
+                                   GRAPH_OP_reduce_max};
+    for (int r = 0; r < 12; r++) {
+        graph_op op = red[r % 3];
+        in_spec x = op == GRAPH_OP_reduce_max ? SP(1) : F(-1, 1, 1);
+        x.shape.n = 1 + (int)(next_u64() % 4);
+        for (int d = 0; d < x.shape.n; d++)
+            x.shape.v[d] = 1 + (int64_t)(next_u64() % 4);
+        graph_reduce_sum_attrs at;
+        graph_attrs_default(GRAPH_OP_reduce_sum, &at);
+        for (int d = 0; d < x.shape.n; d++)
+            if (next_u64() & 1)
+                at.axes.v[at.axes.n++] = (next_u64() & 1) ? d : d - x.shape.n;
+        at.keepdim = (int64_t)(next_u64() & 1);
+        run_case(op, &at, 1, &x, op == GRAPH_OP_reduce_max ? HK : H, __LINE__);
+    }
+}
+
 /* ---- the table: coverage and marks ---- */
 
 static void table_checks(void)
@@ -704,6 +757,7 @@ int main(void)
     linalg_cases();
     reduce_cases();
     shape_cases();
+    random_shape_cases();
     table_checks();
     mlp_check();
     free(g_perm);
