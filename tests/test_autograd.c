@@ -325,10 +325,128 @@ static void test_misuse(void)
     CHECK(eager_backward(eager_reduce_sum(ct, TG_NOINTS, 0)) == TG_ERR_UNSUPPORTED);
     check_fail_at("eager_backward: conv_transpose2d: no gradient: no rule yet", __FILE__, lr,
                   __func__);
-    eager_release(k);
     eager_pool_pop();
     eager_release(x);
     eager_release(w);
+}
+
+/* ---- a CNN and an encoder block: eager autograd against finite
+ * differences of the eager forward (in double, from f32 losses) ---- */
+
+typedef eager_tensor *(*model_fn)(eager_tensor **p, eager_tensor *x, eager_tensor *y);
+
+static eager_tensor *cnn(eager_tensor **p, eager_tensor *x, eager_tensor *y)
+{
+    /* conv 1->4 3x3 pad 1, BN, relu, max-pool 2, conv 4->6 3x3, relu,
+     * avg-pool 2, flatten, linear 6->3, cross-entropy */
+    eager_tensor *h = eager_conv2d(x, p[0], p[1], TG_NOINTS, TG_INTS(1), TG_NOINTS, 1);
+    h = eager_batch_norm(h, p[2], p[3], p[4], p[5], 1e-5f);
+    h = eager_max_pool2d(eager_relu(h), TG_INTS(2), TG_NOINTS, TG_NOINTS);
+    h = eager_relu(eager_conv2d(h, p[6], p[7], TG_NOINTS, TG_NOINTS, TG_NOINTS, 1));
+    h = eager_flatten(eager_avg_pool2d(h, TG_INTS(2), TG_NOINTS, TG_NOINTS, 0), 1, -1);
+    return eager_cross_entropy(eager_linear(h, p[8], p[9]), y, 0.05);
+}
+
+static eager_tensor *encoder(eager_tensor **p, eager_tensor *x, eager_tensor *y)
+{
+    /* pre-norm block, one head: x + attn(ln1(x)), then + mlp(ln2(.)); mse */
+    eager_tensor *a = eager_layer_norm(x, p[0], p[1], -1, 1e-5f);
+    eager_tensor *q = eager_linear(a, p[2], EAGER_NONE), *k = eager_linear(a, p[3], EAGER_NONE),
+                 *v = eager_linear(a, p[4], EAGER_NONE);
+    eager_tensor *s = eager_matmul(q, eager_transpose(k, TG_INTS(0, 2, 1)), 0, 0);
+    s = eager_mul(s, eager_scalar(1.0 / sqrt(8.0)));
+    eager_tensor *att = eager_matmul(eager_softmax(s, -1), v, 0, 0);
+    eager_tensor *h = eager_add(x, eager_linear(att, p[5], p[6]));
+    eager_tensor *f = eager_layer_norm(h, p[7], p[8], -1, 1e-5f);
+    f = eager_linear(eager_gelu(eager_linear(f, p[9], p[10])), p[11], p[12]);
+    return eager_mse_loss(eager_add(h, f), y);
+}
+
+static double loss_value(model_fn m, eager_tensor **p, eager_tensor *x, eager_tensor *y)
+{
+    eager_no_grad_begin();
+    eager_pool_push();
+    double l = eager_item(m(p, x, y));
+    eager_pool_pop();
+    eager_no_grad_end();
+    return l;
+}
+
+static void fd_model(const char *name, model_fn m, eager_tensor **p, int np, eager_tensor *x,
+                     eager_tensor *y, float h)
+{
+    for (int i = 0; i < np; i++)
+        eager_requires_grad(p[i], 1);
+    eager_pool_push();
+    CHECK_MSG(eager_backward(m(p, x, y)) == TG_OK, "%s: backward: %s", name, eager_error());
+    eager_pool_pop();
+    double worst = 0;
+    int count = 0;
+    for (int i = 0; i < np; i++) {
+        eager_tensor *g = eager_grad(p[i]);
+        CHECK_MSG(g != NULL, "%s: parameter %d has a gradient", name, i);
+        if (!g)
+            continue;
+        int64_t n = eager_numel(p[i]);
+        float *w = eager_data_mut(p[i]);
+        const float *ga = fd(g);
+        double scale = 1e-3, err = 0;
+        for (int64_t k = 0; k < n && k < 12; k++) {
+            int64_t e = (k * 7919) % n;
+            float w0 = w[e], wp = w0 + h, wm = w0 - h;
+            w[e] = wp;
+            double lp = loss_value(m, p, x, y);
+            w[e] = wm;
+            double lm = loss_value(m, p, x, y);
+            w[e] = w0;
+            double d = (lp - lm) / ((double)wp - (double)wm);
+            scale = fmax(scale, fabs(d));
+            err = fmax(err, fabs(d - (double)ga[e]));
+            count++;
+        }
+        worst = fmax(worst, err / scale);
+        CHECK_MSG(err / scale <= 2e-2, "%s: parameter %d: gradient vs finite differences: %g "
+                  "of %g", name, i, err, scale);
+    }
+    printf("%s: %d parameter elements against finite differences, worst normalized error "
+           "%.2e\n", name, count, worst);
+}
+
+static void test_models(void)
+{
+    eager_tensor *cp[10] = {
+        rand_t(TG_SHAPE(4, 1, 3, 3), 21, -0.6f, 0.6f), rand_t(TG_SHAPE(4), 22, -0.1f, 0.1f),
+        rand_t(TG_SHAPE(4), 23, 0.8f, 1.2f),           rand_t(TG_SHAPE(4), 24, -0.1f, 0.1f),
+        rand_t(TG_SHAPE(4), 25, -0.1f, 0.1f),          rand_t(TG_SHAPE(4), 26, 0.5f, 1.5f),
+        rand_t(TG_SHAPE(6, 4, 3, 3), 27, -0.3f, 0.3f), rand_t(TG_SHAPE(6), 28, -0.1f, 0.1f),
+        rand_t(TG_SHAPE(3, 6), 29, -0.5f, 0.5f),       rand_t(TG_SHAPE(3), 30, -0.1f, 0.1f)};
+    eager_tensor *cx = rand_t(TG_SHAPE(2, 1, 8, 8), 31, -1, 1);
+    eager_tensor *cy = eager_from_data(GRAPH_I64, TG_SHAPE(2), ((int64_t[]){2, 0}));
+    /* a step small enough not to cross a relu's corner or a pooling tie */
+    fd_model("cnn", cnn, cp, 10, cx, cy, 1e-3f);
+    eager_tensor *ep[13];
+    const int64_t E = 8, F4 = 16;
+    ep[0] = rand_t(TG_SHAPE(E), 41, 0.8f, 1.2f);
+    ep[1] = rand_t(TG_SHAPE(E), 42, -0.1f, 0.1f);
+    for (int i = 2; i < 6; i++)
+        ep[i] = rand_t(TG_SHAPE(E, E), 40 + (uint64_t)i * 3, -0.4f, 0.4f);
+    ep[6] = rand_t(TG_SHAPE(E), 51, -0.1f, 0.1f);
+    ep[7] = rand_t(TG_SHAPE(E), 52, 0.8f, 1.2f);
+    ep[8] = rand_t(TG_SHAPE(E), 53, -0.1f, 0.1f);
+    ep[9] = rand_t(TG_SHAPE(F4, E), 54, -0.4f, 0.4f);
+    ep[10] = rand_t(TG_SHAPE(F4), 55, -0.1f, 0.1f);
+    ep[11] = rand_t(TG_SHAPE(E, F4), 56, -0.3f, 0.3f);
+    ep[12] = rand_t(TG_SHAPE(E), 57, -0.1f, 0.1f);
+    eager_tensor *ex = rand_t(TG_SHAPE(2, 4, E), 58, -1, 1), *ey = rand_t(TG_SHAPE(2, 4, E), 59, -1, 1);
+    fd_model("encoder block", encoder, ep, 13, ex, ey, 1e-2f);
+    for (int i = 0; i < 10; i++)
+        eager_release(cp[i]);
+    for (int i = 0; i < 13; i++)
+        eager_release(ep[i]);
+    eager_release(cx);
+    eager_release(cy);
+    eager_release(ex);
+    eager_release(ey);
 }
 
 int main(void)
@@ -337,6 +455,7 @@ int main(void)
     test_mse();
     test_no_grad();
     test_misuse();
+    test_models();
     CHECK_MSG(eager_live_tensors() == 0, "%ld tensors leaked", eager_live_tensors());
     return check_done();
 }
