@@ -21,7 +21,9 @@
  * non-differentiable inputs fail with their messages; graph_backward's
  * refusals; and a two-layer MLP with a cross-entropy loss made of ops,
  * whose parameters feed two branches (gradients accumulate), against
- * finite differences of the whole graph.
+ * finite differences of the whole graph; and a traced MLP whose backward
+ * graph_backward appends, optimized at -O2 and replayed, against eager
+ * autograd.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +36,9 @@
 #include "eager/interp.h"
 #include "graph/grad.h"
 #include "graph/graph.h"
+#include "optimize/opt.h"
+#include "replay/replay.h"
+#include "tracer/trace.h"
 
 /* ---- inputs ---- */
 
@@ -750,6 +755,98 @@ static void mlp_check(void)
     graph_free(g);
 }
 
+/* ---- a traced MLP step: its backward appended by graph_backward, then
+ * optimized at -O2 and replayed, against eager autograd ---- */
+
+static eager_tensor *traced_mlp(eager_tensor *const *p, eager_tensor *labels)
+{
+    eager_tensor *h = eager_gelu(eager_linear(p[0], p[1], p[2]));
+    eager_tensor *z = eager_linear(h, p[3], p[4]);
+    return eager_cross_entropy(z, labels, 0.1);
+}
+
+static void traced_backward(void)
+{
+    enum { B = 6, DI = 5, HD = 8, NC = 4 };
+    in_spec sp[5] = {F(-1, 1, B, DI), F(-0.6, 0.6, HD, DI), F(-0.1, 0.1, HD),
+                     F(-0.6, 0.6, NC, HD), F(-0.1, 0.1, NC)};
+    const char *names[5] = {"x", "w1", "b1", "w2", "b2"};
+    eager_tensor *p[5];
+    for (int i = 0; i < 5; i++)
+        p[i] = make_input(&sp[i]);
+    eager_tensor *labels = eager_from_data(GRAPH_I64, TG_SHAPE(B), ((int64_t[]){0, 3, 1, 2, 3, 0}));
+    /* eager autograd: the reference */
+    for (int i = 1; i < 5; i++)
+        eager_requires_grad(p[i], 1);
+    eager_pool_push();
+    eager_tensor *l0 = traced_mlp(p, labels);
+    double loss0 = eager_item(l0);
+    CHECK(eager_backward(l0) == TG_OK);
+    eager_pool_pop();
+    for (int i = 1; i < 5; i++)
+        eager_requires_grad(p[i], 0);
+    /* the traced forward, its backward appended */
+    eager_pool_push();
+    CHECK(trace_begin_at(EAGER_SITE, NULL) == TG_OK);
+    for (int i = 0; i < 5; i++)
+        trace_input_at(EAGER_SITE, p[i], names[i]);
+    trace_output_at(EAGER_SITE, traced_mlp(p, labels), "loss");
+    graph *g = trace_freeze_at(EAGER_SITE);
+    eager_pool_pop();
+    CHECK_MSG(g != NULL, "trace: %s", eager_error());
+    if (!g)
+        goto done;
+    int32_t wrt[4], grads[4];
+    for (int i = 0; i < 4; i++)
+        wrt[i] = g->inputs[i + 1];
+    int32_t nodes_fwd = graph_live_nodes(g);
+    CHECK_MSG(graph_backward(g, g->outputs[0].value, wrt, 4, grads) == TG_OK, "backward: %s",
+              graph_error(g));
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "d_%s", names[i + 1]);
+        CHECK(grads[i] >= 0 && graph_add_output(g, grads[i], name) == TG_OK);
+    }
+    CHECK_MSG(graph_verify(g, 0) == TG_OK, "the joint graph verifies: %s", graph_error(g));
+    int32_t nodes_joint = graph_live_nodes(g);
+    opt_options o = opt_default_options();
+    o.level = 2;
+    opt_report rep;
+    char err[512] = "";
+    CHECK_MSG(opt_optimize(g, &o, &rep, err, sizeof err) == TG_OK, "-O2: %s", err);
+    replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
+    replay_session *s = plan ? replay_session_new(plan, NULL, 0) : NULL;
+    CHECK_MSG(s != NULL, "compiles: %s", err);
+    if (s) {
+        replay_tensor in[5], out[5];
+        memset(out, 0, sizeof out);
+        for (int i = 0; i < 5; i++)
+            in[i] = (replay_tensor){.name = names[i], .type = *eager_type(p[i]),
+                                    .input = eager_peek(p[i])};
+        CHECK_MSG(replay_run(s, in, 5, out, 5) == TG_OK, "replay: %s", replay_session_error(s));
+        if (out[0].data)
+            CHECK_NEAR(*(const float *)out[0].data, loss0, 1e-5);
+        double worst = 0;
+        for (int i = 1; i < 5 && out[i].data; i++) {
+            const eager_tensor *ge = eager_grad(p[i]);
+            double e = check_normalized_error(out[i].data, eager_peek(ge), eager_numel(ge));
+            worst = fmax(worst, e);
+            CHECK_MSG(e <= 1e-5, "d_%s replayed at -O2 vs eager autograd: %g", names[i], e);
+        }
+        printf("traced mlp: %d forward nodes, %d with the backward, %d after -O2; replayed "
+               "gradients vs eager autograd: worst normalized error %.2e\n", (int)nodes_fwd,
+               (int)nodes_joint, (int)graph_live_nodes(g), worst);
+    }
+    replay_session_free(s);
+    replay_plan_free(plan);
+    graph_free(g);
+done:
+    for (int i = 1; i < 5; i++)
+        eager_zero_grad(p[i]);
+    release_n(p, 5);
+    eager_release(labels);
+}
+
 int main(void)
 {
     unary_cases();
@@ -760,6 +857,7 @@ int main(void)
     random_shape_cases();
     table_checks();
     mlp_check();
+    traced_backward();
     free(g_perm);
     int ncases = 0;
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
