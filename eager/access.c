@@ -110,5 +110,10 @@ void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t)
         return NULL;
     if (report(t, EAGER_WRITE_BUFFER, -1, &site))
         return NULL;
+    eager_tensor *owner = t->base ? t->base : t; /* a view writes its base's storage */
+    if (owner->ag) { /* a recorded op may have saved it */
+        owner->ag->version++;
+        owner->ag->wsite = site;
+    }
     return t->data;
 }

@@ -182,6 +182,10 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
             goto done;
         }
     }
+    if (eager_tl_grad_on && eager_grad_record(op, in, nin, attrs, out, nout, site) < 0) {
+        release_all(out, nout);
+        goto done;
+    }
     if (eager_pool_reserve(nout) < 0) {
         release_all(out, nout);
         goto done;

@@ -259,6 +259,49 @@ TG_API const char *eager_cpu_level(void);
  */
 TG_API const char *eager_onednn_isa(void);
 
+/* ---- gradients (autograd) ---- */
+
+/*
+ * on 1: t (an f32 leaf: a tensor no op made from tensors that require
+ * gradients) requires a gradient: the ops run on it, and on what they
+ * make, are recorded, and eager_backward fills its gradient.  on 0 clears
+ * the flag.  Errors (not f32, not a leaf) are eager errors at the site.
+ */
+TG_API tg_status eager_requires_grad_at(EAGER_SITE_PARAMS, eager_tensor *t, int on);
+#define eager_requires_grad(t, on) eager_requires_grad_at(EAGER_SITE, t, on)
+/* Whether t requires a gradient (a flagged leaf, or made from one). */
+TG_API int eager_is_requires_grad(const eager_tensor *t);
+/*
+ * Backpropagates from loss (one f32 element) to every leaf it depends on
+ * through recorded ops: each leaf's gradient is added to what it holds
+ * (accumulating across calls, as PyTorch does).  The tape's saved tensors
+ * are freed: a second backward through the same ops fails, naming the
+ * first.  A saved tensor written since it was saved (eager_data_mut) fails
+ * it, naming both call sites.  The backward's own ops are not recorded.
+ */
+TG_API tg_status eager_backward_at(EAGER_SITE_PARAMS, eager_tensor *loss);
+#define eager_backward(loss) eager_backward_at(EAGER_SITE, loss)
+/* t's accumulated gradient (t's shape), or NULL before a backward reached
+ * it or after eager_zero_grad.  Borrowed: t owns it (eager_retain to keep
+ * it past the next eager_backward or eager_zero_grad). */
+TG_API eager_tensor *eager_grad_at(EAGER_SITE_PARAMS, const eager_tensor *t);
+#define eager_grad(t) eager_grad_at(EAGER_SITE, t)
+/* Drops t's gradient (the next backward starts from zero). */
+TG_API void eager_zero_grad_at(EAGER_SITE_PARAMS, eager_tensor *t);
+#define eager_zero_grad(t) eager_zero_grad_at(EAGER_SITE, t)
+/* A no-grad scope (nesting): nothing is recorded until the matching end. */
+TG_API void eager_no_grad_begin(void);
+TG_API void eager_no_grad_end(void);
+/* Cross-entropy from logits [N,C] with class indices target [N] (i64 or
+ * i32), the mean over the batch; label_smoothing in [0, 1] (PyTorch's
+ * F.cross_entropy(..., label_smoothing=)).  Made of ops, so differentiable. */
+TG_API eager_tensor *eager_cross_entropy_at(EAGER_SITE_PARAMS, eager_tensor *logits,
+                                            eager_tensor *target, double label_smoothing);
+#define eager_cross_entropy(logits, target, ls) eager_cross_entropy_at(EAGER_SITE, logits, target, ls)
+/* Mean-squared error mean((a - b)^2) (NumPy broadcasting). */
+TG_API eager_tensor *eager_mse_loss_at(EAGER_SITE_PARAMS, eager_tensor *a, eager_tensor *b);
+#define eager_mse_loss(a, b) eager_mse_loss_at(EAGER_SITE, a, b)
+
 /* ---- the dispatcher ---- */
 
 /*

@@ -7,6 +7,7 @@
 enum {
     EAGER_T_STATIC = 1u << 0, /* never freed (EAGER_NONE) */
     EAGER_T_POOLED = 1u << 1, /* one of its references belongs to a pool */
+    EAGER_T_REQGRAD = 1u << 2, /* a leaf whose gradient eager_backward fills */
 };
 
 /*
@@ -46,7 +47,37 @@ struct eager_tensor {
     struct eager_thread_state *owner;
     uint32_t owner_serial;
     uint32_t magic;     /* EAGER_LIVE or EAGER_DEAD */
+    /* Autograd's state (eager/autograd.c), made when first needed: NULL
+     * for every tensor of a program that never asks for a gradient. */
+    struct eager_ag *ag;
 };
+
+/*
+ * A tensor's autograd state.  gnode: the recorded op that made it (one
+ * reference; NULL for a leaf) and its output index there; grad: a leaf's
+ * accumulated gradient (one reference); version and wsite, on a storage
+ * owner (the base of views) that a recorded op saved: the writes through
+ * eager_data_mut since, and the last one's call site.
+ */
+typedef struct eager_ag {
+    struct eager_gnode *gnode;
+    eager_tensor *grad;
+    int32_t gout;
+    uint32_t version;
+    eager_site wsite;
+} eager_ag;
+
+/* Autograd (eager/autograd.c): whether this thread may record (some
+ * tensor of it asked for a gradient, and no eager_no_grad_begin is open):
+ * the dispatcher's one test on its fast path. */
+extern _Thread_local int eager_tl_grad_on;
+/* Records op (it just ran) on the tape when an input needs a gradient:
+ * 0, or -1 with the error set. */
+int eager_grad_record(graph_op op, eager_tensor *const *in, int nin, const void *attrs,
+                      eager_tensor *const *out, int nout, const eager_site *site);
+/* Drops t's autograd state (its op, its gradient): the tensor is being
+ * freed. */
+void eager_grad_detach(eager_tensor *t);
 
 /*
  * 0 if t is a live tensor.  Otherwise records an error "what: ..." at site

@@ -292,6 +292,7 @@ static inline eager_tensor *header_alloc(thread_state *t)
         t->fq_len--;
         __builtin_prefetch(t->fq_head, 1);
         __builtin_prefetch((char *)t->fq_head + 64, 1);
+        __builtin_prefetch((char *)t->fq_head + 128, 1); /* its autograd pointer */
     } else if (!(h = header_refill(t))) {
         return NULL;
     }
@@ -384,6 +385,7 @@ eager_tensor *eager_alloc(const graph_type *t, const eager_site *site)
     x->refs = 1;
     x->flags = 0;
     x->block = cls;
+    x->ag = NULL;
     x->base = NULL;
     x->tag = 0;
     x->magic = EAGER_LIVE;
@@ -407,6 +409,7 @@ eager_tensor *eager_alloc_view(eager_tensor *base, const graph_type *t,
     x->refs = 1;
     x->flags = 0;
     x->block = -1;
+    x->ag = NULL;
     base->refs++; /* live and this thread's: the dispatcher checked (eager_foreign) */
     x->base = base;
     x->tag = 0;
@@ -451,6 +454,8 @@ static void drop(eager_tensor *t)
         eager_tensor *base = t->base;
         thread_state *st = tl_state ? tl_state : get_state();
         TG_ASSERT(t->magic == EAGER_LIVE && t->refs == 0);
+        if (t->ag)
+            eager_grad_detach(t);
         if (!base) {
             size_t bytes = (size_t)t->numel * graph_dtype_size(t->type.dtype);
             size_t total = BLOCK_BYTES(bytes);

@@ -1,0 +1,437 @@
+/*
+ * grad_rules_nn.c - gradient rules of the linear-algebra and
+ * neural-network ops (graph/grad.def), written with registry ops through
+ * a grad_builder:
+ *   matmul, linear   products with the other operand (batch dims summed back);
+ *   conv2d           x: conv_transpose2d of g; w: a conv2d of x by g with
+ *                    batch and channels swapped (stride and dilation
+ *                    trade places); groups 1 only so far;
+ *   max/avg_pool2d   the windows gathered from the padded input (gather
+ *                    with a constant index), g spread over them (max: to
+ *                    the first maximum of each window, as PyTorch) and
+ *                    added back with scatter_elements;
+ *   batch_norm       inference form: all five inputs;
+ *   layer_norm, softmax, log_softmax: the usual closed forms, the
+ *                    statistics recomputed from the saved input.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "grad_util.h"
+
+#define G (c->gout[0])
+#define NEED(i) (c->need[i])
+
+/* ---- matmul, linear ---- */
+
+static grad_v mm(grad_builder *b, grad_v x, grad_v y, int ta, int tb)
+{
+    graph_matmul_attrs at;
+    graph_attrs_default(GRAPH_OP_matmul, &at);
+    at.transpose_a = ta;
+    at.transpose_b = tb;
+    grad_v in[2] = {x, y};
+    return b->op(b, GRAPH_OP_matmul, in, 2, &at);
+}
+
+tg_status grad_rule_matmul(grad_builder *b, const grad_ctx *c)
+{
+    const graph_matmul_attrs *a = c->attrs;
+    const graph_type *ta = &c->in_type[0], *tb = &c->in_type[1];
+    /* 1-D operands as matrices: a [K] is [1,K], b [K] is [K,1]; g gets
+     * the dims the product dropped back */
+    graph_type a2 = *ta, b2 = *tb, g2 = c->out_type[0];
+    int ta_ = (int)a->transpose_a, tb_ = (int)a->transpose_b;
+    if (tb->ndim == 1) {
+        b2.ndim = 2, b2.dim[0] = tb->dim[0], b2.dim[1] = 1, tb_ = 0;
+        g2.dim[g2.ndim++] = 1;
+    }
+    if (ta->ndim == 1) {
+        a2.ndim = 2, a2.dim[0] = 1, a2.dim[1] = ta->dim[0], ta_ = 0;
+        g2.dim[g2.ndim] = g2.dim[g2.ndim - 1];
+        g2.dim[g2.ndim - 1] = 1;
+        g2.ndim++;
+    }
+    grad_v A = gu_reshape_to(b, c->in[0], &a2), B = gu_reshape_to(b, c->in[1], &b2);
+    grad_v g = gu_reshape_to(b, G, &g2);
+    if (NEED(0)) {
+        /* C = op(A) op(B): dA from g op(B)^T, transposed back when ta */
+        grad_v ga = !ta_ ? mm(b, g, B, 0, !tb_) : mm(b, B, g, tb_, 1);
+        c->gin[0] = gu_reshape_to(b, gu_sum_to(b, ga, &a2), ta);
+    }
+    if (NEED(1)) {
+        grad_v gb = !tb_ ? mm(b, A, g, !ta_, 0) : mm(b, g, A, 1, ta_);
+        c->gin[1] = gu_reshape_to(b, gu_sum_to(b, gb, &b2), tb);
+    }
+    return gu_done(c);
+}
+
+tg_status grad_rule_linear(grad_builder *b, const grad_ctx *c)
+{
+    /* y = x w^T + bias: x [..., K], w [N, K] */
+    const graph_type *tx = &c->in_type[0], *tw = &c->in_type[1];
+    int64_t n = tw->dim[0], k = tw->dim[1];
+    if (NEED(0))
+        c->gin[0] = mm(b, G, c->in[1], 0, 0);
+    if (NEED(1)) {
+        int64_t gd[2] = {-1, n}, xd[2] = {-1, k};
+        grad_v g2 = gu_reshape(b, G, gd, 2), x2 = gu_reshape(b, c->in[0], xd, 2);
+        if (tx->ndim == 1)
+            g2 = gu_reshape(b, G, (int64_t[2]){1, n}, 2), x2 = gu_reshape(b, c->in[0], (int64_t[2]){1, k}, 2);
+        c->gin[1] = mm(b, g2, x2, 1, 0);
+    }
+    if (c->nin > 2 && NEED(2)) {
+        int64_t axes[GRAPH_MAX_DIMS];
+        int na = 0;
+        for (int d = 0; d + 1 < tx->ndim; d++)
+            axes[na++] = d;
+        c->gin[2] = na ? gu_sum(b, G, axes, na, 0) : G;
+    }
+    return gu_done(c);
+}
+
+/* ---- conv2d ---- */
+
+static void pair(const graph_ints *v, int64_t def, int64_t out[2])
+{
+    out[0] = v->n > 0 ? v->v[0] : def;
+    out[1] = v->n > 1 ? v->v[1] : out[0];
+}
+
+static void pads4(const graph_ints *v, int64_t pad[4])
+{
+    if (v->n == 4) {
+        for (int i = 0; i < 4; i++)
+            pad[i] = v->v[i];
+    } else {
+        pad[0] = pad[2] = v->n > 0 ? v->v[0] : 0;
+        pad[1] = pad[3] = v->n > 1 ? v->v[1] : pad[0];
+    }
+}
+
+static graph_ints ints(const int64_t *v, int n)
+{
+    graph_ints r;
+    memset(&r, 0, sizeof r);
+    r.n = n;
+    for (int i = 0; i < n; i++)
+        r.v[i] = v[i];
+    return r;
+}
+
+static grad_v swap01(grad_builder *b, grad_v x)
+{
+    graph_transpose_attrs at;
+    graph_attrs_default(GRAPH_OP_transpose, &at);
+    at.perm = ints((int64_t[4]){1, 0, 2, 3}, 4);
+    return gu_op1(b, GRAPH_OP_transpose, x, &at);
+}
+
+tg_status grad_rule_conv2d(grad_builder *b, const grad_ctx *c)
+{
+    const graph_conv2d_attrs *a = c->attrs;
+    if (a->groups != 1)
+        return gu_fail(b, c, TG_ERR_UNSUPPORTED,
+                       "no gradient rule yet for groups %lld (only 1)", (long long)a->groups);
+    const graph_type *tx = &c->in_type[0], *tw = &c->in_type[1], *ty = &c->out_type[0];
+    int64_t s[2], d[2], p[4];
+    pair(&a->stride, 1, s);
+    pair(&a->dilation, 1, d);
+    pads4(&a->padding, p);
+    if (NEED(0)) {
+        /* the rows and columns the forward's stride skipped at the end
+         * come back as output padding (< stride) */
+        int64_t op[2];
+        for (int i = 0; i < 2; i++) {
+            int64_t span = tx->dim[2 + i] + p[i] + p[2 + i] - d[i] * (tw->dim[2 + i] - 1) - 1;
+            op[i] = span - (ty->dim[2 + i] - 1) * s[i];
+        }
+        graph_conv_transpose2d_attrs at;
+        graph_attrs_default(GRAPH_OP_conv_transpose2d, &at);
+        at.stride = ints(s, 2);
+        at.padding = ints(p, 4);
+        at.output_padding = ints(op, 2);
+        at.dilation = ints(d, 2);
+        grad_v in[2] = {G, c->in[1]};
+        c->gin[0] = b->op(b, GRAPH_OP_conv_transpose2d, in, 2, &at);
+    }
+    if (NEED(1)) {
+        /* gw[o,c,i,j] = sum g[n,o,p,q] x[n,c,p s + i d, q s + j d]: x as
+         * [C,N,H,W] convolved by g as [O,N,Ho,Wo], stride d, dilation s;
+         * the result may run past the kernel by up to s - 1: cut */
+        graph_conv2d_attrs at;
+        graph_attrs_default(GRAPH_OP_conv2d, &at);
+        at.stride = ints(d, 2);
+        at.padding = ints(p, 4);
+        at.dilation = ints(s, 2);
+        grad_v in[2] = {swap01(b, c->in[0]), swap01(b, G)};
+        grad_v gw = b->op(b, GRAPH_OP_conv2d, in, 2, &at);
+        if (gw) {
+            const graph_type *t = b->type(b, gw); /* read before the builder adds more */
+            int64_t kh = t->dim[2], kw = t->dim[3];
+            if (kh != tw->dim[2])
+                gw = gu_slice1(b, gw, 2, 0, tw->dim[2]);
+            if (kw != tw->dim[3])
+                gw = gu_slice1(b, gw, 3, 0, tw->dim[3]);
+        }
+        c->gin[1] = swap01(b, gw);
+    }
+    if (c->nin > 2 && NEED(2))
+        c->gin[2] = gu_sum(b, G, (int64_t[3]){0, 2, 3}, 3, 0);
+    return gu_done(c);
+}
+
+/* ---- pooling ---- */
+
+typedef struct pool_geo {
+    int64_t n, ch, h, w, ho, wo, k[2], s[2], p[4], hp, wp, kk, l;
+} pool_geo;
+
+static void pool_geometry(const grad_ctx *c, const graph_ints *kernel, const graph_ints *stride,
+                          const graph_ints *padding, pool_geo *q)
+{
+    const graph_type *x = &c->in_type[0], *y = &c->out_type[0];
+    q->n = x->dim[0], q->ch = x->dim[1], q->h = x->dim[2], q->w = x->dim[3];
+    q->ho = y->dim[2], q->wo = y->dim[3];
+    pair(kernel, 1, q->k);
+    if (stride->n == 0)
+        q->s[0] = q->k[0], q->s[1] = q->k[1];
+    else
+        pair(stride, 1, q->s);
+    pads4(padding, q->p);
+    q->hp = q->h + q->p[0] + q->p[2];
+    q->wp = q->w + q->p[1] + q->p[3];
+    q->kk = q->k[0] * q->k[1];
+    q->l = q->ho * q->wo * q->kk;
+}
+
+/* The flat index, in the padded H x W plane, of each window element:
+ * [Ho*Wo*kh*kw], windows in row-major order, elements row-major inside. */
+static grad_v window_index(grad_builder *b, const grad_ctx *c, const pool_geo *q)
+{
+    int64_t *idx = tg_malloc((size_t)(q->l ? q->l : 1) * sizeof *idx);
+    if (!idx) {
+        gu_fail(b, c, TG_ERR_NOMEM, "no memory for the window index");
+        return NULL;
+    }
+    int64_t at = 0;
+    for (int64_t i = 0; i < q->ho; i++)
+        for (int64_t j = 0; j < q->wo; j++)
+            for (int64_t u = 0; u < q->k[0]; u++)
+                for (int64_t v = 0; v < q->k[1]; v++)
+                    idx[at++] = (i * q->s[0] + u) * q->wp + j * q->s[1] + v;
+    grad_v r = gu_i64(b, idx, &q->l, 1);
+    tg_free(idx);
+    return r;
+}
+
+/* Adds contrib [N,C,L] (one value per window element) into the padded
+ * plane at idx, and cuts the padding off: x's gradient. */
+static grad_v scatter_windows(grad_builder *b, const pool_geo *q, grad_v idx, grad_v contrib)
+{
+    int64_t plane[3] = {q->n, q->ch, q->hp * q->wp}, full[3] = {q->n, q->ch, q->l};
+    graph_type tp = {0}, tf = {0};
+    tp.dtype = tf.dtype = GRAPH_F32;
+    tp.ndim = tf.ndim = 3;
+    for (int i = 0; i < 3; i++)
+        tp.dim[i] = plane[i], tf.dim[i] = full[i];
+    grad_v ie = gu_expand_to(b, gu_reshape(b, idx, (int64_t[3]){1, 1, q->l}, 3), &tf);
+    graph_scatter_elements_attrs at;
+    graph_attrs_default(GRAPH_OP_scatter_elements, &at);
+    at.axis = 2;
+    at.reduction = GRAPH_SCATTER_ADD;
+    grad_v in[3] = {gu_zeros(b, &tp), ie, contrib};
+    grad_v gp = b->op(b, GRAPH_OP_scatter_elements, in, 3, &at);
+    gp = gu_reshape(b, gp, (int64_t[4]){q->n, q->ch, q->hp, q->wp}, 4);
+    if (q->p[0] || q->p[2])
+        gp = gu_slice1(b, gp, 2, q->p[0], q->p[0] + q->h);
+    if (q->p[1] || q->p[3])
+        gp = gu_slice1(b, gp, 3, q->p[1], q->p[1] + q->w);
+    return gp;
+}
+
+tg_status grad_rule_max_pool2d(grad_builder *b, const grad_ctx *c)
+{
+    const graph_max_pool2d_attrs *a = c->attrs;
+    pool_geo q;
+    pool_geometry(c, &a->kernel, &a->stride, &a->padding, &q);
+    grad_v x = c->in[0];
+    if (q.p[0] || q.p[1] || q.p[2] || q.p[3]) {
+        graph_pad_attrs pa = (graph_pad_attrs){ints((int64_t[8]){0, 0, q.p[0], q.p[1], 0, 0, q.p[2], q.p[3]}, 8),
+                               -INFINITY};
+        x = gu_op1(b, GRAPH_OP_pad, x, &pa);
+    }
+    grad_v idx = window_index(b, c, &q);
+    grad_v flat = gu_reshape(b, x, (int64_t[3]){q.n, q.ch, q.hp * q.wp}, 3);
+    graph_gather_attrs ga;
+    graph_attrs_default(GRAPH_OP_gather, &ga);
+    ga.axis = 2;
+    grad_v gin2[2] = {flat, idx};
+    grad_v win = b->op(b, GRAPH_OP_gather, gin2, 2, &ga);
+    int64_t d5[5] = {q.n, q.ch, q.ho, q.wo, q.kk}, d5y[5] = {q.n, q.ch, q.ho, q.wo, 1};
+    win = gu_reshape(b, win, d5, 5);
+    grad_v hit = gu_f32(b, gu_op2(b, GRAPH_OP_eq, win, gu_reshape(b, c->out[0], d5y, 5)));
+    /* the first maximum of each window takes it all */
+    graph_cumsum_attrs ca;
+    graph_attrs_default(GRAPH_OP_cumsum, &ca);
+    ca.axis = 4;
+    grad_v seen = gu_op1(b, GRAPH_OP_cumsum, hit, &ca);
+    grad_v first = gu_op2(b, GRAPH_OP_mul, hit,
+                          gu_f32(b, gu_op2(b, GRAPH_OP_eq, seen, gu_scalar(b, 1.0))));
+    grad_v contrib = gu_op2(b, GRAPH_OP_mul, first, gu_reshape(b, G, d5y, 5));
+    contrib = gu_reshape(b, contrib, (int64_t[3]){q.n, q.ch, q.l}, 3);
+    c->gin[0] = scatter_windows(b, &q, idx, contrib);
+    return gu_done(c);
+}
+
+tg_status grad_rule_avg_pool2d(grad_builder *b, const grad_ctx *c)
+{
+    const graph_avg_pool2d_attrs *a = c->attrs;
+    pool_geo q;
+    pool_geometry(c, &a->kernel, &a->stride, &a->padding, &q);
+    /* 1 / (each window's divisor), [Ho, Wo, 1] */
+    int64_t nw = q.ho * q.wo;
+    float *inv = tg_malloc((size_t)(nw ? nw : 1) * sizeof *inv);
+    if (!inv)
+        return gu_fail(b, c, TG_ERR_NOMEM, "no memory for the window counts");
+    for (int64_t i = 0; i < q.ho; i++)
+        for (int64_t j = 0; j < q.wo; j++) {
+            int64_t cnt = q.kk;
+            if (!a->count_include_pad) {
+                int64_t r0 = i * q.s[0] - q.p[0], c0 = j * q.s[1] - q.p[1];
+                int64_t r1 = r0 + q.k[0], c1 = c0 + q.k[1];
+                r0 = r0 < 0 ? 0 : r0, c0 = c0 < 0 ? 0 : c0;
+                r1 = r1 > q.h ? q.h : r1, c1 = c1 > q.w ? q.w : c1;
+                cnt = (r1 - r0) * (c1 - c0);
+            }
+            inv[i * q.wo + j] = cnt > 0 ? 1.0f / (float)cnt : 0.0f;
+        }
+    graph_ints sh = ints((int64_t[3]){q.ho, q.wo, 1}, 3);
+    grad_v scale = b->constant(b, GRAPH_F32, &sh, inv);
+    tg_free(inv);
+    int64_t d5[5] = {q.n, q.ch, q.ho, q.wo, q.kk}, d5y[5] = {q.n, q.ch, q.ho, q.wo, 1};
+    graph_type t5 = {0};
+    t5.dtype = GRAPH_F32;
+    t5.ndim = 5;
+    for (int i = 0; i < 5; i++)
+        t5.dim[i] = d5[i];
+    grad_v share = gu_op2(b, GRAPH_OP_mul, gu_reshape(b, G, d5y, 5), scale);
+    grad_v contrib = gu_reshape(b, gu_expand_to(b, share, &t5), (int64_t[3]){q.n, q.ch, q.l}, 3);
+    c->gin[0] = scatter_windows(b, &q, window_index(b, c, &q), contrib);
+    return gu_done(c);
+}
+
+tg_status grad_rule_global_avg_pool(grad_builder *b, const grad_ctx *c)
+{
+    const graph_type *x = &c->in_type[0];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++)
+        s *= x->dim[d];
+    c->gin[0] = gu_expand_to(b, gu_mul_s(b, G, s ? 1.0 / (double)s : 0.0), x);
+    return gu_done(c);
+}
+
+/* ---- normalization ---- */
+
+tg_status grad_rule_batch_norm(grad_builder *b, const grad_ctx *c)
+{
+    /* y = (x - mean) r scale + bias, r = 1 / sqrt(var + eps), per channel
+     * (dim 1); the statistics are inputs (inference form) */
+    const graph_batch_norm_attrs *a = c->attrs;
+    const graph_type *tx = &c->in_type[0];
+    graph_type tc = *tx; /* [1, C, 1, ...] */
+    int64_t axes[GRAPH_MAX_DIMS];
+    int na = 0;
+    for (int d = 0; d < tx->ndim; d++)
+        if (d != 1)
+            tc.dim[d] = 1, axes[na++] = d;
+    grad_v scale = c->in[1], mean = c->in[3], var = c->in[4];
+    grad_v r = gu_op1(b, GRAPH_OP_rsqrt, gu_add_s(b, var, a->eps), NULL);
+    grad_v sr = gu_op2(b, GRAPH_OP_mul, scale, r);
+    if (NEED(0))
+        c->gin[0] = gu_op2(b, GRAPH_OP_mul, G, gu_reshape_to(b, sr, &tc));
+    grad_v gsum = NULL, gxm = NULL;
+    if (NEED(2) || NEED(3))
+        gsum = gu_sum(b, G, axes, na, 0);
+    if (NEED(1) || NEED(4)) {
+        grad_v xm = gu_op2(b, GRAPH_OP_sub, c->in[0], gu_reshape_to(b, mean, &tc));
+        gxm = gu_sum(b, gu_op2(b, GRAPH_OP_mul, G, xm), axes, na, 0);
+    }
+    if (NEED(1))
+        c->gin[1] = gu_op2(b, GRAPH_OP_mul, gxm, r);
+    if (NEED(2))
+        c->gin[2] = gsum;
+    if (NEED(3))
+        c->gin[3] = gu_op1(b, GRAPH_OP_neg, gu_op2(b, GRAPH_OP_mul, gsum, sr), NULL);
+    if (NEED(4)) {
+        /* d r / d var = -r^3 / 2 */
+        grad_v r3 = gu_op2(b, GRAPH_OP_mul, r, gu_op2(b, GRAPH_OP_mul, r, r));
+        grad_v d = gu_mul_s(b, gu_op2(b, GRAPH_OP_mul, scale, r3), -0.5);
+        c->gin[4] = gu_op2(b, GRAPH_OP_mul, gxm, d);
+    }
+    return gu_done(c);
+}
+
+tg_status grad_rule_layer_norm(grad_builder *b, const grad_ctx *c)
+{
+    const graph_layer_norm_attrs *a = c->attrs;
+    const graph_type *tx = &c->in_type[0];
+    int ax = graph_axis(a->axis, tx->ndim);
+    if (ax < 0)
+        return gu_fail(b, c, TG_ERR_AXIS, "axis %lld out of range", (long long)a->axis);
+    int64_t naxes[GRAPH_MAX_DIMS], lead[GRAPH_MAX_DIMS];
+    int nn = 0, nl = 0;
+    for (int d = 0; d < tx->ndim; d++) {
+        if (d >= ax)
+            naxes[nn++] = d;
+        else
+            lead[nl++] = d;
+    }
+    if (nn == 0)
+        return gu_fail(b, c, TG_ERR_UNSUPPORTED, "no gradient rule for a 0-d input");
+    grad_v x = c->in[0];
+    grad_v xm = gu_op2(b, GRAPH_OP_sub, x, gu_mean(b, x, naxes, nn, 1));
+    grad_v var = gu_mean(b, gu_op2(b, GRAPH_OP_mul, xm, xm), naxes, nn, 1);
+    grad_v r = gu_op1(b, GRAPH_OP_rsqrt, gu_add_s(b, var, a->eps), NULL);
+    grad_v xh = gu_op2(b, GRAPH_OP_mul, xm, r);
+    if (NEED(0)) {
+        /* r (gh - mean(gh) - xh mean(gh xh)), gh = g weight */
+        grad_v gh = c->nin > 1 ? gu_op2(b, GRAPH_OP_mul, G, c->in[1]) : G;
+        grad_v m1 = gu_mean(b, gh, naxes, nn, 1);
+        grad_v m2 = gu_mean(b, gu_op2(b, GRAPH_OP_mul, gh, xh), naxes, nn, 1);
+        grad_v t = gu_op2(b, GRAPH_OP_sub, gu_op2(b, GRAPH_OP_sub, gh, m1),
+                          gu_op2(b, GRAPH_OP_mul, xh, m2));
+        c->gin[0] = gu_op2(b, GRAPH_OP_mul, r, t);
+    }
+    if (c->nin > 1 && NEED(1)) {
+        grad_v gx = gu_op2(b, GRAPH_OP_mul, G, xh);
+        c->gin[1] = nl ? gu_sum(b, gx, lead, nl, 0) : gx;
+    }
+    if (c->nin > 2 && NEED(2))
+        c->gin[2] = nl ? gu_sum(b, G, lead, nl, 0) : G;
+    return gu_done(c);
+}
+
+tg_status grad_rule_softmax(grad_builder *b, const grad_ctx *c)
+{
+    /* y (g - sum(g y)) along axis */
+    const graph_softmax_attrs *a = c->attrs;
+    int64_t ax = graph_axis(a->axis, c->in_type[0].ndim);
+    grad_v y = c->out[0];
+    grad_v s = gu_sum(b, gu_op2(b, GRAPH_OP_mul, G, y), &ax, 1, 1);
+    c->gin[0] = gu_op2(b, GRAPH_OP_mul, y, gu_op2(b, GRAPH_OP_sub, G, s));
+    return gu_done(c);
+}
+
+tg_status grad_rule_log_softmax(grad_builder *b, const grad_ctx *c)
+{
+    /* g - exp(y) sum(g) along axis */
+    const graph_log_softmax_attrs *a = c->attrs;
+    int64_t ax = graph_axis(a->axis, c->in_type[0].ndim);
+    grad_v s = gu_sum(b, G, &ax, 1, 1);
+    grad_v p = gu_op1(b, GRAPH_OP_exp, c->out[0], NULL);
+    c->gin[0] = gu_op2(b, GRAPH_OP_sub, G, gu_op2(b, GRAPH_OP_mul, p, s));
+    return gu_done(c);
+}
