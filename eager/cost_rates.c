@@ -496,21 +496,12 @@ static int key_ok(const char *s)
     return 1;
 }
 
-/* Line `no` of the file (NUL-terminated) into the cache; refused: the
- * first refusal's reason kept in g_refused. */
-static void parse_line_locked(char *line, int no)
+/* Line `no` of the file (its tab-separated fields) into the cache;
+ * refused: the first refusal's reason kept in g_refused. */
+static void parse_line_locked(void *ctx, char **f, int nf, int no)
 {
+    (void)ctx;
     char why[160];
-    char *f[4];
-    int nf = 0;
-    for (char *s = line; nf < 4;) {
-        f[nf++] = s;
-        char *t = strchr(s, '\t');
-        if (!t)
-            break;
-        *t = '\0';
-        s = t + 1;
-    }
     graph_cost_rates r = GRAPH_COST_RATES_BUILTIN;
     if (nf != 3 || strcmp(f[0], "r1") != 0)
         snprintf(why, sizeof why, "not 'r1 TAB key TAB rates'");
@@ -525,34 +516,39 @@ static void parse_line_locked(char *line, int no)
         snprintf(g_refused, sizeof g_refused, "cache line %d refused: %s", no, why);
 }
 
-static void load_locked(const char *path)
+int eager_cache_read_lines(const char *path, size_t max_bytes, size_t max_line,
+                           void (*line)(void *ctx, char **f, int nf, int no),
+                           void (*bad)(void *ctx, int no, const char *why), void *ctx)
 {
-    if (g_loaded && strcmp(g_path, path) == 0)
-        return;
-    drop_locked();
-    g_loaded = 1;
-    snprintf(g_path, sizeof g_path, "%s", path);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return 0;
     struct stat st;
     char *buf = NULL;
     size_t len = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (buf = tg_malloc(RATE_MAX_BYTES + 1))) {
-        while (len < RATE_MAX_BYTES) {
-            ssize_t n = read(fd, buf + len, RATE_MAX_BYTES - len);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            len += (size_t)n;
-        }
-    } else if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(g_refused, sizeof g_refused, "the cache is not a regular file");
+    int rc = 0;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        bad(ctx, 0, "the cache is not a regular file");
+        return 0;
+    }
+    if (!(buf = tg_malloc(max_bytes + 1))) {
+        close(fd);
+        return -1;
+    }
+    while (len < max_bytes) {
+        ssize_t n = read(fd, buf + len, max_bytes - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
     }
     close(fd);
-    if (!buf)
-        return;
     buf[len] = '\0';
     int no = 0;
     for (size_t at = 0; at < len;) { /* a last line without its newline is cut: dropped */
@@ -562,17 +558,48 @@ static void load_locked(const char *path)
         size_t n = (size_t)(nl - (buf + at));
         *nl = '\0';
         no++;
-        if (n > RATE_MAX_LINE || strlen(buf + at) != n) {
-            if (!g_refused[0])
-                snprintf(g_refused, sizeof g_refused,
-                         "cache line %d refused: %s", no,
-                         n > RATE_MAX_LINE ? "longer than 512 bytes" : "a NUL byte in it");
+        if (n > max_line || strlen(buf + at) != n) {
+            bad(ctx, no, n > max_line ? "too long" : "a NUL byte in it");
         } else if (n && buf[at] != '#') {
-            parse_line_locked(buf + at, no);
+            char *f[8];
+            int nf = 0;
+            for (char *s = buf + at; nf < 8;) {
+                f[nf++] = s;
+                char *t = strchr(s, '\t');
+                if (!t)
+                    break;
+                *t = '\0';
+                s = t + 1;
+            }
+            line(ctx, f, nf, no);
         }
         at += n + 1;
     }
     tg_free(buf);
+    return rc;
+}
+
+static void refuse_line(void *ctx, int no, const char *why)
+{
+    (void)ctx;
+    if (g_refused[0])
+        return;
+    if (no)
+        snprintf(g_refused, sizeof g_refused, "cache line %d refused: %s", no,
+                 strcmp(why, "too long") ? why : "longer than 512 bytes");
+    else
+        snprintf(g_refused, sizeof g_refused, "%s", why);
+}
+
+static void load_locked(const char *path)
+{
+    if (g_loaded && strcmp(g_path, path) == 0)
+        return;
+    drop_locked();
+    g_loaded = 1;
+    snprintf(g_path, sizeof g_path, "%s", path);
+    eager_cache_read_lines(path, RATE_MAX_BYTES, RATE_MAX_LINE, parse_line_locked, refuse_line,
+                           NULL);
 }
 
 /* The whole cache to g_path (a temporary renamed over it): 1, or 0 and

@@ -57,5 +57,18 @@ const char *eager_cpu_model(void);
  * is none (no HOME) or it does not fit.
  */
 int eager_cache_path(const char *env, const char *file, char *buf, size_t len);
+/*
+ * Reads a cache file of text lines (the rates cache, the tuning cache):
+ * at most max_bytes (what follows is dropped, as is a last line without
+ * its newline).  line gets each line that is not empty and not a comment
+ * ('#'), NUL-terminated, with its number from 1, split at tabs into at
+ * most 8 fields (f[0..nf)).  A line longer than max_line or holding a NUL
+ * byte goes to bad(ctx, number, why) instead, as does a path that is not
+ * a regular file (number 0).  A missing or unreadable file reads as empty.
+ * -1 when out of memory, else 0.
+ */
+int eager_cache_read_lines(const char *path, size_t max_bytes, size_t max_line,
+                           void (*line)(void *ctx, char **f, int nf, int no),
+                           void (*bad)(void *ctx, int no, const char *why), void *ctx);
 
 #endif

@@ -179,19 +179,13 @@ static int us_ok(const char *s, double *out)
     return 1;
 }
 
-/* One line (NUL-terminated, no newline) into the cache, or ignored. */
-static void parse_line_locked(char *line)
+/* One line (its tab-separated fields) into the cache, or ignored. */
+static void parse_line_locked(void *ctx, char **f, int nf, int no)
 {
-    char *f[7] = {NULL};
-    int nf = 0;
-    for (char *s = line; nf < 7;) {
-        f[nf++] = s;
-        char *t = strchr(s, '\t');
-        if (!t)
-            break;
-        *t = '\0';
-        s = t + 1;
-    }
+    (void)ctx;
+    (void)no;
+    if (nf > 6)
+        return;
     if (nf == 6 && strcmp(f[0], "c1") == 0 && key_ok(f[1], strlen(f[1]))) {
         /* c1 TAB key TAB impl TAB winograd_us TAB direct_us TAB direct_jit_us */
         int impl = -1;
@@ -216,6 +210,14 @@ static void parse_line_locked(char *line)
     cache_put_locked(f[1], 0, impl, us);
 }
 
+/* A line too long or holding a NUL byte: ignored, as a malformed one. */
+static void ignore_line(void *ctx, int no, const char *why)
+{
+    (void)ctx;
+    (void)no;
+    (void)why;
+}
+
 /* Reads path into the cache unless it holds path already.  A file that is
  * missing, not a regular file or unreadable is an empty cache. */
 static void cache_load_locked(const char *path)
@@ -225,38 +227,8 @@ static void cache_load_locked(const char *path)
     cache_drop_locked();
     g_loaded = 1;
     snprintf(g_path, sizeof g_path, "%s", path);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    struct stat st;
-    char *buf = NULL;
-    size_t len = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (buf = tg_malloc(TUNE_MAX_BYTES + 1))) {
-        while (len < TUNE_MAX_BYTES) {
-            ssize_t r = read(fd, buf + len, TUNE_MAX_BYTES - len);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            len += (size_t)r;
-        }
-    }
-    close(fd);
-    if (!buf)
-        return;
-    buf[len] = '\0';
-    /* a line cut by the size bound is dropped with the rest */
-    for (size_t at = 0; at < len;) {
-        char *nl = memchr(buf + at, '\n', len - at);
-        if (!nl)
-            break;
-        size_t n = (size_t)(nl - (buf + at));
-        *nl = '\0';
-        if (n <= TUNE_MAX_LINE && buf[at] != '#' && strlen(buf + at) == n)
-            parse_line_locked(buf + at);
-        at += n + 1;
-    }
-    tg_free(buf);
+    eager_cache_read_lines(path, TUNE_MAX_BYTES, TUNE_MAX_LINE, parse_line_locked,
+                           ignore_line, NULL);
 }
 
 static void us_str(double us, char *buf, size_t len)
