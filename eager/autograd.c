@@ -546,6 +546,25 @@ out:
     return st;
 }
 
+/*
+ * A loss computed inside its own pool level: kept through the pop, then
+ * adopted by the caller's pool (if any), as an op's result; NULL stays
+ * NULL.
+ */
+static eager_tensor *loss_out(eager_tensor *loss, const eager_site *site)
+{
+    if (loss)
+        eager_retain(loss);
+    eager_pool_pop_at(site->file, site->line, site->func);
+    if (!loss)
+        return NULL;
+    if (eager_pool_reserve(1) < 0 || eager_pool_adopt(loss) < 0) {
+        eager_release(loss);
+        return NULL;
+    }
+    return loss;
+}
+
 /* ---- losses, made of ops (so they are recorded like any other) ---- */
 
 static eager_tensor *op1(graph_op op, eager_tensor *x, const void *attrs, const eager_site *s)
@@ -615,17 +634,7 @@ eager_tensor *eager_cross_entropy_at(EAGER_SITE_PARAMS, eager_tensor *logits,
         nll = a && b ? op2(GRAPH_OP_add, a, b, NULL, &site) : NULL;
     }
     eager_tensor *loss = nll ? op1(GRAPH_OP_neg, nll, NULL, &site) : NULL;
-    if (loss)
-        eager_retain(loss);
-    eager_pool_pop_at(site.file, site.line, site.func);
-    if (!loss)
-        return NULL;
-    /* the caller's pool (if any) adopts it, as an op's result */
-    if (eager_pool_reserve(1) < 0 || eager_pool_adopt(loss) < 0) {
-        eager_release(loss);
-        return NULL;
-    }
-    return loss;
+    return loss_out(loss, &site);
 }
 
 eager_tensor *eager_mse_loss_at(EAGER_SITE_PARAMS, eager_tensor *a, eager_tensor *b)
@@ -643,14 +652,5 @@ eager_tensor *eager_mse_loss_at(EAGER_SITE_PARAMS, eager_tensor *a, eager_tensor
     eager_tensor *d = op2(GRAPH_OP_sub, a, b, NULL, &site);
     eager_tensor *sq = d ? op2(GRAPH_OP_mul, d, d, NULL, &site) : NULL;
     eager_tensor *loss = sq ? op1(GRAPH_OP_reduce_mean, sq, &ma, &site) : NULL;
-    if (loss)
-        eager_retain(loss);
-    eager_pool_pop_at(site.file, site.line, site.func);
-    if (!loss)
-        return NULL;
-    if (eager_pool_reserve(1) < 0 || eager_pool_adopt(loss) < 0) {
-        eager_release(loss);
-        return NULL;
-    }
-    return loss;
+    return loss_out(loss, &site);
 }
