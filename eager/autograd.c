@@ -291,6 +291,9 @@ void eager_no_grad_end(void)
 {
     if (tl_no_grad > 0)
         tl_no_grad--;
+    else
+        eager_set_error(TG_ERR_STATE, NULL, "eager_no_grad_end: no eager_no_grad_begin is open "
+                                            "on this thread");
     update_on();
 }
 
@@ -425,6 +428,10 @@ tg_status eager_backward_at(EAGER_SITE_PARAMS, eager_tensor *loss)
     }
     if (eager_check(loss, "eager_backward", &site) < 0)
         return loss ? TG_ERR_STATE : TG_ERR_NULL;
+    /* the tape's tensors are the thread's that recorded it: a backward
+     * elsewhere would release them from the wrong thread */
+    if (eager_foreign(loss, "eager_backward", &site))
+        return TG_ERR_STATE;
     if (loss->numel != 1 || loss->type.dtype != GRAPH_F32) {
         eager_set_error(TG_ERR_SHAPE, &site,
                         "eager_backward: the loss has %lld elements of %s; it must be one "

@@ -289,7 +289,8 @@ TG_API eager_tensor *eager_grad_at(EAGER_SITE_PARAMS, const eager_tensor *t);
 /* Drops t's gradient (the next backward starts from zero). */
 TG_API void eager_zero_grad_at(EAGER_SITE_PARAMS, eager_tensor *t);
 #define eager_zero_grad(t) eager_zero_grad_at(EAGER_SITE, t)
-/* A no-grad scope (nesting): nothing is recorded until the matching end. */
+/* A no-grad scope (nesting): nothing is recorded until the matching end.
+ * An end with no scope open is a TG_ERR_STATE error (eager_error). */
 TG_API void eager_no_grad_begin(void);
 TG_API void eager_no_grad_end(void);
 /* Cross-entropy from logits [N,C] with class indices target [N] (i64 or

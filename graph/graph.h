@@ -214,7 +214,6 @@ TG_API int32_t graph_live_nodes(const graph *g);
  * g or an id out of range, counts are 0, ids and codes -1, pointers NULL;
  * nothing is recorded in graph_error.  Pointers returned point into the
  * graph (read-only) and stay valid until graph_free.
-
  */
 TG_API const char *graph_name(const graph *g);
 TG_API int32_t graph_value_count(const graph *g);

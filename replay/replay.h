@@ -359,8 +359,8 @@ TG_API int replay_backend_devices(const char *backend, replay_device_info *out, 
  * into *dev (may be NULL): TG_OK, or TG_ERR_ARG and a message in err
  * that lists the names there are: "replay: no backend named \"cuda\"
  * (backends: cpu, opencl)", "replay: no device \"opencl:7\" (devices:
- * opencl:0 = Portable Computing Language cpu-...)", or why the backend
- * cannot run here.
+ * opencl:0 = Portable Computing Language cpu-...)"; or TG_ERR_BACKEND
+ * and why the backend cannot run here ("no OpenCL platform").
  */
 TG_API tg_status replay_backend_find(const char *name, replay_device_info *dev, char *err,
                                      size_t errlen);

@@ -8,6 +8,7 @@
  * backward, eager_requires_grad on an integer tensor or a non-leaf.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,50 @@ static void test_no_grad(void)
     for (int i = 0; i < 6; i++)
         CHECK_NEAR(g[i], 2.0 * pw[i], 1e-6);
     eager_release(w);
+    /* an end with no scope open is an error, and changes nothing */
+    eager_clear_error();
+    eager_no_grad_end();
+    CHECK(eager_status() == TG_ERR_STATE &&
+          !strcmp(eager_error(), "eager_no_grad_end: no eager_no_grad_begin is open on this "
+                                 "thread"));
+    eager_clear_error();
+}
+
+/* A backward on a thread other than the one that recorded the tape. */
+static eager_tensor *g_other_loss;
+static tg_status g_other_st;
+static char g_other_err[512];
+static int g_other_line;
+static void *backward_elsewhere(void *arg)
+{
+    (void)arg;
+    g_other_line = __LINE__ + 1;
+    g_other_st = eager_backward(g_other_loss);
+    snprintf(g_other_err, sizeof g_other_err, "%s", eager_error());
+    eager_clear_error();
+    return NULL;
+}
+
+static void test_other_thread(void)
+{
+    eager_tensor *w = rand_t(TG_SHAPE(3), 12, -1, 1);
+    eager_requires_grad(w, 1);
+    eager_tensor *m = eager_mul(w, w);
+    g_other_loss = eager_reduce_sum(m, TG_NOINTS, 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, backward_elsewhere, NULL) == 0 && pthread_join(t, NULL) == 0);
+    char want[300];
+    snprintf(want, sizeof want, "eager_backward: the tensor belongs to the thread that made it "
+             "(references are not atomic: retain and release it there, or copy its data) "
+             "(test_autograd.c:%d backward_elsewhere)", g_other_line);
+    CHECK_MSG(g_other_st == TG_ERR_STATE && !strcmp(g_other_err, want), "%d '%s'",
+              (int)g_other_st, g_other_err);
+    CHECK(eager_grad(w) == NULL || eager_numel(eager_grad(w)) == 3);
+    /* on its own thread the same backward works */
+    CHECK(eager_backward(g_other_loss) == TG_OK);
+    eager_release(g_other_loss);
+    eager_release(m);
+    eager_release(w);
 }
 
 static void test_misuse(void)
@@ -454,6 +499,7 @@ int main(void)
     test_mlp();
     test_mse();
     test_no_grad();
+    test_other_thread();
     test_misuse();
     test_models();
     CHECK_MSG(eager_live_tensors() == 0, "%ld tensors leaked", eager_live_tensors());
