@@ -118,12 +118,29 @@ static void gnode_release(eager_gnode *n)
     }
 }
 
+/* The leaf's reference to its gradient, given up. */
+static void grad_drop(eager_tensor *g)
+{
+    if (!g)
+        return;
+    g->flags = (uint16_t)(g->flags & ~EAGER_T_GRAD);
+    eager_release(g);
+}
+
+/* g becomes the leaf's gradient (its reference, which eager_release
+ * refuses to drop from outside). */
+static eager_tensor *grad_keep(eager_tensor *g)
+{
+    if (g)
+        g->flags |= EAGER_T_GRAD;
+    return g;
+}
+
 void eager_grad_detach(eager_tensor *t)
 {
     eager_ag *a = t->ag;
     t->ag = NULL;
-    if (a->grad)
-        eager_release(a->grad);
+    grad_drop(a->grad);
     if (a->gnode)
         gnode_release(a->gnode);
     tg_free(a);
@@ -278,7 +295,7 @@ void eager_zero_grad_at(EAGER_SITE_PARAMS, eager_tensor *t)
         return;
     eager_tensor *g = t->ag->grad;
     t->ag->grad = NULL;
-    eager_release(g);
+    grad_drop(g);
 }
 
 void eager_no_grad_begin(void)
@@ -325,7 +342,7 @@ static eager_tensor *accumulate(eager_tensor *sum, eager_tensor *g, const eager_
         return g;
     eager_tensor *in[2] = {sum, g}, *out = NULL;
     int k = eager_dispatch(GRAPH_OP_add, in, 2, NULL, &out, 1, site);
-    eager_release(sum);
+    grad_drop(sum);
     eager_release(g);
     if (k != 1)
         return NULL;
@@ -406,7 +423,7 @@ static tg_status run_node(eager_gnode *n, const eager_site *site)
                     continue;
                 }
             }
-            la->grad = accumulate(la->grad, g, site);
+            la->grad = grad_keep(accumulate(la->grad, g, site));
             if (!la->grad)
                 st = eager_status();
         }
@@ -467,7 +484,7 @@ tg_status eager_backward_at(EAGER_SITE_PARAMS, eager_tensor *loss)
             st = eager_status();
             goto out;
         }
-        la->grad = accumulate(la->grad, seed, &site);
+        la->grad = grad_keep(accumulate(la->grad, seed, &site));
         seed = NULL;
         st = la->grad ? TG_OK : eager_status();
         goto out;

@@ -8,6 +8,7 @@ enum {
     EAGER_T_STATIC = 1u << 0, /* never freed (EAGER_NONE) */
     EAGER_T_POOLED = 1u << 1, /* one of its references belongs to a pool */
     EAGER_T_REQGRAD = 1u << 2, /* a leaf whose gradient eager_backward fills */
+    EAGER_T_GRAD = 1u << 3,    /* a leaf's gradient: the leaf holds its reference */
 };
 
 /*

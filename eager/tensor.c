@@ -531,6 +531,13 @@ void eager_release_at(EAGER_SITE_PARAMS, eager_tensor *t)
                         "reference of your own)");
         return;
     }
+    if (t->refs == 1 && (t->flags & EAGER_T_GRAD)) {
+        eager_set_error(TG_ERR_STATE, &site,
+                        "eager_release: the tensor is a leaf's gradient (eager_grad), which "
+                        "the leaf releases (eager_zero_grad, or the leaf's own release); not "
+                        "freed here (eager_retain it first to keep a reference of your own)");
+        return;
+    }
     drop(t);
 }
 

@@ -286,6 +286,20 @@ static void test_other_thread(void)
     CHECK(eager_grad(w) == NULL || eager_numel(eager_grad(w)) == 3);
     /* on its own thread the same backward works */
     CHECK(eager_backward(g_other_loss) == TG_OK);
+    /* the gradient is the leaf's: a release of it is refused, and it stays */
+    eager_clear_error();
+    int line = __LINE__ + 1;
+    eager_release(eager_grad(w));
+    CHECK(eager_status() == TG_ERR_STATE);
+    check_fail_at("eager_release: the tensor is a leaf's gradient (eager_grad)", __FILE__, line,
+                  __func__);
+    eager_clear_error();
+    CHECK(eager_grad(w) && eager_numel(eager_grad(w)) == 3);
+    eager_tensor *mine = eager_retain(eager_grad(w)); /* a reference of one's own */
+    eager_zero_grad(w);
+    CHECK(eager_grad(w) == NULL && eager_numel(mine) == 3 && eager_status() == TG_OK);
+    eager_release(mine);
+    CHECK(eager_status() == TG_OK);
     eager_release(g_other_loss);
     eager_release(m);
     eager_release(w);
