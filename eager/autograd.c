@@ -391,10 +391,16 @@ static tg_status run_node(eager_gnode *n, const eager_site *site)
     tg_status st = eager_op_grad_typed(n->op, n->in_t, n->saved, n->nin, n->attrs, n->out_t,
                                        n->saved + n->nin, n->nout, n->gacc, need, gin, &n->site);
     if (st != TG_OK) {
-        char why[700];
+        /* the rule's message ends with the op's site: labelled here, so the
+         * two sites read apart (the op's, then this backward's) */
+        char why[700], suffix[300];
         snprintf(why, sizeof why, "%s", eager_error());
         eager_clear_error();
-        eager_set_error(st, site, "eager_backward: %s", why);
+        snprintf(suffix, sizeof suffix, " (%s)", site_str(&n->site, a, sizeof a));
+        size_t lw = strlen(why), ls = strlen(suffix);
+        if (lw >= ls && !strcmp(why + lw - ls, suffix))
+            why[lw - ls] = '\0';
+        eager_set_error(st, site, "eager_backward: %s (the op recorded at %s)", why, a);
     }
     for (int i = 0; st == TG_OK && i < n->nin; i++) {
         eager_tensor *g = gin[i];

@@ -91,8 +91,8 @@ tg_status grad_apply(grad_builder *b, const grad_ctx *c)
     const grad_info *g = &graph_grads[c->op];
     const char *name = graph_ops[c->op].name;
     if (g->kind != GRAD_KIND_RULE) {
-        snprintf(msg, sizeof msg, "%s: no gradient: %s (%s)", name, grad_kind_name(g->kind),
-                 g->why);
+        snprintf(msg, sizeof msg, "%s: %s: %s", name,
+                 g->kind == GRAD_KIND_NORULE ? "no gradient rule" : "not differentiable", g->why);
         return b->fail(b, g->kind == GRAD_KIND_NORULE ? TG_ERR_UNSUPPORTED : TG_ERR_ARG, msg);
     }
     int any = 0;

@@ -107,6 +107,11 @@ static const replay_backend *backend_of(const replay_opts *o, const char **spec,
     if ((int)o->backend == 1) {
         *spec = want;
         *old = 1;
+        /* half moved to the names: "opencl" or "opencl:N" in device too */
+        if (want && !strncmp(want, "opencl", 6) && (want[6] == '\0' || want[6] == ':')) {
+            *spec = want[6] ? want + 7 : NULL;
+            *old = 0;
+        }
         return &replay_backend_opencl;
     }
     if ((int)o->backend != 0) {

@@ -85,7 +85,7 @@ typedef enum replay_backend_kind {
 typedef struct replay_opts {
     /* Deprecated: 0, and the backend named in device.  REPLAY_OPENCL
      * (1) still picks OpenCL, device then naming only its device ("1",
-     * a name substring), as before. */
+     * a name substring), as before, or the full name ("opencl:1"). */
     replay_backend_kind backend;
     /* Threads each kernel may use: 1..TG_MAX_THREADS (graph/api.h), 0 for
      * the default 1; others are refused by replay_compile. */

@@ -171,6 +171,10 @@ static void test_deprecated(void)
     CHECK(p && replay_opencl_gemm(p) && !strcmp(replay_opencl_gemm(p), replay_plan_property(p, "gemm")));
     CHECK(replay_opencl_context(NULL) == NULL && replay_opencl_gemm(NULL) == NULL);
     replay_plan_free(p);
+    o.device = "opencl:0"; /* half moved to the names: the full name works too */
+    p = replay_compile(g, &o, err, sizeof err);
+    CHECK_MSG(p && !strcmp(replay_plan_property(p, "device"), "opencl:0"), "%s", err);
+    replay_plan_free(p);
     o.device = NULL; /* the first device */
     p = replay_compile(g, &o, err, sizeof err);
     CHECK_MSG(p && !strcmp(replay_plan_property(p, "device"), "opencl:0"), "%s", err);
