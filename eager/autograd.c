@@ -675,6 +675,16 @@ eager_tensor *eager_mse_loss_at(EAGER_SITE_PARAMS, eager_tensor *a, eager_tensor
     if (eager_check(a, "eager_mse_loss: a", &site) < 0 ||
         eager_check(b, "eager_mse_loss: b", &site) < 0)
         return NULL;
+    graph_type both;
+    if (graph_broadcast(&a->type, &b->type, &both) != TG_OK) {
+        char sa[160], sb[160];
+        eager_set_error(TG_ERR_SHAPE, &site,
+                        "eager_mse_loss: a is %s%s, b is %s%s: they must have one shape (or "
+                        "broadcast to one)", graph_dtype_name(a->type.dtype),
+                        graph_shape_str(&a->type, sa, sizeof sa), graph_dtype_name(b->type.dtype),
+                        graph_shape_str(&b->type, sb, sizeof sb));
+        return NULL;
+    }
     if (eager_pool_push() != TG_OK)
         return NULL;
     graph_reduce_mean_attrs ma;

@@ -375,6 +375,13 @@ static void test_misuse(void)
     CHECK(eager_requires_grad(q, 1) == TG_ERR_ARG);
     check_fail_at("eager_requires_grad: the tensor was made by mul from tensors that require "
                   "gradients (only a leaf's flag can be set)", __FILE__, ln, __func__);
+    /* shapes a loss cannot compare: named in the loss's own terms */
+    eager_tensor *m23 = rand_t(TG_SHAPE(2, 3), 13, -1, 1), *m34 = rand_t(TG_SHAPE(3, 4), 14, -1, 1);
+    int lm = __LINE__ + 1;
+    CHECK(eager_mse_loss(m23, m34) == NULL);
+    check_fail_at("eager_mse_loss: a is f32[2,3], b is f32[3,4]: they must have one shape (or "
+                  "broadcast to one)", __FILE__, lm, __func__);
+    eager_clear_error();
     /* a NORULE op on the path: the backward names it */
     eager_tensor *w4 = eager_reshape(w, TG_INTS(1, 2, 3, 1));
     eager_tensor *k = rand_t(TG_SHAPE(2, 2, 1, 1), 11, -1, 1);
