@@ -160,33 +160,44 @@ void eager_cost_rates_str(const graph_cost_rates *r, char *buf, size_t len)
 static char g_model[128];
 static pthread_once_t g_model_once = PTHREAD_ONCE_INIT;
 
+int eager_cpu_model_name(char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", "");
+    char text[8192];
+    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    char *m = strstr(text, "model name");
+    char *colon = m ? strchr(m, ':') : NULL;
+    if (!colon)
+        return 0;
+    colon += strspn(colon + 1, " \t") + 1;
+    size_t k = strcspn(colon, "\n");
+    while (k && (colon[k - 1] == ' ' || colon[k - 1] == '\t'))
+        k--;
+    snprintf(buf, len, "%.*s", (int)k, colon);
+    return k > 0;
+}
+
 static void model_init(void)
 {
     snprintf(g_model, sizeof g_model, "unknown");
-    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char name[256];
+    if (!eager_cpu_model_name(name, sizeof name))
         return;
-    char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    buf[n] = '\0';
-    char *m = strstr(buf, "model name");
-    char *colon = m ? strchr(m, ':') : NULL;
-    if (!colon)
-        return;
-    colon++;
-    while (*colon == ' ' || *colon == '\t')
-        colon++;
     size_t k = 0;
-    for (; *colon && *colon != '\n' && k + 1 < sizeof g_model; colon++) {
-        char c = *colon;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '-';
+    for (const char *c = name; *c && k + 1 < sizeof g_model; c++) {
+        char ch = *c;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 ch == '.' || ch == '-';
         if (!ok && k && g_model[k - 1] == '_')
             continue;
-        g_model[k++] = ok ? c : '_';
+        g_model[k++] = ok ? ch : '_';
     }
     while (k && g_model[k - 1] == '_')
         k--;

@@ -3,10 +3,10 @@
  * entry is the generic code's default (internal.h): a host arena and the
  * bound steps of session.c.
  */
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../eager/cost_rates.h"
 #include "../eager/dnnl_util.h"
 #include "../eager/eager.h"
 #include "internal.h"
@@ -26,25 +26,8 @@ static eager_kernel_fn cpu_kernel(graph_op op) { return eager_kernels[op]; }
 /* The CPU's model from /proc/cpuinfo ("model name"), or "CPU". */
 static void cpu_model(char *buf, size_t len)
 {
-    snprintf(buf, len, "CPU");
-    char text[8192];
-    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    text[n] = '\0';
-    char *m = strstr(text, "model name");
-    char *colon = m ? strchr(m, ':') : NULL;
-    if (!colon)
-        return;
-    colon += strspn(colon + 1, " \t") + 1;
-    size_t k = strcspn(colon, "\n");
-    while (k && (colon[k - 1] == ' ' || colon[k - 1] == '\t'))
-        k--;
-    snprintf(buf, len, "%.*s", (int)k, colon);
+    if (!eager_cpu_model_name(buf, len))
+        snprintf(buf, len, "CPU");
 }
 
 /* One device, "cpu": the machine this process runs on. */
