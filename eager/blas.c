@@ -24,28 +24,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static eager_sgemm_fn g_sgemm;
-static void (*g_set_threads)(int);
-static char g_core[64] = "none";
-static char g_name[320] = "none";
-static atomic_int g_threads; /* last count given to g_set_threads (0: none yet) */
+/*
+ * One library: its sgemm, how to set its thread count (OpenBLAS takes an
+ * int, BLIS a long), its one-word core or arch and its description; and a
+ * test hook's choice in its place (see blas.h).
+ */
+typedef struct blas_lib {
+    pthread_once_t once;
+    void (*open)(void);
+    eager_sgemm_fn sgemm;
+    void (*set_threads_int)(int);
+    void (*set_threads_long)(long);
+    atomic_int threads; /* last count given to set_threads (0: none yet) */
+    char word[64];      /* OpenBLAS's core, BLIS's arch */
+    char name[320];
+    int hooked; /* 0: the real one; 1: hook fn; 2: hidden */
+    eager_sgemm_fn hook_fn;
+    char hook_word[64];
+} blas_lib;
 
-/* A test hook's choice, in place of the loaded library (see blas.h). */
-static int g_hooked; /* 0: the real one; 1: hook fn; 2: hidden */
-static eager_sgemm_fn g_hook_fn;
-static char g_hook_core[64];
+static void blas_open(void);
+static void blis_open(void);
+static blas_lib g_blas = {PTHREAD_ONCE_INIT, blas_open, .word = "none", .name = "none"};
+static blas_lib g_blis = {PTHREAD_ONCE_INIT, blis_open, .word = "none", .name = "none"};
 
-/* BLIS (libblis.so.4), apart: its own handle, arch and thread count. */
-static pthread_once_t b_once = PTHREAD_ONCE_INIT;
-static eager_sgemm_fn b_sgemm;
-static void (*b_set_threads)(long);
-static char b_arch[64] = "none";
-static char b_name[320] = "none";
-static atomic_int b_threads;
-static int b_hooked;
-static eager_sgemm_fn b_hook_fn;
-static char b_hook_arch[64];
+/* The key keeps a core or arch whole: one word of [A-Za-z0-9_]. */
+static void one_word(char *q)
+{
+    for (; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
+            *q = '_';
+}
 
 static void blis_open(void)
 {
@@ -53,7 +62,7 @@ static void blis_open(void)
     const char *off = getenv("TG_BLIS");
     if (off && strcmp(off, "off") == 0) /* not loaded (sanitizer runs: see blas.h) */
         return;
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !b_sgemm; i++) {
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !g_blis.sgemm; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h)
             continue;
@@ -63,57 +72,22 @@ static void blis_open(void)
             dlclose(h);
             continue;
         }
-        b_set_threads = (void (*)(long))dlsym(h, "bli_thread_set_num_threads");
+        g_blis.set_threads_long = (void (*)(long))dlsym(h, "bli_thread_set_num_threads");
         int (*arch)(void) = (int (*)(void))dlsym(h, "bli_arch_query_id");
         const char *(*aname)(int) = (const char *(*)(int))dlsym(h, "bli_arch_string");
         const char *an = arch && aname ? aname(arch()) : NULL;
-        snprintf(b_arch, sizeof b_arch, "%s", an && an[0] ? an : "unknown");
-        for (char *q = b_arch; *q; q++) /* one word, as the key wants */
-            if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-                  (*q >= '0' && *q <= '9')))
-                *q = '_';
-        snprintf(b_name, sizeof b_name, "%s: BLIS %s, arch %s", libs[i], ver(), b_arch);
-        b_sgemm = f; /* h stays open for the process */
+        snprintf(g_blis.word, sizeof g_blis.word, "%s", an && an[0] ? an : "unknown");
+        one_word(g_blis.word);
+        snprintf(g_blis.name, sizeof g_blis.name, "%s: BLIS %s, arch %s", libs[i], ver(),
+                 g_blis.word);
+        g_blis.sgemm = f; /* h stays open for the process */
     }
-}
-
-static eager_sgemm_fn blis_now(void)
-{
-    if (b_hooked)
-        return b_hook_fn;
-    pthread_once(&b_once, blis_open);
-    return b_sgemm;
-}
-
-int eager_blis_available(void) { return blis_now() != NULL; }
-
-const char *eager_blis_arch(void)
-{
-    if (b_hooked)
-        return b_hook_fn ? b_hook_arch : "none";
-    pthread_once(&b_once, blis_open);
-    return b_arch;
-}
-
-const char *eager_blis_name(void)
-{
-    if (b_hooked)
-        return b_hook_fn ? b_hook_arch : "none";
-    pthread_once(&b_once, blis_open);
-    return b_name;
-}
-
-void eager_blis_test_hook(eager_sgemm_fn fn, const char *arch)
-{
-    b_hooked = fn ? 1 : arch ? 2 : 0;
-    b_hook_fn = fn;
-    snprintf(b_hook_arch, sizeof b_hook_arch, "%s", arch ? arch : "");
 }
 
 static void blas_open(void)
 {
     static const char *const libs[] = {"libopenblas.so.0", "libopenblas.so"};
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !g_sgemm; i++) {
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !g_blas.sgemm; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h)
             continue;
@@ -122,54 +96,51 @@ static void blas_open(void)
             dlclose(h);
             continue;
         }
-        g_set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+        g_blas.set_threads_int = (void (*)(int))dlsym(h, "openblas_set_num_threads");
         char *(*config)(void) = (char *(*)(void))dlsym(h, "openblas_get_config");
         char *(*core)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
         const char *c = core ? core() : NULL;
-        snprintf(g_core, sizeof g_core, "%s", c && c[0] ? c : "unknown");
-        /* the key keeps it whole: one word of [A-Za-z0-9_] */
-        for (char *q = g_core; *q; q++)
-            if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-                  (*q >= '0' && *q <= '9')))
-                *q = '_';
-        snprintf(g_name, sizeof g_name, "%s%s%s, core %s", libs[i], config ? ": " : "",
-                 config ? config() : "", g_core);
-        g_sgemm = f; /* h stays open for the process */
+        snprintf(g_blas.word, sizeof g_blas.word, "%s", c && c[0] ? c : "unknown");
+        one_word(g_blas.word);
+        snprintf(g_blas.name, sizeof g_blas.name, "%s%s%s, core %s", libs[i], config ? ": " : "",
+                 config ? config() : "", g_blas.word);
+        g_blas.sgemm = f; /* h stays open for the process */
     }
 }
 
-static eager_sgemm_fn sgemm_now(void)
+static eager_sgemm_fn lib_now(blas_lib *l)
 {
-    if (g_hooked)
-        return g_hook_fn;
-    pthread_once(&g_once, blas_open);
-    return g_sgemm;
+    if (l->hooked)
+        return l->hook_fn;
+    pthread_once(&l->once, l->open);
+    return l->sgemm;
 }
 
-int eager_blas_available(void) { return sgemm_now() != NULL; }
-
-const char *eager_blas_core(void)
+/* Its core / arch (which = 0) or description (1); "none" when hidden. */
+static const char *lib_text(blas_lib *l, int which)
 {
-    if (g_hooked)
-        return g_hook_fn ? g_hook_core : "none";
-    pthread_once(&g_once, blas_open);
-    return g_core;
+    if (l->hooked)
+        return l->hook_fn ? l->hook_word : "none";
+    pthread_once(&l->once, l->open);
+    return which ? l->name : l->word;
 }
 
-const char *eager_blas_name(void)
+static void lib_hook(blas_lib *l, eager_sgemm_fn fn, const char *word)
 {
-    if (g_hooked)
-        return g_hook_fn ? g_hook_core : "none";
-    pthread_once(&g_once, blas_open);
-    return g_name;
+    l->hooked = fn ? 1 : word ? 2 : 0;
+    l->hook_fn = fn;
+    snprintf(l->hook_word, sizeof l->hook_word, "%s", word ? word : "");
 }
 
-void eager_blas_test_hook(eager_sgemm_fn fn, const char *core)
-{
-    g_hooked = fn ? 1 : core ? 2 : 0;
-    g_hook_fn = fn;
-    snprintf(g_hook_core, sizeof g_hook_core, "%s", core ? core : "");
-}
+int eager_blis_available(void) { return lib_now(&g_blis) != NULL; }
+const char *eager_blis_arch(void) { return lib_text(&g_blis, 0); }
+const char *eager_blis_name(void) { return lib_text(&g_blis, 1); }
+void eager_blis_test_hook(eager_sgemm_fn fn, const char *arch) { lib_hook(&g_blis, fn, arch); }
+
+int eager_blas_available(void) { return lib_now(&g_blas) != NULL; }
+const char *eager_blas_core(void) { return lib_text(&g_blas, 0); }
+const char *eager_blas_name(void) { return lib_text(&g_blas, 1); }
+void eager_blas_test_hook(eager_sgemm_fn fn, const char *core) { lib_hook(&g_blas, fn, core); }
 
 void eager_blas_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
                       int64_t lda, const float *b, int64_t ldb, float beta, float *c,
@@ -183,16 +154,17 @@ void eager_blas_sgemm_lib(int lib, int ta, int tb, int64_t m, int64_t n, int64_t
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                           float *c, int64_t ldc, int nthreads)
 {
-    int blis = lib == EAGER_GEMM_BLIS;
-    eager_sgemm_fn f = blis ? blis_now() : sgemm_now();
+    blas_lib *l = lib == EAGER_GEMM_BLIS ? &g_blis : &g_blas;
+    eager_sgemm_fn f = lib_now(l);
     if (nthreads < 1)
         nthreads = 1;
     int old = omp_get_max_threads();
-    if (blis) {
-        if (!b_hooked && b_set_threads && atomic_exchange(&b_threads, nthreads) != nthreads)
-            b_set_threads(nthreads);
-    } else if (!g_hooked && g_set_threads && atomic_exchange(&g_threads, nthreads) != nthreads) {
-        g_set_threads(nthreads);
+    if (!l->hooked && (l->set_threads_int || l->set_threads_long) &&
+        atomic_exchange(&l->threads, nthreads) != nthreads) {
+        if (l->set_threads_int)
+            l->set_threads_int(nthreads);
+        else
+            l->set_threads_long(nthreads);
     }
     if (omp_get_max_threads() != nthreads)
         omp_set_num_threads(nthreads);
