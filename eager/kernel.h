@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "../graph/conv_attrs.h"
 #include "../graph/op.h"
 
 /*
@@ -129,45 +130,17 @@ void eager_strides(const graph_type *t, int64_t *strides);
 void eager_post_apply(float *y, int64_t n, const graph_ints *post, graph_post_prm prm,
                       const float *res, int nthreads);
 
-/*
- * Attribute lists of the conv and pool ops, already validated by
- * graph/infer_linalg.c.  A 2-entry list (stride, dilation, kernel) is
- * (h, w); 1 entry means both; 0 entries means def.
- */
-static inline void eager_ints_pair(const graph_ints *v, int64_t def,
-                                   int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-/*
- * Padding as (top, left, bottom, right): 0 entries none, 1 all sides,
- * 2 (h, w) on both sides, 4 (top, left, bottom, right).
- */
-static inline void eager_ints_pad4(const graph_ints *v, int64_t out[4])
-{
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            out[i] = v->v[i];
-        return;
-    }
-    eager_ints_pair(v, 0, out);
-    out[2] = out[0];
-    out[3] = out[1];
-}
-
 /* A pool's window: kernel (h, w), stride (h, w; none: the kernel's) and
  * padding (top, left, bottom, right). */
 static inline void eager_pool_window(const graph_ints *kl, const graph_ints *sl,
                                      const graph_ints *pl, int64_t k[2], int64_t s[2],
                                      int64_t p[4])
 {
-    eager_ints_pair(kl, 1, k);
-    eager_ints_pair(sl, 0, s);
+    graph_ints_pair(kl, 1, k);
+    graph_ints_pair(sl, 0, s);
     if (sl->n == 0)
         s[0] = k[0], s[1] = k[1];
-    eager_ints_pad4(pl, p);
+    graph_ints_pad4(pl, p);
 }
 
 #endif

@@ -345,9 +345,9 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
     dnnl_primitive_attr_t attr = NULL;
     int64_t stride[2], dil[2], pad[4];
     int res_index = -1;
-    eager_ints_pair(&at->stride, 1, stride);
-    eager_ints_pair(&at->dilation, 1, dil);
-    eager_ints_pad4(&at->padding, pad);
+    graph_ints_pair(&at->stride, 1, stride);
+    graph_ints_pair(&at->dilation, 1, dil);
+    graph_ints_pad4(&at->padding, pad);
     /* oneDNN counts dilation from 0 (0 = dense kernel). */
     dnnl_dims_t ds = {stride[0], stride[1]}, dd = {dil[0] - 1, dil[1] - 1};
     dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
@@ -400,8 +400,8 @@ static int wino_shape(const eager_kargs *a)
     const graph_conv2d_blk_attrs *at = a->attrs;
     const graph_type *w = &a->in_type[1];
     int64_t stride[2], dil[2];
-    eager_ints_pair(&at->stride, 1, stride);
-    eager_ints_pair(&at->dilation, 1, dil);
+    graph_ints_pair(&at->stride, 1, stride);
+    graph_ints_pair(&at->dilation, 1, dil);
     int want = a->impl == EAGER_CONV_WINOGRAD || (a->impl == EAGER_CONV_DEFAULT &&
                                                   (at->algo == 2 || (at->algo == 0 && a->state)));
     return want && w->dim[2] == 3 && w->dim[3] == 3 && stride[0] == 1 && stride[1] == 1 &&

@@ -85,9 +85,9 @@ static dnnl_status_t conv_desc(const eager_kargs *a, const eager_conv_geom *geom
                                dnnl_convolution_desc_t *desc)
 {
     int64_t stride[2], dil[2], pad[4];
-    eager_ints_pair(geom->stride, 1, stride);
-    eager_ints_pair(geom->dilation, 1, dil);
-    eager_ints_pad4(geom->padding, pad);
+    graph_ints_pair(geom->stride, 1, stride);
+    graph_ints_pair(geom->dilation, 1, dil);
+    graph_ints_pad4(geom->padding, pad);
     /* oneDNN counts dilation from 0 (0 = dense kernel). */
     dnnl_dims_t ds = {stride[0], stride[1]}, dd = {dil[0] - 1, dil[1] - 1};
     dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
@@ -200,10 +200,10 @@ static void deconv_geometry(const eager_kargs *a, deconv_geom *g)
     const graph_conv_transpose2d_attrs *at = a->attrs;
     const graph_type *y = a->out_type;
     int64_t stride[2], dil[2], pad[4], op[2];
-    eager_ints_pair(&at->stride, 1, stride);
-    eager_ints_pair(&at->dilation, 1, dil);
-    eager_ints_pad4(&at->padding, pad);
-    eager_ints_pair(&at->output_padding, 0, op);
+    graph_ints_pair(&at->stride, 1, stride);
+    graph_ints_pair(&at->dilation, 1, dil);
+    graph_ints_pad4(&at->padding, pad);
+    graph_ints_pair(&at->output_padding, 0, op);
     g->partial = 0;
     for (int i = 0; i < 2; i++) {
         int64_t end = pad[2 + i] - op[i];

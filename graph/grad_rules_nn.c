@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "conv_attrs.h"
 #include "grad_util.h"
 
 #define G (c->gout[0])
@@ -94,23 +95,6 @@ tg_status grad_rule_linear(grad_builder *b, const grad_ctx *c)
 
 /* ---- conv2d ---- */
 
-static void pair(const graph_ints *v, int64_t def, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-static void pads4(const graph_ints *v, int64_t pad[4])
-{
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            pad[i] = v->v[i];
-    } else {
-        pad[0] = pad[2] = v->n > 0 ? v->v[0] : 0;
-        pad[1] = pad[3] = v->n > 1 ? v->v[1] : pad[0];
-    }
-}
-
 static graph_ints ints(const int64_t *v, int n)
 {
     graph_ints r;
@@ -137,9 +121,9 @@ tg_status grad_rule_conv2d(grad_builder *b, const grad_ctx *c)
                        "no gradient rule yet for groups %lld (only 1)", (long long)a->groups);
     const graph_type *tx = &c->in_type[0], *tw = &c->in_type[1], *ty = &c->out_type[0];
     int64_t s[2], d[2], p[4];
-    pair(&a->stride, 1, s);
-    pair(&a->dilation, 1, d);
-    pads4(&a->padding, p);
+    graph_ints_pair(&a->stride, 1, s);
+    graph_ints_pair(&a->dilation, 1, d);
+    graph_ints_pad4(&a->padding, p);
     if (NEED(0)) {
         /* the rows and columns the forward's stride skipped at the end
          * come back as output padding (< stride) */
@@ -195,12 +179,12 @@ static void pool_geometry(const grad_ctx *c, const graph_ints *kernel, const gra
     const graph_type *x = &c->in_type[0], *y = &c->out_type[0];
     q->n = x->dim[0], q->ch = x->dim[1], q->h = x->dim[2], q->w = x->dim[3];
     q->ho = y->dim[2], q->wo = y->dim[3];
-    pair(kernel, 1, q->k);
+    graph_ints_pair(kernel, 1, q->k);
     if (stride->n == 0)
         q->s[0] = q->k[0], q->s[1] = q->k[1];
     else
-        pair(stride, 1, q->s);
-    pads4(padding, q->p);
+        graph_ints_pair(stride, 1, q->s);
+    graph_ints_pad4(padding, q->p);
     q->hp = q->h + q->p[0] + q->p[2];
     q->wp = q->w + q->p[1] + q->p[3];
     q->kk = q->k[0] * q->k[1];

@@ -32,6 +32,7 @@
  */
 #include <stdio.h>
 
+#include "conv_attrs.h"
 #include "infer.h"
 
 static tg_status need_f32(graph_infer_ctx *c, int i, const char *name)
@@ -143,8 +144,7 @@ static tg_status check_pair(graph_infer_ctx *c, const graph_ints *v,
         return graph_infer_fail(c, TG_ERR_ARG, "%s takes %s entries, got %d",
                                 name, def > 0 ? "0, 1 or 2" : "1 or 2",
                                 (int)v->n);
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
+    graph_ints_pair(v, def, out);
     if (out[0] < lo || out[1] < lo)
         return graph_infer_fail(c, TG_ERR_ARG, "%s must be >= %lld, got %s",
                                 name, (long long)lo,
@@ -165,13 +165,7 @@ static tg_status check_padding(graph_infer_ctx *c, const graph_ints *v,
         if (v->v[i] < 0)
             return graph_infer_fail(c, TG_ERR_ARG, "padding must be >= 0, got %s",
                                     graph_ints_str(v, buf, sizeof buf));
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            pad[i] = v->v[i];
-    } else {
-        pad[0] = pad[2] = v->n > 0 ? v->v[0] : 0;
-        pad[1] = pad[3] = v->n > 1 ? v->v[1] : pad[0];
-    }
+    graph_ints_pad4(v, pad);
     return TG_OK;
 }
 

@@ -67,9 +67,9 @@ static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
     }
     int64_t st[2], dil[2], pad[4], u0, u1, v0, v1;
     const graph_type *wt = &w->type;
-    eager_ints_pair(sp, 1, st);
-    eager_ints_pair(dp, 1, dil);
-    eager_ints_pad4(pp, pad);
+    graph_ints_pair(sp, 1, st);
+    graph_ints_pair(dp, 1, dil);
+    graph_ints_pad4(pp, pad);
     if (!live_taps(x->type.dim[2], y->type.dim[2], wt->dim[2], st[0], dil[0], pad[0], &u0, &u1) ||
         !live_taps(x->type.dim[3], y->type.dim[3], wt->dim[3], st[1], dil[1], pad[1], &v0, &v1) ||
         (u0 == 0 && u1 == wt->dim[2] - 1 && v0 == 0 && v1 == wt->dim[3] - 1))

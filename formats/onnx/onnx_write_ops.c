@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../graph/conv_attrs.h"
 #include "../../graph/fused_prog.h"
 #include "../../graph/graph_impl.h"
 #include "onnx_write_impl.h"
@@ -340,26 +341,6 @@ static tg_status emit_linear(onnx_w *w)
 
 /* ---- conv and pools ---- */
 
-/* A (h, w) list of 0, 1 or 2 entries (graph/infer_linalg.c). */
-static void pair(const graph_ints *v, int64_t def, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-/* ONNX pads [x1_begin, x2_begin, x1_end, x2_end] = [top, left, bottom, right],
- * the order tracegraph's 4-entry padding already has. */
-static void pads4(const graph_ints *v, int64_t pad[4])
-{
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            pad[i] = v->v[i];
-        return;
-    }
-    pad[0] = pad[2] = v->n > 0 ? v->v[0] : 0;
-    pad[1] = pad[3] = v->n > 1 ? v->v[1] : pad[0];
-}
-
 typedef struct conv_geom {
     const graph_ints *stride, *padding, *dilation;
     int64_t groups;
@@ -370,9 +351,11 @@ static void conv(onnx_w *w, const char *x, const char *wt, const char *b,
 {
     const char *in[3] = {x, wt, b};
     int64_t k[2] = {wtype->dim[2], wtype->dim[3]}, s[2], d[2], p[4];
-    pair(c->stride, 1, s);
-    pair(c->dilation, 1, d);
-    pads4(c->padding, p);
+    graph_ints_pair(c->stride, 1, s);
+    graph_ints_pair(c->dilation, 1, d);
+    /* ONNX pads [x1_begin, x2_begin, x1_end, x2_end] = [top, left, bottom,
+     * right]: the order graph_ints_pad4 gives */
+    graph_ints_pad4(c->padding, p);
     Onnx__NodeProto *n = onnxw_node(w, "Conv", in, b ? 3 : 2, &y, 1);
     onnxw_attr_ints(w, n, "kernel_shape", k, 2);
     onnxw_attr_ints(w, n, "strides", s, 2);
@@ -417,10 +400,10 @@ static tg_status emit_conv_transpose(onnx_w *w)
     const char *in[3] = {onnxw_in(w, 0), onnxw_in(w, 1), n->nin > 2 ? onnxw_in(w, 2) : NULL};
     const char *y = onnxw_out(w, 0);
     int64_t k[2] = {wt->dim[2], wt->dim[3]}, s[2], d[2], op[2], p[4];
-    pair(&a->stride, 1, s);
-    pair(&a->dilation, 1, d);
-    pair(&a->output_padding, 0, op);
-    pads4(&a->padding, p);
+    graph_ints_pair(&a->stride, 1, s);
+    graph_ints_pair(&a->dilation, 1, d);
+    graph_ints_pair(&a->output_padding, 0, op);
+    graph_ints_pad4(&a->padding, p);
     for (int i = 0; i < 2; i++)
         if (op[i] >= s[i]) {
             int64_t m = op[i] < p[2 + i] ? op[i] : p[2 + i];
@@ -460,11 +443,11 @@ static tg_status emit_pool(onnx_w *w)
         onnxw_from_blocked(w, onnxw_in(w, 0), &x->type, x->dyn, 0, xp);
     }
     int64_t k[2], s[2], p[4];
-    pair(kl, 1, k);
-    pair(sl, 0, s);
+    graph_ints_pair(kl, 1, k);
+    graph_ints_pair(sl, 0, s);
     if (sl->n == 0) /* tracegraph's default stride is the kernel, ONNX's 1 */
         s[0] = k[0], s[1] = k[1];
-    pads4(pl, p);
+    graph_ints_pad4(pl, p);
     Onnx__NodeProto *o = onnxw_node1(w, avg ? "AveragePool" : "MaxPool", xp, yp);
     onnxw_attr_ints(w, o, "kernel_shape", k, 2);
     onnxw_attr_ints(w, o, "strides", s, 2);

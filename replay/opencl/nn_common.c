@@ -260,9 +260,9 @@ void ocl_conv_geometry(graph_op op, const void *attrs, const graph_type *x,
 {
     ocl_conv_attrs a = ocl_conv_attrs_of(op, attrs);
     int64_t st[2], dil[2], pad[4];
-    ocl_nn_ints_pair(a.stride, 1, st);
-    ocl_nn_ints_pair(a.dilation, 1, dil);
-    ocl_nn_ints_pad4(a.padding, pad);
+    graph_ints_pair(a.stride, 1, st);
+    graph_ints_pair(a.dilation, 1, dil);
+    graph_ints_pad4(a.padding, pad);
     /* C and O from the weights: blocked values may have padded blocks;
      * a blocked conv's x may be plain (a stem) */
     int blk = a.blocked ? (x->ndim == 5) | 2 : 0;

@@ -47,9 +47,9 @@ static int conv_blas_of(const ocl_conv_attrs *a, const graph_type *x, const grap
                         ocl_blas_conv *v)
 {
     int64_t st[2], dil[2], pad[4];
-    ocl_nn_ints_pair(a->stride, 1, st);
-    ocl_nn_ints_pair(a->dilation, 1, dil);
-    ocl_nn_ints_pad4(a->padding, pad);
+    graph_ints_pair(a->stride, 1, st);
+    graph_ints_pair(a->dilation, 1, dil);
+    graph_ints_pad4(a->padding, pad);
     if (a->groups != 1 || x->ndim != (a->blocked && x->ndim == 5 ? 5 : 4) || w->ndim != 4 ||
         pad[0] != pad[2] || pad[1] != pad[3] || graph_type_numel(x) == 0 ||
         graph_type_numel(w) == 0)

@@ -52,9 +52,9 @@ static tg_status deconv_enqueue(ocl_launch *l)
     if (graph_type_numel(y) == 0)
         return TG_OK;
     int64_t st[2], dil[2], pad[4];
-    ocl_nn_ints_pair(&a->stride, 1, st);
-    ocl_nn_ints_pair(&a->dilation, 1, dil);
-    ocl_nn_ints_pad4(&a->padding, pad); /* output_padding only sizes y */
+    graph_ints_pair(&a->stride, 1, st);
+    graph_ints_pair(&a->dilation, 1, dil);
+    graph_ints_pad4(&a->padding, pad); /* output_padding only sizes y */
     int32_t g0[8] = {(int32_t)x->dim[1], (int32_t)x->dim[2], (int32_t)x->dim[3],
                      (int32_t)y->dim[1], (int32_t)y->dim[2], (int32_t)y->dim[3],
                      (int32_t)w->dim[2], (int32_t)w->dim[3]};
@@ -88,11 +88,11 @@ static tg_status pool2d_enqueue(ocl_launch *l, int avg, const graph_ints *kl,
     int blk = l->in_type[0].ndim == 5;
     const graph_type *x = &l->in_type[0], *y = &l->out_type[0];
     int64_t k[2], s[2], p[4];
-    ocl_nn_ints_pair(kl, 1, k);
-    ocl_nn_ints_pair(sl, 0, s);
+    graph_ints_pair(kl, 1, k);
+    graph_ints_pair(sl, 0, s);
     if (sl->n == 0)
         s[0] = k[0], s[1] = k[1];
-    ocl_nn_ints_pad4(pl, p);
+    graph_ints_pad4(pl, p);
     int32_t g0[8] = {(int32_t)x->dim[2], (int32_t)x->dim[3], (int32_t)y->dim[2],
                      (int32_t)y->dim[3], (int32_t)k[0], (int32_t)k[1], (int32_t)s[0],
                      (int32_t)s[1]};

@@ -9,6 +9,7 @@
 #ifndef TG_REPLAY_OCL_OPS_NN_H
 #define TG_REPLAY_OCL_OPS_NN_H
 
+#include "../../graph/conv_attrs.h"
 #include "ocl_blas.h"
 #include "ocl_rt.h"
 
@@ -79,26 +80,6 @@ tg_status ocl_nn_tail_prep(ocl_prep *c, char **src, int *tail);
  * output (l->xout[0]), then each l->xin with its stride (1 full-size, 0
  * a scalar); nothing when the node has no tail. */
 tg_status ocl_nn_tail_args(ocl_launch *l, cl_kernel k, cl_uint at);
-/* (h, w) from a 0-, 1- or 2-entry list (0 entries: def): stride,
- * dilation of the convs (ops_conv.c) and conv_transpose2d (ops_nn.c). */
-static inline void ocl_nn_ints_pair(const graph_ints *v, int64_t def, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-/* Padding (top, left, bottom, right) from 0, 1, 2 or 4 entries. */
-static inline void ocl_nn_ints_pad4(const graph_ints *v, int64_t out[4])
-{
-    if (v->n == 4) {
-        for (int i = 0; i < 4; i++)
-            out[i] = v->v[i];
-        return;
-    }
-    ocl_nn_ints_pair(v, 0, out);
-    out[2] = out[0], out[3] = out[1];
-}
-
 /* Refuses a node with an input that is not f32. */
 tg_status ocl_nn_need_f32(ocl_prep *c);
 /* Enqueues k over global (rounded up to local). */
