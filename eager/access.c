@@ -1,5 +1,6 @@
 /* access.c - element reads, each reported to the hooks (tracer guards). */
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -116,4 +117,69 @@ void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t)
         owner->ag->wsite = site;
     }
     return t->data;
+}
+
+/* ---- in-place writes and state ---- */
+
+tg_status eager_assign_at(EAGER_SITE_PARAMS, eager_tensor *dst, eager_tensor *src)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (dst == EAGER_NONE || src == EAGER_NONE) {
+        eager_set_error(TG_ERR_NULL, &site, "eager_assign: no tensor (EAGER_NONE) as the %s",
+                        dst == EAGER_NONE ? "destination" : "source");
+        return TG_ERR_NULL;
+    }
+    if (eager_check(dst, "eager_assign", &site) < 0 || eager_check(src, "eager_assign", &site) < 0)
+        return dst && src ? TG_ERR_STATE : TG_ERR_NULL;
+    if (!graph_type_eq(&dst->type, &src->type)) {
+        char a[160], b[160];
+        eager_set_error(TG_ERR_SHAPE, &site,
+                        "eager_assign: the destination is %s %s, the source %s %s: an "
+                        "in-place write keeps the destination's dtype and shape",
+                        graph_dtype_name(dst->type.dtype), graph_shape_str(&dst->type, a, sizeof a),
+                        graph_dtype_name(src->type.dtype), graph_shape_str(&src->type, b, sizeof b));
+        return TG_ERR_SHAPE;
+    }
+    if (eager_tl_grad_on &&
+        ((dst->flags & EAGER_T_REQGRAD) || (dst->ag && dst->ag->gnode))) {
+        eager_set_error(TG_ERR_STATE, &site,
+                        "eager_assign: the destination %s; an in-place write to it would "
+                        "not be differentiable: write under eager_no_grad_begin()/"
+                        "eager_no_grad_end(), as an optimizer step does",
+                        (dst->flags & EAGER_T_REQGRAD)
+                            ? "requires a gradient"
+                            : "was computed from tensors that require gradients");
+        return TG_ERR_STATE;
+    }
+    if (eager_tl_hooks && eager_tl_hooks->on_write) {
+        tg_status st = eager_tl_hooks->on_write(eager_tl_hooks->ud, dst, src, &site);
+        if (st != TG_OK)
+            return st;
+    }
+    if (dst->data != src->data)
+        memmove(dst->data, src->data, eager_nbytes(dst));
+    eager_tensor *owner = dst->base ? dst->base : dst;
+    if (owner->ag) { /* a recorded op may have saved it */
+        owner->ag->version++;
+        owner->ag->wsite = site;
+    }
+    return TG_OK;
+}
+
+tg_status eager_declare_state_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    if (t == EAGER_NONE) {
+        eager_set_error(TG_ERR_NULL, &site, "eager_declare_state: no tensor (EAGER_NONE)");
+        return TG_ERR_NULL;
+    }
+    if (eager_check(t, "eager_declare_state", &site) < 0)
+        return t ? TG_ERR_STATE : TG_ERR_NULL;
+    if (!name || !*name) {
+        eager_set_error(TG_ERR_ARG, &site, "eager_declare_state: a state needs a name");
+        return TG_ERR_ARG;
+    }
+    if (eager_tl_hooks && eager_tl_hooks->on_state)
+        return eager_tl_hooks->on_state(eager_tl_hooks->ud, t, name, &site);
+    return TG_OK;
 }

@@ -237,6 +237,30 @@ TG_API const void *eager_peek(const eager_tensor *t);
 TG_API void *eager_data_mut_at(EAGER_SITE_PARAMS, eager_tensor *t);
 #define eager_data_mut(t) eager_data_mut_at(EAGER_SITE, t)
 
+/*
+ * An in-place write: copies src's data into dst (the same dtype and
+ * shape), as `dst.copy_(src)` does.  Views of dst's storage see it.  A
+ * gradient saved from dst before the write then fails the backward,
+ * naming this call (as a write through eager_data_mut does); writing a
+ * tensor that requires a gradient, or one computed from such tensors, is
+ * refused while gradients are recorded (open eager_no_grad_begin first,
+ * as optimizers do).  A tracer sees the write (hook on_write): dst holds
+ * src's traced value from here on, and a traced step that writes a
+ * tensor from outside the step needs it declared state (trace_state).
+ * TG_OK, or an error with dst unchanged.
+ */
+TG_API tg_status eager_assign_at(EAGER_SITE_PARAMS, eager_tensor *dst, eager_tensor *src);
+#define eager_assign(dst, src) eager_assign_at(EAGER_SITE, dst, src)
+/*
+ * Declares t state of a traced step under name: a tensor the step reads
+ * and writes across runs (a parameter, an optimizer's moments, running
+ * statistics, a step count).  Does nothing when no tracer listens on this
+ * thread; library code that owns such tensors (an optimizer) calls it on
+ * each step, user code calls trace_state (tracer/trace.h).
+ */
+TG_API tg_status eager_declare_state_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+#define eager_declare_state(t, name) eager_declare_state_at(EAGER_SITE, t, name)
+
 /* ---- settings ---- */
 
 /* Threads each kernel may use (default 1); n < 1 means 1.  More than
@@ -340,6 +364,14 @@ typedef struct eager_hooks {
                          eager_read_kind kind, int64_t index,
                          const eager_site *site);
     void *ud;
+    /* eager_assign(dst, src): dst now holds src's value (called before the
+     * data is copied; a non-OK return refuses the write, dst unchanged).
+     * May be NULL. */
+    tg_status (*on_write)(void *ud, eager_tensor *dst, eager_tensor *src,
+                          const eager_site *site);
+    /* eager_declare_state(t, name).  May be NULL. */
+    tg_status (*on_state)(void *ud, eager_tensor *t, const char *name,
+                          const eager_site *site);
 } eager_hooks;
 
 /* Installs hooks for this thread (NULL removes); returns the previous. */
