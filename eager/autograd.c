@@ -146,12 +146,17 @@ void eager_grad_detach(eager_tensor *t)
     tg_free(a);
 }
 
-/* A copy of t without autograd links (a saved output). */
+/* A copy of t without autograd links (a saved output).  It holds t's value,
+ * so it takes t's tag: a tracer reads it as the value t is (a copy made
+ * here is no op it sees; without the tag, a traced backward would read the
+ * traced step's data as a constant). */
 static eager_tensor *copy_of(const eager_tensor *t, const eager_site *site)
 {
     eager_tensor *c = eager_alloc(&t->type, site);
-    if (c)
+    if (c) {
         memcpy(c->data, t->data, (size_t)t->numel * graph_dtype_size(t->type.dtype));
+        c->tag = t->tag;
+    }
     return c;
 }
 

@@ -182,10 +182,6 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
             goto done;
         }
     }
-    if (eager_tl_grad_on && eager_grad_record(op, in, nin, attrs, out, nout, site) < 0) {
-        release_all(out, nout);
-        goto done;
-    }
     if (eager_pool_reserve(nout) < 0) {
         release_all(out, nout);
         goto done;
@@ -197,6 +193,12 @@ int eager_dispatch(graph_op op, eager_tensor *const *in, int nin,
             release_all(out, nout);
             goto done;
         }
+    }
+    /* after the hook: a saved output's copy takes the output's tag (a
+     * tracer's value), so a traced backward reads the traced value */
+    if (eager_tl_grad_on && eager_grad_record(op, in, nin, attrs, out, nout, site) < 0) {
+        release_all(out, nout);
+        goto done;
     }
     for (int i = 0; i < nout; i++)
         eager_pool_adopt(out[i]); /* cannot fail: room reserved above */

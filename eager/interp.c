@@ -91,7 +91,7 @@ static tg_status bind_sources(const graph *g, eager_tensor **vals)
 {
     for (int32_t i = 0; i < g->nvalues; i++) {
         const graph_value *v = &g->values[i];
-        if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
+        if (!graph_kind_has_data(v->kind))
             continue;
         if (!v->data) {
             eager_set_error(TG_ERR_STATE, NULL, "interpret: %s %%%d has no data "

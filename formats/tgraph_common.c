@@ -11,7 +11,7 @@ const char *format_section_name(uint32_t id)
 {
     static const char *const names[FORMAT_NSEC] = {
         "strings", "symbols", "values", "nodes",
-        "provenance", "guards", "signature", "constants", "target"};
+        "provenance", "guards", "signature", "constants", "target", "states"};
     return id >= 1 && id <= FORMAT_NSEC ? names[id - 1] : "?";
 }
 

@@ -239,7 +239,7 @@ static int get_value(format_loader *L, format_rd *r, graph_value *v, uint64_t *o
     if (ndim > GRAPH_MAX_DIMS)
         return format_load_fail(L, at + 2, "%u dims (at most %d)", ndim, GRAPH_MAX_DIMS);
     v->type.ndim = ndim;
-    int source = v->kind == GRAPH_VALUE_PARAM || v->kind == GRAPH_VALUE_CONST;
+    int source = graph_kind_has_data(v->kind);
     if (flags > 1 || (flags && !source))
         return format_load_fail(L, at + 3, "flags 0x%x are invalid for a %s", flags,
                                 graph_value_kind_name(v->kind));
@@ -628,6 +628,40 @@ int format_dec_target(format_loader *L, format_rd *r)
         return format_load_fail(L, 0, "the target name has %zu bytes (1 to %zu)", strlen(t),
                                 sizeof ((graph_target *)0)->name - 1);
     L->g->target = t;
+    return expect_end(L, r);
+}
+
+/* States: each a state value (listed once) and a next value of its type. */
+int format_dec_states(format_loader *L, format_rd *r)
+{
+    graph *g = L->g;
+    uint32_t n;
+    L->item = NULL;
+    if (get_count(L, r, 8, GRAPH_MAX_ITEMS, "states", &n) < 0)
+        return -1;
+    if (n && !(g->states = tg_malloc(sizeof *g->states * n)))
+        return oom(L, r);
+    g->cap_states = (int32_t)n;
+    tg_free(L->state_seen);
+    if (!(L->state_seen = tg_calloc((size_t)g->nvalues + 1, 1)))
+        return oom(L, r);
+    L->item = "state";
+    for (uint32_t i = 0; i < n; i++) {
+        L->index = i;
+        size_t at = r->pos;
+        int32_t v, nx;
+        GET(format_rd_i32, &v);
+        GET(format_rd_i32, &nx);
+        if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_STATE)
+            return format_load_fail(L, at, "is value %d: not a state value", v);
+        if (L->state_seen[v]++)
+            return format_load_fail(L, at, "value %d is listed twice", v);
+        if (nx < 0 || nx >= g->nvalues ||
+            !graph_type_eq(&g->values[v].type, &g->values[nx].type))
+            return format_load_fail(L, at + 4, "its next value %d is out of range or of "
+                                    "another type", nx);
+        g->states[g->nstates++] = (graph_state){v, nx};
+    }
     return expect_end(L, r);
 }
 

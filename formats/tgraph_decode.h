@@ -24,6 +24,7 @@ typedef struct format_loader {
     uint32_t nstrs;
     int16_t *opcache;  /* per string: op found by that name, -1 unknown */
     uint64_t *data_off; /* per value: offset in constants, or UINT64_MAX */
+    char *state_seen;  /* per value: listed as a state (states section) */
     const char *sec;   /* section being decoded */
     const char *item;  /* "value", "node"... or NULL */
     long index;        /* which one */
@@ -45,6 +46,7 @@ int format_dec_nodes(format_loader *L, format_rd *r);
 int format_dec_guards(format_loader *L, format_rd *r);
 int format_dec_signature(format_loader *L, format_rd *r);
 int format_dec_target(format_loader *L, format_rd *r);
+int format_dec_states(format_loader *L, format_rd *r);
 /*
  * Decodes the constants section from its stored (compressed) bytes
  * src[0..n), raw bytes declared, into the data of the values that have

@@ -42,7 +42,8 @@ enum {
     FORMAT_SEC_SIGNATURE,
     FORMAT_SEC_CONSTANTS,
     FORMAT_SEC_TARGET, /* optional: a file without it has no target */
-    FORMAT_NSEC = FORMAT_SEC_TARGET, /* known ids are 1..FORMAT_NSEC */
+    FORMAT_SEC_STATES, /* optional: a file without it has no state */
+    FORMAT_NSEC = FORMAT_SEC_STATES, /* known ids are 1..FORMAT_NSEC */
     FORMAT_NSEC_REQUIRED = FORMAT_SEC_CONSTANTS /* ids 1..this must be present */
 };
 
@@ -61,7 +62,8 @@ int format_dtype_from_code(unsigned code, graph_dtype *dt);
  * code i, so reordering an enum can never change what a file means.
  */
 static const int format_value_kinds[] = {GRAPH_VALUE_INPUT, GRAPH_VALUE_PARAM,
-                                         GRAPH_VALUE_CONST, GRAPH_VALUE_INTER};
+                                         GRAPH_VALUE_CONST, GRAPH_VALUE_INTER,
+                                         GRAPH_VALUE_STATE};
 static const int format_attr_kinds[] = {GRAPH_ATTR_I64, GRAPH_ATTR_F32,
                                         GRAPH_ATTR_INTS, GRAPH_ATTR_DTYPE,
                                         GRAPH_ATTR_STR};

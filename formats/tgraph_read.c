@@ -32,7 +32,7 @@ typedef struct entry {
 static const uint32_t decode_order[FORMAT_NSEC] = {
     FORMAT_SEC_STRINGS, FORMAT_SEC_SYMBOLS, FORMAT_SEC_PROVENANCE, FORMAT_SEC_VALUES,
     FORMAT_SEC_NODES, FORMAT_SEC_GUARDS, FORMAT_SEC_SIGNATURE, FORMAT_SEC_CONSTANTS,
-    FORMAT_SEC_TARGET};
+    FORMAT_SEC_TARGET, FORMAT_SEC_STATES};
 
 /* Magic and version: the part of the header every version shares. */
 static tg_status check_start(const uint8_t *b, size_t avail, const char *name,
@@ -237,6 +237,7 @@ static int decode(format_loader *L, uint32_t id, const uint8_t *p, size_t n)
     case FORMAT_SEC_GUARDS: return format_dec_guards(L, &r);
     case FORMAT_SEC_SIGNATURE: return format_dec_signature(L, &r);
     case FORMAT_SEC_TARGET: return format_dec_target(L, &r);
+    case FORMAT_SEC_STATES: return format_dec_states(L, &r);
     default: return -1;
     }
 }
@@ -311,6 +312,7 @@ graph *format_load_mem(const void *buf, size_t len, const char *name,
     tg_free(L.strs);
     tg_free(L.opcache);
     tg_free(L.data_off);
+    tg_free(L.state_seen);
     if (st != TG_OK) {
         graph_free(L.g);
         return NULL;

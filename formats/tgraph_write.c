@@ -95,7 +95,7 @@ static tg_status put_values(encoder *e)
         if (dt < 0 || kind < 0 || v->type.ndim < 0 ||
             v->type.ndim > GRAPH_MAX_DIMS)
             return fail(e, TG_ERR_FORMAT, "value", i);
-        int has = v->data && (v->kind == GRAPH_VALUE_PARAM || v->kind == GRAPH_VALUE_CONST);
+        int has = v->data && graph_kind_has_data(v->kind);
         format_put_u8(b, (uint8_t)kind);
         format_put_u8(b, (uint8_t)dt);
         format_put_u8(b, (uint8_t)v->type.ndim);
@@ -270,6 +270,12 @@ static tg_status put_rest(encoder *e)
     }
     b = SEC(e, FORMAT_SEC_TARGET);
     format_put_u32(b, g->target ? str_ref(e, g->target) : FORMAT_NO_STR);
+    b = SEC(e, FORMAT_SEC_STATES);
+    format_put_u32(b, (uint32_t)g->nstates);
+    for (int32_t i = 0; i < g->nstates; i++) {
+        format_put_i32(b, g->states[i].value);
+        format_put_i32(b, g->states[i].next);
+    }
     return TG_OK;
 }
 
@@ -285,7 +291,7 @@ static tg_status layout_constants(encoder *e)
     for (int32_t i = 0; i < g->nvalues; i++) {
         const graph_value *v = &g->values[i];
         e->data_off[i] = UINT64_MAX;
-        if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
+        if (!graph_kind_has_data(v->kind))
             continue;
         if (!v->data) { /* the loader verifies with data required */
             tg_errf(e->err, e->errlen, "cannot save graph '%s': %s value %%%d has no "

@@ -70,8 +70,8 @@ size_t graph_arena_bytes(const graph *g)
 
 const char *graph_value_kind_name(graph_value_kind k)
 {
-    static const char *const names[] = {"input", "param", "const", "inter"};
-    return (unsigned)k < 4 ? names[k] : "?";
+    static const char *const names[] = {"input", "param", "const", "inter", "state"};
+    return (unsigned)k < 5 ? names[k] : "?";
 }
 
 /* Where each stable array lives in struct graph, its element size and its
@@ -166,6 +166,7 @@ void graph_free(graph *g)
     }
     for (int a = 0; a < GRAPH_ARRAY_COUNT; a++)
         tg_stable_release(&g->mem[a]);
+    tg_free(g->states);
     tg_free(g);
 }
 
@@ -234,7 +235,7 @@ int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type *t,
         graph_fail(g, TG_ERR_NULL, "graph_add_value: no type");
         return -1;
     }
-    if (kind == GRAPH_VALUE_INTER || (unsigned)kind > GRAPH_VALUE_INTER) {
+    if (kind == GRAPH_VALUE_INTER || (unsigned)kind > GRAPH_VALUE_STATE) {
         graph_fail(g, TG_ERR_ARG, "graph_add_value: kind %d is not a source",
                    (int)kind);
         return -1;
@@ -270,8 +271,8 @@ tg_status graph_set_data(graph *g, int32_t vid, const void *data,
     if (vid < 0 || vid >= g->nvalues)
         return graph_fail(g, TG_ERR_ARG, "graph_set_data: no value %d", vid);
     graph_value *v = &g->values[vid];
-    if (v->kind != GRAPH_VALUE_PARAM && v->kind != GRAPH_VALUE_CONST)
-        return graph_fail(g, TG_ERR_ARG, "value %d is %s, not param/const",
+    if (!graph_kind_has_data(v->kind))
+        return graph_fail(g, TG_ERR_ARG, "value %d is %s, not param/const/state",
                           vid, graph_value_kind_name(v->kind));
     if (nbytes != graph_value_nbytes(v))
         return graph_fail(g, TG_ERR_SHAPE, "value %d: %zu bytes, want %zu",
@@ -325,6 +326,45 @@ tg_status graph_add_output(graph *g, int32_t v, const char *name)
     g->outputs[g->noutputs].name = n;
     g->noutputs++;
     return TG_OK;
+}
+
+tg_status graph_add_state(graph *g, int32_t v, int32_t next)
+{
+    if (!g)
+        return TG_ERR_NULL;
+    if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_STATE)
+        return graph_fail(g, TG_ERR_ARG, "graph_add_state: value %d is not a state value", v);
+    if (!g->values[v].name)
+        return graph_fail(g, TG_ERR_ARG, "graph_add_state: state value %d has no name", v);
+    if (next < 0 || next >= g->nvalues)
+        return graph_fail(g, TG_ERR_ARG, "graph_add_state: state \"%s\": no value %d",
+                          g->values[v].name, next);
+    if (!graph_type_eq(&g->values[v].type, &g->values[next].type))
+        return graph_fail(g, TG_ERR_SHAPE, "graph_add_state: state \"%s\": its next value "
+                          "has another type", g->values[v].name);
+    if (g->nstates == g->cap_states) {
+        int32_t cap = g->cap_states ? 2 * g->cap_states : 8;
+        if (cap > GRAPH_MAX_ITEMS)
+            return graph_fail(g, TG_ERR_NOMEM, "graph_add_state: more than %d states",
+                              GRAPH_MAX_ITEMS);
+        graph_state *ns = tg_realloc(g->states, sizeof *ns * (size_t)cap);
+        if (!ns)
+            return graph_fail(g, TG_ERR_NOMEM, "out of memory adding a state");
+        g->states = ns;
+        g->cap_states = cap;
+    }
+    g->states[g->nstates++] = (graph_state){v, next};
+    return TG_OK;
+}
+
+int32_t graph_num_states(const graph *g) { return g ? g->nstates : 0; }
+int32_t graph_state_value(const graph *g, int32_t i)
+{
+    return g && i >= 0 && i < g->nstates ? g->states[i].value : -1;
+}
+int32_t graph_state_next(const graph *g, int32_t i)
+{
+    return g && i >= 0 && i < g->nstates ? g->states[i].next : -1;
 }
 
 int32_t graph_add_symbol(graph *g, const char *name, int64_t traced)

@@ -70,9 +70,21 @@ typedef enum graph_value_kind {
     GRAPH_VALUE_PARAM,
     GRAPH_VALUE_CONST,
     GRAPH_VALUE_INTER,
+    /* State of a training step: a value the graph reads at the start of a
+     * run and replaces by its next value at the end (graph_add_state).
+     * Its data is its value when the graph was made (the initial state);
+     * no pass folds, merges or rewrites it, and replay keeps it in the
+     * session. */
+    GRAPH_VALUE_STATE,
 } graph_value_kind;
 
-/* "input", "param", "const", "inter". */
+/* Whether values of kind k carry data (param, const, state). */
+static inline int graph_kind_has_data(graph_value_kind k)
+{
+    return k == GRAPH_VALUE_PARAM || k == GRAPH_VALUE_CONST || k == GRAPH_VALUE_STATE;
+}
+
+/* "input", "param", "const", "inter", "state". */
 TG_API const char *graph_value_kind_name(graph_value_kind k);
 
 /* A node's flags (graph_node_flags). */
@@ -146,6 +158,18 @@ TG_API int32_t graph_add_value(graph *g, graph_value_kind kind, const graph_type
                                const char *name);
 /* Copies nbytes of data into a param/const value (must match its type). */
 TG_API tg_status graph_set_data(graph *g, int32_t v, const void *data, size_t nbytes);
+/*
+ * Pairs state value v (kind GRAPH_VALUE_STATE, its name the state's) with
+ * next, the value it holds at the end of a run (next == v: the run does
+ * not change it).  Both have the same type.  TG_OK, or an error naming
+ * what was wrong.
+ */
+TG_API tg_status graph_add_state(graph *g, int32_t v, int32_t next);
+/* The states, in the order added: count, state value, next value (-1 when
+ * out of range). */
+TG_API int32_t graph_num_states(const graph *g);
+TG_API int32_t graph_state_value(const graph *g, int32_t i);
+TG_API int32_t graph_state_next(const graph *g, int32_t i);
 /* Adds v to the signature's inputs. */
 TG_API tg_status graph_add_input(graph *g, int32_t v);
 /* Adds an output (v under name; graph_verify rejects duplicate names). */

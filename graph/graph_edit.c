@@ -94,6 +94,13 @@ graph *graph_clone(const graph *g)
     c->target = g->target;
     if (reintern(c, &c->target) < 0)
         goto oom;
+    if (g->nstates) {
+        c->states = tg_malloc(sizeof *c->states * (size_t)g->nstates);
+        if (!c->states)
+            goto oom;
+        memcpy(c->states, g->states, sizeof *c->states * (size_t)g->nstates);
+        c->nstates = c->cap_states = g->nstates;
+    }
     return c;
 oom:
     graph_free(c);
@@ -129,6 +136,8 @@ tg_status graph_compact(graph *g)
         vmap[g->outputs[i].value] = 0;
     for (int32_t i = 0; i < g->nguards; i++)
         vmap[g->guards[i].value] = 0;
+    for (int32_t i = 0; i < g->nstates; i++)
+        vmap[g->states[i].value] = vmap[g->states[i].next] = 0;
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
@@ -176,6 +185,10 @@ tg_status graph_compact(graph *g)
         g->outputs[i].value = vmap[g->outputs[i].value];
     for (int32_t i = 0; i < g->nguards; i++)
         g->guards[i].value = vmap[g->guards[i].value];
+    for (int32_t i = 0; i < g->nstates; i++) {
+        g->states[i].value = vmap[g->states[i].value];
+        g->states[i].next = vmap[g->states[i].next];
+    }
     tg_free(vmap);
     tg_free(nmap);
     return TG_OK;

@@ -107,6 +107,13 @@ typedef enum graph_array {
     GRAPH_ARRAY_COUNT
 } graph_array;
 
+/* A state of a training step: its value at the start of a run (kind
+ * GRAPH_VALUE_STATE) and at the end. */
+typedef struct graph_state {
+    int32_t value;
+    int32_t next;
+} graph_state;
+
 typedef struct graph_strings graph_strings;
 typedef struct graph_chunk graph_chunk;
 
@@ -132,6 +139,9 @@ struct graph {
     graph_symbol *syms;
     int32_t nsyms, cap_syms;
     tg_stable mem[GRAPH_ARRAY_COUNT];
+    /* States (graph_add_state): a plain array, few entries. */
+    graph_state *states;
+    int32_t nstates, cap_states;
     graph_strings *strings;
     graph_chunk *chunks; /* arena for node id arrays */
     char err[512];

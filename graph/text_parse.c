@@ -631,6 +631,24 @@ static int parse_return(text_parser *p)
     return 0;
 }
 
+/* `next %state = %value`: the state's value at the end of a run. */
+static int parse_next(text_parser *p)
+{
+    size_t pos = p->tok.pos;
+    graph_text_next(p);
+    int32_t v = graph_text_get_value(p);
+    if (v < 0)
+        return -1;
+    if (graph_text_expect(p, '=', "after the state") < 0)
+        return -1;
+    int32_t nx = graph_text_get_value(p);
+    if (nx < 0)
+        return -1;
+    if (graph_add_state(p->g, v, nx) != TG_OK)
+        return graph_text_fail(p, pos, "%s", graph_error(p->g));
+    return 0;
+}
+
 static int parse_body(text_parser *p)
 {
     for (;;) {
@@ -655,9 +673,11 @@ static int parse_body(text_parser *p)
             st = graph_text_parse_guard(p);
         else if (graph_text_is_kw(p, "return"))
             st = parse_return(p);
+        else if (graph_text_is_kw(p, "next"))
+            st = parse_next(p);
         else
             st = graph_text_fail_tok(p, "expected a statement (%%value, sym, guard, "
-                                     "return or '}')");
+                                     "return, next or '}')");
         if (st < 0)
             return -1;
     }

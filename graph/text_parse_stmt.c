@@ -339,6 +339,8 @@ int graph_text_parse_defs_stmt(text_parser *p)
         return parse_source(p, defs, ndefs, GRAPH_VALUE_PARAM);
     if (graph_text_is_kw(p, "const"))
         return parse_source(p, defs, ndefs, GRAPH_VALUE_CONST);
+    if (graph_text_is_kw(p, "state"))
+        return parse_source(p, defs, ndefs, GRAPH_VALUE_STATE);
     if (graph_text_is_kw(p, "input"))
         return graph_text_fail(p, p->tok.pos, "inputs belong in the graph's signature");
     if (p->tok.kind != TK_IDENT)

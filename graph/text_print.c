@@ -440,7 +440,7 @@ static void put_source(printer *p, int32_t v)
     fputs("  ", p->f);
     put_def(p, v);
     fprintf(p->f, " = %s", graph_value_kind_name(val->kind));
-    if (val->kind == GRAPH_VALUE_PARAM || val->kind == GRAPH_VALUE_CONST)
+    if (graph_kind_has_data(val->kind))
         put_data(p, val);
     fputc('\n', p->f);
 }
@@ -544,6 +544,13 @@ static tg_status put_body(printer *p)
         graph_text_put_name(p->f, g->outputs[i].name);
         fputs(" = ", p->f);
         graph_text_put_value(p->f, g, &p->names, g->outputs[i].value);
+        fputc('\n', p->f);
+    }
+    for (int32_t i = 0; i < g->nstates; i++) {
+        fputs("  next ", p->f);
+        graph_text_put_value(p->f, g, &p->names, g->states[i].value);
+        fputs(" = ", p->f);
+        graph_text_put_value(p->f, g, &p->names, g->states[i].next);
         fputc('\n', p->f);
     }
     fputs("}\n", p->f);

@@ -37,7 +37,7 @@ static tg_status check_values(graph *g, int allow_elided)
             if (v->node < 0 || v->node >= g->nnodes)
                 return graph_fail(g, TG_ERR_FORMAT,
                                   "value %%%d has no producer node", i);
-        } else if (v->kind == GRAPH_VALUE_PARAM || v->kind == GRAPH_VALUE_CONST) {
+        } else if (graph_kind_has_data(v->kind)) {
             if (!v->data && !allow_elided)
                 return graph_fail(g, TG_ERR_FORMAT, "%s value %%%d has no data",
                                   graph_value_kind_name(v->kind), i);
@@ -185,6 +185,47 @@ static tg_status check_input_names(graph *g)
     return st;
 }
 
+/* Each state pairs a named state value, listed once, with a defined next
+ * value of its type; every state value is listed; names are unique. */
+static tg_status check_states(graph *g, const char *defined)
+{
+    char *listed = tg_calloc((size_t)g->nvalues + 1, 1);
+    const char **names = tg_malloc(sizeof(char *) * (size_t)(g->nstates + 1));
+    tg_status st = listed && names ? TG_OK : graph_fail(g, TG_ERR_NOMEM, "out of memory verifying");
+    for (int32_t i = 0; st == TG_OK && i < g->nstates; i++) {
+        int32_t v = g->states[i].value, nx = g->states[i].next;
+        if (v < 0 || v >= g->nvalues || g->values[v].kind != GRAPH_VALUE_STATE)
+            st = graph_fail(g, TG_ERR_FORMAT, "state %d is value %d, not a state value", i, v);
+        else if (!g->values[v].name || !g->values[v].name[0])
+            st = graph_fail(g, TG_ERR_FORMAT, "state %d (%%%d) has no name", i, v);
+        else if (listed[v]++)
+            st = graph_fail(g, TG_ERR_FORMAT, "state \"%s\" (%%%d) is listed twice",
+                            g->values[v].name, v);
+        else if (nx < 0 || nx >= g->nvalues || !defined[nx])
+            st = graph_fail(g, TG_ERR_FORMAT, "state \"%s\": its next value %d is not "
+                            "defined by a live node", g->values[v].name, nx);
+        else if (!graph_type_eq(&g->values[v].type, &g->values[nx].type))
+            st = graph_fail(g, TG_ERR_FORMAT, "state \"%s\": its next value %%%d has "
+                            "another type", g->values[v].name, nx);
+        else
+            names[i] = g->values[v].name;
+    }
+    for (int32_t i = 0; st == TG_OK && i < g->nvalues; i++)
+        if (g->values[i].kind == GRAPH_VALUE_STATE && !listed[i])
+            st = graph_fail(g, TG_ERR_FORMAT, "state value %%%d (\"%s\") is not in the "
+                            "graph's states", i, g->values[i].name ? g->values[i].name : "?");
+    if (st == TG_OK) {
+        qsort(names, (size_t)g->nstates, sizeof *names, by_ptr);
+        for (int32_t i = 1; i < g->nstates && st == TG_OK; i++)
+            if (names[i] == names[i - 1])
+                st = graph_fail(g, TG_ERR_FORMAT, "state name \"%s\" is used twice",
+                                names[i]);
+    }
+    tg_free(listed);
+    tg_free(names);
+    return st;
+}
+
 tg_status graph_verify(graph *g, int allow_elided)
 {
     if (!g)
@@ -208,6 +249,8 @@ tg_status graph_verify(graph *g, int allow_elided)
         st = check_output_names(g);
     if (st == TG_OK)
         st = check_input_names(g);
+    if (st == TG_OK)
+        st = check_states(g, defined);
     for (int32_t i = 0; st == TG_OK && i < g->nguards; i++) {
         const graph_guard *gd = &g->guards[i];
         if (gd->value < 0 || gd->value >= g->nvalues || !defined[gd->value] ||

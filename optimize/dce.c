@@ -45,6 +45,8 @@ static void mark_live(const graph *g, uint8_t *live, uint8_t *node_live)
         live[g->outputs[i].value] = 1;
     for (int32_t i = 0; i < g->nguards; i++)
         live[g->guards[i].value] = 1;
+    for (int32_t i = 0; i < g->nstates; i++)
+        live[g->states[i].value] = live[g->states[i].next] = 1;
     for (int more = 1; more;) {
         more = 0;
         for (int32_t i = g->nnodes - 1; i >= 0; i--) {
@@ -74,6 +76,8 @@ static void mark_read(const graph *g, uint8_t *read)
         read[g->outputs[i].value] = 1;
     for (int32_t i = 0; i < g->nguards; i++)
         read[g->guards[i].value] = 1;
+    for (int32_t i = 0; i < g->nstates; i++)
+        read[g->states[i].value] = read[g->states[i].next] = 1;
     for (int32_t i = 0; i < g->nnodes; i++)
         if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
             for (int k = 0; k < g->nodes[i].nin; k++)

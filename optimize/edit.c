@@ -66,6 +66,9 @@ int opt_pinned(const graph *g, int32_t v)
     for (int32_t i = 0; i < g->nguards; i++)
         if (g->guards[i].value == v)
             return 1;
+    for (int32_t i = 0; i < g->nstates; i++)
+        if (g->states[i].next == v || g->states[i].value == v)
+            return 1;
     return 0;
 }
 
@@ -91,6 +94,11 @@ int32_t opt_replace_uses(graph *g, int32_t from, int32_t to)
     for (int32_t i = 0; i < g->noutputs; i++)
         if (g->outputs[i].value == from) {
             g->outputs[i].value = to;
+            changed++;
+        }
+    for (int32_t i = 0; i < g->nstates; i++)
+        if (g->states[i].next == from) {
+            g->states[i].next = to;
             changed++;
         }
     return changed;

@@ -475,6 +475,8 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
     }
     for (int32_t k = 0; k < g->noutputs; k++)
         last[g->outputs[k].value] = step; /* outputs live past the last step */
+    for (int32_t k = 0; k < g->nstates; k++)
+        last[g->states[k].next] = step; /* copied into the state after the last step */
     for (int32_t i = 0, s = 0; i < g->nnodes; i++, s++) {
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD) {

@@ -462,6 +462,11 @@ replay_plan *replay_compile(const graph *g, const replay_opts *opts, char *err,
         goto fail;
     p->align = OPT_ARENA_ALIGN;
     snprintf(p->target, sizeof p->target, "backend %s", be->name);
+    if (p->g->nstates && be->run) {
+        snprintf(err, errlen, "replay: the graph has state (%d states: a training step); "
+                 "only the cpu backend runs such graphs, not %s", (int)p->g->nstates, be->name);
+        goto fail;
+    }
     if (be->plan_new && be->plan_new(p, err, errlen) != TG_OK)
         goto fail;
     for (int32_t i = 0; i < p->g->nnodes; i++) {

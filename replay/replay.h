@@ -302,6 +302,33 @@ TG_API const char *replay_session_guard_warning(const replay_session *s);
 TG_API tg_status replay_set_param(replay_plan *p, const char *name, const void *data,
                                   size_t nbytes, char *err, size_t errlen);
 
+/* ---- State: a training step's graph ---- */
+
+/*
+ * A graph traced from a training step (tracer/trace.h: trace_state) has
+ * state: tensors each run reads at its start and replaces at its end
+ * (parameters, moments, running statistics, the random generator, the
+ * step count).  Each session owns its state, starting from the values the
+ * graph holds (the state when it was traced, or what a checkpoint
+ * loaded); each replay_run is one step that updates it.  The plan lists
+ * the states (count, name, type; -1 / NULL out of range); a session's
+ * state is read and written by name (replay_state_get/set: nbytes must be
+ * the state's size, TG_ERR_SHAPE otherwise; an unknown name is TG_ERR_ARG
+ * naming the states there are; not while the session runs) or by index
+ * (replay_state_data: the session's buffer, valid until the session is
+ * freed).  Only the cpu backend runs plans with state.
+ */
+TG_API int32_t replay_num_states(const replay_plan *p);
+TG_API const char *replay_state_name(const replay_plan *p, int32_t i);
+TG_API const graph_type *replay_state_type(const replay_plan *p, int32_t i);
+TG_API int32_t replay_state_find(const replay_plan *p, const char *name);
+TG_API tg_status replay_state_get(replay_session *s, const char *name, void *data,
+                                  size_t nbytes);
+TG_API tg_status replay_state_set(replay_session *s, const char *name, const void *data,
+                                  size_t nbytes);
+TG_API const void *replay_state_data(const replay_session *s, int32_t i);
+TG_API void *replay_state_data_mut(replay_session *s, int32_t i);
+
 /* ---- Backends, by name ---- */
 
 /*

@@ -62,6 +62,11 @@ struct replay_session {
     char kerr[1024];
     char err[1536];
     atomic_int busy; /* a thread is inside replay_run (see acquire) */
+    /* State (a training step's graph): each state's current value, owned
+     * by the session (the graph's initial data copied at creation), and
+     * per value the state it is (-1: none). */
+    void **stbuf;
+    int32_t *state_of;
 };
 
 /*
@@ -169,6 +174,8 @@ static const void *value_ptr(const replay_session *s, const replay_variant *v, i
     }
     if (val->kind == GRAPH_VALUE_INPUT)
         return NULL;
+    if (val->kind == GRAPH_VALUE_STATE)
+        return s->stbuf[s->state_of[id]];
     return val->data;
 }
 
@@ -268,6 +275,43 @@ static bound *bind(replay_session *s, replay_variant *v)
     return b;
 }
 
+static void states_free(replay_session *s)
+{
+    for (int32_t i = 0; s->stbuf && i < s->p->g->nstates; i++)
+        tg_free(s->stbuf[i]);
+    tg_free(s->stbuf);
+    tg_free(s->state_of);
+    s->stbuf = NULL;
+    s->state_of = NULL;
+}
+
+/* The session's own copy of each state, from the graph's initial data. */
+static tg_status states_new(replay_session *s)
+{
+    const graph *g = s->p->g;
+    s->stbuf = tg_calloc((size_t)g->nstates, sizeof *s->stbuf);
+    s->state_of = tg_malloc(sizeof(int32_t) * (size_t)g->nvalues);
+    if (!s->stbuf || !s->state_of) {
+        states_free(s);
+        return TG_ERR_NOMEM;
+    }
+    for (int32_t v = 0; v < g->nvalues; v++)
+        s->state_of[v] = -1;
+    for (int32_t i = 0; i < g->nstates; i++) {
+        const graph_value *val = &g->values[g->states[i].value];
+        size_t nb = graph_value_nbytes(val);
+        s->state_of[g->states[i].value] = i;
+        s->stbuf[i] = tg_aligned_alloc(64, nb ? (nb + 63) & ~(size_t)63 : 64);
+        if (!s->stbuf[i]) {
+            states_free(s);
+            return TG_ERR_NOMEM;
+        }
+        if (nb)
+            memcpy(s->stbuf[i], val->data, nb); /* verified: a state has data */
+    }
+    return TG_OK;
+}
+
 replay_session *replay_session_create(replay_plan *p, void *workspace, size_t size, char *err,
                                       size_t errlen)
 {
@@ -307,6 +351,13 @@ replay_session *replay_session_create(replay_plan *p, void *workspace, size_t si
         tg_free(s->warns.told);
         tg_free(s);
         tg_errf(err, errlen, "replay_session_create: out of memory");
+        return NULL;
+    }
+    if (p->g->nstates && states_new(s) != TG_OK) {
+        tg_free(s->in);
+        tg_free(s->warns.told);
+        tg_free(s);
+        tg_errf(err, errlen, "replay_session_create: out of memory (the state)");
         return NULL;
     }
     if (p->backend->session_new) {
@@ -377,6 +428,7 @@ void replay_session_free(replay_session *s)
         s->p->backend->session_free(s->bsession);
     if (s->own_arena)
         tg_free(s->arena);
+    states_free(s);
     tg_free(s->in);
     tg_free(s->warns.told);
     replay_plan *p = s->p;
@@ -536,7 +588,20 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
                         replay_node_str(s->p, steps[k].node, what, sizeof what), s->kerr);
         }
     }
-    return deliver(s, b, in, outputs, nout);
+    tg_status ds = deliver(s, b, in, outputs, nout);
+    /* the step's end: each state takes its next value (after the outputs,
+     * which may point at a state's old value, were delivered or copied) */
+    const graph *g = s->p->g;
+    for (int32_t i = 0; i < g->nstates; i++) {
+        int32_t nx = g->states[i].next;
+        if (nx == g->states[i].value)
+            continue;
+        const void *src = g->values[nx].kind == GRAPH_VALUE_INPUT
+                              ? in[input_index(g, nx)]->input
+                              : value_ptr(s, b->v, nx);
+        memcpy(s->stbuf[i], src, graph_value_nbytes(&g->values[nx]));
+    }
+    return ds;
 }
 
 tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
@@ -549,4 +614,100 @@ tg_status replay_run(replay_session *s, const replay_tensor *inputs, int nin,
     tg_status st = run(s, inputs, nin, outputs, nout);
     release(s);
     return st;
+}
+
+/* ---- state ---- */
+
+int32_t replay_num_states(const replay_plan *p) { return p ? p->g->nstates : 0; }
+
+const char *replay_state_name(const replay_plan *p, int32_t i)
+{
+    return p && i >= 0 && i < p->g->nstates ? p->g->values[p->g->states[i].value].name : NULL;
+}
+
+const graph_type *replay_state_type(const replay_plan *p, int32_t i)
+{
+    return p && i >= 0 && i < p->g->nstates ? &p->g->values[p->g->states[i].value].type : NULL;
+}
+
+int32_t replay_state_find(const replay_plan *p, const char *name)
+{
+    for (int32_t i = 0; p && name && i < p->g->nstates; i++)
+        if (!strcmp(p->g->values[p->g->states[i].value].name, name))
+            return i;
+    return -1;
+}
+
+/* State i of s by name, or -1 with s's error naming the states there are. */
+static int32_t state_lookup(replay_session *s, const char *what, const char *name)
+{
+    int32_t i = replay_state_find(s->p, name);
+    if (i >= 0)
+        return i;
+    char names[400];
+    size_t at = 0;
+    names[0] = '\0';
+    const graph *g = s->p->g;
+    for (int32_t k = 0; k < g->nstates && at < sizeof names; k++) {
+        const char *n = g->values[g->states[k].value].name;
+        if (at + strlen(n) + 8 >= sizeof names) {
+            snprintf(names + at, sizeof names - at, ", ...");
+            break;
+        }
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", n);
+    }
+    fail(s, TG_ERR_ARG, "%s: the plan has no state named \"%s\" (states: %s)", what,
+         name ? name : "(null)", at ? names : "none: not a training step");
+    return -1;
+}
+
+static tg_status state_io(replay_session *s, const char *what, const char *name, void *get,
+                          const void *set, size_t nbytes)
+{
+    if (!s)
+        return TG_ERR_NULL;
+    if (!name || (!get && !set))
+        return fail(s, TG_ERR_NULL, "%s: NULL argument", what);
+    if (!acquire(s))
+        return TG_ERR_STATE;
+    tg_status st = TG_OK;
+    int32_t i = state_lookup(s, what, name);
+    if (i < 0) {
+        st = s->status;
+    } else {
+        const graph_value *v = &s->p->g->values[s->p->g->states[i].value];
+        size_t nb = graph_value_nbytes(v);
+        if (nbytes != nb) {
+            char sh[160];
+            st = fail(s, TG_ERR_SHAPE, "%s: state \"%s\" is %s%s (%zu bytes), got %zu bytes",
+                      what, name, graph_dtype_name(v->type.dtype),
+                      graph_shape_str(&v->type, sh, sizeof sh), nb, nbytes);
+        } else if (get) {
+            memcpy(get, s->stbuf[i], nb);
+        } else {
+            memcpy(s->stbuf[i], set, nb);
+        }
+    }
+    release(s);
+    return st;
+}
+
+tg_status replay_state_get(replay_session *s, const char *name, void *data, size_t nbytes)
+{
+    return state_io(s, "replay_state_get", name, data, NULL, nbytes);
+}
+
+tg_status replay_state_set(replay_session *s, const char *name, const void *data, size_t nbytes)
+{
+    return state_io(s, "replay_state_set", name, NULL, data, nbytes);
+}
+
+const void *replay_state_data(const replay_session *s, int32_t i)
+{
+    return s && s->stbuf && i >= 0 && i < s->p->g->nstates ? s->stbuf[i] : NULL;
+}
+
+void *replay_state_data_mut(replay_session *s, int32_t i)
+{
+    return s && s->stbuf && i >= 0 && i < s->p->g->nstates ? s->stbuf[i] : NULL;
 }

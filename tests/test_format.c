@@ -316,8 +316,8 @@ static void test_dynamic_guards(void)
     CHECK_MSG(h != NULL, "loads from a file: %s", err);
     format_info info;
     CHECK(format_info_file(path, &info, err, sizeof err) == TG_OK);
-    CHECK(info.version == 1 && info.nsections == 9 && strcmp(info.sections[3].name, "nodes") == 0 &&
-          strcmp(info.sections[8].name, "target") == 0);
+    CHECK(info.version == 1 && info.nsections == 10 && strcmp(info.sections[3].name, "nodes") == 0 &&
+          strcmp(info.sections[8].name, "target") == 0 && strcmp(info.sections[9].name, "states") == 0);
     remove(path);
     if (g && h) {
         check_same_graph(g, h, "dynamic");
@@ -368,7 +368,7 @@ static void test_options(void)
     format_info info;
     CHECK(format_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_OK);
     CHECK(format_info_mem(buf, len, "m", &info, err, sizeof err) == TG_OK);
-    uint64_t sum = 32 + 40 * 9 + 8;
+    uint64_t sum = 32 + 40 * 10 + 8;
     for (int i = 0; i < info.nsections; i++) {
         CHECK(info.sections[i].offset == sum && info.sections[i].id == (uint32_t)i + 1);
         sum += info.sections[i].stored;

@@ -352,18 +352,20 @@ static void test_file(void)
     graph *h = format_load_mem(buf, len, "a.tgraph", err, sizeof err);
     CHECK_MSG(h && h->target && strcmp(h->target, "cpu avx2") == 0, "target kept: %s", err);
     graph_free(h);
-    /* an older file: the same without its last section, the target */
+    /* an older file: the same without its last sections, the target (9)
+     * and the states (10), which came after it */
     uint8_t *b = buf;
-    uint32_t n = (uint32_t)format_get_le(b + 12, 4);
-    const uint8_t *last = b + 32 + 40 * (n - 1);
-    CHECK(n == 9 && format_get_le(last, 4) == 9);
-    uint64_t off = format_get_le(last + 8, 8);
-    size_t hdr = 32 + 40 * (size_t)(n - 1), body = (size_t)off - (32 + 40 * (size_t)n + 8);
+    uint32_t n = (uint32_t)format_get_le(b + 12, 4), keep = 8, drop = n - keep;
+    CHECK(n == 10 && format_get_le(b + 32 + 40 * 8, 4) == 9 &&
+          format_get_le(b + 32 + 40 * 9, 4) == 10);
+    /* sections follow each other: the kept ones end where section 9 starts */
+    uint64_t off = format_get_le(b + 32 + 40 * keep + 8, 8);
+    size_t hdr = 32 + 40 * (size_t)keep, body = (size_t)off - (32 + 40 * (size_t)n + 8);
     uint8_t *old = malloc(hdr + 8 + body);
     memcpy(old, b, hdr);
-    for (uint32_t i = 0; i + 1 < n; i++) /* the offsets move back by one entry */
-        put_le(old + 32 + 40 * i + 8, format_get_le(b + 32 + 40 * i + 8, 8) - 40, 8);
-    put_le(old + 12, n - 1, 4);
+    for (uint32_t i = 0; i < keep; i++) /* the offsets move back by the dropped entries */
+        put_le(old + 32 + 40 * i + 8, format_get_le(b + 32 + 40 * i + 8, 8) - 40 * drop, 8);
+    put_le(old + 12, keep, 4);
     put_le(old + 16, hdr + 8 + body, 8);
     put_le(old + hdr, format_xxh64(old, hdr, 0), 8);
     memcpy(old + hdr + 8, b + 32 + 40 * n + 8, body);

@@ -683,7 +683,7 @@ static const struct {
     {H "  %1: f32[2] = relu(%x) !\n" R, "line 2, col 25: expected a provenance label after '!'"},
     {H "  %1: f32[2] relu(%x)\n" R, "line 2, col 14: expected '=' after the defined values, got 'relu'"},
     {H "  foo\n" R,
-     "line 2, col 3: expected a statement (%value, sym, guard, return or '}'), got 'foo'"},
+     "line 2, col 3: expected a statement (%value, sym, guard, return, next or '}'), got 'foo'"},
     {H "  %1: f32[2] = relu(%x %x)\n" R, "line 2, col 24: expected ',' between inputs, got '%x'"},
 };
 

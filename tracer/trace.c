@@ -99,8 +99,28 @@ typedef struct out_name {
     UT_hash_handle hh;
 } out_name;
 
+/* A tensor declared state (trace_state, eager_declare_state): held until
+ * the trace ends; value is its state value. */
+typedef struct trace_stv {
+    eager_tensor *t;
+    int32_t value;
+    eager_site site;
+} trace_stv;
+
+/* A tensor written by eager_assign during the trace: held until the trace
+ * ends; orig is its value before the first write (-1: never traced). */
+typedef struct trace_wr {
+    eager_tensor *t;
+    int32_t orig;
+    eager_site site;
+} trace_wr;
+
 typedef struct trace_state {
     graph *g;
+    trace_stv *stv;
+    int32_t nstv, cap_stv;
+    trace_wr *wr;
+    int32_t nwr, cap_wr;
     trace_opts opts;
     uint32_t id;
     eager_hooks hooks;
@@ -426,6 +446,120 @@ static tg_status on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
     return TG_OK;
 }
 
+/* "model.c:42 (fn)" */
+static const char *site_str(const eager_site *s, char *buf, size_t n)
+{
+    const char *f = s && s->file ? strrchr(s->file, '/') : NULL;
+    snprintf(buf, n, "%s:%d (%s)", f ? f + 1 : s && s->file ? s->file : "?", s ? s->line : 0,
+             s && s->func ? s->func : "?");
+    return buf;
+}
+
+static trace_stv *find_stv(trace_state *st, const eager_tensor *t)
+{
+    for (int32_t i = 0; i < st->nstv; i++)
+        if (st->stv[i].t == t)
+            return &st->stv[i];
+    return NULL;
+}
+
+static trace_wr *find_wr(trace_state *st, const eager_tensor *t)
+{
+    for (int32_t i = 0; i < st->nwr; i++)
+        if (st->wr[i].t == t)
+            return &st->wr[i];
+    return NULL;
+}
+
+/* Grows a list of n entries of size sz at *p (capacity *cap) by one slot. */
+static int grow_list(void **p, int32_t n, int32_t *cap, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    int32_t c = *cap ? 2 * *cap : 16;
+    void *q = tg_realloc(*p, sz * (size_t)c);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/*
+ * Declares t state under name (trace_state, eager_declare_state).  A tensor
+ * declared twice keeps its first name; a name is one tensor's.  The state
+ * value's data is taken at freeze (the tensor's contents then: the state
+ * after the traced step, where a replay continues).
+ */
+static tg_status declare_state(trace_state *st, eager_tensor *t, const char *name,
+                               const char *what, const eager_site *site)
+{
+    char msg[700], a[300];
+    if (find_stv(st, t))
+        return TG_OK;
+    for (int32_t i = 0; i < st->nstv; i++)
+        if (!strcmp(st->g->values[st->stv[i].value].name, name)) {
+            snprintf(msg, sizeof msg, "%s: the name \"%s\" already names the state of another "
+                     "tensor (declared at %s)", what, name, site_str(&st->stv[i].site, a, sizeof a));
+            return fail(NULL, TG_ERR_ARG, site, "%s", msg);
+        }
+    trace_wr *w = find_wr(st, t);
+    if (w) {
+        snprintf(msg, sizeof msg, "%s: \"%s\" was written at %s before this declaration: "
+                 "declare state before the step writes it (before the forward pass)", what,
+                 name, site_str(&w->site, a, sizeof a));
+        return fail(NULL, TG_ERR_STATE, site, "%s", msg);
+    }
+    int32_t v = traced_value(st, t);
+    if (v >= 0) {
+        graph_value *val = &st->g->values[v];
+        if (val->kind == GRAPH_VALUE_INPUT || val->kind == GRAPH_VALUE_INTER) {
+            snprintf(msg, sizeof msg, "%s: \"%s\" is %s of the step; state is a tensor made "
+                     "before the step that the step reads and writes", what, name,
+                     val->kind == GRAPH_VALUE_INPUT ? "an input (trace_input)"
+                                                    : "a value computed inside");
+            return fail(NULL, TG_ERR_STATE, site, "%s", msg);
+        }
+        /* a param or a constant captured by an earlier read: the same
+         * tensor, from here on state */
+        const char *n = graph_intern(st->g, name, -1);
+        if (!n)
+            return fail_graph(st, site);
+        val->kind = GRAPH_VALUE_STATE;
+        val->name = n;
+    } else {
+        v = graph_add_value(st->g, GRAPH_VALUE_STATE, eager_type(t), name);
+        if (v < 0)
+            return fail_graph(st, site);
+        eager_set_tag(t, make_tag(st, v));
+    }
+    if (grow_list((void **)&st->stv, st->nstv, &st->cap_stv, sizeof *st->stv) < 0)
+        return fail(st, TG_ERR_NOMEM, site, "%s", "trace: out of memory");
+    st->stv[st->nstv++] = (trace_stv){eager_retain(t), v, *site};
+    return TG_OK;
+}
+
+static tg_status on_state(void *ud, eager_tensor *t, const char *name, const eager_site *site)
+{
+    return declare_state(ud, t, name, "eager_declare_state", site);
+}
+
+/* eager_assign(dst, src): dst holds src's value from here on. */
+static tg_status on_write(void *ud, eager_tensor *dst, eager_tensor *src, const eager_site *site)
+{
+    trace_state *st = ud;
+    int32_t vs = input_value(st, src, site);
+    if (vs < 0)
+        return eager_status();
+    if (!find_wr(st, dst)) {
+        if (grow_list((void **)&st->wr, st->nwr, &st->cap_wr, sizeof *st->wr) < 0)
+            return fail(st, TG_ERR_NOMEM, site, "%s", "trace: out of memory");
+        st->wr[st->nwr++] = (trace_wr){eager_retain(dst), traced_value(st, dst), *site};
+    }
+    eager_set_tag(dst, make_tag(st, vs));
+    return TG_OK;
+}
+
 /* The element as a double (for guards). */
 static double element(const eager_tensor *t, int64_t i)
 {
@@ -457,6 +591,16 @@ static tg_status on_read(void *ud, const eager_tensor *t, eager_read_kind kind,
     }
     if (vk == GRAPH_VALUE_CONST)
         return TG_OK; /* constants cannot change at replay */
+    if (vk == GRAPH_VALUE_STATE) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "trace: reading state \"%s\" on the host (%s) would bake "
+                 "its value into the step, and state changes from step to step: keep it a "
+                 "tensor (compute with ops), or read it outside the trace",
+                 st->g->values[v].name ? st->g->values[v].name : "?",
+                 kind == EAGER_READ_DECISION ? "eager_bool"
+                 : kind == EAGER_READ_BUFFER ? "eager_data" : "eager_item/eager_get");
+        return fail(st, TG_ERR_UNSUPPORTED, site, "%s", msg);
+    }
     graph_guard gd = {v, GRAPH_GUARD_VALUE, st->opts.value_reads, index, 0, 0, -1};
     if (kind == EAGER_READ_DECISION) {
         gd.kind = GRAPH_GUARD_DECISION;
@@ -505,6 +649,12 @@ static graph *end_trace(trace_state *st, int keep_graph)
         HASH_DEL(st->outs, o);
         tg_free(o);
     }
+    for (int32_t i = 0; i < st->nstv; i++)
+        eager_release(st->stv[i].t);
+    for (int32_t i = 0; i < st->nwr; i++)
+        eager_release(st->wr[i].t);
+    tg_free(st->stv);
+    tg_free(st->wr);
     tg_free(st);
     tl_trace = NULL;
     if (open_key_ok)
@@ -562,7 +712,7 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     const char *e = getenv("TG_TRACE_WARN_OPS");
     long n = e ? strtol(e, NULL, 10) : 0;
     st->warn_at = n > 0 && n < INT32_MAX ? (int32_t)n : TRACE_WARN_NODES;
-    st->hooks = (eager_hooks){on_op, NULL, on_read, st};
+    st->hooks = (eager_hooks){on_op, NULL, on_read, st, on_write, on_state};
     st->prev_hooks = eager_set_hooks(&st->hooks);
     tl_trace = st;
     pthread_once(&open_once, open_key_make);
@@ -654,6 +804,62 @@ tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
     if (v < 0 || graph_set_data(st->g, v, eager_peek(t), eager_nbytes(t)) != TG_OK)
         return fail_graph(st, &site);
     eager_set_tag(t, make_tag(st, v));
+    return TG_OK;
+}
+
+tg_status trace_state_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
+{
+    eager_site site = {site_file_, site_line_, site_func_};
+    trace_state *st = need_trace("trace_state", &site);
+    if (!st)
+        return eager_status();
+    if (!t || t == EAGER_NONE) {
+        eager_set_error(TG_ERR_NULL, &site, "trace_state: no tensor");
+        return TG_ERR_NULL;
+    }
+    if (eager_check_at(site.file, site.line, site.func, t, "trace_state") != TG_OK)
+        return eager_status();
+    if (!name || !*name) {
+        eager_set_error(TG_ERR_ARG, &site, "trace_state: %s name (every state needs one: "
+                        "replay and checkpoints find states by name)", name ? "an empty" : "a NULL");
+        return TG_ERR_ARG;
+    }
+    return declare_state(st, t, name, "trace_state", &site);
+}
+
+/*
+ * At freeze: each state gets its data (its tensor's contents now) and its
+ * next value (what its tensor holds now); a tensor from before the step
+ * that the step wrote must be state.
+ */
+static tg_status finish_states(trace_state *st, const eager_site *site)
+{
+    char msg[700], a[300];
+    for (int32_t i = 0; i < st->nwr; i++) {
+        const trace_wr *w = &st->wr[i];
+        if (find_stv(st, w->t))
+            continue;
+        if (w->orig >= 0 && st->g->values[w->orig].kind == GRAPH_VALUE_INTER)
+            continue; /* made inside the step: a new value, nothing persists */
+        snprintf(msg, sizeof msg, "trace_freeze: the step writes a tensor from before the step "
+                 "that is not state (eager_assign at %s): its new value would be lost at "
+                 "replay; declare it with trace_state(t, name) before the step",
+                 site_str(&w->site, a, sizeof a));
+        eager_set_error(TG_ERR_STATE, site, "%s", msg);
+        return TG_ERR_STATE;
+    }
+    for (int32_t i = 0; i < st->nstv; i++) {
+        const trace_stv *s = &st->stv[i];
+        int32_t next = traced_value(st, s->t);
+        if (next < 0)
+            next = s->value;
+        if (graph_set_data(st->g, s->value, eager_peek(s->t), eager_nbytes(s->t)) != TG_OK ||
+            graph_add_state(st->g, s->value, next) != TG_OK) {
+            eager_set_error(graph_error_status(st->g), site, "trace_freeze: %s",
+                            graph_error(st->g));
+            return graph_error_status(st->g);
+        }
+    }
     return TG_OK;
 }
 
@@ -801,7 +1007,11 @@ graph *trace_freeze_at(EAGER_SITE_PARAMS)
                         "trace_output before freezing)");
         return NULL;
     }
-    tg_status s = TG_OK;
+    tg_status s = finish_states(st, &site);
+    if (s != TG_OK) {
+        end_trace(st, 0);
+        return NULL;
+    }
     if (st->opts.capture_stack && (s = trace_stack_symbolize(g)) == TG_OK)
         trim_frames(g, st->opts.max_depth);
     if (s == TG_OK)

@@ -91,6 +91,20 @@ TG_API tg_status trace_dynamic_at(EAGER_SITE_PARAMS, eager_tensor *t, int dim, c
 TG_API tg_status trace_param_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
 TG_API tg_status trace_output_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
 /*
+ * Declares t state of the traced step under name: a tensor made before the
+ * step that the step reads and writes (eager_assign) and that lives on
+ * across steps: a parameter, an optimizer's moments, batch norm's running
+ * statistics, a step count.  The graph reads it at the start of a run and
+ * pairs it with its value at the end (graph_add_state); its initial data
+ * is the tensor's contents at trace_freeze (the state after the traced
+ * step, where a replay goes on).  Declare before the step writes it.  The
+ * step writing a tensor from before the step that is not state fails
+ * trace_freeze, naming the write; so does reading state on the host
+ * (eager_item, eager_bool, eager_data).  Optimizers declare their own
+ * (eager_declare_state); a tensor declared twice keeps its first name.
+ */
+TG_API tg_status trace_state_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
+/*
  * Ends the trace and returns its graph (caller frees with graph_free), or
  * NULL with an error (no outputs, ...); the trace is over either way.
  */
@@ -108,6 +122,7 @@ TG_API int trace_active(void);
 
 #define trace_begin(opts) trace_begin_at(EAGER_SITE, opts)
 #define trace_input(t, name) trace_input_at(EAGER_SITE, t, name)
+#define trace_state(t, name) trace_state_at(EAGER_SITE, t, name)
 #define trace_dynamic(t, dim, sym) trace_dynamic_at(EAGER_SITE, t, dim, sym)
 #define trace_param(t, name) trace_param_at(EAGER_SITE, t, name)
 #define trace_output(t, name) trace_output_at(EAGER_SITE, t, name)

@@ -1,0 +1,380 @@
+/*
+ * test_train_state.c - a training step captured whole (issue 32, item 5):
+ * the forward, the loss, eager_backward and an SGD update written with
+ * ops and eager_assign, traced with the parameters and the learning rate
+ * declared state (trace_state).  Checks: the graph's states (names, next
+ * values), the .tgraph and text IR keep them, replay continues training
+ * from the traced state and equals the eager loop step for step (bit for
+ * bit at -O0, 1e-5 relative at -O2), the learning rate is run-time state
+ * (a schedule on one graph), a session's state is read and written by
+ * name; and the refusals with their messages: a write to a tensor that is
+ * not state, state read on the host, state declared after its write, an
+ * input declared state, a duplicate name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eager/eager.h"
+#include "formats/tgraph.h"
+#include "graph/text.h"
+#include "optimize/opt.h"
+#include "replay/replay.h"
+#include "tracer/trace.h"
+
+enum { N = 8, D = 5, H = 6, C = 3 };
+
+static eager_tensor *rand_t(graph_ints shape, uint64_t seed, float lo, float hi)
+{
+    int64_t n = 1;
+    for (int i = 0; i < shape.n; i++)
+        n *= shape.v[i];
+    float *f = malloc((size_t)n * sizeof *f);
+    check_fill(f, n, seed, lo, hi);
+    eager_tensor *t = eager_from_data(GRAPH_F32, shape, f);
+    free(f);
+    return t;
+}
+
+typedef struct model {
+    eager_tensor *w1, *b1, *w2, *b2, *lr;
+} model;
+
+static model make_model(void)
+{
+    model m;
+    m.w1 = rand_t(TG_SHAPE(H, D), 11, -0.6f, 0.6f);
+    m.b1 = rand_t(TG_SHAPE(H), 12, -0.1f, 0.1f);
+    m.w2 = rand_t(TG_SHAPE(C, H), 13, -0.6f, 0.6f);
+    m.b2 = rand_t(TG_SHAPE(C), 14, -0.1f, 0.1f);
+    m.lr = eager_scalar(0.05);
+    eager_tensor *p[4] = {m.w1, m.b1, m.w2, m.b2};
+    for (int i = 0; i < 4; i++)
+        eager_requires_grad(p[i], 1);
+    return m;
+}
+
+static void free_model(model *m)
+{
+    eager_tensor *p[5] = {m->w1, m->b1, m->w2, m->b2, m->lr};
+    for (int i = 0; i < 5; i++) {
+        eager_zero_grad(p[i]);
+        eager_release(p[i]);
+    }
+}
+
+/* One eager step: forward, MSE loss, backward, SGD; returns the loss. */
+static double step(model *m, eager_tensor *x, eager_tensor *y, eager_tensor **loss_out)
+{
+    eager_pool_push();
+    eager_tensor *h = eager_relu(eager_linear(x, m->w1, m->b1));
+    eager_tensor *o = eager_linear(h, m->w2, m->b2);
+    eager_tensor *loss = eager_mse_loss(o, y);
+    CHECK(eager_backward(loss) == TG_OK);
+    eager_tensor *p[4] = {m->w1, m->b1, m->w2, m->b2};
+    eager_no_grad_begin();
+    for (int i = 0; i < 4; i++) {
+        eager_tensor *np = eager_sub(p[i], eager_mul(m->lr, eager_grad(p[i])));
+        CHECK(eager_assign(p[i], np) == TG_OK);
+        eager_zero_grad(p[i]);
+    }
+    eager_no_grad_end();
+    double l = eager_peek(loss) ? *(const float *)eager_peek(loss) : NAN;
+    if (loss_out)
+        *loss_out = eager_retain(loss);
+    eager_pool_pop();
+    return l;
+}
+
+static eager_tensor *batch_x(int k) { return rand_t(TG_SHAPE(N, D), 100 + (uint64_t)k, -1, 1); }
+static eager_tensor *batch_y(int k) { return rand_t(TG_SHAPE(N, C), 200 + (uint64_t)k, -1, 1); }
+
+/* Traces one step (after `warm` eager steps); returns the graph. */
+static graph *trace_step(model *m, int warm)
+{
+    for (int k = 0; k < warm; k++) {
+        eager_tensor *x = batch_x(k), *y = batch_y(k);
+        step(m, x, y, NULL);
+        eager_release(x);
+        eager_release(y);
+    }
+    eager_tensor *x = batch_x(warm), *y = batch_y(warm), *loss = NULL;
+    CHECK(trace_begin(NULL) == TG_OK);
+    CHECK(trace_input(x, "x") == TG_OK && trace_input(y, "y") == TG_OK);
+    CHECK(trace_state(m->w1, "fc1.weight") == TG_OK && trace_state(m->b1, "fc1.bias") == TG_OK &&
+          trace_state(m->w2, "fc2.weight") == TG_OK && trace_state(m->b2, "fc2.bias") == TG_OK &&
+          trace_state(m->lr, "lr") == TG_OK);
+    step(m, x, y, &loss);
+    CHECK(trace_output(loss, "loss") == TG_OK);
+    graph *g = trace_freeze();
+    CHECK_MSG(g != NULL, "%s", eager_error());
+    eager_release(loss);
+    eager_release(x);
+    eager_release(y);
+    return g;
+}
+
+static void check_graph_states(const graph *g)
+{
+    CHECK(graph_num_states(g) == 5);
+    const char *want[5] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "lr"};
+    for (int i = 0; i < 5 && i < graph_num_states(g); i++) {
+        int32_t v = graph_state_value(g, i), nx = graph_state_next(g, i);
+        CHECK_MSG(graph_value_name(g, v) && !strcmp(graph_value_name(g, v), want[i]),
+                  "state %d is %s", i, graph_value_name(g, v));
+        CHECK(graph_value_kind_of(g, v) == GRAPH_VALUE_STATE);
+        /* the parameters change every step, the learning rate does not */
+        CHECK(i < 4 ? nx != v : nx == v);
+    }
+}
+
+/* Replays `steps` steps from g's state and eagerly from m, comparing the
+ * losses and the final parameters; returns the largest relative gap. */
+static double replay_vs_eager(graph *g, model *m, int first, int steps, int level, double tol)
+{
+    char err[1024];
+    graph *h = g;
+    if (level > 0) {
+        h = graph_clone(g);
+        opt_options o = OPT_OPTIONS_INIT;
+        o.level = level;
+        opt_report rep;
+        CHECK_MSG(opt_optimize(h, &o, &rep, err, sizeof err) == TG_OK, "%s", err);
+        CHECK(graph_num_states(h) == 5);
+    }
+    replay_plan *p = replay_compile(h, NULL, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    if (!p)
+        return INFINITY;
+    replay_session *s = replay_session_create(p, NULL, 0, err, sizeof err);
+    CHECK_MSG(s != NULL, "%s", err);
+    double worst = 0;
+    for (int k = first; k < first + steps; k++) {
+        eager_tensor *x = batch_x(k), *y = batch_y(k);
+        replay_tensor in[2] = {{.name = "x", .type = *eager_type(x), .input = eager_peek(x)},
+                               {.name = "y", .type = *eager_type(y), .input = eager_peek(y)}};
+        float rl = NAN;
+        replay_tensor out = {.name = "loss", .type = {GRAPH_F32, 0, {0}}, .data = &rl,
+                             .size = sizeof rl};
+        CHECK_MSG(replay_run(s, in, 2, &out, 1) == TG_OK, "%s", replay_session_error(s));
+        double el = step(m, x, y, NULL);
+        double gap = fabs(rl - el) / fmax(fabs(el), 1e-6);
+        worst = fmax(worst, gap);
+        eager_release(x);
+        eager_release(y);
+    }
+    eager_tensor *params[4] = {m->w1, m->b1, m->w2, m->b2};
+    const char *names[4] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+    for (int i = 0; i < 4; i++) {
+        int64_t n = eager_numel(params[i]);
+        float *buf = malloc((size_t)n * sizeof *buf);
+        CHECK(replay_state_get(s, names[i], buf, (size_t)n * sizeof *buf) == TG_OK);
+        const float *e = eager_peek(params[i]);
+        for (int64_t j = 0; j < n; j++)
+            worst = fmax(worst, fabs(buf[j] - e[j]) / fmax(fabs(e[j]), 1e-3));
+        free(buf);
+    }
+    CHECK_MSG(worst <= tol, "-O%d: replay vs eager over %d steps: %.3g (tolerance %.3g)", level,
+              steps, worst, tol);
+    replay_session_free(s);
+    replay_plan_free(p);
+    if (h != g)
+        graph_free(h);
+    return worst;
+}
+
+static void test_capture_and_replay(void)
+{
+    /* two models from the same start: one traced at step 2 then replayed,
+     * the other stepped eagerly alongside */
+    model a = make_model(), b = make_model();
+    graph *g = trace_step(&a, 2);
+    if (!g)
+        return;
+    check_graph_states(g);
+    if (getenv("TG_DEBUG_TEXT"))
+        graph_print(g, stderr, NULL);
+    for (int k = 0; k < 3; k++) {
+        eager_tensor *x = batch_x(k), *y = batch_y(k);
+        step(&b, x, y, NULL);
+        eager_release(x);
+        eager_release(y);
+    }
+    /* b is now where a was at freeze: the state the graph holds */
+    double w0 = replay_vs_eager(g, &b, 3, 20, 0, 0);
+    printf("replay -O0 vs eager, 20 steps: largest relative gap %.3g\n", w0);
+
+    /* -O2 from the same state */
+    model c = make_model();
+    for (int k = 0; k < 3; k++) {
+        eager_tensor *x = batch_x(k), *y = batch_y(k);
+        step(&c, x, y, NULL);
+        eager_release(x);
+        eager_release(y);
+    }
+    double w2 = replay_vs_eager(g, &c, 3, 20, 2, 1e-5);
+    printf("replay -O2 vs eager, 20 steps: largest relative gap %.3g\n", w2);
+
+    /* the .tgraph keeps the states and their data */
+    char err[1024];
+    void *buf = NULL;
+    size_t len = 0;
+    CHECK_MSG(format_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_OK, "%s", err);
+    graph *l = format_load_mem(buf, len, "step.tgraph", err, sizeof err);
+    CHECK_MSG(l != NULL, "%s", err);
+    if (l) {
+        check_graph_states(l);
+        int32_t v = graph_state_value(l, 0);
+        CHECK(!memcmp(graph_value_data(l, v), graph_value_data(g, graph_state_value(g, 0)),
+                      (size_t)graph_type_numel(graph_value_type(l, v)) * 4));
+        graph_free(l);
+    }
+    free(buf);
+    /* and so does the text IR */
+    char *text = graph_print_str(g, NULL, NULL);
+    CHECK(text && strstr(text, "= state") && strstr(text, "next "));
+    graph *t = text ? graph_parse(text, strlen(text), err, sizeof err) : NULL;
+    CHECK_MSG(t != NULL, "%s", err);
+    if (t) {
+        check_graph_states(t);
+        graph_free(t);
+    }
+    free(text);
+    graph_free(g);
+    free_model(&a);
+    free_model(&b);
+    free_model(&c);
+}
+
+/* The learning rate is state: 0 freezes the parameters; by name. */
+static void test_state_by_name(void)
+{
+    model a = make_model();
+    graph *g = trace_step(&a, 0);
+    if (!g)
+        return;
+    char err[1024];
+    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    replay_session *s = p ? replay_session_create(p, NULL, 0, err, sizeof err) : NULL;
+    CHECK(s != NULL);
+    if (!s) {
+        replay_plan_free(p);
+        graph_free(g);
+        free_model(&a);
+        return;
+    }
+    CHECK(replay_num_states(p) == 5 && !strcmp(replay_state_name(p, 4), "lr") &&
+          replay_state_find(p, "fc2.bias") == 3 && replay_state_find(p, "nope") == -1);
+    float zero = 0, w_before[H * D], w_after[H * D];
+    CHECK(replay_state_set(s, "lr", &zero, sizeof zero) == TG_OK);
+    CHECK(replay_state_get(s, "fc1.weight", w_before, sizeof w_before) == TG_OK);
+    eager_tensor *x = batch_x(5), *y = batch_y(5);
+    replay_tensor in[2] = {{.name = "x", .type = *eager_type(x), .input = eager_peek(x)},
+                           {.name = "y", .type = *eager_type(y), .input = eager_peek(y)}};
+    CHECK(replay_run(s, in, 2, NULL, 0) == TG_OK);
+    CHECK(replay_state_get(s, "fc1.weight", w_after, sizeof w_after) == TG_OK);
+    CHECK(!memcmp(w_before, w_after, sizeof w_before));
+    float lr = 0.1f;
+    CHECK(replay_state_set(s, "lr", &lr, sizeof lr) == TG_OK);
+    CHECK(replay_run(s, in, 2, NULL, 0) == TG_OK);
+    CHECK(replay_state_get(s, "fc1.weight", w_after, sizeof w_after) == TG_OK);
+    CHECK(memcmp(w_before, w_after, sizeof w_before) != 0);
+    /* errors name what was wrong */
+    CHECK(replay_state_get(s, "fc9", w_after, sizeof w_after) == TG_ERR_ARG);
+    CHECK_MSG(strstr(replay_session_error(s), "no state named \"fc9\" (states: fc1.weight, "
+                                                "fc1.bias, fc2.weight, fc2.bias, lr)"),
+              "%s", replay_session_error(s));
+    CHECK(replay_state_set(s, "lr", w_after, 8) == TG_ERR_SHAPE);
+    CHECK_MSG(strstr(replay_session_error(s), "state \"lr\" is f32[] (4 bytes), got 8 bytes"),
+              "%s", replay_session_error(s));
+    eager_release(x);
+    eager_release(y);
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    free_model(&a);
+}
+
+static void expect_err(const char *what, const char *want)
+{
+    CHECK_MSG(strstr(eager_error(), want) != NULL, "%s: got \"%s\", want \"%s\"", what,
+              eager_error(), want);
+    eager_clear_error();
+}
+
+static void test_refusals(void)
+{
+    model m = make_model();
+    eager_tensor *x = batch_x(0), *y = batch_y(0), *loss = NULL;
+
+    /* a parameter written but not declared state */
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    trace_input(y, "y");
+    trace_state(m.w1, "fc1.weight");
+    trace_state(m.b1, "fc1.bias");
+    trace_state(m.w2, "fc2.weight"); /* fc2.bias left out */
+    step(&m, x, y, &loss);
+    trace_output(loss, "loss");
+    CHECK(trace_freeze() == NULL);
+    expect_err("undeclared write", "trace_freeze: the step writes a tensor from before the step "
+                                   "that is not state (eager_assign at test_train_state.c:");
+    eager_release(loss);
+
+    /* reading state on the host */
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_state(m.lr, "lr");
+    double v = eager_item(m.lr);
+    (void)v;
+    expect_err("host read", "trace: reading state \"lr\" on the host (eager_item/eager_get) "
+                            "would bake its value into the step");
+    trace_abort();
+
+    /* state declared after the step wrote it */
+    CHECK(trace_begin(NULL) == TG_OK);
+    eager_tensor *one = eager_scalar(1);
+    eager_tensor *nb = eager_add(m.lr, one);
+    CHECK(eager_assign(m.lr, nb) == TG_OK);
+    CHECK(trace_state(m.lr, "lr") == TG_ERR_STATE);
+    expect_err("late declaration", "trace_state: \"lr\" was written at test_train_state.c:");
+    trace_abort();
+    eager_release(nb);
+    eager_release(one);
+
+    /* an input is not state; a name is one tensor's */
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    CHECK(trace_state(x, "x") == TG_ERR_STATE);
+    expect_err("input", "trace_state: \"x\" is an input (trace_input) of the step");
+    CHECK(trace_state(m.w1, "w") == TG_OK);
+    CHECK(trace_state(m.w2, "w") == TG_ERR_ARG);
+    expect_err("dup name", "trace_state: the name \"w\" already names the state of another "
+                           "tensor (declared at test_train_state.c:");
+    CHECK(trace_state(m.w1, "other") == TG_OK); /* keeps its first name */
+    CHECK(trace_state(m.b1, "") == TG_ERR_ARG);
+    eager_clear_error();
+    trace_abort();
+
+    /* eager_assign's own checks */
+    eager_tensor *small = eager_scalar(3);
+    CHECK(eager_assign(m.w1, small) == TG_ERR_SHAPE);
+    expect_err("assign shape", "eager_assign: the destination is f32 [6,5], the source f32 []");
+    CHECK(eager_assign(m.w1, m.w1) == TG_ERR_STATE); /* requires grad, grad recording on */
+    expect_err("assign grad", "eager_assign: the destination requires a gradient");
+    eager_release(small);
+
+    eager_release(x);
+    eager_release(y);
+    free_model(&m);
+}
+
+int main(void)
+{
+    test_capture_and_replay();
+    test_state_by_name();
+    test_refusals();
+    return check_done();
+}
