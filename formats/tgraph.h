@@ -47,16 +47,16 @@
  * checksums and the tiling rule, every bit of a file is covered: any
  * single-bit flip is detected.  Readers skip sections of unknown id (room
  * for optional additions); each known id appears once, and the eight
- * first below are required (9, target, is optional).
+ * first below are required (9, target, and 10, states, are optional).
  *
  * Codes (fixed by the format, independent of the C enums):
- *   value kind  0 input, 1 param, 2 const, 3 inter
+ *   value kind  0 input, 1 param, 2 const, 3 inter, 4 state
  *   dtype       0 f32, 1 i64, 2 i32, 3 bool
  *   attr kind   0 i64, 1 f32, 2 ints, 3 dtype, 4 str
  *   guard kind  0 value, 1 decision, 2 buffer, 3 size (index: the dim);
  *               policy 0 strict, 1 warn, 2 off
  *   node flags  bit 0 dead, bit 1 specialized (others must be 0)
- *   value flags bit 0 has data (param/const only; others must be 0)
+ *   value flags bit 0 has data (param/const/state only; others must be 0)
  *
  * Sections (id name: raw content):
  *   1 strings:    u32 count; count x { u32 len; len bytes (no NUL byte) }
@@ -90,7 +90,7 @@
  *   7 signature:  str graph name; u32 ninputs; ninputs x i32 value;
  *                 u32 noutputs; noutputs x { i32 value; str name }
  *                 (output names present and unique)
- *   8 constants:  the data of every param/const with data, each at its
+ *   8 constants:  the data of every param/const/state with data, each at its
  *                 value's offset: 64-byte aligned, in value order, not
  *                 overlapping, numel * dtype size bytes; every other byte
  *                 (padding, gaps) is zero.  Stored as ceil(raw / 4 MiB)
@@ -103,6 +103,13 @@
  *                 replay_compile re-plans when its backend's differs.
  *                 Written by every build since it was added; a file
  *                 without it loads with no target.
+ *  10 states:     u32 count; count x { i32 value; i32 next }: each state
+ *                 value (kind state, listed once; every state value
+ *                 listed) and the value it holds at the end of a run (of
+ *                 its type).  Written by every build since it was added
+ *                 (count 0 for a graph without state); a reader that
+ *                 predates it stops at kind 4 of a training graph's
+ *                 values, and loads every other file as before.
  *
  * Data is loaded into 64-byte aligned buffers (2 MiB aligned, as huge
  * pages, from 4 MiB up).  The stored value hash is kept as written (the

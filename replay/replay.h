@@ -328,6 +328,18 @@ TG_API tg_status replay_state_set(replay_session *s, const char *name, const voi
                                   size_t nbytes);
 TG_API const void *replay_state_data(const replay_session *s, int32_t i);
 TG_API void *replay_state_data_mut(replay_session *s, int32_t i);
+/*
+ * A session's state to a checkpoint file (formats/ckpt.h: every state by
+ * name, with the graph's name) and back, so a run stopped in one process
+ * resumes in another.  Loading checks the whole file first (checksum,
+ * structure: every damage an error with its byte offset) and then that it
+ * holds exactly the plan's states with their types; only then does any
+ * state change (all of them).  TG_OK, or an error in err.
+ */
+TG_API tg_status replay_state_save(replay_session *s, const char *path, char *err,
+                                   size_t errlen);
+TG_API tg_status replay_state_load(replay_session *s, const char *path, char *err,
+                                   size_t errlen);
 
 /* ---- Backends, by name ---- */
 

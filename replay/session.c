@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../formats/ckpt.h"
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "internal.h"
@@ -710,4 +711,120 @@ const void *replay_state_data(const replay_session *s, int32_t i)
 void *replay_state_data_mut(replay_session *s, int32_t i)
 {
     return s && s->stbuf && i >= 0 && i < s->p->g->nstates ? s->stbuf[i] : NULL;
+}
+
+tg_status replay_state_save(replay_session *s, const char *path, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    if (!s || !path) {
+        snprintf(err, errlen, "replay_state_save: NULL argument");
+        return TG_ERR_NULL;
+    }
+    const graph *g = s->p->g;
+    if (!g->nstates) {
+        snprintf(err, errlen, "replay_state_save: the plan has no state (not a training step)");
+        return TG_ERR_ARG;
+    }
+    if (!acquire(s)) {
+        snprintf(err, errlen, "%s", BUSY_MSG);
+        return TG_ERR_STATE;
+    }
+    format_ckpt_entry *e = tg_malloc(sizeof *e * (size_t)g->nstates);
+    tg_status st = TG_ERR_NOMEM;
+    if (e) {
+        for (int32_t i = 0; i < g->nstates; i++) {
+            const graph_value *v = &g->values[g->states[i].value];
+            e[i] = (format_ckpt_entry){v->name, v->type, s->stbuf[i]};
+        }
+        st = format_ckpt_save(path, g->name, e, g->nstates, err, errlen);
+    } else {
+        snprintf(err, errlen, "replay_state_save: out of memory");
+    }
+    tg_free(e);
+    release(s);
+    return st;
+}
+
+/* c matches s's plan: the same names and types, each once.  TG_OK, or an
+ * error naming the first difference. */
+static tg_status ckpt_matches(const replay_session *s, const format_ckpt *c, const char *path,
+                              int32_t *which, char *err, size_t errlen)
+{
+    const graph *g = s->p->g;
+    for (int32_t i = 0; i < g->nstates; i++) {
+        const graph_value *v = &g->values[g->states[i].value];
+        int32_t k = 0;
+        while (k < c->n && strcmp(c->e[k].name, v->name) != 0)
+            k++;
+        if (k == c->n) {
+            snprintf(err, errlen, "replay_state_load: %s holds no state \"%s\" (saved from graph "
+                     "\"%s\" with %d states, this plan's graph \"%s\" has %d): a checkpoint of "
+                     "another graph?", path, v->name, c->graph_name, (int)c->n, g->name,
+                     (int)g->nstates);
+            return TG_ERR_ARG;
+        }
+        if (!graph_type_eq(&c->e[k].type, &v->type)) {
+            char a[160], b[160];
+            snprintf(err, errlen, "replay_state_load: %s: state \"%s\" is %s %s there, %s %s in "
+                     "the plan", path, v->name, graph_dtype_name(c->e[k].type.dtype),
+                     graph_shape_str(&c->e[k].type, a, sizeof a), graph_dtype_name(v->type.dtype),
+                     graph_shape_str(&v->type, b, sizeof b));
+            return TG_ERR_SHAPE;
+        }
+        which[i] = k;
+    }
+    if (c->n != g->nstates) {
+        for (int32_t k = 0; k < c->n; k++)
+            if (replay_state_find(s->p, c->e[k].name) < 0) {
+                snprintf(err, errlen, "replay_state_load: %s holds state \"%s\", which the plan "
+                         "does not have (a checkpoint of another graph?)", path, c->e[k].name);
+                return TG_ERR_ARG;
+            }
+    }
+    return TG_OK;
+}
+
+tg_status replay_state_load(replay_session *s, const char *path, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err || !errlen) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    if (!s || !path) {
+        snprintf(err, errlen, "replay_state_load: NULL argument");
+        return TG_ERR_NULL;
+    }
+    const graph *g = s->p->g;
+    if (!g->nstates) {
+        snprintf(err, errlen, "replay_state_load: the plan has no state (not a training step)");
+        return TG_ERR_ARG;
+    }
+    format_ckpt c;
+    tg_status st = format_ckpt_load(path, &c, err, errlen);
+    if (st != TG_OK)
+        return st;
+    int32_t *which = tg_malloc(sizeof *which * (size_t)g->nstates);
+    if (!which) {
+        format_ckpt_free(&c);
+        snprintf(err, errlen, "replay_state_load: out of memory");
+        return TG_ERR_NOMEM;
+    }
+    st = ckpt_matches(s, &c, path, which, err, errlen);
+    if (st == TG_OK && !acquire(s)) {
+        snprintf(err, errlen, "%s", BUSY_MSG);
+        st = TG_ERR_STATE;
+    } else if (st == TG_OK) {
+        /* everything checked: all states change, or none */
+        for (int32_t i = 0; i < g->nstates; i++)
+            memcpy(s->stbuf[i], c.e[which[i]].data, graph_value_nbytes(&g->values[g->states[i].value]));
+        release(s);
+    }
+    tg_free(which);
+    format_ckpt_free(&c);
+    return st;
 }

@@ -15,9 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "eager/eager.h"
+#include "formats/ckpt.h"
+#include "formats/onnx.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
 #include "optimize/opt.h"
@@ -294,6 +298,19 @@ static void test_state_by_name(void)
     eager_release(y);
     replay_session_free(s);
     replay_plan_free(p);
+    /* ONNX holds no training step; OpenCL does not run one */
+    void *ob = NULL;
+    size_t olen = 0;
+    CHECK(format_onnx_save_mem(g, NULL, &ob, &olen, err, sizeof err) == TG_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err, "ONNX export: graph 'main' is a training step with 5 states "
+                          "(fc1.weight, ...)"), "%s", err);
+    replay_opts ro = REPLAY_OPTS_INIT;
+    ro.device = "opencl";
+    replay_plan *op = replay_compile(g, &ro, err, sizeof err);
+    CHECK_MSG(!op, "an OpenCL plan of a training step");
+    CHECK_MSG(!op && (strstr(err, "only the cpu backend runs such graphs, not opencl") ||
+                      strstr(err, "OpenCL")), "%s", err);
+    replay_plan_free(op);
     graph_free(g);
     free_model(&a);
 }
@@ -371,10 +388,157 @@ static void test_refusals(void)
     free_model(&m);
 }
 
+/* Runs steps [from, to) on s. */
+static void run_steps(replay_session *s, int from, int to)
+{
+    for (int k = from; k < to; k++) {
+        eager_tensor *x = batch_x(k), *y = batch_y(k);
+        replay_tensor in[2] = {{.name = "x", .type = *eager_type(x), .input = eager_peek(x)},
+                               {.name = "y", .type = *eager_type(y), .input = eager_peek(y)}};
+        CHECK_MSG(replay_run(s, in, 2, NULL, 0) == TG_OK, "%s", replay_session_error(s));
+        eager_release(x);
+        eager_release(y);
+    }
+}
+
+static void state_bytes(replay_session *s, const replay_plan *p, uint8_t *buf, size_t cap,
+                        size_t *len)
+{
+    *len = 0;
+    for (int32_t i = 0; i < replay_num_states(p); i++) {
+        size_t nb = (size_t)graph_type_numel(replay_state_type(p, i)) * 4;
+        if (*len + nb <= cap)
+            memcpy(buf + *len, replay_state_data(s, i), nb);
+        *len += nb;
+    }
+}
+
+/* Save half way, resume in a new process from the .tgraph and the
+ * checkpoint: the same state as the session that went on; damage. */
+static void test_checkpoint(void)
+{
+    model a = make_model();
+    graph *g = trace_step(&a, 1);
+    if (!g)
+        return;
+    char err[1024], gpath[64], cpath[64], rpath[64];
+    snprintf(gpath, sizeof gpath, "/tmp/tg_train_%d.tgraph", (int)getpid());
+    snprintf(cpath, sizeof cpath, "/tmp/tg_train_%d.tgstate", (int)getpid());
+    snprintf(rpath, sizeof rpath, "/tmp/tg_train_%d.result", (int)getpid());
+    CHECK_MSG(format_save(g, gpath, NULL, err, sizeof err) == TG_OK, "%s", err);
+    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
+    replay_session *s = p ? replay_session_create(p, NULL, 0, err, sizeof err) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    if (!s) {
+        graph_free(g);
+        free_model(&a);
+        return;
+    }
+    run_steps(s, 2, 7);
+    CHECK_MSG(replay_state_save(s, cpath, err, sizeof err) == TG_OK, "%s", err);
+    run_steps(s, 7, 12);
+    static uint8_t want[4096], got[4096];
+    size_t wlen, glen = 0;
+    state_bytes(s, p, want, sizeof want, &wlen);
+    CHECK(wlen > 0 && wlen <= sizeof want);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* a new process: nothing but the two files */
+        char e2[1024];
+        graph *h = format_load(gpath, e2, sizeof e2);
+        replay_plan *q = h ? replay_compile(h, NULL, e2, sizeof e2) : NULL;
+        replay_session *r = q ? replay_session_create(q, NULL, 0, e2, sizeof e2) : NULL;
+        if (!r || replay_state_load(r, cpath, e2, sizeof e2) != TG_OK) {
+            fprintf(stderr, "child: %s\n", e2);
+            _exit(2);
+        }
+        run_steps(r, 7, 12);
+        size_t n;
+        state_bytes(r, q, got, sizeof got, &n);
+        FILE *f = fopen(rpath, "wb");
+        if (!f || fwrite(got, 1, n, f) != n)
+            _exit(3);
+        fclose(f);
+        _exit(0);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the resuming process failed (%d)",
+              status);
+    FILE *f = fopen(rpath, "rb");
+    if (f) {
+        glen = fread(got, 1, sizeof got, f);
+        fclose(f);
+    }
+    CHECK_MSG(glen == wlen && !memcmp(got, want, wlen),
+              "resumed in a new process: %zu bytes of state, %s", glen,
+              glen == wlen && !memcmp(got, want, wlen) ? "equal" : "different");
+
+    /* damage: every kind an error, and the state untouched */
+    void *buf = NULL;
+    size_t len = 0;
+    FILE *cf = fopen(cpath, "rb");
+    if (cf) {
+        buf = malloc(1 << 16);
+        len = fread(buf, 1, 1 << 16, cf);
+        fclose(cf);
+    }
+    CHECK(buf && len > 100 && len < (1 << 16));
+    format_ckpt c;
+    CHECK(format_ckpt_load_mem(buf, len - 3, "t.tgstate", &c, err, sizeof err) == TG_ERR_FORMAT);
+    CHECK_MSG(strstr(err, "t.tgstate: at byte 16: the header gives a file size of") &&
+                  strstr(err, "(truncated)"), "%s", err);
+    ((uint8_t *)buf)[60] ^= 4;
+    CHECK(format_ckpt_load_mem(buf, len, "t.tgstate", &c, err, sizeof err) == TG_ERR_FORMAT);
+    CHECK_MSG(strstr(err, "the checksum does not match") && strstr(err, "(damaged file)"), "%s",
+              err);
+    ((uint8_t *)buf)[60] ^= 4;
+    CHECK(format_ckpt_load_mem(buf, len, "t.tgstate", &c, err, sizeof err) == TG_OK);
+    CHECK(c.n == 5 && !strcmp(c.e[4].name, "lr") && !strcmp(c.graph_name, "main"));
+    format_ckpt_free(&c);
+    CHECK(format_ckpt_load_mem("\x89TGR\r\n\x1a\n", 8, "x", &c, err, sizeof err) ==
+          TG_ERR_FORMAT);
+    CHECK_MSG(strstr(err, "x: not a state checkpoint (bad magic)"), "%s", err);
+
+    /* a checkpoint of another graph (other names), of other shapes */
+    float w[7 * 5] = {0}, bias[6] = {0};
+    format_ckpt_entry other[1] = {{"conv1.weight", {GRAPH_F32, 2, {7, 5}}, w}};
+    CHECK(format_ckpt_save(cpath, "other", other, 1, err, sizeof err) == TG_OK);
+    size_t before_len;
+    static uint8_t before[4096], after[4096];
+    state_bytes(s, p, before, sizeof before, &before_len);
+    CHECK(replay_state_load(s, cpath, err, sizeof err) == TG_ERR_ARG);
+    CHECK_MSG(strstr(err, "holds no state \"fc1.weight\" (saved from graph \"other\" with 1 "
+                          "states, this plan's graph \"main\" has 5): a checkpoint of another "
+                          "graph?"), "%s", err);
+    format_ckpt_entry wrong[5];
+    for (int i = 0; i < 5; i++)
+        wrong[i] = (format_ckpt_entry){replay_state_name(p, i), *replay_state_type(p, i),
+                                       replay_state_data(s, i)};
+    wrong[1] = (format_ckpt_entry){"fc1.bias", {GRAPH_F32, 1, {5}}, bias};
+    CHECK(format_ckpt_save(cpath, "main", wrong, 5, err, sizeof err) == TG_OK);
+    CHECK(replay_state_load(s, cpath, err, sizeof err) == TG_ERR_SHAPE);
+    CHECK_MSG(strstr(err, "state \"fc1.bias\" is f32 [5] there, f32 [6] in the plan"), "%s", err);
+    state_bytes(s, p, after, sizeof after, &before_len);
+    CHECK(!memcmp(before, after, before_len)); /* nothing loaded */
+    CHECK(replay_state_load(s, "/nonexistent/x.tgstate", err, sizeof err) == TG_ERR_IO);
+
+    free(buf);
+    unlink(gpath);
+    unlink(cpath);
+    unlink(rpath);
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+    free_model(&a);
+}
+
 int main(void)
 {
     test_capture_and_replay();
     test_state_by_name();
     test_refusals();
+    test_checkpoint();
     return check_done();
 }

@@ -290,6 +290,14 @@ tg_status format_onnx_save_mem(const graph *g, const format_onnx_save_opts *opts
     }
     *buf = NULL;
     *len = 0;
+    if (graph_num_states(g) > 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "ONNX export: graph '%s' is a training step with %d states "
+                     "(%s, ...): ONNX holds inference graphs; export the forward graph, traced "
+                     "without the backward and the optimizer step", graph_name(g) ? graph_name(g) : "?",
+                     (int)graph_num_states(g), graph_value_name(g, graph_state_value(g, 0)));
+        return TG_ERR_UNSUPPORTED;
+    }
     return export_mem(g, opts, buf, len, err, errlen);
 }
 
