@@ -18,6 +18,7 @@
  *   the running statistics, no dropout), bit for bit.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,35 @@ static void test_eager_rng(void)
     CHECK(eager_dropout(NULL, 0.5) == NULL && eager_status() == TG_OK);
     eager_release(gen);
     eager_pool_pop();
+    CHECK(eager_rng_set(EAGER_NONE) == TG_OK);
+}
+
+/* A thread's generator is its own, and goes when the thread exits. */
+static void *rng_thread(void *arg)
+{
+    eager_tensor *x = arg;
+    int ok = eager_manual_seed(5) == TG_OK;
+    const int64_t *g = eager_peek(eager_rng_get());
+    ok = ok && g && g[0] == 5 && g[1] == 0;
+    eager_tensor *y = eager_dropout(x, 0.5); /* x is the main thread's: reading it is allowed */
+    ok = ok && y && ((const int64_t *)eager_peek(eager_rng_get()))[1] == 36;
+    eager_release(y);
+    return (void *)(intptr_t)ok;
+}
+
+static void test_rng_threads(void)
+{
+    CHECK(eager_manual_seed(9) == TG_OK);
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(5, 7), 11, -1, 1);
+    long live = eager_live_tensors();
+    pthread_t th;
+    void *ok = NULL;
+    CHECK(pthread_create(&th, NULL, rng_thread, x) == 0 && pthread_join(th, &ok) == 0 && ok);
+    CHECK_MSG(eager_live_tensors() == live, "%ld tensors left by the thread",
+              eager_live_tensors() - live);
+    const int64_t *g = eager_peek(eager_rng_get()); /* this thread's: untouched */
+    CHECK(g && g[0] == 9 && g[1] == 0);
+    eager_release(x);
     CHECK(eager_rng_set(EAGER_NONE) == TG_OK);
 }
 
@@ -585,6 +615,7 @@ int main(void)
     test_dropout_op();
     test_rng_advance();
     test_eager_rng();
+    test_rng_threads();
     test_dropout_grad();
     test_batch_norm_train();
     test_batch_norm_train_grad();
