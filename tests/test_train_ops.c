@@ -510,6 +510,29 @@ static void test_graph_forms(void)
         }
     }
     graph_free(g3);
+    /* -O3 computes the same values (the random ops untouched) */
+    eager_pool_push();
+    eager_tensor *in[6] = {eager_rand_normal(TG_SHAPE(2, 3, 4), 41, 1, 2), gen_of(3, 4),
+                           eager_rand_uniform(TG_SHAPE(3), 42, 0.5, 2),
+                           eager_rand_uniform(TG_SHAPE(3), 43, -1, 1),
+                           eager_rand_uniform(TG_SHAPE(3), 44, -1, 1),
+                           eager_rand_uniform(TG_SHAPE(3), 45, 0.5, 2)};
+    eager_tensor *want[5] = {0}, *got[5] = {0};
+    graph *g4 = graph_clone(g);
+    opt_options o3 = opt_default_options();
+    o3.level = 3;
+    CHECK(g4 && opt_optimize(g4, &o3, NULL, err, sizeof err) == TG_OK);
+    CHECK(eager_interpret(g, in, 6, want, 5, NULL) == TG_OK);
+    CHECK(g4 && eager_interpret(g4, in, 6, got, 5, NULL) == TG_OK);
+    for (int k = 0; k < 5; k++) {
+        CHECK_MSG(want[k] && got[k] &&
+                      !memcmp(eager_peek(want[k]), eager_peek(got[k]), eager_nbytes(want[k])),
+                  "-O3 output %d", k);
+        eager_release(want[k]);
+        eager_release(got[k]);
+    }
+    graph_free(g4);
+    eager_pool_pop();
     /* -O1: the two equal dropouts are not merged (RANDOM), nor is a
      * dropout of constants folded */
     opt_options o = opt_default_options();
@@ -622,6 +645,7 @@ int main(void)
     test_graph_forms();
     test_set_eval();
     CHECK(eager_rng_set(EAGER_NONE) == TG_OK);
+    CHECK_MSG(eager_status() == TG_OK, "an error left pending: %s", eager_error());
     CHECK_MSG(eager_live_tensors() == 0, "%ld tensors live at the end", eager_live_tensors());
     return check_done();
 }
