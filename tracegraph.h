@@ -6,7 +6,8 @@
  *   tracer/trace.h     trace_begin ... trace_freeze, guards, dynamic dims
  *   graph/graph.h      the graph IR; graph/text.h text IR and DOT
  *   formats/tgraph.h   .tgraph save/load; formats/onnx.h ONNX export and
- *                      import; formats/npy.h .npy files
+ *                      import; formats/npy.h .npy files; formats/idx.h
+ *                      IDX files (MNIST, Fashion-MNIST) and their datasets
  *   optimize/opt.h     the optimizer
  *   replay/replay.h    compiled plans and sessions
  *   eager/interp.h     the reference interpreter
@@ -23,6 +24,7 @@
 #include "formats/tgraph.h"
 #include "formats/onnx.h"
 #include "formats/npy.h"
+#include "formats/idx.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #else
@@ -34,6 +36,7 @@
 #include "tracegraph/formats/tgraph.h"
 #include "tracegraph/formats/onnx.h"
 #include "tracegraph/formats/npy.h"
+#include "tracegraph/formats/idx.h"
 #include "tracegraph/optimize/opt.h"
 #include "tracegraph/replay/replay.h"
 #endif

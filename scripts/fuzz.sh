@@ -102,7 +102,7 @@ for src in "$root"/{graph,eager,tracer,optimize,formats,formats/onnx,replay,repl
 done
 rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
-libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lclblast -lm -lpthread)
+libs=($(pkg-config --libs libzstd zlib libunwind libprotobuf-c) -ldnnl -lOpenCL -lclblast -lm -lpthread)
 
 # The OpenCL targets' program caches: in the scratch directory only.
 mkdir -p "$out/cache/pocl" "$out/cache/tracegraph-opencl"
