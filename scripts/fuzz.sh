@@ -11,6 +11,9 @@
 #   fuzz_tgraph   .tgraph loader      tests/corpus/tgraph
 #   fuzz_text_ir  text IR parser      tests/corpus/text_ir (+ text_ir.dict)
 #   fuzz_npy      .npy reader         tests/corpus/npy (+ npy.dict)
+#   fuzz_idx      IDX reader, plain   tests/corpus/idx (+ idx.dict)
+#                 and gzip, and the
+#                 dataset
 #   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata
 #                                     and of tests/data/pytorch, copied into
 #                                     $FUZZ_DIR/seeds/onnx at run time
@@ -146,6 +149,7 @@ dict=()
 [ -f "$root/tests/corpus/text_ir.dict" ] && dict=(-dict="$root/tests/corpus/text_ir.dict")
 run fuzz_text_ir "$root/tests/corpus/text_ir" 4096 "${dict[@]}" || status=1
 run fuzz_npy "$root/tests/corpus/npy" 4096 -dict="$root/tests/corpus/npy.dict" || status=1
+run fuzz_idx "$root/tests/corpus/idx" 4096 -dict="$root/tests/corpus/idx.dict" || status=1
 onnx_node=${TG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data/node}
 mkdir -p "$out/seeds/onnx"
 for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \
