@@ -414,43 +414,51 @@ static inline uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* n elements of IDX type code from in (big-endian) into out as conv. */
+/* Element i of in (big-endian) of an integer type as int64_t. */
+static inline int64_t int_at(int code, const uint8_t *in, size_t i)
+{
+    switch (code) {
+    case FORMAT_IDX_U8: return in[i];
+    case FORMAT_IDX_I8: return (int8_t)in[i];
+    case FORMAT_IDX_I16: return (int16_t)(uint16_t)(in[2 * i] << 8 | in[2 * i + 1]);
+    default: return (int32_t)be32(in + 4 * i);
+    }
+}
+
+/*
+ * n elements of IDX type code from in (big-endian) into out as conv
+ * (IDX_TO_F32, _I64 or _I32; check_conv let only integers reach the
+ * integer dtypes).  The switch is outside the loops, each of which the
+ * compiler vectorizes; f32 elements keep their bits (a NaN's payload too).
+ */
 static void convert(int code, idx_conv conv, const uint8_t *in, size_t n, void *out)
 {
     float *f = out;
     int64_t *l = out;
     int32_t *w = out;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = in + i * type_size(code);
-        int64_t v = 0;
-        double x = 0;
-        int isf = 0;
-        switch (code) {
-        case FORMAT_IDX_U8: v = p[0]; break;
-        case FORMAT_IDX_I8: v = (int8_t)p[0]; break;
-        case FORMAT_IDX_I16: v = (int16_t)(uint16_t)(p[0] << 8 | p[1]); break;
-        case FORMAT_IDX_I32: v = (int32_t)be32(p); break;
-        case FORMAT_IDX_F32: {
-            uint32_t u = be32(p);
-            float y;
-            memcpy(&y, &u, 4);
-            x = y;
-            isf = 1;
-            break;
-        }
-        default: { /* f64 */
-            uint64_t u = (uint64_t)be32(p) << 32 | be32(p + 4);
+    if (code == FORMAT_IDX_F32) {
+        uint32_t *u = out;
+        for (size_t i = 0; i < n; i++)
+            u[i] = be32(in + 4 * i);
+    } else if (code == FORMAT_IDX_F64) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = (uint64_t)be32(in + 8 * i) << 32 | be32(in + 8 * i + 4);
+            double x;
             memcpy(&x, &u, 8);
-            isf = 1;
-            break;
+            f[i] = (float)x; /* rounded to nearest */
         }
-        }
-        switch (conv) {
-        case IDX_TO_F32: f[i] = isf ? (float)x : (float)v; break;
-        case IDX_TO_I64: l[i] = v; break;
-        case IDX_TO_I32: w[i] = (int32_t)v; break;
-        default: break;
-        }
+    } else if (conv == IDX_TO_F32 && code == FORMAT_IDX_U8) {
+        for (size_t i = 0; i < n; i++)
+            f[i] = in[i];
+    } else if (conv == IDX_TO_F32) {
+        for (size_t i = 0; i < n; i++)
+            f[i] = (float)int_at(code, in, i);
+    } else if (conv == IDX_TO_I64) {
+        for (size_t i = 0; i < n; i++)
+            l[i] = int_at(code, in, i);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            w[i] = (int32_t)int_at(code, in, i);
     }
 }
 

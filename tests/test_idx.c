@@ -282,7 +282,8 @@ static void test_types(void)
     EXPECT_LOAD(raw, n, GRAPH_I32, 0, 1, d4, vi32, sizeof vi32);
     EXPECT_LOAD(raw, n, GRAPH_F32, 0, 1, d4, fi32, sizeof fi32);
     /* f32: bits as they are (a NaN's payload, -0, the smallest subnormal) */
-    uint32_t bits[4] = {0x3fc00000u /* 1.5 */, 0x80000000u, 0x00000001u, 0x7fc00123u};
+    uint32_t bits[4] = {0x3fc00000u /* 1.5 */, 0x80000000u, 0x00000001u,
+                        0x7f800123u /* a signaling NaN, not quieted */};
     for (int i = 0; i < 4; i++)
         put_be32(data + 4 * i, bits[i]);
     n = idx_file(raw, 0x0D, 1, u4, data, 16);
