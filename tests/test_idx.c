@@ -683,6 +683,8 @@ static void test_dataset(void)
         CHECK(format_idx_dataset_load(ip, lp, 11, &ds, err, sizeof err) == TG_OK);
         format_idx_dataset_free(ds);
         CHECK(format_idx_dataset_load(ip, lp, -1, &ds, err, sizeof err) == TG_ERR_ARG);
+        unlink(ip);
+        unlink(lp);
     }
     /* counts that differ */
     write_set("c", 0, 20, 2, 2, NULL, 19, ip, lp);
