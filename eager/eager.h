@@ -283,6 +283,9 @@ TG_API tg_status eager_manual_seed_at(EAGER_SITE_PARAMS, uint64_t seed);
  * (an error) only when out of memory. */
 TG_API eager_tensor *eager_rng_get_at(EAGER_SITE_PARAMS);
 #define eager_rng_get() eager_rng_get_at(EAGER_SITE)
+/* This thread's generator tensor, or NULL when it has none yet (makes
+ * none; borrowed). */
+TG_API eager_tensor *eager_rng_peek(void);
 /*
  * Makes gen (an i64 [2] tensor {seed, offset} of this thread; the thread
  * takes a reference, not a copy) this thread's generator, as a replay or a

@@ -70,6 +70,8 @@ eager_tensor *eager_rng_get_at(EAGER_SITE_PARAMS)
     return tl_gen;
 }
 
+eager_tensor *eager_rng_peek(void) { return tl_gen; }
+
 tg_status eager_rng_set_at(EAGER_SITE_PARAMS, eager_tensor *gen)
 {
     eager_site site = {site_file_, site_line_, site_func_};
