@@ -455,7 +455,7 @@ mkdir -p "$hx"
     [ -s "$hx/$(echo "$h" | tr / _).c" ] || rm "$hx/$(echo "$h" | tr / _).c"
 done
 for h in replay/replay.h tracer/trace.h formats/tgraph.h formats/onnx.h formats/npy.h optimize/opt.h \
-    graph/target.h graph/graph.h; do
+    graph/target.h graph/graph.h eager/optim.h; do
     if [ ! -s "$hx/tracegraph_$(echo "$h" | tr / _).c" ]; then
         echo "install check: $inc/tracegraph/$h has no \"// example\" block at its top" >&2
         exit 1

@@ -285,7 +285,7 @@ static int replay_on(const graph *g, const char *backend, eager_tensor **in, int
     if (!p)
         return -1;
     replay_session *s = replay_session_new(p, NULL, 0);
-    replay_tensor ri[8], ro[8];
+    replay_tensor ri[16], ro[8];
     for (int i = 0; i < nin; i++)
         ri[i] = (replay_tensor){.type = *eager_type(in[i]), .input = eager_peek(in[i])};
     int nout = replay_num_outputs(p);
@@ -345,6 +345,57 @@ static void run_case(const ocase *c, int idx, int *covered)
     for (int k = 0; k < 8; k++) {
         free(cpu[k]);
         free(ocl[k]);
+        eager_release(ref[k]);
+    }
+    eager_pool_pop();
+    graph_free(g);
+}
+
+/*
+ * Ops the OpenCL backend refuses on purpose (the optimizer updates: a
+ * training step replays on the CPU): each runs on the interpreter and
+ * replay-CPU alike, and replay_compile on OpenCL fails naming the op.
+ */
+static const ocase refused[] = {
+    {"graph t(%p: f32[3,37], %g: f32[3,37], %b: f32[3,37], %lr: f32[], %mo: f32[], "
+     "%wd: f32[]) -> (y: f32[3,37], z: f32[3,37]) {\n"
+     "  %1: f32[3,37], %2: f32[3,37] = sgd_step(%p, %g, %b, %lr, %mo, %wd) {nesterov=1}\n"
+     "  return y = %1\n  return z = %2\n}\n", 0, 1, EW},
+    {"graph t(%p: f32[3,37], %g: f32[3,37], %m: f32[3,37], %v: f32[3,37], %t: i64[], "
+     "%lr: f32[], %b1: f32[], %b2: f32[], %e: f32[], %wd: f32[]) -> (y: f32[3,37]) {\n"
+     "  %1: f32[3,37], %2: f32[3,37], %3: f32[3,37] = adamw_step(%p, %g, %m, %v, %t, %lr, "
+     "%b1, %b2, %e, %wd)\n"
+     "  return y = %1\n}\n", 1, 3, EW},
+};
+
+static void run_refused(const ocase *c, int idx, int *covered)
+{
+    char err[512] = "", what[64], want[128];
+    graph *g = graph_parse(c->ir, strlen(c->ir), err, sizeof err);
+    CHECK_MSG(g != NULL, "refused case %d parses: %s", idx, err);
+    if (!g)
+        return;
+    graph_op op = g->nodes[g->nnodes - 1].op;
+    covered[op]++;
+    snprintf(what, sizeof what, "refused case %d (%s)", idx, graph_ops[op].name);
+    eager_pool_push();
+    eager_tensor *in[10], *ref[8] = {NULL};
+    for (int i = 0; i < g->ninputs; i++)
+        in[i] = make_input(&g->values[g->inputs[i]].type, c->lo, c->hi, 5000 + (uint64_t)idx * 16 + (uint64_t)i);
+    CHECK_MSG(eager_interpret(g, in, g->ninputs, ref, g->noutputs, NULL) == TG_OK,
+              "%s: interpreter: %s", what, eager_error());
+    void *cpu[8] = {NULL};
+    if (replay_on(g, "cpu", in, g->ninputs, cpu, what) == 0 && ref[0])
+        for (int k = 0; k < g->noutputs; k++)
+            compare(eager_type(ref[k]), cpu[k], eager_peek(ref[k]), c->tol, what, "replay-cpu");
+    replay_opts o = {.threads = 1, .device = "opencl"};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    snprintf(want, sizeof want, "op %s is not supported on device ", graph_ops[op].name);
+    CHECK_MSG(!p && strstr(err, want) && strstr(err, ": no OpenCL kernel (node 0 ("),
+              "%s: OpenCL refuses it: %s", what, err);
+    replay_plan_free(p);
+    for (int k = 0; k < 8; k++) {
+        free(cpu[k]);
         eager_release(ref[k]);
     }
     eager_pool_pop();
@@ -490,6 +541,8 @@ int main(void)
     int covered[GRAPH_OP_COUNT] = {0};
     for (int i = 0; i < NCASES; i++)
         run_case(&cases[i], i, covered);
+    for (int i = 0; i < (int)(sizeof refused / sizeof refused[0]); i++)
+        run_refused(&refused[i], i, covered);
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
         CHECK_MSG(covered[op] > 0, "op %s has no conformance case", graph_ops[op].name);
     exact_rounding();

@@ -691,6 +691,11 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_argmin: return emit_arg(w);
     case GRAPH_OP_topk: return emit_topk(w);
     case GRAPH_OP_cumsum: return emit_cumsum(w);
+    case GRAPH_OP_sgd_step:
+    case GRAPH_OP_adamw_step:
+        return onnxw_unsupported(w, "an optimizer update has no ONNX form (the "
+                                    "ai.onnx.preview.training domain is not written): "
+                                    "export the graph without its training step");
     default: return onnxw_emit_shape_op(w);
     }
 }
