@@ -113,13 +113,10 @@ static double lr_at(int k) { return 0.01 * (1.0 - k / 150.0); }
 /* One eager step; the loss tensor (pool-owned) through *loss. */
 static void cnn_step(cnn *m, eager_tensor *x, eager_tensor *y, eager_tensor **loss)
 {
-    graph_conv2d_attrs ca = {.pads = TG_INTS(1, 1, 1, 1)};
-    eager_tensor *h = eager_conv2d(x, m->p[0], m->p[1], &ca);
+    eager_tensor *h = eager_conv2d(x, m->p[0], m->p[1], TG_NOINTS, TG_INTS(1, 1, 1, 1), TG_NOINTS, 1);
     h = eager_batch_norm_train(h, m->p[2], m->p[3], m->st[0], m->st[1], m->st[2], 1e-5, 0.1);
-    graph_max_pool2d_attrs pa = {.kernel = TG_INTS(2, 2), .strides = TG_INTS(2, 2)};
-    h = eager_max_pool2d(eager_relu(h), &pa);
-    graph_flatten_attrs fa = {.axis = 1};
-    h = eager_dropout(eager_flatten(h, &fa), 0.25);
+    h = eager_max_pool2d(eager_relu(h), TG_INTS(2, 2), TG_INTS(2, 2), TG_NOINTS);
+    h = eager_dropout(eager_flatten(h, 1, -1), 0.25);
     eager_tensor *o = eager_linear(h, m->p[4], m->p[5]);
     *loss = eager_cross_entropy(o, y, 0.1);
     CHECK(eager_backward(*loss) == TG_OK);
@@ -176,9 +173,7 @@ static void run_eager(int adamw, run *r)
         eager_tensor *x = images(k), *y = labels(k), *l = NULL;
         cnn_step(&m, x, y, &l);
         r->loss[k] = loss_of(l);
-        eager_release(x);
-        eager_release(y);
-        eager_pool_pop();
+        eager_pool_pop(); /* x, y too: made in the pool */
     }
     r->nstate = snapshot(&m, r->state, 2048);
     free_cnn(&m);
@@ -235,8 +230,6 @@ static graph *capture(int adamw, run *r)
             g = trace_freeze();
             CHECK_MSG(g != NULL, "%s", eager_error());
         }
-        eager_release(x);
-        eager_release(y);
         eager_pool_pop();
     }
     free_cnn(&m);
@@ -420,8 +413,7 @@ static eager_tensor *accum_step(mlp *m, eager_tensor *const *xs, eager_tensor *c
     }
     CHECK(eager_optim_step(m->opt) == TG_OK);
     CHECK(eager_optim_zero_grad(m->opt) == TG_OK);
-    eager_release(half);
-    return total;
+    return total; /* half: the caller's pool frees it */
 }
 
 static void test_accumulation(void)
@@ -436,15 +428,10 @@ static void test_accumulation(void)
         eager_tensor *xs[2] = {mx(k, 0), mx(k, 1)}, *ys[2] = {my(k, 0), my(k, 1)};
         accum_step(&a, xs, ys);
         eager_tensor *cat_in[2] = {xs[0], xs[1]}, *cat_lab[2] = {ys[0], ys[1]};
-        graph_concat_attrs cat = {.axis = 0};
-        eager_tensor *x2 = eager_concat(cat_in, 2, &cat), *y2 = eager_concat(cat_lab, 2, &cat);
+        eager_tensor *x2 = eager_concat(2, cat_in, 0), *y2 = eager_concat(2, cat_lab, 0);
         CHECK(eager_backward(mlp_loss(&b, x2, y2)) == TG_OK);
         CHECK(eager_optim_step(b.opt) == TG_OK);
         CHECK(eager_optim_zero_grad(b.opt) == TG_OK);
-        for (int i = 0; i < 2; i++) {
-            eager_release(xs[i]);
-            eager_release(ys[i]);
-        }
         eager_pool_pop();
     }
     for (int i = 0; i < 4; i++) {
@@ -480,10 +467,6 @@ static void test_accumulation(void)
             CHECK_MSG(g != NULL, "%s", eager_error());
         }
         accum_step(&e, xs, ys);
-        for (int i = 0; i < 2; i++) {
-            eager_release(xs[i]);
-            eager_release(ys[i]);
-        }
         eager_pool_pop();
     }
     char err[1024];
@@ -505,10 +488,6 @@ static void test_accumulation(void)
         CHECK_MSG(replay_run(s, in, 4, &out, 1) == TG_OK, "%s", replay_session_error(s));
         float el = loss_of(accum_step(&e, xs, ys));
         gap = fmax(gap, check_abs_diff(rl, el));
-        for (int i = 0; i < 2; i++) {
-            eager_release(xs[i]);
-            eager_release(ys[i]);
-        }
         eager_pool_pop();
     }
     for (int i = 0; s && i < 4; i++) {
