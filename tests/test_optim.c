@@ -232,19 +232,26 @@ static void test_in_place(int64_t n, int threads)
     float lr = 0.1f, mom = 0.9f, wd = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
     int64_t step = 3;
     graph_type sc = {GRAPH_F32, 0, {0}}, st = {GRAPH_I64, 0, {0}};
-    for (int nest = 0; nest <= 1; nest++) {
-        graph_sgd_step_attrs at = {nest};
-        float *big[3] = {p, g, b};
-        const void *small[3] = {&lr, &mom, &wd};
-        graph_type small_t[3] = {sc, sc, sc};
-        int alias[2] = {0, 2};
-        in_place_case(GRAPH_OP_sgd_step, &at, n, threads, big, 3, small, small_t, 6, alias, 2);
+    /* each output over its own input; sgd_step's over any input (here
+     * param' over the gradient, buf' over param), adamw_step's m' over
+     * the gradient */
+    static const int sgd_alias[2][2] = {{0, 2}, {1, 0}}, adamw_alias[2][3] = {{0, 2, 3}, {0, 1, 3}};
+    for (int nest = 0; nest <= 1; nest++)
+        for (int k = 0; k < 2; k++) {
+            graph_sgd_step_attrs at = {nest};
+            float *big[3] = {p, g, b};
+            const void *small[3] = {&lr, &mom, &wd};
+            graph_type small_t[3] = {sc, sc, sc};
+            in_place_case(GRAPH_OP_sgd_step, &at, n, threads, big, 3, small, small_t, 6,
+                          sgd_alias[k], 2);
+        }
+    for (int k = 0; k < 2; k++) {
+        float *big[4] = {p, g, b, v};
+        const void *small[6] = {&step, &lr, &b1, &b2, &eps, &wd};
+        graph_type small_t[6] = {st, sc, sc, sc, sc, sc};
+        in_place_case(GRAPH_OP_adamw_step, NULL, n, threads, big, 4, small, small_t, 10,
+                      adamw_alias[k], 3);
     }
-    float *big[4] = {p, g, b, v};
-    const void *small[6] = {&step, &lr, &b1, &b2, &eps, &wd};
-    graph_type small_t[6] = {st, sc, sc, sc, sc, sc};
-    int alias[3] = {0, 2, 3};
-    in_place_case(GRAPH_OP_adamw_step, NULL, n, threads, big, 4, small, small_t, 10, alias, 3);
     free(p);
     free(g);
     free(b);
