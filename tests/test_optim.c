@@ -7,7 +7,7 @@
  * eager optimizers of eager/optim.h against the same references and
  * training a linear regression to its known solution, the state they
  * declare; gradient clipping by global norm against a hand computation;
- * and the ops through the text IR, .tgraph and replay.
+ * and the ops through the text IR, .tgraph, -O3 and replay.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include "eager/optim.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
+#include "optimize/opt.h"
 #include "replay/replay.h"
 
 /* ---- helpers ---- */
@@ -667,6 +668,20 @@ static void test_graph(void)
     static const char *const onames[] = {"p1", "buf1", "p2", "m2", "v2"};
     for (int k = 0; k < 5; k++)
         out[k] = (replay_tensor){.name = onames[k], .data = got[k], .size = sizeof got[k]};
+    /* an adamw_step whose step count is not a constant may fail: kept */
+    int32_t na = -1;
+    for (int32_t i = 0; i < graph_node_count(g); i++)
+        if (graph_node_op(g, i) == GRAPH_OP_adamw_step)
+            na = i;
+    CHECK(na >= 0 && opt_may_fail(g, na) && !opt_may_fail(g, 0));
+    /* -O3 keeps both ops, and replay of the optimized graph runs them */
+    opt_options oo = OPT_OPTIONS_INIT;
+    oo.level = 3;
+    CHECK_MSG(opt_optimize(g, &oo, NULL, err, sizeof err) == TG_OK, "-O3: %s", err);
+    int nops = 0;
+    for (int32_t i = 0; i < graph_node_count(g); i++)
+        nops += graph_node_op(g, i) == GRAPH_OP_adamw_step || graph_node_op(g, i) == GRAPH_OP_sgd_step;
+    CHECK(nops == 2);
     replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
     replay_session *ss = plan ? replay_session_new(plan, NULL, 0) : NULL;
     CHECK_MSG(ss && replay_run(ss, in, 12, out, 5) == TG_OK, "replay: %s",
