@@ -543,6 +543,10 @@ static void test_optim_errors(void)
     eager_backward(eager_reduce_sum(eager_mul(w, vec(one, 2)), TG_NOINTS, 0));
     CHECK_MSG(eager_optim_step(o) == TG_OK, "step with gradients recorded: %s", eager_error());
     CHECK_NEAR(((const float *)eager_peek(w))[1], -1e-3, 1e-6);
+    /* an earlier error is not zero_grad's */
+    eager_set_error(TG_ERR_ARG, NULL, "an earlier error");
+    CHECK(eager_optim_zero_grad(o) == TG_OK && !eager_grad(w));
+    CHECK_ERROR("an earlier error");
     eager_optim_free(o);
     eager_pool_pop();
 }
