@@ -9,11 +9,12 @@
  * rounded to float once, as PyTorch rounds a Python scalar to the
  * tensor's type; each element's arithmetic is f32 in PyTorch's order.
  *
- * In place: every loop reads all of an element's inputs before it writes
- * that element's outputs, and no element reads another's, so an output
- * buffer may be its input's (param' over param, buf' over buf): replay
- * plans these updates in place.  This is why the loops carry `omp simd`
- * rather than restrict pointers (which would promise no aliasing).
+ * In place: no element reads another's, and an element's inputs are read
+ * before its outputs over them are written, so each output buffer may be
+ * its own input's (param' over param, buf' over buf, m' over m, v' over
+ * v; sgd_step: any input's, adamw_step: see adamw_chunk): replay plans
+ * these updates in place.  This is why the loops carry `omp simd` rather
+ * than restrict pointers (which would promise no aliasing).
  *
  * Loops run over chunks of OPTIM_CHUNK elements, split over a->nthreads
  * threads when the tensor is large.
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "kernel.h"
+#include "vmath.h"
 
 /* Elements per task of the threaded loop. */
 #define OPTIM_CHUNK 16384
@@ -96,23 +98,42 @@ typedef struct adamw_f {
     float nstep;     /* -lr / (1 - beta1^step) */
 } adamw_f;
 
+/* Elements per block of adamw_chunk (its square roots on the stack). */
+#define ADAMW_BLOCK 256
+
 /*
  * p1 = p * decay; m' = m * b1 + c1 * g; v' = v * b2 + c2 * g * g;
  * p' = p1 + nstep * m' / (sqrt(v') / bc2_sqrt + eps): PyTorch's mul_,
  * mul_/add_, mul_/addcmul_, sqrt / div / add_ and addcdiv_, in order.
+ * Block by block: the moments first (m', v' written), their square roots
+ * (vm_sqrt_loop: a sqrtf in the loop would keep it scalar, for errno),
+ * then the parameter from the written m'.  So each output may be its own
+ * input's buffer (param' over param, m' over m, v' over v) or the
+ * gradient's: the block's grad, m and v are read before m' and v' are
+ * written, and param before param'.  (m' or v' over param would not do:
+ * param is read after them.)
  */
 static void adamw_chunk(const float *p, const float *g, const float *m, const float *v,
                         float *po, float *mo, float *vo, int64_t n, adamw_f f)
 {
+    float den[ADAMW_BLOCK];
+    for (int64_t i0 = 0; i0 < n; i0 += ADAMW_BLOCK) {
+        int64_t len = n - i0 < ADAMW_BLOCK ? n - i0 : ADAMW_BLOCK;
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        float pi = p[i] * f.decay, gi = g[i];
-        float mi = m[i] * f.b1 + f.c1 * gi;
-        float vi = v[i] * f.b2 + f.c2 * gi * gi;
-        float denom = sqrtf(vi) / f.bc2_sqrt + f.eps;
-        mo[i] = mi;
-        vo[i] = vi;
-        po[i] = pi + f.nstep * mi / denom;
+        for (int64_t i = i0; i < i0 + len; i++) {
+            float gi = g[i];
+            float mi = m[i] * f.b1 + f.c1 * gi;
+            float vi = v[i] * f.b2 + f.c2 * gi * gi;
+            mo[i] = mi;
+            vo[i] = vi;
+        }
+        vm_sqrt_loop(vo + i0, den, len, 0);
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) {
+            float pi = p[i0 + i] * f.decay;
+            float d = den[i] / f.bc2_sqrt + f.eps;
+            po[i0 + i] = pi + f.nstep * mo[i0 + i] / d;
+        }
     }
 }
 

@@ -401,9 +401,10 @@ tg_status eager_optim_zero_grad_at(EAGER_SITE_PARAMS, eager_optim *o)
         eager_set_error(TG_ERR_NULL, &site, "eager_optim_zero_grad: no optimizer (NULL)");
         return TG_ERR_NULL;
     }
+    /* the parameters are live (the optimizer holds them): nothing fails */
     for (int i = 0; i < o->n; i++)
         eager_zero_grad_at(site.file, site.line, site.func, o->params[i]);
-    return eager_status();
+    return TG_OK;
 }
 
 /* ---- hyperparameters and tensors ---- */

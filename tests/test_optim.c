@@ -7,7 +7,7 @@
  * eager optimizers of eager/optim.h against the same references and
  * training a linear regression to its known solution, the state they
  * declare; gradient clipping by global norm against a hand computation;
- * and the ops through the text IR, .tgraph and replay.
+ * and the ops through the text IR, .tgraph, -O3 and replay.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include "eager/optim.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
+#include "optimize/opt.h"
 #include "replay/replay.h"
 
 /* ---- helpers ---- */
@@ -232,19 +233,26 @@ static void test_in_place(int64_t n, int threads)
     float lr = 0.1f, mom = 0.9f, wd = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
     int64_t step = 3;
     graph_type sc = {GRAPH_F32, 0, {0}}, st = {GRAPH_I64, 0, {0}};
-    for (int nest = 0; nest <= 1; nest++) {
-        graph_sgd_step_attrs at = {nest};
-        float *big[3] = {p, g, b};
-        const void *small[3] = {&lr, &mom, &wd};
-        graph_type small_t[3] = {sc, sc, sc};
-        int alias[2] = {0, 2};
-        in_place_case(GRAPH_OP_sgd_step, &at, n, threads, big, 3, small, small_t, 6, alias, 2);
+    /* each output over its own input; sgd_step's over any input (here
+     * param' over the gradient, buf' over param), adamw_step's m' over
+     * the gradient */
+    static const int sgd_alias[2][2] = {{0, 2}, {1, 0}}, adamw_alias[2][3] = {{0, 2, 3}, {0, 1, 3}};
+    for (int nest = 0; nest <= 1; nest++)
+        for (int k = 0; k < 2; k++) {
+            graph_sgd_step_attrs at = {nest};
+            float *big[3] = {p, g, b};
+            const void *small[3] = {&lr, &mom, &wd};
+            graph_type small_t[3] = {sc, sc, sc};
+            in_place_case(GRAPH_OP_sgd_step, &at, n, threads, big, 3, small, small_t, 6,
+                          sgd_alias[k], 2);
+        }
+    for (int k = 0; k < 2; k++) {
+        float *big[4] = {p, g, b, v};
+        const void *small[6] = {&step, &lr, &b1, &b2, &eps, &wd};
+        graph_type small_t[6] = {st, sc, sc, sc, sc, sc};
+        in_place_case(GRAPH_OP_adamw_step, NULL, n, threads, big, 4, small, small_t, 10,
+                      adamw_alias[k], 3);
     }
-    float *big[4] = {p, g, b, v};
-    const void *small[6] = {&step, &lr, &b1, &b2, &eps, &wd};
-    graph_type small_t[6] = {st, sc, sc, sc, sc, sc};
-    int alias[3] = {0, 2, 3};
-    in_place_case(GRAPH_OP_adamw_step, NULL, n, threads, big, 4, small, small_t, 10, alias, 3);
     free(p);
     free(g);
     free(b);
@@ -535,6 +543,10 @@ static void test_optim_errors(void)
     eager_backward(eager_reduce_sum(eager_mul(w, vec(one, 2)), TG_NOINTS, 0));
     CHECK_MSG(eager_optim_step(o) == TG_OK, "step with gradients recorded: %s", eager_error());
     CHECK_NEAR(((const float *)eager_peek(w))[1], -1e-3, 1e-6);
+    /* an earlier error is not zero_grad's */
+    eager_set_error(TG_ERR_ARG, NULL, "an earlier error");
+    CHECK(eager_optim_zero_grad(o) == TG_OK && !eager_grad(w));
+    CHECK_ERROR("an earlier error");
     eager_optim_free(o);
     eager_pool_pop();
 }
@@ -660,6 +672,20 @@ static void test_graph(void)
     static const char *const onames[] = {"p1", "buf1", "p2", "m2", "v2"};
     for (int k = 0; k < 5; k++)
         out[k] = (replay_tensor){.name = onames[k], .data = got[k], .size = sizeof got[k]};
+    /* an adamw_step whose step count is not a constant may fail: kept */
+    int32_t na = -1;
+    for (int32_t i = 0; i < graph_node_count(g); i++)
+        if (graph_node_op(g, i) == GRAPH_OP_adamw_step)
+            na = i;
+    CHECK(na >= 0 && opt_may_fail(g, na) && !opt_may_fail(g, 0));
+    /* -O3 keeps both ops, and replay of the optimized graph runs them */
+    opt_options oo = OPT_OPTIONS_INIT;
+    oo.level = 3;
+    CHECK_MSG(opt_optimize(g, &oo, NULL, err, sizeof err) == TG_OK, "-O3: %s", err);
+    int nops = 0;
+    for (int32_t i = 0; i < graph_node_count(g); i++)
+        nops += graph_node_op(g, i) == GRAPH_OP_adamw_step || graph_node_op(g, i) == GRAPH_OP_sgd_step;
+    CHECK(nops == 2);
     replay_plan *plan = replay_compile(g, NULL, err, sizeof err);
     replay_session *ss = plan ? replay_session_new(plan, NULL, 0) : NULL;
     CHECK_MSG(ss && replay_run(ss, in, 12, out, 5) == TG_OK, "replay: %s",
