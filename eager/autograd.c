@@ -280,6 +280,11 @@ tg_status eager_requires_grad_at(EAGER_SITE_PARAMS, eager_tensor *t, int on)
     return TG_OK;
 }
 
+int eager_is_grad(const eager_tensor *t)
+{
+    return t && t != EAGER_NONE && t->magic == EAGER_LIVE && (t->flags & EAGER_T_GRAD);
+}
+
 int eager_is_requires_grad(const eager_tensor *t)
 {
     return t && t != EAGER_NONE && t->magic == EAGER_LIVE && requires(t);

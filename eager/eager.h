@@ -360,6 +360,8 @@ TG_API tg_status eager_requires_grad_at(EAGER_SITE_PARAMS, eager_tensor *t, int 
 #define eager_requires_grad(t, on) eager_requires_grad_at(EAGER_SITE, t, on)
 /* Whether t requires a gradient (a flagged leaf, or made from one). */
 TG_API int eager_is_requires_grad(const eager_tensor *t);
+/* Whether t is a leaf's accumulated gradient (what eager_grad returns). */
+TG_API int eager_is_grad(const eager_tensor *t);
 /*
  * Backpropagates from loss (one f32 element) to every leaf it depends on
  * through recorded ops: each leaf's gradient is added to what it holds

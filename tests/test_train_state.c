@@ -375,6 +375,19 @@ static void test_refusals(void)
     eager_clear_error();
     trace_abort();
 
+    /* gradients left from before the step: accumulating into them would
+     * bake them into the step as constants */
+    eager_pool_push();
+    CHECK(eager_backward(eager_mse_loss(eager_linear(x, m.w1, m.b1), rand_t(TG_SHAPE(N, H), 9, -1, 1))) == TG_OK);
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    CHECK(eager_backward(eager_mse_loss(eager_linear(x, m.w1, m.b1), rand_t(TG_SHAPE(N, H), 9, -1, 1))) != TG_OK);
+    expect_err("stale gradient", "trace: a gradient accumulated before the step is read here");
+    trace_abort();
+    eager_zero_grad(m.w1);
+    eager_zero_grad(m.b1);
+    eager_pool_pop();
+
     /* eager_assign's own checks */
     eager_tensor *small = eager_scalar(3);
     CHECK(eager_assign(m.w1, small) == TG_ERR_SHAPE);

@@ -407,6 +407,14 @@ static int32_t input_value(trace_state *st, eager_tensor *t,
              "trace was used here%s", "");
         return -1;
     }
+    if (eager_is_grad(t)) {
+        /* a constant would add the same gradient at every replayed step */
+        fail(st, TG_ERR_STATE, site, "trace: a gradient accumulated before the step is read "
+             "here (eager_backward adds into it, or your code reads eager_grad); a replay "
+             "would read this step's value as a constant every step: zero the gradients "
+             "before the step (eager_optim_zero_grad, eager_zero_grad)%s", "");
+        return -1;
+    }
     v = graph_add_value(st->g, GRAPH_VALUE_CONST, eager_type(t), NULL);
     if (v < 0 || graph_set_data(st->g, v, eager_peek(t), eager_nbytes(t)) != TG_OK) {
         fail_graph(st, site);
