@@ -5,7 +5,8 @@
  * and -O2; and one epoch of Fashion-MNIST for the MLP.
  *
  *   train [--models mlp,cnn,encoder] [--steps N] [--warmup N] [--json FILE]
- *         [--export DIR] [--enc-seq T]
+ *         [--export DIR] [--enc-seq T] [--save DIR] [--replay-only N] [--profile N]
+ *         [--ops N]
  *   train --epoch DIR [--data DIR] [--json FILE]
  *
  * Models (the same in bench/peers/train_torch.py):
@@ -52,6 +53,15 @@
  *    "arena_o2_bytes", "workspace_o2_bytes", "lower_bound_o2_bytes",
  *    "states", "dropout": false}
  *
+ * --save DIR writes the traced step at -O0 and -O2 as DIR/<model>-O<l>.tgraph
+ * (for tracegraph dump/info/bench); --replay-only N, for a profiler
+ * (perf record): after the trace, only N -O2 replay steps, nothing timed;
+ * --profile N: N eager steps timed op by op (eager's on_op hook), by phase
+ * (forward, backward, update): where a step's time goes; --ops N: the
+ * CNN step's heavy nodes (convolutions and their gradients' convolutions,
+ * max-pool and its gradient's chain) each traced alone and replayed at -O2
+ * N times, the median of each.
+ *
  * --epoch DIR: one epoch of Fashion-MNIST (--data, default
  * /usr/share/datasets/fashion-mnist) for the MLP: the initial weights and
  * a seeded permutation of the 60,000 images are written to DIR (init_*.npy,
@@ -74,6 +84,7 @@
 
 #include "bench_util.h"
 #include "formats/npy.h"
+#include "formats/tgraph.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #include "tracegraph.h"
@@ -85,6 +96,8 @@ typedef enum { M_MLP, M_CNN, M_ENCODER, M_COUNT } model_kind;
 static const char *const kind_names[M_COUNT] = {"mlp", "cnn", "encoder"};
 
 static int enc_seq = 16;
+static const char *save_dir;
+static int replay_only, profile_steps, ops_runs;
 enum { ED = 256, EHEADS = 4, EFFN = 1024 };
 
 typedef struct model {
@@ -306,13 +319,60 @@ static int sgd_update(model *m)
     return ok;
 }
 
+/* --profile: the time from one op's end to the next one's, by phase
+ * (forward, backward, update), op and output shape, through eager's on_op
+ * hook. */
+enum { PH_FWD, PH_BWD, PH_UPD, PH_COUNT, PROF_MAX = 1024 };
+static int phase;
+static double prof_last;
+typedef struct prof_entry {
+    int phase;
+    graph_op op;
+    graph_type type;
+    double ms;
+    long n;
+} prof_entry;
+static prof_entry prof[PROF_MAX];
+static int nprof;
+
+static tg_status prof_on_op(void *ud, graph_op op, eager_tensor *const *in, int nin,
+                            const void *attrs, eager_tensor *const *out, int nout,
+                            const eager_site *site)
+{
+    (void)ud, (void)in, (void)nin, (void)attrs, (void)site;
+    double t = bench_now_ns() / 1e6;
+    graph_type ty = {0};
+    if (nout > 0 && out[0])
+        ty = *eager_type(out[0]);
+    int i = 0;
+    while (i < nprof && !(prof[i].phase == phase && prof[i].op == op &&
+                          !memcmp(&prof[i].type, &ty, sizeof ty)))
+        i++;
+    if (i == nprof && nprof < PROF_MAX)
+        prof[nprof++] = (prof_entry){phase, op, ty, 0, 0};
+    if (i < nprof) {
+        prof[i].ms += t - prof_last;
+        prof[i].n++;
+    }
+    prof_last = t;
+    return TG_OK;
+}
+
+static void set_phase(int ph)
+{
+    phase = ph;
+    prof_last = bench_now_ns() / 1e6;
+}
+
 /* One eager training step; returns the loss (NaN on error). */
 static double step(model *m, eager_tensor *x, eager_tensor *y, eager_tensor **loss_out)
 {
     eager_pool_push();
+    set_phase(PH_FWD);
     eager_tensor *loss = forward(m, x, y);
     double l = NAN;
-    if (loss && eager_backward(loss) == TG_OK && sgd_update(m)) {
+    if (loss && (set_phase(PH_BWD), eager_backward(loss) == TG_OK) &&
+        (set_phase(PH_UPD), sgd_update(m))) {
         const float *v = eager_peek(loss);
         l = v ? *v : NAN;
         if (loss_out)
@@ -518,6 +578,139 @@ static const char *desc_of(model_kind k, char *buf, size_t len)
     return buf;
 }
 
+/* --profile N: N eager steps of model k with the on_op hook; prints the
+ * ops that took the most time per step. */
+static int profile_model(model_kind k, int n)
+{
+    model m = make_model(k);
+    batch b = random_batch(k, 0);
+    for (int i = 0; i < 2; i++)
+        step(&m, b.x, b.y, NULL);
+    nprof = 0;
+    eager_hooks h = {.on_op = prof_on_op};
+    const eager_hooks *old = eager_set_hooks(&h);
+    double t0 = bench_now_ns();
+    for (int i = 0; i < n; i++)
+        step(&m, b.x, b.y, NULL);
+    double total = (bench_now_ns() - t0) / 1e6 / n;
+    eager_set_hooks(old);
+    static const char *const ph[PH_COUNT] = {"forward", "backward", "update"};
+    double sum = 0;
+    for (int i = 0; i < nprof; i++)
+        sum += prof[i].ms / n;
+    fprintf(stderr, "train: profile of %s's eager step: %.3f ms per step, %.3f ms of it in ops "
+                    "(each op: from the previous op's end to its own; by output shape)\n",
+            kind_names[k], total, sum);
+    for (;;) {
+        int best = -1;
+        for (int i = 0; i < nprof; i++)
+            if (prof[i].n && (best < 0 || prof[i].ms > prof[best].ms))
+                best = i;
+        if (best < 0 || prof[best].ms / n < 0.01 * total)
+            break;
+        char shape[128];
+        int at = snprintf(shape, sizeof shape, "%s[", graph_dtype_name(prof[best].type.dtype));
+        for (int d = 0; d < prof[best].type.ndim && at < (int)sizeof shape - 24; d++)
+            at += snprintf(shape + at, sizeof shape - (size_t)at, d ? ",%lld" : "%lld",
+                           (long long)prof[best].type.dim[d]);
+        snprintf(shape + at, sizeof shape - (size_t)at, "]");
+        fprintf(stderr, "  %-9s %-18s %-22s %3ld calls %8.3f ms %5.1f%%\n", ph[prof[best].phase],
+                graph_op_get(prof[best].op)->name, shape, prof[best].n / n, prof[best].ms / n,
+                100 * prof[best].ms / n / total);
+        prof[best].n = 0;
+    }
+    eager_release(b.x);
+    eager_release(b.y);
+    free_model(&m);
+    return 0;
+}
+
+/*
+ * --ops N: the CNN step's heaviest nodes, each traced alone (its tensor
+ * inputs state, so that nothing folds), optimized at -O2, replayed N times;
+ * prints the median per node.  The convolutions are the nodes the
+ * gradient rules make (grad_rule_conv2d: the weight gradient as a conv2d of
+ * the transposed input and output gradient, the input gradient as a
+ * conv_transpose2d); max_pool2d's backward is its rule's whole chain.
+ */
+typedef struct op_case {
+    const char *what;
+    int kind; /* 0 conv2d, 1 conv_transpose2d, 2 max_pool2d fwd, 3 max_pool2d fwd+bwd */
+    graph_ints a, b;
+} op_case;
+
+static eager_tensor *op_case_run(const op_case *c, eager_tensor *a, eager_tensor *b)
+{
+    graph_ints pad = TG_INTS(1), pool = TG_INTS(2, 2);
+    switch (c->kind) {
+    case 0: return eager_conv2d(a, b, EAGER_NONE, TG_NOINTS, pad, TG_NOINTS, 1);
+    case 1: return eager_conv_transpose2d(a, b, EAGER_NONE, TG_NOINTS, pad, TG_NOINTS,
+                                          TG_NOINTS, 1);
+    case 2: return eager_max_pool2d(a, pool, TG_NOINTS, TG_NOINTS);
+    default: {
+        eager_tensor *y = eager_max_pool2d(a, pool, TG_NOINTS, TG_NOINTS);
+        eager_tensor *l = eager_reduce_sum(eager_mul(y, b), TG_NOINTS, 0);
+        return l && eager_backward(l) == TG_OK ? eager_grad(a) : NULL;
+    }
+    }
+}
+
+static int profile_ops(int n)
+{
+    static const op_case cases[] = {
+        {"conv1 forward", 0, {4, {64, 1, 28, 28}}, {4, {32, 1, 3, 3}}},
+        {"conv2 forward", 0, {4, {64, 32, 14, 14}}, {4, {64, 32, 3, 3}}},
+        {"conv2 input grad (conv_transpose2d)", 1, {4, {64, 64, 14, 14}}, {4, {64, 32, 3, 3}}},
+        {"conv2 weight grad (conv2d 64x64 14x14 kernel)", 0, {4, {32, 64, 14, 14}},
+         {4, {64, 64, 14, 14}}},
+        {"conv1 weight grad (conv2d 32x64 28x28 kernel)", 0, {4, {1, 64, 28, 28}},
+         {4, {32, 64, 28, 28}}},
+        {"pool1 forward", 2, {4, {64, 32, 28, 28}}, {0, {0}}},
+        {"pool1 forward + backward", 3, {4, {64, 32, 28, 28}}, {4, {64, 32, 14, 14}}},
+        {"pool2 forward + backward", 3, {4, {64, 64, 14, 14}}, {4, {64, 64, 7, 7}}},
+    };
+    fprintf(stderr, "train: the CNN step's heavy nodes alone, replayed at -O2 (median of %d)\n", n);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const op_case *c = &cases[i];
+        eager_tensor *a = eager_rand_uniform(c->a, 5 + i, -1, 1);
+        eager_tensor *b = c->b.n ? eager_rand_uniform(c->b, 50 + i, -1, 1) : NULL;
+        if (c->kind == 3)
+            eager_requires_grad(a, 1);
+        eager_pool_push();
+        if (trace_begin(NULL) != TG_OK || trace_state(a, "a") != TG_OK ||
+            (b && trace_state(b, "b") != TG_OK))
+            die("trace_begin");
+        eager_tensor *y = op_case_run(c, a, b ? b : EAGER_NONE);
+        if (!y || trace_output(y, "y") != TG_OK)
+            die(c->what);
+        graph *g = trace_freeze();
+        if (!g)
+            die("trace_freeze");
+        eager_pool_pop();
+        level lv;
+        make_level(g, 2, &lv);
+        double *t = calloc((size_t)n, sizeof *t);
+        for (int r = -2; r < n; r++) {
+            double t0 = bench_now_ns();
+            if (replay_run(lv.s, NULL, 0, NULL, 0) != TG_OK) {
+                fprintf(stderr, "train: %s: %s\n", c->what, replay_session_error(lv.s));
+                return 1;
+            }
+            if (r >= 0)
+                t[r] = (bench_now_ns() - t0) / 1e6;
+        }
+        stats st = summarize(t, n);
+        fprintf(stderr, "  %-48s %8.3f ms  (%d nodes at -O2)\n", c->what, st.median, lv.nodes);
+        free(t);
+        free_level(&lv);
+        graph_free(g);
+        eager_zero_grad(a);
+        eager_release(a);
+        eager_release(b);
+    }
+    return 0;
+}
+
 static int bench_model(model_kind k, int steps, int warmup, const char *export_dir, FILE *out)
 {
     model m = make_model(k);
@@ -540,6 +733,24 @@ static int bench_model(model_kind k, int steps, int warmup, const char *export_d
     make_level(g, 0, &lv[0]);
     make_level(g, 2, &lv[1]);
     int nstates = graph_num_states(g);
+    if (save_dir) {
+        mkdir(save_dir, 0777);
+        for (int i = 0; i < 2; i++) {
+            char path[4096], err[1024];
+            snprintf(path, sizeof path, "%s/%s-O%d.tgraph", save_dir, kind_names[k], 2 * i);
+            if (format_save(lv[i].g, path, NULL, err, sizeof err) != TG_OK)
+                fprintf(stderr, "train: %s\n", err);
+        }
+    }
+    if (replay_only > 0) {
+        double t0 = bench_now_ns();
+        for (int i = 0; i < replay_only; i++)
+            if (isnan(replay_step(&lv[1], &b[i % NBATCH])))
+                return 1;
+        fprintf(stderr, "train: %s: %d -O2 replay steps, %.3f ms each\n", kind_names[k],
+                replay_only, (bench_now_ns() - t0) / 1e6 / replay_only);
+        return 0;
+    }
 
     /* rounds: eager, -O0, -O2 from the same state on the same batches */
     int total = warmup + steps;
@@ -829,7 +1040,7 @@ static int run_epoch(const char *dir, const char *data, FILE *out)
 static void usage(void)
 {
     fprintf(stderr, "usage: train [--models mlp,cnn,encoder] [--steps N] [--warmup N] "
-                    "[--json FILE] [--export DIR] [--enc-seq T]\n"
+                    "[--json FILE] [--export DIR] [--enc-seq T] [--save DIR] [--replay-only N] [--profile N] [--ops N]\n"
                     "       train --epoch DIR [--data DIR] [--json FILE]\n");
 }
 
@@ -854,6 +1065,14 @@ int main(int argc, char **argv)
             enc_seq = atoi(argv[++i]);
         else if (!strcmp(a, "--epoch") && v)
             epoch = argv[++i];
+        else if (!strcmp(a, "--save") && v)
+            save_dir = argv[++i];
+        else if (!strcmp(a, "--profile") && v)
+            profile_steps = atoi(argv[++i]);
+        else if (!strcmp(a, "--ops") && v)
+            ops_runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--replay-only") && v)
+            replay_only = atoi(argv[++i]);
         else if (!strcmp(a, "--data") && v)
             data = argv[++i];
         else {
@@ -873,7 +1092,9 @@ int main(int argc, char **argv)
         return 2;
     }
     int bad = 0;
-    if (epoch) {
+    if (ops_runs > 0) {
+        bad = profile_ops(ops_runs);
+    } else if (epoch) {
         bad = run_epoch(epoch, data, out);
     } else {
         char list[256];
@@ -887,7 +1108,8 @@ int main(int argc, char **argv)
                 bad = 2;
                 continue;
             }
-            bad |= bench_model((model_kind)k, steps, warmup, export_dir, out);
+            bad |= profile_steps > 0 ? profile_model((model_kind)k, profile_steps)
+                                     : bench_model((model_kind)k, steps, warmup, export_dir, out);
         }
     }
     if (out != stdout)
