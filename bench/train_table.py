@@ -37,6 +37,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ours", required=True)
     ap.add_argument("--torch", required=True)
+    ap.add_argument("--torch-auto")
     ap.add_argument("--epoch")
     ap.add_argument("--cpu", default="")
     ap.add_argument("--isa", default="")
@@ -47,6 +48,7 @@ def main():
     ap.add_argument("--md")
     a = ap.parse_args()
     ours, theirs = lines(a.ours), lines(a.torch)
+    auto = lines(a.torch_auto) if a.torch_auto else []
     epoch = lines(a.epoch) if a.epoch else []
     models = []
     for r in ours + theirs:
@@ -63,6 +65,7 @@ def main():
             row[key + "_range"] = [min((r[key]["median"] for r in o), default=None),
                                    max((r[key]["median"] for r in o), default=None)]
         row["torch_ms"] = med([r["torch_ms"]["median"] for r in t])
+        row["torch_auto_ms"] = med([r["torch_ms"]["median"] for r in auto if r["model"] == m])
         row["torch_ms_range"] = [min((r["torch_ms"]["median"] for r in t), default=None),
                                  max((r["torch_ms"]["median"] for r in t), default=None)]
         o2 = row["replay_o2_ms"]
@@ -85,19 +88,22 @@ def main():
         rows.append(row)
 
     md = []
-    md.append("Machine: %s, 1 thread; our kernels: %s, oneDNN: %s; PyTorch %s; commit %s; "
-              "%d alternating rounds." % (a.cpu, a.isa, a.onednn,
-                                          theirs[0]["torch_version"] if theirs else "—",
-                                          a.commit, a.rounds))
+    md.append("Machine: %s, 1 thread; our kernels: %s, oneDNN: %s; PyTorch %s (its matrix "
+              "products on OpenBLAS with OPENBLAS_CORETYPE=%s; \"as installed\": OpenBLAS's own "
+              "choice); commit %s; %d alternating rounds; times are medians over the rounds of "
+              "each round's median step." % (
+                  a.cpu, a.isa, a.onednn, theirs[0]["torch_version"] if theirs else "—",
+                  theirs[0].get("openblas_coretype", "?") if theirs else "—", a.commit,
+                  a.rounds))
     md.append("")
     md.append("| model | ours eager ms | replay -O0 ms | replay -O2 ms | PyTorch ms | "
-              "PyTorch / -O2 | eager / -O2 | arena MB | naive MB (-O2; -O0) | arena / naive | "
+              "PyTorch as installed ms | PyTorch / -O2 | eager / -O2 | arena MB | naive MB (-O2; -O0) | arena / naive | "
               "loss gap -O0, -O2 | first loss vs PyTorch |")
-    md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s; %s | %s | %.1g, %.1g | %.1g |" % (
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s; %s | %s | %.1g, %.1g | %.1g |" % (
             r["model"], fmt(r["eager_ms"]), fmt(r["replay_o0_ms"]), fmt(r["replay_o2_ms"]),
-            fmt(r["torch_ms"]), fmt(r["torch_over_o2"]) + "x", fmt(r["eager_over_o2"]) + "x",
+            fmt(r["torch_ms"]), fmt(r["torch_auto_ms"]), fmt(r["torch_over_o2"]) + "x", fmt(r["eager_over_o2"]) + "x",
             fmt(r.get("arena_o2_bytes", 0) / 1e6, 1), fmt(r.get("naive_o2_bytes", 0) / 1e6, 1),
             fmt(r.get("naive_o0_bytes", 0) / 1e6, 1), fmt(r.get("arena_ratio"), 3),
             r["loss_gap_o0"] or 0, r["loss_gap_o2"] or 0, r["loss0_vs_torch"] or 0))
@@ -121,11 +127,11 @@ def main():
     for r in rows:
         t1 = r["torch_over_o2"]
         md.append("- %s: replay -O2 >= 1.3x faster than PyTorch eager: %s (%sx)" % (
-            r["model"], "met" if t1 and t1 >= 1.3 else "MISSED", fmt(t1)))
+            r["model"], "met" if t1 and t1 >= 1.3 else "MISSED", fmt(t1, 3)))
         if r["model"] != "mlp":
             t2 = r["eager_over_o2"]
             md.append("- %s: replay -O2 >= 1.3x faster than our eager: %s (%sx)" % (
-                r["model"], "met" if t2 and t2 >= 1.3 else "MISSED", fmt(t2)))
+                r["model"], "met" if t2 and t2 >= 1.3 else "MISSED", fmt(t2, 3)))
         ar = r.get("arena_ratio")
         md.append("- %s: arena <= 0.6x the sum of intermediates: %s (%s)" % (
             r["model"], "met" if ar is not None and ar <= 0.6 else "MISSED", fmt(ar, 3)))
@@ -143,7 +149,7 @@ def main():
             json.dump({"schema": "tracegraph-train-1", "cpu": a.cpu, "cpu_kernels": a.isa,
                        "onednn_isa": a.onednn, "commit": a.commit, "rounds": a.rounds,
                        "models": rows, "epoch": ep, "ours_records": ours,
-                       "torch_records": theirs}, f, indent=1)
+                       "torch_records": theirs, "torch_auto_records": auto}, f, indent=1)
             f.write("\n")
     bad = [r for r in rows if (r["loss_gap_o0"] or 0) > 1e-3 or (r["loss_gap_o2"] or 0) > 1e-3]
     return 1 if bad else 0

@@ -7,6 +7,7 @@ batch 64, one thread (torch.set_num_threads(1)).
     /usr/bin/python3 bench/peers/train_torch.py --weights DIR [--models mlp,cnn,encoder]
         [--steps N] [--warmup N] [--enc-seq T] [--json FILE]
     /usr/bin/python3 bench/peers/train_torch.py --epoch DIR [--data DIR] [--json FILE]
+    /usr/bin/python3 bench/peers/train_torch.py --ops N
 
 Use Debian's /usr/bin/python3 (python3-torch 1.13), not a pyenv python3.
 
@@ -18,13 +19,21 @@ time does not depend on it), rotating over 4, after --warmup untimed steps;
 opt.zero_grad(set_to_none=True) before each step, as our eager step drops
 its gradients.  Output: one JSON object per model, {"model", "torch_ms":
 {"median", "min", "max", "runs"}, "loss0", "torch_version", "threads": 1,
-"mkldnn": torch.backends.mkldnn.is_available()}.
+"mkldnn": torch.backends.mkldnn.is_available(), "openblas_coretype": $OPENBLAS_CORETYPE
+or "auto"}.  Debian's torch runs its matrix products on OpenBLAS, which
+picks its kernels from the CPU model: on a CPU it does not know it falls
+back to SSE3 ("Prescott"; OPENBLAS_VERBOSE=2 prints the choice), and
+OPENBLAS_CORETYPE=SkylakeX gives it its AVX-512 kernels
+(bench/train_compare.sh runs both).
 
 --epoch DIR: one epoch of Fashion-MNIST for the MLP from DIR/init_*.npy in
 the order of DIR/perm.npy (written by `train --epoch DIR`), 937 batches of
 64 (the last 32 images dropped), pixels scaled to [0, 1]; then the test
 accuracy.  Output: {"epoch": "mlp", "torch_test_acc", "loss_first",
 "loss_last", "steps", "seconds"}.
+
+--ops N: the CNN step's heavy nodes alone, as bench/train.c --ops N times
+ours: the median of N runs of each (stderr).
 """
 import argparse
 import gzip
@@ -164,7 +173,8 @@ def bench(name, args):
     med = t[n // 2] if n % 2 else 0.5 * (t[n // 2 - 1] + t[n // 2])
     rec = {"model": name, "torch_ms": {"median": med, "min": t[0], "max": t[-1], "runs": n},
            "loss0": loss0, "torch_version": torch.__version__, "threads": torch.get_num_threads(),
-           "mkldnn": torch.backends.mkldnn.is_available()}
+           "mkldnn": torch.backends.mkldnn.is_available(),
+           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE") or "auto"}
     print("train_torch: %-8s torch %9.3f ms  (loss0 %.6f)" % (name, med, loss0), file=sys.stderr)
     return rec
 
@@ -219,6 +229,49 @@ def epoch(args):
             "steps": steps, "seconds": secs}
 
 
+def ops(n):
+    """The nodes of bench/train.c --ops, as PyTorch runs them (its autograd
+    computes a conv's weight and input gradients with one
+    convolution_backward call each, here asked for one gradient at a time;
+    max-pool's backward from the indices its forward saved)."""
+    def med(f):
+        for _ in range(2):
+            f()
+        t = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            f()
+            t.append((time.perf_counter() - t0) * 1e3)
+        t.sort()
+        return t[n // 2]
+
+    def conv_bwd(x, w, dy, mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, mask)
+
+    def pool(shape):
+        x = torch.rand(shape, requires_grad=True)
+        g = torch.rand(shape[0], shape[1], shape[2] // 2, shape[3] // 2)
+
+        def f():
+            F.max_pool2d(x, 2).backward(g)
+        return f
+    x1, w1, dy1 = torch.rand(64, 1, 28, 28), torch.rand(32, 1, 3, 3), torch.rand(64, 32, 28, 28)
+    x2, w2, dy2 = torch.rand(64, 32, 14, 14), torch.rand(64, 32, 3, 3), torch.rand(64, 64, 14, 14)
+    p1 = torch.rand(64, 32, 28, 28)
+    cases = [("conv1 forward", lambda: F.conv2d(x1, w1, padding=1)),
+             ("conv2 forward", lambda: F.conv2d(x2, w2, padding=1)),
+             ("conv2 input grad", conv_bwd(x2, w2, dy2, [True, False, False])),
+             ("conv2 weight grad", conv_bwd(x2, w2, dy2, [False, True, False])),
+             ("conv1 weight grad", conv_bwd(x1, w1, dy1, [False, True, False])),
+             ("pool1 forward", lambda: F.max_pool2d(p1, 2)),
+             ("pool1 forward + backward", pool((64, 32, 28, 28))),
+             ("pool2 forward + backward", pool((64, 64, 14, 14)))]
+    print("train_torch: the CNN step's heavy nodes alone (median of %d)" % n, file=sys.stderr)
+    for name, f in cases:
+        print("  %-48s %8.3f ms" % (name, med(f)), file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--weights")
@@ -229,9 +282,13 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--epoch")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--ops", type=int, default=0)
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    if args.ops:
+        ops(args.ops)
+        return
     out = open(args.json, "a") if args.json else sys.stdout
     if args.epoch:
         recs = [epoch(args)]
