@@ -39,8 +39,9 @@
  * sessions then run the same batches in rounds (one step of each per
  * round, the order rotating), --warmup rounds untimed and --steps timed.
  * Every round's losses are compared: the largest |replay - eager| /
- * |eager| of each level is printed (a gap above 1e-3 fails the run: a
- * bug).  Memory: opt_memory_plan of the -O0 and the -O2 graphs (every
+ * |eager| of each level is printed, and after the rounds every state
+ * tensor (max |replay - eager| / max |eager| per tensor); a gap above 1e-3
+ * fails the run (a bug).  Memory: opt_memory_plan of the -O0 and the -O2 graphs (every
  * intermediate in its own buffer, "naive", against the planned arena) and
  * replay_workspace_size of the -O2 plan.
  *
@@ -48,7 +49,8 @@
  * --json FILE, appended), times in ms (medians; min and max too):
  *   {"model", "desc", "batch", "threads": 1, "cpu_kernels", "onednn_isa",
  *    "loss0", "eager_ms", "replay_o0_ms", "replay_o2_ms" {"median", "min",
- *    "max", "runs"}, "loss_gap_o0", "loss_gap_o2", "nodes_o0", "nodes_o2",
+ *    "max", "runs"}, "loss_gap_o0", "loss_gap_o2", "state_gap_o0",
+ *    "state_gap_o2", "nodes_o0", "nodes_o2",
  *    "naive_o0_bytes", "naive_o2_bytes", "arena_o0_bytes",
  *    "arena_o2_bytes", "workspace_o2_bytes", "lower_bound_o2_bytes",
  *    "states", "dropout": false}
@@ -711,6 +713,9 @@ static int profile_ops(int n)
     return 0;
 }
 
+static int time_rounds(model_kind k, model *mp, batch *b, level *lv, double loss0, int nstates,
+                       int steps, int warmup, FILE *out);
+
 static int bench_model(model_kind k, int steps, int warmup, const char *export_dir, FILE *out)
 {
     model m = make_model(k);
@@ -742,17 +747,33 @@ static int bench_model(model_kind k, int steps, int warmup, const char *export_d
                 fprintf(stderr, "train: %s\n", err);
         }
     }
+    int bad = 0;
     if (replay_only > 0) {
         double t0 = bench_now_ns();
-        for (int i = 0; i < replay_only; i++)
-            if (isnan(replay_step(&lv[1], &b[i % NBATCH])))
-                return 1;
+        for (int i = 0; i < replay_only && !bad; i++)
+            bad = isnan(replay_step(&lv[1], &b[i % NBATCH]));
         fprintf(stderr, "train: %s: %d -O2 replay steps, %.3f ms each\n", kind_names[k],
                 replay_only, (bench_now_ns() - t0) / 1e6 / replay_only);
-        return 0;
+    } else {
+        bad = time_rounds(k, &m, b, lv, loss0, nstates, steps, warmup, out);
     }
+    for (int i = 0; i < 2; i++)
+        free_level(&lv[i]);
+    graph_free(g);
+    for (int i = 0; i < NBATCH; i++) {
+        eager_release(b[i].x);
+        eager_release(b[i].y);
+    }
+    free_model(&m);
+    return bad;
+}
 
-    /* rounds: eager, -O0, -O2 from the same state on the same batches */
+/* The rounds: eager, -O0, -O2 from the same state on the same batches;
+ * the checks and the report. */
+static int time_rounds(model_kind k, model *mp, batch *b, level *lv, double loss0, int nstates,
+                       int steps, int warmup, FILE *out)
+{
+    model m = *mp;
     int total = warmup + steps;
     double *t[3];
     for (int r = 0; r < 3; r++)
@@ -776,22 +797,53 @@ static int bench_model(model_kind k, int steps, int warmup, const char *export_d
         if (isnan(l[0]))
             bad = 1;
     }
+    /* and the parameters, momentum buffers and running statistics after
+     * the rounds: max |replay - eager| / max |eager| over each tensor */
+    double sgap[2] = {0, 0};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < 2 * m.np + m.ns; i++) {
+            eager_tensor *e = i < m.np ? m.p[i] : i < 2 * m.np ? m.buf[i - m.np]
+                                                                : m.s[i - 2 * m.np];
+            const char *name = i < m.np ? m.pname[i] : i < 2 * m.np ? m.bname[i - m.np]
+                                                                     : m.sname[i - 2 * m.np];
+            int64_t ne = eager_numel(e);
+            float *got = malloc((size_t)ne * sizeof *got);
+            const float *want = eager_peek(e);
+            if (!got || replay_state_get(lv[l].s, name, got, (size_t)ne * sizeof *got) != TG_OK) {
+                fprintf(stderr, "train: %s: state %s: %s\n", kind_names[k], name,
+                        replay_session_error(lv[l].s));
+                bad = 1;
+                free(got);
+                continue;
+            }
+            double dmax = 0, emax = 0;
+            for (int64_t j = 0; j < ne; j++) {
+                dmax = fmax(dmax, fabs((double)got[j] - want[j]));
+                emax = fmax(emax, fabs((double)want[j]));
+                if (isnan(got[j]) != isnan(want[j]))
+                    dmax = INFINITY;
+            }
+            sgap[l] = fmax(sgap[l], dmax / fmax(emax, 1e-30));
+            free(got);
+        }
     stats st[3];
     for (int r = 0; r < 3; r++)
         st[r] = summarize(t[r] + warmup, steps);
-    if (gap[0] > 1e-3 || gap[1] > 1e-3 || bad) {
-        fprintf(stderr, "train: FAIL %s: replay's loss differs from eager's: -O0 %.3g, -O2 %.3g\n",
-                kind_names[k], gap[0], gap[1]);
+    if (gap[0] > 1e-3 || gap[1] > 1e-3 || sgap[0] > 1e-3 || sgap[1] > 1e-3 || bad) {
+        fprintf(stderr, "train: FAIL %s: replay differs from eager: loss -O0 %.3g, -O2 %.3g; "
+                        "state -O0 %.3g, -O2 %.3g\n",
+                kind_names[k], gap[0], gap[1], sgap[0], sgap[1]);
         bad = 1;
     }
 
     char desc[256];
     fprintf(stderr,
             "train: %-8s eager %9.3f ms | -O0 %9.3f ms | -O2 %9.3f ms (%.2fx eager) | "
-            "loss gap -O0 %.2g -O2 %.2g | arena -O2 %.1f MB of naive %.1f MB (%.2f; -O0 "
-            "naive %.1f MB)\n",
+            "loss gap -O0 %.2g -O2 %.2g, state %.2g %.2g | arena -O2 %.1f MB of naive %.1f MB "
+            "(%.3f; -O0 naive %.1f MB)\n",
             kind_names[k], st[0].median, st[1].median, st[2].median,
-            st[0].median / st[2].median, gap[0], gap[1], lv[1].mem.arena_bytes / 1e6,
+            st[0].median / st[2].median, gap[0], gap[1], sgap[0], sgap[1],
+            lv[1].mem.arena_bytes / 1e6,
             lv[1].mem.naive_bytes / 1e6,
             (double)lv[1].mem.arena_bytes / (double)lv[1].mem.naive_bytes,
             lv[0].mem.naive_bytes / 1e6);
@@ -809,6 +861,10 @@ static int bench_model(model_kind k, int steps, int warmup, const char *export_d
     bench_json_num(out, gap[0]);
     fprintf(out, ", \"loss_gap_o2\": ");
     bench_json_num(out, gap[1]);
+    fprintf(out, ", \"state_gap_o0\": ");
+    bench_json_num(out, sgap[0]);
+    fprintf(out, ", \"state_gap_o2\": ");
+    bench_json_num(out, sgap[1]);
     fprintf(out, ", \"nodes_o0\": %d, \"nodes_o2\": %d, \"states\": %d, "
                  "\"naive_o0_bytes\": %zu, \"arena_o0_bytes\": %zu, \"naive_o2_bytes\": %zu, "
                  "\"arena_o2_bytes\": %zu, \"lower_bound_o2_bytes\": %zu, "
@@ -820,14 +876,6 @@ static int bench_model(model_kind k, int steps, int warmup, const char *export_d
 
     for (int r = 0; r < 3; r++)
         free(t[r]);
-    for (int i = 0; i < 2; i++)
-        free_level(&lv[i]);
-    graph_free(g);
-    for (int i = 0; i < NBATCH; i++) {
-        eager_release(b[i].x);
-        eager_release(b[i].y);
-    }
-    free_model(&m);
     return bad;
 }
 
@@ -938,12 +986,19 @@ static batch epoch_batch(const dataset *ds, const int64_t *perm, int j)
 
 static int run_epoch(const char *dir, const char *data, FILE *out)
 {
-    dataset tr, te;
+    dataset tr = {0}, te = {0};
+    int64_t *perm = NULL;
+    graph *g = NULL;
+    level lv = {0};
+    model m;
+    int bad = 1, have_model = 0;
     if (!load_set(data, "train", &tr) || !load_set(data, "t10k", &te))
-        return 1;
+        goto done;
     mkdir(dir, 0777);
     /* the batch order: Fisher-Yates from a fixed seed, written for PyTorch */
-    int64_t *perm = malloc((size_t)tr.n * sizeof *perm);
+    perm = malloc((size_t)tr.n * sizeof *perm);
+    if (!perm)
+        goto done;
     for (int64_t i = 0; i < tr.n; i++)
         perm[i] = i;
     uint64_t s = 0x2545F4914F6CDD1Dull;
@@ -960,11 +1015,12 @@ static int run_epoch(const char *dir, const char *data, FILE *out)
     graph_type pt = {GRAPH_I64, 1, {tr.n}};
     if (format_npy_save(path, &pt, perm, err, sizeof err) != TG_OK) {
         fprintf(stderr, "train: %s\n", err);
-        return 1;
+        goto done;
     }
-    model m = make_model(M_MLP);
+    m = make_model(M_MLP);
+    have_model = 1;
     if (!export_model(dir, &m, "init_"))
-        return 1;
+        goto done;
     int nsteps = (int)(tr.n / BATCH);
     double t0 = bench_now_ns();
     batch b = epoch_batch(&tr, perm, 0);
@@ -972,10 +1028,9 @@ static int run_epoch(const char *dir, const char *data, FILE *out)
     eager_release(b.x);
     eager_release(b.y);
     b = epoch_batch(&tr, perm, 1);
-    graph *g = trace_step(&m, &b);
+    g = trace_step(&m, &b);
     eager_release(b.x);
     eager_release(b.y);
-    level lv;
     make_level(g, 2, &lv);
     double sum = 0;
     int cnt = 0;
@@ -986,7 +1041,7 @@ static int run_epoch(const char *dir, const char *data, FILE *out)
         eager_release(b.y);
         if (isnan(last)) {
             fprintf(stderr, "train: epoch: step %d: loss NaN\n", j);
-            return 1;
+            goto done;
         }
         sum += last;
         cnt++;
@@ -1004,7 +1059,7 @@ static int run_epoch(const char *dir, const char *data, FILE *out)
         if (replay_state_get(lv.s, m.pname[i], eager_data_mut(m.p[i]), eager_nbytes(m.p[i])) !=
             TG_OK) {
             fprintf(stderr, "train: %s\n", replay_session_error(lv.s));
-            return 1;
+            goto done;
         }
     }
     int64_t correct = 0;
@@ -1026,15 +1081,19 @@ static int run_epoch(const char *dir, const char *data, FILE *out)
     fprintf(out, "{\"epoch\": \"mlp\", \"test_acc\": %.6f, \"loss_first\": %.6f, "
                  "\"loss_last\": %.6f, \"steps\": %d, \"seconds\": %.3f}\n",
             acc, first, last, nsteps, secs);
-    free_level(&lv);
+    bad = 0;
+done:
+    if (lv.s || lv.p || lv.g)
+        free_level(&lv);
     graph_free(g);
-    free_model(&m);
+    if (have_model)
+        free_model(&m);
     free(perm);
     free(tr.x);
     free(tr.y);
     free(te.x);
     free(te.y);
-    return 0;
+    return bad;
 }
 
 static void usage(void)
