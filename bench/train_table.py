@@ -6,7 +6,10 @@ issue 32 targets met or missed, and writes --json (everything) and --md.
 
 Times: each round's record holds the median of its timed steps; the table
 gives the median over the rounds of those medians (ms), and min..max of
-the round medians in the JSON.  The arena ratio is the -O2 plan's arena
+the round medians in the JSON.  Ratios are the median over the rounds of
+each round's ratio (PyTorch's record of round r against ours of round r:
+adjacent in time), so that load from elsewhere that changes between rounds
+cancels out.  The arena ratio is the -O2 plan's arena
 over the sum of the -O2 graph's intermediates (each in its own buffer);
 the -O0 graph's sum is shown too.
 """
@@ -68,9 +71,14 @@ def main():
         row["torch_auto_ms"] = med([r["torch_ms"]["median"] for r in auto if r["model"] == m])
         row["torch_ms_range"] = [min((r["torch_ms"]["median"] for r in t), default=None),
                                  max((r["torch_ms"]["median"] for r in t), default=None)]
-        o2 = row["replay_o2_ms"]
-        row["torch_over_o2"] = row["torch_ms"] / o2 if o2 and row["torch_ms"] else None
-        row["eager_over_o2"] = row["eager_ms"] / o2 if o2 and row["eager_ms"] else None
+        # ratios: the median over the rounds of each round's ratio (ours and
+        # PyTorch's runs of a round are adjacent in time, so a change of the
+        # machine's load between rounds cancels out), not the ratio of the
+        # medians
+        row["torch_over_o2"] = med([s["torch_ms"]["median"] / r["replay_o2_ms"]["median"]
+                                    for r, s in zip(o, t)])
+        row["eager_over_o2"] = med([r["eager_ms"]["median"] / r["replay_o2_ms"]["median"]
+                                    for r in o])
         row["loss_gap_o0"] = max((r["loss_gap_o0"] for r in o), default=None)
         row["loss_gap_o2"] = max((r["loss_gap_o2"] for r in o), default=None)
         row["state_gap_o0"] = max((r.get("state_gap_o0") or 0 for r in o), default=None)
@@ -93,7 +101,7 @@ def main():
     md.append("Machine: %s, 1 thread; our kernels: %s, oneDNN: %s; PyTorch %s (its matrix "
               "products on OpenBLAS with OPENBLAS_CORETYPE=%s; \"as installed\": OpenBLAS's own "
               "choice); commit %s; %d alternating rounds; times are medians over the rounds of "
-              "each round's median step." % (
+              "each round's median step, ratios medians of each round's ratio." % (
                   a.cpu, a.isa, a.onednn, theirs[0]["torch_version"] if theirs else "—",
                   theirs[0].get("openblas_coretype", "?") if theirs else "—", a.commit,
                   a.rounds))
