@@ -41,9 +41,9 @@
  * Every round's losses are compared: the largest |replay - eager| /
  * |eager| of each level is printed, and after the rounds every state
  * tensor (max |replay - eager| / max |eager| per tensor); a gap above 1e-3
- * fails the run (a bug).  Memory: opt_memory_plan of the -O0 and the -O2 graphs (every
- * intermediate in its own buffer, "naive", against the planned arena) and
- * replay_workspace_size of the -O2 plan.
+ * fails the run (a bug).  Memory: opt_memory_plan of the -O0 and the -O2
+ * graphs (every intermediate in its own buffer, "naive", against the
+ * planned arena) and replay_workspace_size of the -O2 plan.
  *
  * Output: a table on stderr and one JSON object per model on stdout (or
  * --json FILE, appended), times in ms (medians; min and max too):
@@ -260,7 +260,7 @@ static eager_tensor *heads(eager_tensor *z)
                            TG_INTS(0, 2, 1, 3));
 }
 
-/* The forward to the loss.  train 0: the logits (MLP, eval). */
+/* The forward to the loss; y NULL: the logits (the MLP, for the test set). */
 static eager_tensor *forward(model *m, eager_tensor *x, eager_tensor *y)
 {
     eager_tensor *const *p = m->p;
@@ -439,10 +439,10 @@ static int export_model(const char *dir, const model *m, const char *prefix)
 {
     mkdir(dir, 0777);
     int ok = 1;
-    for (int i = 0; i < m->np; i++) {
+    for (int i = 0; i < m->np && ok; i++) {
         char name[128];
         snprintf(name, sizeof name, "%s%s", prefix, m->pname[i]);
-        ok &= save_npy(dir, name, m->p[i]);
+        ok = save_npy(dir, name, m->p[i]);
     }
     return ok;
 }
@@ -727,8 +727,14 @@ static int bench_model(model_kind k, int steps, int warmup, const char *export_d
         mkdir(export_dir, 0777);
         snprintf(dir, sizeof dir, "%s/%s", export_dir, kind_names[k]);
         if (!export_model(dir, &m, "") || !save_npy(dir, "x", b[0].x) ||
-            !save_npy(dir, "y", b[0].y))
+            !save_npy(dir, "y", b[0].y)) {
+            for (int i = 0; i < NBATCH; i++) {
+                eager_release(b[i].x);
+                eager_release(b[i].y);
+            }
+            free_model(&m);
             return 1;
+        }
     }
     double loss0 = step(&m, b[0].x, b[0].y, NULL);
     if (isnan(loss0))
@@ -777,7 +783,10 @@ static int time_rounds(model_kind k, model *mp, batch *b, level *lv, double loss
     int total = warmup + steps;
     double *t[3];
     for (int r = 0; r < 3; r++)
-        t[r] = calloc((size_t)total + 1, sizeof(double));
+        if (!(t[r] = calloc((size_t)total + 1, sizeof(double)))) {
+            fprintf(stderr, "train: out of memory\n");
+            exit(1);
+        }
     double gap[2] = {0, 0};
     int bad = 0;
     for (int i = 0; i < total; i++) {
@@ -849,8 +858,8 @@ static int time_rounds(model_kind k, model *mp, batch *b, level *lv, double loss
             lv[0].mem.naive_bytes / 1e6);
     fprintf(out, "{\"model\": \"%s\", \"desc\": ", kind_names[k]);
     bench_json_str(out, desc_of(k, desc, sizeof desc));
-    fprintf(out, ", \"batch\": %d, \"threads\": 1, \"cpu_kernels\": \"%s\", \"onednn_isa\": \"%s\", "
-                 "\"dropout\": false, \"loss0\": %.9g, ",
+    fprintf(out, ", \"batch\": %d, \"threads\": 1, \"cpu_kernels\": \"%s\", "
+                 "\"onednn_isa\": \"%s\", \"dropout\": false, \"loss0\": %.9g, ",
             BATCH, eager_cpu_level(), eager_onednn_isa(), loss0);
     json_stats(out, "eager_ms", st[0]);
     fputs(", ", out);
@@ -1099,7 +1108,8 @@ done:
 static void usage(void)
 {
     fprintf(stderr, "usage: train [--models mlp,cnn,encoder] [--steps N] [--warmup N] "
-                    "[--json FILE] [--export DIR] [--enc-seq T] [--save DIR] [--replay-only N] [--profile N] [--ops N]\n"
+                    "[--json FILE] [--export DIR] [--enc-seq T]\n"
+                    "             [--save DIR] [--replay-only N] [--profile N] [--ops N]\n"
                     "       train --epoch DIR [--data DIR] [--json FILE]\n");
 }
 
@@ -1110,6 +1120,10 @@ int main(int argc, char **argv)
     int steps = 10, warmup = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 0;
+        }
         if (!strcmp(a, "--models") && v)
             models = argv[++i];
         else if (!strcmp(a, "--steps") && v)

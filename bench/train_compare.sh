@@ -87,7 +87,8 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 isa=$("$build/tracegraph" version | sed -n 's/^CPU kernels: //p')
 dnnl=$("$build/tracegraph" version | sed -n 's/^oneDNN ISA: //p')
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- . ':!bench/results' ':!docs/PERFORMANCE.md' 2>/dev/null || rev="$rev+changes"
+git diff --quiet HEAD -- . ':!bench/results' ':!docs/PERFORMANCE.md' 2>/dev/null ||
+  rev="$rev+changes"
 "$py" bench/train_table.py --ours "$tmp/ours.jsonl" --torch "$tmp/torch.jsonl" \
   --torch-auto "$tmp/torch_auto.jsonl" \
   --epoch "$tmp/epoch.jsonl" --cpu "$cpu" --isa "$isa" --onednn "$dnnl" --commit "$rev" \

@@ -107,13 +107,16 @@ def main():
                   a.rounds))
     md.append("")
     md.append("| model | ours eager ms | replay -O0 ms | replay -O2 ms | PyTorch ms | "
-              "PyTorch as installed ms | PyTorch / -O2 | eager / -O2 | arena MB | naive MB (-O2; -O0) | arena / naive | "
+              "PyTorch as installed ms | PyTorch / -O2 | eager / -O2 | arena MB | "
+              "naive MB (-O2; -O0) | arena / naive | "
               "replay vs eager: loss, state (-O0; -O2) | first loss vs PyTorch |")
     md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s; %s | %s | %.1g, %.1g; %.1g, %.1g | %.1g |" % (
+        md.append(("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s; %s | %s "
+                   "| %.1g, %.1g; %.1g, %.1g | %.1g |") % (
             r["model"], fmt(r["eager_ms"]), fmt(r["replay_o0_ms"]), fmt(r["replay_o2_ms"]),
-            fmt(r["torch_ms"]), fmt(r["torch_auto_ms"]), fmt(r["torch_over_o2"]) + "x", fmt(r["eager_over_o2"]) + "x",
+            fmt(r["torch_ms"]), fmt(r["torch_auto_ms"]), fmt(r["torch_over_o2"]) + "x",
+            fmt(r["eager_over_o2"]) + "x",
             fmt(r.get("arena_o2_bytes", 0) / 1e6, 1), fmt(r.get("naive_o2_bytes", 0) / 1e6, 1),
             fmt(r.get("naive_o0_bytes", 0) / 1e6, 1), fmt(r.get("arena_ratio"), 3),
             r["loss_gap_o0"] or 0, r["state_gap_o0"] or 0, r["loss_gap_o2"] or 0,

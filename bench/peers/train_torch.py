@@ -132,7 +132,8 @@ def load_weights(model, d, prefix=""):
         for name, p in model.named_parameters():
             a = np.load(os.path.join(d, prefix + name + ".npy"))
             if tuple(a.shape) != tuple(p.shape):
-                sys.exit("train_torch: %s: shape %s, the model's %s" % (name, a.shape, tuple(p.shape)))
+                sys.exit("train_torch: %s: shape %s, the model's %s"
+                         % (name, a.shape, tuple(p.shape)))
             p.copy_(torch.from_numpy(a))
 
 
