@@ -23,6 +23,11 @@
 #                  imported -O0/-O3, checked against PyTorch, timed against
 #                  ONNX Runtime (installs python3-torchvision and onnxruntime-node;
 #                  bench/results/real.{json,md}, docs/PERFORMANCE.md table)
+#   make bench-train  the training benchmark (issue 32): one training step of
+#                  the MLP, the CNN and an encoder block, ours eager / replay
+#                  -O0 / -O2 vs PyTorch eager, alternating rounds, 1 thread;
+#                  arena vs naive; one Fashion-MNIST epoch's test accuracy vs
+#                  PyTorch's (bench/train_compare.sh; bench/results/train.{json,md})
 #   make bench-gpu the GPU benchmark (issue 20): the workloads on an OpenCL
 #                  device (GPU_FLAGS=--device N), host-copy and device-resident,
 #                  vs PyTorch CUDA eager and CUDA graphs where torch has CUDA
@@ -48,7 +53,7 @@ CMAKE_FLAGS ?=
 # `make test` does not need it: test_idx checks those files only where they are.
 DATA_PKGS ?= dataset-fashion-mnist
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-gemm bench-real bench-gpu bench-gpu-bundle fuzz install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-gemm bench-real bench-train bench-gpu bench-gpu-bundle fuzz install clean
 
 all: build
 
@@ -141,6 +146,8 @@ bench: build
 	  bench/plot.sh bench/results/latest.json bench/results/latest.png && exit $$st
 	@$(MAKE) --no-print-directory bench-real || \
 	  echo "bench: make bench-real failed (above); the other results stand" >&2
+	@$(MAKE) --no-print-directory bench-train || \
+	  echo "bench: make bench-train failed (above); the other results stand" >&2
 
 # The real models of issue 17 (bench/real/run.sh): torchvision's CNNs and
 # vit_b_16 at random weights (BatchNorm statistics set from the model's own
@@ -156,6 +163,18 @@ bench: build
 REAL_FLAGS ?=
 bench-real: build
 	bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
+
+# The training benchmark of issue 32 (bench/train_compare.sh): bench/train.c
+# (eager, replay -O0 and -O2 of the traced step) and
+# bench/peers/train_torch.py (PyTorch eager, same initial weights) in
+# alternating rounds, then one Fashion-MNIST epoch of the MLP on each side;
+# the table goes to bench/results/train.md (docs/PERFORMANCE.md, "Training",
+# quotes it).  Fails when replay's loss differs from eager's (a bug) or a
+# side fails; like the peers, it does not fail `make bench`.  TRAIN_FLAGS:
+# e.g. --rounds 3 --steps 5 --models mlp,cnn --no-epoch.
+TRAIN_FLAGS ?=
+bench-train: build
+	bench/train_compare.sh $(BUILD) $(TRAIN_FLAGS)
 
 # The GEMM roofline of issue 30 (bench/gemm_peak.c): the MLP's and the
 # encoder's GEMM shapes through eager, replay and (when installed: the
