@@ -356,12 +356,12 @@ static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const eager_dnnl_spec 
     if (s != dnnl_success)
         return s;
     if (!sp->prefer) {
-        s = dnnl_primitive_desc_create(pd, sp->desc, attr, eng, NULL);
+        s = dnnl_primitive_desc_create(pd, sp->desc, attr, eng, sp->hint);
         dnnl_primitive_attr_destroy(attr);
         return s;
     }
     dnnl_primitive_desc_iterator_t it;
-    s = dnnl_primitive_desc_iterator_create(&it, sp->desc, attr, eng, NULL);
+    s = dnnl_primitive_desc_iterator_create(&it, sp->desc, attr, eng, sp->hint);
     dnnl_primitive_attr_destroy(attr);
     if (s != dnnl_success)
         return s;

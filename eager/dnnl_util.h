@@ -114,6 +114,13 @@ typedef struct eager_dnnl_spec {
      * 2.25x fewer multiplies (see kernels_blocked.c).
      */
     const char *prefer;
+    /*
+     * NULL, or the forward primitive descriptor a backward operation
+     * (convolution_backward_data / _weights) is matched against: oneDNN
+     * requires one for a backward primitive descriptor.  Only read while
+     * the primitive is made; the caller keeps and destroys it.
+     */
+    const_dnnl_primitive_desc_t hint;
 } eager_dnnl_spec;
 
 /*

@@ -320,3 +320,170 @@ tg_status eager_kernel_conv_transpose2d(const eager_kargs *a)
     tg_free(part);
     return st;
 }
+
+/* ---- conv2d_grad_weight, conv2d_grad_input ---- */
+
+/*
+ * conv2d's gradients through oneDNN's backward primitives, on the
+ * tensors' plain layouts as the forward kernel (x, dx, dy NCHW; w, dw OIHW,
+ * GOIHW when grouped: the same bytes): convolution_backward_weights
+ * (dw from x and dy) and convolution_backward_data (dx from dy and w).
+ * oneDNN makes a backward primitive descriptor only against a forward
+ * one (its "hint"), made here for forward training on the same layouts
+ * and dropped once the backward primitive exists.  Prepared state as the
+ * forward's: given a slot (replay) the primitive is made once.
+ *
+ * Determinism: oneDNN 2.6's backward-weights implementations split the
+ * batch between threads and add the partial sums in a fixed order, so a
+ * thread count gives the same bits at every call (tests/test_conv_grad.c
+ * checks 1 and 2 threads).
+ */
+
+/* The forward's geometry: its attributes and the shapes of x, w, y. */
+typedef struct conv_bwd {
+    const graph_ints *stride, *padding, *dilation;
+    int64_t groups;
+    int64_t xd[4], wd[4], yd[4];
+} conv_bwd;
+
+static dnnl_status_t conv_bwd_mds(const conv_bwd *c, dnnl_memory_desc_t md[3])
+{
+    dnnl_dims_t dx = {c->xd[0], c->xd[1], c->xd[2], c->xd[3]};
+    dnnl_dims_t dy = {c->yd[0], c->yd[1], c->yd[2], c->yd[3]};
+    dnnl_dims_t dw = {c->wd[0], c->wd[1], c->wd[2], c->wd[3]};
+    dnnl_dims_t dgw = {c->groups, c->wd[0] / c->groups, c->wd[1], c->wd[2], c->wd[3]};
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md[0], 4, dx, dnnl_f32, dnnl_nchw);
+    if (s == dnnl_success)
+        s = c->groups > 1 ? dnnl_memory_desc_init_by_tag(&md[1], 5, dgw, dnnl_f32, dnnl_goihw)
+                          : dnnl_memory_desc_init_by_tag(&md[1], 4, dw, dnnl_f32, dnnl_oihw);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&md[2], 4, dy, dnnl_f32, dnnl_nchw);
+    return s;
+}
+
+/* Strides, dilations counted from 0, begin and end padding. */
+static void conv_bwd_geom(const conv_bwd *c, dnnl_dims_t st, dnnl_dims_t dd, dnnl_dims_t pl,
+                          dnnl_dims_t pr)
+{
+    int64_t stride[2], dil[2], pad[4];
+    graph_ints_pair(c->stride, 1, stride);
+    graph_ints_pair(c->dilation, 1, dil);
+    graph_ints_pad4(c->padding, pad);
+    for (int i = 0; i < 2; i++) {
+        st[i] = stride[i];
+        dd[i] = dil[i] - 1;
+        pl[i] = pad[i];
+        pr[i] = pad[2 + i];
+    }
+}
+
+/*
+ * Prepares the backward primitive: weights (1) or data (0).  Arguments in
+ * spec order: weights: src, diff_dst, diff_weights; data: diff_dst,
+ * weights, diff_src.
+ */
+static tg_status conv_bwd_prepare(const eager_kargs *a, const conv_bwd *c, int weights,
+                                  eager_dnnl_prim **out)
+{
+    dnnl_memory_desc_t md[3];
+    dnnl_dims_t st, dd, pl, pr;
+    dnnl_convolution_desc_t fdesc, bdesc;
+    dnnl_primitive_desc_t hint = NULL;
+    dnnl_engine_t eng;
+    const char *what = weights ? "convolution backward weights" : "convolution backward data";
+    conv_bwd_geom(c, st, dd, pl, pr);
+    dnnl_status_t s = conv_bwd_mds(c, md);
+    if (s == dnnl_success)
+        s = dnnl_dilated_convolution_forward_desc_init(&fdesc, dnnl_forward_training,
+                                                       dnnl_convolution_direct, &md[0], &md[1],
+                                                       NULL, &md[2], st, dd, pl, pr);
+    if (s == dnnl_success)
+        s = weights ? dnnl_dilated_convolution_backward_weights_desc_init(
+                          &bdesc, dnnl_convolution_direct, &md[0], &md[1], NULL, &md[2], st,
+                          dd, pl, pr)
+                    : dnnl_dilated_convolution_backward_data_desc_init(
+                          &bdesc, dnnl_convolution_direct, &md[0], &md[1], &md[2], st, dd, pl,
+                          pr);
+    if (s != dnnl_success)
+        return eager_dnnl_fail(a, weights ? "convolution backward weights descriptor"
+                                          : "convolution backward data descriptor", s);
+    /* the hint is made for the thread count the backward will run on */
+    int old = eager_dnnl_set_threads(a->nthreads);
+    s = eager_dnnl_engine(&eng);
+    if (s == dnnl_success)
+        s = dnnl_primitive_desc_create(&hint, &fdesc, NULL, eng, NULL);
+    eager_dnnl_set_threads(old);
+    if (s != dnnl_success)
+        return eager_dnnl_fail(a, "convolution forward (the backward's hint)", s);
+    eager_dnnl_spec sp = {what, &bdesc, NULL, 3, {0}, {{0}}, -1};
+    if (weights) {
+        sp.arg[0] = DNNL_ARG_SRC, sp.md[0] = md[0];
+        sp.arg[1] = DNNL_ARG_DIFF_DST, sp.md[1] = md[2];
+        sp.arg[2] = DNNL_ARG_DIFF_WEIGHTS, sp.md[2] = md[1];
+    } else {
+        sp.arg[0] = DNNL_ARG_DIFF_DST, sp.md[0] = md[2];
+        sp.arg[1] = DNNL_ARG_WEIGHTS, sp.md[1] = md[1];
+        sp.arg[2] = DNNL_ARG_DIFF_SRC, sp.md[2] = md[0];
+    }
+    sp.hint = hint;
+    tg_status r = eager_dnnl_prim_new(a, &sp, out);
+    dnnl_primitive_desc_destroy(hint);
+    return r;
+}
+
+static void zero_out(const eager_kargs *a)
+{
+    memset(a->out[0], 0, (size_t)graph_type_numel(a->out_type) * sizeof(float));
+}
+
+static void dims4(const graph_type *t, int64_t d[4])
+{
+    for (int i = 0; i < 4; i++)
+        d[i] = t->dim[i];
+}
+
+tg_status eager_kernel_conv2d_grad_weight(const eager_kargs *a)
+{
+    const graph_conv2d_grad_weight_attrs *at = a->attrs;
+    conv_bwd c = {&at->stride, &at->padding, &at->dilation, at->groups,
+                  {0}, {0}, {0}};
+    dims4(&a->in_type[0], c.xd);
+    dims4(&a->in_type[1], c.yd);
+    dims4(a->out_type, c.wd);
+    if (graph_type_numel(a->out_type) == 0)
+        return TG_OK;
+    /* no batch (or no output pixel): every weight's gradient is 0 */
+    if (graph_type_numel(&a->in_type[0]) == 0 || graph_type_numel(&a->in_type[1]) == 0) {
+        zero_out(a);
+        return TG_OK;
+    }
+    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
+    tg_status st = p ? TG_OK : conv_bwd_prepare(a, &c, 1, &p);
+    if (st != TG_OK)
+        return st;
+    const void *data[3] = {a->in[0], a->in[1], a->out[0]};
+    return eager_dnnl_prim_finish(a, p, data);
+}
+
+tg_status eager_kernel_conv2d_grad_input(const eager_kargs *a)
+{
+    const graph_conv2d_grad_input_attrs *at = a->attrs;
+    conv_bwd c = {&at->stride, &at->padding, &at->dilation, at->groups,
+                  {0}, {0}, {0}};
+    dims4(a->out_type, c.xd);
+    dims4(&a->in_type[1], c.wd);
+    dims4(&a->in_type[0], c.yd);
+    if (graph_type_numel(a->out_type) == 0)
+        return TG_OK;
+    /* no output channel or pixel: nothing flows back */
+    if (graph_type_numel(&a->in_type[0]) == 0 || graph_type_numel(&a->in_type[1]) == 0) {
+        zero_out(a);
+        return TG_OK;
+    }
+    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
+    tg_status st = p ? TG_OK : conv_bwd_prepare(a, &c, 0, &p);
+    if (st != TG_OK)
+        return st;
+    const void *data[3] = {a->in[0], a->in[1], a->out[0]};
+    return eager_dnnl_prim_finish(a, p, data);
+}

@@ -3,9 +3,8 @@
  * neural-network ops (graph/grad.def), written with registry ops through
  * a grad_builder:
  *   matmul, linear   products with the other operand (batch dims summed back);
- *   conv2d           x: conv_transpose2d of g; w: a conv2d of x by g with
- *                    batch and channels swapped (stride and dilation
- *                    trade places); groups 1 only so far;
+ *   conv2d           conv2d_grad_input and conv2d_grad_weight (oneDNN's
+ *                    backward primitives), any groups; the bias: a sum;
  *   max/avg_pool2d   the windows gathered from the padded input (gather
  *                    with a constant index), g spread over them (max: to
  *                    the first maximum of each window, as PyTorch) and
@@ -111,62 +110,32 @@ static graph_ints ints(const int64_t *v, int n)
     return r;
 }
 
-static grad_v swap01(grad_builder *b, grad_v x)
-{
-    graph_transpose_attrs at;
-    graph_attrs_default(GRAPH_OP_transpose, &at);
-    at.perm = ints((int64_t[4]){1, 0, 2, 3}, 4);
-    return gu_op1(b, GRAPH_OP_transpose, x, &at);
-}
-
 tg_status grad_rule_conv2d(grad_builder *b, const grad_ctx *c)
 {
+    /* oneDNN's backward primitives (eager/kernels_conv.c), any groups */
     const graph_conv2d_attrs *a = c->attrs;
-    if (a->groups != 1)
-        return gu_fail(b, c, TG_ERR_UNSUPPORTED,
-                       "no gradient rule yet for groups %lld (only 1)", (long long)a->groups);
-    const graph_type *tx = &c->in_type[0], *tw = &c->in_type[1], *ty = &c->out_type[0];
-    int64_t s[2], d[2], p[4];
-    graph_ints_pair(&a->stride, 1, s);
-    graph_ints_pair(&a->dilation, 1, d);
-    graph_ints_pad4(&a->padding, p);
+    const graph_type *tx = &c->in_type[0], *tw = &c->in_type[1];
     if (NEED(0)) {
-        /* the rows and columns the forward's stride skipped at the end
-         * come back as output padding (< stride) */
-        int64_t op[2];
-        for (int i = 0; i < 2; i++) {
-            int64_t span = tx->dim[2 + i] + p[i] + p[2 + i] - d[i] * (tw->dim[2 + i] - 1) - 1;
-            op[i] = span - (ty->dim[2 + i] - 1) * s[i];
-        }
-        graph_conv_transpose2d_attrs at;
-        graph_attrs_default(GRAPH_OP_conv_transpose2d, &at);
-        at.stride = ints(s, 2);
-        at.padding = ints(p, 4);
-        at.output_padding = ints(op, 2);
-        at.dilation = ints(d, 2);
+        graph_conv2d_grad_input_attrs at;
+        graph_attrs_default(GRAPH_OP_conv2d_grad_input, &at);
+        at.stride = a->stride;
+        at.padding = a->padding;
+        at.dilation = a->dilation;
+        at.groups = a->groups;
+        at.xsize = ints(&tx->dim[2], 2);
         grad_v in[2] = {G, c->in[1]};
-        c->gin[0] = b->op(b, GRAPH_OP_conv_transpose2d, in, 2, &at);
+        c->gin[0] = b->op(b, GRAPH_OP_conv2d_grad_input, in, 2, &at);
     }
     if (NEED(1)) {
-        /* gw[o,c,i,j] = sum g[n,o,p,q] x[n,c,p s + i d, q s + j d]: x as
-         * [C,N,H,W] convolved by g as [O,N,Ho,Wo], stride d, dilation s;
-         * the result may run past the kernel by up to s - 1: cut */
-        graph_conv2d_attrs at;
-        graph_attrs_default(GRAPH_OP_conv2d, &at);
-        at.stride = ints(d, 2);
-        at.padding = ints(p, 4);
-        at.dilation = ints(s, 2);
-        grad_v in[2] = {swap01(b, c->in[0]), swap01(b, G)};
-        grad_v gw = b->op(b, GRAPH_OP_conv2d, in, 2, &at);
-        if (gw) {
-            const graph_type *t = b->type(b, gw); /* read before the builder adds more */
-            int64_t kh = t->dim[2], kw = t->dim[3];
-            if (kh != tw->dim[2])
-                gw = gu_slice1(b, gw, 2, 0, tw->dim[2]);
-            if (kw != tw->dim[3])
-                gw = gu_slice1(b, gw, 3, 0, tw->dim[3]);
-        }
-        c->gin[1] = swap01(b, gw);
+        graph_conv2d_grad_weight_attrs at;
+        graph_attrs_default(GRAPH_OP_conv2d_grad_weight, &at);
+        at.stride = a->stride;
+        at.padding = a->padding;
+        at.dilation = a->dilation;
+        at.groups = a->groups;
+        at.ksize = ints(&tw->dim[2], 2);
+        grad_v in[2] = {c->in[0], G};
+        c->gin[1] = b->op(b, GRAPH_OP_conv2d_grad_weight, in, 2, &at);
     }
     if (c->nin > 2 && NEED(2))
         c->gin[2] = gu_sum(b, G, (int64_t[3]){0, 2, 3}, 3, 0);

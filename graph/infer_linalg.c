@@ -271,6 +271,110 @@ tg_status graph_infer_conv2d(graph_infer_ctx *c)
     return spatial_out(c, wh, ww, w->dim[0]);
 }
 
+/* ---- conv2d_grad_weight, conv2d_grad_input ---- */
+
+/*
+ * The forward conv2d of x [N, ch, xh, xw] by a (kh, kw) kernel with o
+ * output channels in groups, at the attributes' stride, padding and
+ * dilation, must give dy [N, o, dh, dw]: checks groups, the lists and
+ * that dy is that output.
+ */
+static tg_status check_conv_grad(graph_infer_ctx *c, const graph_ints *stride_v,
+                                 const graph_ints *padding_v, const graph_ints *dilation_v,
+                                 int64_t groups, int64_t n, int64_t ch, int64_t o,
+                                 const int64_t xs[2], const int64_t ks[2], const graph_type *dy)
+{
+    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0};
+    tg_status st = check_pair(c, stride_v, "stride", 1, 1, stride);
+    if (st == TG_OK)
+        st = check_pair(c, dilation_v, "dilation", 1, 1, dil);
+    if (st == TG_OK)
+        st = check_padding(c, padding_v, pad);
+    if (st != TG_OK)
+        return st;
+    if (groups < 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "groups must be >= 1, got %lld",
+                                (long long)groups);
+    if (ch % groups || o % groups)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "groups %lld must divide the input channels %lld and the "
+                                "output channels %lld",
+                                (long long)groups, (long long)ch, (long long)o);
+    window wh = {xs[0], pad[0], pad[2], ks[0], stride[0], dil[0]};
+    window ww = {xs[1], pad[1], pad[3], ks[1], stride[1], dil[1]};
+    if (window_out(&wh) || window_out(&ww))
+        return graph_infer_fail(c, TG_ERR_SHAPE, "sizes overflow int64");
+    if (dy->dim[0] != n || dy->dim[1] != o || dy->dim[2] != wh.out || dy->dim[3] != ww.out)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "dy is [%lld,%lld,%lld,%lld], want the forward's output "
+                                "[%lld,%lld,%lld,%lld]",
+                                (long long)dy->dim[0], (long long)dy->dim[1],
+                                (long long)dy->dim[2], (long long)dy->dim[3], (long long)n,
+                                (long long)o, (long long)wh.out, (long long)ww.out);
+    return TG_OK;
+}
+
+/* A 2-entry size list whose entries are >= lo. */
+static tg_status check_size2(graph_infer_ctx *c, const graph_ints *v, const char *name,
+                             int64_t lo, int64_t out[2])
+{
+    char buf[200];
+    if (v->n != 2 || v->v[0] < lo || v->v[1] < lo)
+        return graph_infer_fail(c, TG_ERR_ARG, "%s takes 2 entries >= %lld, got %s", name,
+                                (long long)lo, graph_ints_str(v, buf, sizeof buf));
+    out[0] = v->v[0], out[1] = v->v[1];
+    return TG_OK;
+}
+
+tg_status graph_infer_conv2d_grad_weight(graph_infer_ctx *c)
+{
+    const graph_conv2d_grad_weight_attrs *at = c->attrs;
+    const graph_type *x = &c->in[0], *dy = &c->in[1];
+    int64_t ks[2];
+    tg_status st = need_f32(c, 1, "dy");
+    if (st == TG_OK)
+        st = need_rank(c, 0, "x", 4, "[N,C,H,W]");
+    if (st == TG_OK)
+        st = need_rank(c, 1, "dy", 4, "[N,O,H',W']");
+    if (st == TG_OK)
+        st = check_size2(c, &at->ksize, "ksize", 1, ks);
+    if (st == TG_OK)
+        st = check_conv_grad(c, &at->stride, &at->padding, &at->dilation, at->groups,
+                             x->dim[0], x->dim[1], dy->dim[1], &x->dim[2], ks, dy);
+    if (st != TG_OK)
+        return st;
+    c->out[0] = (graph_type){GRAPH_F32, 4, {dy->dim[1], x->dim[1] / at->groups, ks[0], ks[1]}};
+    return TG_OK;
+}
+
+tg_status graph_infer_conv2d_grad_input(graph_infer_ctx *c)
+{
+    const graph_conv2d_grad_input_attrs *at = c->attrs;
+    const graph_type *dy = &c->in[0], *w = &c->in[1];
+    int64_t xs[2];
+    tg_status st = need_f32(c, 1, "w");
+    if (st == TG_OK)
+        st = need_rank(c, 0, "dy", 4, "[N,O,H',W']");
+    if (st == TG_OK)
+        st = need_rank(c, 1, "w", 4, "[O,C/groups,kh,kw]");
+    if (st == TG_OK)
+        st = check_size2(c, &at->xsize, "xsize", 0, xs);
+    if (st != TG_OK)
+        return st;
+    if (w->dim[2] < 1 || w->dim[3] < 1)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "kernel size %lldx%lld must be >= 1",
+                                (long long)w->dim[2], (long long)w->dim[3]);
+    int64_t ch;
+    if (__builtin_mul_overflow(w->dim[1], at->groups, &ch))
+        return graph_infer_fail(c, TG_ERR_SHAPE, "sizes overflow int64");
+    st = check_conv_grad(c, &at->stride, &at->padding, &at->dilation, at->groups, dy->dim[0],
+                         ch, w->dim[0], xs, &w->dim[2], dy);
+    if (st != TG_OK)
+        return st;
+    c->out[0] = (graph_type){GRAPH_F32, 4, {dy->dim[0], ch, xs[0], xs[1]}};
+    return TG_OK;
+}
+
 /* ---- conv_transpose2d ---- */
 
 /* Ranks, dtypes, groups and channel counts of x, w [C,O/groups,kh,kw], b;

@@ -423,6 +423,17 @@ static void linalg_cases(void)
     cv.padding = TG_INTS(1, 0, 2, 1);
     cv.dilation = TG_INTS(2, 1);
     CASE(conv2d, &cv, H, F(-1, 1, 1, 2, 8, 9), F(-1, 1, 3, 2, 2, 3));
+    /* groups (2, and depthwise), with stride, padding and dilation */
+    graph_attrs_default(GRAPH_OP_conv2d, &cv);
+    cv.groups = 2;
+    cv.stride = TG_INTS(2, 1);
+    cv.padding = TG_INTS(0, 1, 1, 0);
+    CASE(conv2d, &cv, H, F(-1, 1, 2, 4, 7, 6), F(-1, 1, 6, 2, 3, 2), F(-1, 1, 6));
+    cv.groups = 3;
+    cv.stride = TG_NOINTS;
+    cv.padding = TG_INTS(1);
+    cv.dilation = TG_INTS(2);
+    CASE(conv2d, &cv, H, F(-1, 1, 2, 3, 6, 5), F(-1, 1, 3, 1, 3, 3));
 
     graph_max_pool2d_attrs mp;
     graph_attrs_default(GRAPH_OP_max_pool2d, &mp);

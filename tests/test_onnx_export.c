@@ -582,6 +582,36 @@ static void test_no_onnx_form(void)
     }
 }
 
+/* The gradient ops are refused, naming the node; they count as covered. */
+static void test_grad_ops_refused(void)
+{
+    static const char *const irs[] = {
+        "graph t(%x: f32[2,3,5,5], %dy: f32[2,4,3,3]) -> (y: f32[4,3,3,3]) {\n"
+        "  %1: f32[4,3,3,3] = conv2d_grad_weight(%x, %dy) {ksize=[3,3]}\n"
+        "  return y = %1\n}\n",
+        "graph t(%dy: f32[2,4,3,3], %w: f32[4,3,3,3]) -> (y: f32[2,3,5,5]) {\n"
+        "  %1: f32[2,3,5,5] = conv2d_grad_input(%dy, %w) {xsize=[5,5]}\n"
+        "  return y = %1\n}\n",
+    };
+    for (int k = 0; k < 2; k++) {
+        graph *g = graph_parse(irs[k], strlen(irs[k]), err, sizeof err);
+        CHECK_MSG(g != NULL, "parse: %s", err);
+        if (!g)
+            return;
+        void *buf = NULL;
+        size_t len = 0;
+        char want[96];
+        snprintf(want, sizeof want, "node 0 (%s at ", graph_ops[g->nodes[0].op].name);
+        CHECK(format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_ERR_UNSUPPORTED);
+        CHECK_MSG(strstr(err, want) &&
+                      strstr(err, "): a gradient op has no ONNX form: export the graph "
+                                  "without its backward") && !buf && !len,
+                  "message: %s", err);
+        op_seen[g->nodes[0].op] = 1;
+        graph_free(g);
+    }
+}
+
 static void mark_ops(const graph *g)
 {
     for (int32_t i = 0; g && i < g->nnodes; i++)
@@ -858,6 +888,7 @@ int main(int argc, char **argv)
     test_training_ops();
     test_elided();
     test_no_onnx_form();
+    test_grad_ops_refused();
     test_files();
     test_models();
     test_out_of_memory();

@@ -378,6 +378,13 @@ static const ocase refused[] = {
      "  %1: f32[3,37], %2: f32[3,37], %3: f32[3,37] = adamw_step(%p, %g, %m, %v, %t, %lr, "
      "%b1, %b2, %e, %wd)\n"
      "  return y = %1\n}\n", 1, 3, EW},
+    /* conv2d's gradient ops */
+    {"graph t(%x: f32[2,4,7,6], %dy: f32[2,6,4,3]) -> (y: f32[6,2,3,3]) {\n"
+     "  %1: f32[6,2,3,3] = conv2d_grad_weight(%x, %dy) {stride=[2], padding=[1], groups=2, "
+     "ksize=[3,3]}\n  return y = %1\n}\n", -1, 1, 1e-4},
+    {"graph t(%dy: f32[2,6,4,3], %w: f32[6,2,3,3]) -> (y: f32[2,4,7,6]) {\n"
+     "  %1: f32[2,4,7,6] = conv2d_grad_input(%dy, %w) {stride=[2], padding=[1], groups=2, "
+     "xsize=[7,6]}\n  return y = %1\n}\n", -1, 1, 1e-4},
 };
 
 static void run_refused(const ocase *c, int idx, int *covered)
