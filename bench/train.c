@@ -630,14 +630,14 @@ static int profile_model(model_kind k, int n)
 /*
  * --ops N: the CNN step's heaviest nodes, each traced alone (its tensor
  * inputs state, so that nothing folds), optimized at -O2, replayed N times;
- * prints the median per node.  The convolutions are the nodes the
- * gradient rules make (grad_rule_conv2d: the weight gradient as a conv2d of
- * the transposed input and output gradient, the input gradient as a
- * conv_transpose2d); max_pool2d's backward is its rule's whole chain.
+ * prints the median per node.  The convolutions' gradients are the nodes
+ * grad_rule_conv2d makes (conv2d_grad_input, conv2d_grad_weight);
+ * max_pool2d's backward is its rule's whole chain.
  */
 typedef struct op_case {
     const char *what;
-    int kind; /* 0 conv2d, 1 conv_transpose2d, 2 max_pool2d fwd, 3 max_pool2d fwd+bwd */
+    int kind; /* 0 conv2d, 1 conv2d_grad_input, 2 max_pool2d fwd, 3 max_pool2d fwd+bwd,
+               * 4 conv2d_grad_weight */
     graph_ints a, b;
 } op_case;
 
@@ -646,8 +646,9 @@ static eager_tensor *op_case_run(const op_case *c, eager_tensor *a, eager_tensor
     graph_ints pad = TG_INTS(1), pool = TG_INTS(2, 2);
     switch (c->kind) {
     case 0: return eager_conv2d(a, b, EAGER_NONE, TG_NOINTS, pad, TG_NOINTS, 1);
-    case 1: return eager_conv_transpose2d(a, b, EAGER_NONE, TG_NOINTS, pad, TG_NOINTS,
-                                          TG_NOINTS, 1);
+    case 1: return eager_conv2d_grad_input(a, b, TG_NOINTS, pad, TG_NOINTS, 1,
+                                           TG_INTS(eager_dim(a, 2), eager_dim(a, 3)));
+    case 4: return eager_conv2d_grad_weight(a, b, TG_NOINTS, pad, TG_NOINTS, 1, TG_INTS(3, 3));
     case 2: return eager_max_pool2d(a, pool, TG_NOINTS, TG_NOINTS);
     default: {
         eager_tensor *y = eager_max_pool2d(a, pool, TG_NOINTS, TG_NOINTS);
@@ -662,11 +663,12 @@ static int profile_ops(int n)
     static const op_case cases[] = {
         {"conv1 forward", 0, {4, {64, 1, 28, 28}}, {4, {32, 1, 3, 3}}},
         {"conv2 forward", 0, {4, {64, 32, 14, 14}}, {4, {64, 32, 3, 3}}},
-        {"conv2 input grad (conv_transpose2d)", 1, {4, {64, 64, 14, 14}}, {4, {64, 32, 3, 3}}},
-        {"conv2 weight grad (conv2d 64x64 14x14 kernel)", 0, {4, {32, 64, 14, 14}},
+        {"conv2 input grad (conv2d_grad_input)", 1, {4, {64, 64, 14, 14}},
+         {4, {64, 32, 3, 3}}},
+        {"conv2 weight grad (conv2d_grad_weight)", 4, {4, {64, 32, 14, 14}},
          {4, {64, 64, 14, 14}}},
-        {"conv1 weight grad (conv2d 32x64 28x28 kernel)", 0, {4, {1, 64, 28, 28}},
-         {4, {32, 64, 28, 28}}},
+        {"conv1 weight grad (conv2d_grad_weight)", 4, {4, {64, 1, 28, 28}},
+         {4, {64, 32, 28, 28}}},
         {"pool1 forward", 2, {4, {64, 32, 28, 28}}, {0, {0}}},
         {"pool1 forward + backward", 3, {4, {64, 32, 28, 28}}, {4, {64, 32, 14, 14}}},
         {"pool2 forward + backward", 3, {4, {64, 64, 14, 14}}, {4, {64, 64, 7, 7}}},

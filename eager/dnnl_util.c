@@ -172,6 +172,16 @@ struct eager_dnnl_prim {
     graph_post_prm prm;
     int dst, res;             /* argument indices of dst and residual (-1) */
     int64_t dst_numel;
+    /* Arguments converted at every run (eager_dnnl_spec.convert): mem[i]
+     * sits in buf in the primitive's layout, user is the caller's layout,
+     * reorder goes user -> mem[i] (an input) or back (out); NULL reorder:
+     * not converted. */
+    struct dnnl_cvt {
+        dnnl_memory_t user, rscratch;
+        dnnl_primitive_t reorder;
+        void *buf, *rscratch_buf;
+        int out;
+    } cvt[EAGER_DNNL_MAX_ARGS];
 };
 
 void eager_dnnl_prim_free(eager_dnnl_prim *p)
@@ -193,6 +203,17 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p)
         dnnl_memory_destroy(p->rscratch);
     tg_free(p->scratch_buf);
     tg_free(p->rscratch_buf);
+    for (int i = 0; i < EAGER_DNNL_MAX_ARGS; i++) {
+        struct dnnl_cvt *c = &p->cvt[i];
+        if (c->user)
+            dnnl_memory_destroy(c->user);
+        if (c->rscratch)
+            dnnl_memory_destroy(c->rscratch);
+        if (c->reorder)
+            dnnl_primitive_destroy(c->reorder);
+        tg_free(c->buf);
+        tg_free(c->rscratch_buf);
+    }
     tg_free(p->packed_buf);
     tg_free(p);
 }
@@ -306,6 +327,49 @@ static dnnl_status_t make_packed(eager_dnnl_prim *p, int i, const dnnl_memory_de
     return s;
 }
 
+/* Nonzero for an argument the primitive writes. */
+static int out_arg(int arg)
+{
+    return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC || arg == DNNL_ARG_DIFF_WEIGHTS ||
+           arg == DNNL_ARG_DIFF_BIAS;
+}
+
+/*
+ * Argument i converted at every run (eager_dnnl_spec.convert): mem[i] in
+ * the primitive's layout want, in a buffer of its own, and the reorder
+ * between it and the caller's layout md.
+ */
+static dnnl_status_t make_converted(eager_dnnl_prim *p, int i, const dnnl_memory_desc_t *md,
+                                    const dnnl_memory_desc_t *want, dnnl_engine_t eng)
+{
+    struct dnnl_cvt *c = &p->cvt[i];
+    dnnl_primitive_desc_t rpd;
+    size_t n = dnnl_memory_desc_get_size(want);
+    c->out = out_arg(p->arg[i]);
+    if (!(c->buf = tg_aligned_alloc(64, (n + 63) & ~(size_t)63)))
+        return dnnl_out_of_memory;
+    dnnl_status_t s = dnnl_memory_create(&p->mem[i], want, eng, c->buf);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&c->user, md, eng, DNNL_MEMORY_NONE);
+    dnnl_primitive_attr_t attr = NULL;
+    if (s == dnnl_success)
+        s = user_scratchpad(&attr, NULL, p->own_scratch);
+    if (s == dnnl_success)
+        s = c->out ? dnnl_reorder_primitive_desc_create(&rpd, want, eng, md, eng, attr)
+                   : dnnl_reorder_primitive_desc_create(&rpd, md, eng, want, eng, attr);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (s == dnnl_success) {
+        s = dnnl_primitive_create(&c->reorder, rpd);
+        if (s != dnnl_success)
+            c->reorder = NULL;
+        if (s == dnnl_success && p->own_scratch)
+            s = make_scratchpad(rpd, eng, &c->rscratch, &c->rscratch_buf);
+        dnnl_primitive_desc_destroy(rpd);
+    }
+    return s;
+}
+
 /* Nonzero for the argument of a post-op (the residual). */
 static int post_arg(int arg)
 {
@@ -326,6 +390,16 @@ static dnnl_status_t make_memories(eager_dnnl_prim *p, const eager_dnnl_spec *sp
             p->res = i;
             if (p->post_in_c)
                 continue; /* read by the C epilogue, not by oneDNN */
+        }
+        if (sp->convert & (1u << i)) {
+            const dnnl_memory_desc_t *want =
+                dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, sp->arg[i]);
+            if (!want)
+                return dnnl_runtime_error;
+            if (!dnnl_memory_desc_equal(want, &sp->md[i])) {
+                s = make_converted(p, i, &sp->md[i], want, eng);
+                continue;
+            }
         }
         if (i == sp->packed) {
             const dnnl_memory_desc_t *want =
@@ -594,6 +668,19 @@ static dnnl_status_t repack(eager_dnnl_prim *p, dnnl_stream_t stream, const void
     return s;
 }
 
+/* Runs c's reorder between the caller's buffer and mem (out: mem to it). */
+static dnnl_status_t convert(struct dnnl_cvt *c, dnnl_memory_t mem, dnnl_stream_t stream,
+                             const void *user)
+{
+    dnnl_status_t s = dnnl_memory_set_data_handle(c->user, (void *)user);
+    dnnl_exec_arg_t ex[3] = {{DNNL_ARG_FROM, c->out ? mem : c->user},
+                             {DNNL_ARG_TO, c->out ? c->user : mem},
+                             {DNNL_ARG_SCRATCHPAD, c->rscratch}};
+    if (s == dnnl_success)
+        s = dnnl_primitive_execute(c->reorder, stream, c->rscratch ? 3 : 2, ex);
+    return s;
+}
+
 static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, const char **step)
 {
     dnnl_stream_t stream;
@@ -606,13 +693,18 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
     if (p->packed >= 0 && p->packed_from != data[p->packed] &&
         (s = repack(p, stream, data[p->packed])) != dnnl_success)
         return s;
+    *step = "input reorder";
+    for (int i = 0; i < p->nargs; i++)
+        if (p->cvt[i].reorder && !p->cvt[i].out &&
+            (s = convert(&p->cvt[i], p->mem[i], stream, data[i])) != dnnl_success)
+            return s;
     *step = "memory";
     int nex = 0;
     for (int i = 0; i < p->nargs; i++) {
         if (!p->mem[i])
             continue; /* the residual of a C epilogue */
         /* oneDNN takes void *; inputs are never written. */
-        if (i != p->packed && p->ptr[i] != data[i]) {
+        if (i != p->packed && !p->cvt[i].reorder && p->ptr[i] != data[i]) {
             if ((s = dnnl_memory_set_data_handle(p->mem[i], (void *)data[i])) != dnnl_success)
                 return s;
             p->ptr[i] = data[i];
@@ -627,6 +719,12 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
     *step = "execute";
     if ((s = dnnl_primitive_execute(p->prim, stream, nex, ex)) != dnnl_success)
         return s;
+    *step = "output reorder";
+    for (int i = 0; i < p->nargs; i++)
+        if (p->cvt[i].reorder && p->cvt[i].out &&
+            (s = convert(&p->cvt[i], p->mem[i], stream, data[i])) != dnnl_success)
+            return s;
+    *step = "execute";
     if ((s = dnnl_stream_wait(stream)) == dnnl_success && p->post_in_c && p->dst >= 0)
         eager_isa_active->post_apply((float *)data[p->dst], p->dst_numel, &p->post, p->prm,
                          p->res >= 0 ? data[p->res] : NULL, p->nthreads);

@@ -121,6 +121,16 @@ typedef struct eager_dnnl_spec {
      * the primitive is made; the caller keeps and destroys it.
      */
     const_dnnl_primitive_desc_t hint;
+    /*
+     * Bit i set: desc gives argument i as format any and the prim
+     * converts it at every run when the primitive prefers another layout
+     * than the caller's md[i]: an input is reordered from the caller's
+     * buffer into one the prim owns before the run, an output
+     * (DNNL_ARG_DST, DIFF_SRC, DIFF_WEIGHTS, DIFF_BIAS) back into the
+     * caller's after it.  For arguments whose contents change between runs
+     * (the backward convolutions' tensors); fixed weights use packed.
+     */
+    unsigned convert;
 } eager_dnnl_spec;
 
 /*

@@ -378,14 +378,16 @@ static void conv_bwd_geom(const conv_bwd *c, dnnl_dims_t st, dnnl_dims_t dd, dnn
 }
 
 /*
- * Prepares the backward primitive: weights (1) or data (0).  Arguments in
- * spec order: weights: src, diff_dst, diff_weights; data: diff_dst,
- * weights, diff_src.
+ * Prepares the backward primitive: weights (1) or data (0); blocked: every
+ * tensor as format any (oneDNN's blocked JIT kernels, the tensors
+ * reordered to and from them at each run), else the plain layouts.
+ * Arguments in spec order: weights: src, diff_dst, diff_weights; data:
+ * diff_dst, weights, diff_src.
  */
-static tg_status conv_bwd_prepare(const eager_kargs *a, const conv_bwd *c, int weights,
-                                  eager_dnnl_prim **out)
+static tg_status conv_bwd_build(const eager_kargs *a, const conv_bwd *c, int weights,
+                                int blocked, eager_dnnl_prim **out)
 {
-    dnnl_memory_desc_t md[3];
+    dnnl_memory_desc_t md[3], dd_md[3];
     dnnl_dims_t st, dd, pl, pr;
     dnnl_convolution_desc_t fdesc, bdesc;
     dnnl_primitive_desc_t hint = NULL;
@@ -393,17 +395,21 @@ static tg_status conv_bwd_prepare(const eager_kargs *a, const conv_bwd *c, int w
     const char *what = weights ? "convolution backward weights" : "convolution backward data";
     conv_bwd_geom(c, st, dd, pl, pr);
     dnnl_status_t s = conv_bwd_mds(c, md);
+    for (int i = 0; i < 3 && s == dnnl_success; i++)
+        s = blocked ? dnnl_memory_desc_init_by_tag(&dd_md[i], md[i].ndims, md[i].dims, dnnl_f32,
+                                                   dnnl_format_tag_any)
+                    : (dd_md[i] = md[i], dnnl_success);
     if (s == dnnl_success)
         s = dnnl_dilated_convolution_forward_desc_init(&fdesc, dnnl_forward_training,
-                                                       dnnl_convolution_direct, &md[0], &md[1],
-                                                       NULL, &md[2], st, dd, pl, pr);
+                                                       dnnl_convolution_direct, &dd_md[0],
+                                                       &dd_md[1], NULL, &dd_md[2], st, dd, pl, pr);
     if (s == dnnl_success)
         s = weights ? dnnl_dilated_convolution_backward_weights_desc_init(
-                          &bdesc, dnnl_convolution_direct, &md[0], &md[1], NULL, &md[2], st,
-                          dd, pl, pr)
+                          &bdesc, dnnl_convolution_direct, &dd_md[0], &dd_md[1], NULL,
+                          &dd_md[2], st, dd, pl, pr)
                     : dnnl_dilated_convolution_backward_data_desc_init(
-                          &bdesc, dnnl_convolution_direct, &md[0], &md[1], &md[2], st, dd, pl,
-                          pr);
+                          &bdesc, dnnl_convolution_direct, &dd_md[0], &dd_md[1], &dd_md[2], st,
+                          dd, pl, pr);
     if (s != dnnl_success)
         return eager_dnnl_fail(a, weights ? "convolution backward weights descriptor"
                                           : "convolution backward data descriptor", s);
@@ -426,9 +432,23 @@ static tg_status conv_bwd_prepare(const eager_kargs *a, const conv_bwd *c, int w
         sp.arg[2] = DNNL_ARG_DIFF_SRC, sp.md[2] = md[0];
     }
     sp.hint = hint;
+    sp.convert = blocked ? 7u : 0u;
     tg_status r = eager_dnnl_prim_new(a, &sp, out);
     dnnl_primitive_desc_destroy(hint);
     return r;
+}
+
+/* Blocked first; the plain layouts when oneDNN has only a reference
+ * implementation for the blocked ones. */
+static tg_status conv_bwd_prepare(const eager_kargs *a, const conv_bwd *c, int weights,
+                                  eager_dnnl_prim **out)
+{
+    tg_status st = conv_bwd_build(a, c, weights, 1, out);
+    if (st == TG_OK && eager_dnnl_impl_is_ref(eager_dnnl_prim_impl(*out))) {
+        eager_dnnl_prim_free(*out);
+        st = conv_bwd_build(a, c, weights, 0, out);
+    }
+    return st;
 }
 
 static void zero_out(const eager_kargs *a)
