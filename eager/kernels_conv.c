@@ -1,6 +1,7 @@
 /*
- * kernels_conv.c - CPU kernels of conv2d and conv_transpose2d (f32,
- * NCHW), through oneDNN's convolution and deconvolution primitives.
+ * kernels_conv.c - CPU kernels of conv2d, conv_transpose2d and conv2d's
+ * gradients conv2d_grad_weight and conv2d_grad_input (f32, NCHW), through
+ * oneDNN's convolution (forward and backward) and deconvolution primitives.
  * Shapes and attributes were checked by graph/infer_linalg.c.
  *
  * Layout.  Source and destination are the tensors' own plain NCHW buffers
@@ -324,19 +325,26 @@ tg_status eager_kernel_conv_transpose2d(const eager_kargs *a)
 /* ---- conv2d_grad_weight, conv2d_grad_input ---- */
 
 /*
- * conv2d's gradients through oneDNN's backward primitives, on the
- * tensors' plain layouts as the forward kernel (x, dx, dy NCHW; w, dw OIHW,
- * GOIHW when grouped: the same bytes): convolution_backward_weights
- * (dw from x and dy) and convolution_backward_data (dx from dy and w).
- * oneDNN makes a backward primitive descriptor only against a forward
- * one (its "hint"), made here for forward training on the same layouts
- * and dropped once the backward primitive exists.  Prepared state as the
- * forward's: given a slot (replay) the primitive is made once.
+ * conv2d's gradients through oneDNN's backward primitives:
+ * convolution_backward_weights (dw from x and dy) and
+ * convolution_backward_data (dx from dy and w).  oneDNN makes a backward
+ * primitive descriptor only against a forward one (its "hint"), made
+ * here for forward training on the same descriptors and dropped once the
+ * backward primitive exists.
  *
- * Determinism: oneDNN 2.6's backward-weights implementations split the
- * batch between threads and add the partial sums in a fixed order, so a
- * thread count gives the same bits at every call (tests/test_conv_grad.c
- * checks 1 and 2 threads).
+ * Layout.  Unlike the forward, every tensor is given as format any and
+ * converted at each run (eager_dnnl_spec.convert): on plain NCHW/OIHW
+ * oneDNN 2.6 runs these as im2col + GEMM ("x64:gemm:jit"), on the blocked
+ * layouts it picks its direct JIT kernels ("jit:avx512_core").  Measured on
+ * the training benchmark's CNN (one thread, batch 64, 3x3 padding 1):
+ * 32->64 on 14x14, backward weights 4.3 ms plain against 1.9 blocked (2.1
+ * with the reorders), backward data 4.8 against 1.8 (2.1); 1->32 on 28x28
+ * backward weights 0.76 against 0.23 (0.48).  When oneDNN has only a
+ * reference kernel for the blocked layouts, the plain ones are used.
+ *
+ * Prepared state as the forward's: given a slot (replay) the primitive,
+ * its reorders and their buffers are made once.  Repeated runs give the
+ * same bits at 1 and at 2 threads (tests/test_conv_grad.c).
  */
 
 /* The forward's geometry: its attributes and the shapes of x, w, y. */
