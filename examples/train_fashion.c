@@ -403,10 +403,17 @@ int main(int argc, char **argv)
     int64_t params = 0;
     for (int i = 0; i < m.np; i++)
         params += eager_numel(m.p[i]);
+    char plan_text[128];
+    if (total <= o.eager_steps)
+        snprintf(plan_text, sizeof plan_text, "every step eager");
+    else if (o.eager_steps == 0)
+        snprintf(plan_text, sizeof plan_text, "step 1 traced, then replayed at -O2");
+    else
+        snprintf(plan_text, sizeof plan_text, "steps 1-%d eager, step %d traced, then replayed "
+                 "at -O2", o.eager_steps, o.eager_steps + 1);
     printf("train_fashion: %s (%lld parameters), %s lr %g, batch %d, %ld steps (%ld per epoch), "
-           "%d thread%s, kernels %s; steps 1-%d eager, step %d traced, then replayed at -O2\n",
-           o.model, (long long)params, o.opt, o.lr, o.batch, total, per_epoch, o.threads,
-           o.threads == 1 ? "" : "s", eager_cpu_level(), o.eager_steps, o.eager_steps + 1);
+           "%d thread%s, kernels %s; %s\n", o.model, (long long)params, o.opt, o.lr, o.batch,
+           total, per_epoch, o.threads, o.threads == 1 ? "" : "s", eager_cpu_level(), plan_text);
 
     char err[2048];
     graph *g = NULL, *h = NULL;
