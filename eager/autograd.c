@@ -657,7 +657,7 @@ eager_tensor *eager_cross_entropy_at(EAGER_SITE_PARAMS, eager_tensor *logits,
     if (eager_pool_push() != TG_OK)
         return NULL;
     graph_log_softmax_attrs la = {-1};
-    graph_reshape_attrs ra = {{2, {lt->dim[0], 1}}};
+    graph_reshape_attrs ra = {{2, {-1, 1}}}; /* -1: follows a dynamic batch */
     graph_gather_elements_attrs ga = {1};
     graph_reduce_mean_attrs ma;
     graph_attrs_default(GRAPH_OP_reduce_mean, &ma);
