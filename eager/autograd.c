@@ -452,9 +452,14 @@ static tg_status run_node(eager_gnode *n, const eager_site *site)
     return st;
 }
 
+static _Thread_local uint64_t tl_backwards;
+
+uint64_t eager_backward_count(void) { return tl_backwards; }
+
 tg_status eager_backward_at(EAGER_SITE_PARAMS, eager_tensor *loss)
 {
     eager_site site = {site_file_, site_line_, site_func_};
+    tl_backwards++;
     if (loss == EAGER_NONE) {
         eager_set_error(TG_ERR_NULL, &site, "eager_backward: no tensor (EAGER_NONE)");
         return TG_ERR_NULL;

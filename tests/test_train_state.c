@@ -388,6 +388,21 @@ static void test_refusals(void)
     eager_zero_grad(m.b1);
     eager_pool_pop();
 
+    /* a traced backward with a dynamic dim: refused (its 1/N is the traced N) */
+    eager_pool_push();
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    CHECK(trace_dynamic(x, 0, "B") == TG_OK);
+    eager_tensor *dl = eager_mse_loss(eager_linear(x, m.w1, m.b1), rand_t(TG_SHAPE(N, H), 9, -1, 1));
+    CHECK(eager_backward(dl) == TG_OK);
+    trace_output(dl, "loss");
+    CHECK(trace_freeze() == NULL);
+    expect_err("dynamic backward", "trace_freeze: the step runs eager_backward and has a dynamic "
+                                   "dim (\"B\", trace_dynamic)");
+    eager_zero_grad(m.w1);
+    eager_zero_grad(m.b1);
+    eager_pool_pop();
+
     /* eager_assign's own checks */
     eager_tensor *small = eager_scalar(3);
     CHECK(eager_assign(m.w1, small) == TG_ERR_SHAPE);
