@@ -31,6 +31,21 @@
  *   esc.tgraph     names full of terminal escape sequences and bytes that are
  *                  not UTF-8 (graph, input, output, sym, call site): the
  *                  commands must print them escaped; esc_x.npy an input
+ *   train.tgraph   a training step (tests/test_train_state.c's): an MLP
+ *                  5-6-3, MSE loss, SGD on states fc1.weight, fc1.bias,
+ *                  fc2.weight, fc2.bias and lr (f32[], 0.05), inputs x
+ *                  f32[4,5] and y f32[4,3], output loss; traced after one
+ *                  eager step.  train_dyn.tgraph the same with the batch
+ *                  dynamic ("B").  The dataset: train_x.npy f32[10,5],
+ *                  train_y.npy f32[10,3].  What `tracegraph train` must
+ *                  reproduce, from eager steps on the same rows (step k:
+ *                  rows [4k, 4k+4) mod 10): train_expect5.ckpt (the state
+ *                  after 5 steps from the traced one) and train_loss5.txt
+ *                  (its "step K/5  loss L" lines); train_dyn_expect.ckpt
+ *                  (train_dyn.tgraph, batch 3, 7 steps); train_lr_expect.ckpt
+ *                  (train.tgraph, 3 steps at lr 0.2).  Bad datasets: train_xdim.npy
+ *                  f32[10,4], train_xint.npy i32[10,5], train_y9.npy
+ *                  f32[9,3], train_x3.npy f32[3,5] (fewer rows than a batch)
  * The eager outputs are what replay must reproduce bit for bit.
  */
 #include <math.h>
@@ -39,6 +54,7 @@
 #include <string.h>
 
 #include "eager/eager.h"
+#include "formats/ckpt.h"
 #include "formats/npy.h"
 #include "formats/tgraph.h"
 #include "graph/text.h"
@@ -290,6 +306,182 @@ static int make_esc(void)
     return save_text("esc.tgraph", text);
 }
 
+/* ---- a training step (train*.tgraph) ---- */
+
+enum { TRAIN_ROWS = 10, TRAIN_D = 5, TRAIN_H = 6, TRAIN_C = 3 };
+
+typedef struct train_model {
+    eager_tensor *p[4], *lr; /* fc1.weight, fc1.bias, fc2.weight, fc2.bias */
+} train_model;
+
+static const char *const train_names[5] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias",
+                                           "lr"};
+
+static train_model train_model_make(void)
+{
+    train_model m;
+    m.p[0] = eager_rand_uniform(TG_SHAPE(TRAIN_H, TRAIN_D), 11, -0.6f, 0.6f);
+    m.p[1] = eager_rand_uniform(TG_SHAPE(TRAIN_H), 12, -0.1f, 0.1f);
+    m.p[2] = eager_rand_uniform(TG_SHAPE(TRAIN_C, TRAIN_H), 13, -0.6f, 0.6f);
+    m.p[3] = eager_rand_uniform(TG_SHAPE(TRAIN_C), 14, -0.1f, 0.1f);
+    m.lr = eager_scalar(0.05);
+    for (int i = 0; i < 4; i++)
+        eager_requires_grad(m.p[i], 1);
+    return m;
+}
+
+static void train_model_free(train_model *m)
+{
+    for (int i = 0; i < 4; i++) {
+        eager_zero_grad(m->p[i]);
+        eager_release(m->p[i]);
+    }
+    eager_release(m->lr);
+}
+
+/* One eager SGD step on (x, y); the loss, or NAN on an error. */
+static double train_step(train_model *m, eager_tensor *x, eager_tensor *y, eager_tensor **loss_out)
+{
+    eager_pool_push();
+    eager_tensor *h = eager_relu(eager_linear(x, m->p[0], m->p[1]));
+    eager_tensor *loss = eager_mse_loss(eager_linear(h, m->p[2], m->p[3]), y);
+    int ok = eager_backward(loss) == TG_OK;
+    eager_no_grad_begin();
+    for (int i = 0; ok && i < 4; i++) {
+        ok = eager_assign(m->p[i], eager_sub(m->p[i], eager_mul(m->lr, eager_grad(m->p[i])))) ==
+             TG_OK;
+        eager_zero_grad(m->p[i]);
+    }
+    eager_no_grad_end();
+    double l = ok && eager_peek(loss) ? *(const float *)eager_peek(loss) : NAN;
+    if (loss_out)
+        *loss_out = eager_retain(loss);
+    eager_pool_pop();
+    if (!ok)
+        fprintf(stderr, "make_model: a training step failed: %s\n", eager_error());
+    return l;
+}
+
+/* Rows [k*B, (k+1)*B) of data (TRAIN_ROWS rows of cols), wrapping. */
+static eager_tensor *train_rows(const float *data, int cols, int64_t k, int B)
+{
+    float buf[TRAIN_ROWS * TRAIN_D];
+    for (int r = 0; r < B; r++)
+        memcpy(buf + r * cols, data + ((k * B + r) % TRAIN_ROWS) * cols, sizeof(float) * (size_t)cols);
+    return eager_from_data(GRAPH_F32, TG_SHAPE(B, cols), buf);
+}
+
+/* Traces one step of m on a batch of B rows (dynamic: dim 0 as "B"). */
+static graph *train_trace(train_model *m, int B, int dynamic)
+{
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(B, TRAIN_D), 300, -1, 1);
+    eager_tensor *y = eager_rand_uniform(TG_SHAPE(B, TRAIN_C), 301, -1, 1), *loss = NULL;
+    trace_begin(NULL);
+    trace_input(x, "x");
+    trace_input(y, "y");
+    if (dynamic) {
+        trace_dynamic(x, 0, "B");
+        trace_dynamic(y, 0, "B");
+    }
+    for (int i = 0; i < 4; i++)
+        trace_state(m->p[i], train_names[i]);
+    trace_state(m->lr, "lr");
+    train_step(m, x, y, &loss);
+    trace_output(loss, "loss");
+    graph *g = trace_freeze();
+    eager_release(loss);
+    eager_pool_pop();
+    return g;
+}
+
+/* m's state as a checkpoint (the entries replay_state_save writes). */
+static int train_save_ckpt(const char *name, const char *graph_name, train_model *m)
+{
+    char path[1024], err[512];
+    format_ckpt_entry e[5];
+    for (int i = 0; i < 5; i++) {
+        eager_tensor *t = i < 4 ? m->p[i] : m->lr;
+        e[i] = (format_ckpt_entry){train_names[i], *eager_type(t), eager_peek(t)};
+    }
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    if (format_ckpt_save(path, graph_name, e, 5, err, sizeof err) != TG_OK) {
+        fprintf(stderr, "make_model: %s: %s\n", name, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Traces a step of a fresh model (after one eager step), saves it as
+ * name, then runs `steps` eager steps of batch B from the traced state,
+ * writing the state to expect (and the loss lines to losses, if any). */
+static int train_case(const char *name, int B, int dynamic, int steps, float lr,
+                      const float *xd, const float *yd, const char *expect, const char *losses)
+{
+    train_model m = train_model_make();
+    eager_pool_push();
+    eager_tensor *x = train_rows(xd, TRAIN_D, 7, B), *y = train_rows(yd, TRAIN_C, 7, B);
+    train_step(&m, x, y, NULL);
+    eager_pool_pop();
+    graph *g = train_trace(&m, 4, dynamic);
+    char gname[256];
+    snprintf(gname, sizeof gname, "%s", g ? graph_name(g) : "");
+    int rc = name ? save_graph(name, g) : g ? 0 : -1;
+    if (!name)
+        graph_free(g); /* the same step as another case's: only its expectation */
+    FILE *f = NULL;
+    if (losses) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", outdir, losses);
+        if (!(f = fopen(path, "w")))
+            rc = -1;
+    }
+    if (lr != 0) {
+        float *p = eager_data_mut(m.lr);
+        if (p)
+            *p = lr;
+    }
+    for (int k = 0; rc == 0 && k < steps; k++) {
+        eager_pool_push();
+        double l = train_step(&m, train_rows(xd, TRAIN_D, k, B), train_rows(yd, TRAIN_C, k, B),
+                              NULL);
+        eager_pool_pop();
+        if (isnan(l))
+            rc = -1;
+        if (f)
+            fprintf(f, "step %d/%d  loss %.6g\n", k + 1, steps, l);
+    }
+    if (f && fclose(f) != 0)
+        rc = -1;
+    rc |= train_save_ckpt(expect, gname, &m);
+    train_model_free(&m);
+    return rc;
+}
+
+static int make_train(void)
+{
+    float xd[TRAIN_ROWS * TRAIN_D], yd[TRAIN_ROWS * TRAIN_C];
+    eager_pool_push();
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(TRAIN_ROWS, TRAIN_D), 310, -1, 1);
+    eager_tensor *y = eager_rand_uniform(TG_SHAPE(TRAIN_ROWS, TRAIN_C), 311, -1, 1);
+    int rc = save_npy("train_x.npy", x) | save_npy("train_y.npy", y);
+    if (rc == 0) {
+        memcpy(xd, eager_peek(x), sizeof xd);
+        memcpy(yd, eager_peek(y), sizeof yd);
+    }
+    rc |= save_npy("train_xdim.npy", eager_rand_uniform(TG_SHAPE(TRAIN_ROWS, 4), 312, -1, 1));
+    rc |= save_npy("train_xint.npy", eager_full(GRAPH_I32, TG_SHAPE(TRAIN_ROWS, TRAIN_D), 1));
+    rc |= save_npy("train_y9.npy", eager_rand_uniform(TG_SHAPE(9, TRAIN_C), 313, -1, 1));
+    rc |= save_npy("train_x3.npy", eager_rand_uniform(TG_SHAPE(3, TRAIN_D), 314, -1, 1));
+    eager_pool_pop();
+    if (rc)
+        return -1;
+    rc |= train_case("train.tgraph", 4, 0, 5, 0, xd, yd, "train_expect5.ckpt", "train_loss5.txt");
+    rc |= train_case("train_dyn.tgraph", 3, 1, 7, 0, xd, yd, "train_dyn_expect.ckpt", NULL);
+    rc |= train_case(NULL, 4, 0, 3, 0.2f, xd, yd, "train_lr_expect.ckpt", NULL); /* train.tgraph */
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -298,6 +490,7 @@ int main(int argc, char **argv)
     }
     outdir = argv[1];
     int rc = make_mlp() | make_branchy() | make_warnread() | make_pair() | make_pair_nan() | make_esc();
+    rc |= make_train();
     rc |= make_wide_inputs(200) | make_wide(1, 65) | make_wide(2, 200) | make_wide(65, 65) |
           make_wide(65, 1) | make_wide(200, 200);
     return rc ? 1 : 0;
