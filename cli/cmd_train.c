@@ -262,6 +262,11 @@ static int fit_feed(const graph *g, int32_t v, train_feed *f, int64_t B, const t
         }
         return 0;
     }
+    if (B < 1) {
+        cli_error("train", "input '%s' is %s: a batch of no rows (its dim 0); train feeds "
+                  "batches of one row or more", in, iv);
+        return -1;
+    }
     if (f->file.ndim != it->ndim) {
         cli_error("train", "%s is %s but input '%s' is %s: the file holds the dataset, dim 0 "
                   "its rows, each row one example of the input (%d dims)", path, ty(&f->file),
@@ -492,10 +497,13 @@ static int train_loop(const train_opts *o, const graph *g, replay_plan *p, repla
         graph_output_at(g, lo, &loss_name);
     long every = o->every ? o->every : (o->steps + 9) / 10, total = o->start + o->steps;
     int64_t pos = d->rows ? mulmod(o->start, d->batch, d->rows) : 0;
-    printf("train %s: %ld steps (%ld to %ld), batch %lld of %lld rows, %d states, loss: %s, "
-           "%d thread%s\n", cli_escs(o->file), o->steps, o->start + 1, total,
-           (long long)d->batch, (long long)d->rows, replay_num_states(p),
-           loss_name ? cli_escs(loss_name) : "none (no f32 output of one element)", o->threads,
+    char batch[80] = "no batched inputs";
+    if (d->rows)
+        snprintf(batch, sizeof batch, "batch %lld of %lld rows", (long long)d->batch,
+                 (long long)d->rows);
+    printf("train %s: %ld step%s (%ld to %ld), %s, %d state%s, loss: %s, %d thread%s\n",
+           cli_escs(o->file), o->steps, o->steps == 1 ? "" : "s", o->start + 1, total, batch, replay_num_states(p),
+           replay_num_states(p) == 1 ? "" : "s", loss_name ? cli_escs(loss_name) : "none (no f32 output of one element)", o->threads,
            o->threads > 1 ? "s" : "");
     fflush(stdout);
     struct sigaction sa, old;

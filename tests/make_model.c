@@ -46,6 +46,11 @@
  *                  (train.tgraph, 3 steps at lr 0.2).  Bad datasets: train_xdim.npy
  *                  f32[10,4], train_xint.npy i32[10,5], train_y9.npy
  *                  f32[9,3], train_x3.npy f32[3,5] (fewer rows than a batch)
+ *   train_sum.tgraph  a step from text IR: state w f32[1] += t * (the sum of
+ *                  the rows of x fed), loss = w; inputs x f32[2,1], t f32[]
+ *                  (0-d: fed whole); sum_x.npy = [[1],[2],[3]], sum_t.npy = 10
+ *   train_noin.tgraph  no inputs: w f32[3] <- w * w, loss = sum(w) before
+ *   train_empty.tgraph an input of 0 rows (x f32[0,3]): train refuses it
  * The eager outputs are what replay must reproduce bit for bit.
  */
 #include <math.h>
@@ -458,6 +463,48 @@ static int train_case(const char *name, int B, int dynamic, int steps, float lr,
     return rc;
 }
 
+/* Text-IR steps: sums of the rows fed (which rows each step gets, and a
+ * 0-d input fed whole), and steps with no input and with empty batches. */
+static int make_train_text(void)
+{
+    static const char sum[] = "graph sum(%x: f32[2,1], %t: f32[]) -> (loss: f32[]) {\n"
+                              "  %w: f32[1] = state [0]\n"
+                              "  %s: f32[1] = reduce_sum(%x) {axes=[0]}\n"
+                              "  %d: f32[1] = mul(%t, %s)\n"
+                              "  %w2: f32[1] = add(%w, %d)\n"
+                              "  %loss: f32[] = reduce_sum(%w2)\n"
+                              "  return loss = %loss\n"
+                              "  next %w = %w2\n"
+                              "}\n";
+    static const char noin[] = "graph noin() -> (loss: f32[]) {\n"
+                               "  %w: f32[3] = state [0.5, -0.25, 1]\n"
+                               "  %loss: f32[] = reduce_sum(%w)\n"
+                               "  %w2: f32[3] = mul(%w, %w)\n"
+                               "  return loss = %loss\n"
+                               "  next %w = %w2\n"
+                               "}\n";
+    static const char empty[] = "graph empty(%x: f32[0,3]) -> (loss: f32[]) {\n"
+                                "  %w: f32[3] = state [0.5, -0.25, 1]\n"
+                                "  %g: f32[3] = reduce_sum(%x) {axes=[0]}\n"
+                                "  %w2: f32[3] = sub(%w, %g)\n"
+                                "  %loss: f32[] = reduce_sum(%w2)\n"
+                                "  return loss = %loss\n"
+                                "  next %w = %w2\n"
+                                "}\n";
+    float x[3] = {1, 2, 3}, t = 10;
+    graph_type xt = {GRAPH_F32, 2, {3, 1}}, tt = {GRAPH_F32, 0, {0}};
+    char path[1024], err[512];
+    int rc = save_text("train_sum.tgraph", sum) | save_text("train_noin.tgraph", noin) |
+             save_text("train_empty.tgraph", empty);
+    snprintf(path, sizeof path, "%s/sum_x.npy", outdir);
+    rc |= format_npy_save(path, &xt, x, err, sizeof err) != TG_OK;
+    snprintf(path, sizeof path, "%s/sum_t.npy", outdir);
+    rc |= format_npy_save(path, &tt, &t, err, sizeof err) != TG_OK;
+    if (rc)
+        fprintf(stderr, "make_model: the text-IR training steps: %s\n", err);
+    return rc ? -1 : 0;
+}
+
 static int make_train(void)
 {
     float xd[TRAIN_ROWS * TRAIN_D], yd[TRAIN_ROWS * TRAIN_C];
@@ -490,7 +537,7 @@ int main(int argc, char **argv)
     }
     outdir = argv[1];
     int rc = make_mlp() | make_branchy() | make_warnread() | make_pair() | make_pair_nan() | make_esc();
-    rc |= make_train();
+    rc |= make_train() | make_train_text();
     rc |= make_wide_inputs(200) | make_wide(1, 65) | make_wide(2, 200) | make_wide(65, 65) |
           make_wide(65, 1) | make_wide(200, 200);
     return rc ? 1 : 0;

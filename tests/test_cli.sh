@@ -218,6 +218,20 @@ has int.out "saved to int.ckpt (resume with --state int.ckpt --start "
 at=$(sed -n 's/.*--start \([0-9]*\))$/\1/p' int.out)
 expect 0 "$TG" train train.tgraph --steps 1 --start "${at:-0}" --state int.ckpt $D
 has out "step $((${at:-0} + 1))/$((${at:-0} + 1))  loss "
+# which rows each step gets: train_sum.tgraph adds 10 x the rows fed to its
+# state (rows 1, 2, 3; batch 2): steps feed rows 0-1, 2-0, 1-2, 0-1, 2-0
+expect 0 "$TG" train train_sum.tgraph --steps 4 --data x=sum_x.npy --data t=sum_t.npy --every 1
+has out "batch 2 of 3 rows, 1 state, loss: loss"
+[ "$(losses out | awk '{print $4}' | tr '\n' ' ')" = "30 70 120 150 " ] && good ||
+    bad "train_sum: losses $(losses out | awk '{print $4}' | tr '\n' ' ') (want 30 70 120 150)"
+expect 0 "$TG" train train_sum.tgraph --steps 1 --start 4 --data x=sum_x.npy --data t=sum_t.npy
+has out "train train_sum.tgraph: 1 step (5 to 5)"
+has out "step 5/5  loss 40  "
+# no inputs at all: w <- w * w, three times
+expect 0 "$TG" train train_noin.tgraph --steps 3 --print-state
+has out "no batched inputs, 1 state"
+has out "step 3/3  loss 1.06641  "
+has out "  w: f32[3] = [0.00390625, 1.52588e-05, 1]"
 
 # ---- train: errors ----
 expect 1 "$TG" train mlp.tgraph --steps 2 --data x=mlp_x.npy
@@ -248,6 +262,12 @@ expect 1 "$TG" train train.tgraph --steps 2 $D --lr 0.1 --lr-state fc1.bias
 has err "--lr: state 'fc1.bias' is f32[6], not an f32 scalar (a learning rate)"
 expect 1 "$TG" train train.tgraph --steps 2 $D --batch 2
 has err "input 'x' is f32[4,5]: its batch (dim 0) is fixed at 4, so --batch 2 needs a step traced with that dim dynamic (trace_dynamic)"
+expect 1 "$TG" train train_empty.tgraph --steps 2 --data x=train_y.npy
+has err "input 'x' is f32[0,3]: a batch of no rows (its dim 0); train feeds batches of one row or more"
+expect 1 "$TG" train train_sum.tgraph --steps 2 --data x=sum_x.npy --data t=sum_x.npy
+has err "sum_x.npy is f32[3,1] but input 't' is f32[]: a 0-d input takes a 0-d file (the same value every step)"
+expect 1 "$TG" train train_sum.tgraph --steps 2 --data x=sum_t.npy --data t=sum_t.npy
+has err "sum_t.npy is f32[] but input 'x' is f32[2,1]: the file holds the dataset, dim 0 its rows, each row one example of the input (2 dims)"
 expect 1 "$TG" train train_dyn.tgraph --steps 2 $D --batch 11
 has err "train_x.npy is f32[10,5]: 10 rows, fewer than the batch of 11"
 # checkpoints: of another file kind, damaged, missing; nothing is written
