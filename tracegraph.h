@@ -7,7 +7,8 @@
  *   graph/graph.h      the graph IR; graph/text.h text IR and DOT
  *   formats/tgraph.h   .tgraph save/load; formats/onnx.h ONNX export and
  *                      import; formats/npy.h .npy files; formats/ckpt.h
- *                      state checkpoints (training)
+ *                      state checkpoints (training); formats/idx.h
+ *                      IDX files (MNIST, Fashion-MNIST) and their datasets
  *   optimize/opt.h     the optimizer
  *   replay/replay.h    compiled plans and sessions
  *   eager/interp.h     the reference interpreter
@@ -25,6 +26,7 @@
 #include "formats/onnx.h"
 #include "formats/npy.h"
 #include "formats/ckpt.h"
+#include "formats/idx.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
 #else
@@ -37,6 +39,7 @@
 #include "tracegraph/formats/onnx.h"
 #include "tracegraph/formats/npy.h"
 #include "tracegraph/formats/ckpt.h"
+#include "tracegraph/formats/idx.h"
 #include "tracegraph/optimize/opt.h"
 #include "tracegraph/replay/replay.h"
 #endif

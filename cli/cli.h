@@ -87,6 +87,9 @@ int cli_double(const char *cmd, const char *opt, const char *s, double *out);
 
 /* Nonzero when path ends in ".onnx" (any case): an ONNX model. */
 int cli_is_onnx(const char *path);
+/* 1 when path names an IDX file, plain or gzip: it ends in ".idx", ".gz"
+ * or "-ubyte" (MNIST's names: train-images-idx3-ubyte.gz). */
+int cli_is_idx(const char *path);
 /* Loads a .tgraph file, or an ONNX model (cli_is_onnx); NULL after a message. */
 graph *cli_load_graph(const char *cmd, const char *path);
 /* The same, with the ONNX import options (NULL: defaults). */

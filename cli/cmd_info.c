@@ -1,7 +1,8 @@
 /*
  * cmd_info.c - the commands that look at a saved graph without running
- * it: `info` (file layout and what the trace holds), `dump` (text IR) and
- * `dot` (Graphviz, optionally rendered by the `dot` program).
+ * it: `info` (file layout and what the trace holds; for an IDX data file,
+ * its element type, dims and values), `dump` (text IR) and `dot`
+ * (Graphviz, optionally rendered by the `dot` program).
  */
 #include <errno.h>
 #include <signal.h>
@@ -56,7 +57,89 @@ static void info_help(void)
            "each), guards (kind, policy, call site), specialized nodes, and the oneDNN\n"
            "kernel each conv / matmul node gets on the CPU (counted by name; a\n"
            "reference kernel is named with its node).\n\n"
-           "example:\n  tracegraph info model.tgraph\n");
+           "An IDX data file (MNIST, Fashion-MNIST: a name ending in .idx, -ubyte or\n"
+           ".gz, plain or gzip-compressed) is checked whole and described: its element\n"
+           "type and dims, its size (compressed and decompressed), the range and mean\n"
+           "of its values, and for a 1-D file of integers (labels) how many of each\n"
+           "value it holds.\n\n"
+           "example:\n  tracegraph info model.tgraph\n"
+           "  tracegraph info /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz\n");
+}
+
+/* ---- info on an IDX file ---- */
+
+/*
+ * The IDX file's header and sizes, its values' range and mean, and for a
+ * 1-D file of integers the count of each value (up to 32 distinct).
+ */
+static int info_idx(const char *file)
+{
+    char err[1024], dims[200];
+    format_idx_info fi;
+    graph_type t;
+    void *data = NULL;
+    tg_status st = format_idx_inspect(file, &fi, err, sizeof err);
+    if (st == TG_OK)
+        st = format_idx_load(file, GRAPH_F32, 0, &t, &data, err, sizeof err);
+    if (st != TG_OK) {
+        cli_error("info", "%s", err);
+        return CLI_ERROR;
+    }
+    printf("file %s: IDX file", cli_escs(file));
+    if (fi.gzip)
+        printf(", gzip-compressed: %llu bytes, %llu decompressed\n",
+               (unsigned long long)fi.file_bytes, (unsigned long long)fi.idx_bytes);
+    else
+        printf(", %llu bytes\n", (unsigned long long)fi.file_bytes);
+    printf("  elements: %s%s, %lld of them\n", format_idx_type_name(fi.type),
+           graph_shape_str(&t, dims, sizeof dims), (long long)graph_type_numel(&t));
+    int64_t n = graph_type_numel(&t);
+    const float *v = data;
+    if (n > 0) {
+        double lo = v[0], hi = v[0], sum = 0;
+        for (int64_t i = 0; i < n; i++) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+            sum += v[i];
+        }
+        printf("  values: min %.9g, max %.9g, mean %.6g\n", lo, hi, sum / (double)n);
+    }
+    int integer = fi.type != FORMAT_IDX_F32 && fi.type != FORMAT_IDX_F64;
+    if (integer && fi.ndim == 1 && n > 0) {
+        enum { MAX_DISTINCT = 32 };
+        float val[MAX_DISTINCT];
+        int64_t count[MAX_DISTINCT];
+        int k = 0, more = 0;
+        for (int64_t i = 0; i < n && !more; i++) {
+            int j = 0;
+            while (j < k && val[j] != v[i])
+                j++;
+            if (j == k && k == MAX_DISTINCT)
+                more = 1;
+            else if (j == k)
+                val[k] = v[i], count[k++] = 1;
+            else
+                count[j]++;
+        }
+        if (more) {
+            printf("  counts: more than %d distinct values\n", MAX_DISTINCT);
+        } else {
+            /* in order of value */
+            for (int a = 1; a < k; a++)
+                for (int b = a; b > 0 && val[b] < val[b - 1]; b--) {
+                    float tv = val[b];
+                    int64_t tc = count[b];
+                    val[b] = val[b - 1], count[b] = count[b - 1];
+                    val[b - 1] = tv, count[b - 1] = tc;
+                }
+            printf("  counts (%d distinct):", k);
+            for (int j = 0; j < k; j++)
+                printf(" %.0f=%lld", val[j], (long long)count[j]);
+            printf("\n");
+        }
+    }
+    cli_free(data);
+    return CLI_OK;
 }
 
 /*
@@ -231,6 +314,8 @@ int cli_info(int argc, char **argv)
     int rc = parse_file_cmd(argc, argv, opts, no_opts, NULL, info_help, &file);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
+    if (cli_is_idx(file))
+        return info_idx(file);
     char err[1024];
     format_info fi;
     graph *g = NULL;

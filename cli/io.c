@@ -17,6 +17,14 @@ int cli_is_onnx(const char *path)
     return n >= 5 && strcasecmp(path + n - 5, ".onnx") == 0;
 }
 
+int cli_is_idx(const char *path)
+{
+    size_t n = strlen(path);
+    return (n >= 4 && strcasecmp(path + n - 4, ".idx") == 0) ||
+           (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0) ||
+           (n >= 6 && strcasecmp(path + n - 6, "-ubyte") == 0);
+}
+
 /* An ONNX import's warning (format_onnx_load_opts.warn) on stderr. */
 static void load_warning(void *cmd, const char *msg)
 {

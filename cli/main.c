@@ -35,8 +35,9 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"info", cli_info, "what a .tgraph holds: sections, ops, signature, params, states, guards",
-     "tracegraph info FILE.tgraph"},
+    {"info", cli_info, "what a .tgraph holds (sections, ops, signature, params, states, "
+     "guards), or an IDX file",
+     "tracegraph info FILE.tgraph | FILE.idx[.gz]"},
     {"dump", cli_dump, "print the graph as text IR",
      "tracegraph dump FILE.tgraph [--inline-all] [--no-provenance]"},
     {"dot", cli_dot, "draw the graph (Graphviz DOT, or PNG/SVG through `dot`)",

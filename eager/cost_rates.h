@@ -48,8 +48,8 @@ void eager_cost_rates_str(const graph_cost_rates *r, char *buf, size_t len);
 void eager_cost_rates_forget(void);
 
 /* The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC 9R14 96-Core
- * Processor", trailing blanks dropped) into buf: 1, or 0 with buf "" when
- * there is none. */
+ * Processor", trailing blanks dropped; read once per process) into buf:
+ * 1, or 0 with buf "" when there is none. */
 int eager_cpu_model_name(char *buf, size_t len);
 /* The CPU's model name from /proc/cpuinfo as one word ("AMD_EPYC_9R14";
  * "unknown"). */

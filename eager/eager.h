@@ -261,6 +261,71 @@ TG_API tg_status eager_assign_at(EAGER_SITE_PARAMS, eager_tensor *dst, eager_ten
 TG_API tg_status eager_declare_state_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name);
 #define eager_declare_state(t, name) eager_declare_state_at(EAGER_SITE, t, name)
 
+/*
+ * ---- training-mode ops and the random generator ----
+ *
+ * Random numbers come from Philox4x32-10, a counter-based generator: the
+ * numbers of a draw depend only on a key and a counter, so eager runs, a
+ * replayed graph and any thread count draw the same ones.  A generator is
+ * an i64 [2] tensor {seed, offset}: key = seed, and draw i of a random op
+ * is word offset + i of the stream (graph/ops.def, eager/philox.h).  Each
+ * thread has one, which eager_dropout reads and then replaces by a new
+ * tensor whose offset is past its draws (the op rng_advance: offset +
+ * numel(x) rounded up to a multiple of 4); the old tensor is never
+ * written, so a dropout's backward, which saved it, draws the same mask.
+ */
+
+/* Starts this thread's generator anew: {seed, 0}.  TG_OK or an error. */
+TG_API tg_status eager_manual_seed_at(EAGER_SITE_PARAMS, uint64_t seed);
+#define eager_manual_seed(seed) eager_manual_seed_at(EAGER_SITE, seed)
+/* This thread's generator tensor (borrowed: eager_retain to keep it past
+ * the next random op); made {0, 0} on first use if never seeded.  NULL
+ * (an error) only when out of memory. */
+TG_API eager_tensor *eager_rng_get_at(EAGER_SITE_PARAMS);
+#define eager_rng_get() eager_rng_get_at(EAGER_SITE)
+/* This thread's generator tensor, or NULL when it has none yet (makes
+ * none; borrowed). */
+TG_API eager_tensor *eager_rng_peek(void);
+/*
+ * Makes gen (an i64 [2] tensor {seed, offset} of this thread; the thread
+ * takes a reference, not a copy) this thread's generator, as a replay or a
+ * tracer that restores a saved state does.  EAGER_NONE drops the thread's
+ * generator (the next use starts from {0, 0}); a thread's generator is
+ * also dropped when the thread exits.  TG_OK, or an error (wrong dtype or
+ * shape, a freed tensor, another running thread's tensor).
+ */
+TG_API tg_status eager_rng_set_at(EAGER_SITE_PARAMS, eager_tensor *gen);
+#define eager_rng_set(gen) eager_rng_set_at(EAGER_SITE, gen)
+/*
+ * Dropout in training mode: y = x * keep / (1 - p), keep drawn from this
+ * thread's generator (the op dropout), which then moves on (rng_advance).
+ * p in [0, 1); p = 0 copies x (and still moves the generator on).  In
+ * evaluation, do not call it (or set a traced graph to eval:
+ * opt_set_training).  NULL and an error on bad input.
+ */
+TG_API eager_tensor *eager_dropout_at(EAGER_SITE_PARAMS, eager_tensor *x, double p);
+#define eager_dropout(x, p) eager_dropout_at(EAGER_SITE, x, p)
+/*
+ * Batch norm in training mode (nn.BatchNorm2d.train()): y normalized with
+ * the batch's mean and biased variance per channel (dim 1), then, as the
+ * op batch_norm_train computes them, writes the new running statistics
+ * into running_mean and running_var ((1 - momentum) old + momentum batch,
+ * the variance unbiased) and num_batches_tracked + 1 into
+ * num_batches_tracked (one i64 element, or EAGER_NONE), each with
+ * eager_assign under no-grad.  Returns y (the gradient flows to x, scale
+ * and bias), or NULL and an error (nothing written when the op fails).
+ */
+TG_API eager_tensor *eager_batch_norm_train_at(EAGER_SITE_PARAMS, eager_tensor *x,
+                                               eager_tensor *scale, eager_tensor *bias,
+                                               eager_tensor *running_mean,
+                                               eager_tensor *running_var,
+                                               eager_tensor *num_batches_tracked, double eps,
+                                               double momentum);
+#define eager_batch_norm_train(x, scale, bias, running_mean, running_var, num_batches_tracked,  \
+                               eps, momentum)                                                   \
+    eager_batch_norm_train_at(EAGER_SITE, x, scale, bias, running_mean, running_var,            \
+                              num_batches_tracked, eps, momentum)
+
 /* ---- settings ---- */
 
 /* Threads each kernel may use (default 1); n < 1 means 1.  More than

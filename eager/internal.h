@@ -116,6 +116,10 @@ int eager_pool_adopt(eager_tensor *t);
 /* The hooks of this thread, or NULL. */
 extern _Thread_local const eager_hooks *eager_tl_hooks;
 
+/* Drops this thread's generator (train.c); called when the thread exits,
+ * before its tensor cache goes (tensor.c). */
+void eager_rng_thread_exit(void);
+
 /* Builds a graph_type from a dtype and a shape list; -1 + error if bad. */
 int eager_make_type(graph_dtype dt, const graph_ints *shape, graph_type *out,
                     const char *what, const eager_site *site);

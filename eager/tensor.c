@@ -176,6 +176,7 @@ static void state_free(void *p)
     thread_state *t = p;
     if (!t)
         return;
+    eager_rng_thread_exit(); /* its block joins the cache trimmed next */
     trim(t);
     pthread_mutex_lock(&states_mu);
     atomic_fetch_add_explicit(&t->serial, 1, memory_order_relaxed);

@@ -74,51 +74,67 @@ const char *graph_value_kind_name(graph_value_kind k)
     return (unsigned)k < 5 ? names[k] : "?";
 }
 
-/* Where each stable array lives in struct graph, its element size and its
- * limit (graph_impl.h). */
+/* Where each stable array lives in struct graph and what it is called
+ * (graph_impl.h); specs[]: its element size and limit, in the same order
+ * (one table, so that a released graph's storage serves the next graph). */
 static const struct {
-    size_t base, cap, elem;
-    int32_t max;
+    size_t base, cap;
     const char *what;
 } arrays[GRAPH_ARRAY_COUNT] = {
-#define A(field, max, what)                                                   \
-    {offsetof(graph, field), offsetof(graph, cap_##field),                    \
-     sizeof *((graph *)0)->field, max, what}
-    A(values, GRAPH_MAX_VALUES, "values"),
-    A(nodes, GRAPH_MAX_NODES, "nodes"),
-    A(inputs, GRAPH_MAX_ITEMS, "inputs"),
-    A(outputs, GRAPH_MAX_ITEMS, "outputs"),
-    A(provs, GRAPH_MAX_ITEMS, "provenance entries"),
-    A(frames, GRAPH_MAX_ITEMS, "stack frames"),
-    A(guards, GRAPH_MAX_ITEMS, "guards"),
-    A(syms, 127, "dynamic dim symbols"),
+#define A(field, what) {offsetof(graph, field), offsetof(graph, cap_##field), what}
+    A(values, "values"),
+    A(nodes, "nodes"),
+    A(inputs, "inputs"),
+    A(outputs, "outputs"),
+    A(provs, "provenance entries"),
+    A(frames, "stack frames"),
+    A(guards, "guards"),
+    A(syms, "dynamic dim symbols"),
 #undef A
 };
+static const tg_stable_spec specs[GRAPH_ARRAY_COUNT] = {
+#define S(field, max) {sizeof *((graph *)0)->field, max}
+    S(values, GRAPH_MAX_VALUES),
+    S(nodes, GRAPH_MAX_NODES),
+    S(inputs, GRAPH_MAX_ITEMS),
+    S(outputs, GRAPH_MAX_ITEMS),
+    S(provs, GRAPH_MAX_ITEMS),
+    S(frames, GRAPH_MAX_ITEMS),
+    S(guards, GRAPH_MAX_ITEMS),
+    S(syms, 127),
+#undef S
+};
+_Static_assert((int)GRAPH_ARRAY_COUNT <= (int)TG_STABLE_MAX, "a graph's arrays fit one stable set");
 
 tg_status graph_grow_array(graph *g, graph_array a, int64_t need)
 {
     int32_t *cap = (int32_t *)(void *)((char *)g + arrays[a].cap);
     if (need <= *cap)
         return TG_OK;
-    tg_stable *s = &g->mem[a];
-    int rc = tg_stable_grow(s, arrays[a].elem, need, arrays[a].max, cap);
-    *(void **)(void *)((char *)g + arrays[a].base) = s->base;
+    tg_stable_set *s = &g->mem;
+    int rc = tg_stable_grow(s, specs, GRAPH_ARRAY_COUNT, (int)a, need, cap);
+    *(void **)(void *)((char *)g + arrays[a].base) = s->a[a].base;
     if (rc == TG_STABLE_OK)
         return TG_OK;
-    int32_t lim = tg_stable_limit(s, arrays[a].elem, arrays[a].max);
+    int32_t lim = tg_stable_limit(s, specs, (int)a);
     if (rc == TG_STABLE_FULL)
         return graph_fail(g, TG_ERR_NOMEM, "graph '%s' would hold %lld %s: at most %d%s",
                           g->name ? g->name : "?", (long long)need, arrays[a].what, lim,
-                          lim < arrays[a].max ? " (all the address space that could be "
-                                                "reserved for them)" : "");
+                          lim < specs[a].max ? " (all the address space that could be "
+                                               "reserved for them)" : "");
     return graph_fail(g, TG_ERR_NOMEM, "out of memory growing graph '%s' to %lld %s",
                       g->name ? g->name : "?", (long long)need, arrays[a].what);
+}
+
+int32_t graph_array_limit(const graph *g, graph_array a)
+{
+    return tg_stable_limit(&g->mem, specs, (int)a);
 }
 
 void graph_zero_array(graph *g, graph_array a, int32_t n)
 {
     if (n > 0)
-        tg_stable_zero(&g->mem[a], (size_t)n * arrays[a].elem);
+        tg_stable_zero(&g->mem, (int)a, (size_t)n * specs[a].elem);
 }
 
 /* Room for need entries of g->field (a stable array): 0 or -1 (the message
@@ -164,8 +180,7 @@ void graph_free(graph *g)
         }
         tg_free(g->strings);
     }
-    for (int a = 0; a < GRAPH_ARRAY_COUNT; a++)
-        tg_stable_release(&g->mem[a]);
+    tg_stable_release(&g->mem);
     tg_free(g->states);
     tg_free(g);
 }

@@ -7,9 +7,9 @@
  * arrays directly: g->values[v], g->nodes[i], ... are plain indexes into
  * contiguous arrays.
  *
- * Storage: every array of a graph is a stable array (graph/stable.h): it
- * grows in place inside a reserved address range, so an element, once
- * added, keeps its address until graph_free.  A graph_value * or
+ * Storage: the arrays of a graph are one stable set (graph/stable.h):
+ * each grows in place inside its part of one reserved address range, so
+ * an element, once added, keeps its address until graph_free.  A graph_value * or
  * graph_node * held across graph_add_node, graph_add_value or any other
  * addition stays valid and sees the same record.  What does change an
  * element's contents: graph_compact and graph_toposort renumber (the
@@ -119,9 +119,10 @@ typedef struct graph_chunk graph_chunk;
 
 struct graph {
     const char *name;
-    /* Each array below is the base of mem[its graph_array]: it is NULL
+    /* Each array below is the base of mem.a[its graph_array]: it is NULL
      * until the first addition and never changes after that; cap_ is
-     * what is committed (graph_grow_array). */
+     * what is committed (graph_grow_array).  All of them live in the one
+     * reservation of mem (graph/stable.h). */
     graph_value *values;
     int32_t nvalues, cap_values;
     graph_node *nodes;
@@ -138,7 +139,7 @@ struct graph {
     int32_t nguards, cap_guards;
     graph_symbol *syms;
     int32_t nsyms, cap_syms;
-    tg_stable mem[GRAPH_ARRAY_COUNT];
+    tg_stable_set mem;
     /* States (graph_add_state): a plain array, few entries. */
     graph_state *states;
     int32_t nstates, cap_states;
@@ -164,6 +165,9 @@ tg_status graph_grow_array(graph *g, graph_array a, int64_t need);
  * for a reader that fills a fresh graph's array in place and must find
  * unfilled entries zero.  Costs nothing where the pages are fresh. */
 void graph_zero_array(graph *g, graph_array a, int32_t n);
+/* The most entries array a of g can hold: its GRAPH_MAX_*, or less where
+ * the address space was short when g reserved it. */
+int32_t graph_array_limit(const graph *g, graph_array a);
 
 /*
  * n value/provenance ids from the graph's arena (freed with the graph).

@@ -25,6 +25,10 @@ enum {
     GRAPH_PROP_PURE = 1u << 4,        /* no side effects */
     GRAPH_PROP_BROADCAST = 1u << 5,   /* inputs broadcast (NumPy rules) */
     GRAPH_PROP_VIEW = 1u << 6,        /* output may alias input 0 */
+    /* Draws random numbers (or moves a generator): its outputs are a
+     * function of its inputs, generator included, but no pass folds it or
+     * merges two of them (CSE), so each random op keeps its own draw. */
+    GRAPH_PROP_RANDOM = 1u << 7,
 };
 
 /*

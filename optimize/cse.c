@@ -9,7 +9,8 @@
  * collapse in one run.  For commutative ops the two input ids are sorted
  * in the key (add(a,b) == add(b,a)).  Attributes are keyed field by field
  * (opt_o1_attrs_key), not as raw struct bytes, so list entries past a list's
- * length cannot keep equal nodes apart.  Only GRAPH_PROP_PURE ops merge.
+ * length cannot keep equal nodes apart.  Only GRAPH_PROP_PURE ops merge,
+ * and never a random one (GRAPH_PROP_RANDOM): each keeps its own draw.
  *
  * Constants of the same dtype, dims and bytes merge too (hash first, then
  * the bytes).  Params do not: each stays a separately swappable input.
@@ -172,7 +173,8 @@ static void cse_node(cse_state *c, int32_t node)
     unsigned char key[KEY_MAX];
     unsigned len;
     const graph_node *n = &g->nodes[node];
-    if (!(graph_ops[n->op].props & GRAPH_PROP_PURE) || n->nout == 0 ||
+    if (!(graph_ops[n->op].props & GRAPH_PROP_PURE) ||
+        (graph_ops[n->op].props & GRAPH_PROP_RANDOM) || n->nout == 0 ||
         node_key(s, node, key, &len) != 0)
         return;
     int err = 0;

@@ -8,6 +8,8 @@
  * swappable until fold-params (-O2) turns them into constants.
  *
  * Not folded:
+ *   - a random op (GRAPH_PROP_RANDOM: dropout, rng_advance), even of
+ *     constant operands: its draw must be made anew on every run;
  *   - a node producing a graph output or a guarded value (pinned: it stays
  *     computed exactly as traced);
  *   - a node whose result would be more than FOLD_BLOWUP times the bytes of
@@ -137,7 +139,8 @@ static int fold_empty(opt_o1_state *s, int32_t node, int sized)
 {
     graph *g = s->g;
     int32_t nout = g->nodes[node].nout, out[GRAPH_MAX_NODE_IO];
-    if (nout == 0 || !(graph_ops[g->nodes[node].op].props & GRAPH_PROP_PURE) || sized)
+    if (nout == 0 || !(graph_ops[g->nodes[node].op].props & GRAPH_PROP_PURE) ||
+        (graph_ops[g->nodes[node].op].props & GRAPH_PROP_RANDOM) || sized)
         return 0;
     if (opt_may_fail(g, node)) { /* its error at -O0 must stay an error */
         opt_explain(s->ctx, g, node,
@@ -175,6 +178,12 @@ static int fold_node(opt_o1_state *s, int32_t node)
     const graph_node *n = &g->nodes[node];
     if (!(graph_ops[n->op].props & GRAPH_PROP_PURE) || n->nout == 0)
         return 0;
+    if (graph_ops[n->op].props & GRAPH_PROP_RANDOM) {
+        /* a random draw (or a generator's move) baked into a constant
+         * would repeat the same numbers on every run */
+        opt_explain(s->ctx, g, node, "not folded: a random op (GRAPH_PROP_RANDOM)");
+        return 0;
+    }
     for (int j = 0; j < n->nin; j++)
         if (!opt_o1_is_const(s, n->in[j]))
             return 0;

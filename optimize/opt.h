@@ -117,6 +117,19 @@ typedef struct opt_report {
 TG_API tg_status opt_optimize(graph *g, const opt_options *o, opt_report *rep, char *err,
                               size_t errlen);
 
+/*
+ * The train/eval switch of a graph recorded in training form
+ * (optimize/train_mode.c).  training 0 rewrites g in place for evaluation:
+ * dropout becomes its input, rng_advance its input (the generator is not
+ * moved), batch_norm_train the inference batch_norm on the running
+ * statistics, whose updates become the statistics as they were; then dead
+ * code goes.  training 1 leaves g as recorded (TG_OK).  TG_ERR_UNSUPPORTED
+ * with err naming the node, g unchanged, when a batch_norm_train's batch
+ * statistics are read (a backward through it) or a replaced value is
+ * guarded; TG_ERR_NULL for g NULL.
+ */
+TG_API tg_status opt_set_training(graph *g, int training, char *err, size_t errlen);
+
 /* Prints the report as a table (passes, counts, times, node totals);
  * nothing when rep or f is NULL. */
 TG_API void opt_report_print(const opt_report *rep, FILE *f);

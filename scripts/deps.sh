@@ -4,8 +4,10 @@
 # fails, so `make` never half-builds.  Usage: scripts/deps.sh [extra-pkg...]
 set -euo pipefail
 
-# Why each is here is in docs/GUIDE.md ("Dependencies").
-PKGS=(build-essential cmake pkg-config libzstd-dev libunwind-dev uthash-dev
+# Why each is here is in docs/GUIDE.md ("Dependencies").  Packages only a
+# target needs come as arguments: `make demo` and `make bench` add the
+# Fashion-MNIST data set (dataset-fashion-mnist), `make bench` gnuplot.
+PKGS=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libunwind-dev uthash-dev
       libdnnl-dev clang libclang-rt-14-dev
       ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata)

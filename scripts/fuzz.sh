@@ -12,6 +12,9 @@
 #   fuzz_text_ir  text IR parser      tests/corpus/text_ir (+ text_ir.dict)
 #   fuzz_npy      .npy reader         tests/corpus/npy (+ npy.dict)
 #   fuzz_ckpt     state checkpoints   tests/corpus/ckpt
+#   fuzz_idx      IDX reader, plain   tests/corpus/idx (+ idx.dict)
+#                 and gzip, and the
+#                 dataset
 #   fuzz_onnx     ONNX import         small node-test models of libonnx-testdata
 #                                     and of tests/data/pytorch, copied into
 #                                     $FUZZ_DIR/seeds/onnx at run time
@@ -103,7 +106,7 @@ for src in "$root"/{graph,eager,tracer,optimize,formats,formats/onnx,replay,repl
 done
 rm -f "$out/libtg_fuzz.a"
 ar rcs "$out/libtg_fuzz.a" "${objs[@]}"
-libs=($(pkg-config --libs libzstd libunwind libprotobuf-c) -ldnnl -lOpenCL -lclblast -lm -lpthread)
+libs=($(pkg-config --libs libzstd zlib libunwind libprotobuf-c) -ldnnl -lOpenCL -lclblast -lm -lpthread)
 
 # The OpenCL targets' program caches: in the scratch directory only.
 mkdir -p "$out/cache/pocl" "$out/cache/tracegraph-opencl"
@@ -148,6 +151,7 @@ dict=()
 run fuzz_text_ir "$root/tests/corpus/text_ir" 4096 "${dict[@]}" || status=1
 run fuzz_npy "$root/tests/corpus/npy" 4096 -dict="$root/tests/corpus/npy.dict" || status=1
 run fuzz_ckpt "$root/tests/corpus/ckpt" 4096 || status=1
+run fuzz_idx "$root/tests/corpus/idx" 4096 -dict="$root/tests/corpus/idx.dict" || status=1
 onnx_node=${TG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data/node}
 mkdir -p "$out/seeds/onnx"
 for t in test_relu test_add_bcast test_constant test_conv_with_strides_padding \

@@ -454,7 +454,7 @@ mkdir -p "$hx"
               "    return 0;\n}\n";' "$inc/$h" > "$hx/$(echo "$h" | tr / _).c"
     [ -s "$hx/$(echo "$h" | tr / _).c" ] || rm "$hx/$(echo "$h" | tr / _).c"
 done
-for h in replay/replay.h tracer/trace.h formats/tgraph.h formats/onnx.h formats/npy.h formats/ckpt.h optimize/opt.h \
+for h in replay/replay.h tracer/trace.h formats/tgraph.h formats/onnx.h formats/npy.h formats/ckpt.h formats/idx.h optimize/opt.h \
     graph/target.h graph/graph.h; do
     if [ ! -s "$hx/tracegraph_$(echo "$h" | tr / _).c" ]; then
         echo "install check: $inc/tracegraph/$h has no \"// example\" block at its top" >&2

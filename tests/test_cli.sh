@@ -647,6 +647,34 @@ expect 0 "$TG" check branchy.tgraph -i branchy_x.npy
 expect 3 "$TG" check branchy.tgraph -i branchy_other.npy
 has err "guard failed: the decision at $site"
 
+# ---- info on IDX data files (formats/idx.h), plain and gzip ----
+printf '\0\0\10\1\0\0\0\6\3\1\3\0\3\11' >labels.idx # u8 [6]: 3 1 3 0 3 9
+expect 0 "$TG" info labels.idx
+has out "file labels.idx: IDX file, 14 bytes"
+has out "  elements: u8[6], 6 of them"
+has out "  values: min 0, max 9, mean 3.16667"
+has out "  counts (4 distinct): 0=1 1=1 3=3 9=1"
+if command -v gzip >/dev/null; then
+    gzip -c labels.idx >train-labels-idx1-ubyte.gz
+    expect 0 "$TG" info train-labels-idx1-ubyte.gz
+    has out "IDX file, gzip-compressed: $(wc -c <train-labels-idx1-ubyte.gz) bytes, 14 decompressed"
+    has out "  counts (4 distinct): 0=1 1=1 3=3 9=1"
+    head -c 20 train-labels-idx1-ubyte.gz >cut.gz
+    expect 1 "$TG" info cut.gz
+    has err "tracegraph info: cut.gz: at file byte 20: the gzip stream is truncated"
+fi
+printf '\0\0\15\2\0\0\0\1\0\0\0\2\77\300\0\0\300\0\0\0' >f-ubyte # f32 [1,2]: 1.5 -2
+expect 0 "$TG" info f-ubyte
+has out "  elements: f32[1,2], 2 of them"
+has out "  values: min -2, max 1.5, mean -0.25"
+lacks out "counts"
+head -c 12 labels.idx >cut.idx
+expect 1 "$TG" info cut.idx
+has err "tracegraph info: cut.idx: at byte 8: the data is truncated: [6] of u8 needs 6 bytes, the file has 4"
+printf '\0\0\7\1' >type.idx
+expect 1 "$TG" info type.idx
+has err "tracegraph info: type.idx: at byte 2: unknown IDX element type 0x07"
+
 # ---- missing and corrupt files ----
 expect 1 "$TG" info nosuch.tgraph
 has err "tracegraph info: nosuch.tgraph: cannot open: No such file or directory"

@@ -222,6 +222,7 @@ static void graph_path(graph_op op, eager_tensor **in, int nin, const void *attr
 /* ---- one case ---- */
 
 static int g_cases[GRAPH_OP_COUNT];
+static unsigned g_bnt_drop; /* batch_norm_train: outputs given no weight */
 static double g_worst;
 static int g_checked;
 
@@ -262,6 +263,13 @@ static void run_case(graph_op op, const void *attrs, int nin, const in_spec *spe
         eager_release(w[1]);
         w[1] = NULL;
     }
+    /* batch_norm_train: the running statistics carry no gradient; the
+     * outputs in g_bnt_drop take none either (each path of the rule) */
+    for (int o = 0; op == GRAPH_OP_batch_norm_train && o < nout; o++)
+        if ((o == 1 || o == 2 || ((g_bnt_drop >> o) & 1u)) && w[o]) {
+            eager_release(w[o]);
+            w[o] = NULL;
+        }
     tg_status st = eager_op_grad(op, in, nin, attrs, out, nout, w, need, gin,
                                  &(eager_site){EAGER_SITE});
     CHECK_MSG(st == TG_OK, "line %d: %s rule: %s", line, graph_ops[op].name, eager_error());
@@ -441,6 +449,26 @@ static void linalg_cases(void)
          F(0.5, 2, 4));
     CASE(batch_norm, &bn, H, F(-2, 2, 5, 3), F(0.5, 2, 3), F(-1, 1, 3), F(-1, 1, 3),
          F(0.5, 2, 3));
+    /* training form: the batch's statistics; y alone, then the batch mean
+     * and 1/std alone, then all three outputs weighted */
+    graph_batch_norm_train_attrs bt = {1e-3f, 0.1f};
+    g_bnt_drop = 1u << 3 | 1u << 4;
+    CASE(batch_norm_train, &bt, H, F(-2, 2, 3, 4, 2, 3), F(0.5, 2, 4), F(-1, 1, 4),
+         F(-1, 1, 4), F(0.5, 2, 4));
+    g_bnt_drop = 1u << 0;
+    CASE(batch_norm_train, &bt, H, F(-2, 2, 5, 3), F(0.5, 2, 3), F(-1, 1, 3), F(-1, 1, 3),
+         F(0.5, 2, 3));
+    g_bnt_drop = 0;
+    CASE(batch_norm_train, &bt, H, F(-2, 2, 2, 3, 3), F(0.5, 2, 3), F(-1, 1, 3), F(-1, 1, 3),
+         F(0.5, 2, 3));
+    /* dropout: exact (x times a mask the generator fixes); offsets of
+     * every residue mod 4 */
+    graph_dropout_attrs dr = {0.3f};
+    CASE(dropout, &dr, H, F(-2, 2, 3, 7), IX(0, 1000, 2));
+    dr.p = 0.0f;
+    CASE(dropout, &dr, H, F(-2, 2, 5), IX(0, 1000, 2));
+    dr.p = 0.75f;
+    CASE(dropout, &dr, H, F(-2, 2, 2, 3, 5), IX(0, 1000, 2));
     graph_layer_norm_attrs ln = {-1, 1e-5f};
     CASE(layer_norm, &ln, H, F(-2, 2, 3, 8), F(0.5, 2, 8), F(-1, 1, 8));
     CASE(layer_norm, &ln, H, F(-2, 2, 2, 3, 6));

@@ -5,12 +5,14 @@
  * across 100k additions of every kind; a growth the allocation hook fails
  * returns TG_ERR_NOMEM and leaves the graph as it was and usable; a graph
  * at its maximum refuses the next record with a message naming the limit;
- * the stable array module alone keeps its base and honours its limit, and
- * a kept array comes back as it was; under ulimit -v a reservation halves
- * and the graph works within it; the public accessors answer what was
- * built.  The reference is a byte copy of each record taken when it was
+ * the stable set module alone keeps its arrays in one reservation, their
+ * bases fixed and limits honoured, faults past a committed prefix, and a
+ * kept set comes back whole as it was (under ASan: poisoned while kept);
+ * under ulimit -v a graph's reservation halves and the graph works within
+ * it; the public accessors answer what was built.  The reference is a byte copy of each record taken when it was
  * added.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,59 +246,149 @@ static void test_over_maximum(void)
     graph_free(g);
 }
 
-/* The module alone: base fixed, limit kept, failure leaves it as it was. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifdef UNDER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+#ifndef UNDER_ASAN
+/* 1 if reading p kills a child process (SIGSEGV: PROT_NONE), 0 if the
+ * read succeeds.  Not under ASan, whose SEGV handler reports instead. */
+static int read_faults(const volatile char *p)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none); /* no core file for the expected fault */
+        char c = *p;
+        (void)c;
+        _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+#endif
+
+/* The module alone: a set's arrays in one reservation, bases fixed,
+ * limits kept, failure leaves it as it was, a released set comes back
+ * whole. */
+static const tg_stable_spec spec2[2] = {{48, 100000}, {8, 1000}};
+static const tg_stable_spec spec2b[2] = {{48, 100000}, {8, 1000}};
+
 static void test_stable_module(void)
 {
-    tg_stable s = {0};
-    int32_t cap = 0;
+    tg_stable_set s = {0};
+    int32_t cap = 0, cap1 = 0;
     enum { ELEM = 48, MAX = 100000 };
-    CHECK(tg_stable_limit(&s, ELEM, MAX) == MAX);
-    CHECK(tg_stable_grow(&s, ELEM, 1, MAX, &cap) == TG_STABLE_OK && cap >= 1 && s.base);
-    char *base = s.base;
+    CHECK(tg_stable_limit(&s, spec2, 0) == MAX && tg_stable_limit(&s, spec2, 1) == 1000);
+    CHECK(tg_stable_grow(&s, spec2, 2, 0, 1, &cap) == TG_STABLE_OK && cap >= 1 && s.base);
+    char *base = s.a[0].base;
+    /* one reservation: both arrays inside it, each with its full room,
+     * the second past the first's room and a guard page */
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    CHECK(base == s.base && s.a[1].base >= base + (size_t)MAX * ELEM + ps &&
+          s.a[1].base + 1000 * 8 <= s.base + s.reserved && s.a[1].committed == 0);
+    CHECK(tg_stable_limit(&s, spec2, 0) == MAX && tg_stable_limit(&s, spec2, 1) == 1000);
+    CHECK(tg_stable_grow(&s, spec2, 2, 1, 3, &cap1) == TG_STABLE_OK && cap1 >= 3);
+    char *base1 = s.a[1].base;
+    memset(base1, 0x5a, (size_t)cap1 * 8);
     memset(base, 0xab, (size_t)cap * ELEM);
     int32_t prev = cap, grows = 0;
     for (int32_t need = 2; need <= MAX; need += 1 + need / 3) {
-        CHECK(tg_stable_grow(&s, ELEM, need, MAX, &cap) == TG_STABLE_OK);
+        CHECK(tg_stable_grow(&s, spec2, 2, 0, need, &cap) == TG_STABLE_OK);
         grows += cap > prev;
-        CHECK(cap >= need && s.base == base);
+        CHECK(cap >= need && s.a[0].base == base);
         memset(base + (size_t)prev * ELEM, 0xab, (size_t)(cap - prev) * ELEM);
         prev = cap;
     }
-    CHECK(tg_stable_grow(&s, ELEM, MAX, MAX, &cap) == TG_STABLE_OK && cap == MAX);
+    CHECK(tg_stable_grow(&s, spec2, 2, 0, MAX, &cap) == TG_STABLE_OK && cap == MAX);
     memset(base + (size_t)prev * ELEM, 0xab, (size_t)(cap - prev) * ELEM);
     CHECK_MSG(grows >= 5, "%d growths", grows);
-    CHECK(tg_stable_grow(&s, ELEM, MAX + 1, MAX, &cap) == TG_STABLE_FULL && cap == MAX);
-    CHECK(s.base == base && (unsigned char)base[(size_t)MAX * ELEM - 1] == 0xab &&
-          (unsigned char)base[0] == 0xab);
+    CHECK(tg_stable_grow(&s, spec2, 2, 0, MAX + 1, &cap) == TG_STABLE_FULL && cap == MAX);
+    CHECK(tg_stable_grow(&s, spec2, 2, 1, 1001, &cap1) == TG_STABLE_FULL);
+    CHECK(s.a[0].base == base && (unsigned char)base[(size_t)MAX * ELEM - 1] == 0xab &&
+          (unsigned char)base[0] == 0xab && s.a[1].base == base1 &&
+          (unsigned char)base1[0] == 0x5a);
+#ifndef UNDER_ASAN
+    /* past a committed prefix, and past a full array's room (the guard
+     * page), a read faults */
+    CHECK(read_faults(base1 + s.a[1].committed) == 1);
+    CHECK(read_faults(base + s.a[0].reserved) == 1);
+#endif
     tg_stable_release(&s);
-    CHECK(s.base == NULL && s.committed == 0);
+    CHECK(s.base == NULL && s.a[0].base == NULL && s.a[0].committed == 0);
 
-    /* released small, it is kept: the next array of the same reservation
-     * size takes it back dirty, and tg_stable_zero clears what it must */
-    cap = 0;
-    CHECK(tg_stable_grow(&s, ELEM, 10, MAX, &cap) == TG_STABLE_OK && s.dirty == 0);
-    char *small = s.base;
+    /* released small, it is kept whole: the next set of the same spec
+     * takes it back dirty, both arrays committed as they were (no system
+     * call), and tg_stable_zero clears what it must */
+    cap = cap1 = 0;
+    CHECK(tg_stable_grow(&s, spec2, 2, 0, 10, &cap) == TG_STABLE_OK && s.a[0].dirty == 0);
+    CHECK(tg_stable_grow(&s, spec2, 2, 1, 10, &cap1) == TG_STABLE_OK);
+    char *small = s.a[0].base, *small1 = s.a[1].base;
     memset(small, 0xcd, (size_t)cap * ELEM);
+    memset(small1, 0xef, (size_t)cap1 * 8);
     tg_stable_release(&s);
-    int32_t cap2 = 0;
-    tg_stable s2 = {0};
-    CHECK(tg_stable_grow(&s2, ELEM, 10, MAX, &cap2) == TG_STABLE_OK);
-    CHECK_MSG(s2.base == small && s2.dirty >= (size_t)cap2 * ELEM &&
-                  (unsigned char)s2.base[ELEM * 10] == 0xcd,
-              "the kept array comes back as it was (%p, %p, dirty %zu)", (void *)s2.base,
-              (void *)small, s2.dirty);
-    tg_stable_zero(&s2, ELEM * 10);
-    CHECK(s2.base[0] == 0 && s2.base[ELEM * 10 - 1] == 0 &&
-          (unsigned char)s2.base[ELEM * 10] == 0xcd);
+#ifdef UNDER_ASAN
+    /* kept, its committed bytes are poisoned: a read through a freed
+     * graph's pointer is reported */
+    CHECK(__asan_address_is_poisoned(small) && __asan_address_is_poisoned(small1 + 8));
+#endif
+    tg_stable_set other = {0};
+    int32_t capo = 0;
+    CHECK(tg_stable_grow(&other, spec2b, 2, 0, 10, &capo) == TG_STABLE_OK);
+    CHECK_MSG(other.base != small, "a set of another spec does not take it");
+    int32_t cap2 = 0, cap21 = 0;
+    tg_stable_set s2 = {0};
+    CHECK(tg_stable_grow(&s2, spec2, 2, 0, 10, &cap2) == TG_STABLE_OK);
+    CHECK_MSG(s2.a[0].base == small && s2.a[0].dirty >= (size_t)cap2 * ELEM &&
+                  (unsigned char)s2.a[0].base[ELEM * 10] == 0xcd,
+              "the kept set comes back as it was (%p, %p, dirty %zu)", (void *)s2.a[0].base,
+              (void *)small, s2.a[0].dirty);
+    CHECK(s2.a[1].base == small1 && s2.a[1].committed > 0 && s2.a[1].dirty == s2.a[1].committed);
+    CHECK(tg_stable_grow(&s2, spec2, 2, 1, 4, &cap21) == TG_STABLE_OK && cap21 >= 10 &&
+          (unsigned char)small1[9 * 8] == 0xef);
+#ifdef UNDER_ASAN
+    CHECK(!__asan_address_is_poisoned(small) && !__asan_address_is_poisoned(small1 + 8));
+#endif
+    tg_stable_zero(&s2, 0, ELEM * 10);
+    CHECK(s2.a[0].base[0] == 0 && s2.a[0].base[ELEM * 10 - 1] == 0 &&
+          (unsigned char)s2.a[0].base[ELEM * 10] == 0xcd);
     tg_stable_release(&s2);
+    tg_stable_release(&other);
 
     /* a hooked failure on the first growth: nothing reserved, cap kept */
     cap = 0;
     tg_alloc_hook(1);
-    int rc = tg_stable_grow(&s, ELEM, 10, MAX, &cap);
+    int rc = tg_stable_grow(&s, spec2, 2, 0, 10, &cap);
     tg_alloc_hook(-1);
     CHECK(rc == TG_STABLE_NOMEM && cap == 0 && s.base == NULL);
+    /* a caller's mistake (an array past the set) is refused */
+    CHECK(tg_stable_grow(&s, spec2, 2, 2, 10, &cap) == TG_STABLE_NOMEM && s.base == NULL);
     tg_stable_release(&s);
+}
+
+/* A freed graph's arrays: unmapped, or kept and (under ASan) poisoned. */
+static void test_freed_graph(void)
+{
+#ifdef UNDER_ASAN
+    graph *g = graph_new("freed");
+    graph_type t = {GRAPH_F32, 1, {4}};
+    int32_t x = graph_add_value(g, GRAPH_VALUE_INPUT, &t, "x"), y = -1;
+    CHECK(graph_add_node(g, GRAPH_OP_relu, &x, 1, NULL, &y, 1) >= 0);
+    const void *v = &g->values[y], *n = &g->nodes[0];
+    graph_free(g);
+    CHECK_MSG(__asan_address_is_poisoned(v) && __asan_address_is_poisoned(n),
+              "a freed graph's values and nodes read as freed under ASan");
+#endif
 }
 
 /* The public accessors (graph.h, "Reading a graph") against what was built,
@@ -378,14 +470,6 @@ static void test_accessors(void)
     graph_free(g);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-
 /*
  * With the address space limited (ulimit -v) below a full reservation,
  * the values' reservation halves until it fits: the graph works, holds at
@@ -420,8 +504,7 @@ static void test_short_address_space(void)
         while (nheld < 80) {
             g = graph_new("short");
             x = graph_add_value(g, GRAPH_VALUE_INPUT, &t, "x");
-            lim = tg_stable_limit(&g->mem[GRAPH_ARRAY_VALUES], sizeof(graph_value),
-                                  GRAPH_MAX_VALUES);
+            lim = graph_array_limit(g, GRAPH_ARRAY_VALUES);
             if (x != 0 || lim < GRAPH_MAX_VALUES)
                 break;
             held[nheld++] = g;
@@ -494,6 +577,7 @@ int main(void)
     test_accessors();
     test_map_strings();
     test_stable_module();
+    test_freed_graph();
     test_pointers_stay();
     test_growth_failure();
     test_over_maximum();

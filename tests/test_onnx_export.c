@@ -28,6 +28,8 @@
 #include "formats/onnx/onnx_write_impl.h"
 #include "onnx_export_cases.h"
 #include "onnx_export_util.h"
+#include "graph/text.h"
+#include "optimize/opt.h"
 #include "tracer/trace.h"
 #include "graph/graph_impl.h"
 
@@ -552,6 +554,49 @@ static void mark_ops(const graph *g)
             op_seen[g->nodes[i].op] = 1;
 }
 
+/* A training-mode op is refused, naming it and the way out (eval); a
+ * graph set to eval exports. */
+static void test_training_ops(void)
+{
+    static const char *const irs[] = {
+        "graph t(%x: f32[2,3,4], %s: f32[3], %b: f32[3], %m: f32[3], %v: f32[3])"
+        " -> (y: f32[2,3,4]) {\n"
+        "  %1: f32[2,3,4], %2: f32[3], %3: f32[3], %4: f32[3], %5: f32[3] ="
+        " batch_norm_train(%x, %s, %b, %m, %v)\n"
+        "  %6: f32[2,3,4] = relu(%1)\n  return y = %6\n}\n",
+        "graph t(%x: f32[2,3,4], %g: i64[2]) -> (y: f32[2,3,4]) {\n"
+        "  %1: f32[2,3,4] = dropout(%x, %g) {p=0.5}\n"
+        "  %2: f32[2,3,4] = relu(%1)\n  return y = %2\n}\n",
+        "graph t(%g: i64[2]) -> (y: i64[2]) {\n"
+        "  %1: i64[2] = rng_advance(%g) {n=24}\n  return y = %1\n}\n",
+    };
+    for (int k = 0; k < 3; k++) {
+        graph *g = graph_parse(irs[k], strlen(irs[k]), err, sizeof err);
+        CHECK_MSG(g != NULL, "parses: %s", err);
+        if (!g)
+            return;
+        const char *op = graph_ops[g->nodes[0].op].name;
+        op_seen[g->nodes[0].op] = 1;
+        void *buf = NULL;
+        size_t len = 0;
+        char want[64];
+        snprintf(want, sizeof want, "node 0 (%s at ", op);
+        CHECK(format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_ERR_UNSUPPORTED);
+        CHECK_MSG(strstr(err, want) && strstr(err, "training-mode op has no ONNX export") &&
+                      strstr(err, "opt_set_training"),
+                  "%s: message: %s", op, err);
+        CHECK(buf == NULL && len == 0);
+        if (k < 2) { /* eval: batch_norm (whose export the cases check), relu */
+            CHECK(opt_set_training(g, 0, err, sizeof err) == TG_OK);
+            Onnx__ModelProto *m = export_unpack(g, NULL);
+            CHECK_MSG(m != NULL, "%s: the eval graph exports", op);
+            if (m)
+                onnx__model_proto__free_unpacked(m, NULL);
+        }
+        graph_free(g);
+    }
+}
+
 static void test_models(void)
 {
     int model_ops[GRAPH_OP_COUNT] = {0};
@@ -775,6 +820,7 @@ int main(int argc, char **argv)
     test_dead_nodes();
     test_traced_tiny();
     test_guards();
+    test_training_ops();
     test_elided();
     test_files();
     test_models();

@@ -4,7 +4,9 @@
  * replay-OpenCL, compared by normalized error (<= 1e-5 elementwise,
  * <= 1e-4 for reductions, norms, matmul and conv); integer and bool
  * outputs must be equal.  The cases are text IR; the test fails for any
- * op of the registry that no case covers, so a new op needs a case here.
+ * op of the registry that no case covers, so a new op needs a case here
+ * (an op without an OpenCL kernel, as the training-mode ops, a case of
+ * refused[]: replay_compile must refuse it, naming the op).
  * sign and the rounding ops are also compared bit for bit on the values
  * where they are easy to get wrong (exact_rounding).
  *
@@ -351,6 +353,58 @@ static void run_case(const ocase *c, int idx, int *covered)
     graph_free(g);
 }
 
+/*
+ * Ops with no OpenCL kernel (the training-mode ops): the interpreter and
+ * replay-CPU agree, and replay_compile on OpenCL refuses the graph,
+ * naming the op, rather than running something else.
+ */
+static const char *const refused[] = {
+    "graph t(%x: f32[3,37], %g: i64[2]) -> (y: f32[3,37]) {\n"
+    "  %1: f32[3,37] = dropout(%x, %g) {p=0.25}\n  return y = %1\n}\n",
+    "graph t(%g: i64[2]) -> (y: i64[2]) {\n"
+    "  %1: i64[2] = rng_advance(%g) {n=37}\n  return y = %1\n}\n",
+    "graph t(%x: f32[2,3,5], %s: f32[3], %b: f32[3], %m: f32[3], %v: f32[3])"
+    " -> (y: f32[2,3,5], m: f32[3], v: f32[3]) {\n"
+    "  %1: f32[2,3,5], %2: f32[3], %3: f32[3], %4: f32[3], %5: f32[3] ="
+    " batch_norm_train(%x, %s, %b, %m, %v) {momentum=0.25}\n"
+    "  return y = %1\n  return m = %2\n  return v = %3\n}\n",
+};
+
+static void run_refused(const char *ir, int idx, int *covered)
+{
+    char err[4096] = "", what[64];
+    graph *g = graph_parse(ir, strlen(ir), err, sizeof err);
+    CHECK_MSG(g != NULL, "refused case %d parses: %s", idx, err);
+    if (!g)
+        return;
+    const graph_node *n = &g->nodes[g->nnodes - 1];
+    covered[n->op]++;
+    snprintf(what, sizeof what, "refused case %d (%s)", idx, graph_ops[n->op].name);
+    eager_pool_push();
+    eager_tensor *in[8], *ref[8] = {NULL};
+    for (int i = 0; i < g->ninputs; i++)
+        in[i] = make_input(&g->values[g->inputs[i]].type, 0.5f, 2, 2000 + (uint64_t)idx * 8 + (uint64_t)i);
+    CHECK_MSG(eager_interpret(g, in, g->ninputs, ref, g->noutputs, NULL) == TG_OK,
+              "%s: interpreter: %s", what, eager_error());
+    void *cpu[8] = {NULL};
+    if (replay_on(g, "cpu", in, g->ninputs, cpu, what) == 0)
+        for (int k = 0; k < g->noutputs && ref[k]; k++)
+            compare(eager_type(ref[k]), cpu[k], eager_peek(ref[k]), 0, what, "replay-cpu");
+    replay_opts o = {.threads = 1, .device = "opencl"};
+    replay_plan *p = replay_compile(g, &o, err, sizeof err);
+    char want[96];
+    snprintf(want, sizeof want, "op %s is not supported", graph_ops[n->op].name);
+    CHECK_MSG(!p && strstr(err, want) && strstr(err, "no OpenCL kernel"),
+              "%s: OpenCL refuses it: '%s'", what, p ? "(compiled)" : err);
+    replay_plan_free(p);
+    for (int k = 0; k < 8; k++) {
+        free(cpu[k]);
+        eager_release(ref[k]);
+    }
+    eager_pool_pop();
+    graph_free(g);
+}
+
 /* The values where sign and the rounding ops are easy to get wrong:
  * NaN, zeros of both signs, infinities, halves (ties to even), the
  * largest float below 0.5 (floor(x + 0.5) rounds it to 1), 2^23 and its
@@ -490,6 +544,8 @@ int main(void)
     int covered[GRAPH_OP_COUNT] = {0};
     for (int i = 0; i < NCASES; i++)
         run_case(&cases[i], i, covered);
+    for (int i = 0; i < (int)(sizeof refused / sizeof refused[0]); i++)
+        run_refused(refused[i], i, covered);
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
         CHECK_MSG(covered[op] > 0, "op %s has no conformance case", graph_ops[op].name);
     exact_rounding();

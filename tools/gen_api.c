@@ -63,11 +63,51 @@ typedef struct opdoc {
 #define AT(n, d) {#n, d},
 static const opdoc docs[] = {
 #define DOC(name, sum, ins, ats, pt, ox) {#name, sum, {ins {0}}, {ats {0}}, pt, ox},
+#define WRAPPER(name, call)
 #include "../graph/ops_doc.def"
 #undef DOC
+#undef WRAPPER
 };
 #undef IN
 #undef AT
+
+/* The ops with a hand-written eager_<op>() (ops_doc.def's WRAPPER lines). */
+typedef struct wrapdoc {
+    const char *name, *call;
+} wrapdoc;
+
+static const wrapdoc wrappers[] = {
+#define DOC(...)
+#define WRAPPER(name, call) {#name, call},
+#include "../graph/ops_doc.def"
+#undef DOC
+#undef WRAPPER
+    {NULL, NULL}};
+
+/* The wrapper's text of op name, or NULL: its function is eager_<op>(). */
+static const char *wrapper_of(const char *name)
+{
+    for (int i = 0; wrappers[i].name; i++)
+        if (!strcmp(wrappers[i].name, name))
+            return wrappers[i].call;
+    return NULL;
+}
+
+/* The generated function's name: eager_<op>, or eager_<op>_op for an op
+ * with a wrapper. */
+static const char *fn_name(const opdesc *o)
+{
+    static char buf[96];
+    snprintf(buf, sizeof buf, "eager_%s%s", o->name, wrapper_of(o->name) ? "_op" : "");
+    return buf;
+}
+
+/* Outputs returned through an out array: a count the infer function
+ * decides, or more than one. */
+static int multi_out(const opdesc *o)
+{
+    return o->nout != 1;
+}
 
 #define NOPS (sizeof ops / sizeof ops[0])
 #define NDOCS (sizeof docs / sizeof docs[0])
@@ -109,6 +149,16 @@ static int bad_text(const char *s)
 static int check_docs(void)
 {
     int bad = 0;
+    for (int i = 0; wrappers[i].name; i++) {
+        size_t k = 0;
+        while (k < NOPS && strcmp(ops[k].name, wrappers[i].name))
+            k++;
+        if (k == NOPS || bad_text(wrappers[i].call)) {
+            fprintf(stderr, "gen_api: graph/ops_doc.def: WRAPPER(%s): %s\n", wrappers[i].name,
+                    k == NOPS ? "no such op" : "empty text, a newline or \"*/\"");
+            bad = 1;
+        }
+    }
     if (NDOCS != NOPS) {
         fprintf(stderr, "gen_api: graph/ops_doc.def has %zu entries, graph/ops.def %zu ops\n",
                 (size_t)NDOCS, (size_t)NOPS);
@@ -167,14 +217,14 @@ static void params(FILE *f, const opdesc *o, const opdoc *d)
             fprintf(f, ", eager_tensor *%s", d->in[i].name);
     for (int i = 0; i < nattrs(o); i++)
         fprintf(f, ", %s %s", o->attrs[i].ctype, o->attrs[i].name);
-    if (o->nout < 0)
+    if (multi_out(o))
         fprintf(f, ", eager_tensor **out, int max_out");
 }
 
 static void prototype(FILE *f, const opdesc *o, const opdoc *d)
 {
-    fprintf(f, "%seager_%s_at(EAGER_SITE_PARAMS", o->nout < 0 ? "int " : "eager_tensor *",
-            o->name);
+    fprintf(f, "%s%s_at(EAGER_SITE_PARAMS", multi_out(o) ? "int " : "eager_tensor *",
+            fn_name(o));
     params(f, o, d);
     fprintf(f, ")");
 }
@@ -197,7 +247,7 @@ static void body(FILE *f, const opdesc *o, const opdoc *d)
         fprintf(f, "    if (n < 0 || (n > 0 && !%s)) {\n"
                    "        eager_set_error(TG_ERR_ARG, &site_, \"%s: bad input list\");\n"
                    "        return %s;\n    }\n",
-                in, o->name, o->nout < 0 ? "-1" : "NULL");
+                in, o->name, multi_out(o) ? "-1" : "NULL");
     const char *attrs = "NULL";
     if (o->has_attrs) {
         fprintf(f, "    graph_%s_attrs at_;\n    memset(&at_, 0, sizeof at_);\n", o->name);
@@ -205,7 +255,7 @@ static void body(FILE *f, const opdesc *o, const opdoc *d)
             fprintf(f, "    at_.%s = %s;\n", o->attrs[i].name, o->attrs[i].name);
         attrs = "&at_";
     }
-    if (o->nout < 0) {
+    if (multi_out(o)) {
         fprintf(f, "    return eager_dispatch(GRAPH_OP_%s, %s, %s, %s, out, max_out, &site_);\n}\n\n",
                 o->name, in, nin, attrs);
     } else {
@@ -263,9 +313,11 @@ static void header_comment(FILE *h, const opdesc *o, const opdoc *d)
     for (int i = 0; i < nattrs(o); i++)
         fprintf(h, " *   %-12s %s; default %s\n", o->attrs[i].name, d->at[i].doc,
                 def_text(&o->attrs[i]));
-    if (o->nout < 0)
+    if (multi_out(o))
         fprintf(h, " *   %-12s room for max_out outputs; returns how many were made, -1 on error\n",
                 "out");
+    if (wrapper_of(o->name))
+        fprintf(h, " * The bare op; most callers want its wrapper: %s.\n", wrapper_of(o->name));
     fprintf(h, " * dtypes of %s: %s.\n * PyTorch: %s.\n * ONNX: %s.\n */\n", d->in[0].name,
             dtype_names(o->dtypes), d->torch, d->onnx);
 }
@@ -344,11 +396,14 @@ static void write_ops_md(FILE *m)
             md_cell(m, d->at[k].doc);
             fprintf(m, " |\n");
         }
-        if (o->nout < 0)
+        if (multi_out(o))
             fprintf(m, "| output | `out` | `eager_tensor **` (max_out) | room for the outputs; "
                        "returns how many were made, -1 on error |\n");
         fprintf(m, "\ndtypes of `%s`: %s. PyTorch: ", d->in[0].name, dtype_names(o->dtypes));
         fprintf(m, "%s. ONNX: %s.\n", d->torch, d->onnx);
+        if (wrapper_of(o->name))
+            fprintf(m, "\nThe bare op is `%s()`; most callers want its wrapper: %s.\n", fn_name(o),
+                    wrapper_of(o->name));
     }
 }
 
@@ -386,8 +441,9 @@ int main(int argc, char **argv)
         header_comment(h, &ops[i], &docs[i]);
         fprintf(h, "TG_API ");
         prototype(h, &ops[i], &docs[i]);
-        fprintf(h, ";\n#define eager_%s(...) eager_%s_at(EAGER_SITE, __VA_ARGS__)\n",
-                ops[i].name, ops[i].name);
+        char fn[96];
+        snprintf(fn, sizeof fn, "%s", fn_name(&ops[i]));
+        fprintf(h, ";\n#define %s(...) %s_at(EAGER_SITE, __VA_ARGS__)\n", fn, fn);
         prototype(c, &ops[i], &docs[i]);
         fprintf(c, "\n");
         body(c, &ops[i], &docs[i]);

@@ -105,6 +105,9 @@ typedef struct trace_stv {
     eager_tensor *t;
     int32_t value;
     eager_site site;
+    eager_tensor *cur; /* the tensor holding the state at freeze when it is
+                          not t (the random generator, replaced, never
+                          written); NULL: t */
 } trace_stv;
 
 /* A tensor written by eager_assign during the trace: held until the trace
@@ -121,6 +124,8 @@ typedef struct trace_state {
     int32_t nstv, cap_stv;
     trace_wr *wr;
     int32_t nwr, cap_wr;
+    eager_tensor *rng0; /* the thread's generator when the trace began */
+    int made_rng;       /* ... made by trace_begin (the thread had none) */
     trace_opts opts;
     uint32_t id;
     eager_hooks hooks;
@@ -535,7 +540,7 @@ static tg_status declare_state(trace_state *st, eager_tensor *t, const char *nam
     }
     if (grow_list((void **)&st->stv, st->nstv, &st->cap_stv, sizeof *st->stv) < 0)
         return fail(st, TG_ERR_NOMEM, site, "%s", "trace: out of memory");
-    st->stv[st->nstv++] = (trace_stv){eager_retain(t), v, *site};
+    st->stv[st->nstv++] = (trace_stv){eager_retain(t), v, *site, NULL};
     return TG_OK;
 }
 
@@ -649,8 +654,18 @@ static graph *end_trace(trace_state *st, int keep_graph)
         HASH_DEL(st->outs, o);
         tg_free(o);
     }
-    for (int32_t i = 0; i < st->nstv; i++)
+    for (int32_t i = 0; i < st->nstv; i++) {
         eager_release(st->stv[i].t);
+        if (st->stv[i].cur)
+            eager_release(st->stv[i].cur);
+    }
+    if (st->rng0) {
+        /* a generator made only for the trace and never drawn from goes:
+         * the thread is left as it was */
+        if (st->made_rng && eager_rng_peek() == st->rng0)
+            eager_rng_set(EAGER_NONE);
+        eager_release(st->rng0);
+    }
     for (int32_t i = 0; i < st->nwr; i++)
         eager_release(st->wr[i].t);
     tg_free(st->stv);
@@ -709,6 +724,10 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
         return TG_ERR_STATE;
     }
     st->begin = site;
+    /* the generator the step starts from (freeze: "rng" state if replaced) */
+    st->made_rng = eager_rng_peek() == NULL;
+    eager_tensor *g0 = eager_rng_get_at(site.file, site.line, site.func);
+    st->rng0 = g0 ? eager_retain(g0) : NULL;
     const char *e = getenv("TG_TRACE_WARN_OPS");
     long n = e ? strtol(e, NULL, 10) : 0;
     st->warn_at = n > 0 && n < INT32_MAX ? (int32_t)n : TRACE_WARN_NODES;
@@ -835,6 +854,20 @@ tg_status trace_state_at(EAGER_SITE_PARAMS, eager_tensor *t, const char *name)
 static tg_status finish_states(trace_state *st, const eager_site *site)
 {
     char msg[700], a[300];
+    /* The random generator: a step that drew numbers replaced the thread's
+     * generator tensor (eager_dropout: rng_advance); the one it began with
+     * is state "rng", and the one it ends with its next value. */
+    eager_tensor *g1 = st->rng0 ? eager_rng_get_at(site->file, site->line, site->func) : NULL;
+    if (g1 && g1 != st->rng0 && !find_stv(st, st->rng0)) {
+        tg_status rs = declare_state(st, st->rng0, "rng", "trace_freeze (the random generator)",
+                                     site);
+        if (rs != TG_OK)
+            return rs;
+        trace_stv *s = find_stv(st, st->rng0);
+        s->cur = eager_retain(g1);
+        if (traced_value(st, g1) < 0 && input_value(st, g1, site) < 0)
+            return eager_status();
+    }
     for (int32_t i = 0; i < st->nwr; i++) {
         const trace_wr *w = &st->wr[i];
         if (find_stv(st, w->t))
@@ -850,10 +883,11 @@ static tg_status finish_states(trace_state *st, const eager_site *site)
     }
     for (int32_t i = 0; i < st->nstv; i++) {
         const trace_stv *s = &st->stv[i];
-        int32_t next = traced_value(st, s->t);
+        eager_tensor *cur = s->cur ? s->cur : s->t;
+        int32_t next = traced_value(st, cur);
         if (next < 0)
             next = s->value;
-        if (graph_set_data(st->g, s->value, eager_peek(s->t), eager_nbytes(s->t)) != TG_OK ||
+        if (graph_set_data(st->g, s->value, eager_peek(cur), eager_nbytes(cur)) != TG_OK ||
             graph_add_state(st->g, s->value, next) != TG_OK) {
             eager_set_error(graph_error_status(st->g), site, "trace_freeze: %s",
                             graph_error(st->g));

@@ -691,6 +691,14 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_argmin: return emit_arg(w);
     case GRAPH_OP_topk: return emit_topk(w);
     case GRAPH_OP_cumsum: return emit_cumsum(w);
+    case GRAPH_OP_dropout:
+    case GRAPH_OP_rng_advance:
+    case GRAPH_OP_batch_norm_train:
+        /* ONNX's Dropout draws other numbers and its training
+         * BatchNormalization updates the running variance with the biased
+         * one: an export would not compute what this graph does */
+        return onnxw_unsupported(w, "a training-mode op has no ONNX export; set the graph to "
+                                    "eval first (opt_set_training(g, 0))");
     default: return onnxw_emit_shape_op(w);
     }
 }

@@ -1,0 +1,135 @@
+/*
+ * kernels_train.c - CPU kernels of the training-mode ops: rng_advance,
+ * dropout and batch_norm_train (f32).  Shapes and attributes were checked
+ * by graph/infer_train.c.
+ *
+ * - rng_advance: {seed, offset} -> {seed, offset + n rounded up to a
+ *   multiple of 4}, in unsigned 64-bit arithmetic (wraps, never traps).
+ * - dropout: element i takes word (offset + i) of the generator's Philox
+ *   stream (eager/philox.h): one block of 4 words per 4 elements when the
+ *   offset is a multiple of 4, as rng_advance keeps it.  y = x * m with
+ *   m = 1 / (1 - p) (rounded to f32) where the word's uniform is >= p, else
+ *   m = 0 (so NaN and inf stay NaN, as PyTorch's x * mask * scale).  p = 0
+ *   copies x.  The element-to-word mapping fixes each element's draw, so
+ *   the result is the same for any thread count or split.
+ * - batch_norm_train: per channel (dim 1) over the other dims, M values:
+ *   the mean, then the mean squared deviation (biased variance), each
+ *   summed in double in two passes; invstd = 1 / sqrt(var + eps).  y = (x -
+ *   mean) * f + bias with f = scale * invstd (mean and invstd as the f32
+ *   outputs hold them, f rounded once), as the inference kernel does.
+ *   Running statistics: (1 - momentum) old + momentum new, in double, the
+ *   variance's new value unbiased: var * M / (M - 1) (M > 1 by inference).
+ *
+ * Large tensors are split over a->nthreads threads: dropout by chunks of
+ * elements, batch norm's statistics by channels and its y by rows.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernel.h"
+#include "philox.h"
+
+/* Elements per dropout task (a multiple of 4: one Philox block each 4). */
+#define DROP_CHUNK 8192
+
+tg_status eager_kernel_rng_advance(const eager_kargs *a)
+{
+    const graph_rng_advance_attrs *at = a->attrs;
+    const int64_t *g = a->in[0];
+    int64_t *o = a->out[0];
+    uint64_t n = ((uint64_t)at->n + 3u) & ~(uint64_t)3u;
+    o[0] = g[0];
+    o[1] = (int64_t)((uint64_t)g[1] + n);
+    return TG_OK;
+}
+
+/* Elements [i0, i1) of dropout; w0 = offset + i0 (the stream word). */
+static void drop_range(const float *restrict x, float *restrict y, int64_t i0, int64_t i1,
+                       uint64_t seed, uint64_t w0, float p, float scale)
+{
+    uint32_t blk[4];
+    uint64_t w = w0;
+    philox_block(seed, w >> 2, blk);
+    for (int64_t i = i0; i < i1; i++, w++) {
+        if ((w & 3u) == 0 && i != i0)
+            philox_block(seed, w >> 2, blk);
+        float m = philox_uniform(blk[w & 3u]) >= p ? scale : 0.0f;
+        y[i] = x[i] * m;
+    }
+}
+
+tg_status eager_kernel_dropout(const eager_kargs *a)
+{
+    const graph_dropout_attrs *at = a->attrs;
+    const float *x = a->in[0];
+    const int64_t *g = a->in[1];
+    float *y = a->out[0];
+    int64_t n = graph_type_numel(&a->in_type[0]);
+    if (n == 0)
+        return TG_OK;
+    if (at->p == 0.0f) {
+        memcpy(y, x, (size_t)n * sizeof *y);
+        return TG_OK;
+    }
+    uint64_t seed = (uint64_t)g[0], off = (uint64_t)g[1];
+    float p = at->p, scale = (float)(1.0 / (1.0 - (double)p));
+    int64_t ntask = (n + DROP_CHUNK - 1) / DROP_CHUNK;
+    int par = n >= EAGER_PAR_MIN && a->nthreads > 1;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t t = 0; t < ntask; t++) {
+        int64_t i0 = t * DROP_CHUNK, i1 = i0 + DROP_CHUNK < n ? i0 + DROP_CHUNK : n;
+        drop_range(x, y, i0, i1, seed, off + (uint64_t)i0, p, scale);
+    }
+    return TG_OK;
+}
+
+tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
+{
+    const graph_batch_norm_train_attrs *at = a->attrs;
+    const graph_type *t = &a->in_type[0];
+    const float *x = a->in[0], *scale = a->in[1], *bias = a->in[2];
+    const float *rmean = a->in[3], *rvar = a->in[4];
+    float *y = a->out[0], *nmean = a->out[1], *nvar = a->out[2];
+    float *bmean = a->out[3], *binvstd = a->out[4];
+    int64_t n = t->dim[0], c = t->dim[1], s = 1;
+    for (int d = 2; d < t->ndim; d++)
+        s *= t->dim[d];
+    int64_t numel = n * c * s, m = n * s; /* m > 1 (inference) */
+    double mom = at->momentum;
+    int par = numel >= EAGER_PAR_MIN && a->nthreads > 1;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t ch = 0; ch < c; ch++) {
+        double sum = 0, sq = 0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *restrict xr = x + (b * c + ch) * s;
+            for (int64_t i = 0; i < s; i++)
+                sum += xr[i];
+        }
+        double mean = sum / (double)m;
+        for (int64_t b = 0; b < n; b++) {
+            const float *restrict xr = x + (b * c + ch) * s;
+            for (int64_t i = 0; i < s; i++) {
+                double dv = xr[i] - mean;
+                sq += dv * dv;
+            }
+        }
+        double var = sq / (double)m;
+        bmean[ch] = (float)mean;
+        binvstd[ch] = (float)(1.0 / sqrt(var + (double)at->eps));
+        nmean[ch] = (float)((1.0 - mom) * rmean[ch] + mom * mean);
+        nvar[ch] = (float)((1.0 - mom) * rvar[ch] + mom * (sq / (double)(m - 1)));
+    }
+    int64_t rows = n * c;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t ch = r % c;
+        float f = (float)((double)scale[ch] * (double)binvstd[ch]);
+        float mu = bmean[ch], b = bias[ch];
+        const float *restrict xr = x + r * s;
+        float *restrict yr = y + r * s;
+        for (int64_t i = 0; i < s; i++)
+            yr[i] = (xr[i] - mu) * f + b;
+    }
+    return TG_OK;
+}

@@ -1,0 +1,93 @@
+/*
+ * infer_train.c - shape and dtype inference of the training-mode ops:
+ * rng_advance, dropout, batch_norm_train (graph/ops.def says what they
+ * compute).  Every attribute and operand is checked here, so the kernels
+ * in eager/kernels_train.c trust them.
+ *
+ * - A generator is an i64 tensor of shape [2]: {seed, offset}.
+ * - dropout's p is in [0, 1) (1 would scale by 1/0); rng_advance's n >= 0.
+ * - batch_norm_train needs more than one value per channel (N * H * W > 1,
+ *   as PyTorch: the unbiased variance divides by N * H * W - 1); eps is
+ *   finite and >= 0, momentum in [0, 1].
+ */
+#include <math.h>
+
+#include "infer.h"
+
+/* Checks that input i is a generator (i64 [2]). */
+static tg_status check_gen(graph_infer_ctx *c, int i)
+{
+    const graph_type *t = &c->in[i];
+    char s[160];
+    if (t->dtype != GRAPH_I64 || t->ndim != 1 || t->dim[0] != 2)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "the generator (input %d) must be i64 [2] {seed, offset}, got %s %s",
+                                i, graph_dtype_name(t->dtype), graph_shape_str(t, s, sizeof s));
+    return TG_OK;
+}
+
+tg_status graph_infer_rng_advance(graph_infer_ctx *c)
+{
+    const graph_rng_advance_attrs *a = c->attrs;
+    tg_status st = check_gen(c, 0);
+    if (st != TG_OK)
+        return st;
+    if (a->n < 0 || a->n > INT64_MAX - 3)
+        return graph_infer_fail(c, TG_ERR_ARG, "n must be >= 0, got %lld", (long long)a->n);
+    c->out[0] = c->in[0];
+    return TG_OK;
+}
+
+tg_status graph_infer_dropout(graph_infer_ctx *c)
+{
+    const graph_dropout_attrs *a = c->attrs;
+    if (!(a->p >= 0.0f && a->p < 1.0f))
+        return graph_infer_fail(c, TG_ERR_ARG, "p must be in [0, 1), got %g", (double)a->p);
+    tg_status st = check_gen(c, 1);
+    if (st != TG_OK)
+        return st;
+    c->out[0] = c->in[0];
+    return TG_OK;
+}
+
+tg_status graph_infer_batch_norm_train(graph_infer_ctx *c)
+{
+    static const char *const names[] = {"scale", "bias", "running_mean", "running_var"};
+    const graph_batch_norm_train_attrs *a = c->attrs;
+    const graph_type *x = &c->in[0];
+    char s[160], w[160];
+    if (!(a->eps >= 0.0f) || isinf(a->eps))
+        return graph_infer_fail(c, TG_ERR_ARG, "eps must be finite and >= 0, got %g",
+                                (double)a->eps);
+    if (!(a->momentum >= 0.0f && a->momentum <= 1.0f))
+        return graph_infer_fail(c, TG_ERR_ARG, "momentum must be in [0, 1], got %g",
+                                (double)a->momentum);
+    if (x->ndim < 2)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "x needs at least 2 dims [N,C,...], has %d",
+                                x->ndim);
+    graph_type want = {GRAPH_F32, 1, {x->dim[1]}};
+    for (int i = 1; i < 5; i++) {
+        const graph_type *t = &c->in[i];
+        if (t->dtype != GRAPH_F32)
+            return graph_infer_fail(c, TG_ERR_DTYPE, "%s has dtype %s, want f32", names[i - 1],
+                                    graph_dtype_name(t->dtype));
+        if (!graph_type_eq(t, &want))
+            return graph_infer_fail(c, TG_ERR_SHAPE, "%s has shape %s, want %s", names[i - 1],
+                                    graph_shape_str(t, s, sizeof s),
+                                    graph_shape_str(&want, w, sizeof w));
+    }
+    int64_t per_channel = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (d != 1)
+            per_channel *= x->dim[d];
+    if (per_channel <= 1)
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "expected more than 1 value per channel when training, got %lld "
+                                "(input %s)",
+                                (long long)per_channel, graph_shape_str(x, s, sizeof s));
+    c->out[0] = *x;
+    for (int k = 1; k < 5; k++)
+        c->out[k] = want;
+    c->nout = 5;
+    return TG_OK;
+}
