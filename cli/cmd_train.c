@@ -5,8 +5,8 @@
  * writes the state to a checkpoint (formats/ckpt.h) that a later run
  * resumes from.  Each replay_run is one step; the session owns the state.
  *
- * Batches: the data file of input NAME holds the whole dataset, dim 0
- * its rows (examples); step k (counted from --start) feeds the input rows
+ * Batches: the data file of input NAME (.npy, or IDX: data_load) holds
+ * the whole dataset, dim 0 its rows (examples); step k (counted from --start) feeds the input rows
  * [k*B, (k+1)*B) modulo the row count, B the input's traced batch (dim 0)
  * or --batch when that dim is dynamic.  Every batched input reads the same
  * rows, so their files must have as many rows each.  A 0-d input takes a
@@ -70,11 +70,16 @@ static void train_help(void)
            "opt -O2 step.tgraph step2.tgraph.\n\n"
            "options:\n"
            "  --steps N            steps to run (required)\n"
-           "  --data NAME=FILE.npy the dataset of input NAME: dim 0 its rows (examples),\n"
+           "  --data NAME=FILE     the dataset of input NAME: dim 0 its rows (examples),\n"
            "                       the other dims the input's; every input needs one.\n"
            "                       Step k feeds rows [k*B, (k+1)*B), wrapping around at\n"
            "                       the end of the data (all files the same row count).\n"
-           "                       A 0-d input takes a 0-d file, the same every step\n"
+           "                       A 0-d input takes a 0-d file, the same every step.\n"
+           "                       FILE: a .npy array of the input's dtype, or an IDX\n"
+           "                       file (MNIST, Fashion-MNIST: .idx, -ubyte or .gz)\n"
+           "                       converted to it: u8 pixels to f32 as x/255, labels\n"
+           "                       to i64, each row reshaped to the input's when it\n"
+           "                       holds as many elements (28x28 images feed [B,784])\n"
            "  --batch B            rows per step (default: the input's traced dim 0; a\n"
            "                       different B needs a batch traced dynamic)\n"
            "  --start S            the first step's number (default 0): its batch is rows\n"
@@ -96,6 +101,10 @@ static void train_help(void)
            "example:\n"
            "  tracegraph train step.tgraph --steps 1000 --data x=train_x.npy \\\n"
            "      --data labels=train_y.npy --save run.ckpt\n"
+           "  D=/usr/share/datasets/fashion-mnist\n"
+           "  tracegraph train mlp_step.tgraph --steps 938 \\\n"
+           "      --data x=$D/train-images-idx3-ubyte.gz \\\n"
+           "      --data labels=$D/train-labels-idx1-ubyte.gz --save epoch1.ckpt\n"
            "  tracegraph train step.tgraph --steps 1000 --start 1000 --state run.ckpt \\\n"
            "      --data x=train_x.npy --data labels=train_y.npy --save run.ckpt --lr 0.01\n");
 }
@@ -185,19 +194,54 @@ static int parse(int argc, char **argv, train_opts *o)
 }
 
 /*
- * Reads a data file: its type in *t and its elements in *data (64-byte
- * aligned, free()).  0, or -1 after a message naming the file.  The one
- * place that knows data formats: .npy now (formats/npy.h).  Fashion-MNIST's
- * IDX files (u8 images [N,28,28], u8 labels [N]) join here, by their
- * extension, once formats/ has a reader: converted to the types a graph
- * takes (f32 pixels, i64 labels) they feed the inputs as .npy files do.
+ * Reads the data file of graph input v: its type in *t and its elements
+ * in *data (64-byte aligned, free()).  0, or -1 after a message naming the
+ * file.  The one place that knows data formats:
+ *   .npy (formats/npy.h): as it is; fit_feed then checks it.
+ *   IDX (formats/idx.h, cli_is_idx: MNIST's and Fashion-MNIST's files,
+ *   plain or gzip): converted to the input's dtype (f32, i64 or i32), u8
+ *   elements into f32 as x / 255 (pixels in [0,1], as torchvision's
+ *   ToTensor), and each row reshaped to the input's row when it holds as
+ *   many elements (28x28 images feed [B,784] or [B,1,28,28]).
  */
-static int data_load(const char *path, graph_type *t, void **data)
+static int data_load(const graph *g, int32_t v, const char *path, graph_type *t, void **data)
 {
     char err[1024];
-    if (format_npy_load(path, t, data, err, sizeof err) != TG_OK) {
+    if (!cli_is_idx(path)) {
+        if (format_npy_load(path, t, data, err, sizeof err) == TG_OK)
+            return 0;
         cli_error("train", "%s", err);
         return -1;
+    }
+    const graph_type *it = graph_value_type(g, v);
+    if (it->dtype != GRAPH_F32 && it->dtype != GRAPH_I64 && it->dtype != GRAPH_I32) {
+        cli_error("train", "%s: an IDX file feeds f32, i64 or i32 inputs, and input '%s' is %s",
+                  cli_escs(path), cli_escs(graph_value_name(g, v)), graph_dtype_name(it->dtype));
+        return -1;
+    }
+    /* f32: u8 scaled; other element types (refused with the flag) as they are */
+    tg_status st = format_idx_load(path, it->dtype, it->dtype == GRAPH_F32 ? FORMAT_IDX_SCALE : 0,
+                                   t, data, err, sizeof err);
+    if (st == TG_ERR_UNSUPPORTED && it->dtype == GRAPH_F32)
+        st = format_idx_load(path, GRAPH_F32, 0, t, data, err, sizeof err);
+    if (st != TG_OK) {
+        cli_error("train", "%s", err);
+        return -1;
+    }
+    /* the rows to the input's row shape, when every dim of it is known */
+    int64_t row = 1, want = 1;
+    int fixed = it->ndim >= 1 && t->ndim >= 1;
+    for (int d = 1; fixed && d < t->ndim; d++)
+        row *= t->dim[d];
+    for (int d = 1; fixed && d < it->ndim; d++) {
+        fixed &= graph_value_dim_symbol(g, v, d) < 0;
+        want *= it->dim[d];
+    }
+    if (fixed && row == want && (t->ndim != it->ndim ||
+                                 memcmp(t->dim + 1, it->dim + 1,
+                                        sizeof(int64_t) * (size_t)(it->ndim - 1)) != 0)) {
+        t->ndim = it->ndim;
+        memcpy(t->dim + 1, it->dim + 1, sizeof(int64_t) * (size_t)(it->ndim - 1));
     }
     return 0;
 }
@@ -373,7 +417,7 @@ static int data_open(const graph *g, const train_opts *o, train_data *d)
     const train_feed *first = NULL; /* the first batched feed, for the row count */
     for (int i = 0; i < d->n; i++) {
         train_feed *f = &d->f[i];
-        if (data_load(f->path, &f->file, &f->data) ||
+        if (data_load(g, graph_input_at(g, i), f->path, &f->file, &f->data) ||
             fit_feed(g, graph_input_at(g, i), f, d->batch, o))
             return -1;
         if (f->batch && !first) {

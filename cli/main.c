@@ -54,8 +54,8 @@ static const command commands[] = {
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"
      "                        [--backend NAME[:DEVICE]]"},
-    {"train", cli_train, "run a saved training step N times on .npy batches; checkpoint its state",
-     "tracegraph train STEP.tgraph --steps N [--data NAME=FILE.npy]...\n"
+    {"train", cli_train, "run a saved training step on .npy or IDX batches; checkpoint its state",
+     "tracegraph train STEP.tgraph --steps N [--data NAME=FILE]...\n"
      "                        [--batch B] [--start S] [--state CKPT] [--save CKPT]\n"
      "                        [--lr X [--lr-state NAME]] [--every K] [--threads T]\n"
      "                        [--print-state]"},

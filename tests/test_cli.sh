@@ -16,7 +16,7 @@ BUILD=${2:?usage: test_cli.sh TRACEGRAPH BUILD_DIR}
 # ---- the models ----
 expect 0 "$BUILD/make_model" .
 for f in mlp.tgraph branchy.tgraph pair.tgraph mlp_x.npy mlp_y.npy branchy_site.txt \
-    train.tgraph train_x.npy train_expect5.ckpt train_loss5.txt; do
+    train.tgraph train_x.npy train_expect5.ckpt train_loss5.txt fmnist.tgraph; do
     [ -s "$f" ] && good || bad "make_model did not write $f"
 done
 site=$(cat branchy_site.txt) # "make_model.c:LINE branchy"
@@ -232,6 +232,44 @@ expect 0 "$TG" train train_noin.tgraph --steps 3 --print-state
 has out "no batched inputs, 1 state"
 has out "step 3/3  loss 1.06641  "
 has out "  w: f32[3] = [0.00390625, 1.52588e-05, 1]"
+# IDX files (formats/idx.h) feed inputs as .npy files do: u8 pixels as v /
+# 255, rows reshaped to the input's ([10,5,1] feeds x f32[4,5]), plain or
+# gzip; make_model's eager steps on the same data are the reference
+expect 0 "$TG" train train.tgraph --steps 5 --data x=train_x.idx --data y=train_y.idx --save i5.ckpt
+has out "batch 4 of 10 rows"
+same i5.ckpt train_idx_expect5.ckpt
+if command -v gzip >/dev/null; then
+    gzip -c train_x.idx >train-x-ubyte.gz
+    expect 0 "$TG" train train.tgraph --steps 5 --data x=train-x-ubyte.gz --data y=train_y.idx \
+        --save i5gz.ckpt
+    same i5gz.ckpt train_idx_expect5.ckpt
+fi
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.idx --data y=train_x.idx
+has err "train_x.idx is f32[10,5,1] but input 'y' is f32[4,3]: the file holds the dataset, dim 0 its rows"
+head -c 40 train_y.idx >cut_y.idx
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.idx --data y=cut_y.idx
+has err "cut_y.idx: at byte 12: the data is truncated"
+# Fashion-MNIST (Debian's dataset-fashion-mnist, where installed): softmax
+# regression, 3 steps equal to eager on the first 48 training images, then
+# 300 steps bring the loss down
+FM=/usr/share/datasets/fashion-mnist
+if [ -e fmnist_expect3.ckpt ]; then
+    FMD="--data x=$FM/train-images-idx3-ubyte.gz --data labels=$FM/train-labels-idx1-ubyte.gz"
+    expect 0 "$TG" train fmnist.tgraph --steps 3 $FMD --save f3.ckpt
+    has out "batch 16 of 60000 rows, 3 states"
+    same f3.ckpt fmnist_expect3.ckpt
+    expect 0 "$TG" train fmnist.tgraph --steps 300 --start 3 --state f3.ckpt $FMD --every 1
+    first=$(losses out | head -20 | awk '{s += $4} END {print s / NR}')
+    last=$(losses out | tail -20 | awk '{s += $4} END {print s / NR}')
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.8 * a) }' && good ||
+        bad "Fashion-MNIST: the mean loss of steps 4-23 is $first, of steps 284-303 $last"
+    expect 1 "$TG" train fmnist.tgraph --steps 1 --data x=$FM/train-images-idx3-ubyte.gz \
+        --data labels=$FM/t10k-labels-idx1-ubyte.gz
+    has err "t10k-labels-idx1-ubyte.gz has 10000 rows but $FM/train-images-idx3-ubyte.gz has 60000"
+    expect 1 "$TG" train fmnist.tgraph --steps 1 --data x=$FM/train-images-idx3-ubyte.gz \
+        --data labels=train_y.idx
+    has err "train_y.idx: at byte 2: elements of type f32 do not load as i64"
+fi
 
 # ---- train: errors ----
 expect 1 "$TG" train mlp.tgraph --steps 2 --data x=mlp_x.npy
