@@ -2,7 +2,8 @@
  * tracegraph.h - the umbrella header: everything a user of tracegraph
  * needs.  Installed headers live under tracegraph/<module>/.
  *
- *   eager/eager.h      tensors, ops (eager_<op>), pools, errors
+ *   eager/eager.h      tensors, ops (eager_<op>), pools, errors, autograd
+ *   eager/optim.h      optimizers (SGD, AdamW), gradient clipping
  *   tracer/trace.h     trace_begin ... trace_freeze, guards, dynamic dims
  *   graph/graph.h      the graph IR; graph/text.h text IR and DOT
  *   formats/tgraph.h   .tgraph save/load; formats/onnx.h ONNX export and
@@ -18,6 +19,7 @@
 
 #if defined(TG_IN_TREE)
 #include "eager/eager.h"
+#include "eager/optim.h"
 #include "eager/interp.h"
 #include "graph/graph.h"
 #include "graph/text.h"
@@ -31,6 +33,7 @@
 #include "replay/replay.h"
 #else
 #include "tracegraph/eager/eager.h"
+#include "tracegraph/eager/optim.h"
 #include "tracegraph/eager/interp.h"
 #include "tracegraph/graph/graph.h"
 #include "tracegraph/graph/text.h"

@@ -274,6 +274,9 @@ int opt_may_fail(const graph *g, int32_t node)
         return !const_ints_within(g, n->in[1], 1, INT64_MAX) &&
                !const_ints_within(g, n->in[1], INT64_MIN, -1);
     }
+    case GRAPH_OP_adamw_step:
+        /* kernels_optim.c: a step count below 1 fails the update */
+        return !const_ints_within(g, n->in[4], 1, INT64_MAX);
     default:
         return 0;
     }

@@ -224,7 +224,8 @@ TG_API int32_t opt_replace_uses(graph *g, int32_t from, int32_t to);
  * gather, gather_elements and scatter_elements with an index
  * operand that has elements (any of them may be out of range; none can
  * when it is a constant whose values all are in range), and an integer div
- * with elements whose divisor is not a constant without a zero.  Such a
+ * with elements whose divisor is not a constant without a zero; an
+ * adamw_step whose step count is not a constant >= 1.  Such a
  * node fails at -O0, so a pass must not remove it as dead or fold it as
  * empty (fold.c, dce.c): an optimization must not turn an error into a
  * result.

@@ -68,6 +68,11 @@ struct replay_session {
      * per value the state it is (-1: none). */
     void **stbuf;
     int32_t *state_of;
+    /* State writes in place: per value, the state whose buffer a next
+     * value is computed into (-1: its own place), and per state whether
+     * its next value is (no copy after the run). */
+    int32_t *next_in;
+    unsigned char *in_place;
 };
 
 /*
@@ -168,6 +173,8 @@ static const void *value_ptr(const replay_session *s, const replay_variant *v, i
 {
     const graph_value *val = &s->p->g->values[id];
     if (val->kind == GRAPH_VALUE_INTER) {
+        if (s->next_in && s->next_in[id] >= 0)
+            return s->stbuf[s->next_in[id]]; /* a state's update, in place */
         /* A step's buffer lies inside the arena (grown to the variant's plan). */
         TG_ASSERT(v->mp.offset[id] >= 0 &&
                   (size_t)v->mp.offset[id] + graph_type_bytes(&v->types[id]) <= s->arena_size);
@@ -278,12 +285,98 @@ static bound *bind(replay_session *s, replay_variant *v)
 
 static void states_free(replay_session *s)
 {
+    tg_free(s->next_in);
+    tg_free(s->in_place);
+    s->next_in = NULL;
+    s->in_place = NULL;
     for (int32_t i = 0; s->stbuf && i < s->p->g->nstates; i++)
         tg_free(s->stbuf[i]);
     tg_free(s->stbuf);
     tg_free(s->state_of);
     s->stbuf = NULL;
     s->state_of = NULL;
+}
+
+/*
+ * Whether node n may write its output k over its input j in place: an
+ * elementwise op's first output over an input of as many elements (what
+ * the memory planner allows), the optimizer updates' outputs over their
+ * own buffers (eager/kernels_optim.c).
+ */
+static int writes_over(const graph *g, const graph_node *n, int k, int j)
+{
+    if (n->op == GRAPH_OP_sgd_step)
+        return (k == 0 && j == 0) || (k == 1 && j == 2);
+    if (n->op == GRAPH_OP_adamw_step)
+        return (k == 0 && j == 0) || (k == 1 && j == 2) || (k == 2 && j == 3);
+    return k == 0 && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE) &&
+           graph_type_numel(&g->values[n->in[j]].type) ==
+               graph_type_numel(&g->values[n->out[k]].type) &&
+           graph_dtype_size(g->values[n->in[j]].type.dtype) ==
+               graph_dtype_size(g->values[n->out[k]].type.dtype);
+}
+
+/*
+ * A state's next value is computed straight into the state's buffer when
+ * that cannot change what any step reads: it is an intermediate of one
+ * node P, not an output and no other state's next; every reader of the
+ * state's old value runs before P, or is P reading it where P may write
+ * that output over it; the old value is no output.  Otherwise it is
+ * copied after the run.
+ */
+static tg_status plan_in_place(replay_session *s)
+{
+    const replay_plan *p = s->p;
+    const graph *g = p->g;
+    int32_t *pos = tg_malloc(sizeof(int32_t) * ((size_t)g->nnodes + 1));
+    s->next_in = tg_malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
+    s->in_place = tg_calloc((size_t)g->nstates + 1, 1);
+    if (!pos || !s->next_in || !s->in_place) {
+        tg_free(pos);
+        return TG_ERR_NOMEM;
+    }
+    for (int32_t v = 0; v < g->nvalues; v++)
+        s->next_in[v] = -1;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        pos[i] = -1;
+    for (int32_t k = 0; k < p->nitems; k++)
+        if (p->items[k].node >= 0)
+            pos[p->items[k].node] = k;
+    for (int32_t i = 0; i < g->nstates; i++) {
+        int32_t v = g->states[i].value, nx = g->states[i].next;
+        const graph_value *nv = &g->values[nx];
+        if (nx == v || nv->kind != GRAPH_VALUE_INTER || nv->node < 0 || pos[nv->node] < 0 ||
+            s->next_in[nx] >= 0)
+            continue;
+        int ok = 1;
+        for (int32_t o = 0; ok && o < g->noutputs; o++)
+            ok = g->outputs[o].value != nx && g->outputs[o].value != v;
+        for (int32_t o = 0; ok && o < g->nstates; o++)
+            ok = o == i || g->states[o].next != nx;
+        const graph_node *P = &g->nodes[nv->node];
+        int32_t at = pos[nv->node];
+        for (int32_t n = 0; ok && n < g->nnodes; n++) {
+            const graph_node *r = &g->nodes[n];
+            if ((r->flags & GRAPH_NODE_DEAD) || pos[n] < 0)
+                continue;
+            for (int j = 0; ok && j < r->nin; j++) {
+                if (r->in[j] != v)
+                    continue;
+                if (n == nv->node)
+                    ok = writes_over(g, P, nv->out_index, j);
+                else
+                    ok = pos[n] < at;
+            }
+        }
+        for (int32_t q = 0; ok && q < g->nguards; q++)
+            ok = g->guards[q].value != v;
+        if (ok) {
+            s->next_in[nx] = i;
+            s->in_place[i] = 1;
+        }
+    }
+    tg_free(pos);
+    return TG_OK;
 }
 
 /* The session's own copy of each state, from the graph's initial data. */
@@ -309,6 +402,10 @@ static tg_status states_new(replay_session *s)
         }
         if (nb)
             memcpy(s->stbuf[i], val->data, nb); /* verified: a state has data */
+    }
+    if (!s->p->backend->run && plan_in_place(s) != TG_OK) {
+        states_free(s);
+        return TG_ERR_NOMEM;
     }
     return TG_OK;
 }
@@ -595,7 +692,7 @@ static tg_status run(replay_session *s, const replay_tensor *inputs, int nin,
     const graph *g = s->p->g;
     for (int32_t i = 0; i < g->nstates; i++) {
         int32_t nx = g->states[i].next;
-        if (nx == g->states[i].value)
+        if (nx == g->states[i].value || s->in_place[i])
             continue;
         const void *src = g->values[nx].kind == GRAPH_VALUE_INPUT
                               ? in[input_index(g, nx)]->input

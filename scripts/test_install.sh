@@ -290,6 +290,10 @@ int main(void)
     format_onnx_save_opts xs = FORMAT_ONNX_SAVE_OPTS_INIT;
     format_onnx_load_opts xl = FORMAT_ONNX_LOAD_OPTS_INIT;
     graph_print_opts po = GRAPH_PRINT_OPTS_INIT;
+    eager_sgd_opts sg = EAGER_SGD_OPTS_INIT;
+    eager_adamw_opts aw = EAGER_ADAMW_OPTS_INIT;
+    eager_sgd_opts sgd = eager_sgd_default_opts();
+    eager_adamw_opts awd = eager_adamw_default_opts();
     opt_options od = opt_default_options();
     trace_opts td = trace_default_opts();
     int bad = 0;
@@ -309,6 +313,12 @@ int main(void)
              !xl.warn_ctx) << 4;
     bad |= !(po.inline_max == 16 && po.inline_all == 0 && po.provenance == 1 &&
              po.comments == 1 && GRAPH_PRINT_DEFAULTS.inline_max == 16) << 5;
+    bad |= !(sg.lr == 1e-3 && sg.lr == sgd.lr && sg.momentum == 0 && sg.weight_decay == 0 &&
+             sg.nesterov == 0 && !sg.prefix && sgd.momentum == 0 && !sgd.prefix &&
+             aw.lr == 1e-3 && aw.lr == awd.lr && aw.beta1 == 0.9 && aw.beta1 == awd.beta1 &&
+             aw.beta2 == 0.999 && aw.beta2 == awd.beta2 && aw.eps == 1e-8 && aw.eps == awd.eps &&
+             aw.weight_decay == 1e-2 && aw.weight_decay == awd.weight_decay && !aw.prefix &&
+             !awd.prefix) << 6;
     return bad;
 }
 C
@@ -455,7 +465,7 @@ mkdir -p "$hx"
     [ -s "$hx/$(echo "$h" | tr / _).c" ] || rm "$hx/$(echo "$h" | tr / _).c"
 done
 for h in replay/replay.h tracer/trace.h formats/tgraph.h formats/onnx.h formats/npy.h formats/ckpt.h formats/idx.h optimize/opt.h \
-    graph/target.h graph/graph.h; do
+    graph/target.h graph/graph.h eager/optim.h; do
     if [ ! -s "$hx/tracegraph_$(echo "$h" | tr / _).c" ]; then
         echo "install check: $inc/tracegraph/$h has no \"// example\" block at its top" >&2
         exit 1

@@ -168,46 +168,6 @@ static void test_mlp(const char *model, double smoothing)
 
 /* ---- CNN with training-mode batch norm ---- */
 
-/*
- * Training-mode batch norm, composed from eager ops until the registry op
- * batch_norm_train exists: switch this function's body to it then (the
- * test stays as it is).  x [N,C,H,W] is normalized with its batch mean
- * and biased variance over N, H, W; running_mean and running_var [C] are
- * updated in place, as PyTorch's F.batch_norm(training=True) does:
- * r = (1 - momentum) r + momentum s, the variance's s unbiased
- * (times n / (n - 1), n = N H W).
- */
-static eager_tensor *batch_norm_train_composed(eager_tensor *x, eager_tensor *weight,
-                                               eager_tensor *bias, eager_tensor *running_mean,
-                                               eager_tensor *running_var, double momentum,
-                                               double eps)
-{
-    int64_t c = eager_dim(x, 1);
-    double n = (double)(eager_numel(x) / c);
-    graph_ints axes = TG_INTS(0, 2, 3), per_channel = TG_SHAPE(1, c, 1, 1);
-    eager_tensor *mean = eager_reduce_mean(x, axes, 1);
-    eager_tensor *xc = eager_sub(x, mean);
-    eager_tensor *var = eager_reduce_mean(eager_mul(xc, xc), axes, 1);
-    eager_tensor *y = eager_mul(xc, eager_rsqrt(eager_add(var, eager_scalar(eps))));
-    y = eager_add(eager_mul(y, eager_reshape(weight, per_channel)),
-                  eager_reshape(bias, per_channel));
-
-    eager_no_grad_begin();
-    eager_tensor *keep = eager_scalar(1.0 - momentum);
-    eager_tensor *rm = eager_add(eager_mul(running_mean, keep),
-                                 eager_mul(eager_reshape(mean, TG_SHAPE(c)),
-                                           eager_scalar(momentum)));
-    eager_tensor *rv = eager_add(eager_mul(running_var, keep),
-                                 eager_mul(eager_reshape(var, TG_SHAPE(c)),
-                                           eager_scalar(momentum * n / (n - 1))));
-    if (rm && rv) {
-        memcpy(eager_data_mut(running_mean), eager_peek(rm), eager_nbytes(rm));
-        memcpy(eager_data_mut(running_var), eager_peek(rv), eager_nbytes(rv));
-    }
-    eager_no_grad_end();
-    return y;
-}
-
 static void test_cnn(void)
 {
     /* the convs have no bias (batch norm follows: its gradient would be
@@ -224,11 +184,11 @@ static void test_cnn(void)
     graph_ints pool = TG_INTS(2, 2);
     eager_tensor *h = eager_conv2d(f.x, P(&f, "conv1_weight"), EAGER_NONE, TG_NOINTS,
                                    TG_INTS(1), TG_NOINTS, 1);
-    h = batch_norm_train_composed(h, P(&f, "bn1_weight"), P(&f, "bn1_bias"), rm1, rv1, 0.1, 1e-5);
+    h = eager_batch_norm_train(h, P(&f, "bn1_weight"), P(&f, "bn1_bias"), rm1, rv1, EAGER_NONE, 1e-5, 0.1);
     h = eager_max_pool2d(eager_relu(h), pool, TG_NOINTS, TG_NOINTS);
     h = eager_conv2d(h, P(&f, "conv2_weight"), EAGER_NONE, TG_NOINTS, TG_NOINTS,
                      TG_NOINTS, 1);
-    h = batch_norm_train_composed(h, P(&f, "bn2_weight"), P(&f, "bn2_bias"), rm2, rv2, 0.1, 1e-5);
+    h = eager_batch_norm_train(h, P(&f, "bn2_weight"), P(&f, "bn2_bias"), rm2, rv2, EAGER_NONE, 1e-5, 0.1);
     h = eager_max_pool2d(eager_relu(h), pool, TG_NOINTS, TG_NOINTS);
     h = eager_relu(eager_linear(eager_flatten(h, 1, -1), P(&f, "fc1_weight"), P(&f, "fc1_bias")));
     eager_tensor *logits = eager_linear(h, P(&f, "fc2_weight"), P(&f, "fc2_bias"));

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "cpu_caps.h"
 #include "eager/interp.h"
+#include "graph/text.h"
 #include "formats/onnx/onnx_write_impl.h"
 #include "onnx_export_cases.h"
 #include "onnx_export_util.h"
@@ -547,6 +548,40 @@ static graph *model_graph(int k, int level, model *m)
 /* Ops of the graphs exported: every op of ops.def must be among them. */
 static int op_seen[GRAPH_OP_COUNT];
 
+/* Ops with no ONNX form are refused, naming the node and why; they count
+ * as covered. */
+static void test_no_onnx_form(void)
+{
+    static const char *const irs[] = {
+        "graph t(%p: f32[2,3], %g: f32[2,3], %b: f32[2,3], %lr: f32[], %mo: f32[], "
+        "%wd: f32[]) -> (y: f32[2,3]) {\n"
+        "  %1: f32[2,3], %2: f32[2,3] = sgd_step(%p, %g, %b, %lr, %mo, %wd)\n"
+        "  return y = %1\n}\n",
+        "graph t(%p: f32[2,3], %g: f32[2,3], %m: f32[2,3], %v: f32[2,3], %t: i64[], "
+        "%lr: f32[], %b1: f32[], %b2: f32[], %e: f32[], %wd: f32[]) -> (y: f32[2,3]) {\n"
+        "  %1: f32[2,3], %2: f32[2,3], %3: f32[2,3] = adamw_step(%p, %g, %m, %v, %t, %lr, %b1, "
+        "%b2, %e, %wd)\n"
+        "  return y = %1\n}\n",
+    };
+    static const graph_op ops[] = {GRAPH_OP_sgd_step, GRAPH_OP_adamw_step};
+    for (int k = 0; k < 2; k++) {
+        graph *g = graph_parse(irs[k], strlen(irs[k]), err, sizeof err);
+        CHECK_MSG(g != NULL, "parse: %s", err);
+        void *buf = NULL;
+        size_t len = 0;
+        char want[96];
+        snprintf(want, sizeof want, "node 0 (%s at ", graph_ops[ops[k]].name);
+        CHECK(g && format_onnx_save_mem(g, NULL, &buf, &len, err, sizeof err) == TG_ERR_UNSUPPORTED);
+        CHECK_MSG(g && strstr(err, want) &&
+                      strstr(err, "): an optimizer update has no ONNX form (the "
+                                  "ai.onnx.preview.training domain is not written)") &&
+                      !buf && !len,
+                  "message: %s", err);
+        op_seen[ops[k]] = 1;
+        graph_free(g);
+    }
+}
+
 static void mark_ops(const graph *g)
 {
     for (int32_t i = 0; g && i < g->nnodes; i++)
@@ -822,10 +857,12 @@ int main(int argc, char **argv)
     test_guards();
     test_training_ops();
     test_elided();
+    test_no_onnx_form();
     test_files();
     test_models();
     test_out_of_memory();
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
-        CHECK_MSG(op_seen[op], "op %s is exported by some case", graph_ops[op].name);
+        CHECK_MSG(op_seen[op], "op %s is exported (or refused on purpose) by some case",
+                  graph_ops[op].name);
     return check_done();
 }

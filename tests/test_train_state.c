@@ -534,11 +534,50 @@ static void test_checkpoint(void)
     free_model(&a);
 }
 
+/* State updates computed in place must not change what a later reader of
+ * the old value sees: a step that reads w after computing w's update. */
+static void test_in_place_order(void)
+{
+    static const char ir[] =
+        "graph t(%x: f32[3]) -> (y: f32[3], z: f32[3]) {\n"
+        "  %w: f32[3] = state [1, 2, 3]\n"
+        "  %v: f32[3] = state [10, 20, 30]\n"
+        "  %d: f32[3] = const [0.5, 0.5, 0.5]\n"
+        "  %w2: f32[3] = sub(%w, %d)\n"
+        "  %y: f32[3] = mul(%w, %x)\n"
+        "  %v2: f32[3] = add(%v, %d)\n"
+        "  %z: f32[3] = mul(%v2, %x)\n"
+        "  return y = %y\n  return z = %z\n"
+        "  next %w = %w2\n  next %v = %v2\n}\n";
+    char err[512];
+    graph *g = graph_parse(ir, strlen(ir), err, sizeof err);
+    CHECK_MSG(g != NULL, "%s", err);
+    replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
+    replay_session *s = p ? replay_session_create(p, NULL, 0, err, sizeof err) : NULL;
+    CHECK_MSG(s != NULL, "%s", err);
+    float x[3] = {1, 1, 1}, y[3], z[3];
+    replay_tensor in = {.name = "x", .type = {GRAPH_F32, 1, {3}}, .input = x};
+    replay_tensor out[2] = {{.name = "y", .type = {GRAPH_F32, 1, {3}}, .data = y, .size = sizeof y},
+                            {.name = "z", .type = {GRAPH_F32, 1, {3}}, .data = z, .size = sizeof z}};
+    for (int k = 0; s && k < 3; k++) {
+        CHECK(replay_run(s, &in, 1, out, 2) == TG_OK);
+        for (int i = 0; i < 3; i++) {
+            CHECK_MSG(y[i] == (float)(i + 1) - 0.5f * (float)k, "step %d: y[%d] = %g", k, i, y[i]);
+            CHECK_MSG(z[i] == (float)(10 * (i + 1)) + 0.5f * (float)(k + 1), "step %d: z[%d] = %g",
+                      k, i, z[i]);
+        }
+    }
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
 int main(void)
 {
     test_capture_and_replay();
     test_state_by_name();
     test_refusals();
     test_checkpoint();
+    test_in_place_order();
     return check_done();
 }

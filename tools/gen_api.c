@@ -16,7 +16,7 @@
 #include "../graph/dtype.h"
 
 #define MAX_ATTRS 16
-#define MAX_IN 5
+#define MAX_IN 12
 
 typedef struct attr {
     const char *name, *ctype, *def;

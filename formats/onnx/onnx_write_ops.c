@@ -699,6 +699,11 @@ tg_status onnxw_emit_node(onnx_w *w)
          * one: an export would not compute what this graph does */
         return onnxw_unsupported(w, "a training-mode op has no ONNX export; set the graph to "
                                     "eval first (opt_set_training(g, 0))");
+    case GRAPH_OP_sgd_step:
+    case GRAPH_OP_adamw_step:
+        return onnxw_unsupported(w, "an optimizer update has no ONNX form (the "
+                                    "ai.onnx.preview.training domain is not written): "
+                                    "export the graph without its training step");
     default: return onnxw_emit_shape_op(w);
     }
 }
