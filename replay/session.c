@@ -395,6 +395,7 @@ replay_session *replay_session_create(replay_plan *p, void *workspace, size_t si
     if (p->backend->session_new) {
         s->bsession = p->backend->session_new(p, workspace, size, err, errlen);
         if (!s->bsession) {
+            states_free(s);
             tg_free(s->in);
             tg_free(s->warns.told);
             tg_free(s);
@@ -411,6 +412,7 @@ replay_session *replay_session_create(replay_plan *p, void *workspace, size_t si
         s->arena = tg_aligned_alloc(64, s->arena_size ? (s->arena_size + 63) & ~(size_t)63 : 64);
         s->own_arena = 1;
         if (!s->arena) {
+            states_free(s);
             tg_free(s->in);
             tg_free(s->warns.told);
             tg_free(s);
