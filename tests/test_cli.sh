@@ -191,19 +191,6 @@ if awk '{print $4}' train_loss5.txt | paste - o2.txt |
 else
     bad "-O2 losses $(tr '\n' ' ' <o2.txt) differ from eager's $(awk '{print $4}' train_loss5.txt | tr '\n' ' ')"
 fi
-# a batch other than the traced one: the step's batch must be dynamic; the
-# batch-dynamic step runs at 3 rows a step as eager does, or (while the
-# backward's nodes are specialized on the traced batch) fails naming one
-expect 0 "$TG" info train_dyn.tgraph
-has out "input  x: f32[B,5]"
-"$TG" train train_dyn.tgraph --steps 7 --batch 3 $D --save dyn.ckpt >out 2>err
-case $? in
-0) same dyn.ckpt train_dyn_expect.ckpt ;;
-1) has err "tracegraph train: step 1: replay: node " && has err "specialized on the traced sizes" ;;
-*) bad "train --batch 3 of train_dyn.tgraph: exit $?" ;;
-esac
-expect 0 "$TG" train train_dyn.tgraph --steps 2 --batch 4 $D
-has out "batch 4 of 10 rows"
 # Ctrl-C: stops after the step in flight, saves the state, exits 130; the
 # checkpoint resumes
 "$TG" train train.tgraph --steps 1000000000 $D --save int.ckpt --every 1000 >int.out 2>int.err &
@@ -306,8 +293,6 @@ expect 1 "$TG" train train_sum.tgraph --steps 2 --data x=sum_x.npy --data t=sum_
 has err "sum_x.npy is f32[3,1] but input 't' is f32[]: a 0-d input takes a 0-d file (the same value every step)"
 expect 1 "$TG" train train_sum.tgraph --steps 2 --data x=sum_t.npy --data t=sum_t.npy
 has err "sum_t.npy is f32[] but input 'x' is f32[2,1]: the file holds the dataset, dim 0 its rows, each row one example of the input (2 dims)"
-expect 1 "$TG" train train_dyn.tgraph --steps 2 $D --batch 11
-has err "train_x.npy is f32[10,5]: 10 rows, fewer than the batch of 11"
 # checkpoints: of another file kind, damaged, missing; nothing is written
 expect 1 "$TG" train train.tgraph --steps 2 $D --state train_x.npy --save no.ckpt
 has err "--state: train_x.npy: "
