@@ -286,6 +286,48 @@ static void grad_plane(const pool_geom *g, const float *restrict x, const float 
     }
 }
 
+/*
+ * The 2x2, stride 2, unpadded pool (the common one): the windows tile the
+ * plane but for a last odd row or column, so each element of dx is
+ * written once, without the zeroing pass and the scatter: 0 + dy at the
+ * window's winner, as grad_plane picks it (the sum scatter_elements would
+ * make: -0 becomes +0), +0 elsewhere and where the maximum is NaN.
+ * Compares and selects, no branches (the winner of random data is not
+ * predictable).  Replay -O2 on this machine, one thread: 4.4 ms for x
+ * [64,32,28,28], 2.3 for [64,64,14,14] (grad_plane: 3.9 and 3.6).
+ */
+static void grad_plane_2x2(const pool_geom *g, const float *restrict x,
+                           const float *restrict dy, float *restrict dx)
+{
+    int64_t w = g->w, ow = g->ow;
+    for (int64_t oh = 0; oh < g->oh; oh++) {
+        const float *r0 = x + 2 * oh * w, *r1 = r0 + w;
+        float *d0 = dx + 2 * oh * w, *d1 = d0 + w;
+        const float *d = dy + oh * ow;
+        for (int64_t o = 0; o < ow; o++) {
+            float a = r0[2 * o], b = r0[2 * o + 1], c = r1[2 * o], e = r1[2 * o + 1];
+            float m = a;
+            int k = 0, t = b > m || b != b;
+            m = t ? b : m, k = t ? 1 : k;
+            t = c > m || c != c;
+            m = t ? c : m, k = t ? 2 : k;
+            t = e > m || e != e;
+            m = t ? e : m, k = t ? 3 : k;
+            float v = m == m ? 0.0f + d[o] : 0.0f;
+            d0[2 * o] = k == 0 ? v : 0.0f;
+            d0[2 * o + 1] = k == 1 ? v : 0.0f;
+            d1[2 * o] = k == 2 ? v : 0.0f;
+            d1[2 * o + 1] = k == 3 ? v : 0.0f;
+        }
+        if (w > 2 * ow) { /* the last column, in no window */
+            d0[w - 1] = 0.0f;
+            d1[w - 1] = 0.0f;
+        }
+    }
+    if (g->h > 2 * g->oh) /* the last row */
+        memset(dx + (g->h - 1) * w, 0, (size_t)w * sizeof *dx);
+}
+
 tg_status eager_kernel_max_pool2d_grad(const eager_kargs *a)
 {
     const graph_max_pool2d_grad_attrs *at = a->attrs;
@@ -322,14 +364,19 @@ tg_status eager_kernel_max_pool2d_grad(const eager_kargs *a)
     const float *x = a->in[1], *dy = a->in[0];
     float *dx = a->out[0];
     int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+    int two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && !g.pt && !g.pl && !g.pb && !g.pr;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = omp_get_thread_num();
         float *row = buf + (int64_t)t * per;
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < planes; i++)
-            grad_plane(&g, x + i * in_plane, dy + i * out_plane, dx + i * in_plane, row,
-                       row + pw, wins + (int64_t)t * g.ow);
+        for (int64_t i = 0; i < planes; i++) {
+            if (two)
+                grad_plane_2x2(&g, x + i * in_plane, dy + i * out_plane, dx + i * in_plane);
+            else
+                grad_plane(&g, x + i * in_plane, dy + i * out_plane, dx + i * in_plane, row,
+                           row + pw, wins + (int64_t)t * g.ow);
+        }
     }
     tg_free(wins);
     tg_free(buf);
