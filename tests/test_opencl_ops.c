@@ -378,6 +378,9 @@ static const ocase refused[] = {
      "  %1: f32[3,37], %2: f32[3,37], %3: f32[3,37] = adamw_step(%p, %g, %m, %v, %t, %lr, "
      "%b1, %b2, %e, %wd)\n"
      "  return y = %1\n}\n", 1, 3, EW},
+    {"graph t(%dy: f32[2,3,3,4], %x: f32[2,3,5,7]) -> (y: f32[2,3,5,7]) {\n"
+     "  %1: f32[2,3,5,7] = max_pool2d_grad(%dy, %x) {kernel=[3], stride=[2], padding=[1]}\n"
+     "  return y = %1\n}\n", -2, 2, 0},
 };
 
 static void run_refused(const ocase *c, int idx, int *covered)

@@ -704,6 +704,10 @@ tg_status onnxw_emit_node(onnx_w *w)
         return onnxw_unsupported(w, "an optimizer update has no ONNX form (the "
                                     "ai.onnx.preview.training domain is not written): "
                                     "export the graph without its training step");
+    case GRAPH_OP_max_pool2d_grad:
+        return onnxw_unsupported(w, "a gradient op has no ONNX form (the "
+                                    "ai.onnx.preview.training domain is not written): "
+                                    "export the forward graph");
     default: return onnxw_emit_shape_op(w);
     }
 }
