@@ -32,22 +32,10 @@
 
 enum { B = 8, IMG = 8, C1 = 4, K = 10, STEPS = 100, CAPTURE = 5, HALF = 52 };
 
-static eager_tensor *rand_t(graph_ints shape, uint64_t seed, float lo, float hi)
-{
-    int64_t n = 1;
-    for (int i = 0; i < shape.n; i++)
-        n *= shape.v[i];
-    float *f = malloc((size_t)n * sizeof *f);
-    check_fill(f, n, seed, lo, hi);
-    eager_tensor *t = eager_from_data(GRAPH_F32, shape, f);
-    free(f);
-    return t;
-}
-
 /* Batch k: images and labels, the same for every run. */
 static eager_tensor *images(int k)
 {
-    return rand_t(TG_SHAPE(B, 1, IMG, IMG), 1000 + (uint64_t)k, -1, 1);
+    return check_rand_tensor(TG_SHAPE(B, 1, IMG, IMG), 1000 + (uint64_t)k, -1, 1);
 }
 static eager_tensor *labels(int k)
 {
@@ -70,11 +58,11 @@ static const char *sname[NSTAT] = {"bn.running_mean", "bn.running_var", "bn.num_
 
 static void make_cnn(cnn *m, int adamw)
 {
-    m->p[0] = rand_t(TG_SHAPE(C1, 1, 3, 3), 1, -0.5f, 0.5f);
-    m->p[1] = rand_t(TG_SHAPE(C1), 3, 0.8f, 1.2f);
-    m->p[2] = rand_t(TG_SHAPE(C1), 4, -0.1f, 0.1f);
-    m->p[3] = rand_t(TG_SHAPE(K, C1 * (IMG / 2) * (IMG / 2)), 5, -0.2f, 0.2f);
-    m->p[4] = rand_t(TG_SHAPE(K), 6, -0.1f, 0.1f);
+    m->p[0] = check_rand_tensor(TG_SHAPE(C1, 1, 3, 3), 1, -0.5f, 0.5f);
+    m->p[1] = check_rand_tensor(TG_SHAPE(C1), 3, 0.8f, 1.2f);
+    m->p[2] = check_rand_tensor(TG_SHAPE(C1), 4, -0.1f, 0.1f);
+    m->p[3] = check_rand_tensor(TG_SHAPE(K, C1 * (IMG / 2) * (IMG / 2)), 5, -0.2f, 0.2f);
+    m->p[4] = check_rand_tensor(TG_SHAPE(K), 6, -0.1f, 0.1f);
     m->st[0] = eager_zeros(GRAPH_F32, TG_SHAPE(C1));
     m->st[1] = eager_full(GRAPH_F32, TG_SHAPE(C1), 1.0);
     m->st[2] = eager_zeros(GRAPH_I64, TG_NOINTS);
@@ -371,7 +359,7 @@ enum { MB = 6, D = 7, H = 9, MK = 4 };
 
 static eager_tensor *mx(int k, int part)
 {
-    return rand_t(TG_SHAPE(MB, D), 5000 + 2 * (uint64_t)k + (uint64_t)part, -1, 1);
+    return check_rand_tensor(TG_SHAPE(MB, D), 5000 + 2 * (uint64_t)k + (uint64_t)part, -1, 1);
 }
 static eager_tensor *my(int k, int part)
 {
@@ -388,10 +376,10 @@ typedef struct mlp {
 
 static void make_mlp(mlp *m)
 {
-    m->p[0] = rand_t(TG_SHAPE(H, D), 71, -0.5f, 0.5f);
-    m->p[1] = rand_t(TG_SHAPE(H), 72, -0.1f, 0.1f);
-    m->p[2] = rand_t(TG_SHAPE(MK, H), 73, -0.5f, 0.5f);
-    m->p[3] = rand_t(TG_SHAPE(MK), 74, -0.1f, 0.1f);
+    m->p[0] = check_rand_tensor(TG_SHAPE(H, D), 71, -0.5f, 0.5f);
+    m->p[1] = check_rand_tensor(TG_SHAPE(H), 72, -0.1f, 0.1f);
+    m->p[2] = check_rand_tensor(TG_SHAPE(MK, H), 73, -0.5f, 0.5f);
+    m->p[3] = check_rand_tensor(TG_SHAPE(MK), 74, -0.1f, 0.1f);
     for (int i = 0; i < 4; i++)
         eager_requires_grad(m->p[i], 1);
     eager_sgd_opts o = EAGER_SGD_OPTS_INIT;
