@@ -15,17 +15,16 @@
  *   cnn      x[64,1,28,28] -> conv 1->32 3x3 pad 1 (no bias), batch norm
  *            (training mode: batch statistics, running stats updated),
  *            ReLU, max-pool 2, conv 32->64 3x3 pad 1 (no bias), BN, ReLU,
- *            max-pool 2, Linear 3136->128, ReLU, Linear 128->10;
- *            cross-entropy.  No dropout yet (the registry op is not on main).
+ *            max-pool 2, dropout 0.25, Linear 3136->128, ReLU, Linear
+ *            128->10; cross-entropy.
  *   encoder  x[64,T,256] (T = --enc-seq, default 16; bench's encoder
  *            workload's width, 4 heads, ffn 1024): pre-LN block, LayerNorm,
  *            MHA (qkv linear, softmax(q k^T / sqrt(64)) v, out linear),
  *            residual, LayerNorm, Linear 1024, GELU (erf), Linear 256,
  *            residual; MSE against a random target.
  * Optimizer: SGD, lr 0.01, momentum 0.9 (PyTorch's torch.optim.SGD: buf =
- * 0.9 buf + g; p -= lr buf), written with ops and eager_assign under
- * eager_no_grad until the sgd_step op lands (sgd_update below is the one
- * place to switch).  The learning rate and momentum are state tensors.
+ * 0.9 buf + g; p -= lr buf), the op sgd_step per parameter, written back
+ * with eager_assign.  The learning rate and momentum are state tensors.
  * Weights: PyTorch's default init bounds (uniform +-1/sqrt(fan_in)), BN
  * and LN weight 1 and bias 0, from fixed seeds; --export DIR writes them,
  * and each model's first batch, as DIR/<model>/<name>.npy for the PyTorch
@@ -111,7 +110,7 @@ typedef struct model {
     char bname[MAXP][64];
     eager_tensor *s[MAXS];   /* running statistics (batch norm) */
     const char *sname[MAXS];
-    eager_tensor *lr, *mom;
+    eager_tensor *lr, *mom, *wd;
 } model;
 
 static void die(const char *what)
@@ -203,6 +202,7 @@ static model make_model(model_kind k)
     }
     m.lr = eager_scalar(0.01);
     m.mom = eager_scalar(0.9);
+    m.wd = eager_scalar(0.0);
     return m;
 }
 
@@ -217,40 +217,16 @@ static void free_model(model *m)
         eager_release(m->s[i]);
     eager_release(m->lr);
     eager_release(m->mom);
+    eager_release(m->wd);
 }
 
-/*
- * Training-mode batch norm from ops (tests/test_grad_pytorch.c's
- * batch_norm_train_composed, with eager_assign for the running statistics
- * so that a trace sees their update): switch to eager_batch_norm_train
- * when it lands.  momentum 0.1, eps 1e-5, as nn.BatchNorm2d.
- */
+/* Training-mode batch norm (the op batch_norm_train): momentum 0.1, eps
+ * 1e-5, as nn.BatchNorm2d; the running statistics written in place. */
 static eager_tensor *batch_norm_train(eager_tensor *x, eager_tensor *weight, eager_tensor *bias,
                                       eager_tensor *running_mean, eager_tensor *running_var)
 {
-    const double momentum = 0.1, eps = 1e-5;
-    int64_t c = eager_dim(x, 1);
-    double n = (double)(eager_numel(x) / c);
-    graph_ints axes = TG_INTS(0, 2, 3), per_channel = TG_SHAPE(1, c, 1, 1);
-    eager_tensor *mean = eager_reduce_mean(x, axes, 1);
-    eager_tensor *xc = eager_sub(x, mean);
-    eager_tensor *var = eager_reduce_mean(eager_mul(xc, xc), axes, 1);
-    eager_tensor *y = eager_mul(xc, eager_rsqrt(eager_add(var, eager_scalar(eps))));
-    y = eager_add(eager_mul(y, eager_reshape(weight, per_channel)),
-                  eager_reshape(bias, per_channel));
-    eager_no_grad_begin();
-    eager_tensor *keep = eager_scalar(1.0 - momentum);
-    eager_tensor *rm = eager_add(eager_mul(running_mean, keep),
-                                 eager_mul(eager_reshape(mean, TG_SHAPE(c)),
-                                           eager_scalar(momentum)));
-    eager_tensor *rv = eager_add(eager_mul(running_var, keep),
-                                 eager_mul(eager_reshape(var, TG_SHAPE(c)),
-                                           eager_scalar(momentum * n / (n - 1))));
-    if (!rm || !rv || eager_assign(running_mean, rm) != TG_OK ||
-        eager_assign(running_var, rv) != TG_OK)
-        y = NULL;
-    eager_no_grad_end();
-    return y;
+    return eager_batch_norm_train(x, weight, bias, running_mean, running_var, EAGER_NONE, 1e-5,
+                                  0.1);
 }
 
 /* [B,T,D] -> [B,H,T,D/H] */
@@ -279,8 +255,8 @@ static eager_tensor *forward(model *m, eager_tensor *x, eager_tensor *y)
         h = eager_conv2d(h, p[3], EAGER_NONE, TG_NOINTS, pad, TG_NOINTS, 1);
         h = batch_norm_train(h, p[4], p[5], m->s[2], m->s[3]);
         h = eager_max_pool2d(eager_relu(h), pool, TG_NOINTS, TG_NOINTS);
-        /* dropout goes here when the op lands */
-        h = eager_relu(eager_linear(eager_flatten(h, 1, -1), p[6], p[7]));
+        h = eager_dropout(eager_flatten(h, 1, -1), 0.25);
+        h = eager_relu(eager_linear(h, p[6], p[7]));
         return eager_cross_entropy(eager_linear(h, p[8], p[9]), y, 0.0);
     }
     default: {
@@ -302,19 +278,19 @@ static eager_tensor *forward(model *m, eager_tensor *x, eager_tensor *y)
 
 /*
  * SGD with momentum (torch.optim.SGD, dampening 0, no Nesterov, no weight
- * decay): buf = momentum * buf + grad; p = p - lr * buf.  Written with ops
- * and eager_assign until the sgd_step op and eager's optimizer objects land
- * (then this function is their call).  Drops the gradients.
+ * decay): one sgd_step op per parameter, its results written back with
+ * eager_assign (what eager/optim.h's optimizer does; the buffers stay the
+ * model's here, so that their names match PyTorch's export).  Drops the
+ * gradients.
  */
 static int sgd_update(model *m)
 {
     int ok = 1;
     eager_no_grad_begin();
     for (int i = 0; i < m->np && ok; i++) {
-        eager_tensor *g = eager_grad(m->p[i]);
-        eager_tensor *nb = g ? eager_add(eager_mul(m->mom, m->buf[i]), g) : NULL;
-        eager_tensor *np = nb ? eager_sub(m->p[i], eager_mul(m->lr, nb)) : NULL;
-        ok = np && eager_assign(m->buf[i], nb) == TG_OK && eager_assign(m->p[i], np) == TG_OK;
+        eager_tensor *g = eager_grad(m->p[i]), *o[2] = {NULL, NULL};
+        ok = g && eager_sgd_step(m->p[i], g, m->buf[i], m->lr, m->mom, m->wd, 0, o, 2) == 2 &&
+             eager_assign(m->buf[i], o[1]) == TG_OK && eager_assign(m->p[i], o[0]) == TG_OK;
         eager_zero_grad(m->p[i]);
     }
     eager_no_grad_end();
@@ -491,7 +467,8 @@ static graph *trace_step(model *m, batch *b)
     for (int i = 0; i < m->ns; i++)
         if (trace_state(m->s[i], m->sname[i]) != TG_OK)
             die("trace_state");
-    if (trace_state(m->lr, "lr") != TG_OK || trace_state(m->mom, "momentum") != TG_OK)
+    if (trace_state(m->lr, "lr") != TG_OK || trace_state(m->mom, "momentum") != TG_OK ||
+        trace_state(m->wd, "weight_decay") != TG_OK)
         die("trace_state");
     if (isnan(step(m, b->x, b->y, &loss)) || trace_output(loss, "loss") != TG_OK)
         die("traced step");
@@ -570,7 +547,7 @@ static const char *desc_of(model_kind k, char *buf, size_t len)
         break;
     case M_CNN:
         snprintf(buf, len, "x[64,1,28,28] conv32-BN-ReLU-pool, conv64-BN-ReLU-pool, "
-                 "fc128-ReLU-fc10, cross-entropy, BN composed of ops, no dropout");
+                 "dropout 0.25, fc128-ReLU-fc10, cross-entropy, BN the op batch_norm_train");
         break;
     default:
         snprintf(buf, len, "x[64,%d,%d] pre-LN encoder block, %d heads, ffn %d, GELU, MSE",
@@ -861,8 +838,8 @@ static int time_rounds(model_kind k, model *mp, batch *b, level *lv, double loss
     fprintf(out, "{\"model\": \"%s\", \"desc\": ", kind_names[k]);
     bench_json_str(out, desc_of(k, desc, sizeof desc));
     fprintf(out, ", \"batch\": %d, \"threads\": 1, \"cpu_kernels\": \"%s\", "
-                 "\"onednn_isa\": \"%s\", \"dropout\": false, \"loss0\": %.9g, ",
-            BATCH, eager_cpu_level(), eager_onednn_isa(), loss0);
+                 "\"onednn_isa\": \"%s\", \"dropout\": %s, \"loss0\": %.9g, ",
+            BATCH, eager_cpu_level(), eager_onednn_isa(), k == M_CNN ? "true" : "false", loss0);
     json_stats(out, "eager_ms", st[0]);
     fputs(", ", out);
     json_stats(out, "replay_o0_ms", st[1]);

@@ -5,7 +5,7 @@
  *
  * One file per command group: main.c (dispatch, usage, version),
  * cmd_info.c (info, dump, dot), cmd_run.c (run, check), cmd_bench.c
- * (bench), cmd_opt.c (opt), cmd_convert.c (convert), util.c (options, messages), io.c (graphs,
+ * (bench), cmd_train.c (train), cmd_opt.c (opt), cmd_convert.c (convert), util.c (options, messages), io.c (graphs,
  * inputs, outputs).
  *
  * Every message goes to stderr as "tracegraph <cmd>: <message>".

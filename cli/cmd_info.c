@@ -52,10 +52,11 @@ static void info_help(void)
     printf("usage: %s\n\n", cli_synopsis("info"));
     printf("Describes a saved graph: the file's format version and sections (compressed\n"
            "and raw bytes), node count and ops, inputs and outputs with their types\n"
-           "(dynamic dims by symbol), params (names, shapes, bytes), constants, guards\n"
-           "(kind, policy, call site), specialized nodes, and the oneDNN kernel each\n"
-           "conv / matmul node gets on the CPU (counted by name; a reference kernel is\n"
-           "named with its node).\n\n"
+           "(dynamic dims by symbol), params (names, shapes, bytes), constants, the\n"
+           "states of a training step (names, shapes, bytes, whether the step updates\n"
+           "each), guards (kind, policy, call site), specialized nodes, and the oneDNN\n"
+           "kernel each conv / matmul node gets on the CPU (counted by name; a\n"
+           "reference kernel is named with its node).\n\n"
            "An IDX data file (MNIST, Fashion-MNIST: a name ending in .idx, -ubyte or\n"
            ".gz, plain or gzip-compressed) is checked whole and described: its element\n"
            "type and dims, its size (compressed and decompressed), the range and mean\n"
@@ -255,7 +256,8 @@ static void print_impls(const graph *g)
     printf("\n");
 }
 
-/* Params and constants with their sizes (trace_summary lists names only). */
+/* Params, constants and states with their sizes (trace_summary lists
+ * names and types only). */
 static void print_storage(const graph *g)
 {
     size_t pbytes = 0, cbytes = 0;
@@ -276,6 +278,21 @@ static void print_storage(const graph *g)
                    cli_value_type(g, i, ty, sizeof ty), graph_type_bytes(graph_value_type(g, i)));
     }
     printf("  constants: %d, %zu bytes\n", nc, cbytes);
+    if (!graph_num_states(g))
+        return;
+    size_t sbytes = 0;
+    for (int32_t i = 0; i < graph_num_states(g); i++)
+        sbytes += graph_type_bytes(graph_value_type(g, graph_state_value(g, i)));
+    printf("  states: %d, %zu bytes (a training step: tracegraph train runs it)\n",
+           graph_num_states(g), sbytes);
+    for (int32_t i = 0; i < graph_num_states(g); i++) {
+        int32_t v = graph_state_value(g, i);
+        const char *name = graph_value_name(g, v);
+        char ty[200];
+        printf("    %-20s %-20s %zu bytes, %s\n", name ? name : "(unnamed)",
+               cli_value_type(g, v, ty, sizeof ty), graph_type_bytes(graph_value_type(g, v)),
+               graph_state_next(g, i) == v ? "not changed by the step" : "updated by each step");
+    }
 }
 
 static void print_sections(const char *file, const format_info *fi)

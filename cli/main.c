@@ -22,6 +22,7 @@ int cli_bench(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_optimize(int argc, char **argv);
 int cli_convert(int argc, char **argv);
+int cli_train(int argc, char **argv);
 int cli_ops(int argc, char **argv);
 static int cli_version(int argc, char **argv);
 static int cli_help(int argc, char **argv);
@@ -34,8 +35,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"info", cli_info, "what a .tgraph holds (sections, ops, signature, params, guards), "
-     "or an IDX file",
+    {"info", cli_info, "what a .tgraph holds (sections, ops, signature, params, states, "
+     "guards), or an IDX file",
      "tracegraph info FILE.tgraph | FILE.idx[.gz]"},
     {"dump", cli_dump, "print the graph as text IR",
      "tracegraph dump FILE.tgraph [--inline-all] [--no-provenance]"},
@@ -53,6 +54,11 @@ static const command commands[] = {
      "tracegraph check FILE.tgraph [-i NAME=IN.npy | -i IN.npy]...\n"
      "                        [--rtol X] [--atol X] [--seed N] [--threads N]\n"
      "                        [--backend NAME[:DEVICE]]"},
+    {"train", cli_train, "run a saved training step on .npy or IDX batches; checkpoint its state",
+     "tracegraph train STEP.tgraph --steps N [--data NAME=FILE]...\n"
+     "                        [--batch B] [--start S] [--state CKPT] [--save CKPT]\n"
+     "                        [--lr X [--lr-state NAME]] [--every K] [--threads T]\n"
+     "                        [--print-state]"},
     {"opt", cli_optimize, "optimize a graph (-O0..-O3) and save it, with --stats and --explain",
      "tracegraph opt [-O0|-O1|-O2|-O3] IN.tgraph OUT.tgraph [--stats] [--explain]\n"
      "                      [--keep-params] [--finite-math] [--print-after-each]\n"
@@ -82,7 +88,8 @@ static void usage(FILE *f)
                "  1  error: unreadable or damaged file, bad input data, runtime failure\n"
                "  2  bad command line (unknown command or option, missing argument)\n"
                "  3  a guard failed: the inputs take a path the trace did not record\n"
-               "  4  check: outputs differ beyond the tolerance\n\n"
+               "  4  check: outputs differ beyond the tolerance\n"
+               "  130 train: stopped by Ctrl-C (the state saved with --save)\n\n"
                "example:\n"
                "  tracegraph info model.tgraph\n"
                "  tracegraph run model.tgraph -i x=input.npy -o y=out.npy\n"

@@ -452,9 +452,14 @@ static tg_status run_node(eager_gnode *n, const eager_site *site)
     return st;
 }
 
+static _Thread_local uint64_t tl_backwards;
+
+uint64_t eager_backward_count(void) { return tl_backwards; }
+
 tg_status eager_backward_at(EAGER_SITE_PARAMS, eager_tensor *loss)
 {
     eager_site site = {site_file_, site_line_, site_func_};
+    tl_backwards++;
     if (loss == EAGER_NONE) {
         eager_set_error(TG_ERR_NULL, &site, "eager_backward: no tensor (EAGER_NONE)");
         return TG_ERR_NULL;
@@ -607,18 +612,6 @@ static eager_tensor *loss_out(eager_tensor *loss, const eager_site *site)
 
 /* ---- losses, made of ops (so they are recorded like any other) ---- */
 
-static eager_tensor *op1(graph_op op, eager_tensor *x, const void *attrs, const eager_site *s)
-{
-    eager_tensor *out = NULL;
-    return eager_dispatch(op, &x, 1, attrs, &out, 1, s) == 1 ? out : NULL;
-}
-
-static eager_tensor *op2(graph_op op, eager_tensor *x, eager_tensor *y, const void *attrs,
-                         const eager_site *s)
-{
-    eager_tensor *in[2] = {x, y}, *out = NULL;
-    return eager_dispatch(op, in, 2, attrs, &out, 1, s) == 1 ? out : NULL;
-}
 
 static eager_tensor *scalar(double v, const eager_site *s)
 {
@@ -657,23 +650,23 @@ eager_tensor *eager_cross_entropy_at(EAGER_SITE_PARAMS, eager_tensor *logits,
     if (eager_pool_push() != TG_OK)
         return NULL;
     graph_log_softmax_attrs la = {-1};
-    graph_reshape_attrs ra = {{2, {lt->dim[0], 1}}};
+    graph_reshape_attrs ra = {{2, {-1, 1}}}; /* -1: follows a dynamic batch */
     graph_gather_elements_attrs ga = {1};
     graph_reduce_mean_attrs ma;
     graph_attrs_default(GRAPH_OP_reduce_mean, &ma);
-    eager_tensor *lsm = op1(GRAPH_OP_log_softmax, logits, &la, &site);
-    eager_tensor *idx = op1(GRAPH_OP_reshape, target, &ra, &site);
-    eager_tensor *pick = lsm && idx ? op2(GRAPH_OP_gather_elements, lsm, idx, &ga, &site) : NULL;
-    eager_tensor *nll = pick ? op1(GRAPH_OP_reduce_mean, pick, &ma, &site) : NULL;
+    eager_tensor *lsm = eager_op1(GRAPH_OP_log_softmax, logits, &la, &site);
+    eager_tensor *idx = eager_op1(GRAPH_OP_reshape, target, &ra, &site);
+    eager_tensor *pick = lsm && idx ? eager_op2(GRAPH_OP_gather_elements, lsm, idx, &ga, &site) : NULL;
+    eager_tensor *nll = pick ? eager_op1(GRAPH_OP_reduce_mean, pick, &ma, &site) : NULL;
     if (nll && label_smoothing > 0) {
-        eager_tensor *avg = op1(GRAPH_OP_reduce_mean, lsm, &ma, &site); /* mean over N and C */
-        eager_tensor *a = op2(GRAPH_OP_mul, nll, scalar(1.0 - label_smoothing, &site), NULL,
+        eager_tensor *avg = eager_op1(GRAPH_OP_reduce_mean, lsm, &ma, &site); /* mean over N and C */
+        eager_tensor *a = eager_op2(GRAPH_OP_mul, nll, scalar(1.0 - label_smoothing, &site), NULL,
                               &site);
-        eager_tensor *b = avg ? op2(GRAPH_OP_mul, avg, scalar(label_smoothing, &site), NULL,
+        eager_tensor *b = avg ? eager_op2(GRAPH_OP_mul, avg, scalar(label_smoothing, &site), NULL,
                                     &site) : NULL;
-        nll = a && b ? op2(GRAPH_OP_add, a, b, NULL, &site) : NULL;
+        nll = a && b ? eager_op2(GRAPH_OP_add, a, b, NULL, &site) : NULL;
     }
-    eager_tensor *loss = nll ? op1(GRAPH_OP_neg, nll, NULL, &site) : NULL;
+    eager_tensor *loss = nll ? eager_op1(GRAPH_OP_neg, nll, NULL, &site) : NULL;
     return loss_out(loss, &site);
 }
 
@@ -699,8 +692,8 @@ eager_tensor *eager_mse_loss_at(EAGER_SITE_PARAMS, eager_tensor *a, eager_tensor
         return NULL;
     graph_reduce_mean_attrs ma;
     graph_attrs_default(GRAPH_OP_reduce_mean, &ma);
-    eager_tensor *d = op2(GRAPH_OP_sub, a, b, NULL, &site);
-    eager_tensor *sq = d ? op2(GRAPH_OP_mul, d, d, NULL, &site) : NULL;
-    eager_tensor *loss = sq ? op1(GRAPH_OP_reduce_mean, sq, &ma, &site) : NULL;
+    eager_tensor *d = eager_op2(GRAPH_OP_sub, a, b, NULL, &site);
+    eager_tensor *sq = d ? eager_op2(GRAPH_OP_mul, d, d, NULL, &site) : NULL;
+    eager_tensor *loss = sq ? eager_op1(GRAPH_OP_reduce_mean, sq, &ma, &site) : NULL;
     return loss_out(loss, &site);
 }

@@ -360,6 +360,9 @@ TG_API tg_status eager_requires_grad_at(EAGER_SITE_PARAMS, eager_tensor *t, int 
 #define eager_requires_grad(t, on) eager_requires_grad_at(EAGER_SITE, t, on)
 /* Whether t requires a gradient (a flagged leaf, or made from one). */
 TG_API int eager_is_requires_grad(const eager_tensor *t);
+/* How many eager_backward calls this thread has made (a tracer compares
+ * it before and after a step). */
+TG_API uint64_t eager_backward_count(void);
 /* Whether t is a leaf's accumulated gradient (what eager_grad returns). */
 TG_API int eager_is_grad(const eager_tensor *t);
 /*

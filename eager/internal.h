@@ -68,6 +68,21 @@ typedef struct eager_ag {
     eager_site wsite;
 } eager_ag;
 
+/* One op through the dispatcher (library code composing ops: losses,
+ * optimizers); its one output, or NULL with the error set. */
+static inline eager_tensor *eager_op1(graph_op op, eager_tensor *x, const void *attrs,
+                                      const eager_site *s)
+{
+    eager_tensor *out = NULL;
+    return eager_dispatch(op, &x, 1, attrs, &out, 1, s) == 1 ? out : NULL;
+}
+static inline eager_tensor *eager_op2(graph_op op, eager_tensor *x, eager_tensor *y,
+                                      const void *attrs, const eager_site *s)
+{
+    eager_tensor *in[2] = {x, y}, *out = NULL;
+    return eager_dispatch(op, in, 2, attrs, &out, 1, s) == 1 ? out : NULL;
+}
+
 /* Autograd (eager/autograd.c): whether this thread may record (some
  * tensor of it asked for a gradient, and no eager_no_grad_begin is open):
  * the dispatcher's one test on its fast path. */

@@ -65,19 +65,6 @@ eager_adamw_opts eager_adamw_default_opts(void)
 
 /* ---- ops through the dispatcher ---- */
 
-static eager_tensor *op1(graph_op op, eager_tensor *x, const void *attrs, const eager_site *s)
-{
-    eager_tensor *out = NULL;
-    return eager_dispatch(op, &x, 1, attrs, &out, 1, s) == 1 ? out : NULL;
-}
-
-static eager_tensor *op2(graph_op op, eager_tensor *x, eager_tensor *y, const void *attrs,
-                         const eager_site *s)
-{
-    eager_tensor *in[2] = {x, y}, *out = NULL;
-    return eager_dispatch(op, in, 2, attrs, &out, 1, s) == 1 ? out : NULL;
-}
-
 /* A 0-d tensor of dt holding v. */
 static eager_tensor *scalar_of(graph_dtype dt, double v, const eager_site *s)
 {
@@ -337,7 +324,7 @@ static tg_status update(eager_optim *o, int i, eager_tensor *g, const eager_site
         st = declare(o, o->step[i], "step", i, site);
     if (st != TG_OK)
         return st;
-    eager_tensor *t = op2(GRAPH_OP_add, o->step[i], o->one, NULL, site);
+    eager_tensor *t = eager_op2(GRAPH_OP_add, o->step[i], o->one, NULL, site);
     if (!t)
         return eager_status();
     st = eager_assign_at(site->file, site->line, site->func, o->step[i], t);
@@ -546,11 +533,11 @@ tg_status eager_clip_grad_norm_at(EAGER_SITE_PARAMS, eager_tensor *const *params
         if (!g) /* checked live above: no gradient */
             continue;
         grads[ng++] = g;
-        eager_tensor *s = op1(GRAPH_OP_reduce_sum, op2(GRAPH_OP_mul, g, g, NULL, &site), &rs,
+        eager_tensor *s = eager_op1(GRAPH_OP_reduce_sum, eager_op2(GRAPH_OP_mul, g, g, NULL, &site), &rs,
                               &site);
-        eager_tensor *nrm = op1(GRAPH_OP_sqrt, s, NULL, &site);
-        eager_tensor *sq = op2(GRAPH_OP_mul, nrm, nrm, NULL, &site);
-        acc = acc ? op2(GRAPH_OP_add, acc, sq, NULL, &site) : sq;
+        eager_tensor *nrm = eager_op1(GRAPH_OP_sqrt, s, NULL, &site);
+        eager_tensor *sq = eager_op2(GRAPH_OP_mul, nrm, nrm, NULL, &site);
+        acc = acc ? eager_op2(GRAPH_OP_add, acc, sq, NULL, &site) : sq;
         bad = acc == NULL;
     }
     tg_status st = TG_OK;
@@ -560,13 +547,13 @@ tg_status eager_clip_grad_norm_at(EAGER_SITE_PARAMS, eager_tensor *const *params
         total = scalar_of(GRAPH_F32, 0.0, &site);
     } else {
         graph_clip_attrs ca = {-INFINITY, 1.0f};
-        total = op1(GRAPH_OP_sqrt, acc, NULL, &site);
-        eager_tensor *den = op2(GRAPH_OP_add, total, scalar_of(GRAPH_F32, 1e-6, &site), NULL,
+        total = eager_op1(GRAPH_OP_sqrt, acc, NULL, &site);
+        eager_tensor *den = eager_op2(GRAPH_OP_add, total, scalar_of(GRAPH_F32, 1e-6, &site), NULL,
                                 &site);
-        eager_tensor *coef = op1(GRAPH_OP_clip, op2(GRAPH_OP_div, max_norm, den, NULL, &site),
+        eager_tensor *coef = eager_op1(GRAPH_OP_clip, eager_op2(GRAPH_OP_div, max_norm, den, NULL, &site),
                                  &ca, &site);
         for (int k = 0; k < ng && coef; k++)
-            if (!(scaled[k] = op2(GRAPH_OP_mul, grads[k], coef, NULL, &site)))
+            if (!(scaled[k] = eager_op2(GRAPH_OP_mul, grads[k], coef, NULL, &site)))
                 coef = NULL;
         st = coef ? TG_OK : eager_status();
         /* every product made before the first write */

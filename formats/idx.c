@@ -784,7 +784,7 @@ static int find_file(const char *dir, const char *split, const char *kind, char 
     snprintf(out, len, "%s/%s-%s.gz", dir, split, kind);
     if (stat(out, &sb) == 0)
         return 1;
-    snprintf(tried, tlen, "%s or ", out);
+    snprintf(tried, tlen, "%s nor ", out);
     snprintf(out, len, "%s/%s-%s", dir, split, kind);
     size_t k = strlen(tried);
     snprintf(tried + k, tlen - k, "%s", out);

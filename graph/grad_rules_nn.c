@@ -5,10 +5,11 @@
  *   matmul, linear   products with the other operand (batch dims summed back);
  *   conv2d           conv2d_grad_input and conv2d_grad_weight (oneDNN's
  *                    backward primitives), any groups; the bias: a sum;
- *   max/avg_pool2d   the windows gathered from the padded input (gather
- *                    with a constant index), g spread over them (max: to
- *                    the first maximum of each window, as PyTorch) and
- *                    added back with scatter_elements;
+ *   max_pool2d       the op max_pool2d_grad (g to the first maximum of
+ *                    each window, as PyTorch), one pass over the windows;
+ *   avg_pool2d       the windows' indices in the padded input (a constant),
+ *                    g spread over them and added back with
+ *                    scatter_elements;
  *   batch_norm       inference form: all five inputs;
  *   layer_norm, softmax, log_softmax: the usual closed forms, the
  *                    statistics recomputed from the saved input;
@@ -211,37 +212,15 @@ static grad_v scatter_windows(grad_builder *b, const pool_geo *q, grad_v idx, gr
     return gp;
 }
 
+/* One op: max_pool2d_grad finds each window's first maximum itself, in one
+ * pass (the same winner as a gather of the windows, eq against the output
+ * and a cumsum for the first would pick). */
 tg_status grad_rule_max_pool2d(grad_builder *b, const grad_ctx *c)
 {
     const graph_max_pool2d_attrs *a = c->attrs;
-    pool_geo q;
-    pool_geometry(c, &a->kernel, &a->stride, &a->padding, &q);
-    grad_v x = c->in[0];
-    if (q.p[0] || q.p[1] || q.p[2] || q.p[3]) {
-        graph_pad_attrs pa = (graph_pad_attrs){ints((int64_t[8]){0, 0, q.p[0], q.p[1], 0, 0, q.p[2], q.p[3]}, 8),
-                               -INFINITY};
-        x = gu_op1(b, GRAPH_OP_pad, x, &pa);
-    }
-    grad_v idx = window_index(b, c, &q);
-    grad_v flat = gu_reshape(b, x, (int64_t[3]){q.n, q.ch, q.hp * q.wp}, 3);
-    graph_gather_attrs ga;
-    graph_attrs_default(GRAPH_OP_gather, &ga);
-    ga.axis = 2;
-    grad_v gin2[2] = {flat, idx};
-    grad_v win = b->op(b, GRAPH_OP_gather, gin2, 2, &ga);
-    int64_t d5[5] = {q.n, q.ch, q.ho, q.wo, q.kk}, d5y[5] = {q.n, q.ch, q.ho, q.wo, 1};
-    win = gu_reshape(b, win, d5, 5);
-    grad_v hit = gu_f32(b, gu_op2(b, GRAPH_OP_eq, win, gu_reshape(b, c->out[0], d5y, 5)));
-    /* the first maximum of each window takes it all */
-    graph_cumsum_attrs ca;
-    graph_attrs_default(GRAPH_OP_cumsum, &ca);
-    ca.axis = 4;
-    grad_v seen = gu_op1(b, GRAPH_OP_cumsum, hit, &ca);
-    grad_v first = gu_op2(b, GRAPH_OP_mul, hit,
-                          gu_f32(b, gu_op2(b, GRAPH_OP_eq, seen, gu_scalar(b, 1.0))));
-    grad_v contrib = gu_op2(b, GRAPH_OP_mul, first, gu_reshape(b, G, d5y, 5));
-    contrib = gu_reshape(b, contrib, (int64_t[3]){q.n, q.ch, q.l}, 3);
-    c->gin[0] = scatter_windows(b, &q, idx, contrib);
+    graph_max_pool2d_grad_attrs at = {a->kernel, a->stride, a->padding};
+    grad_v in[2] = {G, c->in[0]};
+    c->gin[0] = b->op(b, GRAPH_OP_max_pool2d_grad, in, 2, &at);
     return gu_done(c);
 }
 

@@ -364,7 +364,8 @@ TG_API tg_status graph_verify(graph *g, int allow_elided);
 
 /*
  * A readable summary of a frozen graph: node count by op, inputs, params,
- * outputs, dynamic dims, and every guard (kind, value, call site): the
+ * states (a training step's: whether the step updates each), outputs,
+ * dynamic dims, and every guard (kind, value, call site): the
  * data-dependent control flow the trace baked in.  Writes to f (nothing
  * when g or f is NULL).
  */

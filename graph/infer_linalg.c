@@ -523,6 +523,37 @@ tg_status graph_infer_pool2d(graph_infer_ctx *c)
     return spatial_out(c, wh, ww, x->dim[1]);
 }
 
+/* max_pool2d_grad(dy, x): x is checked as max_pool2d's input, with the same
+ * attributes; dy must have the shape max_pool2d gives x; dx has x's. */
+tg_status graph_infer_max_pool2d_grad(graph_infer_ctx *c)
+{
+    const graph_max_pool2d_grad_attrs *a = c->attrs;
+    graph_max_pool2d_attrs pa = {a->kernel, a->stride, a->padding};
+    graph_type y;
+    graph_infer_ctx sub = *c;
+    sub.op = &graph_ops[GRAPH_OP_max_pool2d];
+    sub.in = &c->in[1];
+    sub.nin = 1;
+    sub.attrs = &pa;
+    sub.out = &y;
+    sub.max_out = 1;
+    tg_status st = need_f32(c, 1, "x");
+    if (st == TG_OK)
+        st = graph_infer_pool2d(&sub);
+    if (st != TG_OK)
+        return st;
+    const graph_type *dy = &c->in[0];
+    if (!graph_type_eq(dy, &y)) {
+        char sd[160], sy[160];
+        return graph_infer_fail(c, TG_ERR_SHAPE,
+                                "dy is %s %s, max_pool2d of x gives %s %s: they must match",
+                                graph_dtype_name(dy->dtype), graph_shape_str(dy, sd, sizeof sd),
+                                graph_dtype_name(y.dtype), graph_shape_str(&y, sy, sizeof sy));
+    }
+    c->out[0] = c->in[1];
+    return TG_OK;
+}
+
 tg_status graph_infer_global_pool(graph_infer_ctx *c)
 {
     const graph_type *x = &c->in[0];

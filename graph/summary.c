@@ -1,5 +1,7 @@
 /* summary.c - a readable account of a frozen trace (trace_summary, graph.h):
- * graph code only, so the tool prints it without the tracer. */
+ * every role a value plays (inputs, params, a training step's states,
+ * outputs, dynamic dims), the ops, specialized nodes and guards; graph
+ * code only, so the tool prints it without the tracer. */
 #include <string.h>
 
 #include "graph.h"
@@ -52,8 +54,15 @@ void trace_summary(const graph *g, FILE *f)
             const_bytes += graph_value_nbytes(&g->values[i]);
         }
     }
-    fprintf(f, "trace %s: %d nodes, %d constants (%zu bytes), params %zu bytes\n",
-            g->name, live, consts, const_bytes, param_bytes);
+    size_t state_bytes = 0;
+    for (int32_t i = 0; i < g->nstates; i++)
+        state_bytes += graph_value_nbytes(&g->values[g->states[i].value]);
+    fprintf(f, "trace %s: %d nodes, %d constants (%zu bytes), params %zu bytes", g->name, live,
+            consts, const_bytes, param_bytes);
+    if (g->nstates)
+        fprintf(f, ", %d state%s (%zu bytes): a training step", (int)g->nstates,
+                g->nstates == 1 ? "" : "s", state_bytes);
+    fprintf(f, "\n");
     fprintf(f, "  ops:");
     for (int op = 0; op < GRAPH_OP_COUNT; op++)
         if (count[op])
@@ -70,6 +79,15 @@ void trace_summary(const graph *g, FILE *f)
         fprintf(f, "  param  %s: ", g->values[i].name ? g->values[i].name : "?");
         print_value(g, i, f);
         fprintf(f, "\n");
+    }
+    /* a training step's state: read at a run's start, its next value
+     * stored at the end (the same value: the step leaves it as it is) */
+    for (int32_t i = 0; i < g->nstates; i++) {
+        int32_t v = g->states[i].value;
+        fprintf(f, "  state  %s: ", g->values[v].name ? g->values[v].name : "?");
+        print_value(g, v, f);
+        fprintf(f, ", %s\n", g->states[i].next == v ? "not changed by the step"
+                                                    : "updated by each step");
     }
     for (int32_t i = 0; i < g->noutputs; i++) {
         fprintf(f, "  output %s: ", g->outputs[i].name);

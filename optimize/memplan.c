@@ -449,6 +449,63 @@ static size_t lower_bound(const buf *bs, int32_t n, int32_t nsteps, size_t align
     return best;
 }
 
+/* Whether node n may write its output k over its input j in place. */
+static int writes_over(const graph *g, const graph_node *n, int k, int j)
+{
+    if (n->op == GRAPH_OP_sgd_step)
+        return (k == 0 && j == 0) || (k == 1 && j == 2);
+    if (n->op == GRAPH_OP_adamw_step)
+        return (k == 0 && j == 0) || (k == 1 && j == 2) || (k == 2 && j == 3);
+    return k == 0 && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE) &&
+           graph_type_numel(&g->values[n->in[j]].type) ==
+               graph_type_numel(&g->values[n->out[k]].type) &&
+           graph_dtype_size(g->values[n->in[j]].type.dtype) ==
+               graph_dtype_size(g->values[n->out[k]].type.dtype);
+}
+
+int32_t *opt_state_in_place(const graph *g)
+{
+    int32_t *at = tg_malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
+    int32_t *pos = tg_malloc(sizeof(int32_t) * ((size_t)g->nnodes + 1));
+    if (!at || !pos) {
+        tg_free(at);
+        tg_free(pos);
+        return NULL;
+    }
+    for (int32_t v = 0; v < g->nvalues; v++)
+        at[v] = -1;
+    for (int32_t i = 0, k = 0; i < g->nnodes; i++)
+        pos[i] = g->nodes[i].flags & GRAPH_NODE_DEAD ? -1 : k++;
+    for (int32_t i = 0; i < g->nstates; i++) {
+        int32_t v = g->states[i].value, nx = g->states[i].next;
+        const graph_value *nv = &g->values[nx];
+        if (nx == v || nv->kind != GRAPH_VALUE_INTER || nv->node < 0 || pos[nv->node] < 0 ||
+            at[nx] >= 0)
+            continue;
+        int ok = 1;
+        for (int32_t o = 0; ok && o < g->noutputs; o++)
+            ok = g->outputs[o].value != nx && g->outputs[o].value != v;
+        for (int32_t o = 0; ok && o < g->nstates; o++)
+            ok = o == i || g->states[o].next != nx;
+        for (int32_t q = 0; ok && q < g->nguards; q++)
+            ok = g->guards[q].value != v && g->guards[q].value != nx;
+        const graph_node *P = &g->nodes[nv->node];
+        for (int32_t n = 0; ok && n < g->nnodes; n++) {
+            const graph_node *r = &g->nodes[n];
+            if (pos[n] < 0)
+                continue;
+            for (int j = 0; ok && j < r->nin; j++)
+                if (r->in[j] == v)
+                    ok = n == nv->node ? writes_over(g, P, nv->out_index, j)
+                                       : pos[n] < pos[nv->node];
+        }
+        if (ok)
+            at[nx] = i;
+    }
+    tg_free(pos);
+    return at;
+}
+
 /* Value lifetimes: step of definition and of last use (by buffer). */
 static tg_status lifetimes(const graph *g, const graph_type *types,
                            int allow_inplace, size_t align, opt_memplan *mp,
@@ -477,6 +534,13 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
         last[g->outputs[k].value] = step; /* outputs live past the last step */
     for (int32_t k = 0; k < g->nstates; k++)
         last[g->states[k].next] = step; /* copied into the state after the last step */
+    /* next values computed into their state's buffer take no arena */
+    int32_t *outside = g->nstates ? opt_state_in_place(g) : NULL;
+    if (g->nstates && !outside) {
+        tg_free(last);
+        tg_free(bs);
+        return TG_ERR_NOMEM;
+    }
     for (int32_t i = 0, s = 0; i < g->nnodes; i++, s++) {
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD) {
@@ -487,11 +551,16 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
          * its producer's earlier step (and its lifetime reaches this one). */
         for (int k = 0; k < n->nin; k++)
             TG_ASSERT(g->values[n->in[k]].kind != GRAPH_VALUE_INTER ||
+                      (outside && outside[n->in[k]] >= 0) ||
                       (mp->buffer[n->in[k]] >= 0 && bs[mp->buffer[n->in[k]]].first < s &&
                        bs[mp->buffer[n->in[k]]].last >= s));
         for (int k = 0; k < n->nout; k++) {
             int32_t v = n->out[k];
             size_t bytes = type_bytes(types ? &types[v] : &g->values[v].type);
+            if (outside && outside[v] >= 0) {
+                mp->naive_bytes += align_up(bytes, align); /* counted, not placed */
+                continue;
+            }
             int32_t reuse = -1;
             if (allow_inplace && k == 0 && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE)) {
                 for (int j = 0; j < n->nin && reuse < 0; j++) {
@@ -522,6 +591,7 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
         }
     }
     tg_free(last);
+    tg_free(outside);
     mp->nbuffers = nb;
     *out_bufs = bs;
     *nsteps_out = step;

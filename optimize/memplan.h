@@ -35,6 +35,19 @@ typedef struct opt_memplan {
 } opt_memplan;
 
 /*
+ * The next values of g's states that a run computes straight into their
+ * state's buffer (outside the arena), when that cannot change what any
+ * node reads: made by one node P (nodes run in graph order), no output
+ * and no other state's next; every reader of the state's old value runs
+ * before P, or is P reading it where P may write that output over it (an
+ * elementwise op's first output over an input of as many elements;
+ * sgd_step's and adamw_step's outputs over their own buffers); the old
+ * value is no output and no guard's.  Per value: the state's index, or
+ * -1.  tg_malloc'd (the caller frees it); NULL out of memory.
+ */
+int32_t *opt_state_in_place(const graph *g);
+
+/*
  * Plans g's intermediates.  types gives each value's type for this plan
  * (NULL: the graph's own types; replay passes re-inferred types when the
  * dynamic dims differ).  allow_inplace enables elementwise reuse.

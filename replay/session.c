@@ -18,6 +18,7 @@
 #include "../graph/alloc.h"
 #include "../graph/errors.h"
 #include "internal.h"
+#include "../optimize/memplan.h"
 #include "../graph/graph_impl.h"
 
 typedef struct guard_ctx {
@@ -297,85 +298,18 @@ static void states_free(replay_session *s)
     s->state_of = NULL;
 }
 
-/*
- * Whether node n may write its output k over its input j in place: an
- * elementwise op's first output over an input of as many elements (what
- * the memory planner allows), the optimizer updates' outputs over their
- * own buffers (eager/kernels_optim.c).
- */
-static int writes_over(const graph *g, const graph_node *n, int k, int j)
-{
-    if (n->op == GRAPH_OP_sgd_step)
-        return (k == 0 && j == 0) || (k == 1 && j == 2);
-    if (n->op == GRAPH_OP_adamw_step)
-        return (k == 0 && j == 0) || (k == 1 && j == 2) || (k == 2 && j == 3);
-    return k == 0 && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE) &&
-           graph_type_numel(&g->values[n->in[j]].type) ==
-               graph_type_numel(&g->values[n->out[k]].type) &&
-           graph_dtype_size(g->values[n->in[j]].type.dtype) ==
-               graph_dtype_size(g->values[n->out[k]].type.dtype);
-}
-
-/*
- * A state's next value is computed straight into the state's buffer when
- * that cannot change what any step reads: it is an intermediate of one
- * node P, not an output and no other state's next; every reader of the
- * state's old value runs before P, or is P reading it where P may write
- * that output over it; the old value is no output.  Otherwise it is
- * copied after the run.
- */
+/* Which next values are computed into their state's buffer
+ * (opt_state_in_place, the memory planner's same decision). */
 static tg_status plan_in_place(replay_session *s)
 {
-    const replay_plan *p = s->p;
-    const graph *g = p->g;
-    int32_t *pos = tg_malloc(sizeof(int32_t) * ((size_t)g->nnodes + 1));
-    s->next_in = tg_malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
+    const graph *g = s->p->g;
     s->in_place = tg_calloc((size_t)g->nstates + 1, 1);
-    if (!pos || !s->next_in || !s->in_place) {
-        tg_free(pos);
+    s->next_in = opt_state_in_place(g);
+    if (!s->in_place || !s->next_in)
         return TG_ERR_NOMEM;
-    }
     for (int32_t v = 0; v < g->nvalues; v++)
-        s->next_in[v] = -1;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        pos[i] = -1;
-    for (int32_t k = 0; k < p->nitems; k++)
-        if (p->items[k].node >= 0)
-            pos[p->items[k].node] = k;
-    for (int32_t i = 0; i < g->nstates; i++) {
-        int32_t v = g->states[i].value, nx = g->states[i].next;
-        const graph_value *nv = &g->values[nx];
-        if (nx == v || nv->kind != GRAPH_VALUE_INTER || nv->node < 0 || pos[nv->node] < 0 ||
-            s->next_in[nx] >= 0)
-            continue;
-        int ok = 1;
-        for (int32_t o = 0; ok && o < g->noutputs; o++)
-            ok = g->outputs[o].value != nx && g->outputs[o].value != v;
-        for (int32_t o = 0; ok && o < g->nstates; o++)
-            ok = o == i || g->states[o].next != nx;
-        const graph_node *P = &g->nodes[nv->node];
-        int32_t at = pos[nv->node];
-        for (int32_t n = 0; ok && n < g->nnodes; n++) {
-            const graph_node *r = &g->nodes[n];
-            if ((r->flags & GRAPH_NODE_DEAD) || pos[n] < 0)
-                continue;
-            for (int j = 0; ok && j < r->nin; j++) {
-                if (r->in[j] != v)
-                    continue;
-                if (n == nv->node)
-                    ok = writes_over(g, P, nv->out_index, j);
-                else
-                    ok = pos[n] < at;
-            }
-        }
-        for (int32_t q = 0; ok && q < g->nguards; q++)
-            ok = g->guards[q].value != v;
-        if (ok) {
-            s->next_in[nx] = i;
-            s->in_place[i] = 1;
-        }
-    }
-    tg_free(pos);
+        if (s->next_in[v] >= 0)
+            s->in_place[s->next_in[v]] = 1;
     return TG_OK;
 }
 
@@ -461,6 +395,7 @@ replay_session *replay_session_create(replay_plan *p, void *workspace, size_t si
     if (p->backend->session_new) {
         s->bsession = p->backend->session_new(p, workspace, size, err, errlen);
         if (!s->bsession) {
+            states_free(s);
             tg_free(s->in);
             tg_free(s->warns.told);
             tg_free(s);
@@ -477,6 +412,7 @@ replay_session *replay_session_create(replay_plan *p, void *workspace, size_t si
         s->arena = tg_aligned_alloc(64, s->arena_size ? (s->arena_size + 63) & ~(size_t)63 : 64);
         s->own_arena = 1;
         if (!s->arena) {
+            states_free(s);
             tg_free(s->in);
             tg_free(s->warns.told);
             tg_free(s);

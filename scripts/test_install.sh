@@ -5,9 +5,9 @@
 # the public headers declare everything extern "C").  Each must build, run
 # and print the right number.  Then the examples: each installed header's
 # "// example" block compiled as a function body, a program passing const
-# input data to replay_run without a cast, and last the example of
-# README.md, extracted, built with the README's own command and as C++,
-# and run; all of them with -Wall -Wextra -Wpedantic -Werror by gcc and
+# input data to replay_run without a cast, and last the two examples of
+# README.md (a replay, a training loop), extracted, built with the
+# README's own command and as C++, and run; all of them with -Wall -Wextra -Wpedantic -Werror by gcc and
 # g++, and by clang and clang++ where installed.
 #
 # Before that it checks the installed surface (graph/api.h): the headers
@@ -555,50 +555,62 @@ for cc in gcc:c11 clang:c11 g++:c++20 clang++:c++20; do
 done
 echo "install check: const input data, no cast ($strict -Wcast-qual; C11 and C++20 by$ci_built) OK"
 
-# The README's example, as a newcomer would build it: the C block between
-# <!-- example:begin --> and <!-- example:end -->, compiled with the
-# README's pkg-config command (-Wl,-rpath to the prefix's libdir, so it
-# runs without LD_LIBRARY_PATH: the run-time path note) and run in a
-# directory of its own (it writes model.tgraph).  It checks its replay
-# against eager itself; a non-zero exit, or no model.tgraph, fails.
+# The README's examples, as a newcomer would build them: the C block
+# between <!-- example:begin --> and <!-- example:end --> (trace, save,
+# load, replay) and the one between <!-- example-train:begin --> and
+# <!-- example-train:end --> (a training loop: eager steps, one traced,
+# the rest replayed), each compiled with the README's pkg-config command
+# (-Wl,-rpath to the prefix's libdir, so it runs without LD_LIBRARY_PATH:
+# the run-time path note) and run in a directory of its own.  Each checks
+# its own result (replay against eager; the loss falling under replay); a
+# non-zero exit, or no file written (model.tgraph; train.tgstate), fails.
 readme=$src/README.md
-mkdir -p "$tmp/readme"
-awk '/<!-- example:begin -->/ { on = 1; next }
-     /<!-- example:end -->/ { on = 0 }
-     on && !/^```/' "$readme" > "$tmp/readme/example.c"
-if ! grep -q 'int main' "$tmp/readme/example.c"; then
-    echo "install check: no C example between <!-- example:begin --> and" \
-         "<!-- example:end --> in $readme" >&2
-    exit 1
-fi
-# The same text as C (the README's command) and as C++20, by each compiler
-# there is; each build runs in a directory of its own.
-built=""
-for cc in gcc:c11 clang:c11 g++:c++20 clang++:c++20; do
-    comp=${cc%%:*} std=${cc#*:}
-    command -v "$comp" > /dev/null || continue
-    d=$tmp/readme/$comp
-    mkdir -p "$d"
-    lang=c
-    [ "$std" = c++20 ] && lang=c++
-    if ! (cd "$d" && export PKG_CONFIG_PATH="$libdir" &&
-          $comp -std=$std -x $lang $strict $(cxx_quirks $comp) ../example.c -x none -o example \
-              $(pkg-config --cflags --libs tracegraph) \
-              -Wl,-rpath,"$(pkg-config --variable=libdir tracegraph)") 2> "$tmp/readme.log"; then
-        echo "install check: the README's example (README.md, between the example markers)" \
-             "does not compile against the installed prefix ($comp -std=$std $strict):" >&2
-        cat "$tmp/readme.log" >&2
+# readme_example MARKER FILE: builds and runs the block between MARKER's
+# markers, which must write FILE.
+readme_example() {
+    local marker=$1 product=$2 dir=$tmp/readme-$1 cc comp std d lang built=""
+    mkdir -p "$dir"
+    awk -v b="<!-- $marker:begin -->" -v e="<!-- $marker:end -->" '
+         index($0, b) { on = 1; next }
+         index($0, e) { on = 0 }
+         on && !/^```/' "$readme" > "$dir/example.c"
+    if ! grep -q 'int main' "$dir/example.c"; then
+        echo "install check: no C example between <!-- $marker:begin --> and" \
+             "<!-- $marker:end --> in $readme" >&2
         exit 1
     fi
-    if ! (cd "$d" && env -u LD_LIBRARY_PATH ./example > out.txt) || [ ! -s "$d/model.tgraph" ]; then
-        cat "$d/out.txt" >&2
-        echo "install check: the README's example failed when run ($comp -std=$std, above)" >&2
-        exit 1
-    fi
-    built="$built $comp"
-done
-tail -n1 "$tmp/readme/gcc/out.txt"
-echo "install check: the README's example builds ($strict; C11 and C++20 by$built) and runs OK"
+    # The same text as C (the README's command) and as C++20, by each
+    # compiler there is; each build runs in a directory of its own.
+    for cc in gcc:c11 clang:c11 g++:c++20 clang++:c++20; do
+        comp=${cc%%:*} std=${cc#*:}
+        command -v "$comp" > /dev/null || continue
+        d=$dir/$comp
+        mkdir -p "$d"
+        lang=c
+        [ "$std" = c++20 ] && lang=c++
+        if ! (cd "$d" && export PKG_CONFIG_PATH="$libdir" &&
+              $comp -std=$std -x $lang $strict $(cxx_quirks $comp) ../example.c -x none -o example \
+                  $(pkg-config --cflags --libs tracegraph) \
+                  -Wl,-rpath,"$(pkg-config --variable=libdir tracegraph)") 2> "$tmp/readme.log"; then
+            echo "install check: the README's example (README.md, between the $marker markers)" \
+                 "does not compile against the installed prefix ($comp -std=$std $strict):" >&2
+            cat "$tmp/readme.log" >&2
+            exit 1
+        fi
+        if ! (cd "$d" && env -u LD_LIBRARY_PATH ./example > out.txt) || [ ! -s "$d/$product" ]; then
+            cat "$d/out.txt" >&2
+            echo "install check: the README's example ($marker) failed when run ($comp -std=$std," \
+                 "above)" >&2
+            exit 1
+        fi
+        built="$built $comp"
+    done
+    tail -n1 "$dir/gcc/out.txt"
+    echo "install check: the README's example ($marker) builds ($strict; C11 and C++20" \
+         "by$built) and runs OK"
+}
+readme_example example model.tgraph
+readme_example example-train train.tgstate
 for comp in "${!quirks[@]}"; do
     echo "install check: (C++ by $comp with ${quirks[$comp]}: it warns about the fields" \
          "a designated initializer leaves out, GCC bug 96868)"

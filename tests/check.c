@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,4 +133,18 @@ void check_fill(float *p, int64_t n, uint64_t seed, float lo, float hi)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         p[i] = lo + (hi - lo) * (float)((s >> 40) * (1.0 / 16777216.0));
     }
+}
+
+eager_tensor *check_rand_tensor(graph_ints shape, uint64_t seed, float lo, float hi)
+{
+    int64_t n = 1;
+    for (int i = 0; i < shape.n; i++)
+        n *= shape.v[i];
+    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+    if (!f)
+        return NULL;
+    check_fill(f, n, seed, lo, hi);
+    eager_tensor *t = eager_from_data(GRAPH_F32, shape, f);
+    free(f);
+    return t;
 }

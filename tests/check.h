@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "eager/eager.h"
+
 void check_report(int ok, const char *file, int line, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
@@ -84,5 +86,8 @@ int check_done(void);
 
 /* Naive references shared by tests: deterministic data. */
 void check_fill(float *p, int64_t n, uint64_t seed, float lo, float hi);
+/* An f32 tensor of that shape filled as check_fill (NULL with the eager
+ * error on failure). */
+eager_tensor *check_rand_tensor(graph_ints shape, uint64_t seed, float lo, float hi);
 
 #endif

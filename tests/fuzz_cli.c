@@ -2,14 +2,14 @@
  * fuzz_cli.c - libFuzzer target for the `tracegraph` tool's input and
  * output handling: the fuzz bytes make a graph, .npy inputs and a command
  * line, and cli_main (cli/main.c) runs it in-process, the way
- * `tracegraph run|check|bench|info|dump|dot ...` would.  It must never
+ * `tracegraph run|check|bench|train|info|dump|dot ...` would.  It must never
  * crash, leak or write outside its temporary directory.  Not named
  * test_*.c, so ctest does not pick it up; scripts/fuzz.sh builds and runs
  * it (seeds in tests/corpus/cli).
  *
  * The input, in lines:
  *
- *   COMMAND                      run, check, bench, info, dump or dot
+ *   COMMAND                      run, check, bench, train, info, dump or dot
  *   GRAPH ...                    text IR (starts with "graph"), or the raw
  *                                bytes of a .tgraph file, or of an ONNX
  *                                model when the line after COMMAND is "onnx"
@@ -18,12 +18,15 @@
  *                                1,nan,-inf"; values repeat to fill it)
  *   ARG                          anything else is a command-line argument
  *
- * File names lose every '/', so -i, -o and npy: files all land in the
+ * File names lose every '/', so -i, -o, train's --data, --state and --save,
+ * and npy: files all land in the
  * temporary directory (mkdtemp under $TMPDIR), which is emptied after each
  * input; the graph is always that directory's g.tgraph (or g.onnx).
  * Options that would reach outside the process are dropped: --backend and
  * --device (OpenCL), and dot's -o/-T (they run Graphviz); bench runs at
- * most 3 timed runs after 1 warm-up.  Graphs whose values hold more than
+ * most 3 timed runs after 1 warm-up, train at most 3 steps (a last
+ * --steps 3; its batch is at most the rows of a data file, which npy:
+ * keeps small).  Graphs whose values hold more than
  * 2^20 elements (4 MiB of f32) at the traced shapes are skipped, so that a
  * run fits the time and memory limits.  The commands' output goes to
  * /dev/null (FUZZ_CLI_VERBOSE=1 shows it).
@@ -236,7 +239,7 @@ static char *write_graph(const char *text, size_t len, int onnx)
 
 static int known_command(const char *c)
 {
-    static const char *const cmds[] = {"run", "check", "bench", "info", "dump", "dot"};
+    static const char *const cmds[] = {"run", "check", "bench", "train", "info", "dump", "dot"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(c, cmds[i]) == 0)
             return 1;
@@ -304,12 +307,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue; /* its value, if any, becomes an operand (--tune: it would time
                        * GEMMs and write the user's tuning cache) */
         if (strcmp(line, "-i") == 0 || strcmp(line, "-o") == 0 ||
-            strcmp(line, "--input") == 0 || strcmp(line, "--output") == 0) {
+            strcmp(line, "--input") == 0 || strcmp(line, "--output") == 0 ||
+            strcmp(line, "--data") == 0 || strcmp(line, "--state") == 0 ||
+            strcmp(line, "--save") == 0) {
             argv[argc++] = line;
             pending = 1;
             continue;
         }
-        if (strncmp(line, "--input=", 8) == 0 || strncmp(line, "--output=", 9) == 0) {
+        if (strncmp(line, "--input=", 8) == 0 || strncmp(line, "--output=", 9) == 0 ||
+            strncmp(line, "--data=", 7) == 0 || strncmp(line, "--state=", 8) == 0 ||
+            strncmp(line, "--save=", 7) == 0) {
             char *eq = strchr(line, '='), *s = spec_in_dir(eq + 1);
             char *p = s ? malloc((size_t)(eq - line) + strlen(s) + 2) : NULL;
             if (p) {
@@ -323,7 +330,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             argv[argc++] = line;
             pending = strcmp(line, "--rtol") == 0 || strcmp(line, "--atol") == 0 ||
                       strcmp(line, "--seed") == 0 || strcmp(line, "--runs") == 0 ||
-                      strcmp(line, "--warmup") == 0 ? 2 : 0;
+                      strcmp(line, "--warmup") == 0 || strcmp(line, "--steps") == 0 ||
+                      strcmp(line, "--batch") == 0 || strcmp(line, "--start") == 0 ||
+                      strcmp(line, "--every") == 0 || strcmp(line, "--lr") == 0 ||
+                      strcmp(line, "--lr-state") == 0 ? 2 : 0;
             continue;
         }
         char *s = in_dir(line, strlen(line)); /* an operand: a file in the directory */
@@ -335,6 +345,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         argv[argc++] = "3";
         argv[argc++] = "--warmup";
         argv[argc++] = "1";
+    }
+    if (strcmp(cmd, "train") == 0) {
+        argv[argc++] = "--steps";
+        argv[argc++] = "3";
     }
     argv[argc] = NULL;
 

@@ -12,7 +12,7 @@
  * non-OK status (TG_ERR_NOMEM) and a message; never crash, never leak
  * (eager_live_tensors back to its baseline; LSan at exit in the ASan
  * build).  The same walk covers the .tgraph and ONNX loaders alone, and
- * the tool's run and check (cli_main, in process).
+ * the tool's run, check and train (cli_main, in process).
  *
  * Each run is on a new thread with the symbol cache dropped, so the
  * per-thread caches (eager blocks and pools, the tracer's stacks) and the
@@ -37,6 +37,7 @@
 #include "formats/tgraph.h"
 #include "graph/alloc.h"
 #include "graph/op.h"
+#include "graph/text.h"
 #include "optimize/opt.h"
 #include "cli/cli.h"
 #include "replay/replay.h"
@@ -617,8 +618,7 @@ static void test_pool_push(void)
     CHECK(eager_live_tensors() == live0);
 }
 
-/* ---- the tool: cli_main run / check ---- */
-
+/* ---- the tool: cli_main run / check / train ---- */
 
 /* cli_main with stdout and stderr to files; the exit code. */
 static int cli_quiet(int argc, char **argv, const char *errpath)
@@ -646,37 +646,35 @@ static int cli_quiet(int argc, char **argv, const char *errpath)
     return rc;
 }
 
-static void walk_cli(const char *dir, const char *cmd)
+/* Fails each allocation of `tracegraph ARGV...` in turn: each run exits 0
+ * with out (the file it writes, if any) as in the clean run, or fails
+ * saying it ran out of memory. */
+static void walk_cli_argv(const char *dir, const char *cmd, char **argv, int argc,
+                          const char *out)
 {
-    char model[600], x[600], y[600], errp[600];
-    snprintf(model, sizeof model, "%s/m.tgraph", dir);
-    snprintf(x, sizeof x, "%s/x.npy", dir);
-    snprintf(y, sizeof y, "%s/y.npy", dir);
+    char errp[600];
     snprintf(errp, sizeof errp, "%s/err.txt", dir);
-    char *run_argv[] = {"tracegraph", "run", model, "-i", x, "-o", y, NULL};
-    char *check_argv[] = {"tracegraph", "check", model, "-i", x, NULL};
-    int is_run = !strcmp(cmd, "run");
-    char **argv = is_run ? run_argv : check_argv;
-    int argc = is_run ? 7 : 5;
-    remove(y);
-    int rc0 = cli_quiet(argc, argv, errp);
     size_t reflen = 0, len = 0;
-    char *ref = is_run ? slurp(y, &reflen) : NULL;
-    CHECK_MSG(rc0 == 0 && (!is_run || ref), "tracegraph %s: exit %d", cmd, rc0);
+    if (out)
+        remove(out);
+    int rc0 = cli_quiet(argc, argv, errp);
+    char *ref = out ? slurp(out, &reflen) : NULL;
+    CHECK_MSG(rc0 == 0 && (!out || ref), "tracegraph %s: exit %d", cmd, rc0);
     tg_alloc_hook(0);
     cli_quiet(argc, argv, errp);
     uint64_t total = tg_alloc_hook_count();
     tg_alloc_hook(-1);
     int failed = 0, complete = 0;
     for (uint64_t n = 1; n <= total; n++) {
-        remove(y);
+        if (out)
+            remove(out);
         tg_alloc_hook((int64_t)n);
         int rc = cli_quiet(argc, argv, errp);
         tg_alloc_hook(-1);
         char *msg = slurp(errp, &len);
         if (rc == 0) {
-            char *got = is_run ? slurp(y, &len) : NULL;
-            int ok = !is_run || (got && len == reflen && memcmp(got, ref, len) == 0);
+            char *got = out ? slurp(out, &len) : NULL;
+            int ok = !out || (got && len == reflen && memcmp(got, ref, len) == 0);
             complete += ok;
             CHECK_MSG(ok, "tracegraph %s, allocation %llu failed: exit 0 with another "
                       "output", cmd, (unsigned long long)n);
@@ -693,6 +691,66 @@ static void walk_cli(const char *dir, const char *cmd)
            "%d succeeded complete\n", cmd, (unsigned long long)total, failed, complete);
     CHECK(failed > 0);
     free(ref);
+}
+
+static void walk_cli(const char *dir, const char *cmd)
+{
+    char model[600], x[600], y[600];
+    snprintf(model, sizeof model, "%s/m.tgraph", dir);
+    snprintf(x, sizeof x, "%s/x.npy", dir);
+    snprintf(y, sizeof y, "%s/y.npy", dir);
+    char *run_argv[] = {"tracegraph", "run", model, "-i", x, "-o", y, NULL};
+    char *check_argv[] = {"tracegraph", "check", model, "-i", x, NULL};
+    if (!strcmp(cmd, "run"))
+        walk_cli_argv(dir, cmd, run_argv, 7, y);
+    else
+        walk_cli_argv(dir, cmd, check_argv, 5, NULL);
+}
+
+/* `tracegraph train` of a small SGD step (text IR) from a checkpoint,
+ * saving one: the checkpoint it writes must be the clean run's. */
+static void walk_cli_train(const char *dir)
+{
+    static const char step[] = "graph step(%x: f32[2,3]) -> (loss: f32[]) {\n"
+                               "  %w: f32[3] = state [0.5, -0.25, 1]\n"
+                               "  %lr: f32[] = state [0.1]\n"
+                               "  %y: f32[2,3] = mul(%x, %w)\n"
+                               "  %loss: f32[] = reduce_mean(%y)\n"
+                               "  %g: f32[3] = reduce_sum(%x) {axes=[0]}\n"
+                               "  %d: f32[3] = mul(%lr, %g)\n"
+                               "  %w2: f32[3] = sub(%w, %d)\n"
+                               "  return loss = %loss\n"
+                               "  next %w = %w2\n"
+                               "  next %lr = %lr\n"
+                               "}\n";
+    char model[600], x[600], data[620], in[600], out[600], err[512];
+    snprintf(model, sizeof model, "%s/t.tgraph", dir);
+    snprintf(x, sizeof x, "%s/tx.npy", dir);
+    snprintf(data, sizeof data, "x=%s", x);
+    snprintf(in, sizeof in, "%s/in.ckpt", dir);
+    snprintf(out, sizeof out, "%s/out.ckpt", dir);
+    graph *g = graph_parse(step, strlen(step), err, sizeof err);
+    CHECK_MSG(g != NULL, "%s", err);
+    float xd[15];
+    for (int i = 0; i < 15; i++)
+        xd[i] = (float)(i % 7) - 2.5f;
+    graph_type xt = {GRAPH_F32, 2, {5, 3}};
+    CHECK(g && format_save(g, model, NULL, err, sizeof err) == TG_OK);
+    CHECK(format_npy_save(x, &xt, xd, err, sizeof err) == TG_OK);
+    /* the starting checkpoint: one step from the traced state */
+    char *first[] = {"tracegraph", "train", model, "--steps", "1", "--data", data, "--save", in,
+                     NULL};
+    char errp[600];
+    snprintf(errp, sizeof errp, "%s/err.txt", dir);
+    CHECK(cli_quiet(9, first, errp) == 0);
+    char *argv[] = {"tracegraph", "train", model, "--steps", "3", "--start", "1", "--data", data,
+                    "--state", in, "--lr", "0.25", "--save", out, "--print-state", NULL};
+    walk_cli_argv(dir, "train", argv, 16, out);
+    graph_free(g);
+    remove(model);
+    remove(x);
+    remove(in);
+    remove(out);
 }
 
 int main(void)
@@ -747,6 +805,7 @@ int main(void)
               TG_OK);
         walk_cli(dir, "run");
         walk_cli(dir, "check");
+        walk_cli_train(dir);
         const char *files[] = {"m.tgraph", "x.npy", "y.npy", "err.txt"};
         for (int i = 0; i < 4; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, files[i]);

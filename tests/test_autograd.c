@@ -18,18 +18,6 @@
 
 enum { N = 8, D = 5, HID = 7, C = 4 };
 
-static eager_tensor *rand_t(graph_ints shape, uint64_t seed, float lo, float hi)
-{
-    int64_t n = 1;
-    for (int i = 0; i < shape.n; i++)
-        n *= shape.v[i];
-    float *f = malloc((size_t)n * sizeof *f);
-    check_fill(f, n, seed, lo, hi);
-    eager_tensor *t = eager_from_data(GRAPH_F32, shape, f);
-    free(f);
-    return t;
-}
-
 static const char *base(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -56,11 +44,11 @@ typedef struct mlp {
 static mlp make_mlp(uint64_t seed)
 {
     mlp m;
-    m.x = rand_t(TG_SHAPE(N, D), seed, -1, 1);
-    m.w1 = rand_t(TG_SHAPE(HID, D), seed + 1, -0.7f, 0.7f);
-    m.b1 = rand_t(TG_SHAPE(HID), seed + 2, -0.2f, 0.2f);
-    m.w2 = rand_t(TG_SHAPE(C, HID), seed + 3, -0.7f, 0.7f);
-    m.b2 = rand_t(TG_SHAPE(C), seed + 4, -0.2f, 0.2f);
+    m.x = check_rand_tensor(TG_SHAPE(N, D), seed, -1, 1);
+    m.w1 = check_rand_tensor(TG_SHAPE(HID, D), seed + 1, -0.7f, 0.7f);
+    m.b1 = check_rand_tensor(TG_SHAPE(HID), seed + 2, -0.2f, 0.2f);
+    m.w2 = check_rand_tensor(TG_SHAPE(C, HID), seed + 3, -0.7f, 0.7f);
+    m.b2 = check_rand_tensor(TG_SHAPE(C), seed + 4, -0.2f, 0.2f);
     int64_t t[N];
     for (int i = 0; i < N; i++)
         t[i] = (i * 3 + (int)seed) % C;
@@ -199,8 +187,8 @@ static void test_mlp(void)
 static void test_mse(void)
 {
     /* loss = mean((x w^T - y)^2): dw = 2/(N C) (x w^T - y)^T x */
-    eager_tensor *x = rand_t(TG_SHAPE(N, D), 3, -1, 1), *w = rand_t(TG_SHAPE(C, D), 4, -1, 1);
-    eager_tensor *y = rand_t(TG_SHAPE(N, C), 5, -1, 1);
+    eager_tensor *x = check_rand_tensor(TG_SHAPE(N, D), 3, -1, 1), *w = check_rand_tensor(TG_SHAPE(C, D), 4, -1, 1);
+    eager_tensor *y = check_rand_tensor(TG_SHAPE(N, C), 5, -1, 1);
     eager_requires_grad(w, 1);
     eager_pool_push();
     eager_tensor *loss = eager_mse_loss(eager_linear(x, w, EAGER_NONE), y);
@@ -225,7 +213,7 @@ static void test_mse(void)
 
 static void test_no_grad(void)
 {
-    eager_tensor *w = rand_t(TG_SHAPE(2, 3), 7, -1, 1);
+    eager_tensor *w = check_rand_tensor(TG_SHAPE(2, 3), 7, -1, 1);
     eager_requires_grad(w, 1);
     eager_pool_push();
     eager_no_grad_begin();
@@ -271,7 +259,7 @@ static void *backward_elsewhere(void *arg)
 
 static void test_other_thread(void)
 {
-    eager_tensor *w = rand_t(TG_SHAPE(3), 12, -1, 1);
+    eager_tensor *w = check_rand_tensor(TG_SHAPE(3), 12, -1, 1);
     eager_requires_grad(w, 1);
     eager_tensor *m = eager_mul(w, w);
     g_other_loss = eager_reduce_sum(m, TG_NOINTS, 0);
@@ -308,7 +296,7 @@ static void test_other_thread(void)
 static void test_misuse(void)
 {
     char want[1024];
-    eager_tensor *x = rand_t(TG_SHAPE(2, 3), 8, -1, 1), *w = rand_t(TG_SHAPE(2, 3), 9, -1, 1);
+    eager_tensor *x = check_rand_tensor(TG_SHAPE(2, 3), 8, -1, 1), *w = check_rand_tensor(TG_SHAPE(2, 3), 9, -1, 1);
     eager_requires_grad(w, 1);
     eager_pool_push();
 
@@ -376,7 +364,7 @@ static void test_misuse(void)
     check_fail_at("eager_requires_grad: the tensor was made by mul from tensors that require "
                   "gradients (only a leaf's flag can be set)", __FILE__, ln, __func__);
     /* shapes a loss cannot compare: named in the loss's own terms */
-    eager_tensor *m23 = rand_t(TG_SHAPE(2, 3), 13, -1, 1), *m34 = rand_t(TG_SHAPE(3, 4), 14, -1, 1);
+    eager_tensor *m23 = check_rand_tensor(TG_SHAPE(2, 3), 13, -1, 1), *m34 = check_rand_tensor(TG_SHAPE(3, 4), 14, -1, 1);
     int lm = __LINE__ + 1;
     CHECK(eager_mse_loss(m23, m34) == NULL);
     check_fail_at("eager_mse_loss: a is f32[2,3], b is f32[3,4]: they must have one shape (or "
@@ -384,7 +372,7 @@ static void test_misuse(void)
     eager_clear_error();
     /* a NORULE op on the path: the backward names it */
     eager_tensor *w4 = eager_reshape(w, TG_INTS(1, 2, 3, 1));
-    eager_tensor *k = rand_t(TG_SHAPE(2, 2, 1, 1), 11, -1, 1);
+    eager_tensor *k = check_rand_tensor(TG_SHAPE(2, 2, 1, 1), 11, -1, 1);
     int lct = __LINE__ + 1;
     eager_tensor *ct = eager_conv_transpose2d(w4, k, EAGER_NONE, TG_NOINTS, TG_NOINTS, TG_NOINTS,
                                               TG_NOINTS, 1);
@@ -484,29 +472,29 @@ static void fd_model(const char *name, model_fn m, eager_tensor **p, int np, eag
 static void test_models(void)
 {
     eager_tensor *cp[10] = {
-        rand_t(TG_SHAPE(4, 1, 3, 3), 21, -0.6f, 0.6f), rand_t(TG_SHAPE(4), 22, -0.1f, 0.1f),
-        rand_t(TG_SHAPE(4), 23, 0.8f, 1.2f),           rand_t(TG_SHAPE(4), 24, -0.1f, 0.1f),
-        rand_t(TG_SHAPE(4), 25, -0.1f, 0.1f),          rand_t(TG_SHAPE(4), 26, 0.5f, 1.5f),
-        rand_t(TG_SHAPE(6, 4, 3, 3), 27, -0.3f, 0.3f), rand_t(TG_SHAPE(6), 28, -0.1f, 0.1f),
-        rand_t(TG_SHAPE(3, 6), 29, -0.5f, 0.5f),       rand_t(TG_SHAPE(3), 30, -0.1f, 0.1f)};
-    eager_tensor *cx = rand_t(TG_SHAPE(2, 1, 8, 8), 31, -1, 1);
+        check_rand_tensor(TG_SHAPE(4, 1, 3, 3), 21, -0.6f, 0.6f), check_rand_tensor(TG_SHAPE(4), 22, -0.1f, 0.1f),
+        check_rand_tensor(TG_SHAPE(4), 23, 0.8f, 1.2f),           check_rand_tensor(TG_SHAPE(4), 24, -0.1f, 0.1f),
+        check_rand_tensor(TG_SHAPE(4), 25, -0.1f, 0.1f),          check_rand_tensor(TG_SHAPE(4), 26, 0.5f, 1.5f),
+        check_rand_tensor(TG_SHAPE(6, 4, 3, 3), 27, -0.3f, 0.3f), check_rand_tensor(TG_SHAPE(6), 28, -0.1f, 0.1f),
+        check_rand_tensor(TG_SHAPE(3, 6), 29, -0.5f, 0.5f),       check_rand_tensor(TG_SHAPE(3), 30, -0.1f, 0.1f)};
+    eager_tensor *cx = check_rand_tensor(TG_SHAPE(2, 1, 8, 8), 31, -1, 1);
     eager_tensor *cy = eager_from_data(GRAPH_I64, TG_SHAPE(2), ((int64_t[]){2, 0}));
     /* a step small enough not to cross a relu's corner or a pooling tie */
     fd_model("cnn", cnn, cp, 10, cx, cy, 1e-3f);
     eager_tensor *ep[13];
     const int64_t E = 8, F4 = 16;
-    ep[0] = rand_t(TG_SHAPE(E), 41, 0.8f, 1.2f);
-    ep[1] = rand_t(TG_SHAPE(E), 42, -0.1f, 0.1f);
+    ep[0] = check_rand_tensor(TG_SHAPE(E), 41, 0.8f, 1.2f);
+    ep[1] = check_rand_tensor(TG_SHAPE(E), 42, -0.1f, 0.1f);
     for (int i = 2; i < 6; i++)
-        ep[i] = rand_t(TG_SHAPE(E, E), 40 + (uint64_t)i * 3, -0.4f, 0.4f);
-    ep[6] = rand_t(TG_SHAPE(E), 51, -0.1f, 0.1f);
-    ep[7] = rand_t(TG_SHAPE(E), 52, 0.8f, 1.2f);
-    ep[8] = rand_t(TG_SHAPE(E), 53, -0.1f, 0.1f);
-    ep[9] = rand_t(TG_SHAPE(F4, E), 54, -0.4f, 0.4f);
-    ep[10] = rand_t(TG_SHAPE(F4), 55, -0.1f, 0.1f);
-    ep[11] = rand_t(TG_SHAPE(E, F4), 56, -0.3f, 0.3f);
-    ep[12] = rand_t(TG_SHAPE(E), 57, -0.1f, 0.1f);
-    eager_tensor *ex = rand_t(TG_SHAPE(2, 4, E), 58, -1, 1), *ey = rand_t(TG_SHAPE(2, 4, E), 59, -1, 1);
+        ep[i] = check_rand_tensor(TG_SHAPE(E, E), 40 + (uint64_t)i * 3, -0.4f, 0.4f);
+    ep[6] = check_rand_tensor(TG_SHAPE(E), 51, -0.1f, 0.1f);
+    ep[7] = check_rand_tensor(TG_SHAPE(E), 52, 0.8f, 1.2f);
+    ep[8] = check_rand_tensor(TG_SHAPE(E), 53, -0.1f, 0.1f);
+    ep[9] = check_rand_tensor(TG_SHAPE(F4, E), 54, -0.4f, 0.4f);
+    ep[10] = check_rand_tensor(TG_SHAPE(F4), 55, -0.1f, 0.1f);
+    ep[11] = check_rand_tensor(TG_SHAPE(E, F4), 56, -0.3f, 0.3f);
+    ep[12] = check_rand_tensor(TG_SHAPE(E), 57, -0.1f, 0.1f);
+    eager_tensor *ex = check_rand_tensor(TG_SHAPE(2, 4, E), 58, -1, 1), *ey = check_rand_tensor(TG_SHAPE(2, 4, E), 59, -1, 1);
     fd_model("encoder block", encoder, ep, 13, ex, ey, 1e-2f);
     for (int i = 0; i < 10; i++)
         eager_release(cp[i]);

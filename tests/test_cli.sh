@@ -15,7 +15,8 @@ BUILD=${2:?usage: test_cli.sh TRACEGRAPH BUILD_DIR}
 
 # ---- the models ----
 expect 0 "$BUILD/make_model" .
-for f in mlp.tgraph branchy.tgraph pair.tgraph mlp_x.npy mlp_y.npy branchy_site.txt; do
+for f in mlp.tgraph branchy.tgraph pair.tgraph mlp_x.npy mlp_y.npy branchy_site.txt \
+    train.tgraph train_x.npy train_expect5.ckpt train_loss5.txt fmnist.tgraph; do
     [ -s "$f" ] && good || bad "make_model did not write $f"
 done
 site=$(cat branchy_site.txt) # "make_model.c:LINE branchy"
@@ -58,7 +59,7 @@ fi
 expect 0 "$TG" --help
 has out "usage: tracegraph <command>"
 has out "exit codes:"
-for cmd in info dump dot run bench check opt convert ops version help; do
+for cmd in info dump dot run bench check train opt convert ops version help; do
     expect 0 "$TG" "$cmd" --help
     has out "usage: tracegraph $cmd"
     has out "example:"
@@ -139,6 +140,204 @@ expect 0 "$TG" info branchy.tgraph
 has out "guards: 1"
 has out "guard 0: strict decision of element 0 of the gt result == 1 at $site"
 has out "constants: 1, 4 bytes"
+
+# ---- train: a traced SGD step (make_model's train.tgraph) replayed ----
+# against make_model's eager steps on the same rows: the state after 5
+# steps byte for byte (the checkpoint), the losses as printed
+D="--data x=train_x.npy --data y=train_y.npy"
+losses() { sed -n 's/^\(step [0-9]*\/[0-9]*  loss [^ ]*\)  .* steps\/s$/\1/p' "$1"; }
+expect 0 "$TG" train train.tgraph --steps 5 $D --save t5.ckpt --every 1
+has out "train train.tgraph: 5 steps (1 to 5), batch 4 of 10 rows, 5 states, loss: loss, 1 thread"
+has out "trained 5 steps in "
+has out "state after step 5 saved to t5.ckpt (resume with --state t5.ckpt --start 5)"
+same t5.ckpt train_expect5.ckpt
+losses out >t5.txt
+same t5.txt train_loss5.txt
+# --every: the loss every K steps (counted from --start) and at the end
+expect 0 "$TG" train train.tgraph --steps 5 $D --every 2
+[ "$(losses out | cut -d' ' -f2)" = "$(printf '2/5\n4/5\n5/5')" ] && good ||
+    bad "--every 2 printed $(losses out | cut -d' ' -f2 | tr '\n' ' ')"
+# resuming from a checkpoint is running straight through: 3 + 3 steps
+# (the second from step 3's rows, --start 3) against 6
+expect 0 "$TG" train train.tgraph --steps 6 $D --save s6.ckpt --every 1
+losses out | awk '{print $4}' >s6.txt
+expect 0 "$TG" train train.tgraph --steps 3 $D --save h3.ckpt --every 1
+losses out | awk '{print $4}' >r6.txt
+expect 0 "$TG" train train.tgraph --steps 3 --start 3 --state h3.ckpt $D --save r6.ckpt --every 1 \
+    --print-state
+has out "train train.tgraph: 3 steps (4 to 6)"
+has out "step 6/6  loss "
+has out "state after step 6 saved to r6.ckpt (resume with --state r6.ckpt --start 6)"
+has out "  fc1.weight: f32[6,5] = ["
+has out "  lr: f32[] = [0.05]"
+losses out | awk '{print $4}' >>r6.txt
+same s6.ckpt r6.ckpt
+same s6.txt r6.txt
+cmp -s s6.ckpt h3.ckpt && bad "3 and 6 steps gave the same state" || good
+# --lr sets the learning rate's state first: eager steps at lr 0.2
+expect 0 "$TG" train train.tgraph --steps 3 $D --lr 0.2 --save lr.ckpt
+same lr.ckpt train_lr_expect.ckpt
+expect 0 "$TG" train train.tgraph --steps 3 $D --lr 0.2 --lr-state lr --save lr2.ckpt
+same lr2.ckpt train_lr_expect.ckpt
+# the step optimized at -O2 trains the same within rounding (1e-5 relative)
+expect 0 "$TG" opt -O2 train.tgraph train.O2.tgraph
+expect 0 "$TG" info train.O2.tgraph
+has out "5 states (232 bytes): a training step"
+expect 0 "$TG" train train.O2.tgraph --steps 5 $D --every 1
+losses out | awk '{print $4}' >o2.txt
+if awk '{print $4}' train_loss5.txt | paste - o2.txt |
+    awk 'NF != 2 || ($1 - $2) ^ 2 > (1e-5 * $1) ^ 2 { bad = 1 } END { exit bad || NR != 5 }'; then
+    good
+else
+    bad "-O2 losses $(tr '\n' ' ' <o2.txt) differ from eager's $(awk '{print $4}' train_loss5.txt | tr '\n' ' ')"
+fi
+# Ctrl-C: stops after the step in flight, saves the state, exits 130; the
+# checkpoint resumes
+"$TG" train train.tgraph --steps 1000000000 $D --save int.ckpt --every 1000 >int.out 2>int.err &
+pid=$!
+for _ in $(seq 300); do grep -q "^step 1000/" int.out 2>/dev/null && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] && good || bad "train after SIGINT: exit $rc (want 130)"
+has int.err "tracegraph train: interrupted after step "
+has int.out "saved to int.ckpt (resume with --state int.ckpt --start "
+at=$(sed -n 's/.*--start \([0-9]*\))$/\1/p' int.out)
+expect 0 "$TG" train train.tgraph --steps 1 --start "${at:-0}" --state int.ckpt $D
+has out "step $((${at:-0} + 1))/$((${at:-0} + 1))  loss "
+# which rows each step gets: train_sum.tgraph adds 10 x the rows fed to its
+# state (rows 1, 2, 3; batch 2): steps feed rows 0-1, 2-0, 1-2, 0-1, 2-0
+expect 0 "$TG" train train_sum.tgraph --steps 4 --data x=sum_x.npy --data t=sum_t.npy --every 1
+has out "batch 2 of 3 rows, 1 state, loss: loss"
+[ "$(losses out | awk '{print $4}' | tr '\n' ' ')" = "30 70 120 150 " ] && good ||
+    bad "train_sum: losses $(losses out | awk '{print $4}' | tr '\n' ' ') (want 30 70 120 150)"
+expect 0 "$TG" train train_sum.tgraph --steps 1 --start 4 --data x=sum_x.npy --data t=sum_t.npy
+has out "train train_sum.tgraph: 1 step (5 to 5)"
+has out "step 5/5  loss 40  "
+# no inputs at all: w <- w * w, three times
+expect 0 "$TG" train train_noin.tgraph --steps 3 --print-state
+has out "no batched inputs, 1 state"
+has out "step 3/3  loss 1.06641  "
+has out "  w: f32[3] = [0.00390625, 1.52588e-05, 1]"
+# IDX files (formats/idx.h) feed inputs as .npy files do: u8 pixels as v /
+# 255, rows reshaped to the input's ([10,5,1] feeds x f32[4,5]), plain or
+# gzip; make_model's eager steps on the same data are the reference
+expect 0 "$TG" train train.tgraph --steps 5 --data x=train_x.idx --data y=train_y.idx --save i5.ckpt
+has out "batch 4 of 10 rows"
+same i5.ckpt train_idx_expect5.ckpt
+if command -v gzip >/dev/null; then
+    gzip -c train_x.idx >train-x-ubyte.gz
+    expect 0 "$TG" train train.tgraph --steps 5 --data x=train-x-ubyte.gz --data y=train_y.idx \
+        --save i5gz.ckpt
+    same i5gz.ckpt train_idx_expect5.ckpt
+fi
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.idx --data y=train_x.idx
+has err "train_x.idx is f32[10,5,1] but input 'y' is f32[4,3]: the file holds the dataset, dim 0 its rows"
+head -c 40 train_y.idx >cut_y.idx
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.idx --data y=cut_y.idx
+has err "cut_y.idx: at byte 12: the data is truncated"
+# Fashion-MNIST (Debian's dataset-fashion-mnist, where installed): softmax
+# regression, 3 steps equal to eager on the first 48 training images, then
+# 300 steps bring the loss down
+FM=/usr/share/datasets/fashion-mnist
+if [ -e fmnist_expect3.ckpt ]; then
+    FMD="--data x=$FM/train-images-idx3-ubyte.gz --data labels=$FM/train-labels-idx1-ubyte.gz"
+    expect 0 "$TG" train fmnist.tgraph --steps 3 $FMD --save f3.ckpt
+    has out "batch 16 of 60000 rows, 3 states"
+    same f3.ckpt fmnist_expect3.ckpt
+    expect 0 "$TG" train fmnist.tgraph --steps 300 --start 3 --state f3.ckpt $FMD --every 1
+    first=$(losses out | head -20 | awk '{s += $4} END {print s / NR}')
+    last=$(losses out | tail -20 | awk '{s += $4} END {print s / NR}')
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.8 * a) }' && good ||
+        bad "Fashion-MNIST: the mean loss of steps 4-23 is $first, of steps 284-303 $last"
+    expect 1 "$TG" train fmnist.tgraph --steps 1 --data x=$FM/train-images-idx3-ubyte.gz \
+        --data labels=$FM/t10k-labels-idx1-ubyte.gz
+    has err "t10k-labels-idx1-ubyte.gz has 10000 rows but $FM/train-images-idx3-ubyte.gz has 60000"
+    expect 1 "$TG" train fmnist.tgraph --steps 1 --data x=$FM/train-images-idx3-ubyte.gz \
+        --data labels=train_y.idx
+    has err "train_y.idx: at byte 2: elements of type f32 do not load as i64"
+fi
+
+# ---- train: errors ----
+expect 1 "$TG" train mlp.tgraph --steps 2 --data x=mlp_x.npy
+has err "tracegraph train: mlp.tgraph: not a training step: no state; train runs graphs traced with trace_state"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.npy
+has err "input 'y' (f32[4,3]) has no data: give its dataset with --data y=FILE.npy"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_xdim.npy --data y=train_y.npy
+has err "train_xdim.npy is f32[10,4] but input 'x' is f32[4,5]: dim 1 of its rows is 4, the input's 5"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_xint.npy --data y=train_y.npy
+has err "train_xint.npy holds i32[10,5] but input 'x' is f32[4,5]"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.npy --data y=train_y9.npy
+has err "train_y9.npy has 9 rows but train_x.npy has 10: the inputs' datasets must have one row per example each"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x3.npy --data y=train_y.npy
+has err "train_x3.npy is f32[3,5]: 3 rows, fewer than the batch of 4 that input 'x' takes"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=mlp_y.npy --data y=train_y.npy
+has err "mlp_y.npy is f32[4,10] but input 'x' is f32[4,5]"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=train_x.npy --data y=pair_a.npy
+has err "pair_a.npy is f32[2,3]: 2 rows, fewer than the batch of 4"
+expect 1 "$TG" train train.tgraph --steps 2 --data x=mlp_x.npy.missing --data y=train_y.npy
+has err "mlp_x.npy.missing"
+expect 1 "$TG" train train.tgraph --steps 2 $D --data z=train_x.npy
+has err "--data z=train_x.npy: the graph has no input named 'z' (its inputs: x, y)"
+expect 1 "$TG" train train.tgraph --steps 2 $D --data x=train_x.npy
+has err "input 'x' is given --data twice"
+expect 1 "$TG" train train.tgraph --steps 2 $D --lr 0.1 --lr-state rate
+has err "--lr: the step has no state named 'rate' (its states: fc1.weight, fc1.bias, fc2.weight, fc2.bias, lr); name the learning rate's state with --lr-state"
+expect 1 "$TG" train train.tgraph --steps 2 $D --lr 0.1 --lr-state fc1.bias
+has err "--lr: state 'fc1.bias' is f32[6], not an f32 scalar (a learning rate)"
+expect 1 "$TG" train train.tgraph --steps 2 $D --batch 2
+has err "input 'x' is f32[4,5]: its batch (dim 0) is fixed at 4, so --batch 2 needs a step traced with that dim dynamic (trace_dynamic)"
+expect 1 "$TG" train train_empty.tgraph --steps 2 --data x=train_y.npy
+has err "input 'x' is f32[0,3]: a batch of no rows (its dim 0); train feeds batches of one row or more"
+expect 1 "$TG" train train_sum.tgraph --steps 2 --data x=sum_x.npy --data t=sum_x.npy
+has err "sum_x.npy is f32[3,1] but input 't' is f32[]: a 0-d input takes a 0-d file (the same value every step)"
+expect 1 "$TG" train train_sum.tgraph --steps 2 --data x=sum_t.npy --data t=sum_t.npy
+has err "sum_t.npy is f32[] but input 'x' is f32[2,1]: the file holds the dataset, dim 0 its rows, each row one example of the input (2 dims)"
+# checkpoints: of another file kind, damaged, missing; nothing is written
+expect 1 "$TG" train train.tgraph --steps 2 $D --state train_x.npy --save no.ckpt
+has err "--state: train_x.npy: "
+[ -e no.ckpt ] && bad "a failed train wrote no.ckpt" || good
+head -c 100 t5.ckpt >cut.ckpt
+expect 1 "$TG" train train.tgraph --steps 2 $D --state cut.ckpt
+has err "--state: cut.ckpt: "
+expect 1 "$TG" train train.tgraph --steps 2 $D --state missing.ckpt
+has err "--state: missing.ckpt: cannot open"
+expect 1 "$TG" train train.tgraph --steps 1 $D --save no/such/dir.ckpt
+has err "--save: "
+expect 2 "$TG" train train.tgraph $D
+has err "--steps N is required"
+expect 2 "$TG" train train.tgraph --steps 0 $D
+has err "--steps wants an integer from 1 to"
+expect 2 "$TG" train train.tgraph --steps 2 --data x
+has err "--data wants NAME=FILE.npy (the graph input NAME and its dataset), not 'x'"
+expect 2 "$TG" train train.tgraph --steps 2 $D --lr-state lr
+has err "--lr-state names the state that --lr sets: give --lr X too"
+expect 2 "$TG" train train.tgraph --steps 2 $D --lr -1
+has err "--lr wants a number >= 0"
+expect 2 "$TG" train train.tgraph train.tgraph --steps 2 $D
+has err "one FILE.tgraph only"
+expect 2 "$TG" train --steps 2 $D
+has err "no FILE.tgraph given"
+
+# ---- info and dump: a training step's states ----
+expect 0 "$TG" info train.tgraph
+has out "trace main: 31 nodes"
+has out ", 5 states (232 bytes): a training step"
+has out "  state  fc1.weight: f32[6,5], updated by each step"
+has out "  state  lr: f32[], not changed by the step"
+has out "  states          "
+has out "states: 5, 232 bytes (a training step: tracegraph train runs it)"
+grep -qE "^    fc2.bias +f32\[3\] +12 bytes, updated by each step$" out && good ||
+    bad "info lists fc2.bias's bytes and role"
+expect 0 "$TG" info mlp.tgraph
+lacks out "  state  "
+lacks out "states:"
+lacks out "a training step"
+expect 0 "$TG" dump train.tgraph
+has out "%fc1.bias: f32[6] = state ["
+has out "%lr: f32[] = state [0.05]"
+has out "next %fc1.weight = %"
+has out "next %lr = %lr"
 
 # ---- dump ----
 expect 0 "$TG" dump mlp.tgraph

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/conv_attrs.h"
 #include "../graph/graph_impl.h"
 #include "check.h"
 #include "eager/eager.h"
@@ -716,6 +717,247 @@ static void table_checks(void)
     graph_free(g);
 }
 
+/* ---- max_pool2d_grad: the op the max_pool2d rule emits, against a naive loop ---- */
+
+/*
+ * The reference, written as the rule's definition: each window of x padded
+ * with -inf has the maximum m (NaN if any element is); the first element
+ * (row-major in the window) equal to m takes the window's dy, added in the
+ * order of the windows; nothing when m is NaN or that element is padding.
+ */
+static void pool_grad_ref(const float *x, const float *dy, float *dx, int64_t nc, int64_t h,
+                          int64_t w, int64_t oh, int64_t ow, const int64_t k[2],
+                          const int64_t s[2], const int64_t p[4])
+{
+    memset(dx, 0, (size_t)(nc * h * w) * sizeof *dx);
+    for (int64_t pl = 0; pl < nc; pl++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                float m = -INFINITY;
+                int nan = 0;
+                for (int64_t u = 0; u < k[0]; u++)
+                    for (int64_t v = 0; v < k[1]; v++) {
+                        int64_t r = i * s[0] - p[0] + u, c = j * s[1] - p[1] + v;
+                        if (r >= 0 && r < h && c >= 0 && c < w) {
+                            float e = x[(pl * h + r) * w + c];
+                            nan |= isnan(e);
+                            m = e > m ? e : m;
+                        }
+                    }
+                if (nan)
+                    continue;
+                for (int64_t u = 0, done = 0; u < k[0] && !done; u++)
+                    for (int64_t v = 0; v < k[1] && !done; v++) {
+                        int64_t r = i * s[0] - p[0] + u, c = j * s[1] - p[1] + v;
+                        int in = r >= 0 && r < h && c >= 0 && c < w;
+                        float e = in ? x[(pl * h + r) * w + c] : -INFINITY;
+                        if (e == m) {
+                            if (in)
+                                dx[(pl * h + r) * w + c] += dy[(pl * oh + i) * ow + j];
+                            done = 1;
+                        }
+                    }
+            }
+}
+
+static int same_bits(const float *a, const float *b, int64_t n, int64_t *at)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
+            *at = i;
+            return 0;
+        }
+    return 1;
+}
+
+/* The chain of registry ops max_pool2d's rule was before max_pool2d_grad:
+ * the windows gathered from x padded with -inf, eq against y, the first
+ * hit by a cumsum, times dy, added back by scatter_elements, the padding
+ * cut off.  Writes dx (n*c*h*w floats); 0 on an error. */
+static int old_pool_rule(eager_tensor *x, eager_tensor *y, eager_tensor *dy, const int64_t k[2],
+                         const int64_t s[2], const int64_t p[4], float *dx)
+{
+    const graph_type *xt = eager_type(x), *yt = eager_type(y);
+    int64_t n = xt->dim[0], c = xt->dim[1], h = xt->dim[2], w = xt->dim[3];
+    int64_t oh = yt->dim[2], ow = yt->dim[3], kk = k[0] * k[1], l = oh * ow * kk;
+    int64_t hp = h + p[0] + p[2], wp = w + p[1] + p[3];
+    int64_t *idx = malloc((size_t)l * sizeof *idx), at = 0;
+    for (int64_t i = 0; i < oh; i++)
+        for (int64_t j = 0; j < ow; j++)
+            for (int64_t u = 0; u < k[0]; u++)
+                for (int64_t v = 0; v < k[1]; v++)
+                    idx[at++] = (i * s[0] + u) * wp + j * s[1] + v;
+    eager_pool_push();
+    eager_tensor *it = eager_from_data(GRAPH_I64, TG_SHAPE(l), idx);
+    free(idx);
+    eager_tensor *xp = eager_pad(x, TG_INTS(0, 0, p[0], p[1], 0, 0, p[2], p[3]), -INFINITY);
+    eager_tensor *win = eager_gather(eager_reshape(xp, TG_INTS(n, c, hp * wp)), it, 2);
+    win = eager_reshape(win, TG_INTS(n, c, oh, ow, kk));
+    eager_tensor *hit = eager_cast(eager_eq(win, eager_reshape(y, TG_INTS(n, c, oh, ow, 1))),
+                                   GRAPH_F32);
+    eager_tensor *seen = eager_cumsum(hit, 4, 0, 0);
+    eager_tensor *first = eager_mul(hit, eager_cast(eager_eq(seen, eager_scalar(1.0)), GRAPH_F32));
+    eager_tensor *contrib = eager_reshape(
+        eager_mul(first, eager_reshape(dy, TG_INTS(n, c, oh, ow, 1))), TG_INTS(n, c, l));
+    eager_tensor *ie = eager_expand(eager_reshape(it, TG_INTS(1, 1, l)), TG_INTS(n, c, l));
+    eager_tensor *gp = eager_scatter_elements(eager_zeros(GRAPH_F32, TG_SHAPE(n, c, hp * wp)),
+                                              ie, contrib, 2, GRAPH_SCATTER_ADD);
+    gp = eager_slice(eager_reshape(gp, TG_INTS(n, c, hp, wp)), TG_INTS(2, 3),
+                     TG_INTS(p[0], p[1]), TG_INTS(p[0] + h, p[1] + w), TG_NOINTS);
+    int ok = gp != NULL;
+    if (ok)
+        memcpy(dx, eager_peek(gp), (size_t)(n * c * h * w) * sizeof *dx);
+    eager_pool_pop();
+    return ok;
+}
+
+/* x's values: 0 distinct (a permutation of multiples of 0.25), 1 few
+ * levels (ties everywhere, +0 and -0 among them), 2 as 1 with NaNs and
+ * planes of -inf (a window of -inf whose first element is padding passes
+ * nothing; one whose first element is in bounds passes to it). */
+static void pool_grad_fill(float *x, int64_t n, int64_t plane, int mode)
+{
+    spaced_reset(n);
+    for (int64_t i = 0; i < n; i++) {
+        if (mode == 0) {
+            x[i] = 0.25f * (float)(g_perm[i] - n / 2);
+            continue;
+        }
+        int lv = (int)(next_u64() % 5);
+        x[i] = lv == 0 ? -0.0f : lv == 1 ? 0.0f : (float)(lv - 3);
+        if (mode == 2 && next_u64() % 23 == 0)
+            x[i] = NAN;
+    }
+    if (mode == 2 && n >= 2 * plane)
+        for (int64_t i = plane; i < 2 * plane; i++)
+            x[i] = (next_u64() % 4) ? -INFINITY : NAN;
+}
+
+static void max_pool_grad_checks(void)
+{
+    const struct {
+        int64_t n, c, h, w;
+        graph_ints k, s, p;
+    } cs[] = {
+        {2, 3, 8, 10, TG_INTS(2), TG_NOINTS, TG_NOINTS},           /* the CNN's pool */
+        {1, 3, 7, 9, TG_INTS(2), TG_NOINTS, TG_NOINTS},            /* its odd row, column */
+        {1, 2, 7, 9, TG_INTS(2), TG_INTS(2), TG_INTS(1)},          /* padding, no overlap */
+        {1, 3, 7, 8, TG_INTS(2), TG_INTS(3), TG_NOINTS},           /* gaps between windows */
+        {2, 3, 9, 7, TG_INTS(3), TG_INTS(2), TG_INTS(1)},          /* overlap and padding */
+        {1, 2, 6, 5, TG_INTS(3), TG_INTS(1), TG_INTS(1)},          /* stride 1 */
+        {2, 2, 7, 11, TG_INTS(3, 2), TG_INTS(1, 3), TG_INTS(1, 0, 2, 1)}, /* uneven */
+        {3, 4, 40, 40, TG_INTS(2), TG_NOINTS, TG_NOINTS},          /* threaded */
+        {3, 4, 41, 39, TG_INTS(3), TG_INTS(2), TG_INTS(1)},        /* threaded, overlap */
+    };
+    eager_site here = {EAGER_SITE};
+    for (int ci = 0; ci < (int)(sizeof cs / sizeof cs[0]); ci++)
+        for (int mode = 0; mode < 3; mode++) {
+            int64_t k[2], st[2], p[4];
+            graph_ints_pair(&cs[ci].k, 1, k);
+            graph_ints_pair(&cs[ci].s, 0, st);
+            if (cs[ci].s.n == 0)
+                st[0] = k[0], st[1] = k[1];
+            graph_ints_pad4(&cs[ci].p, p);
+            int64_t h = cs[ci].h, w = cs[ci].w, nc = cs[ci].n * cs[ci].c;
+            int64_t oh = (h + p[0] + p[2] - k[0]) / st[0] + 1;
+            int64_t ow = (w + p[1] + p[3] - k[1]) / st[1] + 1;
+            int64_t nx = nc * h * w, ny = nc * oh * ow, at = 0;
+            float *x = malloc((size_t)nx * sizeof *x), *dy = malloc((size_t)ny * sizeof *dy);
+            float *want = malloc((size_t)nx * sizeof *want);
+            pool_grad_fill(x, nx, h * w, mode);
+            for (int64_t i = 0; i < ny; i++)
+                dy[i] = (float)(2 * urand() - 1);
+            dy[0] = -0.0f;
+            pool_grad_ref(x, dy, want, nc, h, w, oh, ow, k, st, p);
+            eager_tensor *xt = eager_from_data(GRAPH_F32, TG_SHAPE(cs[ci].n, cs[ci].c, h, w), x);
+            eager_tensor *dyt =
+                eager_from_data(GRAPH_F32, TG_SHAPE(cs[ci].n, cs[ci].c, oh, ow), dy);
+            /* the op itself */
+            eager_tensor *dx = eager_max_pool2d_grad(dyt, xt, cs[ci].k, cs[ci].s, cs[ci].p);
+            CHECK_MSG(dx && eager_numel(dx) == nx, "case %d mode %d: max_pool2d_grad: %s", ci,
+                      mode, eager_error());
+            int same = dx && same_bits(eager_peek(dx), want, nx, &at);
+            if (dx)
+                CHECK_MSG(same,
+                          "case %d mode %d: max_pool2d_grad vs the naive loop at %lld: %g vs %g",
+                          ci, mode, (long long)at, ((const float *)eager_peek(dx))[at], want[at]);
+            /* the rule, eager builder: the same op */
+            graph_max_pool2d_attrs mp = {cs[ci].k, cs[ci].s, cs[ci].p};
+            eager_tensor *y = eager_max_pool2d(xt, cs[ci].k, cs[ci].s, cs[ci].p);
+            unsigned char yes = 1;
+            eager_tensor *gin = NULL;
+            CHECK(eager_op_grad(GRAPH_OP_max_pool2d, &xt, 1, &mp, &y, 1, &dyt, &yes, &gin,
+                                &here) == TG_OK);
+            same = gin && same_bits(eager_peek(gin), want, nx, &at);
+            if (gin)
+                CHECK_MSG(same,
+                          "case %d mode %d: the max_pool2d rule vs the naive loop at %lld", ci,
+                          mode, (long long)at);
+            /* the rule's former chain: the same bits where windows do not
+             * overlap; where they do, the additions run in the same order */
+            float *old = malloc((size_t)nx * sizeof *old);
+            CHECK_MSG(y && old_pool_rule(xt, y, dyt, k, st, p, old), "case %d: old rule: %s", ci,
+                      eager_error());
+            same = same_bits(old, want, nx, &at);
+            CHECK_MSG(same,
+                      "case %d mode %d: the former rule's chain vs the naive loop at %lld: %g vs "
+                      "%g", ci, mode, (long long)at, old[at], want[at]);
+            free(old);
+            /* replay of the op (the plan's CPU kernel, threads) */
+            graph *g = graph_new("pool_grad");
+            int32_t in[2], out;
+            in[0] = graph_add_value(g, GRAPH_VALUE_INPUT, eager_type(dyt), "dy");
+            in[1] = graph_add_value(g, GRAPH_VALUE_INPUT, eager_type(xt), "x");
+            graph_add_input(g, in[0]);
+            graph_add_input(g, in[1]);
+            graph_max_pool2d_grad_attrs ga = {cs[ci].k, cs[ci].s, cs[ci].p};
+            CHECK(graph_add_node(g, GRAPH_OP_max_pool2d_grad, in, 2, &ga, &out, 1) >= 0);
+            graph_add_output(g, out, "dx");
+            char err[256] = "";
+            replay_opts ro = {.threads = 2};
+            replay_plan *rp = replay_compile(g, &ro, err, sizeof err);
+            CHECK_MSG(rp != NULL, "case %d: compile: %s", ci, err);
+            replay_session *rs = rp ? replay_session_new(rp, NULL, 0) : NULL;
+            float *got = malloc((size_t)nx * sizeof *got);
+            memset(got, 0xff, (size_t)nx * sizeof *got); /* NaNs where nothing is written */
+            replay_tensor ins[2] = {{.name = "dy", .type = *eager_type(dyt), .input = dy},
+                                    {.name = "x", .type = *eager_type(xt), .input = x}};
+            replay_tensor outs = {.name = "dx", .data = got, .size = (size_t)nx * sizeof *got};
+            CHECK_MSG(rs && replay_run(rs, ins, 2, &outs, 1) == TG_OK, "case %d: replay: %s",
+                      ci, replay_session_error(rs));
+            same = same_bits(got, want, nx, &at);
+            CHECK_MSG(same,
+                      "case %d mode %d: replayed max_pool2d_grad vs the naive loop at %lld", ci,
+                      mode, (long long)at);
+            replay_session_free(rs);
+            replay_plan_free(rp);
+            graph_free(g);
+            free(got);
+            release_n(&gin, 1);
+            release_n(&y, 1);
+            release_n(&dx, 1);
+            eager_release(dyt);
+            eager_release(xt);
+            free(want);
+            free(dy);
+            free(x);
+        }
+    /* shape checks name what is wrong */
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(1, 2, 6, 6), 3, -1, 1);
+    eager_tensor *dy = eager_rand_uniform(TG_SHAPE(1, 2, 3, 2), 4, -1, 1);
+    eager_tensor *x3 = eager_rand_uniform(TG_SHAPE(2, 6, 6), 5, -1, 1);
+    CHECK_FAILS(eager_max_pool2d_grad(dy, x, TG_INTS(2), TG_NOINTS, TG_NOINTS),
+                "max_pool2d_grad: [1,2,3,2] x [1,2,6,6]: dy is f32 [1,2,3,2], max_pool2d "
+                "of x gives f32 [1,2,3,3]: they must match");
+    CHECK_FAILS(eager_max_pool2d_grad(dy, x3, TG_INTS(2), TG_NOINTS, TG_NOINTS),
+                "x must be 4-D [N,C,H,W], got 3-D");
+    CHECK_FAILS(eager_max_pool2d_grad(dy, x, TG_INTS(2), TG_NOINTS, TG_INTS(2)),
+                "padding [2] must be smaller than the kernel [2]");
+    eager_release(x3);
+    eager_release(dy);
+    eager_release(x);
+}
+
 /* ---- a two-layer MLP with cross-entropy, as one graph ---- */
 
 static void mlp_check(void)
@@ -896,6 +1138,7 @@ int main(void)
     shape_cases();
     random_shape_cases();
     table_checks();
+    max_pool_grad_checks();
     mlp_check();
     traced_backward();
     free(g_perm);

@@ -714,7 +714,7 @@ static void test_dataset(void)
     /* a directory without the files */
     CHECK_MSG(format_idx_dataset_load_dir(tmpdir, "t10k", 10, &ds, err, sizeof err) ==
                       TG_ERR_IO && !ds && strstr(err, ": no t10k images: neither ") &&
-                  strstr(err, "/t10k-images-idx3-ubyte.gz or ") &&
+                  strstr(err, "/t10k-images-idx3-ubyte.gz nor ") &&
                   strstr(err, "/t10k-images-idx3-ubyte exists"),
               "%s", err);
     CHECK(format_idx_dataset_load(NULL, lp, 10, &ds, err, sizeof err) == TG_ERR_NULL);

@@ -385,6 +385,9 @@ static const ocase refused[] = {
     {"graph t(%dy: f32[2,6,4,3], %w: f32[6,2,3,3]) -> (y: f32[2,4,7,6]) {\n"
      "  %1: f32[2,4,7,6] = conv2d_grad_input(%dy, %w) {stride=[2], padding=[1], groups=2, "
      "xsize=[7,6]}\n  return y = %1\n}\n", -1, 1, 1e-4},
+    {"graph t(%dy: f32[2,3,3,4], %x: f32[2,3,5,7]) -> (y: f32[2,3,5,7]) {\n"
+     "  %1: f32[2,3,5,7] = max_pool2d_grad(%dy, %x) {kernel=[3], stride=[2], padding=[1]}\n"
+     "  return y = %1\n}\n", -2, 2, 0},
 };
 
 static void run_refused(const ocase *c, int idx, int *covered)

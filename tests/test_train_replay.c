@@ -5,7 +5,8 @@
  * trained 5 steps eagerly, its 6th step traced whole (forward, loss,
  * backward, optimizer) and replayed for the remaining steps, against the
  * same 100 steps run eagerly from the same start: bit for bit at -O0,
- * within 1e-5 relative (losses, parameters, running statistics) at -O2;
+ * within 1e-5 relative (losses, parameters, running statistics) at -O2,
+ * 1e-4 at -O3 (blocked convolutions: another summation order);
  * for SGD with Nesterov momentum and for AdamW under a learning rate that
  * changes every step (the rate is state: one graph serves the schedule).
  * Half way, the session's state is saved, and a new process (fork) loads
@@ -31,22 +32,10 @@
 
 enum { B = 8, IMG = 8, C1 = 4, K = 10, STEPS = 100, CAPTURE = 5, HALF = 52 };
 
-static eager_tensor *rand_t(graph_ints shape, uint64_t seed, float lo, float hi)
-{
-    int64_t n = 1;
-    for (int i = 0; i < shape.n; i++)
-        n *= shape.v[i];
-    float *f = malloc((size_t)n * sizeof *f);
-    check_fill(f, n, seed, lo, hi);
-    eager_tensor *t = eager_from_data(GRAPH_F32, shape, f);
-    free(f);
-    return t;
-}
-
 /* Batch k: images and labels, the same for every run. */
 static eager_tensor *images(int k)
 {
-    return rand_t(TG_SHAPE(B, 1, IMG, IMG), 1000 + (uint64_t)k, -1, 1);
+    return check_rand_tensor(TG_SHAPE(B, 1, IMG, IMG), 1000 + (uint64_t)k, -1, 1);
 }
 static eager_tensor *labels(int k)
 {
@@ -56,25 +45,24 @@ static eager_tensor *labels(int k)
     return eager_from_data(GRAPH_I64, TG_SHAPE(B), l);
 }
 
-enum { NPARAM = 6, NSTAT = 3 };
+enum { NPARAM = 5, NSTAT = 3 };
 typedef struct cnn {
-    eager_tensor *p[NPARAM]; /* conv w, conv b, bn gamma, bn beta, fc w, fc b */
+    eager_tensor *p[NPARAM]; /* conv w (no bias: batch norm follows), bn gamma, bn beta, fc w, fc b */
     eager_tensor *st[NSTAT]; /* running mean, running var, batches tracked */
     eager_optim *opt;
 } cnn;
 
-static const char *pname[NPARAM] = {"conv.weight", "conv.bias", "bn.weight",
-                                    "bn.bias", "fc.weight", "fc.bias"};
+static const char *pname[NPARAM] = {"conv.weight", "bn.weight", "bn.bias", "fc.weight",
+                                    "fc.bias"};
 static const char *sname[NSTAT] = {"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"};
 
 static void make_cnn(cnn *m, int adamw)
 {
-    m->p[0] = rand_t(TG_SHAPE(C1, 1, 3, 3), 1, -0.5f, 0.5f);
-    m->p[1] = rand_t(TG_SHAPE(C1), 2, -0.1f, 0.1f);
-    m->p[2] = rand_t(TG_SHAPE(C1), 3, 0.8f, 1.2f);
-    m->p[3] = rand_t(TG_SHAPE(C1), 4, -0.1f, 0.1f);
-    m->p[4] = rand_t(TG_SHAPE(K, C1 * (IMG / 2) * (IMG / 2)), 5, -0.2f, 0.2f);
-    m->p[5] = rand_t(TG_SHAPE(K), 6, -0.1f, 0.1f);
+    m->p[0] = check_rand_tensor(TG_SHAPE(C1, 1, 3, 3), 1, -0.5f, 0.5f);
+    m->p[1] = check_rand_tensor(TG_SHAPE(C1), 3, 0.8f, 1.2f);
+    m->p[2] = check_rand_tensor(TG_SHAPE(C1), 4, -0.1f, 0.1f);
+    m->p[3] = check_rand_tensor(TG_SHAPE(K, C1 * (IMG / 2) * (IMG / 2)), 5, -0.2f, 0.2f);
+    m->p[4] = check_rand_tensor(TG_SHAPE(K), 6, -0.1f, 0.1f);
     m->st[0] = eager_zeros(GRAPH_F32, TG_SHAPE(C1));
     m->st[1] = eager_full(GRAPH_F32, TG_SHAPE(C1), 1.0);
     m->st[2] = eager_zeros(GRAPH_I64, TG_NOINTS);
@@ -113,11 +101,13 @@ static double lr_at(int k) { return 0.01 * (1.0 - k / 150.0); }
 /* One eager step; the loss tensor (pool-owned) through *loss. */
 static void cnn_step(cnn *m, eager_tensor *x, eager_tensor *y, eager_tensor **loss)
 {
-    eager_tensor *h = eager_conv2d(x, m->p[0], m->p[1], TG_NOINTS, TG_INTS(1, 1, 1, 1), TG_NOINTS, 1);
-    h = eager_batch_norm_train(h, m->p[2], m->p[3], m->st[0], m->st[1], m->st[2], 1e-5, 0.1);
+    /* no conv bias: batch norm cancels it, so its gradient is rounding
+     * noise, which AdamW would turn into full-size steps of any sign */
+    eager_tensor *h = eager_conv2d(x, m->p[0], EAGER_NONE, TG_NOINTS, TG_INTS(1, 1, 1, 1), TG_NOINTS, 1);
+    h = eager_batch_norm_train(h, m->p[1], m->p[2], m->st[0], m->st[1], m->st[2], 1e-5, 0.1);
     h = eager_max_pool2d(eager_relu(h), TG_INTS(2, 2), TG_INTS(2, 2), TG_NOINTS);
     h = eager_dropout(eager_flatten(h, 1, -1), 0.25);
-    eager_tensor *o = eager_linear(h, m->p[4], m->p[5]);
+    eager_tensor *o = eager_linear(h, m->p[3], m->p[4]);
     *loss = eager_cross_entropy(o, y, 0.1);
     CHECK(eager_backward(*loss) == TG_OK);
     CHECK(eager_optim_step(m->opt) == TG_OK);
@@ -243,8 +233,17 @@ static double compare(const run *a, const run *b, const char *what, double tol)
     for (int k = 0; k < STEPS; k++)
         worst = fmax(worst, check_abs_diff(a->loss[k], b->loss[k]) / fmax(fabs(b->loss[k]), 1e-6));
     CHECK_MSG(a->nstate == b->nstate, "%s: %d state floats vs %d", what, a->nstate, b->nstate);
-    for (int i = 0; i < a->nstate && i < b->nstate; i++)
-        worst = fmax(worst, check_abs_diff(a->state[i], b->state[i]) / fmax(fabs(b->state[i]), 1e-3));
+    int wi = -1;
+    for (int i = 0; i < a->nstate && i < b->nstate; i++) {
+        double d = check_abs_diff(a->state[i], b->state[i]) / fmax(fabs(b->state[i]), 1e-3);
+        if (d > worst) {
+            worst = d;
+            wi = i;
+        }
+    }
+    if (getenv("TG_DEBUG_WORST"))
+        fprintf(stderr, "%s: worst state float %d: %g vs %g\n", what, wi, wi >= 0 ? a->state[wi] : 0,
+                wi >= 0 ? b->state[wi] : 0);
     CHECK_MSG(worst <= tol, "%s: largest relative difference %.3g over %d steps (tolerance %.3g)",
               what, worst, STEPS, tol);
     printf("%s: largest relative difference %.3g over %d steps\n", what, worst, STEPS);
@@ -265,7 +264,7 @@ static void test_cnn(int adamw)
     CHECK_MSG(nstate == NPARAM + NSTAT + 1 + (adamw ? 5 + 3 * NPARAM : 3 + NPARAM),
               "%s: %d states", oname, nstate);
     char err[1024];
-    for (int level = 0; level <= 2; level += 2) {
+    for (int level = 0; level <= 3; level += (level == 2 ? 1 : 2)) {
         graph *h = graph_clone(g);
         if (level) {
             opt_options o = OPT_OPTIONS_INIT;
@@ -285,7 +284,9 @@ static void test_cnn(int adamw)
         rep.nstate = snapshot_session(s, p, rep.state, 2048);
         char what[128];
         snprintf(what, sizeof what, "%s, replay -O%d vs eager", oname, level);
-        compare(&rep, &ref, what, level == 0 ? 0 : 1e-5);
+        /* -O3 lays the convolutions out blocked: another kernel, another
+         * summation order, drifting over 95 steps (1.5e-5 here) */
+        compare(&rep, &ref, what, level == 0 ? 0 : level == 2 ? 1e-5 : 1e-4);
         replay_session_free(s);
         replay_plan_free(p);
         graph_free(h);
@@ -358,7 +359,7 @@ enum { MB = 6, D = 7, H = 9, MK = 4 };
 
 static eager_tensor *mx(int k, int part)
 {
-    return rand_t(TG_SHAPE(MB, D), 5000 + 2 * (uint64_t)k + (uint64_t)part, -1, 1);
+    return check_rand_tensor(TG_SHAPE(MB, D), 5000 + 2 * (uint64_t)k + (uint64_t)part, -1, 1);
 }
 static eager_tensor *my(int k, int part)
 {
@@ -375,10 +376,10 @@ typedef struct mlp {
 
 static void make_mlp(mlp *m)
 {
-    m->p[0] = rand_t(TG_SHAPE(H, D), 71, -0.5f, 0.5f);
-    m->p[1] = rand_t(TG_SHAPE(H), 72, -0.1f, 0.1f);
-    m->p[2] = rand_t(TG_SHAPE(MK, H), 73, -0.5f, 0.5f);
-    m->p[3] = rand_t(TG_SHAPE(MK), 74, -0.1f, 0.1f);
+    m->p[0] = check_rand_tensor(TG_SHAPE(H, D), 71, -0.5f, 0.5f);
+    m->p[1] = check_rand_tensor(TG_SHAPE(H), 72, -0.1f, 0.1f);
+    m->p[2] = check_rand_tensor(TG_SHAPE(MK, H), 73, -0.5f, 0.5f);
+    m->p[3] = check_rand_tensor(TG_SHAPE(MK), 74, -0.1f, 0.1f);
     for (int i = 0; i < 4; i++)
         eager_requires_grad(m->p[i], 1);
     eager_sgd_opts o = EAGER_SGD_OPTS_INIT;
@@ -434,10 +435,16 @@ static void test_accumulation(void)
         CHECK(eager_optim_zero_grad(b.opt) == TG_OK);
         eager_pool_pop();
     }
+    /* per tensor, max |a - b| / max |b|: the sums run in another order over
+     * 2 x 6 rows than over 12 */
     for (int i = 0; i < 4; i++) {
         const float *pa = eager_peek(a.p[i]), *pb = eager_peek(b.p[i]);
-        for (int64_t j = 0; j < eager_numel(a.p[i]); j++)
-            worst = fmax(worst, fabs(pa[j] - pb[j]) / fmax(fabs(pb[j]), 1e-3));
+        double d = 0, m = 0;
+        for (int64_t j = 0; j < eager_numel(a.p[i]); j++) {
+            d = fmax(d, fabs(pa[j] - pb[j]));
+            m = fmax(m, fabs(pb[j]));
+        }
+        worst = fmax(worst, d / fmax(m, 1e-30));
     }
     CHECK_MSG(worst <= 1e-6, "2 micro-batches vs one double batch, 10 steps: %.3g", worst);
     printf("accumulation: 2 micro-batches vs one double batch, 10 SGD steps: largest relative "

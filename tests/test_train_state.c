@@ -30,18 +30,6 @@
 
 enum { N = 8, D = 5, H = 6, C = 3 };
 
-static eager_tensor *rand_t(graph_ints shape, uint64_t seed, float lo, float hi)
-{
-    int64_t n = 1;
-    for (int i = 0; i < shape.n; i++)
-        n *= shape.v[i];
-    float *f = malloc((size_t)n * sizeof *f);
-    check_fill(f, n, seed, lo, hi);
-    eager_tensor *t = eager_from_data(GRAPH_F32, shape, f);
-    free(f);
-    return t;
-}
-
 typedef struct model {
     eager_tensor *w1, *b1, *w2, *b2, *lr;
 } model;
@@ -49,10 +37,10 @@ typedef struct model {
 static model make_model(void)
 {
     model m;
-    m.w1 = rand_t(TG_SHAPE(H, D), 11, -0.6f, 0.6f);
-    m.b1 = rand_t(TG_SHAPE(H), 12, -0.1f, 0.1f);
-    m.w2 = rand_t(TG_SHAPE(C, H), 13, -0.6f, 0.6f);
-    m.b2 = rand_t(TG_SHAPE(C), 14, -0.1f, 0.1f);
+    m.w1 = check_rand_tensor(TG_SHAPE(H, D), 11, -0.6f, 0.6f);
+    m.b1 = check_rand_tensor(TG_SHAPE(H), 12, -0.1f, 0.1f);
+    m.w2 = check_rand_tensor(TG_SHAPE(C, H), 13, -0.6f, 0.6f);
+    m.b2 = check_rand_tensor(TG_SHAPE(C), 14, -0.1f, 0.1f);
     m.lr = eager_scalar(0.05);
     eager_tensor *p[4] = {m.w1, m.b1, m.w2, m.b2};
     for (int i = 0; i < 4; i++)
@@ -92,8 +80,8 @@ static double step(model *m, eager_tensor *x, eager_tensor *y, eager_tensor **lo
     return l;
 }
 
-static eager_tensor *batch_x(int k) { return rand_t(TG_SHAPE(N, D), 100 + (uint64_t)k, -1, 1); }
-static eager_tensor *batch_y(int k) { return rand_t(TG_SHAPE(N, C), 200 + (uint64_t)k, -1, 1); }
+static eager_tensor *batch_x(int k) { return check_rand_tensor(TG_SHAPE(N, D), 100 + (uint64_t)k, -1, 1); }
+static eager_tensor *batch_y(int k) { return check_rand_tensor(TG_SHAPE(N, C), 200 + (uint64_t)k, -1, 1); }
 
 /* Traces one step (after `warm` eager steps); returns the graph. */
 static graph *trace_step(model *m, int warm)
@@ -378,12 +366,27 @@ static void test_refusals(void)
     /* gradients left from before the step: accumulating into them would
      * bake them into the step as constants */
     eager_pool_push();
-    CHECK(eager_backward(eager_mse_loss(eager_linear(x, m.w1, m.b1), rand_t(TG_SHAPE(N, H), 9, -1, 1))) == TG_OK);
+    CHECK(eager_backward(eager_mse_loss(eager_linear(x, m.w1, m.b1), check_rand_tensor(TG_SHAPE(N, H), 9, -1, 1))) == TG_OK);
     CHECK(trace_begin(NULL) == TG_OK);
     trace_input(x, "x");
-    CHECK(eager_backward(eager_mse_loss(eager_linear(x, m.w1, m.b1), rand_t(TG_SHAPE(N, H), 9, -1, 1))) != TG_OK);
+    CHECK(eager_backward(eager_mse_loss(eager_linear(x, m.w1, m.b1), check_rand_tensor(TG_SHAPE(N, H), 9, -1, 1))) != TG_OK);
     expect_err("stale gradient", "trace: a gradient accumulated before the step is read here");
     trace_abort();
+    eager_zero_grad(m.w1);
+    eager_zero_grad(m.b1);
+    eager_pool_pop();
+
+    /* a traced backward with a dynamic dim: refused (its 1/N is the traced N) */
+    eager_pool_push();
+    CHECK(trace_begin(NULL) == TG_OK);
+    trace_input(x, "x");
+    CHECK(trace_dynamic(x, 0, "B") == TG_OK);
+    eager_tensor *dl = eager_mse_loss(eager_linear(x, m.w1, m.b1), check_rand_tensor(TG_SHAPE(N, H), 9, -1, 1));
+    CHECK(eager_backward(dl) == TG_OK);
+    trace_output(dl, "loss");
+    CHECK(trace_freeze() == NULL);
+    expect_err("dynamic backward", "trace_freeze: the step runs eager_backward and has a dynamic "
+                                   "dim (\"B\", trace_dynamic)");
     eager_zero_grad(m.w1);
     eager_zero_grad(m.b1);
     eager_pool_pop();

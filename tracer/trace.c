@@ -126,6 +126,7 @@ typedef struct trace_state {
     int32_t nwr, cap_wr;
     eager_tensor *rng0; /* the thread's generator when the trace began */
     int made_rng;       /* ... made by trace_begin (the thread had none) */
+    uint64_t backwards; /* eager_backward_count() when the trace began */
     trace_opts opts;
     uint32_t id;
     eager_hooks hooks;
@@ -734,6 +735,7 @@ tg_status trace_begin_at(EAGER_SITE_PARAMS, const trace_opts *opts)
     st->begin = site;
     /* the generator the step starts from (freeze: "rng" state if replaced) */
     st->made_rng = eager_rng_peek() == NULL;
+    st->backwards = eager_backward_count();
     eager_tensor *g0 = eager_rng_get_at(site.file, site.line, site.func);
     st->rng0 = g0 ? eager_retain(g0) : NULL;
     const char *e = getenv("TG_TRACE_WARN_OPS");
@@ -1050,6 +1052,17 @@ graph *trace_freeze_at(EAGER_SITE_PARAMS)
         return NULL;
     }
     tg_status s = finish_states(st, &site);
+    if (s == TG_OK && g->nsyms > 0 && eager_backward_count() != st->backwards) {
+        /* the gradient rules build tensors of the traced sizes (a mean's
+         * 1/N, zeros to scatter into): at another size they would fail, or
+         * silently scale a gradient by the traced size */
+        eager_set_error(TG_ERR_UNSUPPORTED, &site, "trace_freeze: the step runs eager_backward "
+                        "and has a dynamic dim (\"%s\", trace_dynamic): a traced backward "
+                        "holds tensors of the traced sizes (a mean's 1/N, ...), so it replays "
+                        "only at them; trace the step without trace_dynamic (and pad or drop a "
+                        "last partial batch)", g->syms[0].name);
+        s = TG_ERR_UNSUPPORTED;
+    }
     if (s != TG_OK) {
         end_trace(st, 0);
         return NULL;

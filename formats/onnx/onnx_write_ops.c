@@ -706,8 +706,10 @@ tg_status onnxw_emit_node(onnx_w *w)
                                     "export the graph without its training step");
     case GRAPH_OP_conv2d_grad_weight:
     case GRAPH_OP_conv2d_grad_input:
-        return onnxw_unsupported(w, "a gradient op has no ONNX form: export the graph "
-                                    "without its backward");
+    case GRAPH_OP_max_pool2d_grad:
+        return onnxw_unsupported(w, "a gradient op has no ONNX form (the "
+                                    "ai.onnx.preview.training domain is not written): "
+                                    "export the forward graph");
     default: return onnxw_emit_shape_op(w);
     }
 }
