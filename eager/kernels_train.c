@@ -84,6 +84,10 @@ tg_status eager_kernel_dropout(const eager_kargs *a)
     return TG_OK;
 }
 
+/* In place: the new running statistics (outputs 1, 2) may lie over the old
+ * ones (inputs 3, 4): channel ch reads its old value before it writes its
+ * new one, and no other channel's (replay plans them in place:
+ * optimize/memplan.c, opt_state_in_place). */
 tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
 {
     const graph_batch_norm_train_attrs *at = a->attrs;

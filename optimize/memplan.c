@@ -456,6 +456,8 @@ static int writes_over(const graph *g, const graph_node *n, int k, int j)
         return (k == 0 && j == 0) || (k == 1 && j == 2);
     if (n->op == GRAPH_OP_adamw_step)
         return (k == 0 && j == 0) || (k == 1 && j == 2) || (k == 2 && j == 3);
+    if (n->op == GRAPH_OP_batch_norm_train) /* the running statistics, per channel */
+        return (k == 1 && j == 3) || (k == 2 && j == 4);
     return k == 0 && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE) &&
            graph_type_numel(&g->values[n->in[j]].type) ==
                graph_type_numel(&g->values[n->out[k]].type) &&

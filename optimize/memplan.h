@@ -41,7 +41,8 @@ typedef struct opt_memplan {
  * and no other state's next; every reader of the state's old value runs
  * before P, or is P reading it where P may write that output over it (an
  * elementwise op's first output over an input of as many elements;
- * sgd_step's and adamw_step's outputs over their own buffers); the old
+ * sgd_step's and adamw_step's outputs over their own buffers,
+ * batch_norm_train's running statistics over the old ones); the old
  * value is no output and no guard's.  Per value: the state's index, or
  * -1.  tg_malloc'd (the caller frees it); NULL out of memory.
  */
