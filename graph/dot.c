@@ -95,14 +95,14 @@ static void put_from(dot *d, int32_t v)
 
 static void put_sources(dot *d)
 {
-    static const char *const shapes[] = {"ellipse", "cylinder", "note", "box"};
+    static const char *const shapes[] = {"ellipse", "cylinder", "note", "box", "box3d"};
     const graph *g = d->g;
     for (int32_t v = 0; v < g->nvalues; v++) {
         const graph_value *val = &g->values[v];
         if (val->kind == GRAPH_VALUE_INTER || d->names.pos[v] < 0)
             continue;
         fprintf(d->f, "  v%d [shape=%s, ", (int)v,
-                shapes[(unsigned)val->kind < 4 ? val->kind : 3]);
+                shapes[(unsigned)val->kind < 5 ? val->kind : 3]);
         FILE *l = label_begin(d);
         if (l) {
             graph_text_put_value(l, g, &d->names, v);
@@ -171,6 +171,19 @@ static void put_guard(dot *d, int32_t i)
     fprintf(d->f, " -> g%d [style=dashed];\n", (int)i);
 }
 
+/* A state's next value, back to the state it replaces after the run. */
+static void put_next(dot *d, int32_t i)
+{
+    const graph_state *st = &d->g->states[i];
+    if (st->next == st->value)
+        return;
+    fputs("  ", d->f);
+    put_from(d, st->next);
+    fputs(" -> ", d->f);
+    put_from(d, st->value);
+    fputs(" [style=dashed, constraint=false, label=\"next\"];\n", d->f);
+}
+
 static void put_output(dot *d, int32_t i)
 {
     const graph_output *o = &d->g->outputs[i];
@@ -203,6 +216,8 @@ tg_status graph_write_dot(const graph *g, FILE *f)
         put_guard(&d, i);
     for (int32_t i = 0; i < g->noutputs; i++)
         put_output(&d, i);
+    for (int32_t i = 0; i < g->nstates; i++)
+        put_next(&d, i);
     fputs("}\n", f);
     graph_text_names_free(&d.names);
     if (d.oom)

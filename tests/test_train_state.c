@@ -568,6 +568,18 @@ static void test_in_place_order(void)
     char err[512];
     graph *g = graph_parse(ir, strlen(ir), err, sizeof err);
     CHECK_MSG(g != NULL, "%s", err);
+    /* DOT draws each state's next value back to it */
+    char *dot = NULL;
+    size_t dlen = 0;
+    FILE *df = open_memstream(&dot, &dlen);
+    CHECK(g && df && graph_write_dot(g, df) == TG_OK);
+    if (df)
+        fclose(df);
+    CHECK_MSG(dot && strstr(dot, "v1 [shape=box3d, label=\"%w\\nstate f32[3]\"]") &&
+                  strstr(dot, "n0 -> v1 [style=dashed, constraint=false, label=\"next\"];") &&
+                  strstr(dot, "n2 -> v2 [style=dashed, constraint=false, label=\"next\"];"),
+              "%s", dot ? dot : "(no DOT)");
+    free(dot);
     replay_plan *p = g ? replay_compile(g, NULL, err, sizeof err) : NULL;
     replay_session *s = p ? replay_session_create(p, NULL, 0, err, sizeof err) : NULL;
     CHECK_MSG(s != NULL, "%s", err);
