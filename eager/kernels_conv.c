@@ -470,6 +470,25 @@ static void dims4(const graph_type *t, int64_t d[4])
         d[i] = t->dim[i];
 }
 
+/* The run both gradient kernels share: nothing to write, zeros (no batch,
+ * no output pixel or channel: no gradient flows), or oneDNN's backward
+ * primitive (weights: backward-weights, else backward-data). */
+static tg_status conv_bwd_run(const eager_kargs *a, const conv_bwd *c, int weights)
+{
+    if (graph_type_numel(a->out_type) == 0)
+        return TG_OK;
+    if (graph_type_numel(&a->in_type[0]) == 0 || graph_type_numel(&a->in_type[1]) == 0) {
+        zero_out(a);
+        return TG_OK;
+    }
+    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
+    tg_status st = p ? TG_OK : conv_bwd_prepare(a, c, weights, &p);
+    if (st != TG_OK)
+        return st;
+    const void *data[3] = {a->in[0], a->in[1], a->out[0]};
+    return eager_dnnl_prim_finish(a, p, data);
+}
+
 tg_status eager_kernel_conv2d_grad_weight(const eager_kargs *a)
 {
     const graph_conv2d_grad_weight_attrs *at = a->attrs;
@@ -478,19 +497,7 @@ tg_status eager_kernel_conv2d_grad_weight(const eager_kargs *a)
     dims4(&a->in_type[0], c.xd);
     dims4(&a->in_type[1], c.yd);
     dims4(a->out_type, c.wd);
-    if (graph_type_numel(a->out_type) == 0)
-        return TG_OK;
-    /* no batch (or no output pixel): every weight's gradient is 0 */
-    if (graph_type_numel(&a->in_type[0]) == 0 || graph_type_numel(&a->in_type[1]) == 0) {
-        zero_out(a);
-        return TG_OK;
-    }
-    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
-    tg_status st = p ? TG_OK : conv_bwd_prepare(a, &c, 1, &p);
-    if (st != TG_OK)
-        return st;
-    const void *data[3] = {a->in[0], a->in[1], a->out[0]};
-    return eager_dnnl_prim_finish(a, p, data);
+    return conv_bwd_run(a, &c, 1);
 }
 
 tg_status eager_kernel_conv2d_grad_input(const eager_kargs *a)
@@ -501,17 +508,5 @@ tg_status eager_kernel_conv2d_grad_input(const eager_kargs *a)
     dims4(a->out_type, c.xd);
     dims4(&a->in_type[1], c.wd);
     dims4(&a->in_type[0], c.yd);
-    if (graph_type_numel(a->out_type) == 0)
-        return TG_OK;
-    /* no output channel or pixel: nothing flows back */
-    if (graph_type_numel(&a->in_type[0]) == 0 || graph_type_numel(&a->in_type[1]) == 0) {
-        zero_out(a);
-        return TG_OK;
-    }
-    eager_dnnl_prim *p = eager_dnnl_prim_get(a);
-    tg_status st = p ? TG_OK : conv_bwd_prepare(a, &c, 0, &p);
-    if (st != TG_OK)
-        return st;
-    const void *data[3] = {a->in[0], a->in[1], a->out[0]};
-    return eager_dnnl_prim_finish(a, p, data);
+    return conv_bwd_run(a, &c, 0);
 }
