@@ -297,6 +297,17 @@ static void newer_opsets(void)
             run_against("Resize tf_half_pixel_for_nn, scale 1", g, TG_SHAPE(4, 2), x8, want, 6, 0);
         graph_free(g);
     }
+    /* an infinite scale of an empty dim: 0 * inf is NaN elements, refused
+     * (it reached an out-of-range conversion: fuzz_onnx) */
+    {
+        static const int64_t xs0[2] = {0, 2};
+        static float scinf[2] = {INFINITY, 1};
+        resize_model(&b, 2, xs0, scinf, &t, ts);
+        g = mb_load(&b, NULL, &st, err, sizeof err);
+        CHECK_MSG(!g && strstr(err, "scales[0] = inf gives ") && strstr(err, "nan elements from 0"),
+                  "Resize by an infinite scale of an empty dim: %s", g ? "imported" : err);
+        graph_free(g);
+    }
     /* linear and cubic of [[1, 2], [NaN, NaN]] by [1, 2]: the axis of scale 1
      * keeps its taps, weights 1 and 0, as ONNX Runtime interpolates both
      * axes: row 0 reads row 1's NaN at weight 0, and 0 * NaN is NaN (seed

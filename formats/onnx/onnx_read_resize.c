@@ -386,7 +386,8 @@ static tg_status out_sizes(onnx_reader *r, int32_t x, const graph_type *xt, int6
     for (int d = 0; d < nd; d++) {
         double sc = ((const float *)e->data)[d];
         double o = floor((double)xt->dim[d] * sc);
-        if (!(sc > 0) || o > (double)((int64_t)1 << 31))
+        /* negated: an infinite scale of an empty dim gives NaN, refused too */
+        if (!(sc > 0) || !(o <= (double)((int64_t)1 << 31)))
             return onnx_fail(r, TG_ERR_FORMAT, "scales[%d] = %g gives %g elements from %lld",
                              d, sc, o, LL(xt->dim[d]));
         out[d] = (int64_t)o;
@@ -433,7 +434,7 @@ static tg_status upsample_spec(onnx_reader *r, const graph_type *xt, resize_spec
     }
     for (int d = 0; st == TG_OK && d < nd; d++) {
         double o = floor((double)xt->dim[d] * sc[d]);
-        if (!(sc[d] >= 1) || o > (double)((int64_t)1 << 31))
+        if (!(sc[d] >= 1) || !(o <= (double)((int64_t)1 << 31)))
             return onnx_fail(r, TG_ERR_FORMAT, "Upsample scales[%d] = %g: Upsample-%lld "
                              "takes scales >= 1 only (Resize downsamples)", d, sc[d],
                              LL(r->opset < 9 ? 7 : 9));
