@@ -117,6 +117,55 @@ static void test_values(void)
     }
 }
 
+/* The 2x2, stride 2 pool (its own flat path, kernels_pool.c) against the
+ * reference scan bit for bit, on data full of ties, signed zeros, -inf and
+ * NaNs with distinct payloads (the winner decides which NaN comes out);
+ * even and odd sizes, one and two threads. */
+static void test_max_2x2_bits(void)
+{
+    static const int64_t shapes[][4] = {{2, 3, 8, 10}, {1, 3, 7, 9}, {3, 4, 40, 41}, {1, 1, 2, 2},
+                                        {2, 2, 3, 6}, {1, 2, 28, 28}};
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
+        for (int nt = 1; nt <= 2; nt++) {
+            const int64_t *d = shapes[si];
+            int64_t n = d[0] * d[1] * d[2] * d[3];
+            float *x = malloc((size_t)n * sizeof *x);
+            for (int64_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                unsigned v = (unsigned)(r >> 59); /* 0..31 */
+                static const float pick[] = {-1.0f, 0.0f, -0.0f, 1.0f, 2.0f, -INFINITY};
+                if (v < 3) {
+                    uint32_t bits = 0x7fc00000u | (uint32_t)(i & 0xffff); /* NaN, payload i */
+                    memcpy(&x[i], &bits, sizeof bits);
+                } else {
+                    x[i] = pick[v % 6];
+                }
+            }
+            eager_pool_push();
+            eager_set_threads(nt);
+            eager_tensor *xt = eager_from_data(GRAPH_F32, TG_SHAPE(d[0], d[1], d[2], d[3]), x);
+            eager_tensor *y = eager_max_pool2d(xt, TG_INTS(2), NO, NO);
+            pool_case k = {d[0], d[1], d[2], d[3], TG_INTS(2), NO, NO, MAX};
+            int64_t kk[2] = {2, 2}, s[2] = {2, 2}, p[4] = {0, 0, 0, 0};
+            int64_t oh = d[2] / 2, ow = d[3] / 2, bad = -1;
+            const float *py = y ? eager_peek(y) : NULL;
+            for (int64_t pl = 0, i = 0; py && pl < d[0] * d[1]; pl++)
+                for (int64_t yy = 0; yy < oh; yy++)
+                    for (int64_t xx = 0; xx < ow; xx++, i++) {
+                        float want = pool_at(&k, x, kk, s, p, pl, yy, xx);
+                        if (memcmp(&want, &py[i], sizeof want) && bad < 0)
+                            bad = i;
+                    }
+            CHECK_MSG(py && bad < 0, "2x2 max pool [%lld,%lld,%lld,%lld], %d threads: output "
+                      "%lld differs in its bits from the reference scan", (long long)d[0],
+                      (long long)d[1], (long long)d[2], (long long)d[3], nt, (long long)bad);
+            eager_set_threads(1);
+            eager_pool_pop();
+            free(x);
+        }
+}
+
 static void test_nan(void)
 {
     float data[16];
@@ -220,6 +269,7 @@ int main(void)
     long live = eager_live_tensors();
     test_values();
     test_nan();
+    test_max_2x2_bits();
     test_global();
     test_threads();
     test_errors();
