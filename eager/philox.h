@@ -64,4 +64,46 @@ static inline float philox_uniform(uint32_t word)
     return (float)(word >> 8) * 0x1p-24f;
 }
 
+/*
+ * Words wb .. wb + 63 of the stream (wb a multiple of 4; word w is word
+ * w & 3 of block w >> 2, the word numbers wrapping modulo 2^64 as a
+ * scalar walk does) into out[64]: 16 blocks at once, each round a loop
+ * over the 16 lanes that the compiler vectorizes (32x32 -> 64-bit
+ * products), so the same bits as philox_block 16 times.
+ */
+static inline void philox_words64(uint64_t seed, uint64_t wb, uint32_t out[64])
+{
+    uint32_t c0[16], c1[16], c2[16], c3[16];
+    for (int l = 0; l < 16; l++) {
+        uint64_t blk = (wb + 4u * (uint64_t)l) >> 2;
+        c0[l] = (uint32_t)blk;
+        c1[l] = (uint32_t)(blk >> 32);
+        c2[l] = 0;
+        c3[l] = 0;
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+#pragma omp simd
+        for (int l = 0; l < 16; l++) {
+            uint64_t p0 = (uint64_t)PHILOX_M0 * c0[l], p1 = (uint64_t)PHILOX_M1 * c2[l];
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
+            uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
+            c1[l] = (uint32_t)p1;
+            c3[l] = (uint32_t)p0;
+            c0[l] = n0;
+            c2[l] = n2;
+        }
+    }
+    for (int l = 0; l < 16; l++) {
+        out[4 * l] = c0[l];
+        out[4 * l + 1] = c1[l];
+        out[4 * l + 2] = c2[l];
+        out[4 * l + 3] = c3[l];
+    }
+}
+
 #endif

@@ -63,6 +63,23 @@ static void test_philox_kat(void)
     philox4x32_10((uint32_t[4]){0xfffffffe, 1, 0, 0}, (uint32_t[2]){0x89abcdef, 0x01234567}, b);
     CHECK(!memcmp(a, b, sizeof a));
     CHECK(philox_uniform(0xffffffffu) == 1.0f - 0x1p-24f && philox_uniform(0xffu) == 0.0f);
+    /* 64 words at once (the dropout kernel's) are 16 blocks of philox_block,
+     * including across the wrap of the word numbers at 2^64 */
+    static const uint64_t starts[] = {0, 4, 0x00000003fffffff8ull, 0xffffffffffffffe0ull,
+                                      0xfffffffffffffffcull, 0x123456789abcdef0ull};
+    for (int k = 0; k < 6; k++) {
+        uint32_t words[64];
+        uint64_t seed = 0xdeadbeefcafef00dull * (uint64_t)(k + 1);
+        philox_words64(seed, starts[k], words);
+        int same = 1;
+        for (int l = 0; l < 16; l++) {
+            uint32_t blk[4];
+            philox_block(seed, (starts[k] + 4u * (uint64_t)l) >> 2, blk);
+            same &= !memcmp(blk, words + 4 * l, sizeof blk);
+        }
+        CHECK_MSG(same, "philox_words64 from word %llu differs from philox_block",
+                  (unsigned long long)starts[k]);
+    }
 }
 
 /* ---- the reference dropout ---- */
