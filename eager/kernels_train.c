@@ -14,8 +14,9 @@
  *   the result is the same for any thread count or split.
  * - batch_norm_train: per channel (dim 1) over the other dims, M values:
  *   the mean, then the mean squared deviation (biased variance), each
- *   summed in double in two passes; invstd = 1 / sqrt(var + eps).  y = (x -
- *   mean) * f + bias with f = scale * invstd (mean and invstd as the f32
+ *   summed in double in two passes (16 lanes, then in order: bn_sum);
+ *   invstd = 1 / sqrt(var + eps).  y = (x - mean) * f + bias with
+ *   f = scale * invstd (mean and invstd as the f32
  *   outputs hold them, f rounded once), as the inference kernel does.
  *   Running statistics: (1 - momentum) old + momentum new, in double, the
  *   variance's new value unbiased: var * M / (M - 1) (M > 1 by inference).
@@ -93,6 +94,38 @@ tg_status eager_kernel_dropout(const eager_kargs *a)
     return TG_OK;
 }
 
+/* The sum over rows b < n (stride apart, s elements each) of x, or of
+ * (x - mean)^2 when sq, in double: 16 lanes (a vector loop), then the
+ * rows' tails, then the lanes in order. */
+static double bn_sum(const float *x, int64_t n, int64_t stride, int64_t s, double mean, int sq)
+{
+    double acc[16] = {0}, tail = 0;
+    for (int64_t b = 0; b < n; b++) {
+        const float *restrict xr = x + b * stride;
+        int64_t i = 0;
+        for (; i + 16 <= s; i += 16) {
+            if (sq) {
+#pragma omp simd
+                for (int l = 0; l < 16; l++) {
+                    double d = (double)xr[i + l] - mean;
+                    acc[l] += d * d;
+                }
+            } else {
+#pragma omp simd
+                for (int l = 0; l < 16; l++)
+                    acc[l] += (double)xr[i + l];
+            }
+        }
+        for (; i < s; i++) {
+            double d = sq ? (double)xr[i] - mean : (double)xr[i];
+            tail += sq ? d * d : d;
+        }
+    }
+    for (int l = 0; l < 16; l++)
+        tail += acc[l];
+    return tail;
+}
+
 /* In place: the new running statistics (outputs 1, 2) may lie over the old
  * ones (inputs 3, 4): channel ch reads its old value before it writes its
  * new one, and no other channel's (replay plans them in place:
@@ -113,20 +146,9 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
     int par = numel >= EAGER_PAR_MIN && a->nthreads > 1;
 #pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
     for (int64_t ch = 0; ch < c; ch++) {
-        double sum = 0, sq = 0;
-        for (int64_t b = 0; b < n; b++) {
-            const float *restrict xr = x + (b * c + ch) * s;
-            for (int64_t i = 0; i < s; i++)
-                sum += xr[i];
-        }
+        double sum = bn_sum(x + ch * s, n, c * s, s, 0.0, 0);
         double mean = sum / (double)m;
-        for (int64_t b = 0; b < n; b++) {
-            const float *restrict xr = x + (b * c + ch) * s;
-            for (int64_t i = 0; i < s; i++) {
-                double dv = xr[i] - mean;
-                sq += dv * dv;
-            }
-        }
+        double sq = bn_sum(x + ch * s, n, c * s, s, mean, 1);
         double var = sq / (double)m;
         bmean[ch] = (float)mean;
         binvstd[ch] = (float)(1.0 / sqrt(var + (double)at->eps));
