@@ -19,7 +19,9 @@
  *   blk_1x1     the same conv blocked;
  *   blk_1x1_padded  a blocked 1x1 conv of 1.5 blocks in and out (per
  *               padded MAC);
- *   im2col      a plain 3x3 conv 64 -> 64 on 28x28;
+ *   im2col      a plain 3x3 conv 64 -> 64 on 28x28 (since bench=2 that is
+ *               oneDNN's direct kernel with the reorders the plain conv
+ *               kernel makes around it, kernels_conv.c: conv_prepare);
  *   blk_kxk     the same conv blocked (oneDNN picks Winograd or direct,
  *               as algo 0 does in a plan);
  *   step        a to_blocked of one block of channels on 2x2;
@@ -34,7 +36,7 @@
  *
  *   r1 TAB key TAB gemm=48.00;im2col=40.00;...;plaincall=500.00
  *
- * key: cpu=MODEL;onednn=ISA;kernels=SET;block=B;threads=T;bench=1 (bench:
+ * key: cpu=MODEL;onednn=ISA;kernels=SET;block=B;threads=T;bench=2 (bench:
  * the micro-benchmark's version: a changed benchmark measures again).
  * Every rate must be there and in range (eager_cost_rates_parse); a line
  * that is not so is refused, its number and reason given in r->from
@@ -66,7 +68,7 @@
 #define RATE_MAX_ENTRIES 256
 #define RATE_RUNS 7
 #define RATE_BUDGET_NS 25e6 /* per kernel, beyond its first call */
-#define RATE_BENCH 1        /* the benchmark's version, in the key */
+#define RATE_BENCH 2        /* the benchmark's version, in the key */
 #define GEMM_POS EAGER_COST_GEMM_POS
 #define BLK_POS EAGER_COST_BLK_POS
 

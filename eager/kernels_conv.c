@@ -5,16 +5,20 @@
  * Shapes and attributes were checked by graph/infer_linalg.c.
  *
  * Layout.  Source and destination are the tensors' own plain NCHW buffers
- * and the weights their plain OIHW (GOIHW when grouped: the same bytes),
- * so nothing is copied; choosing blocked layouts is left to the
- * optimizer, which can keep them across layers.  For plain NCHW src/dst
- * oneDNN 2.6 has two implementations: im2col + JIT GEMM ("x64:gemm:jit",
- * which takes OIHW weights, so asking for format "any" weights picks the
- * same OIHW and would only add a reorder) and the reference loops (~1000x
- * slower).  Measured on one Zen 5 core, 3x3 64->64 56x56: gemm:jit
- * 2.9-3.4 ms; the blocked brgconv path would be ~2.1 ms (+0.25 ms of
- * reorders if the tensors stayed NCHW), ~4x faster on depthwise, slower
- * on 1x1: a layout decision for the optimizer, not for one eager call.
+ * and the weights their plain OIHW (GOIHW when grouped: the same bytes).
+ * For plain NCHW src/dst oneDNN 2.6 has two implementations: im2col + JIT
+ * GEMM ("x64:gemm:jit", which takes OIHW weights) and the reference loops
+ * (~1000x slower); its direct JIT kernels (jit/brgconv) want blocked or
+ * NHWC tensors.  So a conv wide enough to pay for two reorders (16 or more
+ * channels in and out, a kernel larger than 1x1, one group, no epilogue)
+ * is described with format "any" everywhere and its tensors converted at
+ * each run (conv_prepare), unless oneDNN's choice then is GEMM or a
+ * reference loop; keeping blocked layouts across layers (no conversions
+ * in between) is left to the optimizer (-O3's layout pass).  Measured,
+ * one thread: the training CNN's 3x3 32->64 on 14x14, batch 64: gemm:jit
+ * 4.8 ms, brgconv 2.0 ms + 0.45 ms of reorders; resnet18 replayed at -O0
+ * 31-34 -> 21-22 ms.  The choice is a rule on the shapes, not a
+ * measurement, so eager and replay compute the same bits.
  *
  * Algorithm: direct ("auto" picks the same implementation; Winograd is
  * unimplemented for plain layouts in oneDNN 2.6).
@@ -80,9 +84,10 @@ static dnnl_status_t conv_mds(const eager_kargs *a, int64_t groups,
     return s;
 }
 
-/* The convolution descriptor; wany: weights as format any. */
+/* The convolution descriptor; wany: weights as format any; blocked: source
+ * and destination too. */
 static dnnl_status_t conv_desc(const eager_kargs *a, const eager_conv_geom *geom,
-                               const dnnl_memory_desc_t md[4], int wany,
+                               const dnnl_memory_desc_t md[4], int wany, int blocked,
                                dnnl_convolution_desc_t *desc)
 {
     int64_t stride[2], dil[2], pad[4];
@@ -92,25 +97,32 @@ static dnnl_status_t conv_desc(const eager_kargs *a, const eager_conv_geom *geom
     /* oneDNN counts dilation from 0 (0 = dense kernel). */
     dnnl_dims_t ds = {stride[0], stride[1]}, dd = {dil[0] - 1, dil[1] - 1};
     dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
-    dnnl_memory_desc_t wmd = md[1];
+    dnnl_memory_desc_t xmd = md[0], wmd = md[1], ymd = md[3];
     dnnl_status_t s = dnnl_success;
-    if (wany)
+    if (wany || blocked)
         s = dnnl_memory_desc_init_by_tag(&wmd, md[1].ndims, md[1].dims, dnnl_f32,
                                          dnnl_format_tag_any);
+    if (s == dnnl_success && blocked)
+        s = dnnl_memory_desc_init_by_tag(&xmd, 4, md[0].dims, dnnl_f32, dnnl_format_tag_any);
+    if (s == dnnl_success && blocked)
+        s = dnnl_memory_desc_init_by_tag(&ymd, 4, md[3].dims, dnnl_f32, dnnl_format_tag_any);
     if (s == dnnl_success)
         s = dnnl_dilated_convolution_forward_desc_init(
-            desc, dnnl_forward_inference, dnnl_convolution_direct, &md[0], &wmd,
-            a->nin > 2 ? &md[2] : NULL, &md[3], ds, dd, pl, pr);
+            desc, dnnl_forward_inference, dnnl_convolution_direct, &xmd, &wmd,
+            a->nin > 2 ? &md[2] : NULL, &ymd, ds, dd, pl, pr);
     return s;
 }
 
 /*
  * Describes the convolution (with its epilogue) and prepares it.  With a
  * state slot and fixed weights, oneDNN picks the weights' layout and the
- * prim keeps them reordered (once) into it.
+ * prim keeps them reordered (once) into it.  blocked: source, destination
+ * (and weights that are not fixed) as format any, converted at every run
+ * (eager_dnnl_spec.convert), as the backward kernels do.
  */
-static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
-                              const graph_ints *post, graph_post_prm prm, eager_dnnl_prim **out)
+static tg_status conv_build(const eager_kargs *a, const eager_conv_geom *geom,
+                            const graph_ints *post, graph_post_prm prm, int blocked,
+                            eager_dnnl_prim **out)
 {
     eager_dnnl_spec sp = {"convolution", NULL, NULL, 3,
                           {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {{0}}, -1};
@@ -120,13 +132,14 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     int res_index = -1, wany = a->state && (a->fixed_in & 2u);
     dnnl_status_t s = conv_mds(a, geom->groups, md);
     if (s == dnnl_success)
-        s = conv_desc(a, geom, md, wany, &desc);
+        s = conv_desc(a, geom, md, wany, blocked, &desc);
     if (s == dnnl_success)
         s = eager_dnnl_post_attr(post, prm, &md[3], &attr, &res_index);
     if (s != dnnl_success)
         return eager_dnnl_fail(a, "convolution descriptor", s);
     sp.md[0] = md[0], sp.md[1] = md[1], sp.md[2] = md[3];
     sp.packed = wany ? 1 : -1;
+    sp.convert = blocked ? (wany ? 5u : 7u) : 0u;
     if (a->nin > 2) {
         sp.arg[sp.nargs] = DNNL_ARG_BIAS;
         sp.md[sp.nargs++] = md[2];
@@ -143,6 +156,36 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     return st;
+}
+
+/*
+ * Blocked or plain.  On plain NCHW oneDNN runs im2col + GEMM; its direct
+ * JIT kernels want blocked tensors.  Where the convolution is wide enough
+ * for them to pay for the two reorders (at least 16 input and output
+ * channels, a kernel larger than 1x1, one group, no epilogue: a 1x1 is a
+ * GEMM already, and an epilogue's residual is in the plain layout), the
+ * blocked form is used when oneDNN's choice for it is neither a reference
+ * loop nor GEMM.  Shape-based, not measured, so that eager and replay make
+ * the same choice and so compute the same bits.  Training CNN's conv
+ * 32->64 3x3 on 14x14, batch 64, one thread: 4.8 ms (gemm:jit) -> 2.1 ms
+ * (jit:avx512_core) + 0.4 ms of reorders.
+ */
+static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
+                              const graph_ints *post, graph_post_prm prm, eager_dnnl_prim **out)
+{
+    const graph_type *x = &a->in_type[0], *w = &a->in_type[1];
+    int blocked = !post && geom->groups == 1 && x->dim[1] >= 16 && w->dim[0] >= 16 &&
+                  w->dim[2] * w->dim[3] > 1;
+    if (blocked) {
+        tg_status st = conv_build(a, geom, post, prm, 1, out);
+        if (st != TG_OK)
+            return st;
+        const char *impl = eager_dnnl_prim_impl(*out);
+        if (!eager_dnnl_impl_is_ref(impl) && !strstr(impl, "gemm"))
+            return TG_OK;
+        eager_dnnl_prim_free(*out);
+    }
+    return conv_build(a, geom, post, prm, 0, out);
 }
 
 tg_status eager_conv_run(const eager_kargs *a, const eager_conv_geom *geom,
