@@ -8,16 +8,19 @@
  * and the weights their plain OIHW (GOIHW when grouped: the same bytes).
  * For plain NCHW src/dst oneDNN 2.6 has two implementations: im2col + JIT
  * GEMM ("x64:gemm:jit", which takes OIHW weights) and the reference loops
- * (~1000x slower); its direct JIT kernels (jit/brgconv) want blocked or
- * NHWC tensors.  So a conv wide enough to pay for two reorders (16 or more
- * channels in and out, a kernel larger than 1x1, one group, no epilogue)
- * is described with format "any" everywhere and its tensors converted at
+ * (~1000x slower); its direct and depthwise JIT kernels (jit, brgconv,
+ * jit_dw) want blocked or NHWC tensors.  So a conv wide enough to pay for
+ * two reorders (16 or more channels in and out, a kernel larger than 1x1,
+ * no residual in its epilogue) is described with format "any" everywhere
+ * and its tensors converted at
  * each run (conv_prepare), unless oneDNN's choice then is GEMM or a
  * reference loop; keeping blocked layouts across layers (no conversions
  * in between) is left to the optimizer (-O3's layout pass).  Measured,
  * one thread: the training CNN's 3x3 32->64 on 14x14, batch 64: gemm:jit
  * 4.8 ms, brgconv 2.0 ms + 0.45 ms of reorders; resnet18 replayed at -O0
- * 31-34 -> 21-22 ms.  The choice is a rule on the shapes, not a
+ * 31-34 -> 21-22 ms, mobilenet_v2 at -O2 19.3 -> 8.2 ms (also at
+ * TG_CPU=avx2 ONEDNN_MAX_CPU_ISA=AVX2, -O0: 26 -> 12 ms, nChw8c
+ * jit_dw:avx2).  The choice is a rule on the shapes, not a
  * measurement, so eager and replay compute the same bits.
  *
  * Algorithm: direct ("auto" picks the same implementation; Winograd is
@@ -160,22 +163,25 @@ static tg_status conv_build(const eager_kargs *a, const eager_conv_geom *geom,
 
 /*
  * Blocked or plain.  On plain NCHW oneDNN runs im2col + GEMM; its direct
- * JIT kernels want blocked tensors.  Where the convolution is wide enough
- * for them to pay for the two reorders (at least 16 input and output
- * channels, a kernel larger than 1x1, one group, no epilogue: a 1x1 is a
- * GEMM already, and an epilogue's residual is in the plain layout), the
- * blocked form is used when oneDNN's choice for it is neither a reference
- * loop nor GEMM.  Shape-based, not measured, so that eager and replay make
- * the same choice and so compute the same bits.  Training CNN's conv
- * 32->64 3x3 on 14x14, batch 64, one thread: 4.8 ms (gemm:jit) -> 2.1 ms
- * (jit:avx512_core) + 0.4 ms of reorders.
+ * and depthwise JIT kernels want blocked tensors.  Where the convolution is
+ * wide enough for them to pay for the two reorders (at least 16 input and
+ * output channels, a kernel larger than 1x1: a 1x1 is a GEMM already) and
+ * its epilogue has no residual (which is in the plain layout), the blocked
+ * form is used when oneDNN's choice for it is neither a reference loop nor
+ * GEMM.  Shape-based, not measured, so that eager and replay make the same
+ * choice and so compute the same bits.  One thread: training CNN's conv
+ * 32->64 3x3 on 14x14, batch 64: 4.8 ms (gemm:jit) -> 2.0 ms (brgconv) +
+ * 0.45 ms of reorders; replayed at -O2, mobilenet_v2 19.3 -> 8.2 ms and
+ * efficientnet_b0 38 -> 12.4 ms (their depthwise convs: jit_dw).
  */
 static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
                               const graph_ints *post, graph_post_prm prm, eager_dnnl_prim **out)
 {
     const graph_type *x = &a->in_type[0], *w = &a->in_type[1];
-    int blocked = !post && geom->groups == 1 && x->dim[1] >= 16 && w->dim[0] >= 16 &&
-                  w->dim[2] * w->dim[3] > 1;
+    int residual = 0;
+    for (int i = 0; post && i < post->n; i++)
+        residual |= post->v[i] == GRAPH_POST_ADD;
+    int blocked = !residual && x->dim[1] >= 16 && w->dim[0] >= 16 && w->dim[2] * w->dim[3] > 1;
     if (blocked) {
         tg_status st = conv_build(a, geom, post, prm, 1, out);
         if (st != TG_OK)
