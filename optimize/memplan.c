@@ -564,6 +564,22 @@ static tg_status lifetimes(const graph *g, const graph_type *types,
                 continue;
             }
             int32_t reuse = -1;
+            /* A view (reshape, flatten, squeeze, unsqueeze: the same bytes
+             * in the same order) shares its input's buffer for as long as
+             * either lives; its kernel's copy is then to itself, skipped. */
+            if (allow_inplace && k == 0 && (graph_ops[n->op].props & GRAPH_PROP_VIEW) &&
+                n->nin >= 1 && mp->buffer[n->in[0]] >= 0 &&
+                bs[mp->buffer[n->in[0]]].size == bytes) {
+                int32_t b = mp->buffer[n->in[0]];
+                mp->buffer[v] = b;
+                if (last[v] > bs[b].last)
+                    bs[b].last = last[v];
+                if (s > bs[b].last)
+                    bs[b].last = s;
+                mp->inplace++;
+                mp->naive_bytes += align_up(bytes, align);
+                continue;
+            }
             if (allow_inplace && k == 0 && (graph_ops[n->op].props & GRAPH_PROP_ELEMENTWISE)) {
                 for (int j = 0; j < n->nin && reuse < 0; j++) {
                     int32_t u = n->in[j];

@@ -13,6 +13,7 @@
 #include "eager/interp.h"
 #include "formats/tgraph.h"
 #include "models.h"
+#include "optimize/memplan.h"
 #include "replay/replay.h"
 #include "tracer/trace.h"
 #include "graph/graph_impl.h"
@@ -328,6 +329,63 @@ static void test_workspace_and_errors(void)
     model_free(&m);
 }
 
+/*
+ * A view (reshape) shares its input's arena buffer while either lives:
+ * r = reshape(a) stays alive past neg(a), which therefore must not write
+ * over a's buffer in place; c reads both.  Against loops in the test, with
+ * and without in-place planning, and the arena with views shared is no
+ * larger than without.
+ */
+static void test_view_alias(void)
+{
+    float xs[24], want_r[24], want_c[24];
+    for (int i = 0; i < 24; i++) {
+        xs[i] = (float)(i % 7) - 3.0f + 0.25f * (float)i;
+        float a = xs[i] > 0 ? xs[i] : 0.0f;
+        want_r[i] = a;
+        want_c[i] = (a + 1.0f) * -a; /* c[i] = reshape(a + 1) * reshape(-a) */
+    }
+    eager_pool_push();
+    eager_tensor *x = eager_from_data(GRAPH_F32, TG_SHAPE(4, 6), xs);
+    trace_begin(NULL);
+    trace_input(x, "x");
+    eager_tensor *a = eager_relu(x);
+    eager_tensor *r = eager_reshape(a, TG_SHAPE(6, 4));
+    eager_tensor *b = eager_neg(a);
+    eager_tensor *a1 = eager_add(eager_reshape(r, TG_SHAPE(4, 6)), eager_full(GRAPH_F32, TG_SHAPE(1), 1.0));
+    eager_tensor *c = eager_mul(eager_reshape(a1, TG_SHAPE(6, 4)), eager_reshape(b, TG_SHAPE(6, 4)));
+    trace_output(c, "c");
+    trace_output(r, "r");
+    graph *g = trace_freeze();
+    CHECK(g != NULL);
+    for (int inplace = 0; g && inplace < 2; inplace++) {
+        replay_opts o = {.threads = 1, .no_inplace = !inplace};
+        replay_plan *p = replay_compile(g, &o, NULL, 0);
+        replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+        CHECK(s != NULL);
+        float yc[24] = {0}, yr[24] = {0};
+        replay_tensor in = {.name = "x", .type = *eager_type(x), .input = xs};
+        replay_tensor out[2] = {{.name = "c", .data = yc, .size = sizeof yc},
+                                {.name = "r", .data = yr, .size = sizeof yr}};
+        CHECK(s && replay_run(s, &in, 1, out, 2) == TG_OK);
+        CHECK_FLOATS(yc, want_c, 24, 0);
+        CHECK_FLOATS(yr, want_r, 24, 0);
+        replay_session_free(s);
+        replay_plan_free(p);
+    }
+    if (g) {
+        opt_memplan shared, apart;
+        CHECK(opt_memplan_build(g, NULL, 1, &shared) == TG_OK);
+        CHECK(opt_memplan_build(g, NULL, 0, &apart) == TG_OK);
+        CHECK_MSG(shared.arena_bytes < apart.arena_bytes, "arena %zu with views shared, %zu "
+                  "without", shared.arena_bytes, apart.arena_bytes);
+        opt_memplan_free(&shared);
+        opt_memplan_free(&apart);
+    }
+    graph_free(g);
+    eager_pool_pop();
+}
+
 /* In-place reuse keeps results identical, and the arena is smaller. */
 static void test_memory(void)
 {
@@ -418,6 +476,7 @@ int main(void)
     test_guards();
     test_workspace_and_errors();
     test_memory();
+    test_view_alias();
     test_const_inputs();
     CHECK_MSG(eager_live_tensors() == live, "leaked %ld tensors", eager_live_tensors() - live);
     return check_done();
