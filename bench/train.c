@@ -609,12 +609,14 @@ static int profile_model(model_kind k, int n)
  * inputs state, so that nothing folds), optimized at -O2, replayed N times;
  * prints the median per node.  The convolutions' gradients are the nodes
  * grad_rule_conv2d makes (conv2d_grad_input, conv2d_grad_weight);
- * max_pool2d's backward is its rule's whole chain.
+ * max_pool2d's backward is its rule's whole chain; batch norm's backward
+ * the op its rule makes (batch_norm_train_grad, weight 1, mean 0, invstd
+ * 1, constants).
  */
 typedef struct op_case {
     const char *what;
     int kind; /* 0 conv2d, 1 conv2d_grad_input, 2 max_pool2d fwd, 3 max_pool2d fwd+bwd,
-               * 4 conv2d_grad_weight */
+               * 4 conv2d_grad_weight, 5 batch_norm_train_grad */
     graph_ints a, b;
 } op_case;
 
@@ -627,6 +629,13 @@ static eager_tensor *op_case_run(const op_case *c, eager_tensor *a, eager_tensor
                                            TG_INTS(eager_dim(a, 2), eager_dim(a, 3)));
     case 4: return eager_conv2d_grad_weight(a, b, TG_NOINTS, pad, TG_NOINTS, 1, TG_INTS(3, 3));
     case 2: return eager_max_pool2d(a, pool, TG_NOINTS, TG_NOINTS);
+    case 5: {
+        graph_ints ch = TG_SHAPE(eager_dim(a, 1));
+        eager_tensor *one = eager_ones(GRAPH_F32, ch), *out[3];
+        return eager_batch_norm_train_grad(b, a, one, eager_zeros(GRAPH_F32, ch), one, out, 3) == 3
+                   ? out[0]
+                   : NULL;
+    }
     default: {
         eager_tensor *y = eager_max_pool2d(a, pool, TG_NOINTS, TG_NOINTS);
         eager_tensor *l = eager_reduce_sum(eager_mul(y, b), TG_NOINTS, 0);
@@ -649,6 +658,10 @@ static int profile_ops(int n)
         {"pool1 forward", 2, {4, {64, 32, 28, 28}}, {0, {0}}},
         {"pool1 forward + backward", 3, {4, {64, 32, 28, 28}}, {4, {64, 32, 14, 14}}},
         {"pool2 forward + backward", 3, {4, {64, 64, 14, 14}}, {4, {64, 64, 7, 7}}},
+        {"bn1 backward (batch_norm_train_grad)", 5, {4, {64, 32, 28, 28}},
+         {4, {64, 32, 28, 28}}},
+        {"bn2 backward (batch_norm_train_grad)", 5, {4, {64, 64, 14, 14}},
+         {4, {64, 64, 14, 14}}},
     };
     fprintf(stderr, "train: the CNN step's heavy nodes alone, replayed at -O2 (median of %d)\n", n);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -15,10 +15,11 @@
  *                    statistics recomputed from the saved input;
  *   dropout          the same dropout (same generator input, so the same
  *                    mask and scale) of the output gradient: exact;
- *   batch_norm_train the training form's closed form from the saved x,
- *                    scale and the forward's batch mean and 1/std (outputs
- *                    3 and 4, which take gradients too); the running
- *                    statistics (outputs 1 and 2) carry none.
+ *   batch_norm_train the op batch_norm_train_grad (dx, dscale, dbias from
+ *                    the saved x, scale and the forward's batch mean and
+ *                    1/std, outputs 3 and 4) for y's gradient; outputs 3
+ *                    and 4 take gradients too (closed forms added to dx);
+ *                    the running statistics (outputs 1 and 2) carry none.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -315,8 +316,9 @@ tg_status grad_rule_batch_norm(grad_builder *b, const grad_ctx *c)
 tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
 {
     /* xh = (x - mean) r, r = 1/sqrt(var + eps), y = xh scale + bias, the
-     * statistics over every dim but 1 (M values per channel):
-     *   dx = r (gh - mean(gh) - xh mean(gh xh)), gh = gy scale
+     * statistics over every dim but 1 (M values per channel).  y's part is
+     * the op batch_norm_train_grad (dx, dscale, dbias in two passes over
+     * x); the batch statistics' gradients add to dx:
      *      + gm / M                      (from the batch mean, output 3)
      *      - gr r^2 xh / M               (from r, output 4: dr/dx = -r^3 (x - mean) / M) */
     if (c->gout[1] || c->gout[2])
@@ -324,30 +326,28 @@ tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
                        "the running statistics (outputs 1 and 2) carry no gradient");
     const graph_type *tx = &c->in_type[0];
     graph_type tc = *tx; /* [1, C, 1, ...] */
-    int64_t axes[GRAPH_MAX_DIMS], m = 1;
-    int na = 0;
+    int64_t m = 1;
     for (int d = 0; d < tx->ndim; d++)
         if (d != 1)
-            tc.dim[d] = 1, axes[na++] = d, m *= tx->dim[d];
+            tc.dim[d] = 1, m *= tx->dim[d];
     grad_v gy = c->gout[0], gm = c->gout[3], gr = c->gout[4];
-    grad_v r = gu_reshape_to(b, c->out[4], &tc);
-    grad_v xh = gu_op2(b, GRAPH_OP_mul,
-                       gu_op2(b, GRAPH_OP_sub, c->in[0], gu_reshape_to(b, c->out[3], &tc)), r);
+    grad_v g3[3] = {NULL, NULL, NULL};
+    if (gy) {
+        grad_v in[5] = {gy, c->in[0], c->in[1], c->out[3], c->out[4]};
+        if (b->opn(b, GRAPH_OP_batch_norm_train_grad, in, 5, NULL, g3, 3) != 3)
+            return gu_done(c);
+    }
     if (NEED(0)) {
-        grad_v dx = NULL;
-        if (gy) {
-            grad_v gh = gu_op2(b, GRAPH_OP_mul, gy, gu_reshape_to(b, c->in[1], &tc));
-            grad_v m1 = gu_mean(b, gh, axes, na, 1);
-            grad_v m2 = gu_mean(b, gu_op2(b, GRAPH_OP_mul, gh, xh), axes, na, 1);
-            grad_v t = gu_op2(b, GRAPH_OP_sub, gu_op2(b, GRAPH_OP_sub, gh, m1),
-                              gu_op2(b, GRAPH_OP_mul, xh, m2));
-            dx = gu_op2(b, GRAPH_OP_mul, r, t);
-        }
+        grad_v dx = g3[0];
         if (gm) {
             grad_v t = gu_expand_to(b, gu_mul_s(b, gu_reshape_to(b, gm, &tc), 1.0 / (double)m), tx);
             dx = dx ? gu_op2(b, GRAPH_OP_add, dx, t) : t;
         }
         if (gr) {
+            grad_v r = gu_reshape_to(b, c->out[4], &tc);
+            grad_v xh = gu_op2(b, GRAPH_OP_mul,
+                               gu_op2(b, GRAPH_OP_sub, c->in[0], gu_reshape_to(b, c->out[3], &tc)),
+                               r);
             grad_v k = gu_mul_s(b, gu_op2(b, GRAPH_OP_mul, gu_reshape_to(b, gr, &tc),
                                           gu_op2(b, GRAPH_OP_mul, r, r)),
                                 -1.0 / (double)m);
@@ -357,10 +357,9 @@ tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
         c->gin[0] = dx ? dx : gu_zeros(b, tx);
     }
     if (NEED(1))
-        c->gin[1] = gy ? gu_sum(b, gu_op2(b, GRAPH_OP_mul, gy, xh), axes, na, 0)
-                       : gu_zeros(b, &c->in_type[1]);
+        c->gin[1] = gy ? g3[1] : gu_zeros(b, &c->in_type[1]);
     if (NEED(2))
-        c->gin[2] = gy ? gu_sum(b, gy, axes, na, 0) : gu_zeros(b, &c->in_type[2]);
+        c->gin[2] = gy ? g3[2] : gu_zeros(b, &c->in_type[2]);
     return gu_done(c);
 }
 

@@ -1,7 +1,7 @@
 /*
  * infer_train.c - shape and dtype inference of the training-mode ops:
- * rng_advance, dropout, batch_norm_train (graph/ops.def says what they
- * compute).  Every attribute and operand is checked here, so the kernels
+ * rng_advance, dropout, batch_norm_train and its gradient op
+ * batch_norm_train_grad (graph/ops.def says what they compute).  Every attribute and operand is checked here, so the kernels
  * in eager/kernels_train.c trust them.
  *
  * - A generator is an i64 tensor of shape [2]: {seed, offset}.
@@ -9,6 +9,9 @@
  * - batch_norm_train needs more than one value per channel (N * H * W > 1,
  *   as PyTorch: the unbiased variance divides by N * H * W - 1); eps is
  *   finite and >= 0, momentum in [0, 1].
+ * - batch_norm_train_grad takes any number of values per channel (0 too:
+ *   its sums are then 0); dy has x's type, weight, mean and invstd are
+ *   f32 [C].
  */
 #include <math.h>
 
@@ -89,5 +92,34 @@ tg_status graph_infer_batch_norm_train(graph_infer_ctx *c)
     for (int k = 1; k < 5; k++)
         c->out[k] = want;
     c->nout = 5;
+    return TG_OK;
+}
+
+tg_status graph_infer_batch_norm_train_grad(graph_infer_ctx *c)
+{
+    static const char *const names[] = {"dy", "x", "weight", "mean", "invstd"};
+    const graph_type *x = &c->in[1], *dy = &c->in[0];
+    char s[160], w[160];
+    for (int i = 0; i < 5; i++)
+        if (c->in[i].dtype != GRAPH_F32)
+            return graph_infer_fail(c, TG_ERR_DTYPE, "%s (input %d) has dtype %s, want f32",
+                                    names[i], i, graph_dtype_name(c->in[i].dtype));
+    if (x->ndim < 2)
+        return graph_infer_fail(c, TG_ERR_SHAPE, "x needs at least 2 dims [N,C,...], has %d",
+                                x->ndim);
+    if (!graph_type_eq(dy, x))
+        return graph_infer_fail(c, TG_ERR_SHAPE, "dy has shape %s, x %s: they must match",
+                                graph_shape_str(dy, s, sizeof s), graph_shape_str(x, w, sizeof w));
+    graph_type want = {GRAPH_F32, 1, {x->dim[1]}};
+    for (int i = 2; i < 5; i++)
+        if (!graph_type_eq(&c->in[i], &want))
+            return graph_infer_fail(c, TG_ERR_SHAPE,
+                                    "%s (input %d) has shape %s, want %s (x's channels, dim 1)",
+                                    names[i], i, graph_shape_str(&c->in[i], s, sizeof s),
+                                    graph_shape_str(&want, w, sizeof w));
+    c->out[0] = *x;
+    c->out[1] = want;
+    c->out[2] = want;
+    c->nout = 3;
     return TG_OK;
 }
