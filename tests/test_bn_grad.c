@@ -9,15 +9,22 @@
  * arbitrary.  Then: one and two threads give the same bits; a NaN in x or
  * dy makes its channel NaN and leaves the others alone; empty tensors
  * (M = 0, C = 0); bad shapes and dtypes fail naming what is wrong; and
- * batch_norm_train's gradients through eager_backward are this op's.
+ * batch_norm_train's gradients through eager_backward, and through
+ * graph_backward (one batch_norm_train_grad node, no reduction), are this
+ * op's.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/graph_impl.h"
 #include "check.h"
 #include "eager/eager.h"
+#include "eager/interp.h"
+#include "graph/grad.h"
+#include "graph/graph.h"
+#include "graph/text.h"
 
 typedef struct bn_ref {
     double *dx, *dw, *db;
@@ -293,6 +300,59 @@ static void test_backward(void)
     eager_pool_pop();
 }
 
+/* graph_backward of sum(batch_norm_train(x, ...)[0] * dy) emits one
+ * batch_norm_train_grad and no reduction; interpreted, its gradients are
+ * the op's, bit for bit. */
+static void test_graph(void)
+{
+    static const char ir[] =
+        "graph t(%x: f32[4,3,5,6], %w: f32[3], %b: f32[3], %rm: f32[3], %rv: f32[3], "
+        "%dy: f32[4,3,5,6]) -> (y: f32[4,3,5,6]) {\n"
+        "  %1: f32[4,3,5,6], %2: f32[3], %3: f32[3], %4: f32[3], %5: f32[3] = "
+        "batch_norm_train(%x, %w, %b, %rm, %rv)\n"
+        "  %6: f32[4,3,5,6] = mul(%1, %dy)\n"
+        "  %7: f32[] = reduce_sum(%6)\n"
+        "  return y = %1\n}\n";
+    char err[256] = "";
+    graph *g = graph_parse(ir, sizeof ir - 1, err, sizeof err);
+    CHECK_MSG(g != NULL, "parse: %s", err);
+    if (!g)
+        return;
+    int32_t loss = g->nodes[2].out[0], wrt[3] = {g->inputs[0], g->inputs[1], g->inputs[2]};
+    int32_t grads[3] = {-1, -1, -1};
+    CHECK_MSG(graph_backward(g, loss, wrt, 3, grads) == TG_OK, "%s", graph_error(g));
+    int nbn = 0, nred = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        nbn += g->nodes[i].op == GRAPH_OP_batch_norm_train_grad;
+        nred += g->nodes[i].op == GRAPH_OP_reduce_mean ||
+                (i > 2 && g->nodes[i].op == GRAPH_OP_reduce_sum);
+    }
+    CHECK_MSG(nbn == 1 && nred == 0, "%d batch_norm_train_grad, %d reductions", nbn, nred);
+    static const char *const names[3] = {"gx", "gw", "gb"};
+    for (int k = 0; k < 3; k++)
+        CHECK(grads[k] >= 0 && graph_add_output(g, grads[k], names[k]) == TG_OK);
+    eager_pool_push();
+    eager_tensor *in[6] = {eager_rand_normal(TG_SHAPE(4, 3, 5, 6), 51, 1, 2),
+                           eager_rand_uniform(TG_SHAPE(3), 52, 0.5, 2),
+                           eager_rand_uniform(TG_SHAPE(3), 53, -1, 1),
+                           eager_zeros(GRAPH_F32, TG_SHAPE(3)),
+                           eager_ones(GRAPH_F32, TG_SHAPE(3)),
+                           eager_rand_uniform(TG_SHAPE(4, 3, 5, 6), 54, -1, 1)};
+    eager_tensor *got[4] = {NULL}, *bo[5], *o[3];
+    CHECK_MSG(eager_interpret(g, in, 6, got, 4, NULL) == TG_OK, "%s", eager_error());
+    CHECK(eager_batch_norm_train_op(in[0], in[1], in[2], in[3], in[4], 1e-5f, 0.1f, bo, 5) == 5);
+    CHECK(eager_batch_norm_train_grad(in[5], in[0], in[1], bo[3], bo[4], o, 3) == 3);
+    static const size_t bytes[3] = {4 * 3 * 5 * 6 * sizeof(float), 3 * sizeof(float),
+                                    3 * sizeof(float)};
+    for (int k = 0; k < 3; k++)
+        CHECK_MSG(got[k + 1] && !memcmp(eager_peek(got[k + 1]), eager_peek(o[k]), bytes[k]),
+                  "graph %s equals the op's", names[k]);
+    for (int k = 0; k < 4; k++)
+        eager_release(got[k]);
+    eager_pool_pop();
+    graph_free(g);
+}
+
 int main(void)
 {
     test_values();
@@ -300,5 +360,6 @@ int main(void)
     test_empty();
     test_errors();
     test_backward();
+    test_graph();
     return check_done();
 }
