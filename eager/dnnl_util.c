@@ -168,6 +168,10 @@ struct eager_dnnl_prim {
     dnnl_memory_t scratch, rscratch;
     void *scratch_buf, *rscratch_buf;
     int post_in_c;            /* run post in C after the primitive */
+    /* The reference implementation this prim stands in for (its tensors
+     * converted to a layout with a JIT kernel: eager_dnnl_prim_replaces),
+     * or "": what a probe reports, so a layout decision still sees it. */
+    char replaces[64];
     graph_ints post;
     graph_post_prm prm;
     int dst, res;             /* argument indices of dst and residual (-1) */
@@ -561,6 +565,11 @@ const char *eager_dnnl_prim_impl(const eager_dnnl_prim *p)
     return "";
 }
 
+void eager_dnnl_prim_replaces(eager_dnnl_prim *p, const char *ref_impl)
+{
+    snprintf(p->replaces, sizeof p->replaces, "%s", ref_impl ? ref_impl : "");
+}
+
 eager_dnnl_prim *eager_dnnl_prim_get(const eager_kargs *a)
 {
     /* A slot only ever holds the state of its own step's kernel. */
@@ -736,7 +745,11 @@ tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
 {
     if (tl_probe) {
         /* eager_dnnl_impl_of: name it; the kernel stops on the error */
-        snprintf(tl_probe->impl, tl_probe->len, "%s", eager_dnnl_prim_impl(p));
+        if (p->replaces[0])
+            snprintf(tl_probe->impl, tl_probe->len, "%s, converted at each run to %s",
+                     p->replaces, eager_dnnl_prim_impl(p));
+        else
+            snprintf(tl_probe->impl, tl_probe->len, "%s", eager_dnnl_prim_impl(p));
         tl_probe->done = 1;
         if (a->state && !*a->state)
             *a->state = &p->base;

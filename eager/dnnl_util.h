@@ -150,6 +150,15 @@ void eager_dnnl_prim_free(eager_dnnl_prim *p);
  */
 const char *eager_dnnl_prim_impl(const eager_dnnl_prim *p);
 /*
+ * Marks p as standing in for the reference implementation ref_impl (p runs
+ * a JIT kernel on tensors it converts at each run, where the layout asked
+ * for has only ref_impl): a probe (eager_dnnl_impl_of) then reports
+ * "REF, converted at each run to IMPL", which eager_dnnl_impl_is_ref
+ * counts as a reference kernel, so the layout pass still keeps such a
+ * conv plain, while a plan that already has the layout runs fast.
+ */
+void eager_dnnl_prim_replaces(eager_dnnl_prim *p, const char *ref_impl);
+/*
  * Nonzero when impl names one of oneDNN's reference implementations
  * ("ref:any", "gemm:ref", ...): plain C loops, 100x and more slower than
  * its JIT ones ("jit:avx512_core", "brg:avx512_core", "x64:gemm:jit",

@@ -332,15 +332,19 @@ static dnnl_status_t blk_mds(const eager_kargs *a, dnnl_memory_desc_t md[4])
 
 /*
  * Builds the prim for one algorithm (weights packed from plain OIHW);
- * with_post: the epilogue as oneDNN post-ops, else none (run in C).
+ * with_post: the epilogue as oneDNN post-ops, else none (run in C);
+ * convert: x and y described as format any, the prim reordering them from
+ * and to their blocks at each run (eager_dnnl_spec.convert), for a block
+ * this CPU's oneDNN has only a reference kernel for (16 lanes at AVX2: a
+ * plan laid out on another machine that could not be re-planned).
  */
 static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with_post,
-                             eager_dnnl_prim **out)
+                             int convert, eager_dnnl_prim **out)
 {
     const graph_conv2d_blk_attrs *at = a->attrs;
     eager_dnnl_spec sp = {"convolution", NULL, NULL, 3,
                           {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {{0}}, 1};
-    dnnl_memory_desc_t md[4], wany;
+    dnnl_memory_desc_t md[4], wany, xd, yd;
     dnnl_convolution_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     int64_t stride[2], dil[2], pad[4];
@@ -355,9 +359,14 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
     if (s == dnnl_success)
         s = dnnl_memory_desc_init_by_tag(&wany, md[1].ndims, md[1].dims, dnnl_f32,
                                          dnnl_format_tag_any);
+    xd = md[0], yd = md[3];
+    if (s == dnnl_success && convert)
+        s = dnnl_memory_desc_init_by_tag(&xd, 4, md[0].dims, dnnl_f32, dnnl_format_tag_any);
+    if (s == dnnl_success && convert)
+        s = dnnl_memory_desc_init_by_tag(&yd, 4, md[3].dims, dnnl_f32, dnnl_format_tag_any);
     if (s == dnnl_success)
         s = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, alg,
-                                                       &md[0], &wany, &md[2], &md[3], ds, dd,
+                                                       &xd, &wany, &md[2], &yd, ds, dd,
                                                        pl, pr);
     if (s == dnnl_success && with_post)
         s = eager_dnnl_post_attr(&at->post, GRAPH_POST_PRM(at), &md[3], &attr, &res_index);
@@ -371,6 +380,7 @@ static tg_status blk_prepare(const eager_kargs *a, dnnl_alg_kind_t alg, int with
         sp.arg[sp.nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(res_index) | DNNL_ARG_SRC_1;
         sp.md[sp.nargs++] = md[3];
     }
+    sp.convert = convert ? 5u : 0u;
     sp.desc = &desc;
     sp.attr = attr;
     sp.post = with_post ? &at->post : NULL;
@@ -427,22 +437,43 @@ static void blk_state_free(eager_kstate *s)
     tg_free(s);
 }
 
-/* Tries Winograd (fused post-ops, then without), then direct. */
+/*
+ * Tries Winograd (fused post-ops, then without), then direct.  When
+ * oneDNN has only a reference kernel for direct on these blocks (a plan
+ * laid out for 16 lanes run at AVX2: ~1000x slower), its direct kernel on
+ * the layout it picks, x and y converted at each run, the epilogue in C
+ * on the blocked output (where the residual has the same layout).
+ */
 static tg_status blk_choose(const eager_kargs *a, eager_dnnl_prim **p, int *post_in_c)
 {
     const graph_conv2d_blk_attrs *at = a->attrs;
     tg_status st = TG_ERR_BACKEND;
     *post_in_c = 0;
     if (wino_shape(a)) {
-        st = blk_prepare(a, dnnl_convolution_winograd, 1, p);
+        st = blk_prepare(a, dnnl_convolution_winograd, 1, 0, p);
         if (st != TG_OK && at->post.n > 0 &&
-            (st = blk_prepare(a, dnnl_convolution_winograd, 0, p)) == TG_OK)
+            (st = blk_prepare(a, dnnl_convolution_winograd, 0, 0, p)) == TG_OK)
             *post_in_c = 1;
         if (st != TG_OK && a->err && a->errlen)
             a->err[0] = '\0'; /* no Winograd here: direct instead */
     }
     if (st != TG_OK)
-        st = blk_prepare(a, dnnl_convolution_direct, 1, p);
+        st = blk_prepare(a, dnnl_convolution_direct, 1, 0, p);
+    if (st == TG_OK && !*post_in_c && eager_dnnl_impl_is_ref(eager_dnnl_prim_impl(*p))) {
+        eager_dnnl_prim *q = NULL;
+        if (blk_prepare(a, dnnl_convolution_direct, 0, 1, &q) == TG_OK) {
+            if (!eager_dnnl_impl_is_ref(eager_dnnl_prim_impl(q))) {
+                eager_dnnl_prim_replaces(q, eager_dnnl_prim_impl(*p));
+                eager_dnnl_prim_free(*p);
+                *p = q;
+                *post_in_c = at->post.n > 0;
+            } else {
+                eager_dnnl_prim_free(q);
+            }
+        } else if (a->err && a->errlen) {
+            a->err[0] = '\0'; /* keep the reference kernel */
+        }
+    }
     return st;
 }
 

@@ -8,6 +8,7 @@
  * test` (TG_CPU / ONEDNN_MAX_CPU_ISA), so the re-plan is checked in both
  * directions.
  */
+#include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "formats/tgraph.h"
 #include "formats/tgraph_impl.h"
 #include "eager/eager.h"
+#include "eager/dnnl_util.h"
 #include "eager/interp.h"
 #include "graph/text.h"
 #include "optimize/opt.h"
@@ -281,6 +283,86 @@ static void test_replan_refused(void)
 }
 
 /*
+ * A plan that keeps 16-lane blocks (its layout cannot be undone: a
+ * reduction reads the blocked value) on a CPU whose oneDNN has only a
+ * reference kernel for them (the AVX2 and SSE4.1 levels of make test):
+ * conv2d_blk runs oneDNN's direct kernel on the layout it picks instead,
+ * x and y converted at each run (kernels_blocked.c, blk_choose), never
+ * the reference loop; and still computes the conv (against loops here).
+ */
+static void test_foreign_blocks_fast(void)
+{
+    enum { C = 16, H = 5 };
+    static float w[C * C * 9], b[C], x[C * H * H];
+    char *text = malloc(200000);
+    if (!text)
+        return;
+    size_t at = (size_t)snprintf(text, 200000,
+                                 "graph t(%%x: f32[1,16,5,5]) -> (y: f32[]) {\n"
+                                 "  %%w: f32[16,16,3,3] = const [");
+    for (int i = 0; i < C * C * 9; i++) {
+        w[i] = (float)((i * 37) % 11 - 5) * 0.0625f;
+        at += (size_t)snprintf(text + at, 200000 - at, "%s%g", i ? ", " : "", (double)w[i]);
+    }
+    at += (size_t)snprintf(text + at, 200000 - at, "]\n  %%b: f32[16] = const [");
+    for (int i = 0; i < C; i++) {
+        b[i] = (float)(i % 5) * 0.25f - 0.5f;
+        at += (size_t)snprintf(text + at, 200000 - at, "%s%g", i ? ", " : "", (double)b[i]);
+    }
+    snprintf(text + at, 200000 - at,
+             "]\n"
+             "  %%xb: f32[1,1,5,5,16] = to_blocked(%%x) {block=16}\n"
+             "  %%c: f32[1,1,5,5,16] = conv2d_blk(%%xb, %%w, %%b) {padding=[1], block=16}\n"
+             "  %%y: f32[] = reduce_sum(%%c) {axes=[0, 1, 2, 3, 4]}\n"
+             "  return y = %%y\n}\n");
+    graph *g = parse(text);
+    free(text);
+    if (!g)
+        return;
+    g->target = graph_intern(g, "elsewhere16", -1);
+    int32_t conv = -1;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == GRAPH_OP_conv2d_blk)
+            conv = i;
+    char impl[64] = "";
+    CHECK(conv >= 0 && eager_dnnl_node_impl(g, conv, impl, sizeof impl, err, sizeof err) == TG_OK);
+    /* native, or a reference kernel's stand-in (a probe says so, for the
+     * layout pass) that is not itself a reference kernel */
+    const char *to = strstr(impl, ", converted at each run to ");
+    CHECK_MSG(impl[0] && (to ? !eager_dnnl_impl_is_ref(to + strlen(", converted at each run to "))
+                             : !eager_dnnl_impl_is_ref(impl)),
+              "a 16-lane conv2d_blk on this CPU runs %s (a reference kernel)", impl);
+    double want = 0;
+    for (int i = 0; i < C * H * H; i++)
+        x[i] = (float)((i * 13) % 9 - 4) * 0.125f;
+    for (int o = 0; o < C; o++)
+        for (int r = 0; r < H; r++)
+            for (int c = 0; c < H; c++) {
+                double acc = b[o];
+                for (int ci = 0; ci < C; ci++)
+                    for (int u = 0; u < 3; u++)
+                        for (int v = 0; v < 3; v++) {
+                            int rr = r + u - 1, cc = c + v - 1;
+                            if (rr >= 0 && rr < H && cc >= 0 && cc < H)
+                                acc += (double)w[((o * C + ci) * 3 + u) * 3 + v] *
+                                       x[(ci * H + rr) * H + cc];
+                        }
+                want += acc;
+            }
+    replay_plan *p = replay_compile(g, NULL, err, sizeof err);
+    CHECK_MSG(p != NULL, "compile: %s", err);
+    replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
+    float y = 0;
+    replay_tensor in = {.type = {GRAPH_F32, 4, {1, C, H, H}}, .data = x};
+    replay_tensor out = {.type = {GRAPH_F32, 0, {0}}, .data = &y};
+    CHECK(s && replay_run(s, &in, 1, &out, 1) == TG_OK);
+    CHECK_MSG(fabs(y - want) <= 1e-4 * (1 + fabs(want)), "y %g, want %g", (double)y, want);
+    replay_session_free(s);
+    replay_plan_free(p);
+    graph_free(g);
+}
+
+/*
  * A graph in 8-lane blocks written by hand, without a target (as an older
  * file): re-planned for this CPU, its outputs those of the interpreter on
  * the graph as written; the same with a blocked value as a graph output
@@ -391,6 +473,7 @@ int main(void)
     test_targets();
     test_file();
     test_replan_refused();
+    test_foreign_blocks_fast();
     test_replan_text();
     test_replan();
     return check_done();
