@@ -9,14 +9,25 @@
 
 #define MAX_IO 64
 
-static grad_v eb_op(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs)
+static int eb_opn(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs,
+                  grad_v *outv, int max_out)
 {
     eager_tensor *out[MAX_IO];
     for (int i = 0; i < nin; i++)
         if (!in[i])
-            return NULL;
+            return -1;
     int n = eager_dispatch(op, (eager_tensor *const *)in, nin, attrs, out, MAX_IO, b->ud);
-    return n > 0 ? (grad_v)out[0] : NULL;
+    if (n <= 0)
+        return -1;
+    for (int i = 0; i < n && i < max_out; i++)
+        outv[i] = (grad_v)out[i];
+    return n < max_out ? n : max_out;
+}
+
+static grad_v eb_op(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs)
+{
+    grad_v out[1];
+    return eb_opn(b, op, in, nin, attrs, out, 1) > 0 ? out[0] : NULL;
 }
 
 static grad_v eb_constant(grad_builder *b, graph_dtype dt, const graph_ints *shape,
@@ -42,6 +53,7 @@ static tg_status eb_fail(grad_builder *b, tg_status st, const char *msg)
 void eager_grad_builder(grad_builder *b, const eager_site *site)
 {
     b->op = eb_op;
+    b->opn = eb_opn;
     b->constant = eb_constant;
     b->type = eb_type;
     b->fail = eb_fail;

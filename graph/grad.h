@@ -46,6 +46,11 @@ struct grad_builder {
      * or NULL (error recorded; a NULL input gives NULL, no new error). */
     grad_v (*op)(grad_builder *b, graph_op op, const grad_v *in, int nin,
                  const void *attrs);
+    /* The same for an op of several outputs: its outputs into
+     * out[0..max_out); returns how many, or -1 (error recorded; a NULL
+     * input gives -1, no new error). */
+    int (*opn)(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs,
+               grad_v *out, int max_out);
     /* A constant of dtype dt and shape (numel elements of data, in dt). */
     grad_v (*constant)(grad_builder *b, graph_dtype dt, const graph_ints *shape,
                        const void *data);

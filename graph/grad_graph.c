@@ -17,25 +17,35 @@ typedef grad_graph_state gb_state;
 int32_t grad_graph_id(grad_v v) { return v ? (int32_t)((intptr_t)v - 1) : -1; }
 grad_v grad_graph_v(int32_t id) { return id < 0 ? NULL : (grad_v)(intptr_t)(id + 1); }
 
-static grad_v gb_op(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs)
+static int gb_opn(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs,
+                  grad_v *outv, int max_out)
 {
     gb_state *s = b->ud;
     int32_t ids[GRAPH_MAX_NODE_IO], out[GRAPH_MAX_NODE_IO];
     if (nin > GRAPH_MAX_NODE_IO) {
         graph_fail(s->g, TG_ERR_ARG, "gradient: %s with %d inputs", graph_ops[op].name, nin);
-        return NULL;
+        return -1;
     }
     for (int i = 0; i < nin; i++) {
         if (!in[i])
-            return NULL;
+            return -1;
         ids[i] = grad_graph_id(in[i]);
     }
     int32_t n = graph_add_node(s->g, op, ids, nin, attrs, out, GRAPH_MAX_NODE_IO);
     if (n < 0)
-        return NULL;
+        return -1;
     if (s->prov >= 0 && graph_node_add_prov(s->g, n, s->prov) != TG_OK)
-        return NULL;
-    return grad_graph_v(out[0]);
+        return -1;
+    int nout = s->g->nodes[n].nout;
+    for (int i = 0; i < nout && i < max_out; i++)
+        outv[i] = grad_graph_v(out[i]);
+    return nout < max_out ? nout : max_out;
+}
+
+static grad_v gb_op(grad_builder *b, graph_op op, const grad_v *in, int nin, const void *attrs)
+{
+    grad_v out[1];
+    return gb_opn(b, op, in, nin, attrs, out, 1) > 0 ? out[0] : NULL;
 }
 
 static grad_v gb_constant(grad_builder *b, graph_dtype dt, const graph_ints *shape,
@@ -73,6 +83,7 @@ void grad_graph_builder(grad_builder *b, grad_graph_state *s, graph *g, int32_t 
     s->g = g;
     s->prov = prov;
     b->op = gb_op;
+    b->opn = gb_opn;
     b->constant = gb_constant;
     b->type = gb_type;
     b->fail = gb_fail;

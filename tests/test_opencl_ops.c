@@ -388,6 +388,10 @@ static const ocase refused[] = {
     {"graph t(%dy: f32[2,3,3,4], %x: f32[2,3,5,7]) -> (y: f32[2,3,5,7]) {\n"
      "  %1: f32[2,3,5,7] = max_pool2d_grad(%dy, %x) {kernel=[3], stride=[2], padding=[1]}\n"
      "  return y = %1\n}\n", -2, 2, 0},
+    {"graph t(%dy: f32[3,5,37], %x: f32[3,5,37], %w: f32[5,37]) -> (y: f32[3,5,37], "
+     "dw: f32[5,37], db: f32[5,37]) {\n"
+     "  %1: f32[3,5,37], %2: f32[5,37], %3: f32[5,37] = layer_norm_grad(%dy, %x, %w) "
+     "{axis=1}\n  return y = %1\n  return dw = %2\n  return db = %3\n}\n", -2, 2, 0},
 };
 
 static void run_refused(const ocase *c, int idx, int *covered)
