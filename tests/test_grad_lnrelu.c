@@ -11,6 +11,13 @@
  * in x and dy, -0; the same bits at one and two threads and in a replay;
  * layer_norm's rule gives exactly the op's outputs; bad shapes and
  * attributes fail naming them.
+ *
+ * relu_grad (relu's rule's op) against y > 0 ? dy : 0 written here, bit
+ * for bit, on every pair of special values (NaN, infinities, zeros of
+ * both signs, subnormals) and on broadcast shapes; the same bits as the
+ * chain it replaced (where(gt(y, 0), dy, 0)), at one and two threads, in
+ * a fused program and through relu's rule; relu's backward, optimized at
+ * -O2, fuses it with the elementwise op before it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +28,8 @@
 #include "eager/eager.h"
 #include "eager/grad_eager.h"
 #include "graph/graph.h"
+#include "graph/graph_impl.h"
+#include "optimize/opt.h"
 #include "replay/replay.h"
 
 static uint64_t g_state = 0x9e3779b97f4a7c15ull;
@@ -378,9 +387,222 @@ static void layer_norm_grad_checks(void)
     eager_release(x);
 }
 
+/* ---- relu_grad ---- */
+
+static const float specials[] = {
+    NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f,
+    1e-30f, -1e-30f, 3.5f, -2.25f, 1e30f, -1e30f,
+};
+#define NSPEC ((int64_t)(sizeof specials / sizeof specials[0]))
+
+static float relu_grad_ref(float dy, float y) { return y > 0.0f ? dy : 0.0f; }
+
+/* relu_grad(dy, y) against the loop here, bit for bit; dy and y have the
+ * given shapes (broadcast), values drawn from specials and uniform ones. */
+static void relu_grad_case(graph_ints sd, graph_ints sy, int threads, const char *what)
+{
+    int64_t nd = 1, ny = 1;
+    for (int i = 0; i < sd.n; i++)
+        nd *= sd.v[i];
+    for (int i = 0; i < sy.n; i++)
+        ny *= sy.v[i];
+    float *dy = malloc((size_t)(nd ? nd : 1) * sizeof *dy);
+    float *y = malloc((size_t)(ny ? ny : 1) * sizeof *y);
+    for (int64_t i = 0; i < nd; i++)
+        dy[i] = (next_u64() & 1) ? specials[next_u64() % NSPEC] : (float)(4 * urand() - 2);
+    for (int64_t i = 0; i < ny; i++)
+        y[i] = (next_u64() & 1) ? specials[next_u64() % NSPEC] : (float)(4 * urand() - 2);
+    eager_set_threads(threads);
+    eager_pool_push(); /* the temporaries die at the pop */
+    eager_tensor *dt = eager_from_data(GRAPH_F32, sd, dy), *yt = eager_from_data(GRAPH_F32, sy, y);
+    eager_tensor *r = eager_relu_grad(dt, yt);
+    CHECK_MSG(r != NULL, "%s: %s", what, eager_error());
+    if (r) {
+        /* the output's shape: NumPy broadcasting of the two */
+        const graph_type *t = eager_type(r);
+        int64_t n = eager_numel(r), idx[GRAPH_MAX_DIMS] = {0};
+        const float *got = eager_peek(r);
+        int bad = 0;
+        for (int64_t k = 0; k < n && bad < 3; k++) {
+            /* the element of dy and y under output index idx */
+            int64_t od = 0, oy = 0;
+            for (int d = 0; d < t->ndim; d++) {
+                int dd = d - (t->ndim - sd.n), dyy = d - (t->ndim - sy.n);
+                if (dd >= 0)
+                    od = od * sd.v[dd] + (sd.v[dd] == 1 ? 0 : idx[d]);
+                if (dyy >= 0)
+                    oy = oy * sy.v[dyy] + (sy.v[dyy] == 1 ? 0 : idx[d]);
+            }
+            float want = relu_grad_ref(dy[od], y[oy]);
+            if (memcmp(&got[k], &want, sizeof want) != 0) {
+                bad++;
+                CHECK_MSG(0, "%s: element %lld: relu_grad(%g, %g) = %g, want %g", what,
+                          (long long)k, dy[od], y[oy], got[k], want);
+            }
+            for (int d = t->ndim - 1; d >= 0; d--) {
+                if (++idx[d] < t->dim[d])
+                    break;
+                idx[d] = 0;
+            }
+        }
+        /* the chain relu's rule was before: where(gt(y, 0), dy, 0) */
+        eager_tensor *zero = eager_scalar(0.0f);
+        eager_tensor *old = eager_where(eager_gt(yt, zero), dt, zero);
+        int64_t at = 0;
+        CHECK_MSG(old && eager_numel(old) == n && same_bits(eager_peek(old), got, n, &at),
+                  "%s: relu_grad differs from where(gt(y, 0), dy, 0) at %lld", what,
+                  (long long)at);
+        /* the fused kernel: the op alone and after a mul (register,
+         * streaming and tile paths by size) */
+        eager_tensor *in[2] = {dt, yt};
+        eager_tensor *f1 = eager_fused(2, in, TG_STR("r0=relu_grad(i0,i1)"));
+        CHECK_MSG(f1 && same_bits(eager_peek(f1), got, n, &at),
+                  "%s: fused relu_grad differs at %lld", what, (long long)at);
+        eager_tensor *f2 = eager_fused(2, in, TG_STR("r0=mul(i0,2);r1=relu_grad(r0,i1)"));
+        eager_tensor *m2 = eager_relu_grad(eager_mul(dt, eager_scalar(2.0f)), yt);
+        CHECK_MSG(f2 && m2 && same_bits(eager_peek(f2), eager_peek(m2), n, &at),
+                  "%s: fused mul, relu_grad differs from the ops at %lld", what, (long long)at);
+    }
+    eager_pool_pop();
+    free(y);
+    free(dy);
+    eager_set_threads(1);
+}
+
+/* Every pair of special values, at both operands. */
+static void relu_grad_specials(void)
+{
+    eager_tensor *dt = eager_from_data(GRAPH_F32, TG_SHAPE(NSPEC, 1), specials);
+    eager_tensor *yt = eager_from_data(GRAPH_F32, TG_SHAPE(1, NSPEC), specials);
+    eager_tensor *r = eager_relu_grad(dt, yt);
+    CHECK_MSG(r && eager_numel(r) == NSPEC * NSPEC, "relu_grad of the specials: %s", eager_error());
+    if (r) {
+        const float *got = eager_peek(r);
+        for (int64_t i = 0; i < NSPEC; i++)
+            for (int64_t j = 0; j < NSPEC; j++) {
+                float want = relu_grad_ref(specials[i], specials[j]);
+                CHECK_MSG(!memcmp(&got[i * NSPEC + j], &want, sizeof want),
+                          "relu_grad(%g, %g) = %g, want %g", specials[i], specials[j],
+                          got[i * NSPEC + j], want);
+            }
+    }
+    /* NaN y gives +0, -0 dy passes where y > 0 */
+    float z = 0.0f, nz = -0.0f;
+    if (r) {
+        const float *got = eager_peek(r);
+        CHECK(!memcmp(&got[0 * NSPEC + 0], &z, sizeof z));         /* (NaN, NaN) */
+        CHECK(!memcmp(&got[5 * NSPEC + 6], &nz, sizeof nz));       /* (-0, 1) */
+        CHECK(!memcmp(&got[2 * NSPEC + 5], &z, sizeof z));         /* (inf, -0) */
+    }
+    eager_release(r);
+    eager_release(yt);
+    eager_release(dt);
+}
+
+/* relu's rule emits relu_grad; in a graph's backward at -O2 it fuses with
+ * the mul before it, and neither gt nor where is left. */
+static void relu_grad_rule(void)
+{
+    eager_tensor *x = eager_rand_uniform(TG_SHAPE(6, 37), 11, -1, 1);
+    eager_tensor *g = eager_rand_uniform(TG_SHAPE(6, 37), 12, -1, 1);
+    eager_tensor *y = eager_relu(x);
+    unsigned char need = 1;
+    eager_tensor *gin = NULL;
+    eager_site here = {EAGER_SITE};
+    CHECK(eager_op_grad(GRAPH_OP_relu, &x, 1, NULL, &y, 1, &g, &need, &gin, &here) == TG_OK);
+    eager_tensor *want = eager_relu_grad(g, y);
+    int64_t at = 0;
+    CHECK_MSG(gin && want && same_bits(eager_peek(gin), eager_peek(want), 6 * 37, &at),
+              "relu's rule vs relu_grad at %lld", (long long)at);
+    eager_release(want);
+    eager_release(gin);
+    eager_release(y);
+    eager_release(g);
+    eager_release(x);
+
+    /* loss = sum((relu(x) * c)^2): the backward's mul by c feeds relu_grad */
+    graph *gr = graph_new("relu_bwd");
+    graph_type t = {GRAPH_F32, 2, {6, 37}}, tc = {GRAPH_F32, 1, {37}};
+    int32_t xv = graph_add_value(gr, GRAPH_VALUE_INPUT, &t, "x");
+    int32_t cv = graph_add_value(gr, GRAPH_VALUE_INPUT, &tc, "c");
+    graph_add_input(gr, xv);
+    graph_add_input(gr, cv);
+    int32_t a, m, sq, l, dx;
+    graph_add_node(gr, GRAPH_OP_relu, &xv, 1, NULL, &a, 1);
+    graph_add_node(gr, GRAPH_OP_mul, (int32_t[]){a, cv}, 2, NULL, &m, 1);
+    graph_add_node(gr, GRAPH_OP_mul, (int32_t[]){m, m}, 2, NULL, &sq, 1);
+    graph_add_node(gr, GRAPH_OP_reduce_sum, &sq, 1, NULL, &l, 1);
+    CHECK_MSG(graph_backward(gr, l, &xv, 1, &dx) == TG_OK, "backward: %s", graph_error(gr));
+    CHECK(graph_add_output(gr, dx, "dx") == TG_OK);
+    opt_options o = opt_default_options();
+    o.level = 2;
+    opt_report rep;
+    char err[512] = "";
+    CHECK_MSG(opt_optimize(gr, &o, &rep, err, sizeof err) == TG_OK, "-O2: %s", err);
+    int fused_with = 0, alone = 0, masks = 0;
+    for (int32_t i = 0; i < gr->nnodes; i++) {
+        const graph_node *n = &gr->nodes[i];
+        if (n->flags & GRAPH_NODE_DEAD)
+            continue;
+        if (n->op == GRAPH_OP_relu_grad)
+            alone++;
+        if (n->op == GRAPH_OP_gt || n->op == GRAPH_OP_where)
+            masks++;
+        if (n->op == GRAPH_OP_fused) {
+            const graph_fused_attrs *fa = tg_node_attrs(n);
+            fused_with += strstr(fa->prog.s, "relu_grad(") && strstr(fa->prog.s, "mul(");
+        }
+    }
+    CHECK_MSG(fused_with == 1 && alone == 0 && masks == 0,
+              "-O2: relu_grad fused with a mul in %d fused nodes, %d alone, %d gt/where",
+              fused_with, alone, masks);
+    graph_free(gr);
+}
+
+static void relu_grad_checks(void)
+{
+    relu_grad_specials();
+    relu_grad_case(TG_SHAPE(5, 7), TG_SHAPE(5, 7), 1, "relu_grad [5,7]");
+    relu_grad_case(TG_SHAPE(3, 4, 33), TG_SHAPE(4, 1), 1, "relu_grad [3,4,33] by [4,1]");
+    relu_grad_case(TG_SHAPE(33), TG_SHAPE(2, 3, 33), 2, "relu_grad [33] by [2,3,33]");
+    relu_grad_case(TG_SHAPE(1), TG_SHAPE(9, 1), 1, "relu_grad [1] by [9,1]");
+    relu_grad_case(TG_SHAPE(0, 5), TG_SHAPE(5), 1, "relu_grad [0,5] by [5]");
+    /* threaded sizes, odd */
+    relu_grad_case(TG_SHAPE(257, 301), TG_SHAPE(257, 301), 2, "relu_grad [257,301] 2 threads");
+    relu_grad_case(TG_SHAPE(257, 301), TG_SHAPE(257, 301), 1, "relu_grad [257,301] 1 thread");
+    relu_grad_case(TG_SHAPE(64, 3, 401), TG_SHAPE(3, 1), 2, "relu_grad [64,3,401] by [3,1]");
+    for (int t = 0; t < 20; t++) {
+        graph_ints a = {.n = 1 + (int)(next_u64() % 4)}, b = {.n = 0};
+        for (int d = 0; d < a.n; d++)
+            a.v[d] = 1 + (int64_t)(next_u64() % 9);
+        /* b: a suffix of a, each dim kept or 1 */
+        b.n = 1 + (int)(next_u64() % (uint64_t)a.n);
+        for (int d = 0; d < b.n; d++)
+            b.v[d] = (next_u64() & 1) ? a.v[a.n - b.n + d] : 1;
+        char what[64];
+        snprintf(what, sizeof what, "relu_grad random %d", t);
+        if (t & 1)
+            relu_grad_case(a, b, 1 + (t & 2) / 2, what);
+        else
+            relu_grad_case(b, a, 1 + (t & 2) / 2, what);
+    }
+    relu_grad_rule();
+    /* errors */
+    eager_tensor *f = eager_rand_uniform(TG_SHAPE(2, 3), 7, -1, 1);
+    eager_tensor *f4 = eager_rand_uniform(TG_SHAPE(4), 8, -1, 1);
+    eager_tensor *i = eager_full(GRAPH_I64, TG_SHAPE(2, 3), 1);
+    CHECK_FAILS(eager_relu_grad(i, i), "dtype i64 not supported");
+    CHECK_FAILS(eager_relu_grad(f, i), "relu_grad: [2,3] x i64[2,3]: dtype mismatch (f32 vs i64)");
+    CHECK_FAILS(eager_relu_grad(f, f4), "relu_grad: [2,3] x [4]: cannot broadcast dim -1: 3 vs 4");
+    eager_release(i);
+    eager_release(f4);
+    eager_release(f);
+}
+
 int main(void)
 {
     layer_norm_grad_checks();
+    relu_grad_checks();
     CHECK_MSG(eager_live_tensors() == 0, "%ld tensors leaked", eager_live_tensors());
     return check_done();
 }
