@@ -1,8 +1,8 @@
 /*
  * kernels_binary.c - CPU kernels of the binary arithmetic ops with NumPy
- * broadcasting: add, sub, mul, div, maximum, minimum (f32, i64, i32) and
- * pow (f32).  Both inputs have the output's dtype (infer allows no
- * implicit promotion).
+ * broadcasting: add, sub, mul, div, maximum, minimum (f32, i64, i32), pow
+ * and relu_grad (f32).  Both inputs have the output's dtype (infer allows
+ * no implicit promotion).
  *
  * Each op/dtype is one run function (see ew_bcast.h) with a vectorized
  * loop per mode: both inputs advance, or one of them is a single
@@ -23,6 +23,8 @@
  *     bases with finite exponents take a vectorized path good to about
  *     0.5 ulp, the rest (zeros, subnormals, inf, NaN) go to powf; a scalar
  *     exponent of 1, 2 or -1 is exact (x, x*x, 1/x).
+ *   relu_grad(dy, y) = y > 0 ? dy : 0: a NaN y gives 0, dy's sign of zero
+ *     passes where y > 0.
  */
 #include <float.h>
 #include <math.h>
@@ -79,6 +81,8 @@ BIN_FN(maximum_i32, int32_t, int32_t, a > b ? a : b)
 BIN_FN(minimum_f32, float, float, (a < b || a != a) ? a : b)
 BIN_FN(minimum_i64, int64_t, int64_t, a < b ? a : b)
 BIN_FN(minimum_i32, int32_t, int32_t, a < b ? a : b)
+/* relu's gradient: a (dy) where b (relu's output) > 0; NaN b gives 0 */
+BIN_FN(relu_grad_f32, float, float, b > 0.0f ? a : 0.0f)
 
 /*
  * Integer division has no SIMD instruction, so these are plain loops (an
@@ -307,4 +311,9 @@ tg_status eager_kernel_div(const eager_kargs *a)
 tg_status eager_kernel_pow(const eager_kargs *a)
 {
     return run_binary(a, by_dtype(a, pow_f32, NULL, NULL));
+}
+
+tg_status eager_kernel_relu_grad(const eager_kargs *a)
+{
+    return run_binary(a, by_dtype(a, relu_grad_f32, NULL, NULL));
 }

@@ -1,12 +1,19 @@
 /*
- * kernels_norm.c - CPU kernels for batch_norm, layer_norm, softmax and
- * log_softmax (f32).  Shapes and attributes were checked by
- * graph/infer_norm.c.
+ * kernels_norm.c - CPU kernels for batch_norm, layer_norm,
+ * layer_norm_grad, softmax and log_softmax (f32).  Shapes and attributes
+ * were checked by graph/infer_norm.c.
  *
  * Numerics.
  * - layer_norm: two passes per row (mean, then the mean squared deviation)
  *   accumulated in double, so a row such as 1e4 + small noise keeps its
  *   variance; population variance.  See ln_row for the subtraction.
+ * - layer_norm_grad: each row's statistics recomputed as layer_norm's (the
+ *   same mean and rstd bits), xhat and g = dy * weight in f32, their row
+ *   means (of g and g * xhat) in double over 16 fixed lanes, dx in f32.
+ *   dweight and dbias are sums over rows: each block of rows (a count
+ *   fixed by the shape, not the threads) sums its rows in double, then the
+ *   blocks are added in order, so the bits do not depend on the thread
+ *   count.
  * - softmax: the row max is subtracted before exp, so large inputs do not
  *   overflow; exp is vm_expf (eager/vmath.h), which vectorizes.  -inf entries give 0 (log_softmax: -inf).  A row that is all
  *   -inf, or holds +inf or NaN, gives NaN throughout (as PyTorch): there
@@ -20,6 +27,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../graph/alloc.h"
 #include "../graph/infer_norm.h"
 #include "kernel.h"
 #include "vmath.h"
@@ -119,14 +127,25 @@ tg_status eager_kernel_batch_norm(const eager_kargs *a)
  * case that matters), so a large mean does not swamp the deviation, and
  * the loop stays in f32 lanes.
  */
+typedef struct ln_stats {
+    float rstd, mhi, mlo; /* 1/sqrt(var + eps); the mean as mhi + mlo */
+} ln_stats;
+
+/* A row's statistics: layer_norm and layer_norm_grad share them. */
+static ln_stats ln_row_stats(const float *restrict x, int64_t n, float eps)
+{
+    double mean = sum_f64(x, n) / (double)n;
+    double var = sqdev_f64(x, n, mean) / (double)n;
+    float mhi = (float)mean;
+    return (ln_stats){(float)(1.0 / sqrt(var + eps)), mhi, (float)(mean - mhi)};
+}
+
 static void ln_row(const float *restrict x, float *restrict y,
                    const float *restrict w, const float *restrict b,
                    int64_t n, float eps)
 {
-    double mean = sum_f64(x, n) / (double)n;
-    double var = sqdev_f64(x, n, mean) / (double)n;
-    float rstd = (float)(1.0 / sqrt(var + eps));
-    float mhi = (float)mean, mlo = (float)(mean - mhi);
+    ln_stats st = ln_row_stats(x, n, eps);
+    float rstd = st.rstd, mhi = st.mhi, mlo = st.mlo;
     if (w && b) {
         for (int64_t i = 0; i < n; i++)
             y[i] = ((x[i] - mhi) - mlo) * rstd * w[i] + b[i];
@@ -157,6 +176,126 @@ tg_status eager_kernel_layer_norm(const eager_kargs *a)
 #pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
     for (int64_t r = 0; r < rows; r++)
         ln_row(x + r * d, y + r * d, w, b, d, at->eps);
+    return TG_OK;
+}
+
+/* ---- layer_norm_grad ---- */
+
+/* Blocks of rows for dweight and dbias: at least LNG_MIN_ROWS rows each
+ * (so each block's two double sums and two scratch rows, 24 bytes a
+ * column, take at most 3/8 of x's bytes), at most LNG_MAX_BLOCKS blocks
+ * (the threads' share of the rows). */
+#define LNG_MIN_ROWS 16
+#define LNG_MAX_BLOCKS 32
+
+/*
+ * One element of a row: xhat and g kept for dx, dy * xhat and dy added
+ * into the block's sums, g and g * xhat into the row's sums sum_g and
+ * sum_gx (double).  HAS_W is a constant where it is inlined, so each loop
+ * is straight-line code; one pass, where three (xhat, g, their sums) took
+ * half as long again.
+ */
+#define LNG_ELEM(i, sum_g, sum_gx)                                         \
+    do {                                                                   \
+        float h_ = ((x[i] - mhi) - mlo) * rstd, d_ = dy[i];                \
+        float g_ = HAS_W ? d_ * w[i] : d_;                                 \
+        xh[i] = h_;                                                        \
+        g[i] = g_;                                                         \
+        pw[i] += d_ * h_;                                                  \
+        pb[i] += d_;                                                       \
+        sum_g += g_;                                                       \
+        sum_gx += g_ * h_;                                                 \
+    } while (0)
+
+/*
+ * One row: dx, and the row's dy * xhat and dy added into the block's sums
+ * pw and pb.  xh and g are the row's scratch (n floats each).  The means
+ * of g and g * xhat are summed in double over LANES fixed lanes (the same
+ * order at every ISA level).
+ */
+static inline __attribute__((always_inline)) void
+lng_row(const float *restrict x, const float *restrict dy, const float *restrict w,
+        float *restrict dx, double *restrict pw, double *restrict pb, float *restrict xh,
+        float *restrict g, int64_t n, float eps, const int HAS_W)
+{
+    ln_stats st = ln_row_stats(x, n, eps);
+    float rstd = st.rstd, mhi = st.mhi, mlo = st.mlo;
+    double lg[LANES] = {0}, lgx[LANES] = {0}, sg = 0, sgx = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            LNG_ELEM(i + j, lg[j], lgx[j]);
+    for (; i < n; i++)
+        LNG_ELEM(i, sg, sgx);
+    for (int j = 0; j < LANES; j++) {
+        sg += lg[j];
+        sgx += lgx[j];
+    }
+    float mg = (float)(sg / (double)n), mgx = (float)(sgx / (double)n);
+    for (int64_t k = 0; k < n; k++)
+        dx[k] = rstd * ((g[k] - mg) - xh[k] * mgx);
+}
+
+tg_status eager_kernel_layer_norm_grad(const eager_kargs *a)
+{
+    const graph_layer_norm_grad_attrs *at = a->attrs;
+    const graph_type *t = &a->in_type[1];
+    const float *dy = a->in[0], *x = a->in[1];
+    const float *w = a->nin > 2 ? a->in[2] : NULL;
+    float *dx = a->out[0], *dw = a->out[1], *db = a->out[2];
+    int axis = graph_norm_axis(at->axis, t->ndim);
+    int64_t rows = 1, d = 1;
+    for (int i = 0; i < t->ndim; i++)
+        *(i < axis ? &rows : &d) *= t->dim[i];
+    if (d == 0)
+        return TG_OK;
+    int64_t nblk = (rows + LNG_MIN_ROWS - 1) / LNG_MIN_ROWS;
+    nblk = nblk > LNG_MAX_BLOCKS ? LNG_MAX_BLOCKS : nblk;
+    if (nblk == 0) { /* no rows: the sums are empty */
+        for (int64_t i = 0; i < d; i++)
+            dw[i] = db[i] = 0.0f;
+        return TG_OK;
+    }
+    int64_t per = (rows + nblk - 1) / nblk;
+    /* per block: its two sums (2d doubles) and two scratch rows (2d floats) */
+    size_t each = 2 * sizeof(double) + 2 * sizeof(float);
+    double *sums = NULL;
+    float *scratch = NULL;
+    if ((uint64_t)d <= SIZE_MAX / each / (uint64_t)nblk) {
+        sums = tg_calloc((size_t)(2 * nblk * d), sizeof *sums);
+        scratch = tg_malloc((size_t)(2 * nblk * d) * sizeof *scratch);
+    }
+    if (!sums || !scratch) {
+        tg_free(sums);
+        tg_free(scratch);
+        return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for %lld blocks of %lld sums",
+                                 (long long)nblk, (long long)d);
+    }
+    int par = rows * d >= EAGER_PAR_MIN && a->nthreads > 1;
+#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    for (int64_t k = 0; k < nblk; k++) {
+        double *pw = sums + 2 * k * d, *pb = pw + d;
+        float *xh = scratch + 2 * k * d, *g = xh + d;
+        int64_t r1 = (k + 1) * per < rows ? (k + 1) * per : rows;
+        for (int64_t r = k * per; r < r1; r++) {
+            if (w)
+                lng_row(x + r * d, dy + r * d, w, dx + r * d, pw, pb, xh, g, d, at->eps, 1);
+            else
+                lng_row(x + r * d, dy + r * d, w, dx + r * d, pw, pb, xh, g, d, at->eps, 0);
+        }
+    }
+    /* the blocks' sums, added in block order */
+    for (int64_t k = 1; k < nblk; k++) {
+        const double *pw = sums + 2 * k * d;
+        for (int64_t i = 0; i < 2 * d; i++)
+            sums[i] += pw[i];
+    }
+    for (int64_t i = 0; i < d; i++) {
+        dw[i] = (float)sums[i];
+        db[i] = (float)sums[d + i];
+    }
+    tg_free(scratch);
+    tg_free(sums);
     return TG_OK;
 }
 

@@ -65,8 +65,9 @@ tg_status grad_rule_reciprocal(grad_builder *b, const grad_ctx *c)
 
 tg_status grad_rule_relu(grad_builder *b, const grad_ctx *c)
 {
-    /* y > 0 exactly where x > 0 */
-    c->gin[0] = gu_keep(b, gu_op2(b, GRAPH_OP_gt, Y, gu_scalar(b, 0.0)), G);
+    /* y > 0 exactly where x > 0: one elementwise op, which fuses with its
+     * neighbours (a gt's bool mask and a where did not) */
+    c->gin[0] = gu_op2(b, GRAPH_OP_relu_grad, G, Y);
     return gu_done(c);
 }
 

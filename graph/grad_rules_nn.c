@@ -11,8 +11,10 @@
  *                    g spread over them and added back with
  *                    scatter_elements;
  *   batch_norm       inference form: all five inputs;
- *   layer_norm, softmax, log_softmax: the usual closed forms, the
- *                    statistics recomputed from the saved input;
+ *   layer_norm       the op layer_norm_grad (the statistics recomputed
+ *                    from the saved input, the three gradients in one
+ *                    pass over the rows);
+ *   softmax, log_softmax: the usual closed forms;
  *   dropout          the same dropout (same generator input, so the same
  *                    mask and scale) of the output gradient: exact;
  *   batch_norm_train the op batch_norm_train_grad (dx, dscale, dbias from
@@ -371,43 +373,25 @@ tg_status grad_rule_dropout(grad_builder *b, const grad_ctx *c)
     return gu_done(c);
 }
 
+/* One op: layer_norm_grad recomputes each row's statistics from x and
+ * makes dx, dweight and dbias in one pass over the rows. */
 tg_status grad_rule_layer_norm(grad_builder *b, const grad_ctx *c)
 {
     const graph_layer_norm_attrs *a = c->attrs;
     const graph_type *tx = &c->in_type[0];
-    int ax = graph_axis(a->axis, tx->ndim);
-    if (ax < 0)
-        return gu_fail(b, c, TG_ERR_AXIS, "axis %lld out of range", (long long)a->axis);
-    int64_t naxes[GRAPH_MAX_DIMS], lead[GRAPH_MAX_DIMS];
-    int nn = 0, nl = 0;
-    for (int d = 0; d < tx->ndim; d++) {
-        if (d >= ax)
-            naxes[nn++] = d;
-        else
-            lead[nl++] = d;
-    }
-    if (nn == 0)
+    if (tx->ndim == 0)
         return gu_fail(b, c, TG_ERR_UNSUPPORTED, "no gradient rule for a 0-d input");
-    grad_v x = c->in[0];
-    grad_v xm = gu_op2(b, GRAPH_OP_sub, x, gu_mean(b, x, naxes, nn, 1));
-    grad_v var = gu_mean(b, gu_op2(b, GRAPH_OP_mul, xm, xm), naxes, nn, 1);
-    grad_v r = gu_op1(b, GRAPH_OP_rsqrt, gu_add_s(b, var, a->eps), NULL);
-    grad_v xh = gu_op2(b, GRAPH_OP_mul, xm, r);
-    if (NEED(0)) {
-        /* r (gh - mean(gh) - xh mean(gh xh)), gh = g weight */
-        grad_v gh = c->nin > 1 ? gu_op2(b, GRAPH_OP_mul, G, c->in[1]) : G;
-        grad_v m1 = gu_mean(b, gh, naxes, nn, 1);
-        grad_v m2 = gu_mean(b, gu_op2(b, GRAPH_OP_mul, gh, xh), naxes, nn, 1);
-        grad_v t = gu_op2(b, GRAPH_OP_sub, gu_op2(b, GRAPH_OP_sub, gh, m1),
-                          gu_op2(b, GRAPH_OP_mul, xh, m2));
-        c->gin[0] = gu_op2(b, GRAPH_OP_mul, r, t);
-    }
-    if (c->nin > 1 && NEED(1)) {
-        grad_v gx = gu_op2(b, GRAPH_OP_mul, G, xh);
-        c->gin[1] = nl ? gu_sum(b, gx, lead, nl, 0) : gx;
-    }
+    graph_layer_norm_grad_attrs at = {a->axis, a->eps};
+    grad_v in[3] = {G, c->in[0], c->nin > 1 ? c->in[1] : NULL};
+    grad_v out[3] = {NULL, NULL, NULL};
+    if (b->opn(b, GRAPH_OP_layer_norm_grad, in, c->nin > 1 ? 3 : 2, &at, out, 3) != 3)
+        return gu_done(c);
+    if (NEED(0))
+        c->gin[0] = out[0];
+    if (c->nin > 1 && NEED(1))
+        c->gin[1] = out[1];
     if (c->nin > 2 && NEED(2))
-        c->gin[2] = nl ? gu_sum(b, G, lead, nl, 0) : G;
+        c->gin[2] = out[2];
     return gu_done(c);
 }
 

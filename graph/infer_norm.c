@@ -1,7 +1,8 @@
 /*
  * infer_norm.c - shape and dtype inference for normalization, softmax and
- * reductions: batch_norm, layer_norm, softmax, log_softmax, reduce_sum,
- * reduce_mean, reduce_max, argmax, argmin, topk, cumsum.  Every attribute is validated
+ * reductions: batch_norm, layer_norm, layer_norm_grad, softmax,
+ * log_softmax, reduce_sum, reduce_mean, reduce_max, argmax, argmin, topk,
+ * cumsum.  Every attribute is validated
  * here, so the kernels in eager/kernels_norm.c and eager/kernels_reduce.c
  * trust them.
  *
@@ -133,6 +134,45 @@ tg_status graph_infer_layer_norm(graph_infer_ctx *c)
             return st;
     }
     c->out[0] = *x;
+    return TG_OK;
+}
+
+/* layer_norm_grad(dy, x[, weight]): x and weight are checked as
+ * layer_norm's, with the same attributes; dy must have x's type.  Outputs
+ * dx (x's type), dweight and dbias (f32, x.shape[axis:]). */
+tg_status graph_infer_layer_norm_grad(graph_infer_ctx *c)
+{
+    const graph_layer_norm_grad_attrs *a = c->attrs;
+    const graph_type *dy = &c->in[0], *x = &c->in[1];
+    if (x->dtype != GRAPH_F32)
+        return graph_infer_fail(c, TG_ERR_DTYPE, "x has dtype %s, want f32",
+                                graph_dtype_name(x->dtype));
+    graph_layer_norm_attrs la = {a->axis, a->eps};
+    graph_type y;
+    graph_infer_ctx sub = *c;
+    sub.op = &graph_ops[GRAPH_OP_layer_norm];
+    sub.in = x;
+    sub.nin = c->nin - 1;
+    sub.attrs = &la;
+    sub.out = &y;
+    sub.max_out = 1;
+    tg_status st = graph_infer_layer_norm(&sub);
+    if (st != TG_OK)
+        return st;
+    if (!graph_type_eq(dy, x)) {
+        char sd[160], sx[160];
+        return graph_infer_fail(c, TG_ERR_SHAPE, "dy is %s %s, x is %s %s: they must match",
+                                graph_dtype_name(dy->dtype), graph_shape_str(dy, sd, sizeof sd),
+                                graph_dtype_name(x->dtype), graph_shape_str(x, sx, sizeof sx));
+    }
+    int axis = graph_norm_axis(a->axis, x->ndim);
+    graph_type p = {GRAPH_F32, 0, {0}};
+    for (int d = axis; d < x->ndim; d++)
+        p.dim[p.ndim++] = x->dim[d];
+    c->out[0] = *x;
+    c->out[1] = p;
+    c->out[2] = p;
+    c->nout = 3;
     return TG_OK;
 }
 

@@ -198,6 +198,8 @@ CASE(div) { ND(c, div, NULL, inpf(c, SH(2, 3)), inp(c, GRAPH_F32, SH(2, 3), 0.5,
 CASE(pow) { ND(c, pow, NULL, inp(c, GRAPH_F32, SH(2, 3), 0.5, 2), inpf(c, SH(3))); }
 CASE(maximum) { ND(c, maximum, NULL, inpf(c, SH(2, 3)), inpf(c, SH(2, 1))); }
 CASE(minimum) { ND(c, minimum, NULL, inpf(c, SH(2, 3)), inpf(c, SH(2, 3))); }
+/* Where(Greater(y, 0), dy, 0), y broadcast */
+CASE(relu_grad) { ND(c, relu_grad, NULL, inpf(c, SH(2, 3)), inpf(c, SH(3))); }
 CASE(add_i64) { ND(c, add, NULL, inp(c, GRAPH_I64, SH(2, 3), -50, 50), inp(c, GRAPH_I64, SH(3), -50, 50)); }
 CASE(sub_i32) { ND(c, sub, NULL, inp(c, GRAPH_I32, SH(2, 3), -50, 50), inp(c, GRAPH_I32, SH(2, 3), -50, 50)); }
 CASE(mul_i64) { ND(c, mul, NULL, inp(c, GRAPH_I64, SH(4), -50, 50), inp(c, GRAPH_I64, SH(4), -50, 50)); }
@@ -590,6 +592,7 @@ static const case_def op_cases[] = {
     C_(clip_min_only), C_(clip_max_only), C_(neg_i64), C_(abs_i32), C_(sign), C_(sign_i64),
     C_(floor), C_(ceil), C_(round), C_(round_halves),
     C_(add_bcast), C_(sub_bcast), C_(mul_scalar), C_(div), C_(pow), C_(maximum), C_(minimum),
+    C_(relu_grad),
     C_(add_i64), C_(sub_i32), C_(mul_i64), C_(div_i32), C_(div_i64_neg), C_(maximum_i32),
     C_(minimum_i64), C_(eq_f32), C_(lt_f32), C_(gt_i64), C_(lt_i32), C_(eq_bool), C_(eq_i64),
     C_(where_f32), C_(where_i64), C_(where_bool),

@@ -321,7 +321,7 @@ has err "no FILE.tgraph given"
 
 # ---- info and dump: a training step's states ----
 expect 0 "$TG" info train.tgraph
-has out "trace main: 31 nodes"
+has out "trace main: 30 nodes"
 has out ", 5 states (232 bytes): a training step"
 has out "  state  fc1.weight: f32[6,5], updated by each step"
 has out "  state  lr: f32[], not changed by the step"

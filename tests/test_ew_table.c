@@ -411,7 +411,8 @@ static void check_formats(graph_op op, int nargs)
     CHECK_MSG(!buf || back != NULL, "%s: exported model not read back: %s", info->name, err);
     if (back) {
         /* one node of an ONNX op type reads back as the op itself */
-        int expansion = op == GRAPH_OP_rsqrt || op == GRAPH_OP_silu || op == GRAPH_OP_gelu;
+        int expansion = op == GRAPH_OP_rsqrt || op == GRAPH_OP_silu || op == GRAPH_OP_gelu ||
+                        op == GRAPH_OP_relu_grad;
         CHECK_MSG(expansion || (back->nnodes == 1 && back->nodes[0].op == op),
                   "%s: read back from ONNX as %d nodes, the first %s", info->name,
                   back->nnodes, back->nnodes ? graph_ops[back->nodes[0].op].name : "-");

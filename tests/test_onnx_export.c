@@ -605,8 +605,11 @@ static void test_grad_ops_refused(void)
         "(y: f32[2,3,4,5]) {\n"
         "  %1: f32[2,3,4,5], %2: f32[3], %3: f32[3] = batch_norm_train_grad(%dy, %x, %w, %m, %r)\n"
         "  return y = %1\n}\n",
+        "graph t(%dy: f32[2,3,4], %x: f32[2,3,4]) -> (y: f32[2,3,4]) {\n"
+        "  %1: f32[2,3,4], %2: f32[4], %3: f32[4] = layer_norm_grad(%dy, %x)\n"
+        "  return y = %1\n}\n",
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < (int)(sizeof irs / sizeof irs[0]); k++) {
         graph *g = graph_parse(irs[k], strlen(irs[k]), err, sizeof err);
         CHECK_MSG(g != NULL, "parse: %s", err);
         if (!g)

@@ -77,6 +77,8 @@ static const ocase cases[] = {
     {G1("%x: f32[4,6], %z: f32[4,1]", "f32[4,6]", "  %1: f32[4,6] = maximum(%x, %z)"), -2, 2, EW},
     {G1("%x: i64[4,6], %z: i64[4,1]", "i64[4,6]", "  %1: i64[4,6] = minimum(%x, %z)"), -9, 9, EW},
     {G1("%x: f32[4,6], %z: f32[4,1]", "f32[4,6]", "  %1: f32[4,6] = minimum(%x, %z)"), -2, 2, EW},
+    {G1("%x: f32[4,6], %z: f32[6]", "f32[4,6]", "  %1: f32[4,6] = relu_grad(%x, %z)"), -2, 2, EW},
+    {G1("%x: f32[3,4,37], %z: f32[3,4,37]", "f32[3,4,37]", "  %1: f32[3,4,37] = relu_grad(%x, %z)"), -2, 2, EW},
     {G1("%x: i32[4,6], %z: i32[6]", "bool[4,6]", "  %1: bool[4,6] = eq(%x, %z)"), -2, 2, EW},
     {G1("%x: bool[4,6], %z: bool[6]", "bool[4,6]", "  %1: bool[4,6] = eq(%x, %z)"), 0, 1, EW},
     {G1("%x: f32[4,6], %z: f32[6]", "bool[4,6]", "  %1: bool[4,6] = lt(%x, %z)"), -2, 2, EW},
@@ -392,6 +394,10 @@ static const ocase refused[] = {
      "(dx: f32[2,3,4,5], dw: f32[3], db: f32[3]) {\n"
      "  %1: f32[2,3,4,5], %2: f32[3], %3: f32[3] = batch_norm_train_grad(%dy, %x, %w, %m, %r)\n"
      "  return dx = %1\n  return dw = %2\n  return db = %3\n}\n", -2, 2, 0},
+    {"graph t(%dy: f32[3,5,37], %x: f32[3,5,37], %w: f32[5,37]) -> (y: f32[3,5,37], "
+     "dw: f32[5,37], db: f32[5,37]) {\n"
+     "  %1: f32[3,5,37], %2: f32[5,37], %3: f32[5,37] = layer_norm_grad(%dy, %x, %w) "
+     "{axis=1}\n  return y = %1\n  return dw = %2\n  return db = %3\n}\n", -2, 2, 0},
 };
 
 static void run_refused(const ocase *c, int idx, int *covered)

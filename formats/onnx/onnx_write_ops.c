@@ -6,6 +6,7 @@
  * Most ops are one ONNX node of the same meaning; the rest are short
  * expansions whose temporaries are named "<op>_<node>_<what>":
  *   rsqrt        Reciprocal(Sqrt(x))
+ *   relu_grad    Where(Greater(y, 0), dy, 0)
  *   silu         x * Sigmoid(x)
  *   gelu         x * 0.5 * (1 + Erf(x * 1/sqrt(2)))   (the erf form)
  *   where        on bools: Or(And(c, a), And(Not(c), b))
@@ -111,6 +112,13 @@ static void ew(onnx_w *w, graph_op op, const char *a, const char *b,
     case GRAPH_OP_clip:
         clip(w, a, attr[0], attr[1], y);
         break;
+    case GRAPH_OP_relu_grad: { /* a is dy, b relu's output */
+        const char *zero = onnxw_const_scalar(w, "zero", GRAPH_F32, 0);
+        const char *in[3] = {onnxw_tmp(w, "pos"), a, zero};
+        onnxw_node2(w, "Greater", b, zero, in[0]);
+        onnxw_node(w, "Where", in, 3, &y, 1);
+        break;
+    }
     default:
         onnxw_unsupported(w, "no ONNX form of this elementwise op");
         break;
@@ -708,6 +716,7 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_conv2d_grad_input:
     case GRAPH_OP_max_pool2d_grad:
     case GRAPH_OP_batch_norm_train_grad:
+    case GRAPH_OP_layer_norm_grad:
         return onnxw_unsupported(w, "a gradient op has no ONNX form (the "
                                     "ai.onnx.preview.training domain is not written): "
                                     "export the forward graph");

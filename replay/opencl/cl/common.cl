@@ -81,6 +81,8 @@ TG_F1 tg_clip(float x, float lo, float hi)
 /* maximum/minimum propagate NaN from either side */
 TG_F1 tg_max(float a, float b) { return (a > b || a != a) ? a : b; }
 TG_F1 tg_min(float a, float b) { return (a < b || a != a) ? a : b; }
+/* relu's gradient: b > 0 ? a : 0 (NaN b gives 0) */
+TG_F1 tg_relu_grad(float a, float b) { return b > 0.0f ? a : 0.0f; }
 /* sign(+-0) = +0, sign(NaN) = NaN (OpenCL's own sign gives -0 and 0) */
 TG_F1 tg_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : (x != x ? x : 0.0f); }
 
@@ -105,6 +107,7 @@ TG_V8 tg_clip(float8 x, float lo, float hi)
 }
 TG_V8 tg_max(float8 a, float8 b) { return select(b, a, (a > b) | isnan(a)); }
 TG_V8 tg_min(float8 a, float8 b) { return select(b, a, (a < b) | isnan(a)); }
+TG_V8 tg_relu_grad(float8 a, float8 b) { return select((float8)(0.0f), a, b > 0.0f); }
 TG_V8 tg_sign(float8 x)
 {
     float8 z = select((float8)(0.0f), x, isnan(x));
