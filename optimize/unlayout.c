@@ -19,9 +19,12 @@
  *     counterparts, a blocked broadcast input that has none (a per-channel
  *     constant made blocked) through from_blocked (folded afterwards), a
  *     one-element input of rank 5 reshaped to [1].
- * Any other reader of a blocked value, or channels that disagree (a conv
- * whose groups were packed into padded blocks, read as fewer channels),
- * and the pass fails with the reason: opt_relayout then leaves the graph
+ * A conv whose groups the layout packed k to a block (regroup_k; its
+ * input then has fewer channels than the packed weights say) becomes the
+ * conv of the original groups again, its weights and bias unpacked from
+ * the block diagonal (unpack_groups), when they are constants of that
+ * shape.  Any other reader of a blocked value, or channels that disagree
+ * otherwise, and the pass fails with the reason: opt_relayout then leaves the graph
  * as it was (the CPU runs either block).  Constants the layout made
  * (packed weights, a batch_norm as a depthwise conv) stay as they are:
  * the next layout plans on them like on any conv.
@@ -78,6 +81,64 @@ static tg_status no(unl *U, int32_t i, const char *why)
                     why);
 }
 
+/*
+ * The groups the layout packed (optimize/layout.c, regroup_consts): conv
+ * node i's constant weights w' [G'*B, B, kh, kw] hold k = B / cg groups of
+ * cg channels on the block diagonal of each packed group of B, zeros
+ * elsewhere and past the C real channels (a last, partial packed group).
+ * Finds the largest such cg that divides C and for which every weight
+ * outside those blocks and every row (and bias) past C is zero (then the
+ * conv of C / cg groups of cg computes the same), and writes its plain
+ * weights [C, cg, kh, kw] and bias [C] as constants into in[1], in[2];
+ * 0 when the weights are not so.
+ */
+static int unpack_groups(unl *U, const graph_node *n, int64_t C, int32_t in[4], int64_t *groups)
+{
+    graph *g = U->g;
+    const graph_value *wv = &g->values[n->in[1]];
+    const graph_value *bv = n->nin > 2 ? &g->values[n->in[2]] : NULL;
+    const graph_conv2d_blk_attrs *a = tg_node_attrs(n);
+    int64_t B = wv->type.dim[1], O2 = wv->type.dim[0], kk = wv->type.dim[2] * wv->type.dim[3];
+    if (!wv->data || (bv && !bv->data) || wv->type.dtype != GRAPH_F32 || B < 2 ||
+        O2 != a->groups * B || C <= 0 || C >= O2 || C <= O2 - B)
+        return 0;
+    const float *w = wv->data, *b = bv ? bv->data : NULL;
+    for (int64_t cg = B / 2; cg >= 1; cg--) {
+        if (B % cg || C % cg)
+            continue;
+        int ok = 1;
+        for (int64_t oc = 0; oc < O2 && ok; oc++) {
+            int64_t c0 = oc % B / cg * cg;
+            for (int64_t c = 0; c < B && ok; c++)
+                if (oc >= C || c < c0 || c >= c0 + cg)
+                    for (int64_t t = 0; t < kk && ok; t++)
+                        ok = w[(oc * B + c) * kk + t] == 0.0f;
+            if (oc >= C && b)
+                ok = ok && b[oc] == 0.0f;
+        }
+        if (!ok)
+            continue;
+        graph_type wt = {GRAPH_F32, 4, {C, cg, wv->type.dim[2], wv->type.dim[3]}};
+        graph_type bt = {GRAPH_F32, 1, {C}};
+        float *pw = tg_malloc((size_t)(C * cg * kk + C) * sizeof *pw), *pb = pw + C * cg * kk;
+        if (!pw)
+            return -1;
+        for (int64_t oc = 0; oc < C; oc++) {
+            int64_t c0 = oc % B / cg * cg;
+            memcpy(pw + oc * cg * kk, w + (oc * B + c0) * kk, (size_t)(cg * kk) * sizeof *pw);
+            pb[oc] = b ? b[oc] : 0.0f;
+        }
+        in[1] = opt_add_const(g, &wt, pw);
+        in[2] = opt_add_const(g, &bt, pb);
+        tg_free(pw);
+        if (in[1] < 0 || in[2] < 0)
+            return -1;
+        *groups = C / cg;
+        return 1;
+    }
+    return 0;
+}
+
 static tg_status conv(unl *U, int32_t i)
 {
     graph *g = U->g;
@@ -87,6 +148,32 @@ static tg_status conv(unl *U, int32_t i)
                                 a->post,    a->alpha,   a->clip_min, a->clip_max};
     int32_t in[4] = {mapped(U, n.in[0]), n.in[1], n.in[2], n.nin > 3 ? n.in[3] : -1};
     int64_t o = g->values[n.in[1]].type.dim[0];
+    int32_t x = n.in[0];
+    if (g->values[x].type.ndim != 4 && U->pl[x] >= 0 && n.nin > 2 &&
+        U->ch[x] != g->values[n.in[1]].type.dim[1] * a->groups) {
+        /* packed groups (layout.c, regroup_k): the plain conv unpacked */
+        int64_t groups = 0;
+        int r = unpack_groups(U, &n, U->ch[x], in, &groups);
+        if (r < 0)
+            return opt_fail(U->ctx, g, i, TG_ERR_NOMEM, "out of memory");
+        if (r == 0)
+            return no(U, i, "an input's channels disagree with the weights");
+        ep.groups = groups;
+        o = U->ch[x];
+        for (int k = 0; k < n.nin; k += 3) {
+            int32_t v = n.in[k];
+            if (U->pl[v] < 0)
+                return no(U, i, "a blocked input not made by the layout");
+            if (U->ch[v] != o)
+                return no(U, i, "an input's channels disagree with the weights");
+            in[k] = U->pl[v];
+        }
+        int32_t out = add(U, GRAPH_OP_conv2d_ep, in, n.nin, &ep, i);
+        if (out < 0)
+            return TG_ERR_STATE;
+        made(U, i, n.out[0], out, o);
+        return TG_OK;
+    }
     for (int k = 0; k < n.nin; k += 3) { /* x and the residual */
         int32_t v = n.in[k];
         if (k == 0 && g->values[v].type.ndim == 4)
