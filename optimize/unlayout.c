@@ -147,32 +147,15 @@ static tg_status conv(unl *U, int32_t i)
     graph_conv2d_ep_attrs ep = {a->stride,  a->padding, a->dilation, a->groups,
                                 a->post,    a->alpha,   a->clip_min, a->clip_max};
     int32_t in[4] = {mapped(U, n.in[0]), n.in[1], n.in[2], n.nin > 3 ? n.in[3] : -1};
-    int64_t o = g->values[n.in[1]].type.dim[0];
+    int64_t o = g->values[n.in[1]].type.dim[0], cin = g->values[n.in[1]].type.dim[1] * a->groups;
     int32_t x = n.in[0];
-    if (g->values[x].type.ndim != 4 && U->pl[x] >= 0 && n.nin > 2 &&
-        U->ch[x] != g->values[n.in[1]].type.dim[1] * a->groups) {
+    if (g->values[x].type.ndim != 4 && U->pl[x] >= 0 && n.nin > 2 && U->ch[x] != cin) {
         /* packed groups (layout.c, regroup_k): the plain conv unpacked */
-        int64_t groups = 0;
-        int r = unpack_groups(U, &n, U->ch[x], in, &groups);
+        int r = unpack_groups(U, &n, U->ch[x], in, &ep.groups);
         if (r < 0)
             return opt_fail(U->ctx, g, i, TG_ERR_NOMEM, "out of memory");
-        if (r == 0)
-            return no(U, i, "an input's channels disagree with the weights");
-        ep.groups = groups;
-        o = U->ch[x];
-        for (int k = 0; k < n.nin; k += 3) {
-            int32_t v = n.in[k];
-            if (U->pl[v] < 0)
-                return no(U, i, "a blocked input not made by the layout");
-            if (U->ch[v] != o)
-                return no(U, i, "an input's channels disagree with the weights");
-            in[k] = U->pl[v];
-        }
-        int32_t out = add(U, GRAPH_OP_conv2d_ep, in, n.nin, &ep, i);
-        if (out < 0)
-            return TG_ERR_STATE;
-        made(U, i, n.out[0], out, o);
-        return TG_OK;
+        if (r > 0)
+            o = cin = U->ch[x];
     }
     for (int k = 0; k < n.nin; k += 3) { /* x and the residual */
         int32_t v = n.in[k];
@@ -180,7 +163,7 @@ static tg_status conv(unl *U, int32_t i)
             continue; /* a stem reads x plain */
         if (U->pl[v] < 0)
             return no(U, i, "a blocked input not made by the layout");
-        if (U->ch[v] != (k == 0 ? g->values[n.in[1]].type.dim[1] * a->groups : o))
+        if (U->ch[v] != (k == 0 ? cin : o))
             return no(U, i, "an input's channels disagree with the weights");
         in[k] = U->pl[v];
     }

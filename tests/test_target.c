@@ -75,6 +75,47 @@ static graph *parse(const char *text)
     return g;
 }
 
+/* Parses head, w's elements, mid, b's elements, tail as one text (the
+ * test fails on a parse error: NULL). */
+static graph *parse_wb(const char *head, const float *w, int nw, const char *mid, const float *b,
+                       int nb, const char *tail)
+{
+    size_t cap = strlen(head) + strlen(mid) + strlen(tail) + 24 * (size_t)(nw + nb) + 1, at = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return NULL;
+    at += (size_t)snprintf(text + at, cap - at, "%s", head);
+    for (int i = 0; i < nw; i++)
+        at += (size_t)snprintf(text + at, cap - at, "%s%g", i ? ", " : "", (double)w[i]);
+    at += (size_t)snprintf(text + at, cap - at, "%s", mid);
+    for (int i = 0; i < nb; i++)
+        at += (size_t)snprintf(text + at, cap - at, "%s%g", i ? ", " : "", (double)b[i]);
+    snprintf(text + at, cap - at, "%s", tail);
+    graph *g = parse(text);
+    free(text);
+    return g;
+}
+
+/* A 3x3, padding 1 conv of C channels in groups of cg, in double: y[C][H][H]. */
+static void conv3x3_ref(const float *x, const float *w, const float *b, int C, int cg, int H,
+                        double *y)
+{
+    for (int o = 0; o < C; o++)
+        for (int r = 0; r < H; r++)
+            for (int c = 0; c < H; c++) {
+                double acc = b[o];
+                for (int ci = 0; ci < cg; ci++)
+                    for (int u = 0; u < 3; u++)
+                        for (int v = 0; v < 3; v++) {
+                            int rr = r + u - 1, cc = c + v - 1;
+                            if (rr >= 0 && rr < H && cc >= 0 && cc < H)
+                                acc += (double)w[((o * cg + ci) * 3 + u) * 3 + v] *
+                                       x[((o / cg * cg + ci) * H + rr) * H + cc];
+                        }
+                y[(o * H + r) * H + c] = acc;
+            }
+}
+
 /* The width-reduced torchvision model of the suite, its input and PyTorch's output. */
 typedef struct model {
     graph *g;
@@ -261,46 +302,25 @@ static void test_replan_packed_groups(void)
 {
     enum { C = 24, G = 3, CG = 8, H = 6 };
     static float w[C * CG * 9], b[C], x[C * H * H], y[C * H * H], want[C * H * H];
-    char *text = malloc(100000);
-    if (!text)
-        return;
-    size_t at = (size_t)snprintf(text, 100000,
-                                 "graph t(%%x: f32[1,24,6,6]) -> (y: f32[1,24,6,6]) {\n"
-                                 "  %%w: f32[24,8,3,3] = const [");
-    for (int i = 0; i < C * CG * 9; i++) {
+    for (int i = 0; i < C * CG * 9; i++)
         w[i] = (float)((i * 29) % 13 - 6) * 0.0625f;
-        at += (size_t)snprintf(text + at, 100000 - at, "%s%g", i ? ", " : "", (double)w[i]);
-    }
-    at += (size_t)snprintf(text + at, 100000 - at, "]\n  %%b: f32[24] = const [");
-    for (int i = 0; i < C; i++) {
+    for (int i = 0; i < C; i++)
         b[i] = (float)(i % 7) * 0.125f - 0.375f;
-        at += (size_t)snprintf(text + at, 100000 - at, "%s%g", i ? ", " : "", (double)b[i]);
-    }
-    snprintf(text + at, 100000 - at,
-             "]\n"
-             "  %%c: f32[1,24,6,6] = conv2d(%%x, %%w, %%b) {padding=[1], groups=3}\n"
-             "  %%y: f32[1,24,6,6] = relu(%%c)\n"
-             "  return y = %%y\n}\n");
-    graph *g0 = parse(text);
-    free(text);
+    graph *g0 = parse_wb("graph t(%x: f32[1,24,6,6]) -> (y: f32[1,24,6,6]) {\n"
+                         "  %w: f32[24,8,3,3] = const [", w, C * CG * 9,
+                         "]\n  %b: f32[24] = const [", b, C,
+                         "]\n"
+                         "  %c: f32[1,24,6,6] = conv2d(%x, %w, %b) {padding=[1], groups=3}\n"
+                         "  %y: f32[1,24,6,6] = relu(%c)\n"
+                         "  return y = %y\n}\n");
     if (!g0)
         return;
     for (int i = 0; i < C * H * H; i++)
         x[i] = (float)((i * 17) % 11 - 5) * 0.25f;
-    for (int o = 0; o < C; o++)
-        for (int r = 0; r < H; r++)
-            for (int c = 0; c < H; c++) {
-                double acc = b[o];
-                for (int ci = 0; ci < CG; ci++)
-                    for (int u = 0; u < 3; u++)
-                        for (int v = 0; v < 3; v++) {
-                            int rr = r + u - 1, cc = c + v - 1;
-                            if (rr >= 0 && rr < H && cc >= 0 && cc < H)
-                                acc += (double)w[((o * CG + ci) * 3 + u) * 3 + v] *
-                                       x[((o / CG * CG + ci) * H + rr) * H + cc];
-                        }
-                want[(o * H + r) * H + c] = acc > 0 ? (float)acc : 0.0f;
-            }
+    static double ref[C * H * H];
+    conv3x3_ref(x, w, b, C, CG, H, ref);
+    for (int i = 0; i < C * H * H; i++)
+        want[i] = ref[i] > 0 ? (float)ref[i] : 0.0f;
     graph *g = optimized_for(g0, NULL);
     graph_free(g0);
     if (!g)
@@ -374,29 +394,18 @@ static void test_foreign_blocks_fast(void)
 {
     enum { C = 16, H = 5 };
     static float w[C * C * 9], b[C], x[C * H * H];
-    char *text = malloc(200000);
-    if (!text)
-        return;
-    size_t at = (size_t)snprintf(text, 200000,
-                                 "graph t(%%x: f32[1,16,5,5]) -> (y: f32[]) {\n"
-                                 "  %%w: f32[16,16,3,3] = const [");
-    for (int i = 0; i < C * C * 9; i++) {
+    for (int i = 0; i < C * C * 9; i++)
         w[i] = (float)((i * 37) % 11 - 5) * 0.0625f;
-        at += (size_t)snprintf(text + at, 200000 - at, "%s%g", i ? ", " : "", (double)w[i]);
-    }
-    at += (size_t)snprintf(text + at, 200000 - at, "]\n  %%b: f32[16] = const [");
-    for (int i = 0; i < C; i++) {
+    for (int i = 0; i < C; i++)
         b[i] = (float)(i % 5) * 0.25f - 0.5f;
-        at += (size_t)snprintf(text + at, 200000 - at, "%s%g", i ? ", " : "", (double)b[i]);
-    }
-    snprintf(text + at, 200000 - at,
-             "]\n"
-             "  %%xb: f32[1,1,5,5,16] = to_blocked(%%x) {block=16}\n"
-             "  %%c: f32[1,1,5,5,16] = conv2d_blk(%%xb, %%w, %%b) {padding=[1], block=16}\n"
-             "  %%y: f32[] = reduce_sum(%%c) {axes=[0, 1, 2, 3, 4]}\n"
-             "  return y = %%y\n}\n");
-    graph *g = parse(text);
-    free(text);
+    graph *g = parse_wb("graph t(%x: f32[1,16,5,5]) -> (y: f32[]) {\n"
+                        "  %w: f32[16,16,3,3] = const [", w, C * C * 9,
+                        "]\n  %b: f32[16] = const [", b, C,
+                        "]\n"
+                        "  %xb: f32[1,1,5,5,16] = to_blocked(%x) {block=16}\n"
+                        "  %c: f32[1,1,5,5,16] = conv2d_blk(%xb, %w, %b) {padding=[1], block=16}\n"
+                        "  %y: f32[] = reduce_sum(%c) {axes=[0, 1, 2, 3, 4]}\n"
+                        "  return y = %y\n}\n");
     if (!g)
         return;
     g->target = graph_intern(g, "elsewhere16", -1);
@@ -415,20 +424,10 @@ static void test_foreign_blocks_fast(void)
     double want = 0;
     for (int i = 0; i < C * H * H; i++)
         x[i] = (float)((i * 13) % 9 - 4) * 0.125f;
-    for (int o = 0; o < C; o++)
-        for (int r = 0; r < H; r++)
-            for (int c = 0; c < H; c++) {
-                double acc = b[o];
-                for (int ci = 0; ci < C; ci++)
-                    for (int u = 0; u < 3; u++)
-                        for (int v = 0; v < 3; v++) {
-                            int rr = r + u - 1, cc = c + v - 1;
-                            if (rr >= 0 && rr < H && cc >= 0 && cc < H)
-                                acc += (double)w[((o * C + ci) * 3 + u) * 3 + v] *
-                                       x[(ci * H + rr) * H + cc];
-                        }
-                want += acc;
-            }
+    static double ref[C * H * H];
+    conv3x3_ref(x, w, b, C, C, H, ref);
+    for (int i = 0; i < C * H * H; i++)
+        want += ref[i];
     replay_plan *p = replay_compile(g, NULL, err, sizeof err);
     CHECK_MSG(p != NULL, "compile: %s", err);
     replay_session *s = p ? replay_session_new(p, NULL, 0) : NULL;
