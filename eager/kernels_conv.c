@@ -184,12 +184,15 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     int blocked = !residual && x->dim[1] >= 16 && w->dim[0] >= 16 && w->dim[2] * w->dim[3] > 1;
     if (blocked) {
         tg_status st = conv_build(a, geom, post, prm, 1, out);
-        if (st != TG_OK)
-            return st;
-        const char *impl = eager_dnnl_prim_impl(*out);
-        if (!eager_dnnl_impl_is_ref(impl) && !strstr(impl, "gemm"))
-            return TG_OK;
-        eager_dnnl_prim_free(*out);
+        if (st == TG_OK) {
+            const char *impl = eager_dnnl_prim_impl(*out);
+            if (!eager_dnnl_impl_is_ref(impl) && !strstr(impl, "gemm"))
+                return TG_OK;
+            eager_dnnl_prim_free(*out);
+            *out = NULL;
+        } else if (a->err && a->errlen) {
+            a->err[0] = '\0'; /* no blocked form here: the plain one */
+        }
     }
     return conv_build(a, geom, post, prm, 0, out);
 }
