@@ -165,7 +165,8 @@ static tg_status conv_build(const eager_kargs *a, const eager_conv_geom *geom,
  * Blocked or plain.  On plain NCHW oneDNN runs im2col + GEMM; its direct
  * and depthwise JIT kernels want blocked tensors.  Where the convolution is
  * wide enough for them to pay for the two reorders (at least 16 input and
- * output channels, a kernel larger than 1x1: a 1x1 is a GEMM already) and
+ * output channels, or grouped, whose GEMM per group is the slow case at
+ * any width; a kernel larger than 1x1: a 1x1 is a GEMM already) and
  * its epilogue has no residual (which is in the plain layout), the blocked
  * form is used when oneDNN's choice for it is neither a reference loop nor
  * GEMM.  Shape-based, not measured, so that eager and replay make the same
@@ -181,7 +182,9 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
     int residual = 0;
     for (int i = 0; post && i < post->n; i++)
         residual |= post->v[i] == GRAPH_POST_ADD;
-    int blocked = !residual && x->dim[1] >= 16 && w->dim[0] >= 16 && w->dim[2] * w->dim[3] > 1;
+    /* grouped and depthwise: any width (GEMM per group is the slow case) */
+    int blocked = !residual && w->dim[2] * w->dim[3] > 1 &&
+                  (geom->groups > 1 || (x->dim[1] >= 16 && w->dim[0] >= 16));
     if (blocked) {
         tg_status st = conv_build(a, geom, post, prm, 1, out);
         if (st == TG_OK) {
