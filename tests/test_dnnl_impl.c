@@ -125,6 +125,32 @@ static void test_imported(void)
             snprintf(what, sizeof what, "%s -O%d", models[m], level);
             int nblk = 0;
             CHECK_MSG(h && check_nodes(h, what, &nblk) > 0, "%s: no oneDNN node", what);
+            /* plain grouped and depthwise convs (kxk) run oneDNN's direct or
+             * depthwise kernel on converted tensors, not a GEMM per group
+             * (kernels_conv.c, conv_prepare), at every level of make test */
+            for (int32_t i = 0; h && i < h->nnodes; i++) {
+                const graph_node *nd = &h->nodes[i];
+                if ((nd->flags & GRAPH_NODE_DEAD) ||
+                    (nd->op != GRAPH_OP_conv2d && nd->op != GRAPH_OP_conv2d_ep))
+                    continue;
+                int64_t groups = nd->op == GRAPH_OP_conv2d
+                                     ? ((const graph_conv2d_attrs *)tg_node_attrs(nd))->groups
+                                     : ((const graph_conv2d_ep_attrs *)tg_node_attrs(nd))->groups;
+                const graph_type *w = &h->values[nd->in[1]].type;
+                int residual = 0;
+                if (nd->op == GRAPH_OP_conv2d_ep) {
+                    const graph_ints *post = &((const graph_conv2d_ep_attrs *)tg_node_attrs(nd))->post;
+                    for (int k = 0; k < post->n; k++)
+                        residual |= post->v[k] == GRAPH_POST_ADD;
+                }
+                if (groups < 2 || w->dim[2] * w->dim[3] < 2 || residual)
+                    continue;
+                char impl[128] = "";
+                CHECK(eager_dnnl_node_impl(h, i, impl, sizeof impl, err, sizeof err) == TG_OK);
+                CHECK_MSG(impl[0] && !strstr(impl, "gemm") && !eager_dnnl_impl_is_ref(impl),
+                          "%s: node %d, a grouped conv (%lld groups), runs %s", what, (int)i,
+                          (long long)groups, impl);
+            }
             graph_free(h);
         }
         graph_free(g);
