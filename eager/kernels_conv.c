@@ -9,19 +9,19 @@
  * For plain NCHW src/dst oneDNN 2.6 has two implementations: im2col + JIT
  * GEMM ("x64:gemm:jit", which takes OIHW weights) and the reference loops
  * (~1000x slower); its direct and depthwise JIT kernels (jit, brgconv,
- * jit_dw) want blocked or NHWC tensors.  So a conv wide enough to pay for
- * two reorders (16 or more channels in and out, a kernel larger than 1x1,
- * no residual in its epilogue) is described with format "any" everywhere
- * and its tensors converted at
- * each run (conv_prepare), unless oneDNN's choice then is GEMM or a
- * reference loop; keeping blocked layouts across layers (no conversions
- * in between) is left to the optimizer (-O3's layout pass).  Measured,
- * one thread: the training CNN's 3x3 32->64 on 14x14, batch 64: gemm:jit
- * 4.8 ms, brgconv 2.0 ms + 0.45 ms of reorders; resnet18 replayed at -O0
- * 31-34 -> 21-22 ms, mobilenet_v2 at -O2 19.3 -> 8.2 ms (also at
- * TG_CPU=avx2 ONEDNN_MAX_CPU_ISA=AVX2, -O0: 26 -> 12 ms, nChw8c
- * jit_dw:avx2).  The choice is a rule on the shapes, not a
- * measurement, so eager and replay compute the same bits.
+ * jit_dw) want blocked or NHWC tensors.  So a conv with a kernel larger
+ * than 1x1 and no residual in its epilogue that is grouped (any width) or
+ * has 16 or more channels in and out is described with format "any"
+ * everywhere, its tensors converted at each run (conv_prepare), unless
+ * oneDNN's choice then is GEMM or a reference loop; keeping blocked
+ * layouts across layers (no conversions in between) is left to the
+ * optimizer (-O3's layout pass).  Measured, one thread: the training
+ * CNN's 3x3 32->64 on 14x14, batch 64: gemm:jit 4.8 ms, brgconv 2.0 ms +
+ * 0.45 ms of reorders; resnet18 replayed at -O0 31-34 -> 21-22 ms,
+ * mobilenet_v2 at -O2 19.3 -> 8.2 ms (also at TG_CPU=avx2
+ * ONEDNN_MAX_CPU_ISA=AVX2, -O0: 26 -> 12 ms, nChw8c jit_dw:avx2).  The
+ * choice is a rule on the shapes, not a measurement, so eager and replay
+ * compute the same bits.
  *
  * Algorithm: direct ("auto" picks the same implementation; Winograd is
  * unimplemented for plain layouts in oneDNN 2.6).
