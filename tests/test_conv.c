@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "conv_ref_util.h"
 #include "eager/eager.h"
 #include "eager/kernel.h"
 
@@ -18,23 +19,6 @@ typedef struct conv_case {
     int64_t groups;
     int bias;
 } conv_case;
-
-/* Expands the attribute lists as the op documents them. */
-static void pair(const graph_ints *v, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : 1;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-static void pad4(const graph_ints *v, int64_t p[4])
-{
-    if (v->n == 4) {
-        memcpy(p, v->v, 4 * sizeof *p);
-        return;
-    }
-    p[0] = p[2] = v->n > 0 ? v->v[0] : 0;
-    p[1] = p[3] = v->n > 1 ? v->v[1] : p[0];
-}
 
 /* One output element of the reference convolution. */
 static double conv_at(const conv_case *k, const float *x, const float *w,
@@ -60,9 +44,9 @@ static double conv_at(const conv_case *k, const float *x, const float *w,
 static void check_conv(int line, conv_case k)
 {
     int64_t s[2], d[2], p[4];
-    pair(&k.stride, s);
-    pair(&k.dilation, d);
-    pad4(&k.padding, p);
+    conv_pair(&k.stride, 1, s);
+    conv_pair(&k.dilation, 1, d);
+    conv_pad4(&k.padding, p);
     int64_t oh = (k.h + p[0] + p[2] - d[0] * (k.kh - 1) - 1) / s[0] + 1;
     int64_t ow = (k.w + p[1] + p[3] - d[1] * (k.kw - 1) - 1) / s[1] + 1;
     eager_pool_push();

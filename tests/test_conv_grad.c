@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "conv_ref_util.h"
 #include "eager/eager.h"
 
 typedef struct cg_case {
@@ -23,22 +24,6 @@ typedef struct cg_case {
     graph_ints stride, padding, dilation;
     int64_t groups;
 } cg_case;
-
-static void pair(const graph_ints *v, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : 1;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-static void pad4(const graph_ints *v, int64_t p[4])
-{
-    if (v->n == 4) {
-        memcpy(p, v->v, 4 * sizeof *p);
-        return;
-    }
-    p[0] = p[2] = v->n > 0 ? v->v[0] : 0;
-    p[1] = p[3] = v->n > 1 ? v->v[1] : p[0];
-}
 
 /* The forward's output size of one dim (floor division, as conv2d). */
 static int64_t out_size(int64_t in, int64_t lo, int64_t hi, int64_t k, int64_t s, int64_t d)
@@ -83,9 +68,9 @@ static void refs(const cg_case *k, const float *x, const float *w, const float *
 static void check_case(int line, cg_case k, int threads)
 {
     int64_t s[2], d[2], p[4];
-    pair(&k.stride, s);
-    pair(&k.dilation, d);
-    pad4(&k.padding, p);
+    conv_pair(&k.stride, 1, s);
+    conv_pair(&k.dilation, 1, d);
+    conv_pad4(&k.padding, p);
     int64_t oh = out_size(k.h, p[0], p[2], k.kh, s[0], d[0]);
     int64_t ow = out_size(k.w, p[1], p[3], k.kw, s[1], d[1]);
     int64_t cg = k.c / k.groups;

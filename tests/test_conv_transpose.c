@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "conv_ref_util.h"
 #include "cpu_caps.h"
 #include "eager/eager.h"
 #include "eager/interp.h"
@@ -38,23 +39,6 @@ typedef struct dc_case {
     int64_t groups;
     int bias;
 } dc_case;
-
-/* The attribute lists expanded as the op documents them. */
-static void pair(const graph_ints *v, int64_t def, int64_t out[2])
-{
-    out[0] = v->n > 0 ? v->v[0] : def;
-    out[1] = v->n > 1 ? v->v[1] : out[0];
-}
-
-static void pad4(const graph_ints *v, int64_t p[4])
-{
-    if (v->n == 4) {
-        memcpy(p, v->v, 4 * sizeof *p);
-        return;
-    }
-    p[0] = p[2] = v->n > 0 ? v->v[0] : 0;
-    p[1] = p[3] = v->n > 1 ? v->v[1] : p[0];
-}
 
 /*
  * The reference: y starts as the bias; each input element (n, c, iy, ix)
@@ -93,10 +77,10 @@ static void deconv_ref(const dc_case *k, const float *x, const float *w, const f
 static void check_deconv(int line, dc_case k)
 {
     int64_t s[2], d[2], op[2], p[4];
-    pair(&k.stride, 1, s);
-    pair(&k.dilation, 1, d);
-    pair(&k.output_padding, 0, op);
-    pad4(&k.padding, p);
+    conv_pair(&k.stride, 1, s);
+    conv_pair(&k.dilation, 1, d);
+    conv_pair(&k.output_padding, 0, op);
+    conv_pad4(&k.padding, p);
     int64_t oh = s[0] * (k.h - 1) + op[0] + d[0] * (k.kh - 1) + 1 - p[0] - p[2];
     int64_t ow = s[1] * (k.w - 1) + op[1] + d[1] * (k.kw - 1) + 1 - p[1] - p[3];
     eager_pool_push();
