@@ -17,7 +17,9 @@
  *   summed in double in two passes (16 lanes, then in order: bn_sum);
  *   invstd = 1 / sqrt(var + eps).  y = (x - mean) * f + bias with
  *   f = scale * invstd (mean and invstd as the f32
- *   outputs hold them, f rounded once), as the inference kernel does.
+ *   outputs hold them, f rounded once), as the inference kernel does;
+ *   with the relu attribute, y <= 0 ? 0 : y as the relu kernel (NaN
+ *   passes), in the same pass.
  *   Running statistics: (1 - momentum) old + momentum new, in double, the
  *   variance's new value unbiased: var * M / (M - 1) (M > 1 by inference).
  *
@@ -143,6 +145,7 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
         s *= t->dim[d];
     int64_t numel = n * c * s, m = n * s; /* m > 1 (inference) */
     double mom = at->momentum;
+    int relu = at->relu != 0;
     int par = numel >= EAGER_PAR_MIN && a->nthreads > 1;
 #pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
     for (int64_t ch = 0; ch < c; ch++) {
@@ -163,8 +166,16 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
         float mu = bmean[ch], b = bias[ch];
         const float *restrict xr = x + r * s;
         float *restrict yr = y + r * s;
-        for (int64_t i = 0; i < s; i++)
-            yr[i] = (xr[i] - mu) * f + b;
+        if (relu) {
+#pragma omp simd
+            for (int64_t i = 0; i < s; i++) {
+                float v = (xr[i] - mu) * f + b;
+                yr[i] = v <= 0.0f ? 0.0f : v;
+            }
+        } else {
+            for (int64_t i = 0; i < s; i++)
+                yr[i] = (xr[i] - mu) * f + b;
+        }
     }
     return TG_OK;
 }

@@ -322,7 +322,9 @@ tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
      * the op batch_norm_train_grad (dx, dscale, dbias in two passes over
      * x); the batch statistics' gradients add to dx:
      *      + gm / M                      (from the batch mean, output 3)
-     *      - gr r^2 xh / M               (from r, output 4: dr/dx = -r^3 (x - mean) / M) */
+     *      - gr r^2 xh / M               (from r, output 4: dr/dx = -r^3 (x - mean) / M)
+     * With the relu attribute (y = relu(bn)), y's gradient goes through
+     * relu_grad(gy, y) first, as relu's own rule would take it. */
     if (c->gout[1] || c->gout[2])
         return gu_fail(b, c, TG_ERR_UNSUPPORTED,
                        "the running statistics (outputs 1 and 2) carry no gradient");
@@ -334,6 +336,14 @@ tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
             tc.dim[d] = 1, m *= tx->dim[d];
     grad_v gy = c->gout[0], gm = c->gout[3], gr = c->gout[4];
     grad_v g3[3] = {NULL, NULL, NULL};
+    const graph_batch_norm_train_attrs *at = c->attrs;
+    if (gy && at && at->relu) {
+        if (!c->out[0]) /* eager saves outputs 3 and 4 only (grad.def) */
+            return gu_fail(b, c, TG_ERR_UNSUPPORTED,
+                           "the fused form (relu = 1) is made by the optimizer; its backward "
+                           "needs y, which eager does not keep: run batch_norm_train, then relu");
+        gy = gu_op2(b, GRAPH_OP_relu_grad, gy, c->out[0]);
+    }
     if (gy) {
         grad_v in[5] = {gy, c->in[0], c->in[1], c->out[3], c->out[4]};
         if (b->opn(b, GRAPH_OP_batch_norm_train_grad, in, 5, NULL, g3, 3) != 3)

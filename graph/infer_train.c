@@ -65,6 +65,9 @@ tg_status graph_infer_batch_norm_train(graph_infer_ctx *c)
     if (!(a->momentum >= 0.0f && a->momentum <= 1.0f))
         return graph_infer_fail(c, TG_ERR_ARG, "momentum must be in [0, 1], got %g",
                                 (double)a->momentum);
+    if (a->relu != 0 && a->relu != 1)
+        return graph_infer_fail(c, TG_ERR_ARG, "relu must be 0 or 1, got %lld",
+                                (long long)a->relu);
     if (x->ndim < 2)
         return graph_infer_fail(c, TG_ERR_SHAPE, "x needs at least 2 dims [N,C,...], has %d",
                                 x->ndim);

@@ -36,6 +36,11 @@
  * anything else gives the _ep op (bias zeros when there was none).
  * Provenance: the linear/conv's first, then every absorbed node's.
  *
+ * Training graphs: a relu that alone reads a batch_norm_train's y (and y
+ * is not pinned) becomes the batch norm's relu attribute, applied in the
+ * pass that writes y (the same bits: eager/kernels_train.c); its output's
+ * uses move to y.  Its backward reads y (relu_grad), not the batch norm's.
+ *
  * Declined candidates are explained: "conv output has 2 users",
  * "residual shape differs ([2,8] vs [8,1])", "activation abs not
  * supported", "second residual add: one residual slot", ...
@@ -448,6 +453,24 @@ static tg_status fuse(graph *g, opt_ctx *ctx, const chain *c)
     return TG_OK;
 }
 
+/* batch_norm_train(..) -> relu: the relu into the batch norm's y pass. */
+static void bn_relu(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t i)
+{
+    graph_node *n = &g->nodes[i];
+    graph_batch_norm_train_attrs *at = tg_node_attrs_mut(n);
+    int32_t y = n->out[0], r = fu_sole_user(u, y);
+    if (at->relu || r < 0 || g->nodes[r].op != GRAPH_OP_relu || opt_pinned(g, y) ||
+        fu_guarded(g, g->nodes[r].out[0]) || !fu_same_type(g, y, g->nodes[r].out[0]))
+        return;
+    if (opt_merge_prov(g, i, r) != TG_OK)
+        return; /* out of memory: left unfused */
+    at->relu = 1;
+    opt_replace_uses(g, g->nodes[r].out[0], y);
+    g->nodes[r].flags |= GRAPH_NODE_DEAD;
+    ctx->stats->fused++;
+    ctx->changed = 1;
+}
+
 static tg_status run(graph *g, opt_ctx *ctx)
 {
     opt_uses u;
@@ -456,6 +479,8 @@ static tg_status run(graph *g, opt_ctx *ctx)
     tg_status st = TG_OK;
     for (int32_t i = 0, end = g->nnodes; i < end && st == TG_OK; i++) {
         chain c;
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_batch_norm_train)
+            bn_relu(g, ctx, &u, i);
         if ((g->nodes[i].flags & GRAPH_NODE_DEAD) || !chain_start(g, i, &c))
             continue;
         if (fu_guarded(g, c.last))

@@ -23,7 +23,10 @@
  *   simplify_bcast.c  broadcast minimisation: an expand feeding a
  *                     broadcasting op is bypassed, and a constant operand
  *                     of a broadcasting op that repeats along some dims is
- *                     replaced by the smaller constant it repeats.
+ *                     replaced by the smaller constant it repeats;
+ *   simplify_grad.c   on gradient ops: relu_grad(max_pool2d_grad(g, y), y)
+ *                     -> max_pool2d_grad(relu_grad(g, max_pool2d(y)), y),
+ *                     the relu_grad on the pooled size (exact).
  *
  * Floating-point exactness.  Under plain IEEE rules only rewrites that give
  * the same bits for every input (NaN, inf, signed zeros included) fire:
@@ -198,6 +201,8 @@ static tg_status run(graph *g, opt_ctx *ctx)
             r = opt_o1_simplify_shape(&s, i);
         if (r == 0)
             r = opt_o1_simplify_bcast(&s, i);
+        if (r == 0)
+            r = opt_o1_simplify_grad(&s, i);
     }
     return opt_o1_finish(&s);
 }

@@ -142,5 +142,6 @@ int opt_o1_simplify_arith(opt_o1_state *s, int32_t node);
 int opt_o1_simplify_shape(opt_o1_state *s, int32_t node);
 int opt_o1_simplify_unary(opt_o1_state *s, int32_t node);
 int opt_o1_simplify_bcast(opt_o1_state *s, int32_t node);
+int opt_o1_simplify_grad(opt_o1_state *s, int32_t node);
 
 #endif

@@ -10,7 +10,8 @@
  *   - batch_norm_train(x, s, b, rm, rv) -> batch_norm(x, s, b, rm, rv) with
  *     the same eps (the running statistics, as nn.BatchNorm2d.eval()), and
  *     its new running statistics (outputs 1, 2) -> rm and rv, so the state
- *     they would have updated keeps its value.
+ *     they would have updated keeps its value; one with the relu
+ *     attribute (the -O2 fusion) gets its relu back after the batch_norm.
  * Every use moves through opt_replace_uses (nodes, graph outputs and the
  * lists it keeps in step), then dead code goes (the DCE pass) and the
  * graph is sorted and compacted.  The batch statistics (outputs 3, 4)
@@ -114,6 +115,7 @@ tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
             graph_batch_norm_attrs a;
             graph_attrs_default(GRAPH_OP_batch_norm, &a);
             a.eps = ta->eps;
+            int relu = ta->relu != 0;
             int32_t in[5], y = -1;
             memcpy(in, n->in, sizeof in);
             int32_t id = graph_add_node(g, GRAPH_OP_batch_norm, in, 5, &a, &y, 1);
@@ -127,6 +129,21 @@ tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
             if (st != TG_OK) {
                 st = opt_fail(&ctx, g, i, st, "out of memory");
                 break;
+            }
+            if (relu) { /* the fused relu (epilogue pass) comes back as its op */
+                int32_t r = -1;
+                int32_t rid = graph_add_node(g, GRAPH_OP_relu, &y, 1, NULL, &r, 1);
+                if (rid < 0) {
+                    st = opt_fail(&ctx, g, i, graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
+                                  "adding its eval form: %s", graph_error(g));
+                    break;
+                }
+                n = &g->nodes[i];
+                if ((st = opt_merge_prov(g, rid, i)) != TG_OK) {
+                    st = opt_fail(&ctx, g, i, st, "out of memory");
+                    break;
+                }
+                y = r;
             }
             opt_replace_uses(g, n->out[0], y);
             opt_replace_uses(g, n->out[1], n->in[3]);

@@ -51,6 +51,7 @@ static const opdesc ops[] = {
 /* One input or attribute of ops_doc.def: its name and one-line role. */
 typedef struct pdoc {
     const char *name, *doc;
+    int opt; /* ATO: an attribute only the optimizer sets, not a parameter */
 } pdoc;
 
 typedef struct opdoc {
@@ -59,8 +60,9 @@ typedef struct opdoc {
     const char *torch, *onnx;
 } opdoc;
 
-#define IN(n, d) {#n, d},
-#define AT(n, d) {#n, d},
+#define IN(n, d) {#n, d, 0},
+#define AT(n, d) {#n, d, 0},
+#define ATO(n, d) {#n, d, 1},
 static const opdoc docs[] = {
 #define DOC(name, sum, ins, ats, pt, ox) {#name, sum, {ins {0}}, {ats {0}}, pt, ox},
 #define WRAPPER(name, call)
@@ -70,6 +72,7 @@ static const opdoc docs[] = {
 };
 #undef IN
 #undef AT
+#undef ATO
 
 /* The ops with a hand-written eager_<op>() (ops_doc.def's WRAPPER lines). */
 typedef struct wrapdoc {
@@ -216,7 +219,8 @@ static void params(FILE *f, const opdesc *o, const opdoc *d)
         for (int i = 0; i < o->max_in; i++)
             fprintf(f, ", eager_tensor *%s", d->in[i].name);
     for (int i = 0; i < nattrs(o); i++)
-        fprintf(f, ", %s %s", o->attrs[i].ctype, o->attrs[i].name);
+        if (!d->at[i].opt)
+            fprintf(f, ", %s %s", o->attrs[i].ctype, o->attrs[i].name);
     if (multi_out(o))
         fprintf(f, ", eager_tensor **out, int max_out");
 }
@@ -252,7 +256,10 @@ static void body(FILE *f, const opdesc *o, const opdoc *d)
     if (o->has_attrs) {
         fprintf(f, "    graph_%s_attrs at_;\n    memset(&at_, 0, sizeof at_);\n", o->name);
         for (int i = 0; i < nattrs(o); i++)
-            fprintf(f, "    at_.%s = %s;\n", o->attrs[i].name, o->attrs[i].name);
+            if (!d->at[i].opt)
+                fprintf(f, "    at_.%s = %s;\n", o->attrs[i].name, o->attrs[i].name);
+            else if (strcmp(o->attrs[i].def, "empty")) /* an optimizer's: its default */
+                fprintf(f, "    at_.%s = %s;\n", o->attrs[i].name, o->attrs[i].def);
         attrs = "&at_";
     }
     if (multi_out(o)) {
@@ -311,7 +318,8 @@ static void header_comment(FILE *h, const opdesc *o, const opdoc *d)
         fprintf(h, " *   %-12s %s%s\n", d->in[i].name, o->max_in < 0 ? "(n of them) " : "",
                 d->in[i].doc);
     for (int i = 0; i < nattrs(o); i++)
-        fprintf(h, " *   %-12s %s; default %s\n", o->attrs[i].name, d->at[i].doc,
+        fprintf(h, " *   %-12s %s%s; default %s\n", o->attrs[i].name,
+                d->at[i].opt ? "(set by the optimizer, not a parameter) " : "", d->at[i].doc,
                 def_text(&o->attrs[i]));
     if (multi_out(o))
         fprintf(h, " *   %-12s room for max_out outputs; returns how many were made, -1 on error\n",
@@ -368,8 +376,11 @@ static void write_ops_md(FILE *m)
             fprintf(m, "%s%s%s%s", k ? ", " : "", d->in[k].name, o->max_in < 0 ? "..." : "",
                     optional_in(o, k) ? "?" : "");
         fprintf(m, " | ");
-        for (int k = 0; k < nattrs(o); k++)
-            fprintf(m, "%s%s", k ? ", " : "", o->attrs[k].name);
+        for (int k = 0, first = 1; k < nattrs(o); k++)
+            if (!d->at[k].opt) {
+                fprintf(m, "%s%s", first ? "" : ", ", o->attrs[k].name);
+                first = 0;
+            }
         fprintf(m, " | %s | ", dtype_names(o->dtypes));
         md_cell(m, d->torch);
         fprintf(m, " | ");
@@ -391,8 +402,9 @@ static void write_ops_md(FILE *m)
             fprintf(m, " |\n");
         }
         for (int k = 0; k < nattrs(o); k++) {
-            fprintf(m, "| attribute | `%s` | `%s`, default `%s` | ", o->attrs[k].name,
-                    o->attrs[k].ctype, def_text(&o->attrs[k]));
+            fprintf(m, "| attribute%s | `%s` | `%s`, default `%s` | ",
+                    d->at[k].opt ? " (set by the optimizer, not a parameter)" : "",
+                    o->attrs[k].name, o->attrs[k].ctype, def_text(&o->attrs[k]));
             md_cell(m, d->at[k].doc);
             fprintf(m, " |\n");
         }
