@@ -130,6 +130,23 @@ void eager_strides(const graph_type *t, int64_t *strides);
 void eager_post_apply(float *y, int64_t n, const graph_ints *post, graph_post_prm prm,
                       const float *res, int nthreads);
 
+/*
+ * One plane's max_pool2d for a kernel that makes the plane itself (the
+ * fused batch_norm_train's pooled output): the max_pool2d kernel's own
+ * paths, so the same bits.  eager_maxpool_init fills the geometry from a
+ * plane h x w and the attributes and returns the floats of scratch one
+ * thread needs; eager_maxpool_scratch readies such a buffer (once);
+ * eager_maxpool_plane pools in (h x w) into out (oh x ow).  Defined in
+ * kernels_pool.c.
+ */
+typedef struct eager_maxpool {
+    int64_t h, w, oh, ow, k[2], s[2], p[4];
+} eager_maxpool;
+int64_t eager_maxpool_init(eager_maxpool *m, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                           const graph_ints *kl, const graph_ints *sl, const graph_ints *pl);
+void eager_maxpool_scratch(const eager_maxpool *m, float *scratch);
+void eager_maxpool_plane(const eager_maxpool *m, const float *in, float *out, float *scratch);
+
 /* A pool's window: kernel (h, w), stride (h, w; none: the kernel's) and
  * padding (top, left, bottom, right). */
 static inline void eager_pool_window(const graph_ints *kl, const graph_ints *sl,

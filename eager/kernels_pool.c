@@ -270,6 +270,45 @@ static tg_status pool2d(const eager_kargs *a, const graph_ints *kl,
     return TG_OK;
 }
 
+/* ---- one plane, for fused kernels (kernel.h) ---- */
+
+static pool_geom maxpool_geom(const eager_maxpool *m)
+{
+    pool_geom g = {m->h, m->w, m->oh, m->ow, m->k[0], m->k[1], m->s[0], m->s[1],
+                   m->p[0], m->p[1], m->p[2], m->p[3], 0, 0};
+    return g;
+}
+
+int64_t eager_maxpool_init(eager_maxpool *m, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                           const graph_ints *kl, const graph_ints *sl, const graph_ints *pl)
+{
+    m->h = h, m->w = w, m->oh = oh, m->ow = ow;
+    eager_pool_window(kl, sl, pl, m->k, m->s, m->p);
+    pool_geom g = maxpool_geom(m);
+    /* as pool2d: the 2x2 path's pairs, or a padded row and the columns */
+    return pool_is_2x2(&g) ? 4 * oh * ow : w + g.pl + g.pr + ow;
+}
+
+void eager_maxpool_scratch(const eager_maxpool *m, float *scratch)
+{
+    pool_geom g = maxpool_geom(m);
+    if (pool_is_2x2(&g))
+        return;
+    int64_t pw = g.w + g.pl + g.pr;
+    for (int64_t i = 0; i < pw; i++)
+        scratch[i] = -INFINITY; /* the padding columns' identity */
+    column_counts(&g, scratch + pw);
+}
+
+void eager_maxpool_plane(const eager_maxpool *m, const float *in, float *out, float *scratch)
+{
+    pool_geom g = maxpool_geom(m);
+    if (pool_is_2x2(&g))
+        max_plane_2x2(&g, in, out, scratch);
+    else
+        pool_plane(&g, in, out, scratch, scratch + g.w + g.pl + g.pr);
+}
+
 tg_status eager_kernel_max_pool2d(const eager_kargs *a)
 {
     const graph_max_pool2d_attrs *at = a->attrs;

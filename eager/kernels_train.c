@@ -19,17 +19,22 @@
  *   f = scale * invstd (mean and invstd as the f32
  *   outputs hold them, f rounded once), as the inference kernel does;
  *   with the relu attribute, y <= 0 ? 0 : y as the relu kernel (NaN
- *   passes), in the same pass.
+ *   passes), in the same pass; with pool_kernel, each plane of y is
+ *   max-pooled into output 5 right after it is written, by the max_pool2d
+ *   kernel's own plane code (eager_maxpool_plane: the same bits).
  *   Running statistics: (1 - momentum) old + momentum new, in double, the
  *   variance's new value unbiased: var * M / (M - 1) (M > 1 by inference).
  *
  * Large tensors are split over a->nthreads threads: dropout by chunks of
- * elements, batch norm's statistics by channels and its y by rows.
+ * elements, batch norm by channels (each channel's y written right after
+ * its statistics, while its rows are in cache).
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "kernel.h"
 #include "philox.h"
 
@@ -147,7 +152,28 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
     double mom = at->momentum;
     int relu = at->relu != 0;
     int par = numel >= EAGER_PAR_MIN && a->nthreads > 1;
-#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
+    int nt = par ? a->nthreads : 1;
+    /* the fused max pool (output 5): each thread's scratch */
+    eager_maxpool mp;
+    float *pool = NULL, *scratch = NULL;
+    int64_t per = 0, pplane = 0;
+    if (at->pool_kernel.n) {
+        const graph_type *pt = &a->out_type[5];
+        per = eager_maxpool_init(&mp, t->dim[2], t->dim[3], pt->dim[2], pt->dim[3],
+                                 &at->pool_kernel, &at->pool_stride, &at->pool_padding);
+        pool = a->out[5];
+        pplane = pt->dim[2] * pt->dim[3];
+        scratch = tg_malloc(sizeof *scratch * (size_t)(per * nt + 1));
+        if (!scratch)
+            return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for the fused pool's %d rows",
+                                     nt);
+        for (int k = 0; k < nt; k++)
+            eager_maxpool_scratch(&mp, scratch + k * per);
+    }
+    /* a channel's y right after its statistics, its N rows still in cache
+     * from the second pass (one read of x from memory, not two), and the
+     * pool of each of its planes right after the plane */
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t ch = 0; ch < c; ch++) {
         double sum = bn_sum(x + ch * s, n, c * s, s, 0.0, 0);
         double mean = sum / (double)m;
@@ -157,25 +183,27 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
         binvstd[ch] = (float)(1.0 / sqrt(var + (double)at->eps));
         nmean[ch] = (float)((1.0 - mom) * rmean[ch] + mom * mean);
         nvar[ch] = (float)((1.0 - mom) * rvar[ch] + mom * (sq / (double)(m - 1)));
-    }
-    int64_t rows = n * c;
-#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t ch = r % c;
         float f = (float)((double)scale[ch] * (double)binvstd[ch]);
         float mu = bmean[ch], b = bias[ch];
-        const float *restrict xr = x + r * s;
-        float *restrict yr = y + r * s;
-        if (relu) {
+        for (int64_t bi = 0; bi < n; bi++) {
+            const float *restrict xr = x + (bi * c + ch) * s;
+            float *restrict yr = y + (bi * c + ch) * s;
+            if (relu) {
 #pragma omp simd
-            for (int64_t i = 0; i < s; i++) {
-                float v = (xr[i] - mu) * f + b;
-                yr[i] = v <= 0.0f ? 0.0f : v;
+                for (int64_t i = 0; i < s; i++) {
+                    float v = (xr[i] - mu) * f + b;
+                    yr[i] = v <= 0.0f ? 0.0f : v;
+                }
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < s; i++)
+                    yr[i] = (xr[i] - mu) * f + b;
             }
-        } else {
-            for (int64_t i = 0; i < s; i++)
-                yr[i] = (xr[i] - mu) * f + b;
+            if (pool)
+                eager_maxpool_plane(&mp, yr, pool + (bi * c + ch) * pplane,
+                                    scratch + (int64_t)omp_get_thread_num() * per);
         }
     }
+    tg_free(scratch);
     return TG_OK;
 }

@@ -323,8 +323,10 @@ tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
      * x); the batch statistics' gradients add to dx:
      *      + gm / M                      (from the batch mean, output 3)
      *      - gr r^2 xh / M               (from r, output 4: dr/dx = -r^3 (x - mean) / M)
-     * With the relu attribute (y = relu(bn)), y's gradient goes through
-     * relu_grad(gy, y) first, as relu's own rule would take it. */
+     * The fused forms (a graph differentiated after -O2): with pool_kernel,
+     * output 5's gradient reaches y through max_pool2d_grad(gp, y); with
+     * relu (y = relu(bn)), y's gradient then goes through relu_grad(gy,
+     * y), as those ops' own rules would take them. */
     if (c->gout[1] || c->gout[2])
         return gu_fail(b, c, TG_ERR_UNSUPPORTED,
                        "the running statistics (outputs 1 and 2) carry no gradient");
@@ -335,15 +337,23 @@ tg_status grad_rule_batch_norm_train(grad_builder *b, const grad_ctx *c)
         if (d != 1)
             tc.dim[d] = 1, m *= tx->dim[d];
     grad_v gy = c->gout[0], gm = c->gout[3], gr = c->gout[4];
+    grad_v gp = c->nout > 5 ? c->gout[5] : NULL;
     grad_v g3[3] = {NULL, NULL, NULL};
     const graph_batch_norm_train_attrs *at = c->attrs;
-    if (gy && at && at->relu) {
-        if (!c->out[0]) /* eager saves outputs 3 and 4 only (grad.def) */
-            return gu_fail(b, c, TG_ERR_UNSUPPORTED,
-                           "the fused form (relu = 1) is made by the optimizer; its backward "
-                           "needs y, which eager does not keep: run batch_norm_train, then relu");
-        gy = gu_op2(b, GRAPH_OP_relu_grad, gy, c->out[0]);
+    if ((gp || (gy && at->relu)) && !c->out[0]) /* eager saves outputs 3 and 4 only */
+        return gu_fail(b, c, TG_ERR_UNSUPPORTED,
+                       "the fused forms (relu = 1, pool_kernel) are made by the optimizer; "
+                       "their backward needs y, which eager does not keep: run "
+                       "batch_norm_train, then relu, then max_pool2d");
+    if (gp) { /* p = max_pool2d(y) */
+        graph_max_pool2d_grad_attrs pa = {at->pool_kernel, at->pool_stride, at->pool_padding};
+        grad_v in[2] = {gp, c->out[0]}, d = NULL;
+        if (b->opn(b, GRAPH_OP_max_pool2d_grad, in, 2, &pa, &d, 1) != 1)
+            return gu_done(c);
+        gy = gy ? gu_op2(b, GRAPH_OP_add, gy, d) : d;
     }
+    if (gy && at->relu)
+        gy = gu_op2(b, GRAPH_OP_relu_grad, gy, c->out[0]);
     if (gy) {
         grad_v in[5] = {gy, c->in[0], c->in[1], c->out[3], c->out[4]};
         if (b->opn(b, GRAPH_OP_batch_norm_train_grad, in, 5, NULL, g3, 3) != 3)

@@ -95,6 +95,26 @@ tg_status graph_infer_batch_norm_train(graph_infer_ctx *c)
     for (int k = 1; k < 5; k++)
         c->out[k] = want;
     c->nout = 5;
+    if (a->pool_kernel.n == 0) {
+        if (a->pool_stride.n || a->pool_padding.n)
+            return graph_infer_fail(c, TG_ERR_ARG, "pool_stride or pool_padding without a "
+                                                   "pool_kernel");
+        return TG_OK;
+    }
+    if (c->max_out < 6)
+        return graph_infer_fail(c, TG_ERR_ARG, "the fused pool's output needs room for 6 "
+                                               "outputs, have %d", c->max_out);
+    /* the fused max pool of y: max_pool2d's own checks and shape */
+    graph_max_pool2d_attrs mp = {a->pool_kernel, a->pool_stride, a->pool_padding};
+    graph_type pt;
+    char perr[200] = "";
+    graph_infer_ctx pc = {&graph_ops[GRAPH_OP_max_pool2d], x, 1, &mp, &pt, 1, 0, perr,
+                          sizeof perr};
+    tg_status st = graph_infer_pool2d(&pc);
+    if (st != TG_OK)
+        return graph_infer_fail(c, st, "the fused pool: %s", perr);
+    c->out[5] = pt;
+    c->nout = 6;
     return TG_OK;
 }
 

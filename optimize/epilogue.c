@@ -40,6 +40,10 @@
  * is not pinned) becomes the batch norm's relu attribute, applied in the
  * pass that writes y (the same bits: eager/kernels_train.c); its output's
  * uses move to y.  Its backward reads y (relu_grad), not the batch norm's.
+ * Then a max_pool2d of that y becomes the batch norm's output 5 (its
+ * pool_kernel / pool_stride / pool_padding attributes): each plane is
+ * pooled right after it is written, while it is in cache, instead of a
+ * pass that reads y again; y stays an output (max_pool2d_grad reads it).
  *
  * Declined candidates are explained: "conv output has 2 users",
  * "residual shape differs ([2,8] vs [8,1])", "activation abs not
@@ -471,6 +475,44 @@ static void bn_relu(graph *g, opt_ctx *ctx, const opt_uses *u, int32_t i)
     ctx->changed = 1;
 }
 
+/* batch_norm_train(..) -> max_pool2d of y: one batch_norm_train with the
+ * pool as its output 5 (y stays an output: the pool's gradient reads it). */
+static tg_status bn_pool(graph *g, opt_ctx *ctx, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    const graph_batch_norm_train_attrs *at = tg_node_attrs(n);
+    if (at->pool_kernel.n || n->nout != 5)
+        return TG_OK;
+    int32_t y = n->out[0], pn = -1;
+    for (int32_t k = 0; k < g->nnodes && pn < 0; k++) { /* y's readers moved (bn_relu) */
+        const graph_node *r = &g->nodes[k];
+        if (!(r->flags & GRAPH_NODE_DEAD) && r->op == GRAPH_OP_max_pool2d && r->in[0] == y &&
+            !fu_guarded(g, r->out[0]))
+            pn = k;
+    }
+    if (pn < 0)
+        return TG_OK;
+    for (int k = 0; k < 5; k++)
+        if (fu_guarded(g, n->out[k]))
+            return TG_OK;
+    graph_batch_norm_train_attrs a = *at;
+    const graph_max_pool2d_attrs *pa = tg_node_attrs(&g->nodes[pn]);
+    a.pool_kernel = pa->kernel, a.pool_stride = pa->stride, a.pool_padding = pa->padding;
+    int32_t in[5], out[6], src[2] = {i, pn};
+    memcpy(in, n->in, sizeof in);
+    if (fu_add_node(g, ctx, GRAPH_OP_batch_norm_train, in, 5, &a, out, 6, src, 2) < 0)
+        return TG_ERR_STATE;
+    n = &g->nodes[i];
+    for (int k = 0; k < 5; k++)
+        opt_replace_uses(g, n->out[k], out[k]);
+    opt_replace_uses(g, g->nodes[pn].out[0], out[5]);
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    g->nodes[pn].flags |= GRAPH_NODE_DEAD;
+    ctx->stats->fused++;
+    ctx->changed = 1;
+    return TG_OK;
+}
+
 static tg_status run(graph *g, opt_ctx *ctx)
 {
     opt_uses u;
@@ -479,8 +521,12 @@ static tg_status run(graph *g, opt_ctx *ctx)
     tg_status st = TG_OK;
     for (int32_t i = 0, end = g->nnodes; i < end && st == TG_OK; i++) {
         chain c;
-        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_batch_norm_train)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_batch_norm_train) {
             bn_relu(g, ctx, &u, i);
+            if ((st = bn_pool(g, ctx, i)) != TG_OK)
+                break;
+            continue;
+        }
         if ((g->nodes[i].flags & GRAPH_NODE_DEAD) || !chain_start(g, i, &c))
             continue;
         if (fu_guarded(g, c.last))

@@ -47,17 +47,25 @@ static int pool_attrs_equal(const graph_max_pool2d_attrs *p, const graph_max_poo
            ints_equal(&p->padding, &q->padding);
 }
 
-/* A live max_pool2d of x with gq's kernel, stride and padding, or -1. */
+/* A live max_pool2d of x with gq's kernel, stride and padding (or a
+ * batch_norm_train whose y is x with such a fused pool): the pooled value,
+ * or -1. */
 static int32_t find_pool(opt_o1_state *s, int32_t x, const graph_max_pool2d_grad_attrs *gq)
 {
     graph *g = s->g;
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
-        if ((n->flags & GRAPH_NODE_DEAD) || n->op != GRAPH_OP_max_pool2d ||
-            opt_o1_find(s, n->in[0]) != x)
+        if (n->flags & GRAPH_NODE_DEAD)
             continue;
-        if (pool_attrs_equal(tg_node_attrs(n), gq))
-            return i;
+        if (n->op == GRAPH_OP_max_pool2d && opt_o1_find(s, n->in[0]) == x &&
+            pool_attrs_equal(tg_node_attrs(n), gq))
+            return n->out[0];
+        if (n->op == GRAPH_OP_batch_norm_train && n->nout == 6 && n->out[0] == x) {
+            const graph_batch_norm_train_attrs *a = tg_node_attrs(n);
+            graph_max_pool2d_attrs p = {a->pool_kernel, a->pool_stride, a->pool_padding};
+            if (pool_attrs_equal(&p, gq))
+                return n->out[5];
+        }
     }
     return -1;
 }
@@ -75,11 +83,10 @@ static int rule_relu_grad_pool(opt_o1_state *s, int32_t node)
         !opt_o1_same_type(s, a, n->out[0]))
         return 0;
     const graph_max_pool2d_grad_attrs *qa = tg_node_attrs(&g->nodes[q]);
-    int32_t p = find_pool(s, y, qa);
-    if (p < 0)
+    int32_t pv = find_pool(s, y, qa);
+    if (pv < 0)
         return 0;
     int32_t gv = opt_o1_find(s, g->nodes[q].in[0]);
-    int32_t pv = g->nodes[p].out[0];
     if (!opt_o1_same_type(s, gv, pv))
         return 0;
     graph_max_pool2d_grad_attrs attrs = *qa; /* g->nodes may move below */

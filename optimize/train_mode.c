@@ -11,7 +11,8 @@
  *     the same eps (the running statistics, as nn.BatchNorm2d.eval()), and
  *     its new running statistics (outputs 1, 2) -> rm and rv, so the state
  *     they would have updated keeps its value; one with the relu
- *     attribute (the -O2 fusion) gets its relu back after the batch_norm.
+ *     attribute (the -O2 fusion) gets its relu back after the batch_norm,
+ *     one with a fused pool (output 5) its max_pool2d of that.
  * Every use moves through opt_replace_uses (nodes, graph outputs and the
  * lists it keeps in step), then dead code goes (the DCE pass) and the
  * graph is sorted and compacted.  The batch statistics (outputs 3, 4)
@@ -115,7 +116,8 @@ tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
             graph_batch_norm_attrs a;
             graph_attrs_default(GRAPH_OP_batch_norm, &a);
             a.eps = ta->eps;
-            int relu = ta->relu != 0;
+            int relu = ta->relu != 0, pool = ta->pool_kernel.n > 0;
+            graph_max_pool2d_attrs pa = {ta->pool_kernel, ta->pool_stride, ta->pool_padding};
             int32_t in[5], y = -1;
             memcpy(in, n->in, sizeof in);
             int32_t id = graph_add_node(g, GRAPH_OP_batch_norm, in, 5, &a, &y, 1);
@@ -144,6 +146,21 @@ tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
                     break;
                 }
                 y = r;
+            }
+            if (pool) { /* the fused pool likewise */
+                int32_t pv = -1;
+                int32_t pid = graph_add_node(g, GRAPH_OP_max_pool2d, &y, 1, &pa, &pv, 1);
+                if (pid < 0) {
+                    st = opt_fail(&ctx, g, i, graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
+                                  "adding its eval form: %s", graph_error(g));
+                    break;
+                }
+                n = &g->nodes[i];
+                if ((st = opt_merge_prov(g, pid, i)) != TG_OK) {
+                    st = opt_fail(&ctx, g, i, st, "out of memory");
+                    break;
+                }
+                opt_replace_uses(g, n->out[5], pv);
             }
             opt_replace_uses(g, n->out[0], y);
             opt_replace_uses(g, n->out[1], n->in[3]);

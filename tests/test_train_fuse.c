@@ -12,13 +12,16 @@
  *   The rule does not fire without the forward's pool, for another y, or
  *   when the pool gradient has a second reader.
  * - epilogue (-O2): a relu alone after batch_norm_train becomes its relu
- *   attribute: y against batch norm and relu in double (1e-5), and the
- *   whole step (y, running statistics, gradients) the same bits as the
- *   unoptimized graph; set to eval, the fused node gives batch_norm then
- *   relu again (against the running statistics' formula in double).
- * - batch_norm_train's gradient rule with relu = 1 (a graph differentiated
- *   after -O2) gives the unfused graph's gradients bit for bit; eager,
- *   which keeps only the batch statistics, refuses it with a message.
+ *   attribute, and a max_pool2d of that its output 5 (no pool, the CNN's
+ *   2x2 on an odd height, a padded overlapping 3x3): the output against
+ *   batch norm, relu and pool in double (1e-5), and the whole step
+ *   (output, running statistics, gradients) the same bits as the
+ *   unoptimized graph; set to eval, the fused node gives batch_norm, relu
+ *   and max_pool2d again (against the running statistics' formula).
+ * - batch_norm_train's gradient rule for the fused forms (a graph
+ *   differentiated after -O2) gives the unfused graph's gradients bit for
+ *   bit; eager, which keeps only the batch statistics, refuses it with a
+ *   message.
  */
 #include <math.h>
 #include <stdio.h>
@@ -225,15 +228,28 @@ static void test_relu_grad_pool(void)
         }
 }
 
-/* ---- batch_norm_train + relu ---- */
+/* ---- batch_norm_train + relu (+ max_pool2d) ---- */
 
 enum { N = 4, C = 3, H = 5, W = 6, M = N * H * W, NX = N * C * H * W };
 
-/* relu(batch_norm(x)) with the batch's statistics, in double; the new
- * running statistics too (momentum 0.1, the variance unbiased). */
-static void bn_relu_ref(const float *x, const float *w, const float *b, const float *rm,
-                        const float *rv, double *y, double *nrm, double *nrv)
+/* The pools tried after the relu: none, the CNN's 2x2 (H = 5: the last
+ * row unused), and an overlapping padded 3x3 (the general plane path). */
+static const struct {
+    const char *attrs; /* IR */
+    int64_t k, s, p, oh, ow;
+} pools[] = {
+    {NULL, 0, 0, 0, H, W},
+    {"{kernel=[2,2]}", 2, 2, 0, 2, 3},
+    {"{kernel=[3,3], stride=[2,2], padding=[1,1]}", 3, 2, 1, 3, 3},
+};
+
+/* relu(batch_norm(x)) with the batch's statistics in double, then the
+ * pool (max over the in-bounds window elements); the new running
+ * statistics (momentum 0.1, the variance unbiased). */
+static void bn_relu_ref(int pi, const float *x, const float *w, const float *b,
+                        const float *rm, const float *rv, double *out, double *nrm, double *nrv)
 {
+    static double y[NX];
     for (int c = 0; c < C; c++) {
         double s = 0, q = 0;
         for (int n = 0; n < N; n++)
@@ -255,34 +271,78 @@ static void bn_relu_ref(const float *x, const float *w, const float *b, const fl
                 y[j] = v > 0 ? v : 0;
             }
     }
+    int64_t oh = pools[pi].oh, ow = pools[pi].ow;
+    for (int64_t pl = 0; pl < N * C; pl++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                if (!pools[pi].attrs) {
+                    out[(pl * oh + i) * ow + j] = y[(pl * H + i) * W + j];
+                    continue;
+                }
+                double m = -INFINITY;
+                for (int64_t u = 0; u < pools[pi].k; u++)
+                    for (int64_t v = 0; v < pools[pi].k; v++) {
+                        int64_t r = i * pools[pi].s - pools[pi].p + u;
+                        int64_t cc = j * pools[pi].s - pools[pi].p + v;
+                        if (r >= 0 && r < H && cc >= 0 && cc < W && y[(pl * H + r) * W + cc] > m)
+                            m = y[(pl * H + r) * W + cc];
+                    }
+                out[(pl * oh + i) * ow + j] = m;
+            }
 }
 
-/* A training step's block: y = relu(bn(x)), loss = sum(y * dy), the
- * gradients of x, w and b; outputs y, the running statistics, gx, gw, gb.
- * fused: the batch norm written with {relu=1} and no relu node. */
-static graph *bn_graph(int fused, int backward)
+/*
+ * A training step's block: o = [max_pool2d](relu(bn(x))), loss = sum(o *
+ * dy), the gradients of x, w and b; outputs o, the running statistics,
+ * gx, gw, gb.  fused: the batch norm written as -O2 makes it ({relu=1},
+ * the pool as its output 5) and no relu or pool node.
+ */
+static graph *bn_graph(int pi, int fused, int backward)
 {
-    static const char plain[] =
-        "graph t(%x: f32[4,3,5,6], %w: f32[3], %b: f32[3], %rm: f32[3], %rv: f32[3], "
-        "%dy: f32[4,3,5,6]) -> (y: f32[4,3,5,6], nrm: f32[3], nrv: f32[3]) {\n"
-        "  %1: f32[4,3,5,6], %2: f32[3], %3: f32[3], %4: f32[3], %5: f32[3] = "
-        "batch_norm_train(%x, %w, %b, %rm, %rv)\n"
-        "  %6: f32[4,3,5,6] = relu(%1)\n"
-        "  %7: f32[4,3,5,6] = mul(%6, %dy)\n"
-        "  %8: f32[] = reduce_sum(%7)\n"
-        "  return y = %6\n  return nrm = %2\n  return nrv = %3\n}\n";
-    static const char with_relu[] =
-        "graph t(%x: f32[4,3,5,6], %w: f32[3], %b: f32[3], %rm: f32[3], %rv: f32[3], "
-        "%dy: f32[4,3,5,6]) -> (y: f32[4,3,5,6], nrm: f32[3], nrv: f32[3]) {\n"
-        "  %1: f32[4,3,5,6], %2: f32[3], %3: f32[3], %4: f32[3], %5: f32[3] = "
-        "batch_norm_train(%x, %w, %b, %rm, %rv) {relu=1}\n"
-        "  %7: f32[4,3,5,6] = mul(%1, %dy)\n"
-        "  %8: f32[] = reduce_sum(%7)\n"
-        "  return y = %1\n  return nrm = %2\n  return nrv = %3\n}\n";
-    const char *ir = fused ? with_relu : plain;
+    char ir[2048], dys[64], pool[160], bnat[200];
+    const char *pa = pools[pi].attrs;
+    snprintf(dys, sizeof dys, "f32[4,3,%lld,%lld]", (long long)pools[pi].oh,
+             (long long)pools[pi].ow);
+    if (!fused) {
+        bnat[0] = 0;
+        if (pa)
+            snprintf(pool, sizeof pool,
+                     "  %%6: f32[4,3,5,6] = relu(%%1)\n  %%9: %s = max_pool2d(%%6) %s\n", dys,
+                     pa);
+        else
+            snprintf(pool, sizeof pool, "  %%9: f32[4,3,5,6] = relu(%%1)\n");
+    } else {
+        /* the pool attributes as batch_norm_train's pool_* */
+        char pk[120] = "";
+        if (pa) {
+            snprintf(pk, sizeof pk, ", %s", pa + 1);
+            pk[strlen(pk) - 1] = 0;
+            char *q;
+            while ((q = strstr(pk, " kernel=")) || (q = strstr(pk, " stride=")) ||
+                   (q = strstr(pk, " padding="))) {
+                char rest[120];
+                snprintf(rest, sizeof rest, "%s", q + 1);
+                snprintf(q, sizeof pk - (size_t)(q - pk), " pool_%s", rest);
+            }
+        }
+        snprintf(bnat, sizeof bnat, " {relu=1%s}", pk);
+        pool[0] = 0;
+    }
+    const char *o = fused ? (pa ? "%6" : "%1") : "%9";
+    snprintf(ir, sizeof ir,
+             "graph t(%%x: f32[4,3,5,6], %%w: f32[3], %%b: f32[3], %%rm: f32[3], %%rv: f32[3], "
+             "%%dy: %s) -> (o: %s, nrm: f32[3], nrv: f32[3]) {\n"
+             "  %%1: f32[4,3,5,6], %%2: f32[3], %%3: f32[3], %%4: f32[3], %%5: f32[3]%s%s = "
+             "batch_norm_train(%%x, %%w, %%b, %%rm, %%rv)%s\n"
+             "%s"
+             "  %%7: %s = mul(%s, %%dy)\n"
+             "  %%8: f32[] = reduce_sum(%%7)\n"
+             "  return o = %s\n  return nrm = %%2\n  return nrv = %%3\n}\n",
+             dys, dys, fused && pa ? ", %6: " : "", fused && pa ? dys : "", bnat, pool, dys, o,
+             o);
     char err[256] = "";
     graph *g = graph_parse(ir, strlen(ir), err, sizeof err);
-    CHECK_MSG(g != NULL, "parse: %s", err);
+    CHECK_MSG(g != NULL, "parse: %s\n%s", err, ir);
     if (!g)
         return NULL;
     if (backward) {
@@ -311,40 +371,69 @@ static int outputs_same(eager_tensor *const *a, eager_tensor *const *b, int n, i
     return 1;
 }
 
-static void test_bn_relu(void)
+static void release6(eager_tensor **a, eager_tensor **b)
 {
+    for (int k = 0; k < 6; k++) {
+        eager_release(a[k]);
+        eager_release(b[k]);
+        a[k] = b[k] = NULL;
+    }
+}
+
+/* The fused batch norms of g: how many, and how many with a pool. */
+static int fused_bns(const graph *g, int *with_pool)
+{
+    int n = 0;
+    *with_pool = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *nd = &g->nodes[i];
+        if ((nd->flags & GRAPH_NODE_DEAD) || nd->op != GRAPH_OP_batch_norm_train)
+            continue;
+        const graph_batch_norm_train_attrs *a = tg_node_attrs(nd);
+        n += a->relu == 1;
+        *with_pool += a->pool_kernel.n > 0 && nd->nout == 6;
+    }
+    return n;
+}
+
+static void test_bn_relu_pool(int pi)
+{
+    int pooled = pools[pi].attrs != NULL;
+    int64_t no = N * C * pools[pi].oh * pools[pi].ow;
     eager_pool_push();
-    eager_tensor *in[6] = {eager_rand_normal(TG_SHAPE(N, C, H, W), 61, 0.5, 2),
+    eager_tensor *in[6] = {eager_rand_normal(TG_SHAPE(N, C, H, W), 61 + pi, 0.5, 2),
                            eager_rand_uniform(TG_SHAPE(C), 62, 0.5, 2),
                            eager_rand_uniform(TG_SHAPE(C), 63, -1, 1),
                            eager_rand_uniform(TG_SHAPE(C), 64, -0.5, 0.5),
                            eager_rand_uniform(TG_SHAPE(C), 65, 0.5, 1.5),
-                           eager_rand_uniform(TG_SHAPE(N, C, H, W), 66, -1, 1)};
-    double y[NX], nrm[C], nrv[C];
-    bn_relu_ref(eager_peek(in[0]), eager_peek(in[1]), eager_peek(in[2]), eager_peek(in[3]),
-                eager_peek(in[4]), y, nrm, nrv);
+                           eager_rand_uniform(TG_SHAPE(N, C, pools[pi].oh, pools[pi].ow), 66,
+                                              -1, 1)};
+    static double want[NX];
+    double nrm[C], nrv[C];
+    bn_relu_ref(pi, eager_peek(in[0]), eager_peek(in[1]), eager_peek(in[2]), eager_peek(in[3]),
+                eager_peek(in[4]), want, nrm, nrv);
 
-    /* -O2 fuses the relu; the step's outputs are the unoptimized bits */
-    graph *ref = bn_graph(0, 1), *g = bn_graph(0, 1);
+    /* -O2 fuses the relu (and the pool); the step's outputs are the
+     * unoptimized graph's bits */
+    graph *ref = bn_graph(pi, 0, 1), *g = bn_graph(pi, 0, 1);
     char err[512] = "";
-    CHECK_MSG(ref && g && optimize(g, 2, err, sizeof err) == TG_OK, "-O2: %s", err);
-    int fused = 0;
-    for (int32_t i = 0; g && i < g->nnodes; i++)
-        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_batch_norm_train)
-            fused += ((const graph_batch_norm_train_attrs *)tg_node_attrs(&g->nodes[i]))->relu == 1;
-    CHECK_MSG(g && fused == 1 && count_live(g, GRAPH_OP_relu) == 0,
-              "-O2: %d batch norms with relu = 1, %d relu nodes", fused,
-              g ? count_live(g, GRAPH_OP_relu) : -1);
+    CHECK_MSG(ref && g && optimize(g, 2, err, sizeof err) == TG_OK, "pool %d: -O2: %s", pi, err);
+    int with_pool = 0, nf = g ? fused_bns(g, &with_pool) : -1;
+    CHECK_MSG(g && nf == 1 && with_pool == pooled && count_live(g, GRAPH_OP_relu) == 0 &&
+                  count_live(g, GRAPH_OP_max_pool2d) == 0,
+              "pool %d: -O2: %d batch norms with relu = 1, %d with a pool, %d relu, %d "
+              "max_pool2d", pi, nf, with_pool, g ? count_live(g, GRAPH_OP_relu) : -1,
+              g ? count_live(g, GRAPH_OP_max_pool2d) : -1);
     eager_tensor *a[6] = {NULL}, *b[6] = {NULL};
-    CHECK_MSG(eager_interpret(ref, in, 6, a, 6, NULL) == TG_OK, "%s", eager_error());
-    CHECK_MSG(eager_interpret(g, in, 6, b, 6, NULL) == TG_OK, "%s", eager_error());
+    CHECK_MSG(ref && eager_interpret(ref, in, 6, a, 6, NULL) == TG_OK, "%s", eager_error());
+    CHECK_MSG(g && eager_interpret(g, in, 6, b, 6, NULL) == TG_OK, "%s", eager_error());
     int which = 0;
     int64_t at = 0;
-    CHECK_MSG(outputs_same(a, b, 6, &which, &at), "-O2 output %d differs at %lld", which,
-              (long long)at);
+    CHECK_MSG(outputs_same(a, b, 6, &which, &at), "pool %d: -O2 output %d differs at %lld", pi,
+              which, (long long)at);
     double worst = 0;
-    for (int64_t i = 0; b[0] && i < NX; i++) {
-        double e = fabs(((const float *)eager_peek(b[0]))[i] - y[i]) / (1 + fabs(y[i]));
+    for (int64_t i = 0; b[0] && i < no; i++) {
+        double e = fabs(((const float *)eager_peek(b[0]))[i] - want[i]) / (1 + fabs(want[i]));
         worst = e > worst ? e : worst;
     }
     for (int c = 0; b[1] && b[2] && c < C; c++) {
@@ -353,79 +442,103 @@ static void test_bn_relu(void)
         worst = e1 > worst ? e1 : worst;
         worst = e2 > worst ? e2 : worst;
     }
-    CHECK_MSG(worst < 1e-5, "fused y and running statistics vs double: %g", worst);
+    CHECK_MSG(worst < 1e-5, "pool %d: fused output and running statistics vs double: %g", pi,
+              worst);
     int zeros = 0;
-    for (int64_t i = 0; b[0] && i < NX; i++)
+    for (int64_t i = 0; b[0] && i < no; i++)
         zeros += ((const float *)eager_peek(b[0]))[i] == 0.0f;
-    CHECK_MSG(zeros > NX / 10 && zeros < NX - NX / 10, "y has %d zeros of %d: relu ran", zeros,
-              (int)NX);
-    for (int k = 0; k < 6; k++) {
-        eager_release(a[k]);
-        eager_release(b[k]);
-    }
+    CHECK_MSG(zeros > 0 && zeros < no - no / 10, "pool %d: %d zeros of %d: relu ran", pi, zeros,
+              (int)no);
+    release6(a, b);
     graph_free(g);
 
-    /* the rule with relu = 1 (a graph differentiated after the fusion)
+    /* the rule of the fused form (a graph differentiated after -O2)
      * gives the unfused graph's gradients */
-    graph *gf = bn_graph(1, 1);
-    CHECK(gf && count_live(gf, GRAPH_OP_relu) == 0 && count_live(gf, GRAPH_OP_relu_grad) == 1);
+    graph *gf = bn_graph(pi, 1, 1);
+    CHECK(gf && count_live(gf, GRAPH_OP_relu) == 0 && count_live(gf, GRAPH_OP_relu_grad) == 1 &&
+          count_live(gf, GRAPH_OP_max_pool2d_grad) == pooled);
     CHECK_MSG(gf && eager_interpret(gf, in, 6, b, 6, NULL) == TG_OK, "%s", eager_error());
-    CHECK_MSG(eager_interpret(ref, in, 6, a, 6, NULL) == TG_OK, "%s", eager_error());
+    CHECK_MSG(ref && eager_interpret(ref, in, 6, a, 6, NULL) == TG_OK, "%s", eager_error());
     CHECK_MSG(outputs_same(a, b, 6, &which, &at),
-              "the fused form's rule: output %d differs at %lld", which, (long long)at);
-    for (int k = 0; k < 6; k++) {
-        eager_release(a[k]);
-        eager_release(b[k]);
-    }
+              "pool %d: the fused form's rule: output %d differs at %lld", pi, which,
+              (long long)at);
+    release6(a, b);
     graph_free(gf);
     graph_free(ref);
 
-    /* set to eval: batch_norm then relu, with the running statistics */
-    graph *ge = bn_graph(0, 0);
+    /* set to eval: batch_norm, relu (and max_pool2d) again, with the
+     * running statistics */
+    graph *ge = bn_graph(pi, 0, 0);
     CHECK_MSG(ge && optimize(ge, 2, err, sizeof err) == TG_OK, "-O2: %s", err);
-    CHECK(ge && count_live(ge, GRAPH_OP_relu) == 0);
+    CHECK(ge && count_live(ge, GRAPH_OP_relu) == 0 && count_live(ge, GRAPH_OP_max_pool2d) == 0);
     CHECK_MSG(ge && opt_set_training(ge, 0, err, sizeof err) == TG_OK, "eval: %s", err);
     CHECK(ge && count_live(ge, GRAPH_OP_batch_norm_train) == 0 &&
-          count_live(ge, GRAPH_OP_batch_norm) == 1 && count_live(ge, GRAPH_OP_relu) == 1);
+          count_live(ge, GRAPH_OP_batch_norm) == 1 && count_live(ge, GRAPH_OP_relu) == 1 &&
+          count_live(ge, GRAPH_OP_max_pool2d) == pooled);
     CHECK_MSG(ge && eager_interpret(ge, in, 6, b, 3, NULL) == TG_OK, "%s", eager_error());
-    {
-        const float *x = eager_peek(in[0]), *w = eager_peek(in[1]), *bb = eager_peek(in[2]);
-        const float *rm = eager_peek(in[3]), *rv = eager_peek(in[4]);
+    if (b[0] && b[1]) {
+        /* the reference: x normalized by the running statistics,
+         * (x - rm) / sqrt(rv + eps) */
+        const float *x = eager_peek(in[0]), *rm = eager_peek(in[3]), *rv = eager_peek(in[4]);
+        const float *w = eager_peek(in[1]), *bb = eager_peek(in[2]);
         double e = 0;
-        for (int64_t i = 0; b[0] && i < NX; i++) {
-            int c = (int)(i / (H * W) % C);
-            double v = (x[i] - rm[c]) / sqrt(rv[c] + 1e-5) * w[c] + bb[c];
-            v = v > 0 ? v : 0;
-            double d = fabs(((const float *)eager_peek(b[0]))[i] - v) / (1 + fabs(v));
+        for (int64_t i = 0; i < no; i++) {
+            /* recompute the eval value of output element i directly */
+            int64_t pl = i / (pools[pi].oh * pools[pi].ow), c = pl % C;
+            int64_t oi = i / pools[pi].ow % pools[pi].oh, oj = i % pools[pi].ow;
+            double m = -INFINITY;
+            int64_t k = pooled ? pools[pi].k : 1, s = pooled ? pools[pi].s : 1,
+                    pp = pooled ? pools[pi].p : 0;
+            for (int64_t u = 0; u < k; u++)
+                for (int64_t v = 0; v < k; v++) {
+                    int64_t r = oi * s - pp + u, cc = oj * s - pp + v;
+                    if (r < 0 || r >= H || cc < 0 || cc >= W)
+                        continue;
+                    double val = (x[(pl * H + r) * W + cc] - rm[c]) / sqrt(rv[c] + 1e-5) * w[c] +
+                                 bb[c];
+                    val = val > 0 ? val : 0;
+                    m = val > m ? val : m;
+                }
+            double d = fabs(((const float *)eager_peek(b[0]))[i] - m) / (1 + fabs(m));
             e = d > e ? d : e;
         }
-        CHECK_MSG(e < 1e-5, "eval form vs double: %g", e);
-        CHECK(b[1] && !memcmp(eager_peek(b[1]), eager_peek(in[3]), C * sizeof(float)));
+        CHECK_MSG(e < 1e-5, "pool %d: eval form vs double: %g", pi, e);
+        CHECK(!memcmp(eager_peek(b[1]), eager_peek(in[3]), C * sizeof(float)));
     }
-    for (int k = 0; k < 3; k++)
-        eager_release(b[k]);
+    release6(a, b);
     graph_free(ge);
+    eager_pool_pop();
+}
 
-    /* eager keeps no y for the rule: its backward is refused */
-    graph_batch_norm_train_attrs at_relu;
-    graph_attrs_default(GRAPH_OP_batch_norm_train, &at_relu);
-    at_relu.relu = 1;
-    eager_tensor *x = eager_rand_normal(TG_SHAPE(N, C, H, W), 67, 0, 1);
-    eager_requires_grad(x, 1);
-    eager_tensor *bo[5] = {NULL};
-    eager_tensor *bin[5] = {x, in[1], in[2], in[3], in[4]};
-    CHECK_MSG(eager_dispatch(GRAPH_OP_batch_norm_train, bin, 5, &at_relu, bo, 5,
-                             &(eager_site){EAGER_SITE}) == 5,
-              "%s", eager_error());
-    if (bo[0]) {
-        const float *yv = eager_peek(bo[0]);
+/* Eager keeps no y for the fused forms' rule: their backward is refused. */
+static void test_eager_refuses(void)
+{
+    eager_pool_push();
+    eager_tensor *w = eager_ones(GRAPH_F32, TG_SHAPE(C)), *b = eager_zeros(GRAPH_F32, TG_SHAPE(C));
+    for (int form = 0; form < 2; form++) {
+        graph_batch_norm_train_attrs at;
+        graph_attrs_default(GRAPH_OP_batch_norm_train, &at);
+        at.relu = 1;
+        if (form)
+            at.pool_kernel = TG_INTS(2);
+        eager_tensor *x = eager_rand_normal(TG_SHAPE(N, C, H, W), 67, 0, 1);
+        eager_requires_grad(x, 1);
+        eager_tensor *bo[6] = {NULL};
+        eager_tensor *bin[5] = {x, w, b, eager_zeros(GRAPH_F32, TG_SHAPE(C)),
+                                eager_ones(GRAPH_F32, TG_SHAPE(C))};
+        int got = eager_dispatch(GRAPH_OP_batch_norm_train, bin, 5, &at, bo, 6,
+                                 &(eager_site){EAGER_SITE});
+        CHECK_MSG(got == 5 + form, "form %d: %d outputs: %s", form, got, eager_error());
+        if (got != 5 + form)
+            continue;
+        const float *yv = eager_peek(bo[form ? 5 : 0]);
         int neg = 0;
-        for (int64_t i = 0; i < NX; i++)
+        for (int64_t i = 0; i < eager_numel(bo[form ? 5 : 0]); i++)
             neg += !(yv[i] >= 0.0f);
-        CHECK_MSG(neg == 0, "eager relu = 1: %d values below 0", neg);
-        eager_tensor *l = eager_reduce_sum(bo[0], TG_NOINTS, 0);
+        CHECK_MSG(neg == 0, "form %d: %d values below 0", form, neg);
+        eager_tensor *l = eager_reduce_sum(bo[form ? 5 : 0], TG_NOINTS, 0);
         CHECK(eager_backward(l) != TG_OK);
-        CHECK_MSG(strstr(eager_error(), "relu = 1") && strstr(eager_error(), "then relu"),
+        CHECK_MSG(strstr(eager_error(), "relu = 1") && strstr(eager_error(), "then max_pool2d"),
                   "message: %s", eager_error());
     }
     eager_pool_pop();
@@ -434,6 +547,8 @@ static void test_bn_relu(void)
 int main(void)
 {
     test_relu_grad_pool();
-    test_bn_relu();
+    for (int pi = 0; pi < (int)(sizeof pools / sizeof pools[0]); pi++)
+        test_bn_relu_pool(pi);
+    test_eager_refuses();
     return check_done();
 }
