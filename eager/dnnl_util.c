@@ -480,6 +480,14 @@ static int needs_c_post(const graph_ints *post)
     return 0;
 }
 
+static int has_residual(const graph_ints *post)
+{
+    for (int i = 0; post && i < post->n; i++)
+        if (post->v[i] == GRAPH_POST_ADD)
+            return 1;
+    return 0;
+}
+
 static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
                                 const char **step)
 {
@@ -490,7 +498,10 @@ static dnnl_status_t prim_build(eager_dnnl_prim *p, const eager_dnnl_spec *sp,
     if ((s = eager_dnnl_engine(&eng)) != dnnl_success)
         return s;
     *step = "primitive descriptor";
-    int in_c = sp->attr && needs_c_post(sp->post);
+    /* converted at each run: the residual is in the caller's (plain)
+     * layout, the primitive's destination in its own, so the add runs in C
+     * on the converted output */
+    int in_c = sp->attr && (needs_c_post(sp->post) || (sp->convert && has_residual(sp->post)));
     if ((s = pd_create(&pd, sp, in_c ? NULL : sp->attr, p->own_scratch, eng)) != dnnl_success)
         return s;
     const char *impl = NULL;

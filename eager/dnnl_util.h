@@ -100,9 +100,11 @@ typedef struct eager_dnnl_spec {
      * reference loop (its gemm-based convolution: measured 3.3 -> 15 ms
      * for add + relu on a 64-channel 56x56 conv), or when post has a
      * CLIP step (oneDNN's clip and clip_v2 send NaN to the lower bound,
-     * clip lets it pass), the prim is built without attr and runs this
-     * in vectorized C on the output instead; the residual is then the
-     * argument bound to a post-op index.
+     * clip lets it pass), or when the destination is converted at each
+     * run (convert) and post has a residual (in the caller's layout), the
+     * prim is built without attr and runs this in vectorized C on the
+     * output instead; the residual is then the argument bound to a post-op
+     * index.
      */
     const graph_ints *post;
     graph_post_prm prm;

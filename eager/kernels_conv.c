@@ -10,8 +10,8 @@
  * GEMM ("x64:gemm:jit", which takes OIHW weights) and the reference loops
  * (~1000x slower); its direct and depthwise JIT kernels (jit, brgconv,
  * jit_dw) want blocked or NHWC tensors.  So a conv with a kernel larger
- * than 1x1 and no residual in its epilogue that is grouped (any width) or
- * has 16 or more channels in and out is described with format "any"
+ * than 1x1 that is grouped (any width) or has 16 or more channels in and
+ * out is described with format "any"
  * everywhere, its tensors converted at each run (conv_prepare), unless
  * oneDNN's choice then is GEMM or a reference loop; keeping blocked
  * layouts across layers (no conversions in between) is left to the
@@ -167,8 +167,9 @@ static tg_status conv_build(const eager_kargs *a, const eager_conv_geom *geom,
  * wide enough for them to pay for the two reorders (at least 16 input and
  * output channels, or grouped, whose GEMM per group is the slow case at
  * any width; a kernel larger than 1x1: a 1x1 is a GEMM already) and
- * its epilogue has no residual (which is in the plain layout), the blocked
- * form is used when oneDNN's choice for it is neither a reference loop nor
+ * the blocked form is used (with a residual in its epilogue, the epilogue
+ * runs in C on the converted output: the residual is in the plain layout)
+ * when oneDNN's choice for it is neither a reference loop nor
  * GEMM.  Shape-based, not measured, so that eager and replay make the same
  * choice and so compute the same bits.  One thread: training CNN's conv
  * 32->64 3x3 on 14x14, batch 64: 4.8 ms (gemm:jit) -> 2.0 ms (brgconv) +
@@ -179,11 +180,8 @@ static tg_status conv_prepare(const eager_kargs *a, const eager_conv_geom *geom,
                               const graph_ints *post, graph_post_prm prm, eager_dnnl_prim **out)
 {
     const graph_type *x = &a->in_type[0], *w = &a->in_type[1];
-    int residual = 0;
-    for (int i = 0; post && i < post->n; i++)
-        residual |= post->v[i] == GRAPH_POST_ADD;
     /* grouped and depthwise: any width (GEMM per group is the slow case) */
-    int blocked = !residual && w->dim[2] * w->dim[3] > 1 &&
+    int blocked = w->dim[2] * w->dim[3] > 1 &&
                   (geom->groups > 1 || (x->dim[1] >= 16 && w->dim[0] >= 16));
     if (blocked) {
         tg_status st = conv_build(a, geom, post, prm, 1, out);

@@ -6,6 +6,9 @@
  *   - eager_dnnl_impl_is_ref on known names;
  *   - every conv / matmul / linear node of the suite's workloads
  *     (workloads/workloads.c, default sizes) at -O0..-O3 names a JIT one;
+ *   - plain kxk convs, grouped or of 16+ channels, with a residual in
+ *     their epilogue or not (resblock's and the imported models'), run a
+ *     direct or depthwise kernel, not im2col + GEMM (check_direct);
  *   - the probe agrees with oneDNN asked directly here (the test's own
  *     descriptors) for plain and blocked dilated 3x3 convs;
  *   - dilated 3x3 convs (dilation 24 and 36, 32 channels at 33x33, the
@@ -71,6 +74,38 @@ static int check_nodes(const graph *g, const char *what, int *nblk)
     return n;
 }
 
+/*
+ * Plain convs (conv2d, conv2d_ep: at -O0..-O2) with a kernel larger than
+ * 1x1 that are grouped, or have 16 or more channels in and out, residual
+ * epilogue or not, run oneDNN's direct or depthwise kernel on converted
+ * tensors, never im2col + GEMM (kernels_conv.c, conv_prepare).  Returns
+ * how many it checked.
+ */
+static int check_direct(const graph *h, const char *what)
+{
+    int n = 0;
+    for (int32_t i = 0; i < h->nnodes; i++) {
+        const graph_node *nd = &h->nodes[i];
+        if ((nd->flags & GRAPH_NODE_DEAD) ||
+            (nd->op != GRAPH_OP_conv2d && nd->op != GRAPH_OP_conv2d_ep))
+            continue;
+        int64_t groups = nd->op == GRAPH_OP_conv2d
+                             ? ((const graph_conv2d_attrs *)tg_node_attrs(nd))->groups
+                             : ((const graph_conv2d_ep_attrs *)tg_node_attrs(nd))->groups;
+        const graph_type *x = &h->values[nd->in[0]].type, *w = &h->values[nd->in[1]].type;
+        if (w->dim[2] * w->dim[3] < 2 || (groups < 2 && (x->dim[1] < 16 || w->dim[0] < 16)))
+            continue;
+        char impl[128] = "", err[256] = "";
+        CHECK(eager_dnnl_node_impl(h, i, impl, sizeof impl, err, sizeof err) == TG_OK);
+        CHECK_MSG(impl[0] && !strstr(impl, "gemm") && !eager_dnnl_impl_is_ref(impl),
+                  "%s: node %d (%s, %lld groups, %lld -> %lld channels) runs %s", what, (int)i,
+                  graph_ops[nd->op].name, (long long)groups, (long long)x->dim[1],
+                  (long long)w->dim[0], impl);
+        n++;
+    }
+    return n;
+}
+
 static void test_workloads(void)
 {
     for (int k = 0; k < WL_COUNT; k++) {
@@ -96,6 +131,10 @@ static void test_workloads(void)
             if (k == WL_RESBLOCK)
                 CHECK_MSG((level == 3 && test_blocked_convs()) == (nblk == 2),
                           "%s: %d conv2d_blk", what, nblk);
+            /* its two 3x3 convs, the second with the residual add in its
+             * epilogue from -O2 on */
+            if (k == WL_RESBLOCK && h && level < 3)
+                CHECK_MSG(check_direct(h, what) == 2, "%s: 2 direct convs", what);
             graph_free(h);
         }
         graph_free(g);
@@ -126,31 +165,10 @@ static void test_imported(void)
             int nblk = 0;
             CHECK_MSG(h && check_nodes(h, what, &nblk) > 0, "%s: no oneDNN node", what);
             /* plain grouped and depthwise convs (kxk) run oneDNN's direct or
-             * depthwise kernel on converted tensors, not a GEMM per group
-             * (kernels_conv.c, conv_prepare), at every level of make test */
-            for (int32_t i = 0; h && i < h->nnodes; i++) {
-                const graph_node *nd = &h->nodes[i];
-                if ((nd->flags & GRAPH_NODE_DEAD) ||
-                    (nd->op != GRAPH_OP_conv2d && nd->op != GRAPH_OP_conv2d_ep))
-                    continue;
-                int64_t groups = nd->op == GRAPH_OP_conv2d
-                                     ? ((const graph_conv2d_attrs *)tg_node_attrs(nd))->groups
-                                     : ((const graph_conv2d_ep_attrs *)tg_node_attrs(nd))->groups;
-                const graph_type *w = &h->values[nd->in[1]].type;
-                int residual = 0;
-                if (nd->op == GRAPH_OP_conv2d_ep) {
-                    const graph_ints *post = &((const graph_conv2d_ep_attrs *)tg_node_attrs(nd))->post;
-                    for (int k = 0; k < post->n; k++)
-                        residual |= post->v[k] == GRAPH_POST_ADD;
-                }
-                if (groups < 2 || w->dim[2] * w->dim[3] < 2 || residual)
-                    continue;
-                char impl[128] = "";
-                CHECK(eager_dnnl_node_impl(h, i, impl, sizeof impl, err, sizeof err) == TG_OK);
-                CHECK_MSG(impl[0] && !strstr(impl, "gemm") && !eager_dnnl_impl_is_ref(impl),
-                          "%s: node %d, a grouped conv (%lld groups), runs %s", what, (int)i,
-                          (long long)groups, impl);
-            }
+             * depthwise kernel on converted tensors, not a GEMM per group,
+             * at every level of make test */
+            if (h)
+                check_direct(h, what);
             graph_free(h);
         }
         graph_free(g);
