@@ -68,10 +68,13 @@ static inline float philox_uniform(uint32_t word)
  * Words wb .. wb + 63 of the stream (wb a multiple of 4; word w is word
  * w & 3 of block w >> 2, the word numbers wrapping modulo 2^64 as a
  * scalar walk does) into out[64]: 16 blocks at once, each round a loop
- * over the 16 lanes that the compiler vectorizes (32x32 -> 64-bit
- * products), so the same bits as philox_block 16 times.
+ * over the 16 lanes, so the same bits as philox_block 16 times.  The
+ * portable form; philox_words64 below is the same with AVX-512 or AVX2
+ * intrinsics where the kernels' level has them (GCC vectorizes this loop
+ * with 64x64-bit multiplies and lane inserts: 1.7 ns a word, against
+ * 0.3 with the intrinsics).
  */
-static inline void philox_words64(uint64_t seed, uint64_t wb, uint32_t out[64])
+static inline void philox_words64_c(uint64_t seed, uint64_t wb, uint32_t out[64])
 {
     uint32_t c0[16], c1[16], c2[16], c3[16];
     for (int l = 0; l < 16; l++) {
@@ -105,5 +108,116 @@ static inline void philox_words64(uint64_t seed, uint64_t wb, uint32_t out[64])
         out[4 * l + 3] = c3[l];
     }
 }
+
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#if defined(__AVX512F__)
+/* lo = a * m mod 2^32 and *hi = (a * m) >> 32 in each of 16 lanes: the
+ * even lanes' 64-bit products, then the odd lanes' (shifted down), put
+ * back together (m: the multiplier in every 32-bit lane). */
+static inline __m512i philox_mulhilo16(__m512i a, __m512i m, __m512i *hi)
+{
+    __m512i pe = _mm512_mul_epu32(a, m), po = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
+    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
+    return _mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32));
+}
+
+static inline void philox_words64(uint64_t seed, uint64_t wb, uint32_t out[64])
+{
+    uint64_t base = wb >> 2; /* block of lane l: (base + l) mod 2^62 */
+    __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i blo = _mm512_set1_epi32((int)(uint32_t)base);
+    __m512i c0 = _mm512_add_epi32(blo, iota);
+    __mmask16 carry = _mm512_cmplt_epu32_mask(c0, blo);
+    __m512i bhi = _mm512_set1_epi32((int)(uint32_t)(base >> 32));
+    __m512i c1 = _mm512_and_si512(_mm512_mask_add_epi32(bhi, carry, bhi, _mm512_set1_epi32(1)),
+                                  _mm512_set1_epi32(0x3fffffff));
+    __m512i c2 = _mm512_setzero_si512(), c3 = _mm512_setzero_si512();
+    __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+        __m512i hi0, hi1;
+        __m512i lo0 = philox_mulhilo16(c0, m0, &hi0), lo1 = philox_mulhilo16(c2, m1, &hi1);
+        c0 = _mm512_ternarylogic_epi32(hi1, c1, _mm512_set1_epi32((int)k0), 0x96);
+        c2 = _mm512_ternarylogic_epi32(hi0, c3, _mm512_set1_epi32((int)k1), 0x96);
+        c1 = lo1;
+        c3 = lo0;
+    }
+    /* lanes to blocks: u_j holds block 4q + j in its 128-bit lane q */
+    __m512i t0 = _mm512_unpacklo_epi32(c0, c1), t1 = _mm512_unpackhi_epi32(c0, c1);
+    __m512i t2 = _mm512_unpacklo_epi32(c2, c3), t3 = _mm512_unpackhi_epi32(c2, c3);
+    __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
+    __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
+    __m512i v0 = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(1, 0, 1, 0));
+    __m512i v1 = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m512i v2 = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 2, 3, 2));
+    __m512i v3 = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm512_storeu_si512(out, _mm512_shuffle_i32x4(v0, v1, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_si512(out + 16, _mm512_shuffle_i32x4(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm512_storeu_si512(out + 32, _mm512_shuffle_i32x4(v2, v3, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_si512(out + 48, _mm512_shuffle_i32x4(v2, v3, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+#elif defined(__AVX2__)
+static inline __m256i philox_mulhilo8(__m256i a, __m256i m, __m256i *hi)
+{
+    __m256i pe = _mm256_mul_epu32(a, m), po = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+    *hi = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+}
+
+/* Blocks base .. base + 7 (mod 2^62) into out[32]. */
+static inline void philox_words32_avx2(uint64_t seed, uint64_t base, uint32_t *out)
+{
+    __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    __m256i blo = _mm256_set1_epi32((int)(uint32_t)base);
+    __m256i c0 = _mm256_add_epi32(blo, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    /* carry where c0 < blo, unsigned: compared with the sign bits flipped */
+    __m256i carry = _mm256_cmpgt_epi32(_mm256_xor_si256(blo, sign), _mm256_xor_si256(c0, sign));
+    __m256i c1 = _mm256_and_si256(
+        _mm256_sub_epi32(_mm256_set1_epi32((int)(uint32_t)(base >> 32)), carry),
+        _mm256_set1_epi32(0x3fffffff));
+    __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
+    __m256i m0 = _mm256_set1_epi32((int)PHILOX_M0), m1 = _mm256_set1_epi32((int)PHILOX_M1);
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+        __m256i hi0, hi1;
+        __m256i lo0 = philox_mulhilo8(c0, m0, &hi0), lo1 = philox_mulhilo8(c2, m1, &hi1);
+        c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32((int)k0));
+        c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
+        c1 = lo1;
+        c3 = lo0;
+    }
+    __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpackhi_epi32(c0, c1);
+    __m256i t2 = _mm256_unpacklo_epi32(c2, c3), t3 = _mm256_unpackhi_epi32(c2, c3);
+    __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    _mm256_storeu_si256((__m256i *)out, _mm256_permute2x128_si256(u0, u1, 0x20));
+    _mm256_storeu_si256((__m256i *)(out + 8), _mm256_permute2x128_si256(u2, u3, 0x20));
+    _mm256_storeu_si256((__m256i *)(out + 16), _mm256_permute2x128_si256(u0, u1, 0x31));
+    _mm256_storeu_si256((__m256i *)(out + 24), _mm256_permute2x128_si256(u2, u3, 0x31));
+}
+
+static inline void philox_words64(uint64_t seed, uint64_t wb, uint32_t out[64])
+{
+    philox_words32_avx2(seed, wb >> 2, out);
+    philox_words32_avx2(seed, (wb >> 2) + 8, out + 32);
+}
+#else
+static inline void philox_words64(uint64_t seed, uint64_t wb, uint32_t out[64])
+{
+    philox_words64_c(seed, wb, out);
+}
+#endif
 
 #endif
