@@ -86,6 +86,23 @@ static tg_status check_all(graph *g, opt_ctx *ctx)
     return TG_OK;
 }
 
+/* Appends op(*v) for node i's eval form (its provenance) and sets *v to its
+ * output; TG_OK or the failure in ctx. */
+static tg_status add_after(graph *g, opt_ctx *ctx, int32_t i, graph_op op, const void *attrs,
+                           int32_t *v)
+{
+    int32_t out = -1, id = graph_add_node(g, op, v, 1, attrs, &out, 1);
+    if (id < 0)
+        return opt_fail(ctx, g, i,
+                        graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
+                        "adding its eval form: %s", graph_error(g));
+    tg_status st = opt_merge_prov(g, id, i);
+    if (st != TG_OK)
+        return opt_fail(ctx, g, i, st, "out of memory");
+    *v = out;
+    return TG_OK;
+}
+
 tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
 {
     if (err && errlen)
@@ -132,36 +149,15 @@ tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
                 st = opt_fail(&ctx, g, i, st, "out of memory");
                 break;
             }
-            if (relu) { /* the fused relu (epilogue pass) comes back as its op */
-                int32_t r = -1;
-                int32_t rid = graph_add_node(g, GRAPH_OP_relu, &y, 1, NULL, &r, 1);
-                if (rid < 0) {
-                    st = opt_fail(&ctx, g, i, graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
-                                  "adding its eval form: %s", graph_error(g));
-                    break;
-                }
-                n = &g->nodes[i];
-                if ((st = opt_merge_prov(g, rid, i)) != TG_OK) {
-                    st = opt_fail(&ctx, g, i, st, "out of memory");
-                    break;
-                }
-                y = r;
-            }
-            if (pool) { /* the fused pool likewise */
-                int32_t pv = -1;
-                int32_t pid = graph_add_node(g, GRAPH_OP_max_pool2d, &y, 1, &pa, &pv, 1);
-                if (pid < 0) {
-                    st = opt_fail(&ctx, g, i, graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
-                                  "adding its eval form: %s", graph_error(g));
-                    break;
-                }
-                n = &g->nodes[i];
-                if ((st = opt_merge_prov(g, pid, i)) != TG_OK) {
-                    st = opt_fail(&ctx, g, i, st, "out of memory");
-                    break;
-                }
+            /* the fused relu and pool (epilogue pass) come back as their ops */
+            if (relu && (st = add_after(g, &ctx, i, GRAPH_OP_relu, NULL, &y)) != TG_OK)
+                break;
+            int32_t pv = y;
+            if (pool && (st = add_after(g, &ctx, i, GRAPH_OP_max_pool2d, &pa, &pv)) != TG_OK)
+                break;
+            n = &g->nodes[i];
+            if (pool)
                 opt_replace_uses(g, n->out[5], pv);
-            }
             opt_replace_uses(g, n->out[0], y);
             opt_replace_uses(g, n->out[1], n->in[3]);
             opt_replace_uses(g, n->out[2], n->in[4]);

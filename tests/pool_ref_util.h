@@ -9,6 +9,42 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../graph/conv_attrs.h"
+#include "graph/dtype.h"
+
+/* The pool shapes both tests walk: x [n, c, h, w] and the attributes. */
+typedef struct pool_case {
+    int64_t n, c, h, w;
+    graph_ints k, s, p;
+} pool_case;
+
+static const pool_case pool_cases[] = {
+    {2, 3, 8, 10, TG_INTS(2), TG_NOINTS, TG_NOINTS},                  /* the CNN's pool */
+    {1, 3, 7, 9, TG_INTS(2), TG_NOINTS, TG_NOINTS},                   /* its odd row, column */
+    {1, 2, 7, 9, TG_INTS(2), TG_INTS(2), TG_INTS(1)},                 /* padding, no overlap */
+    {1, 3, 7, 8, TG_INTS(2), TG_INTS(3), TG_NOINTS},                  /* gaps between windows */
+    {2, 3, 9, 7, TG_INTS(3), TG_INTS(2), TG_INTS(1)},                 /* overlap and padding */
+    {1, 2, 6, 5, TG_INTS(3), TG_INTS(1), TG_INTS(1)},                 /* stride 1 */
+    {2, 2, 7, 11, TG_INTS(3, 2), TG_INTS(1, 3), TG_INTS(1, 0, 2, 1)}, /* uneven */
+    {3, 4, 40, 40, TG_INTS(2), TG_NOINTS, TG_NOINTS},                 /* threaded */
+    {3, 4, 41, 39, TG_INTS(3), TG_INTS(2), TG_INTS(1)},               /* threaded, overlap */
+};
+#define POOL_NCASES ((int)(sizeof pool_cases / sizeof pool_cases[0]))
+
+/* A case's kernel, stride (none: the kernel's), padding (top, left,
+ * bottom, right) and output size. */
+static void pool_case_geom(const pool_case *pc, int64_t k[2], int64_t st[2], int64_t p[4],
+                           int64_t *oh, int64_t *ow)
+{
+    graph_ints_pair(&pc->k, 1, k);
+    graph_ints_pair(&pc->s, 0, st);
+    if (pc->s.n == 0)
+        st[0] = k[0], st[1] = k[1];
+    graph_ints_pad4(&pc->p, p);
+    *oh = (pc->h + p[0] + p[2] - k[0]) / st[0] + 1;
+    *ow = (pc->w + p[1] + p[3] - k[1]) / st[1] + 1;
+}
+
 /*
  * The reference, written as the rule's definition: each window of x padded
  * with -inf has the maximum m (NaN if any element is); the first element

@@ -141,30 +141,12 @@ static graph *pool_graph(int variant, const graph_type *tz, const graph_type *tg
 
 static void test_relu_grad_pool(void)
 {
-    const struct {
-        int64_t n, c, h, w;
-        graph_ints k, s, p;
-    } cs[] = {
-        {2, 3, 8, 10, TG_INTS(2), TG_NOINTS, TG_NOINTS},                  /* the CNN's pool */
-        {1, 3, 7, 9, TG_INTS(2), TG_NOINTS, TG_NOINTS},                   /* odd row, column */
-        {1, 2, 7, 9, TG_INTS(2), TG_INTS(2), TG_INTS(1)},                 /* padding */
-        {1, 3, 7, 8, TG_INTS(2), TG_INTS(3), TG_NOINTS},                  /* gaps */
-        {2, 3, 9, 7, TG_INTS(3), TG_INTS(2), TG_INTS(1)},                 /* overlap, padding */
-        {1, 2, 6, 5, TG_INTS(3), TG_INTS(1), TG_INTS(1)},                 /* stride 1 */
-        {2, 2, 7, 11, TG_INTS(3, 2), TG_INTS(1, 3), TG_INTS(1, 0, 2, 1)}, /* uneven */
-        {3, 4, 40, 40, TG_INTS(2), TG_NOINTS, TG_NOINTS},                 /* large */
-    };
-    for (int ci = 0; ci < (int)(sizeof cs / sizeof cs[0]); ci++)
+    const pool_case *cs = pool_cases;
+    for (int ci = 0; ci < POOL_NCASES; ci++)
         for (int mode = 0; mode < 3; mode++) {
-            int64_t k[2], st[2], p[4];
-            graph_ints_pair(&cs[ci].k, 1, k);
-            graph_ints_pair(&cs[ci].s, 0, st);
-            if (cs[ci].s.n == 0)
-                st[0] = k[0], st[1] = k[1];
-            graph_ints_pad4(&cs[ci].p, p);
+            int64_t k[2], st[2], p[4], oh, ow;
+            pool_case_geom(&cs[ci], k, st, p, &oh, &ow);
             int64_t h = cs[ci].h, w = cs[ci].w, nc = cs[ci].n * cs[ci].c;
-            int64_t oh = (h + p[0] + p[2] - k[0]) / st[0] + 1;
-            int64_t ow = (w + p[1] + p[3] - k[1]) / st[1] + 1;
             int64_t nx = nc * h * w, ny = nc * oh * ow, at = 0;
             float *z = malloc((size_t)nx * sizeof *z), *y = malloc((size_t)nx * sizeof *y);
             float *dy = malloc((size_t)ny * sizeof *dy), *want = malloc((size_t)nx * sizeof *want);
