@@ -146,6 +146,13 @@ int64_t eager_maxpool_init(eager_maxpool *m, int64_t h, int64_t w, int64_t oh, i
                            const graph_ints *kl, const graph_ints *sl, const graph_ints *pl);
 void eager_maxpool_scratch(const eager_maxpool *m, float *scratch);
 void eager_maxpool_plane(const eager_maxpool *m, const float *in, float *out, float *scratch);
+/* The same for max_pool2d_grad's plane (x h x w, dy oh x ow, dx h x w):
+ * eager_maxpool_grad_size gives the floats of scratch one thread needs,
+ * eager_maxpool_grad_scratch readies it (once). */
+int64_t eager_maxpool_grad_size(const eager_maxpool *m);
+void eager_maxpool_grad_scratch(const eager_maxpool *m, float *scratch);
+void eager_maxpool_grad_plane(const eager_maxpool *m, const float *x, const float *dy, float *dx,
+                              float *scratch);
 
 /* A pool's window: kernel (h, w), stride (h, w; none: the kernel's) and
  * padding (top, left, bottom, right). */

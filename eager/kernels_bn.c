@@ -1,6 +1,8 @@
 /*
- * kernels_bn.c - CPU kernel of batch_norm_train_grad (f32), the
- * gradients of batch_norm_train from y's, in plain C.  Shapes were checked
+ * kernels_bn.c - CPU kernels of batch_norm_train_grad (f32), the
+ * gradients of batch_norm_train from y's, in plain C, and of
+ * batch_norm_pool_grad, the same from a max pool's output gradient (see
+ * bn_pool below).  Shapes were checked
  * by graph/infer_train.c: dy and x [N,C,...], weight, mean and invstd [C].
  *
  * Per channel over its M = N * S values (S: the product of the dims past
@@ -25,9 +27,11 @@
  * over its contiguous channels (vectorized over channels).
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "../graph/alloc.h"
 #include "kernel.h"
 
 /* Columns per piece of a channel's sums (two double arrays on the stack). */
@@ -37,13 +41,13 @@
 /* Bytes of dy and x per block (S >= 2): its dx pass reads them from cache. */
 #define BLK_BYTES (1 << 20)
 
-/* Channel ch's sums: *sum = sum(dy), *dotp = sum(dy * (x - mu)), in
- * double.  Its rows (N of S values, C * S apart) are added column-wise in
+/* A channel's sums: *sum = sum(dy), *dotp = sum(dy * (x - mu)), in
+ * double.  Its rows (N of S values, dys and xs apart) are added column-wise in
  * pieces of at most SCH values: element t of the piece accumulates over
  * the rows in order, so the loop over t vectorizes without reordering a
  * sum; then the piece's columns are added in order. */
-static void channel_sums(const float *dy, const float *x, int64_t n, int64_t c, int64_t s,
-                         int64_t ch, double mu, double *sum, double *dotp)
+static void channel_sums(const float *dy, int64_t dys, const float *x, int64_t xs, int64_t n,
+                         int64_t s, double mu, double *sum, double *dotp)
 {
     double ad[SCH], ap[SCH], ts = 0, tp = 0;
     for (int64_t s0 = 0; s0 < s; s0 += SCH) {
@@ -51,8 +55,8 @@ static void channel_sums(const float *dy, const float *x, int64_t n, int64_t c, 
         for (int64_t t = 0; t < len; t++)
             ad[t] = 0, ap[t] = 0;
         for (int64_t b = 0; b < n; b++) {
-            const float *restrict g = dy + (b * c + ch) * s + s0;
-            const float *restrict xr = x + (b * c + ch) * s + s0;
+            const float *restrict g = dy + b * dys + s0;
+            const float *restrict xr = x + b * xs + s0;
             double *restrict d = ad, *restrict p = ap;
             for (int64_t t = 0; t < len; t++) {
                 double gt = g[t];
@@ -91,24 +95,54 @@ static bn_coef channel_out(double sum, double dotp, double m, float weight, floa
     return k;
 }
 
+/*
+ * batch_norm_pool_grad: dy is max_pool2d_grad(dp, y), made here a channel
+ * block at a time into the thread's scratch dys (nc * N planes of S,
+ * channel j's rows S apart), by the max_pool2d_grad kernel's own plane code
+ * (eager_maxpool_grad_plane: the same bits), instead of a tensor of x's
+ * size written by one op and read back by the next.
+ */
+typedef struct bn_pool {
+    eager_maxpool m;
+    const float *dp, *y;
+    int64_t pplane;        /* dp's plane, oh * ow */
+    float *dys, *scratch;  /* per thread: the block's dy, the plane code's */
+    int64_t dys_n, scr_n;  /* their floats per thread */
+} bn_pool;
+
 /* S >= 2: channels [c0, c0 + nc) (nc <= CBLK); channel ch's N rows of S
  * values lie C * S apart, the block's rows of one batch index are one run
- * of nc * S values. */
+ * of nc * S values.  With bp: dy made from the pool's gradient (t: the
+ * thread, for its scratch). */
 static void block_rows(const float *dy, const float *x, float *dx, int64_t n, int64_t c, int64_t s,
                        int64_t c0, int64_t nc, const float *weight, const float *mean,
-                       const float *invstd, float *dweight, float *dbias)
+                       const float *invstd, float *dweight, float *dbias, const bn_pool *bp,
+                       int t)
 {
     bn_coef k[CBLK];
+    float *d = bp ? bp->dys + (int64_t)t * bp->dys_n : NULL;
     for (int64_t j = 0; j < nc; j++) {
         double sum, dotp;
-        channel_sums(dy, x, n, c, s, c0 + j, mean[c0 + j], &sum, &dotp);
+        if (bp) {
+            float *scr = bp->scratch + (int64_t)t * bp->scr_n;
+            for (int64_t b = 0; b < n; b++)
+                eager_maxpool_grad_plane(&bp->m, bp->y + (b * c + c0 + j) * s,
+                                         bp->dp + (b * c + c0 + j) * bp->pplane,
+                                         d + (j * n + b) * s, scr);
+            channel_sums(d + j * n * s, s, x + (c0 + j) * s, c * s, n, s, mean[c0 + j], &sum,
+                         &dotp);
+        } else {
+            channel_sums(dy + (c0 + j) * s, c * s, x + (c0 + j) * s, c * s, n, s, mean[c0 + j],
+                         &sum, &dotp);
+        }
         k[j] = channel_out(sum, dotp, (double)(n * s), weight[c0 + j], invstd[c0 + j],
                            &dweight[c0 + j], &dbias[c0 + j]);
     }
     for (int64_t b = 0; b < n; b++)
         for (int64_t j = 0; j < nc; j++) {
             int64_t o = (b * c + c0 + j) * s;
-            row_dx(dy + o, x + o, dx + o, s, mean[c0 + j], k[j].gm, k[j].ps, k[j].w);
+            const float *g = bp ? d + (j * n + b) * s : dy + o;
+            row_dx(g, x + o, dx + o, s, mean[c0 + j], k[j].gm, k[j].ps, k[j].w);
         }
 }
 
@@ -142,17 +176,17 @@ static void channel_block(const float *dy, const float *x, float *dx, int64_t n,
     }
 }
 
-tg_status eager_kernel_batch_norm_train_grad(const eager_kargs *a)
+/* Both ops: dy given, or (bp) made from the pool's gradient. */
+static tg_status bn_grad(const eager_kargs *a, const float *dy, const graph_type *t,
+                         const float *x, const float *weight, const float *mean,
+                         const float *invstd, bn_pool *bp)
 {
-    const graph_type *t = &a->in_type[1];
-    const float *dy = a->in[0], *x = a->in[1], *weight = a->in[2];
-    const float *mean = a->in[3], *invstd = a->in[4];
     float *dx = a->out[0], *dweight = a->out[1], *dbias = a->out[2];
     int64_t n = t->dim[0], c = t->dim[1], s = 1;
     for (int d = 2; d < t->ndim; d++)
         s *= t->dim[d];
     int par = n * c * s >= EAGER_PAR_MIN && a->nthreads > 1;
-    if (s == 1) {
+    if (s == 1 && !bp) { /* (a 1x1 plane under a pool takes the block path) */
         int64_t nblk = (c + CBLK - 1) / CBLK;
 #pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
         for (int64_t k = 0; k < nblk; k++) {
@@ -171,11 +205,54 @@ tg_status eager_kernel_batch_norm_train_grad(const eager_kargs *a)
         nblk = c < a->nthreads ? c : a->nthreads;
     if (nblk > 0)
         cb = (c + nblk - 1) / nblk;
-#pragma omp parallel for num_threads(a->nthreads) if (par) schedule(static)
-    for (int64_t k = 0; k < nblk; k++) {
-        int64_t c0 = k * cb, nc = c - c0 < cb ? c - c0 : cb;
-        if (nc > 0)
-            block_rows(dy, x, dx, n, c, s, c0, nc, weight, mean, invstd, dweight, dbias);
+    int nt = par ? a->nthreads : 1;
+    if (bp) { /* each thread's block of dy and the plane code's scratch */
+        bp->dys_n = cb * n * s;
+        bp->scr_n = eager_maxpool_grad_size(&bp->m);
+        bp->dys = tg_malloc(sizeof(float) * (size_t)(bp->dys_n * nt + 1));
+        bp->scratch = tg_malloc(sizeof(float) * (size_t)(bp->scr_n * nt + 1));
+        if (!bp->dys || !bp->scratch) {
+            tg_free(bp->dys);
+            tg_free(bp->scratch);
+            return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for %d blocks of %lld floats",
+                                     nt, (long long)bp->dys_n);
+        }
+        for (int k = 0; k < nt; k++)
+            eager_maxpool_grad_scratch(&bp->m, bp->scratch + (int64_t)k * bp->scr_n);
+    }
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int th = omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (int64_t k = 0; k < nblk; k++) {
+            int64_t c0 = k * cb, nc = c - c0 < cb ? c - c0 : cb;
+            if (nc > 0)
+                block_rows(dy, x, dx, n, c, s, c0, nc, weight, mean, invstd, dweight, dbias, bp,
+                           th);
+        }
+    }
+    if (bp) {
+        tg_free(bp->dys);
+        tg_free(bp->scratch);
     }
     return TG_OK;
+}
+
+tg_status eager_kernel_batch_norm_train_grad(const eager_kargs *a)
+{
+    return bn_grad(a, a->in[0], &a->in_type[1], a->in[1], a->in[2], a->in[3], a->in[4], NULL);
+}
+
+tg_status eager_kernel_batch_norm_pool_grad(const eager_kargs *a)
+{
+    const graph_batch_norm_pool_grad_attrs *at = a->attrs;
+    const graph_type *dp = &a->in_type[0], *y = &a->in_type[1];
+    bn_pool bp;
+    memset(&bp, 0, sizeof bp);
+    eager_maxpool_init(&bp.m, y->dim[2], y->dim[3], dp->dim[2], dp->dim[3], &at->kernel,
+                       &at->stride, &at->padding);
+    bp.dp = a->in[0];
+    bp.y = a->in[1];
+    bp.pplane = dp->dim[2] * dp->dim[3];
+    return bn_grad(a, NULL, y, a->in[2], a->in[3], a->in[4], a->in[5], &bp);
 }

@@ -462,6 +462,53 @@ static void grad_plane_2x2(const pool_geom *g, const float *restrict x,
         memset(dx + rows * w, 0, (size_t)((g->h - rows) * w) * sizeof *dx);
 }
 
+/* ---- one plane's gradient, for fused kernels (kernel.h) ---- */
+
+/* Scratch: the 2x2 path's buf (4 npair + 2 ow floats) then bot (npair);
+ * else the winners' places (ow int64, first for their alignment), a
+ * padded row (pw) and the best values (ow).  An even count, so that
+ * consecutive scratches keep the int64 aligned. */
+int64_t eager_maxpool_grad_size(const eager_maxpool *m)
+{
+    pool_geom g = maxpool_geom(m);
+    int64_t npair = 2 * g.oh * g.ow, n;
+    if (pool_is_2x2(&g))
+        n = 4 * npair + 2 * g.ow + npair;
+    else
+        n = 2 * g.ow + (g.w + g.pl + g.pr) + g.ow;
+    return n + (n & 1);
+}
+
+void eager_maxpool_grad_scratch(const eager_maxpool *m, float *scratch)
+{
+    pool_geom g = maxpool_geom(m);
+    int64_t npair = 2 * g.oh * g.ow;
+    if (pool_is_2x2(&g)) {
+        float *bot = scratch + 4 * npair + 2 * g.ow;
+        for (int64_t i = 0; i < 4 * npair + 2 * g.ow; i++)
+            scratch[i] = -INFINITY; /* as max_pool2d_grad's */
+        for (int64_t k = 0; k < npair; k++)
+            bot[k] = (float)((k / g.ow) & 1);
+        return;
+    }
+    float *row = scratch + 2 * g.ow;
+    for (int64_t i = 0; i < g.w + g.pl + g.pr; i++)
+        row[i] = -INFINITY; /* the padding columns stay -inf */
+}
+
+void eager_maxpool_grad_plane(const eager_maxpool *m, const float *x, const float *dy, float *dx,
+                              float *scratch)
+{
+    pool_geom g = maxpool_geom(m);
+    int64_t npair = 2 * g.oh * g.ow;
+    if (pool_is_2x2(&g)) {
+        grad_plane_2x2(&g, x, dy, dx, scratch, scratch + 4 * npair + 2 * g.ow);
+        return;
+    }
+    float *row = scratch + 2 * g.ow;
+    grad_plane(&g, x, dy, dx, row, row + g.w + g.pl + g.pr, (int64_t *)(void *)scratch);
+}
+
 tg_status eager_kernel_max_pool2d_grad(const eager_kargs *a)
 {
     const graph_max_pool2d_grad_attrs *at = a->attrs;

@@ -11,7 +11,8 @@
  *   finite and >= 0, momentum in [0, 1].
  * - batch_norm_train_grad takes any number of values per channel (0 too:
  *   its sums are then 0); dy has x's type, weight, mean and invstd are
- *   f32 [C].
+ *   f32 [C].  batch_norm_pool_grad: y has x's type, dp max_pool2d(y)'s
+ *   (max_pool2d's checks), the rest as batch_norm_train_grad's.
  */
 #include <math.h>
 
@@ -144,5 +145,41 @@ tg_status graph_infer_batch_norm_train_grad(graph_infer_ctx *c)
     c->out[1] = want;
     c->out[2] = want;
     c->nout = 3;
+    return TG_OK;
+}
+
+tg_status graph_infer_batch_norm_pool_grad(graph_infer_ctx *c)
+{
+    const graph_batch_norm_pool_grad_attrs *a = c->attrs;
+    const graph_type *dp = &c->in[0], *y = &c->in[1], *x = &c->in[2];
+    char s[160], w[160], perr[200] = "";
+    for (int i = 0; i < 2; i++)
+        if (c->in[i].dtype != GRAPH_F32)
+            return graph_infer_fail(c, TG_ERR_DTYPE, "%s (input %d) has dtype %s, want f32",
+                                    i ? "y" : "dp", i, graph_dtype_name(c->in[i].dtype));
+    if (!graph_type_eq(y, x))
+        return graph_infer_fail(c, TG_ERR_SHAPE, "y has shape %s, x %s: they must match",
+                                graph_shape_str(y, s, sizeof s), graph_shape_str(x, w, sizeof w));
+    /* dp: the pool of y's shape, by max_pool2d's own checks */
+    graph_max_pool2d_attrs mp = {a->kernel, a->stride, a->padding};
+    graph_type pt;
+    graph_infer_ctx pc = {&graph_ops[GRAPH_OP_max_pool2d], y, 1, &mp, &pt, 1, 0, perr,
+                          sizeof perr};
+    tg_status st = graph_infer_pool2d(&pc);
+    if (st != TG_OK)
+        return graph_infer_fail(c, st, "the pool: %s", perr);
+    if (!graph_type_eq(dp, &pt))
+        return graph_infer_fail(c, TG_ERR_SHAPE, "dp has shape %s, the pool of y %s",
+                                graph_shape_str(dp, s, sizeof s), graph_shape_str(&pt, w, sizeof w));
+    /* then batch_norm_train_grad's checks on (y's shape as dy, x, weight, mean, invstd) */
+    graph_type in5[5] = {*x, c->in[2], c->in[3], c->in[4], c->in[5]};
+    graph_infer_ctx bc = *c;
+    bc.op = &graph_ops[GRAPH_OP_batch_norm_train_grad];
+    bc.in = in5;
+    bc.nin = 5;
+    bc.attrs = NULL;
+    if ((st = graph_infer_batch_norm_train_grad(&bc)) != TG_OK)
+        return st; /* its reason is in c->err (bc's) */
+    c->nout = bc.nout;
     return TG_OK;
 }

@@ -44,6 +44,10 @@
  * pool_kernel / pool_stride / pool_padding attributes): each plane is
  * pooled right after it is written, while it is in cache, instead of a
  * pass that reads y again; y stays an output (max_pool2d_grad reads it).
+ * In the backward, a batch_norm_train_grad whose dy is a max_pool2d_grad
+ * that nothing else reads becomes batch_norm_pool_grad: the pool's input
+ * gradient made a block of channels at a time in cache, not a tensor
+ * written and read back (the same bits).
  *
  * Declined candidates are explained: "conv output has 2 users",
  * "residual shape differs ([2,8] vs [8,1])", "activation abs not
@@ -513,6 +517,47 @@ static tg_status bn_pool(graph *g, opt_ctx *ctx, int32_t i)
     return TG_OK;
 }
 
+/* Input slots of live nodes that read v (the pass's use lists go stale
+ * as it moves uses). */
+static int32_t readers(const graph *g, int32_t v)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD))
+            for (int j = 0; j < g->nodes[i].nin; j++)
+                n += g->nodes[i].in[j] == v;
+    return n;
+}
+
+/* batch_norm_train_grad(max_pool2d_grad(dp, y), x, w, mean, invstd), the
+ * pool's gradient read by nothing else -> batch_norm_pool_grad(dp, y, x,
+ * w, mean, invstd). */
+static tg_status bn_pool_grad(graph *g, opt_ctx *ctx, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    int32_t d = n->in[0], q = fu_producer(g, d);
+    if (q < 0 || g->nodes[q].op != GRAPH_OP_max_pool2d_grad || opt_pinned(g, d) ||
+        readers(g, d) != 1)
+        return TG_OK;
+    for (int k = 0; k < 3; k++)
+        if (fu_guarded(g, n->out[k]))
+            return TG_OK;
+    const graph_max_pool2d_grad_attrs *qa = tg_node_attrs(&g->nodes[q]);
+    graph_batch_norm_pool_grad_attrs a = {qa->kernel, qa->stride, qa->padding};
+    int32_t in[6] = {g->nodes[q].in[0], g->nodes[q].in[1], n->in[1], n->in[2], n->in[3],
+                     n->in[4]};
+    int32_t out[3], src[2] = {i, q};
+    if (fu_add_node(g, ctx, GRAPH_OP_batch_norm_pool_grad, in, 6, &a, out, 3, src, 2) < 0)
+        return TG_ERR_STATE;
+    for (int k = 0; k < 3; k++)
+        opt_replace_uses(g, g->nodes[i].out[k], out[k]);
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    g->nodes[q].flags |= GRAPH_NODE_DEAD;
+    ctx->stats->fused++;
+    ctx->changed = 1;
+    return TG_OK;
+}
+
 static tg_status run(graph *g, opt_ctx *ctx)
 {
     opt_uses u;
@@ -524,6 +569,12 @@ static tg_status run(graph *g, opt_ctx *ctx)
         if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) && g->nodes[i].op == GRAPH_OP_batch_norm_train) {
             bn_relu(g, ctx, &u, i);
             if ((st = bn_pool(g, ctx, i)) != TG_OK)
+                break;
+            continue;
+        }
+        if (!(g->nodes[i].flags & GRAPH_NODE_DEAD) &&
+            g->nodes[i].op == GRAPH_OP_batch_norm_train_grad) {
+            if ((st = bn_pool_grad(g, ctx, i)) != TG_OK)
                 break;
             continue;
         }

@@ -82,5 +82,14 @@ typedef struct opt_memplan_buf {
  */
 size_t opt_memplan_place(const opt_memplan_buf *bufs, int32_t n, size_t align,
                          int64_t *offset, uint64_t *work);
+/*
+ * What opt_memplan_build places with: opt_memplan_place, and when its
+ * arena is above lb (the most bytes alive at one step: no placement does
+ * better), the same greedy with buffers of equal size taken longest-lived
+ * first, then latest-born first; the smallest arena wins (offsets and
+ * return as opt_memplan_place's; *work sums the tries).
+ */
+size_t opt_memplan_place_best(const opt_memplan_buf *bufs, int32_t n, size_t align, size_t lb,
+                              int64_t *offset, uint64_t *work);
 
 #endif

@@ -605,6 +605,11 @@ static void test_grad_ops_refused(void)
         "(y: f32[2,3,4,5]) {\n"
         "  %1: f32[2,3,4,5], %2: f32[3], %3: f32[3] = batch_norm_train_grad(%dy, %x, %w, %m, %r)\n"
         "  return y = %1\n}\n",
+        "graph t(%dp: f32[2,3,2,2], %y: f32[2,3,4,5], %x: f32[2,3,4,5], %w: f32[3], %m: f32[3], "
+        "%r: f32[3]) -> (y: f32[2,3,4,5]) {\n"
+        "  %1: f32[2,3,4,5], %2: f32[3], %3: f32[3] = batch_norm_pool_grad(%dp, %y, %x, %w, %m, "
+        "%r) {kernel=[2,2]}\n"
+        "  return y = %1\n}\n",
         "graph t(%dy: f32[2,3,4], %x: f32[2,3,4]) -> (y: f32[2,3,4]) {\n"
         "  %1: f32[2,3,4], %2: f32[4], %3: f32[4] = layer_norm_grad(%dy, %x)\n"
         "  return y = %1\n}\n",

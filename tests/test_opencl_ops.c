@@ -394,6 +394,11 @@ static const ocase refused[] = {
      "(dx: f32[2,3,4,5], dw: f32[3], db: f32[3]) {\n"
      "  %1: f32[2,3,4,5], %2: f32[3], %3: f32[3] = batch_norm_train_grad(%dy, %x, %w, %m, %r)\n"
      "  return dx = %1\n  return dw = %2\n  return db = %3\n}\n", -2, 2, 0},
+    {"graph t(%dp: f32[2,3,2,2], %y: f32[2,3,4,5], %x: f32[2,3,4,5], %w: f32[3], %m: f32[3], "
+     "%r: f32[3]) -> (dx: f32[2,3,4,5], dw: f32[3], db: f32[3]) {\n"
+     "  %1: f32[2,3,4,5], %2: f32[3], %3: f32[3] = batch_norm_pool_grad(%dp, %y, %x, %w, %m, "
+     "%r) {kernel=[2,2]}\n"
+     "  return dx = %1\n  return dw = %2\n  return db = %3\n}\n", -2, 2, 0},
     {"graph t(%dy: f32[3,5,37], %x: f32[3,5,37], %w: f32[5,37]) -> (y: f32[3,5,37], "
      "dw: f32[5,37], db: f32[5,37]) {\n"
      "  %1: f32[3,5,37], %2: f32[5,37], %3: f32[5,37] = layer_norm_grad(%dy, %x, %w) "

@@ -344,6 +344,49 @@ static void test_text_many_refs(void)
 
 /* Offsets that would pass int64 (many huge buffers alive at once, as a
  * hostile file could ask for) fail the placement instead of wrapping. */
+/*
+ * The buffers of the CNN training step at -O2 (bench/train.c, batch 64:
+ * sizes in bytes, first and last step): greedy by size with ties by index
+ * leaves 0.9 MB above the lower bound; opt_memplan_place_best reaches it
+ * (equal sizes latest-born first), its buffers alive together disjoint.
+ */
+static void test_place_best(void)
+{
+    static const opt_memplan_buf b[] = {
+        {6422528, 0, 31}, {6422528, 1, 31}, {128, 1, 31}, {128, 1, 31}, {1605632, 1, 30},
+        {3211264, 2, 27}, {3211264, 3, 27}, {256, 3, 27}, {256, 3, 27}, {802816, 3, 26},
+        {802816, 5, 22}, {16, 6, 43}, {32768, 7, 20}, {2560, 8, 9}, {2560, 9, 19},
+        {512, 10, 14}, {256, 11, 12}, {4, 12, 43}, {2560, 14, 16}, {256, 15, 16},
+        {32768, 17, 23}, {5120, 18, 41}, {40, 19, 42}, {802816, 21, 24}, {1605632, 22, 39},
+        {512, 23, 40}, {802816, 24, 27}, {3211264, 27, 29}, {256, 27, 37}, {256, 27, 38},
+        {1605632, 28, 31}, {73728, 29, 36}, {6422528, 31, 32}, {128, 31, 34}, {128, 31, 35},
+        {1152, 32, 33}};
+    enum { NB = sizeof b / sizeof b[0] };
+    /* the lower bound, counted here: the most aligned bytes alive at one step */
+    size_t lb = 0;
+    for (int32_t step = 0; step < 44; step++) {
+        size_t at = 0;
+        for (int i = 0; i < NB; i++)
+            if (b[i].first <= step && step <= b[i].last)
+                at += (b[i].size + 63) / 64 * 64;
+        lb = at > lb ? at : lb;
+    }
+    int64_t off[NB];
+    size_t first = opt_memplan_place(b, NB, 64, off, NULL);
+    size_t best = opt_memplan_place_best(b, NB, 64, lb, off, NULL);
+    CHECK_MSG(first > lb && best == lb, "lower bound %zu: by size %zu, best %zu", lb, first,
+              best);
+    int ok = 1;
+    for (int i = 0; i < NB; i++) {
+        ok &= off[i] >= 0 && (size_t)off[i] + b[i].size <= best;
+        for (int j = i + 1; j < NB; j++)
+            if (b[i].first <= b[j].last && b[j].first <= b[i].last && b[i].size && b[j].size)
+                ok &= (size_t)off[i] + b[i].size <= (size_t)off[j] ||
+                      (size_t)off[j] + b[j].size <= (size_t)off[i];
+    }
+    CHECK_MSG(ok, "buffers alive together overlap, or one lies past the arena");
+}
+
 static void test_huge_offsets(void)
 {
     opt_memplan_buf b[5];
@@ -362,6 +405,7 @@ static void test_huge_offsets(void)
 
 int main(void)
 {
+    test_place_best();
     test_huge_offsets();
     test_random_against_reference();
     test_wide_work();

@@ -18,6 +18,9 @@
  *   (output, running statistics, gradients) the same bits as the
  *   unoptimized graph; set to eval, the fused node gives batch_norm, relu
  *   and max_pool2d again (against the running statistics' formula).
+ * - epilogue (-O2), backward: a batch_norm_train_grad of a max_pool2d_grad
+ *   becomes batch_norm_pool_grad; the op itself gives its two ops' bits on
+ *   every pool case (ties, NaN), at one and two threads.
  * - batch_norm_train's gradient rule for the fused forms (a graph
  *   differentiated after -O2) gives the unfused graph's gradients bit for
  *   bit; eager, which keeps only the batch statistics, refuses it with a
@@ -402,10 +405,13 @@ static void test_bn_relu_pool(int pi)
     CHECK_MSG(ref && g && optimize(g, 2, err, sizeof err) == TG_OK, "pool %d: -O2: %s", pi, err);
     int with_pool = 0, nf = g ? fused_bns(g, &with_pool) : -1;
     CHECK_MSG(g && nf == 1 && with_pool == pooled && count_live(g, GRAPH_OP_relu) == 0 &&
-                  count_live(g, GRAPH_OP_max_pool2d) == 0,
+                  count_live(g, GRAPH_OP_max_pool2d) == 0 &&
+                  count_live(g, GRAPH_OP_max_pool2d_grad) == 0 &&
+                  count_live(g, GRAPH_OP_batch_norm_pool_grad) == pooled,
               "pool %d: -O2: %d batch norms with relu = 1, %d with a pool, %d relu, %d "
-              "max_pool2d", pi, nf, with_pool, g ? count_live(g, GRAPH_OP_relu) : -1,
-              g ? count_live(g, GRAPH_OP_max_pool2d) : -1);
+              "max_pool2d, %d batch_norm_pool_grad", pi, nf, with_pool,
+              g ? count_live(g, GRAPH_OP_relu) : -1, g ? count_live(g, GRAPH_OP_max_pool2d) : -1,
+              g ? count_live(g, GRAPH_OP_batch_norm_pool_grad) : -1);
     eager_tensor *a[6] = {NULL}, *b[6] = {NULL};
     CHECK_MSG(ref && eager_interpret(ref, in, 6, a, 6, NULL) == TG_OK, "%s", eager_error());
     CHECK_MSG(g && eager_interpret(g, in, 6, b, 6, NULL) == TG_OK, "%s", eager_error());
@@ -492,6 +498,68 @@ static void test_bn_relu_pool(int pi)
     eager_pool_pop();
 }
 
+/*
+ * batch_norm_pool_grad against its two ops, max_pool2d_grad then
+ * batch_norm_train_grad (each checked against naive loops in test_grad and
+ * test_bn_grad), bit for bit, on every pool case, y with ties, NaN and
+ * infinities, at one and two threads; its shape checks name what is wrong.
+ */
+static void test_bn_pool_grad_op(void)
+{
+    int threads0 = eager_threads();
+    for (int ci = 0; ci < POOL_NCASES; ci++)
+        for (int mode = 0; mode < 3; mode++) {
+            const pool_case *pc = &pool_cases[ci];
+            int64_t k[2], st[2], p[4], oh, ow, c = pc->c;
+            pool_case_geom(pc, k, st, p, &oh, &ow);
+            int64_t nx = pc->n * c * pc->h * pc->w, np = pc->n * c * oh * ow;
+            graph_ints sx = TG_SHAPE(pc->n, c, pc->h, pc->w), sp = TG_SHAPE(pc->n, c, oh, ow);
+            float *y = malloc(sizeof *y * (size_t)nx), *dp = malloc(sizeof *dp * (size_t)np);
+            for (int64_t i = 0; i < nx; i++)
+                y[i] = z_value(mode);
+            for (int64_t i = 0; i < np; i++)
+                dp[i] = (float)(2 * urand() - 1);
+            eager_pool_push();
+            eager_tensor *yt = eager_from_data(GRAPH_F32, sx, y);
+            eager_tensor *dpt = eager_from_data(GRAPH_F32, sp, dp);
+            eager_tensor *x = eager_rand_normal(sx, 70 + (uint64_t)ci, 0.3f, 1.5f);
+            eager_tensor *w = eager_rand_uniform(TG_SHAPE(c), 71, 0.5, 2);
+            eager_tensor *m = eager_rand_uniform(TG_SHAPE(c), 72, -0.5, 0.5);
+            eager_tensor *r = eager_rand_uniform(TG_SHAPE(c), 73, 0.5, 2);
+            eager_tensor *d = eager_max_pool2d_grad(dpt, yt, pc->k, pc->s, pc->p);
+            eager_tensor *want[3] = {NULL}, *got[3] = {NULL};
+            CHECK(d && eager_batch_norm_train_grad(d, x, w, m, r, want, 3) == 3);
+            for (int t = 1; t <= 2; t++) {
+                eager_set_threads(t);
+                CHECK_MSG(eager_batch_norm_pool_grad(dpt, yt, x, w, m, r, pc->k, pc->s, pc->p,
+                                                     got, 3) == 3,
+                          "case %d: %s", ci, eager_error());
+                int which = 0;
+                int64_t at = 0;
+                CHECK_MSG(outputs_same(want, got, 3, &which, &at),
+                          "case %d mode %d, %d threads: output %d differs at %lld", ci, mode, t,
+                          which, (long long)at);
+            }
+            eager_set_threads(threads0);
+            eager_pool_pop();
+            free(y);
+            free(dp);
+        }
+    /* shapes: dp not the pool of y, y not x's type */
+    eager_clear_error();
+    eager_pool_push();
+    eager_tensor *y = eager_zeros(GRAPH_F32, TG_SHAPE(2, 3, 4, 4)), *v = eager_ones(GRAPH_F32, TG_SHAPE(3));
+    eager_tensor *o[3];
+    CHECK_FAILS_N(eager_batch_norm_pool_grad(eager_zeros(GRAPH_F32, TG_SHAPE(2, 3, 3, 2)), y, y, v,
+                                             v, v, TG_INTS(2), TG_NOINTS, TG_NOINTS, o, 3),
+                  "dp has shape [2,3,3,2], the pool of y [2,3,2,2]");
+    CHECK_FAILS_N(eager_batch_norm_pool_grad(eager_zeros(GRAPH_F32, TG_SHAPE(2, 3, 2, 2)), y,
+                                             eager_zeros(GRAPH_F32, TG_SHAPE(2, 3, 4, 5)), v, v,
+                                             v, TG_INTS(2), TG_NOINTS, TG_NOINTS, o, 3),
+                  "y has shape [2,3,4,4], x [2,3,4,5]");
+    eager_pool_pop();
+}
+
 /* Eager keeps no y for the fused forms' rule: their backward is refused. */
 static void test_eager_refuses(void)
 {
@@ -522,6 +590,7 @@ static void test_eager_refuses(void)
         CHECK(eager_backward(l) != TG_OK);
         CHECK_MSG(strstr(eager_error(), "relu = 1") && strstr(eager_error(), "then max_pool2d"),
                   "message: %s", eager_error());
+        eager_clear_error(); /* the first error stays until cleared */
     }
     eager_pool_pop();
 }
@@ -531,6 +600,7 @@ int main(void)
     test_relu_grad_pool();
     for (int pi = 0; pi < (int)(sizeof pools / sizeof pools[0]); pi++)
         test_bn_relu_pool(pi);
+    test_bn_pool_grad_op();
     test_eager_refuses();
     return check_done();
 }

@@ -716,6 +716,7 @@ tg_status onnxw_emit_node(onnx_w *w)
     case GRAPH_OP_conv2d_grad_input:
     case GRAPH_OP_max_pool2d_grad:
     case GRAPH_OP_batch_norm_train_grad:
+    case GRAPH_OP_batch_norm_pool_grad:
     case GRAPH_OP_layer_norm_grad:
         return onnxw_unsupported(w, "a gradient op has no ONNX form (the "
                                     "ai.onnx.preview.training domain is not written): "
