@@ -171,8 +171,8 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
             eager_maxpool_scratch(&mp, scratch + k * per);
     }
     /* a channel's y right after its statistics, its N rows still in cache
-     * from the second pass (one read of x from memory, not two), and the
-     * pool of each of its planes right after the plane */
+     * from the second pass (one read of x from memory, not two), then the
+     * pool of its planes */
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t ch = 0; ch < c; ch++) {
         double sum = bn_sum(x + ch * s, n, c * s, s, 0.0, 0);
@@ -199,10 +199,13 @@ tg_status eager_kernel_batch_norm_train(const eager_kargs *a)
                 for (int64_t i = 0; i < s; i++)
                     yr[i] = (xr[i] - mu) * f + b;
             }
-            if (pool)
-                eager_maxpool_plane(&mp, yr, pool + (bi * c + ch) * pplane,
-                                    scratch + (int64_t)omp_get_thread_num() * per);
         }
+        /* the channel's planes pooled once all are written (still in
+         * cache): a plane read right after its stores waits for them
+         * (loads across stores in flight do not forward) */
+        for (int64_t bi = 0; pool && bi < n; bi++)
+            eager_maxpool_plane(&mp, y + (bi * c + ch) * s, pool + (bi * c + ch) * pplane,
+                                scratch + (int64_t)omp_get_thread_num() * per);
     }
     tg_free(scratch);
     return TG_OK;
