@@ -19,9 +19,10 @@
  *   f = scale * invstd (mean and invstd as the f32
  *   outputs hold them, f rounded once), as the inference kernel does;
  *   with the relu attribute, y <= 0 ? 0 : y as the relu kernel (NaN
- *   passes), in the same pass; with pool_kernel, each plane of y is
- *   max-pooled into output 5 right after it is written, by the max_pool2d
- *   kernel's own plane code (eager_maxpool_plane: the same bits).
+ *   passes), in the same pass; with pool_kernel, a channel's planes of y
+ *   are max-pooled into output 5 once the channel's y is written (still
+ *   in cache), by the max_pool2d kernel's own plane code
+ *   (eager_maxpool_plane: the same bits).
  *   Running statistics: (1 - momentum) old + momentum new, in double, the
  *   variance's new value unbiased: var * M / (M - 1) (M > 1 by inference).
  *
