@@ -34,6 +34,8 @@
 #include "../graph/graph_impl.h"
 #include "check.h"
 #include "pool_ref_util.h"
+#define TU_SEED 0x1234567
+#include "rand_util.h"
 #include "eager/eager.h"
 #include "eager/grad_eager.h"
 #include "eager/interp.h"
@@ -59,18 +61,6 @@ typedef struct in_spec {
 #define SP(...) ((in_spec){GRAPH_F32, GEN_SPACED, 0, 0, TG_SHAPE(__VA_ARGS__)})
 #define IX(lo, hi, ...) ((in_spec){GRAPH_I64, GEN_INTS, lo, hi, TG_SHAPE(__VA_ARGS__)})
 #define BL(...) ((in_spec){GRAPH_BOOL, GEN_BOOL, 0, 0, TG_SHAPE(__VA_ARGS__)})
-
-static uint64_t g_rng = 0x1234567;
-
-static uint64_t next_u64(void)
-{
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double urand(void) { return (double)(next_u64() >> 11) * 0x1p-53; }
 
 static int64_t numel_of(const graph_ints *s)
 {
@@ -721,16 +711,6 @@ static void table_checks(void)
 /* ---- max_pool2d_grad: the op the max_pool2d rule emits, against a naive loop ---- */
 
 /* pool_grad_ref: tests/pool_ref_util.h */
-
-static int same_bits(const float *a, const float *b, int64_t n, int64_t *at)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
-            *at = i;
-            return 0;
-        }
-    return 1;
-}
 
 /* The chain of registry ops max_pool2d's rule was before max_pool2d_grad:
  * the windows gathered from x padded with -inf, eq against y, the first

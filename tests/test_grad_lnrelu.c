@@ -25,34 +25,14 @@
 #include <string.h>
 
 #include "check.h"
+#define TU_SEED 0x9e3779b97f4a7c15ull
+#include "rand_util.h"
 #include "eager/eager.h"
 #include "eager/grad_eager.h"
 #include "graph/graph.h"
 #include "graph/graph_impl.h"
 #include "optimize/opt.h"
 #include "replay/replay.h"
-
-static uint64_t g_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t next_u64(void)
-{
-    uint64_t z = (g_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double urand(void) { return (double)(next_u64() >> 11) * 0x1p-53; }
-
-static int same_bits(const float *a, const float *b, int64_t n, int64_t *at)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
-            *at = i;
-            return 0;
-        }
-    return 1;
-}
 
 /* ---- layer_norm_grad ---- */
 
