@@ -207,10 +207,6 @@ static int pool_is_2x2(const pool_geom *g)
            !g->pb && !g->pr && 2 * g->oh <= g->h && 2 * g->ow <= g->w;
 }
 
-/* hp: the pairs of the plane's first 2 * oh rows, then as many floats
- * for vb.  Output row r's windows are pair rows 2r and 2r + 1, so the
- * better of hp[k] and hp[k + ow] for all k at once (the odd rows' results
- * unused) is one flat pass; each output row is then a copy. */
 #if defined(__AVX512F__)
 /* The better of each pair of 2 n (n <= 16) floats at s, in lane k. */
 static inline __m512 pairs16(const float *s, int64_t n)
@@ -277,6 +273,10 @@ static void max_plane_2x2(const pool_geom *g, const float *restrict x, float *re
         }
     }
 #else
+    /* hp: the pairs of the plane's first 2 * oh rows, then as many floats
+     * for vb.  Output row r's windows are pair rows 2r and 2r + 1, so the
+     * better of hp[k] and hp[k + ow] for all k at once (the odd rows'
+     * results unused) is one flat pass; each output row is then a copy. */
     int64_t ow = g->ow, n = (2 * g->oh - 1) * ow;
     float *restrict vb = hp + 2 * g->oh * ow;
     plane_pairs(g, x, hp, NULL);
@@ -583,60 +583,36 @@ tg_status eager_kernel_max_pool2d_grad(const eager_kargs *a)
 {
     const graph_max_pool2d_grad_attrs *at = a->attrs;
     const graph_type *yt = &a->in_type[0], *xt = &a->in_type[1];
-    int64_t k[2], s[2], p[4];
-    eager_pool_window(&at->kernel, &at->stride, &at->padding, k, s, p);
-    pool_geom g = {xt->dim[2], xt->dim[3], yt->dim[2], yt->dim[3],
-                   k[0], k[1], s[0], s[1],
-                   p[0], p[1], p[2], p[3], 0, 0};
     if (graph_type_numel(xt) == 0)
         return TG_OK;
+    eager_maxpool m;
+    eager_maxpool_init(&m, xt->dim[2], xt->dim[3], yt->dim[2], yt->dim[3], &at->kernel,
+                       &at->stride, &at->padding);
     int64_t planes = xt->dim[0] * xt->dim[1];
-    int64_t pw = g.w + g.pl + g.pr;
     int nt = graph_type_numel(xt) >= EAGER_PAR_MIN ? a->nthreads : 1;
     if (nt > planes)
         nt = (int)planes;
-    /* per thread: a padded row and the best values (pw + ow floats), the
-     * winners' places (ow int64) */
-    int two = pool_is_2x2(&g);
-    int64_t npair = 2 * g.oh * g.ow;
-    int64_t per = two ? 4 * npair + 2 * g.ow : pw + g.ow; /* grad_plane_2x2's buf */
+    /* per thread: the plane code's scratch (eager_maxpool_grad_size) */
+    int64_t per = eager_maxpool_grad_size(&m);
     float *buf = NULL;
-    int64_t *wins = NULL;
-    /* then, for the 2x2 pool, bot (npair floats) */
-    if ((uint64_t)per <= SIZE_MAX / sizeof *buf / (uint64_t)(nt + 1)) {
-        buf = tg_malloc(((size_t)nt * (size_t)per + (two ? (size_t)npair : 0)) * sizeof *buf);
-        wins = tg_malloc((size_t)nt * (size_t)g.ow * sizeof *wins);
-    }
-    if (!buf || !wins) {
-        tg_free(buf);
-        tg_free(wins);
+    if ((uint64_t)per <= SIZE_MAX / sizeof *buf / (uint64_t)nt)
+        buf = tg_malloc((size_t)nt * (size_t)per * sizeof *buf);
+    if (!buf)
         return eager_kernel_fail(a, TG_ERR_NOMEM, "no memory for %d rows of %lld floats", nt,
                                  (long long)per);
-    }
-    for (int64_t i = 0; i < (int64_t)nt * per; i++)
-        buf[i] = -INFINITY; /* the padding columns stay -inf */
-    float *bot = buf + (int64_t)nt * per;
-    if (two)
-        for (int64_t k = 0; k < npair; k++)
-            bot[k] = (float)((k / g.ow) & 1);
+    for (int t = 0; t < nt; t++)
+        eager_maxpool_grad_scratch(&m, buf + (int64_t)t * per);
     const float *x = a->in[1], *dy = a->in[0];
     float *dx = a->out[0];
-    int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+    int64_t in_plane = m.h * m.w, out_plane = m.oh * m.ow;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        int t = omp_get_thread_num();
-        float *row = buf + (int64_t)t * per;
+        float *scratch = buf + (int64_t)omp_get_thread_num() * per;
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < planes; i++) {
-            if (two)
-                grad_plane_2x2(&g, x + i * in_plane, dy + i * out_plane, dx + i * in_plane, row,
-                               bot);
-            else
-                grad_plane(&g, x + i * in_plane, dy + i * out_plane, dx + i * in_plane, row,
-                           row + pw, wins + (int64_t)t * g.ow);
-        }
+        for (int64_t i = 0; i < planes; i++)
+            eager_maxpool_grad_plane(&m, x + i * in_plane, dy + i * out_plane, dx + i * in_plane,
+                                     scratch);
     }
-    tg_free(wins);
     tg_free(buf);
     return TG_OK;
 }

@@ -54,6 +54,19 @@ tg_status graph_infer_dropout(graph_infer_ctx *c)
     return TG_OK;
 }
 
+/* The shape max_pool2d gives x with these attributes, by max_pool2d's own
+ * checks (its reason, prefixed "the fused pool: ", into c on failure). */
+static tg_status pool_of(graph_infer_ctx *c, const graph_type *x, const graph_ints *kernel,
+                         const graph_ints *stride, const graph_ints *padding, graph_type *out)
+{
+    graph_max_pool2d_attrs mp = {*kernel, *stride, *padding};
+    char perr[200] = "";
+    graph_infer_ctx pc = {&graph_ops[GRAPH_OP_max_pool2d], x, 1, &mp, out, 1, 0, perr,
+                          sizeof perr};
+    tg_status st = graph_infer_pool2d(&pc);
+    return st == TG_OK ? TG_OK : graph_infer_fail(c, st, "the fused pool: %s", perr);
+}
+
 tg_status graph_infer_batch_norm_train(graph_infer_ctx *c)
 {
     static const char *const names[] = {"scale", "bias", "running_mean", "running_var"};
@@ -105,15 +118,10 @@ tg_status graph_infer_batch_norm_train(graph_infer_ctx *c)
     if (c->max_out < 6)
         return graph_infer_fail(c, TG_ERR_ARG, "the fused pool's output needs room for 6 "
                                                "outputs, have %d", c->max_out);
-    /* the fused max pool of y: max_pool2d's own checks and shape */
-    graph_max_pool2d_attrs mp = {a->pool_kernel, a->pool_stride, a->pool_padding};
     graph_type pt;
-    char perr[200] = "";
-    graph_infer_ctx pc = {&graph_ops[GRAPH_OP_max_pool2d], x, 1, &mp, &pt, 1, 0, perr,
-                          sizeof perr};
-    tg_status st = graph_infer_pool2d(&pc);
+    tg_status st = pool_of(c, x, &a->pool_kernel, &a->pool_stride, &a->pool_padding, &pt);
     if (st != TG_OK)
-        return graph_infer_fail(c, st, "the fused pool: %s", perr);
+        return st;
     c->out[5] = pt;
     c->nout = 6;
     return TG_OK;
@@ -152,7 +160,7 @@ tg_status graph_infer_batch_norm_pool_grad(graph_infer_ctx *c)
 {
     const graph_batch_norm_pool_grad_attrs *a = c->attrs;
     const graph_type *dp = &c->in[0], *y = &c->in[1], *x = &c->in[2];
-    char s[160], w[160], perr[200] = "";
+    char s[160], w[160];
     for (int i = 0; i < 2; i++)
         if (c->in[i].dtype != GRAPH_F32)
             return graph_infer_fail(c, TG_ERR_DTYPE, "%s (input %d) has dtype %s, want f32",
@@ -160,14 +168,10 @@ tg_status graph_infer_batch_norm_pool_grad(graph_infer_ctx *c)
     if (!graph_type_eq(y, x))
         return graph_infer_fail(c, TG_ERR_SHAPE, "y has shape %s, x %s: they must match",
                                 graph_shape_str(y, s, sizeof s), graph_shape_str(x, w, sizeof w));
-    /* dp: the pool of y's shape, by max_pool2d's own checks */
-    graph_max_pool2d_attrs mp = {a->kernel, a->stride, a->padding};
     graph_type pt;
-    graph_infer_ctx pc = {&graph_ops[GRAPH_OP_max_pool2d], y, 1, &mp, &pt, 1, 0, perr,
-                          sizeof perr};
-    tg_status st = graph_infer_pool2d(&pc);
+    tg_status st = pool_of(c, y, &a->kernel, &a->stride, &a->padding, &pt);
     if (st != TG_OK)
-        return graph_infer_fail(c, st, "the pool: %s", perr);
+        return st;
     if (!graph_type_eq(dp, &pt))
         return graph_infer_fail(c, TG_ERR_SHAPE, "dp has shape %s, the pool of y %s",
                                 graph_shape_str(dp, s, sizeof s), graph_shape_str(&pt, w, sizeof w));

@@ -31,39 +31,24 @@
 #include "simplify.h"
 #include "graph/graph_impl.h"
 
-static int ints_equal(const graph_ints *a, const graph_ints *b)
-{
-    if (a->n != b->n)
-        return 0;
-    for (int32_t i = 0; i < a->n; i++)
-        if (a->v[i] != b->v[i])
-            return 0;
-    return 1;
-}
-
-static int pool_attrs_equal(const graph_max_pool2d_attrs *p, const graph_max_pool2d_grad_attrs *q)
-{
-    return ints_equal(&p->kernel, &q->kernel) && ints_equal(&p->stride, &q->stride) &&
-           ints_equal(&p->padding, &q->padding);
-}
-
 /* A live max_pool2d of x with gq's kernel, stride and padding (or a
  * batch_norm_train whose y is x with such a fused pool): the pooled value,
  * or -1. */
 static int32_t find_pool(opt_o1_state *s, int32_t x, const graph_max_pool2d_grad_attrs *gq)
 {
     graph *g = s->g;
+    const graph_max_pool2d_attrs want = {gq->kernel, gq->stride, gq->padding};
     for (int32_t i = 0; i < g->nnodes; i++) {
         const graph_node *n = &g->nodes[i];
         if (n->flags & GRAPH_NODE_DEAD)
             continue;
         if (n->op == GRAPH_OP_max_pool2d && opt_o1_find(s, n->in[0]) == x &&
-            pool_attrs_equal(tg_node_attrs(n), gq))
+            opt_o1_attrs_equal(GRAPH_OP_max_pool2d, tg_node_attrs(n), &want))
             return n->out[0];
         if (n->op == GRAPH_OP_batch_norm_train && n->nout == 6 && n->out[0] == x) {
             const graph_batch_norm_train_attrs *a = tg_node_attrs(n);
             graph_max_pool2d_attrs p = {a->pool_kernel, a->pool_stride, a->pool_padding};
-            if (pool_attrs_equal(&p, gq))
+            if (opt_o1_attrs_equal(GRAPH_OP_max_pool2d, &p, &want))
                 return n->out[5];
         }
     }

@@ -86,12 +86,12 @@ static tg_status check_all(graph *g, opt_ctx *ctx)
     return TG_OK;
 }
 
-/* Appends op(*v) for node i's eval form (its provenance) and sets *v to its
- * output; TG_OK or the failure in ctx. */
-static tg_status add_after(graph *g, opt_ctx *ctx, int32_t i, graph_op op, const void *attrs,
-                           int32_t *v)
+/* Appends op(in[0..nin)) for node i's eval form (with i's provenance);
+ * its output in *out; TG_OK or the failure in ctx. */
+static tg_status add_eval(graph *g, opt_ctx *ctx, int32_t i, graph_op op, const int32_t *in,
+                          int nin, const void *attrs, int32_t *out)
 {
-    int32_t out = -1, id = graph_add_node(g, op, v, 1, attrs, &out, 1);
+    int32_t v = -1, id = graph_add_node(g, op, in, nin, attrs, &v, 1);
     if (id < 0)
         return opt_fail(ctx, g, i,
                         graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
@@ -99,7 +99,7 @@ static tg_status add_after(graph *g, opt_ctx *ctx, int32_t i, graph_op op, const
     tg_status st = opt_merge_prov(g, id, i);
     if (st != TG_OK)
         return opt_fail(ctx, g, i, st, "out of memory");
-    *v = out;
+    *out = v;
     return TG_OK;
 }
 
@@ -135,25 +135,15 @@ tg_status opt_set_training(graph *g, int training, char *err, size_t errlen)
             a.eps = ta->eps;
             int relu = ta->relu != 0, pool = ta->pool_kernel.n > 0;
             graph_max_pool2d_attrs pa = {ta->pool_kernel, ta->pool_stride, ta->pool_padding};
-            int32_t in[5], y = -1;
+            int32_t in[5], y = -1, pv = -1;
             memcpy(in, n->in, sizeof in);
-            int32_t id = graph_add_node(g, GRAPH_OP_batch_norm, in, 5, &a, &y, 1);
-            if (id < 0) {
-                st = opt_fail(&ctx, g, i, graph_error_status(g) != TG_OK ? graph_error_status(g) : TG_ERR_NOMEM,
-                              "adding its eval form: %s", graph_error(g));
+            if ((st = add_eval(g, &ctx, i, GRAPH_OP_batch_norm, in, 5, &a, &y)) != TG_OK)
                 break;
-            }
-            n = &g->nodes[i];
-            st = opt_merge_prov(g, id, i);
-            if (st != TG_OK) {
-                st = opt_fail(&ctx, g, i, st, "out of memory");
-                break;
-            }
             /* the fused relu and pool (epilogue pass) come back as their ops */
-            if (relu && (st = add_after(g, &ctx, i, GRAPH_OP_relu, NULL, &y)) != TG_OK)
+            if (relu && (st = add_eval(g, &ctx, i, GRAPH_OP_relu, &y, 1, NULL, &y)) != TG_OK)
                 break;
-            int32_t pv = y;
-            if (pool && (st = add_after(g, &ctx, i, GRAPH_OP_max_pool2d, &pa, &pv)) != TG_OK)
+            if (pool &&
+                (st = add_eval(g, &ctx, i, GRAPH_OP_max_pool2d, &y, 1, &pa, &pv)) != TG_OK)
                 break;
             n = &g->nodes[i];
             if (pool)

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../graph/conv_attrs.h"
+#include "conv_ref_util.h"
 #include "graph/dtype.h"
 
 /* The pool shapes both tests walk: x [n, c, h, w] and the attributes. */
@@ -32,15 +32,16 @@ static const pool_case pool_cases[] = {
 #define POOL_NCASES ((int)(sizeof pool_cases / sizeof pool_cases[0]))
 
 /* A case's kernel, stride (none: the kernel's), padding (top, left,
- * bottom, right) and output size. */
+ * bottom, right) and output size (conv_ref_util.h's expansion, not the
+ * library's). */
 static void pool_case_geom(const pool_case *pc, int64_t k[2], int64_t st[2], int64_t p[4],
                            int64_t *oh, int64_t *ow)
 {
-    graph_ints_pair(&pc->k, 1, k);
-    graph_ints_pair(&pc->s, 0, st);
+    conv_pair(&pc->k, 1, k);
+    conv_pair(&pc->s, 0, st);
     if (pc->s.n == 0)
         st[0] = k[0], st[1] = k[1];
-    graph_ints_pad4(&pc->p, p);
+    conv_pad4(&pc->p, p);
     *oh = (pc->h + p[0] + p[2] - k[0]) / st[0] + 1;
     *ow = (pc->w + p[1] + p[3] - k[1]) / st[1] + 1;
 }
