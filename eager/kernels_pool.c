@@ -566,17 +566,24 @@ void eager_maxpool_grad_scratch(const eager_maxpool *m, float *scratch)
         row[i] = -INFINITY; /* the padding columns stay -inf */
 }
 
+/* One plane's gradient on that scratch; two: pool_is_2x2(g). */
+static inline __attribute__((always_inline)) void
+grad_plane_any(const pool_geom *g, int two, const float *x, const float *dy,
+                           float *dx, float *scratch)
+{
+    if (two) {
+        grad_plane_2x2(g, x, dy, dx, scratch, scratch + 4 * (2 * g->oh * g->ow) + 2 * g->ow);
+        return;
+    }
+    float *row = scratch + 2 * g->ow;
+    grad_plane(g, x, dy, dx, row, row + g->w + g->pl + g->pr, (int64_t *)(void *)scratch);
+}
+
 void eager_maxpool_grad_plane(const eager_maxpool *m, const float *x, const float *dy, float *dx,
                               float *scratch)
 {
     pool_geom g = maxpool_geom(m);
-    int64_t npair = 2 * g.oh * g.ow;
-    if (pool_is_2x2(&g)) {
-        grad_plane_2x2(&g, x, dy, dx, scratch, scratch + 4 * npair + 2 * g.ow);
-        return;
-    }
-    float *row = scratch + 2 * g.ow;
-    grad_plane(&g, x, dy, dx, row, row + g.w + g.pl + g.pr, (int64_t *)(void *)scratch);
+    grad_plane_any(&g, pool_is_2x2(&g), x, dy, dx, scratch);
 }
 
 tg_status eager_kernel_max_pool2d_grad(const eager_kargs *a)
@@ -605,13 +612,15 @@ tg_status eager_kernel_max_pool2d_grad(const eager_kargs *a)
     const float *x = a->in[1], *dy = a->in[0];
     float *dx = a->out[0];
     int64_t in_plane = m.h * m.w, out_plane = m.oh * m.ow;
+    pool_geom g = maxpool_geom(&m); /* once, not per plane */
+    int two = pool_is_2x2(&g);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         float *scratch = buf + (int64_t)omp_get_thread_num() * per;
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < planes; i++)
-            eager_maxpool_grad_plane(&m, x + i * in_plane, dy + i * out_plane, dx + i * in_plane,
-                                     scratch);
+            grad_plane_any(&g, two, x + i * in_plane, dy + i * out_plane, dx + i * in_plane,
+                           scratch);
     }
     tg_free(buf);
     return TG_OK;
