@@ -23,6 +23,8 @@
 #                  imported -O0/-O3, checked against PyTorch, timed against
 #                  ONNX Runtime (installs python3-torchvision and onnxruntime-node;
 #                  bench/results/real.{json,md}, docs/PERFORMANCE.md table)
+#   make bench-real-avx2  the same, both sides on their AVX2 code paths
+#                  (bench/peers/as_avx2.sh masks CPUID; real-avx2.{json,md})
 #   make bench-train  the training benchmark (issue 32): one training step of
 #                  the MLP, the CNN and an encoder block, ours eager / replay
 #                  -O0 / -O2 vs PyTorch eager, alternating rounds, 1 thread;
@@ -53,7 +55,7 @@ CMAKE_FLAGS ?=
 # `make test` does not need it: test_idx checks those files only where they are.
 DATA_PKGS ?= dataset-fashion-mnist
 
-.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-gemm bench-real bench-train bench-gpu bench-gpu-bundle fuzz install clean
+.PHONY: all deps configure build asan demo test test-plain test-asan test-install test-fuzz bench bench-gemm bench-real bench-real-avx2 bench-train bench-gpu bench-gpu-bundle fuzz install clean
 
 all: build
 
@@ -171,6 +173,16 @@ bench: build
 REAL_FLAGS ?=
 bench-real: build
 	bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
+
+# The same, as on an AVX2-only CPU (issue 30), on any x86-64 machine with
+# CPUID faulting (Intel, or a KVM guest): bench/peers/as_avx2.sh hides
+# AVX-512, AMX and AVX-VNNI from every process, ONNX Runtime's MLAS
+# included, so both sides run their AVX2 code paths on this core
+# (bench/results/real-avx2.{json,md}, the real-models-avx2 section of
+# docs/PERFORMANCE.md).
+bench-real-avx2: build
+	bench/peers/as_avx2.sh env REAL_OUT=$(CURDIR)/bench/results/real-avx2 REAL_MARK=real-models-avx2 \
+	  bench/real/run.sh $(BUILD)/tracegraph $(REAL_FLAGS)
 
 # The training benchmark of issue 32 (bench/train_compare.sh): bench/train.c
 # (eager, replay -O0 and -O2 of the traced step) and

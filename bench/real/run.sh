@@ -12,7 +12,10 @@
 # Environment: REAL_DIR, the scratch directory (default
 # /tmp/tracegraph-real: vit_b_16 alone is 330 MB; a model already exported
 # there by the same export.py is not exported again); REAL_DOC, the file to
-# update (default docs/PERFORMANCE.md; empty: print only).
+# update (default docs/PERFORMANCE.md; empty: print only); REAL_OUT, where
+# the results go (default bench/results/real: .json and .md); REAL_MARK, the
+# name of the markers of the section it writes (default real-models; make
+# bench-real-avx2 writes real-models-avx2).
 set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +25,8 @@ py=/usr/bin/python3
 dir=${REAL_DIR:-/tmp/tracegraph-real}
 doc=${REAL_DOC-$root/docs/PERFORMANCE.md}
 res=$root/bench/results
+out=${REAL_OUT:-$res/real}
+mark=${REAL_MARK:-real-models}
 
 deps=$("$root/scripts/deps.sh" python3-torch python3-torchvision libopenblas0-openmp 2>&1) || {
     echo "bench-real: PyTorch/torchvision not installed and scripts/deps.sh could not install them:" >&2
@@ -64,8 +69,8 @@ fi
 "$py" "$root/bench/real/export.py" "$dir" $models || exit 1
 echo "$stamp" >"$dir/export.stamp"
 
-md=$res/real.md
-"$py" "$root/bench/real/run.py" "$dir" --tracegraph "$tg" --json "$res/real.json" --md "$md" "$@" ||
+md=$out.md
+"$py" "$root/bench/real/run.py" "$dir" --tracegraph "$tg" --json "$out.json" --md "$md" "$@" ||
     exit 1
 
 [ -n "$doc" ] || exit 0
@@ -77,7 +82,7 @@ torchv=$("$py" -c 'import torch, torchvision; print(torch.__version__, torchvisi
 rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null)
 section=$(mktemp) || exit 1
 {
-    echo "<!-- real-models:begin (bench/real/run.sh writes this section) -->"
+    echo "<!-- $mark:begin (bench/real/run.sh writes this section) -->"
     echo "Measured $(date -u +%Y-%m-%d) by \`make bench-real\` (\`bench/real/run.sh $tg $*\`) at $rev,"
     echo "on ${cpu:-an unknown CPU}, $ncpu cores, load average $load at the end (above 0: other work"
     echo "shared the cores, and the figures are noisy: the 2-thread ones most), PyTorch/torchvision"
@@ -85,12 +90,12 @@ section=$(mktemp) || exit 1
     echo "-O3/ORT above 1: tracegraph is slower.  Errors are max |ours - PyTorch| / max |PyTorch|."
     echo
     cat "$md"
-    echo "<!-- real-models:end -->"
+    echo "<!-- $mark:end -->"
 } >"$section"
-if grep -q '<!-- real-models:begin' "$doc"; then
-    awk -v f="$section" '
-        /<!-- real-models:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
-        /<!-- real-models:end/ { skip = 0; next }
+if grep -q "<!-- $mark:begin" "$doc"; then
+    awk -v f="$section" -v b="<!-- $mark:begin" -v e="<!-- $mark:end" '
+        index($0, b) == 1 { while ((getline l < f) > 0) print l; skip = 1; next }
+        index($0, e) == 1 { skip = 0; next }
         !skip' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
 else
     { echo; cat "$section"; } >>"$doc"
