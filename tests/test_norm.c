@@ -5,6 +5,7 @@
  * zero-sized inputs, extremes (large means, -inf, +inf, 1e4), and every
  * error path with the message and this file's line.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,41 @@ static void test_softmax_extremes(void)
     eager_release(z0), eager_release(z1);
 }
 
+/* A probability below FLT_MIN is written as 0 (a masked attention's
+ * exp(-100)); one just above it stays.  Row and column paths, and a row
+ * long enough for the vector loop's body and tail. */
+static void test_softmax_denormal(void)
+{
+    enum { N = 37 };
+    float v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = i % 3 == 0 ? -100.0f : i % 3 == 1 ? -80.0f : 0.0f;
+    v[N - 1] = -100.0f;
+    double s = 0; /* the reference, in double: e^0 for 12 of them, e^-80 and e^-100 */
+    for (int i = 0; i < N; i++)
+        s += exp((double)v[i]);
+    eager_tensor *row = eager_from_data(GRAPH_F32, TG_SHAPE(1, N), v);
+    eager_tensor *col = eager_from_data(GRAPH_F32, TG_SHAPE(N, 1), v);
+    eager_tensor *yr = eager_softmax(row, -1), *yc = eager_softmax(col, 0);
+    const float *pr = fdata(yr), *pc = fdata(yc);
+    int tiny_kept = 0, normal_lost = 0;
+    for (int i = 0; pr && pc && i < N; i++) {
+        float want = (float)(exp((double)v[i]) / s);
+        for (int k = 0; k < 2; k++) {
+            float got = k ? pc[i] : pr[i];
+            if (want < FLT_MIN)
+                tiny_kept += got != 0.0f; /* denormal: written as 0 */
+            else
+                normal_lost += fabsf(got - want) > 1e-5f * want;
+        }
+    }
+    CHECK(pr && pc);
+    CHECK_MSG(tiny_kept == 0, "%d denormal probabilities kept", tiny_kept);
+    CHECK_MSG(normal_lost == 0, "%d normal probabilities wrong", normal_lost);
+    CHECK(pr && pr[1] > 0.0f && pr[1] >= FLT_MIN); /* e^-80/12 = 1.5e-36 stays */
+    eager_release(yr), eager_release(yc), eager_release(row), eager_release(col);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void)
@@ -378,6 +414,7 @@ int main(void)
     test_layer_norm();
     test_softmax();
     test_softmax_extremes();
+    test_softmax_denormal();
     test_errors();
     eager_pool_push();
     eager_tensor *x = eager_rand_normal(TG_SHAPE(4, 8), 9, 0.0f, 1.0f);
