@@ -751,6 +751,15 @@ static dnnl_status_t prim_exec(eager_dnnl_prim *p, const void *const *data, cons
     return s;
 }
 
+int eager_dnnl_probe_report(const char *impl)
+{
+    if (!tl_probe)
+        return 0;
+    snprintf(tl_probe->impl, tl_probe->len, "%s", impl);
+    tl_probe->done = 1;
+    return 1;
+}
+
 tg_status eager_dnnl_prim_finish(const eager_kargs *a, eager_dnnl_prim *p,
                                  const void *const *data)
 {

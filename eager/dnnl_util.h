@@ -184,6 +184,13 @@ int eager_dnnl_impl_is_ref(const char *impl);
  * NULL) gets the reason.
  */
 int eager_dnnl_op_has_impl(graph_op op);
+/*
+ * For a kernel that runs its own implementation where oneDNN has none
+ * (kernels_wino.c): inside eager_dnnl_impl_of, records impl as the name
+ * and returns 1 (the kernel then returns TG_ERR_STATE without touching
+ * its data, which the probe does not have); else 0.
+ */
+int eager_dnnl_probe_report(const char *impl);
 tg_status eager_dnnl_impl_of(graph_op op, const void *attrs, const graph_type *in_type, int nin,
                              const graph_type *out_type, uint32_t fixed_in, int nthreads,
                              char *impl, size_t len, char *err, size_t errlen);

@@ -56,6 +56,7 @@
 
 #include "../graph/alloc.h"
 #include "dnnl_util.h"
+#include "wino.h"
 
 /* The largest block: the size of per-pixel scratch arrays. */
 #define BLK_MAX 16
@@ -429,12 +430,67 @@ typedef struct blk_state {
     eager_kstate base;
     eager_kstate *prim;
     int post_in_c;
+    eager_wino *wino; /* our Winograd's weights, instead of prim */
 } blk_state;
 
 static void blk_state_free(eager_kstate *s)
 {
     eager_kstate_free(((blk_state *)s)->prim);
+    eager_wino_free(((blk_state *)s)->wino);
     tg_free(s);
+}
+
+/*
+ * Nonzero when our Winograd (kernels_wino.c) can take a conv that wants
+ * Winograd (wino_shape) and that oneDNN has none for: 8-lane blocks in
+ * and out, not grouped.  The name the probes report.
+ */
+static int wino_ours_ok(const eager_kargs *a)
+{
+    const graph_conv2d_blk_attrs *at = a->attrs;
+    return at->groups == 1 && a->in_type[0].ndim == 5 && a->in_type[0].dim[4] == 8 &&
+           a->out_type->dim[4] == 8;
+}
+
+#if defined(TG_ISA_NAME)
+#define WINO_NAME "tg_wino_4x3:" TG_ISA_NAME
+#elif defined(TG_ISA_MULTI)
+#define WINO_NAME "tg_wino_4x3:baseline"
+#else
+#define WINO_NAME "tg_wino_4x3:native"
+#endif
+
+/* y = our Winograd conv of x + bias, then the epilogue in C. */
+static tg_status wino_run(const eager_kargs *a, const eager_wino *w)
+{
+    const graph_conv2d_blk_attrs *at = a->attrs;
+    const graph_type *x = &a->in_type[0], *y = a->out_type;
+    int64_t pad[4];
+    graph_ints_pad4(&at->padding, pad);
+    eager_wino_args wa = {a->in[0], a->nin > 2 ? a->in[2] : NULL, a->out[0],
+                          x->dim[0], x->dim[1] * 8, y->dim[1] * 8, blk_out_channels(a),
+                          x->dim[2], x->dim[3], y->dim[2], y->dim[3], pad[0], pad[1],
+                          a->nthreads};
+    tg_status st = eager_wino_run(w, &wa);
+    if (st != TG_OK)
+        return eager_kernel_fail(a, st, "conv2d_blk: Winograd F(4x4,3x3) failed (%s)",
+                                 st == TG_ERR_NOMEM ? "out of memory" : "sgemm");
+    if (at->post.n > 0)
+        eager_post_apply(a->out[0], graph_type_numel(y), &at->post, GRAPH_POST_PRM(at),
+                         a->nin > 3 ? a->in[3] : NULL, a->nthreads);
+    zero_pad_lanes(a);
+    return TG_OK;
+}
+
+/* Our Winograd's weights for a (NULL: out of memory, reported). */
+static eager_wino *wino_prepare(const eager_kargs *a)
+{
+    const graph_type *w = &a->in_type[1];
+    eager_wino *p = eager_wino_prepare(a->in[1], w->dim[0], w->dim[1], a->in_type[0].dim[1] * 8,
+                                       a->out_type->dim[1] * 8);
+    if (!p)
+        eager_kernel_fail(a, TG_ERR_NOMEM, "out of memory preparing conv2d_blk's Winograd");
+    return p;
 }
 
 /*
@@ -444,18 +500,24 @@ static void blk_state_free(eager_kstate *s)
  * the layout it picks, x and y converted at each run, the epilogue in C
  * on the blocked output (where the residual has the same layout).
  */
-static tg_status blk_choose(const eager_kargs *a, eager_dnnl_prim **p, int *post_in_c)
+static tg_status blk_choose(const eager_kargs *a, eager_dnnl_prim **p, int *post_in_c,
+                            int *ours)
 {
     const graph_conv2d_blk_attrs *at = a->attrs;
     tg_status st = TG_ERR_BACKEND;
     *post_in_c = 0;
+    *ours = 0;
     if (wino_shape(a)) {
         st = blk_prepare(a, dnnl_convolution_winograd, 1, 0, p);
         if (st != TG_OK && at->post.n > 0 &&
             (st = blk_prepare(a, dnnl_convolution_winograd, 0, 0, p)) == TG_OK)
             *post_in_c = 1;
         if (st != TG_OK && a->err && a->errlen)
-            a->err[0] = '\0'; /* no Winograd here: direct instead */
+            a->err[0] = '\0'; /* no Winograd here: ours, else direct */
+        if (st != TG_OK && wino_ours_ok(a)) {
+            *ours = 1;
+            return TG_OK;
+        }
     }
     if (st != TG_OK)
         st = blk_prepare(a, dnnl_convolution_direct, 1, 0, p);
@@ -497,13 +559,29 @@ static tg_status blk_run(const eager_kargs *a)
         bs->base.free = blk_state_free;
         *a->state = &bs->base;
     }
+    if (bs && bs->wino)
+        return wino_run(a, bs->wino);
     eager_kargs b = *a;
     b.state = bs ? &bs->prim : NULL;
-    int post_in_c = bs ? bs->post_in_c : 0;
+    int post_in_c = bs ? bs->post_in_c : 0, ours = 0;
     eager_dnnl_prim *p = eager_dnnl_prim_get(&b);
     tg_status st;
-    if (!p && (st = blk_choose(&b, &p, &post_in_c)) != TG_OK)
+    if (!p && (st = blk_choose(&b, &p, &post_in_c, &ours)) != TG_OK)
         return st;
+    if (ours) {
+        if (eager_dnnl_probe_report(WINO_NAME))
+            return TG_ERR_STATE; /* a probe: no data to run on */
+        eager_wino *w = wino_prepare(a);
+        if (!w)
+            return TG_ERR_NOMEM;
+        if (bs) {
+            bs->wino = w;
+            return wino_run(a, w);
+        }
+        st = wino_run(a, w); /* eager, algo 2: the weights transformed per call */
+        eager_wino_free(w);
+        return st;
+    }
     if (bs)
         bs->post_in_c = post_in_c;
     const void *data[5] = {a->in[0], a->in[1], a->out[0], a->in[2], res};
