@@ -88,6 +88,43 @@ static void conv_rows(void)
         eager_release(all[i]);
 }
 
+/*
+ * 3x3 convs on 8-lane blocks (the AVX2 block), prepared: oneDNN's direct
+ * kernel against the Winograd that conv2d_blk runs there (ours where
+ * oneDNN has none: kernels_wino.c), at resnet's shapes and smaller maps.
+ */
+static void conv8_rows(void)
+{
+    static const int64_t shapes[][3] = {{64, 64, 56}, {128, 128, 28}, {256, 256, 14},
+                                        {512, 512, 7}, {96, 128, 28}, {32, 32, 112},
+                                        {64, 64, 28}, {256, 256, 7}};
+    printf("\n%-36s %10s %10s %8s\n", "conv3x3 on 8-lane blocks (prepared)", "direct",
+           "winograd", "w / d");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int64_t c = shapes[i][0], o = shapes[i][1], h = shapes[i][2];
+        eager_tensor *x = eager_rand_uniform(TG_SHAPE(1, c, h, h), 1, -1, 1);
+        eager_tensor *w = eager_rand_uniform(TG_SHAPE(o, c, 3, 3), 2, -0.1f, 0.1f);
+        eager_tensor *b = eager_rand_uniform(TG_SHAPE(o), 3, -1, 1);
+        eager_tensor *xb = eager_to_blocked(x, 8);
+        eager_tensor *yb = eager_to_blocked(eager_zeros(GRAPH_F32, TG_SHAPE(1, o, h, h)), 8);
+        eager_tensor *in[3] = {xb, w, b};
+        double t[2];
+        for (int64_t algo = 1; algo <= 2; algo++) {
+            graph_conv2d_blk_attrs ba = {TG_NOINTS, TG_INTS(1), TG_NOINTS, 1,
+                                         TG_INTS(GRAPH_POST_RELU), 0, algo, -INFINITY, INFINITY,
+                                         8};
+            t[algo - 1] = time_kernel(GRAPH_OP_conv2d_blk, &ba, in, 3, yb);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "%lld->%lld %lldx%lld", (long long)c, (long long)o,
+                 (long long)h, (long long)h);
+        printf("%-36s %10.1f %10.1f %8.2f\n", name, t[0], t[1], t[1] / t[0]);
+        eager_tensor *all[] = {x, w, b, xb, yb};
+        for (int j = 0; j < 5; j++)
+            eager_release(all[j]);
+    }
+}
+
 static eager_tensor *bn(eager_tensor *x, eager_tensor *const *p)
 {
     return eager_batch_norm(x, p[0], p[1], p[2], p[3], 1e-5f);
@@ -152,6 +189,7 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : reps;
     eager_set_threads(1);
     conv_rows();
+    conv8_rows();
     block_rows();
     return 0;
 }

@@ -49,6 +49,9 @@
 #include "wino.h"
 
 #define L 8 /* lanes of a channel block */
+#ifndef CHUNK_BYTES
+#define CHUNK_BYTES ((int64_t)1 << 20)
+#endif
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -221,12 +224,15 @@ tg_status eager_wino_run(const eager_wino *wp, const eager_wino_args *a)
     g.tiles = g.n * g.th * g.tw;
     if (g.tiles == 0 || wp->cp != a->cp || wp->kp != a->kp)
         return g.tiles == 0 ? TG_OK : TG_ERR_ARG;
-    /* tiles per chunk: V and M of a chunk near 2 MB, at least 32 tiles (a
-     * product of fewer rows runs far below the GEMM's peak) */
+    /* tiles per chunk: V and M of a chunk near CHUNK_BYTES (in L2 while the
+     * 36 products read them), at least 32 tiles (a product of fewer rows
+     * runs far below the GEMM's peak), the chunks of equal size */
     int64_t per_tile = 36 * (a->cp + a->kp) * (int64_t)sizeof(float);
-    int64_t chunk = ((int64_t)2 << 20) / per_tile;
+    int64_t chunk = CHUNK_BYTES / per_tile;
     chunk = chunk < 32 ? 32 : chunk;
     chunk = chunk > g.tiles ? g.tiles : chunk;
+    int64_t nchunks = (g.tiles + chunk - 1) / chunk;
+    chunk = (g.tiles + nchunks - 1) / nchunks;
     float *v = tg_malloc((size_t)(36 * chunk * a->cp) * sizeof(float));
     float *m = tg_malloc((size_t)(36 * chunk * a->kp) * sizeof(float));
     if (!v || !m) {
