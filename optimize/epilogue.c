@@ -7,7 +7,8 @@
  * the pass follows the chain of sole users, absorbing in order:
  *   - a bias-like add, first and only while nothing else was absorbed: an
  *     add of a [N] (linear; also [1,..,1,N] when constant) or [C,1,1] /
- *     [1,C,1,1] constant (conv) that does not grow the output.  It becomes
+ *     [1,C,1,1] constant (conv), or of a one-element constant (a splat:
+ *     every channel the same bias), that does not grow the output.  It becomes
  *     the bias: a linear without bias takes a [N] value of any kind as
  *     its bias input; otherwise both must be constants and are summed
  *     into a new one.
@@ -142,7 +143,14 @@ static int bias_like(const graph *g, const chain *c, int32_t b)
     const graph_type *t = &g->values[b].type, *y = &g->values[c->last].type;
     int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
     int direct = !c->conv && p->nin < 3 && t->ndim == 1; /* becomes the bias input */
-    if (g->values[b].dyn || t->ndim > y->ndim || graph_type_numel(t) != ch)
+    if (g->values[b].dyn || t->ndim > y->ndim)
+        return 0;
+    /* One value for every channel: a constant that the importer or the
+     * folder made a scalar (PyTorch's zero-initialized biases, exported
+     * as an add of a [N] of zeros, fold to a splat), summed in below. */
+    if (graph_type_numel(t) == 1 && ch != 1)
+        return fu_const_f32(g, b) && (p->nin < 3 || fu_const_f32(g, p->in[2]));
+    if (graph_type_numel(t) != ch)
         return 0;
     if (!direct && (!fu_const_f32(g, b) || (p->nin > 2 && !fu_const_f32(g, p->in[2]))))
         return 0;
@@ -390,7 +398,8 @@ static int32_t make_bias(graph *g, const chain *c, int need)
 {
     const graph_node *p = &g->nodes[c->p];
     int32_t own = p->nin > 2 ? p->in[2] : -1, add = c->bias_add;
-    if (add >= 0 && own < 0 && g->values[add].type.ndim == 1 && !c->conv)
+    if (add >= 0 && own < 0 && g->values[add].type.ndim == 1 && !c->conv &&
+        g->values[add].type.dim[0] == g->values[c->last].type.dim[g->values[c->last].type.ndim - 1])
         return add;
     if (add < 0 && (own >= 0 || !need))
         return own;
@@ -401,8 +410,9 @@ static int32_t make_bias(graph *g, const chain *c, int need)
         return -2;
     const float *a = add >= 0 ? fu_const_f32(g, add) : NULL;
     const float *b = own >= 0 ? fu_const_f32(g, own) : NULL;
+    int64_t astep = add >= 0 && graph_type_numel(&g->values[add].type) == 1 ? 0 : 1;
     for (int64_t i = 0; i < ch; i++)
-        sum[i] = (a ? a[i] : 0.0f) + (b ? b[i] : 0.0f);
+        sum[i] = (a ? a[i * astep] : 0.0f) + (b ? b[i] : 0.0f);
     graph_type t = {GRAPH_F32, 1, {ch}};
     int32_t id = opt_add_const(g, &t, sum);
     tg_free(sum);

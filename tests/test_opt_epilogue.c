@@ -81,6 +81,48 @@ static void test_epilogue_linear(void)
     graph_free(g);
     graph_free(ref);
 
+    /* a one-element constant (a zero bias folded to a splat) is a bias:
+     * summed with linear's own constant bias, then the gelu fuses; a
+     * [1,1] one into a conv's [C] bias; the values as the unfused ops */
+    g = PARSE("graph t(%x: f32[2,3,8]) -> (y: f32[2,3,4]) {\n"
+              "  %w: f32[4,8] = const @R(32)\n  %b: f32[4] = const @R(4)\n"
+              "  %c: f32[] = const [0.25]\n"
+              "  %l: f32[2,3,4] = linear(%x, %w, %b) !p0\n"
+              "  %lb: f32[2,3,4] = add(%c, %l) !p1\n"
+              "  %y: f32[2,3,4] = gelu(%lb) !p2\n  return y = %y\n}\n" PROV);
+    ref = g ? graph_clone(g) : NULL;
+    if (g) {
+        CHECK(RUN(g, opt_pass_epilogue));
+        int32_t e = CHECK_EP(g, GRAPH_OP_linear_ep, 3, GRAPH_POST_GELU);
+        CHECK(count_op(g, GRAPH_OP_add) == 0);
+        const graph_type *bt = e >= 0 ? &g->values[g->nodes[e].in[2]].type : NULL;
+        CHECK_MSG(bt && bt->ndim == 1 && bt->dim[0] == 4, "the bias is [4]");
+        check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
+    }
+    graph_free(g);
+    graph_free(ref);
+    g = PARSE("graph t(%x: f32[1,2,5,5]) -> (y: f32[1,3,3,3]) {\n"
+              "  %w: f32[3,2,3,3] = const @R(54)\n  %b: f32[3] = const @R(3)\n"
+              "  %c: f32[1,1] = const [-0.5]\n"
+              "  %l: f32[1,3,3,3] = conv2d(%x, %w, %b) !p0\n"
+              "  %lb: f32[1,3,3,3] = add(%l, %c) !p1\n"
+              "  %y: f32[1,3,3,3] = relu(%lb) !p2\n  return y = %y\n}\n" PROV);
+    ref = g ? graph_clone(g) : NULL;
+    if (g) {
+        CHECK(RUN(g, opt_pass_epilogue));
+        CHECK_EP(g, GRAPH_OP_conv2d_ep, 3, GRAPH_POST_RELU);
+        CHECK(count_op(g, GRAPH_OP_add) == 0);
+        check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
+    }
+    graph_free(g);
+    graph_free(ref);
+    /* not a bias: a one-element value that is not a constant */
+    NO_FIRE("graph t(%x: f32[2,8], %c: f32[]) -> (y: f32[2,4]) {\n"
+            "  %w: f32[4,8] = const @R(32)\n"
+            "  %l: f32[2,4] = linear(%x, %w) !p0\n"
+            "  %y: f32[2,4] = add(%l, %c) !p1\n  return y = %y\n}\n" PROV,
+            opt_pass_epilogue, NULL);
+
     /* a linear_ep grows: its relu is followed by a tanh and a sigmoid */
     g = PARSE("graph t(%x: f32[2,8]) -> (y: f32[2,4]) {\n"
               "  %w: f32[4,8] = const @R(32)\n  %b: f32[4] = const @R(4)\n"
@@ -269,11 +311,27 @@ static void test_epilogue_hard(void)
             "  %a: " T2 " = add(%m, %half)\n  %y: " T2 " = clip(%a) {min=0, max=1}\n"
             "  return y = %y\n}\n" PROV,
             opt_pass_epilogue, NULL);
-    /* a -0 bound: clip gives -0 below it, the step +0 */
-    NO_FIRE(LIN_HEAD "  %y: " T2 " = add(%c, %three)\n"
-            "  %r: " T2 " = clip(%y) {min=-0, max=6}\n  %h: " T2 " = div(%r, %six)\n"
-            "  return y = %h\n}\n" PROV,
-            opt_pass_epilogue, NULL);
+    /* a -0 bound: clip gives -0 below it, the step +0: no hardsigmoid
+     * step (the + 3, a one-element constant, still becomes the bias, and
+     * the clip a clip step) */
+    {
+        graph *g = PARSE(LIN_HEAD "  %y: " T2 " = add(%c, %three)\n"
+                         "  %r: " T2 " = clip(%y) {min=-0, max=6}\n  %h: " T2
+                         " = div(%r, %six)\n  return y = %h\n}\n" PROV);
+        graph *ref = g ? graph_clone(g) : NULL;
+        if (g) {
+            CHECK(RUN(g, opt_pass_epilogue));
+            int32_t e = find_op(g, GRAPH_OP_linear_ep);
+            const graph_ints *post =
+                e < 0 ? NULL : &((const graph_linear_ep_attrs *)tg_node_attrs(&g->nodes[e]))->post;
+            CHECK_MSG(post && post->n == 1 && post->v[0] == GRAPH_POST_CLIP,
+                      "the -0 clip is a clip step, not a hardsigmoid");
+            CHECK(count_op(g, GRAPH_OP_add) == 0 && count_op(g, GRAPH_OP_div) == 1);
+            check_rest(__FILE__, __LINE__, g, ref, &opt_pass_epilogue);
+        }
+        graph_free(g);
+        graph_free(ref);
+    }
     /* h also a graph output: the hardswish cannot swallow it */
     NO_FIRE("graph t(%x: f32[2,8]) -> (y: f32[2,4], h: f32[2,4]) {\n"
             "  %w: f32[4,8] = const @R(32)\n  %k6: f32[] = const [0.16666667]\n"
