@@ -1,6 +1,8 @@
 /*
  * conv_taps.c - drops the kernel rows and columns of a conv that read
- * only padding at every output position (-O2).
+ * only padding at every output position (-O2), then splits a dilated
+ * conv whose taps still read mostly padding into 1x1 convs over the
+ * positions each tap reads (split, below).
  *
  * Tap u of a kernel axis (input size n, output size m, stride s,
  * dilation d, padding lo before) reads input rows o*s - lo + u*d for
@@ -122,6 +124,152 @@ static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
     return TG_OK;
 }
 
+/* Output positions [*o0, *o1) of one axis where tap u reads the input
+ * (stride 1): o - lo + u*d in [0, n). */
+static void tap_range(int64_t n, int64_t m, int64_t d, int64_t lo, int64_t u, int64_t *o0,
+                      int64_t *o1)
+{
+    int64_t a = lo - u * d, b = n + lo - u * d;
+    *o0 = a < 0 ? 0 : a > m ? m : a;
+    *o1 = b < *o0 ? *o0 : b > m ? m : b;
+}
+
+/* Adds a node of one output; -1 on failure (ctx->err says why). */
+static int32_t add1(graph *g, opt_ctx *ctx, graph_op op, const int32_t *in, int nin,
+                    const void *attrs, int32_t src)
+{
+    int32_t out = -1;
+    return fu_add_node(g, ctx, op, in, nin, attrs, &out, 1, &src, 1) < 0 ? -1 : out;
+}
+
+/*
+ * A stride-1 dilated conv whose taps mostly read padding: the sum of one
+ * 1x1 conv per tap over the output rows and columns where that tap reads
+ * the input (-O2).  DeepLabV3's ASPP conv of dilation 12 on a 14x14 map:
+ * the centre tap reads the map at every position, the others at 2 of the
+ * 14 rows or columns, so im2col + GEMM multiplied 9 taps where 1.65 were
+ * live, and oneDNN 2.6 has no direct kernel for it in either layout.
+ *
+ *   y = conv1x1(x[window of a full tap], w[:, :, u, v], b)
+ *       + sum over the other live taps t of
+ *         pad(conv1x1(x[window of t], w[:, :, u_t, v_t]), to y's size)
+ *
+ * Conditions: conv2d (the epilogue pass comes later), not grouped,
+ * stride 1, dilation above 1 on an axis, static H and W, finite constant
+ * weights, a tap that reads the input at every output position (it
+ * carries the bias), and live positions under half of taps x positions.
+ * The sum is in another order than the conv's: float rounding only.
+ */
+static tg_status split(graph *g, opt_ctx *ctx, int32_t i)
+{
+    const graph_node *n = &g->nodes[i];
+    const graph_value *x = &g->values[n->in[0]], *w = &g->values[n->in[1]];
+    const graph_value *y = &g->values[n->out[0]];
+    if (n->op != GRAPH_OP_conv2d || x->type.ndim != 4 || (x->dyn & 0xcu) ||
+        w->type.dtype != GRAPH_F32 || !w->data || w->type.ndim != 4 ||
+        fu_guarded(g, n->out[0]))
+        return TG_OK;
+    const graph_conv2d_attrs *at = tg_node_attrs(n);
+    int64_t st[2], dil[2], pad[4];
+    graph_ints_pair(&at->stride, 1, st);
+    graph_ints_pair(&at->dilation, 1, dil);
+    graph_ints_pad4(&at->padding, pad);
+    const graph_type *wt = &w->type, *xt = &x->type, *yt = &y->type;
+    int64_t kh = wt->dim[2], kw = wt->dim[3], oh = yt->dim[2], ow = yt->dim[3];
+    if (at->groups != 1 || st[0] != 1 || st[1] != 1 || (dil[0] == 1 && dil[1] == 1) ||
+        kh * kw < 2 || kh * kw > 64 || oh * ow == 0)
+        return TG_OK;
+    int64_t live = 0, full = -1;
+    for (int64_t u = 0; u < kh; u++)
+        for (int64_t v = 0; v < kw; v++) {
+            int64_t r0, r1, c0, c1;
+            tap_range(xt->dim[2], oh, dil[0], pad[0], u, &r0, &r1);
+            tap_range(xt->dim[3], ow, dil[1], pad[1], v, &c0, &c1);
+            live += (r1 - r0) * (c1 - c0);
+            if (full < 0 && r0 == 0 && r1 == oh && c0 == 0 && c1 == ow)
+                full = u * kw + v;
+        }
+    if (full < 0 || 2 * live >= kh * kw * oh * ow)
+        return TG_OK;
+    const float *src = w->data;
+    int64_t o = wt->dim[0], c = wt->dim[1];
+    for (int64_t j = 0; j < o * c * kh * kw; j++)
+        if (!isfinite(src[j]))
+            return TG_OK;
+    float *wtap = tg_malloc((size_t)(o * c) * sizeof *wtap + 1);
+    if (!wtap)
+        return opt_fail(ctx, g, i, TG_ERR_NOMEM, "out of memory");
+    int32_t x_id = n->in[0], b_id = n->nin > 2 ? n->in[2] : -1, acc = -1;
+    graph_conv2d_attrs one = {TG_INTS(1), TG_INTS(0), TG_INTS(1), 1};
+    int ntaps = 0;
+    tg_status rc = TG_OK;
+    /* the full tap first (it takes the bias), then the others in order */
+    for (int64_t k = -1; k < kh * kw && rc == TG_OK; k++) {
+        int64_t t = k < 0 ? full : k;
+        if (k >= 0 && t == full)
+            continue;
+        int64_t u = t / kw, v = t % kw, r0, r1, c0, c1;
+        tap_range(xt->dim[2], oh, dil[0], pad[0], u, &r0, &r1);
+        tap_range(xt->dim[3], ow, dil[1], pad[1], v, &c0, &c1);
+        if (r1 <= r0 || c1 <= c0)
+            continue;
+        for (int64_t j = 0; j < o * c; j++)
+            wtap[j] = src[j * kh * kw + t];
+        graph_type tt = {GRAPH_F32, 4, {o, c, 1, 1}};
+        int32_t wid = opt_add_const(g, &tt, wtap), xin = x_id;
+        if (wid < 0) {
+            rc = opt_fail(ctx, g, i, TG_ERR_NOMEM, "cannot add a tap's weights");
+            break;
+        }
+        /* the input window this tap reads for output rows [r0, r1) and
+         * columns [c0, c1) */
+        int64_t ih0 = r0 - pad[0] + u * dil[0], iw0 = c0 - pad[1] + v * dil[1];
+        if (ih0 != 0 || iw0 != 0 || r1 - r0 != xt->dim[2] || c1 - c0 != xt->dim[3]) {
+            graph_slice_attrs sa = {TG_INTS(2, 3), TG_INTS(ih0, iw0),
+                                    TG_INTS(ih0 + r1 - r0, iw0 + c1 - c0), TG_INTS(1, 1)};
+            if ((xin = add1(g, ctx, GRAPH_OP_slice, &x_id, 1, &sa, i)) < 0) {
+                rc = TG_ERR_STATE;
+                break;
+            }
+        }
+        int32_t cin[3] = {xin, wid, b_id};
+        int32_t yt_id = add1(g, ctx, GRAPH_OP_conv2d, cin, acc < 0 && b_id >= 0 ? 3 : 2, &one, i);
+        if (yt_id < 0) {
+            rc = TG_ERR_STATE;
+            break;
+        }
+        if (acc < 0) {
+            acc = yt_id;
+        } else {
+            if (r0 != 0 || c0 != 0 || r1 != oh || c1 != ow) {
+                graph_pad_attrs pa = {TG_INTS(0, 0, r0, c0, 0, 0, oh - r1, ow - c1), 0.0f};
+                if ((yt_id = add1(g, ctx, GRAPH_OP_pad, &yt_id, 1, &pa, i)) < 0) {
+                    rc = TG_ERR_STATE;
+                    break;
+                }
+            }
+            int32_t ain[2] = {acc, yt_id};
+            if ((acc = add1(g, ctx, GRAPH_OP_add, ain, 2, NULL, i)) < 0) {
+                rc = TG_ERR_STATE;
+                break;
+            }
+        }
+        ntaps++;
+    }
+    tg_free(wtap);
+    if (rc != TG_OK)
+        return rc;
+    opt_explain(ctx, g, i,
+                "dilated %lldx%lld conv split into %d 1x1 convs over the positions each tap "
+                "reads (%.0f%% of taps x positions live)",
+                (long long)kh, (long long)kw, ntaps, 100.0 * (double)live / (double)(kh * kw * oh * ow));
+    opt_replace_uses(g, g->nodes[i].out[0], acc);
+    g->nodes[i].flags |= GRAPH_NODE_DEAD;
+    ctx->stats->rewritten++;
+    ctx->changed = 1;
+    return TG_OK;
+}
+
 static tg_status run(graph *g, opt_ctx *ctx)
 {
     tg_status st = TG_OK;
@@ -130,6 +278,12 @@ static tg_status run(graph *g, opt_ctx *ctx)
         if (!(n->flags & GRAPH_NODE_DEAD) &&
             (n->op == GRAPH_OP_conv2d || n->op == GRAPH_OP_conv2d_ep))
             st = crop(g, ctx, i);
+    }
+    /* after the crops: the kernels left have only live rows and columns */
+    for (int32_t i = 0, end = g->nnodes; i < end && st == TG_OK; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (!(n->flags & GRAPH_NODE_DEAD) && n->op == GRAPH_OP_conv2d)
+            st = split(g, ctx, i);
     }
     return st;
 }

@@ -219,6 +219,70 @@ static void test_conv_taps(void)
             opt_pass_conv_taps, NULL);
 }
 
+/*
+ * conv-taps' split: a dilated conv whose taps mostly read padding becomes
+ * 1x1 convs over the positions each tap reads, padded and added; no
+ * dilated conv is left, and the values are the conv's (check_rest).
+ */
+static void check_split(int line, const char *text, int convs, int pads)
+{
+    graph *g = parse_at(__FILE__, line, text), *ref = g ? graph_clone(g) : NULL;
+    if (!g)
+        return;
+    check_report(run_pass_at(__FILE__, line, g, &opt_pass_conv_taps, why_buf, sizeof why_buf),
+                 __FILE__, line, "conv-taps fires");
+    int ok = count_op(g, GRAPH_OP_conv2d) == convs && count_op(g, GRAPH_OP_pad) == pads &&
+             count_op(g, GRAPH_OP_add) == convs - 1;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (!(n->flags & GRAPH_NODE_DEAD) && n->op == GRAPH_OP_conv2d)
+            ok &= g->values[n->in[1]].type.dim[2] == 1 && g->values[n->in[1]].type.dim[3] == 1;
+    }
+    check_report(ok, __FILE__, line, "%d 1x1 convs, %d pads, %d adds (got %d, %d, %d)", convs,
+                 pads, convs - 1, count_op(g, GRAPH_OP_conv2d), count_op(g, GRAPH_OP_pad),
+                 count_op(g, GRAPH_OP_add));
+    check_rest(__FILE__, line, g, ref, &opt_pass_conv_taps);
+    graph_free(g);
+    graph_free(ref);
+}
+
+static void test_conv_split(void)
+{
+    /* DeepLabV3's ASPP at dilation 12 on a 14x14 map (with a bias, a
+     * dynamic batch): the centre tap everywhere, the others on 2 rows or
+     * columns; 18% of taps x positions live */
+    check_split(__LINE__,
+                "graph t(%x: f32[B,4,14,14]) -> (y: f32[B,3,14,14]) {\n  sym B = 2\n"
+                "  %w: f32[3,4,3,3] = const @R(108)\n  %b: f32[3] = const @R(3)\n"
+                "  %y: f32[B,3,14,14] = conv2d(%x, %w, %b) {padding=[12], dilation=[12]} !p0\n"
+                "  return y = %y\n}\n" PROV,
+                9, 8);
+    /* rectangular map, per-axis dilation and padding, no bias: 31% live */
+    check_split(__LINE__,
+                "graph t(%x: f32[1,3,6,9]) -> (y: f32[1,2,6,9]) {\n"
+                "  %w: f32[2,3,3,3] = const @R(54)\n"
+                "  %y: f32[1,2,6,9] = conv2d(%x, %w) {padding=[5,4], dilation=[5,4]} !p0\n"
+                "  return y = %y\n}\n" PROV,
+                9, 8);
+    /* declined: half the positions live or more (dilation 2 on 5x5); grouped;
+     * strided */
+    NO_FIRE("graph t(%x: f32[1,2,5,5]) -> (y: f32[1,2,5,5]) {\n"
+            "  %w: f32[2,2,3,3] = const @R(36)\n"
+            "  %y: f32[1,2,5,5] = conv2d(%x, %w) {padding=[2], dilation=[2]}\n"
+            "  return y = %y\n}\n",
+            opt_pass_conv_taps, NULL);
+    NO_FIRE("graph t(%x: f32[1,4,14,14]) -> (y: f32[1,4,14,14]) {\n"
+            "  %w: f32[4,2,3,3] = const @R(72)\n"
+            "  %y: f32[1,4,14,14] = conv2d(%x, %w) {padding=[12], dilation=[12], groups=2}\n"
+            "  return y = %y\n}\n",
+            opt_pass_conv_taps, NULL);
+    NO_FIRE("graph t(%x: f32[1,2,14,14]) -> (y: f32[1,2,7,7]) {\n"
+            "  %w: f32[2,2,3,3] = const @R(36)\n"
+            "  %y: f32[1,2,7,7] = conv2d(%x, %w) {stride=[2], padding=[12], dilation=[12]}\n"
+            "  return y = %y\n}\n",
+            opt_pass_conv_taps, NULL);
+}
+
 static void test_transpose_matmul(void)
 {
     /* transpose of a's last two dims, batch dim dynamic -> transpose_a */
@@ -486,6 +550,7 @@ int main(void)
     test_conv_bn_variants();
     test_conv_bn_declined();
     test_conv_taps();
+    test_conv_split();
     test_transpose_matmul();
     test_transpose_linear();
     test_transpose_declined();
