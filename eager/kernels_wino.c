@@ -60,7 +60,7 @@ static inline v8 ld(const float *p) { return _mm256_loadu_ps(p); }
 static inline void st(float *p, v8 v) { _mm256_storeu_ps(p, v); }
 static inline v8 splat(float f) { return _mm256_set1_ps(f); }
 #else /* two SSE halves, by GCC's generic vectors */
-typedef float v8 __attribute__((vector_size(L * sizeof(float))));
+typedef float v8 __attribute__((vector_size(L * sizeof(float)), aligned(16)));
 static inline v8 ld(const float *p)
 {
     v8 v;
