@@ -57,7 +57,7 @@
 #include <immintrin.h>
 typedef __m256 v8;
 static inline v8 ld(const float *p) { return _mm256_loadu_ps(p); }
-static inline void st(float *p, v8 v) { _mm256_storeu_ps(p, v); }
+#define st(p, v) _mm256_storeu_ps((p), (v))
 static inline v8 splat(float f) { return _mm256_set1_ps(f); }
 #else /* two SSE halves, by GCC's generic vectors */
 typedef float v8 __attribute__((vector_size(L * sizeof(float)), aligned(16)));
@@ -67,7 +67,13 @@ static inline v8 ld(const float *p)
     memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void st(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+/* a macro: a 32-byte vector passed by value to a function is what GCC
+ * notes an ABI change for without AVX */
+#define st(p, v)                                                           \
+    do {                                                                   \
+        v8 st_ = (v);                                                      \
+        memcpy((p), &st_, sizeof st_);                                     \
+    } while (0)
 static inline v8 splat(float f) { return (v8){f, f, f, f, f, f, f, f}; }
 #endif
 
