@@ -470,12 +470,24 @@ static tg_status wino_run(const eager_kargs *a, const eager_wino *w)
     eager_wino_args wa = {a->in[0], a->nin > 2 ? a->in[2] : NULL, a->out[0],
                           x->dim[0], x->dim[1] * 8, y->dim[1] * 8, blk_out_channels(a),
                           x->dim[2], x->dim[3], y->dim[2], y->dim[3], pad[0], pad[1],
-                          a->nthreads};
+                          a->nthreads, a->nin > 3 ? a->in[3] : NULL, 0, {0, 0}};
+    /* relu and the residual add run in the output transform (one pass
+     * fewer over y); any other epilogue in C after it */
+    int inline_post = at->post.n <= 2;
+    for (int i = 0; i < at->post.n && inline_post; i++) {
+        if (at->post.v[i] == GRAPH_POST_ADD && wa.res)
+            wa.post[i] = EAGER_WINO_ADD;
+        else if (at->post.v[i] == GRAPH_POST_RELU)
+            wa.post[i] = EAGER_WINO_RELU;
+        else
+            inline_post = 0;
+    }
+    wa.npost = inline_post ? (int)at->post.n : 0;
     tg_status st = eager_wino_run(w, &wa);
     if (st != TG_OK)
         return eager_kernel_fail(a, st, "conv2d_blk: Winograd F(4x4,3x3) failed (%s)",
                                  st == TG_ERR_NOMEM ? "out of memory" : "sgemm");
-    if (at->post.n > 0)
+    if (at->post.n > 0 && !inline_post)
         eager_post_apply(a->out[0], graph_type_numel(y), &at->post, GRAPH_POST_PRM(at),
                          a->nin > 3 ? a->in[3] : NULL, a->nthreads);
     zero_pad_lanes(a);

@@ -59,6 +59,12 @@ typedef __m256 v8;
 static inline v8 ld(const float *p) { return _mm256_loadu_ps(p); }
 #define st(p, v) _mm256_storeu_ps((p), (v))
 static inline v8 splat(float f) { return _mm256_set1_ps(f); }
+/* relu as the epilogue's: x > 0 or NaN keeps x (not x <= 0, unordered) */
+static inline void relu8(v8 *x)
+{
+    *x = _mm256_blendv_ps(_mm256_setzero_ps(), *x,
+                          _mm256_cmp_ps(*x, _mm256_setzero_ps(), _CMP_NLE_UQ));
+}
 #else /* two SSE halves, by GCC's generic vectors */
 typedef float v8 __attribute__((vector_size(L * sizeof(float)), aligned(16)));
 static inline v8 ld(const float *p)
@@ -75,6 +81,14 @@ static inline v8 ld(const float *p)
         memcpy((p), &st_, sizeof st_);                                     \
     } while (0)
 static inline v8 splat(float f) { return (v8){f, f, f, f, f, f, f, f}; }
+static inline void relu8(v8 *x)
+{
+    float f[L];
+    memcpy(f, x, sizeof f);
+    for (int l = 0; l < L; l++)
+        f[l] = f[l] > 0.0f || f[l] != f[l] ? f[l] : 0.0f;
+    memcpy(x, f, sizeof f);
+}
 #endif
 
 struct eager_wino {
@@ -191,10 +205,13 @@ static void input_tf(const wino_geom *g, int64_t cp, const float *x, float *v, i
 }
 
 /* The output transform of tiles [t0, t0 + nt) from m [36][nt][kp], plus
- * the bias, into y. */
-static void output_tf(const wino_geom *g, int64_t kp, const float *m, const float *bias,
-                      int64_t o, float *y, int64_t t0, int64_t nt, int nthreads, int par)
+ * the bias, then a's epilogue steps, into y. */
+static void output_tf(const wino_geom *g, const eager_wino_args *ea, const float *m,
+                      int64_t t0, int64_t nt, int nthreads, int par)
 {
+    int64_t kp = ea->kp, o = ea->o;
+    const float *bias = ea->bias;
+    float *y = ea->y;
     int64_t per = g->th * g->tw;
 #pragma omp parallel for num_threads(nthreads) if (par) collapse(2) schedule(static)
     for (int64_t i = 0; i < nt; i++)
@@ -214,11 +231,21 @@ static void output_tf(const wino_geom *g, int64_t kp, const float *m, const floa
                 for (int a = 0; a < 4; a++)
                     tmp[a][b] = r4[a];
             }
+            const float *rp = ea->res ? ea->res + (yp - y) : NULL;
             for (int a = 0; a < 4 && y0 + a < g->oh; a++) { /* rows: (A^T m) A */
                 v8 r4[4];
                 at6(tmp[a], r4);
-                for (int b = 0; b < 4 && x0 + b < g->ow; b++)
-                    st(yp + ((y0 + a) * g->ow + x0 + b) * L, r4[b] + bv);
+                for (int b = 0; b < 4 && x0 + b < g->ow; b++) {
+                    int64_t at = ((y0 + a) * g->ow + x0 + b) * L;
+                    v8 val = r4[b] + bv;
+                    for (int p = 0; p < ea->npost; p++) {
+                        if (ea->post[p] == EAGER_WINO_ADD)
+                            val = val + ld(rp + at);
+                        else
+                            relu8(&val);
+                    }
+                    st(yp + at, val);
+                }
             }
         }
 }
@@ -262,7 +289,7 @@ tg_status eager_wino_run(const eager_wino *wp, const eager_wino_args *a)
                               a->cp, wp->u + (int64_t)xi * a->cp * a->kp, a->kp, 0.0f,
                               m + (int64_t)xi * nt * a->kp, a->kp) != dnnl_success;
         if (!bad)
-            output_tf(&g, a->kp, m, a->bias, a->o, a->y, t0, nt, nth, par);
+            output_tf(&g, a, m, t0, nt, nth, par);
     }
     eager_dnnl_set_threads(old);
     tg_free(v);

@@ -16,13 +16,21 @@ typedef struct eager_wino eager_wino;
 /* One run: x [n][cp/8][h][w][8] -> y [n][kp/8][oh][ow][8] (stride 1,
  * padding pt on top and pl on the left; the other sides follow from oh,
  * ow), y = conv + bias (o channels of it; the lanes past o get 0 + what
- * the zero weights give, i.e. 0). */
+ * the zero weights give, i.e. 0), then the steps in post. */
 typedef struct eager_wino_args {
     const float *x, *bias;
     float *y;
     int64_t n, cp, kp, o, h, w, oh, ow, pt, pl;
     int nthreads;
+    /* epilogue steps run in the output transform, in order (npost <= 2):
+     * EAGER_WINO_ADD adds res (y's layout), EAGER_WINO_RELU keeps x > 0
+     * and NaN (as eager_post_apply's relu, the same bits) */
+    const float *res;
+    int npost;
+    int post[2];
 } eager_wino_args;
+
+enum { EAGER_WINO_ADD = 1, EAGER_WINO_RELU = 2 };
 
 /*
  * Transforms plain OIHW 3x3 weights w ([o][c][3][3]) for blocks of cp
