@@ -30,7 +30,10 @@
  * Less exact than the direct conv: the transforms scale values by up to
  * 8 and 1/24 and add 36 products per channel.  test_wino measures it
  * against a double-precision reference: ~1e-6 of the output's magnitude
- * at 64 channels, as oneDNN's F(4x4,3x3) at AVX-512.
+ * at 64 channels, as oneDNN's F(4x4,3x3) at AVX-512.  And a NaN or an
+ * infinity in the input reaches every output of each 4x4 tile whose 6x6
+ * window holds it (the transforms mix the window), where the direct conv
+ * gives NaN only where the kernel reads it: as oneDNN's Winograd does.
  *
  * Used by kernels_blocked.c for a conv2d_blk that wants Winograd (3x3,
  * stride 1, dense, not grouped, blocked x and y of 8 lanes) where oneDNN
