@@ -208,12 +208,11 @@ static void input_tf(const wino_geom *g, int64_t cp, const float *x, float *v, i
 }
 
 /* The output transform of tiles [t0, t0 + nt) from m [36][nt][kp], plus
- * the bias, then a's epilogue steps, into y. */
+ * the bias (kp floats, zeros past o), then a's epilogue steps, into y. */
 static void output_tf(const wino_geom *g, const eager_wino_args *ea, const float *m,
-                      int64_t t0, int64_t nt, int nthreads, int par)
+                      const float *bias, int64_t t0, int64_t nt, int nthreads, int par)
 {
-    int64_t kp = ea->kp, o = ea->o;
-    const float *bias = ea->bias;
+    int64_t kp = ea->kp;
     float *y = ea->y;
     int64_t per = g->th * g->tw;
 #pragma omp parallel for num_threads(nthreads) if (par) collapse(2) schedule(static)
@@ -222,10 +221,7 @@ static void output_tf(const wino_geom *g, const eager_wino_args *ea, const float
             int64_t t = t0 + i, n = t / per, r = t % per;
             int64_t y0 = r / g->tw * 4, x0 = r % g->tw * 4;
             float *yp = y + (n * g->kb + kb) * g->oh * g->ow * L;
-            float bl[L];
-            for (int k = 0; k < L; k++)
-                bl[k] = bias && kb * L + k < o ? bias[kb * L + k] : 0.0f;
-            v8 bv = ld(bl), tmp[4][6];
+            v8 bv = ld(bias + kb * L), tmp[4][6];
             for (int b = 0; b < 6; b++) { /* columns: A^T m */
                 v8 col[6], r4[4];
                 for (int a = 0; a < 6; a++)
@@ -271,11 +267,15 @@ tg_status eager_wino_run(const eager_wino *wp, const eager_wino_args *a)
     chunk = (g.tiles + nchunks - 1) / nchunks;
     float *v = tg_malloc((size_t)(36 * chunk * a->cp) * sizeof(float));
     float *m = tg_malloc((size_t)(36 * chunk * a->kp) * sizeof(float));
-    if (!v || !m) {
+    float *bias = tg_calloc((size_t)a->kp, sizeof(float)); /* the lanes past o: 0 */
+    if (!v || !m || !bias) {
         tg_free(v);
         tg_free(m);
+        tg_free(bias);
         return TG_ERR_NOMEM;
     }
+    if (a->bias)
+        memcpy(bias, a->bias, (size_t)a->o * sizeof(float));
     int nth = a->nthreads > 0 ? a->nthreads : 1;
     int par = nth > 1;
     /* one thread per sgemm: nested in the region below, or alone */
@@ -292,10 +292,11 @@ tg_status eager_wino_run(const eager_wino *wp, const eager_wino_args *a)
                               a->cp, wp->u + (int64_t)xi * a->cp * a->kp, a->kp, 0.0f,
                               m + (int64_t)xi * nt * a->kp, a->kp) != dnnl_success;
         if (!bad)
-            output_tf(&g, a, m, t0, nt, nth, par);
+            output_tf(&g, a, m, bias, t0, nt, nth, par);
     }
     eager_dnnl_set_threads(old);
     tg_free(v);
     tg_free(m);
+    tg_free(bias);
     return bad ? TG_ERR_BACKEND : TG_OK;
 }

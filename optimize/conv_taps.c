@@ -49,6 +49,16 @@ static int live_taps(int64_t n, int64_t m, int64_t k, int64_t s, int64_t d, int6
     return *u0 >= 0;
 }
 
+/* Nonzero when none of w's n floats is inf or NaN: dropping a tap's
+ * products with padding (zeros) is exact only then (0 * inf is NaN). */
+static int all_finite(const float *w, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (!isfinite(w[j]))
+            return 0;
+    return 1;
+}
+
 static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
 {
     const graph_node *n = &g->nodes[i];
@@ -86,11 +96,10 @@ static tg_status crop(graph *g, opt_ctx *ctx, int32_t i)
     }
     const float *src = w->data;
     int64_t kh = wt->dim[2], kw = wt->dim[3], nk = wt->dim[0] * wt->dim[1];
-    for (int64_t j = 0; j < nk * kh * kw; j++)
-        if (!isfinite(src[j])) {
-            opt_explain(ctx, g, i, "taps read only padding, but the weights are not finite");
-            return TG_OK;
-        }
+    if (!all_finite(src, nk * kh * kw)) {
+        opt_explain(ctx, g, i, "taps read only padding, but the weights are not finite");
+        return TG_OK;
+    }
     int64_t h2 = u1 - u0 + 1, w2 = v1 - v0 + 1;
     graph_type nt = {GRAPH_F32, 4, {wt->dim[0], wt->dim[1], h2, w2}};
     float *dst = tg_malloc((size_t)(nk * h2 * w2) * sizeof *dst + 1);
@@ -193,9 +202,8 @@ static tg_status split(graph *g, opt_ctx *ctx, int32_t i)
         return TG_OK;
     const float *src = w->data;
     int64_t o = wt->dim[0], c = wt->dim[1];
-    for (int64_t j = 0; j < o * c * kh * kw; j++)
-        if (!isfinite(src[j]))
-            return TG_OK;
+    if (!all_finite(src, o * c * kh * kw))
+        return TG_OK;
     float *wtap = tg_malloc((size_t)(o * c) * sizeof *wtap + 1);
     if (!wtap)
         return opt_fail(ctx, g, i, TG_ERR_NOMEM, "out of memory");

@@ -398,21 +398,21 @@ static int32_t make_bias(graph *g, const chain *c, int need)
 {
     const graph_node *p = &g->nodes[c->p];
     int32_t own = p->nin > 2 ? p->in[2] : -1, add = c->bias_add;
-    if (add >= 0 && own < 0 && g->values[add].type.ndim == 1 && !c->conv &&
-        g->values[add].type.dim[0] == g->values[c->last].type.dim[g->values[c->last].type.ndim - 1])
+    const graph_type *y = &g->values[c->last].type;
+    int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
+    /* a one-element add (bias_like's splat): every channel gets its value */
+    int splat = add >= 0 && graph_type_numel(&g->values[add].type) == 1 && ch != 1;
+    if (add >= 0 && own < 0 && g->values[add].type.ndim == 1 && !c->conv && !splat)
         return add;
     if (add < 0 && (own >= 0 || !need))
         return own;
-    const graph_type *y = &g->values[c->last].type;
-    int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
     float *sum = tg_calloc((size_t)ch + 1, sizeof *sum);
     if (!sum)
         return -2;
     const float *a = add >= 0 ? fu_const_f32(g, add) : NULL;
     const float *b = own >= 0 ? fu_const_f32(g, own) : NULL;
-    int64_t astep = add >= 0 && graph_type_numel(&g->values[add].type) == 1 ? 0 : 1;
     for (int64_t i = 0; i < ch; i++)
-        sum[i] = (a ? a[i * astep] : 0.0f) + (b ? b[i] : 0.0f);
+        sum[i] = (a ? a[splat ? 0 : i] : 0.0f) + (b ? b[i] : 0.0f);
     graph_type t = {GRAPH_F32, 1, {ch}};
     int32_t id = opt_add_const(g, &t, sum);
     tg_free(sum);
