@@ -343,28 +343,59 @@ static inline float vm_erff(float x)
 }
 
 /*
- * x/2 (1 + erf(x/sqrt2)).  For x < 0 the sum 1 + erf is erfc(|x|/sqrt2),
- * computed directly (no cancellation) with (x/sqrt2)^2 = x^2/2 taken from
- * x itself so the rounding of x/sqrt2 does not reach e^(-x^2/2), and with
- * e^(-x^2/2) multiplied in last so x erfc stays normal as long as it can.
+ * x/2 (1 + erf(x/sqrt2)) = x Phi(x): for x < 0, x Phi(-|x|) (no
+ * cancellation); for x >= 0, x (1 - Phi(-|x|)).
+ *
+ * Phi(-|x|) = erfc(a)/2, a = |x|/sqrt2, is t e^(-a^2 + P(t)) / 2 with
+ * t = 1/(1 + 0.4 a): one formula over the whole range, no branch between
+ * a small-argument and a tail form (the form of Numerical Recipes' erfcc,
+ * with a fit of our own).  P, degree 8 in t - 0.6, is a minimax fit of
+ * ln(erfc(a) e^(a^2) / t) over a in [0, 10.7] made by tools/fit_gelu.py:
+ * 1.2e-7 absolute in P with the coefficients rounded to float, so 1.2e-7
+ * relative in erfc.  P sees a only through t, whose rounding moves the
+ * result by about an ulp.  a^2 = x^2/2 is taken from x itself, exactly
+ * (hi + lo), and the exponent's reduction keeps hi, lo and P apart
+ * (Cody-Waite on hi alone): e^(-a^2) is as sensitive to a^2 as a^2 is
+ * large.  The result is scaled by 2^64 until x has been multiplied in, so
+ * a result in the subnormal range is rounded once.
+ *
+ * |x| is clamped to 15 (beyond it x Phi(-|x|) is below 2^-149 and
+ * 1 - Phi(-|x|) is 1) in the integers: a float select there lets GCC copy
+ * the operations that follow into both of its arms, one blend for each.
+ * NaN becomes 15 in the clamp and comes back through x in the last line.
  */
 static inline float vm_geluf(float x)
 {
-    float xc = x > 20.0f ? 20.0f : x;
-    xc = xc < -20.0f ? -20.0f : xc;
-    float z = xc * 7.07106781e-01f;
-    float a = fabsf(z);
-    float small = 0.5f * x * VM_FMA(z, vm_erf_small_(z * z), 1.0f);
-    float hx = xc * xc;
-    float e = vm_exp_negsq_(0.5f * hx, 0.5f * vm_sq_err(xc, hx));
-    float hxr = 0.5f * xc * vm_erfcx_tail_(a); /* finite even at +-inf */
-    float big = xc > 0.0f ? VM_FMA(-hxr, e, x) : hxr * e;
-    float r = a < 0.875f ? small : big;
+    uint32_t ux = vm_asuint(x);
+    uint32_t ib = ux & 0x7fffffffu;
+    ib = ib < 0x41700000u ? ib : 0x41700000u; /* 15.0f */
+    float ax = vm_asfloat(ib);
+    float xs = vm_asfloat(ib | (ux & 0x80000000u)); /* x clamped to [-15, 15] */
+    float t = 1.0f / VM_FMA(0.4f * 7.07106781e-01f, ax, 1.0f);
+    float v = t - 0.6f;
+    float p = VM_FMA(-2.080878019e-01f, v, -7.119337469e-02f);
+    p = VM_FMA(p, v, 3.061052561e-01f);
+    p = VM_FMA(p, v, 1.299699247e-01f);
+    p = VM_FMA(p, v, -3.624821305e-01f);
+    p = VM_FMA(p, v, -2.958090007e-01f);
+    p = VM_FMA(p, v, 4.908494353e-01f);
+    p = VM_FMA(p, v, 1.632357597e+00f);
+    p = VM_FMA(p, v, -7.055994272e-01f);
+    float sq = ax * ax;
+    float hi = 0.5f * sq, pl = p - 0.5f * vm_sq_err(ax, sq); /* a^2 = hi + lo */
+    /* e^(pl - hi) = 2^n e^r: n from the rounded sum, r from the parts */
+    float tt = VM_FMA(pl - hi, 1.44269504e+00f, 12582912.0f);
+    float nf = tt - 12582912.0f;
+    float r = VM_FMA(nf, -6.93359375e-01f, -hi) + VM_FMA(nf, 2.12194440e-04f, pl);
+    /* 2^(n + 64), normal: n >= -165 */
+    float s = vm_asfloat((vm_asuint(tt) + (uint32_t)(127 + 64 - 0x4b400000)) << 23);
+    float q = 0.5f * t * (vm_expm1_poly_(r) + 1.0f) * s; /* Phi(-|x|) 2^64 */
+    float res = x < 0.0f ? xs * q * 0x1p-64f : x * VM_FMA(-q, 0x1p-64f, 1.0f);
     /* the formula's value at -inf: -inf/2 (1 + -1) = NaN, as PyTorch's
      * gelu, ONNX's Gelu and oneDNN's gelu_erf compute it (so the -O2
      * rewrites of x/2 (1 + erf(x/sqrt2)) into gelu, and of gelu into a
      * oneDNN epilogue, change no result) */
-    return x < -20.0f ? (x == -INFINITY ? NAN : -0.0f) : r;
+    return x == -INFINITY ? NAN : res;
 }
 
 /*
