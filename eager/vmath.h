@@ -323,23 +323,28 @@ static inline float vm_erfcx_tail_(float a)
     return t * r;
 }
 
-/* e^-(hi + lo) for a square split exactly as hi + lo: e^-hi (1 - lo).
- * The lo part matters: e^(-a^2) is as sensitive to a^2 as a^2 is large. */
-static inline float vm_exp_negsq_(float hi, float lo)
-{
-    float e = vm_expf(-hi);
-    return VM_FMA(-lo, e, e);
-}
-
-/* erf x: x P(x^2) below 0.875, 1 - erfc beyond. */
+/*
+ * erf x: x P(x^2) below 0.875, 1 - erfc beyond.  erf(4) rounds to 1, so
+ * |x| is clamped to 4 (in the integers, as in vm_geluf below: NaN becomes
+ * 4 there and comes back through x in the last line), and e^(-a^2) stays
+ * normal: one power of two, no clamps in the exponential.
+ */
 static inline float vm_erff(float x)
 {
-    float a = fabsf(x);
-    a = a > 10.0f ? 10.0f : a; /* erf = 1 in float far earlier */
+    uint32_t ib = vm_asuint(x) & 0x7fffffffu;
+    ib = ib < 0x40800000u ? ib : 0x40800000u; /* 4.0f */
+    float a = vm_asfloat(ib);
     float u = a * a;
     float small = a * vm_erf_small_(u);
-    float tail = vm_erfcx_tail_(a) * vm_exp_negsq_(u, vm_sq_err(a, u));
-    return copysignf(a < 0.875f ? small : 1.0f - tail, x);
+    /* e^-(u + lo) = 2^n e^r (1 - lo), n in [-24, 0] */
+    float tt = VM_FMA(-u, 1.44269504e+00f, 12582912.0f);
+    float nf = tt - 12582912.0f;
+    float r = VM_FMA(nf, 2.12194440e-04f, VM_FMA(nf, -6.93359375e-01f, -u));
+    float e = (vm_expm1_poly_(r) + 1.0f) *
+              vm_asfloat((vm_asuint(tt) + (uint32_t)(127 - 0x4b400000)) << 23);
+    float tail = vm_erfcx_tail_(a) * VM_FMA(-vm_sq_err(a, u), e, e);
+    float res = copysignf(a < 0.875f ? small : 1.0f - tail, x);
+    return x != x ? x : res;
 }
 
 /*
