@@ -302,6 +302,26 @@ tg_status eager_kernel_layer_norm_grad(const eager_kargs *a)
 
 /* ---- softmax, log_softmax ---- */
 
+/*
+ * exp(d) for d = x - max <= 0, written as 0 where it is below FLT_MIN
+ * (d < ln FLT_MIN), and computed on 0 there instead of d: vm_expf's last
+ * multiply would make the subnormal, and on Intel cores every operation
+ * that makes or reads one takes a microcode assist.  Masked attention
+ * feeds such rows (Swin's shifted windows add -100): softmax on
+ * [192,49,49] with a third of the scores masked took 3.0 ms instead of
+ * 0.70 at AVX-512, 3.6 at AVX2.  The result does not change: such a term
+ * adds below 1.2e-38 to a sum of at least 1 (the max's own term), and
+ * its probability is below FLT_MIN, which flush_tiny writes as 0 anyway
+ * (log_softmax reads only the sum).  NaN fails the test and stays NaN;
+ * exp(-inf) = 0 as before.
+ */
+static inline float exp_shifted(float d)
+{
+    int tiny = d < -87.3365448f; /* ln FLT_MIN */
+    float e = vm_expf(tiny ? 0.0f : d);
+    return tiny ? 0.0f : e;
+}
+
 /* y[i] = exp(x[i] - m); returns the sum of y in double.  vm_expf gives
  * exp(-inf) = 0 and NaN for NaN, and vectorizes (libm's expf does not). */
 static double exp_shift(const float *restrict x, float *restrict y,
@@ -310,7 +330,7 @@ static double exp_shift(const float *restrict x, float *restrict y,
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; i++) {
-        y[i] = vm_expf(x[i] - m);
+        y[i] = exp_shifted(x[i] - m);
         s += y[i];
     }
     return s;
@@ -372,7 +392,7 @@ static void softmax_cols(const float *restrict x, float *restrict y,
         float *restrict yr = y + l * inner;
 #pragma omp simd
         for (int64_t j = 0; j < nc; j++)
-            yr[j] = vm_expf(xr[j] - m[j]);
+            yr[j] = exp_shifted(xr[j] - m[j]);
         for (int64_t j = 0; j < nc; j++)
             s[j] += yr[j];
     }

@@ -356,6 +356,42 @@ static void test_softmax_denormal(void)
     CHECK_MSG(normal_lost == 0, "%d normal probabilities wrong", normal_lost);
     CHECK(pr && pr[1] > 0.0f && pr[1] >= FLT_MIN); /* e^-80/12 = 1.5e-36 stays */
     eager_release(yr), eager_release(yc), eager_release(row), eager_release(col);
+
+    /* Around ln FLT_MIN = -87.3365, where the kernel stops computing the
+     * exponential (it would make a subnormal): one 0 makes the sum 1, so
+     * each probability is e^d itself.  The row is long enough for the
+     * vector loop, with the same values in the tail. */
+    static const float edge[] = {0.0f,      -87.30f, -87.33f,  -87.3365f, -87.3366f, -87.34f,
+                                 -87.5f,    -88.0f,  -103.9f,  -104.5f,   -150.0f,   -INFINITY,
+                                 -86.0f,    -87.0f,  -87.33f,  -87.34f,   -90.0f,    -87.3365f,
+                                 -87.3366f, -87.31f};
+    enum { E = sizeof edge / sizeof edge[0] };
+    eager_tensor *er = eager_from_data(GRAPH_F32, TG_SHAPE(1, E), edge);
+    eager_tensor *ey = eager_softmax(er, -1), *el = eager_log_softmax(er, -1);
+    const float *py = fdata(ey), *pl = fdata(el);
+    double es = 0;
+    for (int i = 0; i < E; i++)
+        es += exp((double)edge[i]);
+    int edge_bad = 0;
+    for (int i = 0; py && pl && i < E; i++) {
+        double want = exp((double)edge[i]) / es, lwant = edge[i] - log(es);
+        float got = py[i];
+        int ok = want < FLT_MIN ? got == 0.0f : fabs(got - want) <= 1e-6 * want;
+        ok &= isinf(edge[i]) ? isinf(pl[i]) && pl[i] < 0 : fabs(pl[i] - lwant) <= 1e-6 * fabs(lwant) + 1e-7;
+        if (!ok && edge_bad++ < 3)
+            fprintf(stderr, "  softmax at %.7g: got %.9g (log %.9g), want %.9g (log %.9g)\n",
+                    edge[i], got, pl[i], want, lwant);
+    }
+    CHECK(py && pl);
+    CHECK_MSG(edge_bad == 0, "%d probabilities near ln FLT_MIN wrong", edge_bad);
+    /* NaN stays NaN */
+    float nv[E];
+    memcpy(nv, edge, sizeof nv);
+    nv[5] = NAN;
+    eager_tensor *nr = eager_from_data(GRAPH_F32, TG_SHAPE(1, E), nv);
+    eager_tensor *ny = eager_softmax(nr, -1);
+    CHECK(ny && isnan(fdata(ny)[5]));
+    eager_release(ey), eager_release(el), eager_release(er), eager_release(ny), eager_release(nr);
 }
 
 /* ---- errors ---- */
