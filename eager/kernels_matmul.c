@@ -102,6 +102,49 @@ typedef struct mm_args {
     graph_post_prm prm;
 } mm_args;
 
+/*
+ * Packed weights that oneDNN wants plain (row-major [K, N], what its
+ * gemm:jit reads: the AVX2 and SSE4.1 matmul, which have no brgemm in
+ * oneDNN 2.6) with rows a multiple of 4 KB apart are given rows 64 bytes
+ * longer instead.  The packed buffer sits on 2 MB huge pages
+ * (dnnl_util.c's packed_alloc), so such rows are physically a multiple of
+ * 4 KB apart too: the column panels gemm:jit copies out of them map onto
+ * a few sets of the L2 and keep evicting each other.  With 4 KB pages the
+ * frames scatter the rows and this happened by chance, which made
+ * transformer_encoder's 128x512x2048 linear take 2.4 ms in some layers
+ * and up to 4.8 ms in others, varying with the process.  dnnl_sgemm on
+ * that shape at AVX2, 1 thread, weights on huge pages: 3.1-3.8 ms; 4 KB
+ * pages: 2.45-2.6 ms; rows 64 bytes longer, either: 2.26 ms.  Returns 1
+ * with *out set when desc (weights "any") resolves to such a layout.
+ */
+static int padded_weights(const dnnl_matmul_desc_t *desc, const_dnnl_primitive_attr_t attr,
+                          dnnl_memory_desc_t *out)
+{
+    dnnl_engine_t eng;
+    dnnl_primitive_desc_t pd;
+    if (eager_dnnl_engine(&eng) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, desc, attr, eng, NULL) != dnnl_success)
+        return 0;
+    const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    int nd = w ? w->ndims : 0, pad = 0;
+    if (w && w->format_kind == dnnl_blocked && w->format_desc.blocking.inner_nblks == 0 &&
+        nd >= 2 && w->format_desc.blocking.strides[nd - 1] == 1 &&
+        w->format_desc.blocking.strides[nd - 2] == w->dims[nd - 1] &&
+        w->dims[nd - 2] > 1 && w->dims[nd - 1] % 1024 == 0) {
+        *out = *w;
+        dnnl_dims_t strides;
+        int64_t row = w->dims[nd - 1] + 16; /* 64 bytes */
+        strides[nd - 1] = 1;
+        strides[nd - 2] = row;
+        for (int i = nd - 3; i >= 0; i--)
+            strides[i] = strides[i + 1] * w->dims[i + 1];
+        pad = dnnl_memory_desc_init_by_strides(out, nd, w->dims, dnnl_f32, strides) ==
+              dnnl_success;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return pad;
+}
+
 /* Describes the matmul (with its epilogue) and prepares the primitive. */
 static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_prim **out)
 {
@@ -133,6 +176,12 @@ static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_p
     /* The residual (if any) has the output's shape: dst's layout. */
     if (s == dnnl_success)
         s = eager_dnnl_post_attr(m->post, m->prm, &sp.md[2], &attr, &res_index);
+    dnnl_memory_desc_t padded;
+    if (s == dnnl_success && sp.packed && padded_weights(&desc, attr, &padded)) {
+        wmd = padded;
+        s = dnnl_matmul_desc_init(&desc, &sp.md[0], &wmd, m->has_bias ? &sp.md[3] : NULL,
+                                  &sp.md[2]);
+    }
     if (s != dnnl_success)
         return eager_dnnl_fail(a, "matmul descriptor", s);
     if (res_index >= 0) {
