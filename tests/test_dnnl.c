@@ -264,12 +264,16 @@ static void test_blocked_sizes(void)
  * linear [5,600] x [320,600]^T (+ bias) with a state slot and fixed
  * weights: the packed copy is over the huge-page threshold.  Four calls:
  * the input changes each call, the weights move to a new buffer (and
- * change) at the third: repacked.  Also a small one below the threshold.
+ * change) at the third: repacked.  Also a small one below the threshold,
+ * and two whose rows are a multiple of 4 KB (n = 1024, 2048): where
+ * oneDNN wants them plain (gemm:jit, at AVX2 and SSE4.1) they are packed
+ * with rows 64 bytes longer (kernels_matmul.c, padded_weights).
  */
 static void test_packed_linear(void)
 {
-    static const int64_t sizes[][3] = {{5, 600, 320}, {3, 33, 17}}; /* rows, k, n */
-    for (int s = 0; s < 2; s++) {
+    static const int64_t sizes[][3] = {
+        {5, 600, 320}, {3, 33, 17}, {4, 96, 1024}, {3, 40, 2048}}; /* rows, k, n */
+    for (int s = 0; s < 4; s++) {
         eager_pool_push();
         int64_t rows = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
         eager_tensor *w1 = eager_rand_uniform(TG_SHAPE(n, k), 91, -0.1f, 0.1f);
