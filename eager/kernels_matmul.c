@@ -177,7 +177,7 @@ static tg_status mm_prepare(const eager_kargs *a, const mm_args *m, eager_dnnl_p
     if (s == dnnl_success)
         s = eager_dnnl_post_attr(m->post, m->prm, &sp.md[2], &attr, &res_index);
     dnnl_memory_desc_t padded;
-    if (s == dnnl_success && sp.packed && padded_weights(&desc, attr, &padded)) {
+    if (s == dnnl_success && sp.packed == 1 && padded_weights(&desc, attr, &padded)) {
         wmd = padded;
         s = dnnl_matmul_desc_init(&desc, &sp.md[0], &wmd, m->has_bias ? &sp.md[3] : NULL,
                                   &sp.md[2]);

@@ -312,6 +312,57 @@ static void test_packed_linear(void)
     }
 }
 
+/*
+ * matmul [rows,K] x [K,N] with a state slot but weights that are not fixed
+ * (a replay step whose b is computed, as in a backward): no packed copy,
+ * so oneDNN reads b's own buffer and must be told its real strides.  With
+ * N = 1024 and 2048 the padded-rows rule for packed weights must not
+ * apply here (it once did: every row read 64 bytes off, NaN in training).
+ * Three calls, b changing in place between them.
+ */
+static void test_unfixed_matmul(void)
+{
+    static const int64_t sizes[][3] = {{6, 40, 1024}, {3, 24, 2048}, {5, 33, 17}};
+    for (int s = 0; s < 3; s++) {
+        eager_pool_push();
+        int64_t rows = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
+        eager_tensor *bt = eager_rand_uniform(TG_SHAPE(k, n), 95, -1, 1);
+        eager_tensor *y = eager_zeros(GRAPH_F32, TG_SHAPE(rows, n));
+        float *want = malloc(sizeof *want * (size_t)(rows * n));
+        graph_matmul_attrs at = {0, 0};
+        eager_kstate *st = NULL;
+        for (int call = 0; call < 3; call++) {
+            eager_tensor *x = eager_rand_uniform(TG_SHAPE(rows, k), 110 + call, -1, 1);
+            float *pb = eager_data_mut(bt);
+            for (int64_t i = 0; call && i < k * n; i++)
+                pb[i] = -0.5f * pb[i] + 0.25f; /* b changes in place */
+            const float *px = eager_peek(x);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < n; j++) {
+                    double acc = 0;
+                    for (int64_t i = 0; i < k; i++)
+                        acc += (double)px[r * k + i] * pb[i * n + j];
+                    want[r * n + j] = (float)acc;
+                }
+            graph_type in_t[2] = {*eager_type(x), *eager_type(bt)};
+            const void *in_p[2] = {px, pb};
+            void *out_p[1] = {eager_data_mut(y)};
+            char err[256] = "";
+            eager_kargs ka = {in_t, in_p, 2, &at, eager_type(y), out_p, 1, 1, err, sizeof err,
+                              &st, 0};
+            tg_status rc = eager_kernel_matmul(&ka);
+            CHECK_MSG(rc == TG_OK, "matmul step: %s", err);
+            double e = check_normalized_error(eager_peek(y), want, rows * n);
+            CHECK_MSG(e <= 1e-5, "matmul %lldx%lld x %lldx%lld, b not fixed, call %d: "
+                      "normalized error %g", (long long)rows, (long long)k, (long long)k,
+                      (long long)n, call, e);
+        }
+        eager_kstate_free(st);
+        free(want);
+        eager_pool_pop();
+    }
+}
+
 int main(void)
 {
     if (test_avx512()) { /* Winograd needs AVX-512 in oneDNN */
@@ -322,5 +373,6 @@ int main(void)
     }
     test_blocked_sizes();
     test_packed_linear();
+    test_unfixed_matmul();
     return check_done();
 }
