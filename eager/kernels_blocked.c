@@ -58,8 +58,6 @@
 #include "dnnl_util.h"
 #include "wino.h"
 
-/* The largest block: the size of per-pixel scratch arrays. */
-
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -634,6 +632,7 @@ static inline float pool_max(float acc, float v)
     return (v > acc || v != v) ? v : acc;
 }
 
+/* pool_max (or the sum) on 8 or 16 lanes at once. */
 #if defined(__AVX__)
 static inline __m256 pool_comb8(__m256 a, __m256 v, int avg)
 {
@@ -641,6 +640,15 @@ static inline __m256 pool_comb8(__m256 a, __m256 v, int avg)
         return _mm256_add_ps(a, v);
     __m256 m = _mm256_or_ps(_mm256_cmp_ps(v, a, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     return _mm256_blendv_ps(a, v, m);
+}
+#endif
+#if defined(__AVX512F__)
+static inline __m512 pool_comb16(__m512 a, __m512 v, int avg)
+{
+    if (avg)
+        return _mm512_add_ps(a, v);
+    __mmask16 m = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_mov_ps(a, m, v);
 }
 #endif
 
@@ -667,16 +675,8 @@ pool_sweep(int B, float *restrict d, const float *restrict s, int64_t stride, in
     if (B == 16) {
         for (; j < n; j += 16) {
             __m512 a = _mm512_loadu_ps(s + j);
-            for (int64_t c = 1; c < count; c++) {
-                __m512 v = _mm512_loadu_ps(s + c * stride + j);
-                if (avg) {
-                    a = _mm512_add_ps(a, v);
-                } else {
-                    __mmask16 m = _mm512_cmp_ps_mask(v, a, _CMP_GT_OQ) |
-                                  _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-                    a = _mm512_mask_mov_ps(a, m, v);
-                }
-            }
+            for (int64_t c = 1; c < count; c++)
+                a = pool_comb16(a, _mm512_loadu_ps(s + c * stride + j), avg);
             _mm512_storeu_ps(d + j, a);
         }
         return;

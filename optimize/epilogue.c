@@ -136,12 +136,19 @@ static int fusable_op(graph_op op)
     return op == GRAPH_OP_add || post_code(op) != 0;
 }
 
+/* The channels of the chain's output: a bias has one value for each. */
+static int64_t chain_channels(const graph *g, const chain *c)
+{
+    const graph_type *y = &g->values[c->last].type;
+    return c->conv ? y->dim[1] : y->dim[y->ndim - 1];
+}
+
 /* Nonzero if value b, added to the chain's output, is a bias. */
 static int bias_like(const graph *g, const chain *c, int32_t b)
 {
     const graph_node *p = &g->nodes[c->p];
     const graph_type *t = &g->values[b].type, *y = &g->values[c->last].type;
-    int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
+    int64_t ch = chain_channels(g, c);
     int direct = !c->conv && p->nin < 3 && t->ndim == 1; /* becomes the bias input */
     if (g->values[b].dyn || t->ndim > y->ndim)
         return 0;
@@ -398,8 +405,7 @@ static int32_t make_bias(graph *g, const chain *c, int need)
 {
     const graph_node *p = &g->nodes[c->p];
     int32_t own = p->nin > 2 ? p->in[2] : -1, add = c->bias_add;
-    const graph_type *y = &g->values[c->last].type;
-    int64_t ch = c->conv ? y->dim[1] : y->dim[y->ndim - 1];
+    int64_t ch = chain_channels(g, c);
     /* a one-element add (bias_like's splat): every channel gets its value */
     int splat = add >= 0 && graph_type_numel(&g->values[add].type) == 1 && ch != 1;
     if (add >= 0 && own < 0 && g->values[add].type.ndim == 1 && !c->conv && !splat)

@@ -261,6 +261,22 @@ static void test_blocked_sizes(void)
 /* ---- linear with big packed weights ---- */
 
 /*
+ * want[rows,n] = x[rows,k] times the k x n matrix w whose element (i, j)
+ * is w[i*wi + j*wj] (+ bias[j] when bias), summed in double.
+ */
+static void naive_product(const float *x, const float *w, int64_t wi, int64_t wj,
+                          const float *bias, int64_t rows, int64_t k, int64_t n, float *want)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = bias ? bias[j] : 0.0;
+            for (int64_t i = 0; i < k; i++)
+                acc += (double)x[r * k + i] * w[i * wi + j * wj];
+            want[r * n + j] = (float)acc;
+        }
+}
+
+/*
  * linear [5,600] x [320,600]^T (+ bias) with a state slot and fixed
  * weights: the packed copy is over the huge-page threshold.  Four calls:
  * the input changes each call, the weights move to a new buffer (and
@@ -286,13 +302,7 @@ static void test_packed_linear(void)
             eager_tensor *x = eager_rand_uniform(TG_SHAPE(rows, k), 100 + call, -1, 1);
             eager_tensor *w = call < 2 ? w1 : w2;
             const float *px = eager_peek(x), *pw = eager_peek(w), *pb = eager_peek(b);
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t j = 0; j < n; j++) {
-                    double acc = pb[j];
-                    for (int64_t i = 0; i < k; i++)
-                        acc += (double)px[r * k + i] * pw[j * k + i];
-                    want[r * n + j] = (float)acc;
-                }
+            naive_product(px, pw, 1, k, pb, rows, k, n, want); /* w [n,k] */
             graph_type in_t[3] = {*eager_type(x), *eager_type(w), *eager_type(b)};
             const void *in_p[3] = {px, pw, pb};
             void *out_p[1] = {eager_data_mut(y)};
@@ -337,13 +347,7 @@ static void test_unfixed_matmul(void)
             for (int64_t i = 0; call && i < k * n; i++)
                 pb[i] = -0.5f * pb[i] + 0.25f; /* b changes in place */
             const float *px = eager_peek(x);
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t j = 0; j < n; j++) {
-                    double acc = 0;
-                    for (int64_t i = 0; i < k; i++)
-                        acc += (double)px[r * k + i] * pb[i * n + j];
-                    want[r * n + j] = (float)acc;
-                }
+            naive_product(px, pb, n, 1, NULL, rows, k, n, want); /* b [k,n] */
             graph_type in_t[2] = {*eager_type(x), *eager_type(bt)};
             const void *in_p[2] = {px, pb};
             void *out_p[1] = {eager_data_mut(y)};
